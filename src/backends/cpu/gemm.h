@@ -1,0 +1,38 @@
+/* Cache-blocked, register-tiled matrix multiply for the CPU backend, in float32 and in
+ * _Float16 (half storage and half arithmetic, the way ARM fp16 kernels accumulate).
+ *
+ *   C[M x N] = alpha * op(A)[M x K] * op(B)[K x N] + beta * C      (row-major)
+ *
+ * op(A)[i][k] is A[i*lda + k], or A[k*lda + i] when ta is set; likewise for B with tb.
+ * beta == 0 overwrites C without reading it (so garbage or NaN in C does not leak in).
+ *
+ * B may also come from a packing callback instead of a matrix: conv2d uses that to build
+ * im2col columns straight into the packed panel layout, so the full im2col matrix is
+ * never materialised (for a 1024x1024 input it would take hundreds of MiB). */
+#ifndef CD_CPU_GEMM_H
+#define CD_CPU_GEMM_H
+#include <stdbool.h>
+
+/* Columns per packed B panel (the micro-kernel's vector width in elements). */
+#define CD_GEMM_NR 16
+
+/* Packs rows [k0, k0+kc) and columns [n0, n0+nc) of the logical B into dst as
+ * ceil(nc / CD_GEMM_NR) consecutive panels; panel p holds, for each k in [0, kc), the
+ * CD_GEMM_NR values of columns n0 + p*NR ... (zeros past nc). dst element type is the
+ * gemm's element type. */
+typedef void (*cd_gemm_pack_fn)(const void *ctx, int k0, int kc, int n0, int nc, void *dst);
+
+void cd_gemm_f32(int M, int N, int K, float alpha, const float *A, int lda, bool ta,
+                 const float *B, int ldb, bool tb, float beta, float *C, int ldc, int threads);
+void cd_gemm_f16(int M, int N, int K, _Float16 alpha, const _Float16 *A, int lda, bool ta,
+                 const _Float16 *B, int ldb, bool tb, _Float16 beta, _Float16 *C, int ldc,
+                 int threads);
+
+/* Same with B produced by pack (see cd_gemm_pack_fn). */
+void cd_gemm_f32_packed_b(int M, int N, int K, float alpha, const float *A, int lda, bool ta,
+                          cd_gemm_pack_fn pack, const void *pack_ctx, float beta, float *C,
+                          int ldc, int threads);
+void cd_gemm_f16_packed_b(int M, int N, int K, _Float16 alpha, const _Float16 *A, int lda,
+                          bool ta, cd_gemm_pack_fn pack, const void *pack_ctx, _Float16 beta,
+                          _Float16 *C, int ldc, int threads);
+#endif

@@ -1,0 +1,235 @@
+/* Argument parsing and subcommand dispatch. Exit codes are documented in README.md. */
+#include "cli/cli.h"
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+static const char *const USAGE_MAIN =
+    "usage: cldiff MODEL.nb [options]            compare CPU and OpenCL layer by layer\n"
+    "       cldiff run [--backends cpu|opencl] MODEL.nb [options]   run and dump every layer\n"
+    "       cldiff inspect MODEL.nb [--shape NAME=dims]\n"
+    "       cldiff doctor [--cl-lib PATH] [--cl-platform P] [--cl-device D]\n"
+    "       cldiff compare A.h5 B.h5 [options]\n"
+    "       cldiff report DUMP.h5 [--out DIR]\n"
+    "\n"
+    "model and inputs:\n"
+    "  --shape NAME=1,3,48,192   value for dynamic dims of an input (repeatable)\n"
+    "  --input [NAME=]SPEC       SPEC: random (default, seeded), const:V, file.npy, file.bin,\n"
+    "                            file.h5:/dataset, image.png (repeatable, one per input)\n"
+    "  --seed N                  seed of random inputs (default 1)\n"
+    "  --mean a,b,c --std a,b,c  PNG normalisation after scaling to [0,1]\n"
+    "  --channel-order rgb|bgr   PNG channel order (default rgb)   --no-resize\n"
+    "probes and dump:\n"
+    "  --layers SPEC             all (default) | outputs | names,globs | op:TYPE | #3-17\n"
+    "  --dump full|stats         keep whole tensors (default) or statistics only\n"
+    "  --out DIR                 output folder (default cldiff-out)\n"
+    "backends:\n"
+    "  --backends A[,B]          cpu (alias arm) and/or opencl (default cpu,opencl)\n"
+    "  --fp32 | --fp16           precision of both runs (default fp32)\n"
+    "  --fp16-compute            use half arithmetic on OpenCL where cl_khr_fp16 exists\n"
+    "  --threads N               CPU threads (default 2)\n"
+    "  --cl-lib PATH --cl-platform P --cl-device D (index or name substring)\n"
+    "  --kernel-dir DIR          replace embedded kernels/*.cl with files from DIR\n"
+    "  --cache-dir DIR --no-cache  OpenCL program cache\n"
+    "  --timeout SEC             end a hung OpenCL run (default 600)\n"
+    "comparison:\n"
+    "  --tolerance FILE          per op type / layer glob tolerances\n"
+    "  --atol X --rtol X --min-cos X --max-fail-fraction X\n"
+    "  --isolate first|all|none  re-run layers on B with A's inputs (default first)\n"
+    "  --baseline OLD.h5         regression gate against a stored dump\n"
+    "other:\n"
+    "  --quiet  --help  --version\n"
+    "\n"
+    "exit codes: 0 ok, 1 layer out of tolerance, 2 usage, 3 bad model or input,\n"
+    "            4 backend unavailable, 5 backend crashed or hung, 6 cannot write output,\n"
+    "            7 out of memory, 8 unsupported op, 130 interrupted\n";
+
+void cd_cli_usage(FILE *f, const char *cmd) {
+    (void)cmd;
+    fputs(USAGE_MAIN, f);
+}
+
+int cd_cli_fail(const cd_error *err) {
+    int code = err->code == CD_OK ? CD_E_INTERNAL : (int)err->code;
+    fprintf(stderr, "cldiff: %s\n", err->msg[0] ? err->msg : cd_status_name(err->code));
+    if (code == CD_E_USAGE) fprintf(stderr, "Run 'cldiff --help' for usage.\n");
+    fprintf(stderr, "(exit %d: %s)\n", code, cd_status_name((cd_status)code));
+    return code;
+}
+
+static int usage_error(const char *cmd, const char *fmt, const char *arg) {
+    fprintf(stderr, "cldiff: ");
+    fprintf(stderr, fmt, arg);
+    fprintf(stderr, "\n\n");
+    cd_cli_usage(stderr, cmd);
+    return CD_E_USAGE;
+}
+
+static bool parse_double(const char *s, double *out) {
+    char *end;
+    errno = 0;
+    double v = strtod(s, &end);
+    if (errno || end == s || *end) return false;
+    *out = v;
+    return true;
+}
+
+static bool parse_int(const char *s, long lo, long hi, long *out) {
+    char *end;
+    errno = 0;
+    long v = strtol(s, &end, 10);
+    if (errno || end == s || *end || v < lo || v > hi) return false;
+    *out = v;
+    return true;
+}
+
+static int split_backends(cd_cli_opts *o, const char *cmd, const char *arg) {
+    static char buf[128];
+    if (strlen(arg) >= sizeof buf) return usage_error(cmd, "--backends: value too long: '%s'", arg);
+    strcpy(buf, arg);
+    o->n_backends = 0;
+    for (char *tok = strtok(buf, ","); tok; tok = strtok(NULL, ",")) {
+        if (!strcmp(tok, "arm")) tok = (char *)"cpu";
+        if (strcmp(tok, "cpu") && strcmp(tok, "opencl"))
+            return usage_error(cmd, "--backends: unknown backend '%s' (known: cpu, arm, opencl)", tok);
+        if (o->n_backends == 2) return usage_error(cmd, "--backends takes at most two backends: '%s'", arg);
+        o->backends[o->n_backends++] = !strcmp(tok, "cpu") ? "cpu" : "opencl";
+    }
+    if (o->n_backends == 0) return usage_error(cmd, "--backends needs a value: '%s'", arg);
+    return 0;
+}
+
+int cd_cli_parse(int argc, char **argv, int first, cd_cli_opts *o, const char *cmd) {
+    memset(o, 0, sizeof *o);
+    o->out_dir = "cldiff-out";
+    o->layers = "all";
+    o->prec = CD_PREC_FP32;
+    o->backends[0] = "cpu";
+    o->backends[1] = "opencl";
+    o->n_backends = 2;
+    o->threads = 2;
+    o->seed = 1;
+    o->dump_mode = "full";
+    o->timeout_s = 600;
+    o->isolate_child = true;
+    o->atol = o->rtol = o->min_cos = o->max_fail_fraction = -1;
+    o->isolate_mode = "first";
+    o->channel_order = "rgb";
+    for (int i = first; i < argc; i++) {
+        const char *a = argv[i];
+        const char *v = i + 1 < argc ? argv[i + 1] : NULL;
+#define NEEDV() do { if (!v) return usage_error(cmd, "option %s needs a value", a); i++; } while (0)
+        if (!strcmp(a, "--help") || !strcmp(a, "-h")) { cd_cli_usage(stdout, cmd); exit(0); }
+        else if (!strcmp(a, "--fp32")) o->prec = CD_PREC_FP32;
+        else if (!strcmp(a, "--fp16")) o->prec = CD_PREC_FP16;
+        else if (!strcmp(a, "--fp16-compute")) o->fp16_compute = true;
+        else if (!strcmp(a, "--quiet") || !strcmp(a, "-q")) o->quiet = true;
+        else if (!strcmp(a, "--no-cache")) o->no_cache = true;
+        else if (!strcmp(a, "--no-resize")) o->no_resize = true;
+        else if (!strcmp(a, "--no-isolate")) o->isolate_child = false;
+        else if (!strcmp(a, "--out") || !strcmp(a, "-o")) { NEEDV(); o->out_dir = v; }
+        else if (!strcmp(a, "--layers")) { NEEDV(); o->layers = v; }
+        else if (!strcmp(a, "--backends")) { NEEDV(); int r = split_backends(o, cmd, v); if (r) return r; }
+        else if (!strcmp(a, "--threads")) {
+            NEEDV(); long n;
+            if (!parse_int(v, 1, 256, &n)) return usage_error(cmd, "--threads expects 1..256, got '%s'", v);
+            o->threads = (int)n;
+        } else if (!strcmp(a, "--seed")) {
+            NEEDV(); char *end; errno = 0;
+            unsigned long long s = strtoull(v, &end, 10);
+            if (errno || end == v || *end) return usage_error(cmd, "--seed expects a non-negative integer, got '%s'", v);
+            o->seed = s;
+        } else if (!strcmp(a, "--input")) {
+            NEEDV();
+            if (o->n_inputs == CD_CLI_MAX_LIST) return usage_error(cmd, "too many --input options (%s)", v);
+            o->inputs[o->n_inputs++] = v;
+        } else if (!strcmp(a, "--shape")) {
+            NEEDV();
+            if (o->n_shapes == CD_CLI_MAX_LIST) return usage_error(cmd, "too many --shape options (%s)", v);
+            if (!strchr(v, '=')) return usage_error(cmd, "--shape expects NAME=d0,d1,..., got '%s'", v);
+            o->shapes[o->n_shapes++] = v;
+        } else if (!strcmp(a, "--mean")) { NEEDV(); o->mean = v; }
+        else if (!strcmp(a, "--std")) { NEEDV(); o->std = v; }
+        else if (!strcmp(a, "--channel-order")) {
+            NEEDV();
+            if (strcmp(v, "rgb") && strcmp(v, "bgr")) return usage_error(cmd, "--channel-order expects rgb or bgr, got '%s'", v);
+            o->channel_order = v;
+        } else if (!strcmp(a, "--dump")) {
+            NEEDV();
+            if (strcmp(v, "full") && strcmp(v, "stats")) return usage_error(cmd, "--dump expects full or stats, got '%s'", v);
+            o->dump_mode = v;
+        } else if (!strcmp(a, "--timeout")) {
+            NEEDV();
+            if (!parse_double(v, &o->timeout_s) || o->timeout_s <= 0) return usage_error(cmd, "--timeout expects seconds > 0, got '%s'", v);
+        } else if (!strcmp(a, "--cl-lib")) { NEEDV(); o->cl_lib = v; }
+        else if (!strcmp(a, "--cl-platform")) { NEEDV(); o->cl_platform = v; }
+        else if (!strcmp(a, "--cl-device")) { NEEDV(); o->cl_device = v; }
+        else if (!strcmp(a, "--kernel-dir")) { NEEDV(); o->kernel_dir = v; }
+        else if (!strcmp(a, "--cache-dir")) { NEEDV(); o->cache_dir = v; }
+        else if (!strcmp(a, "--tolerance")) { NEEDV(); o->tolerance_file = v; }
+        else if (!strcmp(a, "--baseline")) { NEEDV(); o->baseline = v; }
+        else if (!strcmp(a, "--isolate")) {
+            NEEDV();
+            if (strcmp(v, "first") && strcmp(v, "all") && strcmp(v, "none")) return usage_error(cmd, "--isolate expects first, all or none, got '%s'", v);
+            o->isolate_mode = v;
+        } else if (!strcmp(a, "--atol") || !strcmp(a, "--rtol") || !strcmp(a, "--min-cos") || !strcmp(a, "--max-fail-fraction")) {
+            NEEDV(); double d;
+            if (!parse_double(v, &d) || d < 0) return usage_error(cmd, "expected a number >= 0, got '%s'", v);
+            if (!strcmp(a, "--atol")) o->atol = d;
+            else if (!strcmp(a, "--rtol")) o->rtol = d;
+            else if (!strcmp(a, "--min-cos")) o->min_cos = d;
+            else o->max_fail_fraction = d;
+        } else if (a[0] == '-' && a[1]) {
+            return usage_error(cmd, "unknown option '%s'", a);
+        } else {
+            if (o->n_positional == 4) return usage_error(cmd, "too many arguments ('%s')", a);
+            o->positional[o->n_positional++] = a;
+        }
+#undef NEEDV
+    }
+    return 0;
+}
+
+static char *join_argv(int argc, char **argv) {
+    size_t n = 1;
+    for (int i = 0; i < argc; i++) n += strlen(argv[i]) + 3;
+    char *s = malloc(n), *p = s;
+    if (!s) return NULL;
+    for (int i = 0; i < argc; i++) {
+        bool q = strpbrk(argv[i], " \t'\"") != NULL;
+        p += sprintf(p, i ? (q ? " '%s'" : " %s") : (q ? "'%s'" : "%s"), argv[i]);
+    }
+    return s;
+}
+
+int cd_cli_main(int argc, char **argv) {
+    if (argc < 2) { cd_cli_usage(stderr, NULL); return CD_E_USAGE; }
+    const char *cmd = argv[1];
+    if (!strcmp(cmd, "--version")) { printf("cldiff %s\n", CLDIFF_VERSION); return 0; }
+    if (!strcmp(cmd, "--help") || !strcmp(cmd, "-h") || !strcmp(cmd, "help")) { cd_cli_usage(stdout, NULL); return 0; }
+    if (!strcmp(cmd, "inspect")) return cd_cmd_inspect(argc - 1, argv + 1);
+    if (!strcmp(cmd, "doctor")) return cd_cmd_doctor(argc - 1, argv + 1);
+    bool sub = !strcmp(cmd, "run") || !strcmp(cmd, "compare") || !strcmp(cmd, "report");
+    cd_cli_opts o;
+    int rc = cd_cli_parse(argc, argv, sub ? 2 : 1, &o, sub ? cmd : NULL);
+    if (rc) return rc;
+    char *line = join_argv(argc, argv);
+    o.command_line = line ? line : "";
+    if (!strcmp(cmd, "run")) {
+        if (o.n_positional != 1) { free(line); return usage_error(cmd, "run expects exactly one model file%s", ""); }
+        o.model = o.positional[0];
+        rc = cd_cmd_run(&o);
+    } else if (!strcmp(cmd, "compare")) {
+        if (o.n_positional != 2) { free(line); return usage_error(cmd, "compare expects two dump files%s", ""); }
+        rc = cd_cmd_compare(&o);
+    } else if (!strcmp(cmd, "report")) {
+        if (o.n_positional != 1) { free(line); return usage_error(cmd, "report expects one dump file%s", ""); }
+        rc = cd_cmd_report(&o);
+    } else {
+        if (o.n_positional != 1) { free(line); return usage_error(NULL, "expected one model file (or a command: run, inspect, doctor, compare, report)%s", ""); }
+        o.model = o.positional[0];
+        rc = cd_cmd_diff(&o);
+    }
+    free(line);
+    return rc;
+}

@@ -1,0 +1,56 @@
+/* Command-line front end: option parsing shared by every subcommand, and the commands. */
+#ifndef CD_CLI_H
+#define CD_CLI_H
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include "engine/backend.h"
+
+#define CD_CLI_MAX_LIST 64
+
+typedef struct cd_cli_opts {
+    const char *model;
+    const char *out_dir;           /* --out DIR (default cldiff-out) */
+    const char *layers;            /* --layers SPEC (default all) */
+    cd_precision prec;             /* --fp32 (default) / --fp16 */
+    const char *backends[2];       /* --backends A,B */
+    int n_backends;
+    int threads;                   /* --threads N (default 2) */
+    uint64_t seed;                 /* --seed N (default 1) */
+    const char *inputs[CD_CLI_MAX_LIST];  /* --input [NAME=]SPEC */
+    int n_inputs;
+    const char *shapes[CD_CLI_MAX_LIST];  /* --shape NAME=dims */
+    int n_shapes;
+    const char *mean, *std, *channel_order; /* PNG preprocessing */
+    bool no_resize;
+    const char *dump_mode;         /* --dump full|stats */
+    double timeout_s;              /* --timeout SEC (OpenCL child) */
+    bool quiet;
+    bool fp16_compute;             /* --fp16-compute: allow half arithmetic on OpenCL */
+    const char *cl_lib, *cl_platform, *cl_device, *kernel_dir, *cache_dir;
+    bool no_cache;
+    bool isolate_child;            /* --no-isolate turns it off (debugging) */
+    /* comparison */
+    const char *tolerance_file;    /* --tolerance FILE */
+    double atol, rtol, min_cos, max_fail_fraction; /* <0: precision default */
+    const char *isolate_mode;      /* --isolate first|all|none */
+    const char *baseline;          /* --baseline OLD.h5 */
+    const char *command_line;      /* joined argv for the dump */
+    const char *positional[4];
+    int n_positional;
+} cd_cli_opts;
+
+int cd_cli_main(int argc, char **argv);
+/* Parses options from argv[first..]; returns 0 or the exit code (2) after printing usage. */
+int cd_cli_parse(int argc, char **argv, int first, cd_cli_opts *o, const char *cmd);
+void cd_cli_usage(FILE *f, const char *cmd);
+/* Prints "cldiff: <message>" with the exit code's meaning and returns the exit code. */
+int cd_cli_fail(const cd_error *err);
+
+int cd_cmd_inspect(int argc, char **argv);
+int cd_cmd_doctor(int argc, char **argv);
+int cd_cmd_run(const cd_cli_opts *o);
+int cd_cmd_diff(const cd_cli_opts *o);
+int cd_cmd_compare(const cd_cli_opts *o);
+int cd_cmd_report(const cd_cli_opts *o);
+#endif

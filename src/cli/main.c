@@ -1,0 +1,2 @@
+#include "cli/cli.h"
+int main(int argc, char **argv) { return cd_cli_main(argc, argv); }

@@ -1,0 +1,131 @@
+#include "compare/metrics.h"
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include "util/fp16.h"
+
+/* Maps a float to an integer line where adjacent representable values differ by one. */
+static int64_t ordered_bits32(float f) {
+    int32_t i;
+    memcpy(&i, &f, 4);
+    return i < 0 ? (int64_t)INT32_MIN - i : i;
+}
+
+static int64_t ordered_bits16(float f) {
+    uint16_t h = cd_float_to_half(f);
+    int32_t i = (h & 0x8000) ? -(int32_t)(h & 0x7fff) : (int32_t)h;
+    return i;
+}
+
+double cd_ulp_distance(float a, float b, bool half) {
+    if (isnan(a) || isnan(b)) return (isnan(a) && isnan(b)) ? 0 : INFINITY;
+    int64_t d = half ? ordered_bits16(a) - ordered_bits16(b) : ordered_bits32(a) - ordered_bits32(b);
+    return (double)(d < 0 ? -d : d);
+}
+
+void cd_metrics_compute(const float *ref, const float *val, int64_t n, const cd_shape *shape,
+                        bool half_ulps, const cd_tol *tol, cd_metrics *m) {
+    memset(m, 0, sizeof *m);
+    m->n = n;
+    m->worst_index = -1;
+    /* Pass 1 gives the reference scale for the relative-error guard; both passes stream. */
+    double sum_ref2 = 0, absmax = 0;
+    for (int64_t i = 0; i < n; i++) {
+        double r = ref[i];
+        if (isfinite(r)) { sum_ref2 += r * r; if (fabs(r) > absmax) absmax = fabs(r); }
+    }
+    m->ref_absmax = absmax;
+    m->ref_rms = n ? sqrt(sum_ref2 / (double)n) : 0;
+    /* Relative error is meaningless where the reference is ~0; below 1e-3 of the tensor's
+     * RMS we divide by that floor instead (and by the smallest normal float if all zero). */
+    m->rel_floor = m->ref_rms > 0 ? 1e-3 * m->ref_rms : 1.17549435e-38;
+    double sum_abs = 0, sum_d2 = 0, dot = 0, sv2 = 0;
+    int64_t finite_n = 0;
+    for (int64_t i = 0; i < n; i++) {
+        float r = ref[i], v = val[i];
+        bool rf = isfinite(r), vf = isfinite(v);
+        if (isnan(r)) m->nan_ref++; else if (isinf(r)) m->inf_ref++;
+        if (isnan(v)) m->nan_val++; else if (isinf(v)) m->inf_val++;
+        if (!rf || !vf) {
+            bool same = (isnan(r) && isnan(v)) || (isinf(r) && isinf(v) && (r > 0) == (v > 0));
+            if (!same) { m->nonfinite_mismatch++; m->fail_count++; }
+            continue;
+        }
+        double d = fabs((double)r - (double)v);
+        finite_n++;
+        sum_abs += d;
+        sum_d2 += d * d;
+        dot += (double)r * v;
+        sv2 += (double)v * v;
+        if (d > m->max_abs || m->worst_index < 0) { m->max_abs = d; m->worst_index = i; }
+        double den = fabs((double)r) > m->rel_floor ? fabs((double)r) : m->rel_floor;
+        if (d / den > m->max_rel) m->max_rel = d / den;
+        double u = cd_ulp_distance(r, v, half_ulps);
+        if (u > m->max_ulp) m->max_ulp = u;
+        if (d > tol->atol + tol->rtol * fabs((double)r)) m->fail_count++;
+    }
+    if (m->nonfinite_mismatch) {  /* a NaN/Inf mismatch is the worst element */
+        for (int64_t i = 0; i < n; i++) {
+            bool rf = isfinite(ref[i]), vf = isfinite(val[i]);
+            if (rf != vf || (!rf && !vf && !(isnan(ref[i]) && isnan(val[i])) &&
+                             !(isinf(ref[i]) && isinf(val[i]) && (ref[i] > 0) == (val[i] > 0)))) {
+                m->worst_index = i; m->max_abs = INFINITY; break;
+            }
+        }
+    }
+    m->mean_abs = finite_n ? sum_abs / (double)finite_n : 0;
+    m->rmse = finite_n ? sqrt(sum_d2 / (double)finite_n) : 0;
+    if (sum_ref2 == 0 && sv2 == 0) m->cosine = 1;
+    else if (sum_ref2 == 0 || sv2 == 0) m->cosine = 0;
+    else m->cosine = dot / (sqrt(sum_ref2) * sqrt(sv2));
+    if (m->cosine > 1) m->cosine = 1;
+    m->snr_db = sum_d2 == 0 ? INFINITY : (sum_ref2 == 0 ? -INFINITY : 10 * log10(sum_ref2 / sum_d2));
+    m->fail_fraction = n ? (double)m->fail_count / (double)n : 0;
+    if (m->worst_index >= 0) {
+        m->worst_ref = ref[m->worst_index];
+        m->worst_val = val[m->worst_index];
+        int64_t rem = m->worst_index;
+        for (int k = shape ? shape->rank - 1 : -1; k >= 0; k--) {
+            int64_t dk = shape->d[k] > 0 ? shape->d[k] : 1;
+            m->worst_coord[k] = rem % dk;
+            rem /= dk;
+        }
+    }
+    m->pass = m->fail_fraction <= tol->max_fail_fraction && m->cosine >= tol->min_cos &&
+              m->nonfinite_mismatch == 0;
+}
+
+static void topk_idx(const float *row, int64_t w, int k, int64_t *out) {
+    for (int j = 0; j < k; j++) out[j] = -1;
+    for (int64_t i = 0; i < w; i++) {
+        float x = row[i];
+        for (int j = 0; j < k; j++) {
+            if (out[j] < 0 || x > row[out[j]]) {
+                memmove(out + j + 1, out + j, (size_t)(k - j - 1) * sizeof *out);
+                out[j] = i;
+                break;
+            }
+        }
+    }
+}
+
+void cd_topk_agreement(const float *ref, const float *val, int64_t rows, int64_t width,
+                       double *top1, double *top5) {
+    int k = width < 5 ? (int)width : 5;
+    int64_t a1 = 0, a5 = 0;
+    for (int64_t r = 0; r < rows; r++) {
+        int64_t ir[5], iv[5];
+        topk_idx(ref + r * width, width, k, ir);
+        topk_idx(val + r * width, width, k, iv);
+        if (ir[0] == iv[0]) a1++;
+        int same = 1;
+        for (int i = 0; i < k && same; i++) {
+            int found = 0;
+            for (int j = 0; j < k; j++) found |= ir[i] == iv[j];
+            same = found;
+        }
+        a5 += same;
+    }
+    *top1 = rows ? (double)a1 / (double)rows : 1;
+    *top5 = rows ? (double)a5 / (double)rows : 1;
+}

@@ -1,0 +1,58 @@
+/* Backend interface: one vtable per backend (cpu, opencl). Adding a backend touches no
+ * other module. The executor drives it op by op. */
+#ifndef CD_BACKEND_H
+#define CD_BACKEND_H
+#include "engine/plan.h"
+
+/* Where and how an op ran; stored as dataset attributes in the dump. */
+typedef struct cd_op_report {
+    double elapsed_us;     /* host wall time of run_op (includes queue/finish) */
+    double kernel_us;      /* device time from profiling events, -1 when not measured */
+    char where[16];        /* "cpu", "opencl", "cpu-fallback", "host" */
+    char kernel[64];       /* kernel name / variant that ran, e.g. "conv2d_3x3:fp16" */
+    char note[256];        /* why a fallback happened, etc. */
+} cd_op_report;
+
+typedef struct cd_backend_opts {
+    cd_precision prec;
+    int threads;
+    /* OpenCL choices (ignored by cpu) */
+    const char *cl_lib;
+    const char *cl_platform;
+    const char *cl_device;
+    const char *kernel_dir;
+    const char *cache_dir;
+    bool no_cache;
+    bool fp16_compute;     /* allow half arithmetic where cl_khr_fp16 exists */
+} cd_backend_opts;
+
+typedef struct cd_backend cd_backend;
+typedef struct cd_backend_vt {
+    const char *name;
+    /* Compile kernels, upload params. plan outlives the backend. */
+    cd_status (*prepare)(cd_backend *b, const cd_plan *plan, cd_error *err);
+    /* Host input value for model input tensor id (dtype as in plan). */
+    cd_status (*set_input)(cd_backend *b, int tensor_id, const cd_value *host, cd_error *err);
+    /* Runs op i. Inputs are live; the backend allocates outputs. */
+    cd_status (*run_op)(cd_backend *b, int op_index, cd_op_report *rep, cd_error *err);
+    /* Copies a tensor to host in its plan dtype (f16 stays half bits). host->data is
+     * allocated by the callee; caller releases with cd_value_release. */
+    cd_status (*read)(cd_backend *b, int tensor_id, cd_value *host, cd_error *err);
+    /* The tensor is no longer needed by later ops. */
+    void (*release)(cd_backend *b, int tensor_id);
+    void (*close)(cd_backend *b);
+    /* Describes device/driver for the dump (may be NULL). */
+    void (*describe)(cd_backend *b, char *device, size_t dn, char *driver, size_t drn);
+} cd_backend_vt;
+
+struct cd_backend {
+    const cd_backend_vt *vt;
+    cd_backend_opts opts;
+    void *impl;
+};
+
+cd_status cd_cpu_backend_open(const cd_backend_opts *opts, cd_backend **out, cd_error *err);
+/* OpenCL backend in this process (the isolating child is engine/isolate.h). */
+cd_status cd_opencl_backend_open(const cd_backend_opts *opts, cd_backend **out, cd_error *err);
+void cd_backend_close(cd_backend *b);
+#endif

@@ -1,0 +1,68 @@
+/* The op registry: the family tables defined by the op files, collected into one sorted
+ * index on first use. The tables are weak so the library links while a family is absent
+ * (its ops are then simply unknown and the planner reports them as unsupported). */
+#include "engine/ops.h"
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+extern const cd_op_table cd_ops_nn __attribute__((weak));
+extern const cd_op_table cd_ops_basic __attribute__((weak));
+extern const cd_op_table cd_ops_shape __attribute__((weak));
+extern const cd_op_table cd_ops_detect __attribute__((weak));
+extern const cd_op_table cd_ops_rnn __attribute__((weak));
+
+static const cd_op_def **g_sorted;
+static int g_count;
+static char g_dup[512];   /* set when two tables define the same type: a build bug */
+static pthread_once_t g_once = PTHREAD_ONCE_INIT;
+
+static int cmp_def(const void *a, const void *b) {
+    const cd_op_def *x = *(const cd_op_def *const *)a, *y = *(const cd_op_def *const *)b;
+    return strcmp(x->type, y->type);
+}
+
+static void build_index(void) {
+    const cd_op_table *tabs[] = {&cd_ops_nn, &cd_ops_basic, &cd_ops_shape, &cd_ops_detect, &cd_ops_rnn};
+    int total = 0;
+    for (size_t t = 0; t < sizeof tabs / sizeof tabs[0]; t++)
+        if (tabs[t]) total += tabs[t]->n;
+    g_sorted = calloc((size_t)(total ? total : 1), sizeof *g_sorted);
+    if (!g_sorted) return;
+    for (size_t t = 0; t < sizeof tabs / sizeof tabs[0]; t++)
+        if (tabs[t])
+            for (int i = 0; i < tabs[t]->n; i++)
+                if (tabs[t]->defs[i].type) g_sorted[g_count++] = &tabs[t]->defs[i];
+    qsort(g_sorted, (size_t)g_count, sizeof *g_sorted, cmp_def);
+    for (int i = 1; i < g_count; i++)
+        if (!strcmp(g_sorted[i]->type, g_sorted[i - 1]->type) && !g_dup[0])
+            snprintf(g_dup, sizeof g_dup,
+                     "internal error: op type '%s' is defined by two op family tables; "
+                     "every type must be registered once (report this bug)", g_sorted[i]->type);
+}
+
+/* Non-empty when the registry is inconsistent; the planner turns it into CD_E_INTERNAL. */
+const char *cd_op_registry_error(void) {
+    pthread_once(&g_once, build_index);
+    if (!g_sorted) return "internal error: out of memory building the op registry";
+    return g_dup[0] ? g_dup : NULL;
+}
+
+const cd_op_def *cd_op_find(const char *type) {
+    pthread_once(&g_once, build_index);
+    if (!type || !g_sorted) return NULL;
+    int lo = 0, hi = g_count - 1;
+    while (lo <= hi) {
+        int mid = (lo + hi) / 2, c = strcmp(type, g_sorted[mid]->type);
+        if (c == 0) return g_sorted[mid];
+        if (c < 0) hi = mid - 1; else lo = mid + 1;
+    }
+    return NULL;
+}
+
+int cd_op_all(const cd_op_def *const **out) {
+    pthread_once(&g_once, build_index);
+    if (out) *out = g_sorted;
+    return g_sorted ? g_count : 0;
+}

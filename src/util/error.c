@@ -1,0 +1,69 @@
+#include "util/error.h"
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+cd_status cd_err(cd_error *err, cd_status code, const char *fmt, ...) {
+    if (err) {
+        va_list ap;
+        va_start(ap, fmt);
+        vsnprintf(err->msg, sizeof err->msg, fmt, ap);
+        va_end(ap);
+        err->code = code;
+    }
+    return code;
+}
+
+cd_status cd_err_prefix(cd_error *err, const char *fmt, ...) {
+    if (!err) return CD_E_INTERNAL;
+    char pre[512], old[CD_ERR_MSG];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(pre, sizeof pre, fmt, ap);
+    va_end(ap);
+    memcpy(old, err->msg, sizeof old);
+    snprintf(err->msg, sizeof err->msg, "%s%s", pre, old);
+    return err->code;
+}
+
+void cd_err_clear(cd_error *err) {
+    if (err) { err->code = CD_OK; err->msg[0] = 0; }
+}
+
+const char *cd_status_name(cd_status s) {
+    switch (s) {
+    case CD_OK: return "ok";
+    case CD_E_TOLERANCE: return "out of tolerance";
+    case CD_E_USAGE: return "usage error";
+    case CD_E_MODEL: return "bad model or input";
+    case CD_E_BACKEND: return "backend unavailable";
+    case CD_E_CRASH: return "backend crashed or hung";
+    case CD_E_IO: return "output error";
+    case CD_E_NOMEM: return "out of memory";
+    case CD_E_UNSUPPORTED: return "unsupported";
+    case CD_E_INTERNAL: return "internal error";
+    case CD_E_INTERRUPTED: return "interrupted";
+    }
+    return "error";
+}
+
+void *cd_malloc(size_t n, cd_error *err) {
+    void *p = malloc(n ? n : 1);
+    if (!p) cd_err(err, CD_E_NOMEM, "out of memory allocating %zu bytes", n);
+    return p;
+}
+
+void *cd_calloc(size_t count, size_t size, cd_error *err) {
+    void *p = calloc(count ? count : 1, size ? size : 1);
+    if (!p) cd_err(err, CD_E_NOMEM, "out of memory allocating %zu x %zu bytes", count, size);
+    return p;
+}
+
+char *cd_strdup(const char *s) {
+    if (!s) return NULL;
+    size_t n = strlen(s) + 1;
+    char *p = malloc(n);
+    if (p) memcpy(p, s, n);
+    return p;
+}
