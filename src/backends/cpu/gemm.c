@@ -1,0 +1,263 @@
+/* Blocked GEMM (see gemm.h). One template body, instantiated for float and _Float16 by
+ * including this file into itself with GT (element type) and GS (name suffix) defined.
+ *
+ * Blocking: K is cut into KC-deep slices. For each slice the whole of op(A) is packed
+ * into MR-row panels (shared by all threads), and work items (a chunk of B columns x a
+ * block of A panels) are spread over the OpenMP threads; each item packs its B columns
+ * into NR-wide panels and runs the MR x NR register-tiled micro-kernel over them, B panel
+ * outer (it stays in L1) and A panels inner (they stream from L2).
+ *
+ * The micro-kernel is compiled for several x86 targets (target_clones) and picked at load
+ * time, so the portable build still uses AVX-512/AVX2 where present. The half version
+ * keeps multiply and add as two separately rounded operations (fp-contract off): with
+ * AVX512-FP16 GCC would otherwise fuse them into one FMA and the fp16 results would
+ * depend on the machine. */
+#ifndef GT
+#include "backends/cpu/gemm.h"
+#include <omp.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define MR 8
+#define NR CD_GEMM_NR
+#define KC 256
+#define NCHUNK 256 /* B columns per work item (multiple of NR) */
+
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
+#define CLONES_F32 __attribute__((target_clones("arch=skylake-avx512", "arch=haswell", "default")))
+#define CLONES_F16                                                                                 \
+    __attribute__((optimize("fp-contract=off"),                                                    \
+                   target_clones("arch=sapphirerapids", "arch=skylake-avx512", "default")))
+#else
+#define CLONES_F32
+#define CLONES_F16
+#endif
+
+#define BCAST16(x) {x, x, x, x, x, x, x, x, x, x, x, x, x, x, x, x}
+
+static inline int imin(int a, int b) { return a < b ? a : b; }
+
+#define GT float
+#define GS f32
+#define GCLONES CLONES_F32
+#include "gemm.c"
+#undef GT
+#undef GS
+#undef GCLONES
+
+#define GT _Float16
+#define GS f16
+#define GCLONES CLONES_F16
+#include "gemm.c"
+#undef GT
+#undef GS
+#undef GCLONES
+
+#else /* ---------------- template body: GT element type, GS suffix ---------------- */
+#define CAT_(a, b) a##_##b
+#define CAT(a, b) CAT_(a, b)
+#define F(name) CAT(name, GS)
+
+typedef GT F(vec) __attribute__((vector_size(NR * sizeof(GT))));
+
+/* acc = A panel (kc x MR) * B panel (kc x NR); then C (mr x nr visible part) gets
+ * alpha*acc (+ beta*C on the first K slice, + C on later slices). */
+GCLONES static void F(micro)(int kc, const GT *restrict a, const GT *restrict b, GT *restrict c,
+                             int ldc, int mr, int nr, GT alpha, GT beta, int first) {
+    F(vec) acc[MR];
+    for (int i = 0; i < MR; i++) acc[i] = (F(vec)){0};
+    for (int k = 0; k < kc; k++) {
+        F(vec) bv;
+        memcpy(&bv, b + (size_t)k * NR, sizeof bv);
+#pragma GCC unroll 8
+        for (int i = 0; i < MR; i++) {
+            GT x = a[(size_t)k * MR + i];
+            F(vec) av = BCAST16(x);
+            acc[i] += av * bv;
+        }
+    }
+    F(vec) va = BCAST16(alpha);
+    F(vec) vb = BCAST16(beta);
+    for (int i = 0; i < mr; i++) {
+        F(vec) r = acc[i];
+        if (alpha != (GT)1) r = r * va;
+        GT *cr = c + (size_t)i * ldc;
+        if (nr == NR) {
+            F(vec) old;
+            if (!first) {
+                memcpy(&old, cr, sizeof old);
+                r = old + r;
+            } else if (beta != (GT)0) {
+                memcpy(&old, cr, sizeof old);
+                r = r + vb * old;
+            }
+            memcpy(cr, &r, sizeof r);
+        } else {
+            for (int j = 0; j < nr; j++) {
+                GT v = r[j];
+                if (!first) v = cr[j] + v;
+                else if (beta != (GT)0) v = v + beta * cr[j];
+                cr[j] = v;
+            }
+        }
+    }
+}
+
+/* Packs rows [i0, i0+MR) x k-slice [k0, k0+kc) of op(A) into one MR-interleaved panel. */
+static void F(pack_a)(const GT *A, int lda, bool ta, int M, int i0, int k0, int kc, GT *dst) {
+    int mr = imin(MR, M - i0);
+    for (int k = 0; k < kc; k++) {
+        GT *d = dst + (size_t)k * MR;
+        if (!ta) {
+            const GT *s = A + (size_t)i0 * lda + k0 + k;
+            for (int i = 0; i < mr; i++) d[i] = s[(size_t)i * lda];
+        } else {
+            const GT *s = A + (size_t)(k0 + k) * lda + i0;
+            for (int i = 0; i < mr; i++) d[i] = s[i];
+        }
+        for (int i = mr; i < MR; i++) d[i] = (GT)0;
+    }
+}
+
+typedef struct { const GT *B; int ldb; bool tb; } F(bmat);
+
+/* cd_gemm_pack_fn for an ordinary (possibly transposed) B matrix. */
+static void F(pack_b_matrix)(const void *ctx, int k0, int kc, int n0, int nc, void *dstv) {
+    const F(bmat) *m = ctx;
+    GT *dst = dstv;
+    for (int p = 0; p * NR < nc; p++) {
+        int nr = imin(NR, nc - p * NR), j0 = n0 + p * NR;
+        GT *d = dst + (size_t)p * NR * kc;
+        if (!m->tb) {
+            for (int k = 0; k < kc; k++) {
+                const GT *s = m->B + (size_t)(k0 + k) * m->ldb + j0;
+                GT *dk = d + (size_t)k * NR;
+                if (nr == NR) memcpy(dk, s, NR * sizeof(GT));
+                else {
+                    for (int j = 0; j < nr; j++) dk[j] = s[j];
+                    for (int j = nr; j < NR; j++) dk[j] = (GT)0;
+                }
+            }
+        } else {
+            for (int j = 0; j < NR; j++) {
+                if (j < nr) {
+                    const GT *s = m->B + (size_t)(j0 + j) * m->ldb + k0;
+                    for (int k = 0; k < kc; k++) d[(size_t)k * NR + j] = s[k];
+                } else {
+                    for (int k = 0; k < kc; k++) d[(size_t)k * NR + j] = (GT)0;
+                }
+            }
+        }
+    }
+}
+
+static void F(scale_c)(int M, int N, GT beta, GT *C, int ldc) {
+    for (int i = 0; i < M; i++)
+        for (int j = 0; j < N; j++)
+            C[(size_t)i * ldc + j] = beta == (GT)0 ? (GT)0 : beta * C[(size_t)i * ldc + j];
+}
+
+void CAT(cd_gemm, CAT(GS, packed_b))(int M, int N, int K, GT alpha, const GT *A, int lda, bool ta,
+                                     cd_gemm_pack_fn pack, const void *pack_ctx, GT beta, GT *C,
+                                     int ldc, int threads) {
+    if (M <= 0 || N <= 0) return;
+    if (K <= 0) { F(scale_c)(M, N, beta, C, ldc); return; }
+    int panels_m = (M + MR - 1) / MR;
+    int nt = threads < 1 ? 1 : threads;
+    /* Column chunk: at most NCHUNK, but small enough that every thread gets work. */
+    int per_t = (N + nt - 1) / nt;
+    int nchunk = imin(NCHUNK, ((per_t + NR - 1) / NR) * NR);
+    int chunks_n = (N + nchunk - 1) / nchunk;
+    /* When B has too few column chunks to feed the threads, also split the A panels. */
+    int blocks_m = 1;
+    if (chunks_n < 2 * nt) blocks_m = imin(panels_m, (2 * nt + chunks_n - 1) / chunks_n);
+    int panels_per_block = (panels_m + blocks_m - 1) / blocks_m;
+    blocks_m = (panels_m + panels_per_block - 1) / panels_per_block;
+    int items = chunks_n * blocks_m;
+    if (nt > items) nt = items;
+
+    /* Packing buffers are small (A: M x KC, B: KC x NCHUNK per thread); an allocation
+     * failure here means the machine is out of memory, and a plain triple loop still
+     * gives the right answer, so fall back to it rather than failing the op. */
+    GT *apack = malloc((size_t)panels_m * MR * KC * sizeof(GT));
+    GT *bpack = malloc((size_t)nt * KC * nchunk * sizeof(GT));
+    if (!apack || !bpack) {
+        free(apack);
+        free(bpack);
+        GT *col = malloc((size_t)K * NR * sizeof(GT));
+        if (!col) { /* last resort: element by element through the packer, one column */
+            GT tmp[NR];
+            for (int j = 0; j < N; j++)
+                for (int i = 0; i < M; i++) {
+                    GT s = (GT)0;
+                    for (int k = 0; k < K; k++) {
+                        pack(pack_ctx, k, 1, j, 1, tmp);
+                        s += (ta ? A[(size_t)k * lda + i] : A[(size_t)i * lda + k]) * tmp[0];
+                    }
+                    GT *cp = &C[(size_t)i * ldc + j];
+                    *cp = beta == (GT)0 ? alpha * s : alpha * s + beta * *cp;
+                }
+            return;
+        }
+        for (int j0 = 0; j0 < N; j0 += NR) {
+            int nr = imin(NR, N - j0);
+            pack(pack_ctx, 0, K, j0, nr, col);
+            for (int i = 0; i < M; i++)
+                for (int j = 0; j < nr; j++) {
+                    GT s = (GT)0;
+                    for (int k = 0; k < K; k++)
+                        s += (ta ? A[(size_t)k * lda + i] : A[(size_t)i * lda + k]) * col[(size_t)k * NR + j];
+                    GT *cp = &C[(size_t)i * ldc + j0 + j];
+                    *cp = beta == (GT)0 ? alpha * s : alpha * s + beta * *cp;
+                }
+        }
+        free(col);
+        return;
+    }
+
+#pragma omp parallel num_threads(nt)
+    {
+        GT *mybp = bpack + (size_t)omp_get_thread_num() * KC * nchunk;
+        for (int k0 = 0; k0 < K; k0 += KC) {
+            int kc = imin(KC, K - k0);
+            int first = k0 == 0;
+#pragma omp for schedule(static)
+            for (int p = 0; p < panels_m; p++)
+                F(pack_a)(A, lda, ta, M, p * MR, k0, kc, apack + (size_t)p * MR * kc);
+            /* implicit barrier: A panels complete */
+#pragma omp for schedule(dynamic, 1)
+            for (int it = 0; it < items; it++) {
+                int jc = it / blocks_m, bm = it % blocks_m;
+                int n0 = jc * nchunk, nc = imin(nchunk, N - n0);
+                int p0 = bm * panels_per_block, p1 = imin(panels_m, p0 + panels_per_block);
+                pack(pack_ctx, k0, kc, n0, nc, mybp);
+                for (int jp = 0; jp * NR < nc; jp++) {
+                    int nr = imin(NR, nc - jp * NR);
+                    const GT *bp = mybp + (size_t)jp * NR * kc;
+                    for (int p = p0; p < p1; p++) {
+                        int mr = imin(MR, M - p * MR);
+                        F(micro)(kc, apack + (size_t)p * MR * kc, bp,
+                                 C + (size_t)p * MR * ldc + n0 + jp * NR, ldc, mr, nr, alpha, beta,
+                                 first);
+                    }
+                }
+            }
+            /* implicit barrier: apack may be overwritten by the next slice */
+        }
+    }
+    free(apack);
+    free(bpack);
+}
+
+void CAT(cd_gemm, GS)(int M, int N, int K, GT alpha, const GT *A, int lda, bool ta, const GT *B,
+                      int ldb, bool tb, GT beta, GT *C, int ldc, int threads) {
+    F(bmat) m = {B, ldb, tb};
+    CAT(cd_gemm, CAT(GS, packed_b))(M, N, K, alpha, A, lda, ta, F(pack_b_matrix), &m, beta, C, ldc,
+                                    threads);
+}
+
+#undef CAT_
+#undef CAT
+#undef F
+#endif
