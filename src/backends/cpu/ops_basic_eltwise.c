@@ -18,6 +18,7 @@
 #include "engine/ops.h"
 #include <limits.h>
 #include <math.h>
+#include <stdio.h>
 #include <string.h>
 
 typedef _Float16 f16;
@@ -334,9 +335,9 @@ cd_status cd_basic_eltwise_infer(cd_op_ctx *c) {
     cd_status s = elt_config(c, &e);
     if (s) return s;
     cd_value *x = cd_in_req(c, "X", 0);
-    if (!x) return c->err->code;
+    if (!x) return CD_E_MODEL;
     cd_value *y = cd_in_req(c, "Y", 0);
-    if (!y) return c->err->code;
+    if (!y) return CD_E_MODEL;
     cd_value *o = cd_out(c, "Out", 0);
     if (!o) return cd_op_fail(c, CD_E_MODEL, "output Out is not connected");
     if (x->dtype != y->dtype)
@@ -391,8 +392,8 @@ cd_status cd_basic_eltwise_run(cd_op_ctx *c) {
     cd_status s = elt_config(c, &e);
     if (s) return s;
     cd_value *x = cd_in_req(c, "X", 0), *y = cd_in_req(c, "Y", 0), *o = cd_out(c, "Out", 0);
-    if (!x || !y) return c->err->code;
-    if (!o || !o->data && cd_value_numel(o) > 0) return cd_op_fail(c, CD_E_INTERNAL, "output Out is not allocated");
+    if (!x || !y) return CD_E_MODEL;
+    if (!o || (!o->data && cd_value_numel(o) > 0)) return cd_op_fail(c, CD_E_INTERNAL, "output Out is not allocated");
     int slot = dtype_slot(x->dtype);
     if (slot < 0 || x->dtype != y->dtype || o->dtype != x->dtype)
         return cd_op_fail(c, CD_E_INTERNAL, "operand types changed after shape inference (%s, %s -> %s)",

@@ -55,7 +55,7 @@ static bool try_lib(const char *path, const char *origin, cd_clfn *fn, cd_cl_att
     CD_CL_FUNCS(CD_CL_RESOLVE)
 #undef CD_CL_RESOLVE
     if (nmiss) {
-        snprintf(a->why, sizeof a->why, "loaded, but %zu of %zu OpenCL entry points are missing: %s",
+        snprintf(a->why, sizeof a->why, "loaded, but %zu of %zu OpenCL entry points are missing: %.440s",
                  nmiss, sizeof k_names / sizeof k_names[0], miss);
         dlclose(h);
         return false;
@@ -95,7 +95,7 @@ static cd_status fail(const cd_cl_search *s, bool explicit_lib, cd_error *err) {
                       "`cldiff doctor` shows the whole search.",
                       a->path, a->origin, a->why);
     }
-    char advice[400];
+    char advice[700];
     if (existing)
         snprintf(advice, sizeof advice,
                  "%s exists but could not be loaded (see above: usually a missing dependency, "

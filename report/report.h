@@ -1,0 +1,52 @@
+/* Reporters: each takes the same analysed result and writes one format into the output
+ * folder, through a temporary name renamed when complete. */
+#ifndef CD_REPORT_H
+#define CD_REPORT_H
+#include <stdio.h>
+#include "compare/analysis.h"
+
+/* Everything about the run a report shows besides the per-layer table. */
+typedef struct cd_report_env {
+    const char *tool_version;
+    const char *command_line;
+    const char *model_path;
+    const char *model_sha256;
+    const char *model_format;
+    const char *precision;       /* "fp32" / "fp16" */
+    const char *backend_a, *backend_b;   /* "cpu", "opencl" */
+    const char *device_a, *driver_a, *device_b, *driver_b;
+    const char *variant_b;       /* OpenCL variant used: fp32, fp16 (storage), fp16-compute */
+    unsigned long long seed;
+    const char *input_desc;      /* e.g. "x: random uniform[-1,1) seed=1 [1,3,64,64]" */
+    double wall_ms_a, wall_ms_b, wall_ms_total;
+    const char *tolerance_desc;  /* e.g. "fp32 default atol=1e-4 rtol=1e-4 ..." */
+    const char *crash;           /* non-NULL: crash/hang description of backend B */
+    int n_ops;                   /* ops in the model */
+    const char *created;         /* UTC ISO time */
+} cd_report_env;
+
+/* Per-channel error and heatmap data for the first failing layer and the worst layers
+ * (the caller reads both tensors back from the dump). */
+typedef struct cd_report_detail {
+    int layer;                   /* index into analysis->layers */
+    const float *ref, *val;      /* full tensors, shape = layers[layer].shape */
+} cd_report_detail;
+
+typedef struct cd_report_input {
+    const cd_report_env *env;
+    const cd_analysis *an;
+    const cd_report_detail *details;
+    int n_details;
+} cd_report_input;
+
+/* Each writes <dir>/<file>; returns CD_E_IO with the path on failure. */
+cd_status cd_report_csv(const cd_report_input *in, const char *dir, cd_error *err);      /* layers.csv */
+cd_status cd_report_json(const cd_report_input *in, const char *dir, cd_error *err);     /* summary.json */
+cd_status cd_report_html(const cd_report_input *in, const char *dir, cd_error *err);     /* report.html */
+cd_status cd_report_junit(const cd_report_input *in, const char *dir, cd_error *err);    /* junit.xml */
+cd_status cd_report_markdown(const cd_report_input *in, const char *dir, cd_error *err); /* summary.md */
+/* All of the above. */
+cd_status cd_report_all(const cd_report_input *in, const char *dir, cd_error *err);
+/* Terminal summary (colour when use_color). */
+void cd_report_terminal(const cd_report_input *in, FILE *f, bool use_color);
+#endif

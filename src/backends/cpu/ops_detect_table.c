@@ -1,0 +1,69 @@
+/* Detection post-processing ops (prior_box, density_prior_box, box_coder, yolo_box,
+ * multiclass_nms*) and the helpers they share.
+ *
+ * Precision: these ops read f16 inputs and write f16 outputs in fp16 runs, but compute in
+ * float in both precisions. Paddle-Lite registers them as host kernels with float
+ * precision in every configuration (an fp16 GPU model converts back to float before
+ * them), so float arithmetic here matches what a device actually executes; and NMS in
+ * half arithmetic would turn near-equal IoUs/scores into ties that flip box selection,
+ * which is noise, not a finding about the model. */
+#include "engine/ops.h"
+#include "util/fp16.h"
+#include <string.h>
+
+/* ---- shared helpers (declared again where used: the family has no private header) ---- */
+
+/* Copies every element of v into dst as float. Float types only (f32, f16, f64) plus the
+ * integer types, converted exactly where representable. */
+void cd_detect_load_f32(const cd_value *v, float *dst, int64_t n) {
+    switch (v->dtype) {
+    case CD_F32: memcpy(dst, v->data, (size_t)n * sizeof(float)); return;
+    case CD_F16: {
+        const uint16_t *p = v->data;
+        for (int64_t i = 0; i < n; i++) dst[i] = cd_half_to_float(p[i]);
+        return;
+    }
+    default:
+        for (int64_t i = 0; i < n; i++) dst[i] = (float)cd_value_get(v, i);
+        return;
+    }
+}
+
+/* Writes n floats into v (f32 as is, f16 rounded to nearest even, others via cd_value_set). */
+void cd_detect_store_f32(cd_value *v, int64_t off, const float *src, int64_t n) {
+    switch (v->dtype) {
+    case CD_F32: memcpy((float *)v->data + off, src, (size_t)n * sizeof(float)); return;
+    case CD_F16: {
+        uint16_t *p = (uint16_t *)v->data + off;
+        for (int64_t i = 0; i < n; i++) p[i] = cd_float_to_half(src[i]);
+        return;
+    }
+    default:
+        for (int64_t i = 0; i < n; i++) cd_value_set(v, off + i, src[i]);
+        return;
+    }
+}
+
+/* ---- kernels defined in the ops_detect_*.c files ---- */
+cd_status cd_prior_box_infer(cd_op_ctx *c);
+cd_status cd_prior_box_run(cd_op_ctx *c);
+cd_status cd_density_prior_box_infer(cd_op_ctx *c);
+cd_status cd_density_prior_box_run(cd_op_ctx *c);
+cd_status cd_box_coder_infer(cd_op_ctx *c);
+cd_status cd_box_coder_run(cd_op_ctx *c);
+cd_status cd_yolo_box_infer(cd_op_ctx *c);
+cd_status cd_yolo_box_run(cd_op_ctx *c);
+cd_status cd_multiclass_nms_infer(cd_op_ctx *c);
+cd_status cd_multiclass_nms_run(cd_op_ctx *c);
+
+static const cd_op_def k_detect_defs[] = {
+    {"prior_box", cd_prior_box_infer, cd_prior_box_run, CD_OPF_HOST, NULL},
+    {"density_prior_box", cd_density_prior_box_infer, cd_density_prior_box_run, CD_OPF_HOST, NULL},
+    {"box_coder", cd_box_coder_infer, cd_box_coder_run, CD_OPF_HOST, NULL},
+    {"yolo_box", cd_yolo_box_infer, cd_yolo_box_run, CD_OPF_HOST, NULL},
+    {"multiclass_nms", cd_multiclass_nms_infer, cd_multiclass_nms_run, CD_OPF_HOST | CD_OPF_DYNAMIC, NULL},
+    {"multiclass_nms2", cd_multiclass_nms_infer, cd_multiclass_nms_run, CD_OPF_HOST | CD_OPF_DYNAMIC, NULL},
+    {"multiclass_nms3", cd_multiclass_nms_infer, cd_multiclass_nms_run, CD_OPF_HOST | CD_OPF_DYNAMIC, NULL},
+};
+
+const cd_op_table cd_ops_detect = {k_detect_defs, (int)(sizeof k_detect_defs / sizeof k_detect_defs[0])};
