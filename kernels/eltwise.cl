@@ -41,13 +41,17 @@ ACC ew_act(int kind, ACC x, float a, float b, float c, ACC al) {
     switch (kind) {
     case K_NONE: return x;
     case K_RELU: return x < ACC_ZERO ? ACC_ZERO : x;
-    case K_RELU6: case K_CLIP: return f < 0.0f ? ACC_ZERO : (f > a ? (ACC)a : x);
+    case K_RELU6: return f < 0.0f ? ACC_ZERO : (f > a ? (ACC)a : x);
+    case K_CLIP: return f < a ? (ACC)a : (f > b ? (ACC)b : x);
     case K_LEAKY: return x < ACC_ZERO ? (ACC)(a * f) : x;
     case K_PRELU: return x < ACC_ZERO ? al * x : x;
     case K_SIGMOID: return (ACC)(1.0f / (1.0f + exp(-f)));
     case K_TANH: return (ACC)tanh(f);
     case K_SWISH: return (ACC)(f / (1.0f + exp(-a * f)));
-    case K_HSWISH: return (ACC)(f * fmin(fmax(f + c, 0.0f), a) / b);
+    case K_HSWISH: {
+        float t = f + c;
+        return (ACC)(f * (t < 0.0f ? 0.0f : (t > a ? a : t)) / b);
+    }
     case K_HSIGMOID: {
         float t = a * f + b;
         return (ACC)(t < 0.0f ? 0.0f : (t > 1.0f ? 1.0f : t));
@@ -65,12 +69,12 @@ ACC ew_act(int kind, ACC x, float a, float b, float c, ACC al) {
     case K_FLOOR: return (ACC)floor(f);
     case K_CEIL: return (ACC)ceil(f);
     case K_ERF: return (ACC)erf(f);
-    case K_SIGN: return f > 0.0f ? ACC_ONE : (f < 0.0f ? -ACC_ONE : (ACC)(f * 0.0f));
-    case K_ELU: return f > 0.0f ? x : (ACC)(a * (exp(f) - 1.0f));
+    case K_SIGN: return f > 0.0f ? ACC_ONE : (f < 0.0f ? -ACC_ONE : x);
+    case K_ELU: return f > 0.0f ? x : (ACC)(a * expm1(f));
     case K_TRELU: return f > a ? x : ACC_ZERO;
-    case K_SOFTPLUS: return (ACC)(b * f > c ? f : log(1.0f + exp(b * f)) / b);
+    case K_SOFTPLUS: return (ACC)(b * f > c ? f : log1p(exp(b * f)) / b);
     case K_MISH: {
-        float sp = f > a ? f : log(1.0f + exp(f));
+        float sp = f > a ? f : log1p(exp(f));
         return (ACC)(f * tanh(sp));
     }
     }

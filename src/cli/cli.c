@@ -104,9 +104,7 @@ int cd_cli_parse(int argc, char **argv, int first, cd_cli_opts *o, const char *c
     o->out_dir = "cldiff-out";
     o->layers = "all";
     o->prec = CD_PREC_FP32;
-    o->backends[0] = "cpu";
-    o->backends[1] = "opencl";
-    o->n_backends = 2;
+    o->n_backends = 0;  /* each command picks its default */
     o->threads = 2;
     o->seed = 1;
     o->dump_mode = "full";
@@ -218,6 +216,7 @@ int cd_cli_main(int argc, char **argv) {
     if (!strcmp(cmd, "run")) {
         if (o.n_positional != 1) { free(line); return usage_error(cmd, "run expects exactly one model file%s", ""); }
         o.model = o.positional[0];
+        if (!o.n_backends) { o.backends[0] = "cpu"; o.n_backends = 1; }
         rc = cd_cmd_run(&o);
     } else if (!strcmp(cmd, "compare")) {
         if (o.n_positional != 2) { free(line); return usage_error(cmd, "compare expects two dump files%s", ""); }
@@ -228,6 +227,8 @@ int cd_cli_main(int argc, char **argv) {
     } else {
         if (o.n_positional != 1) { free(line); return usage_error(NULL, "expected one model file (or a command: run, inspect, doctor, compare, report)%s", ""); }
         o.model = o.positional[0];
+        if (!o.n_backends) { o.backends[0] = "cpu"; o.backends[1] = "opencl"; o.n_backends = 2; }
+        if (o.n_backends != 2) { free(line); return usage_error(NULL, "the comparison needs two backends (--backends A,B), got one: '%s'", o.backends[0]); }
         rc = cd_cmd_diff(&o);
     }
     free(line);

@@ -12,6 +12,7 @@ typedef struct cd_layer_cmp {
     char layer[96];
     char op_type[64];
     char tensor[160];
+    char dataset_a[320], dataset_b[320]; /* where the tensors are stored in their runs */
     cd_shape shape;
     cd_metrics m;               /* B vs A */
     cd_tol tol;

@@ -3,6 +3,7 @@
 #include "engine/plan.h"
 #include "engine/params.h"
 #include <ctype.h>
+#include <stdarg.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -75,26 +76,33 @@ static bool shape_valid(const cd_shape *s) {
     return cd_shape_numel(s) >= 0;
 }
 
-/* Runs a cheap integer op now when everything it reads is known (see plan.h). */
+/* Ops that read only the shape/dtype of their inputs, never the data: they can be
+ * evaluated at plan time even though their (activation) inputs hold no data yet. */
+static bool reads_shape_only(const char *type) {
+    static const char *const k[] = {"shape", "size", "fill_constant_batch_size_like", "fill_any_like",
+                                    "fill_zeros_like"};
+    for (size_t i = 0; i < sizeof k / sizeof k[0]; i++)
+        if (!strcmp(type, k[i])) return true;
+    return false;
+}
+
+/* A CD_OPF_SHAPE op runs at plan time when everything it reads is known: every connected
+ * input holds data (params, model constants, earlier plan-time results), or the op reads
+ * only shapes; and its outputs are small. Otherwise it just runs with the others. */
 static bool can_eval_now(const cd_plan *plan, const cd_op *op) {
-    bool missing_int = false, missing_float = false, int_out = true;
+    bool missing = false;
     for (int s = 0; s < op->n_in; s++)
         for (int k = 0; k < op->in[s].n; k++) {
             int id = op->in[s].ids[k];
-            if (id < 0 || plan->meta[id].data) continue;
-            if (is_float(plan->meta[id].dtype)) missing_float = true; else missing_int = true;
+            if (id >= 0 && !plan->meta[id].data && cd_shape_numel(&plan->meta[id].shape) != 0) missing = true;
         }
+    if (missing && !reads_shape_only(op->type)) return false;
     for (int s = 0; s < op->n_out; s++)
         for (int k = 0; k < op->out[s].n; k++) {
             int id = op->out[s].ids[k];
-            if (id < 0) continue;
-            if (is_float(plan->meta[id].dtype)) int_out = false;
-            if (cd_shape_numel(&plan->meta[id].shape) > PLAN_EVAL_MAX_ELEMS) return false;
+            if (id >= 0 && cd_shape_numel(&plan->meta[id].shape) > PLAN_EVAL_MAX_ELEMS) return false;
         }
-    if (missing_int) return false;
-    /* A float input without data is fine only for ops that read just its shape (shape,
-     * size...), recognisable by integer outputs. */
-    return !missing_float || int_out;
+    return true;
 }
 
 static cd_status infer_op(const cd_graph *g, cd_plan *plan, int i, sbuf *warn, cd_error *err) {
@@ -176,7 +184,6 @@ static void compute_lifetimes(const cd_graph *g, cd_plan *plan) {
     /* Peak: inputs live from the start; an op's outputs are allocated while its inputs
      * are still live; a tensor dies after its last reader (or at once if never read). */
     int64_t live = 0, peak = 0;
-    for (int k = 0; k < g->n_inputs; k++) live += (int64_t)plan->meta[g->inputs[k]].nbytes ? 0 : 0;
     for (int k = 0; k < g->n_inputs; k++) {
         const cd_value *v = &plan->meta[g->inputs[k]];
         live += cd_shape_numel(&v->shape) * (int64_t)cd_dtype_size(v->dtype);
@@ -194,8 +201,7 @@ static void compute_lifetimes(const cd_graph *g, cd_plan *plan) {
         if (live > peak) peak = live;
         for (int t = 0; t < g->n_tensors; t++) {
             if (g->tensors[t].persistable) continue;
-            bool dies = plan->last_use[t] == i || (plan->last_use[t] == -1 && g->tensors[t].producer == i);
-            if (dies && (g->tensors[t].producer >= 0 || plan->last_use[t] == i))
+            if (plan->last_use[t] == i || (plan->last_use[t] == -1 && g->tensors[t].producer == i))
                 live -= cd_shape_numel(&plan->meta[t].shape) * (int64_t)cd_dtype_size(plan->meta[t].dtype);
         }
     }
@@ -311,7 +317,7 @@ cd_status cd_resolve_input_shapes(const cd_graph *g, const char *const *override
     if (!given) return CD_E_NOMEM;
     cd_status st = CD_OK;
     for (int o = 0; o < n_overrides && !st; o++) {
-        int k;
+        int k = -1;
         cd_shape s;
         st = parse_override(g, overrides[o], &k, &s, err);
         if (!st) { shapes_out[k] = s; given[k] = true; }
@@ -338,18 +344,20 @@ cd_status cd_resolve_input_shapes(const cd_graph *g, const char *const *override
         for (int d = 0; d < s.rank; d++)
             if (s.d[d] < 0) sb_printf(&which, "%s%d", nw++ ? "," : "", d);
         if (nw) {
-            sb_printf(&dyn, "\n  input '%s' declared %s: dim%s %s dynamic; give --shape %s=", t->name,
-                      cd_shape_str(&t->shape, b, sizeof b), nw > 1 ? "s" : "", which.p, t->name);
-            for (int d = 0; d < s.rank; d++) sb_printf(&dyn, "%s%s", d ? "," : "", s.d[d] < 0 ? "N" : "");
-            /* show the known dims in place so the user only fills the blanks */
-            dyn.len -= 0;
+            sb_printf(&dyn, "\n  input '%s' declared %s: dim%s %s %s dynamic; give --shape %s=", t->name,
+                      cd_shape_str(&t->shape, b, sizeof b), nw > 1 ? "s" : "", which.p, nw > 1 ? "are" : "is",
+                      t->name);
+            /* the known dims in place, so the user only fills in the blanks */
+            for (int d = 0; d < s.rank; d++) {
+                if (s.d[d] < 0) sb_printf(&dyn, "%s<d%d>", d ? "," : "", d);
+                else sb_printf(&dyn, "%s%lld", d ? "," : "", (long long)s.d[d]);
+            }
             ndyn++;
         }
         free(which.p);
         shapes_out[k] = s;
     }
     if (!st && ndyn) {
-        /* Rewrite the example with known dims (the loop above printed N for unknown dims only). */
         st = cd_err(err, CD_E_USAGE, "%d model input%s %s dynamic dimensions that need a concrete size:%s",
                     ndyn, ndyn > 1 ? "s" : "", ndyn > 1 ? "have" : "has", dyn.p ? dyn.p : "");
     }

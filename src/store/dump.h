@@ -94,9 +94,9 @@ typedef struct cd_tensor_rec {
     const cd_tensor_stats *stats;   /* optional: stored as attrs min/max/mean/nan_count/inf_count */
 } cd_tensor_rec;
 
-/* Writes /runs/<run>/<NNNN>_<escaped tensor>. v == NULL or stats_only=true writes a dataset
- * with an empty (H5S_NULL) dataspace that carries only the attributes (--dump stats); the
- * dtype/shape attrs still describe the tensor (then v supplies them, or must not be NULL).
+/* Writes /runs/<run>/<NNNN>_<escaped tensor> from v (dtype as computed: F16 is stored as
+ * IEEE half, bit-exact). stats_only=true writes a dataset with an empty (H5S_NULL) dataspace
+ * that carries only the attributes (--dump stats); its dtype/shape attrs still describe v.
  * A name already present in the run gets a suffix "~2", "~3"... */
 cd_status cd_dump_write_tensor(cd_dump *d, const char *run, const cd_tensor_rec *rec, const cd_value *v,
                                bool stats_only, cd_error *err);
@@ -137,9 +137,9 @@ typedef struct cd_dump_reader cd_dump_reader;
  * not a cldiff dump, newer format -> CD_E_MODEL. Incomplete dumps open fine: check
  * cd_dump_reader_complete(). */
 cd_status cd_dump_open(const char *path, cd_dump_reader **out, cd_error *err);
-/* Opens a dump for appending (e.g. `cldiff compare` adding /compare/...). The file is
- * modified in place: no temporary copy. cd_dump_close(d, complete, ...) on it only sets
- * complete when `complete` is true (never downgrades a finished dump) and does not rename. */
+/* Opens an existing dump for appending (e.g. `cldiff compare` adding /compare/...). The file
+ * is modified in place: no temporary copy; cd_dump_close() on it leaves the root attr
+ * `complete` as it was and does not rename. */
 cd_status cd_dump_open_append(const char *path, cd_dump **out, cd_error *err);
 void cd_dump_reader_close(cd_dump_reader *r);
 bool cd_dump_reader_complete(const cd_dump_reader *r);
@@ -200,4 +200,11 @@ cd_status cd_dump_read_input(const cd_dump_reader *r, const char *name, cd_value
 cd_status cd_dump_read_table(const cd_dump_reader *r, const char *path, cd_column *cols, int ncols,
                              int64_t *nrows, cd_error *err);
 void cd_dump_table_free(cd_column *cols, int ncols, int64_t nrows);
+
+/* Internal, shared by dump.c and dump_read.c: turns HDF5 automatic error printing off. */
+void cd_dump_h5_quiet(void);
+/* Internal: fills err with code and the message, followed by the innermost HDF5 error of
+ * the current stack (then cleared). Returns code. */
+cd_status cd_dump_h5_error(cd_error *err, cd_status code, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
 #endif

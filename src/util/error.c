@@ -23,7 +23,12 @@ cd_status cd_err_prefix(cd_error *err, const char *fmt, ...) {
     vsnprintf(pre, sizeof pre, fmt, ap);
     va_end(ap);
     memcpy(old, err->msg, sizeof old);
-    snprintf(err->msg, sizeof err->msg, "%s%s", pre, old);
+    size_t lp = strnlen(pre, sizeof pre), lo = strnlen(old, sizeof old);
+    if (lp > sizeof err->msg - 1) lp = sizeof err->msg - 1;
+    if (lo > sizeof err->msg - 1 - lp) lo = sizeof err->msg - 1 - lp;
+    memcpy(err->msg, pre, lp);
+    memcpy(err->msg + lp, old, lo);
+    err->msg[lp + lo] = 0;
     return err->code;
 }
 

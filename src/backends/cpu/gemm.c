@@ -24,14 +24,10 @@
 #define KC 256
 #define NCHUNK 256 /* B columns per work item (multiple of NR) */
 
+/* The micro-kernel is compiled for several x86 ISA levels and chosen once per call with
+ * __builtin_cpu_supports, so a portable build still uses AVX-512 / AVX2 / AVX512-FP16. */
 #if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
-#define CLONES_F32 __attribute__((target_clones("arch=skylake-avx512", "arch=haswell", "default")))
-#define CLONES_F16                                                                                 \
-    __attribute__((optimize("fp-contract=off"),                                                    \
-                   target_clones("arch=sapphirerapids", "arch=skylake-avx512", "default")))
-#else
-#define CLONES_F32
-#define CLONES_F16
+#define CD_GEMM_X86 1
 #endif
 
 #define BCAST16(x) {x, x, x, x, x, x, x, x, x, x, x, x, x, x, x, x}
@@ -40,19 +36,36 @@ static inline int imin(int a, int b) { return a < b ? a : b; }
 
 #define GT float
 #define GS f32
-#define GCLONES CLONES_F32
+#define G_ISA_FAST "avx512f"
+#define G_ISA_FAST_CHECK __builtin_cpu_supports("avx512f")
+#define G_ISA_MID "avx2,fma"
+#define G_ISA_MID_CHECK (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"))
 #include "gemm.c"
 #undef GT
 #undef GS
-#undef GCLONES
+#undef G_ISA_FAST
+#undef G_ISA_FAST_CHECK
+#undef G_ISA_MID
+#undef G_ISA_MID_CHECK
 
+/* Half: multiply and add stay two separately rounded operations (no contraction into FMA),
+ * so the fp16 results are the same on every ISA level. */
+#pragma GCC push_options
+#pragma GCC optimize("fp-contract=off")
 #define GT _Float16
 #define GS f16
-#define GCLONES CLONES_F16
+#define G_ISA_FAST "avx512fp16,avx512vl,avx512bw,avx512f"
+#define G_ISA_FAST_CHECK __builtin_cpu_supports("avx512fp16")
+#define G_ISA_MID "avx512f,f16c"
+#define G_ISA_MID_CHECK __builtin_cpu_supports("avx512f")
 #include "gemm.c"
 #undef GT
 #undef GS
-#undef GCLONES
+#undef G_ISA_FAST
+#undef G_ISA_FAST_CHECK
+#undef G_ISA_MID
+#undef G_ISA_MID_CHECK
+#pragma GCC pop_options
 
 #else /* ---------------- template body: GT element type, GS suffix ---------------- */
 #define CAT_(a, b) a##_##b
@@ -63,8 +76,9 @@ typedef GT F(vec) __attribute__((vector_size(NR * sizeof(GT))));
 
 /* acc = A panel (kc x MR) * B panel (kc x NR); then C (mr x nr visible part) gets
  * alpha*acc (+ beta*C on the first K slice, + C on later slices). */
-GCLONES static void F(micro)(int kc, const GT *restrict a, const GT *restrict b, GT *restrict c,
-                             int ldc, int mr, int nr, GT alpha, GT beta, int first) {
+static inline __attribute__((always_inline)) void
+F(micro_body)(int kc, const GT *restrict a, const GT *restrict b, GT *restrict c, int ldc, int mr,
+              int nr, GT alpha, GT beta, int first) {
     F(vec) acc[MR];
     for (int i = 0; i < MR; i++) acc[i] = (F(vec)){0};
     for (int k = 0; k < kc; k++) {
@@ -102,6 +116,29 @@ GCLONES static void F(micro)(int kc, const GT *restrict a, const GT *restrict b,
             }
         }
     }
+}
+
+typedef void (*F(micro_fn))(int, const GT *restrict, const GT *restrict, GT *restrict, int, int,
+                             int, GT, GT, int);
+#define MICRO_ARGS                                                                                 \
+    (int kc, const GT *restrict a, const GT *restrict b, GT *restrict c, int ldc, int mr, int nr,  \
+     GT alpha, GT beta, int first)
+#define MICRO_CALL F(micro_body)(kc, a, b, c, ldc, mr, nr, alpha, beta, first)
+static void F(micro_default) MICRO_ARGS { MICRO_CALL; }
+#ifdef CD_GEMM_X86
+__attribute__((target(G_ISA_FAST))) static void F(micro_fast) MICRO_ARGS { MICRO_CALL; }
+__attribute__((target(G_ISA_MID))) static void F(micro_mid) MICRO_ARGS { MICRO_CALL; }
+#endif
+#undef MICRO_ARGS
+#undef MICRO_CALL
+
+static F(micro_fn) F(pick_micro)(void) {
+#ifdef CD_GEMM_X86
+    __builtin_cpu_init();
+    if (G_ISA_FAST_CHECK) return F(micro_fast);
+    if (G_ISA_MID_CHECK) return F(micro_mid);
+#endif
+    return F(micro_default);
 }
 
 /* Packs rows [i0, i0+MR) x k-slice [k0, k0+kc) of op(A) into one MR-interleaved panel. */
@@ -175,6 +212,7 @@ void CAT(cd_gemm, CAT(GS, packed_b))(int M, int N, int K, GT alpha, const GT *A,
     int panels_per_block = (panels_m + blocks_m - 1) / blocks_m;
     blocks_m = (panels_m + panels_per_block - 1) / panels_per_block;
     int items = chunks_n * blocks_m;
+    F(micro_fn) micro = F(pick_micro)();
     if (nt > items) nt = items;
 
     /* Packing buffers are small (A: M x KC, B: KC x NCHUNK per thread); an allocation
@@ -237,7 +275,7 @@ void CAT(cd_gemm, CAT(GS, packed_b))(int M, int N, int K, GT alpha, const GT *A,
                     const GT *bp = mybp + (size_t)jp * NR * kc;
                     for (int p = p0; p < p1; p++) {
                         int mr = imin(MR, M - p * MR);
-                        F(micro)(kc, apack + (size_t)p * MR * kc, bp,
+                        micro(kc, apack + (size_t)p * MR * kc, bp,
                                  C + (size_t)p * MR * ldc + n0 + jp * NR, ldc, mr, nr, alpha, beta,
                                  first);
                     }

@@ -1,0 +1,214 @@
+/* Convolution family (nb-format §7.1, §7.2): conv2d / depthwise_conv2d with groups,
+ * dilation, 4-value padding (SAME/VALID already turned into pads by the host), bias, fused
+ * activation (incl. prelu), SecondInput residual; conv2d_transpose.
+ *
+ * conv2d_gemm is an implicit GEMM per (batch, group): out[m, p] = sum_k W[m, k] * col[k, p]
+ * with m = output channel, p = output pixel, k = (ic, ky, kx). A 16x16 work-group computes
+ * a 64x64 tile of out; each work-item a 4x4 register block whose rows/cols are strided by 16
+ * so that local-memory reads are broadcast (A) or consecutive (B) and stores coalesce.
+ * Tiles of W and of the im2col matrix go through local memory, TK = 16 deep. The 1x1
+ * stride-1 unpadded case (conv2d_1x1) reads col straight from the input (col = input
+ * viewed as [Cin, H*W]), skipping the index decode. */
+
+#define TM 64
+#define TN 64
+#define TK 16
+
+/* Fused activation kinds: the cd_act_kind numbers of engine/ops.h. */
+#define A_NONE 0
+#define A_RELU 1
+#define A_RELU6 2
+#define A_LEAKY 3
+#define A_SIGMOID 4
+#define A_TANH 5
+#define A_SWISH 6
+#define A_HSWISH 7
+#define A_HSIGMOID 8
+#define A_PRELU 9
+#define A_ABS 10
+
+ACC cv_act(int kind, ACC x, float a, float b, float c, ACC al) {
+    float f = (float)x;
+    switch (kind) {
+    case A_RELU: return x < ACC_ZERO ? ACC_ZERO : x;
+    case A_RELU6: return f < 0.0f ? ACC_ZERO : (f > a ? (ACC)a : x);
+    case A_LEAKY: return x < ACC_ZERO ? (ACC)(a * f) : x;
+    case A_PRELU: return x < ACC_ZERO ? al * x : x;
+    case A_SIGMOID: return (ACC)(1.0f / (1.0f + exp(-f)));
+    case A_TANH: return (ACC)tanh(f);
+    case A_SWISH: return (ACC)(f / (1.0f + exp(-a * f)));
+    case A_HSWISH: {
+        float t = f + c;
+        return (ACC)(f * (t < 0.0f ? 0.0f : (t > a ? a : t)) / b);
+    }
+    case A_HSIGMOID: {
+        float t = a * f + b;
+        return (ACC)(t < 0.0f ? 0.0f : (t > 1.0f ? 1.0f : t));
+    }
+    case A_ABS: return (ACC)fabs(f);
+    }
+    return x;
+}
+
+/* Bias, activation, residual add (+relu) for output element (n, oc, pixel p); `o` is the
+ * flat output index. amode: prelu alpha 0 = one value, 1 = per channel, 2 = per element. */
+void cv_store(__global REAL *out, int o, ACC v, int oc, int p, int npix, __global const REAL *bias,
+              __global const REAL *res, __global const REAL *alpha, int kind, float a, float b, float c,
+              int amode, int res_relu) {
+    if (bias) v += LOAD(bias, oc);
+    ACC al = ACC_ZERO;
+    if (kind == A_PRELU) al = LOAD(alpha, amode == 0 ? 0 : (amode == 1 ? oc : oc * npix + p));
+    v = cv_act(kind, v, a, b, c, al);
+    if (res) {
+        v += LOAD(res, o);
+        if (res_relu) v = v < ACC_ZERO ? ACC_ZERO : v;
+    }
+    STORE(out, o, v);
+}
+
+/* Shared body of the two GEMM kernels; `direct` is a compile-time constant after inlining. */
+inline void cv_gemm(__global const REAL *in, __global const REAL *w, __global const REAL *bias,
+                    __global const REAL *res, __global REAL *out, __global const REAL *alpha, int Cin, int H,
+                    int W, int Cout, int Ho, int Wo, int KH, int KW, int sh, int sw, int pt, int pl, int dh,
+                    int dw, int groups, int kind, float a, float b, float c, int amode, int res_relu,
+                    __local ACC *As, __local ACC *Bs, const int direct) {
+    const int cin_g = Cin / groups, cout_g = Cout / groups, khw = KH * KW;
+    const int K = cin_g * khw, npix = Ho * Wo;
+    const int ng = get_global_id(2), n = ng / groups, g = ng - n * groups;
+    const int m0 = get_group_id(1) * TM, p0 = get_group_id(0) * TN;
+    const int lx = get_local_id(0), ly = get_local_id(1), tid = ly * 16 + lx;
+    __global const REAL *inb = in + (size_t)(n * Cin + g * cin_g) * H * W;
+    __global const REAL *wb = w + (size_t)g * cout_g * K;
+
+    /* A loads: element e = tid + 256*r of the TM x TK tile -> row tid/16 + 16r, column tid%16 */
+    const int a_k = tid & 15, a_m = tid >> 4;
+    /* B loads: element e of the TK x TN tile -> k row tid/64 + 4r, pixel column tid%64 (fixed) */
+    const int b_p = tid & 63, b_k = tid >> 6;
+    const int p = p0 + b_p;
+    const int oy = p / Wo, ox = p - (p / Wo) * Wo;
+    const int iy0 = oy * sh - pt, ix0 = ox * sw - pl;
+
+    ACC acc[4][4];
+    for (int i = 0; i < 4; i++)
+        for (int j = 0; j < 4; j++) acc[i][j] = ACC_ZERO;
+
+    for (int k0 = 0; k0 < K; k0 += TK) {
+        for (int r = 0; r < 4; r++) {
+            int m = m0 + a_m + 16 * r, k = k0 + a_k;
+            As[a_k * TM + a_m + 16 * r] = (m < cout_g && k < K) ? LOAD(wb, (size_t)m * K + k) : ACC_ZERO;
+        }
+        for (int r = 0; r < 4; r++) {
+            int kk = b_k + 4 * r, k = k0 + kk;
+            ACC v = ACC_ZERO;
+            if (k < K && p < npix) {
+                if (direct) {
+                    v = LOAD(inb, (size_t)k * npix + p);
+                } else {
+                    int ic = k / khw, rr = k - ic * khw, ky = rr / KW, kx = rr - ky * KW;
+                    int iy = iy0 + ky * dh, ix = ix0 + kx * dw;
+                    if (iy >= 0 && iy < H && ix >= 0 && ix < W) v = LOAD(inb, ((size_t)ic * H + iy) * W + ix);
+                }
+            }
+            Bs[kk * TN + b_p] = v;
+        }
+        barrier(CLK_LOCAL_MEM_FENCE);
+        for (int kk = 0; kk < TK; kk++) {
+            ACC av[4], bv[4];
+            for (int i = 0; i < 4; i++) av[i] = As[kk * TM + ly + 16 * i];
+            for (int j = 0; j < 4; j++) bv[j] = Bs[kk * TN + lx + 16 * j];
+            for (int i = 0; i < 4; i++)
+                for (int j = 0; j < 4; j++) acc[i][j] = mad(av[i], bv[j], acc[i][j]);
+        }
+        barrier(CLK_LOCAL_MEM_FENCE);
+    }
+
+    for (int i = 0; i < 4; i++) {
+        int m = m0 + ly + 16 * i;
+        if (m >= cout_g) continue;
+        int oc = g * cout_g + m;
+        for (int j = 0; j < 4; j++) {
+            int q = p0 + lx + 16 * j;
+            if (q >= npix) continue;
+            cv_store(out, (n * Cout + oc) * npix + q, acc[i][j], oc, q, npix, bias, res, alpha, kind, a, b, c,
+                     amode, res_relu);
+        }
+    }
+}
+
+__kernel __attribute__((reqd_work_group_size(16, 16, 1))) void
+conv2d_gemm(__global const REAL *in, __global const REAL *w, __global const REAL *bias, __global const REAL *res,
+            __global REAL *out, __global const REAL *alpha, int Cin, int H, int W, int Cout, int Ho, int Wo, int KH,
+            int KW, int sh, int sw, int pt, int pl, int dh, int dw, int groups, int kind, float a, float b, float c,
+            int amode, int res_relu) {
+    __local ACC As[TK * TM], Bs[TK * TN];
+    cv_gemm(in, w, bias, res, out, alpha, Cin, H, W, Cout, Ho, Wo, KH, KW, sh, sw, pt, pl, dh, dw, groups, kind, a,
+            b, c, amode, res_relu, As, Bs, 0);
+}
+
+__kernel __attribute__((reqd_work_group_size(16, 16, 1))) void
+conv2d_1x1(__global const REAL *in, __global const REAL *w, __global const REAL *bias, __global const REAL *res,
+           __global REAL *out, __global const REAL *alpha, int Cin, int H, int W, int Cout, int Ho, int Wo, int KH,
+           int KW, int sh, int sw, int pt, int pl, int dh, int dw, int groups, int kind, float a, float b, float c,
+           int amode, int res_relu) {
+    __local ACC As[TK * TM], Bs[TK * TN];
+    cv_gemm(in, w, bias, res, out, alpha, Cin, H, W, Cout, Ho, Wo, KH, KW, sh, sw, pt, pl, dh, dw, groups, kind, a,
+            b, c, amode, res_relu, As, Bs, 1);
+}
+
+/* Depthwise (one input channel per group, one output channel per group): one work-item
+ * per output element, global (Wo, Ho, N*C). */
+__kernel void conv2d_dw(__global const REAL *in, __global const REAL *w, __global const REAL *bias,
+                        __global const REAL *res, __global REAL *out, __global const REAL *alpha, int C, int H,
+                        int W, int Ho, int Wo, int KH, int KW, int sh, int sw, int pt, int pl, int dh, int dw,
+                        int kind, float a, float b, float c, int amode, int res_relu) {
+    const int ox = get_global_id(0), oy = get_global_id(1), nc = get_global_id(2);
+    if (ox >= Wo || oy >= Ho) return;
+    const int ch = nc % C;
+    __global const REAL *ib = in + (size_t)nc * H * W;
+    __global const REAL *wb = w + (size_t)ch * KH * KW;
+    ACC acc = ACC_ZERO;
+    for (int ky = 0; ky < KH; ky++) {
+        int iy = oy * sh - pt + ky * dh;
+        if (iy < 0 || iy >= H) continue;
+        for (int kx = 0; kx < KW; kx++) {
+            int ix = ox * sw - pl + kx * dw;
+            if (ix < 0 || ix >= W) continue;
+            acc = mad(LOAD(ib, iy * W + ix), LOAD(wb, ky * KW + kx), acc);
+        }
+    }
+    int p = oy * Wo + ox;
+    cv_store(out, nc * Ho * Wo + p, acc, ch, p, Ho * Wo, bias, res, alpha, kind, a, b, c, amode, res_relu);
+}
+
+/* conv2d_transpose in gather form: output (n, oc, oy, ox) sums over the input pixels and
+ * taps that scatter to it: oy = iy*sh - pt + ky*dh. Filter [Cin, Cout/groups, KH, KW].
+ * Global (Wo, Ho, N*Cout). */
+__kernel void conv2d_transpose(__global const REAL *in, __global const REAL *w, __global const REAL *bias,
+                               __global REAL *out, int Cin, int H, int W, int Cout, int Ho, int Wo, int KH, int KW,
+                               int sh, int sw, int pt, int pl, int dh, int dw, int groups, int kind, float a, float b,
+                               float c) {
+    const int ox = get_global_id(0), oy = get_global_id(1), noc = get_global_id(2);
+    if (ox >= Wo || oy >= Ho) return;
+    const int n = noc / Cout, oc = noc - n * Cout;
+    const int cin_g = Cin / groups, cout_g = Cout / groups, g = oc / cout_g, ocg = oc - g * cout_g;
+    ACC acc = ACC_ZERO;
+    for (int ky = 0; ky < KH; ky++) {
+        int ty = oy + pt - ky * dh;
+        if (ty < 0 || ty % sh) continue;
+        int iy = ty / sh;
+        if (iy >= H) continue;
+        for (int kx = 0; kx < KW; kx++) {
+            int tx = ox + pl - kx * dw;
+            if (tx < 0 || tx % sw) continue;
+            int ix = tx / sw;
+            if (ix >= W) continue;
+            for (int icg = 0; icg < cin_g; icg++) {
+                int ic = g * cin_g + icg;
+                acc = mad(LOAD(in, (((size_t)n * Cin + ic) * H + iy) * W + ix),
+                          LOAD(w, (((size_t)ic * cout_g + ocg) * KH + ky) * KW + kx), acc);
+            }
+        }
+    }
+    int p = oy * Wo + ox;
+    cv_store(out, noc * Ho * Wo + p, acc, oc, p, Ho * Wo, bias, 0, 0, kind, a, b, c, 0, 0);
+}

@@ -1,0 +1,347 @@
+/* Generates the synthetic test models in testdata/ with the graph builder and the .nb
+ * writer (meta_version 2), from a fixed seed so the files are reproducible:
+ *   mobilenet_tiny.nb  input x [1,3,64,64]: conv+relu6 (fused), depthwise conv, batch_norm,
+ *                      1x1 conv, in-place hard_swish, elementwise_add (axis 1), max pool,
+ *                      two-branch concat, global avg pool, reshape2, fc, softmax.
+ *   multi_input.nb     inputs a [1,3,16,16] (col 0) and b [1,8] (col 1, fed first),
+ *                      conv, elementwise_mul with axis 0, relu, pool; two outputs.
+ * Weights are He-scaled (uniform, variance 2/fan_in) so activations stay O(1).
+ * Usage: cldiff_gen_testdata [OUTDIR]   (default: testdata) */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "model/graph.h"
+#include "model/nb_writer.h"
+
+static uint64_t rng = 0x9e3779b97f4a7c15ull;
+static double urand(void) { /* xorshift64*, uniform in [0,1) */
+    rng ^= rng >> 12; rng ^= rng << 25; rng ^= rng >> 27;
+    return (double)((rng * 2685821657736338717ull) >> 11) / 9007199254740992.0;
+}
+
+static cd_error err;
+static cd_graph *g;
+
+static void check(cd_status st) {
+    if (st) { fprintf(stderr, "gen_testdata: %s\n", err.msg); exit(1); }
+}
+
+static void var(const char *name, int rank, const int64_t *dims) {
+    check(cd_graph_declare_var(g, name, CD_F32, dims, rank, false, &err));
+}
+
+static void param(const char *name, int rank, const int64_t *dims, float *v) {
+    check(cd_graph_declare_var(g, name, CD_F32, dims, rank, true, &err));
+    size_t n = 1;
+    for (int i = 0; i < rank; i++) n *= (size_t)dims[i];
+    check(cd_graph_set_param(g, name, CD_F32, dims, rank, v, n * 4, &err));
+}
+
+/* He-uniform weights: U(-a, a), a = sqrt(6 / fan_in). */
+static void he_param(const char *name, int rank, const int64_t *dims, int64_t fan_in) {
+    size_t n = 1;
+    for (int i = 0; i < rank; i++) n *= (size_t)dims[i];
+    float *v = malloc(n * 4);
+    double a = sqrt(6.0 / (double)fan_in);
+    for (size_t i = 0; i < n; i++) v[i] = (float)((urand() * 2 - 1) * a);
+    param(name, rank, dims, v);
+    free(v);
+}
+
+static void range_param(const char *name, int64_t n, double lo, double hi) {
+    float *v = malloc((size_t)n * 4);
+    for (int64_t i = 0; i < n; i++) v[i] = (float)(lo + (hi - lo) * urand());
+    int64_t d[1] = {n};
+    param(name, 1, d, v);
+    free(v);
+}
+
+static void op(const char *type) {
+    if (!cd_graph_add_op(g, type, &err)) check(err.code ? err.code : CD_E_INTERNAL);
+}
+static void in(const char *slot, const char *n) { check(cd_op_add_input(g, slot, &n, 1, &err)); }
+static void out(const char *slot, const char *n) { check(cd_op_add_output(g, slot, &n, 1, &err)); }
+static void a_int(const char *n, int64_t v) {
+    cd_attr a = {.name = strdup(n), .type = CD_ATTR_INT, .i = v};
+    check(cd_op_add_attr(g, &a, &err));
+}
+static void a_bool(const char *n, bool v) {
+    cd_attr a = {.name = strdup(n), .type = CD_ATTR_BOOL, .i = v};
+    check(cd_op_add_attr(g, &a, &err));
+}
+static void a_float(const char *n, float v) {
+    cd_attr a = {.name = strdup(n), .type = CD_ATTR_FLOAT, .f = v};
+    check(cd_op_add_attr(g, &a, &err));
+}
+static void a_str(const char *n, const char *v) {
+    cd_attr a = {.name = strdup(n), .type = CD_ATTR_STRING, .s = strdup(v)};
+    check(cd_op_add_attr(g, &a, &err));
+}
+static void a_ints(const char *n, int cnt, const int64_t *v) {
+    cd_attr a = {.name = strdup(n), .type = CD_ATTR_INTS, .n = cnt};
+    a.ints = malloc(sizeof(int64_t) * (size_t)(cnt ? cnt : 1));
+    memcpy(a.ints, v, sizeof(int64_t) * (size_t)cnt);
+    check(cd_op_add_attr(g, &a, &err));
+}
+/* Kernel record: ARM float NCHW for compute ops, Host/any/any for feed, fetch, reshape. */
+static void kernel(const char *type, bool host) {
+    char buf[128];
+    snprintf(buf, sizeof buf, "%s/def/%s", type, host ? "1/4/2" : "4/1/1");
+    a_str("__@kernel_type_attr@__", buf);
+}
+
+static void feed(const char *name, int col) {
+    op("feed");
+    in("X", "feed");
+    out("Out", name);
+    kernel("feed", true);
+    a_int("col", col);
+}
+static void fetch(const char *name, int col) {
+    op("fetch");
+    in("X", name);
+    out("Out", "fetch");
+    kernel("fetch", true);
+    a_int("col", col);
+}
+
+static void conv(const char *type, const char *x, const char *w, const char *b, const char *y, int stride, int pad,
+                 int groups, const char *act) {
+    op(type);
+    if (b) in("Bias", b);
+    in("Filter", w);
+    in("Input", x);
+    out("Output", y);
+    kernel(type, false);
+    int64_t s[2] = {stride, stride}, p[2] = {pad, pad}, d[2] = {1, 1};
+    a_ints("dilations", 2, d);
+    a_int("groups", groups);
+    a_ints("paddings", 2, p);
+    a_str("padding_algorithm", "EXPLICIT");
+    a_ints("strides", 2, s);
+    if (act) {
+        a_bool("with_act", true);
+        a_str("act_type", act);
+        if (!strcmp(act, "relu6")) a_float("fuse_brelu_threshold", 6.0f);
+    }
+}
+
+static void start(void) {
+    g = cd_graph_new();
+    if (!g) { fprintf(stderr, "gen_testdata: out of memory\n"); exit(1); }
+    strcpy(g->opt_version, "v2.13-rc");
+    g->program_version = 2003002;
+    check(cd_graph_declare_var(g, "feed", CD_BOOL, NULL, 0, false, &err));
+    check(cd_graph_declare_var(g, "fetch", CD_BOOL, NULL, 0, false, &err));
+}
+
+static void finish(const char *dir, const char *file) {
+    char path[4096];
+    snprintf(path, sizeof path, "%s/%s", dir, file);
+    check(cd_graph_finalize(g, &err));
+    check(cd_nb_write(g, path, &err));
+    printf("wrote %s (%d ops, %d tensors)\n", path, g->n_ops, g->n_tensors);
+    cd_graph_free(g);
+    g = NULL;
+}
+
+static void mobilenet_tiny(const char *dir) {
+    start();
+    int64_t xd[4] = {1, 3, 64, 64};
+    var("x", 4, xd);
+    int64_t c1d[4] = {1, 16, 32, 32}, pwd[4] = {1, 32, 32, 32}, p1d[4] = {1, 32, 16, 16};
+    int64_t bd[4] = {1, 8, 16, 16}, catd[4] = {1, 16, 16, 16}, gpd[4] = {1, 16, 1, 1};
+    int64_t rsd[2] = {1, 16}, xsd[5] = {0, 1, 16, 1, 1}, fcd[2] = {1, 10};
+    var("conv1.tmp", 4, c1d);
+    var("dw.tmp", 4, c1d);
+    var("bn.tmp", 4, c1d);
+    var("pw.tmp", 4, pwd); /* written by the 1x1 conv and again, in place, by hard_swish */
+    var("add.tmp", 4, pwd);
+    var("pool.tmp", 4, p1d);
+    var("b1.tmp", 4, bd);
+    var("b2.tmp", 4, bd);
+    var("concat.tmp", 4, catd);
+    var("gap.tmp", 4, gpd);
+    var("reshape.tmp", 2, rsd);
+    var("reshape.xshape", 5, xsd);
+    var("fc.tmp", 2, fcd);
+    var("softmax.tmp", 2, fcd);
+
+    int64_t w1[4] = {16, 3, 3, 3}, wdw[4] = {16, 1, 3, 3}, wpw[4] = {32, 16, 1, 1};
+    int64_t wb1[4] = {8, 32, 1, 1}, wb2[4] = {8, 32, 3, 3}, wfc[2] = {16, 10};
+    he_param("conv1.w", 4, w1, 27);
+    range_param("conv1.b", 16, -0.1, 0.1);
+    he_param("dw.w", 4, wdw, 9);
+    range_param("dw.b", 16, -0.1, 0.1);
+    range_param("bn.scale", 16, 0.8, 1.2);
+    range_param("bn.bias", 16, -0.2, 0.2);
+    range_param("bn.mean", 16, -0.5, 0.5);
+    range_param("bn.var", 16, 0.5, 2.0);
+    he_param("pw.w", 4, wpw, 16);
+    range_param("add.y", 32, -0.3, 0.3);
+    he_param("b1.w", 4, wb1, 32);
+    range_param("b1.b", 8, -0.1, 0.1);
+    he_param("b2.w", 4, wb2, 32 * 9);
+    range_param("b2.b", 8, -0.1, 0.1);
+    he_param("fc.w", 2, wfc, 16);
+    range_param("fc.b", 10, -0.1, 0.1);
+
+    feed("x", 0);
+    conv("conv2d", "x", "conv1.w", "conv1.b", "conv1.tmp", 2, 1, 1, "relu6");
+    conv("depthwise_conv2d", "conv1.tmp", "dw.w", "dw.b", "dw.tmp", 1, 1, 16, NULL);
+
+    op("batch_norm");
+    in("Bias", "bn.bias");
+    in("Mean", "bn.mean");
+    in("Scale", "bn.scale");
+    in("Variance", "bn.var");
+    in("X", "dw.tmp");
+    out("Y", "bn.tmp");
+    kernel("batch_norm", false);
+    a_str("data_layout", "NCHW");
+    a_float("epsilon", 1e-5f);
+    a_bool("is_test", true);
+    a_float("momentum", 0.9f);
+
+    conv("conv2d", "bn.tmp", "pw.w", NULL, "pw.tmp", 1, 0, 1, NULL);
+
+    op("hard_swish");
+    in("X", "pw.tmp");
+    out("Out", "pw.tmp");
+    kernel("hard_swish", false);
+    a_float("offset", 3.0f);
+    a_float("scale", 6.0f);
+    a_float("threshold", 6.0f);
+
+    op("elementwise_add");
+    in("X", "pw.tmp");
+    in("Y", "add.y");
+    out("Out", "add.tmp");
+    kernel("elementwise_add", false);
+    a_int("axis", 1);
+
+    int64_t k2[2] = {2, 2}, p0[2] = {0, 0};
+    op("pool2d");
+    in("X", "add.tmp");
+    out("Out", "pool.tmp");
+    kernel("pool2d", false);
+    a_bool("adaptive", false);
+    a_bool("ceil_mode", false);
+    a_bool("exclusive", true);
+    a_bool("global_pooling", false);
+    a_ints("ksize", 2, k2);
+    a_ints("paddings", 2, p0);
+    a_str("pooling_type", "max");
+    a_ints("strides", 2, k2);
+
+    conv("conv2d", "pool.tmp", "b1.w", "b1.b", "b1.tmp", 1, 0, 1, "relu");
+    conv("conv2d", "pool.tmp", "b2.w", "b2.b", "b2.tmp", 1, 1, 1, "relu6");
+
+    op("concat");
+    const char *cx[2] = {"b1.tmp", "b2.tmp"};
+    check(cd_op_add_input(g, "X", cx, 2, &err));
+    out("Out", "concat.tmp");
+    kernel("concat", false);
+    a_int("axis", 1);
+
+    int64_t k1[2] = {1, 1};
+    op("pool2d");
+    in("X", "concat.tmp");
+    out("Out", "gap.tmp");
+    kernel("pool2d", false);
+    a_bool("adaptive", false);
+    a_bool("ceil_mode", false);
+    a_bool("exclusive", true);
+    a_bool("global_pooling", true);
+    a_ints("ksize", 2, k1);
+    a_ints("paddings", 2, p0);
+    a_str("pooling_type", "avg");
+    a_ints("strides", 2, k1);
+
+    int64_t shp[2] = {1, 16};
+    op("reshape2");
+    in("X", "gap.tmp");
+    out("Out", "reshape.tmp");
+    out("XShape", "reshape.xshape");
+    kernel("reshape2", true);
+    a_ints("shape", 2, shp);
+
+    op("fc");
+    in("Bias", "fc.b");
+    in("Input", "reshape.tmp");
+    in("W", "fc.w");
+    out("Out", "fc.tmp");
+    kernel("fc", false);
+    a_str("activation_type", "");
+    a_int("in_num_col_dims", 1);
+    a_str("op_type", "mul");
+
+    op("softmax");
+    in("X", "fc.tmp");
+    out("Out", "softmax.tmp");
+    kernel("softmax", false);
+    a_int("axis", -1);
+
+    fetch("softmax.tmp", 0);
+    finish(dir, "mobilenet_tiny.nb");
+}
+
+static void multi_input(const char *dir) {
+    start();
+    int64_t ad[4] = {1, 3, 16, 16}, bd[2] = {1, 8}, cd4[4] = {1, 8, 16, 16}, pd[4] = {1, 8, 1, 1};
+    var("a", 4, ad);
+    var("b", 2, bd);
+    var("conv.tmp", 4, cd4);
+    var("mul.tmp", 4, cd4);
+    var("relu.tmp", 4, cd4);
+    var("pool.tmp", 4, pd);
+    int64_t wd[4] = {8, 3, 3, 3};
+    he_param("conv.w", 4, wd, 27);
+    range_param("conv.b", 8, -0.1, 0.1);
+
+    feed("b", 1); /* fed first, but it is input #1: col order, not op order, decides */
+    feed("a", 0);
+    conv("conv2d", "a", "conv.w", "conv.b", "conv.tmp", 1, 1, 1, NULL);
+
+    op("elementwise_mul");
+    in("X", "conv.tmp");
+    in("Y", "b");
+    out("Out", "mul.tmp");
+    kernel("elementwise_mul", false);
+    a_int("axis", 0);
+
+    op("relu");
+    in("X", "mul.tmp");
+    out("Out", "relu.tmp");
+    kernel("relu", false);
+
+    int64_t k1[2] = {1, 1}, p0[2] = {0, 0};
+    op("pool2d");
+    in("X", "relu.tmp");
+    out("Out", "pool.tmp");
+    kernel("pool2d", false);
+    a_bool("adaptive", false);
+    a_bool("ceil_mode", false);
+    a_bool("exclusive", true);
+    a_bool("global_pooling", true);
+    a_ints("ksize", 2, k1);
+    a_ints("paddings", 2, p0);
+    a_str("pooling_type", "avg");
+    a_ints("strides", 2, k1);
+
+    fetch("pool.tmp", 0);
+    fetch("relu.tmp", 1);
+    finish(dir, "multi_input.nb");
+}
+
+int main(int argc, char **argv) {
+    const char *dir = argc > 1 ? argv[1] : "testdata";
+    if (argc > 2 || (argc == 2 && (!strcmp(argv[1], "-h") || !strcmp(argv[1], "--help")))) {
+        fprintf(stderr, "usage: cldiff_gen_testdata [OUTDIR]\n");
+        return 2;
+    }
+    mobilenet_tiny(dir);
+    multi_input(dir);
+    return 0;
+}

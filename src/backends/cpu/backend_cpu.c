@@ -1,0 +1,243 @@
+/* The CPU backend: one host cd_value per tensor, parameters borrowed from the plan,
+ * op kernels from the registry (engine/ops.h), threads via OpenMP. */
+#include "engine/backend.h"
+#include <omp.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+typedef struct {
+    const cd_plan *plan;
+    cd_value *vals;   /* per tensor id */
+    cd_value *expect; /* per tensor id: dtype/shape the kernel must produce (no data) */
+    /* Set once a dynamic op (nms...) produced a smaller output than planned: from then on
+     * shapes are re-inferred from the runtime values instead of taken from the plan. */
+    bool reinfer;
+} cpu_impl;
+
+static double now_us(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec * 1e6 + (double)ts.tv_nsec / 1e3;
+}
+
+static cd_status cpu_prepare(cd_backend *b, const cd_plan *plan, cd_error *err) {
+    cpu_impl *im = b->impl;
+    if (im->vals) {
+        for (int t = 0; t < im->plan->g->n_tensors; t++) cd_value_release(&im->vals[t]);
+        free(im->vals);
+        im->vals = NULL;
+    }
+    free(im->expect);
+    im->plan = plan;
+    im->reinfer = false;
+    im->vals = cd_calloc((size_t)plan->g->n_tensors, sizeof *im->vals, err);
+    im->expect = cd_calloc((size_t)plan->g->n_tensors, sizeof *im->expect, err);
+    if (!im->vals || !im->expect) return CD_E_NOMEM;
+    for (int t = 0; t < plan->g->n_tensors; t++) {
+        if (!plan->g->tensors[t].persistable) continue;
+        im->vals[t] = plan->meta[t];
+        im->vals[t].owned = false; /* the plan owns parameter memory */
+    }
+    return CD_OK;
+}
+
+static cd_status cpu_set_input(cd_backend *b, int id, const cd_value *host, cd_error *err) {
+    cpu_impl *im = b->impl;
+    if (!im->plan) return cd_err(err, CD_E_INTERNAL, "cpu backend: set_input before prepare");
+    const cd_value *m = &im->plan->meta[id];
+    char a[160], c[160];
+    if (host->dtype != m->dtype || !cd_shape_eq(&host->shape, &m->shape))
+        return cd_err(err, CD_E_INTERNAL, "cpu backend: input '%s' given as %s %s but the plan expects %s %s",
+                      im->plan->g->tensors[id].name, cd_dtype_name(host->dtype), cd_shape_str(&host->shape, a, sizeof a),
+                      cd_dtype_name(m->dtype), cd_shape_str(&m->shape, c, sizeof c));
+    cd_value *v = &im->vals[id];
+    cd_value_release(v);
+    v->dtype = m->dtype;
+    v->shape = m->shape;
+    cd_status st = cd_value_alloc(v, err);
+    if (st) return st;
+    if (v->nbytes) memcpy(v->data, host->data, v->nbytes);
+    return CD_OK;
+}
+
+/* Identity op without a kernel: the output is a copy of the first connected input. */
+static cd_status copy_identity(cd_op_ctx *c, const cd_op *op) {
+    cd_value *src = NULL, *dst = NULL;
+    for (int s = 0; s < op->n_in && !src; s++)
+        for (int k = 0; k < op->in[s].n && !src; k++)
+            if (op->in[s].ids[k] >= 0) src = &c->vals[op->in[s].ids[k]];
+    for (int s = 0; s < op->n_out && !dst; s++)
+        for (int k = 0; k < op->out[s].n && !dst; k++)
+            if (op->out[s].ids[k] >= 0) dst = &c->vals[op->out[s].ids[k]];
+    if (!src || !dst) return CD_OK;
+    int64_t n = cd_value_numel(dst);
+    if (cd_value_numel(src) != n)
+        return cd_op_fail(c, CD_E_INTERNAL, "identity op: input has %lld elements, output %lld",
+                          (long long)cd_value_numel(src), (long long)n);
+    if (src->dtype == dst->dtype) memcpy(dst->data, src->data, dst->nbytes);
+    else for (int64_t i = 0; i < n; i++) cd_value_set(dst, i, cd_value_get(src, i));
+    return CD_OK;
+}
+
+static cd_status cpu_run_op(cd_backend *b, int i, cd_op_report *rep, cd_error *err) {
+    cpu_impl *im = b->impl;
+    const cd_plan *plan = im->plan;
+    const cd_graph *g = plan->g;
+    const cd_op *op = &g->ops[i];
+    const cd_op_def *def = plan->defs[i];
+    cd_op_ctx c = {.g = g, .op = op, .op_index = i, .vals = im->vals, .prec = plan->prec,
+                   .threads = b->opts.threads > 0 ? b->opts.threads : 1, .err = err};
+    memset(rep, 0, sizeof *rep);
+    rep->kernel_us = -1;
+    snprintf(rep->where, sizeof rep->where, "%s", def && (def->flags & CD_OPF_HOST) ? "host" : "cpu");
+    snprintf(rep->kernel, sizeof rep->kernel, "%s:%s", op->type, plan->prec == CD_PREC_FP16 ? "fp16" : "fp32");
+    double t0 = now_us();
+    if (!strcmp(op->type, "feed")) {
+        /* the executor already placed the model input in the feed's output */
+        for (int s = 0; s < op->n_out; s++)
+            for (int k = 0; k < op->out[s].n; k++) {
+                int id = op->out[s].ids[k];
+                if (id >= 0 && !im->vals[id].data)
+                    return cd_op_fail(&c, CD_E_INTERNAL, "model input '%s' was not set before the run",
+                                      g->tensors[id].name);
+            }
+        rep->elapsed_us = now_us() - t0;
+        return CD_OK;
+    }
+    if (!def) return cd_op_fail(&c, CD_E_UNSUPPORTED, "no CPU kernel for op type '%s'", op->type);
+    for (int s = 0; s < op->n_in; s++)
+        for (int k = 0; k < op->in[s].n; k++) {
+            int id = op->in[s].ids[k];
+            if (id >= 0 && !im->vals[id].data)
+                return cd_op_fail(&c, CD_E_INTERNAL, "input %s[%d] '%s' has no data (released too early or "
+                                  "never produced)", op->in[s].name, k, g->tensors[id].name);
+        }
+    cd_status st;
+    for (int s = 0; s < op->n_out; s++)
+        for (int k = 0; k < op->out[s].n; k++) {
+            int id = op->out[s].ids[k];
+            if (id < 0) continue;
+            cd_value *v = &im->vals[id];
+            cd_value_release(v);
+            v->dtype = plan->meta[id].dtype;
+            v->shape = plan->meta[id].shape;
+            if (im->reinfer) v->shape.rank = -1;
+        }
+    if (im->reinfer && (st = def->infer(&c))) {
+        if (err && !strstr(err->msg, "op #")) cd_err_prefix(err, "op #%d %s (%s): ", i, op->name, op->type);
+        return st;
+    }
+    for (int s = 0; s < op->n_out; s++)
+        for (int k = 0; k < op->out[s].n; k++) {
+            int id = op->out[s].ids[k];
+            if (id < 0) continue;
+            cd_value *v = &im->vals[id];
+            if (v->shape.rank < 0)
+                return cd_op_fail(&c, CD_E_INTERNAL, "shape rule gave output '%s' no shape", g->tensors[id].name);
+            im->expect[id].dtype = v->dtype;
+            im->expect[id].shape = v->shape;
+            if ((st = cd_value_alloc(v, err))) return cd_err_prefix(err, "op #%d %s (%s): ", i, op->name, op->type);
+        }
+    if (def->run) st = def->run(&c);
+    else if (def->flags & CD_OPF_IDENTITY) st = copy_identity(&c, op);
+    else st = cd_op_fail(&c, CD_E_INTERNAL, "op definition has no CPU kernel");
+    rep->elapsed_us = now_us() - t0;
+    if (st) {
+        if (err && !strstr(err->msg, "op #")) cd_err_prefix(err, "op #%d %s (%s): ", i, op->name, op->type);
+        return st;
+    }
+    /* A kernel must leave outputs as planned; dynamic ops (nms) may only shrink them. */
+    for (int s = 0; s < op->n_out; s++)
+        for (int k = 0; k < op->out[s].n; k++) {
+            int id = op->out[s].ids[k];
+            if (id < 0) continue;
+            cd_value *v = &im->vals[id];
+            const cd_value *m = &im->expect[id];
+            char a[160], bb[160];
+            if (v->dtype != m->dtype)
+                return cd_op_fail(&c, CD_E_INTERNAL, "kernel wrote output '%s' as %s, planned %s",
+                                  g->tensors[id].name, cd_dtype_name(v->dtype), cd_dtype_name(m->dtype));
+            if (cd_shape_eq(&v->shape, &m->shape)) continue;
+            int64_t n = cd_value_numel(v);
+            if (!(def->flags & CD_OPF_DYNAMIC) || n < 0 || (size_t)n * cd_dtype_size(v->dtype) > v->nbytes)
+                return cd_op_fail(&c, CD_E_INTERNAL, "kernel changed output '%s' from planned %s to %s",
+                                  g->tensors[id].name, cd_shape_str(&m->shape, a, sizeof a),
+                                  cd_shape_str(&v->shape, bb, sizeof bb));
+            v->nbytes = (size_t)n * cd_dtype_size(v->dtype);
+            im->reinfer = true;
+        }
+    return CD_OK;
+}
+
+static cd_status cpu_read(cd_backend *b, int id, cd_value *host, cd_error *err) {
+    cpu_impl *im = b->impl;
+    const cd_value *v = &im->vals[id];
+    if (!v->data)
+        return cd_err(err, CD_E_INTERNAL, "cpu backend: tensor '%s' (id %d) has no data to read",
+                      im->plan->g->tensors[id].name, id);
+    memset(host, 0, sizeof *host);
+    host->dtype = v->dtype;
+    host->shape = v->shape;
+    cd_status st = cd_value_alloc(host, err);
+    if (st) return st;
+    if (host->nbytes) memcpy(host->data, v->data, host->nbytes);
+    return CD_OK;
+}
+
+static void cpu_release(cd_backend *b, int id) {
+    cpu_impl *im = b->impl;
+    if (im->plan && !im->plan->g->tensors[id].persistable) cd_value_release(&im->vals[id]);
+}
+
+static void cpu_close(cd_backend *b) {
+    if (!b) return;
+    cpu_impl *im = b->impl;
+    if (im) {
+        if (im->vals)
+            for (int t = 0; t < im->plan->g->n_tensors; t++) cd_value_release(&im->vals[t]);
+        free(im->vals);
+        free(im->expect);
+        free(im);
+    }
+    free(b);
+}
+
+static void cpu_describe(cd_backend *b, char *device, size_t dn, char *driver, size_t drn) {
+    char model[256] = "unknown CPU";
+    FILE *f = fopen("/proc/cpuinfo", "r");
+    if (f) {
+        char line[512];
+        while (fgets(line, sizeof line, f)) {
+            char *colon = strchr(line, ':');
+            if (colon && (!strncmp(line, "model name", 10) || !strncmp(line, "Hardware", 8))) {
+                snprintf(model, sizeof model, "%s", colon + 2);
+                model[strcspn(model, "\n")] = 0;
+                break;
+            }
+        }
+        fclose(f);
+    }
+    if (device) snprintf(device, dn, "%s (%d threads)", model, b->opts.threads > 0 ? b->opts.threads : 1);
+    if (driver) snprintf(driver, drn, "cldiff cpu backend %s, OpenMP %d", CLDIFF_VERSION, _OPENMP);
+}
+
+static const cd_backend_vt k_cpu_vt = {
+    .name = "cpu", .prepare = cpu_prepare, .set_input = cpu_set_input, .run_op = cpu_run_op,
+    .read = cpu_read, .release = cpu_release, .close = cpu_close, .describe = cpu_describe,
+};
+
+cd_status cd_cpu_backend_open(const cd_backend_opts *opts, cd_backend **out, cd_error *err) {
+    *out = NULL;
+    cd_backend *b = cd_calloc(1, sizeof *b, err);
+    if (!b) return CD_E_NOMEM;
+    b->impl = cd_calloc(1, sizeof(cpu_impl), err);
+    if (!b->impl) { free(b); return CD_E_NOMEM; }
+    b->vt = &k_cpu_vt;
+    b->opts = *opts;
+    if (b->opts.threads <= 0) b->opts.threads = 1;
+    omp_set_num_threads(b->opts.threads);
+    *out = b;
+    return CD_OK;
+}

@@ -1,0 +1,306 @@
+/* Unary float ops: standalone activations (nb-format §7.21), prelu, clip, scale (§7.10) and
+ * dropout. Every kernel is one macro body instantiated for float and _Float16.
+ *
+ * Precision: affine ops (scale, dropout, prelu, square, reciprocal, clip) compute in the
+ * tensor's own type, so fp16 runs use half arithmetic with one rounding per operation;
+ * transcendental ones (sigmoid, tanh, exp, log, erf, gelu, ...) evaluate the float formula on
+ * the half input and round once, which is what a half kernel with float intermediates gives.
+ * The fused-activation kinds use exactly the formulas of cd_act_apply (engine/ops_util.c):
+ * the cheap kinds are inlined here for speed, the others call it. */
+#include "engine/ops.h"
+#include <float.h>
+#include <math.h>
+#include <string.h>
+
+typedef _Float16 f16;
+
+#define PAR_MIN 32768
+
+enum {
+    U_ACT = 0, /* a cd_act kind */
+    U_LOG, U_RSQRT, U_SQUARE, U_RECIP, U_FLOOR, U_CEIL, U_ERF, U_SIGN, U_ELU, U_THRELU, U_SOFTPLUS,
+    U_MISH, U_CLIP, U_AFFINE /* scale, dropout: x * p0 + p1 (bias first when p2 != 0) */, U_PRELU
+};
+
+typedef struct {
+    int kind;
+    cd_act act;             /* U_ACT; also scale's fused activation */
+    float p0, p1, p2;       /* per-kind parameters */
+    float s1, b1;           /* scale: fuse_scaleact second affine stage */
+    bool scaleact;
+    /* prelu */
+    const void *alpha;
+    int64_t amode, inner, chans; /* 0 all, 1 channel, 2 element */
+    int64_t per_sample;
+} un_cfg;
+
+static inline float softplus_f(float x, float beta, float thr) {
+    float bx = beta * x;
+    return bx > thr ? x : log1pf(expf(bx)) / beta;
+}
+
+#define PFOR _Pragma("omp parallel for num_threads(threads) if(n >= PAR_MIN) schedule(static)")
+/* FLOOP: float formula on each element; TLOOP: arithmetic in the storage type T. */
+#define FLOOP(T, EXPR) do { PFOR for (int64_t i = 0; i < n; i++) { const float x = (float)in[i]; out[i] = (T)(EXPR); } } while (0)
+#define TLOOP(T, EXPR) do { PFOR for (int64_t i = 0; i < n; i++) { const T x = in[i]; out[i] = (EXPR); } } while (0)
+
+#define DEF_UNARY(T, NAME)                                                                               \
+    static void NAME(const T *in, T *out, int64_t n, const un_cfg *u, int threads) {                   \
+        const cd_act A = u->act;                                                                        \
+        const float p0 = u->p0, p1 = u->p1;                                                             \
+        switch (u->kind) {                                                                              \
+        case U_ACT:                                                                                     \
+            switch (A.kind) {                                                                           \
+            case CD_ACT_NONE: TLOOP(T, x); break;                                                       \
+            case CD_ACT_RELU: TLOOP(T, x < (T)0 ? (T)0 : x); break;                                     \
+            case CD_ACT_RELU6: { const float t = A.a; FLOOP(T, x < 0.0f ? 0.0f : (x > t ? t : x)); break; } \
+            case CD_ACT_LEAKY_RELU: { const float a = A.a; FLOOP(T, x < 0.0f ? a * x : x); break; }     \
+            case CD_ACT_ABS: FLOOP(T, fabsf(x)); break;                                                 \
+            case CD_ACT_HARD_SIGMOID: {                                                                 \
+                const float a = A.a, b = A.b;                                                           \
+                FLOOP(T, (a * x + b) < 0.0f ? 0.0f : ((a * x + b) > 1.0f ? 1.0f : (a * x + b)));           \
+                break;                                                                                  \
+            }                                                                                           \
+            case CD_ACT_HARD_SWISH: {                                                                   \
+                const float th = A.a, sc = A.b, of = A.c;                                               \
+                FLOOP(T, x * ((x + of) < 0.0f ? 0.0f : ((x + of) > th ? th : (x + of))) / sc);          \
+                break;                                                                                  \
+            }                                                                                           \
+            default: FLOOP(T, cd_act_apply(&A, x)); break;                                              \
+            }                                                                                           \
+            break;                                                                                      \
+        case U_LOG: FLOOP(T, logf(x)); break;                                                           \
+        case U_RSQRT: FLOOP(T, 1.0f / sqrtf(x)); break;                                                 \
+        case U_SQUARE: TLOOP(T, x * x); break;                                                          \
+        case U_RECIP: TLOOP(T, (T)1 / x); break;                                                        \
+        case U_FLOOR: FLOOP(T, floorf(x)); break;                                                       \
+        case U_CEIL: FLOOP(T, ceilf(x)); break;                                                         \
+        case U_ERF: FLOOP(T, erff(x)); break;                                                           \
+        case U_SIGN: FLOOP(T, x > 0.0f ? 1.0f : (x < 0.0f ? -1.0f : x)); break;                         \
+        case U_ELU: FLOOP(T, x > 0.0f ? x : p0 * expm1f(x)); break;                                     \
+        case U_THRELU: FLOOP(T, x > p0 ? x : 0.0f); break;                              \
+        case U_SOFTPLUS: FLOOP(T, softplus_f(x, p0, p1)); break;                                        \
+        case U_MISH: FLOOP(T, x * tanhf(softplus_f(x, 1.0f, p0))); break;                               \
+        case U_CLIP: { const T lo = (T)p0, hi = (T)p1; TLOOP(T, x < lo ? lo : (x > hi ? hi : x)); break; } \
+        case U_AFFINE: {                                                                                \
+            const T s = (T)p0, b = (T)p1;                                                               \
+            if (u->p2 != 0.0f) TLOOP(T, (x + b) * s);                                                   \
+            else TLOOP(T, x * s + b);                                                                   \
+            if (A.kind != CD_ACT_NONE) {                                                                \
+                PFOR for (int64_t i = 0; i < n; i++) out[i] = (T)cd_act_apply(&A, (float)out[i]);       \
+            }                                                                                           \
+            if (u->scaleact) {                                                                          \
+                const T s1 = (T)u->s1, b1 = (T)u->b1;                                                   \
+                PFOR for (int64_t i = 0; i < n; i++) out[i] = out[i] * s1 + b1;                         \
+            }                                                                                           \
+            break;                                                                                      \
+        }                                                                                               \
+        case U_PRELU: {                                                                                 \
+            const T *al = u->alpha;                                                                     \
+            const int64_t inner = u->inner, ch = u->chans, ps = u->per_sample, mode = u->amode;         \
+            PFOR for (int64_t i = 0; i < n; i++) {                                                      \
+                const T x = in[i];                                                                      \
+                T a = mode == 0 ? al[0] : (mode == 1 ? al[(i / inner) % ch] : al[i % ps]);              \
+                out[i] = x < (T)0 ? a * x : x;                                                          \
+            }                                                                                           \
+            break;                                                                                      \
+        }                                                                                               \
+        }                                                                                               \
+    }
+
+DEF_UNARY(float, unary_f32)
+DEF_UNARY(f16, unary_f16)
+
+/* ------------------------------------------------------------------ op glue */
+
+static const struct { const char *name; int kind; } k_unary[] = {
+    {"log", U_LOG}, {"rsqrt", U_RSQRT}, {"square", U_SQUARE}, {"reciprocal", U_RECIP}, {"floor", U_FLOOR},
+    {"ceil", U_CEIL}, {"erf", U_ERF}, {"sign", U_SIGN}, {"elu", U_ELU}, {"thresholded_relu", U_THRELU},
+    {"softplus", U_SOFTPLUS}, {"mish", U_MISH}, {"relu_clipped", U_CLIP}, {"clip", U_CLIP},
+    {"scale", U_AFFINE}, {"dropout", U_AFFINE}, {"prelu", U_PRELU},
+};
+
+static cd_status fattr(cd_op_ctx *c, const char *name, double dflt, bool required, float *out) {
+    if (required && !cd_op_attr(c->op, name))
+        return cd_op_fail(c, CD_E_MODEL, "required FLOAT attribute '%s' is missing", name);
+    double v = cd_attr_float(c->op, name, dflt);
+    if (!isfinite(v)) return cd_op_fail(c, CD_E_MODEL, "attribute %s = %g is not finite", name, v);
+    *out = (float)v;
+    return CD_OK;
+}
+
+/* A 1-element float tensor input (scale's ScaleTensor, clip's Min/Max) read at run time;
+ * at plan time (no data yet) only its size is checked. */
+static cd_status scalar_input(cd_op_ctx *c, const char *slot, float *out) {
+    cd_value *v = cd_in(c, slot, 0);
+    if (!v) return CD_OK;
+    if (cd_value_numel(v) != 1)
+        return cd_op_fail(c, CD_E_MODEL, "input %s must hold exactly 1 element, it holds %lld", slot,
+                          (long long)cd_value_numel(v));
+    if (v->data) {
+        double x = cd_value_get(v, 0);
+        if (!isfinite(x)) return cd_op_fail(c, CD_E_MODEL, "input %s holds a non-finite value %g", slot, x);
+        *out = (float)x;
+    }
+    return CD_OK;
+}
+
+static cd_status un_config(cd_op_ctx *c, const cd_value *x, un_cfg *u) {
+    memset(u, 0, sizeof *u);
+    const char *t = c->op->type;
+    cd_status s;
+    u->kind = -1;
+    for (size_t i = 0; i < sizeof k_unary / sizeof k_unary[0]; i++)
+        if (!strcmp(t, k_unary[i].name)) u->kind = k_unary[i].kind;
+    if (u->kind < 0) {
+        u->kind = U_ACT;
+        return cd_act_from_standalone(c, &u->act);
+    }
+    switch (u->kind) {
+    case U_ELU: return fattr(c, "alpha", 1.0, false, &u->p0);
+    case U_THRELU: return fattr(c, "threshold", 1.0, false, &u->p0);
+    case U_SOFTPLUS:
+        if ((s = fattr(c, "beta", 1.0, false, &u->p0))) return s;
+        if (u->p0 == 0.0f) return cd_op_fail(c, CD_E_MODEL, "softplus beta is 0 (division by zero)");
+        return fattr(c, "threshold", 20.0, false, &u->p1);
+    case U_MISH: return fattr(c, "threshold", 20.0, false, &u->p0);
+    case U_CLIP:
+        if (!strcmp(t, "relu_clipped")) {
+            u->p0 = 0.0f;
+            return fattr(c, "Relu_clipped_coef", 6.0, false, &u->p1);
+        }
+        if ((s = fattr(c, "min", -FLT_MAX, false, &u->p0)) || (s = fattr(c, "max", FLT_MAX, false, &u->p1))) return s;
+        if ((s = scalar_input(c, "Min", &u->p0)) || (s = scalar_input(c, "Max", &u->p1))) return s;
+        if (u->p0 > u->p1) return cd_op_fail(c, CD_E_MODEL, "clip min %g is larger than max %g", u->p0, u->p1);
+        return CD_OK;
+    case U_AFFINE:
+        if (!strcmp(t, "dropout")) {
+            float p;
+            if ((s = fattr(c, "dropout_prob", 0.5, false, &p))) return s;
+            if (p < 0.0f || p > 1.0f) return cd_op_fail(c, CD_E_MODEL, "dropout_prob %g is outside [0, 1]", p);
+            const char *impl = cd_attr_str(c->op, "dropout_implementation", "downgrade_in_infer");
+            if (!strcmp(impl, "upscale_in_train")) u->p0 = 1.0f;
+            else if (!strcmp(impl, "downgrade_in_infer")) u->p0 = 1.0f - p;
+            else
+                return cd_op_fail(c, CD_E_MODEL, "dropout_implementation '%s' is not upscale_in_train or "
+                                  "downgrade_in_infer", impl);
+            return CD_OK;
+        }
+        /* scale: scale/bias/bias_after_scale are required (§7.10) */
+        if ((s = fattr(c, "scale", 1.0, true, &u->p0)) || (s = fattr(c, "bias", 0.0, true, &u->p1))) return s;
+        if (!cd_op_attr(c->op, "bias_after_scale"))
+            return cd_op_fail(c, CD_E_MODEL, "required BOOLEAN attribute 'bias_after_scale' is missing");
+        u->p2 = cd_attr_bool(c->op, "bias_after_scale", true) ? 0.0f : 1.0f;
+        if ((s = scalar_input(c, "ScaleTensor", &u->p0))) return s;
+        {
+            const char *an = cd_attr_str(c->op, "activation_type", "");
+            if (an[0]) {
+                if ((s = cd_act_from_op(c, "activation_type", &u->act))) return s;
+                if (u->act.kind == CD_ACT_LEAKY_RELU && (s = fattr(c, "alpha", 0.02, false, &u->act.a))) return s;
+                if (u->act.kind != CD_ACT_RELU && u->act.kind != CD_ACT_RELU6 && u->act.kind != CD_ACT_LEAKY_RELU)
+                    return cd_op_fail(c, CD_E_MODEL, "scale activation_type '%s' is not relu, relu6 or leaky_relu", an);
+            }
+        }
+        if (cd_attr_bool(c->op, "fuse_scaleact", false)) {
+            u->scaleact = true;
+            if ((s = fattr(c, "scale1", 1.0, false, &u->s1)) || (s = fattr(c, "bias1", 0.0, false, &u->b1))) return s;
+        }
+        return CD_OK;
+    case U_PRELU: {
+        const char *m = cd_attr_str(c->op, "mode", "all");
+        cd_value *al = cd_in(c, "Alpha", 0);
+        if (!al) return cd_op_fail(c, CD_E_MODEL, "required input Alpha is not connected");
+        if (al->dtype != x->dtype)
+            return cd_op_fail(c, CD_E_MODEL, "Alpha is %s but X is %s", cd_dtype_name(al->dtype), cd_dtype_name(x->dtype));
+        int64_t an = cd_value_numel(al), xn = cd_value_numel(x);
+        if (!strcmp(m, "all")) {
+            u->amode = 0;
+            if (an < 1) return cd_op_fail(c, CD_E_MODEL, "prelu mode 'all' needs at least 1 alpha value, Alpha is empty");
+        } else if (!strcmp(m, "channel")) {
+            u->amode = 1;
+            if (x->shape.rank < 2) return cd_op_fail(c, CD_E_MODEL, "prelu mode 'channel' needs X of rank >= 2");
+            u->chans = x->shape.d[1];
+            u->inner = 1;
+            for (int i = 2; i < x->shape.rank; i++) u->inner *= x->shape.d[i];
+            if (an != u->chans)
+                return cd_op_fail(c, CD_E_MODEL, "prelu mode 'channel': Alpha has %lld values but X has %lld channels",
+                                  (long long)an, (long long)u->chans);
+            if (u->inner == 0) u->inner = 1;
+        } else if (!strcmp(m, "element")) {
+            /* One alpha per element of a sample (dims 1..end); the alpha repeats per batch item.
+             * (Lite ARM indexes with the batch offset too, i.e. assumes batch 1: same for N = 1.) */
+            u->amode = 2;
+            u->per_sample = x->shape.rank > 0 && x->shape.d[0] > 0 ? xn / x->shape.d[0] : xn;
+            if (an != u->per_sample && an != xn)
+                return cd_op_fail(c, CD_E_MODEL, "prelu mode 'element': Alpha has %lld values, expected %lld "
+                                  "(one per element of a sample)", (long long)an, (long long)u->per_sample);
+            if (u->per_sample == 0) u->per_sample = 1;
+        } else {
+            return cd_op_fail(c, CD_E_MODEL, "prelu mode '%s' is not one of all, channel, element", m);
+        }
+        u->alpha = al->data;
+        return CD_OK;
+    }
+    default: return CD_OK;
+    }
+}
+
+cd_status cd_basic_unary_infer(cd_op_ctx *c) {
+    cd_value *x = cd_in(c, "X", 0);
+    if (!x) return cd_op_fail(c, CD_E_MODEL, "required input X is not connected");
+    cd_value *o = cd_out(c, "Out", 0);
+    if (!o) return cd_op_fail(c, CD_E_MODEL, "output Out is not connected");
+    un_cfg u;
+    cd_status s = un_config(c, x, &u);
+    if (s) return s;
+    bool is_int = x->dtype == CD_I32 || x->dtype == CD_I64;
+    if (x->dtype != CD_F32 && x->dtype != CD_F16 && !(is_int && !strcmp(c->op->type, "scale")))
+        return cd_op_fail(c, CD_E_UNSUPPORTED, "element type %s is not supported (float32 or float16%s)",
+                          cd_dtype_name(x->dtype), !strcmp(c->op->type, "scale") ? ", int32, int64" : "");
+    if (is_int && (u.act.kind != CD_ACT_NONE || u.scaleact))
+        return cd_op_fail(c, CD_E_UNSUPPORTED, "a fused activation on an integer scale is not supported");
+    o->shape = x->shape;
+    o->dtype = x->dtype;
+    cd_value *mask = cd_out(c, "Mask", 0);
+    if (mask) { /* dropout's training mask: nothing reads it at inference, allocate nothing */
+        mask->shape.rank = 1;
+        mask->shape.d[0] = 0;
+        mask->dtype = CD_U8;
+    }
+    return CD_OK;
+}
+
+/* Integer scale: computed in double, truncated toward zero and saturated (Paddle casts the
+ * float result back to the integer type). */
+#define DEF_ISCALE(T, NAME, LO, HI)                                                                    \
+    static void NAME(const T *in, T *out, int64_t n, const un_cfg *u) {                                \
+        for (int64_t i = 0; i < n; i++) {                                                              \
+            double v = u->p2 != 0.0f ? ((double)in[i] + u->p1) * u->p0 : (double)in[i] * u->p0 + u->p1; \
+            out[i] = v <= (double)(LO) ? (LO) : (v >= (double)(HI) ? (HI) : (T)v);                     \
+        }                                                                                              \
+    }
+DEF_ISCALE(int32_t, iscale_i32, INT32_MIN, INT32_MAX)
+DEF_ISCALE(int64_t, iscale_i64, INT64_MIN, INT64_MAX)
+
+cd_status cd_basic_unary_run(cd_op_ctx *c) {
+    cd_value *x = cd_in(c, "X", 0), *o = cd_out(c, "Out", 0);
+    if (!x || !o) return cd_op_fail(c, CD_E_MODEL, "input X or output Out is not connected");
+    un_cfg u;
+    cd_status s = un_config(c, x, &u);
+    if (s) return s;
+    int64_t n = cd_value_numel(x);
+    if (n != cd_value_numel(o) || x->dtype != o->dtype)
+        return cd_op_fail(c, CD_E_INTERNAL, "output changed after shape inference");
+    if (n == 0) return CD_OK;
+    if (!x->data || !o->data || (u.kind == U_PRELU && !u.alpha))
+        return cd_op_fail(c, CD_E_INTERNAL, "input or output data is missing");
+    int th = c->threads > 0 ? c->threads : 1;
+    switch (x->dtype) {
+    case CD_F32: unary_f32(x->data, o->data, n, &u, th); break;
+    case CD_F16: unary_f16(x->data, o->data, n, &u, th); break;
+    case CD_I32: iscale_i32(x->data, o->data, n, &u); break;
+    case CD_I64: iscale_i64(x->data, o->data, n, &u); break;
+    default: return cd_op_fail(c, CD_E_INTERNAL, "unexpected element type %s", cd_dtype_name(x->dtype));
+    }
+    return CD_OK;
+}

@@ -1,0 +1,487 @@
+/* conv2d, depthwise_conv2d, conv2d_transpose, depthwise_conv2d_transpose (nb-format §7.1,
+ * §7.2) with groups, dilations, 2/4-value paddings, SAME/VALID/EXPLICIT, Bias, fused
+ * activation (with_act/act_type, Prelu_alpha) and the SecondInput residual fusion.
+ *
+ * Kernels: convs whose groups have one input channel each (depthwise, channel multiplier
+ * m = Cout/groups) use a direct row kernel, since they are memory bound; 1x1 stride-1
+ * unpadded convs multiply the filter with the input directly; every other conv runs the
+ * blocked GEMM with an im2col packer that writes straight into the GEMM's B panels.
+ * conv2d_transpose is a GEMM (Filter^T x Input, in column chunks) followed by col2im.
+ *
+ * Each kernel is written once (template part below) and instantiated for float and for
+ * _Float16, where storage and arithmetic are half (one rounding per operation). */
+#ifndef NN_T
+#include "backends/cpu/gemm.h"
+#include "engine/ops.h"
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* Conv geometry shared by infer, run and macs. */
+typedef struct {
+    bool transpose;
+    int64_t N, Cin, H, W, Cout, KH, KW, Ho, Wo;
+    int64_t groups, sh, sw, dh, dw, pt, pb, pl, pr;
+    cd_act act;
+    int prelu_mode;      /* 0 all, 1 channel, 2 element (act.kind == CD_ACT_PRELU) */
+    bool residual;       /* add SecondInput after the activation */
+    bool residual_relu;  /* fusion_elementwise_add_activation: relu after the add */
+} conv_geo;
+
+static cd_status ints_attr(cd_op_ctx *c, const char *name, int need_min, int need_max, bool required,
+                           const int64_t *dflt, int dflt_n, int64_t *out, int *n_out) {
+    const int64_t *v;
+    int n = cd_attr_ints(c->op, name, &v);
+    if (n == 0) {
+        if (required && !cd_op_attr(c->op, name))
+            return cd_op_fail(c, CD_E_MODEL, "required attribute %s is missing", name);
+        v = dflt;
+        n = dflt_n;
+    }
+    if (n < need_min || n > need_max || (n != need_min && n != need_max))
+        return cd_op_fail(c, CD_E_MODEL, "attribute %s has %d values; expected %d%s%.0d", name, n,
+                          need_min, need_max != need_min ? " or " : "",
+                          need_max != need_min ? need_max : 0);
+    for (int i = 0; i < n; i++) out[i] = v[i];
+    *n_out = n;
+    return CD_OK;
+}
+
+/* SAME padding of §7.0 for one spatial dim. */
+static void same_pad(int64_t in, int64_t stride, int64_t k, int64_t *b, int64_t *e) {
+    int64_t out = (in + stride - 1) / stride;
+    int64_t tot = (out - 1) * stride + k - in;
+    if (tot < 0) tot = 0;
+    *b = tot / 2;
+    *e = tot - *b;
+}
+
+/* Reads and validates everything; fills g. Shapes come from c->vals. */
+static cd_status conv_parse(cd_op_ctx *c, conv_geo *g) {
+    memset(g, 0, sizeof *g);
+    const char *type = c->op->type;
+    g->transpose = strstr(type, "transpose") != NULL;
+    cd_value *x = cd_in_req(c, "Input", 0);
+    if (!x) return c->err->code;
+    cd_value *f = cd_in_req(c, "Filter", 0);
+    if (!f) return c->err->code;
+    if (!cd_out(c, "Output", 0)) return cd_op_fail(c, CD_E_MODEL, "output slot Output is not connected");
+    char b1[96], b2[96];
+    if (x->shape.rank != 4)
+        return cd_op_fail(c, CD_E_MODEL, "Input must be 4-D NCHW but has shape %s",
+                          cd_shape_str(&x->shape, b1, sizeof b1));
+    if (f->shape.rank != 4)
+        return cd_op_fail(c, CD_E_MODEL, "Filter must be 4-D but has shape %s",
+                          cd_shape_str(&f->shape, b1, sizeof b1));
+    g->N = x->shape.d[0]; g->Cin = x->shape.d[1]; g->H = x->shape.d[2]; g->W = x->shape.d[3];
+    g->KH = f->shape.d[2]; g->KW = f->shape.d[3];
+    for (int i = 0; i < 4; i++)
+        if (x->shape.d[i] <= 0 || f->shape.d[i] <= 0)
+            return cd_op_fail(c, CD_E_MODEL, "Input %s and Filter %s must have positive dims",
+                              cd_shape_str(&x->shape, b1, sizeof b1), cd_shape_str(&f->shape, b2, sizeof b2));
+
+    int64_t st[2], pd[4], dl[2];
+    int n;
+    static const int64_t one2[2] = {1, 1}, zero2[2] = {0, 0};
+    cd_status s;
+    if ((s = ints_attr(c, "strides", 2, 2, false, one2, 2, st, &n))) return s;
+    if ((s = ints_attr(c, "paddings", 2, 4, false, zero2, 2, pd, &n))) return s;
+    if (n == 2) { pd[3] = pd[2] = pd[1]; pd[1] = pd[0]; } /* [h, w] -> [t, b, l, r] */
+    if ((s = ints_attr(c, "dilations", 2, 2, false, one2, 2, dl, &n))) return s;
+    if (st[0] <= 0 || st[1] <= 0)
+        return cd_op_fail(c, CD_E_MODEL, "strides [%lld, %lld] must be > 0", (long long)st[0], (long long)st[1]);
+    if (dl[0] <= 0 || dl[1] <= 0)
+        return cd_op_fail(c, CD_E_MODEL, "dilations [%lld, %lld] must be > 0", (long long)dl[0], (long long)dl[1]);
+    for (int i = 0; i < 4; i++)
+        if (pd[i] < 0) return cd_op_fail(c, CD_E_MODEL, "paddings must be >= 0 but paddings[%d] = %lld", i, (long long)pd[i]);
+    g->groups = cd_attr_int(c->op, "groups", 1);
+    if (g->groups <= 0) return cd_op_fail(c, CD_E_MODEL, "groups = %lld must be > 0", (long long)g->groups);
+    const char *alg = cd_attr_str(c->op, "padding_algorithm", "EXPLICIT");
+    if (!strcmp(alg, "VALID")) {
+        memset(pd, 0, sizeof pd);
+    } else if (!strcmp(alg, "SAME")) {
+        dl[0] = dl[1] = 1; /* SAME forces dilation 1 (§7.0) */
+        same_pad(g->H, st[0], g->KH, &pd[0], &pd[1]);
+        same_pad(g->W, st[1], g->KW, &pd[2], &pd[3]);
+    } else if (strcmp(alg, "EXPLICIT") && alg[0]) {
+        return cd_op_fail(c, CD_E_MODEL, "padding_algorithm '%s' is not one of EXPLICIT, SAME, VALID", alg);
+    }
+    g->sh = st[0]; g->sw = st[1]; g->dh = dl[0]; g->dw = dl[1];
+    g->pt = pd[0]; g->pb = pd[1]; g->pl = pd[2]; g->pr = pd[3];
+
+    if (g->Cin % g->groups)
+        return cd_op_fail(c, CD_E_MODEL, "Input has %lld channels, not divisible by groups=%lld",
+                          (long long)g->Cin, (long long)g->groups);
+    int64_t ekh = g->dh * (g->KH - 1) + 1, ekw = g->dw * (g->KW - 1) + 1;
+    if (!g->transpose) {
+        g->Cout = f->shape.d[0];
+        if (f->shape.d[1] * g->groups != g->Cin)
+            return cd_op_fail(c, CD_E_MODEL,
+                              "Filter %s has %lld input channels per group but Input %s has %lld channels "
+                              "with groups=%lld (need Filter dim 1 x groups == Input channels)",
+                              cd_shape_str(&f->shape, b1, sizeof b1), (long long)f->shape.d[1],
+                              cd_shape_str(&x->shape, b2, sizeof b2), (long long)g->Cin, (long long)g->groups);
+        if (g->Cout % g->groups)
+            return cd_op_fail(c, CD_E_MODEL, "Filter has %lld output channels, not divisible by groups=%lld",
+                              (long long)g->Cout, (long long)g->groups);
+        g->Ho = (g->H + g->pt + g->pb - ekh) / g->sh + 1;
+        g->Wo = (g->W + g->pl + g->pr - ekw) / g->sw + 1;
+        if (g->H + g->pt + g->pb < ekh || g->W + g->pl + g->pr < ekw)
+            return cd_op_fail(c, CD_E_MODEL,
+                              "the dilated %lldx%lld filter (extent %lldx%lld) is larger than the padded "
+                              "input %lldx%lld: output would be empty", (long long)g->KH, (long long)g->KW,
+                              (long long)ekh, (long long)ekw, (long long)(g->H + g->pt + g->pb),
+                              (long long)(g->W + g->pl + g->pr));
+    } else {
+        if (f->shape.d[0] != g->Cin)
+            return cd_op_fail(c, CD_E_MODEL, "Filter %s dim 0 must equal Input channels %lld (transpose filter is [Cin, Cout/groups, KH, KW])",
+                              cd_shape_str(&f->shape, b1, sizeof b1), (long long)g->Cin);
+        g->Cout = f->shape.d[1] * g->groups;
+        int64_t bh = (g->H - 1) * g->sh - g->pt - g->pb + ekh;
+        int64_t bw = (g->W - 1) * g->sw - g->pl - g->pr + ekw;
+        int64_t os[2] = {0, 0}, op[2] = {0, 0};
+        int nos, nop;
+        const int64_t *v;
+        if ((nos = cd_attr_ints(c->op, "output_size", &v)) > 0) {
+            if (nos != 2) return cd_op_fail(c, CD_E_MODEL, "output_size has %d values; expected 2", nos);
+            os[0] = v[0]; os[1] = v[1];
+        }
+        if ((nop = cd_attr_ints(c->op, "output_padding", &v)) > 0) {
+            if (nop != 2) return cd_op_fail(c, CD_E_MODEL, "output_padding has %d values; expected 2", nop);
+            op[0] = v[0]; op[1] = v[1];
+        }
+        g->Ho = bh; g->Wo = bw;
+        if (nos) {
+            for (int i = 0; i < 2; i++) {
+                int64_t base = i ? bw : bh, stv = i ? g->sw : g->sh;
+                if (os[i] < base || os[i] >= base + stv)
+                    return cd_op_fail(c, CD_E_MODEL, "output_size[%d] = %lld is outside [%lld, %lld) allowed by input, stride and padding",
+                                      i, (long long)os[i], (long long)base, (long long)(base + stv));
+            }
+            g->Ho = os[0]; g->Wo = os[1];
+        } else if (nop) {
+            for (int i = 0; i < 2; i++) {
+                int64_t stv = i ? g->sw : g->sh, dv = i ? g->dw : g->dh, lim = stv > dv ? stv : dv;
+                if (op[i] < 0 || op[i] >= lim)
+                    return cd_op_fail(c, CD_E_MODEL, "output_padding[%d] = %lld must be in [0, %lld) (max of stride and dilation)",
+                                      i, (long long)op[i], (long long)lim);
+            }
+            g->Ho += op[0]; g->Wo += op[1];
+        }
+    }
+    if (g->Ho <= 0 || g->Wo <= 0)
+        return cd_op_fail(c, CD_E_MODEL, "computed output size %lldx%lld is not positive (input %lldx%lld, kernel %lldx%lld)",
+                          (long long)g->Ho, (long long)g->Wo, (long long)g->H, (long long)g->W,
+                          (long long)g->KH, (long long)g->KW);
+    if (g->Ho > INT32_MAX || g->Wo > INT32_MAX || g->Ho * g->Wo > INT32_MAX ||
+        g->Cin * g->KH * g->KW > INT32_MAX || g->Cout * g->KH * g->KW > INT32_MAX)
+        return cd_op_fail(c, CD_E_UNSUPPORTED, "conv dimensions exceed the 2^31 elements per matrix the CPU kernel handles");
+
+    cd_value *bias = cd_in(c, "Bias", 0);
+    if (bias && cd_value_numel(bias) != g->Cout)
+        return cd_op_fail(c, CD_E_MODEL, "Bias %s has %lld elements but the conv has %lld output channels",
+                          cd_shape_str(&bias->shape, b1, sizeof b1), (long long)cd_value_numel(bias), (long long)g->Cout);
+
+    if ((s = cd_act_from_conv(c, &g->act))) return s;
+    if (g->act.kind == CD_ACT_PRELU) {
+        const char *m = cd_attr_str(c->op, "prelu_mode", "channel");
+        g->prelu_mode = !strcmp(m, "all") ? 0 : !strcmp(m, "channel") ? 1 : 2;
+        cd_value *al = cd_in(c, "Prelu_alpha", 0);
+        if (!al) return cd_op_fail(c, CD_E_MODEL, "act_type prelu needs input Prelu_alpha, which is not connected");
+        int64_t need = g->prelu_mode == 0 ? 1 : g->prelu_mode == 1 ? g->Cout : g->Cout * g->Ho * g->Wo;
+        if (cd_value_numel(al) != need)
+            return cd_op_fail(c, CD_E_MODEL, "Prelu_alpha has %lld elements; prelu_mode '%s' needs %lld",
+                              (long long)cd_value_numel(al), m, (long long)need);
+    }
+    const char *fe = cd_attr_str(c->op, "fuse_elementwise_op_type", "");
+    if (fe[0]) {
+        if (strcmp(fe, "elementwise_add") && strcmp(fe, "fusion_elementwise_add_activation"))
+            return cd_op_fail(c, CD_E_UNSUPPORTED, "fuse_elementwise_op_type '%s' is not elementwise_add or fusion_elementwise_add_activation", fe);
+        cd_value *si = cd_in(c, "SecondInput", 0);
+        if (!si) return cd_op_fail(c, CD_E_MODEL, "fuse_elementwise_op_type '%s' needs input SecondInput, which is not connected", fe);
+        cd_shape os = {4, {g->N, g->Cout, g->Ho, g->Wo}};
+        if (!cd_shape_eq(&si->shape, &os))
+            return cd_op_fail(c, CD_E_MODEL, "SecondInput %s must have the output shape %s",
+                              cd_shape_str(&si->shape, b1, sizeof b1), cd_shape_str(&os, b2, sizeof b2));
+        g->residual = true;
+        g->residual_relu = fe[0] == 'f';
+    }
+    return CD_OK;
+}
+
+cd_status cd_nn_conv_infer(cd_op_ctx *c) {
+    conv_geo g;
+    cd_status s = conv_parse(c, &g);
+    if (s) return s;
+    cd_value *o = cd_out(c, "Output", 0);
+    o->dtype = cd_act_dtype(c);
+    o->shape.rank = 4;
+    o->shape.d[0] = g.N; o->shape.d[1] = g.Cout; o->shape.d[2] = g.Ho; o->shape.d[3] = g.Wo;
+    return CD_OK;
+}
+
+double cd_nn_conv_macs(const cd_op_ctx *c) {
+    conv_geo g;
+    cd_error e;
+    cd_op_ctx cc = *c;
+    cc.err = &e; /* macs is advisory: a shape problem was already reported by infer */
+    if (conv_parse(&cc, &g)) return 0;
+    if (g.transpose) return (double)g.N * g.Cin * g.H * g.W * (g.Cout / g.groups) * g.KH * g.KW;
+    return (double)g.N * g.Cout * g.Ho * g.Wo * (g.Cin / g.groups) * g.KH * g.KW;
+}
+
+static inline int64_t imin64(int64_t a, int64_t b) { return a < b ? a : b; }
+static inline int64_t imax64(int64_t a, int64_t b) { return a > b ? a : b; }
+
+#define NN_T float
+#define NN_S f32
+#include "ops_nn_conv.c"
+#undef NN_T
+#undef NN_S
+#define NN_T _Float16
+#define NN_S f16
+#include "ops_nn_conv.c"
+#undef NN_T
+#undef NN_S
+
+static cd_status check_dtypes(cd_op_ctx *c) {
+    cd_dtype t = cd_act_dtype(c);
+    const char *slots[] = {"Input", "Filter", "Bias", "Prelu_alpha", "SecondInput"};
+    for (int i = 0; i < 5; i++) {
+        cd_value *v = cd_in(c, slots[i], 0);
+        if (v && v->dtype != t)
+            return cd_op_fail(c, CD_E_INTERNAL, "%s has dtype %s but this %s run expects %s", slots[i],
+                              cd_dtype_name(v->dtype), t == CD_F16 ? "fp16" : "fp32", cd_dtype_name(t));
+        if (v && !v->data) return cd_op_fail(c, CD_E_INTERNAL, "%s has no data", slots[i]);
+    }
+    return CD_OK;
+}
+
+cd_status cd_nn_conv_run(cd_op_ctx *c) {
+    conv_geo g;
+    cd_status s = conv_parse(c, &g);
+    if (s) return s;
+    if ((s = check_dtypes(c))) return s;
+    return c->prec == CD_PREC_FP16 ? conv_run_f16(c, &g) : conv_run_f32(c, &g);
+}
+
+#else /* ------------- template: NN_T element type, NN_S name suffix ------------- */
+#define CAT_(a, b) a##_##b
+#define CAT(a, b) CAT_(a, b)
+#define F(name) CAT(name, NN_S)
+#define GEMM CAT(cd_gemm, NN_S)
+#define GEMM_PB CAT(cd_gemm, CAT(NN_S, packed_b))
+typedef NN_T F(real);
+
+typedef struct {
+    const NN_T *in; /* first channel of the group, batch n */
+    int H, W, KH, KW, sh, sw, dh, dw, pt, pl, Wo;
+} F(im2col_ctx);
+
+/* cd_gemm_pack_fn: B[k][j] = input tap k = (ic, ky, kx) of output pixel j, 0 in padding. */
+static void F(pack_im2col)(const void *ctxv, int k0, int kc, int n0, int nc, void *dstv) {
+    const F(im2col_ctx) *x = ctxv;
+    NN_T *dst = dstv;
+    const int NR = CD_GEMM_NR, KHW = x->KH * x->KW, H = x->H, W = x->W, Wo = x->Wo;
+    for (int p = 0; p * NR < nc; p++) {
+        int j0 = n0 + p * NR, nr = nc - p * NR < NR ? nc - p * NR : NR;
+        int oy0 = j0 / Wo, ox0 = j0 % Wo;
+        bool one_row = ox0 + nr <= Wo;
+        int ic = k0 / KHW, r = k0 % KHW, ky = r / x->KW, kx = r % x->KW;
+        NN_T *d = dst + (size_t)p * kc * NR;
+        for (int kk = 0; kk < kc; kk++, d += NR) {
+            const NN_T *plane = x->in + (size_t)ic * H * W;
+            if (one_row) {
+                int iy = oy0 * x->sh - x->pt + ky * x->dh;
+                int ixs = ox0 * x->sw - x->pl + kx * x->dw;
+                if (iy < 0 || iy >= H) {
+                    for (int j = 0; j < NR; j++) d[j] = (NN_T)0;
+                } else if (x->sw == 1 && ixs >= 0 && ixs + nr <= W) {
+                    memcpy(d, plane + (size_t)iy * W + ixs, (size_t)nr * sizeof(NN_T));
+                    for (int j = nr; j < NR; j++) d[j] = (NN_T)0;
+                } else {
+                    const NN_T *row = plane + (size_t)iy * W;
+                    for (int j = 0; j < nr; j++) {
+                        int ix = ixs + j * x->sw;
+                        d[j] = (unsigned)ix < (unsigned)W ? row[ix] : (NN_T)0;
+                    }
+                    for (int j = nr; j < NR; j++) d[j] = (NN_T)0;
+                }
+            } else {
+                int oy = oy0, ox = ox0;
+                for (int j = 0; j < nr; j++) {
+                    int iy = oy * x->sh - x->pt + ky * x->dh, ix = ox * x->sw - x->pl + kx * x->dw;
+                    d[j] = ((unsigned)iy < (unsigned)H && (unsigned)ix < (unsigned)W) ? plane[(size_t)iy * W + ix] : (NN_T)0;
+                    if (++ox == Wo) { ox = 0; oy++; }
+                }
+                for (int j = nr; j < NR; j++) d[j] = (NN_T)0;
+            }
+            if (++kx == x->KW) { kx = 0; if (++ky == x->KH) { ky = 0; ic++; } }
+        }
+    }
+}
+
+/* Groups with one input channel (depthwise, channel multiplier m = Cout / groups): direct
+ * per-row accumulation; for every tap the valid output column range is computed once, so
+ * the inner loop has no bounds checks (and is contiguous for stride 1). */
+static void F(conv_direct)(const conv_geo *g, const NN_T *in, const NN_T *w, NN_T *out, int threads) {
+    const int64_t m = g->Cout / g->groups, HWo = g->Ho * g->Wo;
+    const int64_t total = g->N * g->Cout;
+#pragma omp parallel for num_threads(threads) schedule(static)
+    for (int64_t t = 0; t < total; t++) {
+        int64_t n = t / g->Cout, oc = t % g->Cout, ic = oc / m;
+        const NN_T *x = in + (n * g->Cin + ic) * g->H * g->W;
+        const NN_T *wk = w + oc * g->KH * g->KW;
+        NN_T *y = out + t * HWo;
+        for (int64_t i = 0; i < HWo; i++) y[i] = (NN_T)0;
+        for (int64_t oy = 0; oy < g->Ho; oy++) {
+            NN_T *yr = y + oy * g->Wo;
+            for (int64_t ky = 0; ky < g->KH; ky++) {
+                int64_t iy = oy * g->sh - g->pt + ky * g->dh;
+                if (iy < 0 || iy >= g->H) continue;
+                const NN_T *xr = x + iy * g->W;
+                for (int64_t kx = 0; kx < g->KW; kx++) {
+                    const NN_T wv = wk[ky * g->KW + kx];
+                    int64_t off = kx * g->dw - g->pl; /* ix = ox*sw + off */
+                    int64_t lo = off >= 0 ? 0 : (-off + g->sw - 1) / g->sw;
+                    int64_t hi = g->W - 1 - off < 0 ? -1 : imin64(g->Wo - 1, (g->W - 1 - off) / g->sw);
+                    if (g->sw == 1) {
+                        const NN_T *xs = xr + off;
+                        for (int64_t ox = lo; ox <= hi; ox++) yr[ox] += wv * xs[ox];
+                    } else {
+                        for (int64_t ox = lo; ox <= hi; ox++) yr[ox] += wv * xr[ox * g->sw + off];
+                    }
+                }
+            }
+        }
+    }
+}
+
+/* Bias, activation, residual add, per output plane. */
+static void F(epilogue)(cd_op_ctx *c, const conv_geo *g, NN_T *out) {
+    cd_value *bv = cd_in(c, "Bias", 0), *av = cd_in(c, "Prelu_alpha", 0), *sv = cd_in(c, "SecondInput", 0);
+    const NN_T *bias = bv ? bv->data : NULL, *alpha = av ? av->data : NULL;
+    const NN_T *second = g->residual ? sv->data : NULL;
+    const int64_t HWo = g->Ho * g->Wo, total = g->N * g->Cout;
+    const cd_act act = g->act;
+    if (!bias && act.kind == CD_ACT_NONE && !second) return;
+    const int threads = c->threads;
+#pragma omp parallel for num_threads(threads) schedule(static)
+    for (int64_t t = 0; t < total; t++) {
+        int64_t oc = t % g->Cout;
+        NN_T *y = out + t * HWo;
+        if (bias) {
+            const NN_T b = bias[oc];
+            for (int64_t i = 0; i < HWo; i++) y[i] = y[i] + b;
+        }
+        switch (act.kind) {
+        case CD_ACT_NONE: break;
+        case CD_ACT_RELU:
+            for (int64_t i = 0; i < HWo; i++) y[i] = y[i] < (NN_T)0 ? (NN_T)0 : y[i];
+            break;
+        case CD_ACT_RELU6: {
+            const NN_T th = (NN_T)act.a;
+            for (int64_t i = 0; i < HWo; i++) y[i] = y[i] < (NN_T)0 ? (NN_T)0 : (y[i] > th ? th : y[i]);
+            break;
+        }
+        case CD_ACT_PRELU: {
+            cd_act a = act;
+            for (int64_t i = 0; i < HWo; i++) {
+                a.a = (float)(g->prelu_mode == 0 ? alpha[0] : g->prelu_mode == 1 ? alpha[oc] : alpha[oc * HWo + i]);
+                y[i] = (NN_T)cd_act_apply(&a, (float)y[i]);
+            }
+            break;
+        }
+        default:
+            for (int64_t i = 0; i < HWo; i++) y[i] = (NN_T)cd_act_apply(&act, (float)y[i]);
+        }
+        if (second) {
+            const NN_T *s2 = second + t * HWo;
+            for (int64_t i = 0; i < HWo; i++) y[i] = y[i] + s2[i];
+            if (g->residual_relu)
+                for (int64_t i = 0; i < HWo; i++) y[i] = y[i] < (NN_T)0 ? (NN_T)0 : y[i];
+        }
+    }
+}
+
+static cd_status F(conv_fwd)(cd_op_ctx *c, const conv_geo *g, const NN_T *in, const NN_T *w, NN_T *out) {
+    const int64_t cig = g->Cin / g->groups, cog = g->Cout / g->groups, HWo = g->Ho * g->Wo;
+    const int K = (int)(cig * g->KH * g->KW);
+    if (cig == 1 && g->groups > 1) {
+        F(conv_direct)(g, in, w, out, c->threads);
+        return CD_OK;
+    }
+    bool pointwise = g->KH == 1 && g->KW == 1 && g->sh == 1 && g->sw == 1 && g->pt == 0 &&
+                     g->pb == 0 && g->pl == 0 && g->pr == 0;
+    for (int64_t n = 0; n < g->N; n++)
+        for (int64_t gr = 0; gr < g->groups; gr++) {
+            const NN_T *x = in + (n * g->Cin + gr * cig) * g->H * g->W;
+            const NN_T *a = w + gr * cog * K;
+            NN_T *y = out + (n * g->Cout + gr * cog) * HWo;
+            if (pointwise) {
+                GEMM((int)cog, (int)HWo, K, (NN_T)1, a, K, false, x, (int)HWo, false, (NN_T)0, y, (int)HWo, c->threads);
+            } else {
+                F(im2col_ctx) ix = {x, (int)g->H, (int)g->W, (int)g->KH, (int)g->KW, (int)g->sh, (int)g->sw,
+                                    (int)g->dh, (int)g->dw, (int)g->pt, (int)g->pl, (int)g->Wo};
+                GEMM_PB((int)cog, (int)HWo, K, (NN_T)1, a, K, false, F(pack_im2col), &ix, (NN_T)0, y, (int)HWo, c->threads);
+            }
+        }
+    return CD_OK;
+}
+
+/* Transposed conv: per group, col[(oc,ky,kx)][pixel] = W_g^T x X_g over chunks of input
+ * pixels, then col2im scatters the taps into the output. */
+static cd_status F(conv_transpose_fwd)(cd_op_ctx *c, const conv_geo *g, const NN_T *in, const NN_T *w, NN_T *out) {
+    const int64_t cig = g->Cin / g->groups, cog = g->Cout / g->groups, HW = g->H * g->W, HWo = g->Ho * g->Wo;
+    const int64_t Mrows = cog * g->KH * g->KW;
+    /* bound the column buffer to ~16 MiB of elements */
+    int64_t chunk = imax64(1, imin64(HW, (int64_t)(4 << 20) / imax64(1, Mrows)));
+    NN_T *col = malloc((size_t)Mrows * chunk * sizeof(NN_T));
+    if (!col) return cd_op_fail(c, CD_E_NOMEM, "out of memory for the %lld x %lld column buffer", (long long)Mrows, (long long)chunk);
+    for (int64_t i = 0; i < g->N * g->Cout * HWo; i++) out[i] = (NN_T)0;
+    for (int64_t n = 0; n < g->N; n++)
+        for (int64_t gr = 0; gr < g->groups; gr++) {
+            const NN_T *x = in + (n * g->Cin + gr * cig) * HW;
+            const NN_T *a = w + gr * cig * Mrows; /* [cig x Mrows] row-major */
+            NN_T *y = out + (n * g->Cout + gr * cog) * HWo;
+            for (int64_t p0 = 0; p0 < HW; p0 += chunk) {
+                int64_t pc = imin64(chunk, HW - p0);
+                GEMM((int)Mrows, (int)pc, (int)cig, (NN_T)1, a, (int)Mrows, true, x + p0, (int)HW, false,
+                     (NN_T)0, col, (int)pc, c->threads);
+                const int threads = c->threads;
+                /* parallel over output channels: each writes only its own plane */
+#pragma omp parallel for num_threads(threads) schedule(static)
+                for (int64_t oc = 0; oc < cog; oc++) {
+                    NN_T *yp = y + oc * HWo;
+                    for (int64_t ky = 0; ky < g->KH; ky++)
+                        for (int64_t kx = 0; kx < g->KW; kx++) {
+                            const NN_T *cr = col + ((oc * g->KH + ky) * g->KW + kx) * pc;
+                            int64_t iy = p0 / g->W, ix = p0 % g->W;
+                            for (int64_t q = 0; q < pc; q++) {
+                                int64_t oy = iy * g->sh - g->pt + ky * g->dh, ox = ix * g->sw - g->pl + kx * g->dw;
+                                if (oy >= 0 && oy < g->Ho && ox >= 0 && ox < g->Wo) yp[oy * g->Wo + ox] += cr[q];
+                                if (++ix == g->W) { ix = 0; iy++; }
+                            }
+                        }
+                }
+            }
+        }
+    free(col);
+    return CD_OK;
+}
+
+static cd_status F(conv_run)(cd_op_ctx *c, const conv_geo *g) {
+    const NN_T *in = cd_in(c, "Input", 0)->data, *w = cd_in(c, "Filter", 0)->data;
+    NN_T *out = cd_out(c, "Output", 0)->data;
+    cd_status s = g->transpose ? F(conv_transpose_fwd)(c, g, in, w, out) : F(conv_fwd)(c, g, in, w, out);
+    if (s) return s;
+    F(epilogue)(c, g, out);
+    return CD_OK;
+}
+
+#undef CAT_
+#undef CAT
+#undef F
+#undef GEMM
+#undef GEMM_PB
+#endif

@@ -1,0 +1,317 @@
+/* Paddle's `rnn` op (LSTM, GRU, RNN_TANH, RNN_RELU), multi-layer, optionally
+ * bidirectional, time-major, with optional per-sequence lengths.
+ *
+ * Inputs: Input [T, N, I]; PreState: h0 (and c0 for LSTM), each [L*D, N, H];
+ * WeightList, 4*L*D tensors: first every weight, then every bias, each group ordered by
+ * layer, then direction, then (input-hidden, hidden-hidden):
+ *   [W_ih(0,fw), W_hh(0,fw), W_ih(0,bw), W_hh(0,bw), W_ih(1,fw), ..., b_ih(0,fw), b_hh(0,fw), ...]
+ * W_ih [G*H, I_l] (I_0 = I, later layers D*H), W_hh [G*H, H], biases [G*H]; gates stacked
+ * in Paddle's order: LSTM i, f, c~, o (G = 4); GRU r, z, c~ (G = 3); simple RNN G = 1.
+ *   LSTM: c = f*c' + i*tanh(c~), h = o*tanh(c)
+ *   GRU:  r, z = sigmoid(Wx + b + Uh' + b'), c~ = tanh(W_c x + b_c + r*(U_c h' + b'_c)),
+ *         h = z*h' + (1-z)*c~        (Paddle's GRUCell: reset applied after the matmul)
+ * Outputs: Out [T, N, D*H] (forward in the first H, backward in the second), State: last
+ * h (and c), each [L*D, N, H], index layer*D + direction.
+ * SequenceLength [N]: steps t >= len[n] leave the state unchanged and output zeros, so the
+ * backward direction starts at len[n]-1. Inference only: dropout_prob is not applied
+ * (Paddle applies it in training only). DropoutState/Reserve, when connected, are
+ * training scratch: they are given one zero element.
+ *
+ * Precision: one kernel body instantiated for float and for _Float16 (half storage and
+ * half arithmetic, matmuls through cd_gemm_f16 like every other fp16 CPU kernel);
+ * sigmoid/tanh are evaluated in float and rounded to the run's type. */
+#include "engine/ops.h"
+#include "backends/cpu/gemm.h"
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define MAX_LAYERS 64
+
+typedef enum { RNN_LSTM, RNN_GRU, RNN_TANH, RNN_RELU } rnn_mode;
+
+typedef struct {
+    rnn_mode mode;
+    int gates, layers, dirs, hidden;
+    int64_t t, n, in;
+    cd_value *x, *h0, *c0, *seq, *out, *h_out, *c_out;
+    cd_value *w[4 * 2 * MAX_LAYERS]; /* WeightList in op order */
+} rnn_cfg;
+
+static cd_status check_shape(cd_op_ctx *c, const cd_value *v, const char *what, int rank, const int64_t *d) {
+    bool ok = v->shape.rank == rank;
+    for (int i = 0; ok && i < rank; i++) ok = v->shape.d[i] == d[i];
+    if (ok) return CD_OK;
+    cd_shape want = {.rank = rank};
+    for (int i = 0; i < rank; i++) want.d[i] = d[i];
+    char a[96], b[96];
+    return cd_op_fail(c, CD_E_MODEL, "%s has shape %s, expected %s", what, cd_shape_str(&v->shape, a, sizeof a),
+                      cd_shape_str(&want, b, sizeof b));
+}
+
+static cd_status rnn_read(cd_op_ctx *c, rnn_cfg *r) {
+    char b[96];
+    memset(r, 0, sizeof *r);
+    const char *mode = cd_attr_str(c->op, "mode", "");
+    if (!strcmp(mode, "LSTM")) { r->mode = RNN_LSTM; r->gates = 4; }
+    else if (!strcmp(mode, "GRU")) { r->mode = RNN_GRU; r->gates = 3; }
+    else if (!strcmp(mode, "RNN_TANH")) { r->mode = RNN_TANH; r->gates = 1; }
+    else if (!strcmp(mode, "RNN_RELU")) { r->mode = RNN_RELU; r->gates = 1; }
+    else return cd_op_fail(c, CD_E_MODEL, "mode '%s' is not one of LSTM, GRU, RNN_TANH, RNN_RELU", mode);
+    int64_t layers = cd_attr_int(c->op, "num_layers", 1), hidden = cd_attr_int(c->op, "hidden_size", 0);
+    if (layers < 1 || layers > MAX_LAYERS)
+        return cd_op_fail(c, CD_E_MODEL, "num_layers = %lld must be in 1..%d", (long long)layers, MAX_LAYERS);
+    if (hidden < 1 || hidden > 1 << 20)
+        return cd_op_fail(c, CD_E_MODEL, "hidden_size = %lld must be in 1..%d", (long long)hidden, 1 << 20);
+    r->layers = (int)layers;
+    r->hidden = (int)hidden;
+    r->dirs = cd_attr_bool(c->op, "is_bidirec", false) ? 2 : 1;
+    if (!(r->x = cd_in_req(c, "Input", 0))) return CD_E_MODEL;
+    if (r->x->shape.rank != 3)
+        return cd_op_fail(c, CD_E_MODEL, "Input must be 3-D [T, N, I] (time-major), got %s",
+                          cd_shape_str(&r->x->shape, b, sizeof b));
+    r->t = r->x->shape.d[0];
+    r->n = r->x->shape.d[1];
+    r->in = r->x->shape.d[2];
+    if (r->t < 0 || r->n < 0 || r->in < 1)
+        return cd_op_fail(c, CD_E_MODEL, "Input shape %s is invalid", cd_shape_str(&r->x->shape, b, sizeof b));
+    /* WeightList */
+    const cd_slot *ws = cd_op_in_slot(c->op, "WeightList");
+    int nw = 4 * r->layers * r->dirs;
+    if (!ws || ws->n != nw)
+        return cd_op_fail(c, CD_E_MODEL, "WeightList has %d tensors; %d layer(s) x %d direction(s) need %d "
+                          "(W_ih, W_hh per layer and direction, then the biases)", ws ? ws->n : 0, r->layers,
+                          r->dirs, nw);
+    int64_t gh = (int64_t)r->gates * r->hidden;
+    for (int l = 0; l < r->layers; l++)
+        for (int d = 0; d < r->dirs; d++) {
+            int k = (l * r->dirs + d) * 2;
+            int64_t in_l = l == 0 ? r->in : (int64_t)r->dirs * r->hidden;
+            const int idx[4] = {k, k + 1, 2 * r->layers * r->dirs + k, 2 * r->layers * r->dirs + k + 1};
+            static const char *const names[4] = {"weight_ih", "weight_hh", "bias_ih", "bias_hh"};
+            const int64_t dims[4][2] = {{gh, in_l}, {gh, r->hidden}, {gh, 0}, {gh, 0}};
+            for (int j = 0; j < 4; j++) {
+                cd_value *v = cd_in(c, "WeightList", idx[j]);
+                char what[96];
+                snprintf(what, sizeof what, "WeightList[%d] (%s of layer %d, %s)", idx[j], names[j], l,
+                         d ? "backward" : "forward");
+                if (!v) return cd_op_fail(c, CD_E_MODEL, "%s is not connected", what);
+                cd_status s = check_shape(c, v, what, j < 2 ? 2 : 1, dims[j]);
+                if (s) return s;
+                r->w[idx[j]] = v;
+            }
+        }
+    /* PreState */
+    const cd_slot *ps = cd_op_in_slot(c->op, "PreState");
+    int nstate = r->mode == RNN_LSTM ? 2 : 1;
+    if (!ps || ps->n != nstate)
+        return cd_op_fail(c, CD_E_MODEL, "PreState has %d tensors; mode %s needs %d (%s)", ps ? ps->n : 0, mode,
+                          nstate, nstate == 2 ? "h0, c0" : "h0");
+    const int64_t sd[3] = {(int64_t)r->layers * r->dirs, r->n, r->hidden};
+    if (!(r->h0 = cd_in_req(c, "PreState", 0))) return CD_E_MODEL;
+    cd_status s = check_shape(c, r->h0, "PreState[0] (h0)", 3, sd);
+    if (s) return s;
+    if (nstate == 2) {
+        if (!(r->c0 = cd_in_req(c, "PreState", 1))) return CD_E_MODEL;
+        if ((s = check_shape(c, r->c0, "PreState[1] (c0)", 3, sd))) return s;
+    }
+    r->seq = cd_in(c, "SequenceLength", 0);
+    if (r->seq && (s = check_shape(c, r->seq, "SequenceLength", 1, &r->n))) return s;
+    if (!(r->out = cd_out(c, "Out", 0))) return cd_op_fail(c, CD_E_MODEL, "output Out is not connected");
+    const cd_slot *st = cd_op_out_slot(c->op, "State");
+    if (st && st->n != 0 && st->n != nstate)
+        return cd_op_fail(c, CD_E_MODEL, "State has %d outputs; mode %s produces %d", st->n, mode, nstate);
+    r->h_out = cd_out(c, "State", 0);
+    r->c_out = nstate == 2 ? cd_out(c, "State", 1) : NULL;
+    return CD_OK;
+}
+
+cd_status cd_rnn_infer(cd_op_ctx *c) {
+    rnn_cfg r;
+    cd_status s = rnn_read(c, &r);
+    if (s) return s;
+    cd_dtype dt = cd_act_dtype(c);
+    r.out->dtype = dt;
+    r.out->shape = (cd_shape){.rank = 3, .d = {r.t, r.n, (int64_t)r.dirs * r.hidden}};
+    cd_value *st[2] = {r.h_out, r.c_out};
+    for (int k = 0; k < 2; k++)
+        if (st[k]) {
+            st[k]->dtype = dt;
+            st[k]->shape = (cd_shape){.rank = 3, .d = {(int64_t)r.layers * r.dirs, r.n, r.hidden}};
+        }
+    static const char *const scratch[2] = {"DropoutState", "Reserve"};
+    for (int k = 0; k < 2; k++) {
+        const cd_slot *sl = cd_op_out_slot(c->op, scratch[k]);
+        for (int j = 0; sl && j < sl->n; j++) {
+            cd_value *v = cd_out(c, scratch[k], j);
+            if (!v) continue;
+            v->dtype = dt;
+            v->shape = (cd_shape){.rank = 1, .d = {1}};
+        }
+    }
+    return CD_OK;
+}
+
+double cd_rnn_macs(const cd_op_ctx *c) {
+    rnn_cfg r;
+    cd_error e;
+    cd_op_ctx cc = *c;
+    cc.err = &e;
+    if (rnn_read(&cc, &r)) return 0;
+    double macs = 0, gh = (double)r.gates * r.hidden;
+    for (int l = 0; l < r.layers; l++) {
+        double in_l = l == 0 ? (double)r.in : (double)r.dirs * r.hidden;
+        macs += r.dirs * (double)r.t * (double)r.n * gh * (in_l + r.hidden);
+    }
+    return macs;
+}
+
+static inline float sigmoid_f(float x) { return 1.0f / (1.0f + expf(-x)); }
+
+/* One direction of one layer over the whole sequence.
+ *   in [T, N, in_l]; out column block d*H of [T, N, D*H]; h, cst [N, H] hold the initial
+ *   state on entry and the final state on exit; gx [T*N, G*H], gh [N, G*H] scratch. */
+#define RNN_DIRECTION(T, SUF, GEMM)                                                                        \
+    static void rnn_dir_##SUF(const rnn_cfg *r, int d, const T *in, int64_t in_l, const T *w_ih,          \
+                              const T *w_hh, const T *b_ih, const T *b_hh, const int64_t *len, T *out,    \
+                              T *h, T *cst, T *gx, T *gh, int threads) {                                  \
+        const int64_t H = r->hidden, G = r->gates, GH = G * H, N = r->n, DH = r->dirs * H;               \
+        /* All input projections at once: gx = in * W_ih^T + b_ih. */                                     \
+        if (r->t * N > 0)                                                                                  \
+            GEMM((int)(r->t * N), (int)GH, (int)in_l, (T)1, in, (int)in_l, false, w_ih, (int)in_l, true,  \
+                 (T)0, gx, (int)GH, threads);                                                              \
+        for (int64_t i = 0; i < r->t * N; i++)                                                             \
+            for (int64_t j = 0; j < GH; j++) gx[i * GH + j] += b_ih[j];                                    \
+        for (int64_t s = 0; s < r->t; s++) {                                                               \
+            int64_t t = d == 0 ? s : r->t - 1 - s;                                                         \
+            if (N > 0)                                                                                     \
+                GEMM((int)N, (int)GH, (int)H, (T)1, h, (int)H, false, w_hh, (int)H, true, (T)0, gh,       \
+                     (int)GH, threads);                                                                    \
+            for (int64_t n = 0; n < N; n++) {                                                              \
+                T *o = out + (t * N + n) * DH + d * H;                                                     \
+                if (len && t >= len[n]) { /* padding step: state held, output zero */                      \
+                    for (int64_t k = 0; k < H; k++) o[k] = (T)0;                                           \
+                    continue;                                                                              \
+                }                                                                                          \
+                const T *x = gx + (t * N + n) * GH;                                                        \
+                const T *u = gh + n * GH;                                                                  \
+                T *hn = h + n * H;                                                                         \
+                for (int64_t k = 0; k < H; k++) {                                                          \
+                    T hv;                                                                                  \
+                    switch (r->mode) {                                                                     \
+                    case RNN_LSTM: {                                                                       \
+                        T gi = (T)sigmoid_f((float)(x[k] + (u[k] + b_hh[k])));                             \
+                        T gf = (T)sigmoid_f((float)(x[H + k] + (u[H + k] + b_hh[H + k])));                 \
+                        T gc = (T)tanhf((float)(x[2 * H + k] + (u[2 * H + k] + b_hh[2 * H + k])));         \
+                        T go = (T)sigmoid_f((float)(x[3 * H + k] + (u[3 * H + k] + b_hh[3 * H + k])));     \
+                        T cv = gf * cst[n * H + k] + gi * gc;                                              \
+                        cst[n * H + k] = cv;                                                               \
+                        hv = go * (T)tanhf((float)cv);                                                     \
+                        break;                                                                             \
+                    }                                                                                      \
+                    case RNN_GRU: {                                                                        \
+                        T gr = (T)sigmoid_f((float)(x[k] + (u[k] + b_hh[k])));                             \
+                        T gz = (T)sigmoid_f((float)(x[H + k] + (u[H + k] + b_hh[H + k])));                 \
+                        T gc = (T)tanhf((float)(x[2 * H + k] + gr * (u[2 * H + k] + b_hh[2 * H + k])));    \
+                        hv = gz * hn[k] + ((T)1 - gz) * gc;                                                \
+                        break;                                                                             \
+                    }                                                                                      \
+                    case RNN_TANH: hv = (T)tanhf((float)(x[k] + (u[k] + b_hh[k]))); break;                 \
+                    default: {                                                                             \
+                        T a = x[k] + (u[k] + b_hh[k]);                                                     \
+                        hv = a < (T)0 ? (T)0 : a;                                                          \
+                        break;                                                                             \
+                    }                                                                                      \
+                    }                                                                                      \
+                    o[k] = hv;                                                                             \
+                }                                                                                          \
+                /* h is read by every k above (GRU: hn[k] only, but the gemm of the next step reads   \
+                 * all of h), so the new state is copied in after the row is complete. */              \
+                memcpy(hn, o, (size_t)H * sizeof(T));                                                      \
+            }                                                                                              \
+        }                                                                                                  \
+    }
+
+RNN_DIRECTION(float, f32, cd_gemm_f32)
+RNN_DIRECTION(_Float16, f16, cd_gemm_f16)
+
+/* The whole op for one element type: layers, directions, state copies. */
+#define RNN_RUN(T, SUF)                                                                                    \
+    static cd_status rnn_run_##SUF(cd_op_ctx *c, const rnn_cfg *r, const int64_t *len) {                  \
+        const int64_t H = r->hidden, N = r->n, GH = (int64_t)r->gates * H, DH = (int64_t)r->dirs * H;     \
+        const int64_t TN = r->t * N;                                                                       \
+        size_t words = (size_t)(TN * DH /* ping-pong layer buffer */ + TN * GH + N * GH + 2 * N * H);   \
+        T *buf = cd_malloc((words ? words : 1) * sizeof(T), c->err);                                      \
+        if (!buf) return CD_E_NOMEM;                                                                       \
+        T *mid = buf, *gx = mid + TN * DH, *gh = gx + TN * GH, *h = gh + N * GH, *cs = h + N * H;       \
+        const T *h0 = r->h0->data, *c0 = r->c0 ? r->c0->data : NULL;                                       \
+        T *hs = r->h_out ? r->h_out->data : NULL, *csout = r->c_out ? r->c_out->data : NULL;             \
+        const T *in = r->x->data;                                                                          \
+        /* Layer outputs alternate between the scratch buffer and Out so that the last layer            \
+         * lands in Out: layer l writes Out when (layers - 1 - l) is even. */                          \
+        for (int l = 0; l < r->layers; l++) {                                                              \
+            T *dst = ((r->layers - 1 - l) % 2 == 0) ? (T *)r->out->data : mid;                             \
+            int64_t in_l = l == 0 ? r->in : DH;                                                            \
+            for (int d = 0; d < r->dirs; d++) {                                                            \
+                int k = (l * r->dirs + d) * 2, kb = 2 * r->layers * r->dirs + k;                          \
+                int64_t sidx = (int64_t)l * r->dirs + d;                                                   \
+                memcpy(h, h0 + sidx * N * H, (size_t)(N * H) * sizeof(T));                                 \
+                if (c0) memcpy(cs, c0 + sidx * N * H, (size_t)(N * H) * sizeof(T));                        \
+                rnn_dir_##SUF(r, d, in, in_l, r->w[k]->data, r->w[k + 1]->data, r->w[kb]->data,           \
+                              r->w[kb + 1]->data, len, dst, h, cs, gx, gh, c->threads);                    \
+                if (hs) memcpy(hs + sidx * N * H, h, (size_t)(N * H) * sizeof(T));                         \
+                if (csout) memcpy(csout + sidx * N * H, cs, (size_t)(N * H) * sizeof(T));                  \
+            }                                                                                              \
+            in = dst;                                                                                      \
+        }                                                                                                  \
+        free(buf);                                                                                         \
+        return CD_OK;                                                                                      \
+    }
+
+RNN_RUN(float, f32)
+RNN_RUN(_Float16, f16)
+
+cd_status cd_rnn_run(cd_op_ctx *c) {
+    rnn_cfg r;
+    cd_status s = rnn_read(c, &r);
+    if (s) return s;
+    cd_dtype dt = cd_act_dtype(c);
+    /* Every float tensor must already be in the run's dtype (the planner converts params). */
+    const cd_value *chk[4] = {r.x, r.h0, r.c0, NULL};
+    for (int i = 0; i < 3; i++)
+        if (chk[i] && chk[i]->dtype != dt)
+            return cd_op_fail(c, CD_E_INTERNAL, "input %d is %s in a %s run", i, cd_dtype_name(chk[i]->dtype),
+                              cd_dtype_name(dt));
+    for (int i = 0; i < 4 * r.layers * r.dirs; i++)
+        if (r.w[i]->dtype != dt)
+            return cd_op_fail(c, CD_E_INTERNAL, "WeightList[%d] is %s in a %s run", i,
+                              cd_dtype_name(r.w[i]->dtype), cd_dtype_name(dt));
+    int64_t *len = NULL;
+    if (r.seq) {
+        len = cd_malloc((size_t)(r.n ? r.n : 1) * sizeof *len, c->err);
+        if (!len) return CD_E_NOMEM;
+        for (int64_t n = 0; n < r.n; n++) {
+            double v = cd_value_get(r.seq, n);
+            if (!(v >= 0 && v <= (double)r.t) || v != floor(v)) {
+                free(len);
+                return cd_op_fail(c, CD_E_MODEL, "SequenceLength[%lld] = %g must be an integer in 0..%lld (T)",
+                                  (long long)n, v, (long long)r.t);
+            }
+            len[n] = (int64_t)v;
+        }
+    }
+    s = dt == CD_F16 ? rnn_run_f16(c, &r, len) : rnn_run_f32(c, &r, len);
+    free(len);
+    if (s) return s;
+    /* Training scratch outputs: one defined zero each. */
+    static const char *const scratch[2] = {"DropoutState", "Reserve"};
+    for (int k = 0; k < 2; k++) {
+        const cd_slot *sl = cd_op_out_slot(c->op, scratch[k]);
+        for (int j = 0; sl && j < sl->n; j++) {
+            cd_value *v = cd_out(c, scratch[k], j);
+            if (v && v->data) memset(v->data, 0, v->nbytes);
+        }
+    }
+    return CD_OK;
+}

@@ -1,0 +1,44 @@
+/* The OpenCL backend's extras beyond the backend.h vtable: the phase hook the isolating
+ * parent uses to know what the child was doing when it died, and the program builder
+ * shared with `cldiff doctor`. */
+#ifndef CD_BACKEND_CL_H
+#define CD_BACKEND_CL_H
+#include "backends/opencl/cache.h"
+#include "backends/opencl/cl_ops.h"
+#include "backends/opencl/device.h"
+#include "engine/backend.h"
+
+/* Generated from the kernels directory (every .cl file) by scripts/embed_kernels.cmake. */
+typedef struct { const char *name; const char *source; } cd_embedded_kernel;
+extern const cd_embedded_kernel cd_embedded_kernels[];
+extern const int cd_embedded_kernel_count;
+
+#define CD_CL_PRELUDE "common.h.cl"
+
+/* Called BEFORE each risky step: phase is "build", "run" or "read-back"; kernel is the
+ * family (build) or kernel name (run), variant the cd_cl_variant_name. op_index -1 when
+ * the step belongs to no op (reading a model output after the run). */
+typedef void (*cd_cl_phase_fn)(void *user, int op_index, const char *kernel, const char *variant,
+                               const char *phase);
+void cd_opencl_set_phase_hook(cd_backend *b, cd_cl_phase_fn fn, void *user);
+/* Variant the backend builds its kernels in (valid after open). */
+cd_cl_variant cd_opencl_variant(const cd_backend *b);
+
+/* Source of kernels/<file> (e.g. "conv.cl"): kernel_dir/<file> when it exists, else the
+ * embedded copy. origin receives "embedded" or the path. NULL + CD_E_USAGE if neither. */
+char *cd_cl_kernel_source(const char *kernel_dir, const char *file, char *origin, size_t on, cd_error *err);
+/* Every kernel file (embedded or in kernel_dir), sorted, the prelude excluded; *names and
+ * each entry malloc'd; returns the count or -1 (err set). */
+int cd_cl_kernel_files(const char *kernel_dir, char ***names, cd_error *err);
+void cd_cl_kernel_files_free(char **names, int n);
+/* Complete program text of a family in a variant: pragma (fp16-compute), prelude, source. */
+char *cd_cl_program_source(const char *kernel_dir, const char *family, cd_cl_variant v, cd_error *err);
+/* Build options of a variant ("-cl-std=CL1.2 -DCD_FP16=1"). */
+const char *cd_cl_build_options(cd_cl_variant v);
+/* Builds a program for one device, through the cache when cache is not NULL. On a build
+ * failure returns CD_E_UNSUPPORTED, *log (malloc'd, may be NULL) holds the build log and
+ * err starts with its first non-empty line. */
+cd_status cd_cl_build_program(const cd_clfn *cl, cl_context ctx, cl_device_id dev, const cd_cl_devinfo *info,
+                              const char *source, const char *options, cd_cl_cache *cache, cl_program *out,
+                              char **log, cd_error *err);
+#endif

@@ -1,0 +1,336 @@
+/* Dispatchers of kernels/eltwise.cl: standalone activations, prelu, scale, binary
+ * elementwise ops with Paddle axis broadcasting (strides computed here), fused
+ * elementwise+activation. Semantics follow the CPU kernels (ops_basic_eltwise.c and the
+ * activation helpers of engine/ops_util.c). */
+#include "backends/opencl/cl_ops_util.h"
+#include <float.h>
+#include <math.h>
+#include <string.h>
+
+/* Kernel-side kinds beyond cd_act_kind (must match eltwise.cl). */
+enum { K_LOG = 20, K_RSQRT, K_SQUARE, K_RECIP, K_FLOOR, K_CEIL, K_ERF, K_SIGN, K_ELU, K_TRELU, K_SOFTPLUS,
+       K_MISH, K_CLIP };
+
+typedef struct { int kind; float a, b, c; } ew_act;
+
+static cd_status float_attr(cd_cl_ctx *c, const char *name, double dflt, float *out, cd_error *err) {
+    double v = cd_attr_float(c->op, name, dflt);
+    if (!isfinite(v)) return clu_fail(c, err, CD_E_MODEL, "attribute %s = %g is not finite", name, v);
+    *out = (float)v;
+    return CD_OK;
+}
+
+/* Activation of a standalone op: the engine's parser for the shared kinds, §7.21 for the rest. */
+static cd_status standalone_act(cd_cl_ctx *c, ew_act *a, cd_error *err) {
+    const char *t = c->op->type;
+    static const struct { const char *name; int kind; } extra[] = {
+        {"log", K_LOG}, {"rsqrt", K_RSQRT}, {"square", K_SQUARE}, {"reciprocal", K_RECIP}, {"floor", K_FLOOR},
+        {"ceil", K_CEIL}, {"erf", K_ERF}, {"sign", K_SIGN}, {"elu", K_ELU}, {"thresholded_relu", K_TRELU},
+        {"softplus", K_SOFTPLUS}, {"mish", K_MISH}, {"relu_clipped", K_CLIP}, {"clip", K_CLIP},
+    };
+    a->a = a->b = a->c = 0.0f;
+    for (size_t i = 0; i < sizeof extra / sizeof extra[0]; i++) {
+        if (strcmp(t, extra[i].name)) continue;
+        a->kind = extra[i].kind;
+        switch (a->kind) {
+        case K_ELU: return float_attr(c, "alpha", 1.0, &a->a, err);
+        case K_TRELU: return float_attr(c, "threshold", 1.0, &a->a, err);
+        case K_MISH: return float_attr(c, "threshold", 20.0, &a->a, err);
+        case K_CLIP:
+            if (!strcmp(t, "relu_clipped")) return float_attr(c, "Relu_clipped_coef", 6.0, &a->b, err);
+            if (clu_in(c, "Min", 0) >= 0 || clu_in(c, "Max", 0) >= 0)
+                return clu_fail(c, err, CD_E_UNSUPPORTED, "Min/Max tensors are read on the host; this op runs on the CPU");
+            {
+                cd_status s = float_attr(c, "min", -FLT_MAX, &a->a, err);
+                if (!s) s = float_attr(c, "max", FLT_MAX, &a->b, err);
+                if (!s && a->a > a->b) s = clu_fail(c, err, CD_E_MODEL, "clip min %g is larger than max %g", a->a, a->b);
+                return s;
+            }
+        case K_SOFTPLUS: {
+            cd_status s = float_attr(c, "beta", 1.0, &a->b, err);
+            if (!s && a->b == 0.0f) s = clu_fail(c, err, CD_E_MODEL, "softplus beta is 0 (division by zero)");
+            if (!s) s = float_attr(c, "threshold", 20.0, &a->c, err);
+            return s;
+        }
+        default: return CD_OK;
+        }
+    }
+    cd_op_ctx oc;
+    cd_act act;
+    clu_op_ctx(c, &oc, err);
+    cd_status s = cd_act_from_standalone(&oc, &act);
+    if (s) return s;
+    a->kind = (int)act.kind;
+    a->a = act.a;
+    a->b = act.b;
+    a->c = act.c;
+    return CD_OK;
+}
+
+static cd_status launch_act(cd_cl_ctx *c, int x, int y, const ew_act *a, int alpha, int amode, int64_t C,
+                            int64_t inner, cd_error *err) {
+    cd_status s;
+    cl_kernel k;
+    cl_mem bx, by, ba = NULL;
+    int64_t n = cd_value_numel(clu_meta(c, y));
+    if ((s = clu_need_float(c, x, "input X", err)) || (s = clu_fits(c, n, "element count", err))) return s;
+    if (cd_value_numel(clu_meta(c, x)) != n)
+        return clu_fail(c, err, CD_E_INTERNAL, "input and output element counts differ (planner bug)");
+    if ((s = clu_buf(c, x, &bx, err)) || (s = clu_buf(c, y, &by, err))) return s;
+    if (alpha >= 0 && (s = clu_buf(c, alpha, &ba, err))) return s;
+    if ((s = c->kernel(c, "eltwise", "act", &k, err))) return s;
+    clu_args g;
+    clu_args_init(&g, c, k, err);
+    clu_mem(&g, bx);
+    clu_mem(&g, by);
+    clu_int(&g, n);
+    clu_int(&g, a->kind);
+    clu_flt(&g, a->a);
+    clu_flt(&g, a->b);
+    clu_flt(&g, a->c);
+    clu_mem(&g, ba);
+    clu_int(&g, amode);
+    clu_int(&g, C);
+    clu_int(&g, inner);
+    if (g.st) return g.st;
+    return clu_launch1(c, k, n, err);
+}
+
+static cd_status op_act(cd_cl_ctx *c, cd_error *err) {
+    int x, y;
+    cd_status s;
+    ew_act a;
+    if ((s = clu_need_in(c, "X", 0, &x, err)) || (s = clu_need_out(c, "Out", 0, &y, err))) return s;
+    if ((s = standalone_act(c, &a, err))) return s;
+    return launch_act(c, x, y, &a, -1, 0, 1, 1, err);
+}
+
+static cd_status op_prelu(cd_cl_ctx *c, cd_error *err) {
+    int x, y, al;
+    cd_status s;
+    if ((s = clu_need_in(c, "X", 0, &x, err)) || (s = clu_need_in(c, "Alpha", 0, &al, err)) ||
+        (s = clu_need_out(c, "Out", 0, &y, err)))
+        return s;
+    if ((s = clu_need_float(c, al, "input Alpha", err))) return s;
+    const char *ms = cd_attr_str(c->op, "mode", "all");
+    int mode = clu_prelu_mode(ms);
+    if (mode < 0) return clu_fail(c, err, CD_E_MODEL, "mode '%s' is not one of all, channel, element", ms);
+    const cd_shape *xs = &clu_meta(c, x)->shape;
+    int64_t C = xs->rank >= 2 ? xs->d[1] : 1, inner = 1, na = cd_value_numel(clu_meta(c, al));
+    for (int i = 2; i < xs->rank; i++) inner *= xs->d[i];
+    int64_t need = mode == 0 ? 1 : (mode == 1 ? C : C * inner);
+    if (na < need)
+        return clu_fail(c, err, CD_E_MODEL, "Alpha has %lld values; mode '%s' needs %lld", (long long)na, ms,
+                        (long long)need);
+    ew_act a = {CD_ACT_PRELU, 0, 0, 0};
+    return launch_act(c, x, y, &a, al, mode, C, inner, err);
+}
+
+static cd_status op_scale(cd_cl_ctx *c, cd_error *err) {
+    int x, y;
+    cd_status s;
+    if ((s = clu_need_in(c, "X", 0, &x, err)) || (s = clu_need_out(c, "Out", 0, &y, err))) return s;
+    if ((s = clu_need_float(c, x, "input X", err))) return s;
+    if (clu_in(c, "ScaleTensor", 0) >= 0)
+        return clu_fail(c, err, CD_E_UNSUPPORTED, "a ScaleTensor input is read on the host; this op runs on the CPU");
+    float sc = 1.0f, bias = 0.0f, s1 = 1.0f, b1 = 0.0f;
+    bool after = true;
+    cd_op_ctx oc;
+    cd_act act = {CD_ACT_NONE, 0, 0, 0};
+    clu_op_ctx(c, &oc, err);
+    if (!strcmp(c->op->type, "dropout")) {
+        /* downgrade_in_infer scales by 1 - p at inference; upscale_in_train is the identity */
+        float p;
+        if ((s = float_attr(c, "dropout_prob", 0.5, &p, err))) return s;
+        if (p < 0.0f || p > 1.0f) return clu_fail(c, err, CD_E_MODEL, "dropout_prob %g is outside [0, 1]", p);
+        const char *impl = cd_attr_str(c->op, "dropout_implementation", "downgrade_in_infer");
+        if (!strcmp(impl, "upscale_in_train")) sc = 1.0f;
+        else if (!strcmp(impl, "downgrade_in_infer")) sc = 1.0f - p;
+        else return clu_fail(c, err, CD_E_MODEL, "dropout_implementation '%s' is not upscale_in_train or downgrade_in_infer", impl);
+    } else {
+        if ((s = float_attr(c, "scale", 1.0, &sc, err)) || (s = float_attr(c, "bias", 0.0, &bias, err))) return s;
+        after = cd_attr_bool(c->op, "bias_after_scale", true);
+        const char *an = cd_attr_str(c->op, "activation_type", "");
+        if ((s = cd_act_from_name(&oc, an, &act))) return s;
+        if (act.kind == CD_ACT_RELU6 || act.kind == CD_ACT_LEAKY_RELU) {
+            if ((s = float_attr(c, "alpha", act.kind == CD_ACT_RELU6 ? 6.0 : 0.02, &act.a, err))) return s;
+        } else if (act.kind != CD_ACT_NONE && act.kind != CD_ACT_RELU) {
+            return clu_fail(c, err, CD_E_MODEL, "activation_type '%s' is not a scale fusion (relu, relu6, leaky_relu)", an);
+        }
+    }
+    bool has2 = cd_attr_bool(c->op, "fuse_scaleact", false);
+    if (has2 && ((s = float_attr(c, "scale1", 1.0, &s1, err)) || (s = float_attr(c, "bias1", 0.0, &b1, err)))) return s;
+    int64_t n = cd_value_numel(clu_meta(c, y));
+    if ((s = clu_fits(c, n, "element count", err))) return s;
+    cl_mem bx, by;
+    cl_kernel k;
+    if ((s = clu_buf(c, x, &bx, err)) || (s = clu_buf(c, y, &by, err))) return s;
+    if ((s = c->kernel(c, "eltwise", "scale", &k, err))) return s;
+    clu_args g;
+    clu_args_init(&g, c, k, err);
+    clu_mem(&g, bx);
+    clu_mem(&g, by);
+    clu_int(&g, n);
+    clu_flt(&g, sc);
+    clu_flt(&g, bias);
+    clu_int(&g, after);
+    clu_int(&g, act.kind);
+    clu_flt(&g, act.a);
+    clu_flt(&g, act.b);
+    clu_flt(&g, act.c);
+    clu_int(&g, has2);
+    clu_flt(&g, s1);
+    clu_flt(&g, b1);
+    if (g.st) return g.st;
+    return clu_launch1(c, k, n, err);
+}
+
+/* ---- binary ops ---- */
+
+static int binop_code(const char *t) {
+    static const char *names[] = {"add", "sub", "mul", "div", "max", "min", "pow", "floordiv", "mod"};
+    const char *p = !strncmp(t, "fusion_elementwise_", 19) ? t + 19 : (!strncmp(t, "elementwise_", 12) ? t + 12 : NULL);
+    if (!p) return -1;
+    for (int i = 0; i < 9; i++) {
+        size_t l = strlen(names[i]);
+        if (!strncmp(p, names[i], l) && (p[l] == 0 || !strcmp(p + l, "_activation"))) return i;
+    }
+    return -1;
+}
+
+/* Merged iteration dims and element strides (0 = broadcast) of out = X op Y, §7.0. */
+static cd_status bcast(cd_cl_ctx *c, const cd_shape *x, const cd_shape *y, const cd_shape *o, int64_t axis, int *nd,
+                       int64_t dim[8], int64_t sx[8], int64_t sy[8], cd_error *err) {
+    int rx = x->rank, ry = y->rank, r = rx >= ry ? rx : ry;
+    int64_t ax[CD_MAX_RANK], ay[CD_MAX_RANK];
+    if (cd_shape_eq(x, y)) {
+        for (int i = 0; i < r; i++) ax[i] = ay[i] = x->d[i];
+    } else {
+        int lo = rx >= ry ? ry : rx;
+        int64_t a = axis == -1 ? (int64_t)(r - lo) : axis;
+        if (axis < -1 && axis >= -(int64_t)r) a = axis + r - lo + 1;
+        if (a < 0 || a + lo > r) return clu_fail(c, err, CD_E_MODEL, "axis %lld cannot place the rank-%d operand inside the rank-%d one", (long long)axis, lo, r);
+        const cd_shape *big = rx >= ry ? x : y, *small = rx >= ry ? y : x;
+        int64_t *abig = rx >= ry ? ax : ay, *asmall = rx >= ry ? ay : ax;
+        for (int i = 0; i < r; i++) {
+            abig[i] = big->d[i];
+            asmall[i] = (i >= a && i < a + lo) ? small->d[i - a] : 1;
+        }
+    }
+    if (o->rank != r) return clu_fail(c, err, CD_E_INTERNAL, "planned output rank %d differs from broadcast rank %d", o->rank, r);
+    int64_t px = 1, py = 1, tx[CD_MAX_RANK], ty[CD_MAX_RANK];
+    for (int i = r - 1; i >= 0; i--) {
+        int64_t od = ax[i] == 1 ? ay[i] : ax[i];
+        if (od != o->d[i] || (ax[i] != ay[i] && ax[i] != 1 && ay[i] != 1))
+            return clu_fail(c, err, CD_E_MODEL, "X and Y do not broadcast to the planned output at dim %d", i);
+        tx[i] = (ax[i] == 1 && od != 1) ? 0 : px;
+        ty[i] = (ay[i] == 1 && od != 1) ? 0 : py;
+        px *= ax[i];
+        py *= ay[i];
+    }
+    /* drop size-1 dims, merge neighbours that are jointly contiguous */
+    int k = 0;
+    for (int i = 0; i < r; i++) {
+        if (o->d[i] == 1) continue;
+        if (k > 0 && sx[k - 1] == tx[i] * o->d[i] && sy[k - 1] == ty[i] * o->d[i]) {
+            dim[k - 1] *= o->d[i];
+            sx[k - 1] = tx[i];
+            sy[k - 1] = ty[i];
+        } else {
+            if (k == 8) return clu_fail(c, err, CD_E_UNSUPPORTED, "broadcast needs more than 8 dims");
+            dim[k] = o->d[i];
+            sx[k] = tx[i];
+            sy[k] = ty[i];
+            k++;
+        }
+    }
+    for (int i = k; i < 8; i++) dim[i] = 1, sx[i] = sy[i] = 0;
+    if (k == 0) { k = 1; dim[0] = 1; sx[0] = sy[0] = 1; }
+    *nd = k;
+    return CD_OK;
+}
+
+static cd_status op_binary(cd_cl_ctx *c, cd_error *err) {
+    int x, y, o;
+    cd_status s;
+    if ((s = clu_need_in(c, "X", 0, &x, err)) || (s = clu_need_in(c, "Y", 0, &y, err)) ||
+        (s = clu_need_out(c, "Out", 0, &o, err)))
+        return s;
+    if ((s = clu_need_float(c, x, "input X", err)) || (s = clu_need_float(c, y, "input Y", err)) ||
+        (s = clu_need_float(c, o, "output Out", err)))
+        return s;
+    int op = binop_code(c->op->type);
+    if (op < 0) return clu_fail(c, err, CD_E_INTERNAL, "not an elementwise op type");
+    cd_op_ctx oc;
+    cd_act act = {CD_ACT_NONE, 0, 0, 0};
+    clu_op_ctx(c, &oc, err);
+    bool fused = !strncmp(c->op->type, "fusion_", 7);
+    bool post = !fused && op == 2 && cd_attr_bool(c->op, "fuse_scale", false);
+    float ps = 1.0f, pb = 0.0f;
+    if (fused) {
+        if ((s = cd_act_from_op(&oc, "act_type", &act))) return s;
+    } else if (post) {
+        if ((s = float_attr(c, "scale", 1.0, &ps, err)) || (s = float_attr(c, "bias", 0.0, &pb, err))) return s;
+        if ((s = cd_act_from_op(&oc, "activation_type", &act))) return s;
+    }
+    if (act.kind == CD_ACT_PRELU)
+        return clu_fail(c, err, CD_E_MODEL, "prelu is not an elementwise fused activation (it needs an alpha tensor)");
+    int nd;
+    int64_t dim[8], sx[8], sy[8];
+    const cd_value *mo = clu_meta(c, o);
+    if ((s = bcast(c, &clu_meta(c, x)->shape, &clu_meta(c, y)->shape, &mo->shape, cd_attr_int(c->op, "axis", -1), &nd,
+                   dim, sx, sy, err)))
+        return s;
+    int64_t n = cd_value_numel(mo);
+    if ((s = clu_fits(c, n, "element count", err))) return s;
+    cl_mem bx, by, bo;
+    cl_kernel k;
+    if ((s = clu_buf(c, x, &bx, err)) || (s = clu_buf(c, y, &by, err)) || (s = clu_buf(c, o, &bo, err))) return s;
+    if ((s = c->kernel(c, "eltwise", "binary", &k, err))) return s;
+    clu_args g;
+    clu_args_init(&g, c, k, err);
+    clu_mem(&g, bx);
+    clu_mem(&g, by);
+    clu_mem(&g, bo);
+    clu_int(&g, n);
+    clu_int(&g, op);
+    clu_int(&g, nd);
+    clu_int8(&g, dim);
+    clu_int8(&g, sx);
+    clu_int8(&g, sy);
+    clu_int(&g, post);
+    clu_flt(&g, ps);
+    clu_flt(&g, pb);
+    clu_int(&g, act.kind);
+    clu_flt(&g, act.a);
+    clu_flt(&g, act.b);
+    clu_flt(&g, act.c);
+    if (g.st) return g.st;
+    return clu_launch1(c, k, n, err);
+}
+
+static const cd_cl_op_def defs[] = {
+    {"relu", "eltwise", op_act}, {"relu6", "eltwise", op_act}, {"leaky_relu", "eltwise", op_act},
+    {"sigmoid", "eltwise", op_act}, {"tanh", "eltwise", op_act}, {"swish", "eltwise", op_act},
+    {"silu", "eltwise", op_act}, {"hard_swish", "eltwise", op_act}, {"hard_sigmoid", "eltwise", op_act},
+    {"abs", "eltwise", op_act}, {"gelu", "eltwise", op_act}, {"exp", "eltwise", op_act},
+    {"sqrt", "eltwise", op_act}, {"log", "eltwise", op_act}, {"rsqrt", "eltwise", op_act},
+    {"square", "eltwise", op_act}, {"reciprocal", "eltwise", op_act}, {"floor", "eltwise", op_act},
+    {"ceil", "eltwise", op_act}, {"erf", "eltwise", op_act}, {"sign", "eltwise", op_act},
+    {"elu", "eltwise", op_act}, {"thresholded_relu", "eltwise", op_act}, {"softplus", "eltwise", op_act},
+    {"mish", "eltwise", op_act}, {"relu_clipped", "eltwise", op_act}, {"clip", "eltwise", op_act},
+    {"dropout", "eltwise", op_scale},
+    {"prelu", "eltwise", op_prelu}, {"scale", "eltwise", op_scale},
+    {"elementwise_add", "eltwise", op_binary}, {"elementwise_sub", "eltwise", op_binary},
+    {"elementwise_mul", "eltwise", op_binary}, {"elementwise_div", "eltwise", op_binary},
+    {"elementwise_max", "eltwise", op_binary}, {"elementwise_min", "eltwise", op_binary},
+    {"elementwise_pow", "eltwise", op_binary}, {"elementwise_floordiv", "eltwise", op_binary},
+    {"elementwise_mod", "eltwise", op_binary},
+    {"fusion_elementwise_add_activation", "eltwise", op_binary},
+    {"fusion_elementwise_sub_activation", "eltwise", op_binary},
+    {"fusion_elementwise_mul_activation", "eltwise", op_binary},
+    {"fusion_elementwise_div_activation", "eltwise", op_binary},
+    {"fusion_elementwise_max_activation", "eltwise", op_binary},
+    {"fusion_elementwise_min_activation", "eltwise", op_binary},
+};
+const cd_cl_op_table cd_cl_ops_eltwise = {defs, (int)(sizeof defs / sizeof defs[0])};

@@ -1,0 +1,226 @@
+#include "cli/session.h"
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+#include "model/nb_reader.h"
+#include "probes/select.h"
+#include "probes/sink.h"
+#include "util/sha256.h"
+
+volatile int cd_stop_flag = 0;
+
+static void on_signal(int sig) { cd_stop_flag = sig; }
+
+void cd_install_signal_handlers(void) {
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_signal;
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGINT, &sa, NULL);
+    sigaction(SIGTERM, &sa, NULL);
+}
+
+static double now_ms(void) {
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec * 1e3 + (double)t.tv_nsec / 1e6;
+}
+
+cd_status cd_make_dirs(const char *path, cd_error *err) {
+    char buf[1024];
+    if (strlen(path) >= sizeof buf) return cd_err(err, CD_E_USAGE, "--out path too long");
+    strcpy(buf, path);
+    for (char *p = buf + 1; ; p++) {
+        if (*p == '/' || *p == 0) {
+            char c = *p;
+            *p = 0;
+            if (mkdir(buf, 0777) != 0 && errno != EEXIST)
+                return cd_err(err, CD_E_IO, "cannot create output folder '%s': %s (choose a writable --out DIR)", buf, strerror(errno));
+            *p = c;
+            if (!c) break;
+        }
+    }
+    struct stat st;
+    if (stat(path, &st) != 0 || !S_ISDIR(st.st_mode))
+        return cd_err(err, CD_E_IO, "output path '%s' is not a folder (choose another --out DIR)", path);
+    if (access(path, W_OK) != 0)
+        return cd_err(err, CD_E_IO, "output folder '%s' is not writable: %s (choose a writable --out DIR)", path, strerror(errno));
+    return CD_OK;
+}
+
+cd_backend_opts cd_session_backend_opts(const cd_cli_opts *o, cd_precision prec) {
+    cd_backend_opts b = {0};
+    b.prec = prec;
+    b.threads = o->threads;
+    b.cl_lib = o->cl_lib;
+    b.cl_platform = o->cl_platform;
+    b.cl_device = o->cl_device;
+    b.kernel_dir = o->kernel_dir;
+    b.cache_dir = o->cache_dir;
+    b.no_cache = o->no_cache;
+    b.fp16_compute = o->fp16_compute;
+    return b;
+}
+
+cd_status cd_session_open(cd_session *s, const cd_cli_opts *o, cd_error *err) {
+    memset(s, 0, sizeof *s);
+    s->o = o;
+    cd_status st = cd_nb_load(o->model, &s->g, err);
+    if (st) return st;
+    for (const char *w = s->g->warnings; !o->quiet && w && *w;) {
+        const char *nl = strchr(w, '\n');
+        int len = nl ? (int)(nl - w) : (int)strlen(w);
+        fprintf(stderr, "cldiff: warning: %.*s\n", len, w);
+        w = nl ? nl + 1 : w + len;
+    }
+    snprintf(s->model_format, sizeof s->model_format, "paddle-lite nb meta %d, opt %s", s->g->meta_version,
+             s->g->opt_version[0] ? s->g->opt_version : "(none)");
+    if ((st = cd_sha256_file(o->model, s->sha256, err))) return st;
+    s->in_shapes = calloc((size_t)(s->g->n_inputs ? s->g->n_inputs : 1), sizeof *s->in_shapes);
+    if (!s->in_shapes) return cd_err(err, CD_E_NOMEM, "out of memory");
+    char notice[512] = "";
+    st = cd_resolve_input_shapes(s->g, o->shapes, o->n_shapes, s->in_shapes, notice, sizeof notice, err);
+    if (st) return st;
+    if (notice[0] && !o->quiet) fprintf(stderr, "cldiff: note: %s\n", notice);
+    if ((st = cd_plan_build(s->g, s->in_shapes, o->prec, &s->plan, err))) return st;
+    s->have_plan = true;
+    if (o->prec == CD_PREC_FP16) {
+        if ((st = cd_plan_build(s->g, s->in_shapes, CD_PREC_FP32, &s->plan32, err))) return st;
+        s->have_plan32 = true;
+    }
+    cd_input_opts io = {.seed = o->seed, .resize = !o->no_resize, .mean = o->mean, .std = o->std,
+                        .channel_order = o->channel_order};
+    if ((st = cd_inputs_build(s->g, s->in_shapes, o->inputs, o->n_inputs, &io, &s->inputs, err))) return st;
+    size_t off = 0;
+    for (int k = 0; k < s->inputs.n && off < sizeof s->input_desc; k++) {
+        char sh[96];
+        off += (size_t)snprintf(s->input_desc + off, sizeof s->input_desc - off, "%s%s: %s %s", k ? "; " : "",
+                                s->inputs.names[k], s->inputs.sources[k], cd_shape_str(&s->in_shapes[k], sh, sizeof sh));
+    }
+    s->mask = calloc((size_t)(s->g->n_ops ? s->g->n_ops : 1), sizeof *s->mask);
+    if (!s->mask) return cd_err(err, CD_E_NOMEM, "out of memory");
+    if ((st = cd_select_layers(s->g, o->layers, s->mask, &s->n_probed, err))) return st;
+    if ((st = cd_make_dirs(o->out_dir, err))) return st;
+    snprintf(s->dump_path, sizeof s->dump_path, "%s/dump.h5", o->out_dir);
+    cd_dump_meta meta = {.command_line = o->command_line, .model_path = o->model, .model_sha256 = s->sha256,
+                         .model_format = s->model_format, .precision = o->prec == CD_PREC_FP16 ? "fp16" : "fp32",
+                         .seed = o->seed};
+    if ((st = cd_dump_create(s->dump_path, &meta, &s->dump, err))) return st;
+    if ((st = cd_dump_write_model(s->dump, s->g, err))) return st;
+    for (int k = 0; k < s->inputs.n; k++)
+        if ((st = cd_dump_write_input(s->dump, s->inputs.names[k], &s->inputs.values[k], s->inputs.sources[k], err)))
+            return st;
+    return CD_OK;
+}
+
+typedef struct progress {
+    const char *run;
+    int n_ops;
+    bool tty;
+    double last;
+} progress;
+
+static void on_op_done(void *user, int op_index, const cd_op_report *rep) {
+    (void)rep;
+    progress *p = user;
+    if (!p->tty) return;
+    double t = now_ms();
+    if (op_index + 1 < p->n_ops && t - p->last < 100) return;
+    p->last = t;
+    int width = 30, done = (int)((double)(op_index + 1) * width / (p->n_ops ? p->n_ops : 1));
+    fprintf(stderr, "\r  %-7s [", p->run);
+    for (int i = 0; i < width; i++) fputc(i < done ? '#' : '.', stderr);
+    fprintf(stderr, "] %d/%d layers", op_index + 1, p->n_ops);
+    if (op_index + 1 >= p->n_ops) fputc('\n', stderr);
+    fflush(stderr);
+}
+
+cd_status cd_session_run(cd_session *s, const char *backend, const char *run, cd_precision prec,
+                         cd_run_result *res, cd_error *err) {
+    memset(res, 0, sizeof *res);
+    const cd_plan *plan = (prec == CD_PREC_FP32 && s->have_plan32) ? &s->plan32 : &s->plan;
+    bool cl = !strcmp(backend, "opencl");
+    snprintf(res->variant, sizeof res->variant, "%s", prec == CD_PREC_FP16 ? (cl && s->o->fp16_compute ? "fp16-compute" : "fp16") : "fp32");
+    cd_run_info info = {.backend = backend, .precision = res->variant, .device = cl ? "" : "host CPU",
+                        .platform = "", .driver = "", .library_path = "", .threads = s->o->threads};
+    cd_status st = cd_dump_begin_run(s->dump, run, &info, err);
+    if (st) return st;
+    cd_dump_sink *sink = NULL;
+    st = cd_dump_sink_new(s->dump, run, s->g, !strcmp(s->o->dump_mode, "stats") ? CD_SINK_STATS : CD_SINK_FULL, &sink, err);
+    if (st) return st;
+    progress pr = {.run = run, .n_ops = s->g->n_ops, .tty = !s->o->quiet && isatty(2) && !getenv("CLDIFF_NO_PROGRESS")};
+    cd_dump_sink_on_op_done(sink, on_op_done, &pr);
+    cd_exec_opts xo = {.probe_mask = s->mask, .stop_flag = &cd_stop_flag};
+    cd_backend_opts bo = cd_session_backend_opts(s->o, prec);
+    double t0 = now_ms();
+    if (!cl) {
+        cd_backend *b = NULL;
+        st = cd_cpu_backend_open(&bo, &b, err);
+        if (!st) st = cd_execute(plan, b, s->inputs.values, &xo, cd_dump_sink_probe(sink), err);
+        if (b) cd_backend_close(b);
+        snprintf(res->device, sizeof res->device, "host CPU, %d threads", s->o->threads);
+    } else if (s->o->isolate_child) {
+        cd_isolated_run ir;
+        memset(&ir, 0, sizeof ir);
+        st = cd_run_isolated(plan, &bo, s->inputs.values, &xo, cd_dump_sink_probe(sink), s->o->timeout_s, &ir, err);
+        snprintf(res->device, sizeof res->device, "%s", ir.device);
+        snprintf(res->driver, sizeof res->driver, "%s", ir.driver);
+        res->crash = ir.crash;
+    } else {
+        cd_backend *b = NULL;
+        st = cd_opencl_backend_open(&bo, &b, err);
+        if (!st) {
+            if (b->vt->describe) b->vt->describe(b, res->device, sizeof res->device, res->driver, sizeof res->driver);
+            st = cd_execute(plan, b, s->inputs.values, &xo, cd_dump_sink_probe(sink), err);
+        }
+        if (b) cd_backend_close(b);
+    }
+    res->wall_ms = now_ms() - t0;
+    if (pr.tty) fputc('\n', stderr);
+    res->n_hits = cd_dump_sink_count(sink);
+    res->complete = st == CD_OK;
+    cd_error e2 = {0};
+    cd_status s2 = cd_dump_sink_finish(sink, &e2);
+    cd_dump_sink_free(sink);
+    char path[256];
+    snprintf(path, sizeof path, "/runs/%s", run);
+    cd_dump_set_attr_str(s->dump, path, "device", res->device, &e2);
+    cd_dump_set_attr_str(s->dump, path, "driver", res->driver, &e2);
+    if (res->crash.crashed) {
+        char desc[512];
+        cd_crash_describe(&res->crash, plan, desc, sizeof desc);
+        cd_dump_set_attr_str(s->dump, path, "crash", desc, &e2);
+        cd_dump_set_attr_str(s->dump, path, "crash_phase", res->crash.phase, &e2);
+        cd_dump_set_attr_str(s->dump, path, "crash_signal", res->crash.signal_name, &e2);
+        cd_dump_set_attr_i64(s->dump, path, "crash_op_index", res->crash.op_index, &e2);
+        cd_dump_set_attr_str(s->dump, path, "crash_layer", res->crash.layer, &e2);
+        cd_dump_set_attr_str(s->dump, path, "crash_kernel", res->crash.kernel, &e2);
+        cd_dump_set_attr_str(s->dump, path, "crash_variant", res->crash.variant, &e2);
+    }
+    cd_status s3 = cd_dump_end_run(s->dump, run, res->wall_ms, res->complete, st ? &e2 : err);
+    if (st) return st;
+    if (s2) { *err = e2; return s2; }
+    return s3;
+}
+
+cd_status cd_session_close(cd_session *s, bool complete, cd_error *err) {
+    cd_dump *d = s->dump;
+    s->dump = NULL;
+    return cd_dump_close(d, complete, err);
+}
+
+void cd_session_free(cd_session *s) {
+    if (s->dump) cd_dump_discard(s->dump);
+    if (s->have_plan) cd_plan_free(&s->plan);
+    if (s->have_plan32) cd_plan_free(&s->plan32);
+    cd_inputs_free(&s->inputs);
+    free(s->mask);
+    free(s->in_shapes);
+    if (s->g) cd_graph_free(s->g);
+    memset(s, 0, sizeof *s);
+}

@@ -1,0 +1,52 @@
+/* A session: one model loaded, planned and fed, one dump open, runs added to it. Shared by
+ * `cldiff run` and the differential command. */
+#ifndef CD_SESSION_H
+#define CD_SESSION_H
+#include "cli/cli.h"
+#include "cli/inputs.h"
+#include "engine/isolate.h"
+#include "store/dump.h"
+
+typedef struct cd_session {
+    const cd_cli_opts *o;
+    cd_graph *g;
+    cd_shape *in_shapes;
+    cd_plan plan;            /* at o->prec */
+    bool have_plan;
+    cd_plan plan32;          /* float32 golden plan (fp16 runs only) */
+    bool have_plan32;
+    cd_input_set inputs;
+    bool *mask;
+    int n_probed;
+    cd_dump *dump;
+    char dump_path[1024];
+    char sha256[65];
+    char model_format[160];
+    char input_desc[512];
+} cd_session;
+
+/* Per-run outcome. */
+typedef struct cd_run_result {
+    double wall_ms;
+    bool complete;
+    char device[256], driver[512], variant[16];
+    cd_crash_info crash;     /* when the OpenCL child crashed or hung */
+    int n_hits;
+} cd_run_result;
+
+cd_status cd_session_open(cd_session *s, const cd_cli_opts *o, cd_error *err);
+/* Runs one backend ("cpu" or "opencl") at precision prec into /runs/<run>. A crashed
+ * OpenCL child returns CD_E_CRASH with res->crash filled; the run stays marked incomplete
+ * while everything captured before the crash is kept. */
+cd_status cd_session_run(cd_session *s, const char *backend, const char *run, cd_precision prec,
+                         cd_run_result *res, cd_error *err);
+/* Finishes the dump: complete -> root complete=1 and renamed into place. */
+cd_status cd_session_close(cd_session *s, bool complete, cd_error *err);
+void cd_session_free(cd_session *s);
+cd_backend_opts cd_session_backend_opts(const cd_cli_opts *o, cd_precision prec);
+/* mkdir -p; CD_E_IO when it cannot be created or written. */
+cd_status cd_make_dirs(const char *path, cd_error *err);
+/* Set by SIGINT/SIGTERM handlers. */
+extern volatile int cd_stop_flag;
+void cd_install_signal_handlers(void);
+#endif

@@ -1,0 +1,177 @@
+#include "compare/dumpcmp.h"
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static bool same_shape(const cd_shape *a, const cd_shape *b) { return cd_shape_eq(a, b); }
+
+/* Index of the tensor in list b matching a: same op index and tensor name (same model),
+ * or the next unused one with the same tensor name and shape (different models). */
+static int find_match(const cd_dump_tensor_info *a, const cd_dump_tensor_info *b, int nb, bool *used,
+                      bool by_op) {
+    for (int j = 0; j < nb; j++) {
+        if (used[j]) continue;
+        if (by_op && b[j].op_index != a->op_index) continue;
+        if (strcmp(a->tensor, b[j].tensor) || !same_shape(&a->shape, &b[j].shape)) continue;
+        return j;
+    }
+    return -1;
+}
+
+static void add_unmatched(cd_cmp_unmatched **u, int *n, char side, const cd_dump_tensor_info *t) {
+    cd_cmp_unmatched *nu = realloc(*u, (size_t)(*n + 1) * sizeof *nu);
+    if (!nu) return;
+    *u = nu;
+    cd_cmp_unmatched *e = &nu[(*n)++];
+    e->side = side;
+    snprintf(e->tensor, sizeof e->tensor, "%s", t->tensor);
+    snprintf(e->layer, sizeof e->layer, "%s", t->layer);
+    e->op_index = t->op_index;
+}
+
+cd_status cd_compare_read_pair(const cd_cmp_request *q, const cd_layer_cmp *l, float **ref, float **val,
+                               cd_error *err) {
+    int64_t n1 = 0, n2 = 0;
+    *ref = *val = NULL;
+    cd_status st = cd_dump_read_f32(q->ra, q->run_a, l->dataset_a, ref, &n1, err);
+    if (!st) st = cd_dump_read_f32(q->rb, q->run_b, l->dataset_b, val, &n2, err);
+    if (!st && n1 != n2) st = cd_err(err, CD_E_MODEL, "tensor %s: sizes differ between runs", l->tensor);
+    if (st) { free(*ref); free(*val); *ref = *val = NULL; }
+    return st;
+}
+
+cd_status cd_compare_runs(const cd_cmp_request *q, cd_analysis *an, cd_cmp_unmatched **unmatched,
+                          int *n_unmatched, cd_error *err) {
+    memset(an, 0, sizeof *an);
+    *unmatched = NULL;
+    *n_unmatched = 0;
+    cd_dump_tensor_info *ta = NULL, *tb = NULL, *tg = NULL;
+    int na = 0, nb = 0, ng = 0;
+    bool *used = NULL, *usedg = NULL;
+    cd_status st = cd_dump_list_tensors(q->ra, q->run_a, &ta, &na, err);
+    if (!st) st = cd_dump_list_tensors(q->rb, q->run_b, &tb, &nb, err);
+    if (!st && q->rg) st = cd_dump_list_tensors(q->rg, q->run_g, &tg, &ng, err);
+    if (st) goto done;
+    used = calloc((size_t)nb + 1, 1);
+    usedg = calloc((size_t)ng + 1, 1);
+    an->layers = calloc((size_t)na + 1, sizeof *an->layers);
+    if (!used || !usedg || !an->layers) { st = cd_err(err, CD_E_NOMEM, "out of memory"); goto done; }
+    for (int i = 0; i < na && !st; i++) {
+        const cd_dump_tensor_info *a = &ta[i];
+        int j = find_match(a, tb, nb, used, q->by_op_index);
+        if (j < 0) { add_unmatched(unmatched, n_unmatched, 'a', a); continue; }
+        used[j] = true;
+        const cd_dump_tensor_info *b = &tb[j];
+        if (a->stats_only || b->stats_only) continue;
+        cd_layer_cmp *l = &an->layers[an->n_layers];
+        memset(l, 0, sizeof *l);
+        l->op_index = a->op_index;
+        l->tensor_id = -1;
+        snprintf(l->layer, sizeof l->layer, "%s", a->layer);
+        snprintf(l->op_type, sizeof l->op_type, "%s", a->op_type);
+        snprintf(l->tensor, sizeof l->tensor, "%s", a->tensor);
+        l->shape = a->shape;
+        snprintf(l->where_a, sizeof l->where_a, "%s", a->where);
+        snprintf(l->where_b, sizeof l->where_b, "%s", b->where);
+        snprintf(l->note_b, sizeof l->note_b, "%s", b->note);
+        l->us_a = a->elapsed_us;
+        l->us_b = b->elapsed_us;
+        l->kernel_us_b = b->kernel_us;
+        snprintf(l->dataset_a, sizeof l->dataset_a, "%s", a->dataset);
+        snprintf(l->dataset_b, sizeof l->dataset_b, "%s", b->dataset);
+        l->tol = cd_policy_for(q->policy, a->op_type, a->layer, l->rule, sizeof l->rule);
+        float *fa = NULL, *fb = NULL, *fg = NULL;
+        int64_t n1 = 0, n2 = 0, n3 = 0;
+        st = cd_dump_read_f32(q->ra, q->run_a, a->dataset, &fa, &n1, err);
+        if (!st) st = cd_dump_read_f32(q->rb, q->run_b, b->dataset, &fb, &n2, err);
+        if (!st && n1 != n2) st = cd_err(err, CD_E_MODEL, "tensor %s: %lld values in run %s but %lld in run %s", a->tensor, (long long)n1, q->run_a, (long long)n2, q->run_b);
+        if (!st) {
+            cd_metrics_compute(fa, fb, n1, &a->shape, q->half_ulps, &l->tol, &l->m);
+            for (int k = 0; k < q->n_outputs; k++) {
+                if (strcmp(q->output_tensors[k], a->tensor) || a->shape.rank < 1) continue;
+                int64_t w = a->shape.d[a->shape.rank - 1];
+                if (w >= 2 && n1 % w == 0) {
+                    cd_topk_agreement(fa, fb, n1 / w, w, &l->top1, &l->top5);
+                    l->has_topk = true;
+                }
+                l->is_output = true;
+            }
+            if (q->rg) {
+                int gj = find_match(a, tg, ng, usedg, q->by_op_index);
+                if (gj >= 0 && !tg[gj].stats_only) {
+                    usedg[gj] = true;
+                    st = cd_dump_read_f32(q->rg, q->run_g, tg[gj].dataset, &fg, &n3, err);
+                    if (!st && n3 == n1) {
+                        cd_metrics_compute(fg, fa, n1, &a->shape, q->half_ulps, &l->tol, &l->ga);
+                        cd_metrics_compute(fg, fb, n1, &a->shape, q->half_ulps, &l->tol, &l->gb);
+                        l->has_golden = true;
+                    }
+                }
+            }
+        }
+        free(fa); free(fb); free(fg);
+        an->n_layers++;
+    }
+    for (int j = 0; j < nb && !st; j++)
+        if (!used[j]) add_unmatched(unmatched, n_unmatched, 'b', &tb[j]);
+    if (!st) cd_analyze(an);
+done:
+    free(ta); free(tb); free(tg); free(used); free(usedg);
+    if (st) cd_analysis_free(an);
+    return st;
+}
+
+cd_status cd_compare_store(cd_dump *d, const char *run_a, const char *run_b, const cd_analysis *an,
+                           const char *policy_desc, cd_error *err) {
+    int64_t n = an->n_layers;
+    size_t rows = (size_t)(n ? n : 1);
+    int64_t *opi = calloc(rows, sizeof *opi), *pass = calloc(rows, sizeof *pass), *fails = calloc(rows, sizeof *fails),
+            *worst = calloc(rows, sizeof *worst), *nf = calloc(rows, sizeof *nf);
+    double *cols[12];
+    for (int k = 0; k < 12; k++) cols[k] = calloc(rows, sizeof(double));
+    const char **layer = calloc(rows, sizeof *layer), **type = calloc(rows, sizeof *type),
+               **tensor = calloc(rows, sizeof *tensor), **rule = calloc(rows, sizeof *rule),
+               **wb = calloc(rows, sizeof *wb);
+    cd_status st = CD_OK;
+    for (int k = 0; k < 12; k++) if (!cols[k]) st = CD_E_NOMEM;
+    if (st || !opi || !pass || !fails || !worst || !nf || !layer || !type || !tensor || !rule || !wb) {
+        st = cd_err(err, CD_E_NOMEM, "out of memory");
+        goto done;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        const cd_layer_cmp *l = &an->layers[i];
+        opi[i] = l->op_index; pass[i] = l->m.pass; fails[i] = l->m.fail_count; worst[i] = l->m.worst_index;
+        nf[i] = l->m.nonfinite_mismatch;
+        layer[i] = l->layer; type[i] = l->op_type; tensor[i] = l->tensor; rule[i] = l->rule; wb[i] = l->where_b;
+        double v[12] = {l->m.max_abs, l->m.mean_abs, l->m.rmse, l->m.max_rel, l->m.cosine, l->m.snr_db,
+                        l->m.max_ulp, l->m.fail_fraction, l->rel_err, l->growth, l->tol.atol, l->tol.rtol};
+        for (int k = 0; k < 12; k++) cols[k][i] = v[k];
+    }
+    cd_column c[] = {
+        {"op_index", CD_COL_I64, opi}, {"layer", CD_COL_STR, layer}, {"op_type", CD_COL_STR, type},
+        {"tensor", CD_COL_STR, tensor}, {"pass", CD_COL_I64, pass}, {"max_abs", CD_COL_F64, cols[0]},
+        {"mean_abs", CD_COL_F64, cols[1]}, {"rmse", CD_COL_F64, cols[2]}, {"max_rel", CD_COL_F64, cols[3]},
+        {"cosine", CD_COL_F64, cols[4]}, {"snr_db", CD_COL_F64, cols[5]}, {"max_ulp", CD_COL_F64, cols[6]},
+        {"fail_count", CD_COL_I64, fails}, {"fail_fraction", CD_COL_F64, cols[7]},
+        {"worst_index", CD_COL_I64, worst}, {"nonfinite_mismatch", CD_COL_I64, nf},
+        {"rel_err", CD_COL_F64, cols[8]}, {"growth", CD_COL_F64, cols[9]}, {"atol", CD_COL_F64, cols[10]},
+        {"rtol", CD_COL_F64, cols[11]}, {"rule", CD_COL_STR, rule}, {"where_b", CD_COL_STR, wb},
+    };
+    char path[256];
+    snprintf(path, sizeof path, "/compare/%s__%s", run_a, run_b);
+    st = cd_dump_make_group(d, path, err);
+    char tpath[300];
+    snprintf(tpath, sizeof tpath, "%s/table", path);
+    if (!st) st = cd_dump_write_table(d, tpath, c, (int)(sizeof c / sizeof c[0]), n, err);
+    if (!st) st = cd_dump_set_attr_str(d, path, "policy", policy_desc ? policy_desc : "", err);
+    if (!st) st = cd_dump_set_attr_str(d, path, "verdict", an->verdict == CD_VERDICT_PASS ? "pass" : an->verdict == CD_VERDICT_FAIL ? "fail" : "crash", err);
+    if (!st) st = cd_dump_set_attr_str(d, path, "first_divergence", an->first_fail >= 0 ? an->layers[an->first_fail].layer : "", err);
+    if (!st) st = cd_dump_set_attr_i64(d, path, "first_divergence_op", an->first_fail >= 0 ? an->layers[an->first_fail].op_index : -1, err);
+    if (!st) st = cd_dump_set_attr_str(d, path, "first_divergence_kind", an->first_kind, err);
+done:
+    free(opi); free(pass); free(fails); free(worst); free(nf);
+    for (int k = 0; k < 12; k++) free(cols[k]);
+    free(layer); free(type); free(tensor); free(rule); free(wb);
+    return st;
+}

@@ -1,0 +1,35 @@
+/* Comparing runs stored in dumps: matches tensors, computes metrics per layer, and stores
+ * the comparison table back into a dump. */
+#ifndef CD_DUMPCMP_H
+#define CD_DUMPCMP_H
+#include "compare/analysis.h"
+#include "store/dump.h"
+
+typedef struct cd_cmp_unmatched {
+    char side;           /* 'a' or 'b' */
+    char tensor[256];
+    char layer[128];
+    int op_index;
+} cd_cmp_unmatched;
+
+typedef struct cd_cmp_request {
+    const cd_dump_reader *ra, *rb;  /* may be the same reader */
+    const char *run_a, *run_b;
+    const cd_dump_reader *rg;       /* golden (fp16 mode), NULL if none */
+    const char *run_g;
+    const cd_policy *policy;
+    bool by_op_index;               /* same model: match on op index + tensor; else name + shape */
+    bool half_ulps;                 /* ULPs in binary16 */
+    const char *const *output_tensors; /* names of model outputs (top-k), may be NULL */
+    int n_outputs;
+} cd_cmp_request;
+
+cd_status cd_compare_runs(const cd_cmp_request *q, cd_analysis *an, cd_cmp_unmatched **unmatched,
+                          int *n_unmatched, cd_error *err);
+/* Writes the comparison table under /compare/ (+ attrs: policy, first_divergence, verdict, kind). */
+cd_status cd_compare_store(cd_dump *d, const char *run_a, const char *run_b, const cd_analysis *an,
+                           const char *policy_desc, cd_error *err);
+/* Reads the two tensors of layer i back (for heatmaps); *ref/*val malloc'ed. */
+cd_status cd_compare_read_pair(const cd_cmp_request *q, const cd_layer_cmp *l, float **ref, float **val,
+                               cd_error *err);
+#endif

@@ -1,0 +1,14 @@
+/* Writer for Paddle-Lite .nb models, meta_version 2, laid out the way Paddle-Lite's own
+ * writer does (nb-format §1.3, §2.10): defaults omitted, empty strings/vectors present,
+ * op inputs/outputs/attributes sorted by key, parameter records sorted by name. Used by
+ * the test-data generator and by round-trip tests. */
+#ifndef CD_NB_WRITER_H
+#define CD_NB_WRITER_H
+#include <stddef.h>
+#include <stdint.h>
+#include "model/graph.h"
+
+cd_status cd_nb_write(const cd_graph *g, const char *path, cd_error *err);
+/* *out is malloc'ed (caller frees). */
+cd_status cd_nb_write_mem(const cd_graph *g, uint8_t **out, size_t *len, cd_error *err);
+#endif

@@ -1,0 +1,514 @@
+/* HDF5 dump reader: runs, tensors in op order, values as float32, attributes, tables.
+ * Dumps are untrusted input (they may come from another machine or be truncated): every
+ * HDF5 failure becomes CD_E_MODEL with the path of the object that failed. */
+#include <hdf5.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include "store/dump.h"
+#include "util/fp16.h"
+
+struct cd_dump_reader {
+    hid_t file;
+    char *path;
+    int format_version;
+    bool complete;
+    int n_runs;
+    char **runs;
+};
+
+bool cd_dump_reader_complete(const cd_dump_reader *r) { return r->complete; }
+int cd_dump_reader_format_version(const cd_dump_reader *r) { return r->format_version; }
+int cd_dump_n_runs(const cd_dump_reader *r) { return r->n_runs; }
+const char *cd_dump_run_name(const cd_dump_reader *r, int i) {
+    return i >= 0 && i < r->n_runs ? r->runs[i] : NULL;
+}
+int cd_dump_find_run(const cd_dump_reader *r, const char *run) {
+    for (int i = 0; i < r->n_runs; i++)
+        if (!strcmp(r->runs[i], run)) return i;
+    return -1;
+}
+
+bool cd_dump_has(const cd_dump_reader *r, const char *path) {
+    if (!path || path[0] != '/') return false;
+    if (!strcmp(path, "/")) return true;
+    /* H5Lexists needs every parent to exist: check component by component */
+    char buf[1024];
+    size_t len = strlen(path);
+    if (len >= sizeof buf) return false;
+    memcpy(buf, path, len + 1);
+    for (size_t i = 1; i <= len; i++) {
+        if (buf[i] != '/' && buf[i] != 0) continue;
+        char save = buf[i];
+        buf[i] = 0;
+        htri_t ex = H5Lexists(r->file, buf, H5P_DEFAULT);
+        buf[i] = save;
+        if (ex <= 0) { H5Eclear2(H5E_DEFAULT); return false; }
+    }
+    return true;
+}
+
+/* ---------------- attributes ---------------- */
+
+static hid_t open_attr(const cd_dump_reader *r, const char *path, const char *name, cd_error *err) {
+    if (!cd_dump_has(r, path)) {
+        cd_err(err, CD_E_MODEL, "dump '%s' has no object '%s'", r->path, path);
+        return -1;
+    }
+    htri_t ex = H5Aexists_by_name(r->file, path, name, H5P_DEFAULT);
+    if (ex <= 0) {
+        H5Eclear2(H5E_DEFAULT);
+        cd_err(err, CD_E_MODEL, "dump '%s': '%s' lacks attribute '%s' (not a cldiff dump, or damaged)", r->path,
+               path, name);
+        return -1;
+    }
+    hid_t a = H5Aopen_by_name(r->file, path, name, H5P_DEFAULT, H5P_DEFAULT);
+    if (a < 0) cd_dump_h5_error(err, CD_E_MODEL, "dump '%s': cannot open attribute '%s' of '%s'", r->path, name, path);
+    return a;
+}
+
+cd_status cd_dump_attr_str(const cd_dump_reader *r, const char *path, const char *name, char *buf, size_t n,
+                           cd_error *err) {
+    if (n) buf[0] = 0;
+    hid_t a = open_attr(r, path, name, err);
+    if (a < 0) return err ? err->code : CD_E_MODEL;
+    hid_t t = H5Aget_type(a), sp = H5Aget_space(a);
+    cd_status st = CD_OK;
+    if (H5Tget_class(t) != H5T_STRING || H5Sget_simple_extent_npoints(sp) != 1) {
+        st = cd_err(err, CD_E_MODEL, "dump '%s': attribute '%s' of '%s' is not a string", r->path, name, path);
+    } else if (H5Tis_variable_str(t) > 0) {
+        hid_t mt = H5Tcopy(H5T_C_S1);
+        H5Tset_size(mt, H5T_VARIABLE);
+        H5Tset_cset(mt, H5Tget_cset(t));
+        char *s = NULL;
+        if (H5Aread(a, mt, &s) < 0)
+            st = cd_dump_h5_error(err, CD_E_MODEL, "dump '%s': cannot read attribute '%s' of '%s'", r->path, name, path);
+        else if (n)
+            snprintf(buf, n, "%s", s ? s : "");
+        if (s) H5free_memory(s);
+        H5Tclose(mt);
+    } else {
+        size_t sz = H5Tget_size(t);
+        char *tmp = malloc(sz + 1);
+        hid_t mt = H5Tcopy(t);
+        if (!tmp) st = cd_err(err, CD_E_NOMEM, "out of memory");
+        else if (H5Aread(a, mt, tmp) < 0)
+            st = cd_dump_h5_error(err, CD_E_MODEL, "dump '%s': cannot read attribute '%s' of '%s'", r->path, name, path);
+        else {
+            tmp[sz] = 0;
+            if (n) snprintf(buf, n, "%s", tmp);
+        }
+        H5Tclose(mt);
+        free(tmp);
+    }
+    H5Sclose(sp);
+    H5Tclose(t);
+    H5Aclose(a);
+    return st;
+}
+
+static cd_status attr_num(const cd_dump_reader *r, const char *path, const char *name, hid_t mtype, void *out,
+                          cd_error *err) {
+    hid_t a = open_attr(r, path, name, err);
+    if (a < 0) return err ? err->code : CD_E_MODEL;
+    hid_t t = H5Aget_type(a), sp = H5Aget_space(a);
+    H5T_class_t cls = H5Tget_class(t);
+    cd_status st = CD_OK;
+    if ((cls != H5T_INTEGER && cls != H5T_FLOAT) || H5Sget_simple_extent_npoints(sp) != 1)
+        st = cd_err(err, CD_E_MODEL, "dump '%s': attribute '%s' of '%s' is not a number", r->path, name, path);
+    else if (H5Aread(a, mtype, out) < 0)
+        st = cd_dump_h5_error(err, CD_E_MODEL, "dump '%s': cannot read attribute '%s' of '%s'", r->path, name, path);
+    H5Sclose(sp);
+    H5Tclose(t);
+    H5Aclose(a);
+    return st;
+}
+
+cd_status cd_dump_attr_f64(const cd_dump_reader *r, const char *path, const char *name, double *out,
+                           cd_error *err) {
+    return attr_num(r, path, name, H5T_NATIVE_DOUBLE, out, err);
+}
+
+cd_status cd_dump_attr_i64(const cd_dump_reader *r, const char *path, const char *name, int64_t *out,
+                           cd_error *err) {
+    return attr_num(r, path, name, H5T_NATIVE_INT64, out, err);
+}
+
+/* ---------------- open / close ---------------- */
+
+static herr_t collect_cb(hid_t g, const char *name, const H5L_info_t *info, void *ud) {
+    (void)g; (void)info;
+    cd_dump_reader *r = ud;
+    char **nr = realloc(r->runs, sizeof(char *) * (size_t)(r->n_runs + 1));
+    if (!nr) return -1;
+    r->runs = nr;
+    r->runs[r->n_runs] = cd_strdup(name);
+    if (!r->runs[r->n_runs]) return -1;
+    r->n_runs++;
+    return 0;
+}
+
+void cd_dump_reader_close(cd_dump_reader *r) {
+    if (!r) return;
+    if (r->file >= 0) H5Fclose(r->file);
+    for (int i = 0; i < r->n_runs; i++) free(r->runs[i]);
+    free(r->runs);
+    free(r->path);
+    free(r);
+}
+
+cd_status cd_dump_open(const char *path, cd_dump_reader **out, cd_error *err) {
+    *out = NULL;
+    cd_dump_h5_quiet();
+    if (access(path, R_OK) != 0) return cd_err(err, CD_E_USAGE, "cannot read dump '%s': no such file or no permission", path);
+    htri_t is = H5Fis_hdf5(path);
+    if (is <= 0) {
+        H5Eclear2(H5E_DEFAULT);
+        return cd_err(err, CD_E_MODEL, "'%s' is not an HDF5 file (expected a cldiff dump)", path);
+    }
+    cd_dump_reader *r = cd_calloc(1, sizeof *r, err);
+    if (!r) return CD_E_NOMEM;
+    r->file = H5Fopen(path, H5F_ACC_RDONLY, H5P_DEFAULT);
+    r->path = cd_strdup(path);
+    if (r->file < 0) {
+        cd_status st = cd_dump_h5_error(err, CD_E_MODEL, "cannot open dump '%s' (damaged file?)", path);
+        cd_dump_reader_close(r);
+        return st;
+    }
+    int64_t fv = 0, complete = 0;
+    cd_status st = cd_dump_attr_i64(r, "/", "format_version", &fv, err);
+    if (st) {
+        cd_err_prefix(err, "not a cldiff dump: ");
+        cd_dump_reader_close(r);
+        return CD_E_MODEL;
+    }
+    if (fv < 1 || fv > CD_DUMP_FORMAT_VERSION) {
+        cd_dump_reader_close(r);
+        return cd_err(err, CD_E_MODEL, "dump '%s' has format_version %lld; this cldiff reads version %d (upgrade cldiff)",
+                      path, (long long)fv, CD_DUMP_FORMAT_VERSION);
+    }
+    r->format_version = (int)fv;
+    if (cd_dump_attr_i64(r, "/", "complete", &complete, err)) { cd_dump_reader_close(r); return CD_E_MODEL; }
+    r->complete = complete != 0;
+    if (cd_dump_has(r, "/runs")) {
+        hsize_t idx = 0;
+        if (H5Literate_by_name(r->file, "/runs", H5_INDEX_NAME, H5_ITER_INC, &idx, collect_cb, r, H5P_DEFAULT) < 0) {
+            st = cd_dump_h5_error(err, CD_E_MODEL, "cannot list the runs of dump '%s'", path);
+            cd_dump_reader_close(r);
+            return st;
+        }
+    }
+    *out = r;
+    return CD_OK;
+}
+
+/* ---------------- tensors ---------------- */
+
+typedef struct {
+    const cd_dump_reader *r;
+    const char *run;
+    cd_dump_tensor_info *v;
+    int n, cap;
+    cd_error *err;
+    cd_status st;
+} list_ctx;
+
+static cd_dtype dtype_from_name(const char *s) {
+    for (int t = 0; t < CD_DTYPE_COUNT; t++)
+        if (!strcmp(s, cd_dtype_name((cd_dtype)t))) return (cd_dtype)t;
+    return CD_DTYPE_COUNT;
+}
+
+static cd_status read_shape_attr(const cd_dump_reader *r, const char *path, cd_shape *s, cd_error *err) {
+    hid_t a = open_attr(r, path, "shape", err);
+    if (a < 0) return err ? err->code : CD_E_MODEL;
+    hid_t sp = H5Aget_space(a);
+    cd_status st = CD_OK;
+    s->rank = 0;
+    if (H5Sget_simple_extent_type(sp) == H5S_SIMPLE) {
+        hssize_t n = H5Sget_simple_extent_npoints(sp);
+        if (n < 0 || n > CD_MAX_RANK)
+            st = cd_err(err, CD_E_MODEL, "dump '%s': '%s' has a shape of %lld dims", r->path, path, (long long)n);
+        else if (n > 0 && H5Aread(a, H5T_NATIVE_INT64, s->d) < 0)
+            st = cd_dump_h5_error(err, CD_E_MODEL, "dump '%s': cannot read the shape of '%s'", r->path, path);
+        else
+            s->rank = (int)n;
+    }
+    H5Sclose(sp);
+    H5Aclose(a);
+    return st;
+}
+
+static cd_status tensor_info(const cd_dump_reader *r, const char *run, const char *name, cd_dump_tensor_info *ti,
+                             cd_error *err) {
+    char path[512], dt[32];
+    memset(ti, 0, sizeof *ti);
+    snprintf(ti->dataset, sizeof ti->dataset, "%s", name);
+    snprintf(path, sizeof path, "/runs/%s/%s", run, name);
+    int64_t v = 0;
+    cd_status st;
+    if ((st = cd_dump_attr_i64(r, path, "op_index", &v, err))) return st;
+    ti->op_index = (int)v;
+    if ((st = cd_dump_attr_str(r, path, "tensor", ti->tensor, sizeof ti->tensor, err))) return st;
+    if ((st = cd_dump_attr_str(r, path, "op_type", ti->op_type, sizeof ti->op_type, err))) return st;
+    if ((st = cd_dump_attr_str(r, path, "layer", ti->layer, sizeof ti->layer, err))) return st;
+    if ((st = cd_dump_attr_str(r, path, "dtype", dt, sizeof dt, err))) return st;
+    ti->dtype = dtype_from_name(dt);
+    if (ti->dtype == CD_DTYPE_COUNT) return cd_err(err, CD_E_MODEL, "dump '%s': '%s' has unknown dtype '%s'", r->path, path, dt);
+    if ((st = read_shape_attr(r, path, &ti->shape, err))) return st;
+    ti->numel = cd_shape_numel(&ti->shape);
+    if (ti->numel < 0) return cd_err(err, CD_E_MODEL, "dump '%s': '%s' has a bad shape", r->path, path);
+    /* the remaining attributes are informative: absent ones keep their defaults */
+    cd_error ignore;
+    ti->kernel_us = -1;
+    cd_dump_attr_f64(r, path, "elapsed_us", &ti->elapsed_us, &ignore);
+    cd_dump_attr_f64(r, path, "kernel_us", &ti->kernel_us, &ignore);
+    cd_dump_attr_str(r, path, "where", ti->where, sizeof ti->where, &ignore);
+    cd_dump_attr_str(r, path, "kernel", ti->kernel, sizeof ti->kernel, &ignore);
+    cd_dump_attr_str(r, path, "note", ti->note, sizeof ti->note, &ignore);
+    if (cd_dump_attr_i64(r, path, "stats_only", &v, &ignore) == CD_OK) ti->stats_only = v != 0;
+    if (cd_dump_attr_i64(r, path, "count", &ti->stats.count, &ignore) == CD_OK) {
+        ti->has_stats = true;
+        ti->stats.min = ti->stats.max = ti->stats.mean = NAN;
+        cd_dump_attr_f64(r, path, "min", &ti->stats.min, &ignore);
+        cd_dump_attr_f64(r, path, "max", &ti->stats.max, &ignore);
+        cd_dump_attr_f64(r, path, "mean", &ti->stats.mean, &ignore);
+        cd_dump_attr_i64(r, path, "nan_count", &ti->stats.nan_count, &ignore);
+        cd_dump_attr_i64(r, path, "inf_count", &ti->stats.inf_count, &ignore);
+    }
+    return CD_OK;
+}
+
+static herr_t list_cb(hid_t g, const char *name, const H5L_info_t *info, void *ud) {
+    (void)g; (void)info;
+    list_ctx *c = ud;
+    if (c->n == c->cap) {
+        int nc = c->cap ? c->cap * 2 : 64;
+        cd_dump_tensor_info *nv = realloc(c->v, sizeof *nv * (size_t)nc);
+        if (!nv) { c->st = cd_err(c->err, CD_E_NOMEM, "out of memory listing run '%s'", c->run); return -1; }
+        c->v = nv;
+        c->cap = nc;
+    }
+    c->st = tensor_info(c->r, c->run, name, &c->v[c->n], c->err);
+    if (c->st) return -1;
+    c->n++;
+    return 0;
+}
+
+static int by_op(const void *a, const void *b) {
+    const cd_dump_tensor_info *x = a, *y = b;
+    if (x->op_index != y->op_index) return x->op_index < y->op_index ? -1 : 1;
+    return strcmp(x->dataset, y->dataset);
+}
+
+cd_status cd_dump_list_tensors(const cd_dump_reader *r, const char *run, cd_dump_tensor_info **out, int *n,
+                               cd_error *err) {
+    *out = NULL;
+    *n = 0;
+    if (cd_dump_find_run(r, run) < 0) {
+        char have[512] = "";
+        size_t o = 0;
+        for (int i = 0; i < r->n_runs && o < sizeof have - 64; i++)
+            o += (size_t)snprintf(have + o, sizeof have - o, "%s%s", i ? ", " : "", r->runs[i]);
+        return cd_err(err, CD_E_USAGE, "dump '%s' has no run '%s' (runs: %s)", r->path, run, r->n_runs ? have : "none");
+    }
+    char path[160];
+    snprintf(path, sizeof path, "/runs/%s", run);
+    list_ctx c = {r, run, NULL, 0, 0, err, CD_OK};
+    hsize_t idx = 0;
+    herr_t h = H5Literate_by_name(r->file, path, H5_INDEX_NAME, H5_ITER_INC, &idx, list_cb, &c, H5P_DEFAULT);
+    if (h < 0 || c.st) {
+        cd_status st = c.st ? c.st : cd_dump_h5_error(err, CD_E_MODEL, "cannot list run '%s' of dump '%s'", run, r->path);
+        H5Eclear2(H5E_DEFAULT);
+        free(c.v);
+        return st;
+    }
+    if (c.n > 1) qsort(c.v, (size_t)c.n, sizeof *c.v, by_op);
+    *out = c.v;
+    *n = c.n;
+    return CD_OK;
+}
+
+/* Reads the dataset at path into float32 (half widened by cd_half_to_float, the project's
+ * bit-exact conversion; other types converted by HDF5). */
+static cd_status read_f32(const cd_dump_reader *r, const char *path, float **data, cd_shape *shape, int64_t *numel,
+                          cd_error *err) {
+    *data = NULL;
+    if (!cd_dump_has(r, path)) return cd_err(err, CD_E_MODEL, "dump '%s' has no dataset '%s'", r->path, path);
+    hid_t ds = H5Dopen2(r->file, path, H5P_DEFAULT);
+    if (ds < 0) return cd_dump_h5_error(err, CD_E_MODEL, "dump '%s': cannot open dataset '%s'", r->path, path);
+    hid_t sp = H5Dget_space(ds), t = H5Dget_type(ds);
+    cd_status st = CD_OK;
+    H5S_class_t cls = H5Sget_simple_extent_type(sp);
+    cd_shape s = {0};
+    if (cls == H5S_NULL) {
+        st = cd_err(err, CD_E_USAGE, "dump '%s': '%s' holds statistics only (run was made with --dump stats)", r->path, path);
+    } else {
+        int rank = H5Sget_simple_extent_ndims(sp);
+        if (rank < 0 || rank > CD_MAX_RANK) {
+            st = cd_err(err, CD_E_MODEL, "dump '%s': dataset '%s' has %d dimensions", r->path, path, rank);
+        } else {
+            hsize_t dims[CD_MAX_RANK];
+            H5Sget_simple_extent_dims(sp, dims, NULL);
+            s.rank = rank;
+            for (int i = 0; i < rank; i++) s.d[i] = (int64_t)dims[i];
+        }
+    }
+    H5T_class_t tc = H5Tget_class(t);
+    if (!st && tc != H5T_FLOAT && tc != H5T_INTEGER)
+        st = cd_err(err, CD_E_MODEL, "dump '%s': dataset '%s' is not numeric", r->path, path);
+    int64_t n = st ? 0 : cd_shape_numel(&s);
+    if (!st && n < 0) st = cd_err(err, CD_E_MODEL, "dump '%s': dataset '%s' is too large", r->path, path);
+    float *buf = NULL;
+    if (!st) {
+        buf = cd_malloc((size_t)n * sizeof(float), err);
+        if (!buf) st = CD_E_NOMEM;
+    }
+    if (!st && n > 0) {
+        bool half = tc == H5T_FLOAT && H5Tget_size(t) == 2;
+        if (half) {
+            /* read half bits into the upper half of the buffer, widen in place front to back */
+            hid_t mt = H5Tcopy(H5T_NATIVE_FLOAT);
+            H5Tset_fields(mt, 15, 10, 5, 0, 10);
+            H5Tset_precision(mt, 16);
+            H5Tset_ebias(mt, 15);
+            H5Tset_size(mt, 2);
+            uint16_t *h = (uint16_t *)buf + n;
+            if (H5Dread(ds, mt, H5S_ALL, H5S_ALL, H5P_DEFAULT, h) < 0)
+                st = cd_dump_h5_error(err, CD_E_MODEL, "dump '%s': cannot read '%s' (damaged file?)", r->path, path);
+            else
+                for (int64_t i = 0; i < n; i++) buf[i] = cd_half_to_float(h[i]);
+            H5Tclose(mt);
+        } else if (H5Dread(ds, H5T_NATIVE_FLOAT, H5S_ALL, H5S_ALL, H5P_DEFAULT, buf) < 0) {
+            st = cd_dump_h5_error(err, CD_E_MODEL, "dump '%s': cannot read '%s' (damaged file?)", r->path, path);
+        }
+    }
+    H5Tclose(t);
+    H5Sclose(sp);
+    H5Dclose(ds);
+    if (st) { free(buf); return st; }
+    *data = buf;
+    if (shape) *shape = s;
+    if (numel) *numel = n;
+    return CD_OK;
+}
+
+cd_status cd_dump_read_f32(const cd_dump_reader *r, const char *run, const char *dataset, float **data,
+                           int64_t *numel, cd_error *err) {
+    char path[512];
+    snprintf(path, sizeof path, "/runs/%s/%s", run, dataset);
+    return read_f32(r, path, data, NULL, numel, err);
+}
+
+cd_status cd_dump_read_path_f32(const cd_dump_reader *r, const char *path, float **data, cd_shape *shape,
+                                cd_error *err) {
+    return read_f32(r, path, data, shape, NULL, err);
+}
+
+cd_status cd_dump_read_input(const cd_dump_reader *r, const char *name, cd_value *out, cd_error *err) {
+    char esc[512], path[540];
+    memset(out, 0, sizeof *out);
+    if (!cd_dump_escape(name, esc, sizeof esc)) return cd_err(err, CD_E_MODEL, "input name too long");
+    snprintf(path, sizeof path, "/inputs/%s", esc);
+    if (!cd_dump_has(r, path)) return cd_err(err, CD_E_MODEL, "dump '%s' holds no input '%s' (%s)", r->path, name, path);
+    float *d;
+    cd_shape s;
+    int64_t n;
+    cd_status st = read_f32(r, path, &d, &s, &n, err);
+    if (st) return st;
+    out->dtype = CD_F32;
+    out->shape = s;
+    out->data = d;
+    out->nbytes = (size_t)n * sizeof(float);
+    out->owned = true;
+    return CD_OK;
+}
+
+/* ---------------- tables ---------------- */
+
+void cd_dump_table_free(cd_column *cols, int ncols, int64_t nrows) {
+    for (int c = 0; c < ncols; c++) {
+        if (cols[c].type == CD_COL_STR && cols[c].data) {
+            char **s = (char **)cols[c].data;
+            for (int64_t i = 0; i < nrows; i++) free(s[i]);
+        }
+        free((void *)cols[c].data);
+        cols[c].data = NULL;
+    }
+}
+
+cd_status cd_dump_read_table(const cd_dump_reader *r, const char *path, cd_column *cols, int ncols,
+                             int64_t *nrows, cd_error *err) {
+    *nrows = 0;
+    for (int c = 0; c < ncols; c++) cols[c].data = NULL;
+    if (!cd_dump_has(r, path)) return cd_err(err, CD_E_MODEL, "dump '%s' has no table '%s'", r->path, path);
+    hid_t ds = H5Dopen2(r->file, path, H5P_DEFAULT);
+    if (ds < 0) return cd_dump_h5_error(err, CD_E_MODEL, "dump '%s': cannot open table '%s'", r->path, path);
+    hid_t ft = H5Dget_type(ds), sp = H5Dget_space(ds);
+    cd_status st = CD_OK;
+    hssize_t n = H5Sget_simple_extent_npoints(sp);
+    if (H5Tget_class(ft) != H5T_COMPOUND || H5Sget_simple_extent_ndims(sp) != 1 || n < 0)
+        st = cd_err(err, CD_E_MODEL, "dump '%s': '%s' is not a table", r->path, path);
+    for (int c = 0; !st && c < ncols; c++) {
+        int idx = H5Tget_member_index(ft, cols[c].name);
+        if (idx < 0) {
+            H5Eclear2(H5E_DEFAULT);
+            st = cd_err(err, CD_E_MODEL, "dump '%s': table '%s' has no column '%s'", r->path, path, cols[c].name);
+            break;
+        }
+        /* read one column at a time through a one-member memory compound */
+        size_t esz = 8;
+        hid_t mt_member;
+        if (cols[c].type == CD_COL_I64) mt_member = H5Tcopy(H5T_NATIVE_INT64);
+        else if (cols[c].type == CD_COL_F64) mt_member = H5Tcopy(H5T_NATIVE_DOUBLE);
+        else {
+            hid_t mtype = H5Tget_member_type(ft, (unsigned)idx);
+            if (H5Tget_class(mtype) != H5T_STRING || H5Tis_variable_str(mtype) > 0) {
+                H5Tclose(mtype);
+                st = cd_err(err, CD_E_MODEL, "dump '%s': column '%s' of '%s' is not a fixed string", r->path,
+                            cols[c].name, path);
+                break;
+            }
+            esz = H5Tget_size(mtype);
+            mt_member = H5Tcopy(mtype);
+            H5Tclose(mtype);
+        }
+        hid_t mt = H5Tcreate(H5T_COMPOUND, esz);
+        H5Tinsert(mt, cols[c].name, 0, mt_member);
+        unsigned char *raw = cd_calloc((size_t)(n ? n : 1), esz, err);
+        if (!raw) st = CD_E_NOMEM;
+        else if (n > 0 && H5Dread(ds, mt, H5S_ALL, H5S_ALL, H5P_DEFAULT, raw) < 0)
+            st = cd_dump_h5_error(err, CD_E_MODEL, "dump '%s': cannot read column '%s' of '%s'", r->path,
+                                  cols[c].name, path);
+        if (!st) {
+            if (cols[c].type != CD_COL_STR) {
+                cols[c].data = raw;
+                raw = NULL;
+            } else {
+                char **s = cd_calloc((size_t)(n ? n : 1), sizeof(char *), err);
+                if (!s) st = CD_E_NOMEM;
+                for (hssize_t i = 0; !st && i < n; i++) {
+                    s[i] = cd_malloc(esz + 1, err);
+                    if (!s[i]) { st = CD_E_NOMEM; break; }
+                    memcpy(s[i], raw + (size_t)i * esz, esz);
+                    s[i][esz] = 0;
+                }
+                cols[c].data = s;
+            }
+        }
+        free(raw);
+        H5Tclose(mt);
+        H5Tclose(mt_member);
+    }
+    H5Sclose(sp);
+    H5Tclose(ft);
+    H5Dclose(ds);
+    if (st) {
+        cd_dump_table_free(cols, ncols, n > 0 ? n : 0);
+        return st;
+    }
+    *nrows = n;
+    return CD_OK;
+}

@@ -1,0 +1,191 @@
+/* cd_gemm_f32 / cd_gemm_f16 against a naive double-accumulation reference: every size
+ * from 1 to 129 on each axis class (below, at and above the MR/NR/KC tile edges), all
+ * four transpose combinations, alpha/beta, leading dimensions larger than the matrix,
+ * the packed-B callback, and 1 vs 2 threads giving identical bits. */
+#include <criterion/criterion.h>
+#include <math.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include "backends/cpu/gemm.h"
+
+static uint32_t g_rng = 12345u;
+static float frand(void) { /* values in [-1, 1), exactly representable in half */
+    g_rng = g_rng * 1664525u + 1013904223u;
+    return (float)((int)(g_rng >> 22) - 512) / 512.0f;
+}
+
+/* Reference: C = alpha*op(A)*op(B) + beta*C in double. */
+static void ref_gemm(int M, int N, int K, double alpha, const float *A, int lda, bool ta,
+                     const float *B, int ldb, bool tb, double beta, const float *C0, double *C, int ldc) {
+    for (int i = 0; i < M; i++)
+        for (int j = 0; j < N; j++) {
+            double s = 0;
+            for (int k = 0; k < K; k++) {
+                double a = ta ? A[(size_t)k * lda + i] : A[(size_t)i * lda + k];
+                double b = tb ? B[(size_t)j * ldb + k] : B[(size_t)k * ldb + j];
+                s += a * b;
+            }
+            C[(size_t)i * ldc + j] = alpha * s + (beta != 0 ? beta * C0[(size_t)i * ldc + j] : 0);
+        }
+}
+
+typedef struct { int M, N, K; bool ta, tb; float alpha, beta; int pad; int threads; } gcase;
+
+static void run_f32(gcase g) {
+    int lda = (g.ta ? g.M : g.K) + g.pad, ldb = (g.tb ? g.K : g.N) + g.pad, ldc = g.N + g.pad;
+    size_t na = (size_t)(g.ta ? g.K : g.M) * lda, nb = (size_t)(g.tb ? g.N : g.K) * ldb, nc = (size_t)g.M * ldc;
+    float *A = malloc(na * 4 + 4), *B = malloc(nb * 4 + 4), *C = malloc(nc * 4 + 4), *C0 = malloc(nc * 4 + 4);
+    double *R = malloc(nc * 8 + 8);
+    for (size_t i = 0; i < na; i++) A[i] = frand();
+    for (size_t i = 0; i < nb; i++) B[i] = frand();
+    for (size_t i = 0; i < nc; i++) C0[i] = g.beta != 0 ? frand() : NAN; /* beta 0 must not read C */
+    memcpy(C, C0, nc * 4);
+    cd_gemm_f32(g.M, g.N, g.K, g.alpha, A, lda, g.ta, B, ldb, g.tb, g.beta, C, ldc, g.threads);
+    ref_gemm(g.M, g.N, g.K, g.alpha, A, lda, g.ta, B, ldb, g.tb, g.beta, C0, R, ldc);
+    for (int i = 0; i < g.M; i++)
+        for (int j = 0; j < g.N; j++) {
+            double r = R[(size_t)i * ldc + j], c = C[(size_t)i * ldc + j];
+            /* float accumulation of K products of magnitude <= 1: error <= K * 2^-24 * sum|ab| */
+            double tol = 1e-6 * (g.K + 2) * (fabs(g.alpha) + 1) + 1e-6;
+            cr_assert(fabs(r - c) <= tol, "f32 M=%d N=%d K=%d ta=%d tb=%d alpha=%g beta=%g: C[%d][%d]=%.9g ref %.9g",
+                      g.M, g.N, g.K, g.ta, g.tb, g.alpha, g.beta, i, j, c, r);
+        }
+    /* padding columns of C are never written */
+    for (int i = 0; i < g.M; i++)
+        for (int j = g.N; j < ldc; j++)
+            cr_assert(memcmp(&C[(size_t)i * ldc + j], &C0[(size_t)i * ldc + j], 4) == 0, "C padding written");
+    free(A); free(B); free(C); free(C0); free(R);
+}
+
+static void run_f16(gcase g) {
+    int lda = (g.ta ? g.M : g.K) + g.pad, ldb = (g.tb ? g.K : g.N) + g.pad, ldc = g.N + g.pad;
+    size_t na = (size_t)(g.ta ? g.K : g.M) * lda, nb = (size_t)(g.tb ? g.N : g.K) * ldb, nc = (size_t)g.M * ldc;
+    float *A = malloc(na * 4 + 4), *B = malloc(nb * 4 + 4), *C0 = malloc(nc * 4 + 4);
+    _Float16 *Ah = malloc(na * 2 + 2), *Bh = malloc(nb * 2 + 2), *Ch = malloc(nc * 2 + 2);
+    double *R = malloc(nc * 8 + 8);
+    for (size_t i = 0; i < na; i++) { A[i] = frand(); Ah[i] = (_Float16)A[i]; }
+    for (size_t i = 0; i < nb; i++) { B[i] = frand(); Bh[i] = (_Float16)B[i]; }
+    for (size_t i = 0; i < nc; i++) { C0[i] = g.beta != 0 ? frand() : 0; Ch[i] = g.beta != 0 ? (_Float16)C0[i] : (_Float16)NAN; }
+    cd_gemm_f16(g.M, g.N, g.K, (_Float16)g.alpha, Ah, lda, g.ta, Bh, ldb, g.tb, (_Float16)g.beta, Ch, ldc, g.threads);
+    ref_gemm(g.M, g.N, g.K, g.alpha, A, lda, g.ta, B, ldb, g.tb, g.beta, C0, R, ldc);
+    for (int i = 0; i < g.M; i++)
+        for (int j = 0; j < g.N; j++) {
+            double r = R[(size_t)i * ldc + j], c = (double)Ch[(size_t)i * ldc + j];
+            /* half accumulation: each of the K additions rounds at 2^-11 relative to the
+             * partial sum, bounded by K * 2^-11 * K (partial sums <= K). */
+            double tol = (g.K + 2) * (g.K + 2) * 4.9e-4 * (fabs(g.alpha) + 1) / 8 + 2e-3;
+            cr_assert(fabs(r - c) <= tol, "f16 M=%d N=%d K=%d ta=%d tb=%d: C[%d][%d]=%.6g ref %.6g",
+                      g.M, g.N, g.K, g.ta, g.tb, i, j, c, r);
+        }
+    free(A); free(B); free(C0); free(Ah); free(Bh); free(Ch); free(R);
+}
+
+static const int k_sizes[] = {1, 2, 3, 7, 8, 9, 15, 16, 17, 31, 33, 64, 65, 127, 128, 129};
+#define NSZ (int)(sizeof k_sizes / sizeof k_sizes[0])
+
+Test(gemm, f32_all_sizes_and_transposes) {
+    for (int t = 0; t < 4; t++)
+        for (int a = 0; a < NSZ; a++)
+            for (int b = 0; b < NSZ; b += 3) {
+                gcase g = {k_sizes[a], k_sizes[b], k_sizes[(a + b) % NSZ], t & 1, (t >> 1) & 1, 1.0f, 0.0f, 0, 2};
+                run_f32(g);
+                g.M = k_sizes[b]; g.N = k_sizes[a]; g.threads = 1;
+                run_f32(g);
+            }
+}
+
+Test(gemm, f32_every_size_1_to_129) {
+    for (int n = 1; n <= 129; n++) {
+        gcase g = {n, n, n, n & 1, (n >> 1) & 1, 1.0f, 0.0f, 0, 2};
+        run_f32(g);
+    }
+}
+
+Test(gemm, f32_deep_k_crosses_slices) {
+    /* K > KC (256) exercises accumulation over several K slices with beta and alpha */
+    gcase g1 = {13, 37, 600, false, false, 0.5f, 1.0f, 3, 2};
+    run_f32(g1);
+    gcase g2 = {70, 300, 513, true, true, -2.0f, 0.25f, 1, 2};
+    run_f32(g2);
+    gcase g3 = {1, 1000, 1100, false, false, 1.0f, 0.0f, 0, 2}; /* fc-like M=1 */
+    run_f32(g3);
+    gcase g4 = {1000, 3, 40, false, true, 1.0f, 0.0f, 0, 2};    /* tall and thin */
+    run_f32(g4);
+}
+
+Test(gemm, f32_alpha_beta_and_ld) {
+    float ab[][2] = {{1, 1}, {2, 0}, {-1, 0.5f}, {0.25f, -3}};
+    for (int i = 0; i < 4; i++)
+        for (int t = 0; t < 4; t++) {
+            gcase g = {19, 45, 23, t & 1, t >> 1, ab[i][0], ab[i][1], 5, 2};
+            run_f32(g);
+        }
+}
+
+Test(gemm, f32_k_zero_scales_c) {
+    float C[6] = {1, 2, 3, 4, 5, 6}, A[1] = {0}, B[1] = {0};
+    cd_gemm_f32(2, 3, 0, 1.0f, A, 1, false, B, 3, false, 2.0f, C, 3, 1);
+    for (int i = 0; i < 6; i++) cr_assert_eq(C[i], 2.0f * (i + 1));
+    cd_gemm_f32(2, 3, 0, 1.0f, A, 1, false, B, 3, false, 0.0f, C, 3, 1);
+    for (int i = 0; i < 6; i++) cr_assert_eq(C[i], 0.0f);
+}
+
+Test(gemm, f32_threads_bit_identical) {
+    int M = 45, N = 777, K = 300;
+    float *A = malloc((size_t)M * K * 4), *B = malloc((size_t)K * N * 4);
+    float *C1 = malloc((size_t)M * N * 4), *C2 = malloc((size_t)M * N * 4);
+    for (int i = 0; i < M * K; i++) A[i] = frand();
+    for (int i = 0; i < K * N; i++) B[i] = frand();
+    cd_gemm_f32(M, N, K, 1.0f, A, K, false, B, N, false, 0.0f, C1, N, 1);
+    cd_gemm_f32(M, N, K, 1.0f, A, K, false, B, N, false, 0.0f, C2, N, 2);
+    cr_assert(memcmp(C1, C2, (size_t)M * N * 4) == 0, "1 and 2 threads differ");
+    free(A); free(B); free(C1); free(C2);
+}
+
+Test(gemm, f16_sizes_and_transposes) {
+    for (int t = 0; t < 4; t++)
+        for (int a = 0; a < NSZ; a += 2)
+            for (int b = 0; b < NSZ; b += 5) {
+                gcase g = {k_sizes[a], k_sizes[b], k_sizes[(a * 3 + b) % 10], t & 1, t >> 1, 1.0f, 0.0f, 1, 2};
+                run_f16(g);
+            }
+    gcase g = {20, 40, 300, false, false, 0.5f, 1.0f, 2, 2};
+    run_f16(g);
+}
+
+Test(gemm, f16_accumulates_in_half) {
+    /* 2048 + 1 + 1 + ... in half: the spacing of halfs at 2048 is 2, so every +1 is a tie
+     * that rounds back to 2048 (to even). A float accumulator would reach 2048 + 255. K is
+     * kept within one K slice of the blocked kernel, so the order is exactly sequential. */
+    int K = 256;
+    _Float16 *A = malloc((size_t)K * 2), *B = malloc((size_t)K * 2), C = 0;
+    for (int k = 0; k < K; k++) { A[k] = (_Float16)1.0f; B[k] = k == 0 ? (_Float16)2048.0f : (_Float16)1.0f; }
+    cd_gemm_f16(1, 1, K, (_Float16)1, A, K, false, B, 1, false, (_Float16)0, &C, 1, 1);
+    cr_assert_eq((float)C, 2048.0f, "half accumulation expected 2048 (each +1 rounds away), got %g", (double)C);
+    free(A); free(B);
+}
+
+/* A packer that builds B[k][j] = k - j on the fly, as conv's im2col packer does. */
+static void pack_kmj(const void *ctx, int k0, int kc, int n0, int nc, void *dstv) {
+    float *dst = dstv;
+    (void)ctx;
+    for (int p = 0; p * CD_GEMM_NR < nc; p++)
+        for (int k = 0; k < kc; k++)
+            for (int j = 0; j < CD_GEMM_NR; j++) {
+                int col = p * CD_GEMM_NR + j;
+                dst[((size_t)p * kc + k) * CD_GEMM_NR + j] = col < nc ? (float)(k0 + k - (n0 + col)) : 0.0f;
+            }
+}
+
+Test(gemm, f32_packed_b_callback) {
+    int M = 11, N = 70, K = 300;
+    float *A = malloc((size_t)M * K * 4), *B = malloc((size_t)K * N * 4), *C = malloc((size_t)M * N * 4);
+    double *R = malloc((size_t)M * N * 8);
+    for (int i = 0; i < M * K; i++) A[i] = frand();
+    for (int k = 0; k < K; k++) for (int j = 0; j < N; j++) B[k * N + j] = (float)(k - j);
+    cd_gemm_f32_packed_b(M, N, K, 1.0f, A, K, false, pack_kmj, NULL, 0.0f, C, N, 2);
+    ref_gemm(M, N, K, 1, A, K, false, B, N, false, 0, C, R, N);
+    for (int i = 0; i < M * N; i++) cr_assert(fabs(R[i] - C[i]) <= 1e-5 * fabs(R[i]) + 1e-3, "at %d: %g vs %g", i, C[i], R[i]);
+    free(A); free(B); free(C); free(R);
+}

@@ -1,0 +1,523 @@
+/* Unit tests of the "basic" and "shape" CPU op families: shape rules and their error
+ * messages, and kernel values against independent scalar references, through cd_op_find
+ * with a hand-built op and cd_op_ctx (no model file needed). */
+#include <criterion/criterion.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include "engine/ops.h"
+#include "util/fp16.h"
+
+/* ---- a tiny hand-made op + value table ---- */
+
+#define NV 16
+typedef struct {
+    cd_op op;
+    cd_slot in[8], out[4];
+    int ids_in[8][8], ids_out[4][8];
+    cd_attr attrs[16];
+    int64_t ints[16][8];
+    double floats[16][4];
+    cd_value vals[NV];
+    cd_graph g;
+    cd_tensor tensors[NV];
+    cd_error err;
+    cd_op_ctx c;
+} T;
+
+static T *t_new(const char *type) {
+    T *t = calloc(1, sizeof *t);
+    t->op.type = (char *)type;
+    t->op.name = (char *)"test_0";
+    t->op.in = t->in;
+    t->op.out = t->out;
+    t->op.attrs = t->attrs;
+    t->g.tensors = t->tensors;
+    t->g.n_tensors = NV;
+    for (int i = 0; i < NV; i++) { t->vals[i].shape.rank = -1; t->tensors[i].dtype = CD_F32; }
+    t->c = (cd_op_ctx){.g = &t->g, .op = &t->op, .op_index = 7, .vals = t->vals, .prec = CD_PREC_FP32, .threads = 2,
+                       .err = &t->err};
+    return t;
+}
+
+static void t_free(T *t) {
+    for (int i = 0; i < NV; i++) cd_value_release(&t->vals[i]);
+    free(t);
+}
+
+static cd_slot *slot_for(cd_slot *arr, int *n, int (*ids)[8], const char *name) {
+    for (int i = 0; i < *n; i++)
+        if (!strcmp(arr[i].name, name)) return &arr[i];
+    cd_slot *s = &arr[*n];
+    s->name = (char *)name;
+    s->ids = ids[*n];
+    s->n = 0;
+    (*n)++;
+    return s;
+}
+static void t_in(T *t, const char *slot, int id) { cd_slot *s = slot_for(t->in, &t->op.n_in, t->ids_in, slot); s->ids[s->n++] = id; }
+static void t_out(T *t, const char *slot, int id) { cd_slot *s = slot_for(t->out, &t->op.n_out, t->ids_out, slot); s->ids[s->n++] = id; }
+
+static cd_attr *t_attr(T *t, const char *name, cd_attr_type ty) {
+    cd_attr *a = &t->attrs[t->op.n_attr];
+    a->name = (char *)name;
+    a->type = ty;
+    a->ints = t->ints[t->op.n_attr];
+    a->floats = t->floats[t->op.n_attr];
+    t->op.n_attr++;
+    return a;
+}
+static void a_int(T *t, const char *n, int64_t v) { t_attr(t, n, CD_ATTR_INT)->i = v; }
+static void a_bool(T *t, const char *n, bool v) { t_attr(t, n, CD_ATTR_BOOL)->i = v; }
+static void a_float(T *t, const char *n, double v) { t_attr(t, n, CD_ATTR_FLOAT)->f = (float)v; }
+static void a_str(T *t, const char *n, const char *v) { t_attr(t, n, CD_ATTR_STRING)->s = (char *)v; }
+static void a_ints(T *t, const char *n, int k, const int64_t *v) {
+    cd_attr *a = t_attr(t, n, CD_ATTR_INTS);
+    a->n = k;
+    memcpy(a->ints, v, (size_t)k * sizeof *v);
+}
+
+/* value id with shape + data (float data given as doubles, converted to dtype) */
+static void t_val(T *t, int id, cd_dtype dt, int rank, const int64_t *dims, const double *data) {
+    cd_value *v = &t->vals[id];
+    v->dtype = dt;
+    v->shape.rank = rank;
+    for (int i = 0; i < rank; i++) v->shape.d[i] = dims[i];
+    if (data) {
+        cr_assert_eq(cd_value_alloc(v, NULL), CD_OK);
+        for (int64_t i = 0; i < cd_value_numel(v); i++) cd_value_set(v, i, data[i]);
+    }
+}
+
+static cd_status t_infer(T *t) {
+    const cd_op_def *d = cd_op_find(t->op.type);
+    cr_assert(d, "op %s is not registered", t->op.type);
+    return d->infer(&t->c);
+}
+
+/* infer, allocate outputs, run */
+static cd_status t_run(T *t) {
+    cd_status s = t_infer(t);
+    if (s) return s;
+    for (int k = 0; k < t->op.n_out; k++)
+        for (int j = 0; j < t->out[k].n; j++) cr_assert_eq(cd_value_alloc(&t->vals[t->out[k].ids[j]], NULL), CD_OK);
+    return cd_op_find(t->op.type)->run(&t->c);
+}
+
+static double rnd(unsigned *s) { *s = *s * 1103515245u + 12345u; return ((*s >> 8) & 0xffff) / 65536.0 * 8.0 - 4.0; }
+
+/* ---- elementwise ---- */
+
+static void check_bcast(const int64_t *xd, int xr, const int64_t *yd, int yr, int axis, const int64_t *od, int orank) {
+    T *t = t_new("elementwise_sub");
+    unsigned seed = 7;
+    double xs[512], ys[512];
+    int64_t xn = 1, yn = 1;
+    for (int i = 0; i < xr; i++) xn *= xd[i];
+    for (int i = 0; i < yr; i++) yn *= yd[i];
+    for (int i = 0; i < xn; i++) xs[i] = rnd(&seed);
+    for (int i = 0; i < yn; i++) ys[i] = rnd(&seed);
+    t_val(t, 0, CD_F32, xr, xd, xs);
+    t_val(t, 1, CD_F32, yr, yd, ys);
+    t_in(t, "X", 0); t_in(t, "Y", 1); t_out(t, "Out", 2);
+    a_int(t, "axis", axis);
+    cr_assert_eq(t_run(t), CD_OK, "%s", t->err.msg);
+    cd_value *o = &t->vals[2];
+    cr_assert_eq(o->shape.rank, orank);
+    for (int i = 0; i < orank; i++) cr_assert_eq(o->shape.d[i], od[i]);
+    /* reference: aligned multi-index walk */
+    int r = orank, lo = xr < yr ? xr : yr;
+    int a = axis == -1 ? r - lo : axis;
+    int64_t n = cd_value_numel(o);
+    for (int64_t i = 0; i < n; i++) {
+        int64_t idx[8], rem = i;
+        for (int d = r - 1; d >= 0; d--) { idx[d] = rem % od[d]; rem /= od[d]; }
+        int64_t xi = 0, yi = 0;
+        for (int d = 0; d < r; d++) {
+            int64_t dx = xr == r ? xd[d] : (d >= a && d < a + xr ? xd[d - a] : 1);
+            int64_t dy = yr == r ? yd[d] : (d >= a && d < a + yr ? yd[d - a] : 1);
+            xi = xi * dx + (dx == 1 ? 0 : idx[d]);
+            yi = yi * dy + (dy == 1 ? 0 : idx[d]);
+        }
+        cr_assert_eq(((float *)o->data)[i], (float)xs[xi] - (float)ys[yi], "element %lld", (long long)i);
+    }
+    t_free(t);
+}
+
+Test(eltwise, broadcast_rules) {
+    check_bcast((int64_t[]){2, 3, 4, 5}, 4, (int64_t[]){3}, 1, 1, (int64_t[]){2, 3, 4, 5}, 4);
+    check_bcast((int64_t[]){2, 3, 4, 5}, 4, (int64_t[]){5}, 1, -1, (int64_t[]){2, 3, 4, 5}, 4);
+    check_bcast((int64_t[]){2, 3, 4, 5}, 4, (int64_t[]){3, 4}, 2, 1, (int64_t[]){2, 3, 4, 5}, 4);
+    check_bcast((int64_t[]){2, 1, 4}, 3, (int64_t[]){1, 3, 1}, 3, -1, (int64_t[]){2, 3, 4}, 3);
+    check_bcast((int64_t[]){3}, 1, (int64_t[]){2, 3, 4}, 3, 1, (int64_t[]){2, 3, 4}, 3);
+    check_bcast((int64_t[]){2, 3, 4, 5}, 4, (int64_t[]){2, 3, 4, 5}, 4, -1, (int64_t[]){2, 3, 4, 5}, 4);
+    check_bcast((int64_t[]){2, 3, 4, 5}, 4, (int64_t[]){1}, 1, -1, (int64_t[]){2, 3, 4, 5}, 4);
+    check_bcast((int64_t[]){6, 1, 5}, 3, (int64_t[]){6, 4, 1}, 3, 0, (int64_t[]){6, 4, 5}, 3);
+}
+
+Test(eltwise, incompatible_broadcast_message) {
+    T *t = t_new("elementwise_add");
+    t_val(t, 0, CD_F32, 4, (int64_t[]){1, 3, 4, 5}, NULL);
+    t_val(t, 1, CD_F32, 1, (int64_t[]){4}, NULL);
+    t_in(t, "X", 0); t_in(t, "Y", 1); t_out(t, "Out", 2);
+    a_int(t, "axis", 1);
+    cr_assert_eq(t_infer(t), CD_E_MODEL);
+    cr_assert(strstr(t->err.msg, "op #7 test_0 (elementwise_add)"), "%s", t->err.msg);
+    cr_assert(strstr(t->err.msg, "do not broadcast with axis 1"), "%s", t->err.msg);
+    t_free(t);
+}
+
+Test(eltwise, bad_axis_message) {
+    T *t = t_new("elementwise_mul");
+    t_val(t, 0, CD_F32, 4, (int64_t[]){1, 3, 4, 5}, NULL);
+    t_val(t, 1, CD_F32, 2, (int64_t[]){4, 5}, NULL);
+    t_in(t, "X", 0); t_in(t, "Y", 1); t_out(t, "Out", 2);
+    a_int(t, "axis", 3);
+    cr_assert_eq(t_infer(t), CD_E_MODEL);
+    cr_assert(strstr(t->err.msg, "axis 3 cannot place the rank-2 operand"), "%s", t->err.msg);
+    t_free(t);
+}
+
+Test(eltwise, missing_axis_and_dtype_mismatch) {
+    T *t = t_new("elementwise_add");
+    t_val(t, 0, CD_F32, 1, (int64_t[]){4}, NULL);
+    t_val(t, 1, CD_F16, 1, (int64_t[]){4}, NULL);
+    t_in(t, "X", 0); t_in(t, "Y", 1); t_out(t, "Out", 2);
+    cr_assert_eq(t_infer(t), CD_E_MODEL);
+    cr_assert(strstr(t->err.msg, "'axis' is missing"), "%s", t->err.msg);
+    a_int(t, "axis", -1);
+    cr_assert_eq(t_infer(t), CD_E_MODEL);
+    cr_assert(strstr(t->err.msg, "X is float32 but Y is float16"), "%s", t->err.msg);
+    t_free(t);
+}
+
+Test(eltwise, integer_floordiv_mod_and_zero) {
+    const double xs[] = {7, -7, 7, -7, 9, -9}, ys[] = {2, 2, -2, -2, 3, 4};
+    const int32_t fd[] = {3, -4, -4, 3, 3, -3}, md[] = {1, 1, -1, -1, 0, 3};
+    const char *types[] = {"elementwise_floordiv", "elementwise_mod"};
+    for (int k = 0; k < 2; k++) {
+        T *t = t_new(types[k]);
+        t_val(t, 0, CD_I32, 1, (int64_t[]){6}, xs);
+        t_val(t, 1, CD_I32, 1, (int64_t[]){6}, ys);
+        t_in(t, "X", 0); t_in(t, "Y", 1); t_out(t, "Out", 2);
+        a_int(t, "axis", -1);
+        cr_assert_eq(t_run(t), CD_OK, "%s", t->err.msg);
+        for (int i = 0; i < 6; i++) cr_assert_eq(((int32_t *)t->vals[2].data)[i], k ? md[i] : fd[i], "%s %d", types[k], i);
+        ((int32_t *)t->vals[1].data)[3] = 0;
+        cr_assert_eq(cd_op_find(types[k])->run(&t->c), CD_E_MODEL);
+        cr_assert(strstr(t->err.msg, "division by zero"), "%s", t->err.msg);
+        t_free(t);
+    }
+}
+
+Test(eltwise, float_mod_floordiv_pow) {
+    const double xs[] = {7.5, -7.5, 2, 3}, ys[] = {2, 2, -3, 2};
+    T *t = t_new("elementwise_mod");
+    t_val(t, 0, CD_F32, 1, (int64_t[]){4}, xs);
+    t_val(t, 1, CD_F32, 1, (int64_t[]){4}, ys);
+    t_in(t, "X", 0); t_in(t, "Y", 1); t_out(t, "Out", 2);
+    a_int(t, "axis", -1);
+    cr_assert_eq(t_run(t), CD_OK, "%s", t->err.msg);
+    const float want[] = {1.5f, 0.5f, -1.0f, 1.0f};
+    for (int i = 0; i < 4; i++) cr_assert_eq(((float *)t->vals[2].data)[i], want[i], "mod %d", i);
+    t->op.type = (char *)"elementwise_pow";
+    cr_assert_eq(t_run(t), CD_OK);
+    for (int i = 0; i < 4; i++) cr_assert_eq(((float *)t->vals[2].data)[i], powf((float)xs[i], (float)ys[i]));
+    t_free(t);
+}
+
+Test(eltwise, fp16_add_is_rounded_half_sum_and_fused_relu) {
+    unsigned seed = 3;
+    double xs[300], ys[300];
+    for (int i = 0; i < 300; i++) { xs[i] = rnd(&seed); ys[i] = rnd(&seed); }
+    T *t = t_new("fusion_elementwise_add_activation");
+    t->c.prec = CD_PREC_FP16;
+    t_val(t, 0, CD_F16, 2, (int64_t[]){3, 100}, xs);
+    t_val(t, 1, CD_F16, 2, (int64_t[]){3, 100}, ys);
+    t_in(t, "X", 0); t_in(t, "Y", 1); t_out(t, "Out", 2);
+    a_int(t, "axis", -1);
+    a_str(t, "act_type", "relu");
+    cr_assert_eq(t_run(t), CD_OK, "%s", t->err.msg);
+    for (int i = 0; i < 300; i++) {
+        float a = cd_round_half((float)xs[i]), b = cd_round_half((float)ys[i]);
+        float want = cd_round_half(a + b);
+        if (want < 0) want = 0;
+        cr_assert_eq(cd_half_to_float(((uint16_t *)t->vals[2].data)[i]), want, "element %d", i);
+    }
+    t_free(t);
+}
+
+Test(eltwise, fuse_scale_mul) {
+    T *t = t_new("elementwise_mul");
+    t_val(t, 0, CD_F32, 1, (int64_t[]){3}, (double[]){1, 2, -3});
+    t_val(t, 1, CD_F32, 1, (int64_t[]){3}, (double[]){4, 5, 6});
+    t_in(t, "X", 0); t_in(t, "Y", 1); t_out(t, "Out", 2);
+    a_int(t, "axis", -1);
+    a_bool(t, "fuse_scale", true);
+    a_float(t, "scale", 0.5);
+    a_float(t, "bias", 1.0);
+    a_str(t, "activation_type", "relu6");
+    a_float(t, "alpha", 5.0);
+    cr_assert_eq(t_run(t), CD_OK, "%s", t->err.msg);
+    const float want[] = {3.0f, 5.0f, 0.0f}; /* 0.5*4+1, min(0.5*10+1,5), relu(0.5*-18+1) */
+    for (int i = 0; i < 3; i++) cr_assert_eq(((float *)t->vals[2].data)[i], want[i]);
+    t_free(t);
+}
+
+/* ---- activations: the inlined fast paths must equal cd_act_apply bit for bit ---- */
+
+Test(act, fast_paths_match_cd_act_apply) {
+    const char *types[] = {"relu", "relu6", "leaky_relu", "hard_swish", "hard_sigmoid", "abs", "sigmoid", "gelu", "swish"};
+    const int n = 2001;
+    double *xs = malloc(sizeof(double) * n);
+    for (int i = 0; i < n; i++) xs[i] = (i - 1000) * 0.0123;
+    xs[0] = NAN;
+    for (size_t k = 0; k < sizeof types / sizeof types[0]; k++) {
+        T *t = t_new(types[k]);
+        t_val(t, 0, CD_F32, 1, (int64_t[]){n}, xs);
+        t_in(t, "X", 0); t_out(t, "Out", 1);
+        if (!strcmp(types[k], "leaky_relu")) a_float(t, "alpha", 0.1);
+        if (!strcmp(types[k], "hard_sigmoid")) a_float(t, "slope", 1.0 / 6);
+        cr_assert_eq(t_run(t), CD_OK, "%s", t->err.msg);
+        cd_act a;
+        cr_assert_eq(cd_act_from_standalone(&t->c, &a), CD_OK);
+        for (int i = 0; i < n; i++) {
+            float want = cd_act_apply(&a, (float)xs[i]), got = ((float *)t->vals[1].data)[i];
+            cr_assert(memcmp(&want, &got, 4) == 0 || (isnan(want) && isnan(got)), "%s x=%g: %g vs %g", types[k], xs[i],
+                      got, want);
+        }
+        t_free(t);
+    }
+    free(xs);
+}
+
+Test(act, prelu_channel_and_bad_alpha) {
+    T *t = t_new("prelu");
+    double xs[12];
+    for (int i = 0; i < 12; i++) xs[i] = i % 2 ? -(double)i : i;
+    t_val(t, 0, CD_F32, 4, (int64_t[]){1, 3, 2, 2}, xs);
+    t_val(t, 1, CD_F32, 1, (int64_t[]){3}, (double[]){0.5, 0.25, 2});
+    t_in(t, "X", 0); t_in(t, "Alpha", 1); t_out(t, "Out", 2);
+    a_str(t, "mode", "channel");
+    cr_assert_eq(t_run(t), CD_OK, "%s", t->err.msg);
+    const double al[] = {0.5, 0.25, 2};
+    for (int i = 0; i < 12; i++)
+        cr_assert_eq(((float *)t->vals[2].data)[i], (float)(xs[i] < 0 ? al[i / 4] * xs[i] : xs[i]));
+    t->vals[1].shape.d[0] = 2;
+    cr_assert_eq(t_infer(t), CD_E_MODEL);
+    cr_assert(strstr(t->err.msg, "Alpha has 2 values but X has 3 channels"), "%s", t->err.msg);
+    t_free(t);
+}
+
+Test(act, scale_bias_before_and_dropout) {
+    T *t = t_new("scale");
+    t_val(t, 0, CD_F32, 1, (int64_t[]){3}, (double[]){1, -2, 3});
+    t_in(t, "X", 0); t_out(t, "Out", 1);
+    a_float(t, "scale", 2.0);
+    a_float(t, "bias", 1.0);
+    cr_assert_eq(t_infer(t), CD_E_MODEL);
+    cr_assert(strstr(t->err.msg, "bias_after_scale"), "%s", t->err.msg);
+    a_bool(t, "bias_after_scale", false);
+    cr_assert_eq(t_run(t), CD_OK, "%s", t->err.msg);
+    const float want[] = {4, -2, 8};
+    for (int i = 0; i < 3; i++) cr_assert_eq(((float *)t->vals[1].data)[i], want[i]);
+    t_free(t);
+    t = t_new("dropout");
+    t_val(t, 0, CD_F32, 1, (int64_t[]){2}, (double[]){1, -2});
+    t_in(t, "X", 0); t_out(t, "Out", 1);
+    a_float(t, "dropout_prob", 0.25);
+    cr_assert_eq(t_run(t), CD_OK, "%s", t->err.msg);
+    cr_assert_eq(((float *)t->vals[1].data)[1], -1.5f);
+    t_free(t);
+}
+
+Test(misc, calib_fake_quant) {
+    T *t = t_new("calib");
+    t->op.kernel.present = true;
+    strcpy(t->op.kernel.alias, "fp32_to_int8");
+    t_val(t, 0, CD_F32, 1, (int64_t[]){5}, (double[]){0.26, -0.25, 100, -100, 0.05});
+    t_in(t, "Input", 0); t_out(t, "Out", 1);
+    a_float(t, "scale", 0.1);
+    cr_assert_eq(t_run(t), CD_OK, "%s", t->err.msg);
+    cr_assert_eq(t->vals[1].dtype, CD_F32);
+    const float s = 0.1f, want[] = {3 * s, -3 * s /* -2.5 rounds away */, 127 * s, -127 * s, 1 * s};
+    for (int i = 0; i < 5; i++) cr_assert_eq(((float *)t->vals[1].data)[i], want[i], "element %d", i);
+    t_free(t);
+}
+
+Test(misc, arg_max_axis_and_pad_reflect) {
+    T *t = t_new("arg_max");
+    t_val(t, 0, CD_F32, 2, (int64_t[]){2, 3}, (double[]){1, 5, 5, 9, 2, 3});
+    t_in(t, "X", 0); t_out(t, "Out", 1);
+    a_int(t, "axis", -1);
+    cr_assert_eq(t_run(t), CD_OK, "%s", t->err.msg);
+    cr_assert_eq(t->vals[1].dtype, CD_I64);
+    cr_assert_eq(t->vals[1].shape.rank, 1);
+    cr_assert_eq(((int64_t *)t->vals[1].data)[0], 1);
+    cr_assert_eq(((int64_t *)t->vals[1].data)[1], 0);
+    t_free(t);
+    t = t_new("pad2d");
+    t_val(t, 0, CD_F32, 4, (int64_t[]){1, 1, 2, 3}, (double[]){1, 2, 3, 4, 5, 6});
+    t_in(t, "X", 0); t_out(t, "Out", 1);
+    a_ints(t, "paddings", 4, (int64_t[]){1, 0, 2, 1});
+    a_str(t, "mode", "reflect");
+    cr_assert_eq(t_run(t), CD_OK, "%s", t->err.msg);
+    const float want[] = {6, 5, 4, 5, 6, 5, 3, 2, 1, 2, 3, 2, 6, 5, 4, 5, 6, 5};
+    cr_assert_eq(cd_value_numel(&t->vals[1]), 18);
+    for (int i = 0; i < 18; i++) cr_assert_eq(((float *)t->vals[1].data)[i], want[i], "element %d", i);
+    t_free(t);
+}
+
+Test(interp, bilinear_align_corners_and_half_pixel) {
+    T *t = t_new("bilinear_interp_v2");
+    t_val(t, 0, CD_F32, 4, (int64_t[]){1, 1, 2, 2}, (double[]){0, 1, 2, 3});
+    t_in(t, "X", 0); t_out(t, "Out", 1);
+    a_bool(t, "align_corners", true);
+    a_int(t, "out_h", 3);
+    a_int(t, "out_w", 3);
+    cr_assert_eq(t_run(t), CD_OK, "%s", t->err.msg);
+    const float ac[] = {0, 0.5f, 1, 1, 1.5f, 2, 2, 2.5f, 3};
+    for (int i = 0; i < 9; i++) cr_assert_eq(((float *)t->vals[1].data)[i], ac[i], "ac %d", i);
+    t->attrs[0].i = 0; /* align_corners false */
+    a_int(t, "align_mode", 0);
+    cr_assert_eq(t_run(t), CD_OK, "%s", t->err.msg);
+    /* half pixel, ratio 2/3: src = (d+0.5)*2/3-0.5 = 0, 0.5, 1.1667 -> clamped taps */
+    float sx[3] = {0.0f, 0.5f, 1.0f};
+    for (int y = 0; y < 3; y++)
+        for (int x = 0; x < 3; x++) {
+            float want = 2 * sx[y] + sx[x];
+            cr_assert_float_eq(((float *)t->vals[1].data)[y * 3 + x], want, 1e-6, "hp %d %d", y, x);
+        }
+    t_free(t);
+}
+
+Test(interp, nonpositive_size_message) {
+    T *t = t_new("nearest_interp");
+    t_val(t, 0, CD_F32, 4, (int64_t[]){1, 1, 2, 2}, NULL);
+    t_in(t, "X", 0); t_out(t, "Out", 1);
+    a_bool(t, "align_corners", false);
+    cr_assert_eq(t_infer(t), CD_E_MODEL);
+    cr_assert(strstr(t->err.msg, "output size -1 x -1 is not positive"), "%s", t->err.msg);
+    t_free(t);
+}
+
+/* ---- shape family ---- */
+
+Test(shape, reshape_zero_minus_one_and_errors) {
+    T *t = t_new("reshape2");
+    t_val(t, 0, CD_F32, 4, (int64_t[]){2, 3, 4, 5}, NULL);
+    t_in(t, "X", 0); t_out(t, "Out", 1); t_out(t, "XShape", 2);
+    a_ints(t, "shape", 3, (int64_t[]){0, -1, 5});
+    cr_assert_eq(t_infer(t), CD_OK, "%s", t->err.msg);
+    cr_assert_eq(t->vals[1].shape.rank, 3);
+    cr_assert_eq(t->vals[1].shape.d[1], 12);
+    cr_assert_eq(cd_value_numel(&t->vals[2]), 0);
+    t->ints[0][2] = -1;
+    cr_assert_eq(t_infer(t), CD_E_MODEL);
+    cr_assert(strstr(t->err.msg, "more than one -1"), "%s", t->err.msg);
+    t->ints[0][2] = 7;
+    cr_assert_eq(t_infer(t), CD_E_MODEL);
+    cr_assert(strstr(t->err.msg, "not a multiple of 14"), "%s", t->err.msg);
+    t_free(t);
+}
+
+/* The PP-OCR cls chain: shape -> slice -> fill_constant -> reshape2 via ShapeTensor. */
+Test(shape, plan_time_chain) {
+    T *t = t_new("shape");
+    t_val(t, 0, CD_F32, 4, (int64_t[]){3, 200, 1, 1}, NULL); /* no data: only the shape is read */
+    t_in(t, "Input", 0); t_out(t, "Out", 1);
+    cr_assert_eq(t_run(t), CD_OK, "%s", t->err.msg);
+    cr_assert_eq(t->vals[1].dtype, CD_I32);
+    cr_assert_eq(((int32_t *)t->vals[1].data)[0], 3);
+    /* slice [0:1] of the shape with decrease_axis? no: keeps [1] */
+    t->op = (cd_op){0};
+    t->op.type = (char *)"slice"; t->op.name = (char *)"slice_0"; t->op.in = t->in; t->op.out = t->out; t->op.attrs = t->attrs;
+    t_in(t, "Input", 1); t_out(t, "Out", 2);
+    a_ints(t, "axes", 1, (int64_t[]){0});
+    a_ints(t, "starts", 1, (int64_t[]){0});
+    a_ints(t, "ends", 1, (int64_t[]){1});
+    cr_assert_eq(t_run(t), CD_OK, "%s", t->err.msg);
+    cr_assert_eq(t->vals[2].shape.rank, 1);
+    cr_assert_eq(((int32_t *)t->vals[2].data)[0], 3);
+    t->op = (cd_op){0};
+    t->op.type = (char *)"fill_constant"; t->op.name = (char *)"fc_0"; t->op.in = t->in; t->op.out = t->out; t->op.attrs = t->attrs;
+    t_out(t, "Out", 3);
+    a_int(t, "dtype", 2);
+    a_ints(t, "shape", 1, (int64_t[]){1});
+    a_float(t, "value", -1);
+    cr_assert_eq(t_run(t), CD_OK, "%s", t->err.msg);
+    cr_assert_eq(t->vals[3].dtype, CD_I32);
+    cr_assert_eq(((int32_t *)t->vals[3].data)[0], -1);
+    t->op = (cd_op){0};
+    t->op.type = (char *)"reshape2"; t->op.name = (char *)"r_0"; t->op.in = t->in; t->op.out = t->out; t->op.attrs = t->attrs;
+    double xs[600];
+    for (int i = 0; i < 600; i++) xs[i] = i;
+    t_val(t, 4, CD_F32, 4, (int64_t[]){3, 200, 1, 1}, xs);
+    t_in(t, "X", 4); t_in(t, "ShapeTensor", 2); t_in(t, "ShapeTensor", 3); t_out(t, "Out", 5);
+    cr_assert_eq(t_run(t), CD_OK, "%s", t->err.msg);
+    cr_assert_eq(t->vals[5].shape.rank, 2);
+    cr_assert_eq(t->vals[5].shape.d[0], 3);
+    cr_assert_eq(t->vals[5].shape.d[1], 200);
+    cr_assert_eq(((float *)t->vals[5].data)[599], 599.0f);
+    t_free(t);
+}
+
+Test(shape, transpose_concat_split_slice) {
+    double xs[24];
+    for (int i = 0; i < 24; i++) xs[i] = i;
+    T *t = t_new("transpose2");
+    t_val(t, 0, CD_F16, 3, (int64_t[]){2, 3, 4}, xs);
+    t_in(t, "X", 0); t_out(t, "Out", 1);
+    a_ints(t, "axis", 3, (int64_t[]){2, 0, 1});
+    cr_assert_eq(t_run(t), CD_OK, "%s", t->err.msg);
+    for (int a = 0; a < 4; a++)
+        for (int b = 0; b < 2; b++)
+            for (int c = 0; c < 3; c++)
+                cr_assert_eq(cd_value_get(&t->vals[1], (a * 2 + b) * 3 + c), xs[(b * 3 + c) * 4 + a]);
+    t->ints[0][1] = 2;
+    cr_assert_eq(t_infer(t), CD_E_MODEL);
+    cr_assert(strstr(t->err.msg, "not a permutation"), "%s", t->err.msg);
+    t_free(t);
+
+    t = t_new("concat");
+    t_val(t, 0, CD_I64, 2, (int64_t[]){2, 3}, xs);
+    t_val(t, 1, CD_I64, 2, (int64_t[]){2, 1}, xs + 10);
+    t_in(t, "X", 0); t_in(t, "X", 1); t_out(t, "Out", 2);
+    a_int(t, "axis", -1);
+    cr_assert_eq(t_run(t), CD_OK, "%s", t->err.msg);
+    const int64_t cw[] = {0, 1, 2, 10, 3, 4, 5, 11};
+    for (int i = 0; i < 8; i++) cr_assert_eq(((int64_t *)t->vals[2].data)[i], cw[i]);
+    t->vals[1].shape.d[0] = 3;
+    cr_assert_eq(t_infer(t), CD_E_MODEL);
+    cr_assert(strstr(t->err.msg, "does not match X[0]"), "%s", t->err.msg);
+    t_free(t);
+
+    t = t_new("split");
+    t_val(t, 0, CD_F32, 2, (int64_t[]){2, 6}, xs);
+    t_in(t, "X", 0); t_out(t, "Out", 1); t_out(t, "Out", 2);
+    a_int(t, "axis", 1);
+    a_ints(t, "sections", 2, (int64_t[]){-1, 2});
+    cr_assert_eq(t_run(t), CD_OK, "%s", t->err.msg);
+    cr_assert_eq(t->vals[1].shape.d[1], 4);
+    cr_assert_eq(((float *)t->vals[1].data)[4], 6.0f);
+    cr_assert_eq(((float *)t->vals[2].data)[3], 11.0f);
+    t_free(t);
+
+    t = t_new("slice");
+    t_val(t, 0, CD_F32, 3, (int64_t[]){2, 3, 4}, xs);
+    t_in(t, "Input", 0); t_out(t, "Out", 1);
+    a_ints(t, "axes", 2, (int64_t[]){0, 2});
+    a_ints(t, "starts", 2, (int64_t[]){-1, 1});
+    a_ints(t, "ends", 2, (int64_t[]){100, -1});
+    a_ints(t, "decrease_axis", 1, (int64_t[]){0});
+    cr_assert_eq(t_run(t), CD_OK, "%s", t->err.msg);
+    cr_assert_eq(t->vals[1].shape.rank, 2);
+    cr_assert_eq(t->vals[1].shape.d[0], 3);
+    cr_assert_eq(t->vals[1].shape.d[1], 2);
+    for (int i = 0; i < 3; i++)
+        for (int j = 0; j < 2; j++) cr_assert_eq(((float *)t->vals[1].data)[i * 2 + j], (float)(12 + i * 4 + 1 + j));
+    t->ints[0][1] = 5;
+    cr_assert_eq(t_infer(t), CD_E_MODEL);
+    cr_assert(strstr(t->err.msg, "axes[1] = 5 is out of range"), "%s", t->err.msg);
+    t_free(t);
+}

@@ -1,0 +1,463 @@
+/* HDF5 dump store: write/read round trips, completeness flag, error paths, determinism. */
+#include <criterion/criterion.h>
+#include <hdf5.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include "probes/sink.h"
+#include "store/dump.h"
+#include "util/fp16.h"
+
+static char tmpdir[256];
+
+static void setup(void) {
+    snprintf(tmpdir, sizeof tmpdir, "/tmp/cd_test_store_XXXXXX");
+    cr_assert_not_null(mkdtemp(tmpdir));
+}
+
+static void teardown(void) {
+    char cmd[600];
+    snprintf(cmd, sizeof cmd, "chmod -R u+w %s; rm -rf %s", tmpdir, tmpdir);
+    if (system(cmd) != 0) fprintf(stderr, "cleanup of %s failed\n", tmpdir);
+}
+
+TestSuite(store, .init = setup, .fini = teardown);
+
+static cd_value mk(cd_dtype dt, int rank, const int64_t *dims, void *data) {
+    cd_value v = {.dtype = dt};
+    v.shape.rank = rank;
+    for (int i = 0; i < rank; i++) v.shape.d[i] = dims[i];
+    v.data = data;
+    v.nbytes = (size_t)cd_shape_numel(&v.shape) * cd_dtype_size(dt);
+    return v;
+}
+
+static cd_dump *create(const char *name, char *path) {
+    sprintf(path, "%s/%s", tmpdir, name);
+    cd_dump_meta m = {"cldiff run m.nb", "m.nb", "ab12", "paddle-lite nb meta 2, opt v2.10", "fp16", 42};
+    cd_dump *d = NULL;
+    cd_error e = {0};
+    cr_assert_eq(cd_dump_create(path, &m, &d, &e), CD_OK, "%s", e.msg);
+    return d;
+}
+
+static cd_tensor_rec rec_for(int op, const char *name) {
+    return (cd_tensor_rec){.op_index = op, .op_type = "conv2d", .layer = "conv2d_0", .tensor = name,
+                           .elapsed_us = 12.5, .kernel_us = -1, .where = "cpu", .kernel = "k", .note = ""};
+}
+
+Test(store, escape_round_trip) {
+    char e[64], u[64];
+    cr_assert(cd_dump_escape("a/b c%d.tmp_0", e, sizeof e));
+    cr_assert_str_eq(e, "a%2Fb%20c%25d.tmp_0");
+    cd_dump_unescape(e, u, sizeof u);
+    cr_assert_str_eq(u, "a/b c%d.tmp_0");
+    cr_assert_not(cd_dump_escape("////", e, 8)); /* needs 13 bytes */
+}
+
+Test(store, round_trip_f32_f16_i64) {
+    char path[512];
+    cd_dump *d = create("rt.h5", path);
+    cd_error e = {0};
+    cd_run_info ri = {"cpu", "fp16", "host cpu", "", "", "", 4};
+    cr_assert_eq(cd_dump_begin_run(d, "cpu", &ri, &e), CD_OK, "%s", e.msg);
+
+    float f[24];
+    for (int i = 0; i < 24; i++) f[i] = (float)i * 0.37f - 3.0f;
+    f[5] = NAN; f[6] = -INFINITY; f[7] = 1e-42f; /* subnormal */
+    int64_t d32[] = {2, 3, 4};
+    cd_value vf = mk(CD_F32, 3, d32, f);
+    uint16_t h[6] = {0x3c00, 0x0001 /* smallest subnormal */, 0x7c00, 0xfe00 /* nan */, 0x8000, 0x7bff};
+    int64_t d16[] = {6};
+    cd_value vh = mk(CD_F16, 1, d16, h);
+    int64_t iv[3] = {-5, (int64_t)1 << 40, 7};
+    int64_t di[] = {3};
+    cd_value vi = mk(CD_I64, 1, di, iv);
+    /* a larger tensor goes through the chunked + deflate path */
+    int64_t dbig[] = {1, 8, 40, 40};
+    float *big = malloc(sizeof(float) * 12800);
+    for (int i = 0; i < 12800; i++) big[i] = sinf((float)i * 0.01f);
+    cd_value vb = mk(CD_F32, 4, dbig, big);
+
+    cd_tensor_rec r1 = rec_for(3, "conv2d_0.tmp_0/odd name");
+    cr_assert_eq(cd_dump_write_tensor(d, "cpu", &r1, &vf, false, &e), CD_OK, "%s", e.msg);
+    cd_tensor_rec r0 = rec_for(1, "x%half");
+    cr_assert_eq(cd_dump_write_tensor(d, "cpu", &r0, &vh, false, &e), CD_OK, "%s", e.msg);
+    cd_tensor_rec r2 = rec_for(12, "ids");
+    cr_assert_eq(cd_dump_write_tensor(d, "cpu", &r2, &vi, false, &e), CD_OK, "%s", e.msg);
+    cd_tensor_rec r3 = rec_for(12, "ids"); /* same name again: gets a suffix */
+    cr_assert_eq(cd_dump_write_tensor(d, "cpu", &r3, &vi, false, &e), CD_OK, "%s", e.msg);
+    cd_tensor_rec r4 = rec_for(10000, "big");
+    cr_assert_eq(cd_dump_write_tensor(d, "cpu", &r4, &vb, false, &e), CD_OK, "%s", e.msg);
+    cr_assert_eq(cd_dump_write_input(d, "image/x", &vf, "random uniform[-1,1) seed=42", &e), CD_OK, "%s", e.msg);
+    cr_assert_eq(cd_dump_end_run(d, "cpu", 12.5, true, &e), CD_OK, "%s", e.msg);
+    /* nothing under the final name before close */
+    cr_assert_neq(access(path, F_OK), 0);
+    cr_assert_eq(access(cd_dump_tmp_path(d), F_OK), 0);
+    cr_assert_eq(cd_dump_close(d, true, &e), CD_OK, "%s", e.msg);
+    cr_assert_eq(access(path, F_OK), 0);
+
+    cd_dump_reader *r = NULL;
+    cr_assert_eq(cd_dump_open(path, &r, &e), CD_OK, "%s", e.msg);
+    cr_assert(cd_dump_reader_complete(r));
+    cr_assert_eq(cd_dump_reader_format_version(r), 1);
+    cr_assert_eq(cd_dump_n_runs(r), 1);
+    cr_assert_str_eq(cd_dump_run_name(r, 0), "cpu");
+    char s[256];
+    cr_assert_eq(cd_dump_attr_str(r, "/", "model_format", s, sizeof s, &e), CD_OK, "%s", e.msg);
+    cr_assert_str_eq(s, "paddle-lite nb meta 2, opt v2.10");
+    int64_t seed = 0;
+    cr_assert_eq(cd_dump_attr_i64(r, "/", "seed", &seed, &e), CD_OK);
+    cr_assert_eq(seed, 42);
+    double wall = 0;
+    cr_assert_eq(cd_dump_attr_f64(r, "/runs/cpu", "wall_ms", &wall, &e), CD_OK);
+    cr_assert_eq(wall, 12.5);
+    cr_assert_eq(cd_dump_attr_str(r, "/runs/cpu", "device", s, sizeof s, &e), CD_OK);
+    cr_assert_str_eq(s, "host cpu");
+
+    cd_dump_tensor_info *ti = NULL;
+    int n = 0;
+    cr_assert_eq(cd_dump_list_tensors(r, "cpu", &ti, &n, &e), CD_OK, "%s", e.msg);
+    cr_assert_eq(n, 5);
+    cr_assert_eq(ti[0].op_index, 1);
+    cr_assert_str_eq(ti[0].dataset, "0001_x%25half");
+    cr_assert_str_eq(ti[0].tensor, "x%half");
+    cr_assert_eq(ti[0].dtype, CD_F16);
+    cr_assert_eq(ti[1].op_index, 3);
+    cr_assert_str_eq(ti[1].dataset, "0003_conv2d_0.tmp_0%2Fodd%20name");
+    cr_assert_str_eq(ti[1].tensor, "conv2d_0.tmp_0/odd name");
+    cr_assert_eq(ti[1].shape.rank, 3);
+    cr_assert_eq(ti[1].shape.d[2], 4);
+    cr_assert_eq(ti[1].elapsed_us, 12.5);
+    cr_assert_str_eq(ti[1].where, "cpu");
+    cr_assert_str_eq(ti[2].dataset, "0012_ids");
+    cr_assert_str_eq(ti[3].dataset, "0012_ids~2");
+    cr_assert_eq(ti[3].dtype, CD_I64);
+    cr_assert_eq(ti[4].op_index, 10000);
+    cr_assert_str_eq(ti[4].dataset, "10000_big");
+
+    float *out = NULL;
+    int64_t numel = 0;
+    cr_assert_eq(cd_dump_read_f32(r, "cpu", ti[1].dataset, &out, &numel, &e), CD_OK, "%s", e.msg);
+    cr_assert_eq(numel, 24);
+    cr_assert_eq(memcmp(out, f, sizeof f), 0, "float32 values must come back bit-exact");
+    free(out);
+    cr_assert_eq(cd_dump_read_f32(r, "cpu", ti[0].dataset, &out, &numel, &e), CD_OK, "%s", e.msg);
+    cr_assert_eq(numel, 6);
+    for (int i = 0; i < 6; i++) {
+        float want = cd_half_to_float(h[i]);
+        cr_assert_eq(memcmp(&out[i], &want, 4), 0, "half %d: got %a want %a", i, out[i], want);
+    }
+    free(out);
+    cr_assert_eq(cd_dump_read_f32(r, "cpu", "0012_ids", &out, &numel, &e), CD_OK, "%s", e.msg);
+    cr_assert_eq(out[0], -5.0f);
+    cr_assert_eq(out[1], 1099511627776.0f);
+    cr_assert_eq(out[2], 7.0f);
+    free(out);
+    cr_assert_eq(cd_dump_read_f32(r, "cpu", "10000_big", &out, &numel, &e), CD_OK, "%s", e.msg);
+    cr_assert_eq(numel, 12800);
+    cr_assert_eq(memcmp(out, big, 12800 * 4), 0);
+    free(out);
+    free(ti);
+
+    cd_value in = {0};
+    cr_assert_eq(cd_dump_read_input(r, "image/x", &in, &e), CD_OK, "%s", e.msg);
+    cr_assert_eq(in.shape.rank, 3);
+    cr_assert_eq(memcmp(in.data, f, sizeof f), 0);
+    free(in.data);
+    cr_assert_eq(cd_dump_list_tensors(r, "gpu", &ti, &n, &e), CD_E_USAGE);
+    cr_assert(strstr(e.msg, "runs: cpu"), "%s", e.msg);
+    cd_dump_reader_close(r);
+
+    /* the raw HDF5 types as other tools see them */
+    hid_t file = H5Fopen(path, H5F_ACC_RDONLY, H5P_DEFAULT);
+    hid_t ds = H5Dopen2(file, "/runs/cpu/0001_x%25half", H5P_DEFAULT);
+    hid_t t = H5Dget_type(ds);
+    cr_assert_eq(H5Tget_class(t), H5T_FLOAT);
+    cr_assert_eq(H5Tget_size(t), 2);
+    uint16_t back[6];
+    cr_assert_geq(H5Dread(ds, t, H5S_ALL, H5S_ALL, H5P_DEFAULT, back), 0);
+    cr_assert_eq(memcmp(back, h, sizeof h), 0, "half bits must be stored unchanged");
+    H5Tclose(t);
+    H5Dclose(ds);
+    ds = H5Dopen2(file, "/runs/cpu/0012_ids", H5P_DEFAULT);
+    t = H5Dget_type(ds);
+    cr_assert(H5Tequal(t, H5T_STD_I64LE) > 0);
+    H5Tclose(t);
+    H5Dclose(ds);
+    ds = H5Dopen2(file, "/runs/cpu/10000_big", H5P_DEFAULT);
+    hid_t pl = H5Dget_create_plist(ds);
+    cr_assert_eq(H5Pget_layout(pl), H5D_CHUNKED);
+    cr_assert_lt(H5Dget_storage_size(ds), 12800 * 4, "big tensor should be compressed");
+    H5Pclose(pl);
+    H5Dclose(ds);
+    H5Fclose(file);
+    free(big);
+}
+
+Test(store, incomplete_close_is_marked_and_renamed) {
+    char path[512];
+    cd_dump *d = create("inc.h5", path);
+    cd_error e = {0};
+    cr_assert_eq(cd_dump_begin_run(d, "opencl", NULL, &e), CD_OK, "%s", e.msg);
+    char tmp[600];
+    snprintf(tmp, sizeof tmp, "%s", cd_dump_tmp_path(d));
+    cr_assert_eq(cd_dump_close(d, false, &e), CD_OK, "%s", e.msg);
+    cr_assert_neq(access(tmp, F_OK), 0, "temporary file must be gone");
+    cd_dump_reader *r = NULL;
+    cr_assert_eq(cd_dump_open(path, &r, &e), CD_OK, "%s", e.msg);
+    cr_assert_not(cd_dump_reader_complete(r));
+    int64_t c = 7;
+    cr_assert_eq(cd_dump_attr_i64(r, "/runs/opencl", "complete", &c, &e), CD_OK);
+    cr_assert_eq(c, 0);
+    cd_dump_reader_close(r);
+}
+
+Test(store, discard_leaves_nothing) {
+    char path[512];
+    cd_dump *d = create("disc.h5", path);
+    char tmp[600];
+    snprintf(tmp, sizeof tmp, "%s", cd_dump_tmp_path(d));
+    cd_dump_discard(d);
+    cr_assert_neq(access(tmp, F_OK), 0);
+    cr_assert_neq(access(path, F_OK), 0);
+}
+
+Test(store, unwritable_location_is_io_error) {
+    char path[512];
+    if (geteuid() != 0) {
+        char dir[400];
+        snprintf(dir, sizeof dir, "%s/ro", tmpdir);
+        cr_assert_eq(mkdir(dir, 0555), 0);
+        snprintf(path, sizeof path, "%s/x.h5", dir);
+    } else {
+        /* root ignores mode bits; sysfs refuses new files even for root */
+        snprintf(path, sizeof path, "/sys/cldiff_test_dump.h5");
+    }
+    cd_dump *d = NULL;
+    cd_error e = {0};
+    cr_assert_eq(cd_dump_create(path, NULL, &d, &e), CD_E_IO);
+    cr_assert_null(d);
+    cr_assert(strstr(e.msg, "cannot create dump"), "%s", e.msg);
+    cr_assert(strstr(e.msg, "Permission denied") || strstr(e.msg, "Read-only"), "%s", e.msg);
+    snprintf(path, sizeof path, "%s/no/such/dir/x.h5", tmpdir);
+    cr_assert_eq(cd_dump_create(path, NULL, &d, &e), CD_E_IO);
+    cr_assert(strstr(e.msg, "No such file"), "%s", e.msg);
+}
+
+Test(store, bad_files_are_model_errors) {
+    char path[512];
+    cd_dump_reader *r = NULL;
+    cd_error e = {0};
+    snprintf(path, sizeof path, "%s/missing.h5", tmpdir);
+    cr_assert_eq(cd_dump_open(path, &r, &e), CD_E_USAGE);
+    snprintf(path, sizeof path, "%s/text.h5", tmpdir);
+    FILE *f = fopen(path, "w");
+    fputs("not hdf5 at all\n", f);
+    fclose(f);
+    cr_assert_eq(cd_dump_open(path, &r, &e), CD_E_MODEL);
+    cr_assert(strstr(e.msg, "not an HDF5 file"), "%s", e.msg);
+    /* an HDF5 file that is not a dump */
+    snprintf(path, sizeof path, "%s/other.h5", tmpdir);
+    hid_t h = H5Fcreate(path, H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT);
+    H5Fclose(h);
+    cr_assert_eq(cd_dump_open(path, &r, &e), CD_E_MODEL);
+    cr_assert(strstr(e.msg, "not a cldiff dump"), "%s", e.msg);
+    /* a truncated dump */
+    char good[512];
+    cd_dump *d = create("trunc.h5", good);
+    cd_dump_begin_run(d, "cpu", NULL, &e);
+    float x[4096];
+    for (int i = 0; i < 4096; i++) x[i] = (float)i;
+    int64_t dims[] = {4096};
+    cd_value v = mk(CD_F32, 1, dims, x);
+    cd_tensor_rec rc = rec_for(1, "t");
+    cr_assert_eq(cd_dump_write_tensor(d, "cpu", &rc, &v, false, &e), CD_OK, "%s", e.msg);
+    cr_assert_eq(cd_dump_close(d, true, &e), CD_OK, "%s", e.msg);
+    struct stat st;
+    stat(good, &st);
+    cr_assert_eq(truncate(good, st.st_size / 2), 0);
+    cd_status s = cd_dump_open(good, &r, &e);
+    if (s == CD_OK) { /* superblock survived: reading the data must fail cleanly */
+        float *out = NULL;
+        int64_t n;
+        s = cd_dump_read_f32(r, "cpu", "0001_t", &out, &n, &e);
+        cd_dump_reader_close(r);
+    }
+    cr_assert_eq(s, CD_E_MODEL, "%s", e.msg);
+}
+
+Test(store, table_round_trip_and_append) {
+    char path[512];
+    cd_dump *d = create("tab.h5", path);
+    cd_error e = {0};
+    cr_assert_eq(cd_dump_close(d, true, &e), CD_OK, "%s", e.msg);
+    cr_assert_eq(cd_dump_open_append(path, &d, &e), CD_OK, "%s", e.msg);
+    int64_t idx[3] = {0, 5, 9};
+    double err[3] = {0.0, 1.5e-3, INFINITY};
+    const char *names[3] = {"conv2d_0", NULL, "a much longer layer name"};
+    cd_column cols[3] = {{"op_index", CD_COL_I64, idx}, {"max_abs", CD_COL_F64, err}, {"layer", CD_COL_STR, names}};
+    cr_assert_eq(cd_dump_write_table(d, "/compare/cpu__opencl/table", cols, 3, 3, &e), CD_OK, "%s", e.msg);
+    cr_assert_eq(cd_dump_set_attr_str(d, "/compare/cpu__opencl", "verdict", "fail", &e), CD_OK, "%s", e.msg);
+    cr_assert_eq(cd_dump_set_attr_i64(d, "/compare/cpu__opencl", "first_divergence", 5, &e), CD_OK);
+    cr_assert_eq(cd_dump_set_attr_f64(d, "/compare/cpu__opencl", "rtol", 1e-3, &e), CD_OK);
+    cr_assert_eq(cd_dump_set_attr_i64(d, "/compare/cpu__opencl", "first_divergence", 6, &e), CD_OK); /* replace */
+    cr_assert_eq(cd_dump_set_attr_str(d, "/nope", "x", "y", &e), CD_E_INTERNAL);
+    cr_assert_eq(cd_dump_close(d, false, &e), CD_OK, "%s", e.msg);
+
+    cd_dump_reader *r = NULL;
+    cr_assert_eq(cd_dump_open(path, &r, &e), CD_OK, "%s", e.msg);
+    cr_assert(cd_dump_reader_complete(r), "append mode must not touch `complete`");
+    int64_t fd = 0;
+    cr_assert_eq(cd_dump_attr_i64(r, "/compare/cpu__opencl", "first_divergence", &fd, &e), CD_OK);
+    cr_assert_eq(fd, 6);
+    cd_column rc[3] = {{"layer", CD_COL_STR, NULL}, {"max_abs", CD_COL_F64, NULL}, {"op_index", CD_COL_I64, NULL}};
+    int64_t nr = 0;
+    cr_assert_eq(cd_dump_read_table(r, "/compare/cpu__opencl/table", rc, 3, &nr, &e), CD_OK, "%s", e.msg);
+    cr_assert_eq(nr, 3);
+    const char *const *ln = rc[0].data;
+    cr_assert_str_eq(ln[0], "conv2d_0");
+    cr_assert_str_eq(ln[1], "");
+    cr_assert_str_eq(ln[2], "a much longer layer name");
+    cr_assert_eq(((const double *)rc[1].data)[1], 1.5e-3);
+    cr_assert(isinf(((const double *)rc[1].data)[2]));
+    cr_assert_eq(((const int64_t *)rc[2].data)[2], 9);
+    cd_dump_table_free(rc, 3, nr);
+    cd_column bad = {"nope", CD_COL_I64, NULL};
+    cr_assert_eq(cd_dump_read_table(r, "/compare/cpu__opencl/table", &bad, 1, &nr, &e), CD_E_MODEL);
+    cr_assert(strstr(e.msg, "no column 'nope'"), "%s", e.msg);
+    cd_dump_reader_close(r);
+}
+
+/* Two identical runs must store identical dataset bytes (compressed chunks included). */
+Test(store, identical_runs_identical_bytes) {
+    char p1[512], p2[512];
+    int64_t dims[] = {4, 64, 64};
+    float *x = malloc(sizeof(float) * 16384);
+    for (int i = 0; i < 16384; i++) x[i] = cosf((float)i);
+    cd_value v = mk(CD_F32, 3, dims, x);
+    cd_error e = {0};
+    for (int k = 0; k < 2; k++) {
+        cd_dump *d = create(k ? "b.h5" : "a.h5", k ? p2 : p1);
+        cd_dump_begin_run(d, "cpu", NULL, &e);
+        cd_tensor_rec rc = rec_for(2, "y");
+        rc.elapsed_us = k ? 99.0 : 1.0; /* timings differ, data must not */
+        cr_assert_eq(cd_dump_write_tensor(d, "cpu", &rc, &v, false, &e), CD_OK, "%s", e.msg);
+        cr_assert_eq(cd_dump_close(d, true, &e), CD_OK, "%s", e.msg);
+    }
+    unsigned char *raw[2];
+    hsize_t sz[2];
+    for (int k = 0; k < 2; k++) {
+        hid_t f = H5Fopen(k ? p2 : p1, H5F_ACC_RDONLY, H5P_DEFAULT);
+        hid_t ds = H5Dopen2(f, "/runs/cpu/0002_y", H5P_DEFAULT);
+        hsize_t off[3] = {0, 0, 0};
+        cr_assert_geq(H5Dget_chunk_storage_size(ds, off, &sz[k]), 0);
+        raw[k] = malloc(sz[k]);
+        uint32_t filt = 0;
+        cr_assert_geq(H5Dread_chunk(ds, H5P_DEFAULT, off, &filt, raw[k]), 0);
+        H5Dclose(ds);
+        H5Fclose(f);
+    }
+    cr_assert_eq(sz[0], sz[1]);
+    cr_assert_eq(memcmp(raw[0], raw[1], sz[0]), 0);
+    free(raw[0]);
+    free(raw[1]);
+    free(x);
+}
+
+/* The sink: statistics attributes, stats-only mode, probes leave data untouched. */
+Test(store, sink_full_and_stats) {
+    char path[512];
+    cd_dump *d = create("sink.h5", path);
+    cd_error e = {0};
+    cd_graph g = {0};
+    cd_tensor tens[2] = {{.name = "t/0"}, {.name = "t1"}};
+    cd_op ops[2] = {{.type = "relu", .name = "relu_0"}, {.type = "sigmoid", .name = "sigmoid_0"}};
+    g.tensors = tens;
+    g.n_tensors = 2;
+    g.ops = ops;
+    g.n_ops = 2;
+    float a[5] = {1, -2, NAN, INFINITY, 4};
+    float copy[5];
+    memcpy(copy, a, sizeof a);
+    int64_t dims[] = {5};
+    cd_value v = mk(CD_F32, 1, dims, a);
+    cd_op_report rep = {.elapsed_us = 3, .kernel_us = 2, .where = "opencl", .kernel = "relu:fp32", .note = ""};
+    const char *runs[2] = {"full", "stats"};
+    for (int m = 0; m < 2; m++) {
+        cr_assert_eq(cd_dump_begin_run(d, runs[m], NULL, &e), CD_OK, "%s", e.msg);
+        cd_dump_sink *s = NULL;
+        cr_assert_eq(cd_dump_sink_new(d, runs[m], &g, m ? CD_SINK_STATS : CD_SINK_FULL, &s, &e), CD_OK);
+        cd_probe_sink *p = cd_dump_sink_probe(s);
+        cr_assert_eq(p->hit(p->user, 0, 0, &v, &rep, &e), CD_OK, "%s", e.msg);
+        cr_assert_eq(p->hit(p->user, 1, 1, &v, NULL, &e), CD_OK, "%s", e.msg);
+        cr_assert_eq(p->hit(p->user, 5, 1, &v, NULL, &e), CD_E_INTERNAL);
+        cr_assert_eq(cd_dump_sink_count(s), 2);
+        cr_assert_eq(cd_dump_sink_first_nonfinite(s), 0);
+        cr_assert_eq(cd_dump_sink_finish(s, &e), CD_OK, "%s", e.msg);
+        cd_dump_sink_free(s);
+    }
+    cr_assert_eq(memcmp(a, copy, sizeof a), 0, "probes must not alter data");
+    cr_assert_eq(cd_dump_close(d, true, &e), CD_OK, "%s", e.msg);
+
+    cd_dump_reader *r = NULL;
+    cr_assert_eq(cd_dump_open(path, &r, &e), CD_OK, "%s", e.msg);
+    cr_assert_eq(cd_dump_n_runs(r), 2);
+    for (int m = 0; m < 2; m++) {
+        cd_dump_tensor_info *ti;
+        int n;
+        cr_assert_eq(cd_dump_list_tensors(r, runs[m], &ti, &n, &e), CD_OK, "%s", e.msg);
+        cr_assert_eq(n, 2);
+        cr_assert_str_eq(ti[0].dataset, "0000_t%2F0");
+        cr_assert_str_eq(ti[0].kernel, "relu:fp32");
+        cr_assert_str_eq(ti[0].where, "opencl");
+        cr_assert_eq(ti[0].kernel_us, 2.0);
+        cr_assert(ti[0].has_stats);
+        cr_assert_eq(ti[0].stats.min, -2.0);
+        cr_assert_eq(ti[0].stats.max, 4.0);
+        cr_assert_eq(ti[0].stats.mean, 1.0);
+        cr_assert_eq(ti[0].stats.nan_count, 1);
+        cr_assert_eq(ti[0].stats.inf_count, 1);
+        cr_assert_eq(ti[0].stats_only, m == 1);
+        cr_assert_eq(ti[1].shape.d[0], 5);
+        float *out = NULL;
+        int64_t cnt;
+        cd_status st = cd_dump_read_f32(r, runs[m], ti[1].dataset, &out, &cnt, &e);
+        if (m == 0) {
+            cr_assert_eq(st, CD_OK, "%s", e.msg);
+            cr_assert_eq(memcmp(out, a, sizeof a), 0);
+            free(out);
+        } else {
+            cr_assert_eq(st, CD_E_USAGE);
+            cr_assert(strstr(e.msg, "statistics only"), "%s", e.msg);
+        }
+        char path2[64];
+        snprintf(path2, sizeof path2, "/runs/%s", runs[m]);
+        int64_t fn = 0;
+        cr_assert_eq(cd_dump_attr_i64(r, path2, "first_nonfinite_op", &fn, &e), CD_OK);
+        cr_assert_eq(fn, 0);
+        free(ti);
+    }
+    cd_dump_reader_close(r);
+}
+
+Test(store, stats_compute_half_and_empty) {
+    uint16_t h[4] = {0x3c00, 0xc000, 0x7e00, 0x3800}; /* 1, -2, nan, 0.5 */
+    int64_t dims[] = {4};
+    cd_value v = mk(CD_F16, 1, dims, h);
+    cd_tensor_stats s;
+    cd_tensor_stats_compute(&v, &s);
+    cr_assert_eq(s.count, 4);
+    cr_assert_eq(s.nan_count, 1);
+    cr_assert_eq(s.min, -2.0);
+    cr_assert_eq(s.max, 1.0);
+    cr_assert_eq(s.mean, -0.5 / 3.0);
+    int64_t z[] = {0};
+    cd_value ve = mk(CD_F32, 1, z, NULL);
+    cd_tensor_stats_compute(&ve, &s);
+    cr_assert_eq(s.count, 0);
+    cr_assert(isnan(s.min));
+}
