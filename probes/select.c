@@ -128,7 +128,7 @@ static cd_status select_item(const cd_graph *g, const char *item, bool *mask, cd
         return CD_OK;
     }
     if (item[0] == '#') {
-        int lo, hi;
+        int lo = 0, hi = -1;
         cd_status st = parse_range(g, item, &lo, &hi, err);
         if (st) return st;
         for (int i = lo; i <= hi; i++)

@@ -1,5 +1,6 @@
 /* The planner: support check, parameter conversion, shape inference in op order (with
  * plan-time evaluation of cheap integer ops), buffer lifetimes and peak memory. */
+#define _GNU_SOURCE /* qsort_r */
 #include "engine/plan.h"
 #include "engine/params.h"
 #include <ctype.h>
@@ -105,7 +106,35 @@ static bool can_eval_now(const cd_plan *plan, const cd_op *op) {
     return true;
 }
 
-static cd_status infer_op(const cd_graph *g, cd_plan *plan, int i, sbuf *warn, cd_error *err) {
+/* Marks tensors whose variable name is written more than once (the optimizer's memory
+ * reuse): their declared shape belongs to whichever use the optimizer saw last, so it
+ * says nothing about this tensor. Sorting by name keeps this O(n log n). */
+static int cmp_tensor_name(const void *a, const void *b, void *ctx) {
+    const cd_graph *g = ctx;
+    return strcmp(g->tensors[*(const int *)a].name, g->tensors[*(const int *)b].name);
+}
+static bool *reused_names(const cd_graph *g) {
+    int n = g->n_tensors;
+    bool *reused = calloc((size_t)(n ? n : 1), sizeof *reused);
+    int *idx = malloc(sizeof(int) * (size_t)(n ? n : 1));
+    if (!reused || !idx) { free(idx); return reused; }
+    for (int i = 0; i < n; i++) idx[i] = i;
+    qsort_r(idx, (size_t)n, sizeof *idx, cmp_tensor_name, (void *)g);
+    for (int a = 0; a < n;) {
+        int b = a + 1;
+        while (b < n && !strcmp(g->tensors[idx[a]].name, g->tensors[idx[b]].name)) b++;
+        int writes = 0;
+        for (int k = a; k < b; k++) writes += g->tensors[idx[k]].producer >= 0;
+        if (writes > 1)
+            for (int k = a; k < b; k++) reused[idx[k]] = true;
+        a = b;
+    }
+    free(idx);
+    return reused;
+}
+
+static cd_status infer_op(const cd_graph *g, cd_plan *plan, int i, sbuf *warn, const bool *reused,
+                          cd_error *err) {
     const cd_op *op = &g->ops[i];
     const cd_op_def *def = plan->defs[i];
     cd_op_ctx c = {.g = g, .op = op, .op_index = i, .vals = plan->meta, .prec = plan->prec, .threads = 1, .err = err};
@@ -146,7 +175,7 @@ static cd_status infer_op(const cd_graph *g, cd_plan *plan, int i, sbuf *warn, c
                                   "output %s[%d] '%s' got %s from the shape rule", op->out[s].name, k,
                                   g->tensors[id].name, v->shape.rank < 0 ? "no shape" : "an invalid shape");
             const cd_shape *decl = &g->tensors[id].shape;
-            bool declared = decl->rank > 0;
+            bool declared = decl->rank > 0 && !(reused && reused[id]);
             for (int d = 0; d < decl->rank; d++)
                 if (decl->d[d] < 0) declared = false;
             if (declared && !cd_shape_eq(decl, &v->shape)) {
@@ -156,7 +185,9 @@ static cd_status infer_op(const cd_graph *g, cd_plan *plan, int i, sbuf *warn, c
                           cd_shape_str(decl, b, sizeof b));
             }
         }
-    if ((def->flags & CD_OPF_SHAPE) && can_eval_now(plan, op)) {
+    /* Identity copies (io_copy, layout) carry shape vectors between targets in OpenCL
+     * models, so they are evaluated too when their input is already known. */
+    if ((def->flags & (CD_OPF_SHAPE | CD_OPF_IDENTITY)) && can_eval_now(plan, op)) {
         for (int s = 0; s < op->n_out; s++)
             for (int k = 0; k < op->out[s].n; k++) {
                 int id = op->out[s].ids[k];
@@ -241,6 +272,7 @@ cd_status cd_plan_build(const cd_graph *g, const cd_shape *input_shapes, cd_prec
         return st;
     }
     sbuf warn = {0};
+    bool *reused = reused_names(g); /* NULL on OOM: then every declared shape is checked */
     for (int i = 0; i < g->n_ops && !st; i++) {
         /* Inputs must have been produced: a dangling read means the graph is malformed. */
         const cd_op *op = &g->ops[i];
@@ -254,8 +286,9 @@ cd_status cd_plan_build(const cd_graph *g, const cd_shape *input_shapes, cd_prec
                     break;
                 }
             }
-        if (!st) st = infer_op(g, plan, i, &warn, err);
+        if (!st) st = infer_op(g, plan, i, &warn, reused, err);
     }
+    free(reused);
     if (warn.p && !st) cd_graph_warn((cd_graph *)g, "%s", warn.p); /* warnings live in the graph by design */
     free(warn.p);
     if (st) { cd_plan_free(plan); return st; }

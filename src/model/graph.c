@@ -702,17 +702,24 @@ cd_status cd_graph_finalize(cd_graph *g, cd_error *err) {
     if (g->n_outputs == 0) cd_graph_warn(g, "model has no fetch op: it produces no outputs");
 
     /* Every persistable variable must have its record unless only ops write it. */
+    char *read_initial = calloc((size_t)p->n_vars + 1, 1);
+    if (!read_initial) return cd_err(err, CD_E_NOMEM, "out of memory");
+    for (int t = 0; t < g->n_tensors; t++)
+        if (g->tensors[t].producer < 0) {
+            int vi = map_get(&p->names, g->tensors[t].name);
+            if (vi >= 0) read_initial[vi] = 1;
+        }
     for (int i = 0; i < p->n_vars; i++) {
         var_t *v = &p->vars[i];
         if (!v->persistable || v->param >= 0) continue;
-        bool read_initial = false;
-        for (int t = 0; t < g->n_tensors; t++)
-            if (g->tensors[t].producer < 0 && !strcmp(g->tensors[t].name, v->name)) read_initial = true;
-        if (read_initial || !v->written)
+        if (read_initial[i] || !v->written) {
+            free(read_initial);
             return cd_err(err, CD_E_MODEL,
                           "persistable variable '%s' has no parameter record (the file is truncated or was "
                           "written by a broken tool)", v->name);
+        }
     }
+    free(read_initial);
     for (int t = 0; t < g->n_tensors; t++) {
         cd_tensor *ts = &g->tensors[t];
         if (!ts->persistable) continue;

@@ -19,7 +19,7 @@ static size_t mkfile(char *buf, const char *dict, const void *data, size_t dn) {
     buf[8] = (char)(hl & 0xff);
     buf[9] = (char)(hl >> 8);
     memcpy(buf + 10, dict, hl);
-    memcpy(buf + 10 + hl, data, dn);
+    if (dn) memcpy(buf + 10 + hl, data, dn);
     return 10 + hl + dn;
 }
 

@@ -6,7 +6,8 @@
  * transcendental ones (sigmoid, tanh, exp, log, erf, gelu, ...) evaluate the float formula on
  * the half input and round once, which is what a half kernel with float intermediates gives.
  * The fused-activation kinds use exactly the formulas of cd_act_apply (engine/ops_util.c):
- * the cheap kinds are inlined here for speed, the others call it. */
+ * the cheap kinds are inlined here for speed, the others call it -- except gelu, which is
+ * evaluated in a cancellation-free form (gelu_f) so small negative outputs stay accurate. */
 #include "engine/ops.h"
 #include <float.h>
 #include <math.h>
@@ -33,6 +34,17 @@ typedef struct {
     int64_t amode, inner, chans; /* 0 all, 1 channel, 2 element */
     int64_t per_sample;
 } un_cfg;
+
+/* gelu written without cancellation: 1 + erf(-t) = erfc(t) and 1 + tanh(y) = 2 sigmoid(2y),
+ * so the result keeps full relative precision for negative x (the textbook forms lose all
+ * digits below x = -4 in float). */
+static inline float gelu_f(float x, bool approx) {
+    if (approx) {
+        const float y = 0.7978845608028654f * (x + 0.044715f * x * x * x);
+        return x / (1.0f + expf(-2.0f * y));
+    }
+    return 0.5f * x * erfcf(-x * 0.7071067811865476f);
+}
 
 static inline float softplus_f(float x, float beta, float thr) {
     float bx = beta * x;
@@ -66,6 +78,7 @@ static inline float softplus_f(float x, float beta, float thr) {
                 FLOOP(T, x * ((x + of) < 0.0f ? 0.0f : ((x + of) > th ? th : (x + of))) / sc);          \
                 break;                                                                                  \
             }                                                                                           \
+            case CD_ACT_GELU: { const bool ap = A.a != 0.0f; FLOOP(T, gelu_f(x, ap)); break; }     \
             default: FLOOP(T, cd_act_apply(&A, x)); break;                                              \
             }                                                                                           \
             break;                                                                                      \

@@ -359,6 +359,15 @@ cd_status cd_basic_eltwise_infer(cd_op_ctx *c) {
     return CD_OK;
 }
 
+/* gelu without cancellation (see ops_basic_act.c): erfc / sigmoid forms. */
+static inline float gelu_f(float x, bool approx) {
+    if (approx) {
+        const float y = 0.7978845608028654f * (x + 0.044715f * x * x * x);
+        return x / (1.0f + expf(-2.0f * y));
+    }
+    return 0.5f * x * erfcf(-x * 0.7071067811865476f);
+}
+
 /* Fused post-stage on a float/half output: optional affine then activation, in float. */
 #define DEF_POST(T, NAME)                                                                             \
     static void NAME(T *o, int64_t n, const elt_cfg *e, int threads) {                               \
@@ -369,7 +378,7 @@ cd_status cd_basic_eltwise_infer(cd_op_ctx *c) {
         for (int64_t i = 0; i < n; i++) {                                                            \
             float v = (float)o[i];                                                                   \
             if (aff) v = sc * v + bi;                                                                \
-            o[i] = (T)cd_act_apply(&a, v);                                                           \
+            o[i] = (T)(a.kind == CD_ACT_GELU ? gelu_f(v, a.a != 0.0f) : cd_act_apply(&a, v));         \
         }                                                                                            \
     }
 DEF_POST(float, post_f32)

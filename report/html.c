@@ -1,0 +1,274 @@
+/* report.html: one self-contained page (no network, no external assets): environment,
+ * verdict and first-divergence card, error-versus-depth chart (inline SVG, log scale,
+ * tolerance line, hover titles), sortable per-layer table, and per-channel error charts
+ * and error heatmaps (PNG, inlined) for the first failing and the worst layers. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include "report/atomic.h"
+#include "report/png_heatmap.h"
+#include "report/report.h"
+
+static const char *CSS =
+    "body{font:14px/1.45 system-ui,sans-serif;margin:24px;color:#1d2330;background:#fafbfc}"
+    "h1{font-size:20px;margin:0 0 12px}h2{font-size:16px;margin:24px 0 8px}"
+    ".card{background:#fff;border:1px solid #d8dee4;border-radius:8px;padding:14px 18px;margin:12px 0}"
+    ".pass{border-left:6px solid #2da44e}.fail{border-left:6px solid #cf222e}.crash{border-left:6px solid #8250df}"
+    "table{border-collapse:collapse;background:#fff}td,th{border:1px solid #d8dee4;padding:3px 8px;text-align:right}"
+    "td:nth-child(2),td:nth-child(3),th{text-align:left}th{cursor:pointer;background:#f0f3f6;position:sticky;top:0}"
+    "tr.bad td{background:#ffebe9}tr.first td{background:#ffd8d3;font-weight:600}"
+    ".env td{text-align:left}.mono{font-family:ui-monospace,monospace}svg text{font-size:11px}"
+    ".heat img{image-rendering:pixelated;border:1px solid #ccc}";
+
+static const char *JS =
+    "function sortTable(t,c){var b=t.tBodies[0],r=Array.from(b.rows),d=t.dataset.dir==c?-1:1;"
+    "t.dataset.dir=d==1?c:'';r.sort(function(x,y){var a=x.cells[c].dataset.v||x.cells[c].textContent,"
+    "z=y.cells[c].dataset.v||y.cells[c].textContent,p=parseFloat(a),q=parseFloat(z);"
+    "if(!isNaN(p)&&!isNaN(q))return (p-q)*d;return a.localeCompare(z)*d;});r.forEach(function(e){b.appendChild(e)});}"
+    "document.querySelectorAll('th').forEach(function(h,i){h.onclick=function(){sortTable(h.closest('table'),h.cellIndex)}});";
+
+static void h(FILE *f, const char *s) { cd_put_xml(f, s); }
+
+static double clamp_log(double v) {
+    if (!(v > 1e-12)) v = 1e-12;
+    if (isinf(v) || v > 1e6) v = 1e6;
+    return log10(v);
+}
+
+static void depth_chart(FILE *f, const cd_analysis *an) {
+    int n = an->n_layers;
+    if (n == 0) return;
+    const int W = 900, H = 300, L = 60, R = 20, T = 15, B = 40;
+    double lo = 1e9, hi = -1e9, tol = 0;
+    for (int i = 0; i < n; i++) {
+        double y = clamp_log(an->layers[i].rel_err);
+        if (y < lo) lo = y;
+        if (y > hi) hi = y;
+        tol += an->layers[i].tol.rtol;
+    }
+    tol /= n;
+    double ty = clamp_log(tol);
+    if (ty < lo) lo = ty;
+    if (ty > hi) hi = ty;
+    lo = floor(lo);
+    hi = ceil(hi);
+    if (hi <= lo) hi = lo + 1;
+#define X(i) (L + (n > 1 ? (double)(i) * (W - L - R) / (n - 1) : (W - L - R) / 2.0))
+#define Y(v) (T + (hi - (v)) * (H - T - B) / (hi - lo))
+    fprintf(f, "<svg width=\"%d\" height=\"%d\" viewBox=\"0 0 %d %d\" role=\"img\" aria-label=\"relative error versus depth\">\n", W, H, W, H);
+    for (double d = lo; d <= hi + 1e-9; d += 1) {
+        fprintf(f, "<line x1=\"%d\" x2=\"%d\" y1=\"%.1f\" y2=\"%.1f\" stroke=\"#e3e7eb\"/>", L, W - R, Y(d), Y(d));
+        fprintf(f, "<text x=\"%d\" y=\"%.1f\" text-anchor=\"end\">1e%d</text>\n", L - 6, Y(d) + 4, (int)d);
+    }
+    fprintf(f, "<line x1=\"%d\" x2=\"%d\" y1=\"%.1f\" y2=\"%.1f\" stroke=\"#cf222e\" stroke-dasharray=\"6 4\"/>"
+               "<text x=\"%d\" y=\"%.1f\" fill=\"#cf222e\" text-anchor=\"end\">rtol %.0e</text>\n",
+            L, W - R, Y(ty), Y(ty), W - R, Y(ty) - 4, tol);
+    fputs("<polyline fill=\"none\" stroke=\"#0969da\" stroke-width=\"1.5\" points=\"", f);
+    for (int i = 0; i < n; i++) fprintf(f, "%.1f,%.1f ", X(i), Y(clamp_log(an->layers[i].rel_err)));
+    fputs("\"/>\n", f);
+    for (int i = 0; i < n; i++) {
+        const cd_layer_cmp *l = &an->layers[i];
+        const char *c = !l->m.pass ? "#cf222e" : l->jump ? "#bf8700" : "#0969da";
+        fprintf(f, "<circle cx=\"%.1f\" cy=\"%.1f\" r=\"%d\" fill=\"%s\"><title>#%d ", X(i),
+                Y(clamp_log(l->rel_err)), i == an->first_fail ? 6 : 3, c, l->op_index);
+        h(f, l->layer);
+        fprintf(f, " (%s)\nrel err %.3g, growth x%.3g\nmax abs %.4g, cosine %.8f%s</title></circle>\n", l->op_type,
+                l->rel_err, l->growth, l->m.max_abs, l->m.cosine, l->m.pass ? "" : "\nOUT OF TOLERANCE");
+    }
+    fprintf(f, "<text x=\"%d\" y=\"%d\" text-anchor=\"middle\">layer (execution order)</text>"
+               "<text x=\"14\" y=\"%d\" transform=\"rotate(-90 14 %d)\" text-anchor=\"middle\">RMSE / RMS(ref)</text></svg>\n",
+            (L + W - R) / 2, H - 8, H / 2, H / 2);
+#undef X
+#undef Y
+}
+
+/* Per-channel max |a-b| as a bar chart; channel = dim 1 (dim 0 for rank 1). */
+static void channel_chart(FILE *f, const cd_layer_cmp *l, const float *a, const float *b) {
+    const cd_shape *s = &l->shape;
+    int64_t n = cd_shape_numel(s);
+    int64_t C = s->rank >= 2 ? s->d[1] : 1, inner = 1, outer = s->rank >= 1 ? s->d[0] : 1;
+    for (int k = 2; k < s->rank; k++) inner *= s->d[k];
+    if (s->rank < 2) { C = 1; inner = n; outer = 1; }
+    if (C <= 0 || C > 4096) return;
+    double *mx = calloc((size_t)C, sizeof *mx);
+    if (!mx) return;
+    for (int64_t o = 0; o < outer; o++)
+        for (int64_t c = 0; c < C; c++)
+            for (int64_t i = 0; i < inner; i++) {
+                int64_t idx = (o * C + c) * inner + i;
+                double d = fabs((double)a[idx] - (double)b[idx]);
+                if (!(d == d)) d = INFINITY;
+                if (d > mx[c]) mx[c] = d;
+            }
+    double top = 0;
+    for (int64_t c = 0; c < C; c++) if (isfinite(mx[c]) && mx[c] > top) top = mx[c];
+    if (top <= 0) top = 1;
+    const int W = 600, H = 160;
+    double bw = (double)(W - 50) / (double)C;
+    fprintf(f, "<svg width=\"%d\" height=\"%d\" role=\"img\" aria-label=\"per-channel max error\">", W, H);
+    fprintf(f, "<text x=\"0\" y=\"12\">max |a-b| per channel (top %.3g)</text>", top);
+    for (int64_t c = 0; c < C; c++) {
+        double v = isfinite(mx[c]) ? mx[c] / top : 1;
+        double bh = v * (H - 40);
+        fprintf(f, "<rect x=\"%.2f\" y=\"%.1f\" width=\"%.2f\" height=\"%.1f\" fill=\"%s\"><title>channel %lld: %.4g</title></rect>",
+                40 + c * bw, H - 20 - bh, bw > 1.5 ? bw - 0.5 : bw, bh, isfinite(mx[c]) ? "#0969da" : "#cf222e",
+                (long long)c, mx[c]);
+    }
+    fprintf(f, "<text x=\"40\" y=\"%d\">0</text><text x=\"%d\" y=\"%d\" text-anchor=\"end\">%lld</text></svg>\n", H - 5,
+            W - 10, H - 5, (long long)C - 1);
+    free(mx);
+}
+
+/* Heatmap of |a-b| over H x W of the channel holding the worst element (NCHW), or the
+ * tensor folded to 2-D. */
+static void heatmap(FILE *f, const cd_layer_cmp *l, const float *a, const float *b) {
+    const cd_shape *s = &l->shape;
+    int64_t hh, ww, base = 0;
+    if (s->rank >= 4) {
+        hh = s->d[s->rank - 2];
+        ww = s->d[s->rank - 1];
+        int64_t plane = hh * ww;
+        base = plane > 0 && l->m.worst_index >= 0 ? (l->m.worst_index / plane) * plane : 0;
+    } else if (s->rank >= 2) {
+        hh = s->d[s->rank - 2];
+        ww = s->d[s->rank - 1];
+        int64_t plane = hh * ww;
+        base = plane > 0 && l->m.worst_index >= 0 ? (l->m.worst_index / plane) * plane : 0;
+    } else {
+        hh = 1;
+        ww = s->rank ? s->d[0] : 1;
+    }
+    if (hh <= 0 || ww <= 0) return;
+    int64_t sh = hh > 512 ? (hh + 511) / 512 : 1, sw = ww > 512 ? (ww + 511) / 512 : 1;
+    int H = (int)((hh + sh - 1) / sh), W = (int)((ww + sw - 1) / sw);
+    float *v = calloc((size_t)H * (size_t)W, sizeof *v);
+    if (!v) return;
+    for (int64_t y = 0; y < hh; y++)
+        for (int64_t x = 0; x < ww; x++) {
+            int64_t idx = base + y * ww + x;
+            float d = fabsf(a[idx] - b[idx]);
+            if (d != d) d = INFINITY;
+            float *cell = &v[(y / sh) * W + x / sw];
+            if (d > *cell) *cell = isfinite(d) ? d : 3.4e38f;
+        }
+    int scale = 1;
+    while (scale < 8 && W * scale * 2 <= 512 && H * scale * 2 <= 512) scale *= 2;
+    uint8_t *png = NULL;
+    size_t len = 0;
+    cd_error e = {0};
+    if (cd_heatmap_png(v, W, H, scale, &png, &len, &e) == CD_OK) {
+        char *b64 = cd_base64(png, len);
+        if (b64) {
+            fprintf(f, "<div class=\"heat\"><div>|a-b| over the %lldx%lld plane holding the worst element (offset %lld)%s</div>"
+                       "<img alt=\"error heatmap\" src=\"data:image/png;base64,%s\"></div>\n",
+                    (long long)hh, (long long)ww, (long long)base, sh > 1 || sw > 1 ? ", max-pooled" : "", b64);
+            free(b64);
+        }
+        free(png);
+    }
+    free(v);
+}
+
+static void env_row(FILE *f, const char *k, const char *v) {
+    fprintf(f, "<tr><td>%s</td><td class=\"mono\">", k);
+    h(f, v ? v : "");
+    fputs("</td></tr>\n", f);
+}
+
+cd_status cd_report_html(const cd_report_input *in, const char *dir, cd_error *err) {
+    cd_afile af;
+    cd_status st = cd_afile_open(&af, dir, "report.html", err);
+    if (st) return st;
+    FILE *f = af.f;
+    const cd_analysis *an = in->an;
+    const cd_report_env *e = in->env;
+    const char *v = an->verdict == CD_VERDICT_PASS ? "pass" : an->verdict == CD_VERDICT_FAIL ? "fail" : "crash";
+    fputs("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>cldiff: ", f);
+    h(f, e->model_path);
+    fprintf(f, "</title><style>%s</style></head><body>\n<h1>cldiff — ", CSS);
+    h(f, e->model_path);
+    fprintf(f, " (%s vs %s, %s)</h1>\n", e->backend_a, e->backend_b, e->precision);
+    fprintf(f, "<div class=\"card %s\"><b>%s</b> — %d of %d layers out of tolerance.<br>\n", v,
+            an->verdict == CD_VERDICT_PASS ? "PASS" : an->verdict == CD_VERDICT_FAIL ? "FAIL" : "CRASH", an->n_fail, an->n_layers);
+    if (e->crash) { fputs("Backend B crashed: ", f); h(f, e->crash); fputs("<br>\n", f); }
+    if (an->first_fail >= 0) {
+        const cd_layer_cmp *l = &an->layers[an->first_fail];
+        fprintf(f, "First divergence: <b>#%d ", l->op_index);
+        h(f, l->layer);
+        fprintf(f, "</b> (%s) tensor <span class=\"mono\">", l->op_type);
+        h(f, l->tensor);
+        fprintf(f, "</span>: max |a-b| %.4g, cosine %.8f, SNR %.1f dB, %.3g%% of elements out of tolerance (rule: ",
+                l->m.max_abs, l->m.cosine, l->m.snr_db, 100 * l->m.fail_fraction);
+        h(f, l->rule);
+        fputs(").<br>\n", f);
+        if (l->isolated)
+            fprintf(f, "<b>%s error</b>: re-run on %s's inputs gives max |a-b| %.4g (%s tolerance) vs %.4g in the full run.\n",
+                    !strcmp(an->first_kind, "local") ? "Local" : "Inherited", e->backend_a, l->iso.max_abs,
+                    l->iso.pass ? "within" : "out of", l->m.max_abs);
+        else fputs("Not isolated: local vs inherited unknown.\n", f);
+    }
+    if (an->nonfinite_origin >= 0) {
+        fputs("<br>NaN/Inf first appears in ", f);
+        h(f, an->layers[an->nonfinite_origin].layer);
+        fputs(".\n", f);
+    }
+    if (an->n_jumps) {
+        fputs("<br>Error growth jumps: ", f);
+        for (int j = 0; j < an->n_jumps; j++) {
+            h(f, an->layers[an->jumps[j]].layer);
+            fprintf(f, " (x%.3g)%s", an->layers[an->jumps[j]].growth, j + 1 < an->n_jumps ? ", " : "");
+        }
+    }
+    fputs("</div>\n<h2>Environment</h2><table class=\"env\">\n", f);
+    char buf[1200];
+    env_row(f, "model", e->model_path);
+    env_row(f, "format", e->model_format);
+    env_row(f, "sha256", e->model_sha256);
+    snprintf(buf, sizeof buf, "%s — %s %s", e->backend_a, e->device_a ? e->device_a : "", e->driver_a ? e->driver_a : "");
+    env_row(f, "backend A", buf);
+    snprintf(buf, sizeof buf, "%s — %s %s (%s)", e->backend_b, e->device_b ? e->device_b : "", e->driver_b ? e->driver_b : "",
+             e->variant_b ? e->variant_b : "");
+    env_row(f, "backend B", buf);
+    env_row(f, "precision", e->precision);
+    env_row(f, "inputs", e->input_desc);
+    env_row(f, "tolerance", e->tolerance_desc);
+    env_row(f, "command", e->command_line);
+    snprintf(buf, sizeof buf, "A %.1f ms, B %.1f ms, total %.1f ms", e->wall_ms_a, e->wall_ms_b, e->wall_ms_total);
+    env_row(f, "timings", buf);
+    snprintf(buf, sizeof buf, "cldiff %s, %s", e->tool_version, e->created ? e->created : "");
+    env_row(f, "generated by", buf);
+    fputs("</table>\n<h2>Error versus depth</h2>\n", f);
+    depth_chart(f, an);
+    for (int d = 0; d < in->n_details; d++) {
+        const cd_layer_cmp *l = &an->layers[in->details[d].layer];
+        fprintf(f, "<h2>%s #%d ", in->details[d].layer == an->first_fail ? "First failing layer" : "Worst layer", l->op_index);
+        h(f, l->layer);
+        fprintf(f, " (%s)</h2>\n", l->op_type);
+        channel_chart(f, l, in->details[d].ref, in->details[d].val);
+        heatmap(f, l, in->details[d].ref, in->details[d].val);
+    }
+    fputs("<h2>Layers</h2><p>Click a header to sort.</p><table id=\"layers\"><thead><tr><th>op</th><th>layer</th><th>type</th>"
+          "<th>shape</th><th>max abs</th><th>mean abs</th><th>max rel</th><th>cosine</th><th>SNR dB</th><th>max ULP</th>"
+          "<th>fail %</th><th>rel err</th><th>growth</th><th>NaN/Inf</th><th>B ran on</th><th>B µs</th>", f);
+    bool golden = an->n_layers && an->layers[0].has_golden;
+    if (golden) fputs("<th>A vs fp32</th><th>B vs fp32</th>", f);
+    fputs("</tr></thead><tbody>\n", f);
+    for (int i = 0; i < an->n_layers; i++) {
+        const cd_layer_cmp *l = &an->layers[i];
+        char sh[128];
+        fprintf(f, "<tr class=\"%s\"><td>%d</td><td>", i == an->first_fail ? "first" : l->m.pass ? "" : "bad", l->op_index);
+        h(f, l->layer);
+        fprintf(f, "</td><td>%s</td><td>%s</td><td>%.4g</td><td>%.4g</td><td>%.4g</td><td>%.8f</td><td>%.1f</td><td>%.0f</td>"
+                   "<td>%.3g</td><td>%.3g</td><td>%.3g</td><td>%lld/%lld</td><td>%s</td><td>%.1f</td>",
+                l->op_type, cd_shape_str(&l->shape, sh, sizeof sh), l->m.max_abs, l->m.mean_abs, l->m.max_rel, l->m.cosine,
+                l->m.snr_db, l->m.max_ulp, 100 * l->m.fail_fraction, l->rel_err, l->growth,
+                (long long)(l->m.nan_ref + l->m.inf_ref), (long long)(l->m.nan_val + l->m.inf_val), l->where_b,
+                l->kernel_us_b >= 0 ? l->kernel_us_b : l->us_b);
+        if (golden)
+            fprintf(f, "<td>%.3g</td><td>%.3g</td>", l->ga.ref_rms > 0 ? l->ga.rmse / l->ga.ref_rms : l->ga.rmse,
+                    l->gb.ref_rms > 0 ? l->gb.rmse / l->gb.ref_rms : l->gb.rmse);
+        fputs("</tr>\n", f);
+    }
+    fprintf(f, "</tbody></table>\n<script>%s</script>\n</body></html>\n", JS);
+    return cd_afile_commit(&af, err);
+}
