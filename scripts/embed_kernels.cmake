@@ -1,7 +1,7 @@
 # Turns every kernels/*.cl into a C string table: cd_embedded_kernels[] = {name, source}.
 file(GLOB files ${SRC_DIR}/*.cl)
 list(SORT files)
-set(out "/* generated from kernels/*.cl by scripts/embed_kernels.cmake */\n#include <stddef.h>\n")
+set(out "/* generated from the kernels folder by scripts/embed_kernels.cmake */\n#include <stddef.h>\n")
 set(table "")
 set(i 0)
 foreach(f ${files})

@@ -204,7 +204,7 @@ int cd_cmd_inspect(int argc, char **argv) {
         bool any = false;
         for (int a = 0; a < op->n_attr; a++) {
             if (boring_attr(op->attrs[a].name)) continue;
-            if (!any) printf("       ");
+            if (!any) printf("      ");
             any = true;
             print_attr(&op->attrs[a]);
         }

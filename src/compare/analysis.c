@@ -1,5 +1,6 @@
 #include "compare/analysis.h"
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 

@@ -9,9 +9,9 @@
 typedef struct cd_layer_cmp {
     int op_index;
     int tensor_id;
-    char layer[96];
+    char layer[128];
     char op_type[64];
-    char tensor[160];
+    char tensor[256];
     char dataset_a[320], dataset_b[320]; /* where the tensors are stored in their runs */
     cd_shape shape;
     cd_metrics m;               /* B vs A */

@@ -29,7 +29,7 @@ cd_status cd_compare_runs(const cd_cmp_request *q, cd_analysis *an, cd_cmp_unmat
 /* Writes the comparison table under /compare/ (+ attrs: policy, first_divergence, verdict, kind). */
 cd_status cd_compare_store(cd_dump *d, const char *run_a, const char *run_b, const cd_analysis *an,
                            const char *policy_desc, cd_error *err);
-/* Reads the two tensors of layer i back (for heatmaps); *ref/*val malloc'ed. */
+/* Reads the two tensors of layer i back (for heatmaps); ref and val are malloc-ed. */
 cd_status cd_compare_read_pair(const cd_cmp_request *q, const cd_layer_cmp *l, float **ref, float **val,
                                cd_error *err);
 #endif

@@ -1,4 +1,5 @@
 #include "model/extract.h"
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 

@@ -53,6 +53,39 @@ check("relu vs 2e-6 relative perturbation", relu, {"x": x}, perturbed(2e-6), "fp
 # fp16: a relative error of 8 u16 on one element is above the elementwise bound (2 u16 + u16)
 check("relu fp16 vs 8 u16 perturbation", relu, {"x": x}, perturbed(8 * U16), "fp16", expect_fail=True)
 
+# --- int8 weights are dequantized by the engine (nb-format §6.4 weight-only scales)
+wq = rng.integers(-127, 128, size=(6, 5), dtype=np.int8)           # fc W [K=6, N=5]
+ws = (rng.random(5) * 0.05 + 0.01).astype(np.float32)               # one scale per N
+xi = rng.standard_normal((3, 6)).astype(np.float32)
+fc = dict(op="fc", inputs=[("Input", "x"), ("W", "fcw", "param")], outputs=[("Out", "y")],
+          attrs={"in_num_col_dims": 1, "quantize_weight_bits": 8,
+                 "quantization_type": "post_weight_channel_wise_abs_max",
+                 "fcw_quant_scale": [float(v) for v in ws]})
+wf = wq.astype(np.float32) * ws[None, :]
+for prec in ("fp32", "fp16"):
+    def fc_ref(i, wf=wf, prec=prec):
+        w = wf.astype(np.float16).astype(np.float32) if prec == "fp16" else wf
+        return i["x"] @ w
+    check("fc int8 weight-only dequant", fc, {"x": xi, "fcw": wq}, fc_ref, prec, k=6,
+          mag=np.abs(xi) @ np.abs(wf))
+check("fc int8 without dequant scale is refused",
+      dict(fc, attrs={"in_num_col_dims": 1}), {"x": xi, "fcw": wq}, None, "fp32",
+      expect_error=(3, "no op that reads it carries a dequantization scale"))
+cq = rng.integers(-127, 128, size=(4, 3, 3, 3), dtype=np.int8)      # conv Filter, scale per Cout
+cs = (rng.random(4) * 0.02 + 0.005).astype(np.float32)
+xc = rng.standard_normal((1, 3, 7, 7)).astype(np.float32)
+conv = dict(op="conv2d", inputs=[("Input", "x"), ("Filter", "cw", "param")], outputs=[("Output", "y")],
+            attrs={"strides": [1, 1], "paddings": [1, 1], "dilations": [1, 1], "groups": 1,
+                   "Filter0_scale": [float(v) for v in cs], "bit_length": 8})
+cf = cq.astype(np.float32) * cs[:, None, None, None]
+conv_mag = ort_node("Conv", ["ax", "aw"], ["m"], pads=[1, 1, 1, 1])({"ax": np.abs(xc), "aw": np.abs(cf)})["m"]
+check("conv2d int8 Filter0_scale dequant", conv, {"x": xc, "cw": cq},
+      lambda i: ort_node("Conv", ["x", "w"], ["y"], pads=[1, 1, 1, 1])({"x": i["x"], "w": cf})["y"], "fp32",
+      k=27, mag=conv_mag)
+check("conv2d int8 dequant vs undequantized (must differ)", conv, {"x": xc, "cw": cq},
+      lambda i: ort_node("Conv", ["x", "w"], ["y"], pads=[1, 1, 1, 1])({"x": i["x"], "w": cq.astype(np.float32)})["y"],
+      "fp32", k=27, mag=conv_mag, expect_fail=True)
+
 # --- runner errors are reported with the exit code
 check("unknown op is refused", dict(op="no_such_op", inputs=[("X", "x")], outputs=[("Out", "y")]),
       {"x": x}, None, "fp32", expect_error=(8, "#1 no_such_op_0 (no_such_op)"))

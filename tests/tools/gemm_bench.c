@@ -1,5 +1,13 @@
-/* GEMM throughput: gemm_bench [threads] [M N K]...; prints GFLOP/s (2*M*N*K / time) for
- * float32 and _Float16. Defaults are conv-shaped problems (Cout x HW x Cin*k*k). */
+/* GEMM and conv-layer throughput.
+ *   gemm_bench [threads] [M N K]...        GFLOP/s (2*M*N*K / time), float32 and _Float16;
+ *                                          defaults are conv-shaped problems
+ *   gemm_bench --model F.nb [--shape 1,3,320,320] [--threads 2] [--fp16]
+ *                                          runs every conv op of the model once on random
+ *                                          inputs through the op registry and reports
+ *                                          conv GFLOP/s (2 * macs / time), per op and total */
+#include "engine/plan.h"
+#include "model/nb_reader.h"
+#include <string.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <time.h>
@@ -35,7 +43,87 @@ static void bench(int M, int N, int K, int threads) {
     free(A); free(B); free(C); free(Ah); free(Bh); free(Ch);
 }
 
+static int bench_model(const char *path, const char *shape, int threads, bool fp16) {
+    cd_error err = {0};
+    cd_graph *g = NULL;
+    if (cd_nb_load(path, &g, &err)) { fprintf(stderr, "%s\n", err.msg); return err.code; }
+    cd_shape in[8];
+    if (g->n_inputs > 8) { fprintf(stderr, "too many inputs\n"); return 2; }
+    for (int i = 0; i < g->n_inputs; i++) {
+        in[i] = g->tensors[g->inputs[i]].shape;
+        if (in[i].rank > 0 && in[i].d[0] < 0) in[i].d[0] = 1;
+    }
+    if (shape && g->n_inputs > 0) {
+        cd_shape s = {0, {0}};
+        for (const char *p = shape; *p && s.rank < CD_MAX_RANK; s.rank++) {
+            s.d[s.rank] = strtoll(p, (char **)&p, 10);
+            if (*p == ',') p++;
+        }
+        in[0] = s;
+    }
+    cd_plan plan;
+    memset(&plan, 0, sizeof plan);
+    if (cd_plan_build(g, in, fp16 ? CD_PREC_FP16 : CD_PREC_FP32, &plan, &err)) { fprintf(stderr, "%s\n", err.msg); return err.code; }
+    cd_value *vals = calloc((size_t)g->n_tensors, sizeof *vals);
+    double total_macs = 0, total_t = 0;
+    for (int i = 0; i < g->n_ops; i++) {
+        const cd_op *op = &g->ops[i];
+        if (!strstr(op->type, "conv") || !plan.defs[i] || !plan.defs[i]->run) continue;
+        memcpy(vals, plan.meta, (size_t)g->n_tensors * sizeof *vals);
+        for (int t = 0; t < g->n_tensors; t++) vals[t].owned = false;
+        /* activations get fresh buffers with small values; params keep their data */
+        int ids[64], n = 0;
+        for (int s = 0; s < op->n_in; s++)
+            for (int k = 0; k < op->in[s].n; k++) {
+                int id = op->in[s].ids[k];
+                if (id >= 0 && !vals[id].data && n < 64) ids[n++] = id;
+            }
+        for (int s = 0; s < op->n_out; s++)
+            for (int k = 0; k < op->out[s].n; k++)
+                if (op->out[s].ids[k] >= 0 && n < 64) ids[n++] = op->out[s].ids[k];
+        bool ok = true;
+        for (int k = 0; k < n; k++) {
+            vals[ids[k]].data = NULL;
+            if (cd_value_alloc(&vals[ids[k]], &err)) { ok = false; break; }
+            for (int64_t e = 0; e < cd_value_numel(&vals[ids[k]]); e++) cd_value_set(&vals[ids[k]], e, (double)(e % 13) * 0.05 - 0.3);
+        }
+        if (!ok) { fprintf(stderr, "%s\n", err.msg); return err.code; }
+        cd_op_ctx c = {g, op, i, vals, fp16 ? CD_PREC_FP16 : CD_PREC_FP32, threads, &err};
+        double macs = plan.defs[i]->macs ? plan.defs[i]->macs(&c) : 0;
+        double t0 = now();
+        cd_status st = plan.defs[i]->run(&c);
+        double t = now() - t0;
+        if (st) { fprintf(stderr, "%s\n", err.msg); return st; }
+        total_macs += macs;
+        total_t += t;
+        char b1[64], b2[64];
+        int xin = cd_op_in(op, "Input", 0), yo = cd_op_out(op, "Output", 0);
+        printf("%-28s %-18s -> %-18s %8.2f MMAC %8.3f ms %7.2f GFLOP/s\n", op->name,
+               xin >= 0 ? cd_shape_str(&vals[xin].shape, b1, sizeof b1) : "?",
+               yo >= 0 ? cd_shape_str(&vals[yo].shape, b2, sizeof b2) : "?", macs * 1e-6, t * 1e3,
+               2 * macs / t * 1e-9);
+        for (int k = 0; k < n; k++) { vals[ids[k]].owned = true; cd_value_release(&vals[ids[k]]); }
+    }
+    printf("conv total: %.1f MMAC in %.1f ms = %.2f GFLOP/s (%d threads, %s)\n", total_macs * 1e-6, total_t * 1e3,
+           2 * total_macs / total_t * 1e-9, threads, fp16 ? "fp16" : "fp32");
+    free(vals);
+    cd_plan_free(&plan);
+    cd_graph_free(g);
+    return 0;
+}
+
 int main(int argc, char **argv) {
+    if (argc > 2 && !strcmp(argv[1], "--model")) {
+        const char *shape = NULL;
+        int threads = 2;
+        bool fp16 = false;
+        for (int i = 3; i < argc; i++) {
+            if (!strcmp(argv[i], "--shape") && i + 1 < argc) shape = argv[++i];
+            else if (!strcmp(argv[i], "--threads") && i + 1 < argc) threads = atoi(argv[++i]);
+            else if (!strcmp(argv[i], "--fp16")) fp16 = true;
+        }
+        return bench_model(argv[2], shape, threads, fp16);
+    }
     int threads = argc > 1 ? atoi(argv[1]) : 2;
     if (argc > 4) {
         for (int i = 2; i + 2 < argc; i += 3) bench(atoi(argv[i]), atoi(argv[i + 1]), atoi(argv[i + 2]), threads);

@@ -55,7 +55,7 @@ static bool try_lib(const char *path, const char *origin, cd_clfn *fn, cd_cl_att
     CD_CL_FUNCS(CD_CL_RESOLVE)
 #undef CD_CL_RESOLVE
     if (nmiss) {
-        snprintf(a->why, sizeof a->why, "loaded, but %zu of %zu OpenCL entry points are missing: %.440s",
+        snprintf(a->why, sizeof a->why, "loaded, but %zu of %zu OpenCL entry points are missing: %.900s",
                  nmiss, sizeof k_names / sizeof k_names[0], miss);
         dlclose(h);
         return false;
@@ -77,7 +77,7 @@ static size_t append(char *buf, size_t cap, size_t used, const char *fmt, const 
 }
 
 static cd_status fail(const cd_cl_search *s, bool explicit_lib, cd_error *err) {
-    char list[1400];
+    char list[1800];
     size_t u = 0;
     list[0] = 0;
     for (int i = 0; i < s->n; i++)
@@ -103,14 +103,15 @@ static cd_status fail(const cd_cl_search *s, bool explicit_lib, cd_error *err) {
     else
         advice[0] = 0;
     return cd_err(err, CD_E_BACKEND,
-                  "no usable OpenCL library found. Tried, in order:%s\n"
+                  "no usable OpenCL library found (%d places tried, listed below; `cldiff doctor` shows "
+                  "the search).\n"
                   "What to do: %sinstall an OpenCL driver and the ICD loader (Debian/Ubuntu: "
                   "`apt install ocl-icd-libopencl1 pocl-opencl-icd`, or your GPU vendor's driver); "
                   "or, if the board ships only a vendor library, pass it with --cl-lib PATH "
                   "(e.g. --cl-lib /usr/lib/aarch64-linux-gnu/libmali.so) or set "
                   "CLDIFF_OPENCL_LIB=PATH, or make it visible as the loader name: "
-                  "`sudo ln -s PATH /usr/lib/libOpenCL.so.1 && sudo ldconfig`.",
-                  list, advice);
+                  "`sudo ln -s PATH /usr/lib/libOpenCL.so.1 && sudo ldconfig`.\nTried, in order:%s",
+                  s->n, advice, list);
 }
 
 cd_status cd_cl_load(const char *cl_lib, cd_clfn *fn, cd_cl_search *search, cd_error *err) {

@@ -14,7 +14,7 @@ typedef struct cd_cl_attempt {
     char origin[24];     /* "--cl-lib", "CLDIFF_OPENCL_LIB", "ICD loader", "vendor" */
     bool ok;             /* loaded and every CD_CL_FUNCS entry resolved */
     bool exists;         /* absolute path that exists on disk (for the advice) */
-    char why[512];       /* dlerror text, or "missing entry points: clX, clY" */
+    char why[1024];      /* dlerror text, or "missing entry points: clX, clY" */
 } cd_cl_attempt;
 
 typedef struct cd_cl_search {

@@ -1,0 +1,146 @@
+#!/usr/bin/env bash
+# Fault-injection tests of the OpenCL runtime: each case loads the shim (tests/clshim) with
+# --cl-lib, makes it misbehave through CLSHIM_* and checks the user-facing message, the
+# fallback or crash record in the dump, and the exit code.
+#   test_faults.sh SHIM BUILD_DIR SOURCE_DIR
+# The runs go through tests/tools/cl_run (plan + isolated OpenCL run + dump).
+set -u
+SHIM=$1
+BUILD=$2
+SRC=$3
+RUN=$BUILD/tests/cl_run
+MODEL=$SRC/testdata/mobilenet_tiny.nb
+PY=$SRC/.venv/bin/python
+[ -x "$PY" ] || PY=python3
+WORK=$(mktemp -d /tmp/cldiff_faults.XXXXXX)
+trap 'rm -rf "$WORK"' EXIT
+export XDG_CACHE_HOME=$WORK/cache
+fails=0
+n=0
+
+check() { # name condition-result message
+    n=$((n + 1))
+    if [ "$2" = 0 ]; then echo "ok   $1"; else echo "FAIL $1: $3"; fails=$((fails + 1)); fi
+}
+
+run_case() { # out-name env... -- args...
+    local name=$1; shift
+    local envs=()
+    while [ "$1" != "--" ]; do envs+=("$1"); shift; done
+    shift
+    env "${envs[@]}" "$RUN" --cl-lib "$SHIM" --out "$WORK/$name.h5" "$@" "$MODEL" >"$WORK/$name.out" 2>"$WORK/$name.err"
+    echo $? >"$WORK/$name.rc"
+}
+
+expect_rc() { local rc; rc=$(cat "$WORK/$1.rc"); [ "$rc" = "$2" ]; check "$1: exit code $2" $? "got $rc; stderr: $(head -c 600 "$WORK/$1.err")"; }
+expect_err() { grep -qF -- "$2" "$WORK/$1.err"; check "$1: message has '$2'" $? "stderr: $(head -c 800 "$WORK/$1.err")"; }
+expect_py() { # name python-assertion-code (f = h5py.File, r = f['runs/opencl'])
+    "$PY" - "$WORK/$1.h5" >"$WORK/$1.py" 2>&1 <<EOF
+import sys, h5py
+f = h5py.File(sys.argv[1], 'r')
+r = f['runs/opencl']
+def attr(o, k):
+    v = o.attrs[k]
+    return v.decode() if isinstance(v, bytes) else v
+$2
+EOF
+    check "$1: dump $3" $? "$(tail -3 "$WORK/$1.py")"
+}
+
+# 1. no platform: the message says what to install / check, exit 4
+run_case no_platforms CLSHIM_NO_PLATFORMS=1 -- --no-cache
+expect_rc no_platforms 4
+expect_err no_platforms "reports no platform"
+expect_err no_platforms "What to do"
+
+# 2. a --cl-lib that does not exist: the dlerror text and what to do, exit 4
+env "$RUN" --cl-lib "$WORK/nope/libmali.so" --out "$WORK/missing.h5" "$MODEL" >"$WORK/missing.out" 2>"$WORK/missing.err"
+echo $? >"$WORK/missing.rc"
+expect_rc missing 4
+expect_err missing "cannot use the OpenCL library $WORK/nope/libmali.so given by --cl-lib"
+expect_err missing "No such file or directory"
+
+# 3. a kernel that fails to build: its ops run on the CPU, the dump says where and why, exit 0
+run_case fail_build CLSHIM_FAIL_BUILD=pool.cl -- --no-cache --also-cpu
+expect_rc fail_build 0
+expect_py fail_build "
+pools = [k for k in r if '_pool' in k or '_gap' in k]
+assert len(pools) == 2, pools
+for k in pools:
+    assert attr(r[k], 'where') == 'cpu-fallback', (k, attr(r[k], 'where'))
+    assert 'kernel pool (fp32) failed to build: <clshim>:1:1: error: injected build failure' in attr(r[k], 'note'), attr(r[k], 'note')
+others = [k for k in r if k not in pools and attr(r[k], 'where') == 'opencl' and 'conv' in attr(r[k], 'kernel')]
+assert len(others) >= 3, 'conv layers still on OpenCL'
+assert attr(r, 'complete') == 1
+import numpy as np
+for k in pools:   # the fallback computed the same numbers as the CPU run
+    assert np.array_equal(np.asarray(r[k]), np.asarray(f['runs/cpu'][k])), k
+" "marks pool layers cpu-fallback with the build log"
+
+# 4. the compiler aborts inside clBuildProgram: crash record, layers before it kept, exit 5
+run_case abort_build CLSHIM_ABORT_BUILD=pool.cl -- --no-cache
+expect_rc abort_build 5
+expect_err abort_build "SIGABRT in clBuildProgram of kernel pool (fp32) for op #7 pool2d_0 (pool2d)"
+expect_err abort_build "7 layer(s) captured before it are kept"
+expect_err abort_build "LLVM ERROR: Cannot select"
+expect_py abort_build "
+assert attr(r, 'crashed') == 1
+assert attr(r, 'crash_signal') == 'SIGABRT'
+assert attr(r, 'crash_phase') == 'build'
+assert attr(r, 'crash_kernel') == 'pool'
+assert attr(r, 'crash_variant') == 'fp32'
+assert attr(r, 'crash_layer') == 'pool2d_0'
+assert attr(r, 'crash_op_index') == 7
+assert attr(r, 'complete') == 0 and attr(f, 'complete') == 0
+names = sorted(r)
+assert len(names) == 7 and names[0].startswith('0000_') and names[-1].startswith('0006_'), names
+" "records the crash and keeps layers 0..6"
+
+# 5. CL_OUT_OF_RESOURCES from an enqueue: that op runs on the CPU, the note names the error
+run_case enqueue_oor CLSHIM_ENQUEUE_OOR=2 -- --no-cache --also-cpu
+expect_rc enqueue_oor 0
+expect_py enqueue_oor "
+fb = [k for k in r if attr(r[k], 'where') == 'cpu-fallback']
+assert len(fb) == 1, fb
+note = attr(r[fb[0]], 'note')
+assert 'clEnqueueNDRangeKernel' in note and 'CL_OUT_OF_RESOURCES' in note, note
+assert attr(r, 'complete') == 1
+" "marks the op whose enqueue failed"
+
+# 6. clFinish never returns: --timeout ends the run, crash record with phase run, exit 5
+start=$(date +%s)
+run_case hang_finish CLSHIM_HANG_FINISH=1 -- --timeout 3
+took=$(( $(date +%s) - start ))
+expect_rc hang_finish 5
+[ "$took" -lt 30 ]; check "hang_finish: ended by the timeout (${took}s)" $? "took ${took}s"
+expect_err hang_finish "timed out after 3 s (--timeout; the child was killed with SIGKILL) while running kernel"
+expect_err hang_finish "for op #1 conv2d_0 (conv2d)"
+expect_py hang_finish "
+assert attr(r, 'crashed') == 1
+assert attr(r, 'crash_signal') == 'timeout'
+assert attr(r, 'crash_phase') == 'run'
+assert attr(r, 'crash_op_index') == 1
+assert len(list(r)) == 1
+" "records the hang"
+
+# 7. corrupt program cache: entries are rejected, rebuilt, and the results do not change
+run_case cache_fill -- --fp16
+expect_rc cache_fill 0
+for e in "$XDG_CACHE_HOME"/cldiff/*.clbin; do
+    sz=$(stat -c %s "$e")
+    printf '\x42\x42\x42\x42' | dd of="$e" bs=1 seek=$((sz - 64)) conv=notrunc status=none
+done
+run_case cache_corrupt -- --fp16
+expect_rc cache_corrupt 0
+"$PY" - "$WORK/cache_fill.h5" "$WORK/cache_corrupt.h5" >"$WORK/cmp.py" 2>&1 <<'EOF'
+import sys, h5py, numpy as np
+a = h5py.File(sys.argv[1])['runs/opencl']; b = h5py.File(sys.argv[2])['runs/opencl']
+assert sorted(a) == sorted(b)
+for k in a:
+    assert np.array_equal(np.asarray(a[k]), np.asarray(b[k])), k
+    assert a[k].dtype == np.float16 or a[k].size == 0 or a[k].dtype.kind != 'f', (k, a[k].dtype)
+EOF
+check "cache_corrupt: identical fp16 results after rebuilding corrupt entries" $? "$(tail -3 "$WORK/cmp.py")"
+
+echo "$((n - fails))/$n checks passed"
+[ "$fails" = 0 ]
