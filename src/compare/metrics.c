@@ -75,7 +75,8 @@ void cd_metrics_compute(const float *ref, const float *val, int64_t n, const cd_
     }
     m->mean_abs = finite_n ? sum_abs / (double)finite_n : 0;
     m->rmse = finite_n ? sqrt(sum_d2 / (double)finite_n) : 0;
-    if (sum_ref2 == 0 && sv2 == 0) m->cosine = 1;
+    if (sum_d2 == 0 && finite_n == n) m->cosine = 1; /* identical: exactly 1, not rounded */
+    else if (sum_ref2 == 0 && sv2 == 0) m->cosine = 1;
     else if (sum_ref2 == 0 || sv2 == 0) m->cosine = 0;
     else m->cosine = dot / (sqrt(sum_ref2) * sqrt(sv2));
     if (m->cosine > 1) m->cosine = 1;

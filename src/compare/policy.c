@@ -44,8 +44,9 @@ cd_status cd_policy_parse(cd_policy *p, const char *text, const char *name, cd_e
     snprintf(p->file, sizeof p->file, "%s", name);
     int line = 0;
     cd_status st = CD_OK;
-    char *save = NULL;
-    for (char *ln = strtok_r(copy, "\n", &save); ln; ln = strtok_r(NULL, "\n", &save)) {
+    for (char *ln = copy, *next; ln; ln = next) {
+        next = strchr(ln, '\n');
+        if (next) *next++ = 0;
         line++;
         char *hash = strchr(ln, '#');
         if (hash) *hash = 0;

@@ -5,11 +5,13 @@
  *   cl_run [--fp16] [--fp16-compute] [--cl-lib P] [--cl-platform P] [--cl-device D]
  *          [--kernel-dir D] [--cache-dir D] [--no-cache] [--timeout S] [--no-isolate]
  *          [--also-cpu] --out FILE.h5 MODEL.nb
+ *   cl_run doctor [doctor options]      (same as `cldiff doctor`)
  * Exit code: the cd_status of the run (0 ok, 4 no OpenCL, 5 crash/hang, ...). */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include "cli/cli.h"
 #include "engine/isolate.h"
 #include "model/nb_reader.h"
 #include "probes/sink.h"
@@ -50,6 +52,7 @@ static cd_status record_crash(cd_dump *d, const char *run, const cd_crash_info *
 }
 
 int main(int argc, char **argv) {
+    if (argc > 1 && !strcmp(argv[1], "doctor")) return cd_cmd_doctor(argc - 1, argv + 1);
     cd_backend_opts bo;
     memset(&bo, 0, sizeof bo);
     bo.threads = 1;

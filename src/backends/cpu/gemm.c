@@ -7,8 +7,9 @@
  * into NR-wide panels and runs the MR x NR register-tiled micro-kernel over them, B panel
  * outer (it stays in L1) and A panels inner (they stream from L2).
  *
- * The micro-kernel is compiled for several x86 targets (target_clones) and picked at load
- * time, so the portable build still uses AVX-512/AVX2 where present. The half version
+ * The micro-kernel is compiled for several x86 ISA levels (target attributes) and picked
+ * per call with __builtin_cpu_supports, so the portable build still uses AVX-512 / AVX2 /
+ * AVX512-FP16 where present. The half version
  * keeps multiply and add as two separately rounded operations (fp-contract off): with
  * AVX512-FP16 GCC would otherwise fuse them into one FMA and the fp16 results would
  * depend on the machine. */

@@ -1,0 +1,68 @@
+# Fuzzing (issue 5). Harnesses live in tests/fuzz/fuzz_<reader>.c, one per untrusted reader:
+#   nb (cd_nb_load_mem), dump (cd_dump_open + what compare/report read), policy
+#   (cd_policy_parse), npy (cd_npy_parse), png (cd_input_from_spec with a .png file).
+#
+# Two ways to build them:
+#  * CLDIFF_FUZZ=ON (clang only; scripts/fuzz.sh configures such a build): fuzz_<reader> are
+#    libFuzzer binaries (-fsanitize=fuzzer,address,undefined; the whole library is then
+#    compiled with -fsanitize=fuzzer-no-link,address,undefined by fuzz.sh's CMAKE_C_FLAGS).
+#  * any other build (gcc, the sanitizer build): fuzz_<reader>_replay, the same harness with
+#    a plain main() (tests/fuzz/replay_main.c) that runs it once per file. The test
+#    fuzz_regress_<reader> replays tests/fuzz/regressions/<reader>/ (every crash ever found,
+#    minimised) plus the committed seeds on every CI run.
+# The time-bounded fuzzing itself is the ctest entry `fuzz_ci` (scripts/fuzz.sh --ci), which
+# builds its own clang configuration under ${CMAKE_BINARY_DIR}/fuzz-build.
+option(CLDIFF_FUZZ "Build libFuzzer harnesses (needs clang)" OFF)
+
+set(CD_FUZZ_READERS nb dump policy npy png)
+set(CD_FUZZ_DIR ${CMAKE_CURRENT_SOURCE_DIR}/fuzz)
+
+if(CLDIFF_FUZZ)
+  if(NOT CMAKE_C_COMPILER_ID MATCHES "Clang")
+    message(FATAL_ERROR "CLDIFF_FUZZ=ON needs clang (libFuzzer): configure with CC=clang-14 or use scripts/fuzz.sh")
+  endif()
+  foreach(r ${CD_FUZZ_READERS})
+    add_executable(fuzz_${r} ${CD_FUZZ_DIR}/fuzz_${r}.c ${CD_FUZZ_DIR}/fuzz_common.c)
+    target_include_directories(fuzz_${r} PRIVATE ${CD_FUZZ_DIR})
+    target_compile_options(fuzz_${r} PRIVATE -fsanitize=fuzzer,address,undefined -fno-omit-frame-pointer)
+    target_link_options(fuzz_${r} PRIVATE -fsanitize=fuzzer,address,undefined)
+    target_link_libraries(fuzz_${r} PRIVATE cldiff_lib)
+  endforeach()
+
+  # Seed corpora, copied at configure time into the build tree (the shared models are not
+  # committed; the generated test models and committed seeds are).
+  set(CD_FUZZ_SEEDS ${CMAKE_BINARY_DIR}/fuzz-seeds)
+  file(REMOVE_RECURSE ${CD_FUZZ_SEEDS})
+  file(MAKE_DIRECTORY ${CD_FUZZ_SEEDS}/nb ${CD_FUZZ_SEEDS}/dump ${CD_FUZZ_SEEDS}/policy
+       ${CD_FUZZ_SEEDS}/npy ${CD_FUZZ_SEEDS}/png)
+  file(GLOB nb_seeds ${CMAKE_SOURCE_DIR}/testdata/*.nb ${CMAKE_SOURCE_DIR}/../shared/models/*.nb)
+  if(nb_seeds)
+    file(COPY ${nb_seeds} DESTINATION ${CD_FUZZ_SEEDS}/nb)
+  endif()
+  foreach(r ${CD_FUZZ_READERS})
+    file(GLOB s ${CD_FUZZ_DIR}/seeds/${r}/* ${CD_FUZZ_DIR}/regressions/${r}/*)
+    list(FILTER s EXCLUDE REGEX "/\\.gitkeep$")
+    if(s)
+      file(COPY ${s} DESTINATION ${CD_FUZZ_SEEDS}/${r})
+    endif()
+  endforeach()
+else()
+  foreach(r ${CD_FUZZ_READERS})
+    add_executable(fuzz_${r}_replay ${CD_FUZZ_DIR}/fuzz_${r}.c ${CD_FUZZ_DIR}/fuzz_common.c
+                   ${CD_FUZZ_DIR}/replay_main.c)
+    target_include_directories(fuzz_${r}_replay PRIVATE ${CD_FUZZ_DIR})
+    target_link_libraries(fuzz_${r}_replay PRIVATE cldiff_lib)
+    set(dirs ${CD_FUZZ_DIR}/regressions/${r})
+    if(EXISTS ${CD_FUZZ_DIR}/seeds/${r})
+      list(APPEND dirs ${CD_FUZZ_DIR}/seeds/${r})
+    endif()
+    add_test(NAME fuzz_regress_${r} COMMAND fuzz_${r}_replay ${dirs})
+    set_tests_properties(fuzz_regress_${r} PROPERTIES LABELS "fuzz;hardening" TIMEOUT 120)
+  endforeach()
+
+  # Bounded fuzzing of every harness (30 s each) in a separate clang build.
+  add_test(NAME fuzz_ci COMMAND bash ${CMAKE_SOURCE_DIR}/scripts/fuzz.sh --ci
+           --build ${CMAKE_BINARY_DIR}/fuzz-build)
+  set_tests_properties(fuzz_ci PROPERTIES LABELS "fuzz;hardening" TIMEOUT 420 SKIP_RETURN_CODE 77
+                       RUN_SERIAL TRUE)
+endif()

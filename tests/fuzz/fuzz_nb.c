@@ -1,0 +1,25 @@
+/* Fuzz harness: the .nb model reader (cd_nb_load_mem), every meta version. The input is
+ * the whole file image. A malformed model must give CD_E_MODEL (or CD_E_NOMEM / CD_E_
+ * UNSUPPORTED) with a message, never a crash, leak or undefined behaviour. */
+#include <stdio.h>
+#include <stdlib.h>
+#include "fuzz_common.h"
+#include "model/nb_reader.h"
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
+    cd_graph *g = NULL;
+    cd_error err = {0};
+    cd_status st = cd_nb_load_mem(data, size, &g, &err);
+    if (st == CD_OK) {
+        if (!g) { fprintf(stderr, "fuzz_nb: CD_OK without a graph\n"); abort(); }
+        cd_graph_free(g);
+    } else {
+        /* every failure must explain itself */
+        if (err.code != st || !err.msg[0]) {
+            fprintf(stderr, "fuzz_nb: status %d without a matching message (code %d)\n", (int)st, (int)err.code);
+            abort();
+        }
+        if (g) cd_graph_free(g);
+    }
+    return 0;
+}
