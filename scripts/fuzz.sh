@@ -34,10 +34,18 @@ while [ $# -gt 0 ]; do
     shift
 done
 
-cc=$(command -v clang-14 || command -v clang || true)
-rt=$(ls /usr/lib/llvm-14/lib/clang/*/lib/linux/libclang_rt.fuzzer-x86_64.a 2>/dev/null | head -1)
-if [ -z "$cc" ] || [ -z "$rt" ]; then
-    echo "fuzz.sh: SKIP: clang-14 with libFuzzer not found (apt-get install clang-14 libclang-rt-14-dev? on Debian 12: clang-14)" >&2
+# clang >= 15: clang 14 rejects _Float16 on x86-64 ("not supported on this target"), which
+# the CPU backend's half kernels use; Debian 12's clang-15 (installed with PoCL's LLVM 15)
+# carries libFuzzer in libclang-common-15-dev.
+cc=""
+for c in ${CLDIFF_FUZZ_CC:-} clang-16 clang-15; do
+    p=$(command -v "$c" 2>/dev/null) || continue
+    [ -f "$("$p" --print-resource-dir)/lib/linux/libclang_rt.fuzzer-x86_64.a" ] || continue
+    # the CPU backend uses OpenMP: clang needs LLVM's runtime (libomp-NN-dev)
+    [ -e "/usr/lib/llvm-${c##*clang-}/lib/libomp.so" ] && { cc=$p; break; }
+done
+if [ -z "$cc" ]; then
+    echo "fuzz.sh: SKIP: no clang >= 15 with libFuzzer and libomp (Debian 12: apt-get install clang-15 libclang-common-15-dev libomp-15-dev)" >&2
     exit 77
 fi
 
@@ -65,7 +73,7 @@ fi
 export ASAN_OPTIONS="detect_leaks=1:allocator_may_return_null=1:abort_on_error=1:symbolize=1"
 export UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1"
 export LSAN_OPTIONS="suppressions=$here/tests/hardening/lsan.supp:print_suppressions=0"
-export HDF5_USE_FILE_LOCKING=FALSE   # memfd paths under /proc: no locking needed
+export HDF5_USE_FILE_LOCKING=FALSE   # private scratch files on /dev/shm: no locking needed
 fails=0
 summary=""
 for r in $only; do
@@ -82,7 +90,7 @@ for r in $only; do
         # -rss_limit_mb / -malloc_limit_mb: a reader that allocates what a hostile header
         # asks for (GBs) is a finding; -timeout: one input may not take more than 10 s.
         "$bin" "$corpus" "$seeds" -max_total_time="$secs" -timeout=10 -rss_limit_mb=2048 \
-            -malloc_limit_mb=1024 -max_len=$([ "$r" = nb ] && echo 4000000 || echo 131072) \
+            -malloc_limit_mb=1024 -max_len=$([ "$r" = nb ] && echo 1048576 || echo 131072) \
             -artifact_prefix="$art/" -print_final_stats=1 >"$log" 2>&1
         rc=$?
     fi

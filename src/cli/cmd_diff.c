@@ -287,6 +287,8 @@ int cd_cmd_diff(const cd_cli_opts *o) {
     int rc = 0;
     if ((st = cd_compare_runs(&q, &an, &um, &nu, &err))) { rc = cd_cli_fail(&err); goto out; }
     if (crashed) an.verdict = CD_VERDICT_CRASH;
+    an.noise_floor = o->prec == CD_PREC_FP16 ? 1e-3 : 1e-6;
+    cd_analyze(&an);
     /* Local vs inherited: isolate the first failing layer (or every failing one). */
     if (strcmp(o->isolate_mode, "none") && !crashed) {
         for (int i = 0; i < an.n_layers; i++) {
@@ -387,7 +389,9 @@ static int compare_and_report(const cd_cli_opts *o, cd_dump_reader *ra, cd_dump_
     snprintf(runpath, sizeof runpath, "/runs/%s", run_b);
     cd_dump_attr_str(rb, runpath, "device", dev_b, sizeof dev_b, &err);
     cd_dump_attr_str(rb, runpath, "driver", drv_b, sizeof drv_b, &err);
-    if (cd_dump_attr_str(rb, runpath, "crash", crash, sizeof crash, &err) == CD_OK && crash[0]) an.verdict = CD_VERDICT_CRASH;
+    if (cd_dump_attr_str(rb, runpath, "crash_message", crash, sizeof crash, &err) == CD_OK && crash[0]) an.verdict = CD_VERDICT_CRASH;
+    an.noise_floor = p == CD_PREC_FP16 ? 1e-3 : 1e-6;
+    cd_analyze(&an);
     double wa = 0, wb = 0;
     snprintf(runpath, sizeof runpath, "/runs/%s", run_a);
     cd_dump_attr_f64(ra, runpath, "wall_ms", &wa, &err);

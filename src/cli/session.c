@@ -194,9 +194,11 @@ cd_status cd_session_run(cd_session *s, const char *backend, const char *run, cd
     if (res->crash.crashed) {
         char desc[512];
         cd_crash_describe(&res->crash, plan, desc, sizeof desc);
-        cd_dump_set_attr_str(s->dump, path, "crash", desc, &e2);
+        cd_dump_set_attr_i64(s->dump, path, "crashed", 1, &e2);
+        cd_dump_set_attr_i64(s->dump, path, "timed_out", res->crash.timed_out, &e2);
+        cd_dump_set_attr_str(s->dump, path, "crash_message", desc, &e2);
         cd_dump_set_attr_str(s->dump, path, "crash_phase", res->crash.phase, &e2);
-        cd_dump_set_attr_str(s->dump, path, "crash_signal", res->crash.signal_name, &e2);
+        cd_dump_set_attr_str(s->dump, path, "crash_signal", res->crash.timed_out ? "timeout" : res->crash.signal_name, &e2);
         cd_dump_set_attr_i64(s->dump, path, "crash_op_index", res->crash.op_index, &e2);
         cd_dump_set_attr_str(s->dump, path, "crash_layer", res->crash.layer, &e2);
         cd_dump_set_attr_str(s->dump, path, "crash_kernel", res->crash.kernel, &e2);

@@ -9,18 +9,18 @@ void cd_analyze(cd_analysis *a) {
     a->n_fail = 0;
     a->n_jumps = 0;
     a->nonfinite_origin = -1;
-    double prev = -1;
+    double prev = -1, floor_ = a->noise_floor > 0 ? a->noise_floor : 1e-6;
     for (int i = 0; i < a->n_layers; i++) {
         cd_layer_cmp *l = &a->layers[i];
         const cd_metrics *m = &l->m;
         if (m->nonfinite_mismatch) l->rel_err = INFINITY;
         else if (m->ref_rms > 0) l->rel_err = m->rmse / m->ref_rms;
         else l->rel_err = m->rmse;
-        /* Growth relative to the previous layer; a floor of 1e-9 (below float32 noise on a
-         * normalised scale) keeps exact-zero layers from making infinite growth. */
-        double base = prev > 1e-9 ? prev : 1e-9;
-        l->growth = prev < 0 ? 1.0 : (l->rel_err > 1e-9 ? l->rel_err / base : 1.0);
-        l->jump = prev >= 0 && l->growth > CD_JUMP_GROWTH && l->rel_err > 1e-7;
+        /* Growth relative to the previous layer, both floored at the rounding-noise level,
+         * so that going from exact (0) to a few ulps is not reported as a jump. */
+        double base = prev > floor_ ? prev : floor_, cur = l->rel_err > floor_ ? l->rel_err : floor_;
+        l->growth = prev < 0 ? 1.0 : cur / base;
+        l->jump = prev >= 0 && l->growth > CD_JUMP_GROWTH;
         prev = l->rel_err;
         if (!m->pass) {
             a->n_fail++;

@@ -47,6 +47,8 @@ typedef struct cd_analysis {
     int jumps[8];               /* indices of the largest growth jumps */
     int n_jumps;
     int nonfinite_origin;       /* first layer where B has NaN/Inf but A is finite, -1 none */
+    double noise_floor;         /* relative error treated as rounding noise when measuring growth:
+                                   set by the caller per precision (0 -> 1e-6, float32 noise) */
 } cd_analysis;
 
 #define CD_JUMP_GROWTH 4.0  /* a layer multiplying the relative error by more than this */

@@ -187,13 +187,11 @@ void cd_crash_describe(const cd_crash_info *c, const cd_plan *plan, char *buf, s
     char opdesc[240] = "";
     if (c->op_index >= 0)
         snprintf(opdesc, sizeof opdesc, "op #%d %s (%s)", c->op_index, c->layer, c->op_type);
-    const char *sep = c->timed_out ? " while" : "";
     if (!strcmp(c->phase, "build"))
         snprintf(where, sizeof where, "%s in clBuildProgram of kernel %s (%s) for %s", c->timed_out ? " stuck" : "",
                  c->kernel, c->variant, opdesc);
     else if (!strcmp(c->phase, "run"))
-        snprintf(where, sizeof where, "%s running kernel %s (%s) for %s", c->timed_out ? " while" : " while",
-                 c->kernel, c->variant, opdesc);
+        snprintf(where, sizeof where, " while running kernel %s (%s) for %s", c->kernel, c->variant, opdesc);
     else if (!strcmp(c->phase, "read-back"))
         snprintf(where, sizeof where, " while reading back tensor '%s' (%s)%s%s", c->kernel, c->variant,
                  c->op_index >= 0 ? " of " : "", opdesc);
@@ -204,7 +202,7 @@ void cd_crash_describe(const cd_crash_info *c, const cd_plan *plan, char *buf, s
     else if (!strcmp(c->phase, "close"))
         snprintf(where, sizeof where, " while releasing the OpenCL context after the run");
     else
-        snprintf(where, sizeof where, "%s before the OpenCL child reported anything", sep);
+        snprintf(where, sizeof where, " before the OpenCL child reported anything");
     if (c->stderr_tail[0]) {
         /* the last non-empty line is usually the driver's own last words */
         const char *e = c->stderr_tail + strlen(c->stderr_tail);

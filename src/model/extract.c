@@ -32,7 +32,8 @@ cd_status cd_graph_extract_op(const cd_graph *g, int op_index, const cd_shape *s
     const cd_op *op = &g->ops[op_index];
     cd_graph *ng = cd_graph_new();
     if (!ng) return cd_err(err, CD_E_NOMEM, "out of memory");
-    cd_status st = CD_OK;
+    cd_status st = cd_graph_declare_var(ng, "feed", CD_BOOL, NULL, 0, false, err);
+    if (!st) st = cd_graph_declare_var(ng, "fetch", CD_BOOL, NULL, 0, false, err);
     char fname[32];
     /* Declare every tensor the op touches; inputs that are not params become feeds. */
     for (int s = 0; s < op->n_in && !st; s++) {

@@ -3,12 +3,29 @@
 # --cl-lib, makes it misbehave through CLSHIM_* and checks the user-facing message, the
 # fallback or crash record in the dump, and the exit code.
 #   test_faults.sh SHIM BUILD_DIR SOURCE_DIR
-# The runs go through tests/tools/cl_run (plan + isolated OpenCL run + dump).
+# The runs go through the real CLI: `cldiff run --backends opencl` (or cpu,opencl).
 set -u
 SHIM=$1
 BUILD=$2
 SRC=$3
-RUN=$BUILD/tests/cl_run
+CLDIFF=$BUILD/cldiff
+# clrun [--also-cpu] [--out FILE.h5] ARGS... MODEL: `cldiff run` writing FILE.h5.
+clrun() {
+    local out="" backends=opencl args=()
+    while [ $# -gt 0 ]; do
+        case "$1" in
+            --also-cpu) backends=cpu,opencl ;;
+            --out) out=$2; shift ;;
+            *) args+=("$1") ;;
+        esac
+        shift
+    done
+    rm -rf "$out.d"
+    "$CLDIFF" run --quiet --backends "$backends" --out "$out.d" "${args[@]}"
+    local rc=$?
+    [ -f "$out.d/dump.h5" ] && mv "$out.d/dump.h5" "$out"
+    return $rc
+}
 MODEL=$SRC/testdata/mobilenet_tiny.nb
 PY=$SRC/.venv/bin/python
 [ -x "$PY" ] || PY=python3
@@ -28,7 +45,7 @@ run_case() { # out-name env... -- args...
     local envs=()
     while [ "$1" != "--" ]; do envs+=("$1"); shift; done
     shift
-    env "${envs[@]}" "$RUN" --cl-lib "$SHIM" --out "$WORK/$name.h5" "$@" "$MODEL" >"$WORK/$name.out" 2>"$WORK/$name.err"
+    env "${envs[@]}" bash -c "$(declare -f clrun); CLDIFF='$CLDIFF' clrun \"\$@\"" clrun --cl-lib "$SHIM" --out "$WORK/$name.h5" "$@" "$MODEL" >"$WORK/$name.out" 2>"$WORK/$name.err"
     echo $? >"$WORK/$name.rc"
 }
 
@@ -54,7 +71,7 @@ expect_err no_platforms "reports no platform"
 expect_err no_platforms "What to do"
 
 # 2. a --cl-lib that does not exist: the dlerror text and what to do, exit 4
-env "$RUN" --cl-lib "$WORK/nope/libmali.so" --out "$WORK/missing.h5" "$MODEL" >"$WORK/missing.out" 2>"$WORK/missing.err"
+clrun --cl-lib "$WORK/nope/libmali.so" --out "$WORK/missing.h5" "$MODEL" >"$WORK/missing.out" 2>"$WORK/missing.err"
 echo $? >"$WORK/missing.rc"
 expect_rc missing 4
 expect_err missing "cannot use the OpenCL library $WORK/nope/libmali.so given by --cl-lib"
@@ -82,7 +99,7 @@ for k in pools:   # the fallback computes what the CPU run computes (inputs from
 run_case abort_build CLSHIM_ABORT_BUILD=pool.cl -- --no-cache
 expect_rc abort_build 5
 expect_err abort_build "SIGABRT in clBuildProgram of kernel pool (fp32) for op #7 pool2d_0 (pool2d)"
-expect_err abort_build "7 layer(s) captured before it are kept"
+expect_err abort_build "6 layer(s) captured before it are kept"
 expect_err abort_build "LLVM ERROR: Cannot select"
 expect_py abort_build "
 assert attr(r, 'crashed') == 1
@@ -94,8 +111,8 @@ assert attr(r, 'crash_layer') == 'pool2d_0'
 assert attr(r, 'crash_op_index') == 7
 assert attr(r, 'complete') == 0 and attr(f, 'complete') == 0
 names = sorted(r)
-assert len(names) == 7 and names[0].startswith('0000_') and names[-1].startswith('0006_'), names
-" "records the crash and keeps layers 0..6"
+assert len(names) == 6 and names[0].startswith('0001_') and names[-1].startswith('0006_'), names  # feed is never probed
+" "records the crash and keeps layers 1..6"
 
 # 5. CL_OUT_OF_RESOURCES from an enqueue: that op runs on the CPU, the note names the error
 # (this run also fills the program cache, so case 6 hangs in clFinish, not in a build)
@@ -122,7 +139,7 @@ assert attr(r, 'crashed') == 1
 assert attr(r, 'crash_signal') == 'timeout'
 assert attr(r, 'crash_phase') == 'run'
 assert attr(r, 'crash_op_index') == 1
-assert len(list(r)) == 1
+assert len(list(r)) == 0   # op #1 is the first probed layer (feed is never probed)
 " "records the hang"
 
 # 7. corrupt program cache: entries are rejected, rebuilt, and the results do not change
@@ -159,7 +176,7 @@ EOF
 check "cache_corrupt: every entry rewritten with a valid checksum" $? "$(tail -3 "$WORK/entries.py")"
 
 # 8. doctor: a build that aborts is a table row, not a crash of the tool; exit 5
-CLSHIM_ABORT_BUILD=pool.cl CLSHIM_FAIL_BUILD=softmax.cl "$RUN" doctor --cl-lib "$SHIM" >"$WORK/doctor.err" 2>&1
+CLSHIM_ABORT_BUILD=pool.cl CLSHIM_FAIL_BUILD=softmax.cl "$CLDIFF" doctor --cl-lib "$SHIM" >"$WORK/doctor.err" 2>&1
 echo $? >"$WORK/doctor.rc"
 expect_rc doctor 5
 expect_err doctor "[found]  $SHIM (--cl-lib)"
@@ -168,14 +185,14 @@ grep -qE "pool.cl +fp32 +CRASHED with SIGABRT in the driver" "$WORK/doctor.err";
 grep -qE "softmax.cl +fp16 +FAILED: <clshim>:1:1: error: injected build failure" "$WORK/doctor.err"; check "doctor: softmax row failed with log" $? "$(grep softmax "$WORK/doctor.err")"
 grep -qE "conv.cl +fp16 +ok" "$WORK/doctor.err"; check "doctor: conv row ok" $? "$(grep conv "$WORK/doctor.err")"
 expect_err doctor "driver: LLVM ERROR: Cannot select"
-CLSHIM_FAIL_BUILD=softmax.cl "$RUN" doctor --cl-lib "$SHIM" >"$WORK/doctor_fail.err" 2>&1
+CLSHIM_FAIL_BUILD=softmax.cl "$CLDIFF" doctor --cl-lib "$SHIM" >"$WORK/doctor_fail.err" 2>&1
 echo $? >"$WORK/doctor_fail.rc"
 expect_rc doctor_fail 8
-CLSHIM_NO_PLATFORMS=1 "$RUN" doctor --cl-lib "$SHIM" >"$WORK/doctor_none.err" 2>&1
+CLSHIM_NO_PLATFORMS=1 "$CLDIFF" doctor --cl-lib "$SHIM" >"$WORK/doctor_none.err" 2>&1
 echo $? >"$WORK/doctor_none.rc"
 expect_rc doctor_none 4
 expect_err doctor_none "reports no platform"
-"$RUN" doctor --cl-device no-such-gpu >"$WORK/doctor_dev.err" 2>&1
+"$CLDIFF" doctor --cl-device no-such-gpu >"$WORK/doctor_dev.err" 2>&1
 echo $? >"$WORK/doctor_dev.rc"
 expect_rc doctor_dev 2
 expect_err doctor_dev "--cl-device no-such-gpu matches no OpenCL device"

@@ -4,7 +4,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
+#include <fcntl.h>
 #include <unistd.h>
 
 static int write_all(int fd, const uint8_t *data, size_t size) {
@@ -17,19 +17,10 @@ static int write_all(int fd, const uint8_t *data, size_t size) {
     return 0;
 }
 
-int cd_fuzz_memfile(const uint8_t *data, size_t size, char *path, size_t n) {
-    int fd = memfd_create("cldiff-fuzz", MFD_CLOEXEC);
-    if (fd < 0) return -1;
-    if (write_all(fd, data, size) != 0) { close(fd); return -1; }
-    snprintf(path, n, "/proc/self/fd/%d", fd);
-    return fd;
-}
-
-int cd_fuzz_tmpfile(const uint8_t *data, size_t size, const char *suffix, char *path, size_t n) {
-    const char *dir = getenv("TMPDIR");
-    if (!dir || !*dir) dir = "/tmp";
-    snprintf(path, n, "%s/cldiff-fuzz-XXXXXX%s", dir, suffix);
-    int fd = mkstemps(path, (int)strlen(suffix));
+int cd_fuzz_shmfile(const uint8_t *data, size_t size, const char *suffix, char *path, size_t n) {
+    const char *dir = access("/dev/shm", W_OK) == 0 ? "/dev/shm" : "/tmp";
+    snprintf(path, n, "%s/cldiff-fuzz-%ld%s", dir, (long)getpid(), suffix);
+    int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
     if (fd < 0) return -1;
     int rc = write_all(fd, data, size);
     close(fd);

@@ -7,11 +7,9 @@
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
-/* Writes data to a fresh anonymous in-memory file (memfd: no disk traffic, nothing left
- * behind when closed) and returns its descriptor; path receives "/proc/self/fd/N". The
- * caller closes the descriptor. Returns -1 on failure. */
-int cd_fuzz_memfile(const uint8_t *data, size_t size, char *path, size_t n);
-/* Writes data to a file under $TMPDIR (or /tmp) whose name ends in suffix (".png");
- * path receives its name. The caller unlinks it. Returns 0 or -1. */
-int cd_fuzz_tmpfile(const uint8_t *data, size_t size, const char *suffix, char *path, size_t n);
+/* Writes data to "/dev/shm/cldiff-fuzz-<pid><suffix>" (tmpfs: no disk traffic; /tmp when
+ * /dev/shm is absent), the same name on every call of one process. An anonymous memfd does
+ * not work: HDF5 resolves /proc/self/fd/N to its real path, "/memfd:... (deleted)", and
+ * fails. The caller unlinks path. Returns 0 or -1. */
+int cd_fuzz_shmfile(const uint8_t *data, size_t size, const char *suffix, char *path, size_t n);
 #endif

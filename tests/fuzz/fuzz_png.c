@@ -1,7 +1,7 @@
 /* Fuzz harness: the PNG input path of --input (cd_input_from_spec with FILE.png): libpng
  * decoding, bit depth / colour type handling, resize to the model's H x W, mean/std and
  * channel order. The reader dispatches on the file extension, so the input is written to a
- * temporary .png file. The first input byte picks the model shape and options so that the
+ * .png file on tmpfs. The first input byte picks the model shape and options so that the
  * resize and no-resize paths are both reached. */
 #include <stdio.h>
 #include <stdlib.h>
@@ -13,7 +13,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     if (size < 1) return 0;
     uint8_t sel = data[0];
     char path[512];
-    if (cd_fuzz_tmpfile(data + 1, size - 1, ".png", path, sizeof path) != 0) return 0;
+    if (cd_fuzz_shmfile(data + 1, size - 1, ".png", path, sizeof path) != 0) return 0;
     static const int64_t hw[4][2] = {{8, 8}, {16, 5}, {1, 1}, {3, 33}};
     const int64_t chans[4] = {3, 1, 4, 3};
     cd_shape shape = {.rank = 4, .d = {1, chans[(sel >> 2) & 3], hw[sel & 3][0], hw[sel & 3][1]}};
@@ -24,6 +24,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     char source[256];
     cd_status st = cd_input_from_spec("image", 0, &shape, path, &o, &v, source, sizeof source, &err);
     unlink(path);
+    if (getenv("CD_FUZZ_VERBOSE")) fprintf(stderr, "fuzz_png: %s\n", st ? err.msg : source);
     if (st == CD_OK) {
         int64_t n = cd_value_numel(&v);
         if (n != cd_shape_numel(&shape)) { fprintf(stderr, "fuzz_png: %lld values for %lld\n", (long long)n, (long long)cd_shape_numel(&shape)); abort(); }

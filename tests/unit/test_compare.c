@@ -114,7 +114,7 @@ Test(analysis, first_divergence_growth_and_jump) {
     cd_analysis a = {0};
     a.n_layers = 4;
     a.layers = calloc(4, sizeof *a.layers);
-    double rmse[4] = {1e-7, 2e-7, 1e-4, 2e-4};
+    double rmse[4] = {1e-7, 2e-7, 1e-4, 2e-4}; /* floor 1e-6: growth at layer 2 = 1e-4/1e-6 */
     for (int i = 0; i < 4; i++) {
         a.layers[i].m.ref_rms = 1;
         a.layers[i].m.rmse = rmse[i];
@@ -125,7 +125,8 @@ Test(analysis, first_divergence_growth_and_jump) {
     cr_assert_eq(a.n_fail, 2);
     cr_assert_eq(a.verdict, CD_VERDICT_FAIL);
     cr_assert(a.layers[2].jump);
-    cr_assert_float_eq(a.layers[2].growth, 500, 1e-6);
+    cr_assert_float_eq(a.layers[2].growth, 100, 1e-6);
+    cr_assert_float_eq(a.layers[1].growth, 1, 1e-12);
     cr_assert_eq(a.n_jumps, 1);
     cr_assert_str_eq(a.first_kind, "unknown");
     a.layers[2].isolated = true;

@@ -70,7 +70,11 @@ static cd_status pool_parse(cd_op_ctx *c, pool_geo *g) {
         g->Ho = g->kh; g->Wo = g->kw;
     } else {
         int64_t eh = g->H - g->kh + g->pt + g->pb, ew = g->W - g->kw + g->pl + g->pr;
-        if (eh < 0 || ew < 0)
+        /* A window larger than the padded input still gives one output row when the
+         * excess is below the stride: C division truncates toward zero (nb-format §7),
+         * exactly as Paddle-Lite computes it; the window is then clipped to the input.
+         * (PP-OCR slim cls at its declared 32x100 input relies on this.) */
+        if (eh <= -g->sh || ew <= -g->sw)
             return cd_op_fail(c, CD_E_MODEL, "ksize %lldx%lld is larger than the padded input %lldx%lld",
                               (long long)g->kh, (long long)g->kw, (long long)(g->H + g->pt + g->pb), (long long)(g->W + g->pl + g->pr));
         g->Ho = (ceil_mode ? eh + g->sh - 1 : eh) / g->sh + 1;

@@ -283,7 +283,7 @@ typedef struct clrt {
     cl_command_queue q;
     cd_cl_cache cache;
     cd_cl_variant variant;
-    char variant_note[160];
+    char variant_note[256];
     const cd_plan *plan;
     int nt;
     clbuf **bufs;        /* per tensor id */
@@ -659,9 +659,12 @@ static cd_status run_on_host(clrt *r, int i, cd_error *err) {
                    .threads = r->b->opts.threads > 0 ? r->b->opts.threads : 1, .err = err};
     if (!def || !def->run) return cd_op_fail(&c, CD_E_UNSUPPORTED, "no CPU kernel for op type '%s'", op->type);
     cd_status st = CD_OK;
+    bool reinfer = false;  /* an input's run-time shape differs from the plan (after nms) */
     for (int s = 0; s < op->n_in && !st; s++)
         for (int k = 0; k < op->in[s].n && !st; k++) {
             int id = op->in[s].ids[k];
+            if (id >= 0 && !g->tensors[id].persistable && !cd_shape_eq(&r->shape[id], &plan->meta[id].shape))
+                reinfer = true;
             if (id < 0 || r->host[id].data) continue;
             cd_value *v = &r->host[id];
             const cd_value *m = &plan->meta[id];
@@ -684,7 +687,13 @@ static cd_status run_on_host(clrt *r, int i, cd_error *err) {
             cd_value_release(v);
             v->dtype = plan->meta[id].dtype;
             v->shape = plan->meta[id].shape;
-            st = cd_value_alloc(v, err);
+            if (reinfer) v->shape.rank = -1;
+        }
+    if (!st && reinfer) st = def->infer(&c);
+    for (int s = 0; s < op->n_out && !st; s++)
+        for (int k = 0; k < op->out[s].n && !st; k++) {
+            int id = op->out[s].ids[k];
+            if (id >= 0) st = cd_value_alloc(&r->host[id], err);
         }
     if (!st) st = def->run(&c);
     if (st && err && !strstr(err->msg, "op #")) cd_err_prefix(err, "op #%d %s (%s): ", i, op->name, op->type);

@@ -129,8 +129,8 @@ bool cd_cl_cache_get(cd_cl_cache *c, const cd_cl_cache_key *key, uint8_t **bin, 
             strncmp(p, expect, strlen(expect)) != 0)
             why = "malformed header";
         else {
+            payload = p + strlen(expect);
             {
-                payload = p + strlen(expect);
                 size_t have = got - (size_t)(payload - buf);
                 if (have != size) why = "size in the header differs from the stored binary (truncated entry)";
                 else {

@@ -1,0 +1,87 @@
+#!/usr/bin/env bash
+# Sanitizer and valgrind runs (issue 5, docs/hardening.md).
+#
+#   scripts/sanitize.sh            both parts below
+#   scripts/sanitize.sh --asan     1. whole project with -DCLDIFF_SANITIZE=ON (ASan + UBSan,
+#                                     leaks included) in build-sanitize/, then its ctest; any
+#                                     sanitizer report fails the test that printed it
+#   scripts/sanitize.sh --valgrind 2. one end-to-end differential run (CPU vs OpenCL) of a
+#                                     real model under valgrind memcheck, in build-valgrind/
+#                                     (plain Debug build: valgrind cannot run ASan binaries)
+# Options: --build-root DIR (default: the source folder), -- CTEST_ARGS... (passed to ctest).
+#
+# Suppressions: tests/hardening/lsan.supp (LeakSanitizer) and tests/hardening/valgrind.supp
+# name only the OpenCL driver stack (ocl-icd, PoCL, LLVM), never cldiff code.
+# Exit: 0 clean, 1 a sanitizer/valgrind report or a failing test, 2 build failure.
+set -u
+here="$(cd "$(dirname "$0")/.." && pwd)"
+do_asan=1 do_vg=1
+root="$here"
+ctest_args=()
+while [ $# -gt 0 ]; do
+    case "$1" in
+        --asan) do_vg=0 ;;
+        --valgrind) do_asan=0 ;;
+        --build-root) root=${2:?}; shift ;;
+        --) shift; ctest_args=("$@"); break ;;
+        -h|--help) sed -n '2,16p' "$0"; exit 0 ;;
+        *) echo "sanitize.sh: unknown argument '$1'" >&2; exit 2 ;;
+    esac
+    shift
+done
+rc=0
+
+if [ $do_asan = 1 ]; then
+    b="$root/build-sanitize"
+    echo "== ASan+UBSan build in $b"
+    cmake -S "$here" -B "$b" -DCMAKE_BUILD_TYPE=Debug -DCLDIFF_SANITIZE=ON -DCLDIFF_WERROR=ON >"$b.log" 2>&1 &&
+        cmake --build "$b" -j2 >>"$b.log" 2>&1 || { echo "sanitize.sh: build failed, see $b.log" >&2; tail -20 "$b.log" >&2; exit 2; }
+    # halt_on_error + abort: a report kills the process, so the test that hit it fails.
+    # detect_leaks=1 is the default on x86-64 Linux; spelled out because it is the point.
+    export ASAN_OPTIONS="detect_leaks=1:abort_on_error=1:halt_on_error=1:strict_string_checks=1:detect_stack_use_after_return=1:check_initialization_order=1"
+    export UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1"
+    export LSAN_OPTIONS="suppressions=$here/tests/hardening/lsan.supp:print_suppressions=0"
+    # The recursive entries (the clang fuzz build, the aarch64 cross build) build and run
+    # their own non-ASan binaries: they are run by the normal build's ctest instead.
+    (cd "$b" && ctest --output-on-failure -j2 -E '^(fuzz_ci|hardening_aarch64|hardening_sanitize)$' \
+        "${ctest_args[@]}") 2>&1 | tee "$b.ctest.log"
+    [ "${PIPESTATUS[0]}" = 0 ] || rc=1
+    # A report inside a test that still exited 0 (e.g. in a child process whose status is
+    # not checked) must fail too.
+    if grep -qE "ERROR: (AddressSanitizer|LeakSanitizer)|runtime error:" "$b.ctest.log"; then
+        echo "sanitize.sh: sanitizer reports found in $b.ctest.log:" >&2
+        grep -nE "ERROR: (AddressSanitizer|LeakSanitizer)|runtime error:" "$b.ctest.log" | head -20 >&2
+        rc=1
+    fi
+fi
+
+if [ $do_vg = 1 ]; then
+    command -v valgrind >/dev/null || { echo "sanitize.sh: valgrind not installed (apt-get install valgrind)" >&2; exit 2; }
+    b="$root/build-valgrind"
+    echo "== valgrind memcheck, plain Debug build in $b"
+    cmake -S "$here" -B "$b" -DCMAKE_BUILD_TYPE=Debug -DCLDIFF_TESTS=OFF >"$b.log" 2>&1 &&
+        cmake --build "$b" -j2 --target cldiff >>"$b.log" 2>&1 || { echo "sanitize.sh: build failed, see $b.log" >&2; tail -20 "$b.log" >&2; exit 2; }
+    model="$here/../shared/models/mask_detector_fp32_arm_v2.10rc.nb"
+    [ -f "$model" ] || model="$here/testdata/mobilenet_tiny.nb"
+    out=$(mktemp -d /tmp/cldiff_vg.XXXXXX)
+    # The OpenCL child is a fork (no exec), which memcheck follows by itself; its errors
+    # count too (--error-exitcode applies per process and the parent reports a crashed child).
+    # --timeout: PoCL compiles kernels under valgrind ~50x slower than natively.
+    valgrind --tool=memcheck --error-exitcode=99 --leak-check=full --errors-for-leak-kinds=definite,indirect \
+        --show-leak-kinds=definite,indirect --track-origins=yes --child-silent-after-fork=no \
+        --suppressions="$here/tests/hardening/valgrind.supp" --gen-suppressions=all --num-callers=30 \
+        --log-file="$out/valgrind.%p.log" \
+        "$b/cldiff" "$model" --out "$out" --quiet --timeout 1200 >"$out/stdout" 2>"$out/stderr"
+    vrc=$?
+    errs=$(grep -h "ERROR SUMMARY" "$out"/valgrind.*.log | awk '{s += $4} END {print s + 0}')
+    echo "valgrind: cldiff exit $vrc, $(ls "$out"/valgrind.*.log | wc -l) processes, $errs errors (logs $out)"
+    if [ "$vrc" != 0 ] && [ "$vrc" != 1 ] || [ "$errs" != 0 ]; then
+        # exit 1 = a layer out of tolerance is a verdict, not a memory error
+        rc=1
+        grep -h -B2 -A25 "^==[0-9]*== [A-Z][a-z]" "$out"/valgrind.*.log | grep -v "^--" | head -80 >&2
+        tail -5 "$out/stderr" >&2
+    else
+        rm -rf "$out"
+    fi
+fi
+exit $rc

@@ -1,0 +1,27 @@
+# Hardening tests (issue 5; docs/hardening.md). All bounded; together with tests/fuzz.cmake
+# they stay under 8 minutes on a 2-core machine.
+set(CD_HARD_PY ${CMAKE_SOURCE_DIR}/.venv/bin/python)
+set(CD_HARD_DIR ${CMAKE_CURRENT_SOURCE_DIR}/hardening)
+set(CD_HARD_ENV "CD_SHARED_MODELS=${CMAKE_SOURCE_DIR}/../shared/models")
+
+# SIGINT/SIGTERM mid-run: exit 130 within 10 s, dump marked incomplete, no temporaries,
+# OpenCL child gone. Skips (77) without a shared model large enough to interrupt.
+add_test(NAME hardening_interrupt
+         COMMAND ${CD_HARD_PY} ${CD_HARD_DIR}/test_interrupt.py $<TARGET_FILE:cldiff> ${CMAKE_SOURCE_DIR})
+# Same command twice: bit-identical datasets, equal attributes apart from timings.
+add_test(NAME hardening_determinism
+         COMMAND ${CD_HARD_PY} ${CD_HARD_DIR}/test_determinism.py $<TARGET_FILE:cldiff> ${CMAKE_SOURCE_DIR})
+# Full disk (tiny tmpfs), read-only --out, uncreatable --out: exit 6, nothing marked complete.
+add_test(NAME hardening_disk
+         COMMAND bash ${CD_HARD_DIR}/test_disk.sh $<TARGET_FILE:cldiff> ${CMAKE_SOURCE_DIR})
+# aarch64 cross build + qemu-user runs of the unit tests and the shared models' CPU runs,
+# compared with the x86-64 dumps of the same commands.
+add_test(NAME hardening_aarch64
+         COMMAND bash ${CMAKE_SOURCE_DIR}/scripts/cross-aarch64.sh --ci --build ${CMAKE_BINARY_DIR}/aarch64
+                 --host-cldiff $<TARGET_FILE:cldiff>)
+set_tests_properties(hardening_interrupt hardening_determinism hardening_disk hardening_aarch64 PROPERTIES
+                     ENVIRONMENT "${CD_HARD_ENV}" LABELS hardening SKIP_RETURN_CODE 77)
+set_tests_properties(hardening_interrupt PROPERTIES TIMEOUT 240 RUN_SERIAL TRUE)
+set_tests_properties(hardening_determinism PROPERTIES TIMEOUT 180)
+set_tests_properties(hardening_disk PROPERTIES TIMEOUT 180 RUN_SERIAL TRUE)
+set_tests_properties(hardening_aarch64 PROPERTIES TIMEOUT 420 RUN_SERIAL TRUE)
