@@ -70,7 +70,9 @@ if ! cmake --build "$build" -j2 --target $targets >"$build.build.log" 2>&1; then
     exit 1
 fi
 
-export ASAN_OPTIONS="detect_leaks=1:allocator_may_return_null=1:abort_on_error=1:symbolize=1"
+export ASAN_OPTIONS="detect_leaks=1:allocator_may_return_null=1:abort_on_error=1:symbolize=1:suppressions=$here/tests/hardening/asan.supp"
+sym=$(command -v llvm-symbolizer || command -v llvm-symbolizer-14 || true)
+[ -n "$sym" ] && export ASAN_SYMBOLIZER_PATH="$sym"
 export UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1"
 export LSAN_OPTIONS="suppressions=$here/tests/hardening/lsan.supp:print_suppressions=0"
 export HDF5_USE_FILE_LOCKING=FALSE   # private scratch files on /dev/shm: no locking needed

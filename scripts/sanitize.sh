@@ -38,7 +38,7 @@ if [ $do_asan = 1 ]; then
         cmake --build "$b" -j2 >>"$b.log" 2>&1 || { echo "sanitize.sh: build failed, see $b.log" >&2; tail -20 "$b.log" >&2; exit 2; }
     # halt_on_error + abort: a report kills the process, so the test that hit it fails.
     # detect_leaks=1 is the default on x86-64 Linux; spelled out because it is the point.
-    export ASAN_OPTIONS="detect_leaks=1:abort_on_error=1:halt_on_error=1:strict_string_checks=1:detect_stack_use_after_return=1:check_initialization_order=1"
+    export ASAN_OPTIONS="detect_leaks=1:abort_on_error=1:halt_on_error=1:strict_string_checks=1:detect_stack_use_after_return=1:check_initialization_order=1:suppressions=$here/tests/hardening/asan.supp"
     export UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1"
     export LSAN_OPTIONS="suppressions=$here/tests/hardening/lsan.supp:print_suppressions=0"
     # The recursive entries (the clang fuzz build, the aarch64 cross build) build and run

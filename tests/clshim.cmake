@@ -12,12 +12,3 @@ add_test(NAME e2e_faults
           $<TARGET_FILE:clshim> ${CMAKE_BINARY_DIR} ${CMAKE_SOURCE_DIR})
 set_tests_properties(e2e_faults PROPERTIES TIMEOUT 900)
 
-# cl_run (tests/tools/cl_run.c) drives the OpenCL runtime for test_faults.sh. The op
-# dispatcher tables are referenced weakly by cl_ops_registry.c, and a weak reference does
-# not pull an archive member: ask the linker for each table (-u) so the dispatchers that
-# exist are linked in.
-if(TARGET cl_run)
-  foreach(fam eltwise conv pool matmul norm softmax interp shape)
-    target_link_options(cl_run PRIVATE "LINKER:-u,cd_cl_ops_${fam}")
-  endforeach()
-endif()

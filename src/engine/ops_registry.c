@@ -1,17 +1,17 @@
 /* The op registry: the family tables defined by the op files, collected into one sorted
- * index on first use. The tables are weak so the library links while a family is absent
- * (its ops are then simply unknown and the planner reports them as unsupported). */
+ * index on first use. The references are strong: a weak one would not pull the family's
+ * object out of the static library, and its ops would silently be unknown. */
 #include "engine/ops.h"
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-extern const cd_op_table cd_ops_nn __attribute__((weak));
-extern const cd_op_table cd_ops_basic __attribute__((weak));
-extern const cd_op_table cd_ops_shape __attribute__((weak));
-extern const cd_op_table cd_ops_detect __attribute__((weak));
-extern const cd_op_table cd_ops_rnn __attribute__((weak));
+extern const cd_op_table cd_ops_nn;
+extern const cd_op_table cd_ops_basic;
+extern const cd_op_table cd_ops_shape;
+extern const cd_op_table cd_ops_detect;
+extern const cd_op_table cd_ops_rnn;
 
 static const cd_op_def **g_sorted;
 static int g_count;
@@ -27,12 +27,11 @@ static void build_index(void) {
     const cd_op_table *tabs[] = {&cd_ops_nn, &cd_ops_basic, &cd_ops_shape, &cd_ops_detect, &cd_ops_rnn};
     int total = 0;
     for (size_t t = 0; t < sizeof tabs / sizeof tabs[0]; t++)
-        if (tabs[t]) total += tabs[t]->n;
+        total += tabs[t]->n;
     g_sorted = calloc((size_t)(total ? total : 1), sizeof *g_sorted);
     if (!g_sorted) return;
     for (size_t t = 0; t < sizeof tabs / sizeof tabs[0]; t++)
-        if (tabs[t])
-            for (int i = 0; i < tabs[t]->n; i++)
+        for (int i = 0; i < tabs[t]->n; i++)
                 if (tabs[t]->defs[i].type) g_sorted[g_count++] = &tabs[t]->defs[i];
     qsort(g_sorted, (size_t)g_count, sizeof *g_sorted, cmp_def);
     for (int i = 1; i < g_count; i++)

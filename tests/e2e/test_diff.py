@@ -101,8 +101,10 @@ def main():
     for prec, runs in (("fp32", "cpu,opencl"), ("fp16", "cpu,opencl,golden")):
         out = os.path.join(work, prec)
         r = cldiff(TINY, "--%s" % prec, "--out", out)
-        if not c.rc(r, 0, "mobilenet_tiny --%s" % prec):
+        c.rc(r, 0, "mobilenet_tiny --%s" % prec)
+        if r.rc not in (0, 1):
             continue
+        # a failing verdict still writes every report: check them either way
         c.ok("PASS" in r.out, "%s: terminal summary says PASS" % prec, r.out[-400:])
         s = check_reports(c, out, prec, runs)
         if s:

@@ -27,10 +27,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* The OpenCL backend may not be part of the library yet: a weak reference (the build adds
- * -u so an existing definition is linked) lets the tool say "unavailable" instead. */
-cd_status cd_opencl_backend_open(const cd_backend_opts *opts, cd_backend **out, cd_error *err)
-    __attribute__((weak));
 
 #define MAX_ARGS 64
 #define MAX_LINE 65536
@@ -405,10 +401,6 @@ static cd_status run(FILE *in, cd_error *err) {
     bo.prec = sp.prec;
     bo.threads = sp.threads;
     if (sp.opencl) {
-        if (!cd_opencl_backend_open) {
-            st = cd_err(err, CD_E_BACKEND, "the OpenCL backend is not built into this binary (backend unavailable)");
-            goto done;
-        }
         st = cd_opencl_backend_open(&bo, &b, err);
     } else {
         st = cd_cpu_backend_open(&bo, &b, err);

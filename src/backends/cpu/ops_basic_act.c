@@ -188,7 +188,7 @@ static cd_status un_config(cd_op_ctx *c, const cd_value *x, un_cfg *u) {
         return CD_OK;
     case U_AFFINE:
         if (!strcmp(t, "dropout")) {
-            float p;
+            float p = 0.5f;
             if ((s = fattr(c, "dropout_prob", 0.5, false, &p))) return s;
             if (p < 0.0f || p > 1.0f) return cd_op_fail(c, CD_E_MODEL, "dropout_prob %g is outside [0, 1]", p);
             const char *impl = cd_attr_str(c->op, "dropout_implementation", "downgrade_in_infer");
