@@ -85,6 +85,9 @@ for r in $only; do
     art="$build/artifacts/$r"
     mkdir -p "$corpus" "$art"
     log="$build/fuzz_$r.log"
+    supp=lsan.supp
+    [ "$r" = dump ] && supp=lsan-hdf5.supp
+    export LSAN_OPTIONS="suppressions=$here/tests/hardening/$supp:print_suppressions=0"
     if [ "$mode" = regress ]; then
         "$bin" -runs=0 "$seeds" "$here/tests/fuzz/regressions/$r" >"$log" 2>&1
         rc=$?

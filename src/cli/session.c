@@ -67,6 +67,29 @@ cd_backend_opts cd_session_backend_opts(const cd_cli_opts *o, cd_precision prec)
     return b;
 }
 
+/* /model/macs: multiply-accumulates per op from the plan (conv, fc, matmul...), so GFLOP/s
+ * can be computed from any dump together with the per-layer times. */
+static cd_status write_macs(cd_session *s, cd_error *err) {
+    int n = s->g->n_ops;
+    int64_t *idx = calloc((size_t)(n ? n : 1), sizeof *idx);
+    double *macs = calloc((size_t)(n ? n : 1), sizeof *macs);
+    cd_status st = CD_OK;
+    if (!idx || !macs) st = cd_err(err, CD_E_NOMEM, "out of memory");
+    for (int i = 0; i < n && !st; i++) {
+        const cd_op_def *d = s->plan.defs[i];
+        cd_error e = {0};
+        cd_op_ctx c = {.g = s->g, .op = &s->g->ops[i], .op_index = i, .vals = s->plan.meta, .prec = s->plan.prec,
+                       .threads = 1, .err = &e};
+        idx[i] = i;
+        macs[i] = d && d->macs ? d->macs(&c) : 0;
+    }
+    cd_column cols[] = {{"op_index", CD_COL_I64, idx}, {"macs", CD_COL_F64, macs}};
+    if (!st) st = cd_dump_write_table(s->dump, "/model/macs", cols, 2, n, err);
+    free(idx);
+    free(macs);
+    return st;
+}
+
 cd_status cd_session_open(cd_session *s, const cd_cli_opts *o, cd_error *err) {
     memset(s, 0, sizeof *s);
     s->o = o;
@@ -112,6 +135,7 @@ cd_status cd_session_open(cd_session *s, const cd_cli_opts *o, cd_error *err) {
                          .seed = o->seed};
     if ((st = cd_dump_create(s->dump_path, &meta, &s->dump, err))) return st;
     if ((st = cd_dump_write_model(s->dump, s->g, err))) return st;
+    if ((st = write_macs(s, err))) return st;
     for (int k = 0; k < s->inputs.n; k++)
         if ((st = cd_dump_write_input(s->dump, s->inputs.names[k], &s->inputs.values[k], s->inputs.sources[k], err)))
             return st;

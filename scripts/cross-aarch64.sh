@@ -1,0 +1,143 @@
+#!/usr/bin/env bash
+# aarch64 build of cldiff, tested under qemu-user (issue 5; docs/hardening.md).
+#
+#   scripts/cross-aarch64.sh [--ci] [--build DIR] [--host-cldiff PATH] [--models LIST]
+#
+# 1. sysroot: the arm64 .debs of HDF5, libpng, zlib, Criterion, libgomp, glibc and their
+#    dependencies are fetched with `apt-get download` and unpacked with `dpkg -x` into
+#    DIR/sysroot (libhdf5-dev:arm64 conflicts with the amd64 one, so no multiarch install).
+#    Needs the arm64 architecture in dpkg (`dpkg --add-architecture arm64; apt-get update`,
+#    done here when run as root).
+# 2. configure with cmake/aarch64-toolchain.cmake, build cldiff and the unit tests.
+# 3. run the unit tests under `qemu-aarch64 -L DIR/sysroot`.
+# 4. `cldiff run --backends cpu` of the shared models (input shapes from shapes.txt) under
+#    qemu, the same command with the x86-64 cldiff (--host-cldiff, default build/cldiff),
+#    and `cldiff compare x86.h5 arm.h5` (fp32 layer tolerances, README "Tolerances")
+#    must pass. --ci: the small models only, so the whole script stays within ~6 minutes.
+# Exit: 0 pass, 1 a failure, 77 cross toolchain or qemu missing (prints the apt-get line).
+set -u
+here="$(cd "$(dirname "$0")/.." && pwd)"
+build="$here/build-aarch64"
+host_cldiff="$here/build/cldiff"
+ci=0
+models=""
+while [ $# -gt 0 ]; do
+    case "$1" in
+        --ci) ci=1 ;;
+        --build) build=${2:?}; shift ;;
+        --host-cldiff) host_cldiff=${2:?}; shift ;;
+        --models) models=$(echo "${2:?}" | tr ',' ' '); shift ;;
+        -h|--help) sed -n '2,18p' "$0"; exit 0 ;;
+        *) echo "cross-aarch64.sh: unknown argument '$1'" >&2; exit 2 ;;
+    esac
+    shift
+done
+APT_LINE="apt-get install -y --no-install-recommends gcc-aarch64-linux-gnu libc6-dev-arm64-cross qemu-user"
+for t in aarch64-linux-gnu-gcc qemu-aarch64; do
+    if ! command -v $t >/dev/null; then
+        echo "cross-aarch64.sh: SKIP: $t not installed. Install with: $APT_LINE" >&2
+        exit 77
+    fi
+done
+shared="${CD_SHARED_MODELS:-$here/../shared/models}"
+sysroot="$build/sysroot"
+mkdir -p "$build"
+log="$build/cross.log"
+: >"$log"
+fail() { echo "cross-aarch64.sh: FAIL: $*" >&2; exit 1; }
+
+# ---- 1. sysroot
+PKGS="libhdf5-dev libpng-dev zlib1g-dev libcriterion-dev libgomp1 libc6 libc6-dev"
+if [ ! -f "$sysroot/.complete" ]; then
+    if ! dpkg --print-foreign-architectures | grep -qx arm64; then
+        [ "$(id -u)" = 0 ] || { echo "cross-aarch64.sh: SKIP: arm64 not a dpkg architecture; run as root: dpkg --add-architecture arm64 && apt-get update" >&2; exit 77; }
+        { dpkg --add-architecture arm64 && apt-get update; } >>"$log" 2>&1 || fail "cannot add the arm64 architecture (see $log)"
+    fi
+    # Every arm64 package the list depends on, minus alternatives nobody links against
+    # (the other libcurl flavours, Fortran/C++ HDF5 bindings, pkg-config tools).
+    deps=$(apt-cache depends --recurse --no-recommends --no-suggests --no-conflicts --no-breaks --no-replaces \
+               --no-enhances $(for p in $PKGS; do echo "$p:arm64"; done) 2>/dev/null |
+           grep -E '^[a-z0-9].*:arm64$' | sort -u |
+           grep -vE '^(libcurl4-gnutls-dev|libcurl4-nss-dev|libcurl3-nss|nss-plugin-pem|libnss3|libnspr4|hdf5-helpers|libhdf5-fortran|libhdf5-hl-fortran|libgfortran|libhdf5-cpp|libhdf5-hl-cpp|pkg-config|pkgconf)')
+    [ -n "$deps" ] || fail "apt-cache found no arm64 packages (apt-get update after dpkg --add-architecture arm64?)"
+    mkdir -p "$build/debs"
+    (cd "$build/debs" && apt-get download $deps) >>"$log" 2>&1 || fail "apt-get download failed (see $log)"
+    rm -rf "$sysroot"
+    mkdir -p "$sysroot"
+    for d in "$build"/debs/*.deb; do dpkg -x "$d" "$sysroot" || fail "dpkg -x $d"; done
+    # absolute symlinks inside the sysroot (e.g. libz.so -> /lib/...) must point into it
+    find "$sysroot" -type l | while read -r l; do
+        t=$(readlink "$l")
+        case "$t" in /*) ln -sf "$sysroot$t" "$l" ;; esac
+    done
+    touch "$sysroot/.complete"
+fi
+echo "sysroot: $sysroot ($(du -sh "$sysroot" | cut -f1))"
+
+# ---- 2. build
+b="$build/build"
+if ! cmake -S "$here" -B "$b" -DCMAKE_TOOLCHAIN_FILE="$here/cmake/aarch64-toolchain.cmake" \
+        -DCD_AARCH64_SYSROOT="$sysroot" -DOPENCL_INCLUDE_DIR=/usr/include -DCMAKE_BUILD_TYPE=Release -DCLDIFF_TESTS=ON -DCLDIFF_WERROR=ON >>"$log" 2>&1; then
+    tail -20 "$log" >&2; fail "configure failed (see $log)"
+fi
+units=$(cd "$here/tests/unit" && ls test_*.c | sed 's/\.c$//')
+if ! cmake --build "$b" -j2 --target cldiff $units >>"$log" 2>&1; then
+    grep -E "error" "$log" | head -20 >&2; fail "build failed (see $log)"
+fi
+file "$b/cldiff" | grep -q "ARM aarch64" || fail "$b/cldiff is not an aarch64 executable"
+echo "built: $(file -b "$b/cldiff" | cut -d, -f1-2)"
+export QEMU_LD_PREFIX="$sysroot"
+Q="qemu-aarch64 -L $sysroot"
+
+# ---- 3. unit tests under qemu
+fails=0
+for u in $units; do
+    t0=$(date +%s)
+    if (cd "$b/tests" && CD_SHARED_MODELS="$shared" timeout 300 $Q ./"$u" --jobs 1 >"$build/$u.log" 2>&1); then
+        echo "ok   unit $u ($(( $(date +%s) - t0 )) s)"
+    else
+        echo "FAIL unit $u: $(tail -5 "$build/$u.log")"; fails=$((fails + 1))
+    fi
+done
+
+# ---- 4. CPU runs of the shared models, x86-64 vs aarch64
+if [ -z "$models" ]; then
+    if [ $ci = 1 ]; then
+        models="mask_detector_fp32_arm_v2.10rc.nb mask_detector_fp32_arm_meta0_7735976.nb ppocr_v2.0_cls_fp32_arm_v2.14rc.nb ppocr_v4_mobile_cls_fp32_arm_v2.13rc.nb"
+    else
+        models=$(cd "$shared" 2>/dev/null && ls *.nb)
+    fi
+fi
+[ -x "$host_cldiff" ] || fail "x86-64 cldiff '$host_cldiff' missing (--host-cldiff PATH)"
+[ -d "$shared" ] || { echo "note: $shared absent: using testdata models"; shared="$here/testdata"; models="mobilenet_tiny.nb multi_input.nb"; }
+for m in $models; do
+    [ -f "$shared/$m" ] || { echo "note: $m absent"; continue; }
+    shape=$(grep -E "^$m " "$shared/shapes.txt" 2>/dev/null | cut -d' ' -f2- | sed 's/^/--shape /; s/ / --shape /g')
+    ox="$build/out/$m.x86" oa="$build/out/$m.arm"
+    rm -rf "$ox" "$oa"
+    # shellcheck disable=SC2086
+    "$host_cldiff" run --backends cpu "$shared/$m" $shape --threads 2 --out "$ox" --quiet >"$build/$m.x86.log" 2>&1
+    rx=$?
+    t0=$(date +%s)
+    # shellcheck disable=SC2086
+    timeout 600 $Q "$b/cldiff" run --backends cpu "$shared/$m" $shape --threads 2 --out "$oa" --quiet >"$build/$m.arm.log" 2>&1
+    ra=$?
+    ta=$(( $(date +%s) - t0 ))
+    if [ $rx != $ra ]; then
+        echo "FAIL $m: exit $rx on x86-64, $ra on aarch64: $(tail -3 "$build/$m.arm.log")"; fails=$((fails + 1)); continue
+    fi
+    if [ $rx != 0 ]; then
+        # the same refusal on both (e.g. exit 8 for an op cldiff cannot run): consistent, noted
+        echo "ok   $m: both refuse with exit $rx ($(grep -m1 cldiff: "$build/$m.arm.log"))"; continue
+    fi
+    "$host_cldiff" compare "$ox/dump.h5" "$oa/dump.h5" --out "$build/out/$m.cmp" >"$build/$m.cmp.log" 2>&1
+    rc=$?
+    summary=$(grep -m1 -iE "pass|fail|layers" "$build/$m.cmp.log")
+    if [ $rc = 0 ]; then
+        echo "ok   $m: aarch64 (qemu, $ta s) matches x86-64 within fp32 tolerances: $summary"
+    else
+        echo "FAIL $m: compare exit $rc: $(head -20 "$build/$m.cmp.log")"; fails=$((fails + 1))
+    fi
+done
+echo "cross-aarch64.sh: $fails failure(s)"
+[ $fails = 0 ]
