@@ -176,3 +176,13 @@ __kernel void binary(__global const REAL *x, __global const REAL *y, __global RE
     if (has_post) v = (ACC)ps * v + (ACC)pb;
     STORE(out, i, ew_act(kind, v, a, b, c, ACC_ZERO));
 }
+
+/* clip whose Min / Max come from 1-element tensors computed at run time (a NULL pointer:
+ * the attribute value lo / hi): the bounds are read on the device, then K_CLIP. */
+__kernel void clip_t(__global const REAL *x, __global REAL *y, int n, float lo, float hi,
+                     __global const REAL *tmin, __global const REAL *tmax) {
+    int i = get_global_id(0);
+    if (i >= n) return;
+    float a = tmin ? LOADF(tmin, 0) : lo, b = tmax ? LOADF(tmax, 0) : hi;
+    STORE(y, i, ew_act(K_CLIP, LOAD(x, i), a, b, 0.0f, ACC_ZERO));
+}

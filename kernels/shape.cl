@@ -83,3 +83,76 @@ __kernel void arg_max(__global const REAL *x, __global int *out32, __global long
     if (out64) out64[i] = best;
     else out32[i] = best;
 }
+
+/* cast (nb-format §7.13) between the run's float type and int32/int64, with the CPU's
+ * rules (engine/value.c cd_value_set): int -> float is one rounding to nearest of the
+ * exact integer, as the CPU's int -> double -> float / half (for |v| >= 2^53 the CPU's
+ * double rounds first, which cast_i64_f reproduces in integer arithmetic); float -> int
+ * truncates toward zero, saturates at the CPU's limits and maps NaN to 0. */
+__kernel void cast_i32_f(__global const int *x, __global REAL *y, int n) {
+    int i = get_global_id(0);
+    if (i >= n) return;
+    STOREF(y, i, (float)x[i]);
+}
+
+/* v rounded to 53 significant bits, nearest-even: what the CPU's (double)v does. */
+float ca_i64_to_float(long v) {
+    ulong a = v < 0 ? (ulong)0 - (ulong)v : (ulong)v;
+    int bits = 64 - (int)clz(a);
+    if (bits > 53) {
+        int sh = bits - 53;
+        ulong mask = ((ulong)1 << sh) - 1, rem = a & mask, halfw = (ulong)1 << (sh - 1);
+        a >>= sh;
+        if (rem > halfw || (rem == halfw && (a & 1))) a++;
+        a <<= sh; /* a <= 2^64 - 2^11 before the shift back: cannot overflow */
+    }
+    float f = (float)a;
+    return v < 0 ? -f : f;
+}
+
+__kernel void cast_i64_f(__global const long *x, __global REAL *y, int n) {
+    int i = get_global_id(0);
+    if (i >= n) return;
+    STOREF(y, i, ca_i64_to_float(x[i]));
+}
+
+__kernel void cast_f_i32(__global const REAL *x, __global int *y, int n) {
+    int i = get_global_id(0);
+    if (i >= n) return;
+    float f = LOADF(x, i);
+    y[i] = isnan(f) ? 0 : (f >= 2147483648.0f ? INT_MAX : (f <= -2147483648.0f ? INT_MIN : (int)f));
+}
+
+__kernel void cast_f_i64(__global const REAL *x, __global long *y, int n) {
+    int i = get_global_id(0);
+    if (i >= n) return;
+    float f = LOADF(x, i);
+    /* the CPU saturates at the largest double below 2^63, 9223372036854774784 */
+    y[i] = isnan(f) ? 0 : (f >= 9223372036854775808.0f ? 9223372036854774784L
+                                                         : (f <= -9223372036854775808.0f ? LONG_MIN : (long)f));
+}
+
+__kernel void cast_i64_i32(__global const long *x, __global int *y, int n) {
+    int i = get_global_id(0);
+    if (i >= n) return;
+    long v = x[i];
+    y[i] = v > INT_MAX ? INT_MAX : (v < INT_MIN ? INT_MIN : (int)v);
+}
+
+__kernel void cast_i32_i64(__global const int *x, __global long *y, int n) {
+    int i = get_global_id(0);
+    if (i >= n) return;
+    y[i] = x[i];
+}
+
+/* fill_constant (float outputs; integer ones are shape arithmetic on the host): every
+ * element gets the same raw bits, the value converted to the dtype by the host. */
+#define DEF_FILL(NAME, T)                                                                                 \
+    __kernel void NAME(__global T *dst, int n, ulong bits) {                                              \
+        int i = get_global_id(0);                                                                         \
+        if (i < n) dst[i] = (T)bits;                                                                      \
+    }
+DEF_FILL(fill_1, uchar)
+DEF_FILL(fill_2, ushort)
+DEF_FILL(fill_4, uint)
+DEF_FILL(fill_8, ulong)

@@ -29,6 +29,143 @@ static const char *JS =
 
 static void h(FILE *f, const char *s) { cd_put_xml(f, s); }
 
+static double clamp_log(double v);
+
+/* Horizontal bar chart (inline SVG) of one value per listed layer, log-scaled. */
+static void bar_chart(FILE *f, const char *label, const char *const *names, const double *vals, const char *const *tips,
+                      int n, double ref_line, const char *ref_label) {
+    if (n <= 0) return;
+    const int W = 700, row = 18, L = 180, H = n * row + 30;
+    double hi = ref_line > 0 ? ref_line : 0;
+    for (int i = 0; i < n; i++) if (isfinite(vals[i]) && vals[i] > hi) hi = vals[i];
+    double lo = hi > 0 ? hi * 1e-6 : 1e-12;
+    if (!(hi > 0)) hi = 1;
+#define BX(v) (L + (W - L - 20) * (clamp_log(v > lo ? v : lo) - log10(lo)) / (log10(hi) - log10(lo) + 1e-12))
+    fprintf(f, "<svg width=\"%d\" height=\"%d\" role=\"img\" aria-label=\"", W, H);
+    h(f, label);
+    fputs("\">\n", f);
+    for (int i = 0; i < n; i++) {
+        double v = isfinite(vals[i]) ? vals[i] : hi;
+        fprintf(f, "<text x=\"%d\" y=\"%d\" text-anchor=\"end\">", L - 6, 14 + i * row);
+        h(f, names[i]);
+        fprintf(f, "</text><rect x=\"%d\" y=\"%d\" width=\"%.1f\" height=\"%d\" fill=\"#bf8700\"><title>", L, 4 + i * row,
+                BX(v) - L, row - 5);
+        h(f, tips[i]);
+        fputs("</title></rect>\n", f);
+    }
+    if (ref_line > 0)
+        fprintf(f, "<line x1=\"%.1f\" x2=\"%.1f\" y1=\"0\" y2=\"%d\" stroke=\"#cf222e\" stroke-dasharray=\"5 3\"/>"
+                   "<text x=\"%.1f\" y=\"%d\" fill=\"#cf222e\">%s</text>\n", BX(ref_line), BX(ref_line), H - 14,
+                BX(ref_line) - 40, H - 2, ref_label);
+#undef BX
+    fputs("</svg>\n", f);
+}
+
+/* Diagnosis cards: NaN/Inf origin, FP16 hazards (ranked, chart of max |golden| against the
+ * half range), nondeterminism, many inputs, repro pack, pins. */
+static void diag_cards(FILE *f, const cd_report_input *in) {
+    const cd_analysis *an = in->an;
+    const char *nm[24], *tip[24];
+    double val[24];
+    char tips[24][200];
+    if (an->nonfinite_origin >= 0) {
+        const cd_layer_cmp *l = &an->layers[an->nonfinite_origin];
+        fputs("<div class=\"card fail\" id=\"nonfinite\"><b>NaN/Inf origin</b>: <b>", f);
+        h(f, l->layer);
+        fprintf(f, "</b> (op #%d, %s) produced NaN/Inf where the reference is finite (A: %lld, B: %lld values); "
+                   "%d layer(s) hold such values — later layers may absorb them.</div>\n",
+                l->op_index, l->op_type, (long long)l->nf_new_a, (long long)l->nf_new_b, an->n_nonfinite_hard);
+    }
+    if (an->n_at_risk) {
+        fprintf(f, "<div class=\"card fail\" id=\"fp16-hazards\"><b>FP16 hazards</b> (from the float32 golden run): %d layer(s) at risk"
+                   "<ol>", an->n_at_risk);
+        int n = 0;
+        for (int rank = 1; rank <= an->n_at_risk; rank++)
+            for (int i = 0; i < an->n_layers; i++) {
+                const cd_layer_cmp *l = &an->layers[i];
+                if (l->risk_rank != rank) continue;
+                fputs("<li><b>", f);
+                h(f, l->layer);
+                fprintf(f, "</b> (%s, K=%lld): ", l->op_type, (long long)l->acc_k);
+                h(f, l->risk_reason);
+                fprintf(f, "; %lld above 65504, %lld below 2^-14%s</li>", (long long)l->g_over, (long long)l->g_under,
+                        l->m.pass ? "" : " — <b>failed</b>");
+                if (n < 24) {
+                    nm[n] = l->layer;
+                    val[n] = l->g_absmax;
+                    snprintf(tips[n], sizeof tips[n], "%s: max |golden| %.4g, K %lld", l->layer, l->g_absmax, (long long)l->acc_k);
+                    tip[n] = tips[n];
+                    n++;
+                }
+            }
+        fputs("</ol>", f);
+        bar_chart(f, "largest |value| of the golden run against the half range", nm, val, tip, n, 65504, "65504");
+        fputs("</div>\n", f);
+    }
+    if (an->repeat_n > 1) {
+        fprintf(f, "<div class=\"card %s\" id=\"nondeterminism\"><b>Nondeterminism</b> over %d runs of %s: ",
+                an->n_nondet ? "fail" : "pass", an->repeat_n, in->env->backend_b);
+        if (!an->n_nondet) fputs("every layer bit-identical.</div>\n", f);
+        else {
+            fprintf(f, "%d layer(s) changed between runs (race or uninitialised read); first: <b>", an->n_nondet);
+            h(f, an->layers[an->first_nondet].layer);
+            fputs("</b>", f);
+            int n = 0;
+            for (int i = 0; i < an->n_layers && n < 24; i++) {
+                const cd_layer_cmp *l = &an->layers[i];
+                if (!l->nondet) continue;
+                nm[n] = l->layer;
+                val[n] = l->spread;
+                snprintf(tips[n], sizeof tips[n], "%s: spread %.4g, %lld elements changed", l->layer, l->spread, (long long)l->spread_count);
+                tip[n] = tips[n];
+                n++;
+            }
+            bar_chart(f, "max spread between repeats", nm, val, tip, n, 0, "");
+            fputs("</div>\n", f);
+        }
+    }
+    if (an->n_inputs_run) {
+        fprintf(f, "<div class=\"card\" id=\"inputs\"><b>%d inputs</b> from ", an->n_inputs_run);
+        h(f, an->inputs_dir);
+        fputs("; worst input <b>", f);
+        h(f, an->worst_input);
+        fputs("</b> (tensors kept for it).<table><tr><th>layer</th><th>failed on</th><th>worst input</th><th>worst rel err</th>"
+              "<th>mean rel err</th><th>p99 rel err</th></tr>", f);
+        for (int i = 0; i < an->n_layers; i++) {
+            const cd_layer_cmp *l = &an->layers[i];
+            if (!l->n_agg_fail) continue;
+            fputs("<tr><td>", f);
+            h(f, l->layer);
+            fprintf(f, "</td><td>%d/%d</td><td>", l->n_agg_fail, l->n_agg);
+            h(f, l->worst_input);
+            fprintf(f, "</td><td>%.3g</td><td>%.3g</td><td>%.3g</td></tr>", l->agg_worst[CD_AGG_REL_ERR],
+                    l->agg_mean[CD_AGG_REL_ERR], l->agg_p99[CD_AGG_REL_ERR]);
+        }
+        fputs("</table></div>\n", f);
+    }
+    if (an->repro_dir[0]) {
+        fputs("<div class=\"card\" id=\"repro\"><b>Repro pack</b>: <span class=\"mono\">", f);
+        h(f, an->repro_dir);
+        fputs("</span><br><span class=\"mono\">", f);
+        h(f, an->repro_cmd);
+        fputs("</span></div>\n", f);
+    }
+    if (an->n_pins || an->pins_note[0]) {
+        fputs("<div class=\"card\" id=\"pins\"><b>What to pin to float32</b>: ", f);
+        h(f, an->pins_note);
+        fputs("<table><tr><th>pinned layers</th><th>outputs</th><th>max |d|</th><th>cosine</th></tr>", f);
+        for (int i = 0; i < an->n_pins; i++) {
+            const cd_pin_result *p = &an->pins[i];
+            fputs("<tr><td>", f);
+            h(f, p->layers);
+            fprintf(f, "</td><td>%s", p->pass ? "within tolerance" : "out of tolerance");
+            if (p->error[0]) { fputs(": ", f); h(f, p->error); }
+            fprintf(f, "</td><td>%.4g</td><td>%.8f</td></tr>", p->out_max_abs, p->out_cosine);
+        }
+        fputs("</table></div>\n", f);
+    }
+}
+
 static double clamp_log(double v) {
     if (!(v > 1e-12)) v = 1e-12;
     if (isinf(v) || v > 1e6) v = 1e6;
@@ -219,7 +356,9 @@ cd_status cd_report_html(const cd_report_input *in, const char *dir, cd_error *e
             fprintf(f, " (x%.3g)%s", an->layers[an->jumps[j]].growth, j + 1 < an->n_jumps ? ", " : "");
         }
     }
-    fputs("</div>\n<h2>Environment</h2><table class=\"env\">\n", f);
+    fputs("</div>\n", f);
+    diag_cards(f, in);
+    fputs("<h2>Environment</h2><table class=\"env\">\n", f);
     char buf[1200];
     env_row(f, "model", e->model_path);
     env_row(f, "format", e->model_format);
@@ -249,7 +388,8 @@ cd_status cd_report_html(const cd_report_input *in, const char *dir, cd_error *e
     }
     fputs("<h2>Layers</h2><p>Click a header to sort.</p><table id=\"layers\"><thead><tr><th>op</th><th>layer</th><th>type</th>"
           "<th>shape</th><th>max abs</th><th>mean abs</th><th>max rel</th><th>cosine</th><th>SNR dB</th><th>max ULP</th>"
-          "<th>fail %</th><th>rel err</th><th>growth</th><th>NaN/Inf</th><th>B ran on</th><th>B µs</th>", f);
+          "<th>fail %</th><th>rel err</th><th>growth</th><th>NaN/Inf</th><th>B ran on</th><th>B µs</th>"
+          "<th>K</th><th>rule</th><th>fp16 risk</th><th>repeat spread</th><th>inputs failed</th>", f);
     bool golden = an->n_layers && an->layers[0].has_golden;
     if (golden) fputs("<th>A vs fp32</th><th>B vs fp32</th>", f);
     fputs("</tr></thead><tbody>\n", f);
@@ -264,6 +404,15 @@ cd_status cd_report_html(const cd_report_input *in, const char *dir, cd_error *e
                 l->m.snr_db, l->m.max_ulp, 100 * l->m.fail_fraction, l->rel_err, l->growth,
                 (long long)(l->m.nan_ref + l->m.inf_ref), (long long)(l->m.nan_val + l->m.inf_val), l->where_b,
                 l->kernel_us_b >= 0 ? l->kernel_us_b : l->us_b);
+        fprintf(f, "<td>%lld</td><td class=\"mono\">", (long long)l->acc_k);
+        h(f, l->rule);
+        fputs("</td><td>", f);
+        if (l->risk_rank) { fprintf(f, "#%d ", l->risk_rank); h(f, l->risk_reason); }
+        fputs("</td><td>", f);
+        if (l->has_repeat) fprintf(f, "%s%.3g", l->nondet ? "NONDET " : "", l->spread);
+        fputs("</td><td>", f);
+        if (l->n_agg) { fprintf(f, "%d/%d ", l->n_agg_fail, l->n_agg); if (l->n_agg_fail) { fputs("worst ", f); h(f, l->worst_input); } }
+        fputs("</td>", f);
         if (golden)
             fprintf(f, "<td>%.3g</td><td>%.3g</td>", l->ga.ref_rms > 0 ? l->ga.rmse / l->ga.ref_rms : l->ga.rmse,
                     l->gb.ref_rms > 0 ? l->gb.rmse / l->gb.ref_rms : l->gb.rmse);

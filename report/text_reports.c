@@ -21,6 +21,11 @@ cd_status cd_report_csv(const cd_report_input *in, const char *dir, cd_error *er
           "nonfinite_mismatch,rel_err,growth,jump,atol,rtol,min_cos,max_fail_fraction,rule,where_a,where_b,"
           "note_b,us_a,us_b,kernel_us_b,isolated,iso_max_abs,iso_pass,top1,top5", f);
     if (golden) fputs(",a_vs_golden_max_abs,a_vs_golden_rel_rmse,b_vs_golden_max_abs,b_vs_golden_rel_rmse", f);
+    /* diagnosis columns (docs/diagnosis.md), always present, appended after the others */
+    fputs(",acc_k,golden_over,golden_under,golden_absmax,fp16_risk,risk_rank,risk_reason,nonfinite_new_a,"
+          "nonfinite_new_b,nonfinite_hard,repeat_spread,repeat_changed,nondeterministic,inputs,inputs_failed,"
+          "worst_input,worst_max_abs,mean_max_abs,p99_max_abs,worst_rel_err,mean_rel_err,p99_rel_err,"
+          "worst_fail_fraction,mean_fail_fraction,p99_fail_fraction,worst_cosine,mean_cosine,p1_cosine", f);
     fputc('\n', f);
     for (int i = 0; i < an->n_layers; i++) {
         const cd_layer_cmp *l = &an->layers[i];
@@ -53,6 +58,18 @@ cd_status cd_report_csv(const cd_report_input *in, const char *dir, cd_error *er
                         l->gb.max_abs, l->gb.ref_rms > 0 ? l->gb.rmse / l->gb.ref_rms : l->gb.rmse);
             else fputs(",,,,", f);
         }
+        fprintf(f, ",%lld,", (long long)l->acc_k);
+        if (l->has_hazard) fprintf(f, "%lld,%lld,%.9g,%.4g,%d,", (long long)l->g_over, (long long)l->g_under, l->g_absmax, l->risk, l->risk_rank);
+        else fputs(",,,,,", f);
+        cd_put_csv(f, l->risk_reason);
+        fprintf(f, ",%lld,%lld,%d,", (long long)l->nf_new_a, (long long)l->nf_new_b, l->nf_hard);
+        if (l->has_repeat) fprintf(f, "%.9g,%lld,%d,", l->spread, (long long)l->spread_count, l->nondet);
+        else fputs(",,,", f);
+        if (l->n_agg) {
+            fprintf(f, "%d,%d,", l->n_agg, l->n_agg_fail);
+            cd_put_csv(f, l->worst_input);
+            for (int k = 0; k < 4; k++) fprintf(f, ",%.9g,%.9g,%.9g", l->agg_worst[k], l->agg_mean[k], l->agg_p99[k]);
+        } else fputs(",,,,,,,,,,,,,,", f);
         fputc('\n', f);
     }
     return cd_afile_commit(&a, err);
@@ -71,6 +88,131 @@ static void json_metrics(FILE *f, const cd_metrics *m) {
     fprintf(f, ",\"worst_index\":%lld,\"nan\":[%lld,%lld],\"inf\":[%lld,%lld],\"nonfinite_mismatch\":%lld,\"pass\":%s}",
             (long long)m->worst_index, (long long)m->nan_ref, (long long)m->nan_val, (long long)m->inf_ref,
             (long long)m->inf_val, (long long)m->nonfinite_mismatch, m->pass ? "true" : "false");
+}
+
+/* Top-level diagnosis fields of summary.json (docs/diagnosis.md). */
+static void diag_json(FILE *f, const cd_analysis *an) {
+    fputs(",\n  \"fp16_hazards\": [", f);
+    int shown = 0;
+    for (int rank = 1; rank <= an->n_at_risk; rank++)
+        for (int i = 0; i < an->n_layers; i++) {
+            const cd_layer_cmp *l = &an->layers[i];
+            if (l->risk_rank != rank) continue;
+            fprintf(f, "%s{\"rank\": %d, \"op_index\": %d, \"layer\": ", shown++ ? ", " : "", rank, l->op_index);
+            cd_put_json_str(f, l->layer);
+            fprintf(f, ", \"acc_k\": %lld, \"golden_over\": %lld, \"golden_under\": %lld, \"risk\": ",
+                    (long long)l->acc_k, (long long)l->g_over, (long long)l->g_under);
+            cd_put_json_num(f, l->risk);
+            fputs(", \"reason\": ", f); cd_put_json_str(f, l->risk_reason);
+            fprintf(f, ", \"failed\": %s}", l->m.pass ? "false" : "true");
+        }
+    fprintf(f, "],\n  \"nondeterminism\": {\"repeat\": %d, \"layers\": [", an->repeat_n);
+    shown = 0;
+    for (int i = 0; i < an->n_layers; i++) {
+        const cd_layer_cmp *l = &an->layers[i];
+        if (!l->nondet) continue;
+        fprintf(f, "%s{\"op_index\": %d, \"layer\": ", shown++ ? ", " : "", l->op_index);
+        cd_put_json_str(f, l->layer);
+        fputs(", \"spread\": ", f); cd_put_json_num(f, l->spread);
+        fprintf(f, ", \"changed\": %lld, \"diagnosis\": \"race or uninitialised read\"}", (long long)l->spread_count);
+    }
+    fputs("], \"first\": ", f);
+    if (an->first_nondet >= 0) cd_put_json_str(f, an->layers[an->first_nondet].layer); else fputs("null", f);
+    fputs("},\n  \"inputs\": ", f);
+    if (an->n_inputs_run) {
+        fprintf(f, "{\"count\": %d, \"dir\": ", an->n_inputs_run);
+        cd_put_json_str(f, an->inputs_dir);
+        fputs(", \"worst_input\": ", f); cd_put_json_str(f, an->worst_input);
+        fputs(", \"failing_layers\": [", f);
+        shown = 0;
+        for (int i = 0; i < an->n_layers; i++) {
+            const cd_layer_cmp *l = &an->layers[i];
+            if (!l->n_agg_fail) continue;
+            fprintf(f, "%s{\"layer\": ", shown++ ? ", " : "");
+            cd_put_json_str(f, l->layer);
+            fprintf(f, ", \"failed_inputs\": %d, \"worst_input\": ", l->n_agg_fail);
+            cd_put_json_str(f, l->worst_input);
+            fputs(", \"worst_rel_err\": ", f); cd_put_json_num(f, l->agg_worst[CD_AGG_REL_ERR]);
+            fputc('}', f);
+        }
+        fputs("]}", f);
+    } else fputs("null", f);
+    fputs(",\n  \"repro\": ", f);
+    if (an->repro_dir[0]) {
+        fputs("{\"dir\": ", f); cd_put_json_str(f, an->repro_dir);
+        fputs(", \"command\": ", f); cd_put_json_str(f, an->repro_cmd);
+        fputc('}', f);
+    } else fputs("null", f);
+    fputs(",\n  \"pins\": ", f);
+    if (an->n_pins || an->pins_note[0]) {
+        fputs("{\"note\": ", f); cd_put_json_str(f, an->pins_note);
+        fputs(", \"tried\": [", f);
+        for (int i = 0; i < an->n_pins; i++) {
+            const cd_pin_result *p = &an->pins[i];
+            fputs(i ? ", {\"layers\": " : "{\"layers\": ", f); cd_put_json_str(f, p->layers);
+            fprintf(f, ", \"n\": %d, \"pass\": %s, \"out_max_abs\": ", p->n_pinned, p->pass ? "true" : "false");
+            cd_put_json_num(f, p->out_max_abs);
+            fputs(", \"out_cosine\": ", f); cd_put_json_num(f, p->out_cosine);
+            fputs(", \"error\": ", f); cd_put_json_str(f, p->error);
+            fputc('}', f);
+        }
+        fputs("]}", f);
+    } else fputs("null", f);
+    fprintf(f, ",\n  \"auto_tolerance\": %s", an->auto_tol ? "true" : "false");
+}
+
+/* Diagnosis sentences shared by the Markdown summary and the terminal. */
+static void diag_text(const cd_report_input *in, FILE *f, bool md) {
+    const cd_analysis *an = in->an;
+    const char *q = md ? "`" : "";
+    if (an->nonfinite_origin >= 0) {
+        const cd_layer_cmp *l = &an->layers[an->nonfinite_origin];
+        const char *side = !strcmp(an->nonfinite_side, "a") ? in->env->backend_a : !strcmp(an->nonfinite_side, "b") ? in->env->backend_b : "both sides";
+        fprintf(f, "%sNaN/Inf origin%s: %s%s%s (op #%d, %s) on %s where the reference is finite (%lld on A, %lld on B); %d layer(s) hold such values.\n",
+                md ? "**" : "", md ? "**" : "", q, l->layer, q, l->op_index, l->op_type, side, (long long)l->nf_new_a,
+                (long long)l->nf_new_b, an->n_nonfinite_hard);
+    }
+    if (an->n_at_risk) {
+        fprintf(f, "%sFP16 hazards%s (from the float32 golden run), %d layer(s) at risk:", md ? "**" : "", md ? "**" : "", an->n_at_risk);
+        for (int rank = 1; rank <= an->n_at_risk && rank <= 5; rank++)
+            for (int i = 0; i < an->n_layers; i++)
+                if (an->layers[i].risk_rank == rank)
+                    fprintf(f, "%s %d. %s%s%s (K=%lld, %s)", md ? "\n" : "\n ", rank, q, an->layers[i].layer, q,
+                            (long long)an->layers[i].acc_k, an->layers[i].risk_reason);
+        fputc('\n', f);
+    }
+    if (an->repeat_n > 1) {
+        if (an->n_nondet) {
+            fprintf(f, "%sNondeterministic%s over %d runs of %s (race or uninitialised read), %d layer(s):", md ? "**" : "",
+                    md ? "**" : "", an->repeat_n, in->env->backend_b, an->n_nondet);
+            for (int i = 0, k = 0; i < an->n_layers && k < 8; i++)
+                if (an->layers[i].nondet) {
+                    k++;
+                    fprintf(f, " %s%s%s (spread %.4g, %lld changed)", q, an->layers[i].layer, q, an->layers[i].spread,
+                            (long long)an->layers[i].spread_count);
+                }
+            fputc('\n', f);
+        } else fprintf(f, "Deterministic: %d runs of %s gave bit-identical layers.\n", an->repeat_n, in->env->backend_b);
+    }
+    if (an->n_inputs_run) {
+        fprintf(f, "Inputs: %d from %s; worst input %s%s%s (its tensors are kept).", an->n_inputs_run, an->inputs_dir, q,
+                an->worst_input, q);
+        for (int i = 0, k = 0; i < an->n_layers && k < 8; i++) {
+            const cd_layer_cmp *l = &an->layers[i];
+            if (!l->n_agg_fail) continue;
+            fprintf(f, "%s %s%s%s fails on %d/%d input(s), worst %s%s%s (rel err %.3g)", k++ ? ";" : "", q, l->layer, q,
+                    l->n_agg_fail, l->n_agg, q, l->worst_input, q, l->agg_worst[CD_AGG_REL_ERR]);
+        }
+        fputc('\n', f);
+    }
+    if (an->repro_dir[0]) fprintf(f, "Repro pack: %s%s%s — %s%s%s\n", q, an->repro_dir, q, q, an->repro_cmd, q);
+    if (an->n_pins || an->pins_note[0]) {
+        fprintf(f, "Pins (float32 on the CPU): %s.", an->pins_note);
+        for (int i = 0; i < an->n_pins && i < 6; i++)
+            fprintf(f, " [%s] %s%s (out max |d| %.3g)%s", an->pins[i].layers, an->pins[i].pass ? "PASS" : "fail",
+                    an->pins[i].error[0] ? " error" : "", an->pins[i].out_max_abs, i + 1 < an->n_pins && i < 5 ? ";" : "");
+        fputc('\n', f);
+    }
 }
 
 static void json_kv(FILE *f, const char *k, const char *v, bool comma) {
@@ -105,6 +247,16 @@ cd_status cd_report_json(const cd_report_input *in, const char *dir, cd_error *e
     } else fputs("null,\n", f);
     fputs("  \"nonfinite_origin\": ", f);
     if (an->nonfinite_origin >= 0) cd_put_json_str(f, an->layers[an->nonfinite_origin].layer); else fputs("null", f);
+    fputs(",\n  \"nonfinite\": {\"origin\": ", f);
+    if (an->nonfinite_origin >= 0) {
+        const cd_layer_cmp *l = &an->layers[an->nonfinite_origin];
+        fprintf(f, "{\"op_index\": %d, \"layer\": ", l->op_index);
+        cd_put_json_str(f, l->layer);
+        fputs(", \"op_type\": ", f); cd_put_json_str(f, l->op_type);
+        fprintf(f, ", \"side\": \"%s\", \"new_a\": %lld, \"new_b\": %lld}", an->nonfinite_side, (long long)l->nf_new_a, (long long)l->nf_new_b);
+    } else fputs("null", f);
+    fprintf(f, ", \"hard_failures\": %d}", an->n_nonfinite_hard);
+    diag_json(f, an);
     fputs(",\n  \"growth_jumps\": [", f);
     for (int j = 0; j < an->n_jumps; j++) {
         const cd_layer_cmp *l = &an->layers[an->jumps[j]];
@@ -152,6 +304,34 @@ cd_status cd_report_json(const cd_report_input *in, const char *dir, cd_error *e
             fputs(", \"b_vs_golden\": ", f); json_metrics(f, &l->gb);
         }
         if (l->has_topk) { fputs(", \"top1\": ", f); cd_put_json_num(f, l->top1); fputs(", \"top5\": ", f); cd_put_json_num(f, l->top5); }
+        fputs(", \"rule\": ", f); cd_put_json_str(f, l->rule);
+        fprintf(f, ", \"acc_k\": %lld, \"nonfinite_new\": [%lld,%lld], \"nonfinite_hard\": %s", (long long)l->acc_k,
+                (long long)l->nf_new_a, (long long)l->nf_new_b, l->nf_hard ? "true" : "false");
+        if (l->has_hazard) {
+            fprintf(f, ", \"fp16_hazard\": {\"golden_over\": %lld, \"golden_under\": %lld, \"golden_absmax\": ",
+                    (long long)l->g_over, (long long)l->g_under);
+            cd_put_json_num(f, l->g_absmax);
+            fputs(", \"risk\": ", f); cd_put_json_num(f, l->risk);
+            fprintf(f, ", \"risk_rank\": %d, \"reason\": ", l->risk_rank);
+            cd_put_json_str(f, l->risk_reason);
+            fputc('}', f);
+        }
+        if (l->has_repeat) {
+            fputs(", \"repeat\": {\"spread\": ", f); cd_put_json_num(f, l->spread);
+            fprintf(f, ", \"changed\": %lld, \"nondeterministic\": %s}", (long long)l->spread_count, l->nondet ? "true" : "false");
+        }
+        if (l->n_agg) {
+            static const char *const names[4] = {"max_abs", "rel_err", "fail_fraction", "cosine"};
+            fprintf(f, ", \"inputs\": {\"count\": %d, \"failed\": %d, \"worst_input\": ", l->n_agg, l->n_agg_fail);
+            cd_put_json_str(f, l->worst_input);
+            for (int k = 0; k < 4; k++) {
+                fprintf(f, ", \"%s\": {\"worst\": ", names[k]); cd_put_json_num(f, l->agg_worst[k]);
+                fputs(", \"mean\": ", f); cd_put_json_num(f, l->agg_mean[k]);
+                fprintf(f, ", \"%s\": ", k == CD_AGG_COSINE ? "p1" : "p99"); cd_put_json_num(f, l->agg_p99[k]);
+                fputc('}', f);
+            }
+            fputc('}', f);
+        }
         fputc('}', f);
     }
     fputs("\n  ]\n}\n", f);
@@ -180,6 +360,11 @@ cd_status cd_report_junit(const cd_report_input *in, const char *dir, cd_error *
         fprintf(f, "%04d ", l->op_index);
         cd_put_xml(f, l->layer);
         fprintf(f, "\" time=\"%.6f\"", l->us_b / 1e6);
+        if (l->nondet && l->m.pass) {
+            fprintf(f, ">\n      <failure message=\"nondeterministic: spread %.6g over %d runs (race or uninitialised read)\"/>\n    </testcase>\n",
+                    l->spread, an->repeat_n);
+            continue;
+        }
         if (l->m.pass) { fputs("/>\n", f); continue; }
         fprintf(f, ">\n      <failure message=\"max_abs=%.6g cosine=%.8f fail_fraction=%.6g (atol=%g rtol=%g)\">", l->m.max_abs,
                 l->m.cosine, l->m.fail_fraction, l->tol.atol, l->tol.rtol);
@@ -192,6 +377,8 @@ cd_status cd_report_junit(const cd_report_input *in, const char *dir, cd_error *
                 (long long)l->m.nan_ref, (long long)l->m.nan_val, (long long)l->m.inf_ref, (long long)l->m.inf_val);
         cd_put_xml(f, l->rule);
         if (i == an->first_fail) fprintf(f, " first-divergence kind=%s", an->first_kind);
+        if (l->nf_hard) fprintf(f, " nonfinite-where-reference-finite=%lld/%lld", (long long)l->nf_new_a, (long long)l->nf_new_b);
+        if (l->risk_rank) { fprintf(f, " fp16-risk-rank=%d ", l->risk_rank); cd_put_xml(f, l->risk_reason); }
         fputs("</failure>\n    </testcase>\n", f);
     }
     fputs("  </testsuite>\n</testsuites>\n", f);
@@ -209,7 +396,10 @@ static void first_sentence(const cd_report_input *in, FILE *f, bool md) {
     fprintf(f, "First layer out of tolerance: %s%s%s (op #%d, %s), max |a-b| = %.4g, cosine = %.6f, %.3g%% of elements out.\n",
             md ? "`" : "", l->layer, md ? "`" : "", l->op_index, l->op_type, l->m.max_abs, l->m.cosine,
             100 * l->m.fail_fraction);
-    if (l->isolated)
+    if (l->nf_hard && an->first_fail == an->nonfinite_origin)
+        fprintf(f, "Local error: the layer turns finite inputs into NaN/Inf where the reference is finite (%lld values on A, %lld on B).\n",
+                (long long)l->nf_new_a, (long long)l->nf_new_b);
+    else if (l->isolated)
         fprintf(f, "%s: on %s's inputs the %s result is %s tolerance (max |a-b| = %.4g vs %.4g in the full run), so the layer %s.\n",
                 !strcmp(an->first_kind, "local") ? "Local error" : "Inherited error", in->env->backend_a,
                 in->env->backend_b, l->iso.pass ? "within" : "out of", l->iso.max_abs, l->m.max_abs,
@@ -228,6 +418,8 @@ cd_status cd_report_markdown(const cd_report_input *in, const char *dir, cd_erro
     fprintf(f, "### cldiff: %s — %s (%s vs %s, %s)\n\n", e->model_path, verdict_str(an->verdict), e->backend_a,
             e->backend_b, e->precision);
     first_sentence(in, f, true);
+    fputc('\n', f);
+    diag_text(in, f, true);
     fprintf(f, "\n| | |\n|---|---|\n| model | `%s` (%s, sha256 `%.16s…`) |\n", e->model_path, e->model_format, e->model_sha256 ? e->model_sha256 : "");
     fprintf(f, "| A | %s: %s %s |\n| B | %s: %s %s (%s) |\n", e->backend_a, e->device_a ? e->device_a : "",
             e->driver_a ? e->driver_a : "", e->backend_b, e->device_b ? e->device_b : "", e->driver_b ? e->driver_b : "",
@@ -271,9 +463,10 @@ void cd_report_terminal(const cd_report_input *in, FILE *f, bool color) {
         bool show = an->n_layers <= 40 || !l->m.pass || i == an->n_layers - 1 || (an->first_fail >= 0 && abs(i - an->first_fail) <= 2);
         if (!show || shown >= 60) continue;
         shown++;
-        fprintf(f, "%s%-5d %-28.28s %-22.22s %11.4g %11.8f %9.4g %8.3g%s%s%s\n", l->m.pass ? "" : red, l->op_index,
+        fprintf(f, "%s%-5d %-28.28s %-22.22s %11.4g %11.8f %9.4g %8.3g%s%s%s%s%s\n", l->m.pass ? "" : red, l->op_index,
                 l->layer, l->op_type, l->m.max_abs, l->m.cosine, 100 * l->m.fail_fraction, l->growth,
-                l->jump ? " jump" : "", strcmp(l->where_b, "cpu-fallback") ? "" : " (B on cpu)", l->m.pass ? "" : off);
+                l->jump ? " jump" : "", strcmp(l->where_b, "cpu-fallback") ? "" : " (B on cpu)",
+                l->nf_hard ? " NaN/Inf" : "", l->nondet ? " NONDETERMINISTIC" : "", l->m.pass ? "" : off);
     }
     if (shown < an->n_layers) fprintf(f, "%s(%d of %d layers shown; all in layers.csv)%s\n", dim, shown, an->n_layers, off);
     fputc('\n', f);
@@ -287,6 +480,8 @@ void cd_report_terminal(const cd_report_input *in, FILE *f, bool color) {
         fputc('\n', f);
     }
     if (an->nonfinite_origin >= 0)
-        fprintf(f, "%sNaN/Inf first appears in %s on %s%s\n", red, an->layers[an->nonfinite_origin].layer, in->env->backend_b, off);
+        fprintf(f, "%sNaN/Inf first appears in %s on %s%s\n", red, an->layers[an->nonfinite_origin].layer,
+                !strcmp(an->nonfinite_side, "a") ? in->env->backend_a : !strcmp(an->nonfinite_side, "a+b") ? "both sides" : in->env->backend_b, off);
+    diag_text(in, f, false);
     fprintf(f, "%sreports: layers.csv summary.json report.html junit.xml summary.md dump.h5%s\n", dim, off);
 }

@@ -91,7 +91,17 @@ Q="qemu-aarch64 -L $sysroot"
 
 # ---- 3. unit tests under qemu
 fails=0
-for u in $units; do
+# Criterion runs each test in a child it spawns by re-executing the test binary; an aarch64
+# ELF can only be exec'd from inside qemu-user when the kernel has a binfmt_misc handler for
+# it (Debian qemu-user-binfmt, host-wide; not registered by this script).
+if ! ls /proc/sys/fs/binfmt_misc/qemu-aarch64* >/dev/null 2>&1; then
+    echo "SKIP unit tests under qemu: no binfmt_misc handler for aarch64 (Criterion re-executes its test binary;"
+    echo "     install qemu-user-binfmt on the host to run them). The CPU model runs below still run."
+    units_run=""
+else
+    units_run=$units
+fi
+for u in $units_run; do
     t0=$(date +%s)
     if (cd "$b/tests" && CD_SHARED_MODELS="$shared" timeout 300 $Q ./"$u" --jobs 1 >"$build/$u.log" 2>&1); then
         echo "ok   unit $u ($(( $(date +%s) - t0 )) s)"
@@ -112,7 +122,7 @@ fi
 [ -d "$shared" ] || { echo "note: $shared absent: using testdata models"; shared="$here/testdata"; models="mobilenet_tiny.nb multi_input.nb"; }
 for m in $models; do
     [ -f "$shared/$m" ] || { echo "note: $m absent"; continue; }
-    shape=$(grep -E "^$m " "$shared/shapes.txt" 2>/dev/null | cut -d' ' -f2- | sed 's/^/--shape /; s/ / --shape /g')
+    shape=$(awk -v m="$m" '$1 == m { for (i = 2; i <= NF; i++) printf "--shape %s ", $i }' "$shared/shapes.txt" 2>/dev/null)
     ox="$build/out/$m.x86" oa="$build/out/$m.arm"
     rm -rf "$ox" "$oa"
     # shellcheck disable=SC2086
@@ -132,7 +142,7 @@ for m in $models; do
     fi
     "$host_cldiff" compare "$ox/dump.h5" "$oa/dump.h5" --out "$build/out/$m.cmp" >"$build/$m.cmp.log" 2>&1
     rc=$?
-    summary=$(grep -m1 -iE "pass|fail|layers" "$build/$m.cmp.log")
+    summary=$(grep -m1 -E "^(PASS|FAIL)" "$build/$m.cmp.log")
     if [ $rc = 0 ]; then
         echo "ok   $m: aarch64 (qemu, $ta s) matches x86-64 within fp32 tolerances: $summary"
     else

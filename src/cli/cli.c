@@ -37,6 +37,15 @@ static const char *const USAGE_MAIN =
     "  --atol X --rtol X --min-cos X --max-fail-fraction X\n"
     "  --isolate first|all|none  re-run layers on B with A's inputs (default first)\n"
     "  --baseline OLD.h5         regression gate against a stored dump\n"
+    "diagnosis (docs/diagnosis.md):\n"
+    "  --tolerance auto          per-layer bound from accumulation length and output RMS\n"
+    "  --calibrate N             measure the noise floor over N runs, write <out>/tolerance.txt\n"
+    "  --calibrate-safety X      factor on the measured errors (default 4)\n"
+    "  --repeat N                run B N times; layers that change are nondeterministic\n"
+    "  --inputs DIR              run every .png/.npy/.h5 in DIR, aggregate per layer\n"
+    "  --repro DIR               repro pack of the first failing layer (default <out>/repro\n"
+    "                            on failure; --no-repro turns that off)\n"
+    "  --suggest-pins            fp16 OpenCL: find layers to run in float32 on the CPU\n"
     "other:\n"
     "  --quiet  --help  --version\n"
     "\n"
@@ -113,6 +122,8 @@ int cd_cli_parse(int argc, char **argv, int first, cd_cli_opts *o, const char *c
     o->atol = o->rtol = o->min_cos = o->max_fail_fraction = -1;
     o->isolate_mode = "first";
     o->channel_order = "rgb";
+    o->repeat = 1;
+    o->calibrate_safety = 4;
     for (int i = first; i < argc; i++) {
         const char *a = argv[i];
         const char *v = i + 1 < argc ? argv[i + 1] : NULL;
@@ -125,6 +136,18 @@ int cd_cli_parse(int argc, char **argv, int first, cd_cli_opts *o, const char *c
         else if (!strcmp(a, "--no-cache")) o->no_cache = true;
         else if (!strcmp(a, "--no-resize")) o->no_resize = true;
         else if (!strcmp(a, "--no-isolate")) o->isolate_child = false;
+        else if (!strcmp(a, "--no-repro")) o->no_repro = true;
+        else if (!strcmp(a, "--suggest-pins")) o->suggest_pins = true;
+        else if (!strcmp(a, "--repro")) { NEEDV(); o->repro_dir = v; }
+        else if (!strcmp(a, "--inputs")) { NEEDV(); o->inputs_dir = v; }
+        else if (!strcmp(a, "--repeat") || !strcmp(a, "--calibrate")) {
+            NEEDV(); long n;
+            if (!parse_int(v, 1, 64, &n)) return usage_error(cmd, "expected a count 1..64, got '%s'", v);
+            if (!strcmp(a, "--repeat")) o->repeat = (int)n; else o->calibrate = (int)n;
+        } else if (!strcmp(a, "--calibrate-safety")) {
+            NEEDV();
+            if (!parse_double(v, &o->calibrate_safety) || !(o->calibrate_safety >= 1)) return usage_error(cmd, "--calibrate-safety expects a number >= 1, got '%s'", v);
+        }
         else if (!strcmp(a, "--out") || !strcmp(a, "-o")) { NEEDV(); o->out_dir = v; }
         else if (!strcmp(a, "--layers")) { NEEDV(); o->layers = v; }
         else if (!strcmp(a, "--backends")) { NEEDV(); int r = split_backends(o, cmd, v); if (r) return r; }

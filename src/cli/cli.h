@@ -36,6 +36,14 @@ typedef struct cd_cli_opts {
     const char *isolate_mode;      /* --isolate first|all|none */
     const char *baseline;          /* --baseline OLD.h5 */
     const char *command_line;      /* joined argv for the dump */
+    /* diagnosis (docs/diagnosis.md) */
+    int repeat;                    /* --repeat N: run B N times (default 1) */
+    int calibrate;                 /* --calibrate N: measure the noise floor over N runs (0 off) */
+    double calibrate_safety;       /* --calibrate-safety X (default 4) */
+    const char *repro_dir;         /* --repro DIR (default <out>/repro on failure) */
+    bool no_repro;                 /* --no-repro */
+    const char *inputs_dir;        /* --inputs DIR */
+    bool suggest_pins;             /* --suggest-pins */
     const char *positional[4];
     int n_positional;
 } cd_cli_opts;

@@ -205,7 +205,7 @@ static void build_child(int fd, void *arg) {
     cl_program prog;
     char *log = NULL;
     /* no cache: the point is to exercise the compiler */
-    cd_status st = cd_cl_build_program(&cl, ctx, did, &info, src, cd_cl_build_options(d->v), NULL, &prog, &log, &err);
+    cd_status st = cd_cl_build_program(&cl, ctx, did, &info, src, cd_cl_build_options(d->v, &info), NULL, &prog, &log, &err);
     if (st) {
         write_str(fd, "FAIL ");
         write_str(fd, err.msg);

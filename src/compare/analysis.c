@@ -9,6 +9,10 @@ void cd_analyze(cd_analysis *a) {
     a->n_fail = 0;
     a->n_jumps = 0;
     a->nonfinite_origin = -1;
+    a->n_nonfinite_hard = 0;
+    a->nonfinite_side[0] = 0;
+    a->n_nondet = 0;
+    a->first_nondet = -1;
     double prev = -1, floor_ = a->noise_floor > 0 ? a->noise_floor : 1e-6;
     for (int i = 0; i < a->n_layers; i++) {
         cd_layer_cmp *l = &a->layers[i];
@@ -26,8 +30,21 @@ void cd_analyze(cd_analysis *a) {
             a->n_fail++;
             if (a->first_fail < 0) a->first_fail = i;
         }
-        if (a->nonfinite_origin < 0 && (m->nan_val + m->inf_val) > 0 && (m->nan_ref + m->inf_ref) == 0)
-            a->nonfinite_origin = i;
+        /* Origin of NaN/Inf: the first layer where a side holds NaN/Inf at a position the
+         * reference (golden, else the other side) has finite, whatever later layers do with
+         * it (a sigmoid or a max can absorb it and make the output look finite). */
+        if (l->nf_hard) {
+            a->n_nonfinite_hard++;
+            if (a->nonfinite_origin < 0) {
+                a->nonfinite_origin = i;
+                snprintf(a->nonfinite_side, sizeof a->nonfinite_side, "%s",
+                         l->nf_new_a && l->nf_new_b ? "a+b" : l->nf_new_a ? "a" : "b");
+            }
+        }
+        if (l->nondet) {
+            a->n_nondet++;
+            if (a->first_nondet < 0) a->first_nondet = i;
+        }
     }
     /* The largest jumps, by growth, descending. */
     for (int i = 0; i < a->n_layers; i++) {
@@ -39,13 +56,21 @@ void cd_analyze(cd_analysis *a) {
             int t = a->jumps[k - 1]; a->jumps[k - 1] = a->jumps[k]; a->jumps[k] = t; k--;
         }
     }
-    if (a->verdict != CD_VERDICT_CRASH) a->verdict = a->n_fail ? CD_VERDICT_FAIL : CD_VERDICT_PASS;
+    /* A nondeterministic layer fails the run even when every repeat is within tolerance. */
+    if (a->verdict != CD_VERDICT_CRASH) a->verdict = (a->n_fail || a->n_nondet) ? CD_VERDICT_FAIL : CD_VERDICT_PASS;
     snprintf(a->first_kind, sizeof a->first_kind, "%s", a->first_fail < 0 ? "none" : "unknown");
 }
 
 void cd_classify_first(cd_analysis *a) {
     if (a->first_fail < 0) return;
     cd_layer_cmp *l = &a->layers[a->first_fail];
+    /* The layer where NaN/Inf first appears (its inputs are finite wherever the reference
+     * is) made them itself: a local fault, whatever the isolated comparison with an
+     * equally overflowing side says. */
+    if (a->first_fail == a->nonfinite_origin && l->nf_hard) {
+        snprintf(a->first_kind, sizeof a->first_kind, "local");
+        return;
+    }
     if (!l->isolated) return;
     /* Within tolerance on A's inputs: the layer is right and only inherits error. */
     snprintf(a->first_kind, sizeof a->first_kind, "%s", l->iso.pass ? "inherited" : "local");
@@ -54,5 +79,8 @@ void cd_classify_first(cd_analysis *a) {
 void cd_analysis_free(cd_analysis *a) {
     free(a->layers);
     a->layers = NULL;
+    free(a->pins);
+    a->pins = NULL;
+    a->n_pins = 0;
     a->n_layers = 0;
 }

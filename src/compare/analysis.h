@@ -33,7 +33,38 @@ typedef struct cd_layer_cmp {
     bool is_output;             /* produces a model output */
     double top1, top5;          /* outputs only, when the last axis looks like classes */
     bool has_topk;
+    /* ---- diagnosis (docs/diagnosis.md) ---- */
+    int64_t acc_k;              /* accumulation length K of the op, 0 when unknown */
+    bool has_hazard;            /* fp16 mode: hazard counts from the float32 golden run */
+    int64_t g_over, g_under;    /* golden |x| > 65504; 0 < |x| < 2^-14 */
+    double g_absmax;            /* largest finite |golden| */
+    double risk;                /* fp16 risk score, 0 = not at risk (see cd_diag_rank_hazards) */
+    int risk_rank;              /* 1 = riskiest layer, 0 = not at risk */
+    char risk_reason[96];
+    int64_t nf_new_a, nf_new_b; /* NaN/Inf on a side where the reference (golden when present,
+                                   else the other side) is finite */
+    bool nf_hard;               /* such values exist: a hard failure */
+    bool has_repeat;            /* --repeat: B ran more than once */
+    double spread;              /* max |B_r - B_1| over repeats (inf when NaN/Inf flips) */
+    int64_t spread_count;       /* elements that changed in some repeat */
+    bool nondet;                /* outputs changed between repeats */
+    /* --inputs: per-layer statistics over every input (index by CD_AGG_*) */
+    int n_agg;                  /* inputs aggregated, 0 when not an --inputs run */
+    int n_agg_fail;             /* inputs on which this layer failed */
+    double agg_worst[4], agg_mean[4], agg_p99[4];
+    char worst_input[256];      /* input with the largest rel_err at this layer */
 } cd_layer_cmp;
+
+enum { CD_AGG_MAX_ABS = 0, CD_AGG_REL_ERR = 1, CD_AGG_FAIL_FRACTION = 2, CD_AGG_COSINE = 3 };
+
+/* One tried pin set of --suggest-pins. */
+typedef struct cd_pin_result {
+    char layers[512];           /* pinned layers, comma-separated */
+    int n_pinned;
+    bool pass;                  /* final outputs within tolerance of the reference */
+    double out_max_abs, out_cosine; /* worst over the model outputs */
+    char error[256];            /* non-empty when the trial could not run */
+} cd_pin_result;
 
 typedef enum { CD_VERDICT_PASS = 0, CD_VERDICT_FAIL = 1, CD_VERDICT_CRASH = 2 } cd_verdict;
 
@@ -49,6 +80,22 @@ typedef struct cd_analysis {
     int nonfinite_origin;       /* first layer where B has NaN/Inf but A is finite, -1 none */
     double noise_floor;         /* relative error treated as rounding noise when measuring growth:
                                    set by the caller per precision (0 -> 1e-6, float32 noise) */
+    /* ---- diagnosis (docs/diagnosis.md); zero when the feature was not used ---- */
+    char nonfinite_side[8];     /* side(s) where NaN/Inf first appeared: "a", "b", "a+b" */
+    int n_nonfinite_hard;       /* layers with NaN/Inf where the reference is finite */
+    int n_at_risk;              /* fp16 hazards: layers at risk */
+    int repeat_n;               /* --repeat N (0/1: not used) */
+    int n_nondet, first_nondet; /* nondeterministic layers, first of them (-1 none) */
+    int n_inputs_run;           /* --inputs: inputs run */
+    char inputs_dir[512];
+    char worst_input[256];      /* --inputs: the input whose tensors the dump keeps */
+    char repro_dir[512];        /* repro pack written, "" none */
+    char repro_cmd[1024];
+    cd_pin_result *pins;        /* --suggest-pins: tried sets, passing first, smallest first */
+    int n_pins;
+    char pins_note[256];
+    bool auto_tol;              /* --tolerance auto */
+    char calibrated[512];       /* --calibrate: tolerance file written */
 } cd_analysis;
 
 #define CD_JUMP_GROWTH 4.0  /* a layer multiplying the relative error by more than this */

@@ -3,6 +3,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include "diag/diag.h"
 
 static bool same_shape(const cd_shape *a, const cd_shape *b) { return cd_shape_eq(a, b); }
 
@@ -81,12 +82,21 @@ cd_status cd_compare_runs(const cd_cmp_request *q, cd_analysis *an, cd_cmp_unmat
         snprintf(l->dataset_a, sizeof l->dataset_a, "%s", a->dataset);
         snprintf(l->dataset_b, sizeof l->dataset_b, "%s", b->dataset);
         l->tol = cd_policy_for(q->policy, a->op_type, a->layer, l->rule, sizeof l->rule);
+        if (q->acc_k && a->op_index >= 0 && a->op_index < q->n_acc_k) l->acc_k = q->acc_k[a->op_index];
         float *fa = NULL, *fb = NULL, *fg = NULL;
         int64_t n1 = 0, n2 = 0, n3 = 0;
         st = cd_dump_read_f32(q->ra, q->run_a, a->dataset, &fa, &n1, err);
         if (!st) st = cd_dump_read_f32(q->rb, q->run_b, b->dataset, &fb, &n2, err);
         if (!st && n1 != n2) st = cd_err(err, CD_E_MODEL, "tensor %s: %lld values in run %s but %lld in run %s", a->tensor, (long long)n1, q->run_a, (long long)n2, q->run_b);
         if (!st) {
+            if (q->auto_tol) {
+                double s2 = 0;
+                int64_t nfin = 0;
+                for (int64_t e = 0; e < n1; e++)
+                    if (isfinite(fa[e])) { s2 += (double)fa[e] * fa[e]; nfin++; }
+                l->tol = cd_diag_auto_tol(&l->tol, q->fp16, l->acc_k, nfin ? sqrt(s2 / (double)nfin) : 0, l->rule,
+                                          sizeof l->rule);
+            }
             cd_metrics_compute(fa, fb, n1, &a->shape, q->half_ulps, &l->tol, &l->m);
             for (int k = 0; k < q->n_outputs; k++) {
                 if (strcmp(q->output_tensors[k], a->tensor) || a->shape.rank < 1) continue;
@@ -106,8 +116,29 @@ cd_status cd_compare_runs(const cd_cmp_request *q, cd_analysis *an, cd_cmp_unmat
                         cd_metrics_compute(fg, fa, n1, &a->shape, q->half_ulps, &l->tol, &l->ga);
                         cd_metrics_compute(fg, fb, n1, &a->shape, q->half_ulps, &l->tol, &l->gb);
                         l->has_golden = true;
+                        cd_diag_hazard_counts(fg, n1, &l->g_over, &l->g_under, &l->g_absmax);
+                        l->has_hazard = true;
                     }
                 }
+            }
+            /* NaN/Inf where the reference is finite: the golden run when there is one (both
+             * fp16 sides may overflow alike and agree with each other), else the other side. */
+            const float *ref = l->has_golden ? fg : NULL;
+            for (int64_t e = 0; e < n1; e++) {
+                bool ra_ = isfinite(fa[e]), rb_ = isfinite(fb[e]);
+                if (ra_ && rb_) continue;
+                if (ref) {
+                    if (!isfinite(ref[e])) continue;
+                    l->nf_new_a += !ra_;
+                    l->nf_new_b += !rb_;
+                } else {
+                    l->nf_new_a += !ra_ && rb_;
+                    l->nf_new_b += !rb_ && ra_;
+                }
+            }
+            if (l->nf_new_a || l->nf_new_b) {
+                l->nf_hard = true;
+                l->m.pass = false;  /* a hard failure whatever the tolerance says */
             }
         }
         free(fa); free(fb); free(fg);
@@ -115,7 +146,7 @@ cd_status cd_compare_runs(const cd_cmp_request *q, cd_analysis *an, cd_cmp_unmat
     }
     for (int j = 0; j < nb && !st; j++)
         if (!used[j]) add_unmatched(unmatched, n_unmatched, 'b', &tb[j]);
-    if (!st) cd_analyze(an);
+    if (!st) { cd_analyze(an); cd_diag_rank_hazards(an); }
 done:
     free(ta); free(tb); free(tg); free(used); free(usedg);
     if (st) cd_analysis_free(an);
@@ -128,6 +159,9 @@ cd_status cd_compare_store(cd_dump *d, const char *run_a, const char *run_b, con
     size_t rows = (size_t)(n ? n : 1);
     int64_t *opi = calloc(rows, sizeof *opi), *pass = calloc(rows, sizeof *pass), *fails = calloc(rows, sizeof *fails),
             *worst = calloc(rows, sizeof *worst), *nf = calloc(rows, sizeof *nf);
+    int64_t *ext[7];
+    for (int k = 0; k < 7; k++) ext[k] = calloc(rows, sizeof(int64_t));
+    double *spread = calloc(rows, sizeof *spread), *risk = calloc(rows, sizeof *risk);
     double *cols[12];
     for (int k = 0; k < 12; k++) cols[k] = calloc(rows, sizeof(double));
     const char **layer = calloc(rows, sizeof *layer), **type = calloc(rows, sizeof *type),
@@ -135,6 +169,8 @@ cd_status cd_compare_store(cd_dump *d, const char *run_a, const char *run_b, con
                **wb = calloc(rows, sizeof *wb);
     cd_status st = CD_OK;
     for (int k = 0; k < 12; k++) if (!cols[k]) st = CD_E_NOMEM;
+    for (int k = 0; k < 7; k++) if (!ext[k]) st = CD_E_NOMEM;
+    if (!spread || !risk) st = CD_E_NOMEM;
     if (st || !opi || !pass || !fails || !worst || !nf || !layer || !type || !tensor || !rule || !wb) {
         st = cd_err(err, CD_E_NOMEM, "out of memory");
         goto done;
@@ -147,6 +183,10 @@ cd_status cd_compare_store(cd_dump *d, const char *run_a, const char *run_b, con
         double v[12] = {l->m.max_abs, l->m.mean_abs, l->m.rmse, l->m.max_rel, l->m.cosine, l->m.snr_db,
                         l->m.max_ulp, l->m.fail_fraction, l->rel_err, l->growth, l->tol.atol, l->tol.rtol};
         for (int k = 0; k < 12; k++) cols[k][i] = v[k];
+        int64_t e[7] = {l->acc_k, l->g_over, l->g_under, l->nf_new_a, l->nf_new_b, l->nondet, l->risk_rank};
+        for (int k = 0; k < 7; k++) ext[k][i] = e[k];
+        spread[i] = l->has_repeat ? l->spread : 0;
+        risk[i] = l->risk;
     }
     cd_column c[] = {
         {"op_index", CD_COL_I64, opi}, {"layer", CD_COL_STR, layer}, {"op_type", CD_COL_STR, type},
@@ -157,6 +197,11 @@ cd_status cd_compare_store(cd_dump *d, const char *run_a, const char *run_b, con
         {"worst_index", CD_COL_I64, worst}, {"nonfinite_mismatch", CD_COL_I64, nf},
         {"rel_err", CD_COL_F64, cols[8]}, {"growth", CD_COL_F64, cols[9]}, {"atol", CD_COL_F64, cols[10]},
         {"rtol", CD_COL_F64, cols[11]}, {"rule", CD_COL_STR, rule}, {"where_b", CD_COL_STR, wb},
+        /* diagnosis columns (appended; docs/diagnosis.md) */
+        {"acc_k", CD_COL_I64, ext[0]}, {"golden_over", CD_COL_I64, ext[1]}, {"golden_under", CD_COL_I64, ext[2]},
+        {"nonfinite_new_a", CD_COL_I64, ext[3]}, {"nonfinite_new_b", CD_COL_I64, ext[4]},
+        {"nondeterministic", CD_COL_I64, ext[5]}, {"risk_rank", CD_COL_I64, ext[6]},
+        {"repeat_spread", CD_COL_F64, spread}, {"fp16_risk", CD_COL_F64, risk},
     };
     char path[256];
     snprintf(path, sizeof path, "/compare/%s__%s", run_a, run_b);
@@ -169,8 +214,12 @@ cd_status cd_compare_store(cd_dump *d, const char *run_a, const char *run_b, con
     if (!st) st = cd_dump_set_attr_str(d, path, "first_divergence", an->first_fail >= 0 ? an->layers[an->first_fail].layer : "", err);
     if (!st) st = cd_dump_set_attr_i64(d, path, "first_divergence_op", an->first_fail >= 0 ? an->layers[an->first_fail].op_index : -1, err);
     if (!st) st = cd_dump_set_attr_str(d, path, "first_divergence_kind", an->first_kind, err);
+    if (!st) st = cd_dump_set_attr_str(d, path, "nonfinite_origin", an->nonfinite_origin >= 0 ? an->layers[an->nonfinite_origin].layer : "", err);
+    if (!st) st = cd_dump_set_attr_i64(d, path, "repeat", an->repeat_n, err);
+    if (!st) st = cd_dump_set_attr_i64(d, path, "nondeterministic_layers", an->n_nondet, err);
 done:
-    free(opi); free(pass); free(fails); free(worst); free(nf);
+    free(opi); free(pass); free(fails); free(worst); free(nf); free(spread); free(risk);
+    for (int k = 0; k < 7; k++) free(ext[k]);
     for (int k = 0; k < 12; k++) free(cols[k]);
     free(layer); free(type); free(tensor); free(rule); free(wb);
     return st;

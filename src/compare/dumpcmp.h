@@ -22,6 +22,11 @@ typedef struct cd_cmp_request {
     bool half_ulps;                 /* ULPs in binary16 */
     const char *const *output_tensors; /* names of model outputs (top-k), may be NULL */
     int n_outputs;
+    /* diagnosis (docs/diagnosis.md); all optional */
+    const int64_t *acc_k;           /* per op index: accumulation length K (cd_diag_acc_len) */
+    int n_acc_k;
+    bool auto_tol;                  /* --tolerance auto: bound from K, rms(ref) and precision */
+    bool fp16;                      /* precision of the compared runs (auto tolerance, hazards) */
 } cd_cmp_request;
 
 cd_status cd_compare_runs(const cd_cmp_request *q, cd_analysis *an, cd_cmp_unmatched **unmatched,

@@ -243,4 +243,78 @@ else:
     case("transpose2", dict(op="transpose2", inputs=[("X", "x")], outputs=[("Out", "o")], attrs={"axis": [1, 0]}),
          {"x": rnd(3, 4)})
 
+# ---------------------------------------------------------------- pad, shuffle_channel, cast, clip tensors, fill, rnn
+import test_rnn  # noqa: E402  (make_case builds the rnn op specs of the CPU oracle test)
+
+
+def pad_spec(op, attrs, extra=()):
+    return dict(op=op, inputs=[("X", "x")] + list(extra), outputs=[("Out", "o")], attrs=attrs)
+
+
+if not SMALL:
+    for mode, df in [("constant", "NCHW"), ("reflect", "NCHW"), ("edge", "NHWC")]:
+        case(f"pad2d {mode} {df}", pad_spec("pad2d", {"paddings": [1, 2, 3, 0], "mode": mode, "pad_value": 0.75,
+                                                      "data_format": df}), {"x": rnd(2, 3, 5, 6)})
+    case("pad2d Paddings tensor", pad_spec("pad2d", {"mode": "constant", "pad_value": -1.5},
+                                           [("Paddings", "p", "param")]),
+         {"x": rnd(1, 2, 4, 3), "p": np.array([0, 2, 1, 1], np.int32)})
+    for mode in ("circular", "replicate", "constant", "reflect"):
+        case(f"pad3d {mode}", pad_spec("pad3d", {"paddings": [1, 2, 0, 1, 2, 1], "mode": mode, "value": 2.5,
+                                                 "data_format": "NCDHW"}), {"x": rnd(1, 2, 3, 4, 5)})
+    case("shuffle_channel g3", dict(op="shuffle_channel", inputs=[("X", "x")], outputs=[("Out", "o")],
+                                    attrs={"group": 3}), {"x": rnd(2, 12, 3, 5)})
+    case("cast int32 -> float", dict(op="cast", inputs=[("X", "x")], outputs=[("Out", "o")],
+                                     attrs={"in_dtype": 2, "out_dtype": 5}),
+         {"x": RNG.integers(-2**31, 2**31 - 1, size=(3, 41)).astype(np.int32)}, precs=("fp32",))
+    case("cast int32 -> half", dict(op="cast", inputs=[("X", "x")], outputs=[("Out", "o")],
+                                    attrs={"in_dtype": 2, "out_dtype": 5}),
+         {"x": RNG.integers(-65504, 65504, size=(3, 41)).astype(np.int32)}, precs=("fp16",))
+    big = np.array([0, 1, -1, 2**24 + 1, -(2**40) - 3, 2**53 + 1, 2**62 + 2**38 + 1, -(2**63), 2**63 - 1,
+                    9007199791611905, -9007199791611905], np.int64)
+    case("cast int64 -> float (double rounding of the CPU)",
+         dict(op="cast", inputs=[("X", "x")], outputs=[("Out", "o")], attrs={"in_dtype": 3, "out_dtype": 5}),
+         {"x": big}, precs=("fp32",))
+    case("cast int64 -> half", dict(op="cast", inputs=[("X", "x")], outputs=[("Out", "o")],
+                                    attrs={"in_dtype": 3, "out_dtype": 5}),
+         {"x": RNG.integers(-60000, 60000, size=(50,)).astype(np.int64)}, precs=("fp16",))
+    case("cast float -> float (copy)", dict(op="cast", inputs=[("X", "x")], outputs=[("Out", "o")],
+                                           attrs={"in_dtype": 5, "out_dtype": 5}), {"x": rnd(4, 7)})
+    case("clip Min/Max run-time tensors", dict(op="clip", inputs=[("X", "x"), ("Min", "lo"), ("Max", "hi")],
+                                               outputs=[("Out", "o")], attrs={"min": -5.0, "max": 5.0}),
+         {"x": rnd(3, 4, 5), "lo": np.array([-0.3], np.float32), "hi": np.array([0.45], np.float32)})
+    case("clip Max param, min attr", dict(op="clip", inputs=[("X", "x"), ("Max", "hi", "param")],
+                                          outputs=[("Out", "o")], attrs={"min": -0.2, "max": 5.0}),
+         {"x": rnd(3, 4, 5), "hi": np.array([0.6], np.float32)})
+    case("fill_constant float", dict(op="fill_constant", inputs=[], outputs=[("Out", "o")],
+                                     attrs={"shape": [2, 3, 5], "dtype": 5, "value": 0.3}), {})
+    case("fill_constant str_value", dict(op="fill_constant", inputs=[], outputs=[("Out", "o")],
+                                         attrs={"shape": [7], "dtype": 5, "value": 0.0, "str_value": "-1.25"}), {})
+    rr = np.random.default_rng(77)
+    for mode, layers, bidir, t, n, i, h, seq in [("LSTM", 1, False, 5, 3, 4, 6, None),
+                                                   ("LSTM", 2, True, 5, 3, 3, 5, [5, 3, 1]),
+                                                   ("GRU", 2, True, 5, 3, 4, 3, [2, 5, 4]),
+                                                   ("GRU", 1, False, 6, 2, 17, 20, None)]:
+        spec, inputs, k = test_rnn.make_case(rr, mode, layers, bidir, t, n, i, h, seq)
+        case(f"rnn {mode} L{layers} {'bi' if bidir else 'fw'} T{t} N{n} I{i} H{h}" + (" seqlen" if seq else ""),
+             spec, inputs, k=k)
+else:
+    case("pad2d reflect", pad_spec("pad2d", {"paddings": [1, 0, 0, 2], "mode": "reflect", "data_format": "NCHW"}),
+         {"x": rnd(1, 1, 3, 3)})
+    case("pad3d circular", pad_spec("pad3d", {"paddings": [1, 0, 0, 1, 1, 0], "mode": "circular", "value": 0.0,
+                                              "data_format": "NCDHW"}), {"x": rnd(1, 1, 2, 2, 2)})
+    case("shuffle_channel", dict(op="shuffle_channel", inputs=[("X", "x")], outputs=[("Out", "o")],
+                                 attrs={"group": 2}), {"x": rnd(1, 4, 2, 2)})
+    case("cast int64 -> float", dict(op="cast", inputs=[("X", "x")], outputs=[("Out", "o")],
+                                     attrs={"in_dtype": 3, "out_dtype": 5}),
+         {"x": np.array([1, -(2**40) - 3, 2**53 + 1], np.int64)})
+    case("clip Min/Max tensors", dict(op="clip", inputs=[("X", "x"), ("Min", "lo"), ("Max", "hi")],
+                                      outputs=[("Out", "o")], attrs={}),
+         {"x": rnd(2, 3), "lo": np.array([-0.3], np.float32), "hi": np.array([0.45], np.float32)})
+    case("fill_constant", dict(op="fill_constant", inputs=[], outputs=[("Out", "o")],
+                               attrs={"shape": [5], "dtype": 5, "value": 0.3}), {})
+    spec, inputs, k = test_rnn.make_case(np.random.default_rng(3), "LSTM", 1, False, 2, 2, 3, 4, [2, 1])
+    case("rnn LSTM tiny seqlen", spec, inputs, k=k)
+    spec, inputs, k = test_rnn.make_case(np.random.default_rng(4), "GRU", 1, True, 2, 1, 3, 2, None)
+    case("rnn GRU tiny bi", spec, inputs, k=k)
+
 harness.finish()

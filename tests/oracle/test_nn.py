@@ -200,6 +200,19 @@ conv_case("depthwise SAME", rnd(1, 4, 9, 8), rnd(4, 1, 3, 3), rnd(4), strides=(2
 for a in ACTS:
     conv_case(f"fused {a}", rnd(1, 4, 7, 8), rnd(6, 4, 3, 3), rnd(6), paddings=(1, 1), act=a)
 conv_case("depthwise fused relu6", rnd(1, 6, 9, 9), rnd(6, 1, 3, 3), rnd(6), paddings=(1, 1), groups=6, act="relu6", op="depthwise_conv2d")
+# depthwise kernel: vector interior + scalar borders, every stride path (1: contiguous,
+# 2: even-lane shuffle, 3: gather), paddings wider than one vector tail, dilation, channel
+# multiplier 2, rows long enough (W >= 40) for several vectors per row, 2 threads.
+for (ks, st, pd, dl, hw) in [((3, 3), (1, 1), (1, 1), (1, 1), (37, 53)), ((3, 3), (2, 2), (1, 1), (1, 1), (41, 67)),
+                             ((5, 5), (1, 1), (2, 2), (1, 1), (20, 40)), ((5, 5), (2, 2), (2, 2), (1, 1), (40, 40)),
+                             ((3, 3), (3, 3), (0, 2, 1, 0), (1, 1), (23, 71)), ((3, 3), (1, 2), (2, 2), (2, 2), (19, 50)),
+                             ((1, 7), (1, 1), (0, 3), (1, 1), (6, 90)), ((3, 3), (2, 2), (0, 0), (1, 1), (16, 33))]:
+    conv_case(f"depthwise k{ks} s{st} p{pd} d{dl} {hw[0]}x{hw[1]}", rnd(2, 3, *hw), rnd(3, 1, *ks), rnd(3),
+              strides=st, paddings=pd, dil=dl, groups=3, op="depthwise_conv2d", act="relu", threads=2)
+conv_case("depthwise multiplier 2, 48 wide", rnd(1, 4, 12, 48), rnd(8, 1, 3, 3), rnd(8), paddings=(1, 1), groups=4,
+          op="depthwise_conv2d", threads=2)
+conv_case("depthwise hard_swish 2 threads big", rnd(1, 64, 40, 40), rnd(64, 1, 3, 3), rnd(64), paddings=(1, 1), groups=64,
+          op="depthwise_conv2d", act="hard_swish", threads=2)
 conv_case("fused prelu channel", rnd(1, 4, 6, 6), rnd(5, 4, 3, 3), rnd(5), paddings=(1, 1), prelu=("channel", rnd(5)))
 conv_case("fused prelu all", rnd(1, 4, 6, 6), rnd(5, 4, 3, 3), rnd(5), paddings=(1, 1), prelu=("all", rnd(1)))
 conv_case("fused prelu element", rnd(1, 4, 6, 6), rnd(3, 4, 3, 3), rnd(3), paddings=(1, 1), prelu=("element", rnd(3, 6, 6)))
@@ -285,6 +298,18 @@ pool_case("global avg", xp, "avg", (1, 1), global_pooling=True)
 pool_case("adaptive avg 3x4", xp, "avg", (3, 4), adaptive=True, ref=adaptive_ref("avg", 3, 4))
 pool_case("adaptive max 4x3", xp, "max", (4, 3), adaptive=True, ref=adaptive_ref("max", 4, 3))
 pool_case("adaptive avg 1x1", xp, "avg", (1, 1), adaptive=True, ref=adaptive_ref("avg", 1, 1))
+
+# fp16 average pooling accumulates in float: a global mean of 1600 values near 50 (sum
+# 80000 > 65504, the half maximum) must be finite and rounded once; a half running sum
+# would give Inf. k=2: one float sum, one rounding, no per-term half error.
+xbig = (50 + rnd(1, 3, 40, 40)).astype(np.float32)
+for prec in PRECS:
+    check("pool2d global avg, sum beyond half range", dict(op="pool2d", inputs=[("X", "x")], outputs=[("Out", "y")],
+                                                           attrs={"pooling_type": "avg", "ksize": [1, 1], "global_pooling": True}),
+          {"x": xbig}, ort_node("GlobalAveragePool", ["x"], ["y"]), prec, k=2)
+    check("pool2d avg 20x20 window, sum beyond half range", dict(op="pool2d", inputs=[("X", "x")], outputs=[("Out", "y")],
+                                                                 attrs={"pooling_type": "avg", "ksize": [20, 20], "strides": [20, 20]}),
+          {"x": xbig}, ort_node("AveragePool", ["x"], ["y"], kernel_shape=[20, 20], strides=[20, 20]), prec, k=2)
 
 # ------------------------------------------------------------------ fc / mul
 
@@ -476,6 +501,17 @@ for prec in PRECS:
     check("softmax default axis, 300 wide", dict(op="softmax", inputs=[("X", "x")], outputs=[("Out", "y")], attrs={}),
           {"x": xw}, ort_node("Softmax", ["x"], ["y"], axis=-1), prec, k=302,
           mag=np.abs(ort_node("Softmax", ["x"], ["y"], axis=-1)({"x": xw})["y"]))
+# The softmax denominator is summed in float: over 5000 near-equal terms a half running sum
+# stalls at 2048 (every later term < 1 rounds away), giving ~1/2048 instead of ~1/5000.
+# k=4 holds fp16 to a few half ulps of each output, which only a wide accumulator meets.
+xl = (rnd(2, 5000) * 0.01).astype(np.float32)
+for prec in PRECS:
+    check("softmax 5000 wide (denominator beyond half precision)", dict(op="softmax", inputs=[("X", "x")], outputs=[("Out", "y")], attrs={}),
+          {"x": xl}, ort_node("Softmax", ["x"], ["y"], axis=-1), prec, k=4,
+          mag=np.abs(ort_node("Softmax", ["x"], ["y"], axis=-1)({"x": xl})["y"]))
+    check("log_softmax 5000 wide", dict(op="log_softmax", inputs=[("X", "x")], outputs=[("Out", "y")], attrs={}),
+          {"x": xl}, ort_node("LogSoftmax", ["x"], ["y"], axis=-1), prec, k=4,
+          mag=np.abs(ort_node("LogSoftmax", ["x"], ["y"], axis=-1)({"x": xl})["y"]))
 xe = rnd(4, 6, 1, 1)
 for prec in PRECS:
     check("softmax eleminate_success [4,6,1,1]", dict(op="softmax", inputs=[("X", "x")], outputs=[("Out", "y")],

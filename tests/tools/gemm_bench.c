@@ -1,10 +1,11 @@
 /* GEMM and conv-layer throughput.
  *   gemm_bench [threads] [M N K]...        GFLOP/s (2*M*N*K / time), float32 and _Float16;
  *                                          defaults are conv-shaped problems
- *   gemm_bench --model F.nb [--shape 1,3,320,320] [--threads 2] [--fp16]
- *                                          runs every conv op of the model once on random
- *                                          inputs through the op registry and reports
- *                                          conv GFLOP/s (2 * macs / time), per op and total */
+ *   gemm_bench --model F.nb [--shape 1,3,320,320] [--threads 2] [--fp16] [--reps 5]
+ *                                          runs every conv op of the model `reps` times on
+ *                                          synthetic inputs through the op registry and
+ *                                          reports conv GFLOP/s (2 * macs / median time),
+ *                                          per op and total (sum of the medians) */
 #include "engine/plan.h"
 #include "model/nb_reader.h"
 #include <string.h>
@@ -43,7 +44,12 @@ static void bench(int M, int N, int K, int threads) {
     free(A); free(B); free(C); free(Ah); free(Bh); free(Ch);
 }
 
-static int bench_model(const char *path, const char *shape, int threads, bool fp16) {
+static int cmp_double(const void *a, const void *b) {
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+static int bench_model(const char *path, const char *shape, int threads, bool fp16, int reps) {
     cd_error err = {0};
     cd_graph *g = NULL;
     if (cd_nb_load(path, &g, &err)) { fprintf(stderr, "%s\n", err.msg); return err.code; }
@@ -90,10 +96,17 @@ static int bench_model(const char *path, const char *shape, int threads, bool fp
         if (!ok) { fprintf(stderr, "%s\n", err.msg); return err.code; }
         cd_op_ctx c = {g, op, i, vals, fp16 ? CD_PREC_FP16 : CD_PREC_FP32, threads, &err};
         double macs = plan.defs[i]->macs ? plan.defs[i]->macs(&c) : 0;
-        double t0 = now();
-        cd_status st = plan.defs[i]->run(&c);
-        double t = now() - t0;
+        /* median of `reps` runs: the machine is shared, single runs are noisy */
+        double ts[64];
+        cd_status st = CD_OK;
+        for (int r = 0; r < reps && !st; r++) {
+            double t0 = now();
+            st = plan.defs[i]->run(&c);
+            ts[r] = now() - t0;
+        }
         if (st) { fprintf(stderr, "%s\n", err.msg); return st; }
+        qsort(ts, (size_t)reps, sizeof ts[0], cmp_double);
+        double t = ts[reps / 2];
         total_macs += macs;
         total_t += t;
         char b1[64], b2[64];
@@ -104,8 +117,8 @@ static int bench_model(const char *path, const char *shape, int threads, bool fp
                2 * macs / t * 1e-9);
         for (int k = 0; k < n; k++) { vals[ids[k]].owned = true; cd_value_release(&vals[ids[k]]); }
     }
-    printf("conv total: %.1f MMAC in %.1f ms = %.2f GFLOP/s (%d threads, %s)\n", total_macs * 1e-6, total_t * 1e3,
-           2 * total_macs / total_t * 1e-9, threads, fp16 ? "fp16" : "fp32");
+    printf("conv total: %.1f MMAC in %.1f ms = %.2f GFLOP/s (%d threads, %s, median of %d)\n", total_macs * 1e-6,
+           total_t * 1e3, 2 * total_macs / total_t * 1e-9, threads, fp16 ? "fp16" : "fp32", reps);
     free(vals);
     cd_plan_free(&plan);
     cd_graph_free(g);
@@ -115,14 +128,17 @@ static int bench_model(const char *path, const char *shape, int threads, bool fp
 int main(int argc, char **argv) {
     if (argc > 2 && !strcmp(argv[1], "--model")) {
         const char *shape = NULL;
-        int threads = 2;
+        int threads = 2, reps = 5;
         bool fp16 = false;
         for (int i = 3; i < argc; i++) {
             if (!strcmp(argv[i], "--shape") && i + 1 < argc) shape = argv[++i];
             else if (!strcmp(argv[i], "--threads") && i + 1 < argc) threads = atoi(argv[++i]);
             else if (!strcmp(argv[i], "--fp16")) fp16 = true;
+            else if (!strcmp(argv[i], "--reps") && i + 1 < argc) reps = atoi(argv[++i]);
         }
-        return bench_model(argv[2], shape, threads, fp16);
+        if (reps < 1) reps = 1;
+        if (reps > 64) reps = 64;
+        return bench_model(argv[2], shape, threads, fp16, reps);
     }
     int threads = argc > 1 ? atoi(argv[1]) : 2;
     if (argc > 4) {

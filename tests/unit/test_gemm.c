@@ -189,3 +189,32 @@ Test(gemm, f32_packed_b_callback) {
     for (int i = 0; i < M * N; i++) cr_assert(fabs(R[i] - C[i]) <= 1e-5 * fabs(R[i]) + 1e-3, "at %d: %g vs %g", i, C[i], R[i]);
     free(A); free(B); free(C); free(R);
 }
+
+Test(gemm, f16_bits_match_sequential_half_arithmetic) {
+    /* The fp16 GEMM claims half arithmetic: each product and each partial sum rounded to
+     * half, k in order within a K slice (256), then C = C + slice sum. Whatever micro-kernel
+     * the machine picks (AVX512-FP16, F16C, portable) must give exactly these bits. */
+    int M = 13, N = 37, K = 600;
+    _Float16 *A = malloc((size_t)M * K * 2), *B = malloc((size_t)K * N * 2), *C = malloc((size_t)M * N * 2);
+    for (int i = 0; i < M * K; i++) A[i] = (_Float16)(frand() * 3.0f);
+    for (int i = 0; i < K * N; i++) B[i] = (_Float16)(frand() * 5.0f);
+    for (int threads = 1; threads <= 2; threads++) {
+        cd_gemm_f16(M, N, K, (_Float16)1, A, K, false, B, N, false, (_Float16)0, C, N, threads);
+        for (int i = 0; i < M; i++)
+            for (int j = 0; j < N; j++) {
+                volatile _Float16 c = 0;
+                for (int k0 = 0; k0 < K; k0 += 256) {
+                    volatile _Float16 s = 0;
+                    for (int k = k0; k < K && k < k0 + 256; k++) {
+                        volatile _Float16 p = A[(size_t)i * K + k] * B[(size_t)k * N + j];
+                        s = s + p;
+                    }
+                    c = k0 == 0 ? s : (_Float16)(c + s);
+                }
+                _Float16 got = C[(size_t)i * N + j], want = c;
+                cr_assert(memcmp(&got, &want, 2) == 0, "threads=%d C[%d][%d] = %.8g, sequential half gives %.8g",
+                          threads, i, j, (double)got, (double)want);
+            }
+    }
+    free(A); free(B); free(C);
+}

@@ -233,16 +233,51 @@ double cd_nn_conv_macs(const cd_op_ctx *c) {
 static inline int64_t imin64(int64_t a, int64_t b) { return a < b ? a : b; }
 static inline int64_t imax64(int64_t a, int64_t b) { return a > b ? a : b; }
 
+/* Per-plane kernels are compiled for several x86 ISA levels and picked at run time with
+ * __builtin_cpu_supports (as in gemm.c), so a portable build still runs AVX-512 /
+ * AVX512-FP16 code where the machine has it. */
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
+#define NN_X86 1
+#endif
+/* Below this many multiply-adds an op runs on one thread: a parallel region costs a
+ * thread wake-up and a join, which on a loaded machine can exceed the whole op. */
+#define NN_PAR_MIN_WORK ((int64_t)1 << 18)
+
 #define NN_T float
 #define NN_S f32
+#define NN_IS_HALF 0
+#define NN_ISA_FAST "avx512f"
+#define NN_ISA_FAST_CHECK __builtin_cpu_supports("avx512f")
+#define NN_ISA_MID "avx2,fma"
+#define NN_ISA_MID_CHECK (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"))
 #include "ops_nn_conv.c"
 #undef NN_T
 #undef NN_S
+#undef NN_IS_HALF
+#undef NN_ISA_FAST
+#undef NN_ISA_FAST_CHECK
+#undef NN_ISA_MID
+#undef NN_ISA_MID_CHECK
+/* Half: every multiply and every add is rounded to half on its own (no contraction into
+ * FMA), so results are identical on every ISA level and match the unfused half kernels. */
+#pragma GCC push_options
+#pragma GCC optimize("fp-contract=off")
 #define NN_T _Float16
 #define NN_S f16
+#define NN_IS_HALF 1
+#define NN_ISA_FAST "avx512fp16,avx512vl,avx512bw,avx512f"
+#define NN_ISA_FAST_CHECK __builtin_cpu_supports("avx512fp16")
+#define NN_ISA_MID "avx2,f16c"
+#define NN_ISA_MID_CHECK (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("f16c"))
 #include "ops_nn_conv.c"
 #undef NN_T
 #undef NN_S
+#undef NN_IS_HALF
+#undef NN_ISA_FAST
+#undef NN_ISA_FAST_CHECK
+#undef NN_ISA_MID
+#undef NN_ISA_MID_CHECK
+#pragma GCC pop_options
 
 static cd_status check_dtypes(cd_op_ctx *c) {
     cd_dtype t = cd_act_dtype(c);
@@ -278,130 +313,279 @@ typedef struct {
     int H, W, KH, KW, sh, sw, dh, dw, pt, pl, Wo;
 } F(im2col_ctx);
 
-/* cd_gemm_pack_fn: B[k][j] = input tap k = (ic, ky, kx) of output pixel j, 0 in padding. */
+/* One output-row segment of a panel column run: d[j] = tap (ky, kx) of output pixel
+ * (oy, ox0 + j), j < len, 0 where the tap falls in padding. The valid j range is computed
+ * once, so the copy has no per-element bounds test (and is a fixed-size copy when a whole
+ * stride-1 panel is inside the row). */
+static inline void F(im2col_seg)(const F(im2col_ctx) *x, const NN_T *plane, int oy, int ox0, int len, int ky,
+                                 int kx, NN_T *d) {
+    const int W = x->W, sw = x->sw;
+    const int iy = oy * x->sh - x->pt + ky * x->dh;
+    if (iy < 0 || iy >= x->H) {
+        for (int j = 0; j < len; j++) d[j] = (NN_T)0;
+        return;
+    }
+    const NN_T *row = plane + (size_t)iy * W;
+    const int ixs = ox0 * sw - x->pl + kx * x->dw;
+    int jlo, jhi;
+    if (sw == 1) {
+        jlo = ixs >= 0 ? 0 : -ixs;
+        jhi = W - ixs;
+    } else {
+        jlo = ixs >= 0 ? 0 : (-ixs + sw - 1) / sw;
+        jhi = ixs > W - 1 ? 0 : (W - 1 - ixs) / sw + 1;
+    }
+    if (jhi > len) jhi = len;
+    if (jlo > jhi) jlo = jhi;
+    if (sw == 1 && jlo == 0 && jhi == CD_GEMM_NR) {
+        memcpy(d, row + ixs, CD_GEMM_NR * sizeof(NN_T));
+        return;
+    }
+    for (int j = 0; j < jlo; j++) d[j] = (NN_T)0;
+    if (sw == 1) memcpy(d + jlo, row + ixs + jlo, (size_t)(jhi - jlo) * sizeof(NN_T));
+    else
+        for (int j = jlo; j < jhi; j++) d[j] = row[ixs + j * sw];
+    for (int j = jhi; j < len; j++) d[j] = (NN_T)0;
+}
+
+/* cd_gemm_pack_fn: B[k][j] = input tap k = (ic, ky, kx) of output pixel j, 0 in padding.
+ * A panel's NR pixels may span several output rows; each row segment is filled on its own. */
 static void F(pack_im2col)(const void *ctxv, int k0, int kc, int n0, int nc, void *dstv) {
     const F(im2col_ctx) *x = ctxv;
     NN_T *dst = dstv;
-    const int NR = CD_GEMM_NR, KHW = x->KH * x->KW, H = x->H, W = x->W, Wo = x->Wo;
+    const int NR = CD_GEMM_NR, KHW = x->KH * x->KW, Wo = x->Wo;
     for (int p = 0; p * NR < nc; p++) {
         int j0 = n0 + p * NR, nr = nc - p * NR < NR ? nc - p * NR : NR;
-        int oy0 = j0 / Wo, ox0 = j0 % Wo;
-        bool one_row = ox0 + nr <= Wo;
+        int seg_oy[CD_GEMM_NR], seg_ox[CD_GEMM_NR], seg_j[CD_GEMM_NR + 1], nseg = 0;
+        for (int j = 0; j < nr;) {
+            int oy = (j0 + j) / Wo, ox = (j0 + j) % Wo;
+            seg_oy[nseg] = oy; seg_ox[nseg] = ox; seg_j[nseg] = j;
+            nseg++;
+            j += Wo - ox;
+        }
+        seg_j[nseg] = nr;
         int ic = k0 / KHW, r = k0 % KHW, ky = r / x->KW, kx = r % x->KW;
         NN_T *d = dst + (size_t)p * kc * NR;
         for (int kk = 0; kk < kc; kk++, d += NR) {
-            const NN_T *plane = x->in + (size_t)ic * H * W;
-            if (one_row) {
-                int iy = oy0 * x->sh - x->pt + ky * x->dh;
-                int ixs = ox0 * x->sw - x->pl + kx * x->dw;
-                if (iy < 0 || iy >= H) {
-                    for (int j = 0; j < NR; j++) d[j] = (NN_T)0;
-                } else if (x->sw == 1 && ixs >= 0 && ixs + nr <= W) {
-                    memcpy(d, plane + (size_t)iy * W + ixs, (size_t)nr * sizeof(NN_T));
-                    for (int j = nr; j < NR; j++) d[j] = (NN_T)0;
-                } else {
-                    const NN_T *row = plane + (size_t)iy * W;
-                    for (int j = 0; j < nr; j++) {
-                        int ix = ixs + j * x->sw;
-                        d[j] = (unsigned)ix < (unsigned)W ? row[ix] : (NN_T)0;
-                    }
-                    for (int j = nr; j < NR; j++) d[j] = (NN_T)0;
-                }
-            } else {
-                int oy = oy0, ox = ox0;
-                for (int j = 0; j < nr; j++) {
-                    int iy = oy * x->sh - x->pt + ky * x->dh, ix = ox * x->sw - x->pl + kx * x->dw;
-                    d[j] = ((unsigned)iy < (unsigned)H && (unsigned)ix < (unsigned)W) ? plane[(size_t)iy * W + ix] : (NN_T)0;
-                    if (++ox == Wo) { ox = 0; oy++; }
-                }
-                for (int j = nr; j < NR; j++) d[j] = (NN_T)0;
+            const NN_T *plane = x->in + (size_t)ic * x->H * x->W;
+            for (int sgi = 0; sgi < nseg; sgi++) {
+                int js = seg_j[sgi], je = seg_j[sgi + 1] < nr ? seg_j[sgi + 1] : nr;
+                F(im2col_seg)(x, plane, seg_oy[sgi], seg_ox[sgi], je - js, ky, kx, d + js);
             }
+            for (int j = nr; j < NR; j++) d[j] = (NN_T)0;
             if (++kx == x->KW) { kx = 0; if (++ky == x->KH) { ky = 0; ic++; } }
         }
     }
 }
 
-/* Groups with one input channel (depthwise, channel multiplier m = Cout / groups): direct
- * per-row accumulation; for every tap the valid output column range is computed once, so
- * the inner loop has no bounds checks (and is contiguous for stride 1). */
-static void F(conv_direct)(const conv_geo *g, const NN_T *in, const NN_T *w, NN_T *out, int threads) {
-    const int64_t m = g->Cout / g->groups, HWo = g->Ho * g->Wo;
-    const int64_t total = g->N * g->Cout;
-#pragma omp parallel for num_threads(threads) schedule(static)
-    for (int64_t t = 0; t < total; t++) {
-        int64_t n = t / g->Cout, oc = t % g->Cout, ic = oc / m;
-        const NN_T *x = in + (n * g->Cin + ic) * g->H * g->W;
-        const NN_T *wk = w + oc * g->KH * g->KW;
-        NN_T *y = out + t * HWo;
-        for (int64_t i = 0; i < HWo; i++) y[i] = (NN_T)0;
-        for (int64_t oy = 0; oy < g->Ho; oy++) {
-            NN_T *yr = y + oy * g->Wo;
-            for (int64_t ky = 0; ky < g->KH; ky++) {
-                int64_t iy = oy * g->sh - g->pt + ky * g->dh;
-                if (iy < 0 || iy >= g->H) continue;
-                const NN_T *xr = x + iy * g->W;
-                for (int64_t kx = 0; kx < g->KW; kx++) {
-                    const NN_T wv = wk[ky * g->KW + kx];
-                    int64_t off = kx * g->dw - g->pl; /* ix = ox*sw + off */
-                    int64_t lo = off >= 0 ? 0 : (-off + g->sw - 1) / g->sw;
-                    int64_t hi = g->W - 1 - off < 0 ? -1 : imin64(g->Wo - 1, (g->W - 1 - off) / g->sw);
-                    if (g->sw == 1) {
-                        const NN_T *xs = xr + off;
-                        for (int64_t ox = lo; ox <= hi; ox++) yr[ox] += wv * xs[ox];
-                    } else {
-                        for (int64_t ox = lo; ox <= hi; ox++) yr[ox] += wv * xr[ox * g->sw + off];
+/* ---- depthwise (groups with one input channel, channel multiplier m = Cout / groups) ----
+ * Direct kernel, one output plane per task. Output columns whose taps all lie inside the
+ * input row ("interior") are computed DW_VL at a time in a vector accumulator: for every
+ * valid tap (ky outer, kx inner) acc = acc + w * x, where x is a contiguous load (stride 1),
+ * an even-lane shuffle of two loads (stride 2) or a lane-by-lane gather (other strides).
+ * Border columns take the scalar path with bounds checks. Both paths add the valid taps in
+ * the same order starting from 0, so a column's value does not depend on which path
+ * computed it (fp16: one rounding per multiply and per add, contraction off). */
+#define DW_VL 16
+typedef NN_T F(dwvec) __attribute__((vector_size(DW_VL * sizeof(NN_T))));
+
+typedef struct {
+    int H, W, Ho, Wo, KH, KW, sh, sw, dh, dw, pt, pl;
+    int vx0, vx1; /* output columns [vx0, vx1) may use the vector path */
+} F(dw_geo);
+
+static inline __attribute__((always_inline)) void F(dw_load)(const NN_T *p, int sw, F(dwvec) *out) {
+    F(dwvec) v;
+    if (sw == 1) {
+        memcpy(&v, p, sizeof v);
+    } else if (sw == 2) {
+        F(dwvec) a, b;
+        memcpy(&a, p, sizeof a);
+        memcpy(&b, p + DW_VL, sizeof b);
+#if NN_IS_HALF
+        typedef short F(dwidx) __attribute__((vector_size(DW_VL * sizeof(short))));
+#else
+        typedef int F(dwidx) __attribute__((vector_size(DW_VL * sizeof(int))));
+#endif
+        const F(dwidx) even = {0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30};
+        v = __builtin_shuffle(a, b, even);
+    } else {
+        for (int j = 0; j < DW_VL; j++) v[j] = p[(size_t)j * sw];
+    }
+    *out = v;
+}
+
+static inline __attribute__((always_inline)) void
+F(dw_plane_body)(const F(dw_geo) *d, const NN_T *restrict x, const NN_T *restrict wk, NN_T *restrict y) {
+    const int H = d->H, W = d->W, Wo = d->Wo, KW = d->KW, sw = d->sw, dw = d->dw, pl = d->pl;
+    for (int oy = 0; oy < d->Ho; oy++) {
+        const int iy0 = oy * d->sh - d->pt;
+        int ky0 = 0, ky1 = d->KH; /* valid taps: 0 <= iy0 + ky*dh < H */
+        while (ky0 < ky1 && iy0 + ky0 * d->dh < 0) ky0++;
+        while (ky1 > ky0 && iy0 + (ky1 - 1) * d->dh >= H) ky1--;
+        NN_T *yr = y + (size_t)oy * Wo;
+        int ox = 0;
+        for (int pass = 0; pass < 2; pass++) {
+            /* pass 0: columns [0, vx0) scalar, then vectors; pass 1: the rest scalar */
+            int end = pass == 0 ? d->vx0 : Wo;
+            for (; ox < end; ox++) {
+                const int ix0 = ox * sw - pl; /* valid taps: 0 <= ix0 + kx*dw < W */
+                int kx0 = 0, kx1 = KW;
+                while (kx0 < kx1 && ix0 + kx0 * dw < 0) kx0++;
+                while (kx1 > kx0 && ix0 + (kx1 - 1) * dw >= W) kx1--;
+                NN_T acc = (NN_T)0;
+                for (int ky = ky0; ky < ky1; ky++) {
+                    const NN_T *xr = x + (size_t)(iy0 + ky * d->dh) * W + ix0;
+                    const NN_T *wr = wk + ky * KW;
+                    for (int kx = kx0; kx < kx1; kx++) acc = acc + wr[kx] * xr[kx * dw];
+                }
+                yr[ox] = acc;
+            }
+            if (pass == 0) {
+                for (; ox + DW_VL <= d->vx1; ox += DW_VL) {
+                    F(dwvec) acc = {0};
+                    for (int ky = ky0; ky < ky1; ky++) {
+                        const NN_T *xr = x + (size_t)(iy0 + ky * d->dh) * W + (ox * sw - pl);
+                        const NN_T *wr = wk + ky * KW;
+                        for (int kx = 0; kx < KW; kx++) {
+                            const NN_T wt = wr[kx];
+                            const F(dwvec) wv = {wt, wt, wt, wt, wt, wt, wt, wt, wt, wt, wt, wt, wt, wt, wt, wt};
+                            F(dwvec) xv;
+                            F(dw_load)(xr + kx * dw, sw, &xv);
+                            acc = acc + wv * xv;
+                        }
                     }
+                    memcpy(yr + ox, &acc, sizeof acc);
                 }
             }
         }
     }
 }
 
-/* Bias, activation, residual add, per output plane. */
+typedef void (*F(dw_plane_fn))(const F(dw_geo) *, const NN_T *restrict, const NN_T *restrict, NN_T *restrict);
+#define DW_ARGS (const F(dw_geo) *d, const NN_T *restrict x, const NN_T *restrict wk, NN_T *restrict y)
+static void F(dw_plane_default) DW_ARGS { F(dw_plane_body)(d, x, wk, y); }
+#ifdef NN_X86
+__attribute__((target(NN_ISA_FAST))) static void F(dw_plane_fast) DW_ARGS { F(dw_plane_body)(d, x, wk, y); }
+__attribute__((target(NN_ISA_MID))) static void F(dw_plane_mid) DW_ARGS { F(dw_plane_body)(d, x, wk, y); }
+#endif
+#undef DW_ARGS
+
+static void F(conv_direct)(const conv_geo *g, const NN_T *in, const NN_T *w, NN_T *out, int threads) {
+    F(dw_geo) d = {(int)g->H, (int)g->W, (int)g->Ho, (int)g->Wo, (int)g->KH, (int)g->KW, (int)g->sh,
+                   (int)g->sw, (int)g->dh, (int)g->dw, (int)g->pt, (int)g->pl, 0, 0};
+    /* interior: ox*sw - pl >= 0 and the last element any load touches is < W (the
+     * stride-2 load reads DW_VL*2 values, one past the last tap) */
+    int64_t last = (int64_t)(g->KW - 1) * g->dw + (g->sw == 2 ? 1 : 0);
+    int64_t v0 = (g->pl + g->sw - 1) / g->sw;
+    int64_t v1 = g->W - 1 - last + g->pl < 0 ? 0 : (g->W - 1 - last + g->pl) / g->sw + 1;
+    if (v1 > g->Wo) v1 = g->Wo;
+    if (v0 > g->Wo) v0 = g->Wo;
+    if (v1 < v0) v1 = v0;
+    d.vx0 = (int)v0;
+    d.vx1 = (int)v1;
+    F(dw_plane_fn) plane = F(dw_plane_default);
+#ifdef NN_X86
+    __builtin_cpu_init();
+    if (NN_ISA_FAST_CHECK) plane = F(dw_plane_fast);
+    else if (NN_ISA_MID_CHECK) plane = F(dw_plane_mid);
+#endif
+    const int64_t m = g->Cout / g->groups, HWo = g->Ho * g->Wo, HW = g->H * g->W;
+    const int64_t total = g->N * g->Cout, KHW = g->KH * g->KW;
+    const bool par = threads > 1 && total > 1 && total * HWo * KHW >= NN_PAR_MIN_WORK;
+#pragma omp parallel for num_threads(threads) schedule(dynamic, 1) if (par)
+    for (int64_t t = 0; t < total; t++) {
+        int64_t n = t / g->Cout, oc = t % g->Cout, ic = oc / m;
+        plane(&d, in + (n * g->Cin + ic) * HW, w + oc * KHW, out + t * HWo);
+    }
+}
+
+/* Bias, activation, residual add: one pass per output plane, per element in this order
+ * y = act(y + bias) (+ SecondInput, then relu for the add+activation fusion). */
+typedef struct {
+    const NN_T *bias, *alpha, *second;
+    cd_act act;
+    int prelu_mode;
+    bool residual_relu;
+    int64_t HWo, Cout;
+} F(epi_ctx);
+
+#define EPI_LOOP(ACT)                                                                              \
+    for (int64_t i = 0; i < HWo; i++) {                                                            \
+        NN_T v = y[i];                                                                             \
+        if (bias) v = v + b;                                                                       \
+        ACT;                                                                                       \
+        if (s2) {                                                                                  \
+            v = v + s2[i];                                                                         \
+            if (rr) v = v < (NN_T)0 ? (NN_T)0 : v;                                                 \
+        }                                                                                          \
+        y[i] = v;                                                                                  \
+    }
+
+static inline __attribute__((always_inline)) void F(epi_plane_body)(const F(epi_ctx) *e, int64_t t, NN_T *restrict y) {
+    const int64_t HWo = e->HWo, oc = t % e->Cout;
+    const NN_T *bias = e->bias, *s2 = e->second ? e->second + t * HWo : NULL;
+    const NN_T b = bias ? bias[oc] : (NN_T)0;
+    const bool rr = e->residual_relu;
+    switch (e->act.kind) {
+    case CD_ACT_NONE: EPI_LOOP((void)0) break;
+    case CD_ACT_RELU: EPI_LOOP(v = v < (NN_T)0 ? (NN_T)0 : v) break;
+    case CD_ACT_RELU6: {
+        const NN_T th = (NN_T)e->act.a;
+        EPI_LOOP(v = v < (NN_T)0 ? (NN_T)0 : (v > th ? th : v))
+        break;
+    }
+    case CD_ACT_PRELU: {
+        cd_act a = e->act;
+        const NN_T *al = e->alpha;
+        const int mode = e->prelu_mode;
+        EPI_LOOP(a.a = (float)(mode == 0 ? al[0] : mode == 1 ? al[oc] : al[oc * HWo + i]);
+                 v = (NN_T)cd_act_apply(&a, (float)v))
+        break;
+    }
+    default: {
+        const cd_act a = e->act;
+        EPI_LOOP(v = (NN_T)cd_act_apply(&a, (float)v))
+    }
+    }
+}
+#undef EPI_LOOP
+
+typedef void (*F(epi_plane_fn))(const F(epi_ctx) *, int64_t, NN_T *restrict);
+static void F(epi_plane_default)(const F(epi_ctx) *e, int64_t t, NN_T *restrict y) { F(epi_plane_body)(e, t, y); }
+/* The half epilogue is not built for AVX512-FP16: GCC 12 turns its scalar selects into
+ * masked vmovsh forms the installed assembler rejects; the F16C build (convert, add in
+ * float, round to half: exact for one half + half) is as fast for this memory-bound pass. */
+#if defined(NN_X86) && !NN_IS_HALF
+__attribute__((target(NN_ISA_FAST))) static void F(epi_plane_fast)(const F(epi_ctx) *e, int64_t t, NN_T *restrict y) {
+    F(epi_plane_body)(e, t, y);
+}
+#endif
+#ifdef NN_X86
+__attribute__((target(NN_ISA_MID))) static void F(epi_plane_mid)(const F(epi_ctx) *e, int64_t t, NN_T *restrict y) {
+    F(epi_plane_body)(e, t, y);
+}
+#endif
+
 static void F(epilogue)(cd_op_ctx *c, const conv_geo *g, NN_T *out) {
     cd_value *bv = cd_in(c, "Bias", 0), *av = cd_in(c, "Prelu_alpha", 0), *sv = cd_in(c, "SecondInput", 0);
-    const NN_T *bias = bv ? bv->data : NULL, *alpha = av ? av->data : NULL;
-    const NN_T *second = g->residual ? sv->data : NULL;
-    const int64_t HWo = g->Ho * g->Wo, total = g->N * g->Cout;
-    const cd_act act = g->act;
-    if (!bias && act.kind == CD_ACT_NONE && !second) return;
+    F(epi_ctx) e = {bv ? bv->data : NULL, av ? av->data : NULL, g->residual ? sv->data : NULL, g->act,
+                    g->prelu_mode, g->residual_relu, g->Ho * g->Wo, g->Cout};
+    if (!e.bias && e.act.kind == CD_ACT_NONE && !e.second) return;
+    F(epi_plane_fn) plane = F(epi_plane_default);
+#ifdef NN_X86
+    __builtin_cpu_init();
+#if !NN_IS_HALF
+    if (NN_ISA_FAST_CHECK) plane = F(epi_plane_fast);
+    else
+#endif
+    if (NN_ISA_MID_CHECK) plane = F(epi_plane_mid);
+#endif
+    const int64_t total = g->N * g->Cout;
     const int threads = c->threads;
-#pragma omp parallel for num_threads(threads) schedule(static)
-    for (int64_t t = 0; t < total; t++) {
-        int64_t oc = t % g->Cout;
-        NN_T *y = out + t * HWo;
-        if (bias) {
-            const NN_T b = bias[oc];
-            for (int64_t i = 0; i < HWo; i++) y[i] = y[i] + b;
-        }
-        switch (act.kind) {
-        case CD_ACT_NONE: break;
-        case CD_ACT_RELU:
-            for (int64_t i = 0; i < HWo; i++) y[i] = y[i] < (NN_T)0 ? (NN_T)0 : y[i];
-            break;
-        case CD_ACT_RELU6: {
-            const NN_T th = (NN_T)act.a;
-            for (int64_t i = 0; i < HWo; i++) y[i] = y[i] < (NN_T)0 ? (NN_T)0 : (y[i] > th ? th : y[i]);
-            break;
-        }
-        case CD_ACT_PRELU: {
-            cd_act a = act;
-            for (int64_t i = 0; i < HWo; i++) {
-                a.a = (float)(g->prelu_mode == 0 ? alpha[0] : g->prelu_mode == 1 ? alpha[oc] : alpha[oc * HWo + i]);
-                y[i] = (NN_T)cd_act_apply(&a, (float)y[i]);
-            }
-            break;
-        }
-        default:
-            for (int64_t i = 0; i < HWo; i++) y[i] = (NN_T)cd_act_apply(&act, (float)y[i]);
-        }
-        if (second) {
-            const NN_T *s2 = second + t * HWo;
-            for (int64_t i = 0; i < HWo; i++) y[i] = y[i] + s2[i];
-            if (g->residual_relu)
-                for (int64_t i = 0; i < HWo; i++) y[i] = y[i] < (NN_T)0 ? (NN_T)0 : y[i];
-        }
-    }
+    const bool par = threads > 1 && total > 1 && total * e.HWo >= NN_PAR_MIN_WORK;
+#pragma omp parallel for num_threads(threads) schedule(static) if (par)
+    for (int64_t t = 0; t < total; t++) plane(&e, t, out + t * e.HWo);
 }
 
 static cd_status F(conv_fwd)(cd_op_ctx *c, const conv_geo *g, const NN_T *in, const NN_T *w, NN_T *out) {

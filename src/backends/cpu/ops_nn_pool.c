@@ -1,6 +1,14 @@
 /* pool2d (nb-format §7.5): max / avg, global, adaptive, exclusive, ceil_mode, 2/4-value
- * paddings, SAME/VALID/EXPLICIT. One template body for float and _Float16 (half
- * accumulation of avg sums, like the ARM fp16 kernels).
+ * paddings, SAME/VALID/EXPLICIT. One template body for float and _Float16.
+ *
+ * fp16 average pooling sums the window in float and rounds the mean to half once. A half
+ * running sum overflows to Inf once it passes 65504 even though the mean is in range:
+ * ppocr_v3_det's global pool over 40x40 = 1600 values (op #107 pool2d_6) gave Inf, then
+ * NaN downstream. That is a hazard of the accumulator, not of the model, so we widen it.
+ * This is our choice, not a copy of Paddle-Lite: its ARM fp16 pooling
+ * (lite/backends/arm/math/fp16/pooling_fp16.cc) keeps a float16_t sum (`fadd v.8h` in the
+ * global-average assembly, which spreads the sum over 8 lanes and so overflows later but
+ * still can). Max pooling compares stored values, exact in either type.
  *
  * Choices where the sheet is silent: global_pooling wins over adaptive (output 1x1); a
  * window that lies entirely in padding (possible when padding >= ksize) yields 0; the
@@ -9,6 +17,7 @@
  * use, and to ONNX count_include_pad for asymmetric ones); max propagates NaN. */
 #ifndef NN_T
 #include "engine/ops.h"
+#include <stdlib.h>
 #include <string.h>
 
 typedef struct {
@@ -144,18 +153,43 @@ cd_status cd_nn_pool_run(cd_op_ctx *c) {
 #define CAT(a, b) CAT_(a, b)
 #define F(name) CAT(name, NN_S)
 
+/* Global average of one plane: float sum with 16 partial sums (vectorisable; the
+ * order differs from a sequential sum only within float rounding). */
+static inline float F(plane_sum)(const NN_T *x, int64_t n) {
+    float part[16] = {0};
+    int64_t i = 0;
+    for (; i + 16 <= n; i += 16)
+        for (int j = 0; j < 16; j++) part[j] += (float)x[i + j];
+    float s = 0;
+    for (; i < n; i++) s += (float)x[i];
+    for (int j = 0; j < 16; j++) s += part[j];
+    return s;
+}
+
 static void F(pool_run)(const pool_geo *g, const NN_T *in, NN_T *out, int threads) {
-    const int64_t total = g->N * g->C;
-#pragma omp parallel for num_threads(threads) schedule(static)
+    const int64_t total = g->N * g->C, HW = g->H * g->W;
+    const bool par = threads > 1 && total > 1 && total * HW >= ((int64_t)1 << 18);
+    if (g->global && !g->is_max) {
+#pragma omp parallel for num_threads(threads) schedule(static) if (par)
+        for (int64_t t = 0; t < total; t++)
+            out[t] = (NN_T)(F(plane_sum)(in + t * HW, HW) / (float)HW);
+        return;
+    }
+    /* column windows are the same for every row and plane */
+    int64_t *wwin = malloc((size_t)g->Wo * 3 * sizeof(int64_t));
+    if (wwin)
+        for (int64_t ox = 0; ox < g->Wo; ox++) pool_window(g, false, ox, &wwin[3 * ox], &wwin[3 * ox + 1], &wwin[3 * ox + 2]);
+#pragma omp parallel for num_threads(threads) schedule(static) if (par)
     for (int64_t t = 0; t < total; t++) {
-        const NN_T *x = in + t * g->H * g->W;
+        const NN_T *x = in + t * HW;
         NN_T *y = out + t * g->Ho * g->Wo;
         for (int64_t oy = 0; oy < g->Ho; oy++) {
             int64_t hs, he, hcnt;
             pool_window(g, true, oy, &hs, &he, &hcnt);
             for (int64_t ox = 0; ox < g->Wo; ox++) {
                 int64_t ws, we, wcnt;
-                pool_window(g, false, ox, &ws, &we, &wcnt);
+                if (wwin) { ws = wwin[3 * ox]; we = wwin[3 * ox + 1]; wcnt = wwin[3 * ox + 2]; }
+                else pool_window(g, false, ox, &ws, &we, &wcnt);
                 NN_T r = (NN_T)0;
                 if (he > hs && we > ws) {
                     if (g->is_max) {
@@ -167,19 +201,18 @@ static void F(pool_run)(const pool_geo *g, const NN_T *in, NN_T *out, int thread
                             }
                         r = m;
                     } else {
-                        NN_T sum = (NN_T)0;
+                        float sum = 0; /* float even for half storage: see the file header */
                         for (int64_t iy = hs; iy < he; iy++)
-                            for (int64_t ix = ws; ix < we; ix++) sum += x[iy * g->W + ix];
+                            for (int64_t ix = ws; ix < we; ix++) sum += (float)x[iy * g->W + ix];
                         int64_t cnt = (g->exclusive || g->adaptive) ? (he - hs) * (we - ws) : hcnt * wcnt;
-                        /* float division rounded once equals half division whenever cnt
-                         * is a half value, and stays right when cnt exceeds 65504 */
-                        r = (NN_T)((float)sum / (float)cnt);
+                        r = (NN_T)(sum / (float)cnt);
                     }
                 }
                 y[oy * g->Wo + ox] = r;
             }
         }
     }
+    free(wwin);
 }
 
 #undef CAT_

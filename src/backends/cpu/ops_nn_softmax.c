@@ -1,8 +1,11 @@
 /* softmax (§7.11, axis default -1, eleminate_success) and log_softmax (Paddle: axis
- * default -1). One template body for float and _Float16: max, x - max, the sum of
- * exponentials and the division run in the storage type (the sum of values <= 1 cannot
- * overflow a half before 65504 terms); exp and log are evaluated in float on the half
- * value and rounded once, as a half math library does.
+ * default -1). One template body for float and _Float16: max and x - max run in the
+ * storage type; exp and log are evaluated in float on the half value and rounded once, as
+ * a half math library does. The sum of exponentials is accumulated in float in both
+ * precisions and used unrounded by the final division (rounded once to the storage type):
+ * a half running sum stalls (at 2048 every term below 1 rounds away) and overflows past
+ * 65504 terms, though the mathematical denominator is always representable, so those
+ * would be errors of the accumulator, not of the model.
  *
  * The axis is processed as rows of `inner` contiguous values, so softmax over channels of
  * an NCHW tensor walks memory sequentially instead of striding by H*W. */
@@ -85,19 +88,19 @@ static bool F(sm_run)(const sm_geo *g, const NN_T *in, NN_T *out, int threads) {
     bool ok = true;
 #pragma omp parallel num_threads(threads) if (g->outer * g->n * g->inner > 16384)
     {
-        NN_T *mx = malloc(2 * SM_BLOCK * sizeof(NN_T));
+        float *sum = malloc(SM_BLOCK * (sizeof(float) + sizeof(NN_T)));
+        NN_T *mx = sum ? (NN_T *)(sum + SM_BLOCK) : NULL;
         if (!mx) {
 #pragma omp atomic write
             ok = false;
         }
-        NN_T *sum = mx ? mx + SM_BLOCK : NULL;
 #pragma omp for schedule(static)
         for (int64_t t = 0; t < tasks; t++) {
             if (!mx) continue;
             int64_t o = t / nblk, i0 = (t % nblk) * SM_BLOCK, bw = g->inner - i0 < SM_BLOCK ? g->inner - i0 : SM_BLOCK;
             const NN_T *x = in + o * g->n * g->inner + i0;
             NN_T *y = out + o * g->n * g->inner + i0;
-            for (int64_t i = 0; i < bw; i++) { mx[i] = x[i]; sum[i] = (NN_T)0; }
+            for (int64_t i = 0; i < bw; i++) { mx[i] = x[i]; sum[i] = 0.0f; }
             for (int64_t a = 1; a < g->n; a++) {
                 const NN_T *xr = x + a * g->inner;
                 for (int64_t i = 0; i < bw; i++)
@@ -109,24 +112,25 @@ static bool F(sm_run)(const sm_geo *g, const NN_T *in, NN_T *out, int threads) {
                 for (int64_t i = 0; i < bw; i++) {
                     NN_T d = xr[i] - mx[i];
                     NN_T e = (NN_T)expf((float)d);
-                    sum[i] += e;
+                    sum[i] += (float)e;
                     yr[i] = g->log ? d : e;
                 }
             }
             if (g->log) {
-                for (int64_t i = 0; i < bw; i++) sum[i] = (NN_T)logf((float)sum[i]);
+                /* log of the sum rounded to the storage type, then one subtraction in it */
+                for (int64_t i = 0; i < bw; i++) mx[i] = (NN_T)logf(sum[i]);
                 for (int64_t a = 0; a < g->n; a++) {
                     NN_T *yr = y + a * g->inner;
-                    for (int64_t i = 0; i < bw; i++) yr[i] = yr[i] - sum[i];
+                    for (int64_t i = 0; i < bw; i++) yr[i] = yr[i] - mx[i];
                 }
             } else {
                 for (int64_t a = 0; a < g->n; a++) {
                     NN_T *yr = y + a * g->inner;
-                    for (int64_t i = 0; i < bw; i++) yr[i] = yr[i] / sum[i];
+                    for (int64_t i = 0; i < bw; i++) yr[i] = (NN_T)((float)yr[i] / sum[i]);
                 }
             }
         }
-        free(mx);
+        free(sum);
     }
     return ok;
 }

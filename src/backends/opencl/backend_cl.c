@@ -135,11 +135,13 @@ oom:
     return -1;
 }
 
-const char *cd_cl_build_options(cd_cl_variant v) {
+const char *cd_cl_build_options(cd_cl_variant v, const cd_cl_devinfo *info) {
+    bool cr = info && info->correct_div;
     switch (v) {
-    case CD_CLV_FP16: return "-cl-std=CL1.2 -DCD_FP16=1";
-    case CD_CLV_FP16_COMPUTE: return "-cl-std=CL1.2 -DCD_FP16_COMPUTE=1";
-    default: return "-cl-std=CL1.2 -DCD_FP32=1";
+    case CD_CLV_FP16: return cr ? "-cl-std=CL1.2 -DCD_FP16=1 -cl-fp32-correctly-rounded-divide-sqrt" : "-cl-std=CL1.2 -DCD_FP16=1";
+    case CD_CLV_FP16_COMPUTE:
+        return cr ? "-cl-std=CL1.2 -DCD_FP16_COMPUTE=1 -cl-fp32-correctly-rounded-divide-sqrt" : "-cl-std=CL1.2 -DCD_FP16_COMPUTE=1";
+    default: return cr ? "-cl-std=CL1.2 -DCD_FP32=1 -cl-fp32-correctly-rounded-divide-sqrt" : "-cl-std=CL1.2 -DCD_FP32=1";
     }
 }
 
@@ -417,7 +419,7 @@ static clprog *ensure_prog(clrt *r, int op_index, const char *family, cd_error *
         return p;
     }
     phase(r, op_index, family, "build");
-    cd_status st = cd_cl_build_program(&r->cl, r->ctx, r->dev, &r->info, src, cd_cl_build_options(r->variant),
+    cd_status st = cd_cl_build_program(&r->cl, r->ctx, r->dev, &r->info, src, cd_cl_build_options(r->variant, &r->info),
                                        r->b->opts.no_cache ? NULL : &r->cache, &p->prog, &p->log, &e);
     free(src);
     if (st) p->why = cd_strdup(e.msg);

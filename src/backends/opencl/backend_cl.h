@@ -34,7 +34,11 @@ void cd_cl_kernel_files_free(char **names, int n);
 /* Complete program text of a family in a variant: pragma (fp16-compute), prelude, source. */
 char *cd_cl_program_source(const char *kernel_dir, const char *family, cd_cl_variant v, cd_error *err);
 /* Build options of a variant ("-cl-std=CL1.2 -DCD_FP16=1"). */
-const char *cd_cl_build_options(cd_cl_variant v);
+/* Build options of a variant for a device: the variant macro, and IEEE-rounded float
+ * division and sqrt where the device offers them (x/scale must round like the CPU's, or
+ * fake-quantisation flips at quantisation boundaries: seen on NVIDIA's default 2.5-ulp
+ * division). info may be NULL. */
+const char *cd_cl_build_options(cd_cl_variant v, const cd_cl_devinfo *info);
 /* Builds a program for one device, through the cache when cache is not NULL. On a build
  * failure returns CD_E_UNSUPPORTED, *log (malloc'd, may be NULL) holds the build log and
  * err starts with its first non-empty line. */

@@ -20,6 +20,21 @@ static cd_status float_attr(cd_cl_ctx *c, const char *name, double dflt, float *
     return CD_OK;
 }
 
+/* clip's Min / Max tensor when its value is known at plan time (a parameter or a folded
+ * constant): read here with the CPU's checks. A run-time value is left to clip_t. */
+static cd_status plan_scalar(cd_cl_ctx *c, const char *slot, float *out, cd_error *err) {
+    int t = clu_in(c, slot, 0);
+    if (t < 0) return CD_OK;
+    const cd_value *m = clu_meta(c, t);
+    if (!m || cd_value_numel(m) != 1)
+        return clu_fail(c, err, CD_E_MODEL, "input %s must hold exactly 1 element", slot);
+    if (!m->data) return CD_OK;
+    double x = cd_value_get(m, 0);
+    if (!isfinite(x)) return clu_fail(c, err, CD_E_MODEL, "input %s holds a non-finite value %g", slot, x);
+    *out = (float)x;
+    return CD_OK;
+}
+
 /* Activation of a standalone op: the engine's parser for the shared kinds, §7.21 for the rest. */
 static cd_status standalone_act(cd_cl_ctx *c, ew_act *a, cd_error *err) {
     const char *t = c->op->type;
@@ -38,11 +53,11 @@ static cd_status standalone_act(cd_cl_ctx *c, ew_act *a, cd_error *err) {
         case K_MISH: return float_attr(c, "threshold", 20.0, &a->a, err);
         case K_CLIP:
             if (!strcmp(t, "relu_clipped")) return float_attr(c, "Relu_clipped_coef", 6.0, &a->b, err);
-            if (clu_in(c, "Min", 0) >= 0 || clu_in(c, "Max", 0) >= 0)
-                return clu_fail(c, err, CD_E_UNSUPPORTED, "Min/Max tensors are read on the host; this op runs on the CPU");
             {
                 cd_status s = float_attr(c, "min", -FLT_MAX, &a->a, err);
                 if (!s) s = float_attr(c, "max", FLT_MAX, &a->b, err);
+                if (!s) s = plan_scalar(c, "Min", &a->a, err);
+                if (!s) s = plan_scalar(c, "Max", &a->b, err);
                 if (!s && a->a > a->b) s = clu_fail(c, err, CD_E_MODEL, "clip min %g is larger than max %g", a->a, a->b);
                 return s;
             }
@@ -96,12 +111,44 @@ static cd_status launch_act(cd_cl_ctx *c, int x, int y, const ew_act *a, int alp
     return clu_launch1(c, k, n, err);
 }
 
+static cd_status launch_clip_t(cd_cl_ctx *c, int x, int y, const ew_act *a, int tmin, int tmax, cd_error *err) {
+    cd_status s;
+    cl_kernel k;
+    cl_mem bx, by, bmin = NULL, bmax = NULL;
+    int64_t n = cd_value_numel(clu_meta(c, y));
+    if ((s = clu_need_float(c, x, "input X", err)) || (s = clu_fits(c, n, "element count", err))) return s;
+    if (tmin >= 0 && ((s = clu_need_float(c, tmin, "input Min", err)) || (s = clu_buf(c, tmin, &bmin, err)))) return s;
+    if (tmax >= 0 && ((s = clu_need_float(c, tmax, "input Max", err)) || (s = clu_buf(c, tmax, &bmax, err)))) return s;
+    if (cd_value_numel(clu_meta(c, x)) != n)
+        return clu_fail(c, err, CD_E_INTERNAL, "input and output element counts differ (planner bug)");
+    if ((s = clu_buf(c, x, &bx, err)) || (s = clu_buf(c, y, &by, err))) return s;
+    if ((s = c->kernel(c, "eltwise", "clip_t", &k, err))) return s;
+    clu_args g;
+    clu_args_init(&g, c, k, err);
+    clu_mem(&g, bx);
+    clu_mem(&g, by);
+    clu_int(&g, n);
+    clu_flt(&g, a->a);
+    clu_flt(&g, a->b);
+    clu_mem(&g, bmin);
+    clu_mem(&g, bmax);
+    if (g.st) return g.st;
+    return clu_launch1(c, k, n, err);
+}
+
 static cd_status op_act(cd_cl_ctx *c, cd_error *err) {
     int x, y;
     cd_status s;
     ew_act a;
     if ((s = clu_need_in(c, "X", 0, &x, err)) || (s = clu_need_out(c, "Out", 0, &y, err))) return s;
     if ((s = standalone_act(c, &a, err))) return s;
+    if (a.kind == K_CLIP && strcmp(c->op->type, "relu_clipped")) {
+        /* Min / Max produced at run time: the kernel reads them from their device buffers */
+        int tmin = clu_in(c, "Min", 0), tmax = clu_in(c, "Max", 0);
+        if (tmin >= 0 && clu_meta(c, tmin)->data) tmin = -1;
+        if (tmax >= 0 && clu_meta(c, tmax)->data) tmax = -1;
+        if (tmin >= 0 || tmax >= 0) return launch_clip_t(c, x, y, &a, tmin, tmax, err);
+    }
     return launch_act(c, x, y, &a, -1, 0, 1, 1, err);
 }
 
@@ -275,7 +322,7 @@ static cd_status op_binary(cd_cl_ctx *c, cd_error *err) {
     }
     if (act.kind == CD_ACT_PRELU)
         return clu_fail(c, err, CD_E_MODEL, "prelu is not an elementwise fused activation (it needs an alpha tensor)");
-    int nd;
+    int nd = 0;
     int64_t dim[8], sx[8], sy[8];
     const cd_value *mo = clu_meta(c, o);
     if ((s = bcast(c, &clu_meta(c, x)->shape, &clu_meta(c, y)->shape, &mo->shape, cd_attr_int(c->op, "axis", -1), &nd,

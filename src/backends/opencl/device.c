@@ -83,6 +83,9 @@ cd_status cd_cl_describe(const cd_clfn *cl, cl_platform_id p, cl_device_id d, cd
     DVAL(CL_DEVICE_PREFERRED_VECTOR_WIDTH_HALF, info->vec_half);
     info->fp16 = has_ext(cl, d, "cl_khr_fp16");
     info->fp64 = has_ext(cl, d, "cl_khr_fp64");
+    cl_device_fp_config fpc = 0;
+    info->correct_div = cl->clGetDeviceInfo(d, CL_DEVICE_SINGLE_FP_CONFIG, sizeof fpc, &fpc, NULL) == CL_SUCCESS &&
+                        (fpc & CL_FP_CORRECTLY_ROUNDED_DIVIDE_SQRT);
     return CD_OK;
 }
 

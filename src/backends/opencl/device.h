@@ -16,6 +16,7 @@ typedef struct cd_cl_devinfo {
     size_t max_wg;
     cl_bool image_support;
     bool fp16, fp64;                     /* cl_khr_fp16 / cl_khr_fp64 */
+    bool correct_div;                    /* CL_FP_CORRECTLY_ROUNDED_DIVIDE_SQRT for float */
     cl_uint vec_char, vec_short, vec_int, vec_long, vec_float, vec_double, vec_half;
 } cd_cl_devinfo;
 
