@@ -10,8 +10,6 @@
  * stride-1 unpadded case (conv2d_1x1) reads col straight from the input (col = input
  * viewed as [Cin, H*W]), skipping the index decode. */
 
-#define TM 64
-#define TN 64
 #define TK 16
 
 /* Fused activation kinds: the cd_act_kind numbers of engine/ops.h. */
@@ -66,67 +64,94 @@ void cv_store(__global REAL *out, int o, ACC v, int oc, int p, int npix, __globa
     STORE(out, o, v);
 }
 
-/* Shared body of the two GEMM kernels; `direct` is a compile-time constant after inlining. */
+/* Shared body of the GEMM kernels; rm, rn (register block: rows x pixels per work-item,
+ * 1, 2, 4 or 8) are constants after inlining; `direct` is uniform. The work-group (16x16)
+ * computes a (16 rm) x (16 rn) tile of out. The K loop is double-buffered: the next TK-deep
+ * slice of W and of the im2col matrix is fetched from global memory into registers while the
+ * current slice is multiplied out of local memory, then stored into the other local buffer,
+ * so each step needs one barrier and global latency overlaps the arithmetic. Work-item
+ * (lx, ly) owns rows ly + 16 i and pixels lx + 16 j: local reads are broadcasts (A) or
+ * consecutive (B), global stores coalesce along pixels. */
 inline void cv_gemm(__global const REAL *in, __global const REAL *w, __global const REAL *bias,
                     __global const REAL *res, __global REAL *out, __global const REAL *alpha, int Cin, int H,
                     int W, int Cout, int Ho, int Wo, int KH, int KW, int sh, int sw, int pt, int pl, int dh,
                     int dw, int groups, int kind, float a, float b, float c, int amode, int res_relu,
-                    __local ACC *As, __local ACC *Bs, const int direct) {
+                    __local ACC *As, __local ACC *Bs, const int direct, const int rm, const int rn) {
+    const int tm = 16 * rm, tn = 16 * rn;
     const int cin_g = Cin / groups, cout_g = Cout / groups, khw = KH * KW;
     const int K = cin_g * khw, npix = Ho * Wo;
     const int ng = get_global_id(2), n = ng / groups, g = ng - n * groups;
-    const int m0 = get_group_id(1) * TM, p0 = get_group_id(0) * TN;
+    const int m0 = get_group_id(1) * tm, p0 = get_group_id(0) * tn;
     const int lx = get_local_id(0), ly = get_local_id(1), tid = ly * 16 + lx;
     __global const REAL *inb = in + (size_t)(n * Cin + g * cin_g) * H * W;
     __global const REAL *wb = w + (size_t)g * cout_g * K;
 
-    /* A loads: element e = tid + 256*r of the TM x TK tile -> row tid/16 + 16r, column tid%16 */
+    /* A loads: element tid + 256 r of the tm x TK slice -> row tid/16 + 16 r, column tid%16 */
     const int a_k = tid & 15, a_m = tid >> 4;
-    /* B loads: element e of the TK x TN tile -> k row tid/64 + 4r, pixel column tid%64 (fixed) */
-    const int b_p = tid & 63, b_k = tid >> 6;
+    /* B loads: element tid + 256 r of the TK x tn slice -> pixel column tid % tn (fixed per
+     * work-item), k row tid / tn + (256 / tn) r */
+    const int b_p = tid % tn, b_k = tid / tn, b_step = 256 / tn;
     const int p = p0 + b_p;
     const int oy = p / Wo, ox = p - (p / Wo) * Wo;
     const int iy0 = oy * sh - pt, ix0 = ox * sw - pl;
 
-    ACC acc[4][4];
-    for (int i = 0; i < 4; i++)
-        for (int j = 0; j < 4; j++) acc[i][j] = ACC_ZERO;
+    ACC acc[8][8];
+    for (int i = 0; i < 8; i++)
+        for (int j = 0; j < 8; j++) acc[i][j] = ACC_ZERO;
+    ACC ra[8], rb[8];
 
-    for (int k0 = 0; k0 < K; k0 += TK) {
-        for (int r = 0; r < 4; r++) {
-            int m = m0 + a_m + 16 * r, k = k0 + a_k;
-            As[a_k * TM + a_m + 16 * r] = (m < cout_g && k < K) ? LOAD(wb, (size_t)m * K + k) : ACC_ZERO;
-        }
-        for (int r = 0; r < 4; r++) {
-            int kk = b_k + 4 * r, k = k0 + kk;
-            ACC v = ACC_ZERO;
-            if (k < K && p < npix) {
-                if (direct) {
-                    v = LOAD(inb, (size_t)k * npix + p);
-                } else {
-                    int ic = k / khw, rr = k - ic * khw, ky = rr / KW, kx = rr - ky * KW;
-                    int iy = iy0 + ky * dh, ix = ix0 + kx * dw;
-                    if (iy >= 0 && iy < H && ix >= 0 && ix < W) v = LOAD(inb, ((size_t)ic * H + iy) * W + ix);
-                }
-            }
-            Bs[kk * TN + b_p] = v;
-        }
-        barrier(CLK_LOCAL_MEM_FENCE);
-        for (int kk = 0; kk < TK; kk++) {
-            ACC av[4], bv[4];
-            for (int i = 0; i < 4; i++) av[i] = As[kk * TM + ly + 16 * i];
-            for (int j = 0; j < 4; j++) bv[j] = Bs[kk * TN + lx + 16 * j];
-            for (int i = 0; i < 4; i++)
-                for (int j = 0; j < 4; j++) acc[i][j] = mad(av[i], bv[j], acc[i][j]);
-        }
-        barrier(CLK_LOCAL_MEM_FENCE);
+    /* fetch of slice k0 into registers */
+#define CV_FETCH(k0)                                                                                       \
+    for (int r = 0; r < rm; r++) {                                                                         \
+        int m = m0 + a_m + 16 * r, k = (k0) + a_k;                                                         \
+        ra[r] = (m < cout_g && k < K) ? LOAD(wb, (size_t)m * K + k) : ACC_ZERO;                            \
+    }                                                                                                      \
+    for (int r = 0; r < rn; r++) {                                                                         \
+        int k = (k0) + b_k + b_step * r;                                                                   \
+        ACC v = ACC_ZERO;                                                                                  \
+        if (k < K && p < npix) {                                                                           \
+            if (direct) {                                                                                  \
+                v = LOAD(inb, (size_t)k * npix + p);                                                       \
+            } else {                                                                                       \
+                int ic = k / khw, rr = k - ic * khw, ky = rr / KW, kx = rr - ky * KW;                      \
+                int iy = iy0 + ky * dh, ix = ix0 + kx * dw;                                                \
+                if (iy >= 0 && iy < H && ix >= 0 && ix < W) v = LOAD(inb, ((size_t)ic * H + iy) * W + ix); \
+            }                                                                                              \
+        }                                                                                                  \
+        rb[r] = v;                                                                                         \
     }
+#define CV_STASH(buf)                                                                                      \
+    for (int r = 0; r < rm; r++) As[(buf) * TK * tm + a_k * tm + a_m + 16 * r] = ra[r];                   \
+    for (int r = 0; r < rn; r++) Bs[(buf) * TK * tn + (b_k + b_step * r) * tn + b_p] = rb[r];
 
-    for (int i = 0; i < 4; i++) {
+    CV_FETCH(0)
+    CV_STASH(0)
+    barrier(CLK_LOCAL_MEM_FENCE);
+    int cur = 0;
+    for (int k0 = 0; k0 < K; k0 += TK) {
+        const bool more = k0 + TK < K;
+        if (more) { CV_FETCH(k0 + TK) }
+        __local const ACC *Ac = As + cur * TK * tm, *Bc = Bs + cur * TK * tn;
+        for (int kk = 0; kk < TK; kk++) {
+            ACC av[8], bv[8];
+            for (int i = 0; i < rm; i++) av[i] = Ac[kk * tm + ly + 16 * i];
+            for (int j = 0; j < rn; j++) bv[j] = Bc[kk * tn + lx + 16 * j];
+            for (int i = 0; i < rm; i++)
+                for (int j = 0; j < rn; j++) acc[i][j] = mad(av[i], bv[j], acc[i][j]);
+        }
+        if (more) { CV_STASH(1 - cur) }
+        /* the other buffer is complete and nobody reads this one any more */
+        barrier(CLK_LOCAL_MEM_FENCE);
+        cur = 1 - cur;
+    }
+#undef CV_FETCH
+#undef CV_STASH
+
+    for (int i = 0; i < rm; i++) {
         int m = m0 + ly + 16 * i;
         if (m >= cout_g) continue;
         int oc = g * cout_g + m;
-        for (int j = 0; j < 4; j++) {
+        for (int j = 0; j < rn; j++) {
             int q = p0 + lx + 16 * j;
             if (q >= npix) continue;
             cv_store(out, (n * Cout + oc) * npix + q, acc[i][j], oc, q, npix, bias, res, alpha, kind, a, b, c,
@@ -135,25 +160,28 @@ inline void cv_gemm(__global const REAL *in, __global const REAL *w, __global co
     }
 }
 
-__kernel __attribute__((reqd_work_group_size(16, 16, 1))) void
-conv2d_gemm(__global const REAL *in, __global const REAL *w, __global const REAL *bias, __global const REAL *res,
-            __global REAL *out, __global const REAL *alpha, int Cin, int H, int W, int Cout, int Ho, int Wo, int KH,
-            int KW, int sh, int sw, int pt, int pl, int dh, int dw, int groups, int kind, float a, float b, float c,
-            int amode, int res_relu) {
-    __local ACC As[TK * TM], Bs[TK * TN];
-    cv_gemm(in, w, bias, res, out, alpha, Cin, H, W, Cout, Ho, Wo, KH, KW, sh, sw, pt, pl, dh, dw, groups, kind, a,
-            b, c, amode, res_relu, As, Bs, 0);
-}
-
-__kernel __attribute__((reqd_work_group_size(16, 16, 1))) void
-conv2d_1x1(__global const REAL *in, __global const REAL *w, __global const REAL *bias, __global const REAL *res,
-           __global REAL *out, __global const REAL *alpha, int Cin, int H, int W, int Cout, int Ho, int Wo, int KH,
-           int KW, int sh, int sw, int pt, int pl, int dh, int dw, int groups, int kind, float a, float b, float c,
-           int amode, int res_relu) {
-    __local ACC As[TK * TM], Bs[TK * TN];
-    cv_gemm(in, w, bias, res, out, alpha, Cin, H, W, Cout, Ho, Wo, KH, KW, sh, sw, pt, pl, dh, dw, groups, kind, a,
-            b, c, amode, res_relu, As, Bs, 1);
-}
+/* conv2d_gemm_<rm><rn>: the GEMM with a rm x rn register block (tile 16 rm x 16 rn); the
+ * dispatcher picks the block from Cout per group and the pixel count. direct = 1 for the 1x1
+ * stride-1 unpadded case, where the im2col matrix is the input itself (no index decode); it is
+ * a uniform run-time branch outside the inner loop, which halves the kernels PoCL compiles. */
+#define DEF_CONV(NAME, RM, RN)                                                                     \
+    __kernel __attribute__((reqd_work_group_size(16, 16, 1))) void NAME(                                  \
+        __global const REAL *in, __global const REAL *w, __global const REAL *bias,                       \
+        __global const REAL *res, __global REAL *out, __global const REAL *alpha, int Cin, int H, int W,  \
+        int Cout, int Ho, int Wo, int KH, int KW, int sh, int sw, int pt, int pl, int dh, int dw,          \
+        int groups, int kind, float a, float b, float c, int amode, int res_relu, int direct) {           \
+        __local ACC As[2 * TK * 16 * RM], Bs[2 * TK * 16 * RN];                                            \
+        cv_gemm(in, w, bias, res, out, alpha, Cin, H, W, Cout, Ho, Wo, KH, KW, sh, sw, pt, pl, dh, dw,     \
+                groups, kind, a, b, c, amode, res_relu, As, Bs, direct, RM, RN);                           \
+    }
+DEF_CONV(conv2d_gemm_14, 1, 4)
+DEF_CONV(conv2d_gemm_18, 1, 8)
+DEF_CONV(conv2d_gemm_24, 2, 4)
+DEF_CONV(conv2d_gemm_28, 2, 8)
+DEF_CONV(conv2d_gemm_44, 4, 4)
+DEF_CONV(conv2d_gemm_48, 4, 8)
+DEF_CONV(conv2d_gemm_84, 8, 4)
+DEF_CONV(conv2d_gemm_88, 8, 8)
 
 /* Depthwise (one input channel per group, one output channel per group): one work-item
  * per output element, global (Wo, Ho, N*C). */

@@ -338,6 +338,13 @@ cd_status cd_report_json(const cd_report_input *in, const char *dir, cd_error *e
     return cd_afile_commit(&a, err);
 }
 
+/* Failing test cases: layers out of tolerance plus nondeterministic layers within it. */
+static int junit_failures(const cd_analysis *an) {
+    int n = an->n_fail;
+    for (int i = 0; i < an->n_layers; i++) n += an->layers[i].nondet && an->layers[i].m.pass;
+    return n;
+}
+
 cd_status cd_report_junit(const cd_report_input *in, const char *dir, cd_error *err) {
     cd_afile a;
     cd_status st = cd_afile_open(&a, dir, "junit.xml", err);
@@ -347,7 +354,7 @@ cd_status cd_report_junit(const cd_report_input *in, const char *dir, cd_error *
     fputs("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<testsuites>\n  <testsuite name=\"cldiff ", f);
     cd_put_xml(f, in->env->model_path);
     fprintf(f, " %s %s vs %s\" tests=\"%d\" failures=\"%d\" errors=\"%d\" time=\"%.3f\">\n", in->env->precision,
-            in->env->backend_a, in->env->backend_b, an->n_layers, an->n_fail, in->env->crash ? 1 : 0,
+            in->env->backend_a, in->env->backend_b, an->n_layers, junit_failures(an), in->env->crash ? 1 : 0,
             in->env->wall_ms_total / 1e3);
     if (in->env->crash) {
         fputs("    <testcase classname=\"cldiff.run\" name=\"backend\"><error message=\"", f);

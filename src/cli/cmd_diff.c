@@ -210,15 +210,16 @@ static int verdict_code(const cd_analysis *an) {
 }
 
 static void policy_desc(const cd_policy *p, char *buf, size_t n) {
-    snprintf(buf, n, "%s: atol=%g rtol=%g min_cos=%g max_fail_fraction=%g%s%s", p->base_source, p->base.atol,
-             p->base.rtol, p->base.min_cos, p->base.max_fail_fraction, p->n_rules ? "; rules from " : "",
+    snprintf(buf, n, "%s: atol=%g rtol=%g range_atol=%g min_cos=%g max_fail_fraction=%g%s%s", p->base_source, p->base.atol,
+             p->base.rtol, p->base.range_atol, p->base.min_cos, p->base.max_fail_fraction, p->n_rules ? "; rules from " : "",
              p->n_rules ? p->file : "");
 }
 
 static cd_status load_policy(const cd_cli_opts *o, cd_precision prec, cd_policy *p, cd_error *err) {
     cd_policy_init(p, prec);
     cd_policy_override(p, o->atol, o->rtol, o->min_cos, o->max_fail_fraction);
-    return o->tolerance_file ? cd_policy_load(p, o->tolerance_file, err) : CD_OK;
+    /* "auto" is not a file: the caller sets cd_cmp_request.auto_tol */
+    return o->tolerance_file && strcmp(o->tolerance_file, "auto") ? cd_policy_load(p, o->tolerance_file, err) : CD_OK;
 }
 
 /* Compares the new run against the same run in a stored dump (regression gate). */
@@ -813,17 +814,21 @@ static int calibrate(const cd_cli_opts *o) {
             pat[p++] = *x;
         }
         pat[p] = 0;
-        double atol = S * c[j].max_abs, floor_ = S * u * c[j].rms;
+        /* 1.0001: the %.6g below must not round the bound under the measured error */
+        double atol = 1.0001 * S * c[j].max_abs, floor_ = S * u * c[j].rms;
         if (atol < floor_) atol = floor_;
         if (!(atol > 0)) atol = 1e-30;
         double mc = 1 - S * (1 - c[j].min_cos) - 1e-12;
         if (mc < 0) mc = 0;
         if (off + 400 < cap)
-            off += (size_t)snprintf(txt + off, cap - off, "layer:%s atol=%.3g rtol=0 min_cos=%.12g max_fail_fraction=0  # %s #%d %s\n",
+            off += (size_t)snprintf(txt + off, cap - off, "layer:%s atol=%.6g rtol=0 min_cos=%.12g max_fail_fraction=0  # %s #%d %s\n",
                                     pat, atol, mc, c[j].type, c[j].op, c[j].tensor);
     }
     free(c);
     char path[1200];
+    snprintf(path, sizeof path, "%s/dump.h5", work);
+    unlink(path);
+    rmdir(work);
     snprintf(path, sizeof path, "%s/tolerance.txt", o->out_dir);
     cd_error err = {0};
     cd_status st = write_text(path, txt, &err);
@@ -962,7 +967,8 @@ static int compare_and_report(const cd_cli_opts *o, cd_dump_reader *ra, cd_dump_
     cd_status st = load_policy(o, p, &pol, &err);
     if (st) return cd_cli_fail(&err);
     cd_cmp_request q = {.ra = ra, .rb = rb, .run_a = run_a, .run_b = run_b, .rg = rg, .run_g = "golden",
-                        .policy = &pol, .by_op_index = same, .half_ulps = p == CD_PREC_FP16};
+                        .policy = &pol, .by_op_index = same, .half_ulps = p == CD_PREC_FP16,
+                        .auto_tol = o->tolerance_file && !strcmp(o->tolerance_file, "auto"), .fp16 = p == CD_PREC_FP16};
     cd_analysis an;
     cd_cmp_unmatched *um = NULL;
     int nu = 0;

@@ -40,6 +40,7 @@ void cd_metrics_compute(const float *ref, const float *val, int64_t n, const cd_
      * RMS we divide by that floor instead (and by the smallest normal float if all zero). */
     m->rel_floor = m->ref_rms > 0 ? 1e-3 * m->ref_rms : 1.17549435e-38;
     double sum_abs = 0, sum_d2 = 0, dot = 0, sv2 = 0;
+    double atol = tol->atol + tol->range_atol * absmax;
     int64_t finite_n = 0;
     for (int64_t i = 0; i < n; i++) {
         float r = ref[i], v = val[i];
@@ -62,7 +63,7 @@ void cd_metrics_compute(const float *ref, const float *val, int64_t n, const cd_
         if (d / den > m->max_rel) m->max_rel = d / den;
         double u = cd_ulp_distance(r, v, half_ulps);
         if (u > m->max_ulp) m->max_ulp = u;
-        if (d > tol->atol + tol->rtol * fabs((double)r)) m->fail_count++;
+        if (d > atol + tol->rtol * fabs((double)r)) m->fail_count++;
     }
     if (m->nonfinite_mismatch) {  /* a NaN/Inf mismatch is the worst element */
         for (int64_t i = 0; i < n; i++) {

@@ -10,6 +10,9 @@ typedef struct cd_tol {
     double atol, rtol;          /* element passes when |a-b| <= atol + rtol*|ref| */
     double max_fail_fraction;   /* layer passes when fail fraction <= this ... */
     double min_cos;             /* ... and cosine >= this */
+    double range_atol;          /* adds range_atol * max|ref| of the tensor to atol: half
+                                   rounding error scales with the tensor's range, not with
+                                   each element (zero-initialised: off) */
 } cd_tol;
 
 typedef struct cd_metrics {

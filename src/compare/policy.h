@@ -5,7 +5,7 @@
  *     default            atol=1e-4 rtol=1e-4 min_cos=0.99999 max_fail_fraction=0
  *     op:conv2d          atol=2e-4
  *     layer:conv2d_1*    rtol=1e-2 min_cos=0.999
- * Keys: atol, rtol, min_cos, max_fail_fraction (any subset). Rules are applied in the order
+ * Keys: atol, rtol, range_atol, min_cos, max_fail_fraction (any subset). Rules are applied in the order
  * default < op:TYPE < layer:GLOB; among rules of one kind, later lines win. */
 #ifndef CD_POLICY_H
 #define CD_POLICY_H
@@ -16,6 +16,7 @@ typedef struct cd_tol_rule {
     int kind;              /* 0 default, 1 op type, 2 layer glob */
     char pattern[128];
     double atol, rtol, min_cos, max_fail_fraction; /* < 0: not set by this rule */
+    double range_atol;
     int line;
 } cd_tol_rule;
 
@@ -29,7 +30,7 @@ typedef struct cd_policy {
 
 /* Defaults (documented in README "Tolerances"):
  * fp32: atol 1e-4, rtol 1e-4, min_cos 0.99999, max_fail_fraction 0
- * fp16: atol 1e-3, rtol 1e-2, min_cos 0.999,   max_fail_fraction 1e-3 */
+ * fp16: atol 1e-3, rtol 1e-2, range_atol 4e-3, min_cos 0.999, max_fail_fraction 1e-3 */
 void cd_policy_init(cd_policy *p, cd_precision prec);
 /* Command-line overrides (negative = keep). */
 void cd_policy_override(cd_policy *p, double atol, double rtol, double min_cos, double max_fail_fraction);

@@ -24,7 +24,15 @@ struct cd_dump {
 
 /* ---------------- HDF5 error capture ---------------- */
 
-void cd_dump_h5_quiet(void) { H5Eset_auto2(H5E_DEFAULT, NULL, NULL); }
+/* Silences HDF5's error printing (errors become cd_error messages) and stops its atexit
+ * shutdown: after a failed flush (disk full) H5Fclose fails and leaves the file open inside
+ * HDF5, whose exit-time close then crashes in H5F__close_cb. Our files are closed (or
+ * discarded) explicitly; nothing needs HDF5's exit handler. */
+void cd_dump_h5_quiet(void) {
+    static int once;
+    if (!once) { once = 1; H5dont_atexit(); }
+    H5Eset_auto2(H5E_DEFAULT, NULL, NULL);
+}
 
 typedef struct { char desc[600]; int n; } h5_walk;
 

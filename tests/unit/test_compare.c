@@ -1,5 +1,7 @@
 #include <criterion/criterion.h>
 #include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include "compare/analysis.h"
 #include "compare/metrics.h"
@@ -133,5 +135,80 @@ Test(analysis, first_divergence_growth_and_jump) {
     a.layers[2].iso.pass = false;
     cd_classify_first(&a);
     cr_assert_str_eq(a.first_kind, "local");
+    cd_analysis_free(&a);
+}
+
+/* ---- diagnosis (docs/diagnosis.md) ---- */
+#include "diag/diag.h"
+
+Test(diag, hazard_counts_at_half_limits) {
+    float g[] = {65504.0f, 65504.5f, -70000.0f, 6.0e-5f, -1e-7f, 0.0f, 6.103515625e-05f, NAN, INFINITY, 1.0f};
+    int64_t over = 0, under = 0;
+    double mx = 0;
+    cd_diag_hazard_counts(g, 10, &over, &under, &mx);
+    cr_assert_eq(over, 2);      /* 65504.5 and -70000; 65504 itself is representable */
+    cr_assert_eq(under, 2);     /* 6e-5 and -1e-7; 2^-14 is the smallest normal, 0 is exact */
+    cr_assert_float_eq(mx, 70000.0, 0);
+}
+
+Test(diag, auto_tolerance_formula) {
+    cd_tol base = {.atol = 1, .rtol = 1, .min_cos = 0.5, .max_fail_fraction = 0.25};
+    char rule[160];
+    cd_tol t = cd_diag_auto_tol(&base, false, 100, 2.0, rule, sizeof rule);
+    cr_assert_float_eq(t.atol, CD_AUTO_C * 5.9604644775390625e-08 * 10 * 2.0, 1e-20);
+    cr_assert_float_eq(t.rtol, CD_AUTO_C * 5.9604644775390625e-08, 1e-20);
+    cr_assert_float_eq(t.min_cos, 0.5, 0);
+    cr_assert_float_eq(t.max_fail_fraction, 0.25, 0);
+    cr_assert(strstr(rule, "auto:") == rule && strstr(rule, "K=100"), "%s", rule);
+    cd_tol h = cd_diag_auto_tol(&base, true, 9, 1.0, NULL, 0);
+    cr_assert_float_eq(h.atol, CD_AUTO_C * 4.8828125e-04 * 3, 1e-15);
+    cd_tol z = cd_diag_auto_tol(&base, true, 0, 0.0, NULL, 0);  /* all-zero reference: still > 0 */
+    cr_assert(z.atol > 0);
+}
+
+Test(diag, hazard_ranking_and_nonfinite_origin) {
+    cd_analysis a = {0};
+    a.n_layers = 4;
+    a.layers = calloc(4, sizeof *a.layers);
+    for (int i = 0; i < 4; i++) {
+        a.layers[i].op_index = i + 1;
+        snprintf(a.layers[i].layer, sizeof a.layers[i].layer, "l%d", i);
+        a.layers[i].m.pass = true;
+        a.layers[i].m.n = 1000;
+        a.layers[i].has_hazard = true;
+        a.layers[i].tol.rtol = 1e-2;
+        a.layers[i].acc_k = 1;
+    }
+    a.layers[1].g_absmax = 20000;                 /* near overflow */
+    a.layers[2].g_over = 5;                       /* overflow: riskiest */
+    a.layers[2].m.pass = false;
+    a.layers[2].nf_hard = true;
+    a.layers[2].nf_new_b = 5;
+    a.layers[3].m.pass = false;                   /* absorbed later: also nonfinite */
+    a.layers[3].nf_hard = true;
+    a.layers[3].nf_new_a = 1;
+    a.layers[3].nf_new_b = 1;
+    a.layers[0].acc_k = 1000000;                  /* u16*sqrt(K) = 0.49 > rtol */
+    cd_analyze(&a);
+    cd_diag_rank_hazards(&a);
+    cr_assert_eq(a.n_at_risk, 3);
+    cr_assert_eq(a.layers[2].risk_rank, 1);
+    cr_assert_eq(a.layers[1].risk_rank, 2);
+    cr_assert_eq(a.layers[0].risk_rank, 3);
+    cr_assert_eq(a.layers[3].risk_rank, 0);
+    cr_assert_eq(a.nonfinite_origin, 2);
+    cr_assert_str_eq(a.nonfinite_side, "b");
+    cr_assert_eq(a.n_nonfinite_hard, 2);
+    cr_assert_eq(a.first_fail, 2);
+    cd_classify_first(&a);
+    cr_assert_str_eq(a.first_kind, "local");
+    /* a nondeterministic layer fails the run even within tolerance */
+    a.layers[2].m.pass = a.layers[3].m.pass = true;
+    a.layers[2].nf_hard = a.layers[3].nf_hard = false;
+    a.layers[0].nondet = true;
+    cd_analyze(&a);
+    cr_assert_eq(a.verdict, CD_VERDICT_FAIL);
+    cr_assert_eq(a.first_nondet, 0);
+    cr_assert_eq(a.n_nondet, 1);
     cd_analysis_free(&a);
 }

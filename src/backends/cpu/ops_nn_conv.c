@@ -379,19 +379,21 @@ static void F(pack_im2col)(const void *ctxv, int k0, int kc, int n0, int nc, voi
 }
 
 /* ---- depthwise (groups with one input channel, channel multiplier m = Cout / groups) ----
- * Direct kernel, one output plane per task. Output columns whose taps all lie inside the
- * input row ("interior") are computed DW_VL at a time in a vector accumulator: for every
- * valid tap (ky outer, kx inner) acc = acc + w * x, where x is a contiguous load (stride 1),
- * an even-lane shuffle of two loads (stride 2) or a lane-by-lane gather (other strides).
- * Border columns take the scalar path with bounds checks. Both paths add the valid taps in
- * the same order starting from 0, so a column's value does not depend on which path
- * computed it (fp16: one rounding per multiply and per add, contraction off). */
+ * Direct kernel, one output plane per task. The input plane is first copied into a
+ * zero-padded scratch plane (padding, plus slack so the last vector of a row may read
+ * past Wo), so every output column takes the same branch-free vector path: DW_VL columns
+ * per vector, up to 4 vectors in flight (FMA latency), and for every tap (ky outer, kx
+ * inner) acc = acc + w * x, x being a contiguous load (stride 1), an even-lane shuffle of
+ * two loads (stride 2) or a lane-by-lane gather (other strides). Padding taps add w * 0,
+ * exactly as the im2col + GEMM path does. fp16: one rounding per multiply and per add
+ * (contraction off), so the bits do not depend on the ISA level chosen at run time. */
 #define DW_VL 16
+#define DW_NV 4
 typedef NN_T F(dwvec) __attribute__((vector_size(DW_VL * sizeof(NN_T))));
 
 typedef struct {
-    int H, W, Ho, Wo, KH, KW, sh, sw, dh, dw, pt, pl;
-    int vx0, vx1; /* output columns [vx0, vx1) may use the vector path */
+    int Ho, Wo, KH, KW, sh, sw, dh, dw;
+    int Wp; /* scratch row length */
 } F(dw_geo);
 
 static inline __attribute__((always_inline)) void F(dw_load)(const NN_T *p, int sw, F(dwvec) *out) {
@@ -407,57 +409,59 @@ static inline __attribute__((always_inline)) void F(dw_load)(const NN_T *p, int 
 #else
         typedef int F(dwidx) __attribute__((vector_size(DW_VL * sizeof(int))));
 #endif
+#if defined(__clang__)   /* clang spells the two-vector shuffle differently */
+        v = __builtin_shufflevector(a, b, 0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
+#else
         const F(dwidx) even = {0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30};
         v = __builtin_shuffle(a, b, even);
+#endif
     } else {
         for (int j = 0; j < DW_VL; j++) v[j] = p[(size_t)j * sw];
     }
     *out = v;
 }
 
+/* xp: padded plane (row oy*sh + ky*dh, column ox*sw + kx*dw holds the tap). */
 static inline __attribute__((always_inline)) void
-F(dw_plane_body)(const F(dw_geo) *d, const NN_T *restrict x, const NN_T *restrict wk, NN_T *restrict y) {
-    const int H = d->H, W = d->W, Wo = d->Wo, KW = d->KW, sw = d->sw, dw = d->dw, pl = d->pl;
+F(dw_plane_body)(const F(dw_geo) *d, const NN_T *restrict xp, const NN_T *restrict wk, NN_T *restrict y) {
+    const int Wo = d->Wo, KH = d->KH, KW = d->KW, sw = d->sw, dw = d->dw, Wp = d->Wp;
     for (int oy = 0; oy < d->Ho; oy++) {
-        const int iy0 = oy * d->sh - d->pt;
-        int ky0 = 0, ky1 = d->KH; /* valid taps: 0 <= iy0 + ky*dh < H */
-        while (ky0 < ky1 && iy0 + ky0 * d->dh < 0) ky0++;
-        while (ky1 > ky0 && iy0 + (ky1 - 1) * d->dh >= H) ky1--;
+        const NN_T *xr0 = xp + (size_t)oy * d->sh * Wp;
         NN_T *yr = y + (size_t)oy * Wo;
         int ox = 0;
-        for (int pass = 0; pass < 2; pass++) {
-            /* pass 0: columns [0, vx0) scalar, then vectors; pass 1: the rest scalar */
-            int end = pass == 0 ? d->vx0 : Wo;
-            for (; ox < end; ox++) {
-                const int ix0 = ox * sw - pl; /* valid taps: 0 <= ix0 + kx*dw < W */
-                int kx0 = 0, kx1 = KW;
-                while (kx0 < kx1 && ix0 + kx0 * dw < 0) kx0++;
-                while (kx1 > kx0 && ix0 + (kx1 - 1) * dw >= W) kx1--;
-                NN_T acc = (NN_T)0;
-                for (int ky = ky0; ky < ky1; ky++) {
-                    const NN_T *xr = x + (size_t)(iy0 + ky * d->dh) * W + ix0;
-                    const NN_T *wr = wk + ky * KW;
-                    for (int kx = kx0; kx < kx1; kx++) acc = acc + wr[kx] * xr[kx * dw];
-                }
-                yr[ox] = acc;
-            }
-            if (pass == 0) {
-                for (; ox + DW_VL <= d->vx1; ox += DW_VL) {
-                    F(dwvec) acc = {0};
-                    for (int ky = ky0; ky < ky1; ky++) {
-                        const NN_T *xr = x + (size_t)(iy0 + ky * d->dh) * W + (ox * sw - pl);
-                        const NN_T *wr = wk + ky * KW;
-                        for (int kx = 0; kx < KW; kx++) {
-                            const NN_T wt = wr[kx];
-                            const F(dwvec) wv = {wt, wt, wt, wt, wt, wt, wt, wt, wt, wt, wt, wt, wt, wt, wt, wt};
-                            F(dwvec) xv;
-                            F(dw_load)(xr + kx * dw, sw, &xv);
-                            acc = acc + wv * xv;
-                        }
+        for (; ox + DW_NV * DW_VL <= Wo; ox += DW_NV * DW_VL) {
+            F(dwvec) acc[DW_NV];
+            for (int v = 0; v < DW_NV; v++) acc[v] = (F(dwvec)){0};
+            for (int ky = 0; ky < KH; ky++) {
+                const NN_T *xr = xr0 + (size_t)ky * d->dh * Wp + (size_t)ox * sw;
+                for (int kx = 0; kx < KW; kx++) {
+                    const NN_T wt = wk[ky * KW + kx];
+                    const F(dwvec) wv = {wt, wt, wt, wt, wt, wt, wt, wt, wt, wt, wt, wt, wt, wt, wt, wt};
+                    for (int v = 0; v < DW_NV; v++) {
+                        F(dwvec) xv;
+                        F(dw_load)(xr + kx * dw + v * DW_VL * sw, sw, &xv);
+                        acc[v] = acc[v] + wv * xv;
                     }
-                    memcpy(yr + ox, &acc, sizeof acc);
                 }
             }
+            memcpy(yr + ox, acc, sizeof acc);
+        }
+        for (; ox < Wo; ox += DW_VL) {
+            F(dwvec) acc = {0};
+            for (int ky = 0; ky < KH; ky++) {
+                const NN_T *xr = xr0 + (size_t)ky * d->dh * Wp + (size_t)ox * sw;
+                for (int kx = 0; kx < KW; kx++) {
+                    const NN_T wt = wk[ky * KW + kx];
+                    const F(dwvec) wv = {wt, wt, wt, wt, wt, wt, wt, wt, wt, wt, wt, wt, wt, wt, wt, wt};
+                    F(dwvec) xv;
+                    F(dw_load)(xr + kx * dw, sw, &xv);
+                    acc = acc + wv * xv;
+                }
+            }
+            int n = Wo - ox < DW_VL ? Wo - ox : DW_VL;
+            if (n == DW_VL) memcpy(yr + ox, &acc, sizeof acc);
+            else
+                for (int j = 0; j < n; j++) yr[ox + j] = acc[j];
         }
     }
 }
@@ -471,19 +475,18 @@ __attribute__((target(NN_ISA_MID))) static void F(dw_plane_mid) DW_ARGS { F(dw_p
 #endif
 #undef DW_ARGS
 
-static void F(conv_direct)(const conv_geo *g, const NN_T *in, const NN_T *w, NN_T *out, int threads) {
-    F(dw_geo) d = {(int)g->H, (int)g->W, (int)g->Ho, (int)g->Wo, (int)g->KH, (int)g->KW, (int)g->sh,
-                   (int)g->sw, (int)g->dh, (int)g->dw, (int)g->pt, (int)g->pl, 0, 0};
-    /* interior: ox*sw - pl >= 0 and the last element any load touches is < W (the
-     * stride-2 load reads DW_VL*2 values, one past the last tap) */
-    int64_t last = (int64_t)(g->KW - 1) * g->dw + (g->sw == 2 ? 1 : 0);
-    int64_t v0 = (g->pl + g->sw - 1) / g->sw;
-    int64_t v1 = g->W - 1 - last + g->pl < 0 ? 0 : (g->W - 1 - last + g->pl) / g->sw + 1;
-    if (v1 > g->Wo) v1 = g->Wo;
-    if (v0 > g->Wo) v0 = g->Wo;
-    if (v1 < v0) v1 = v0;
-    d.vx0 = (int)v0;
-    d.vx1 = (int)v1;
+static cd_status F(conv_direct)(cd_op_ctx *c, const conv_geo *g, const NN_T *in, const NN_T *w, NN_T *out) {
+    const int threads = c->threads;
+    /* scratch geometry: rows cover every tap row, columns every tap column of every vector
+     * (including the part of the last vector past Wo) plus the stride-2 load's extra value */
+    const int64_t Wo_v = (g->Wo + DW_VL - 1) / DW_VL * DW_VL;
+    const int64_t Hp = (g->Ho - 1) * g->sh + (g->KH - 1) * g->dh + 1;
+    int64_t Wp = (Wo_v - 1) * g->sw + (g->KW - 1) * g->dw + 1 + (g->sw == 2 ? 1 : 0);
+    if (Wp < g->pl + g->W) Wp = g->pl + g->W;
+    const int64_t Hc = imin64(g->H, Hp - g->pt); /* input rows that land in the scratch */
+    if (Hp * Wp > INT32_MAX)
+        return cd_op_fail(c, CD_E_UNSUPPORTED, "depthwise padded plane %lldx%lld is too large", (long long)Hp, (long long)Wp);
+    F(dw_geo) d = {(int)g->Ho, (int)g->Wo, (int)g->KH, (int)g->KW, (int)g->sh, (int)g->sw, (int)g->dh, (int)g->dw, (int)Wp};
     F(dw_plane_fn) plane = F(dw_plane_default);
 #ifdef NN_X86
     __builtin_cpu_init();
@@ -493,11 +496,36 @@ static void F(conv_direct)(const conv_geo *g, const NN_T *in, const NN_T *w, NN_
     const int64_t m = g->Cout / g->groups, HWo = g->Ho * g->Wo, HW = g->H * g->W;
     const int64_t total = g->N * g->Cout, KHW = g->KH * g->KW;
     const bool par = threads > 1 && total > 1 && total * HWo * KHW >= NN_PAR_MIN_WORK;
-#pragma omp parallel for num_threads(threads) schedule(dynamic, 1) if (par)
-    for (int64_t t = 0; t < total; t++) {
-        int64_t n = t / g->Cout, oc = t % g->Cout, ic = oc / m;
-        plane(&d, in + (n * g->Cin + ic) * HW, w + oc * KHW, out + t * HWo);
+    bool ok = true;
+#pragma omp parallel num_threads(threads) if (par)
+    {
+        NN_T *xp = malloc((size_t)(Hp * Wp) * sizeof(NN_T));
+        if (!xp) {
+#pragma omp atomic write
+            ok = false;
+        } else {
+            /* zeros stay in the padding; only the input window is rewritten per plane */
+            for (int64_t i = 0; i < Hp * Wp; i++) xp[i] = (NN_T)0;
+        }
+        int64_t last_ic = -1;
+#pragma omp for schedule(dynamic, 1)
+        for (int64_t t = 0; t < total; t++) {
+            if (!xp) continue;
+            int64_t n = t / g->Cout, oc = t % g->Cout, ic = n * g->Cin + oc / m;
+            if (ic != last_ic) { /* channel multiplier > 1: consecutive planes share input */
+                const NN_T *x = in + ic * HW;
+                for (int64_t iy = imax64(0, -g->pt); iy < Hc; iy++) {
+                    int64_t cols = imin64(g->W, Wp - g->pl);
+                    memcpy(xp + (iy + g->pt) * Wp + g->pl, x + iy * g->W, (size_t)cols * sizeof(NN_T));
+                }
+                last_ic = ic;
+            }
+            plane(&d, xp, w + oc * KHW, out + t * HWo);
+        }
+        free(xp);
     }
+    if (!ok) return cd_op_fail(c, CD_E_NOMEM, "out of memory for the %lldx%lld depthwise scratch plane", (long long)Hp, (long long)Wp);
+    return CD_OK;
 }
 
 /* Bias, activation, residual add: one pass per output plane, per element in this order
@@ -533,6 +561,20 @@ static inline __attribute__((always_inline)) void F(epi_plane_body)(const F(epi_
     case CD_ACT_RELU6: {
         const NN_T th = (NN_T)e->act.a;
         EPI_LOOP(v = v < (NN_T)0 ? (NN_T)0 : (v > th ? th : v))
+        break;
+    }
+    /* hard_swish and leaky_relu inline, in float exactly as cd_act_apply writes them (no
+     * multiply-add pair that could be contracted): the call per element dominated small
+     * convs. */
+    case CD_ACT_HARD_SWISH: {
+        const float hs_th = e->act.a, hs_scale = e->act.b, hs_off = e->act.c;
+        EPI_LOOP(float xf = (float)v; float tt = xf + hs_off;
+                 tt = tt < 0.0f ? 0.0f : (tt > hs_th ? hs_th : tt); v = (NN_T)(xf * tt / hs_scale))
+        break;
+    }
+    case CD_ACT_LEAKY_RELU: {
+        const float lr = e->act.a;
+        EPI_LOOP(float xf = (float)v; v = (NN_T)(xf < 0.0f ? lr * xf : xf))
         break;
     }
     case CD_ACT_PRELU: {
@@ -592,8 +634,7 @@ static cd_status F(conv_fwd)(cd_op_ctx *c, const conv_geo *g, const NN_T *in, co
     const int64_t cig = g->Cin / g->groups, cog = g->Cout / g->groups, HWo = g->Ho * g->Wo;
     const int K = (int)(cig * g->KH * g->KW);
     if (cig == 1 && g->groups > 1) {
-        F(conv_direct)(g, in, w, out, c->threads);
-        return CD_OK;
+        return F(conv_direct)(c, g, in, w, out);
     }
     bool pointwise = g->KH == 1 && g->KW == 1 && g->sh == 1 && g->sw == 1 && g->pt == 0 &&
                      g->pb == 0 && g->pl == 0 && g->pr == 0;

@@ -2,9 +2,9 @@
  * (nb-format §7.1, §7.2). Picks the kernel: depthwise direct (one channel per group),
  * 1x1 GEMM (stride 1, no padding: the input is the im2col matrix), general implicit GEMM. */
 #include "backends/opencl/cl_ops_util.h"
+#include <stdio.h>
 #include <string.h>
 
-#define TILE 64 /* TM = TN of conv.cl */
 
 typedef struct {
     int x, w, b, res, alpha, y;
@@ -115,7 +115,15 @@ static cd_status op_conv(cd_cl_ctx *c, cd_error *err) {
     bool dw = cin_g == 1 && cout_g == 1;
     bool one = a.KH == 1 && a.KW == 1 && a.stride[0] == 1 && a.stride[1] == 1 && !a.pads[0] && !a.pads[1] &&
                !a.pads[2] && !a.pads[3];
-    const char *name = dw ? "conv2d_dw" : (one ? "conv2d_1x1" : "conv2d_gemm");
+    /* Register block: as many output channels per work-item as keep the 16 rm-row tile mostly
+     * used (detection heads have 4..30 channels over a long K: a 64-row tile would compute
+     * mostly padding), 8 pixels when there are enough pixels to keep every compute unit busy
+     * with 128-wide tiles. */
+    int rm = cout_g <= 16 ? 1 : (cout_g <= 32 ? 2 : (cout_g <= 64 ? 4 : 8));
+    int rn = a.Ho * a.Wo >= 16384 ? 8 : 4;
+    char name[32];
+    if (dw) snprintf(name, sizeof name, "conv2d_dw");
+    else snprintf(name, sizeof name, "conv2d_gemm_%d%d", rm, rn);
     cl_kernel k;
     if ((s = c->kernel(c, "conv", name, &k, err))) return s;
     clu_args g;
@@ -147,13 +155,14 @@ static cd_status op_conv(cd_cl_ctx *c, cd_error *err) {
     clu_flt(&g, a.act.c);
     clu_int(&g, a.amode);
     clu_int(&g, a.res_relu);
+    if (!dw) clu_int(&g, one);
     if (g.st) return g.st;
     if (dw) {
         size_t gl[3] = {(size_t)a.Wo, (size_t)a.Ho, (size_t)(a.N * a.Cout)};
         return c->launch(c, k, 3, gl, NULL, err);
     }
-    size_t gl[3] = {clu_round((size_t)(a.Ho * a.Wo), TILE) / 4, clu_round((size_t)cout_g, TILE) / 4,
-                    (size_t)(a.N * a.groups)};
+    size_t gl[3] = {clu_round((size_t)(a.Ho * a.Wo), (size_t)(16 * rn)) / (size_t)rn,
+                    clu_round((size_t)cout_g, (size_t)(16 * rm)) / (size_t)rm, (size_t)(a.N * a.groups)};
     size_t lo[3] = {16, 16, 1};
     return c->launch(c, k, 3, gl, lo, err);
 }
