@@ -23,6 +23,7 @@ static const char *const USAGE_MAIN =
     "  --layers SPEC             all (default) | outputs | names,globs | op:TYPE | #3-17\n"
     "  --dump full|stats         keep whole tensors (default) or statistics only\n"
     "  --out DIR                 output folder (default cldiff-out)\n"
+    "  --compress N              dump compression: deflate level 1-9 (default 1), 0 = none (fastest)\n"
     "backends:\n"
     "  --backends A[,B]          cpu (alias arm) and/or opencl (default cpu,opencl)\n"
     "  --fp32 | --fp16           precision of both runs (default fp32)\n"
@@ -179,6 +180,10 @@ int cd_cli_parse(int argc, char **argv, int first, cd_cli_opts *o, const char *c
             NEEDV();
             if (strcmp(v, "full") && strcmp(v, "stats")) return usage_error(cmd, "--dump expects full or stats, got '%s'", v);
             o->dump_mode = v;
+        } else if (!strcmp(a, "--compress")) {
+            NEEDV(); long n;
+            if (!parse_int(v, 0, 9, &n)) return usage_error(cmd, "--compress expects a level 0..9 (0 = none), got '%s'", v);
+            o->deflate = n == 0 ? -1 : (int)n;
         } else if (!strcmp(a, "--timeout")) {
             NEEDV();
             if (!parse_double(v, &o->timeout_s) || o->timeout_s <= 0) return usage_error(cmd, "--timeout expects seconds > 0, got '%s'", v);

@@ -24,6 +24,7 @@ typedef struct cd_cli_opts {
     const char *mean, *std, *channel_order; /* PNG preprocessing */
     bool no_resize;
     const char *dump_mode;         /* --dump full|stats */
+    int deflate;                   /* --compress N: 0 none, 1-9 deflate level (default 1) */
     double timeout_s;              /* --timeout SEC (OpenCL child) */
     bool quiet;
     bool fp16_compute;             /* --fp16-compute: allow half arithmetic on OpenCL */

@@ -132,7 +132,7 @@ cd_status cd_session_open(cd_session *s, const cd_cli_opts *o, cd_error *err) {
     snprintf(s->dump_path, sizeof s->dump_path, "%s/dump.h5", o->out_dir);
     cd_dump_meta meta = {.command_line = o->command_line, .model_path = o->model, .model_sha256 = s->sha256,
                          .model_format = s->model_format, .precision = o->prec == CD_PREC_FP16 ? "fp16" : "fp32",
-                         .seed = o->seed};
+                         .seed = o->seed, .deflate = o->deflate};
     if ((st = cd_dump_create(s->dump_path, &meta, &s->dump, err))) return st;
     if ((st = cd_dump_write_model(s->dump, s->g, err))) return st;
     if ((st = write_macs(s, err))) return st;

@@ -20,6 +20,7 @@ struct cd_dump {
     bool append;
     char run_name[128];       /* cached open run group */
     hid_t run;
+    int deflate;              /* 0 = chunks stored uncompressed, else deflate level */
 };
 
 /* ---------------- HDF5 error capture ---------------- */
@@ -250,6 +251,7 @@ static cd_dump *dump_alloc(const char *path, cd_error *err) {
     cd_dump *d = cd_calloc(1, sizeof *d, err);
     if (!d) return NULL;
     d->file = d->gcpl = d->dcpl_plain = d->run = -1;
+    d->deflate = 1;
     d->path = cd_strdup(path);
     size_t n = strlen(path) + 32;
     d->tmp = malloc(n);
@@ -286,6 +288,7 @@ cd_status cd_dump_create(const char *path, const cd_dump_meta *meta, cd_dump **o
     if (!path || !*path) return cd_err(err, CD_E_USAGE, "empty dump path; give --out FILE.h5");
     cd_dump *d = dump_alloc(path, err);
     if (!d) return CD_E_NOMEM;
+    if (meta && meta->deflate) d->deflate = meta->deflate < 0 ? 0 : (meta->deflate > 9 ? 9 : meta->deflate);
     /* Create the file ourselves first: errno gives a clearer message than HDF5's stack. */
     int fd = open(d->tmp, O_WRONLY | O_CREAT | O_TRUNC, 0644);
     if (fd < 0) {
@@ -631,14 +634,16 @@ static hid_t write_values(cd_dump *d, hid_t loc, const char *name, const cd_valu
     hid_t dcpl = d->dcpl_plain;
     bool own_dcpl = false;
     /* tiny tensors: compression costs more than it saves and chunk index overhead dominates */
-    if (!stats_only && v->shape.rank > 0 && nb >= 4096 && H5Zfilter_avail(H5Z_FILTER_DEFLATE) > 0) {
+    if (!stats_only && v->shape.rank > 0 && nb >= 4096 && (d->deflate == 0 || H5Zfilter_avail(H5Z_FILTER_DEFLATE) > 0)) {
         hsize_t ch[CD_MAX_RANK];
         chunk_dims(&v->shape, ch);
         dcpl = H5Pcopy(d->dcpl_plain);
         own_dcpl = true;
         H5Pset_chunk(dcpl, v->shape.rank, ch);
-        H5Pset_shuffle(dcpl);     /* byte planes of floats compress much better */
-        H5Pset_deflate(dcpl, 1);  /* level 1: most of the gain at a fraction of the time */
+        if (d->deflate > 0) {
+            H5Pset_shuffle(dcpl);             /* byte planes of floats compress much better */
+            H5Pset_deflate(dcpl, (unsigned)d->deflate); /* level 1 by default: most of the gain */
+        }
     }
     hid_t ds = H5Dcreate2(loc, name, ft, sp, H5P_DEFAULT, dcpl, H5P_DEFAULT);
     if (ds >= 0 && !stats_only && nb > 0 && H5Dwrite(ds, mt, H5S_ALL, H5S_ALL, H5P_DEFAULT, v->data) < 0) {

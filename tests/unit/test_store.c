@@ -37,7 +37,7 @@ static cd_value mk(cd_dtype dt, int rank, const int64_t *dims, void *data) {
 
 static cd_dump *create(const char *name, char *path) {
     sprintf(path, "%s/%s", tmpdir, name);
-    cd_dump_meta m = {"cldiff run m.nb", "m.nb", "ab12", "paddle-lite nb meta 2, opt v2.10", "fp16", 42};
+    cd_dump_meta m = {"cldiff run m.nb", "m.nb", "ab12", "paddle-lite nb meta 2, opt v2.10", "fp16", 42, 0};
     cd_dump *d = NULL;
     cd_error e = {0};
     cr_assert_eq(cd_dump_create(path, &m, &d, &e), CD_OK, "%s", e.msg);
