@@ -101,9 +101,14 @@ void cd_dump_unescape(const char *name, char *out, size_t n) {
 
 /* ---------------- attributes ---------------- */
 
-static hid_t str_type(void) {
+/* String attributes are fixed-length (exactly the value plus its NUL): reading a
+ * variable-length string goes through HDF5's global heap, where a crafted file makes
+ * HDF5 1.10 copy out of bounds (tests/fuzz/regressions/dump/hdf5-vlen-attr-huge-copy), so
+ * the reader refuses variable-length strings and the writer never makes them. */
+static hid_t str_type(size_t len) {
     hid_t t = H5Tcopy(H5T_C_S1);
-    H5Tset_size(t, H5T_VARIABLE);
+    H5Tset_size(t, len + 1);
+    H5Tset_strpad(t, H5T_STR_NULLTERM);
     H5Tset_cset(t, H5T_CSET_UTF8);
     return t;
 }
@@ -125,9 +130,9 @@ static herr_t attr_write(hid_t obj, const char *name, hid_t ftype, hid_t mtype, 
 }
 
 static herr_t a_str(hid_t obj, const char *name, const char *v) {
-    hid_t t = str_type(), s = H5Screate(H5S_SCALAR);
     const char *p = v ? v : "";
-    herr_t r = attr_write(obj, name, t, t, s, &p);
+    hid_t t = str_type(strlen(p)), s = H5Screate(H5S_SCALAR);
+    herr_t r = attr_write(obj, name, t, t, s, p);
     H5Sclose(s);
     H5Tclose(t);
     return r;

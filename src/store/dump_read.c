@@ -78,20 +78,15 @@ cd_status cd_dump_attr_str(const cd_dump_reader *r, const char *path, const char
     cd_status st = CD_OK;
     if (H5Tget_class(t) != H5T_STRING || H5Sget_simple_extent_npoints(sp) != 1) {
         st = cd_err(err, CD_E_MODEL, "dump '%s': attribute '%s' of '%s' is not a string", r->path, name, path);
-    } else if (H5Tis_variable_str(t) > 0) {
-        hid_t mt = H5Tcopy(H5T_C_S1);
-        H5Tset_size(mt, H5T_VARIABLE);
-        H5Tset_cset(mt, H5Tget_cset(t));
-        char *s = NULL;
-        if (H5Aread(a, mt, &s) < 0)
-            st = cd_dump_h5_error(err, CD_E_MODEL, "dump '%s': cannot read attribute '%s' of '%s'", r->path, name, path);
-        else if (n)
-            snprintf(buf, n, "%s", s ? s : "");
-        if (s) H5free_memory(s);
-        H5Tclose(mt);
+    } else if (H5Tis_variable_str(t) != 0) {
+        /* cldiff writes fixed-length strings; a variable-length one is read through HDF5's
+         * global heap, which a crafted file turns into an out-of-bounds copy (HDF5 1.10). */
+        st = cd_err(err, CD_E_MODEL, "dump '%s': attribute '%s' of '%s' is a variable-length string; cldiff "
+                    "dumps store fixed-length strings (not a cldiff dump, or written by another tool)",
+                    r->path, name, path);
     } else {
         size_t sz = H5Tget_size(t);
-        char *tmp = malloc(sz + 1);
+        char *tmp = sz <= (1u << 20) ? malloc(sz + 1) : NULL;
         hid_t mt = H5Tcopy(t);
         if (!tmp) st = cd_err(err, CD_E_NOMEM, "out of memory");
         else if (H5Aread(a, mt, tmp) < 0)
