@@ -5,7 +5,11 @@ set -euo pipefail
 here="$(cd "$(dirname "$0")/.." && pwd)"
 pkgs=(build-essential cmake pkg-config libhdf5-dev hdf5-tools libpng-dev libcriterion-dev
       opencl-c-headers ocl-icd-opencl-dev pocl-opencl-icd clinfo oclgrind clang
-      python3 python3-venv python3-pip zlib1g-dev)
+      python3 python3-venv python3-pip zlib1g-dev
+      valgrind clang-15 libclang-common-15-dev libomp-15-dev
+      gcc-aarch64-linux-gnu libc6-dev-arm64-cross qemu-user)
+# valgrind, clang-15 (libFuzzer; clang-14 lacks _Float16 on x86-64), the aarch64 cross
+# toolchain and qemu-user serve the hardening tests (docs/hardening.md).
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

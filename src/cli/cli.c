@@ -23,6 +23,7 @@ static const char *const USAGE_MAIN =
     "  --layers SPEC             all (default) | outputs | names,globs | op:TYPE | #3-17\n"
     "  --dump full|stats         keep whole tensors (default) or statistics only\n"
     "  --out DIR                 output folder (default cldiff-out)\n"
+    "  --max-memory SIZE         refuse plans needing more (default 80% of physical memory)\n"
     "  --compress N              dump compression: deflate level 1-9 (default 1), 0 = none (fastest)\n"
     "backends:\n"
     "  --backends A[,B]          cpu (alias arm) and/or opencl (default cpu,opencl)\n"
@@ -180,6 +181,19 @@ int cd_cli_parse(int argc, char **argv, int first, cd_cli_opts *o, const char *c
             NEEDV();
             if (strcmp(v, "full") && strcmp(v, "stats")) return usage_error(cmd, "--dump expects full or stats, got '%s'", v);
             o->dump_mode = v;
+        } else if (!strcmp(a, "--max-memory")) {
+            NEEDV(); char *end; errno = 0;
+            double x = strtod(v, &end);
+            double mul = 1;
+            if (*end == 'k' || *end == 'K') mul = 1024.0, end++;
+            else if (*end == 'm' || *end == 'M') mul = 1024.0 * 1024, end++;
+            else if (*end == 'g' || *end == 'G') mul = 1024.0 * 1024 * 1024, end++;
+            else if (*end == 't' || *end == 'T') mul = 1024.0 * 1024 * 1024 * 1024, end++;
+            if (*end == 'i' || *end == 'B') end++;
+            if (*end == 'B') end++;
+            if (errno || end == v || *end || !(x > 0) || x * mul > 9e18)
+                return usage_error(cmd, "--max-memory expects a size such as 512M or 8G, got '%s'", v);
+            o->max_memory = (int64_t)(x * mul);
         } else if (!strcmp(a, "--compress")) {
             NEEDV(); long n;
             if (!parse_int(v, 0, 9, &n)) return usage_error(cmd, "--compress expects a level 0..9 (0 = none), got '%s'", v);

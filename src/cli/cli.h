@@ -24,6 +24,7 @@ typedef struct cd_cli_opts {
     const char *mean, *std, *channel_order; /* PNG preprocessing */
     bool no_resize;
     const char *dump_mode;         /* --dump full|stats */
+    int64_t max_memory;            /* --max-memory SIZE in bytes (0: 80% of physical memory) */
     int deflate;                   /* --compress N: 0 none, 1-9 deflate level (default 1) */
     double timeout_s;              /* --timeout SEC (OpenCL child) */
     bool quiet;

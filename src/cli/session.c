@@ -1,5 +1,6 @@
 #include "cli/session.h"
 #include <errno.h>
+#include <stdint.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -90,6 +91,40 @@ static cd_status write_macs(cd_session *s, cd_error *err) {
     return st;
 }
 
+/* The memory budget, checked after planning (shapes only, nothing big allocated yet):
+ * every run holds the params in its dtype plus its peak live activations; the dump side
+ * holds one probed tensor at a time (host copy + float conversion for the stats). */
+static cd_status check_memory(cd_session *s, cd_error *err) {
+    int64_t limit = s->o->max_memory;
+    if (limit <= 0) {
+        long pages = sysconf(_SC_PHYS_PAGES), psz = sysconf(_SC_PAGE_SIZE);
+        limit = pages > 0 && psz > 0 ? (int64_t)((double)pages * (double)psz * 0.8) : INT64_MAX;
+    }
+    int64_t biggest = 0;
+    const cd_plan *p = &s->plan;
+    for (int t = 0; t < s->g->n_tensors; t++) {
+        int64_t n = cd_shape_numel(&p->meta[t].shape);
+        if (p->meta[t].shape.rank < 0) continue;
+        int64_t b = n < 0 ? -1 : n * (int64_t)cd_dtype_size(p->meta[t].dtype);
+        if (n < 0 || b < 0 || b / (int64_t)cd_dtype_size(p->meta[t].dtype) != n || b > limit) {
+            char sh[160];
+            return cd_err(err, CD_E_NOMEM, "tensor '%s' would need %s bytes (shape %s), more than the memory budget "
+                          "of %.1f MiB; check the input shapes (--shape) or raise --max-memory",
+                          s->g->tensors[t].name, n < 0 ? "an overflowing number of" : "too many",
+                          cd_shape_str(&p->meta[t].shape, sh, sizeof sh), (double)limit / 1048576.0);
+        }
+        if (b > biggest) biggest = b;
+    }
+    double need = (double)p->param_bytes + (double)p->act_bytes_peak + 3.0 * (double)biggest;
+    if (s->have_plan32) need += (double)s->plan32.param_bytes;
+    if (need > (double)limit)
+        return cd_err(err, CD_E_NOMEM, "the run needs about %.1f MiB (params %.1f MiB, peak activations %.1f MiB, "
+                      "largest tensor %.1f MiB), over the memory budget of %.1f MiB; use smaller --shape values, "
+                      "--dump stats, or raise --max-memory", need / 1048576.0, (double)p->param_bytes / 1048576.0,
+                      (double)p->act_bytes_peak / 1048576.0, (double)biggest / 1048576.0, (double)limit / 1048576.0);
+    return CD_OK;
+}
+
 cd_status cd_session_open(cd_session *s, const cd_cli_opts *o, cd_error *err) {
     memset(s, 0, sizeof *s);
     s->o = o;
@@ -116,6 +151,7 @@ cd_status cd_session_open(cd_session *s, const cd_cli_opts *o, cd_error *err) {
         if ((st = cd_plan_build(s->g, s->in_shapes, CD_PREC_FP32, &s->plan32, err))) return st;
         s->have_plan32 = true;
     }
+    if ((st = check_memory(s, err))) return st;
     cd_input_opts io = {.seed = o->seed, .resize = !o->no_resize, .mean = o->mean, .std = o->std,
                         .channel_order = o->channel_order};
     if ((st = cd_inputs_build(s->g, s->in_shapes, o->inputs, o->n_inputs, &io, &s->inputs, err))) return st;

@@ -76,6 +76,14 @@ def main():
     c.ok(r.rc in (2, 3), "model path is a folder: exit 2 or 3", "rc=%d %s" % (r.rc, r.err[-300:]))
     no_crash(c, r, "model is a folder")
 
+    # --- memory budget (7): refused after planning, before anything big is allocated
+    r = cldiff("run", TINY, "--max-memory", "100K", "--out", out)
+    c.rc(r, 7, "--max-memory 100K")
+    c.ok("memory budget" in r.err and "--max-memory" in r.err, "--max-memory: message says what to do", r.err[-300:])
+    c.ok(not os.path.exists(os.path.join(out, "dump.h5")), "--max-memory: no dump written")
+    r = cldiff("run", TINY, "--max-memory", "lots", "--out", out)
+    c.rc(r, 2, "--max-memory with junk")
+
     # --- bad model or input (3)
     data = open(TINY, "rb").read()
     for cut in (len(data) // 2, 40, 10):
