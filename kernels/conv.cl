@@ -2,13 +2,13 @@
  * dilation, 4-value padding (SAME/VALID already turned into pads by the host), bias, fused
  * activation (incl. prelu), SecondInput residual; conv2d_transpose.
  *
- * conv2d_gemm is an implicit GEMM per (batch, group): out[m, p] = sum_k W[m, k] * col[k, p]
- * with m = output channel, p = output pixel, k = (ic, ky, kx). A 16x16 work-group computes
- * a 64x64 tile of out; each work-item a 4x4 register block whose rows/cols are strided by 16
- * so that local-memory reads are broadcast (A) or consecutive (B) and stores coalesce.
- * Tiles of W and of the im2col matrix go through local memory, TK = 16 deep. The 1x1
- * stride-1 unpadded case (conv2d_1x1) reads col straight from the input (col = input
- * viewed as [Cin, H*W]), skipping the index decode. */
+ * conv2d_gemm_<rm><rn> is an implicit GEMM per (batch, group): out[m, p] = sum_k W[m, k] *
+ * col[k, p] with m = output channel, p = output pixel, k = (ic, ky, kx). A 16x16 work-group
+ * computes a (16 rm) x (16 rn) tile of out, each work-item an rm x rn register block (see
+ * cv_gemm). Tiles of W and of the im2col matrix go through double-buffered local memory,
+ * TK = 16 deep. For the 1x1 stride-1 unpadded case (direct = 1) col is the input itself
+ * viewed as [Cin, H*W], so the index decode is skipped. Every output is summed in k order,
+ * one mad per term, whatever the block size. */
 
 #define TK 16
 

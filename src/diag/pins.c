@@ -3,7 +3,12 @@
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
 #include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
 #include "diag/diag.h"
 #include "store/dump.h"
 
@@ -163,6 +168,7 @@ static cd_status trial(cd_session *s, const cd_analysis *an, const char *backend
                        const cd_dump_reader *r, const char *ref_run, cd_pin_result *res, cd_error *err) {
     const cd_graph *g = s->g;
     cd_backend_opts bo = cd_session_backend_opts(s->o, s->o->prec);
+    bo.threads = 1; /* runs in a forked child: OpenMP teams of the parent do not survive fork */
     cd_backend *inner = NULL, *pb = NULL;
     cd_status st = !strcmp(backend_b, "opencl") ? cd_opencl_backend_open(&bo, &inner, err) : cd_cpu_backend_open(&bo, &inner, err);
     if (st) return st;
@@ -217,6 +223,58 @@ done:
     return st;
 }
 
+/* Runs a trial in a forked child, like every OpenCL run of cldiff: a driver that crashes
+ * or leaks stays in the child, and the parent never initialises the OpenCL driver (a
+ * later isolated run must fork from a process without driver threads). */
+typedef struct trial_msg {
+    cd_status st;
+    cd_pin_result res;
+    cd_error err;
+} trial_msg;
+
+static cd_status trial_forked(cd_session *s, const cd_analysis *an, const char *backend_b, const bool *pinned,
+                              const cd_dump_reader *r, const char *ref_run, cd_pin_result *res, cd_error *err) {
+    int fd[2];
+    if (pipe(fd) != 0) return cd_err(err, CD_E_INTERNAL, "pipe() failed: %s", strerror(errno));
+    fflush(NULL);
+    pid_t pid = fork();
+    if (pid < 0) { close(fd[0]); close(fd[1]); return cd_err(err, CD_E_INTERNAL, "fork() failed: %s", strerror(errno)); }
+    if (pid == 0) {
+        close(fd[0]);
+        static trial_msg m;
+        m.res = *res;
+        m.st = trial(s, an, backend_b, pinned, r, ref_run, &m.res, &m.err);
+        const char *p = (const char *)&m;
+        size_t left = sizeof m;
+        while (left) {
+            ssize_t w = write(fd[1], p, left);
+            if (w <= 0) { if (w < 0 && errno == EINTR) continue; _exit(3); }
+            p += w; left -= (size_t)w;
+        }
+        _exit(0);
+    }
+    close(fd[1]);
+    static trial_msg m;
+    size_t got = 0;
+    while (got < sizeof m) {
+        ssize_t n = read(fd[0], (char *)&m + got, sizeof m - got);
+        if (n < 0 && errno == EINTR) continue;
+        if (n <= 0) break;
+        got += (size_t)n;
+    }
+    close(fd[0]);
+    int ws = 0;
+    while (waitpid(pid, &ws, 0) < 0 && errno == EINTR) {}
+    if (got != sizeof m) {
+        if (WIFSIGNALED(ws))
+            return cd_err(err, CD_E_CRASH, "pin trial crashed with signal %d (%s)", WTERMSIG(ws), strsignal(WTERMSIG(ws)));
+        return cd_err(err, CD_E_CRASH, "pin trial ended without a result (exit status %d)", WIFEXITED(ws) ? WEXITSTATUS(ws) : -1);
+    }
+    *res = m.res;
+    if (m.st) *err = m.err;
+    return m.st;
+}
+
 static int pin_order(const void *a, const void *b) {
     const cd_pin_result *x = a, *y = b;
     if (x->pass != y->pass) return x->pass ? -1 : 1;
@@ -257,7 +315,7 @@ cd_status cd_diag_suggest_pins(cd_session *s, cd_analysis *an, const char *backe
                 off += (size_t)snprintf(res->layers + off, sizeof res->layers - off, "%s%s", off ? "," : "", l->layer);
         }
         cd_error te = {0};
-        cd_status ts = trial(s, an, backend_b, pinned, r, ref_run, res, &te);
+        cd_status ts = trial_forked(s, an, backend_b, pinned, r, ref_run, res, &te);
         if (ts == CD_E_INTERRUPTED) { st = ts; *err = te; break; }
         if (ts) { res->pass = false; snprintf(res->error, sizeof res->error, "%s", te.msg); }
         an->n_pins++;
