@@ -575,6 +575,19 @@ static bool int_outputs(const cd_plan *plan, const cd_op *op) {
     return any;
 }
 
+/* A non-parameter float input: the op reads activations (arg_max, cast float->int), so a
+ * device kernel is worth it even though its outputs are integers. */
+static bool float_activation_input(const cd_plan *plan, const cd_op *op) {
+    for (int s = 0; s < op->n_in; s++)
+        for (int k = 0; k < op->in[s].n; k++) {
+            int id = op->in[s].ids[k];
+            if (id < 0 || plan->g->tensors[id].persistable) continue;
+            cd_dtype t = plan->meta[id].dtype;
+            if (t == CD_F32 || t == CD_F16 || t == CD_F64) return true;
+        }
+    return false;
+}
+
 static cd_status cl_prepare(cd_backend *b, const cd_plan *plan, cd_error *err) {
     clrt *r = b->impl;
     if (r->plan) return cd_err(err, CD_E_INTERNAL, "opencl backend: prepare called twice");
@@ -594,7 +607,9 @@ static cd_status cl_prepare(cd_backend *b, const cd_plan *plan, cd_error *err) {
         if (!strcmp(op->type, "feed")) r->mode[i] = MODE_FEED;
         else if (def && (def->flags & CD_OPF_IDENTITY)) r->mode[i] = MODE_IDENTITY;
         else if (def && (def->flags & CD_OPF_HOST)) r->mode[i] = MODE_HOST;
-        else if (def && (def->flags & CD_OPF_SHAPE) && int_outputs(plan, op)) r->mode[i] = MODE_HOST;
+        else if (def && (def->flags & CD_OPF_SHAPE) && int_outputs(plan, op) &&
+                 !(float_activation_input(plan, op) && cd_cl_op_find(op->type)))
+            r->mode[i] = MODE_HOST;   /* shape arithmetic on small integer tensors */
         else if ((r->cldef[i] = cd_cl_op_find(op->type))) r->mode[i] = MODE_KERNEL;
         else r->mode[i] = MODE_FALLBACK;
     }
