@@ -68,12 +68,8 @@ static cd_status isolate_layer(cd_session *s, const cd_dump_reader *r, const cha
     const cd_graph *g = s->g;
     const cd_plan *plan = &s->plan;
     int oi = l->op_index;
-    cd_shape *shapes = calloc((size_t)g->n_tensors, sizeof *shapes);
-    if (!shapes) return cd_err(err, CD_E_NOMEM, "out of memory");
-    for (int t = 0; t < g->n_tensors; t++) shapes[t] = plan->meta[t].shape;
     cd_extracted ex;
-    cd_status st = cd_graph_extract_op(g, oi, shapes, &ex, err);
-    free(shapes);
+    cd_status st = cd_graph_extract_op(g, oi, plan->meta, &ex, err);
     if (st) return st;
     cd_dump_tensor_info *ta = NULL;
     int na = 0;
@@ -365,12 +361,8 @@ static cd_status write_repro(cd_session *s, const cd_dump_reader *r, const char 
     const cd_graph *g = s->g;
     cd_status st = cd_make_dirs(dir, err);
     if (st) return st;
-    cd_shape *shapes = calloc((size_t)g->n_tensors + 1, sizeof *shapes);
-    if (!shapes) return cd_err(err, CD_E_NOMEM, "out of memory");
-    for (int t = 0; t < g->n_tensors; t++) shapes[t] = s->plan.meta[t].shape;
     cd_extracted ex;
-    st = cd_graph_extract_op(g, l->op_index, shapes, &ex, err);
-    free(shapes);
+    st = cd_graph_extract_op(g, l->op_index, s->plan.meta, &ex, err);
     if (st) return st;
     cd_value *ins = calloc((size_t)ex.n_inputs + 1, sizeof *ins);
     cd_shape *in_shapes = calloc((size_t)ex.n_inputs + 1, sizeof *in_shapes);
@@ -398,14 +390,14 @@ static cd_status write_repro(cd_session *s, const cd_dump_reader *r, const char 
     if (o->prec == CD_PREC_FP16) cat_arg(cmd, sizeof cmd, "--fp16", NULL);
     if (o->fp16_compute) cat_arg(cmd, sizeof cmd, "--fp16-compute", NULL);
     if (o->kernel_dir) {
-        char abs_[1024];
+        char abs_[PATH_MAX];
         cat_arg(cmd, sizeof cmd, "--kernel-dir", realpath(o->kernel_dir, abs_) ? abs_ : o->kernel_dir);
     }
     if (o->cl_lib) cat_arg(cmd, sizeof cmd, "--cl-lib", o->cl_lib);
     if (o->cl_platform) cat_arg(cmd, sizeof cmd, "--cl-platform", o->cl_platform);
     if (o->cl_device) cat_arg(cmd, sizeof cmd, "--cl-device", o->cl_device);
     if (o->tolerance_file) {
-        char abs_[1024];
+        char abs_[PATH_MAX];
         cat_arg(cmd, sizeof cmd, "--tolerance", !strcmp(o->tolerance_file, "auto") ? "auto" : realpath(o->tolerance_file, abs_) ? abs_ : o->tolerance_file);
     }
     char num[64];

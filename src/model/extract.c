@@ -25,7 +25,13 @@ static cd_status copy_attr(cd_graph *ng, const cd_attr *a, cd_error *err) {
 
 static bool is_param(const cd_graph *g, int id) { return id >= 0 && g->tensors[id].persistable; }
 
-cd_status cd_graph_extract_op(const cd_graph *g, int op_index, const cd_shape *shapes, cd_extracted *out,
+static cd_dtype run_dtype(const cd_graph *g, const cd_value *meta, int id) {
+    if (!meta) return g->tensors[id].dtype;
+    cd_dtype t = meta[id].dtype;
+    return t == CD_F16 || t == CD_F64 ? CD_F32 : t;
+}
+
+cd_status cd_graph_extract_op(const cd_graph *g, int op_index, const cd_value *meta, cd_extracted *out,
                               cd_error *err) {
     memset(out, 0, sizeof *out);
     if (op_index < 0 || op_index >= g->n_ops) return cd_err(err, CD_E_USAGE, "no op #%d in this model (it has %d ops)", op_index, g->n_ops);
@@ -50,8 +56,8 @@ cd_status cd_graph_extract_op(const cd_graph *g, int op_index, const cd_shape *s
             for (int j = 0; j < out->n_inputs; j++) seen |= !strcmp(g->tensors[out->src_inputs[j]].name, t->name);
             if (seen) continue;
             if (out->n_inputs == 64) { st = cd_err(err, CD_E_UNSUPPORTED, "op #%d has more than 64 inputs", op_index); break; }
-            const cd_shape *sh = shapes ? &shapes[id] : &t->shape;
-            st = cd_graph_declare_var(ng, t->name, t->dtype, sh->d, sh->rank, false, err);
+            const cd_shape *sh = meta ? &meta[id].shape : &t->shape;
+            st = cd_graph_declare_var(ng, t->name, run_dtype(g, meta, id), sh->d, sh->rank, false, err);
             if (st) break;
             if (!cd_graph_add_op(ng, "feed", err)) { st = err->code; break; }
             const char *feedv = "feed", *nm = t->name;
@@ -68,8 +74,8 @@ cd_status cd_graph_extract_op(const cd_graph *g, int op_index, const cd_shape *s
             int id = op->out[s].ids[k];
             if (id < 0) continue;
             const cd_tensor *t = &g->tensors[id];
-            const cd_shape *sh = shapes ? &shapes[id] : &t->shape;
-            st = cd_graph_declare_var(ng, t->name, t->dtype, sh->d, sh->rank, false, err);
+            const cd_shape *sh = meta ? &meta[id].shape : &t->shape;
+            st = cd_graph_declare_var(ng, t->name, run_dtype(g, meta, id), sh->d, sh->rank, false, err);
         }
     }
     if (!st && !cd_graph_add_op(ng, op->type, err)) st = err->code;

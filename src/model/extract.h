@@ -4,6 +4,7 @@
  * inherited error) and to write repro packs. */
 #ifndef CD_EXTRACT_H
 #define CD_EXTRACT_H
+#include "engine/value.h"
 #include "model/graph.h"
 
 typedef struct cd_extracted {
@@ -14,8 +15,10 @@ typedef struct cd_extracted {
     int src_outputs[64];   /* tensor id in the source graph of extracted output k */
 } cd_extracted;
 
-/* shapes[t] gives the run-time shape of source tensor t (from a plan), used for declared
- * shapes of the new inputs. */
-cd_status cd_graph_extract_op(const cd_graph *g, int op_index, const cd_shape *shapes, cd_extracted *out,
+/* meta[t] (a plan's per-tensor dtype and shape; may be NULL) gives the run-time shape and
+ * element type of source tensor t: the new inputs and outputs are declared with them (float
+ * tensors as float32, what feeds take), not with the model's declarations, which can
+ * disagree (a fake-quantised calib output is declared int8 but flows as float). */
+cd_status cd_graph_extract_op(const cd_graph *g, int op_index, const cd_value *meta, cd_extracted *out,
                               cd_error *err);
 #endif
