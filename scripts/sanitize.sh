@@ -77,6 +77,12 @@ if [ $do_vg = 1 ]; then
     model="$here/../shared/models/mask_detector_fp32_arm_v2.10rc.nb"
     [ -f "$model" ] || model="$here/testdata/mobilenet_tiny.nb"
     out=$(mktemp -d /tmp/cldiff_vg.XXXXXX)
+    # Warm the OpenCL program cache natively first: PoCL compiling kernels under valgrind
+    # takes tens of minutes; the memcheck run then loads the cached binaries (the cache
+    # code path, checksum and all, is what runs under valgrind).
+    export XDG_CACHE_HOME="$out/cache"
+    "$b/cldiff" "$model" --out "$out/warm" --quiet >/dev/null 2>&1
+    rm -rf "$out/warm"
     # The OpenCL child is a fork (no exec), which memcheck follows by itself; its errors
     # count too (--error-exitcode applies per process and the parent reports a crashed child).
     # --timeout: PoCL compiles kernels under valgrind ~50x slower than natively.

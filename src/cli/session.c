@@ -147,6 +147,14 @@ cd_status cd_session_open(cd_session *s, const cd_cli_opts *o, cd_error *err) {
     if (notice[0] && !o->quiet) fprintf(stderr, "cldiff: note: %s\n", notice);
     if ((st = cd_plan_build(s->g, s->in_shapes, o->prec, &s->plan, err))) return st;
     s->have_plan = true;
+    if (s->plan.int8_dequantized) {
+        /* Labelled everywhere the model format appears (dump root, every report). */
+        size_t l = strlen(s->model_format);
+        snprintf(s->model_format + l, sizeof s->model_format - l, "; int8/int16 weights dequantized by their stored scales");
+        if (!o->quiet)
+            fprintf(stderr, "cldiff: note: int8/int16 weights are dequantized by their stored scales and run in "
+                            "float (cldiff has no integer kernels yet); activations keep the model's calib ops\n");
+    }
     if (o->prec == CD_PREC_FP16) {
         if ((st = cd_plan_build(s->g, s->in_shapes, CD_PREC_FP32, &s->plan32, err))) return st;
         s->have_plan32 = true;

@@ -399,11 +399,10 @@ static cd_status write_topology(const cd_graph *g, bld *b, cd_error *err) {
     return b->oom ? cd_err(err, CD_E_NOMEM, "out of memory writing the model") : CD_OK;
 }
 
-static cd_status write_param(bld *b, const cd_tensor *t, cd_error *err) {
-    put(b, NULL, 4);
+/* A ParamDesc table (and what it references); returns its position. */
+static size_t param_table(bld *b, const cd_tensor *t) {
     fld pf[3] = {F(1, 4, 0), F(2, 1, 1), F(3, 4, 0)};
     size_t pd = table(b, pf, 3);
-    patch_ref(b, 0, pd);
     str_field(b, pf[0].pos, t->name);
     int fbt = cd_dtype_to_fb(t->dtype);
     fld lf[4];
@@ -417,8 +416,28 @@ static cd_status write_param(bld *b, const cd_tensor *t, cd_error *err) {
     patch_ref(b, lf[0].pos, scalar_vec(b, NULL, 0, 8));
     patch_ref(b, lf[1].pos, scalar_vec(b, t->shape.d, (uint32_t)t->shape.rank, 8));
     patch_ref(b, lf[n - 1].pos, scalar_vec(b, t->data, (uint32_t)t->nbytes, 1));
+    return pd;
+}
+
+/* meta 2: one FlatBuffer per parameter, rooted at its ParamDesc. */
+static cd_status write_param(bld *b, const cd_tensor *t, cd_error *err) {
+    put(b, NULL, 4);
+    patch_ref(b, 0, param_table(b, t));
     finish(b);
     return b->oom ? cd_err(err, CD_E_NOMEM, "out of memory writing parameter '%s'", t->name) : CD_OK;
+}
+
+/* meta 1: one FlatBuffer rooted at a CombinedParamsDesc holding every ParamDesc (§1.4). */
+static cd_status write_params_combined(bld *b, const cd_tensor **ps, int np, cd_error *err) {
+    put(b, NULL, 4);
+    fld cf[1] = {F(0, 4, 0)};
+    size_t ct = table(b, cf, 1);
+    patch_ref(b, 0, ct);
+    size_t vec = ref_vec(b, (uint32_t)np);
+    patch_ref(b, cf[0].pos, vec);
+    for (int i = 0; i < np && !b->oom; i++) patch_ref(b, vec + 4 + 4 * (size_t)i, param_table(b, ps[i]));
+    finish(b);
+    return b->oom ? cd_err(err, CD_E_NOMEM, "out of memory writing the parameters") : CD_OK;
 }
 
 static int cmp_tensor_name(const void *a, const void *b) {
@@ -427,6 +446,12 @@ static int cmp_tensor_name(const void *a, const void *b) {
 }
 
 cd_status cd_nb_write_mem(const cd_graph *g, uint8_t **out, size_t *len, cd_error *err) {
+    return cd_nb_write_mem_meta(g, 2, out, len, err);
+}
+
+cd_status cd_nb_write_mem_meta(const cd_graph *g, int meta_version, uint8_t **out, size_t *len, cd_error *err) {
+    if (meta_version != 1 && meta_version != 2)
+        return cd_err(err, CD_E_USAGE, "the writer writes meta_version 1 or 2, not %d", meta_version);
     *out = NULL;
     *len = 0;
     bld topo = {0}, all = {0};
@@ -450,7 +475,7 @@ cd_status cd_nb_write_mem(const cd_graph *g, uint8_t **out, size_t *len, cd_erro
         return cd_err(err, CD_E_MODEL, "%d parameters: the .nb format holds at most 65535", np);
     }
     qsort(ps, (size_t)np, sizeof *ps, cmp_tensor_name);
-    uint16_t meta = 2;
+    uint16_t meta = (uint16_t)meta_version;
     put(&all, &meta, 2);
     char ver[16] = {0};
     memcpy(ver, g->opt_version, strnlen(g->opt_version, 16));
@@ -459,6 +484,20 @@ cd_status cd_nb_write_mem(const cd_graph *g, uint8_t **out, size_t *len, cd_erro
     put(&all, &ts, 8);
     put(&all, topo.b, topo.len);
     bld_free(&topo);
+    if (meta_version == 1) {
+        bld pb = {0};
+        cd_status st = write_params_combined(&pb, ps, np, err);
+        put(&all, pb.b, pb.len);
+        bld_free(&pb);
+        free(ps);
+        if (st) { bld_free(&all); return st; }
+        if (all.oom) { bld_free(&all); return cd_err(err, CD_E_NOMEM, "out of memory writing the model"); }
+        *out = all.b;
+        *len = all.len;
+        free(all.vt);
+        free(all.es);
+        return CD_OK;
+    }
     uint16_t hdr[4] = {0, 0, 6, (uint16_t)np};
     put(&all, hdr, 8);
     put(&all, &max_data, 4);

@@ -11,4 +11,8 @@
 cd_status cd_nb_write(const cd_graph *g, const char *path, cd_error *err);
 /* *out is malloc'ed (caller frees). */
 cd_status cd_nb_write_mem(const cd_graph *g, uint8_t **out, size_t *len, cd_error *err);
+/* Same, in meta_version 1 (one CombinedParamsDesc FlatBuffer for all parameters, what
+ * opt v2.7 wrote) or 2. No meta-1 file exists in the wild any more; the tests use this to
+ * exercise the reader's meta-1 path. */
+cd_status cd_nb_write_mem_meta(const cd_graph *g, int meta_version, uint8_t **out, size_t *len, cd_error *err);
 #endif
