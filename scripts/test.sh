@@ -11,4 +11,12 @@ cmake --build "$build" -j"$(nproc)"
 # steal the cores the other tests need (users on shared machines want the same setting).
 export OMP_WAIT_POLICY=${OMP_WAIT_POLICY:-PASSIVE}
 cd "$build"
-ctest --output-on-failure -j"$(nproc)" "$@"
+rc=0
+ctest --output-on-failure -j"$(nproc)" "$@" || rc=1
+# The same suite again in an AddressSanitizer + UndefinedBehaviorSanitizer build (leaks
+# included), and a differential run of a real model under valgrind memcheck (issue 5).
+# CLDIFF_SKIP_SANITIZE=1 skips this second half for a quick local run.
+if [ "${CLDIFF_SKIP_SANITIZE:-0}" != 1 ]; then
+    "$here/scripts/sanitize.sh" --build-root "$(dirname "$build")" || rc=1
+fi
+exit $rc
