@@ -576,6 +576,9 @@ static void agg_free(agg_state *g) {
 
 /* ---------------------------------------------------------------- the differential run */
 
+static int compare_and_report(const cd_cli_opts *o, cd_dump_reader *ra, cd_dump_reader *rb, const char *run_a,
+                              const char *run_b, cd_dump_reader *rg, bool same);
+
 typedef struct diff_ctx {
     bool collect_only;          /* --inputs pass: run and compare, keep the analysis, no reports */
     cd_analysis *an_out;        /* collect_only: receives the analysis */
@@ -623,7 +626,19 @@ static int diff_core(const cd_cli_opts *o, diff_ctx *ctx) {
     if (st) {
         /* Interrupted or a backend failed: keep what was captured, marked incomplete. */
         cd_error e2 = {0};
-        cd_session_close(&s, false, &e2);
+        bool closed = cd_session_close(&s, false, &e2) == CD_OK;
+        if (st == CD_E_INTERRUPTED && closed && ra.complete && !ctx->collect_only) {
+            /* Ctrl-C during run B (or the golden run): the reports cover what both runs
+             * captured before the stop; the dump says complete=0 and so do the reports'
+             * unmatched-tensor notes. */
+            cd_dump_reader *rr2 = NULL;
+            if (cd_dump_open(s.dump_path, &rr2, &e2) == CD_OK) {
+                fprintf(stderr, "cldiff: interrupted during run %s: writing the reports for the layers compared so far\n",
+                        run_b);
+                compare_and_report(o, rr2, rr2, run_a, run_b, NULL, true);
+                cd_dump_reader_close(rr2);
+            }
+        }
         cd_session_free(&s);
         cd_policy_free(&pol);
         return cd_cli_fail(&err);
@@ -998,10 +1013,11 @@ static int compare_and_report(const cd_cli_opts *o, cd_dump_reader *ra, cd_dump_
     if ((st = write_reports(&q, &an, &env, o->out_dir, o->quiet, &err))) rc = cd_cli_fail(&err);
     else rc = verdict_code(&an);
     if (!o->quiet) {
-        for (int i = 0; i < nu; i++)
+        for (int i = 0; i < nu && i < 10; i++)
             printf("unmatched: %s (%s, op #%d) only in %s\n", um[i].tensor, um[i].layer, um[i].op_index,
-                   um[i].side == 'a' ? o->positional[0] : o->positional[o->n_positional - 1]);
-        if (nu) printf("%d tensors unmatched\n", nu);
+                   same ? (um[i].side == 'a' ? run_a : run_b)
+                        : (um[i].side == 'a' ? o->positional[0] : o->positional[o->n_positional - 1]));
+        if (nu) printf("%d tensors unmatched%s\n", nu, nu > 10 ? " (first 10 listed)" : "");
     }
     cd_analysis_free(&an);
     free(um);

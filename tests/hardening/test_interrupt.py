@@ -127,6 +127,10 @@ def run_case(model, extra, sig, moment):
     if moment == "opencl run":
         check(bool(seen_children), f"{name}: an OpenCL child was seen at all")
     reports = sorted(f for f in os.listdir(out) if f != "dump.h5")
+    if moment == "opencl run":
+        # run A finished: the reports cover the layers both runs captured before the stop
+        check("summary.json" in reports and "layers.csv" in reports and "report.html" in reports,
+              f"{name}: reports written for what was compared so far ({reports})")
     print(f"     note: reports written after the interrupt: {reports or 'none'}; "
           f"last stderr line: {se.strip().splitlines()[-1] if se.strip() else ''!r}", flush=True)
     subprocess.run(["rm", "-rf", out])
