@@ -9,7 +9,7 @@
 #   cpu-all      cldiff run --backends cpu --threads T --quiet --layers all
 #   cpu-outputs  cldiff run --backends cpu --threads T --quiet --layers outputs
 #   opencl-all   cldiff run --backends opencl --quiet --layers all
-# and `cldiff inspect` once (planned shapes, for the MAC counts). scripts/bench_report.py
+# (plus $CLDIFF_BENCH_ARGS, e.g. "--compress 0"), and `cldiff inspect` once (planned shapes, for the MAC counts). scripts/bench_report.py
 # then turns the timings, max RSS and the last dump of each kind into a Markdown table on
 # stdout and in --out (plus a per-layer CSV next to it).
 set -u
@@ -71,7 +71,7 @@ one() { # model-name mode rep out-dir args...
     local name=$1 mode=$2 rep=$3 out=$4; shift 4
     local tv=$WORK/time.txt t0 t1 rc rss wall
     t0=$(date +%s%N)
-    /usr/bin/time -v -o "$tv" "$CLDIFF" run "$@" --quiet --out "$out" >"$WORK/last.out" 2>"$WORK/last.err"
+    /usr/bin/time -v -o "$tv" "$CLDIFF" run "$@" ${CLDIFF_BENCH_ARGS:-} --quiet --out "$out" >"$WORK/last.out" 2>"$WORK/last.err"
     rc=$?
     t1=$(date +%s%N)
     wall=$(awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.4f", (b - a) / 1e9 }')
