@@ -35,8 +35,9 @@ typedef struct cd_backend_vt {
     cd_status (*set_input)(cd_backend *b, int tensor_id, const cd_value *host, cd_error *err);
     /* Runs op i. Inputs are live; the backend allocates outputs. */
     cd_status (*run_op)(cd_backend *b, int op_index, cd_op_report *rep, cd_error *err);
-    /* Copies a tensor to host in its plan dtype (f16 stays half bits). host->data is
-     * allocated by the callee; caller releases with cd_value_release. */
+    /* A tensor on the host in its plan dtype (f16 stays half bits). The callee either
+     * allocates host->data (owned) or lends its own memory (owned=false, the CPU backend);
+     * the caller uses it before the next run_op/release and calls cd_value_release. */
     cd_status (*read)(cd_backend *b, int tensor_id, cd_value *host, cd_error *err);
     /* The tensor is no longer needed by later ops. */
     void (*release)(cd_backend *b, int tensor_id);

@@ -758,16 +758,52 @@ void cd_tensor_stats_compute(const cd_value *v, cd_tensor_stats *s) {
     int64_t fin = 0;
     /* Fast paths for the activation types; others go through cd_value_get. */
     if (v->dtype == CD_F32) {
+        /* Blocks of 8 without NaN/Inf (the common case) take a branch-free path the compiler
+         * vectorises: float min/max are exact, the sum uses 8 double lanes (a fixed order,
+         * so the result is deterministic); blocks holding a non-finite value go one by one. */
         const float *p = v->data;
-        for (int64_t i = 0; i < n; i++) {
+        float fmn = INFINITY, fmx = -INFINITY;
+        double lane[8] = {0};
+        int64_t i = 0;
+        for (; i + 8 <= n; i += 8) {
+            uint32_t bad = 0;
+            for (int j = 0; j < 8; j++) {
+                uint32_t u;
+                memcpy(&u, &p[i + j], 4);
+                bad |= (u & 0x7f800000u) == 0x7f800000u;
+            }
+            if (!bad) {
+                for (int j = 0; j < 8; j++) {
+                    float x = p[i + j];
+                    fmn = x < fmn ? x : fmn;
+                    fmx = x > fmx ? x : fmx;
+                    lane[j] += x;
+                }
+                fin += 8;
+                continue;
+            }
+            for (int j = 0; j < 8; j++) {
+                float x = p[i + j];
+                if (isnan(x)) { s->nan_count++; continue; }
+                if (isinf(x)) { s->inf_count++; continue; }
+                fmn = x < fmn ? x : fmn;
+                fmx = x > fmx ? x : fmx;
+                lane[j] += x;
+                fin++;
+            }
+        }
+        for (; i < n; i++) {
             float x = p[i];
             if (isnan(x)) { s->nan_count++; continue; }
             if (isinf(x)) { s->inf_count++; continue; }
-            if (x < mn) mn = x;
-            if (x > mx) mx = x;
-            sum += x;
+            fmn = x < fmn ? x : fmn;
+            fmx = x > fmx ? x : fmx;
+            lane[0] += x;
             fin++;
         }
+        mn = fmn;
+        mx = fmx;
+        sum = ((lane[0] + lane[1]) + (lane[2] + lane[3])) + ((lane[4] + lane[5]) + (lane[6] + lane[7]));
     } else {
         for (int64_t i = 0; i < n; i++) {
             double x = cd_value_get(v, i);
