@@ -83,6 +83,9 @@ def main():
     c.ok(not os.path.exists(os.path.join(out, "dump.h5")), "--max-memory: no dump written")
     r = cldiff("run", TINY, "--max-memory", "lots", "--out", out)
     c.rc(r, 2, "--max-memory with junk")
+    r = cldiff("run", TINY, "--compress", "12", "--out", out)
+    c.rc(r, 2, "--compress 12")
+    c.ok("--compress" in r.err and "0..9" in r.err, "--compress: message names the valid range", r.err[-300:])
 
     # --- bad model or input (3)
     data = open(TINY, "rb").read()
