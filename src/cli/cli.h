@@ -25,7 +25,7 @@ typedef struct cd_cli_opts {
     bool no_resize;
     const char *dump_mode;         /* --dump full|stats */
     int64_t max_memory;            /* --max-memory SIZE in bytes (0: 80% of physical memory) */
-    int deflate;                   /* --compress N: 0 none, 1-9 deflate level (default 1) */
+    int deflate;                   /* --compress N: 0 none (default), 1-9 deflate level */
     double timeout_s;              /* --timeout SEC (OpenCL child) */
     bool quiet;
     bool fp16_compute;             /* --fp16-compute: allow half arithmetic on OpenCL */

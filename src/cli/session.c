@@ -122,6 +122,9 @@ static cd_status check_memory(cd_session *s, cd_error *err) {
                       "largest tensor %.1f MiB), over the memory budget of %.1f MiB; use smaller --shape values, "
                       "--dump stats, or raise --max-memory", need / 1048576.0, (double)p->param_bytes / 1048576.0,
                       (double)p->act_bytes_peak / 1048576.0, (double)biggest / 1048576.0, (double)limit / 1048576.0);
+    /* the dump writer's queue (probes/sink.h) takes what the budget leaves, up to its default */
+    double spare = (double)limit - need, q = (double)cd_dump_sink_ring_bytes();
+    s->dump_queue_bytes = (size_t)(spare < q ? spare : q);
     return CD_OK;
 }
 
@@ -223,6 +226,7 @@ cd_status cd_session_run(cd_session *s, const char *backend, const char *run, cd
     if (st) return st;
     progress pr = {.run = run, .n_ops = s->g->n_ops, .tty = !s->o->quiet && isatty(2) && !getenv("CLDIFF_NO_PROGRESS")};
     cd_dump_sink_on_op_done(sink, on_op_done, &pr);
+    cd_dump_sink_set_queue(sink, s->dump_queue_bytes);
     cd_exec_opts xo = {.probe_mask = s->mask, .stop_flag = &cd_stop_flag};
     cd_backend_opts bo = cd_session_backend_opts(s->o, prec);
     double t0 = now_ms();
@@ -250,10 +254,10 @@ cd_status cd_session_run(cd_session *s, const char *backend, const char *run, cd
     }
     res->wall_ms = now_ms() - t0;
     if (pr.tty) fputc('\n', stderr);
-    res->n_hits = cd_dump_sink_count(sink);
     res->complete = st == CD_OK;
     cd_error e2 = {0};
-    cd_status s2 = cd_dump_sink_finish(sink, &e2);
+    cd_status s2 = cd_dump_sink_finish(sink, &e2); /* drains the writer thread */
+    res->n_hits = cd_dump_sink_count(sink);
     cd_dump_sink_free(sink);
     char path[256];
     snprintf(path, sizeof path, "/runs/%s", run);

@@ -36,8 +36,8 @@ typedef struct cd_dump_meta {
     const char *model_format;   /* e.g. "paddle-lite nb meta 2, opt v2.10" */
     const char *precision;      /* "fp32", "fp16" */
     uint64_t seed;              /* input seed */
-    int deflate;                /* tensor compression: 0 = default (shuffle + deflate level 1),
-                                   1..9 = deflate level, -1 = chunked but not compressed
+    int deflate;                /* tensor compression: 0 or -1 = none (contiguous, the default),
+                                   1..9 = chunked, shuffle + deflate at that level
                                    (the fastest dump: zlib writes ~30 MB/s on a small core) */
 } cd_dump_meta;
 

@@ -35,14 +35,16 @@ static cd_value mk(cd_dtype dt, int rank, const int64_t *dims, void *data) {
     return v;
 }
 
-static cd_dump *create(const char *name, char *path) {
+/* deflate 0: the default (uncompressed, contiguous); 1..9: chunked + compressed */
+static cd_dump *create_z(const char *name, char *path, int deflate) {
     sprintf(path, "%s/%s", tmpdir, name);
-    cd_dump_meta m = {"cldiff run m.nb", "m.nb", "ab12", "paddle-lite nb meta 2, opt v2.10", "fp16", 42, 0};
+    cd_dump_meta m = {"cldiff run m.nb", "m.nb", "ab12", "paddle-lite nb meta 2, opt v2.10", "fp16", 42, deflate};
     cd_dump *d = NULL;
     cd_error e = {0};
     cr_assert_eq(cd_dump_create(path, &m, &d, &e), CD_OK, "%s", e.msg);
     return d;
 }
+static cd_dump *create(const char *name, char *path) { return create_z(name, path, 1); }
 
 static cd_tensor_rec rec_for(int op, const char *name) {
     return (cd_tensor_rec){.op_index = op, .op_type = "conv2d", .layer = "conv2d_0", .tensor = name,
@@ -395,9 +397,9 @@ Test(store, sink_full_and_stats) {
         cr_assert_eq(p->hit(p->user, 0, 0, &v, &rep, &e), CD_OK, "%s", e.msg);
         cr_assert_eq(p->hit(p->user, 1, 1, &v, NULL, &e), CD_OK, "%s", e.msg);
         cr_assert_eq(p->hit(p->user, 5, 1, &v, NULL, &e), CD_E_INTERNAL);
+        cr_assert_eq(cd_dump_sink_finish(s, &e), CD_OK, "%s", e.msg);
         cr_assert_eq(cd_dump_sink_count(s), 2);
         cr_assert_eq(cd_dump_sink_first_nonfinite(s), 0);
-        cr_assert_eq(cd_dump_sink_finish(s, &e), CD_OK, "%s", e.msg);
         cd_dump_sink_free(s);
     }
     cr_assert_eq(memcmp(a, copy, sizeof a), 0, "probes must not alter data");
@@ -460,4 +462,116 @@ Test(store, stats_compute_half_and_empty) {
     cd_tensor_stats_compute(&ve, &s);
     cr_assert_eq(s.count, 0);
     cr_assert(isnan(s.min));
+}
+
+/* The writer thread: many tensors through a small ring (wrap-around, back-pressure), one too
+ * large for it (synchronous path in between), the caller's buffer reused after every hit as
+ * the executor does; everything is stored in order with the right bytes. */
+Test(store, sink_writer_thread_ring) {
+    char path[512];
+    cd_dump *d = create_z("ring.h5", path, 0);
+    cd_error e = {0};
+    enum { N = 40 };
+    cd_tensor tens[N];
+    cd_op ops[N];
+    char names[N][16];
+    for (int i = 0; i < N; i++) {
+        snprintf(names[i], sizeof names[i], "t%d", i);
+        tens[i] = (cd_tensor){.name = names[i]};
+        ops[i] = (cd_op){.type = "relu", .name = names[i]};
+    }
+    cd_graph g = {.tensors = tens, .n_tensors = N, .ops = ops, .n_ops = N};
+    cr_assert_eq(cd_dump_begin_run(d, "cpu", NULL, &e), CD_OK, "%s", e.msg);
+    cd_dump_sink *s = NULL;
+    cr_assert_eq(cd_dump_sink_new(d, "cpu", &g, CD_SINK_FULL, &s, &e), CD_OK);
+    cd_dump_sink_set_queue(s, 1u << 20);
+    cd_probe_sink *p = cd_dump_sink_probe(s);
+    float *buf = malloc(200000 * sizeof(float));
+    cr_assert_not_null(buf);
+    for (int i = 0; i < N; i++) {
+        /* sizes 37 K .. 145 K floats; op 17 holds 200 K floats (800 KB > half the ring) */
+        int64_t n = i == 17 ? 200000 : 37000 + (i * 7919) % 108000;
+        for (int64_t k = 0; k < n; k++) buf[k] = (float)(i * 1000003 + k);
+        cd_value v = mk(CD_F32, 1, &n, buf);
+        cr_assert_eq(p->hit(p->user, i, i, &v, NULL, &e), CD_OK, "%s", e.msg);
+        memset(buf, 0xff, (size_t)n * sizeof(float)); /* the executor reuses its buffer */
+    }
+    cr_assert_eq(cd_dump_sink_finish(s, &e), CD_OK, "%s", e.msg);
+    cr_assert_eq(cd_dump_sink_count(s), N);
+    cr_assert_eq(cd_dump_sink_first_nonfinite(s), -1);
+    cd_dump_sink_free(s);
+    free(buf);
+    cr_assert_eq(cd_dump_end_run(d, "cpu", 1.0, true, &e), CD_OK, "%s", e.msg);
+    cr_assert_eq(cd_dump_close(d, true, &e), CD_OK, "%s", e.msg);
+
+    /* the default layout: contiguous, not compressed */
+    hid_t file = H5Fopen(path, H5F_ACC_RDONLY, H5P_DEFAULT);
+    hid_t ds = H5Dopen2(file, "/runs/cpu/0003_t3", H5P_DEFAULT);
+    hid_t pl = H5Dget_create_plist(ds);
+    cr_assert_eq(H5Pget_layout(pl), H5D_CONTIGUOUS);
+    cr_assert_eq(H5Pget_nfilters(pl), 0);
+    H5Pclose(pl);
+    H5Dclose(ds);
+    H5Fclose(file);
+
+    cd_dump_reader *r = NULL;
+    cr_assert_eq(cd_dump_open(path, &r, &e), CD_OK, "%s", e.msg);
+    cd_dump_tensor_info *ti;
+    int n;
+    cr_assert_eq(cd_dump_list_tensors(r, "cpu", &ti, &n, &e), CD_OK, "%s", e.msg);
+    cr_assert_eq(n, N);
+    for (int i = 0; i < N; i++) {
+        float *out = NULL;
+        int64_t cnt;
+        cr_assert_eq(cd_dump_read_f32(r, "cpu", ti[i].dataset, &out, &cnt, &e), CD_OK, "%s", e.msg);
+        int64_t want = i == 17 ? 200000 : 37000 + (i * 7919) % 108000;
+        cr_assert_eq(cnt, want, "tensor %d", i);
+        cr_assert_eq(ti[i].op_index, i);
+        for (int64_t k = 0; k < cnt; k++)
+            if (out[k] != (float)(i * 1000003 + k)) cr_assert_fail("tensor %d element %lld: %g", i, (long long)k, (double)out[k]);
+        cr_assert_eq(ti[i].stats.max, (double)(float)(i * 1000003 + cnt - 1));
+        free(out);
+    }
+    free(ti);
+    cd_dump_reader_close(r);
+}
+
+/* The vectorised statistics (64-float blocks, AVX2 where present) against a plain reference
+ * with the documented summation order (8 lanes, lane j = elements j mod 8): bit-identical,
+ * with NaN/Inf inside blocks, in the tail, and none at all. */
+Test(store, stats_blocks_match_reference) {
+    enum { N = 64 * 37 + 13 };
+    float *x = malloc(sizeof(float) * N);
+    cr_assert_not_null(x);
+    for (int variant = 0; variant < 3; variant++) {
+        uint32_t r = 12345u + (uint32_t)variant;
+        for (int i = 0; i < N; i++) {
+            r = r * 1664525u + 1013904223u;
+            x[i] = ((float)(r >> 8) / 16777216.0f - 0.4f) * 1000.0f;
+        }
+        if (variant >= 1) { x[70] = NAN; x[640] = INFINITY; x[641] = -INFINITY; x[N - 3] = NAN; }
+        if (variant == 2) for (int i = 128; i < 192; i++) x[i] = NAN; /* a whole block */
+        double lane[8] = {0}, mn = INFINITY, mx = -INFINITY;
+        int64_t fin = 0, nan = 0, inf = 0;
+        for (int i = 0; i < N; i++) {
+            if (isnan(x[i])) { nan++; continue; }
+            if (isinf(x[i])) { inf++; continue; }
+            lane[i % 8] += x[i];
+            if (x[i] < mn) mn = x[i];
+            if (x[i] > mx) mx = x[i];
+            fin++;
+        }
+        double sum = ((lane[0] + lane[1]) + (lane[2] + lane[3])) + ((lane[4] + lane[5]) + (lane[6] + lane[7]));
+        int64_t dims[] = {N};
+        cd_value v = mk(CD_F32, 1, dims, x);
+        cd_tensor_stats s;
+        cd_tensor_stats_compute(&v, &s);
+        cr_assert_eq(s.count, N);
+        cr_assert_eq(s.nan_count, nan, "variant %d", variant);
+        cr_assert_eq(s.inf_count, inf, "variant %d", variant);
+        cr_assert_eq(s.min, mn, "variant %d", variant);
+        cr_assert_eq(s.max, mx, "variant %d", variant);
+        cr_assert_eq(s.mean, sum / (double)fin, "variant %d: %.17g vs %.17g", variant, s.mean, sum / (double)fin);
+    }
+    free(x);
 }
