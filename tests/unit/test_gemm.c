@@ -5,6 +5,7 @@
 #include <criterion/criterion.h>
 #include <math.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include "backends/cpu/gemm.h"
@@ -217,4 +218,60 @@ Test(gemm, f16_bits_match_sequential_half_arithmetic) {
             }
     }
     free(A); free(B); free(C);
+}
+
+/* Which micro-kernel runs. On aarch64 it must be the NEON one (the qemu-user run of
+ * scripts/cross-aarch64.sh is what proves the NEON path is the one exercised there). */
+Test(gemm, kernel_name_is_the_architecture_kernel) {
+    const char *k32 = cd_gemm_kernel_name(), *k16 = cd_gemm_kernel_name_f16();
+    fprintf(stderr, "[gemm] fp32 micro-kernel: %s, fp16 micro-kernel: %s\n", k32, k16);
+    cr_assert_str_eq(k32, cd_gemm_kernel_name_f32());
+#if defined(__aarch64__) && defined(__ARM_NEON)
+    cr_assert_str_eq(k32, "neon-4x16", "aarch64 build with NEON must run the NEON fp32 kernel, runs %s", k32);
+#elif defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
+    cr_assert(!strcmp(k32, "avx512") || !strcmp(k32, "avx2-fma") || !strcmp(k32, "generic"), "%s", k32);
+#else
+    cr_assert_str_eq(k32, "generic");
+#endif
+}
+
+/* The FMA kernels (NEON, AVX2-FMA, AVX-512) compute every element the same way: a fused
+ * multiply-add per k in order within a K slice (256), alpha * sum, then + C (later slices)
+ * or fma(beta, C, sum) (first slice). So their bits are the same on aarch64 and x86-64,
+ * equal to this scalar fmaf sequence. The portable kernel on a machine without FMA rounds
+ * product and sum separately and is only checked against the tolerance tests above. */
+Test(gemm, f32_fma_kernels_give_sequential_fma_bits) {
+    const char *kn = cd_gemm_kernel_name();
+    if (!strcmp(kn, "generic")) cr_skip_test("fp32 kernel is the portable one (%s): no fused multiply-add guarantee", kn);
+    struct { int M, N, K; float alpha, beta; } cs[] = {
+        {13, 37, 600, 1.0f, 0.0f}, {9, 16, 256, 0.3f, 1.7f}, {5, 50, 300, -2.0f, 0.25f}, {11, 40, 700, 0.3f, 0.6f},
+        {1, 3, 1, 1.0f, 1.0f}};
+    for (size_t ci = 0; ci < sizeof cs / sizeof cs[0]; ci++) {
+        int M = cs[ci].M, N = cs[ci].N, K = cs[ci].K;
+        float alpha = cs[ci].alpha, beta = cs[ci].beta;
+        float *A = malloc((size_t)M * K * 4), *B = malloc((size_t)K * N * 4);
+        float *C = malloc((size_t)M * N * 4), *C0 = malloc((size_t)M * N * 4);
+        for (int i = 0; i < M * K; i++) A[i] = frand() * 1.37f;
+        for (int i = 0; i < K * N; i++) B[i] = frand() * 0.71f;
+        for (int i = 0; i < M * N; i++) C0[i] = frand();
+        for (int threads = 1; threads <= 2; threads++) {
+            memcpy(C, C0, (size_t)M * N * 4);
+            cd_gemm_f32(M, N, K, alpha, A, K, false, B, N, false, beta, C, N, threads);
+            for (int i = 0; i < M; i++)
+                for (int j = 0; j < N; j++) {
+                    float c = C0[(size_t)i * N + j];
+                    for (int k0 = 0; k0 < K; k0 += 256) {
+                        float s = 0;
+                        for (int k = k0; k < K && k < k0 + 256; k++) s = fmaf(A[(size_t)i * K + k], B[(size_t)k * N + j], s);
+                        if (alpha != 1.0f) { volatile float sa = s * alpha; s = sa; } /* rounded, never fused */
+                        if (k0 > 0) c = c + s;
+                        else c = beta != 0.0f ? fmaf(beta, c, s) : s;
+                    }
+                    float got = C[(size_t)i * N + j];
+                    cr_assert(memcmp(&got, &c, 4) == 0, "%s threads=%d M=%d N=%d K=%d C[%d][%d] = %.9g, fmaf sequence gives %.9g",
+                              kn, threads, M, N, K, i, j, (double)got, (double)c);
+                }
+        }
+        free(A); free(B); free(C); free(C0);
+    }
 }

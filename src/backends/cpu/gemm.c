@@ -9,7 +9,9 @@
  *
  * The micro-kernel is compiled for several x86 ISA levels (target attributes) and picked
  * per call with __builtin_cpu_supports, so the portable build still uses AVX-512 / AVX2 /
- * AVX512-FP16 where present. The half version
+ * AVX512-FP16 where present. On aarch64 the fp32 kernel is written with NEON intrinsics
+ * (micro_neon_f32, below); the generic vector-extension body stays the fallback for every
+ * other target and for the half kernels. The half version
  * keeps multiply and add as two separately rounded operations (fp-contract off): with
  * AVX512-FP16 GCC would otherwise fuse them into one FMA and the fp16 results would
  * depend on the machine. */
@@ -35,13 +37,108 @@
 
 static inline int imin(int a, int b) { return a < b ? a : b; }
 
+#if defined(__aarch64__) && defined(__ARM_NEON)
+#include <arm_neon.h>
+#define CD_GEMM_NEON 1
+
+/* fp32 micro-kernel for aarch64: the MR x NR (8 x 16) tile as two 4 x 16 register tiles
+ * (16 accumulators + 4 B vectors + 1 A vector of the 32 NEON registers; rows 4..7 are
+ * skipped when the tile has mr <= 4). Per output element it does exactly what the x86
+ * kernels compiled with FMA do: acc = fma(a[i][k], b[k][j], acc) for k in order from 0,
+ * then alpha * acc, then + C (later K slices) or + beta * C as one fma (first slice), so
+ * aarch64 and AVX2/AVX-512 give the same bits. The only fused operations are the vfmaq
+ * ones written here: alpha * acc is kept a separate rounding by an empty asm (and, in GCC,
+ * fp-contract is off for this function). */
+#ifndef __clang__
+#pragma GCC push_options
+#pragma GCC optimize("fp-contract=off")
+#endif
+static void micro_neon_f32(int kc, const float *restrict a, const float *restrict b,
+                           float *restrict c, int ldc, int mr, int nr, float alpha, float beta,
+                           int first) {
+    for (int r0 = 0; r0 < mr; r0 += 4) {
+        float32x4_t c00 = vdupq_n_f32(0), c01 = c00, c02 = c00, c03 = c00;
+        float32x4_t c10 = c00, c11 = c00, c12 = c00, c13 = c00;
+        float32x4_t c20 = c00, c21 = c00, c22 = c00, c23 = c00;
+        float32x4_t c30 = c00, c31 = c00, c32 = c00, c33 = c00;
+        const float *ap = a + r0, *bp = b;
+        for (int k = 0; k < kc; k++, ap += MR, bp += NR) {
+            float32x4_t av = vld1q_f32(ap);
+            float32x4_t b0 = vld1q_f32(bp), b1 = vld1q_f32(bp + 4);
+            float32x4_t b2 = vld1q_f32(bp + 8), b3 = vld1q_f32(bp + 12);
+            c00 = vfmaq_laneq_f32(c00, b0, av, 0);
+            c01 = vfmaq_laneq_f32(c01, b1, av, 0);
+            c02 = vfmaq_laneq_f32(c02, b2, av, 0);
+            c03 = vfmaq_laneq_f32(c03, b3, av, 0);
+            c10 = vfmaq_laneq_f32(c10, b0, av, 1);
+            c11 = vfmaq_laneq_f32(c11, b1, av, 1);
+            c12 = vfmaq_laneq_f32(c12, b2, av, 1);
+            c13 = vfmaq_laneq_f32(c13, b3, av, 1);
+            c20 = vfmaq_laneq_f32(c20, b0, av, 2);
+            c21 = vfmaq_laneq_f32(c21, b1, av, 2);
+            c22 = vfmaq_laneq_f32(c22, b2, av, 2);
+            c23 = vfmaq_laneq_f32(c23, b3, av, 2);
+            c30 = vfmaq_laneq_f32(c30, b0, av, 3);
+            c31 = vfmaq_laneq_f32(c31, b1, av, 3);
+            c32 = vfmaq_laneq_f32(c32, b2, av, 3);
+            c33 = vfmaq_laneq_f32(c33, b3, av, 3);
+        }
+        float32x4_t acc[4][4] = {{c00, c01, c02, c03}, {c10, c11, c12, c13},
+                                 {c20, c21, c22, c23}, {c30, c31, c32, c33}};
+        float32x4_t va = vdupq_n_f32(alpha), vb = vdupq_n_f32(beta);
+        int rows = imin(4, mr - r0);
+        for (int i = 0; i < rows; i++) {
+            float *cr = c + (size_t)(r0 + i) * ldc;
+            float32x4_t r[4];
+            for (int q = 0; q < 4; q++) {
+                r[q] = acc[i][q];
+                if (alpha != 1.0f) {
+                    r[q] = vmulq_f32(r[q], va);
+                    __asm__("" : "+w"(r[q])); /* rounded on its own, as in the generic kernel */
+                }
+            }
+            /* a partial tile (nr < NR) goes through a zero-padded copy of its C row */
+            float t[NR] = {0};
+            float *cp = nr == NR ? cr : t;
+            if (nr < NR && (!first || beta != 0.0f)) memcpy(t, cr, (size_t)nr * sizeof(float));
+            for (int q = 0; q < 4; q++) {
+                float32x4_t v = r[q];
+                if (!first) v = vaddq_f32(vld1q_f32(cp + 4 * q), v);
+                else if (beta != 0.0f) v = vfmaq_f32(v, vb, vld1q_f32(cp + 4 * q));
+                vst1q_f32(cp + 4 * q, v);
+            }
+            if (nr < NR) memcpy(cr, t, (size_t)nr * sizeof(float));
+        }
+    }
+}
+#ifndef __clang__
+#pragma GCC pop_options
+#endif
+#endif
+
 #define GT float
 #define GS f32
 #define G_ISA_FAST "avx512f"
 #define G_ISA_FAST_CHECK __builtin_cpu_supports("avx512f")
 #define G_ISA_MID "avx2,fma"
 #define G_ISA_MID_CHECK (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"))
+#define G_NAME_FAST "avx512"
+#define G_NAME_MID "avx2-fma"
+#define G_VEC_TAIL 1
+/* alpha * acc is rounded on its own: the compiler may not fuse it into the following add
+ * (whether it would depends on the surrounding code; the NEON kernel does the same) */
+#define G_ROUNDED(v) __asm__("" : "+m"(v))
+#ifdef CD_GEMM_NEON
+#define G_MICRO_ARCH micro_neon_f32
+#define G_NAME_ARCH "neon-4x16"
+#endif
 #include "gemm.c"
+#undef G_MICRO_ARCH
+#undef G_NAME_ARCH
+#undef G_NAME_FAST
+#undef G_NAME_MID
+#undef G_VEC_TAIL
+#undef G_ROUNDED
 #undef GT
 #undef GS
 #undef G_ISA_FAST
@@ -59,7 +156,15 @@ static inline int imin(int a, int b) { return a < b ? a : b; }
 #define G_ISA_FAST_CHECK __builtin_cpu_supports("avx512fp16")
 #define G_ISA_MID "avx512f,f16c"
 #define G_ISA_MID_CHECK __builtin_cpu_supports("avx512f")
+#define G_NAME_FAST "avx512fp16"
+#define G_NAME_MID "avx512f-f16c"
+#define G_VEC_TAIL 0 /* half: the scalar tail, as before */
+#define G_ROUNDED(v) (void)0 /* fp-contract is off for half anyway */
 #include "gemm.c"
+#undef G_NAME_FAST
+#undef G_NAME_MID
+#undef G_VEC_TAIL
+#undef G_ROUNDED
 #undef GT
 #undef GS
 #undef G_ISA_FAST
@@ -96,7 +201,10 @@ F(micro_body)(int kc, const GT *restrict a, const GT *restrict b, GT *restrict c
     F(vec) vb = BCAST16(beta);
     for (int i = 0; i < mr; i++) {
         F(vec) r = acc[i];
-        if (alpha != (GT)1) r = r * va;
+        if (alpha != (GT)1) {
+            r = r * va;
+            G_ROUNDED(r);
+        }
         GT *cr = c + (size_t)i * ldc;
         if (nr == NR) {
             F(vec) old;
@@ -108,6 +216,14 @@ F(micro_body)(int kc, const GT *restrict a, const GT *restrict b, GT *restrict c
                 r = r + vb * old;
             }
             memcpy(cr, &r, sizeof r);
+        } else if (G_VEC_TAIL) {
+            /* a partial tile goes through the same vector expression as a full one, so
+             * whether beta * C is fused does not depend on where the column's tile ends */
+            F(vec) old = {0};
+            if (!first || beta != (GT)0) memcpy(&old, cr, (size_t)nr * sizeof(GT));
+            if (!first) r = old + r;
+            else if (beta != (GT)0) r = r + vb * old;
+            memcpy(cr, &r, (size_t)nr * sizeof(GT));
         } else {
             for (int j = 0; j < nr; j++) {
                 GT v = r[j];
@@ -125,7 +241,8 @@ typedef void (*F(micro_fn))(int, const GT *restrict, const GT *restrict, GT *res
     (int kc, const GT *restrict a, const GT *restrict b, GT *restrict c, int ldc, int mr, int nr,  \
      GT alpha, GT beta, int first)
 #define MICRO_CALL F(micro_body)(kc, a, b, c, ldc, mr, nr, alpha, beta, first)
-static void F(micro_default) MICRO_ARGS { MICRO_CALL; }
+/* unused when an architecture kernel (G_MICRO_ARCH) replaces it */
+__attribute__((unused)) static void F(micro_default) MICRO_ARGS { MICRO_CALL; }
 #ifdef CD_GEMM_X86
 __attribute__((target(G_ISA_FAST))) static void F(micro_fast) MICRO_ARGS { MICRO_CALL; }
 __attribute__((target(G_ISA_MID))) static void F(micro_mid) MICRO_ARGS { MICRO_CALL; }
@@ -133,13 +250,26 @@ __attribute__((target(G_ISA_MID))) static void F(micro_mid) MICRO_ARGS { MICRO_C
 #undef MICRO_ARGS
 #undef MICRO_CALL
 
-static F(micro_fn) F(pick_micro)(void) {
+/* The micro-kernel for this machine, and its name (cd_gemm_kernel_name). */
+static F(micro_fn) F(pick_micro)(const char **name) {
+#if defined(G_MICRO_ARCH)
+    *name = G_NAME_ARCH;
+    return G_MICRO_ARCH;
+#else
 #ifdef CD_GEMM_X86
     __builtin_cpu_init();
-    if (G_ISA_FAST_CHECK) return F(micro_fast);
-    if (G_ISA_MID_CHECK) return F(micro_mid);
+    if (G_ISA_FAST_CHECK) { *name = G_NAME_FAST; return F(micro_fast); }
+    if (G_ISA_MID_CHECK) { *name = G_NAME_MID; return F(micro_mid); }
 #endif
+    *name = "generic";
     return F(micro_default);
+#endif
+}
+
+const char *CAT(cd_gemm_kernel_name, GS)(void) {
+    const char *name;
+    (void)F(pick_micro)(&name);
+    return name;
 }
 
 /* Packs rows [i0, i0+MR) x k-slice [k0, k0+kc) of op(A) into one MR-interleaved panel. */
@@ -213,7 +343,9 @@ void CAT(cd_gemm, CAT(GS, packed_b))(int M, int N, int K, GT alpha, const GT *A,
     int panels_per_block = (panels_m + blocks_m - 1) / blocks_m;
     blocks_m = (panels_m + panels_per_block - 1) / panels_per_block;
     int items = chunks_n * blocks_m;
-    F(micro_fn) micro = F(pick_micro)();
+    const char *micro_name;
+    F(micro_fn) micro = F(pick_micro)(&micro_name);
+    (void)micro_name;
     if (nt > items) nt = items;
 
     /* Packing buffers are small (A: M x KC, B: KC x NCHUNK per thread); an allocation
@@ -299,4 +431,8 @@ void CAT(cd_gemm, GS)(int M, int N, int K, GT alpha, const GT *A, int lda, bool 
 #undef CAT_
 #undef CAT
 #undef F
+#endif
+
+#ifndef GT
+const char *cd_gemm_kernel_name(void) { return cd_gemm_kernel_name_f32(); }
 #endif

@@ -35,4 +35,11 @@ void cd_gemm_f32_packed_b(int M, int N, int K, float alpha, const float *A, int 
 void cd_gemm_f16_packed_b(int M, int N, int K, _Float16 alpha, const _Float16 *A, int lda,
                           bool ta, cd_gemm_pack_fn pack, const void *pack_ctx, _Float16 beta,
                           _Float16 *C, int ldc, int threads);
+
+/* Name of the micro-kernel this machine runs for the fp32 / fp16 GEMM: "neon-4x16"
+ * (aarch64 NEON intrinsics), "avx512", "avx2-fma", "avx512fp16", "avx512f-f16c", or
+ * "generic" (portable vector-extension code). cd_gemm_kernel_name() is the fp32 one. */
+const char *cd_gemm_kernel_name(void);
+const char *cd_gemm_kernel_name_f32(void);
+const char *cd_gemm_kernel_name_f16(void);
 #endif
