@@ -1,4 +1,5 @@
 /* Argument parsing and subcommand dispatch. Exit codes are documented in README.md. */
+#include "backends/cpu/gemm.h"
 #include "cli/cli.h"
 #include <errno.h>
 #include <stdlib.h>
@@ -246,7 +247,11 @@ static char *join_argv(int argc, char **argv) {
 int cd_cli_main(int argc, char **argv) {
     if (argc < 2) { cd_cli_usage(stderr, NULL); return CD_E_USAGE; }
     const char *cmd = argv[1];
-    if (!strcmp(cmd, "--version")) { printf("cldiff %s\n", CLDIFF_VERSION); return 0; }
+    if (!strcmp(cmd, "--version")) {
+        printf("cldiff %s (CPU GEMM micro-kernels: fp32 %s, fp16 %s)\n", CLDIFF_VERSION, cd_gemm_kernel_name_f32(),
+               cd_gemm_kernel_name_f16());
+        return 0;
+    }
     if (!strcmp(cmd, "--help") || !strcmp(cmd, "-h") || !strcmp(cmd, "help")) { cd_cli_usage(stdout, NULL); return 0; }
     if (!strcmp(cmd, "inspect")) return cd_cmd_inspect(argc - 1, argv + 1);
     if (!strcmp(cmd, "doctor")) return cd_cmd_doctor(argc - 1, argv + 1);
