@@ -60,15 +60,10 @@ struct cd_dump_sink {
 /* Statistics + dataset + attributes of one tensor (caller holds the HDF5 "lock": either the
  * writer thread, or the caller's thread while the writer is idle). */
 static cd_status store_one(cd_dump_sink *s, int op_index, int tensor_id, const cd_value *host,
-                           const cd_op_report *rep, cd_error *err) {
+                           const cd_op_report *rep, bool overlap, cd_error *err) {
     const cd_graph *g = s->g;
     const cd_op *op = &g->ops[op_index];
     cd_tensor_stats st;
-    cd_tensor_stats_compute(host, &st);
-    if ((st.nan_count || st.inf_count)) {
-        s->n_nonfinite++;
-        if (s->first_nonfinite < 0 || op_index < s->first_nonfinite) s->first_nonfinite = op_index;
-    }
     cd_tensor_rec rec = {
         .op_index = op_index,
         .op_type = op->type,
@@ -79,11 +74,16 @@ static cd_status store_one(cd_dump_sink *s, int op_index, int tensor_id, const c
         .where = rep ? rep->where : "",
         .kernel = rep ? rep->kernel : "",
         .note = rep ? rep->note : "",
-        .stats = &st,
+        .compute_stats = &st,
+        .overlap = overlap,
     };
     cd_status r = cd_dump_write_tensor(s->d, s->run, &rec, host, s->mode == CD_SINK_STATS, err);
     if (r) return cd_err_prefix(err, "while storing op %d (%s) output '%s': ", op_index, op->name ? op->name : "?",
                                 rec.tensor ? rec.tensor : "?");
+    if ((st.nan_count || st.inf_count)) {
+        s->n_nonfinite++;
+        if (s->first_nonfinite < 0 || op_index < s->first_nonfinite) s->first_nonfinite = op_index;
+    }
     s->n_probed++;
     return CD_OK;
 }
@@ -100,7 +100,7 @@ static void *writer_main(void *arg) {
         pthread_mutex_unlock(&s->mu);
         cd_error e;
         cd_err_clear(&e);
-        cd_status r = skip ? CD_OK : store_one(s, it->op_index, it->tensor_id, &it->v, it->has_rep ? &it->rep : NULL, &e);
+        cd_status r = skip ? CD_OK : store_one(s, it->op_index, it->tensor_id, &it->v, it->has_rep ? &it->rep : NULL, false, &e);
         pthread_mutex_lock(&s->mu);
         if (r && s->wst == CD_OK) {
             s->wst = r;
@@ -169,13 +169,13 @@ static cd_status sink_hit(void *user, int op_index, int tensor_id, const cd_valu
             pthread_mutex_unlock(&s->mu);
             if (w) return w;
         }
-        return store_one(s, op_index, tensor_id, host, rep, err);
+        return store_one(s, op_index, tensor_id, host, rep, true, err);
     }
     if (!s->ring) {
         s->ring = malloc(s->ring_cap);
         if (!s->ring) { /* no ring: write synchronously from now on */
             s->ring_cap = 0;
-            return store_one(s, op_index, tensor_id, host, rep, err);
+            return store_one(s, op_index, tensor_id, host, rep, true, err);
         }
     }
     if (!s->started) {
@@ -183,7 +183,7 @@ static cd_status sink_hit(void *user, int op_index, int tensor_id, const cd_valu
             free(s->ring);
             s->ring = NULL;
             s->ring_cap = 0;
-            return store_one(s, op_index, tensor_id, host, rep, err);
+            return store_one(s, op_index, tensor_id, host, rep, true, err);
         }
         s->started = true;
     }

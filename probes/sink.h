@@ -11,9 +11,10 @@ typedef enum { CD_SINK_FULL = 0, CD_SINK_STATS = 1 } cd_sink_mode;
 
 typedef struct cd_dump_sink cd_dump_sink;
 
-/* Full dumps are written by a writer thread fed through a ring buffer of this many MiB
+/* Full dumps can be written by a writer thread fed through a ring buffer of this many MiB
  * (environment CLDIFF_DUMP_QUEUE_MB overrides it; 0 writes synchronously). Tensors larger
- * than half the ring are written synchronously. Counted in the memory budget. */
+ * than half the ring are written synchronously. The session uses the thread only when the
+ * machine has more cores than compute threads, and caps the ring to the memory budget. */
 #define CD_DUMP_SINK_RING_MB 64
 size_t cd_dump_sink_ring_bytes(void);
 /* Caps the queue of s (before its first hit), e.g. to what the memory budget leaves. */

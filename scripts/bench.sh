@@ -14,7 +14,7 @@
 # stdout and in --out (plus a per-layer CSV next to it).
 set -u
 SRC=$(cd "$(dirname "$0")/.." && pwd)
-CLDIFF=${CLDIFF:-$SRC/build-e2e/cldiff}
+CLDIFF=${CLDIFF:-$SRC/build/cldiff}
 MODELS=${CD_SHARED_MODELS:-$SRC/../shared/models}
 ONLY=""
 REPEAT=5
@@ -70,6 +70,11 @@ shape_args() { # model file name -> --shape arguments from shapes.txt
 one() { # model-name mode rep out-dir args...
     local name=$1 mode=$2 rep=$3 out=$4; shift 4
     local tv=$WORK/time.txt t0 t1 rc rss wall
+    # untimed: remove the previous run's dump and flush dirty pages, so each timed run
+    # creates its dump (replacing a large file costs the filesystem ~0.5 ms/MB, and
+    # background writeback of the previous run would land in this one)
+    rm -f "$out/dump.h5"
+    sync
     t0=$(date +%s%N)
     /usr/bin/time -v -o "$tv" "$CLDIFF" run "$@" ${CLDIFF_BENCH_ARGS:-} --quiet --out "$out" >"$WORK/last.out" 2>"$WORK/last.err"
     rc=$?

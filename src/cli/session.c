@@ -1,3 +1,5 @@
+#define _GNU_SOURCE
+#include <sched.h>
 #include "cli/session.h"
 #include <errno.h>
 #include <stdint.h>
@@ -125,6 +127,14 @@ static cd_status check_memory(cd_session *s, cd_error *err) {
     /* the dump writer's queue (probes/sink.h) takes what the budget leaves, up to its default */
     double spare = (double)limit - need, q = (double)cd_dump_sink_ring_bytes();
     s->dump_queue_bytes = (size_t)(spare < q ? spare : q);
+    /* The writer thread only pays where a core is free for it: with as many compute threads
+     * as cores it competes with them and the synchronous writer is faster (measured,
+     * docs/benchmarks.md). CLDIFF_DUMP_QUEUE_MB decides explicitly. */
+    long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+    cpu_set_t cs; /* the cores this process may use (taskset, cgroups cpusets) */
+    if (sched_getaffinity(0, sizeof cs, &cs) == 0) ncpu = CPU_COUNT(&cs);
+    const char *qe = getenv("CLDIFF_DUMP_QUEUE_MB");
+    if (!(qe && *qe) && ncpu > 0 && ncpu <= s->o->threads) s->dump_queue_bytes = 0;
     return CD_OK;
 }
 

@@ -1,5 +1,6 @@
 /* HDF5 dump writer (format version 1). See dump.h for the temp-file/rename contract and
  * docs/dump-format.md for the layout. */
+#include <omp.h>
 #include "store/dump.h"
 #include <errno.h>
 #include <fcntl.h>
@@ -922,7 +923,24 @@ cd_status cd_dump_write_tensor(cd_dump *d, const char *run, const cd_tensor_rec 
     snprintf(name, sizeof name, "%04d_%s", rec->op_index, esc);
     for (int k = 2; H5Lexists(d->run, name, H5P_DEFAULT) > 0; k++)
         snprintf(name, sizeof name, "%04d_%s~%d", rec->op_index, esc, k);
-    hid_t ds = write_values(d, d->run, name, v, stats_only, err);
+    hid_t ds;
+    const cd_tensor_stats *stats = rec->stats;
+    if (rec->compute_stats) {
+        /* The statistics read the tensor, the write copies it to the file: independent, so
+         * with a second OpenMP thread (idle between layers) they run side by side. Only
+         * this thread calls HDF5. */
+        bool par = rec->overlap && !stats_only && v->nbytes >= ((size_t)256 << 10) && omp_get_max_threads() > 1 &&
+                   !omp_in_parallel();
+        ds = -1;
+#pragma omp parallel num_threads(2) if (par)
+        {
+            if (omp_get_thread_num() == 0) ds = write_values(d, d->run, name, v, stats_only, err);
+            if (omp_get_thread_num() == (par ? 1 : 0)) cd_tensor_stats_compute(v, rec->compute_stats);
+        }
+        stats = rec->compute_stats;
+    } else {
+        ds = write_values(d, d->run, name, v, stats_only, err);
+    }
     if (ds < 0) return err ? err->code : CD_E_IO;
     herr_t r = a_i64(ds, "op_index", rec->op_index);
     r |= a_str(ds, "op_type", rec->op_type);
@@ -935,13 +953,13 @@ cd_status cd_dump_write_tensor(cd_dump *d, const char *run, const cd_tensor_rec 
     r |= a_str(ds, "kernel", rec->kernel);
     r |= a_str(ds, "note", rec->note);
     r |= a_i64(ds, "stats_only", stats_only ? 1 : 0);
-    if (rec->stats) {
-        r |= a_i64(ds, "count", rec->stats->count);
-        r |= a_f64(ds, "min", rec->stats->min);
-        r |= a_f64(ds, "max", rec->stats->max);
-        r |= a_f64(ds, "mean", rec->stats->mean);
-        r |= a_i64(ds, "nan_count", rec->stats->nan_count);
-        r |= a_i64(ds, "inf_count", rec->stats->inf_count);
+    if (stats) {
+        r |= a_i64(ds, "count", stats->count);
+        r |= a_f64(ds, "min", stats->min);
+        r |= a_f64(ds, "max", stats->max);
+        r |= a_f64(ds, "mean", stats->mean);
+        r |= a_i64(ds, "nan_count", stats->nan_count);
+        r |= a_i64(ds, "inf_count", stats->inf_count);
     }
     H5Dclose(ds);
     if (r < 0) return cd_dump_h5_error(err, CD_E_IO, "cannot write attributes of '%s' in run '%s'", name, run);
