@@ -121,8 +121,13 @@ static herr_t drop_attr(hid_t obj, const char *name) {
     return ex > 0 ? H5Adelete(obj, name) : 0;
 }
 
+/* True while attributes go to an object this thread has just created (a tensor or input
+ * dataset): nothing to replace, so the existence check (a walk over the object's
+ * attributes, the largest per-attribute cost) is skipped. */
+static _Thread_local bool attr_fresh;
+
 static herr_t attr_write(hid_t obj, const char *name, hid_t ftype, hid_t mtype, hid_t space, const void *buf) {
-    if (drop_attr(obj, name) < 0) return -1;
+    if (!attr_fresh && drop_attr(obj, name) < 0) return -1;
     hid_t a = H5Acreate2(obj, name, ftype, space, H5P_DEFAULT, H5P_DEFAULT);
     if (a < 0) return -1;
     herr_t r = buf ? H5Awrite(a, mtype, buf) : 0;
@@ -308,7 +313,12 @@ cd_status cd_dump_create(const char *path, const cd_dump_meta *meta, cd_dump **o
     close(fd);
     hid_t fcpl = H5Pcreate(H5P_FILE_CREATE);
     H5Pset_obj_track_times(fcpl, 0);
-    d->file = H5Fcreate(d->tmp, H5F_ACC_TRUNC, fcpl, H5P_DEFAULT);
+    hid_t fapl = H5Pcreate(H5P_FILE_ACCESS);
+    const char *lv = getenv("CLDIFF_H5_LIBVER");
+    if (lv && !strcmp(lv, "18")) H5Pset_libver_bounds(fapl, H5F_LIBVER_V18, H5F_LIBVER_V18);
+    if (lv && !strcmp(lv, "110")) H5Pset_libver_bounds(fapl, H5F_LIBVER_V110, H5F_LIBVER_V110);
+    d->file = H5Fcreate(d->tmp, H5F_ACC_TRUNC, fcpl, fapl);
+    H5Pclose(fapl);
     H5Pclose(fcpl);
     if (d->file < 0) {
         cd_dump_h5_error(err, CD_E_IO, "cannot create HDF5 dump '%s'", d->tmp);
@@ -683,9 +693,11 @@ cd_status cd_dump_write_input(cd_dump *d, const char *name, const cd_value *v, c
     if (H5Lexists(g, esc, H5P_DEFAULT) > 0) H5Ldelete(g, esc, H5P_DEFAULT);
     hid_t ds = write_values(d, g, esc, v, false, err);
     if (ds < 0) { H5Gclose(g); return err ? err->code : CD_E_IO; }
+    attr_fresh = true;
     herr_t r = a_str(ds, "tensor", name);
     r |= shape_attrs(ds, v);
     r |= a_str(ds, "source", source);
+    attr_fresh = false;
     H5Dclose(ds);
     H5Gclose(g);
     if (r < 0) return cd_dump_h5_error(err, CD_E_IO, "cannot write attributes of input '%s'", name);
@@ -942,6 +954,7 @@ cd_status cd_dump_write_tensor(cd_dump *d, const char *run, const cd_tensor_rec 
         ds = write_values(d, d->run, name, v, stats_only, err);
     }
     if (ds < 0) return err ? err->code : CD_E_IO;
+    attr_fresh = true;
     herr_t r = a_i64(ds, "op_index", rec->op_index);
     r |= a_str(ds, "op_type", rec->op_type);
     r |= a_str(ds, "layer", rec->layer);
@@ -961,6 +974,7 @@ cd_status cd_dump_write_tensor(cd_dump *d, const char *run, const cd_tensor_rec 
         r |= a_i64(ds, "nan_count", stats->nan_count);
         r |= a_i64(ds, "inf_count", stats->inf_count);
     }
+    attr_fresh = false;
     H5Dclose(ds);
     if (r < 0) return cd_dump_h5_error(err, CD_E_IO, "cannot write attributes of '%s' in run '%s'", name, run);
     return CD_OK;
