@@ -313,12 +313,7 @@ cd_status cd_dump_create(const char *path, const cd_dump_meta *meta, cd_dump **o
     close(fd);
     hid_t fcpl = H5Pcreate(H5P_FILE_CREATE);
     H5Pset_obj_track_times(fcpl, 0);
-    hid_t fapl = H5Pcreate(H5P_FILE_ACCESS);
-    const char *lv = getenv("CLDIFF_H5_LIBVER");
-    if (lv && !strcmp(lv, "18")) H5Pset_libver_bounds(fapl, H5F_LIBVER_V18, H5F_LIBVER_V18);
-    if (lv && !strcmp(lv, "110")) H5Pset_libver_bounds(fapl, H5F_LIBVER_V110, H5F_LIBVER_V110);
-    d->file = H5Fcreate(d->tmp, H5F_ACC_TRUNC, fcpl, fapl);
-    H5Pclose(fapl);
+    d->file = H5Fcreate(d->tmp, H5F_ACC_TRUNC, fcpl, H5P_DEFAULT);
     H5Pclose(fcpl);
     if (d->file < 0) {
         cd_dump_h5_error(err, CD_E_IO, "cannot create HDF5 dump '%s'", d->tmp);
