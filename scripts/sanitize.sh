@@ -5,13 +5,17 @@
 #   scripts/sanitize.sh --asan     1. whole project with -DCLDIFF_SANITIZE=ON (ASan + UBSan,
 #                                     leaks included) in build-sanitize/, then its ctest; any
 #                                     sanitizer report fails the test that printed it
-#   scripts/sanitize.sh --valgrind 2. one end-to-end differential run (CPU vs OpenCL) of a
-#                                     real model under valgrind memcheck, in build-valgrind/
+#   scripts/sanitize.sh --valgrind 2. one end-to-end differential run (CPU vs OpenCL on
+#                                     PoCL, fp32) of a real model under valgrind memcheck,
+#                                     parent and forked OpenCL child, in build-valgrind/
 #                                     (plain Debug build: valgrind cannot run ASan binaries)
 # Options: --build-root DIR (default: the source folder), -- CTEST_ARGS... (passed to ctest).
-#
-# Suppressions: tests/hardening/lsan.supp (LeakSanitizer) and tests/hardening/valgrind.supp
-# name only the OpenCL driver stack (ocl-icd, PoCL, LLVM), never cldiff code.
+# Environment: CLDIFF_VALGRIND_OPENCL=0 runs CPU vs CPU under valgrind instead (slow
+# machines, no OpenCL driver); CLDIFF_VALGRIND_MODEL, CLDIFF_VALGRIND_POCL_KERNELLIB,
+# CLDIFF_VALGRIND_TIMEOUT (see the valgrind part below).
+# Suppressions: tests/hardening/lsan.supp (LeakSanitizer: the OpenCL driver stack) and
+# tests/hardening/valgrind.supp (ocl-icd, glibc's ld.so) name only third-party code, never
+# cldiff code.
 # Exit: 0 clean, 1 a sanitizer/valgrind report or a failing test, 2 build failure.
 set -u
 here="$(cd "$(dirname "$0")/.." && pwd)"
@@ -24,7 +28,7 @@ while [ $# -gt 0 ]; do
         --valgrind) do_asan=0 ;;
         --build-root) root=${2:?}; shift ;;
         --) shift; ctest_args=("$@"); break ;;
-        -h|--help) sed -n '2,16p' "$0"; exit 0 ;;
+        -h|--help) sed -n '2,19p' "$0"; exit 0 ;;
         *) echo "sanitize.sh: unknown argument '$1'" >&2; exit 2 ;;
     esac
     shift
@@ -74,43 +78,131 @@ if [ $do_vg = 1 ]; then
     echo "== valgrind memcheck, plain Debug build in $b"
     cmake -S "$here" -B "$b" -DCMAKE_BUILD_TYPE=Debug -DCLDIFF_TESTS=OFF >"$b.log" 2>&1 &&
         cmake --build "$b" -j2 --target cldiff >>"$b.log" 2>&1 || { echo "sanitize.sh: build failed, see $b.log" >&2; tail -20 "$b.log" >&2; exit 2; }
-    model="$here/../shared/models/mask_detector_fp32_arm_v2.10rc.nb"
+    model="${CLDIFF_VALGRIND_MODEL:-$here/../shared/models/mask_detector_fp32_arm_v2.10rc.nb}"
     [ -f "$model" ] || model="$here/testdata/mobilenet_tiny.nb"
-    # Two differential runs under memcheck, both end to end (reader, plan, runs, dump,
-    # comparison, isolation of the first divergence, every report):
-    #  1. the real model, CPU against CPU: PoCL executes its JIT-compiled kernels ~100x
-    #     slower under valgrind (a CPU-vs-OpenCL run of this model takes over 10 minutes);
-    #  2. (CLDIFF_VALGRIND_OPENCL=1) the bundled model, CPU against OpenCL (the forked
-    #     OpenCL child, which memcheck follows), program cache warmed natively first.
-    vg_run() { # name args...
-        local name=$1; shift
-        local out; out=$(mktemp -d /tmp/cldiff_vg.XXXXXX)
-        export XDG_CACHE_HOME="$out/cache"
-        "$b/cldiff" "$@" --out "$out/warm" --quiet >/dev/null 2>&1
-        rm -rf "$out/warm"
+    # One differential run of a real model, CPU against OpenCL (PoCL) in fp32, end to end
+    # under memcheck: reader, plan, the CPU run in the parent, the OpenCL run in the forked
+    # child (src/engine/isolate.c; the default CLI path, which memcheck follows into the
+    # fork), dump, comparison, and (tolerances 0, so the first layer fails on purpose) the
+    # isolation of the first divergence in a second forked OpenCL child, the repro pack and
+    # every report. Exit 1 (a layer out of tolerance) is that verdict, not a memory error.
+    #
+    # Speed: PoCL JIT-compiles every kernel with LLVM at first launch, which under memcheck
+    # takes over 10 minutes. A plain run of the same command first fills both kernel caches
+    # (cldiff's program binaries in XDG_CACHE_HOME/cldiff, PoCL's compiled work-group
+    # functions in POCL_CACHE_DIR), so under valgrind neither calls LLVM. Both caches are
+    # private to this script ($b/valgrind-cache). PoCL keys its cache by the target CPU,
+    # and valgrind's virtual CPU lacks AVX-512: on an AVX-512 host PoCL would pick
+    # "skylake-avx512" natively and "haswell" under valgrind, miss the cache and compile
+    # everything again. POCL_KERNELLIB_NAME (Debian's PoCL) pins the kernel library, and
+    # with it the target CPU, for both runs: avx2 where the host has AVX2 (valgrind
+    # emulates AVX2), else PoCL's own choice. CLDIFF_VALGRIND_POCL_KERNELLIB overrides it.
+    # The script checks afterwards that nothing was compiled under valgrind.
+    #
+    # CLDIFF_VALGRIND_OPENCL=0 (slow machines, no OpenCL driver): the same model CPU
+    # against CPU instead (no OpenCL code runs then). CLDIFF_VALGRIND_TIMEOUT (default
+    # 900 s) bounds each OpenCL child (cldiff --timeout). CLDIFF_VALGRIND_MODEL picks
+    # another model (the bundled testdata/mobilenet_tiny.nb when ../shared is absent).
+    vg_run() { # name expect_opencl args...
+        local name=$1 want_cl=$2; shift 2
+        local out="$b/valgrind-run" cache="$b/valgrind-cache"
+        rm -rf "$out"
+        mkdir -p "$out" "$cache/xdg" "$cache/pocl"
+        export XDG_CACHE_HOME="$cache/xdg" POCL_CACHE_DIR="$cache/pocl"
+        # libgomp threads that spin while they wait cost much more under valgrind (it runs
+        # one thread at a time): 107 s instead of 55 s for the OpenCL run below (2 cores)
+        export OMP_WAIT_POLICY=PASSIVE
+        if [ "$want_cl" = 1 ]; then
+            local kl="${CLDIFF_VALGRIND_POCL_KERNELLIB:-}"
+            [ -n "$kl" ] || ! grep -qw avx2 /proc/cpuinfo || kl=avx2
+            if [ -n "$kl" ]; then export POCL_KERNELLIB_NAME="$kl"; else unset POCL_KERNELLIB_NAME; fi
+        fi
+        local t0=$SECONDS
+        if [ "$want_cl" = 1 ]; then
+            "$b/cldiff" "$@" --out "$out/warm" --quiet >"$out/warm.log" 2>&1
+            local wrc=$?
+            echo "valgrind $name: cache-warming run without valgrind: exit $wrc, $((SECONDS - t0)) s"
+            if [ "$wrc" != 0 ] && [ "$wrc" != 1 ]; then
+                echo "sanitize.sh: the run without valgrind already fails (exit $wrc):" >&2
+                tail -5 "$out/warm.log" >&2
+                rc=1
+                return
+            fi
+            rm -rf "$out/warm"
+        fi
+        touch "$out/stamp"
+        t0=$SECONDS
         valgrind --tool=memcheck --error-exitcode=99 --leak-check=full --errors-for-leak-kinds=definite,indirect \
-            --show-leak-kinds=definite,indirect --track-origins=yes --child-silent-after-fork=no \
-            --suppressions="$here/tests/hardening/valgrind.supp" --gen-suppressions=all --num-callers=30 \
+            --show-leak-kinds=definite,indirect --track-origins=yes --keep-debuginfo=yes \
+            --child-silent-after-fork=no --trace-children=no \
+            --suppressions="$here/tests/hardening/valgrind.supp" --gen-suppressions=all --num-callers=40 \
             --log-file="$out/valgrind.%p.log" \
-            "$b/cldiff" "$@" --out "$out" --quiet --timeout 1200 >"$out/stdout" 2>"$out/stderr"
-        local vrc=$?
-        local errs; errs=$(grep -h "ERROR SUMMARY" "$out"/valgrind.*.log | awk '{s += $4} END {print s + 0}')
-        echo "valgrind $name: cldiff exit $vrc, $(ls "$out"/valgrind.*.log | wc -l) processes, $errs errors (logs $out)"
-        if [ "$vrc" != 0 ] && [ "$vrc" != 1 ] || [ "$errs" != 0 ]; then
-            # exit 1 = a layer out of tolerance is a verdict, not a memory error
+            "$b/cldiff" "$@" --out "$out/run" --quiet --timeout "${CLDIFF_VALGRIND_TIMEOUT:-900}" \
+            >"$out/stdout" 2>"$out/stderr" &
+        local main=$!
+        wait $main
+        local vrc=$? secs=$((SECONDS - t0)) bad=0 errs=0 nchild=0 bad_logs=()
+        echo "valgrind $name: cldiff exit $vrc, $secs s under memcheck (logs: $out/valgrind.*.log)"
+        # One log per process: the cldiff parent, each forked OpenCL child ("Parent PID"
+        # is the parent), and a header-only log for any program PoCL exec()s (its linker,
+        # only when it compiles a kernel; --trace-children=no leaves those uninstrumented).
+        local f pid role e
+        for f in "$out"/valgrind.*.log; do
+            pid=${f##*/valgrind.}; pid=${pid%.log}
+            if [ "$pid" = "$main" ]; then role="parent (cldiff)"
+            elif grep -q "Parent PID: $main\$" "$f" && grep -q "ERROR SUMMARY" "$f"; then
+                role="forked OpenCL child"; nchild=$((nchild + 1))
+            else role="exec'd by a child, not instrumented"; fi
+            e=$(sed -n 's/.*ERROR SUMMARY: \([0-9]*\) errors.*/\1/p' "$f" | tail -1)
+            if [ -n "$e" ]; then
+                local lost; lost=$(sed -n 's/^==[0-9]*== *\(definitely lost: .*\)/\1/p' "$f")
+                echo "  pid $pid, $role: $(sed -n 's/^==[0-9]*== \(ERROR SUMMARY: .*\)/\1/p' "$f");" \
+                     "${lost:-definitely lost: 0 (all heap blocks freed)}"
+                errs=$((errs + e))
+                [ "$e" = 0 ] || bad_logs+=("$f")
+            else
+                echo "  pid $pid, $role: $(sed -n 's/^==[0-9]*== Command: //p' "$f" | cut -c1-100)"
+            fi
+        done
+        if [ "$want_cl" = 1 ]; then
+            # the OpenCL side really ran, in a process memcheck instrumented
+            local why
+            why=$(python3 - "$out/run/summary.json" <<'EOF'
+import json, sys
+try:
+    d = json.load(open(sys.argv[1]))
+except Exception as e:
+    print("no summary.json: %s" % e); sys.exit()
+env = d.get("environment", {})
+if env.get("backend_b") != "opencl": print("run B is %r, not opencl" % env.get("backend_b"))
+elif not d.get("layers_compared"): print("no layer compared")
+EOF
+)
+            [ -z "$why" ] || { echo "sanitize.sh: valgrind $name: the OpenCL run did not happen: $why" >&2; bad=1; }
+            [ "$nchild" -ge 1 ] || { echo "sanitize.sh: valgrind $name: no instrumented OpenCL child log" >&2; bad=1; }
+            local jit
+            jit=$(find "$POCL_CACHE_DIR" "$XDG_CACHE_HOME" -newer "$out/stamp" \( -name '*.so' -o -name '*.clbin' \) | wc -l)
+            [ "$jit" = 0 ] || echo "sanitize.sh: warning: $jit kernel(s) were compiled under valgrind (the warm" \
+                "caches missed; slow): set CLDIFF_VALGRIND_POCL_KERNELLIB to the kernel library PoCL picks" \
+                "under valgrind (see docs/hardening.md)" >&2
+        fi
+        if [ "$vrc" != 0 ] && [ "$vrc" != 1 ] || [ "$errs" != 0 ] || [ "$bad" != 0 ]; then
             rc=1
-            grep -h -B2 -A25 "^==[0-9]*== [A-Z][a-z]" "$out"/valgrind.*.log | grep -v "^--" | head -80 >&2
+            for f in "${bad_logs[@]}"; do   # the reports, each with its suppression text
+                echo "---- $f" >&2
+                sed -n '/^==[0-9]*== Parent PID/,$p' "$f" | head -150 >&2
+            done
+            echo "---- cldiff stderr (tail)" >&2
             tail -5 "$out/stderr" >&2
         else
-            rm -rf "$out"
+            echo "valgrind $name: clean ($errs errors in $(ls "$out"/valgrind.*.log | wc -l) process log(s))"
+            rm -rf "$out/run"   # the logs stay until the next run
         fi
     }
-    vg_run "$(basename "$model") cpu,cpu" "$model" --backends cpu,cpu
-    # The OpenCL side under memcheck takes over 10 minutes even on the bundled model (PoCL
-    # JIT-compiles each work-group function at first launch, inside valgrind): opt in with
-    # CLDIFF_VALGRIND_OPENCL=1. ASan+UBSan cover the OpenCL child in every CI run.
-    if [ "${CLDIFF_VALGRIND_OPENCL:-0}" = 1 ]; then
-        vg_run "mobilenet_tiny cpu,opencl" "$here/testdata/mobilenet_tiny.nb" --backends cpu,opencl
+    if [ "${CLDIFF_VALGRIND_OPENCL:-1}" = 0 ]; then
+        vg_run "$(basename "$model") cpu,cpu" 0 "$model" --backends cpu,cpu
+    else
+        vg_run "$(basename "$model") cpu,opencl fp32" 1 "$model" --backends cpu,opencl --fp32 --atol 0 --rtol 0
     fi
 fi
 exit $rc

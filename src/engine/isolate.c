@@ -91,7 +91,9 @@ static cd_status child_hit(void *user, int op, int tensor, const cd_value *host,
     h.tensor = tensor;
     h.dtype = (int32_t)host->dtype;
     h.rank = host->shape.rank;
-    for (int i = 0; i < CD_MAX_RANK; i++) h.dims[i] = host->shape.d[i];
+    /* only the dims below the rank are defined (shape inference leaves the rest as it
+     * found them); the others stay 0 rather than carrying stack bytes to the parent */
+    for (int i = 0; i < host->shape.rank && i < CD_MAX_RANK; i++) h.dims[i] = host->shape.d[i];
     h.nbytes = host->nbytes;
     if (rep) h.rep = *rep;
     if (host->nbytes > UINT32_MAX - sizeof h)

@@ -39,6 +39,7 @@ static int bcast_build(const cd_shape *x, const cd_shape *y, int64_t axis, cd_sh
     char bx[160], by[160];
     int rx = x->rank, ry = y->rank, r = rx >= ry ? rx : ry;
     int64_t ax[CD_MAX_RANK], ay[CD_MAX_RANK]; /* aligned dims */
+    memset(out, 0, sizeof *out);   /* dims past the rank defined too: shapes are copied whole */
     if (cd_shape_eq(x, y)) {
         for (int i = 0; i < r; i++) ax[i] = ay[i] = x->d[i];
     } else {
