@@ -234,10 +234,12 @@ def main():
     for r in rows:
         name = r["model"].replace(".nb", "")
         if r["gflops"] is not None and r["conv_share"] is not None and r["conv_share"] >= 0.5:
+            def verdict(v, bound):  # no measurement (e.g. --no-opencl) is not a miss
+                return "(not measured)" if v is None else ("≤" if v <= bound else "> (MISS)")
             tg.append("- %s: conv/fc %.1f GFLOP/s %s 15; full dump %s %s 1.5x; OpenCL/CPU %s %s 3x" % (
                 name, r["gflops"], "≥" if r["gflops"] >= 15 else "< (MISS)",
-                fmt(r["overhead"], 2, "x"), "≤" if r["overhead"] is not None and r["overhead"] <= 1.5 else "> (MISS)",
-                fmt(r["ratio"], 2, "x"), "≤" if r["ratio"] is not None and r["ratio"] <= 3 else "> (MISS)"))
+                fmt(r["overhead"], 2, "x"), verdict(r["overhead"], 1.5),
+                fmt(r["ratio"], 2, "x"), verdict(r["ratio"], 3)))
         elif r["gflops"] is not None:
             tg.append("- %s: conv/fc %.1f GFLOP/s (not conv-heavy: %s of op time); full dump %s; OpenCL/CPU %s" % (
                 name, r["gflops"], fmt(100 * (r["conv_share"] or 0), 0, "%"), fmt(r["overhead"], 2, "x"),

@@ -301,8 +301,12 @@ cd_status cd_dump_create(const char *path, const cd_dump_meta *meta, cd_dump **o
     cd_dump *d = dump_alloc(path, err);
     if (!d) return CD_E_NOMEM;
     if (meta && meta->deflate) d->deflate = meta->deflate < 0 ? 0 : (meta->deflate > 9 ? 9 : meta->deflate);
-    /* Create the file ourselves first: errno gives a clearer message than HDF5's stack. */
-    int fd = open(d->tmp, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    /* Create the file ourselves first: errno gives a clearer message than HDF5's stack.
+     * Then HDF5 creates it anew with O_EXCL, never with O_TRUNC: on ext4 a file truncated
+     * to 0 and rewritten is flushed to disk when closed ("auto_da_alloc"), which made
+     * closing a 160 MB dump take 0.17 s of the run (measured with strace). */
+    unlink(d->tmp); /* a stale temp file of an earlier process with this pid */
+    int fd = open(d->tmp, O_WRONLY | O_CREAT | O_EXCL, 0644);
     if (fd < 0) {
         int e = errno;
         cd_err(err, CD_E_IO, "cannot create dump '%s' (temporary file '%s'): %s; choose a writable --out location",
@@ -311,9 +315,10 @@ cd_status cd_dump_create(const char *path, const cd_dump_meta *meta, cd_dump **o
         return CD_E_IO;
     }
     close(fd);
+    unlink(d->tmp);
     hid_t fcpl = H5Pcreate(H5P_FILE_CREATE);
     H5Pset_obj_track_times(fcpl, 0);
-    d->file = H5Fcreate(d->tmp, H5F_ACC_TRUNC, fcpl, H5P_DEFAULT);
+    d->file = H5Fcreate(d->tmp, H5F_ACC_EXCL, fcpl, H5P_DEFAULT);
     H5Pclose(fcpl);
     if (d->file < 0) {
         cd_dump_h5_error(err, CD_E_IO, "cannot create HDF5 dump '%s'", d->tmp);
