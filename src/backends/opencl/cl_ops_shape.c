@@ -118,6 +118,31 @@ static cd_status get_axis(cd_cl_ctx *c, int rank, int64_t *axis, cd_error *err) 
     return CD_OK;
 }
 
+/* The tensors of `parts` are consecutive slabs along `axis` of `whole`, from offset 0: copies
+ * each one into its slab (concat) or out of it (split); *end = where the last slab ends.
+ * `slot` names the parts in messages ("input X", "output Out"); a part whose rank differs
+ * from the whole is an error with code rank_code. */
+static cd_status slab_copies(cd_cl_ctx *c, int whole, const cd_slot *parts, const char *slot, int64_t axis,
+                             bool into_whole, cd_status rank_code, int64_t *end, cd_error *err) {
+    const cd_shape *ws = &clu_meta(c, whole)->shape;
+    int64_t wst[CD_MAX_RANK], off = 0;
+    contiguous_strides(ws, wst);
+    for (int i = 0; i < parts->n; i++) {
+        int p = parts->ids[i];
+        if (p < 0) return clu_fail(c, err, CD_E_MODEL, "%s[%d] is not connected", slot, i);
+        const cd_shape *ps = &clu_meta(c, p)->shape;
+        if (ps->rank != ws->rank) return clu_fail(c, err, rank_code, "%s[%d] rank differs from the whole", slot, i);
+        int64_t pst[CD_MAX_RANK];
+        contiguous_strides(ps, pst);
+        cd_status s = into_whole ? strided_copy(c, p, whole, ps->rank, ps->d, pst, wst, 0, off * wst[axis], err)
+                                 : strided_copy(c, whole, p, ps->rank, ps->d, wst, pst, off * wst[axis], 0, err);
+        if (s) return s;
+        off += ps->d[axis];
+    }
+    *end = off;
+    return CD_OK;
+}
+
 /* concat: each input X[i] lands at offset off_i along `axis` of the output. */
 static cd_status op_concat(cd_cl_ctx *c, cd_error *err) {
     int y;
@@ -126,20 +151,9 @@ static cd_status op_concat(cd_cl_ctx *c, cd_error *err) {
     const cd_slot *xs = cd_op_in_slot(c->op, "X");
     if (!xs || xs->n < 1) return clu_fail(c, err, CD_E_MODEL, "input X lists no tensors");
     const cd_shape *os = &clu_meta(c, y)->shape;
-    int64_t axis;
+    int64_t axis, off;
     if ((s = get_axis(c, os->rank, &axis, err))) return s;
-    int64_t ost[CD_MAX_RANK], off = 0;
-    contiguous_strides(os, ost);
-    for (int i = 0; i < xs->n; i++) {
-        int x = xs->ids[i];
-        if (x < 0) return clu_fail(c, err, CD_E_MODEL, "input X[%d] is not connected", i);
-        const cd_shape *is = &clu_meta(c, x)->shape;
-        if (is->rank != os->rank) return clu_fail(c, err, CD_E_MODEL, "X[%d] rank differs from the output", i);
-        int64_t ist[CD_MAX_RANK];
-        contiguous_strides(is, ist);
-        if ((s = strided_copy(c, x, y, is->rank, is->d, ist, ost, 0, off * ost[axis], err))) return s;
-        off += is->d[axis];
-    }
+    if ((s = slab_copies(c, y, xs, "input X", axis, true, CD_E_MODEL, &off, err))) return s;
     if (off != os->d[axis]) return clu_fail(c, err, CD_E_INTERNAL, "inputs fill %lld of %lld along the axis", (long long)off, (long long)os->d[axis]);
     return CD_OK;
 }
@@ -187,20 +201,9 @@ static cd_status op_split(cd_cl_ctx *c, cd_error *err) {
     const cd_slot *os = cd_op_out_slot(c->op, "Out");
     if (!os || os->n < 1) return clu_fail(c, err, CD_E_MODEL, "output Out lists no tensors");
     const cd_shape *is = &clu_meta(c, x)->shape;
-    int64_t axis;
+    int64_t axis, off;
     if ((s = get_axis(c, is->rank, &axis, err))) return s;
-    int64_t ist[CD_MAX_RANK], off = 0;
-    contiguous_strides(is, ist);
-    for (int i = 0; i < os->n; i++) {
-        int y = os->ids[i];
-        if (y < 0) return clu_fail(c, err, CD_E_MODEL, "output Out[%d] is not connected", i);
-        const cd_shape *ys = &clu_meta(c, y)->shape;
-        if (ys->rank != is->rank) return clu_fail(c, err, CD_E_INTERNAL, "Out[%d] rank differs from X", i);
-        int64_t yst[CD_MAX_RANK];
-        contiguous_strides(ys, yst);
-        if ((s = strided_copy(c, x, y, ys->rank, ys->d, ist, yst, off * ist[axis], 0, err))) return s;
-        off += ys->d[axis];
-    }
+    if ((s = slab_copies(c, x, os, "output Out", axis, false, CD_E_INTERNAL, &off, err))) return s;
     if (off > is->d[axis]) return clu_fail(c, err, CD_E_INTERNAL, "outputs exceed X along the axis");
     return CD_OK;
 }
