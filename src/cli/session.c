@@ -1,5 +1,3 @@
-#define _GNU_SOURCE
-#include <sched.h>
 #include "cli/session.h"
 #include <errno.h>
 #include <stdint.h>
@@ -124,17 +122,6 @@ static cd_status check_memory(cd_session *s, cd_error *err) {
                       "largest tensor %.1f MiB), over the memory budget of %.1f MiB; use smaller --shape values, "
                       "--dump stats, or raise --max-memory", need / 1048576.0, (double)p->param_bytes / 1048576.0,
                       (double)p->act_bytes_peak / 1048576.0, (double)biggest / 1048576.0, (double)limit / 1048576.0);
-    /* the dump writer's queue (probes/sink.h) takes what the budget leaves, up to its default */
-    double spare = (double)limit - need, q = (double)cd_dump_sink_ring_bytes();
-    s->dump_queue_bytes = (size_t)(spare < q ? spare : q);
-    /* The writer thread only pays where a core is free for it: with as many compute threads
-     * as cores it competes with them and the synchronous writer is faster (measured,
-     * docs/benchmarks.md). CLDIFF_DUMP_QUEUE_MB decides explicitly. */
-    long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
-    cpu_set_t cs; /* the cores this process may use (taskset, cgroups cpusets) */
-    if (sched_getaffinity(0, sizeof cs, &cs) == 0) ncpu = CPU_COUNT(&cs);
-    const char *qe = getenv("CLDIFF_DUMP_QUEUE_MB");
-    if (!(qe && *qe) && ncpu > 0 && ncpu <= s->o->threads) s->dump_queue_bytes = 0;
     return CD_OK;
 }
 
@@ -236,7 +223,6 @@ cd_status cd_session_run(cd_session *s, const char *backend, const char *run, cd
     if (st) return st;
     progress pr = {.run = run, .n_ops = s->g->n_ops, .tty = !s->o->quiet && isatty(2) && !getenv("CLDIFF_NO_PROGRESS")};
     cd_dump_sink_on_op_done(sink, on_op_done, &pr);
-    cd_dump_sink_set_queue(sink, s->dump_queue_bytes);
     cd_exec_opts xo = {.probe_mask = s->mask, .stop_flag = &cd_stop_flag};
     cd_backend_opts bo = cd_session_backend_opts(s->o, prec);
     double t0 = now_ms();
@@ -266,7 +252,7 @@ cd_status cd_session_run(cd_session *s, const char *backend, const char *run, cd
     if (pr.tty) fputc('\n', stderr);
     res->complete = st == CD_OK;
     cd_error e2 = {0};
-    cd_status s2 = cd_dump_sink_finish(sink, &e2); /* drains the writer thread */
+    cd_status s2 = cd_dump_sink_finish(sink, &e2);
     res->n_hits = cd_dump_sink_count(sink);
     cd_dump_sink_free(sink);
     char path[256];

@@ -17,7 +17,6 @@ typedef struct cd_session {
     bool have_plan32;
     cd_input_set inputs;
     bool *mask;
-    size_t dump_queue_bytes;   /* dump writer queue the memory budget allows (check_memory) */
     int n_probed;
     cd_dump *dump;
     char dump_path[1024];
