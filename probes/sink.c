@@ -2,7 +2,7 @@
  *
  * Each probed tensor is stored synchronously from the executor's (lent) buffer; the
  * statistics are computed on the second OpenMP thread, idle between layers, while the data
- * is written (cd_tensor_rec.overlap). A writer thread that queued copies of the tensors was
+ * is written (cd_tensor_rec.stats). A writer thread that queued copies of the tensors was
  * tried and measured: slower whenever the compute threads occupy every core, no faster with
  * spare cores (docs/benchmarks.md), so it is not used. */
 #include "probes/sink.h"
@@ -40,8 +40,7 @@ static cd_status sink_hit(void *user, int op_index, int tensor_id, const cd_valu
         .where = rep ? rep->where : "",
         .kernel = rep ? rep->kernel : "",
         .note = rep ? rep->note : "",
-        .compute_stats = &st,
-        .overlap = true,
+        .stats = &st,
     };
     cd_status r = cd_dump_write_tensor(s->d, s->run, &rec, host, s->mode == CD_SINK_STATS, err);
     if (r) return cd_err_prefix(err, "while storing op %d (%s) output '%s': ", op_index, op->name ? op->name : "?",

@@ -937,19 +937,17 @@ cd_status cd_dump_write_tensor(cd_dump *d, const char *run, const cd_tensor_rec 
         snprintf(name, sizeof name, "%04d_%s~%d", rec->op_index, esc, k);
     hid_t ds;
     const cd_tensor_stats *stats = rec->stats;
-    if (rec->compute_stats) {
+    if (rec->stats) {
         /* The statistics read the tensor, the write copies it to the file: independent, so
          * with a second OpenMP thread (idle between layers) they run side by side. Only
          * this thread calls HDF5. */
-        bool par = rec->overlap && !stats_only && v->nbytes >= ((size_t)256 << 10) && omp_get_max_threads() > 1 &&
-                   !omp_in_parallel();
+        bool par = !stats_only && v->nbytes >= ((size_t)256 << 10) && omp_get_max_threads() > 1 && !omp_in_parallel();
         ds = -1;
 #pragma omp parallel num_threads(2) if (par)
         {
             if (omp_get_thread_num() == 0) ds = write_values(d, d->run, name, v, stats_only, err);
-            if (omp_get_thread_num() == (par ? 1 : 0)) cd_tensor_stats_compute(v, rec->compute_stats);
+            if (omp_get_thread_num() == (par ? 1 : 0)) cd_tensor_stats_compute(v, rec->stats);
         }
-        stats = rec->compute_stats;
     } else {
         ds = write_values(d, d->run, name, v, stats_only, err);
     }

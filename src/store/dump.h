@@ -94,12 +94,10 @@ typedef struct cd_tensor_rec {
     const char *tensor;        /* raw tensor name */
     double elapsed_us, kernel_us;
     const char *where, *kernel, *note;
-    const cd_tensor_stats *stats;   /* optional: stored as attrs min/max/mean/nan_count/inf_count */
-    /* Alternative to stats: computed by cd_dump_write_tensor into *compute_stats (and stored),
-     * on a second OpenMP thread while the data is written when overlap is true and the
-     * tensor is large (the result does not depend on it). */
-    cd_tensor_stats *compute_stats;
-    bool overlap;
+    /* Optional: when set, the statistics of v are computed here into *stats and stored as
+     * attrs min/max/mean/nan_count/inf_count; for large tensors on a second OpenMP thread
+     * while the data is written (the result does not depend on it). */
+    cd_tensor_stats *stats;
 } cd_tensor_rec;
 
 /* Writes /runs/<run>/<NNNN>_<escaped tensor> from v (dtype as computed: F16 is stored as
