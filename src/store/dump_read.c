@@ -356,6 +356,19 @@ static cd_status read_f32(const cd_dump_reader *r, const char *path, float **dat
         st = cd_err(err, CD_E_MODEL, "dump '%s': dataset '%s' is not numeric", r->path, path);
     int64_t n = st ? 0 : cd_shape_numel(&s);
     if (!st && n < 0) st = cd_err(err, CD_E_MODEL, "dump '%s': dataset '%s' is too large", r->path, path);
+    if (!st && n > 0) {
+        /* A damaged or hostile header can declare any extent: before allocating for it, check
+         * that the file holds the bytes. Unfiltered data is stored whole (cldiff always writes
+         * every dataset completely); deflate cannot expand more than ~1032:1. */
+        size_t es = H5Tget_size(t);
+        hid_t pl = H5Dget_create_plist(ds);
+        int nf = pl >= 0 ? H5Pget_nfilters(pl) : -1;
+        if (pl >= 0) H5Pclose(pl);
+        double need = (double)n * (double)(es ? es : 1), have = (double)H5Dget_storage_size(ds);
+        if (nf < 0 || have * (nf > 0 ? 1100.0 : 1.0) < need)
+            st = cd_err(err, CD_E_MODEL, "dump '%s': dataset '%s' declares %lld elements but the file stores only %.0f "
+                        "bytes of it (damaged or truncated dump)", r->path, path, (long long)n, have);
+    }
     float *buf = NULL;
     if (!st) {
         buf = cd_malloc((size_t)n * sizeof(float), err);
