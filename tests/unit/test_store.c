@@ -575,3 +575,39 @@ Test(store, stats_blocks_match_reference) {
     }
     free(x);
 }
+
+/* A dataset whose declared extent the file does not hold (a damaged or hostile dump: here
+ * a 2^30-element dataset that was never written) is refused before anything is allocated
+ * for it, with a message that names the dataset. */
+Test(store, read_refuses_extent_the_file_does_not_hold) {
+    char path[512];
+    cd_dump *d = create_z("extent.h5", path, 0);
+    cd_error e = {0};
+    int64_t dims[] = {4};
+    float x[4] = {1, 2, 3, 4};
+    cd_value v = mk(CD_F32, 1, dims, x);
+    cd_tensor_rec r1 = rec_for(0, "ok");
+    cr_assert_eq(cd_dump_begin_run(d, "cpu", NULL, &e), CD_OK, "%s", e.msg);
+    cr_assert_eq(cd_dump_write_tensor(d, "cpu", &r1, &v, false, &e), CD_OK, "%s", e.msg);
+    cr_assert_eq(cd_dump_end_run(d, "cpu", 1.0, true, &e), CD_OK, "%s", e.msg);
+    cr_assert_eq(cd_dump_close(d, true, &e), CD_OK, "%s", e.msg);
+    hid_t f = H5Fopen(path, H5F_ACC_RDWR, H5P_DEFAULT);
+    hsize_t big = (hsize_t)1 << 30;
+    hid_t sp = H5Screate_simple(1, &big, NULL);
+    hid_t ds = H5Dcreate2(f, "/runs/cpu/0001_huge", H5T_IEEE_F32LE, sp, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
+    cr_assert_geq(ds, 0);
+    H5Dclose(ds);
+    H5Sclose(sp);
+    H5Fclose(f);
+    cd_dump_reader *r = NULL;
+    cr_assert_eq(cd_dump_open(path, &r, &e), CD_OK, "%s", e.msg);
+    float *out = NULL;
+    int64_t n = 0;
+    cr_assert_eq(cd_dump_read_f32(r, "cpu", "0001_huge", &out, &n, &e), CD_E_MODEL);
+    cr_assert_null(out);
+    cr_assert(strstr(e.msg, "0001_huge") && strstr(e.msg, "declares 1073741824 elements"), "%s", e.msg);
+    cr_assert_eq(cd_dump_read_f32(r, "cpu", "0000_ok", &out, &n, &e), CD_OK, "%s", e.msg);
+    cr_assert_eq(n, 4);
+    free(out);
+    cd_dump_reader_close(r);
+}
