@@ -110,7 +110,9 @@ for r in $only; do
     if [ $rc -ne 0 ]; then
         fails=$((fails + 1))
         echo "fuzz.sh: FAIL fuzz_$r (exit $rc); log $log" >&2
-        grep -E "ERROR: |runtime error|SUMMARY|Test unit written|==[0-9]+==" "$log" | head -15 >&2
+        # (HDF5's refused absurd allocations print "failed to allocate" warnings: not the finding)
+        grep -v "failed to allocate" "$log" | grep -E "ERROR: |runtime error|SUMMARY|Test unit written|==[0-9]+==|^ +#[0-9] " \
+            | head -25 >&2
         for a in "$art"/crash-* "$art"/leak-* "$art"/timeout-* "$art"/oom-*; do
             [ -f "$a" ] || continue
             min="$art/min-$(basename "$a")"

@@ -222,7 +222,7 @@ static cd_status load_policy(const cd_cli_opts *o, cd_precision prec, cd_policy 
 static cd_status baseline_gate(const cd_cli_opts *o, const cd_dump_reader *r, const char *run, const cd_policy *pol,
                                int *n_fail, cd_error *err) {
     cd_dump_reader *rb = NULL;
-    cd_status st = cd_dump_open(o->baseline, &rb, err);
+    cd_status st = cd_dump_open_untrusted(o->baseline, &rb, err);
     if (st) return st;
     const char *brun = cd_dump_find_run(rb, run) >= 0 ? run : (cd_dump_n_runs(rb) ? cd_dump_run_name(rb, 0) : NULL);
     if (!brun) { cd_dump_reader_close(rb); return cd_err(err, CD_E_MODEL, "baseline '%s' holds no runs", o->baseline); }
@@ -1028,8 +1028,8 @@ static int compare_and_report(const cd_cli_opts *o, cd_dump_reader *ra, cd_dump_
 int cd_cmd_compare(const cd_cli_opts *o) {
     cd_error err = {0};
     cd_dump_reader *ra = NULL, *rb = NULL;
-    cd_status st = cd_dump_open(o->positional[0], &ra, &err);
-    if (!st) st = cd_dump_open(o->positional[1], &rb, &err);
+    cd_status st = cd_dump_open_untrusted(o->positional[0], &ra, &err);
+    if (!st) st = cd_dump_open_untrusted(o->positional[1], &rb, &err);
     if (!st) st = cd_make_dirs(o->out_dir, &err);
     if (st) { if (ra) cd_dump_reader_close(ra); if (rb) cd_dump_reader_close(rb); return cd_cli_fail(&err); }
     const char *run_a = pick_run(ra, NULL), *run_b = run_a ? pick_run(rb, run_a) : NULL;
@@ -1049,7 +1049,7 @@ int cd_cmd_compare(const cd_cli_opts *o) {
 int cd_cmd_report(const cd_cli_opts *o) {
     cd_error err = {0};
     cd_dump_reader *r = NULL;
-    cd_status st = cd_dump_open(o->positional[0], &r, &err);
+    cd_status st = cd_dump_open_untrusted(o->positional[0], &r, &err);
     if (!st) st = cd_make_dirs(o->out_dir, &err);
     if (st) { if (r) cd_dump_reader_close(r); return cd_cli_fail(&err); }
     int n = cd_dump_n_runs(r);

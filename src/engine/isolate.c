@@ -160,22 +160,6 @@ static double mono_s(void) {
     return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 }
 
-static const char *sig_name(int s) {
-    switch (s) {
-    case SIGSEGV: return "SIGSEGV";
-    case SIGABRT: return "SIGABRT";
-    case SIGBUS: return "SIGBUS";
-    case SIGFPE: return "SIGFPE";
-    case SIGILL: return "SIGILL";
-    case SIGKILL: return "SIGKILL";
-    case SIGTERM: return "SIGTERM";
-    case SIGINT: return "SIGINT";
-    case SIGPIPE: return "SIGPIPE";
-    case SIGTRAP: return "SIGTRAP";
-    case SIGSYS: return "SIGSYS";
-    default: return NULL;
-    }
-}
 
 void cd_crash_describe(const cd_crash_info *c, const cd_plan *plan, char *buf, size_t n) {
     char what[96], where[400], tail[400] = "";
@@ -470,7 +454,7 @@ cd_status cd_run_isolated(const cd_plan *plan, const cd_backend_opts *opts, cons
     c->crashed = true;
     if (WIFSIGNALED(wst)) {
         c->signal = WTERMSIG(wst);
-        const char *sn = sig_name(c->signal);
+        const char *sn = cd_signal_name(c->signal);
         if (sn) snprintf(c->signal_name, sizeof c->signal_name, "%s", sn);
         else snprintf(c->signal_name, sizeof c->signal_name, "signal %d", c->signal);
     } else if (WIFEXITED(wst)) {

@@ -207,6 +207,30 @@ cd_status cd_dump_read_table(const cd_dump_reader *r, const char *path, cd_colum
                              int64_t *nrows, cd_error *err);
 void cd_dump_table_free(cd_column *cols, int ncols, int64_t nrows);
 
+/* Names of the links in the group at path, in name order (*names malloc'ed; free with
+ * cd_dump_names_free). */
+cd_status cd_dump_list_group(const cd_dump_reader *r, const char *path, char ***names, int *n, cd_error *err);
+void cd_dump_names_free(char **names, int n);
+/* Reads every string and scalar numeric attribute of the object at path. */
+cd_status cd_dump_read_all_attrs(const cd_dump_reader *r, const char *path, cd_error *err);
+
+/* ---- untrusted dumps (dump_check.c) ----
+ * HDF5 1.10 itself crashes on some crafted files (e.g. a SEGV inside H5Aexists_by_name while
+ * it walks a damaged attribute message: tests/fuzz/regressions/dump/hdf5-attr-exists-segv),
+ * which no check of ours can prevent. A dump given by the user (compare, report,
+ * --baseline) is therefore first read completely by cd_dump_walk in a forked child; only if
+ * that child finishes cleanly is the file opened in this process. A child killed by a
+ * signal, or stopped by its time limit, becomes a CD_E_MODEL message naming the file. */
+
+/* Opens the dump and reads everything a cldiff command may read from it: root, run, input
+ * and comparison attributes, the tensor lists, every stored tensor and input, the
+ * /model/ops table. */
+cd_status cd_dump_walk(const char *path, cd_error *err);
+/* cd_dump_walk in a child process (see above). */
+cd_status cd_dump_check_isolated(const char *path, cd_error *err);
+/* cd_dump_check_isolated, then cd_dump_open. */
+cd_status cd_dump_open_untrusted(const char *path, cd_dump_reader **out, cd_error *err);
+
 /* Internal, shared by dump.c and dump_read.c: turns HDF5 automatic error printing off. */
 void cd_dump_h5_quiet(void);
 /* Internal: fills err with code and the message, followed by the innermost HDF5 error of

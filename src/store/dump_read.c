@@ -520,3 +520,94 @@ cd_status cd_dump_read_table(const cd_dump_reader *r, const char *path, cd_colum
     *nrows = n;
     return CD_OK;
 }
+
+/* ---------------- walking (for the isolated validation in dump_check.c) ---------------- */
+
+typedef struct {
+    char **v;
+    int n;
+    bool oom;
+} name_list;
+
+static herr_t name_cb(hid_t g, const char *name, const H5L_info_t *info, void *ud) {
+    (void)g; (void)info;
+    name_list *l = ud;
+    char **nv = realloc(l->v, sizeof(char *) * (size_t)(l->n + 1));
+    if (!nv || !(nv[l->n] = cd_strdup(name))) {
+        if (nv) l->v = nv;
+        l->oom = true;
+        return -1;
+    }
+    l->v = nv;
+    l->n++;
+    return 0;
+}
+
+void cd_dump_names_free(char **names, int n) {
+    for (int i = 0; i < n; i++) free(names[i]);
+    free(names);
+}
+
+cd_status cd_dump_list_group(const cd_dump_reader *r, const char *path, char ***names, int *n, cd_error *err) {
+    *names = NULL;
+    *n = 0;
+    if (!cd_dump_has(r, path)) return cd_err(err, CD_E_MODEL, "dump '%s' has no group '%s'", r->path, path);
+    name_list l = {NULL, 0, false};
+    hsize_t idx = 0;
+    if (H5Literate_by_name(r->file, path, H5_INDEX_NAME, H5_ITER_INC, &idx, name_cb, &l, H5P_DEFAULT) < 0) {
+        cd_dump_names_free(l.v, l.n);
+        if (l.oom) { H5Eclear2(H5E_DEFAULT); return cd_err(err, CD_E_NOMEM, "out of memory listing '%s'", path); }
+        return cd_dump_h5_error(err, CD_E_MODEL, "dump '%s': cannot list group '%s'", r->path, path);
+    }
+    *names = l.v;
+    *n = l.n;
+    return CD_OK;
+}
+
+typedef struct {
+    const cd_dump_reader *r;
+    const char *path;
+    cd_error *err;
+    cd_status st;
+} attr_walk;
+
+static herr_t attr_walk_cb(hid_t loc, const char *name, const H5A_info_t *info, void *ud) {
+    (void)info;
+    attr_walk *w = ud;
+    hid_t a = H5Aopen(loc, name, H5P_DEFAULT);
+    if (a < 0) {
+        H5Eclear2(H5E_DEFAULT);
+        return 0;
+    }
+    hid_t t = H5Aget_type(a), s = H5Aget_space(a);
+    H5T_class_t cls = t >= 0 ? H5Tget_class(t) : H5T_NO_CLASS;
+    bool vlen = cls == H5T_STRING && H5Tis_variable_str(t) != 0;
+    hssize_t np = s >= 0 ? H5Sget_simple_extent_npoints(s) : -1;
+    if (s >= 0) H5Sclose(s);
+    if (t >= 0) H5Tclose(t);
+    H5Aclose(a);
+    H5Eclear2(H5E_DEFAULT);
+    char buf[256];
+    double f;
+    cd_error e;
+    cd_status st = CD_OK;
+    /* the readers cldiff uses: fixed strings and numbers (others it never reads) */
+    if (cls == H5T_STRING && !vlen) st = cd_dump_attr_str(w->r, w->path, name, buf, sizeof buf, &e);
+    else if ((cls == H5T_INTEGER || cls == H5T_FLOAT) && np == 1) st = cd_dump_attr_f64(w->r, w->path, name, &f, &e);
+    if (st && !w->st) { w->st = st; *w->err = e; }
+    return 0;
+}
+
+/* Reads every fixed-string and scalar numeric attribute of the object at path; a failed
+ * read is remembered (the first one is returned) and the walk goes on. */
+cd_status cd_dump_read_all_attrs(const cd_dump_reader *r, const char *path, cd_error *err) {
+    if (!cd_dump_has(r, path)) return cd_err(err, CD_E_MODEL, "dump '%s' has no object '%s'", r->path, path);
+    cd_error local;
+    attr_walk w = {r, path, err ? err : &local, CD_OK};
+    hsize_t idx = 0;
+    herr_t h = H5Aiterate_by_name(r->file, path, H5_INDEX_NAME, H5_ITER_INC, &idx, attr_walk_cb, &w, H5P_DEFAULT);
+    if (h < 0 && !w.st)
+        return cd_dump_h5_error(err, CD_E_MODEL, "dump '%s': cannot list the attributes of '%s'", r->path, path);
+    H5Eclear2(H5E_DEFAULT);
+    return w.st;
+}

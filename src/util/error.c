@@ -1,4 +1,5 @@
 #include "util/error.h"
+#include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -71,4 +72,21 @@ char *cd_strdup(const char *s) {
     char *p = malloc(n);
     if (p) memcpy(p, s, n);
     return p;
+}
+
+const char *cd_signal_name(int s) {
+    switch (s) {
+    case SIGSEGV: return "SIGSEGV";
+    case SIGABRT: return "SIGABRT";
+    case SIGBUS: return "SIGBUS";
+    case SIGFPE: return "SIGFPE";
+    case SIGILL: return "SIGILL";
+    case SIGKILL: return "SIGKILL";
+    case SIGTERM: return "SIGTERM";
+    case SIGINT: return "SIGINT";
+    case SIGPIPE: return "SIGPIPE";
+    case SIGTRAP: return "SIGTRAP";
+    case SIGSYS: return "SIGSYS";
+    default: return NULL;
+    }
 }

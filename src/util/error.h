@@ -31,6 +31,8 @@ cd_status cd_err(cd_error *err, cd_status code, const char *fmt, ...)
 cd_status cd_err_prefix(cd_error *err, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 void cd_err_clear(cd_error *err);
 const char *cd_status_name(cd_status s);
+/* "SIGSEGV" etc. for the signals a crashed child reports; NULL for others. */
+const char *cd_signal_name(int sig);
 
 /* Allocation helpers that never return NULL silently: they return NULL and fill err. */
 void *cd_malloc(size_t n, cd_error *err);

@@ -3,7 +3,8 @@
 codes") and a message that says what is wrong and where:
   2  --tolerance file with an error (message has FILE:LINE), bad --layers item, unknown
      option (usage printed), missing model, bad option values
-  3  corrupt (truncated) model, input of the wrong shape (.npy, .bin)
+  3  corrupt (truncated) model, input of the wrong shape (.npy, .bin), a dump that crashes
+     the HDF5 library (read in a checking child process first)
   4  --cl-lib that does not exist (message lists where it looked)
   6  --out that cannot be created (under /proc and /sys: tests run as root, so a chmod'ed
      folder would not stop them)
@@ -139,6 +140,17 @@ def main():
     c.rc(r, 6, "differential run --out under /proc")
     r = cldiff("report", os.path.join(work, "none.h5"), "--out", out)
     c.ok(r.rc in (2, 3), "report of a missing dump: exit 2 or 3", "rc=%d %s" % (r.rc, r.err[-300:]))
+
+    # a dump crafted so that HDF5 itself crashes while reading it (found by fuzz_dump): cldiff
+    # reads user-given dumps in a checking child first and refuses the file with exit 3
+    here = os.path.dirname(os.path.abspath(__file__))
+    crafted = os.path.join(here, "..", "fuzz", "regressions", "dump", "hdf5-attr-exists-segv")
+    for cmd in (["report", crafted, "--out", out], ["compare", crafted, crafted, "--out", out]):
+        r = cldiff(*cmd)
+        c.rc(r, 3, "%s of a dump that crashes HDF5" % cmd[0])
+        c.ok("damaged" in r.err and "hdf5-attr-exists-segv" in r.err and "SIGSEGV" in r.err,
+             "%s: message names the file and the crash" % cmd[0], r.err[-400:])
+        no_crash(c, r, "%s of a dump that crashes HDF5" % cmd[0])
 
     # multi-input model: --input without a name is ambiguous
     if os.path.isfile(MULTI):
