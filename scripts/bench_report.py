@@ -21,6 +21,9 @@ import re
 import statistics
 import sys
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import cldiff_dump  # noqa: E402
+
 CONV = {"conv2d", "depthwise_conv2d", "conv2d_transpose", "fc", "mul", "matmul", "matmul_v2"}
 MODES = ["cpu-all", "cpu-outputs", "opencl-all"]
 
@@ -111,17 +114,13 @@ def dump_ops(path, run):
             return res, wall
         g = f["runs"][run]
         wall = float(g.attrs.get("wall_ms", float("nan")))
-
-        def s(v):
-            return v.decode() if isinstance(v, bytes) else str(v)
-        for k in g:
-            a = g[k].attrs
-            oi = int(a["op_index"])
-            e = res.setdefault(oi, {"layer": s(a["layer"]), "type": s(a["op_type"]), "elapsed_us": 0.0,
-                                    "kernel_us": -1.0, "where": s(a.get("where", ""))})
+        for a in cldiff_dump.tensors(g):
+            oi = a["op_index"]
+            e = res.setdefault(oi, {"layer": a["layer"], "type": a["op_type"], "elapsed_us": 0.0,
+                                    "kernel_us": -1.0, "where": a["where"]})
             # an op with several outputs repeats its times on each dataset
-            e["elapsed_us"] = max(e["elapsed_us"], float(a["elapsed_us"]))
-            e["kernel_us"] = max(e["kernel_us"], float(a.get("kernel_us", -1)))
+            e["elapsed_us"] = max(e["elapsed_us"], a["elapsed_us"])
+            e["kernel_us"] = max(e["kernel_us"], a["kernel_us"])
     return res, wall
 
 

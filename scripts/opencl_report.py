@@ -7,10 +7,14 @@ usage: opencl_report.py [--title T] LABEL=DUMP[,DUMP...] ...
 GFLOP/s = 2 * MACs / kernel time, over conv layers that ran on OpenCL; MACs come from the
 dump's /model/macs table, kernel time from the per-layer kernel_us attribute (OpenCL
 profiling events)."""
+import os
 import statistics
 import sys
 
 import h5py
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import cldiff_dump  # noqa: E402
 
 
 def s(v):
@@ -22,11 +26,9 @@ def one(path):
     run = f["runs/opencl"]
     macs = {int(r["op_index"]): float(r["macs"]) for r in f["model/macs"][:]} if "model/macs" in f else {}
     layers = []
-    for k in run:
-        a = run[k].attrs
-        layers.append(dict(op=int(a["op_index"]), type=s(a["op_type"]), layer=s(a["layer"]),
-                           kus=float(a.get("kernel_us", -1)), eus=float(a.get("elapsed_us", 0)),
-                           where=s(a.get("where", "")), macs=macs.get(int(a["op_index"]), 0.0)))
+    for a in cldiff_dump.tensors(run):
+        layers.append(dict(op=a["op_index"], type=a["op_type"], layer=a["layer"], kus=a["kernel_us"],
+                           eus=a["elapsed_us"], where=a["where"], macs=macs.get(a["op_index"], 0.0)))
     return dict(wall=float(run.attrs["wall_ms"]), device=s(run.attrs.get("device", "")),
                 driver=s(run.attrs.get("driver", "")), layers=layers, complete=int(run.attrs.get("complete", 0)))
 

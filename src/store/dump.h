@@ -1,4 +1,4 @@
-/* The HDF5 dump (format version 1; layout in docs/dump-format.md and DESIGN.md).
+/* The HDF5 dump (format version 2; layout in docs/dump-format.md and DESIGN.md).
  *
  * Writing: cd_dump_create() opens "<path>.tmp-<pid>" next to the final path; nothing ever
  * appears under the final name until cd_dump_close(). cd_dump_close(complete=true) sets the
@@ -24,7 +24,9 @@
 #include <stdint.h>
 #include "engine/value.h"
 
-#define CD_DUMP_FORMAT_VERSION 1
+/* 2: tensor metadata in one table per run (/tensors/<run>), no per-dataset attributes;
+ * 1: the same fields as attributes of each tensor dataset (still read). */
+#define CD_DUMP_FORMAT_VERSION 2
 
 typedef struct cd_dump cd_dump;
 
@@ -74,7 +76,7 @@ typedef struct cd_run_info {
 
 /* Creates /runs/<run> with complete=0. run must be a plain name ([A-Za-z0-9_.-]+). */
 cd_status cd_dump_begin_run(cd_dump *d, const char *run, const cd_run_info *info, cd_error *err);
-/* Sets wall_ms and complete on /runs/<run>. */
+/* Writes the run's tensors table, sets wall_ms and complete on /runs/<run>. */
 cd_status cd_dump_end_run(cd_dump *d, const char *run, double wall_ms, bool complete, cd_error *err);
 
 /* Running statistics of a probed tensor over its values (half widened exactly). min/max/mean
@@ -94,16 +96,18 @@ typedef struct cd_tensor_rec {
     const char *tensor;        /* raw tensor name */
     double elapsed_us, kernel_us;
     const char *where, *kernel, *note;
-    /* Optional: when set, the statistics of v are computed here into *stats and stored as
-     * attrs min/max/mean/nan_count/inf_count; for large tensors on a second OpenMP thread
-     * while the data is written (the result does not depend on it). */
+    /* Optional: when set, the statistics of v are computed here into *stats and stored in
+     * the columns count/min/max/mean/nan_count/inf_count of the run's tensors table; for
+     * large tensors on a second OpenMP thread while the data is written (the result does
+     * not depend on it). Without it, count is -1 and min/max/mean NaN. */
     cd_tensor_stats *stats;
 } cd_tensor_rec;
 
 /* Writes /runs/<run>/<NNNN>_<escaped tensor> from v (dtype as computed: F16 is stored as
- * IEEE half, bit-exact). stats_only=true writes a dataset with an empty (H5S_NULL) dataspace
- * that carries only the attributes (--dump stats); its dtype/shape attrs still describe v.
- * A name already present in the run gets a suffix "~2", "~3"... */
+ * IEEE half, bit-exact) and records its row of /tensors/<run> (written by
+ * cd_dump_end_run, or by cd_dump_close for a run that was not ended). stats_only=true writes
+ * a dataset with an empty (H5S_NULL) dataspace (--dump stats); its row's dtype/shape still
+ * describe v. A name already present in the run gets a suffix "~2", "~3"... */
 cd_status cd_dump_write_tensor(cd_dump *d, const char *run, const cd_tensor_rec *rec, const cd_value *v,
                                bool stats_only, cd_error *err);
 

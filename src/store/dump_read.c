@@ -1,7 +1,9 @@
 /* HDF5 dump reader: runs, tensors in op order, values as float32, attributes, tables.
  * Dumps are untrusted input (they may come from another machine or be truncated): every
  * HDF5 failure becomes CD_E_MODEL with the path of the object that failed. */
+#include <errno.h>
 #include <hdf5.h>
+#include <stdint.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -298,6 +300,107 @@ static int by_op(const void *a, const void *b) {
     return strcmp(x->dataset, y->dataset);
 }
 
+/* Format 2: one row per dataset of /runs/<run> in the table /tensors/<run>. Every field is checked: the table
+ * is as untrusted as the rest of the file. */
+static cd_status parse_shape(const char *txt, cd_shape *s) {
+    s->rank = 0;
+    const char *p = txt;
+    if (!*p) return CD_OK;
+    for (;;) {
+        if (s->rank == CD_MAX_RANK || *p < '0' || *p > '9') return CD_E_MODEL;
+        char *end;
+        errno = 0;
+        long long v = strtoll(p, &end, 10);
+        if (errno || v < 0) return CD_E_MODEL;
+        s->d[s->rank++] = v;
+        if (!*end) return CD_OK;
+        if (*end != ',') return CD_E_MODEL;
+        p = end + 1;
+    }
+}
+
+enum { TC_DATASET, TC_OP_INDEX, TC_OP_TYPE, TC_LAYER, TC_TENSOR, TC_DTYPE, TC_SHAPE, TC_ELAPSED, TC_KERNEL_US,
+       TC_WHERE, TC_KERNEL, TC_NOTE, TC_STATS_ONLY, TC_COUNT, TC_MIN, TC_MAX, TC_MEAN, TC_NAN, TC_INF, TC_N };
+
+static cd_status list_from_table(const cd_dump_reader *r, const char *run, cd_dump_tensor_info **out, int *n,
+                                 cd_error *err) {
+    char path[160];
+    snprintf(path, sizeof path, "/tensors/%s", run);
+    if (!cd_dump_has(r, path))
+        return cd_err(err, CD_E_MODEL, "dump '%s': run '%s' has no tensors table (%s): the run was cut short or the "
+                      "file was not written by cldiff", r->path, run, path);
+    cd_column cols[TC_N] = {
+        {"dataset", CD_COL_STR, NULL},    {"op_index", CD_COL_I64, NULL}, {"op_type", CD_COL_STR, NULL},
+        {"layer", CD_COL_STR, NULL},      {"tensor", CD_COL_STR, NULL},   {"dtype", CD_COL_STR, NULL},
+        {"shape", CD_COL_STR, NULL},      {"elapsed_us", CD_COL_F64, NULL}, {"kernel_us", CD_COL_F64, NULL},
+        {"where", CD_COL_STR, NULL},      {"kernel", CD_COL_STR, NULL},   {"note", CD_COL_STR, NULL},
+        {"stats_only", CD_COL_I64, NULL}, {"count", CD_COL_I64, NULL},    {"min", CD_COL_F64, NULL},
+        {"max", CD_COL_F64, NULL},        {"mean", CD_COL_F64, NULL},     {"nan_count", CD_COL_I64, NULL},
+        {"inf_count", CD_COL_I64, NULL},
+    };
+    int64_t rows = 0;
+    cd_status st = cd_dump_read_table(r, path, cols, TC_N, &rows, err);
+    if (st) return st;
+    if (rows > INT32_MAX / 2) {
+        cd_dump_table_free(cols, TC_N, rows);
+        return cd_err(err, CD_E_MODEL, "dump '%s': %s has %lld rows", r->path, path, (long long)rows);
+    }
+    cd_dump_tensor_info *v = cd_calloc((size_t)(rows ? rows : 1), sizeof *v, err);
+    if (!v) { cd_dump_table_free(cols, TC_N, rows); return CD_E_NOMEM; }
+#define COL_S(c) (((char **)cols[c].data)[i])
+#define COL_I(c) (((int64_t *)cols[c].data)[i])
+#define COL_F(c) (((double *)cols[c].data)[i])
+    for (int64_t i = 0; i < rows && !st; i++) {
+        cd_dump_tensor_info *ti = &v[i];
+        snprintf(ti->dataset, sizeof ti->dataset, "%s", COL_S(TC_DATASET));
+        snprintf(ti->tensor, sizeof ti->tensor, "%s", COL_S(TC_TENSOR));
+        snprintf(ti->op_type, sizeof ti->op_type, "%s", COL_S(TC_OP_TYPE));
+        snprintf(ti->layer, sizeof ti->layer, "%s", COL_S(TC_LAYER));
+        snprintf(ti->where, sizeof ti->where, "%s", COL_S(TC_WHERE));
+        snprintf(ti->kernel, sizeof ti->kernel, "%s", COL_S(TC_KERNEL));
+        snprintf(ti->note, sizeof ti->note, "%s", COL_S(TC_NOTE));
+        int64_t oi = COL_I(TC_OP_INDEX);
+        if (!ti->dataset[0] || strchr(ti->dataset, '/') || oi < 0 || oi > INT32_MAX) {
+            st = cd_err(err, CD_E_MODEL, "dump '%s': row %lld of %s is damaged (dataset '%.80s', op_index %lld)",
+                        r->path, (long long)i, path, ti->dataset, (long long)oi);
+            break;
+        }
+        ti->op_index = (int)oi;
+        ti->dtype = dtype_from_name(COL_S(TC_DTYPE));
+        if (ti->dtype == CD_DTYPE_COUNT) {
+            st = cd_err(err, CD_E_MODEL, "dump '%s': %s row %lld ('%s') has unknown dtype '%.40s'", r->path, path,
+                        (long long)i, ti->dataset, COL_S(TC_DTYPE));
+            break;
+        }
+        if (parse_shape(COL_S(TC_SHAPE), &ti->shape) || (ti->numel = cd_shape_numel(&ti->shape)) < 0) {
+            st = cd_err(err, CD_E_MODEL, "dump '%s': %s row %lld ('%s') has a bad shape '%.80s'", r->path, path,
+                        (long long)i, ti->dataset, COL_S(TC_SHAPE));
+            break;
+        }
+        ti->elapsed_us = COL_F(TC_ELAPSED);
+        ti->kernel_us = COL_F(TC_KERNEL_US);
+        ti->stats_only = COL_I(TC_STATS_ONLY) != 0;
+        ti->has_stats = COL_I(TC_COUNT) >= 0;
+        if (ti->has_stats) {
+            ti->stats.count = COL_I(TC_COUNT);
+            ti->stats.min = COL_F(TC_MIN);
+            ti->stats.max = COL_F(TC_MAX);
+            ti->stats.mean = COL_F(TC_MEAN);
+            ti->stats.nan_count = COL_I(TC_NAN);
+            ti->stats.inf_count = COL_I(TC_INF);
+        }
+    }
+#undef COL_S
+#undef COL_I
+#undef COL_F
+    cd_dump_table_free(cols, TC_N, rows);
+    if (st) { free(v); return st; }
+    if (rows > 1) qsort(v, (size_t)rows, sizeof *v, by_op);
+    *out = v;
+    *n = (int)rows;
+    return CD_OK;
+}
+
 cd_status cd_dump_list_tensors(const cd_dump_reader *r, const char *run, cd_dump_tensor_info **out, int *n,
                                cd_error *err) {
     *out = NULL;
@@ -309,6 +412,7 @@ cd_status cd_dump_list_tensors(const cd_dump_reader *r, const char *run, cd_dump
             o += (size_t)snprintf(have + o, sizeof have - o, "%s%s", i ? ", " : "", r->runs[i]);
         return cd_err(err, CD_E_USAGE, "dump '%s' has no run '%s' (runs: %s)", r->path, run, r->n_runs ? have : "none");
     }
+    if (r->format_version >= 2) return list_from_table(r, run, out, n, err);
     char path[160];
     snprintf(path, sizeof path, "/runs/%s", run);
     list_ctx c = {r, run, NULL, 0, 0, err, CD_OK};
@@ -459,6 +563,16 @@ cd_status cd_dump_read_table(const cd_dump_reader *r, const char *path, cd_colum
     hssize_t n = H5Sget_simple_extent_npoints(sp);
     if (H5Tget_class(ft) != H5T_COMPOUND || H5Sget_simple_extent_ndims(sp) != 1 || n < 0)
         st = cd_err(err, CD_E_MODEL, "dump '%s': '%s' is not a table", r->path, path);
+    if (!st && n > 0) {
+        /* as for tensors: the declared rows must be in the file before we allocate for them */
+        hid_t pl = H5Dget_create_plist(ds);
+        int nf = pl >= 0 ? H5Pget_nfilters(pl) : -1;
+        if (pl >= 0) H5Pclose(pl);
+        double need = (double)n * (double)H5Tget_size(ft), have = (double)H5Dget_storage_size(ds);
+        if (nf < 0 || have * (nf > 0 ? 1100.0 : 1.0) < need)
+            st = cd_err(err, CD_E_MODEL, "dump '%s': table '%s' declares %lld rows but the file stores only %.0f bytes "
+                        "of it (damaged or truncated dump)", r->path, path, (long long)n, have);
+    }
     for (int c = 0; !st && c < ncols; c++) {
         int idx = H5Tget_member_index(ft, cols[c].name);
         if (idx < 0) {

@@ -9,15 +9,19 @@ Exit status: 0 layout ok, 1 layout problems (each printed), 2 cannot run (no h5p
 missing file).
 """
 import argparse
+import os
 import re
 import shutil
 import subprocess
 import sys
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "scripts"))
+import cldiff_dump  # noqa: E402
+
 ROOT_STR = ["cldiff_version", "created", "command_line", "model_path", "model_sha256", "model_format", "precision"]
 RUN_STR = ["backend", "precision", "device", "platform", "driver", "library_path"]
-TENSOR_STR = ["op_type", "layer", "tensor", "dtype", "where", "kernel", "note"]
-TENSOR_NUM = ["op_index", "elapsed_us", "kernel_us", "stats_only"]
+TABLE_COLS = ["dataset", "op_index", "op_type", "layer", "tensor", "dtype", "shape", "elapsed_us", "kernel_us",
+              "where", "kernel", "note", "stats_only", "count", "min", "max", "mean", "nan_count", "inf_count"]
 OPS_FIELDS = ["index", "name", "type", "inputs", "outputs", "kernel_alias", "kernel_target", "kernel_precision",
               "kernel_layout"]
 DTYPES = {"float32": "f4", "float16": "f2", "float64": "f8", "int8": "i1", "int16": "i2", "int32": "i4",
@@ -75,8 +79,8 @@ def check_h5py(path, args, c):
     f = h5py.File(path, "r")
     c.need_str(f, "/", ROOT_STR)
     c.need_num(f, "/", ["format_version", "seed", "complete"])
-    if f.attrs.get("format_version") != 1:
-        c.bad("/", "format_version is %r, expected 1" % f.attrs.get("format_version"))
+    if f.attrs.get("format_version") != 2:
+        c.bad("/", "format_version is %r, expected 2" % f.attrs.get("format_version"))
     created = as_str(f.attrs.get("created", ""))
     if not re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ", str(created)):
         c.bad("/", "created %r is not a UTC ISO-8601 time" % created)
@@ -116,56 +120,65 @@ def check_h5py(path, args, c):
         c.need_num(g, where, ["threads", "wall_ms", "complete"])
         if not args.allow_incomplete and g.attrs.get("complete") != 1:
             c.bad(where, "run is marked incomplete")
+        tab = cldiff_dump.table(g)
+        if tab is None:
+            c.bad(where, "no tensors table (/tensors/%s)" % run)
+            continue
+        cols = tab.dtype.names or ()
+        for fld in TABLE_COLS:
+            if fld not in cols:
+                c.bad("/tensors/" + run, "table lacks column '%s'" % fld)
+        if any(fld not in cols for fld in TABLE_COLS):
+            continue
+        rows = cldiff_dump.tensors(g)
+        listed = set()
         last = -1
-        for name in sorted(g.keys()):
-            ds = g[name]
+        for t in rows:
+            name = t["dataset"]
             w = where + "/" + name
+            listed.add(name)
             ntens += 1
-            if not isinstance(ds, h5py.Dataset):
-                c.bad(w, "not a dataset")
+            if name not in g or not isinstance(g[name], h5py.Dataset):
+                c.bad(w, "listed in the tensors table but not a dataset of the run")
                 continue
+            ds = g[name]
+            if len(ds.attrs):
+                c.bad(w, "tensor datasets carry no attributes in format 2 (has %s)" % ", ".join(ds.attrs))
             m = re.fullmatch(r"(\d{4,})_(.*?)(~\d+)?", name)
             if not m:
                 c.bad(w, "name does not match NNNN_<tensor>")
                 continue
-            c.need_str(ds, w, TENSOR_STR)
-            c.need_num(ds, w, TENSOR_NUM)
-            if "shape" not in ds.attrs:
-                c.bad(w, "missing attribute 'shape'")
-                continue
-            if int(m.group(1)) != ds.attrs.get("op_index"):
-                c.bad(w, "op_index %r differs from the name prefix" % ds.attrs.get("op_index"))
-            if "tensor" in ds.attrs and escape(as_str(ds.attrs["tensor"])) != m.group(2) \
-                    and not escape(as_str(ds.attrs["tensor"])).startswith(m.group(2)):
-                c.bad(w, "name is not the escaped tensor name %r" % as_str(ds.attrs["tensor"]))
-            shape_attr = ds.attrs["shape"]
-            shape_attr = () if isinstance(shape_attr, h5py.Empty) else tuple(int(x) for x in np.atleast_1d(shape_attr))
-            stats_only = ds.attrs.get("stats_only") == 1
+            if int(m.group(1)) != t["op_index"]:
+                c.bad(w, "op_index %r differs from the name prefix" % t["op_index"])
+            if escape(t["tensor"]) != m.group(2) and not escape(t["tensor"]).startswith(m.group(2)):
+                c.bad(w, "name is not the escaped tensor name %r" % t["tensor"])
+            stats_only = t["stats_only"] == 1
             if stats_only:
                 if ds.shape is not None:
                     c.bad(w, "stats_only dataset holds values")
-            elif ds.shape != shape_attr:
-                c.bad(w, "dataset shape %r differs from shape attribute %r" % (ds.shape, shape_attr))
-            dt = as_str(ds.attrs.get("dtype", ""))
-            if dt in DTYPES and ds.dtype.str[1:] != DTYPES[dt]:
-                c.bad(w, "stored as %s but dtype attribute says %s" % (ds.dtype.str, dt))
+            elif ds.shape != t["shape"]:
+                c.bad(w, "dataset shape %r differs from the table's shape %r" % (ds.shape, t["shape"]))
+            dt = t["dtype"]
+            if dt in DTYPES and not stats_only and ds.dtype.str[1:] != DTYPES[dt]:
+                c.bad(w, "stored as %s but the table's dtype says %s" % (ds.dtype.str, dt))
             elif dt not in DTYPES:
-                c.bad(w, "unknown dtype attribute %r" % dt)
-            if "count" in ds.attrs:
-                for a in ("min", "max", "mean", "nan_count", "inf_count"):
-                    if a not in ds.attrs:
-                        c.bad(w, "statistics lack '%s'" % a)
-                if not stats_only and ds.size and ds.dtype.kind == "f":
-                    v = ds[()].astype(np.float64)
-                    nn = int(np.isnan(v).sum())
-                    if nn != ds.attrs.get("nan_count"):
-                        c.bad(w, "nan_count %r but the data holds %d NaNs" % (ds.attrs.get("nan_count"), nn))
-                    fin = v[np.isfinite(v)]
-                    if fin.size and (fin.min() != ds.attrs["min"] or fin.max() != ds.attrs["max"]):
-                        c.bad(w, "min/max attributes disagree with the data")
-            if ds.attrs.get("op_index", 0) < last:
-                c.bad(w, "names are not in op order")
-            last = ds.attrs.get("op_index", last)
+                c.bad(w, "unknown dtype %r" % dt)
+            if t["count"] >= 0 and not stats_only and ds.size and ds.dtype.kind == "f":
+                if t["count"] != ds.size:
+                    c.bad(w, "count %r but the dataset holds %d values" % (t["count"], ds.size))
+                v = ds[()].astype(np.float64)
+                nn = int(np.isnan(v).sum())
+                if nn != t["nan_count"]:
+                    c.bad(w, "nan_count %r but the data holds %d NaNs" % (t["nan_count"], nn))
+                fin = v[np.isfinite(v)]
+                if fin.size and (fin.min() != t["min"] or fin.max() != t["max"]):
+                    c.bad(w, "min/max in the table disagree with the data")
+            if t["op_index"] < last:
+                c.bad(w, "rows are not in op order")
+            last = t["op_index"]
+        for name in g.keys():
+            if name not in listed:
+                c.bad(where + "/" + name, "dataset not listed in the run's tensors table")
     f.close()
     return len(runs), ntens
 
@@ -180,7 +193,7 @@ def check_h5dump(path, c, runs_expected):
         c.bad("h5dump", "h5dump -H failed: %s" % (p.stderr.strip()[:500]))
         return
     out = p.stdout
-    for needle in ['GROUP "/"', 'ATTRIBUTE "format_version"', 'ATTRIBUTE "complete"', 'GROUP "runs"']:
+    for needle in ['GROUP "/"', 'ATTRIBUTE "format_version"', 'ATTRIBUTE "complete"', 'GROUP "runs"', 'GROUP "tensors"']:
         if needle not in out:
             c.bad("h5dump", "output lacks %s" % needle)
     for run in runs_expected:
@@ -208,7 +221,6 @@ def main():
     except ImportError as e:
         print("check_dump: %s (use the project venv: .venv/bin/python)" % e, file=sys.stderr)
         return 2
-    import os
     if not os.path.isfile(args.dump):
         print("check_dump: no such file %s" % args.dump, file=sys.stderr)
         return 2

@@ -15,6 +15,9 @@ import sys
 import tempfile
 import time
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "scripts"))
+import cldiff_dump  # noqa: E402
+
 SKIP = 77
 SRC = os.environ.get("CD_SOURCE_DIR") or os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 CLDIFF = os.environ.get("CLDIFF") or os.path.join(SRC, "build-e2e", "cldiff")
@@ -130,17 +133,17 @@ def astr(v):
 
 
 def run_datasets(h5file, run):
-    """[(name, dataset)] of /runs/<run> in op order."""
+    """[(name, dataset, metadata dict)] of /runs/<run> in op order (scripts/cldiff_dump.py)."""
     g = h5file["runs"][run]
-    return [(k, g[k]) for k in sorted(g.keys())]
+    return [(t["dataset"], g[t["dataset"]], t) for t in cldiff_dump.tensors(g)]
 
 
 def final_outputs(h5file, run, ops_outputs):
     """{tensor: array} of the datasets written for the tensors in ops_outputs (the model's
     fetch inputs), the last write of each name (names are reused inside a model)."""
     res = {}
-    for k, ds in run_datasets(h5file, run):
-        t = astr(ds.attrs["tensor"])
+    for k, ds, meta in run_datasets(h5file, run):
+        t = meta["tensor"]
         if t in ops_outputs and ds.shape is not None:
             res[t] = ds[()]
     return res

@@ -54,10 +54,16 @@ expect_err() { grep -qF -- "$2" "$WORK/$1.err"; check "$1: message has '$2'" $? 
 expect_py() { # name python-assertion-code (f = h5py.File, r = f['runs/opencl'])
     "$PY" - "$WORK/$1.h5" >"$WORK/$1.py" 2>&1 <<EOF
 import sys, h5py
+sys.path.insert(0, '$SRC/scripts')
+import cldiff_dump
 f = h5py.File(sys.argv[1], 'r')
 r = f['runs/opencl']
-def attr(o, k):
-    v = o.attrs[k]
+meta = cldiff_dump.by_dataset(r)
+def attr(o, k):   # a tensor's field from the run's tensors table, else an attribute
+    name = o.name.rsplit('/', 1)[-1]
+    if isinstance(o, h5py.Dataset) and name in meta:
+        return meta[name][k]
+    v = o.attrs.get(k, '')
     return v.decode() if isinstance(v, bytes) else v
 $2
 EOF

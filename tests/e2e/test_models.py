@@ -11,7 +11,7 @@ import sys
 
 import h5py
 
-from e2e_lib import Checks, astr, check_dump, cldiff, need_cldiff, need_shared, tmpdir, SHARED
+from e2e_lib import Checks, astr, check_dump, cldiff, cldiff_dump, need_cldiff, need_shared, tmpdir, SHARED
 import os
 import shutil
 
@@ -51,8 +51,9 @@ def check_run(c, name, path, shape_args, out):
         c.ok(len(want) == n_probed, "%s: %d probed ops = ops other than feed/fetch" % (name, n_probed),
              "%d ops are not feed/fetch" % len(want))
         have = {}
-        for k, ds in f["runs/cpu"].items():
-            have.setdefault(int(ds.attrs["op_index"]), []).append(k)
+        meta = cldiff_dump.by_dataset(f["runs/cpu"])
+        for k, t in meta.items():
+            have.setdefault(t["op_index"], []).append(k)
         missing = sorted(want - set(have))
         extra = sorted(set(have) - want)
         c.ok(not missing, "%s: a dataset for every probed op" % name,
@@ -66,7 +67,7 @@ def check_run(c, name, path, shape_args, out):
                 if "=" in slot:
                     outs.update(x for x in slot.split("=", 1)[1].split(",") if x)
             for k in names:
-                t = astr(f["runs/cpu"][k].attrs["tensor"])
+                t = meta[k]["tensor"]
                 if t not in outs:
                     wrong.append("%s (tensor %s, op outputs %s)" % (k, t, sorted(outs)))
         c.ok(not wrong, "%s: each dataset is an output of its op" % name, "; ".join(wrong[:5]))

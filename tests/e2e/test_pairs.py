@@ -13,7 +13,7 @@ import os
 import h5py
 import numpy as np
 
-from e2e_lib import Checks, astr, check_dump, cldiff, fetch_tensors, load_json, need_cldiff, need_shared, tmpdir, SHARED
+from e2e_lib import Checks, astr, check_dump, cldiff, fetch_tensors, load_json, need_cldiff, need_shared, run_datasets, tmpdir, SHARED
 
 M0 = "mask_detector_fp32_arm_meta0_7735976.nb"
 M2 = "mask_detector_fp32_arm_v2.10rc.nb"
@@ -35,9 +35,8 @@ def outputs(path):
     with h5py.File(path, "r") as f:
         fetch = fetch_tensors(f)
         last = {}
-        for k in sorted(f["runs/cpu"].keys()):
-            ds = f["runs/cpu"][k]
-            t = astr(ds.attrs["tensor"])
+        for k, ds, meta in run_datasets(f, "cpu"):
+            t = meta["tensor"]
             if t in fetch:
                 last[t] = ds[()]
         inputs = {k: f["inputs"][k][()] for k in f["inputs"]}
@@ -82,12 +81,11 @@ def mask_pair(c, work):
         ta = [astr(r["type"]) for r in f["model/ops"][()]]
         tb = [astr(r["type"]) for r in g["model/ops"][()]]
         if c.ok(ta == tb, "mask pair: same op sequence (%d ops)" % len(ta), "%s\nvs\n%s" % (ta, tb)):
-            ka, kb = sorted(f["runs/cpu"].keys()), sorted(g["runs/cpu"].keys())
-            pa = [int(f["runs/cpu"][k].attrs["op_index"]) for k in ka]
-            pb = [int(g["runs/cpu"][k].attrs["op_index"]) for k in kb]
+            ra, rb = run_datasets(f, "cpu"), run_datasets(g, "cpu")
+            pa = [m["op_index"] for _, _, m in ra]
+            pb = [m["op_index"] for _, _, m in rb]
             if c.ok(pa == pb, "mask pair: same probed ops (%d datasets)" % len(pa)):
-                diff = [astr(f["runs/cpu"][x].attrs["layer"]) for x, y in zip(ka, kb)
-                        if f["runs/cpu"][x][()].tobytes() != g["runs/cpu"][y][()].tobytes()]
+                diff = [ma["layer"] for (_, x, ma), (_, y, _) in zip(ra, rb) if x[()].tobytes() != y[()].tobytes()]
                 c.ok(not diff, "mask pair: every layer bit-identical (h5py, by op index)", "differ: %s" % diff[:8])
 
 

@@ -20,7 +20,7 @@ import numpy as np
 
 CLDIFF, SRC = sys.argv[1], sys.argv[2]
 MODELS = os.environ.get("CD_SHARED_MODELS", os.path.join(SRC, "..", "shared", "models"))
-# Attributes that are timestamps or timings: allowed to differ between runs.
+# Attributes and table columns that are timestamps or timings: allowed to differ between runs.
 VOLATILE = {"created", "wall_ms", "elapsed_us", "kernel_us", "elapsed_s", "compile_ms", "time_ms"}
 problems = []
 
@@ -64,6 +64,12 @@ def compare(label, pa, pb, da, db):
                     continue
                 if a.dtype != b.dtype or a.shape != b.shape:
                     problems.append(f"{label}: {p} dtype/shape {a.dtype}{a.shape} vs {b.dtype}{b.shape}")
+                elif a.dtype.names:
+                    # a table (/tensors/<run>, /compare/...): every column but the timings
+                    va, vb = a[()], b[()]
+                    for col in a.dtype.names:
+                        if col not in VOLATILE and va[col].tobytes() != vb[col].tobytes():
+                            problems.append(f"{label}: {p} column {col} differs")
                 elif a.shape is not None and a[()].tobytes() != b[()].tobytes():
                     problems.append(f"{label}: {p} bytes differ")
             ka, kb = set(a.attrs), set(b.attrs)

@@ -105,7 +105,7 @@ Test(store, round_trip_f32_f16_i64) {
     cd_dump_reader *r = NULL;
     cr_assert_eq(cd_dump_open(path, &r, &e), CD_OK, "%s", e.msg);
     cr_assert(cd_dump_reader_complete(r));
-    cr_assert_eq(cd_dump_reader_format_version(r), 1);
+    cr_assert_eq(cd_dump_reader_format_version(r), 2);
     cr_assert_eq(cd_dump_n_runs(r), 1);
     cr_assert_str_eq(cd_dump_run_name(r, 0), "cpu");
     char s[256];
@@ -609,5 +609,98 @@ Test(store, read_refuses_extent_the_file_does_not_hold) {
     cr_assert_eq(cd_dump_read_f32(r, "cpu", "0000_ok", &out, &n, &e), CD_OK, "%s", e.msg);
     cr_assert_eq(n, 4);
     free(out);
+    cd_dump_reader_close(r);
+}
+
+/* A dump written by cldiff before format 2 (per-dataset attributes; tests/data/README.md):
+ * still listed, read and compared, and it passes the isolated check. */
+Test(store, reads_format1_dump) {
+    const char *path = CD_SOURCE_DIR "/tests/data/dump_format1.h5";
+    cd_error e = {0};
+    cr_assert_eq(cd_dump_check_isolated(path, &e), CD_OK, "%s", e.msg);
+    cd_dump_reader *r = NULL;
+    cr_assert_eq(cd_dump_open(path, &r, &e), CD_OK, "%s", e.msg);
+    cr_assert_eq(cd_dump_reader_format_version(r), 1);
+    cr_assert_eq(cd_dump_n_runs(r), 2);
+    cd_dump_tensor_info *ti = NULL;
+    int n = 0;
+    cr_assert_eq(cd_dump_list_tensors(r, "cpu", &ti, &n, &e), CD_OK, "%s", e.msg);
+    cr_assert_eq(n, 14);
+    cr_assert_str_eq(ti[0].dataset, "0001_conv1.tmp");
+    cr_assert_eq(ti[0].op_index, 1);
+    cr_assert_str_eq(ti[0].op_type, "conv2d");
+    cr_assert_str_eq(ti[0].layer, "conv2d_0");
+    cr_assert_str_eq(ti[0].tensor, "conv1.tmp");
+    cr_assert_eq(ti[0].shape.rank, 4);
+    cr_assert_eq(ti[0].shape.d[1], 16);
+    cr_assert(ti[0].has_stats);
+    cr_assert_eq(ti[0].stats.count, 16384);
+    cr_assert_eq(ti[0].stats.max, 1.4116376638412476);
+    float *v = NULL;
+    int64_t nv = 0;
+    cr_assert_eq(cd_dump_read_f32(r, "cpu", ti[0].dataset, &v, &nv, &e), CD_OK, "%s", e.msg);
+    cr_assert_eq(nv, 16384);
+    float mx = -INFINITY;
+    for (int64_t i = 0; i < nv; i++) mx = v[i] > mx ? v[i] : mx;
+    cr_assert_eq((double)mx, ti[0].stats.max);
+    free(v);
+    free(ti);
+    cd_dump_reader_close(r);
+}
+
+/* Format 2 keeps a run's tensor metadata in /tensors/<run>; a damaged row is refused with a
+ * message naming the row, and an interrupted (not ended) run still gets its table at close. */
+Test(store, tensors_table_written_at_close_and_checked) {
+    char path[512];
+    cd_dump *d = create("tab.h5", path);
+    cd_error e = {0};
+    cd_run_info ri = {"cpu", "fp32", "host cpu", "", "", "", 1};
+    cr_assert_eq(cd_dump_begin_run(d, "cpu", &ri, &e), CD_OK, "%s", e.msg);
+    float f[6] = {1, 2, 3, 4, 5, 6};
+    int64_t dims[] = {2, 3};
+    cd_value vf = mk(CD_F32, 2, dims, f);
+    cd_tensor_stats st;
+    cd_tensor_rec r1 = rec_for(4, "t");
+    r1.stats = &st;
+    cr_assert_eq(cd_dump_write_tensor(d, "cpu", &r1, &vf, false, &e), CD_OK, "%s", e.msg);
+    /* no cd_dump_end_run: as after an interrupt */
+    cr_assert_eq(cd_dump_close(d, false, &e), CD_OK, "%s", e.msg);
+    cd_dump_reader *r = NULL;
+    cr_assert_eq(cd_dump_open(path, &r, &e), CD_OK, "%s", e.msg);
+    cr_assert_not(cd_dump_reader_complete(r));
+    cr_assert(cd_dump_has(r, "/tensors/cpu"));
+    cr_assert_not(cd_dump_has(r, "/runs/cpu/tensors"));
+    cd_dump_tensor_info *ti = NULL;
+    int n = 0;
+    cr_assert_eq(cd_dump_list_tensors(r, "cpu", &ti, &n, &e), CD_OK, "%s", e.msg);
+    cr_assert_eq(n, 1);
+    cr_assert_str_eq(ti[0].dataset, "0004_t");
+    cr_assert_eq(ti[0].shape.rank, 2);
+    cr_assert_eq(ti[0].shape.d[0], 2);
+    cr_assert_eq(ti[0].shape.d[1], 3);
+    cr_assert(ti[0].has_stats);
+    cr_assert_eq(ti[0].stats.count, 6);
+    cr_assert_eq(ti[0].stats.mean, 3.5);
+    free(ti);
+    cd_dump_reader_close(r);
+
+    /* a row whose shape text is not a list of dims */
+    cd_dump *a = NULL;
+    cr_assert_eq(cd_dump_open_append(path, &a, &e), CD_OK, "%s", e.msg);
+    const char *ds[] = {"0004_t"}, *ot[] = {"relu"}, *sh[] = {"2,x"}, *dt[] = {"float32"};
+    int64_t oi[] = {4}, cnt[] = {-1};
+    double zero[] = {0};
+    cd_column cols[] = {{"dataset", CD_COL_STR, ds}, {"op_index", CD_COL_I64, oi}, {"op_type", CD_COL_STR, ot},
+                        {"layer", CD_COL_STR, ot}, {"tensor", CD_COL_STR, ds}, {"dtype", CD_COL_STR, dt},
+                        {"shape", CD_COL_STR, sh}, {"elapsed_us", CD_COL_F64, zero}, {"kernel_us", CD_COL_F64, zero},
+                        {"where", CD_COL_STR, ot}, {"kernel", CD_COL_STR, ot}, {"note", CD_COL_STR, ot},
+                        {"stats_only", CD_COL_I64, cnt}, {"count", CD_COL_I64, cnt}, {"min", CD_COL_F64, zero},
+                        {"max", CD_COL_F64, zero}, {"mean", CD_COL_F64, zero}, {"nan_count", CD_COL_I64, oi},
+                        {"inf_count", CD_COL_I64, oi}};
+    cr_assert_eq(cd_dump_write_table(a, "/tensors/cpu", cols, 19, 1, &e), CD_OK, "%s", e.msg);
+    cr_assert_eq(cd_dump_close(a, false, &e), CD_OK, "%s", e.msg);
+    cr_assert_eq(cd_dump_open(path, &r, &e), CD_OK, "%s", e.msg);
+    cr_assert_eq(cd_dump_list_tensors(r, "cpu", &ti, &n, &e), CD_E_MODEL);
+    cr_assert(strstr(e.msg, "bad shape '2,x'") && strstr(e.msg, "0004_t"), "%s", e.msg);
     cd_dump_reader_close(r);
 }
