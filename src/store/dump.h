@@ -232,6 +232,11 @@ cd_status cd_dump_read_all_attrs(const cd_dump_reader *r, const char *path, cd_e
 cd_status cd_dump_walk(const char *path, cd_error *err);
 /* cd_dump_walk in a child process (see above). */
 cd_status cd_dump_check_isolated(const char *path, cd_error *err);
+/* fn(arg) in a forked child that reads the dump at path (its size sets the time limit):
+ * CD_OK if the child finished, else the CD_E_MODEL message above. Nothing comes back from
+ * the child: a caller that then repeats exactly fn's reads in-process, from the state the
+ * child started in, gets the same (non-crashing) behaviour from HDF5. */
+cd_status cd_dump_run_isolated(const char *path, void (*fn)(void *), void *arg, cd_error *err);
 /* cd_dump_check_isolated, then cd_dump_open. */
 cd_status cd_dump_open_untrusted(const char *path, cd_dump_reader **out, cd_error *err);
 

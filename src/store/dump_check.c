@@ -61,9 +61,18 @@ cd_status cd_dump_walk(const char *path, cd_error *err) {
     return CD_OK;
 }
 
-cd_status cd_dump_check_isolated(const char *path, cd_error *err) {
+typedef struct {
+    const char *path;
+} walk_arg;
+
+static void walk_fn(void *p) {
+    cd_error e;
+    cd_dump_walk(((walk_arg *)p)->path, &e);
+}
+
+cd_status cd_dump_run_isolated(const char *path, void (*fn)(void *), void *arg, cd_error *err) {
     struct stat sb;
-    if (stat(path, &sb) != 0) return CD_OK; /* cd_dump_open gives the message */
+    if (stat(path, &sb) != 0) return CD_OK; /* the caller's own open gives the message */
     fflush(NULL);
     pid_t pid = fork();
     if (pid < 0) {
@@ -76,8 +85,7 @@ cd_status cd_dump_check_isolated(const char *path, cd_error *err) {
         if (__sanitizer_set_death_callback) __sanitizer_set_death_callback(NULL);
         /* a file crafted to make HDF5 loop: 30 s plus 1 s per 50 MB read */
         alarm(30 + (unsigned)(sb.st_size / (50 << 20)));
-        cd_error e;
-        cd_dump_walk(path, &e);
+        fn(arg);
         _exit(0);
     }
     int ws = 0;
@@ -102,6 +110,11 @@ cd_status cd_dump_check_isolated(const char *path, cd_error *err) {
     }
     return cd_err(err, CD_E_MODEL, "dump '%s': the process that checks it stopped with status %d", path,
                   WIFEXITED(ws) ? WEXITSTATUS(ws) : -1);
+}
+
+cd_status cd_dump_check_isolated(const char *path, cd_error *err) {
+    walk_arg w = {path};
+    return cd_dump_run_isolated(path, walk_fn, &w, err);
 }
 
 cd_status cd_dump_open_untrusted(const char *path, cd_dump_reader **out, cd_error *err) {
