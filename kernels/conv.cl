@@ -183,6 +183,75 @@ DEF_CONV(conv2d_gemm_48, 4, 8)
 DEF_CONV(conv2d_gemm_84, 8, 4)
 DEF_CONV(conv2d_gemm_88, 8, 8)
 
+/* conv2d_cpu_<rm>: the same sums for CPU OpenCL devices (PoCL): no local memory and no
+ * barriers (a CPU runtime turns each barrier into a split of the work-group loop), each
+ * work-item computes rm output channels x CV_CPU_RN consecutive pixels straight from global
+ * memory (the caches do the tiling; the rm x 8 block is the register reuse). Global
+ * (ceil(npix / CV_CPU_RN), ceil(cout_g / rm), N * groups). Every output is summed in the same
+ * k = (ic, ky, kx) order with one mad per term as in cv_gemm, so both give the same bits.
+ * (One pixel x 4..16 channels per work-item, leaving the vectorisation across work-items to
+ * PoCL, measured 3-14x slower than this on PoCL 3.1.) */
+#define CV_CPU_RN 8
+inline void cv_cpu(__global const REAL *in, __global const REAL *w, __global const REAL *bias,
+                   __global const REAL *res, __global REAL *out, __global const REAL *alpha, int Cin, int H,
+                   int W, int Cout, int Ho, int Wo, int KH, int KW, int sh, int sw, int pt, int pl, int dh, int dw,
+                   int groups, int kind, float a, float b, float c, int amode, int res_relu, const int direct,
+                   const int rm) {
+    const int cin_g = Cin / groups, cout_g = Cout / groups, khw = KH * KW;
+    const int K = cin_g * khw, npix = Ho * Wo;
+    const int ng = get_global_id(2), n = ng / groups, g = ng - n * groups;
+    const int m0 = get_global_id(1) * rm, p0 = get_global_id(0) * CV_CPU_RN;
+    if (m0 >= cout_g || p0 >= npix) return;
+    __global const REAL *inb = in + (size_t)(n * Cin + g * cin_g) * H * W;
+    __global const REAL *wb = w + (size_t)(g * cout_g + m0) * K;
+    const int nm = cout_g - m0 < rm ? cout_g - m0 : rm;
+    const int np = npix - p0 < CV_CPU_RN ? npix - p0 : CV_CPU_RN;
+    ACC acc[8][CV_CPU_RN];
+    for (int i = 0; i < 8; i++)
+        for (int j = 0; j < CV_CPU_RN; j++) acc[i][j] = ACC_ZERO;
+    int iy0[CV_CPU_RN], ix0[CV_CPU_RN];
+    for (int j = 0; j < CV_CPU_RN; j++) {
+        int p = p0 + (j < np ? j : 0), oy = p / Wo, ox = p - oy * Wo;
+        iy0[j] = oy * sh - pt;
+        ix0[j] = ox * sw - pl;
+    }
+    for (int k = 0; k < K; k++) {
+        ACC xv[CV_CPU_RN];
+        if (direct) {
+            for (int j = 0; j < CV_CPU_RN; j++) xv[j] = j < np ? LOAD(inb, (size_t)k * npix + p0 + j) : ACC_ZERO;
+        } else {
+            int ic = k / khw, rr = k - ic * khw, ky = rr / KW, kx = rr - ky * KW;
+            for (int j = 0; j < CV_CPU_RN; j++) {
+                int iy = iy0[j] + ky * dh, ix = ix0[j] + kx * dw;
+                xv[j] = (j < np && iy >= 0 && iy < H && ix >= 0 && ix < W) ? LOAD(inb, ((size_t)ic * H + iy) * W + ix)
+                                                                           : ACC_ZERO;
+            }
+        }
+        for (int i = 0; i < rm; i++) {
+            ACC wv = i < nm ? LOAD(wb, (size_t)i * K + k) : ACC_ZERO;
+            for (int j = 0; j < CV_CPU_RN; j++) acc[i][j] = mad(wv, xv[j], acc[i][j]);
+        }
+    }
+    for (int i = 0; i < nm; i++) {
+        int oc = g * cout_g + m0 + i;
+        for (int j = 0; j < np; j++)
+            cv_store(out, (n * Cout + oc) * npix + p0 + j, acc[i][j], oc, p0 + j, npix, bias, res, alpha, kind, a, b,
+                     c, amode, res_relu);
+    }
+}
+
+#define DEF_CONV_CPU(NAME, RM)                                                                             \
+    __kernel void NAME(__global const REAL *in, __global const REAL *w, __global const REAL *bias,         \
+                       __global const REAL *res, __global REAL *out, __global const REAL *alpha, int Cin,  \
+                       int H, int W, int Cout, int Ho, int Wo, int KH, int KW, int sh, int sw, int pt,     \
+                       int pl, int dh, int dw, int groups, int kind, float a, float b, float c, int amode, \
+                       int res_relu, int direct) {                                                         \
+        cv_cpu(in, w, bias, res, out, alpha, Cin, H, W, Cout, Ho, Wo, KH, KW, sh, sw, pt, pl, dh, dw,      \
+               groups, kind, a, b, c, amode, res_relu, direct, RM);                                        \
+    }
+DEF_CONV_CPU(conv2d_cpu_4, 4)
+DEF_CONV_CPU(conv2d_cpu_8, 8)
+
 /* Depthwise (one input channel per group, one output channel per group): one work-item
  * per output element, global (Wo, Ho, N*C). */
 __kernel void conv2d_dw(__global const REAL *in, __global const REAL *w, __global const REAL *bias,

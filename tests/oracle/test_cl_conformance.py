@@ -40,10 +40,11 @@ def launched(log):
     return "pocl_kernel_calc_wg_size" in log or "NDRange Kernel" in log or "Event Copy Buffer" in log
 
 
-def run_cl(spec, feeds, prec):
+def run_cl(spec, feeds, prec, extra_env=None):
     """Runs the OpenCL side; returns (rc, stderr + stdout, outputs). oclgrind reports its
     findings (and instruction counts) on stdout, PoCL its debug log on stderr."""
     env = dict(os.environ)
+    env.update(extra_env or {})
     if OCLGRIND:
         env.update(CLDIFF_OPENCL_LIB="/usr/lib/oclgrind/liboclgrind-rt.so", OCLGRIND_CHECK_API="1",
                    OCLGRIND_DATA_RACES="1", OCLGRIND_INST_COUNTS="1")  # counts prove a kernel ran
@@ -67,7 +68,7 @@ def run_cl(spec, feeds, prec):
         return p.returncode, p.stderr.decode(errors="replace") + p.stdout.decode(errors="replace"), outs
 
 
-def case(name, spec, inputs, k=1, precs=("fp32", "fp16"), mag=None):
+def case(name, spec, inputs, k=1, precs=("fp32", "fp16"), mag=None, extra_env=None):
     for prec in precs:
         row = {"case": name, "prec": prec, "backend": "opencl", "ok": False, "detail": ""}
         try:
@@ -77,9 +78,9 @@ def case(name, spec, inputs, k=1, precs=("fp32", "fp16"), mag=None):
                 row["detail"] = f"cpu reference failed ({rc}): {err.strip()[:300]}"
                 harness._results.append(row)
                 continue
-            rc, err, got = run_cl(spec, feeds, prec)
+            rc, err, got = run_cl(spec, feeds, prec, extra_env)
             if rc == 0 and not OCLGRIND and not launched(err):
-                rc, err, got = run_cl(spec, feeds, prec)
+                rc, err, got = run_cl(spec, feeds, prec, extra_env)
             if rc != 0:
                 row["detail"] = f"opencl run failed ({rc}): {err.strip()[-400:]}"
             elif OCLGRIND:
@@ -118,6 +119,14 @@ def conv_spec(op="conv2d", attrs=None, bias=True, extra=()):
     return dict(op=op, inputs=ins, outputs=[("Output", "y")], attrs=a)
 
 
+def conv_case(name, spec, inputs, **kw):
+    """A convolution case twice: PoCL is a CPU device, where cldiff picks the barrier-free
+    conv2d_cpu_* kernels; CLDIFF_CL_GPU_KERNELS=1 makes it run the local-memory
+    conv2d_gemm_* kernels that GPUs get. (Depthwise and transposed convs have one kernel.)"""
+    case(name, spec, inputs, **kw)
+    case(name + " [gpu kernels]", spec, inputs, extra_env={"CLDIFF_CL_GPU_KERNELS": "1"}, **kw)
+
+
 def conv_mag(cin_g, kh, kw):
     return lambda f: None  # max |r| over the tensor (harness default for k > 1)
 
@@ -140,23 +149,23 @@ if not SMALL:
         if act:
             a.update({"with_act": True, "act_type": act})
         inputs = {"x": rnd(n, cin, h, w), "w": rnd(cout, cin // g, kh, kw), "b": rnd(cout)}
-        case(f"conv2d {n}x{cin}x{h}x{w} k{kh}x{kw} g{g} {act or 'none'}", conv_spec(attrs=a), inputs,
+        conv_case(f"conv2d {n}x{cin}x{h}x{w} k{kh}x{kw} g{g} {act or 'none'}", conv_spec(attrs=a), inputs,
              k=cin // g * kh * kw)
     # SAME padding, prelu (channel) and the SecondInput residual with relu
     a = {"strides": [2, 2], "paddings": [0, 0], "padding_algorithm": "SAME", "groups": 1, "dilations": [2, 2]}
-    case("conv2d SAME stride 2", conv_spec(attrs=a), {"x": rnd(1, 4, 11, 10), "w": rnd(8, 4, 3, 3), "b": rnd(8)}, k=36)
+    conv_case("conv2d SAME stride 2", conv_spec(attrs=a), {"x": rnd(1, 4, 11, 10), "w": rnd(8, 4, 3, 3), "b": rnd(8)}, k=36)
     a = {"with_act": True, "act_type": "prelu", "prelu_mode": "channel"}
-    case("conv2d prelu channel", conv_spec(attrs=a, extra=[("Prelu_alpha", "al", "param")]),
+    conv_case("conv2d prelu channel", conv_spec(attrs=a, extra=[("Prelu_alpha", "al", "param")]),
          {"x": rnd(1, 6, 8, 8), "w": rnd(10, 6, 3, 3), "b": rnd(10), "al": rnd(10)}, k=54)
     a = {"fuse_elementwise_op_type": "fusion_elementwise_add_activation"}
-    case("conv2d 1x1 + residual relu", conv_spec(attrs=a, extra=[("SecondInput", "r")]),
+    conv_case("conv2d 1x1 + residual relu", conv_spec(attrs=a, extra=[("SecondInput", "r")]),
          {"x": rnd(1, 16, 6, 6), "w": rnd(8, 16, 1, 1), "b": rnd(8), "r": rnd(1, 8, 6, 6)}, k=16)
     a = {"strides": [2, 2], "paddings": [1, 1], "dilations": [1, 1], "groups": 1, "with_act": True, "act_type": "relu"}
     # big enough for the 8-wide register blocks (Cout > 64, >= 16384 pixels) with partial tiles
-    case("conv2d 8x8 block", conv_spec(attrs={"strides": [1, 1], "paddings": [1, 1], "dilations": [1, 1],
+    conv_case("conv2d 8x8 block", conv_spec(attrs={"strides": [1, 1], "paddings": [1, 1], "dilations": [1, 1],
                                               "groups": 1}),
          {"x": rnd(1, 5, 130, 129), "w": rnd(70, 5, 3, 3), "b": rnd(70)}, k=45, precs=("fp32",))
-    case("conv2d 1x1 4x8 block", conv_spec(), {"x": rnd(1, 20, 128, 130), "w": rnd(33, 20, 1, 1), "b": rnd(33)},
+    conv_case("conv2d 1x1 4x8 block", conv_spec(), {"x": rnd(1, 20, 128, 130), "w": rnd(33, 20, 1, 1), "b": rnd(33)},
          k=20, precs=("fp32",))
     case("conv2d_transpose s2", conv_spec("conv2d_transpose", a), {"x": rnd(1, 8, 5, 6), "w": rnd(8, 4, 4, 4), "b": rnd(4)},
          k=8 * 16)
@@ -165,8 +174,8 @@ if not SMALL:
          {"x": rnd(2, 4, 4, 3), "w": rnd(4, 3, 3, 3)}, k=2 * 9)
 else:
     a = {"strides": [1, 1], "paddings": [1, 1], "dilations": [1, 1], "groups": 1, "with_act": True, "act_type": "relu"}
-    case("conv2d gemm", conv_spec(attrs=a), {"x": rnd(1, 3, 5, 5), "w": rnd(4, 3, 3, 3), "b": rnd(4)}, k=27)
-    case("conv2d 1x1", conv_spec(), {"x": rnd(1, 4, 3, 3), "w": rnd(5, 4, 1, 1), "b": rnd(5)}, k=4)
+    conv_case("conv2d gemm", conv_spec(attrs=a), {"x": rnd(1, 3, 5, 5), "w": rnd(4, 3, 3, 3), "b": rnd(4)}, k=27)
+    conv_case("conv2d 1x1", conv_spec(), {"x": rnd(1, 4, 3, 3), "w": rnd(5, 4, 1, 1), "b": rnd(5)}, k=4)
     a = {"strides": [1, 1], "paddings": [1, 1], "dilations": [1, 1], "groups": 4}
     case("conv2d depthwise", conv_spec(attrs=a), {"x": rnd(1, 4, 4, 4), "w": rnd(4, 1, 3, 3), "b": rnd(4)}, k=9)
 

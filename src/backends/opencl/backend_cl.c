@@ -839,7 +839,8 @@ static cd_status cl_run_op(cd_backend *b, int i, cd_op_report *rep, cd_error *er
                 st = buf_new(r, id, tensor_bytes(r, id), NULL, err);
             }
         if (st) break;
-        cd_cl_ctx c = {.cl = &r->cl, .context = r->ctx, .queue = r->q, .device = r->dev, .plan = plan, .op = op,
+        cd_cl_ctx c = {.cl = &r->cl, .context = r->ctx, .queue = r->q, .device = r->dev,
+                       .cpu_device = !strcmp(r->info.type, "CPU") && !getenv("CLDIFF_CL_GPU_KERNELS"), .plan = plan, .op = op,
                        .op_index = i, .variant = r->variant, .buf = cb_buf, .kernel = cb_kernel,
                        .launch = cb_launch, .scratch = cb_scratch, .rt = r};
         st = d->enqueue(&c, &e);

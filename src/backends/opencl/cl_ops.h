@@ -20,6 +20,7 @@ struct cd_cl_ctx {
     cl_context context;
     cl_command_queue queue;   /* created with CL_QUEUE_PROFILING_ENABLE */
     cl_device_id device;
+    bool cpu_device;          /* CL_DEVICE_TYPE_CPU (PoCL ...): CPU-shaped kernels where they exist */
     const cd_plan *plan;
     const cd_op *op;
     int op_index;

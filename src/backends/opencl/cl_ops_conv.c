@@ -121,8 +121,12 @@ static cd_status op_conv(cd_cl_ctx *c, cd_error *err) {
      * with 128-wide tiles. */
     int rm = cout_g <= 16 ? 1 : (cout_g <= 32 ? 2 : (cout_g <= 64 ? 4 : 8));
     int rn = a.Ho * a.Wo >= 16384 ? 8 : 4;
+    /* CPU devices: the barrier-free kernel (PoCL runs the local-memory tiles at 1-5 GFLOP/s) */
+    bool cpu = !dw && c->cpu_device;
+    if (cpu) rm = cout_g <= 4 ? 4 : 8;
     char name[32];
     if (dw) snprintf(name, sizeof name, "conv2d_dw");
+    else if (cpu) snprintf(name, sizeof name, "conv2d_cpu_%d", rm);
     else snprintf(name, sizeof name, "conv2d_gemm_%d%d", rm, rn);
     cl_kernel k;
     if ((s = c->kernel(c, "conv", name, &k, err))) return s;
@@ -160,6 +164,11 @@ static cd_status op_conv(cd_cl_ctx *c, cd_error *err) {
     if (dw) {
         size_t gl[3] = {(size_t)a.Wo, (size_t)a.Ho, (size_t)(a.N * a.Cout)};
         return c->launch(c, k, 3, gl, NULL, err);
+    }
+    if (cpu) {
+        size_t gc[3] = {((size_t)(a.Ho * a.Wo) + 7) / 8, ((size_t)cout_g + (size_t)rm - 1) / (size_t)rm,
+                        (size_t)(a.N * a.groups)};
+        return c->launch(c, k, 3, gc, NULL, err);
     }
     size_t gl[3] = {clu_round((size_t)(a.Ho * a.Wo), (size_t)(16 * rn)) / (size_t)rn,
                     clu_round((size_t)cout_g, (size_t)(16 * rm)) / (size_t)rm, (size_t)(a.N * a.groups)};
