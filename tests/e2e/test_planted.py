@@ -18,8 +18,11 @@ import shutil
 
 from e2e_lib import Checks, cldiff, load_json, need_cldiff, tmpdir, SRC, TINY
 
-NEEDLE = "cv_store(out, (n * Cout + oc) * npix + q, acc[i][j],"
-PLANT = "cv_store(out, (n * Cout + oc) * npix + q, acc[i][j] + (Cin == 3 ? (ACC)0.01f : ACC_ZERO),"
+# the store line of the GPU GEMM kernel and of the CPU-device kernel (PoCL runs the latter)
+PLANTS = [("cv_store(out, (n * Cout + oc) * npix + q, acc[i][j],",
+           "cv_store(out, (n * Cout + oc) * npix + q, acc[i][j] + (Cin == 3 ? (ACC)0.01f : ACC_ZERO),"),
+          ("cv_store(out, (n * Cout + oc) * npix + p0 + j, acc[i][j],",
+           "cv_store(out, (n * Cout + oc) * npix + p0 + j, acc[i][j] + (Cin == 3 ? (ACC)0.01f : ACC_ZERO),")]
 
 
 def rows(path):
@@ -35,11 +38,13 @@ def main():
     kdir = os.path.join(work, "kernels")
     os.makedirs(kdir)
     src = open(os.path.join(SRC, "kernels", "conv.cl")).read()
-    if not c.ok(src.count(NEEDLE) == 1, "kernels/conv.cl has the GEMM store line to plant the bug in",
-                "update NEEDLE in %s" % __file__):
+    if not c.ok(all(src.count(n) == 1 for n, _ in PLANTS),
+                "kernels/conv.cl has the conv store lines to plant the bug in", "update PLANTS in %s" % __file__):
         c.done()
+    for needle, plant in PLANTS:
+        src = src.replace(needle, plant)
     with open(os.path.join(kdir, "conv.cl"), "w") as f:
-        f.write(src.replace(NEEDLE, PLANT))
+        f.write(src)
     clean, bad = os.path.join(work, "clean"), os.path.join(work, "bad")
 
     r = cldiff(TINY, "--out", clean, "--quiet")
