@@ -275,3 +275,102 @@ Test(gemm, f32_fma_kernels_give_sequential_fma_bits) {
         free(A); free(B); free(C); free(C0);
     }
 }
+
+/* ---- the direct (unpacked) path and the direct short-K convolution ----
+ * Small products with a plain B run the direct path; a transposed B always takes the packed
+ * path. Both must give the same bits (same fused multiply-adds in the same order, same
+ * epilogue), so C from (B, tb = false) must equal C from (B^T, tb = true) exactly, for odd
+ * sizes, row/column tails, several K slices, alpha/beta and a transposed A. */
+static void direct_vs_packed(int M, int N, int K, bool ta, float alpha, float beta, int threads) {
+    int lda = ta ? M : K;
+    float *A = malloc((size_t)M * K * 4), *B = malloc((size_t)K * N * 4), *Bt = malloc((size_t)K * N * 4);
+    float *C0 = malloc((size_t)M * N * 4), *C1 = malloc((size_t)M * N * 4), *C2 = malloc((size_t)M * N * 4);
+    for (int i = 0; i < M * K; i++) A[i] = frand() * 1.37f;
+    for (int k = 0; k < K; k++)
+        for (int j = 0; j < N; j++) Bt[(size_t)j * K + k] = B[(size_t)k * N + j] = frand() * 0.71f;
+    for (int i = 0; i < M * N; i++) C0[i] = frand();
+    memcpy(C1, C0, (size_t)M * N * 4);
+    memcpy(C2, C0, (size_t)M * N * 4);
+    cd_gemm_f32(M, N, K, alpha, A, lda, ta, B, N, false, beta, C1, N, threads);   /* direct */
+    cd_gemm_f32(M, N, K, alpha, A, lda, ta, Bt, K, true, beta, C2, N, threads);   /* packed */
+    for (int i = 0; i < M * N; i++)
+        cr_assert(memcmp(&C1[i], &C2[i], 4) == 0, "M=%d N=%d K=%d ta=%d alpha=%g beta=%g threads=%d: C[%d] direct %.9g, packed %.9g",
+                  M, N, K, ta, alpha, beta, threads, i, (double)C1[i], (double)C2[i]);
+    free(A); free(B); free(Bt); free(C0); free(C1); free(C2);
+}
+
+Test(gemm, f32_direct_path_matches_packed_bits) {
+    const int ms[] = {1, 3, 4, 5, 8, 13, 50, 200}, ns[] = {1, 2, 15, 16, 17, 50, 64, 65, 100, 192, 288};
+    const int ks[] = {1, 2, 8, 27, 200, 256, 257, 600};
+    for (int a = 0; a < 8; a++)
+        for (int b = 0; b < 11; b++) {
+            int K = ks[(a + b) % 8];
+            direct_vs_packed(ms[a], ns[b], K, (a + b) & 1, 1.0f, 0.0f, 1);
+            direct_vs_packed(ms[a], ns[b], K, false, 0.3f, 1.7f, 2);
+        }
+}
+
+Test(gemm, f32_direct_path_threads_bit_identical) {
+    /* above the one-thread threshold: the direct path splits columns and, with few column
+     * runs, rows over the threads (B at most 512 KiB, so these stay on the direct path) */
+    const int cs[][3] = {{200, 192, 64}, {64, 192, 200}, {100, 100, 300}, {2000, 20, 60}, {18, 1000, 120}};
+    for (int c = 0; c < 5; c++) {
+        int M = cs[c][0], N = cs[c][1], K = cs[c][2];
+        cr_assert((double)M * N * K >= CD_GEMM_ONE_THREAD_MACS, "case %d would run on one thread", c);
+        float *A = malloc((size_t)M * K * 4), *B = malloc((size_t)K * N * 4);
+        float *C1 = malloc((size_t)M * N * 4), *C2 = malloc((size_t)M * N * 4);
+        for (int i = 0; i < M * K; i++) A[i] = frand();
+        for (int i = 0; i < K * N; i++) B[i] = frand();
+        cd_gemm_f32(M, N, K, 1.0f, A, K, false, B, N, false, 0.0f, C1, N, 1);
+        cd_gemm_f32(M, N, K, 1.0f, A, K, false, B, N, false, 0.0f, C2, N, 2);
+        cr_assert(memcmp(C1, C2, (size_t)M * N * 4) == 0, "M=%d N=%d K=%d: 1 and 2 threads differ", M, N, K);
+        direct_vs_packed(M, N, K, false, 1.0f, 0.0f, 2);
+        free(A); free(B); free(C1); free(C2);
+    }
+}
+
+/* cd_conv_direct_f32 against im2col + cd_gemm_f32 (alpha 1, beta 0): identical bits,
+ * padding taps included; strides 1, 2, 3, dilation, asymmetric padding, output widths
+ * around the vector width, channel counts not a multiple of 4, 1 and 2 threads. */
+static void conv_direct_case(int Cout, int Cin, int H, int W, int KH, int KW, int sh, int sw, int dh, int dw, int pt,
+                             int pb, int pl, int pr, int threads) {
+    int Ho = (H + pt + pb - (dh * (KH - 1) + 1)) / sh + 1, Wo = (W + pl + pr - (dw * (KW - 1) + 1)) / sw + 1;
+    int K = Cin * KH * KW, N = Ho * Wo;
+    float *x = malloc((size_t)Cin * H * W * 4), *w = malloc((size_t)Cout * K * 4);
+    float *col = malloc((size_t)K * N * 4), *y1 = malloc((size_t)Cout * N * 4), *y2 = malloc((size_t)Cout * N * 4);
+    for (int i = 0; i < Cin * H * W; i++) x[i] = frand();
+    for (int i = 0; i < Cout * K; i++) w[i] = frand() * 0.9f;
+    for (int ic = 0; ic < Cin; ic++)
+        for (int ky = 0; ky < KH; ky++)
+            for (int kx = 0; kx < KW; kx++)
+                for (int oy = 0; oy < Ho; oy++)
+                    for (int ox = 0; ox < Wo; ox++) {
+                        int iy = oy * sh - pt + ky * dh, ix = ox * sw - pl + kx * dw;
+                        col[(size_t)((ic * KH + ky) * KW + kx) * N + oy * Wo + ox] =
+                            iy >= 0 && iy < H && ix >= 0 && ix < W ? x[((size_t)ic * H + iy) * W + ix] : 0.0f;
+                    }
+    cd_gemm_f32(Cout, N, K, 1.0f, w, K, false, col, N, false, 0.0f, y1, N, 1);
+    cd_conv_direct_geo g = {x, Cin, H, W, KH, KW, sh, sw, dh, dw, pt, pl, Ho, Wo};
+    memset(y2, 0xff, (size_t)Cout * N * 4); /* NaN: every output must be written */
+    cr_assert(cd_conv_direct_f32(&g, Cout, w, y2, threads));
+    for (int i = 0; i < Cout * N; i++)
+        cr_assert(memcmp(&y1[i], &y2[i], 4) == 0,
+                  "conv %dx%dx%dx%d k%dx%d s%d,%d d%d,%d p%d,%d,%d,%d threads=%d: y[%d] direct %.9g, im2col+gemm %.9g",
+                  Cout, Cin, H, W, KH, KW, sh, sw, dh, dw, pt, pb, pl, pr, threads, i, (double)y2[i], (double)y1[i]);
+    free(x); free(w); free(col); free(y1); free(y2);
+}
+
+Test(gemm, f32_conv_direct_matches_im2col_gemm_bits) {
+    conv_direct_case(8, 3, 48, 192, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1, 1);   /* the classifiers' first conv */
+    conv_direct_case(8, 3, 48, 192, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1, 2);
+    conv_direct_case(5, 3, 17, 33, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 1);
+    conv_direct_case(6, 2, 20, 70, 5, 5, 2, 2, 1, 1, 2, 1, 0, 2, 1);
+    conv_direct_case(3, 4, 15, 40, 3, 3, 3, 3, 1, 1, 0, 2, 1, 0, 1);
+    conv_direct_case(7, 1, 30, 31, 3, 3, 1, 2, 2, 2, 2, 2, 2, 2, 1);
+    conv_direct_case(4, 7, 9, 16, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 1);    /* K = 63 */
+    conv_direct_case(2, 3, 1, 5, 1, 3, 1, 1, 1, 1, 0, 0, 1, 1, 1);     /* one row, Wo < vector */
+    conv_direct_case(1, 3, 8, 64, 2, 2, 2, 2, 1, 1, 0, 0, 0, 0, 1);
+    cr_assert(24.0 * 27 * 80 * 80 >= CD_GEMM_ONE_THREAD_MACS);
+    conv_direct_case(24, 3, 160, 160, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1, 2); /* above the one-thread threshold */
+    conv_direct_case(24, 3, 160, 160, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1, 1);
+}

@@ -26,6 +26,12 @@
 #define NR CD_GEMM_NR
 #define KC 256
 #define NCHUNK 256 /* B columns per work item (multiple of NR) */
+/* Below CD_GEMM_ONE_THREAD_MACS (gemm.h) a product runs on one thread. */
+#define SINGLE_THREAD_MACS CD_GEMM_ONE_THREAD_MACS
+/* The direct (unpacked) path takes products up to this size whose B (K x N) fits in L2;
+ * larger ones are faster packed (B panels reused from L1 by every A panel). */
+#define DIRECT_MAX_MACS (16.0 * (1 << 20))
+#define DIRECT_MAX_B ((size_t)512 << 10)
 
 /* The micro-kernel is compiled for several x86 ISA levels and chosen once per call with
  * __builtin_cpu_supports, so a portable build still uses AVX-512 / AVX2 / AVX512-FP16. */
@@ -125,6 +131,8 @@ static void micro_neon_f32(int kc, const float *restrict a, const float *restric
 #define G_NAME_FAST "avx512"
 #define G_NAME_MID "avx2-fma"
 #define G_VEC_TAIL 1
+#define G_LANE_INT int /* integer of the element's size (shuffle masks) */
+#define G_DIRECT 1   /* the direct paths (small products, short-K convs) */
 /* alpha * acc is rounded on its own: the compiler may not fuse it into the following add
  * (whether it would depends on the surrounding code; the NEON kernel does the same) */
 #define G_ROUNDED(v) __asm__("" : "+m"(v))
@@ -138,6 +146,8 @@ static void micro_neon_f32(int kc, const float *restrict a, const float *restric
 #undef G_NAME_FAST
 #undef G_NAME_MID
 #undef G_VEC_TAIL
+#undef G_LANE_INT
+#undef G_DIRECT
 #undef G_ROUNDED
 #undef GT
 #undef GS
@@ -159,11 +169,17 @@ static void micro_neon_f32(int kc, const float *restrict a, const float *restric
 #define G_NAME_FAST "avx512fp16"
 #define G_NAME_MID "avx512f-f16c"
 #define G_VEC_TAIL 0 /* half: the scalar tail, as before */
+#define G_LANE_INT short
+/* half: no direct paths (the emulated half arithmetic of the non-FP16 ISA levels makes
+ * their unrolled tiles huge); every half product takes the packed path */
+#define G_DIRECT 0
 #define G_ROUNDED(v) (void)0 /* fp-contract is off for half anyway */
 #include "gemm.c"
 #undef G_NAME_FAST
 #undef G_NAME_MID
 #undef G_VEC_TAIL
+#undef G_LANE_INT
+#undef G_DIRECT
 #undef G_ROUNDED
 #undef GT
 #undef GS
@@ -179,6 +195,46 @@ static void micro_neon_f32(int kc, const float *restrict a, const float *restric
 #define F(name) CAT(name, GS)
 
 typedef GT F(vec) __attribute__((vector_size(NR * sizeof(GT))));
+
+/* C row segment cr[0..nr) gets alpha * r (+ beta * C on the first K slice, + C on later
+ * slices): the one epilogue of every fp kernel here (packed micro-kernel and direct path),
+ * so both give the same bits. */
+static inline __attribute__((always_inline)) void
+F(store_row)(GT *restrict cr, const F(vec) *acc, int nr, GT alpha, GT beta, int first) {
+    F(vec) r = *acc;
+    F(vec) vb = BCAST16(beta);
+    if (alpha != (GT)1) {
+        F(vec) va = BCAST16(alpha);
+        r = r * va;
+        G_ROUNDED(r);
+    }
+    if (nr == NR) {
+        F(vec) old;
+        if (!first) {
+            memcpy(&old, cr, sizeof old);
+            r = old + r;
+        } else if (beta != (GT)0) {
+            memcpy(&old, cr, sizeof old);
+            r = r + vb * old;
+        }
+        memcpy(cr, &r, sizeof r);
+    } else if (G_VEC_TAIL) {
+        /* a partial tile goes through the same vector expression as a full one, so
+         * whether beta * C is fused does not depend on where the column's tile ends */
+        F(vec) old = {0};
+        if (!first || beta != (GT)0) memcpy(&old, cr, (size_t)nr * sizeof(GT));
+        if (!first) r = old + r;
+        else if (beta != (GT)0) r = r + vb * old;
+        memcpy(cr, &r, (size_t)nr * sizeof(GT));
+    } else {
+        for (int j = 0; j < nr; j++) {
+            GT v = r[j];
+            if (!first) v = cr[j] + v;
+            else if (beta != (GT)0) v = v + beta * cr[j];
+            cr[j] = v;
+        }
+    }
+}
 
 /* acc = A panel (kc x MR) * B panel (kc x NR); then C (mr x nr visible part) gets
  * alpha*acc (+ beta*C on the first K slice, + C on later slices). */
@@ -197,42 +253,7 @@ F(micro_body)(int kc, const GT *restrict a, const GT *restrict b, GT *restrict c
             acc[i] += av * bv;
         }
     }
-    F(vec) va = BCAST16(alpha);
-    F(vec) vb = BCAST16(beta);
-    for (int i = 0; i < mr; i++) {
-        F(vec) r = acc[i];
-        if (alpha != (GT)1) {
-            r = r * va;
-            G_ROUNDED(r);
-        }
-        GT *cr = c + (size_t)i * ldc;
-        if (nr == NR) {
-            F(vec) old;
-            if (!first) {
-                memcpy(&old, cr, sizeof old);
-                r = old + r;
-            } else if (beta != (GT)0) {
-                memcpy(&old, cr, sizeof old);
-                r = r + vb * old;
-            }
-            memcpy(cr, &r, sizeof r);
-        } else if (G_VEC_TAIL) {
-            /* a partial tile goes through the same vector expression as a full one, so
-             * whether beta * C is fused does not depend on where the column's tile ends */
-            F(vec) old = {0};
-            if (!first || beta != (GT)0) memcpy(&old, cr, (size_t)nr * sizeof(GT));
-            if (!first) r = old + r;
-            else if (beta != (GT)0) r = r + vb * old;
-            memcpy(cr, &r, (size_t)nr * sizeof(GT));
-        } else {
-            for (int j = 0; j < nr; j++) {
-                GT v = r[j];
-                if (!first) v = cr[j] + v;
-                else if (beta != (GT)0) v = v + beta * cr[j];
-                cr[j] = v;
-            }
-        }
-    }
+    for (int i = 0; i < mr; i++) F(store_row)(c + (size_t)i * ldc, &acc[i], nr, alpha, beta, first);
 }
 
 typedef void (*F(micro_fn))(int, const GT *restrict, const GT *restrict, GT *restrict, int, int,
@@ -271,6 +292,160 @@ const char *CAT(cd_gemm_kernel_name, GS)(void) {
     (void)F(pick_micro)(&name);
     return name;
 }
+
+/* ---- direct path: small products with a plain (non-transposed) B ----
+ * No packing: a tile of mr (<= DMR) rows x nv (<= DNV) vectors of C is accumulated in
+ * registers, A read in place (row stride ars, k stride aks: both transposes), B rows read in
+ * place (ldb); K in the same KC slices as the packed path, each slice's sum stored through
+ * F(store_row). Per element this is exactly the packed kernel's arithmetic (acc += a * b for
+ * k in order within a slice, then the same epilogue), so the two paths give the same bits
+ * and which one runs (or how many threads) does not show in the result. Columns past the
+ * last whole vector are first copied into a zero-padded kc x NR block. */
+#if G_DIRECT
+#define DMR 4
+#define DNV 4
+static inline __attribute__((always_inline)) void
+F(direct_tile)(int kc, const GT *restrict a, size_t ars, size_t aks, const GT *restrict b, size_t ldb,
+               GT *restrict c, int ldc, const int mr, const int nv, int ncols, GT alpha, GT beta, int first) {
+    F(vec) acc[DMR][DNV];
+#pragma GCC unroll 4
+    for (int i = 0; i < mr; i++)
+#pragma GCC unroll 4
+        for (int v = 0; v < nv; v++) acc[i][v] = (F(vec)){0};
+    for (int k = 0; k < kc; k++) {
+        F(vec) bv[DNV];
+#pragma GCC unroll 4
+        for (int v = 0; v < nv; v++) memcpy(&bv[v], b + (size_t)k * ldb + (size_t)v * NR, sizeof bv[v]);
+#pragma GCC unroll 4
+        for (int i = 0; i < mr; i++) {
+            GT x = a[(size_t)i * ars + (size_t)k * aks];
+            F(vec) av = BCAST16(x);
+#pragma GCC unroll 4
+            for (int v = 0; v < nv; v++) acc[i][v] += av * bv[v];
+        }
+    }
+#pragma GCC unroll 4
+    for (int i = 0; i < mr; i++)
+#pragma GCC unroll 4
+        for (int v = 0; v < nv; v++) {
+            int nr = ncols - v * NR;
+            F(store_row)(c + (size_t)i * ldc + (size_t)v * NR, &acc[i][v], nr < NR ? nr : NR, alpha, beta, first);
+        }
+}
+
+/* One work item of the direct path: rows [i0, i1) x columns [j0, j0+ncols) of C over all
+ * of K (ncols <= DNV * NR). The columns of a partial last vector are copied, once per K
+ * slice, into bpad (KC x NR, zero-padded). Row count and vector count are made constants
+ * for the tile (the switches below). */
+static inline __attribute__((always_inline)) void
+F(direct_item)(int K, const GT *A, size_t ars, size_t aks, const GT *B, int ldb, GT *C, int ldc, int i0,
+               int i1, int j0, int ncols, GT alpha, GT beta, GT *restrict bpad, const int nvmax) {
+    const int nfull = ncols / NR, tail = ncols % NR;
+    for (int k0 = 0; k0 < K; k0 += KC) {
+        const int kc = imin(KC, K - k0), first = k0 == 0;
+        const GT *b = B + (size_t)k0 * ldb + j0;
+        if (tail) {
+            const GT *bt = b + nfull * NR;
+            for (int k = 0; k < kc; k++) {
+                GT *d = bpad + (size_t)k * NR;
+                for (int j = 0; j < tail; j++) d[j] = bt[(size_t)k * ldb + j];
+                for (int j = tail; j < NR; j++) d[j] = (GT)0;
+            }
+        }
+        for (int r0 = i0; r0 < i1; r0 += DMR) {
+            const int mr = imin(DMR, i1 - r0);
+            const GT *a = A + (size_t)r0 * ars + (size_t)k0 * aks;
+            GT *c = C + (size_t)r0 * ldc + j0;
+#define DT(MRC, NVC, BB, LDB, CC, NC) F(direct_tile)(kc, a, ars, aks, BB, LDB, CC, ldc, MRC, NVC, NC, alpha, beta, first)
+#define DT_NV(MRC)                                                                                 \
+    for (int jv = 0; jv < nfull;) {                                                                \
+        const int nv = imin(nvmax, nfull - jv);                                                    \
+        switch (nv) {                                                                              \
+        case 1: DT(MRC, 1, b + jv * NR, ldb, c + jv * NR, NR); break;                              \
+        case 2: DT(MRC, 2, b + jv * NR, ldb, c + jv * NR, 2 * NR); break;                          \
+        case 3: DT(MRC, 3, b + jv * NR, ldb, c + jv * NR, 3 * NR); break;                          \
+        default: DT(MRC, 4, b + jv * NR, ldb, c + jv * NR, 4 * NR); break;                         \
+        }                                                                                          \
+        jv += nv;                                                                                  \
+    }                                                                                              \
+    if (tail) DT(MRC, 1, bpad, NR, c + nfull * NR, tail);
+            switch (mr) {
+            case 1: DT_NV(1) break;
+            case 2: DT_NV(2) break;
+            case 3: DT_NV(3) break;
+            default: DT_NV(4) break;
+            }
+#undef DT_NV
+#undef DT
+        }
+    }
+}
+
+typedef void (*F(direct_fn))(int, const GT *, size_t, size_t, const GT *, int, GT *, int, int, int, int, int,
+                             GT, GT, GT *restrict);
+#define DIRECT_ARGS                                                                                \
+    (int K, const GT *A, size_t ars, size_t aks, const GT *B, int ldb, GT *C, int ldc, int i0, int i1, int j0, \
+     int ncols, GT alpha, GT beta, GT *restrict bpad)
+#define DIRECT_CALL(NVMAX) F(direct_item)(K, A, ars, aks, B, ldb, C, ldc, i0, i1, j0, ncols, alpha, beta, bpad, NVMAX)
+/* vectors per tile: 4 where 32 registers hold 16 lanes each (AVX-512); fewer where a
+ * 16-lane vector takes 2 (AVX2) or 4 (SSE, generic) registers */
+__attribute__((unused)) static void F(direct_default) DIRECT_ARGS { DIRECT_CALL(1); }
+#ifdef CD_GEMM_X86
+__attribute__((target(G_ISA_FAST))) static void F(direct_fast) DIRECT_ARGS { DIRECT_CALL(DNV); }
+__attribute__((target(G_ISA_MID))) static void F(direct_mid) DIRECT_ARGS { DIRECT_CALL(2); }
+#endif
+#undef DIRECT_ARGS
+#undef DIRECT_CALL
+
+/* The direct path for this machine, or NULL where the architecture kernel (NEON) replaces
+ * the generic micro-kernel: there the packed path keeps running, bits are the same anyway. */
+static F(direct_fn) F(pick_direct)(void) {
+#if defined(G_MICRO_ARCH)
+    return NULL;
+#else
+#ifdef CD_GEMM_X86
+    __builtin_cpu_init();
+    if (G_ISA_FAST_CHECK) return F(direct_fast);
+    if (G_ISA_MID_CHECK) return F(direct_mid);
+#endif
+    return F(direct_default);
+#endif
+}
+
+/* C = alpha * op(A) * B + beta * C through the direct path, on up to `threads` threads (one
+ * parallel region, no barrier inside: every item owns its C block over all of K). An item is
+ * a run of DNV * NR columns x a range of row blocks; the rows are split only when there
+ * are fewer column runs than threads. */
+static void F(gemm_direct)(F(direct_fn) fn, int M, int N, int K, GT alpha, const GT *A, int lda, bool ta,
+                           const GT *B, int ldb, GT beta, GT *C, int ldc, int threads) {
+    const size_t ars = ta ? 1 : (size_t)lda, aks = ta ? (size_t)lda : 1;
+    const int cw = DNV * NR; /* columns per item */
+    const int rb = (M + DMR - 1) / DMR, cb = (N + cw - 1) / cw;
+    int nt = threads < 1 ? 1 : threads;
+    if (nt <= 1) {
+        GT bpad[KC * NR];
+        for (int q = 0; q < cb; q++)
+            fn(K, A, ars, aks, B, ldb, C, ldc, 0, M, q * cw, imin(cw, N - q * cw), alpha, beta, bpad);
+        return;
+    }
+    int rsplit = cb >= 2 * nt ? 1 : imin(rb, (2 * nt + cb - 1) / cb); /* row ranges per column run */
+    const int rper = (rb + rsplit - 1) / rsplit;
+    rsplit = (rb + rper - 1) / rper;
+    const int items = cb * rsplit;
+    if (nt > items) nt = items;
+#pragma omp parallel num_threads(nt)
+    {
+        GT bpad[KC * NR];
+#pragma omp for schedule(static) nowait
+        for (int it = 0; it < items; it++) {
+            int q = it / rsplit, rs = it % rsplit;
+            int i0 = rs * rper * DMR, i1 = imin(M, i0 + rper * DMR);
+            fn(K, A, ars, aks, B, ldb, C, ldc, i0, i1, q * cw, imin(cw, N - q * cw), alpha, beta, bpad);
+        }
+    }
+}
+
+#endif /* G_DIRECT */
 
 /* Packs rows [i0, i0+MR) x k-slice [k0, k0+kc) of op(A) into one MR-interleaved panel. */
 static void F(pack_a)(const GT *A, int lda, bool ta, int M, int i0, int k0, int kc, GT *dst) {
@@ -347,6 +522,7 @@ void CAT(cd_gemm, CAT(GS, packed_b))(int M, int N, int K, GT alpha, const GT *A,
     F(micro_fn) micro = F(pick_micro)(&micro_name);
     (void)micro_name;
     if (nt > items) nt = items;
+    if ((double)M * N * K < SINGLE_THREAD_MACS) nt = 1;
 
     /* Packing buffers are small (A: M x KC, B: KC x NCHUNK per thread); an allocation
      * failure here means the machine is out of memory, and a plain triple loop still
@@ -387,7 +563,7 @@ void CAT(cd_gemm, CAT(GS, packed_b))(int M, int N, int K, GT alpha, const GT *A,
         return;
     }
 
-#pragma omp parallel num_threads(nt)
+#pragma omp parallel num_threads(nt) if (nt > 1)
     {
         GT *mybp = bpack + (size_t)omp_get_thread_num() * KC * nchunk;
         for (int k0 = 0; k0 < K; k0 += KC) {
@@ -421,8 +597,197 @@ void CAT(cd_gemm, CAT(GS, packed_b))(int M, int N, int K, GT alpha, const GT *A,
     free(bpack);
 }
 
+#if G_DIRECT
+/* ---- direct convolution for a short reduction (see cd_conv_direct_f32) ----
+ * A tile is mr (<= 4) output channels x nv (1 or 4) vectors of one output row; for every
+ * tap k (ic, ky, kx in order) the nv input vectors are loaded once (contiguous, even lanes
+ * of two loads for stride 2, lane by lane otherwise) and multiply-added into every
+ * channel's accumulators: acc += w * x, as the GEMM micro-kernel does, padding taps
+ * included (w * 0). */
+static inline __attribute__((always_inline)) void F(cd_load)(const GT *p, const int sw, F(vec) *out) {
+    F(vec) v;
+    if (sw == 1) {
+        memcpy(&v, p, sizeof v);
+    } else if (sw == 2) {
+        F(vec) a, b;
+        memcpy(&a, p, sizeof a);
+        memcpy(&b, p + NR, sizeof b);
+#if defined(__clang__)
+        v = __builtin_shufflevector(a, b, 0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
+#else
+        typedef G_LANE_INT F(idx) __attribute__((vector_size(NR * sizeof(G_LANE_INT))));
+        const F(idx) even = {0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30};
+        v = __builtin_shuffle(a, b, even);
+#endif
+    } else {
+        for (int j = 0; j < NR; j++) v[j] = p[(size_t)j * sw];
+    }
+    *out = v;
+}
+
+/* Band geometry: input rows of a band of output rows, zero-padded, in a scratch of Cin
+ * planes x Hb rows x Wp columns (Wp leaves room for whole vectors past Wo). */
+typedef struct {
+    const cd_conv_direct_geo *g;
+    int Hb, Wp;
+} F(cd_band);
+
+static inline __attribute__((always_inline)) void
+F(cd_tile)(const F(cd_band) *bd, const GT *restrict x, const GT *restrict w, int K, GT *restrict y, int ldy,
+           const int mr, const int nv, int ncols, const int sw) {
+    const cd_conv_direct_geo *g = bd->g;
+    F(vec) acc[4][4];
+#pragma GCC unroll 4
+    for (int i = 0; i < mr; i++)
+#pragma GCC unroll 4
+        for (int v = 0; v < nv; v++) acc[i][v] = (F(vec)){0};
+    const size_t plane = (size_t)bd->Hb * bd->Wp, rstep = (size_t)g->dh * bd->Wp;
+    const int KH = g->KH, KW = g->KW, dw = g->dw;
+    int k = 0;
+    for (int ic = 0; ic < g->Cin; ic++)
+        for (int ky = 0; ky < KH; ky++) {
+            const GT *xr = x + ic * plane + ky * rstep;
+            for (int kx = 0; kx < KW; kx++, k++) {
+                F(vec) xv[4];
+#pragma GCC unroll 4
+                for (int v = 0; v < nv; v++) F(cd_load)(xr + kx * dw + v * NR * sw, sw, &xv[v]);
+#pragma GCC unroll 4
+                for (int i = 0; i < mr; i++) {
+                    GT a = w[(size_t)i * K + k];
+                    F(vec) av = BCAST16(a);
+#pragma GCC unroll 4
+                    for (int v = 0; v < nv; v++) acc[i][v] += av * xv[v];
+                }
+            }
+        }
+#pragma GCC unroll 4
+    for (int i = 0; i < mr; i++)
+#pragma GCC unroll 4
+        for (int v = 0; v < nv; v++) {
+            int nr = ncols - v * NR;
+            F(store_row)(y + (size_t)i * ldy + v * NR, &acc[i][v], nr < NR ? nr : NR, (GT)1, (GT)0, 1);
+        }
+}
+
+/* Output channels [oc0, oc0+mr) of output row oy, whose taps start at band row rb. */
+static inline __attribute__((always_inline)) void
+F(cd_row_body)(const F(cd_band) *bd, const GT *xband, const GT *W, GT *Y, int oc0, int mr, int oy, int rb,
+               const int nvmax) {
+    const cd_conv_direct_geo *g = bd->g;
+    const int K = g->Cin * g->KH * g->KW, Wo = g->Wo, sw = g->sw;
+    const size_t HWo = (size_t)g->Ho * Wo;
+    const GT *w = W + (size_t)oc0 * K;
+    GT *yrow = Y + (size_t)oc0 * HWo + (size_t)oy * Wo;
+    const GT *xrow = xband + (size_t)rb * bd->Wp;
+    for (int ox = 0; ox < Wo;) {
+        const int nv = nvmax == 4 && Wo - ox >= 4 * NR ? 4 : 1, ncols = imin(Wo - ox, nv * NR);
+        const GT *x = xrow + (size_t)ox * sw;
+        GT *y = yrow + ox;
+#define CT(MRC, NVC, SWC) F(cd_tile)(bd, x, w, K, y, (int)HWo, MRC, NVC, ncols, SWC)
+#define CT_SW(MRC, NVC)                                                                            \
+    if (sw == 1) CT(MRC, NVC, 1);                                                                  \
+    else if (sw == 2) CT(MRC, NVC, 2);                                                             \
+    else CT(MRC, NVC, sw);
+#define CT_MR(MRC)                                                                                 \
+    if (nv == 4) { CT_SW(MRC, 4) }                                                                 \
+    else { CT_SW(MRC, 1) }
+        switch (mr) {
+        case 1: CT_MR(1) break;
+        case 2: CT_MR(2) break;
+        case 3: CT_MR(3) break;
+        default: CT_MR(4) break;
+        }
+#undef CT_MR
+#undef CT_SW
+#undef CT
+        ox += ncols;
+    }
+}
+
+#define CD_ROW_ARGS (const F(cd_band) *bd, const GT *xband, const GT *W, GT *Y, int oc0, int mr, int oy, int rb)
+typedef void (*F(cd_row_fn)) CD_ROW_ARGS;
+__attribute__((unused)) static void F(cd_row_default) CD_ROW_ARGS { F(cd_row_body)(bd, xband, W, Y, oc0, mr, oy, rb, 1); }
+#ifdef CD_GEMM_X86
+__attribute__((target(G_ISA_FAST))) static void F(cd_row_fast) CD_ROW_ARGS {
+    F(cd_row_body)(bd, xband, W, Y, oc0, mr, oy, rb, 4);
+}
+__attribute__((target(G_ISA_MID))) static void F(cd_row_mid) CD_ROW_ARGS {
+    F(cd_row_body)(bd, xband, W, Y, oc0, mr, oy, rb, 1);
+}
+#endif
+#undef CD_ROW_ARGS
+
+#define CD_BAND_ROWS 4 /* output rows per band (work item) */
+
+/* One band: output rows [oy0, oy1), every output channel. xs: this thread's scratch, whose
+ * columns outside the input window are zero. */
+static void F(cd_band_run)(F(cd_row_fn) fn, const F(cd_band) *bd, GT *xs, const GT *W, GT *Y, int Cout, int oy0,
+                           int oy1) {
+    const cd_conv_direct_geo *g = bd->g;
+    const GT *x = (const GT *)g->x;
+    const int rows = (oy1 - oy0 - 1) * g->sh + (g->KH - 1) * g->dh + 1;
+    for (int ic = 0; ic < g->Cin; ic++)
+        for (int r = 0; r < rows; r++) {
+            const int iy = oy0 * g->sh - g->pt + r;
+            GT *d = xs + ((size_t)ic * bd->Hb + r) * bd->Wp + g->pl;
+            if (iy >= 0 && iy < g->H) memcpy(d, x + ((size_t)ic * g->H + iy) * g->W, (size_t)g->W * sizeof(GT));
+            else memset(d, 0, (size_t)g->W * sizeof(GT));
+        }
+    for (int oy = oy0; oy < oy1; oy++)
+        for (int oc = 0; oc < Cout; oc += 4)
+            fn(bd, xs, W, Y, oc, imin(4, Cout - oc), oy, (oy - oy0) * g->sh);
+}
+
+bool CAT(cd_conv_direct, GS)(const cd_conv_direct_geo *g, int Cout, const GT *W, GT *Y, int threads) {
+    F(cd_row_fn) fn = F(cd_row_default);
+#ifdef CD_GEMM_X86
+    __builtin_cpu_init();
+    if (G_ISA_FAST_CHECK) fn = F(cd_row_fast);
+    else if (G_ISA_MID_CHECK) fn = F(cd_row_mid);
+#endif
+    const int Wo16 = (g->Wo + NR - 1) / NR * NR;
+    int Wp = (Wo16 - 1) * g->sw + (g->KW - 1) * g->dw + 2;
+    if (Wp < g->pl + g->W) Wp = g->pl + g->W;
+    const F(cd_band) bd = {g, (CD_BAND_ROWS - 1) * g->sh + (g->KH - 1) * g->dh + 1, Wp};
+    const size_t scratch = (size_t)g->Cin * bd.Hb * bd.Wp;
+    const int bands = (g->Ho + CD_BAND_ROWS - 1) / CD_BAND_ROWS;
+    const double macs = (double)Cout * g->Cin * g->KH * g->KW * g->Ho * g->Wo;
+    int nt = threads < 1 || macs < SINGLE_THREAD_MACS ? 1 : threads;
+    if (nt > bands) nt = bands;
+    bool ok = true;
+#pragma omp parallel num_threads(nt) if (nt > 1)
+    {
+        GT *xs = calloc(scratch, sizeof(GT));
+        if (!xs) {
+#pragma omp atomic write
+            ok = false;
+        }
+#pragma omp barrier
+        if (ok) {
+#pragma omp for schedule(static)
+            for (int b = 0; b < bands; b++)
+                F(cd_band_run)(fn, &bd, xs, W, Y, Cout, b * CD_BAND_ROWS, imin(g->Ho, (b + 1) * CD_BAND_ROWS));
+        }
+        free(xs);
+    }
+    return ok;
+}
+
+#endif /* G_DIRECT */
+
 void CAT(cd_gemm, GS)(int M, int N, int K, GT alpha, const GT *A, int lda, bool ta, const GT *B,
                       int ldb, bool tb, GT beta, GT *C, int ldc, int threads) {
+    if (M <= 0 || N <= 0) return;
+#if G_DIRECT
+    if (K > 0 && !tb && (double)M * N * K <= DIRECT_MAX_MACS && (size_t)K * N * sizeof(GT) <= DIRECT_MAX_B) {
+        F(direct_fn) fn = F(pick_direct)();
+        if (fn) {
+            F(gemm_direct)(fn, M, N, K, alpha, A, lda, ta, B, ldb, beta, C, ldc,
+                           (double)M * N * K < SINGLE_THREAD_MACS ? 1 : threads);
+            return;
+        }
+    }
+#endif
     F(bmat) m = {B, ldb, tb};
     CAT(cd_gemm, CAT(GS, packed_b))(M, N, K, alpha, A, lda, ta, F(pack_b_matrix), &m, beta, C, ldc,
                                     threads);

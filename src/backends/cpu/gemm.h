@@ -16,6 +16,16 @@
 /* Columns per packed B panel (the micro-kernel's vector width in elements). */
 #define CD_GEMM_NR 16
 
+/* Products (and direct convs) below this many multiply-adds run on one thread whatever the
+ * threads argument: waking the OpenMP team and joining it costs more than the work, and far
+ * more when the other cores are busy or the worker has gone to sleep after a run of
+ * one-thread layers (measured: 100-200 us for the first parallel region after such a run,
+ * on 2 pinned cores of an idle host). Results do not depend on the thread count either way.
+ * 2M: the 1.2M-MAC 1x1 convs of the 48x192 classifiers take 35-70 us on one core. */
+#ifndef CD_GEMM_ONE_THREAD_MACS
+#define CD_GEMM_ONE_THREAD_MACS (1 << 21)
+#endif
+
 /* Packs rows [k0, k0+kc) and columns [n0, n0+nc) of the logical B into dst as
  * ceil(nc / CD_GEMM_NR) consecutive panels; panel p holds, for each k in [0, kc), the
  * CD_GEMM_NR values of columns n0 + p*NR ... (zeros past nc). dst element type is the
@@ -35,6 +45,20 @@ void cd_gemm_f32_packed_b(int M, int N, int K, float alpha, const float *A, int 
 void cd_gemm_f16_packed_b(int M, int N, int K, _Float16 alpha, const _Float16 *A, int lda,
                           bool ta, cd_gemm_pack_fn pack, const void *pack_ctx, _Float16 beta,
                           _Float16 *C, int ldc, int threads);
+
+/* Direct convolution for a short reduction (K = Cin * KH * KW <= CD_CONV_DIRECT_MAX_K), one
+ * group: Y[oc][oy][ox] = sum over k = (ic, ky, kx) in that order of W[oc][k] *
+ * x[ic][oy*sh - pt + ky*dh][ox*sw - pl + kx*dw] (0 outside the input). W is [Cout][K]
+ * row-major, x [Cin][H][W], Y [Cout][Ho][Wo]. Per output element the arithmetic is the
+ * GEMM's (im2col + cd_gemm with alpha 1, beta 0, padding taps included as w * 0): the same
+ * bits, without building im2col panels. Returns false (nothing written) when out of memory
+ * for its small scratch. float32 only (half convs keep the im2col path). */
+#define CD_CONV_DIRECT_MAX_K 256
+typedef struct {
+    const float *x;
+    int Cin, H, W, KH, KW, sh, sw, dh, dw, pt, pl, Ho, Wo;
+} cd_conv_direct_geo;
+bool cd_conv_direct_f32(const cd_conv_direct_geo *g, int Cout, const float *W, float *Y, int threads);
 
 /* Name of the micro-kernel this machine runs for the fp32 / fp16 GEMM: "neon-4x16"
  * (aarch64 NEON intrinsics), "avx512", "avx2-fma", "avx512fp16", "avx512f-f16c", or

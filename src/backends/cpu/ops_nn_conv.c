@@ -242,6 +242,15 @@ static inline int64_t imax64(int64_t a, int64_t b) { return a > b ? a : b; }
 /* Below this many multiply-adds an op runs on one thread: a parallel region costs a
  * thread wake-up and a join, which on a loaded machine can exceed the whole op. */
 #define NN_PAR_MIN_WORK ((int64_t)1 << 18)
+/* Depthwise convs below this many multiply-adds run on one thread, like small GEMMs
+ * (CD_GEMM_ONE_THREAD_MACS in gemm.h): with the register-tiled row kernel a 1M-MAC layer
+ * takes ~50 us on one core, less than waking and joining a second thread often costs. */
+#ifndef NN_DW_PAR_MIN_MACS
+#define NN_DW_PAR_MIN_MACS ((int64_t)CD_GEMM_ONE_THREAD_MACS)
+#endif
+/* Convs (not 1x1) with a reduction K = Cin/groups * KH * KW up to this run the direct kernel
+ * (cd_conv_direct_f32) instead of im2col + GEMM. */
+#define CONV_DIRECT_MAX_K 64
 
 #define NN_T float
 #define NN_S f32
@@ -382,13 +391,12 @@ static void F(pack_im2col)(const void *ctxv, int k0, int kc, int n0, int nc, voi
  * Direct kernel, one output plane per task. The input plane is first copied into a
  * zero-padded scratch plane (padding, plus slack so the last vector of a row may read
  * past Wo), so every output column takes the same branch-free vector path: DW_VL columns
- * per vector, up to 4 vectors in flight (FMA latency), and for every tap (ky outer, kx
+ * per vector, up to 8 vectors in flight (FMA latency), and for every tap (ky outer, kx
  * inner) acc = acc + w * x, x being a contiguous load (stride 1), an even-lane shuffle of
  * two loads (stride 2) or a lane-by-lane gather (other strides). Padding taps add w * 0,
  * exactly as the im2col + GEMM path does. fp16: one rounding per multiply and per add
  * (contraction off), so the bits do not depend on the ISA level chosen at run time. */
 #define DW_VL 16
-#define DW_NV 4
 typedef NN_T F(dwvec) __attribute__((vector_size(DW_VL * sizeof(NN_T))));
 
 typedef struct {
@@ -421,57 +429,86 @@ static inline __attribute__((always_inline)) void F(dw_load)(const NN_T *p, int 
     *out = v;
 }
 
-/* xp: padded plane (row oy*sh + ky*dh, column ox*sw + kx*dw holds the tap). */
+/* One run of nv (1..DW_NVMAX) vectors of output row yr, starting at the scratch position
+ * xr0 (row oy*sh, column ox*sw); ncols (<= nv*DW_VL) columns are stored. Called with nv and
+ * sw constant, so after inlining the accumulators are registers and the loads branch-free
+ * (a version with a runtime vector count kept them on the stack: a store-forward round
+ * trip per multiply-add). Every column gets acc = acc + w * x over the taps, ky outer,
+ * kx inner, whatever run it belongs to. */
+#define DW_NVMAX 8
 static inline __attribute__((always_inline)) void
-F(dw_plane_body)(const F(dw_geo) *d, const NN_T *restrict xp, const NN_T *restrict wk, NN_T *restrict y) {
-    const int Wo = d->Wo, KH = d->KH, KW = d->KW, sw = d->sw, dw = d->dw, Wp = d->Wp;
-    for (int oy = 0; oy < d->Ho; oy++) {
-        const NN_T *xr0 = xp + (size_t)oy * d->sh * Wp;
-        NN_T *yr = y + (size_t)oy * Wo;
-        int ox = 0;
-        for (; ox + DW_NV * DW_VL <= Wo; ox += DW_NV * DW_VL) {
-            F(dwvec) acc[DW_NV];
-            for (int v = 0; v < DW_NV; v++) acc[v] = (F(dwvec)){0};
-            for (int ky = 0; ky < KH; ky++) {
-                const NN_T *xr = xr0 + (size_t)ky * d->dh * Wp + (size_t)ox * sw;
-                for (int kx = 0; kx < KW; kx++) {
-                    const NN_T wt = wk[ky * KW + kx];
-                    const F(dwvec) wv = {wt, wt, wt, wt, wt, wt, wt, wt, wt, wt, wt, wt, wt, wt, wt, wt};
-                    for (int v = 0; v < DW_NV; v++) {
-                        F(dwvec) xv;
-                        F(dw_load)(xr + kx * dw + v * DW_VL * sw, sw, &xv);
-                        acc[v] = acc[v] + wv * xv;
-                    }
-                }
+F(dw_run)(const F(dw_geo) *d, const NN_T *restrict xr0, const NN_T *restrict wk, NN_T *restrict yr,
+          const int nv, const int sw, int ncols) {
+    const int KH = d->KH, KW = d->KW, dw = d->dw;
+    const size_t rstep = (size_t)d->dh * d->Wp;
+    F(dwvec) acc[DW_NVMAX];
+#pragma GCC unroll 8
+    for (int v = 0; v < nv; v++) acc[v] = (F(dwvec)){0};
+    for (int ky = 0; ky < KH; ky++) {
+        const NN_T *xr = xr0 + (size_t)ky * rstep;
+        for (int kx = 0; kx < KW; kx++) {
+            const NN_T wt = wk[ky * KW + kx];
+            const F(dwvec) wv = {wt, wt, wt, wt, wt, wt, wt, wt, wt, wt, wt, wt, wt, wt, wt, wt};
+            const NN_T *xk = xr + kx * dw;
+#pragma GCC unroll 8
+            for (int v = 0; v < nv; v++) {
+                F(dwvec) xv;
+                F(dw_load)(xk + v * DW_VL * sw, sw, &xv);
+                acc[v] = acc[v] + wv * xv;
             }
-            memcpy(yr + ox, acc, sizeof acc);
         }
-        for (; ox < Wo; ox += DW_VL) {
-            F(dwvec) acc = {0};
-            for (int ky = 0; ky < KH; ky++) {
-                const NN_T *xr = xr0 + (size_t)ky * d->dh * Wp + (size_t)ox * sw;
-                for (int kx = 0; kx < KW; kx++) {
-                    const NN_T wt = wk[ky * KW + kx];
-                    const F(dwvec) wv = {wt, wt, wt, wt, wt, wt, wt, wt, wt, wt, wt, wt, wt, wt, wt, wt};
-                    F(dwvec) xv;
-                    F(dw_load)(xr + kx * dw, sw, &xv);
-                    acc = acc + wv * xv;
-                }
-            }
-            int n = Wo - ox < DW_VL ? Wo - ox : DW_VL;
-            if (n == DW_VL) memcpy(yr + ox, &acc, sizeof acc);
-            else
-                for (int j = 0; j < n; j++) yr[ox + j] = acc[j];
-        }
+    }
+#pragma GCC unroll 8
+    for (int v = 0; v < nv; v++) {
+        int n = ncols - v * DW_VL;
+        if (n >= DW_VL) memcpy(yr + v * DW_VL, &acc[v], sizeof acc[v]);
+        else
+            for (int j = 0; j < n; j++) yr[v * DW_VL + j] = acc[v][j];
     }
 }
 
+#define DW_RUN_NV(SW)                                                                              \
+    switch (nv) {                                                                                  \
+    case 1: F(dw_run)(d, xr0, wk, yr, 1, SW, ncols); break;                                        \
+    case 2: F(dw_run)(d, xr0, wk, yr, 2, SW, ncols); break;                                        \
+    case 3: F(dw_run)(d, xr0, wk, yr, 3, SW, ncols); break;                                        \
+    case 4: F(dw_run)(d, xr0, wk, yr, 4, SW, ncols); break;                                        \
+    case 5: F(dw_run)(d, xr0, wk, yr, 5, SW, ncols); break;                                        \
+    case 6: F(dw_run)(d, xr0, wk, yr, 6, SW, ncols); break;                                        \
+    case 7: F(dw_run)(d, xr0, wk, yr, 7, SW, ncols); break;                                        \
+    default: F(dw_run)(d, xr0, wk, yr, 8, SW, ncols); break;                                       \
+    }
+
+/* xp: padded plane (row oy*sh + ky*dh, column ox*sw + kx*dw holds the tap). Each output row
+ * is cut into runs of at most nvmax vectors (8 with 32 vector registers, fewer where a
+ * 16-lane vector takes several registers). */
+static inline __attribute__((always_inline)) void
+F(dw_plane_body)(const F(dw_geo) *d, const NN_T *restrict xp, const NN_T *restrict wk, NN_T *restrict y,
+                 const int nvmax) {
+    const int Wo = d->Wo, sw = d->sw, Wp = d->Wp;
+    for (int oy = 0; oy < d->Ho; oy++) {
+        NN_T *yrow = y + (size_t)oy * Wo;
+        for (int ox = 0; ox < Wo;) {
+            int nv = (Wo - ox + DW_VL - 1) / DW_VL;
+            if (nv > nvmax) nv = nvmax;
+            const int ncols = Wo - ox < nv * DW_VL ? Wo - ox : nv * DW_VL;
+            const NN_T *xr0 = xp + (size_t)oy * d->sh * Wp + (size_t)ox * sw;
+            NN_T *yr = yrow + ox;
+            if (sw == 1) { DW_RUN_NV(1) }
+            else if (sw == 2) { DW_RUN_NV(2) }
+            else { DW_RUN_NV(sw) }
+            ox += nv * DW_VL;
+        }
+    }
+}
+#undef DW_RUN_NV
+
 typedef void (*F(dw_plane_fn))(const F(dw_geo) *, const NN_T *restrict, const NN_T *restrict, NN_T *restrict);
 #define DW_ARGS (const F(dw_geo) *d, const NN_T *restrict x, const NN_T *restrict wk, NN_T *restrict y)
-static void F(dw_plane_default) DW_ARGS { F(dw_plane_body)(d, x, wk, y); }
+static void F(dw_plane_default) DW_ARGS { F(dw_plane_body)(d, x, wk, y, 2); }
 #ifdef NN_X86
-__attribute__((target(NN_ISA_FAST))) static void F(dw_plane_fast) DW_ARGS { F(dw_plane_body)(d, x, wk, y); }
-__attribute__((target(NN_ISA_MID))) static void F(dw_plane_mid) DW_ARGS { F(dw_plane_body)(d, x, wk, y); }
+__attribute__((target(NN_ISA_FAST))) static void F(dw_plane_fast) DW_ARGS { F(dw_plane_body)(d, x, wk, y, DW_NVMAX); }
+__attribute__((target(NN_ISA_MID))) static void F(dw_plane_mid) DW_ARGS { F(dw_plane_body)(d, x, wk, y, 4); }
 #endif
 #undef DW_ARGS
 
@@ -495,7 +532,7 @@ static cd_status F(conv_direct)(cd_op_ctx *c, const conv_geo *g, const NN_T *in,
 #endif
     const int64_t m = g->Cout / g->groups, HWo = g->Ho * g->Wo, HW = g->H * g->W;
     const int64_t total = g->N * g->Cout, KHW = g->KH * g->KW;
-    const bool par = threads > 1 && total > 1 && total * HWo * KHW >= NN_PAR_MIN_WORK;
+    const bool par = threads > 1 && total > 1 && total * HWo * KHW >= NN_DW_PAR_MIN_MACS;
     bool ok = true;
 #pragma omp parallel num_threads(threads) if (par)
     {
@@ -638,11 +675,27 @@ static cd_status F(conv_fwd)(cd_op_ctx *c, const conv_geo *g, const NN_T *in, co
     }
     bool pointwise = g->KH == 1 && g->KW == 1 && g->sh == 1 && g->sw == 1 && g->pt == 0 &&
                      g->pb == 0 && g->pl == 0 && g->pr == 0;
+    /* Short reductions (a first layer over 3 channels: K = 27) run the direct kernel: building
+     * im2col panels cost more than the arithmetic. Same bits as the GEMM path
+     * (cd_conv_direct_f32). */
+#if !NN_IS_HALF
+    const bool direct = !pointwise && K <= CONV_DIRECT_MAX_K;
+#endif
     for (int64_t n = 0; n < g->N; n++)
         for (int64_t gr = 0; gr < g->groups; gr++) {
             const NN_T *x = in + (n * g->Cin + gr * cig) * g->H * g->W;
             const NN_T *a = w + gr * cog * K;
             NN_T *y = out + (n * g->Cout + gr * cog) * HWo;
+#if !NN_IS_HALF
+            if (direct) {
+                cd_conv_direct_geo dg = {x, (int)cig, (int)g->H, (int)g->W, (int)g->KH, (int)g->KW, (int)g->sh,
+                                         (int)g->sw, (int)g->dh, (int)g->dw, (int)g->pt, (int)g->pl, (int)g->Ho,
+                                         (int)g->Wo};
+                if (!cd_conv_direct_f32(&dg, (int)cog, a, y, c->threads))
+                    return cd_op_fail(c, CD_E_NOMEM, "out of memory for the direct conv's scratch rows");
+                continue;
+            }
+#endif
             if (pointwise) {
                 GEMM((int)cog, (int)HWo, K, (NN_T)1, a, K, false, x, (int)HWo, false, (NN_T)0, y, (int)HWo, c->threads);
             } else {
