@@ -85,6 +85,10 @@ one() { # model-name mode rep out-dir args...
     if [ "$rc" != 0 ]; then
         echo "bench.sh: $name $mode run $rep: exit $rc: $(tail -3 "$WORK/last.err" | tr '\n' ' ')" >&2
         cp "$WORK/last.err" "$WORK/$name.$mode.err"
+    elif [ "$mode" != cpu-outputs ]; then
+        # untimed: keep this run's per-op times (the report takes per-op medians over the runs)
+        "$PY" "$SRC/scripts/bench_report.py" --extract "$out/dump.h5" "${mode%%-*}" >"$out/rep$rep.json" 2>/dev/null \
+            || rm -f "$out/rep$rep.json"
     fi
     return "$rc"
 }

@@ -124,6 +124,37 @@ def dump_ops(path, run):
     return res, wall
 
 
+def dump_ops_median(d, run):
+    """dump_ops over the timed runs of one kind: per op the median elapsed_us and kernel_us,
+    and the median wall_ms, from the rep*.json files bench.sh extracted after each run (the
+    dumps themselves are replaced run by run); falls back to the last dump."""
+    reps = sorted(x for x in os.listdir(d) if re.fullmatch(r"rep\d+\.json", x)) if os.path.isdir(d) else []
+    if not reps:
+        return dump_ops(os.path.join(d, "dump.h5"), run)
+    import json
+    got = [json.load(open(os.path.join(d, x))) for x in reps]
+    got = [g for g in got if g.get("ops")]
+    if not got:
+        return {}, None
+    res = {}
+    for oi in got[-1]["ops"]:
+        per = [g["ops"][oi] for g in got if oi in g["ops"]]
+        e = dict(per[-1])
+        e["elapsed_us"] = statistics.median(p["elapsed_us"] for p in per)
+        e["kernel_us"] = statistics.median(p["kernel_us"] for p in per)
+        res[int(oi)] = e
+    walls = [g["wall_ms"] for g in got if g.get("wall_ms") is not None]
+    return res, statistics.median(walls) if walls else None
+
+
+def extract(path, run):
+    """--extract: the per-op times of one dump as JSON on stdout (bench.sh, after each run)."""
+    import json
+    ops, wall = dump_ops(path, run)
+    json.dump({"wall_ms": wall, "ops": {str(k): v for k, v in ops.items()}}, sys.stdout)
+    return 0
+
+
 def fmt(x, nd=2, unit=""):
     if x is None or x != x:
         return "—"
@@ -132,6 +163,8 @@ def fmt(x, nd=2, unit=""):
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    if len(sys.argv) == 4 and sys.argv[1] == "--extract":
+        return extract(sys.argv[2], sys.argv[3])
     ap.add_argument("--work", required=True)
     ap.add_argument("--out")
     ap.add_argument("--threads", type=int, default=2)
@@ -161,8 +194,8 @@ def main():
     rows, per_layer, details = [], [], []
     for m in order:
         ins = parse_inspect(os.path.join(a.work, m, "inspect.txt"))
-        cpu, cpu_wall = dump_ops(os.path.join(a.work, m, "cpu-all", "dump.h5"), "cpu")
-        cl, cl_wall = dump_ops(os.path.join(a.work, m, "opencl-all", "dump.h5"), "opencl")
+        cpu, cpu_wall = dump_ops_median(os.path.join(a.work, m, "cpu-all"), "cpu")
+        cl, cl_wall = dump_ops_median(os.path.join(a.work, m, "opencl-all"), "opencl")
         macs_total, conv_us, conv_macs_timed, all_us, unknown = 0, 0.0, 0, 0.0, 0
         cl_conv_us, cl_conv_macs = 0.0, 0
         for oi, (name, typ, slots, attrs) in sorted(ins.items()):
