@@ -221,15 +221,8 @@ static void build_child(int fd, void *arg) {
 }
 
 static const char *signame(int s) {
-    switch (s) {
-    case SIGSEGV: return "SIGSEGV";
-    case SIGABRT: return "SIGABRT";
-    case SIGBUS: return "SIGBUS";
-    case SIGFPE: return "SIGFPE";
-    case SIGILL: return "SIGILL";
-    case SIGKILL: return "SIGKILL";
-    default: return "signal";
-    }
+    const char *n = cd_signal_name(s);
+    return n ? n : "signal";
 }
 
 /* Up to max_lines non-empty lines of s, indented, for the table. */

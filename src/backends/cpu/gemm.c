@@ -293,6 +293,21 @@ const char *CAT(cd_gemm_kernel_name, GS)(void) {
     return name;
 }
 
+/* Stores an mr x nv tile of vector accumulators (acc[i * as + v]) to C, row i at
+ * c + i * ldc, ncols columns, through F(store_row). Used by the direct GEMM and the direct
+ * conv tiles. */
+static inline __attribute__((always_inline)) void
+F(store_tile)(GT *restrict c, size_t ldc, const F(vec) *acc, const int as, const int mr, const int nv, int ncols,
+              GT alpha, GT beta, int first) {
+#pragma GCC unroll 4
+    for (int i = 0; i < mr; i++)
+#pragma GCC unroll 4
+        for (int v = 0; v < nv; v++) {
+            int nr = ncols - v * NR;
+            F(store_row)(c + (size_t)i * ldc + (size_t)v * NR, &acc[i * as + v], nr < NR ? nr : NR, alpha, beta, first);
+        }
+}
+
 /* ---- direct path: small products with a plain (non-transposed) B ----
  * No packing: a tile of mr (<= DMR) rows x nv (<= DNV) vectors of C is accumulated in
  * registers, A read in place (row stride ars, k stride aks: both transposes), B rows read in
@@ -324,13 +339,7 @@ F(direct_tile)(int kc, const GT *restrict a, size_t ars, size_t aks, const GT *r
             for (int v = 0; v < nv; v++) acc[i][v] += av * bv[v];
         }
     }
-#pragma GCC unroll 4
-    for (int i = 0; i < mr; i++)
-#pragma GCC unroll 4
-        for (int v = 0; v < nv; v++) {
-            int nr = ncols - v * NR;
-            F(store_row)(c + (size_t)i * ldc + (size_t)v * NR, &acc[i][v], nr < NR ? nr : NR, alpha, beta, first);
-        }
+    F(store_tile)(c, (size_t)ldc, &acc[0][0], DNV, mr, nv, ncols, alpha, beta, first);
 }
 
 /* One work item of the direct path: rows [i0, i1) x columns [j0, j0+ncols) of C over all
@@ -660,13 +669,7 @@ F(cd_tile)(const F(cd_band) *bd, const GT *restrict x, const GT *restrict w, int
                 }
             }
         }
-#pragma GCC unroll 4
-    for (int i = 0; i < mr; i++)
-#pragma GCC unroll 4
-        for (int v = 0; v < nv; v++) {
-            int nr = ncols - v * NR;
-            F(store_row)(y + (size_t)i * ldy + v * NR, &acc[i][v], nr < NR ? nr : NR, (GT)1, (GT)0, 1);
-        }
+    F(store_tile)(y, (size_t)ldy, &acc[0][0], 4, mr, nv, ncols, (GT)1, (GT)0, 1);
 }
 
 /* Output channels [oc0, oc0+mr) of output row oy, whose taps start at band row rb. */
