@@ -173,10 +173,9 @@ static cd_status from_bin(const char *name, const cd_shape *shape, const char *p
     return CD_OK;
 }
 
-static cd_status from_h5(const char *name, const cd_shape *shape, const char *path, const char *dset, cd_value *out,
-                         char *source, size_t sn, cd_error *err) {
-    cd_status st = need_file(path, err);
-    if (st) return st;
+static cd_status from_h5_read(const char *name, const cd_shape *shape, const char *path, const char *dset,
+                              cd_value *out, char *source, size_t sn, cd_error *err) {
+    cd_status st = CD_OK;
     cd_dump_h5_quiet();
     if (H5Fis_hdf5(path) <= 0) {
         H5Eclear2(H5E_DEFAULT);
@@ -224,6 +223,31 @@ static cd_status from_h5(const char *name, const cd_shape *shape, const char *pa
     H5Dclose(ds);
     H5Fclose(f);
     return st;
+}
+
+typedef struct {
+    const char *name, *path, *dset;
+    const cd_shape *shape;
+} h5_input_args;
+
+static void from_h5_child(void *p) {
+    const h5_input_args *a = p;
+    cd_value v = {0};
+    char src[700];
+    cd_error e;
+    if (from_h5_read(a->name, a->shape, a->path, a->dset, &v, src, sizeof src, &e) == CD_OK) cd_value_release(&v);
+}
+
+/* An HDF5 input is a file from anywhere: as for dumps (store/dump.h, cd_dump_run_isolated),
+ * the same read runs first in a forked child, so a file that crashes the HDF5 library is
+ * refused with a message instead of taking cldiff down. */
+static cd_status from_h5(const char *name, const cd_shape *shape, const char *path, const char *dset, cd_value *out,
+                         char *source, size_t sn, cd_error *err) {
+    cd_status st = need_file(path, err);
+    if (st) return st;
+    h5_input_args a = {name, path, dset, shape};
+    if ((st = cd_dump_run_isolated(path, from_h5_child, &a, err))) return st;
+    return from_h5_read(name, shape, path, dset, out, source, sn, err);
 }
 
 /* Bilinear sample with half-pixel centres (align_corners=false), edges clamped. */

@@ -77,7 +77,7 @@ cd_status cd_dump_run_isolated(const char *path, void (*fn)(void *), void *arg, 
     pid_t pid = fork();
     if (pid < 0) {
         int e = errno;
-        return cd_err(err, CD_E_INTERNAL, "cannot start the process that checks dump '%s': %s", path, strerror(e));
+        return cd_err(err, CD_E_INTERNAL, "cannot start the process that checks HDF5 file '%s': %s", path, strerror(e));
     }
     if (pid == 0) {
         static const int sigs[] = {SIGSEGV, SIGBUS, SIGABRT, SIGFPE, SIGILL, SIGALRM};
@@ -92,23 +92,23 @@ cd_status cd_dump_run_isolated(const char *path, void (*fn)(void *), void *arg, 
     while (waitpid(pid, &ws, 0) < 0) {
         if (errno != EINTR) {
             int e = errno;
-            return cd_err(err, CD_E_INTERNAL, "lost the process that checks dump '%s': %s", path, strerror(e));
+            return cd_err(err, CD_E_INTERNAL, "lost the process that checks HDF5 file '%s': %s", path, strerror(e));
         }
     }
     if (WIFEXITED(ws) && WEXITSTATUS(ws) == 0) return CD_OK;
     if (WIFSIGNALED(ws) && WTERMSIG(ws) == SIGALRM)
         return cd_err(err, CD_E_MODEL,
-                      "dump '%s': reading it did not finish within the time limit (HDF5 looped on its structure); "
-                      "the file is damaged or was not written by cldiff",
+                      "HDF5 file '%s': reading it did not finish within the time limit (HDF5 looped on its "
+                      "structure); the file is damaged or was not written by cldiff",
                       path);
     if (WIFSIGNALED(ws)) {
         const char *sn = cd_signal_name(WTERMSIG(ws));
         return cd_err(err, CD_E_MODEL,
-                      "dump '%s' is damaged: the HDF5 library crashed (%s) while reading it in cldiff's checking "
-                      "process; cldiff refuses the file (re-create it, or check it with h5dump)",
+                      "HDF5 file '%s' is damaged: the HDF5 library crashed (%s) while reading it in cldiff's "
+                      "checking process; cldiff refuses the file (re-create it, or check it with h5dump)",
                       path, sn ? sn : "a signal");
     }
-    return cd_err(err, CD_E_MODEL, "dump '%s': the process that checks it stopped with status %d", path,
+    return cd_err(err, CD_E_MODEL, "HDF5 file '%s': the process that checks it stopped with status %d", path,
                   WIFEXITED(ws) ? WEXITSTATUS(ws) : -1);
 }
 
