@@ -7,6 +7,7 @@
 #ifndef CD_OPS_H
 #define CD_OPS_H
 #include "engine/value.h"
+#include <stdlib.h>
 
 typedef enum { CD_PREC_FP32 = 0, CD_PREC_FP16 = 1 } cd_precision;
 
@@ -18,6 +19,9 @@ typedef struct cd_op_ctx {
     cd_precision prec;     /* activation precision of this run */
     int threads;
     cd_error *err;
+    /* What the op's prepare hook made of its attributes and planned shapes (NULL when it has
+     * none, or when the run's shapes are no longer the planned ones): read-only to run. */
+    const void *state;
 } cd_op_ctx;
 
 /* Shape rule: from vals[input].shape/dtype (and data for integer tensors that are
@@ -26,6 +30,27 @@ typedef struct cd_op_ctx {
 typedef cd_status (*cd_infer_fn)(cd_op_ctx *c);
 /* CPU kernel: inputs in vals[...].data, outputs pre-allocated by the executor. */
 typedef cd_status (*cd_run_fn)(cd_op_ctx *c);
+/* Optional, CPU backend: runs once per op before the run, on the planned shapes (c->vals =
+ * the plan's values; activations have no data), and returns in *state a malloc'd block the
+ * backend frees with free(). The run gets it back as c->state. It is how an op parses its
+ * attributes (name lookups, validation) outside the timed op; a failure is not reported here:
+ * the run, given no state, parses again and reports it. */
+typedef cd_status (*cd_prepare_fn)(cd_op_ctx *c, void **state);
+/* A prepare hook that keeps the result of PARSE(c, GEO_T *) (the same parse run uses). */
+#define CD_PREPARE_FROM_PARSE(NAME, GEO_T, PARSE)                 \
+    cd_status NAME(cd_op_ctx *c, void **state) {                  \
+        GEO_T g;                                                  \
+        cd_status s_ = PARSE(c, &g);                              \
+        if (s_) return s_;                                        \
+        GEO_T *p = malloc(sizeof g);                              \
+        if (!p) return CD_E_NOMEM;                                \
+        *p = g;                                                   \
+        *state = p;                                               \
+        return CD_OK;                                             \
+    }
+/* In a run: G = the prepared GEO_T, or PARSE(c, &G) when there is none. */
+#define CD_PARSED(c, GEO_T, PARSE, G) \
+    ((c)->state ? (G = *(const GEO_T *)(c)->state, CD_OK) : PARSE(c, &G))
 
 enum {
     CD_OPF_IDENTITY = 1,   /* output = input (feed, fetch, io_copy, layout, dropout...) */
@@ -41,6 +66,7 @@ typedef struct cd_op_def {
     int flags;
     /* Multiply-accumulate count for GFLOP/s (NULL: not a compute op). */
     double (*macs)(const cd_op_ctx *c);
+    cd_prepare_fn prepare; /* NULL: nothing to prepare */
 } cd_op_def;
 
 /* Finds the definition for an op type; NULL when unknown. */

@@ -94,7 +94,7 @@ static int bench_model(const char *path, const char *shape, int threads, bool fp
             for (int64_t e = 0; e < cd_value_numel(&vals[ids[k]]); e++) cd_value_set(&vals[ids[k]], e, (double)(e % 13) * 0.05 - 0.3);
         }
         if (!ok) { fprintf(stderr, "%s\n", err.msg); return err.code; }
-        cd_op_ctx c = {g, op, i, vals, fp16 ? CD_PREC_FP16 : CD_PREC_FP32, threads, &err};
+        cd_op_ctx c = {.g = g, .op = op, .op_index = i, .vals = vals, .prec = fp16 ? CD_PREC_FP16 : CD_PREC_FP32, .threads = threads, .err = &err};
         double macs = plan.defs[i]->macs ? plan.defs[i]->macs(&c) : 0;
         /* median of `reps` runs: the machine is shared, single runs are noisy */
         double ts[64];

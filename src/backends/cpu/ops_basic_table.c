@@ -24,9 +24,9 @@ cd_status cd_basic_interp_run(cd_op_ctx *c);
 /* Elementwise and scale also run at plan time when all their inputs are known integer
  * (or constant) data: models compute reshape targets with them (the planner evaluates a
  * CD_OPF_SHAPE op only when nothing it reads is missing). */
-#define ELT(name) {name, cd_basic_eltwise_infer, cd_basic_eltwise_run, CD_OPF_SHAPE, cd_basic_eltwise_macs}
-#define UN(name) {name, cd_basic_unary_infer, cd_basic_unary_run, 0, NULL}
-#define IDENT(name) {name, cd_basic_identity_infer, cd_basic_identity_run, CD_OPF_IDENTITY, NULL}
+#define ELT(name) {name, cd_basic_eltwise_infer, cd_basic_eltwise_run, CD_OPF_SHAPE, cd_basic_eltwise_macs, NULL}
+#define UN(name) {name, cd_basic_unary_infer, cd_basic_unary_run, 0, NULL, NULL}
+#define IDENT(name) {name, cd_basic_identity_infer, cd_basic_identity_run, CD_OPF_IDENTITY, NULL, NULL}
 
 static const cd_op_def k_defs[] = {
     ELT("elementwise_add"), ELT("elementwise_sub"), ELT("elementwise_mul"), ELT("elementwise_div"),
@@ -40,19 +40,19 @@ static const cd_op_def k_defs[] = {
     UN("log"), UN("rsqrt"), UN("square"), UN("reciprocal"), UN("floor"), UN("ceil"), UN("erf"), UN("sign"),
     UN("elu"), UN("thresholded_relu"), UN("softplus"), UN("mish"), UN("relu_clipped"), UN("clip"),
     UN("prelu"), UN("dropout"),
-    {"scale", cd_basic_unary_infer, cd_basic_unary_run, CD_OPF_SHAPE, NULL},
+    {"scale", cd_basic_unary_infer, cd_basic_unary_run, CD_OPF_SHAPE, NULL, NULL},
     IDENT("feed"), IDENT("fetch"), IDENT("io_copy"), IDENT("io_copy_once"), IDENT("layout"),
     IDENT("layout_once"),
-    {"calib", cd_basic_calib_infer, cd_basic_calib_run, CD_OPF_SHAPE, NULL},
-    {"calib_once", cd_basic_calib_infer, cd_basic_calib_run, CD_OPF_SHAPE, NULL},
-    {"bilinear_interp", cd_basic_interp_infer, cd_basic_interp_run, 0, NULL},
-    {"bilinear_interp_v2", cd_basic_interp_infer, cd_basic_interp_run, 0, NULL},
-    {"nearest_interp", cd_basic_interp_infer, cd_basic_interp_run, 0, NULL},
-    {"nearest_interp_v2", cd_basic_interp_infer, cd_basic_interp_run, 0, NULL},
-    {"pad2d", cd_basic_pad_infer, cd_basic_pad_run, 0, NULL},
-    {"pad3d", cd_basic_pad_infer, cd_basic_pad_run, 0, NULL},
-    {"shuffle_channel", cd_basic_shuffle_infer, cd_basic_shuffle_run, 0, NULL},
-    {"arg_max", cd_basic_argmax_infer, cd_basic_argmax_run, CD_OPF_SHAPE, NULL},
+    {"calib", cd_basic_calib_infer, cd_basic_calib_run, CD_OPF_SHAPE, NULL, NULL},
+    {"calib_once", cd_basic_calib_infer, cd_basic_calib_run, CD_OPF_SHAPE, NULL, NULL},
+    {"bilinear_interp", cd_basic_interp_infer, cd_basic_interp_run, 0, NULL, NULL},
+    {"bilinear_interp_v2", cd_basic_interp_infer, cd_basic_interp_run, 0, NULL, NULL},
+    {"nearest_interp", cd_basic_interp_infer, cd_basic_interp_run, 0, NULL, NULL},
+    {"nearest_interp_v2", cd_basic_interp_infer, cd_basic_interp_run, 0, NULL, NULL},
+    {"pad2d", cd_basic_pad_infer, cd_basic_pad_run, 0, NULL, NULL},
+    {"pad3d", cd_basic_pad_infer, cd_basic_pad_run, 0, NULL, NULL},
+    {"shuffle_channel", cd_basic_shuffle_infer, cd_basic_shuffle_run, 0, NULL, NULL},
+    {"arg_max", cd_basic_argmax_infer, cd_basic_argmax_run, CD_OPF_SHAPE, NULL, NULL},
 };
 
 const cd_op_table cd_ops_basic = {k_defs, (int)(sizeof k_defs / sizeof k_defs[0])};

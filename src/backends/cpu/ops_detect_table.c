@@ -57,13 +57,13 @@ cd_status cd_multiclass_nms_infer(cd_op_ctx *c);
 cd_status cd_multiclass_nms_run(cd_op_ctx *c);
 
 static const cd_op_def k_detect_defs[] = {
-    {"prior_box", cd_prior_box_infer, cd_prior_box_run, CD_OPF_HOST, NULL},
-    {"density_prior_box", cd_density_prior_box_infer, cd_density_prior_box_run, CD_OPF_HOST, NULL},
-    {"box_coder", cd_box_coder_infer, cd_box_coder_run, CD_OPF_HOST, NULL},
-    {"yolo_box", cd_yolo_box_infer, cd_yolo_box_run, CD_OPF_HOST, NULL},
-    {"multiclass_nms", cd_multiclass_nms_infer, cd_multiclass_nms_run, CD_OPF_HOST | CD_OPF_DYNAMIC, NULL},
-    {"multiclass_nms2", cd_multiclass_nms_infer, cd_multiclass_nms_run, CD_OPF_HOST | CD_OPF_DYNAMIC, NULL},
-    {"multiclass_nms3", cd_multiclass_nms_infer, cd_multiclass_nms_run, CD_OPF_HOST | CD_OPF_DYNAMIC, NULL},
+    {"prior_box", cd_prior_box_infer, cd_prior_box_run, CD_OPF_HOST, NULL, NULL},
+    {"density_prior_box", cd_density_prior_box_infer, cd_density_prior_box_run, CD_OPF_HOST, NULL, NULL},
+    {"box_coder", cd_box_coder_infer, cd_box_coder_run, CD_OPF_HOST, NULL, NULL},
+    {"yolo_box", cd_yolo_box_infer, cd_yolo_box_run, CD_OPF_HOST, NULL, NULL},
+    {"multiclass_nms", cd_multiclass_nms_infer, cd_multiclass_nms_run, CD_OPF_HOST | CD_OPF_DYNAMIC, NULL, NULL},
+    {"multiclass_nms2", cd_multiclass_nms_infer, cd_multiclass_nms_run, CD_OPF_HOST | CD_OPF_DYNAMIC, NULL, NULL},
+    {"multiclass_nms3", cd_multiclass_nms_infer, cd_multiclass_nms_run, CD_OPF_HOST | CD_OPF_DYNAMIC, NULL, NULL},
 };
 
 const cd_op_table cd_ops_detect = {k_detect_defs, (int)(sizeof k_detect_defs / sizeof k_detect_defs[0])};

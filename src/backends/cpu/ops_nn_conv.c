@@ -301,9 +301,11 @@ static cd_status check_dtypes(cd_op_ctx *c) {
     return CD_OK;
 }
 
+CD_PREPARE_FROM_PARSE(cd_nn_conv_prepare, conv_geo, conv_parse)
+
 cd_status cd_nn_conv_run(cd_op_ctx *c) {
     conv_geo g;
-    cd_status s = conv_parse(c, &g);
+    cd_status s = CD_PARSED(c, conv_geo, conv_parse, g);
     if (s) return s;
     if ((s = check_dtypes(c))) return s;
     return c->prec == CD_PREC_FP16 ? conv_run_f16(c, &g) : conv_run_f32(c, &g);

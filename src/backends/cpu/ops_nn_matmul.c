@@ -271,9 +271,11 @@ static cd_status check_in_dtype(cd_op_ctx *c, const char *const *slots, int n) {
 #undef NN_T
 #undef NN_S
 
+CD_PREPARE_FROM_PARSE(cd_nn_fc_prepare, fc_geo, fc_parse)
+
 cd_status cd_nn_fc_run(cd_op_ctx *c) {
     fc_geo g;
-    cd_status s = fc_parse(c, &g);
+    cd_status s = CD_PARSED(c, fc_geo, fc_parse, g);
     static const char *const slots[] = {"Input", "W", "Bias", "Alpha"};
     if (s || (s = check_in_dtype(c, slots, 4))) return s;
     if (c->prec == CD_PREC_FP16) fc_run_f16(c, &g); else fc_run_f32(c, &g);
