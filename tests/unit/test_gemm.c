@@ -374,3 +374,42 @@ Test(gemm, f32_conv_direct_matches_im2col_gemm_bits) {
     conv_direct_case(24, 3, 160, 160, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1, 2); /* above the one-thread threshold */
     conv_direct_case(24, 3, 160, 160, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1, 1);
 }
+
+/* ---- the one-column path (N = 1 with a k-major A: conv's transposed filter for 1x1 maps) ----
+ * against the packed path, fed the same column through a packing callback: identical bits for
+ * row tails (M not a multiple of 16, M < 16), several K slices, alpha/beta and 2 threads. */
+static const float *g_col; /* the column the packer hands out */
+static void pack_col(const void *ctx, int k0, int kc, int n0, int nc, void *dstv) {
+    float *dst = dstv;
+    (void)ctx;
+    (void)n0;
+    for (int k = 0; k < kc; k++)
+        for (int j = 0; j < CD_GEMM_NR; j++) dst[(size_t)k * CD_GEMM_NR + j] = j < nc ? g_col[k0 + k] : 0.0f;
+}
+
+static void column_vs_packed(int M, int K, float alpha, float beta, int threads) {
+    float *At = malloc((size_t)M * K * 4), *b = malloc((size_t)K * 4), *C0 = malloc((size_t)M * 4);
+    float *C1 = malloc((size_t)M * 4), *C2 = malloc((size_t)M * 4);
+    for (int i = 0; i < M * K; i++) At[i] = frand() * 1.37f;
+    for (int k = 0; k < K; k++) b[k] = frand() * 0.71f;
+    for (int i = 0; i < M; i++) C0[i] = frand();
+    memcpy(C1, C0, (size_t)M * 4);
+    memcpy(C2, C0, (size_t)M * 4);
+    cd_gemm_f32(M, 1, K, alpha, At, M, true, b, 1, false, beta, C1, 1, threads); /* one-column path */
+    g_col = b;
+    cd_gemm_f32_packed_b(M, 1, K, alpha, At, M, true, pack_col, NULL, beta, C2, 1, threads);
+    for (int i = 0; i < M; i++)
+        cr_assert(memcmp(&C1[i], &C2[i], 4) == 0, "M=%d K=%d alpha=%g beta=%g threads=%d: C[%d] column %.9g, packed %.9g",
+                  M, K, alpha, beta, threads, i, (double)C1[i], (double)C2[i]);
+    free(At); free(b); free(C0); free(C1); free(C2);
+}
+
+Test(gemm, f32_one_column_path_matches_packed_bits) {
+    const int ms[] = {1, 2, 5, 15, 16, 17, 50, 63, 64, 65, 200, 1000}, ks[] = {1, 7, 50, 200, 256, 257, 600};
+    for (int a = 0; a < 12; a++)
+        for (int b = 0; b < 7; b++) {
+            column_vs_packed(ms[a], ks[b], 1.0f, 0.0f, 1);
+            column_vs_packed(ms[a], ks[b], 0.3f, 1.7f, 2);
+        }
+    column_vs_packed(2000, 1100, 1.0f, 0.0f, 2); /* above the one-thread threshold: row blocks split */
+}

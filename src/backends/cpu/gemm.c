@@ -314,15 +314,20 @@ F(store_tile)(GT *restrict c, size_t ldc, const F(vec) *acc, const int as, const
  * place (ldb); K in the same KC slices as the packed path, each slice's sum stored through
  * F(store_row). Per element this is exactly the packed kernel's arithmetic (acc += a * b for
  * k in order within a slice, then the same epilogue), so the two paths give the same bits
- * and which one runs (or how many threads) does not show in the result. Columns past the
- * last whole vector are first copied into a zero-padded kc x NR block. */
+ * and which one runs (or how many threads) does not show in the result. A partial last
+ * vector of columns is read shifted back over the previous columns (see F(direct_item)), or,
+ * in rows shorter than one vector, copied into a zero-padded kc x NR block. */
 #if G_DIRECT
 #define DMR 4
 #define DNV 4
 static inline __attribute__((always_inline)) void
 F(direct_tile)(int kc, const GT *restrict a, size_t ars, size_t aks, const GT *restrict b, size_t ldb,
-               GT *restrict c, int ldc, const int mr, const int nv, int ncols, GT alpha, GT beta, int first) {
+               GT *restrict c, int ldc, const int mr, const int nv, int ncols, int shift, GT alpha, GT beta,
+               int first) {
     F(vec) acc[DMR][DNV];
+    size_t off[DNV]; /* column offset of each vector; the last one starts `shift` columns early */
+#pragma GCC unroll 4
+    for (int v = 0; v < nv; v++) off[v] = (size_t)v * NR - (v == nv - 1 ? (size_t)shift : 0);
 #pragma GCC unroll 4
     for (int i = 0; i < mr; i++)
 #pragma GCC unroll 4
@@ -330,7 +335,7 @@ F(direct_tile)(int kc, const GT *restrict a, size_t ars, size_t aks, const GT *r
     for (int k = 0; k < kc; k++) {
         F(vec) bv[DNV];
 #pragma GCC unroll 4
-        for (int v = 0; v < nv; v++) memcpy(&bv[v], b + (size_t)k * ldb + (size_t)v * NR, sizeof bv[v]);
+        for (int v = 0; v < nv; v++) memcpy(&bv[v], b + (size_t)k * ldb + off[v], sizeof bv[v]);
 #pragma GCC unroll 4
         for (int i = 0; i < mr; i++) {
             GT x = a[(size_t)i * ars + (size_t)k * aks];
@@ -338,6 +343,13 @@ F(direct_tile)(int kc, const GT *restrict a, size_t ars, size_t aks, const GT *r
 #pragma GCC unroll 4
             for (int v = 0; v < nv; v++) acc[i][v] += av * bv[v];
         }
+    }
+    if (shift) { /* the shifted vector's own columns are its lanes shift..NR-1: move them down */
+        typedef G_LANE_INT F(sidx) __attribute__((vector_size(NR * sizeof(G_LANE_INT))));
+        F(sidx) m;
+        for (int l = 0; l < NR; l++) m[l] = (G_LANE_INT)((l + shift) & (NR - 1));
+#pragma GCC unroll 4
+        for (int i = 0; i < mr; i++) acc[i][nv - 1] = __builtin_shuffle(acc[i][nv - 1], m);
     }
     F(store_tile)(c, (size_t)ldc, &acc[0][0], DNV, mr, nv, ncols, alpha, beta, first);
 }
@@ -350,10 +362,15 @@ static inline __attribute__((always_inline)) void
 F(direct_item)(int K, const GT *A, size_t ars, size_t aks, const GT *B, int ldb, GT *C, int ldc, int i0,
                int i1, int j0, int ncols, GT alpha, GT beta, GT *restrict bpad, const int nvmax) {
     const int nfull = ncols / NR, tail = ncols % NR;
+    /* A partial last vector is read as the NR columns ending at the item's last column when
+     * the row has that many (j0 + ncols >= NR): it joins the full vectors' tile, and its
+     * lanes are moved into place before the store. Otherwise it is copied into bpad. */
+    const int shifted = tail && j0 + ncols >= NR, shift = shifted ? NR - tail : 0;
+    const int nvec = nfull + (shifted ? 1 : 0);
     for (int k0 = 0; k0 < K; k0 += KC) {
         const int kc = imin(KC, K - k0), first = k0 == 0;
         const GT *b = B + (size_t)k0 * ldb + j0;
-        if (tail) {
+        if (tail && !shifted) {
             const GT *bt = b + nfull * NR;
             for (int k = 0; k < kc; k++) {
                 GT *d = bpad + (size_t)k * NR;
@@ -365,19 +382,21 @@ F(direct_item)(int K, const GT *A, size_t ars, size_t aks, const GT *B, int ldb,
             const int mr = imin(DMR, i1 - r0);
             const GT *a = A + (size_t)r0 * ars + (size_t)k0 * aks;
             GT *c = C + (size_t)r0 * ldc + j0;
-#define DT(MRC, NVC, BB, LDB, CC, NC) F(direct_tile)(kc, a, ars, aks, BB, LDB, CC, ldc, MRC, NVC, NC, alpha, beta, first)
+#define DT(MRC, NVC, BB, LDB, CC, NC, SH) \
+    F(direct_tile)(kc, a, ars, aks, BB, LDB, CC, ldc, MRC, NVC, NC, SH, alpha, beta, first)
 #define DT_NV(MRC)                                                                                 \
-    for (int jv = 0; jv < nfull;) {                                                                \
-        const int nv = imin(nvmax, nfull - jv);                                                    \
+    for (int jv = 0; jv < nvec;) {                                                                 \
+        const int nv = imin(nvmax, nvec - jv), last = jv + nv == nvec && shifted;                  \
+        const int nc = last ? (nv - 1) * NR + tail : nv * NR, sh = last ? shift : 0;               \
         switch (nv) {                                                                              \
-        case 1: DT(MRC, 1, b + jv * NR, ldb, c + jv * NR, NR); break;                              \
-        case 2: DT(MRC, 2, b + jv * NR, ldb, c + jv * NR, 2 * NR); break;                          \
-        case 3: DT(MRC, 3, b + jv * NR, ldb, c + jv * NR, 3 * NR); break;                          \
-        default: DT(MRC, 4, b + jv * NR, ldb, c + jv * NR, 4 * NR); break;                         \
+        case 1: DT(MRC, 1, b + jv * NR, ldb, c + jv * NR, nc, sh); break;                          \
+        case 2: DT(MRC, 2, b + jv * NR, ldb, c + jv * NR, nc, sh); break;                          \
+        case 3: DT(MRC, 3, b + jv * NR, ldb, c + jv * NR, nc, sh); break;                          \
+        default: DT(MRC, 4, b + jv * NR, ldb, c + jv * NR, nc, sh); break;                         \
         }                                                                                          \
         jv += nv;                                                                                  \
     }                                                                                              \
-    if (tail) DT(MRC, 1, bpad, NR, c + nfull * NR, tail);
+    if (tail && !shifted) DT(MRC, 1, bpad, NR, c + nfull * NR, tail, 0);
             switch (mr) {
             case 1: DT_NV(1) break;
             case 2: DT_NV(2) break;
@@ -776,12 +795,108 @@ bool CAT(cd_conv_direct, GS)(const cd_conv_direct_geo *g, int Cout, const GT *W,
     return ok;
 }
 
+/* ---- one-column products with a k-major A: C[M x 1] = A^T[M x K] * B[K x 1] ----
+ * A 1x1 conv on a 1x1 map (the squeeze-and-excitation convs) is a matrix-vector product:
+ * the direct tile would spend 15 of its 16 lanes on the zero-padded column. When A is given
+ * transposed (ta: column k of op(A) contiguous — conv keeps such a copy of its filter,
+ * made at prepare time) 16 rows share a vector instead: acc[rows] += A^T[k][rows] * b[k] for
+ * k in order within each KC slice, stored through F(store_row) into the contiguous column.
+ * Per element this is the arithmetic of the other paths (one product-sum chain in k order
+ * per KC slice, the same epilogue), so the same bits. */
+#define GV_NV 4
+static inline __attribute__((always_inline)) void
+F(gemv_rows)(int K, const GT *At, size_t lda, const GT *B, int ldb, GT *C, int i0, int i1, GT alpha, GT beta,
+             const int nvmax) {
+    for (int r0 = i0; r0 < i1; r0 += nvmax * NR) {
+        const int mrows = imin(nvmax * NR, i1 - r0), nv = (mrows + NR - 1) / NR;
+        const int tail = mrows - (nv - 1) * NR; /* rows in the last vector */
+        /* A partial last vector loads the NR rows ending at its last row when there are that
+         * many (lanes before them compute rows already covered, and are dropped). */
+        const int shift = tail < NR && r0 + mrows >= NR ? NR - tail : 0;
+        for (int k0 = 0; k0 < K; k0 += KC) {
+            const int kc = imin(KC, K - k0), first = k0 == 0;
+            F(vec) acc[GV_NV];
+#pragma GCC unroll 4
+            for (int v = 0; v < nvmax; v++) acc[v] = (F(vec)){0};
+            for (int k = 0; k < kc; k++) {
+                const GT *a = At + (size_t)(k0 + k) * lda + r0;
+                GT x = B[(size_t)(k0 + k) * ldb];
+                F(vec) bv = BCAST16(x);
+#pragma GCC unroll 4
+                for (int v = 0; v < nvmax; v++) {
+                    if (v >= nv) break;
+                    F(vec) av;
+                    if (v < nv - 1 || tail == NR) {
+                        memcpy(&av, a + (size_t)v * NR, sizeof av);
+                    } else if (shift) { /* the last NR rows: lanes NR-tail.. are this vector's */
+                        memcpy(&av, a + (size_t)v * NR - shift, sizeof av);
+                    } else {
+                        av = (F(vec)){0};
+                        for (int l = 0; l < tail; l++) av[l] = a[(size_t)v * NR + (size_t)l];
+                    }
+                    acc[v] += av * bv;
+                }
+            }
+            if (shift)
+                for (int l = 0; l < tail; l++) acc[nv - 1][l] = acc[nv - 1][l + shift];
+            for (int v = 0; v < nv; v++)
+                F(store_row)(C + r0 + v * NR, &acc[v], v == nv - 1 ? tail : NR, alpha, beta, first);
+        }
+    }
+}
+
+typedef void (*F(gemv_fn))(int, const GT *, size_t, const GT *, int, GT *, int, int, GT, GT);
+#define GEMV_ARGS (int K, const GT *At, size_t lda, const GT *B, int ldb, GT *C, int i0, int i1, GT alpha, GT beta)
+#define GEMV_CALL(NVMAX) F(gemv_rows)(K, At, lda, B, ldb, C, i0, i1, alpha, beta, NVMAX)
+__attribute__((unused)) static void F(gemv_default) GEMV_ARGS { GEMV_CALL(GV_NV); }
+#ifdef CD_GEMM_X86
+__attribute__((target(G_ISA_FAST))) static void F(gemv_fast) GEMV_ARGS { GEMV_CALL(GV_NV); }
+__attribute__((target(G_ISA_MID))) static void F(gemv_mid) GEMV_ARGS { GEMV_CALL(GV_NV); }
+#endif
+#undef GEMV_ARGS
+#undef GEMV_CALL
+
+/* The one-column path at the ISA level F(pick_direct) chooses (the same contraction rules),
+ * or NULL where the direct path is not used. */
+static F(gemv_fn) F(pick_gemv)(void) {
+#if defined(G_MICRO_ARCH)
+    return NULL;
+#else
+#ifdef CD_GEMM_X86
+    __builtin_cpu_init();
+    if (G_ISA_FAST_CHECK) return F(gemv_fast);
+    if (G_ISA_MID_CHECK) return F(gemv_mid);
+#endif
+    return F(gemv_default);
+#endif
+}
+
+static void F(gemm_gemv)(F(gemv_fn) fn, int M, int K, GT alpha, const GT *At, int lda, const GT *B, int ldb,
+                         GT beta, GT *C, int threads) {
+    const int bw = GV_NV * NR, blocks = (M + bw - 1) / bw;
+    const int nt = (double)M * K < SINGLE_THREAD_MACS || threads < 1 ? 1 : imin(threads, blocks);
+    if (nt == 1) { /* no OpenMP region at all: entering even a one-thread one costs ~1 us */
+        fn(K, At, (size_t)lda, B, ldb, C, 0, M, alpha, beta);
+        return;
+    }
+#pragma omp parallel for num_threads(nt) schedule(static)
+    for (int b = 0; b < blocks; b++) fn(K, At, (size_t)lda, B, ldb, C, b * bw, imin(M, (b + 1) * bw), alpha, beta);
+}
+#undef GV_NV
+
 #endif /* G_DIRECT */
 
 void CAT(cd_gemm, GS)(int M, int N, int K, GT alpha, const GT *A, int lda, bool ta, const GT *B,
                       int ldb, bool tb, GT beta, GT *C, int ldc, int threads) {
     if (M <= 0 || N <= 0) return;
 #if G_DIRECT
+    if (N == 1 && ldc == 1 && ta && K > 0) { /* tb or not: a K x 1 B is read the same way (stride ldb, or 1) */
+        F(gemv_fn) fn = F(pick_gemv)();
+        if (fn) {
+            F(gemm_gemv)(fn, M, K, alpha, A, lda, B, tb ? 1 : ldb, beta, C, threads);
+            return;
+        }
+    }
     if (K > 0 && !tb && (double)M * N * K <= DIRECT_MAX_MACS && (size_t)K * N * sizeof(GT) <= DIRECT_MAX_B) {
         F(direct_fn) fn = F(pick_direct)();
         if (fn) {

@@ -28,6 +28,20 @@ typedef struct {
     bool residual_relu;  /* fusion_elementwise_add_activation: relu after the add */
 } conv_geo;
 
+/* The prepared state (cd_op_def.prepare): the parsed geometry and, for an fp32 1x1 conv on
+ * a 1x1 map (squeeze-and-excitation), the filter transposed to K x Cout, which turns the
+ * product into cd_gemm's one-column path. One malloc block: conv_geo first (CD_PARSED copies
+ * it), the transposed filter after the struct. */
+typedef struct {
+    conv_geo g;
+    const float *wt; /* [Cin][Cout], or NULL */
+} conv_state;
+
+static bool conv_pointwise(const conv_geo *g) {
+    return g->KH == 1 && g->KW == 1 && g->sh == 1 && g->sw == 1 && g->pt == 0 && g->pb == 0 && g->pl == 0 &&
+           g->pr == 0;
+}
+
 static cd_status ints_attr(cd_op_ctx *c, const char *name, int need_min, int need_max, bool required,
                            const int64_t *dflt, int dflt_n, int64_t *out, int *n_out) {
     const int64_t *v;
@@ -301,7 +315,28 @@ static cd_status check_dtypes(cd_op_ctx *c) {
     return CD_OK;
 }
 
-CD_PREPARE_FROM_PARSE(cd_nn_conv_prepare, conv_geo, conv_parse)
+cd_status cd_nn_conv_prepare(cd_op_ctx *c, void **state) {
+    conv_geo g;
+    cd_status s = conv_parse(c, &g);
+    if (s) return s;
+    const cd_value *f = cd_in(c, "Filter", 0);
+    const bool gemv = c->prec == CD_PREC_FP32 && !g.transpose && g.groups == 1 && g.Ho * g.Wo == 1 &&
+                      conv_pointwise(&g) && f && f->data && f->dtype == CD_F32;
+    const size_t extra = gemv ? (size_t)(g.Cin * g.Cout) * sizeof(float) : 0;
+    conv_state *st = malloc(sizeof *st + extra);
+    if (!st) return CD_E_NOMEM;
+    st->g = g;
+    st->wt = NULL;
+    if (gemv) {
+        float *wt = (float *)(st + 1);
+        const float *w = f->data;
+        for (int64_t oc = 0; oc < g.Cout; oc++)
+            for (int64_t ic = 0; ic < g.Cin; ic++) wt[ic * g.Cout + oc] = w[oc * g.Cin + ic];
+        st->wt = wt;
+    }
+    *state = st;
+    return CD_OK;
+}
 
 cd_status cd_nn_conv_run(cd_op_ctx *c) {
     conv_geo g;
@@ -675,8 +710,7 @@ static cd_status F(conv_fwd)(cd_op_ctx *c, const conv_geo *g, const NN_T *in, co
     if (cig == 1 && g->groups > 1) {
         return F(conv_direct)(c, g, in, w, out);
     }
-    bool pointwise = g->KH == 1 && g->KW == 1 && g->sh == 1 && g->sw == 1 && g->pt == 0 &&
-                     g->pb == 0 && g->pl == 0 && g->pr == 0;
+    bool pointwise = conv_pointwise(g);
     /* Short reductions (a first layer over 3 channels: K = 27) run the direct kernel: building
      * im2col panels cost more than the arithmetic. Same bits as the GEMM path
      * (cd_conv_direct_f32). */
@@ -695,6 +729,13 @@ static cd_status F(conv_fwd)(cd_op_ctx *c, const conv_geo *g, const NN_T *in, co
                                          (int)g->Wo};
                 if (!cd_conv_direct_f32(&dg, (int)cog, a, y, c->threads))
                     return cd_op_fail(c, CD_E_NOMEM, "out of memory for the direct conv's scratch rows");
+                continue;
+            }
+#endif
+#if !NN_IS_HALF
+            const float *wt = c->state ? ((const conv_state *)c->state)->wt : NULL;
+            if (wt) { /* prepared: the filter k-major, for the one-column product */
+                GEMM((int)cog, 1, K, (NN_T)1, wt, (int)g->Cout, true, x, 1, false, (NN_T)0, y, 1, c->threads);
                 continue;
             }
 #endif
