@@ -8,6 +8,7 @@
  * The fused-activation kinds use exactly the formulas of cd_act_apply (engine/ops_util.c):
  * the cheap kinds are inlined here for speed, the others call it -- except gelu, which is
  * evaluated in a cancellation-free form (gelu_f) so small negative outputs stay accurate. */
+#include "backends/cpu/par.h"
 #include "engine/ops.h"
 #include <float.h>
 #include <math.h>
@@ -51,10 +52,11 @@ static inline float softplus_f(float x, float beta, float thr) {
     return bx > thr ? x : log1pf(expf(bx)) / beta;
 }
 
-#define PFOR _Pragma("omp parallel for num_threads(threads) if(n >= PAR_MIN) schedule(static)")
-/* FLOOP: float formula on each element; TLOOP: arithmetic in the storage type T. */
-#define FLOOP(T, EXPR) do { PFOR for (int64_t i = 0; i < n; i++) { const float x = (float)in[i]; out[i] = (T)(EXPR); } } while (0)
-#define TLOOP(T, EXPR) do { PFOR for (int64_t i = 0; i < n; i++) { const T x = in[i]; out[i] = (EXPR); } } while (0)
+/* PFOR(body): body over i in [0, n), on threads from PAR_MIN elements (backends/cpu/par.h).
+ * FLOOP: float formula on each element; TLOOP: arithmetic in the storage type T. */
+#define PFOR(...) CD_PAR_FOR(n >= PAR_MIN, threads, int64_t, i, n, __VA_ARGS__)
+#define FLOOP(T, EXPR) PFOR({ const float x = (float)in[i]; out[i] = (T)(EXPR); })
+#define TLOOP(T, EXPR) PFOR({ const T x = in[i]; out[i] = (EXPR); })
 
 #define DEF_UNARY(T, NAME)                                                                               \
     static void NAME(const T *in, T *out, int64_t n, const un_cfg *u, int threads) {                   \
@@ -100,22 +102,22 @@ static inline float softplus_f(float x, float beta, float thr) {
             if (u->p2 != 0.0f) TLOOP(T, (x + b) * s);                                                   \
             else TLOOP(T, x * s + b);                                                                   \
             if (A.kind != CD_ACT_NONE) {                                                                \
-                PFOR for (int64_t i = 0; i < n; i++) out[i] = (T)cd_act_apply(&A, (float)out[i]);       \
+                PFOR({ out[i] = (T)cd_act_apply(&A, (float)out[i]); });                                 \
             }                                                                                           \
             if (u->scaleact) {                                                                          \
                 const T s1 = (T)u->s1, b1 = (T)u->b1;                                                   \
-                PFOR for (int64_t i = 0; i < n; i++) out[i] = out[i] * s1 + b1;                         \
+                PFOR({ out[i] = out[i] * s1 + b1; });                                                   \
             }                                                                                           \
             break;                                                                                      \
         }                                                                                               \
         case U_PRELU: {                                                                                 \
             const T *al = u->alpha;                                                                     \
             const int64_t inner = u->inner, ch = u->chans, ps = u->per_sample, mode = u->amode;         \
-            PFOR for (int64_t i = 0; i < n; i++) {                                                      \
+            PFOR({                                                                                      \
                 const T x = in[i];                                                                      \
                 T a = mode == 0 ? al[0] : (mode == 1 ? al[(i / inner) % ch] : al[i % ps]);              \
                 out[i] = x < (T)0 ? a * x : x;                                                          \
-            }                                                                                           \
+            });                                                                                         \
             break;                                                                                      \
         }                                                                                               \
         }                                                                                               \

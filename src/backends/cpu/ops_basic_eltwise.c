@@ -15,6 +15,7 @@
  *
  * Speed: the broadcast is reduced to a few merged dims whose innermost dim has x/y strides
  * of 0 or 1, so same-shape, per-channel and trailing broadcasts run as flat inner loops. */
+#include "backends/cpu/par.h"
 #include "engine/ops.h"
 #include <limits.h>
 #include <math.h>
@@ -135,15 +136,13 @@ static inline void bcast_row(const bcast *b, int64_t row, int64_t *ox, int64_t *
         const int64_t ix = b->sx[b->nd - 1], iy = b->sy[b->nd - 1];                                     \
         if (b->numel == 0) return;                                                                       \
         if (rows == 1) {                                                                                 \
-            _Pragma("omp parallel for num_threads(threads) if(inner >= PAR_MIN) schedule(static)")     \
-            for (int64_t i = 0; i < inner; i++) {                                                       \
+            CD_PAR_FOR(inner >= PAR_MIN, threads, int64_t, i, inner, {                                  \
                 T x = X[i * ix], y = Y[i * iy];                                                          \
                 O[i] = (EXPR);                                                                           \
-            }                                                                                            \
+            });                                                                                          \
             return;                                                                                      \
         }                                                                                                \
-        _Pragma("omp parallel for num_threads(threads) if(b->numel >= PAR_MIN) schedule(static)")       \
-        for (int64_t r = 0; r < rows; r++) {                                                            \
+        CD_PAR_FOR(b->numel >= PAR_MIN, threads, int64_t, r, rows, {                                    \
             int64_t ox, oy;                                                                              \
             bcast_row(b, r, &ox, &oy);                                                                   \
             const T *xp = X + ox, *yp = Y + oy;                                                          \
@@ -161,7 +160,7 @@ static inline void bcast_row(const bcast *b, int64_t row, int64_t *ox, int64_t *
                 T v = (EXPR);                                                                            \
                 for (int64_t i = 0; i < inner; i++) op[i] = v;                                           \
             }                                                                                            \
-        }                                                                                                \
+        });                                                                                              \
     }
 
 /* float helpers: NaN-propagating max/min like the frameworks' a > b ? a : b */
@@ -375,12 +374,11 @@ static inline float gelu_f(float x, bool approx) {
         const cd_act a = e->act;                                                                     \
         const float sc = e->scale, bi = e->bias;                                                     \
         const bool aff = e->fuse_scale;                                                              \
-        _Pragma("omp parallel for num_threads(threads) if(n >= PAR_MIN) schedule(static)")          \
-        for (int64_t i = 0; i < n; i++) {                                                            \
+        CD_PAR_FOR(n >= PAR_MIN, threads, int64_t, i, n, {                                           \
             float v = (float)o[i];                                                                   \
             if (aff) v = sc * v + bi;                                                                \
             o[i] = (T)(a.kind == CD_ACT_GELU ? gelu_f(v, a.a != 0.0f) : cd_act_apply(&a, v));         \
-        }                                                                                            \
+        });                                                                                          \
     }
 DEF_POST(float, post_f32)
 DEF_POST(f16, post_f16)

@@ -5,6 +5,7 @@
  * blend is computed in float on the input values and rounded once to the tensor type, so
  * the half variant is the float variant with half storage. Per-axis source indices and
  * weights are precomputed once per op, then every (n, c, y) row is independent. */
+#include "backends/cpu/par.h"
 #include "engine/ops.h"
 #include <math.h>
 #include <stdlib.h>
@@ -173,8 +174,7 @@ static void axis_taps(const interp_cfg *k, int64_t in, int64_t out, float ratio,
                      const float *lx, int threads) {                                                   \
         const int64_t IH = k->in_h, IW = k->in_w, OH = k->out_h, OW = k->out_w;                        \
         const bool bil = k->bilinear;                                                                  \
-        _Pragma("omp parallel for num_threads(threads) if(planes * OH * OW >= 16384) schedule(static)") \
-        for (int64_t r = 0; r < planes * OH; r++) {                                                    \
+        CD_PAR_FOR(planes * OH * OW >= 16384, threads, int64_t, r, planes * OH, {                                                    \
             const int64_t p = r / OH, y = r % OH;                                                      \
             const T *r0 = in + (p * IH + y0[y]) * IW, *r1 = in + (p * IH + y1[y]) * IW;                \
             T *o = out + r * OW;                                                                       \
@@ -189,7 +189,7 @@ static void axis_taps(const interp_cfg *k, int64_t in, int64_t out, float ratio,
                           wy * (vx * (float)r1[x0[x]] + wx * (float)r1[x1[x]]);                        \
                 o[x] = (T)v;                                                                           \
             }                                                                                          \
-        }                                                                                              \
+        });                                                                                              \
     }
 DEF_INTERP(float, interp_f32)
 DEF_INTERP(f16, interp_f16)

@@ -12,6 +12,7 @@
  *                   toward zero and saturates; float targets become the run's float dtype).
  * The direction comes from the saved kernel alias "<from>_to_<to>"; without one, from the
  * input dtype and the declared dtype of the output variable. */
+#include "backends/cpu/par.h"
 #include "engine/ops.h"
 #include "util/fp16.h"
 #include <math.h>
@@ -131,12 +132,11 @@ cd_status cd_basic_calib_infer(cd_op_ctx *c) {
 /* round half away from zero, as the int8 kernels quantise */
 #define DEF_FAKEQ(T, NAME)                                                                     \
     static void NAME(const T *in, T *out, int64_t n, float scale, int threads) {              \
-        _Pragma("omp parallel for num_threads(threads) if(n >= PAR_MIN) schedule(static)")    \
-        for (int64_t i = 0; i < n; i++) {                                                      \
+        CD_PAR_FOR(n >= PAR_MIN, threads, int64_t, i, n, {                                                      \
             float q = roundf((float)in[i] / scale);                                            \
             q = q < -127.0f ? -127.0f : (q > 127.0f ? 127.0f : q);                             \
             out[i] = (T)(q * scale);                                                           \
-        }                                                                                      \
+        });                                                                                      \
     }
 DEF_FAKEQ(float, fakeq_f32)
 DEF_FAKEQ(f16, fakeq_f16)
@@ -437,8 +437,7 @@ cd_status cd_basic_pad_run(cd_op_ctx *c) {
     const unsigned char *in = x->data;
     unsigned char *out = o->data;
     const int th = nthreads(c);
-    #pragma omp parallel for num_threads(th) if(total >= PAR_MIN) schedule(static)
-    for (int64_t row = 0; row < rows; row++) {
+    CD_PAR_FOR(total >= PAR_MIN, th, int64_t, row, rows, {
         int64_t rem = row, off = 0;
         bool padrow = false;
         for (int d = r - 2; d >= 0; d--) {
@@ -459,6 +458,6 @@ cd_status cd_basic_pad_run(cd_op_ctx *c) {
             int64_t ic = (j >= bw && j < bw + inW) ? j - bw : pad_src(j, bw, inW, p.mode);
             memcpy(dst + (size_t)j * es, ic < 0 ? fill : src + (size_t)ic * es, es);
         }
-    }
+    });
     return CD_OK;
 }

@@ -12,6 +12,7 @@
  * _Float16, where storage and arithmetic are half (one rounding per operation). */
 #ifndef NN_T
 #include "backends/cpu/gemm.h"
+#include "backends/cpu/par.h"
 #include "engine/ops.h"
 #include <math.h>
 #include <stdlib.h>
@@ -570,34 +571,46 @@ static cd_status F(conv_direct)(cd_op_ctx *c, const conv_geo *g, const NN_T *in,
     const int64_t m = g->Cout / g->groups, HWo = g->Ho * g->Wo, HW = g->H * g->W;
     const int64_t total = g->N * g->Cout, KHW = g->KH * g->KW;
     const bool par = threads > 1 && total > 1 && total * HWo * KHW >= NN_DW_PAR_MIN_MACS;
+    /* One output plane t: its input channel is copied into the padded scratch (zeros stay
+     * in the padding; only the input window is rewritten), unless the previous plane of this
+     * thread used the same one (channel multiplier > 1). */
+#define DW_PLANE(t, xp, last_ic)                                                                   \
+    do {                                                                                           \
+        int64_t n_ = (t) / g->Cout, oc_ = (t) % g->Cout, ic_ = n_ * g->Cin + oc_ / m;              \
+        if (ic_ != (last_ic)) {                                                                    \
+            const NN_T *x_ = in + ic_ * HW;                                                        \
+            const int64_t cols_ = imin64(g->W, Wp - g->pl);                                        \
+            for (int64_t iy = imax64(0, -g->pt); iy < Hc; iy++)                                    \
+                memcpy((xp) + (iy + g->pt) * Wp + g->pl, x_ + iy * g->W, (size_t)cols_ * sizeof(NN_T)); \
+            (last_ic) = ic_;                                                                       \
+        }                                                                                          \
+        plane(&d, (xp), w + oc_ * KHW, out + (t) * HWo);                                           \
+    } while (0)
     bool ok = true;
-#pragma omp parallel num_threads(threads) if (par)
+    if (!par) { /* no OpenMP region at all (backends/cpu/par.h) */
+        NN_T *xp = calloc((size_t)(Hp * Wp), sizeof(NN_T));
+        if (!xp) return cd_op_fail(c, CD_E_NOMEM, "out of memory for the %lldx%lld depthwise scratch plane", (long long)Hp, (long long)Wp);
+        int64_t last_ic = -1;
+        for (int64_t t = 0; t < total; t++) DW_PLANE(t, xp, last_ic);
+        free(xp);
+        return CD_OK;
+    }
+#pragma omp parallel num_threads(threads)
     {
-        NN_T *xp = malloc((size_t)(Hp * Wp) * sizeof(NN_T));
+        NN_T *xp = calloc((size_t)(Hp * Wp), sizeof(NN_T));
         if (!xp) {
 #pragma omp atomic write
             ok = false;
-        } else {
-            /* zeros stay in the padding; only the input window is rewritten per plane */
-            for (int64_t i = 0; i < Hp * Wp; i++) xp[i] = (NN_T)0;
         }
         int64_t last_ic = -1;
 #pragma omp for schedule(dynamic, 1)
         for (int64_t t = 0; t < total; t++) {
             if (!xp) continue;
-            int64_t n = t / g->Cout, oc = t % g->Cout, ic = n * g->Cin + oc / m;
-            if (ic != last_ic) { /* channel multiplier > 1: consecutive planes share input */
-                const NN_T *x = in + ic * HW;
-                for (int64_t iy = imax64(0, -g->pt); iy < Hc; iy++) {
-                    int64_t cols = imin64(g->W, Wp - g->pl);
-                    memcpy(xp + (iy + g->pt) * Wp + g->pl, x + iy * g->W, (size_t)cols * sizeof(NN_T));
-                }
-                last_ic = ic;
-            }
-            plane(&d, xp, w + oc * KHW, out + t * HWo);
+            DW_PLANE(t, xp, last_ic);
         }
         free(xp);
     }
+#undef DW_PLANE
     if (!ok) return cd_op_fail(c, CD_E_NOMEM, "out of memory for the %lldx%lld depthwise scratch plane", (long long)Hp, (long long)Wp);
     return CD_OK;
 }
@@ -700,8 +713,7 @@ static void F(epilogue)(cd_op_ctx *c, const conv_geo *g, NN_T *out) {
     const int64_t total = g->N * g->Cout;
     const int threads = c->threads;
     const bool par = threads > 1 && total > 1 && total * e.HWo >= NN_PAR_MIN_WORK;
-#pragma omp parallel for num_threads(threads) schedule(static) if (par)
-    for (int64_t t = 0; t < total; t++) plane(&e, t, out + t * e.HWo);
+    CD_PAR_FOR(par, threads, int64_t, t, total, { plane(&e, t, out + t * e.HWo); });
 }
 
 static cd_status F(conv_fwd)(cd_op_ctx *c, const conv_geo *g, const NN_T *in, const NN_T *w, NN_T *out) {

@@ -8,6 +8,7 @@
  * the outer product [Kx, Ky] of §7.8. */
 #ifndef NN_T
 #include "backends/cpu/gemm.h"
+#include "backends/cpu/par.h"
 #include "engine/ops.h"
 #include <math.h>
 #include <string.h>
@@ -317,8 +318,7 @@ static void F(fc_run)(cd_op_ctx *c, const fc_geo *g) {
     const int64_t inner = prod(&g->out, 2, g->out.rank), C1 = g->out.d[1], per_sample = prod(&g->out, 1, g->out.rank);
     const cd_act act = g->act;
     const int threads = c->threads;
-#pragma omp parallel for num_threads(threads) schedule(static) if (M * N > 65536)
-    for (int64_t i = 0; i < M; i++) {
+    CD_PAR_FOR(M * N > 65536, threads, int64_t, i, M, {
         NN_T *row = y + i * N;
         cd_act a = act;
         for (int64_t j = 0; j < N; j++) {
@@ -332,7 +332,7 @@ static void F(fc_run)(cd_op_ctx *c, const fc_geo *g) {
             } else if (act.kind != CD_ACT_NONE) v = (NN_T)cd_act_apply(&a, (float)v);
             row[j] = v;
         }
-    }
+    });
 }
 
 static void F(mul_run)(cd_op_ctx *c, const mul_geo *g) {
@@ -357,8 +357,7 @@ static void F(mm_run)(cd_op_ctx *c, const mm_geo *g) {
     /* many small products: one thread per product; few large ones: threads inside GEMM */
     const bool small = M * N * K < 32768 && batches > 1;
     const int threads = c->threads;
-#pragma omp parallel for num_threads(threads) schedule(static) if (small)
-    for (int64_t b = 0; b < batches; b++) {
+    CD_PAR_FOR(small, threads, int64_t, b, batches, {
         int64_t rem = b, xo = 0, yo = 0, xstride = 1, ystride = 1;
         for (int i = g->brank - 1; i >= 0; i--) {
             int64_t idx = rem % g->bdims[i];
@@ -370,7 +369,7 @@ static void F(mm_run)(cd_op_ctx *c, const mm_geo *g) {
         }
         GEMM((int)M, (int)N, (int)K, alpha, x + xo * xsz, lda, g->tx, w + yo * ysz, ldb, g->ty, (NN_T)0,
              out + b * M * N, (int)N, small ? 1 : threads);
-    }
+    });
 }
 
 #undef CAT_

@@ -7,6 +7,7 @@
  * normalisation itself, y = (x - mean) * inv_std * scale + bias, runs in the storage type
  * (half arithmetic in fp16 runs), like the elementwise part of an fp16 kernel. */
 #ifndef NN_T
+#include "backends/cpu/par.h"
 #include "engine/ops.h"
 #include <math.h>
 #include <string.h>
@@ -238,8 +239,7 @@ static void F(bn_run)(cd_op_ctx *c, cd_value *xv, float eps) {
     NN_T *y = vdata(c, "Y", true);
     const int64_t N = xv->shape.d[0], C = xv->shape.d[1], inner = nprod(&xv->shape, 2, xv->shape.rank);
     const int threads = c->threads;
-#pragma omp parallel for num_threads(threads) schedule(static) if (N * C * inner > 65536)
-    for (int64_t t = 0; t < N * C; t++) {
+    CD_PAR_FOR(N * C * inner > 65536, threads, int64_t, t, N * C, {
         int64_t ch = t % C;
         /* folded per-channel affine a*x + b (computed in float, then applied in NN_T) */
         float a = (float)sc[ch] / sqrtf((float)va[ch] + eps);
@@ -248,7 +248,7 @@ static void F(bn_run)(cd_op_ctx *c, cd_value *xv, float eps) {
         const NN_T *xp = x + t * inner;
         NN_T *yp = y + t * inner;
         for (int64_t i = 0; i < inner; i++) yp[i] = xp[i] * at + bt;
-    }
+    });
     const char *mirror[][2] = {{"MeanOut", "Mean"}, {"VarianceOut", "Variance"}, {"SavedMean", "Mean"}, {"SavedVariance", "Variance"}};
     for (int i = 0; i < 4; i++) {
         NN_T *o = vdata(c, mirror[i][0], true);
@@ -262,14 +262,13 @@ static void F(ln_run)(cd_op_ctx *c, cd_value *xv, int axis, float eps) {
     NN_T *y = vdata(c, "Y", true), *mo = vdata(c, "Mean", true), *vo = vdata(c, "Variance", true);
     const int64_t L = nprod(&xv->shape, 0, axis), R = nprod(&xv->shape, axis, xv->shape.rank);
     const int threads = c->threads;
-#pragma omp parallel for num_threads(threads) schedule(static) if (L * R > 65536)
-    for (int64_t l = 0; l < L; l++) {
+    CD_PAR_FOR(L * R > 65536, threads, int64_t, l, L, {
         double mean, var;
         F(moments)(x + l * R, R, &mean, &var);
         F(normalize)(x + l * R, y + l * R, R, mean, 1.0 / sqrt(var + eps), sc, bi, true, NULL);
         if (mo) mo[l] = (NN_T)mean;
         if (vo) vo[l] = (NN_T)var;
-    }
+    });
 }
 
 static void F(in_run)(cd_op_ctx *c, cd_value *xv, float eps, const cd_act *act) {
@@ -277,8 +276,7 @@ static void F(in_run)(cd_op_ctx *c, cd_value *xv, float eps, const cd_act *act) 
     NN_T *y = vdata(c, "Y", true), *mo = vdata(c, "SavedMean", true), *vo = vdata(c, "SavedVariance", true);
     const int64_t C = xv->shape.d[1], NC = xv->shape.d[0] * C, R = nprod(&xv->shape, 2, xv->shape.rank);
     const int threads = c->threads;
-#pragma omp parallel for num_threads(threads) schedule(static) if (NC * R > 65536)
-    for (int64_t t = 0; t < NC; t++) {
+    CD_PAR_FOR(NC * R > 65536, threads, int64_t, t, NC, {
         double mean, var;
         F(moments)(x + t * R, R, &mean, &var);
         double inv = 1.0 / sqrt(var + eps);
@@ -287,7 +285,7 @@ static void F(in_run)(cd_op_ctx *c, cd_value *xv, float eps, const cd_act *act) 
         /* Paddle's SavedVariance holds the inverse standard deviation */
         if (mo) mo[t] = (NN_T)mean;
         if (vo) vo[t] = (NN_T)inv;
-    }
+    });
 }
 
 #undef CAT_

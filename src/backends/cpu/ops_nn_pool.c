@@ -16,6 +16,7 @@
  * padding (identical to Lite's leading-pad rule for the symmetric paddings real models
  * use, and to ONNX count_include_pad for asymmetric ones); max propagates NaN. */
 #ifndef NN_T
+#include "backends/cpu/par.h"
 #include "engine/ops.h"
 #include <stdlib.h>
 #include <string.h>
@@ -170,17 +171,14 @@ static void F(pool_run)(const pool_geo *g, const NN_T *in, NN_T *out, int thread
     const int64_t total = g->N * g->C, HW = g->H * g->W;
     const bool par = threads > 1 && total > 1 && total * HW >= ((int64_t)1 << 18);
     if (g->global && !g->is_max) {
-#pragma omp parallel for num_threads(threads) schedule(static) if (par)
-        for (int64_t t = 0; t < total; t++)
-            out[t] = (NN_T)(F(plane_sum)(in + t * HW, HW) / (float)HW);
+        CD_PAR_FOR(par, threads, int64_t, t, total, { out[t] = (NN_T)(F(plane_sum)(in + t * HW, HW) / (float)HW); });
         return;
     }
     /* column windows are the same for every row and plane */
     int64_t *wwin = malloc((size_t)g->Wo * 3 * sizeof(int64_t));
     if (wwin)
         for (int64_t ox = 0; ox < g->Wo; ox++) pool_window(g, false, ox, &wwin[3 * ox], &wwin[3 * ox + 1], &wwin[3 * ox + 2]);
-#pragma omp parallel for num_threads(threads) schedule(static) if (par)
-    for (int64_t t = 0; t < total; t++) {
+    CD_PAR_FOR(par, threads, int64_t, t, total, {
         const NN_T *x = in + t * HW;
         NN_T *y = out + t * g->Ho * g->Wo;
         for (int64_t oy = 0; oy < g->Ho; oy++) {
@@ -211,7 +209,7 @@ static void F(pool_run)(const pool_geo *g, const NN_T *in, NN_T *out, int thread
                 y[oy * g->Wo + ox] = r;
             }
         }
-    }
+    });
     free(wwin);
 }
 

@@ -7,6 +7,7 @@
  * (PP-OCR cls) resolve before the run. Tensor-valued attributes (Shape, ShapeTensor,
  * StartsTensor, AxisTensor, ...) must therefore be known at plan time; when one is computed
  * from activation data the shape rule says so instead of guessing. */
+#include "backends/cpu/par.h"
 #include "engine/ops.h"
 #include <errno.h>
 #include <math.h>
@@ -316,14 +317,13 @@ cd_status cd_shape_transpose_infer(cd_op_ctx *c) {
     static void NAME(const T *in, T *out, const int64_t *od, const int64_t *is, int r, int64_t rows, \
                      int threads) {                                                               \
         const int64_t W = od[r - 1], sW = is[r - 1];                                              \
-        _Pragma("omp parallel for num_threads(threads) if(rows * W >= 65536) schedule(static)")  \
-        for (int64_t row = 0; row < rows; row++) {                                                \
+        CD_PAR_FOR(rows * W >= 65536, threads, int64_t, row, rows, {                                                \
             int64_t rem = row, off = 0;                                                           \
             for (int d = r - 2; d >= 0; d--) { off += (rem % od[d]) * is[d]; rem /= od[d]; }      \
             const T *src = in + off;                                                              \
             T *dst = out + row * W;                                                               \
             for (int64_t j = 0; j < W; j++) dst[j] = src[j * sW];                                 \
-        }                                                                                         \
+        });                                                                                         \
     }
 DEF_TRANSPOSE(uint8_t, transpose_1)
 DEF_TRANSPOSE(uint16_t, transpose_2)
