@@ -196,6 +196,11 @@ conv_case("depthwise 3x3 s2", rnd(1, 8, 15, 15), rnd(8, 1, 3, 3), rnd(8), stride
 conv_case("depthwise multiplier2 5x5 dil2", rnd(1, 8, 16, 14), rnd(16, 1, 5, 5), rnd(16), paddings=(4, 4), dil=(2, 2), groups=8, op="depthwise_conv2d")
 conv_case("depthwise asym pad s3", rnd(2, 5, 13, 11), rnd(5, 1, 3, 3), None, strides=(3, 3), paddings=(0, 2, 1, 2), groups=5, op="depthwise_conv2d", threads=2)
 conv_case("depthwise 1x1", rnd(1, 6, 5, 5), rnd(6, 1, 1, 1), rnd(6), groups=6, op="depthwise_conv2d")
+# the text classifiers' narrow maps: most 5x5 tap rows fall in the top/bottom padding (skipped
+# by the CPU kernel), 1-row and 2-row planes, stride (2, 1), and a dilated case
+conv_case("depthwise 5x5 on 1-row map", rnd(1, 12, 1, 50), rnd(12, 1, 5, 5), rnd(12), paddings=(2, 2), groups=12, op="depthwise_conv2d")
+conv_case("depthwise 5x5 on 2-row map s(2,1)", rnd(1, 9, 2, 37), rnd(9, 1, 5, 5), rnd(9), strides=(2, 1), paddings=(2, 2), groups=9, op="depthwise_conv2d")
+conv_case("depthwise 3x3 dil2 on 3-row map", rnd(1, 4, 3, 20), rnd(4, 1, 3, 3), None, paddings=(2, 2), dil=(2, 2), groups=4, op="depthwise_conv2d")
 conv_case("depthwise SAME", rnd(1, 4, 9, 8), rnd(4, 1, 3, 3), rnd(4), strides=(2, 2), groups=4, alg="SAME", op="depthwise_conv2d")
 for a in ACTS:
     conv_case(f"fused {a}", rnd(1, 4, 7, 8), rnd(6, 4, 3, 3), rnd(6), paddings=(1, 1), act=a)
@@ -487,12 +492,15 @@ for prec in PRECS:
 
 # ------------------------------------------------------------------ softmax / log_softmax
 xs = rnd(2, 5, 4, 3) * 3
+# fp16: d = x - max is rounded to half before exp (as the fp16 kernels do), which moves
+# exp(d) by up to |d| * u16 relative: the per-element magnitude is |y| * (1 + |d|).
 for axis in (-1, 1, 0, 2):
     n = xs.shape[axis]
+    dmag = 1 + np.abs(xs - xs.max(axis=axis, keepdims=True))
     for prec in PRECS:
         check(f"softmax axis {axis}", dict(op="softmax", inputs=[("X", "x")], outputs=[("Out", "y")], attrs={"axis": axis}),
               {"x": xs}, ort_node("Softmax", ["x"], ["y"], axis=axis), prec, k=n + 2,
-              mag=np.abs(ort_node("Softmax", ["x"], ["y"], axis=axis)({"x": xs})["y"]))
+              mag=np.abs(ort_node("Softmax", ["x"], ["y"], axis=axis)({"x": xs})["y"]) * dmag)
         check(f"log_softmax axis {axis}", dict(op="log_softmax", inputs=[("X", "x")], outputs=[("Out", "y")], attrs={"axis": axis}),
               {"x": xs}, ort_node("LogSoftmax", ["x"], ["y"], axis=axis), prec, k=n + 2,
               mag=1 + np.abs(ort_node("LogSoftmax", ["x"], ["y"], axis=axis)({"x": xs})["y"]))
@@ -500,7 +508,7 @@ xw = rnd(3, 300) * 4
 for prec in PRECS:
     check("softmax default axis, 300 wide", dict(op="softmax", inputs=[("X", "x")], outputs=[("Out", "y")], attrs={}),
           {"x": xw}, ort_node("Softmax", ["x"], ["y"], axis=-1), prec, k=302,
-          mag=np.abs(ort_node("Softmax", ["x"], ["y"], axis=-1)({"x": xw})["y"]))
+          mag=np.abs(ort_node("Softmax", ["x"], ["y"], axis=-1)({"x": xw})["y"]) * (1 + np.abs(xw - xw.max(axis=-1, keepdims=True))))
 # The softmax denominator is summed in float: over 5000 near-equal terms a half running sum
 # stalls at 2048 (every later term < 1 rounds away), giving ~1/2048 instead of ~1/5000.
 # k=4 holds fp16 to a few half ulps of each output, which only a wide accumulator meets.

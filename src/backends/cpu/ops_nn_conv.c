@@ -431,15 +431,20 @@ static void F(pack_im2col)(const void *ctxv, int k0, int kc, int n0, int nc, voi
  * past Wo), so every output column takes the same branch-free vector path: DW_VL columns
  * per vector, up to 8 vectors in flight (FMA latency), and for every tap (ky outer, kx
  * inner) acc = acc + w * x, x being a contiguous load (stride 1), an even-lane shuffle of
- * two loads (stride 2) or a lane-by-lane gather (other strides). Padding taps add w * 0,
- * exactly as the im2col + GEMM path does. fp16: one rounding per multiply and per add
+ * two loads (stride 2) or a lane-by-lane gather (other strides). Tap rows that fall wholly
+ * in the top or bottom padding are skipped, as the OpenCL kernel and Paddle-Lite's skip
+ * padding taps (on the 1- and 2-row maps of the text classifiers a 5x5 filter has 3-4 of
+ * its 5 rows there); taps in the left and right padding add w * 0. Skipping a w * 0 term
+ * changes nothing but, in the one case of a -0 sum followed by a +0 term, the sign of that
+ * zero (and a NaN or Inf weight over padding no longer poisons the sum). fp16: one rounding per multiply and per add
  * (contraction off), so the bits do not depend on the ISA level chosen at run time. */
 #define DW_VL 16
 typedef NN_T F(dwvec) __attribute__((vector_size(DW_VL * sizeof(NN_T))));
 
 typedef struct {
     int Ho, Wo, KH, KW, sh, sw, dh, dw;
-    int Wp; /* scratch row length */
+    int Wp;    /* scratch row length */
+    int pt, H; /* scratch rows [pt, pt + H) hold input rows; the others are padding */
 } F(dw_geo);
 
 static inline __attribute__((always_inline)) void F(dw_load)(const NN_T *p, int sw, F(dwvec) *out) {
@@ -476,13 +481,13 @@ static inline __attribute__((always_inline)) void F(dw_load)(const NN_T *p, int 
 #define DW_NVMAX 8
 static inline __attribute__((always_inline)) void
 F(dw_run)(const F(dw_geo) *d, const NN_T *restrict xr0, const NN_T *restrict wk, NN_T *restrict yr,
-          const int nv, const int sw, int ncols) {
-    const int KH = d->KH, KW = d->KW, dw = d->dw;
+          const int nv, const int sw, int ncols, int ky0, int ky1) {
+    const int KW = d->KW, dw = d->dw;
     const size_t rstep = (size_t)d->dh * d->Wp;
     F(dwvec) acc[DW_NVMAX];
 #pragma GCC unroll 8
     for (int v = 0; v < nv; v++) acc[v] = (F(dwvec)){0};
-    for (int ky = 0; ky < KH; ky++) {
+    for (int ky = ky0; ky < ky1; ky++) {
         const NN_T *xr = xr0 + (size_t)ky * rstep;
         for (int kx = 0; kx < KW; kx++) {
             const NN_T wt = wk[ky * KW + kx];
@@ -507,14 +512,14 @@ F(dw_run)(const F(dw_geo) *d, const NN_T *restrict xr0, const NN_T *restrict wk,
 
 #define DW_RUN_NV(SW)                                                                              \
     switch (nv) {                                                                                  \
-    case 1: F(dw_run)(d, xr0, wk, yr, 1, SW, ncols); break;                                        \
-    case 2: F(dw_run)(d, xr0, wk, yr, 2, SW, ncols); break;                                        \
-    case 3: F(dw_run)(d, xr0, wk, yr, 3, SW, ncols); break;                                        \
-    case 4: F(dw_run)(d, xr0, wk, yr, 4, SW, ncols); break;                                        \
-    case 5: F(dw_run)(d, xr0, wk, yr, 5, SW, ncols); break;                                        \
-    case 6: F(dw_run)(d, xr0, wk, yr, 6, SW, ncols); break;                                        \
-    case 7: F(dw_run)(d, xr0, wk, yr, 7, SW, ncols); break;                                        \
-    default: F(dw_run)(d, xr0, wk, yr, 8, SW, ncols); break;                                       \
+    case 1: F(dw_run)(d, xr0, wk, yr, 1, SW, ncols, ky0, ky1); break;                                        \
+    case 2: F(dw_run)(d, xr0, wk, yr, 2, SW, ncols, ky0, ky1); break;                                        \
+    case 3: F(dw_run)(d, xr0, wk, yr, 3, SW, ncols, ky0, ky1); break;                                        \
+    case 4: F(dw_run)(d, xr0, wk, yr, 4, SW, ncols, ky0, ky1); break;                                        \
+    case 5: F(dw_run)(d, xr0, wk, yr, 5, SW, ncols, ky0, ky1); break;                                        \
+    case 6: F(dw_run)(d, xr0, wk, yr, 6, SW, ncols, ky0, ky1); break;                                        \
+    case 7: F(dw_run)(d, xr0, wk, yr, 7, SW, ncols, ky0, ky1); break;                                        \
+    default: F(dw_run)(d, xr0, wk, yr, 8, SW, ncols, ky0, ky1); break;                                       \
     }
 
 /* xp: padded plane (row oy*sh + ky*dh, column ox*sw + kx*dw holds the tap). Each output row
@@ -526,6 +531,11 @@ F(dw_plane_body)(const F(dw_geo) *d, const NN_T *restrict xp, const NN_T *restri
     const int Wo = d->Wo, sw = d->sw, Wp = d->Wp;
     for (int oy = 0; oy < d->Ho; oy++) {
         NN_T *yrow = y + (size_t)oy * Wo;
+        /* tap rows ky with scratch row oy*sh + ky*dh inside [pt, pt + H) */
+        const int r0 = oy * d->sh, lo = d->pt - r0, hi = d->pt + d->H - r0;
+        const int ky0 = lo <= 0 ? 0 : (lo + d->dh - 1) / d->dh;
+        int ky1 = hi <= 0 ? 0 : (hi + d->dh - 1) / d->dh;
+        if (ky1 > d->KH) ky1 = d->KH;
         for (int ox = 0; ox < Wo;) {
             int nv = (Wo - ox + DW_VL - 1) / DW_VL;
             if (nv > nvmax) nv = nvmax;
@@ -561,7 +571,8 @@ static cd_status F(conv_direct)(cd_op_ctx *c, const conv_geo *g, const NN_T *in,
     const int64_t Hc = imin64(g->H, Hp - g->pt); /* input rows that land in the scratch */
     if (Hp * Wp > INT32_MAX)
         return cd_op_fail(c, CD_E_UNSUPPORTED, "depthwise padded plane %lldx%lld is too large", (long long)Hp, (long long)Wp);
-    F(dw_geo) d = {(int)g->Ho, (int)g->Wo, (int)g->KH, (int)g->KW, (int)g->sh, (int)g->sw, (int)g->dh, (int)g->dw, (int)Wp};
+    F(dw_geo) d = {(int)g->Ho, (int)g->Wo, (int)g->KH, (int)g->KW, (int)g->sh, (int)g->sw, (int)g->dh, (int)g->dw, (int)Wp,
+                   (int)g->pt, (int)g->H};
     F(dw_plane_fn) plane = F(dw_plane_default);
 #ifdef NN_X86
     __builtin_cpu_init();
