@@ -12,3 +12,15 @@ foreach(py ${ORACLE_TESTS})
     ENVIRONMENT "CD_OP_RUNNER=$<TARGET_FILE:op_runner>;PYTHONPATH=${CMAKE_CURRENT_SOURCE_DIR}/oracle"
     LABELS oracle TIMEOUT 600)
 endforeach()
+
+# The same oracle cases with the CPU backend's recycled output buffers poisoned (0xff bytes)
+# for ops that declare CD_OPF_WRITES_ALL: an element such a kernel leaves unwritten fails.
+foreach(name test_nn test_basic)
+  if(EXISTS ${CMAKE_CURRENT_SOURCE_DIR}/oracle/${name}.py)
+    add_test(NAME oracle_${name}_poisoned COMMAND ${CD_ORACLE_PYTHON} ${CMAKE_CURRENT_SOURCE_DIR}/oracle/${name}.py
+             WORKING_DIRECTORY ${CMAKE_BINARY_DIR})
+    set_tests_properties(oracle_${name}_poisoned PROPERTIES
+      ENVIRONMENT "CD_OP_RUNNER=$<TARGET_FILE:op_runner>;PYTHONPATH=${CMAKE_CURRENT_SOURCE_DIR}/oracle;CLDIFF_POISON_OUTPUTS=1"
+      LABELS oracle TIMEOUT 600)
+  endif()
+endforeach()

@@ -56,7 +56,9 @@ enum {
     CD_OPF_IDENTITY = 1,   /* output = input (feed, fetch, io_copy, layout, dropout...) */
     CD_OPF_SHAPE = 2,      /* cheap host op on shapes/int data; also run at plan time */
     CD_OPF_HOST = 4,       /* detection post-processing: runs on the host in every backend */
-    CD_OPF_DYNAMIC = 8     /* output shape known only after running (nms): run computes it */
+    CD_OPF_DYNAMIC = 8,    /* output shape known only after running (nms): run computes it */
+    CD_OPF_WRITES_ALL = 16 /* the kernel writes every element of its outputs: the CPU backend
+                              hands it recycled buffers without zeroing them first */
 };
 
 typedef struct cd_op_def {

@@ -14,6 +14,9 @@ typedef struct {
     /* Set once a dynamic op (nms...) produced a smaller output than planned: from then on
      * shapes are re-inferred from the runtime values instead of taken from the plan. */
     bool reinfer;
+    /* CLDIFF_POISON_OUTPUTS=1 (tests): buffers of CD_OPF_WRITES_ALL ops are filled with 0xff
+     * bytes instead of left as they are, so an element the kernel does not write shows. */
+    bool poison;
     /* Activation buffers are recycled (pool_*): a released tensor's block goes back to a
      * free list instead of to malloc, and prepare fills the list by replaying the run's
      * allocations and releases on the planned shapes, touching every page. Without it each
@@ -80,8 +83,9 @@ static void pool_release(cpu_impl *im, int id) {
     if (im->pool_ptr) im->pool_ptr[id] = NULL;
 }
 
-/* cd_value_alloc from the pool: zeroed nbytes for v's dtype and shape. */
-static cd_status pool_alloc(cpu_impl *im, int id, cd_error *err) {
+/* cd_value_alloc from the pool: nbytes for v's dtype and shape, zeroed unless the kernel
+ * writes every element (CD_OPF_WRITES_ALL). */
+static cd_status pool_alloc(cpu_impl *im, int id, bool zero, cd_error *err) {
     cd_value *v = &im->vals[id];
     int64_t n = cd_value_numel(v);
     size_t es = cd_dtype_size(v->dtype);
@@ -91,7 +95,8 @@ static cd_status pool_alloc(cpu_impl *im, int id, cd_error *err) {
     if (!p) return cd_err(err, CD_E_NOMEM, "out of memory for a %zu-byte tensor", nb);
     /* zeroed like calloc: a kernel that writes only part of its output (nms padding)
      * leaves zeros, never bytes of an earlier tensor */
-    memset(p, 0, nb);
+    if (zero) memset(p, 0, nb);
+    else if (im->poison) memset(p, 0xff, nb); /* NaN / -1 in every element a kernel forgets */
     if (v->owned) free(v->data);
     v->data = p;
     v->nbytes = nb;
@@ -294,7 +299,7 @@ static cd_status cpu_run_op(cd_backend *b, int i, cd_op_report *rep, cd_error *e
                 return cd_op_fail(&c, CD_E_INTERNAL, "shape rule gave output '%s' no shape", g->tensors[id].name);
             im->expect[id].dtype = v->dtype;
             im->expect[id].shape = v->shape;
-            if ((st = pool_alloc(im, id, err))) return cd_err_prefix(err, "op #%d %s (%s): ", i, op->name, op->type);
+            if ((st = pool_alloc(im, id, !(def->flags & CD_OPF_WRITES_ALL), err))) return cd_err_prefix(err, "op #%d %s (%s): ", i, op->name, op->type);
         }
     if (def->run) st = def->run(&c);
     else if (def->flags & CD_OPF_IDENTITY) st = copy_identity(&c, op);
@@ -394,6 +399,8 @@ cd_status cd_cpu_backend_open(const cd_backend_opts *opts, cd_backend **out, cd_
     b->impl = cd_calloc(1, sizeof(cpu_impl), err);
     if (!b->impl) { free(b); return CD_E_NOMEM; }
     b->vt = &k_cpu_vt;
+    const char *poison = getenv("CLDIFF_POISON_OUTPUTS");
+    ((cpu_impl *)b->impl)->poison = poison && poison[0] == '1';
     b->opts = *opts;
     if (b->opts.threads <= 0) b->opts.threads = 1;
     omp_set_num_threads(b->opts.threads);

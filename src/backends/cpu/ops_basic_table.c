@@ -24,7 +24,7 @@ cd_status cd_basic_interp_run(cd_op_ctx *c);
 /* Elementwise and scale also run at plan time when all their inputs are known integer
  * (or constant) data: models compute reshape targets with them (the planner evaluates a
  * CD_OPF_SHAPE op only when nothing it reads is missing). */
-#define ELT(name) {name, cd_basic_eltwise_infer, cd_basic_eltwise_run, CD_OPF_SHAPE, cd_basic_eltwise_macs, NULL}
+#define ELT(name) {name, cd_basic_eltwise_infer, cd_basic_eltwise_run, CD_OPF_SHAPE | CD_OPF_WRITES_ALL, cd_basic_eltwise_macs, NULL}
 #define UN(name) {name, cd_basic_unary_infer, cd_basic_unary_run, 0, NULL, NULL}
 #define IDENT(name) {name, cd_basic_identity_infer, cd_basic_identity_run, CD_OPF_IDENTITY, NULL, NULL}
 
