@@ -675,6 +675,12 @@ static inline __attribute__((always_inline)) void F(epi_plane_body)(const F(epi_
         EPI_LOOP(float xf = (float)v; v = (NN_T)(xf < 0.0f ? lr * xf : xf))
         break;
     }
+    case CD_ACT_HARD_SIGMOID: { /* multiply, then add: the epilogue functions are built with
+                                  fp-contract off, so this is cd_act_apply's arithmetic */
+        const float hs_a = e->act.a, hs_b = e->act.b;
+        EPI_LOOP(float tt = hs_a * (float)v + hs_b; v = (NN_T)(tt < 0.0f ? 0.0f : (tt > 1.0f ? 1.0f : tt)))
+        break;
+    }
     case CD_ACT_PRELU: {
         cd_act a = e->act;
         const NN_T *al = e->alpha;
@@ -692,17 +698,20 @@ static inline __attribute__((always_inline)) void F(epi_plane_body)(const F(epi_
 #undef EPI_LOOP
 
 typedef void (*F(epi_plane_fn))(const F(epi_ctx) *, int64_t, NN_T *restrict);
-static void F(epi_plane_default)(const F(epi_ctx) *e, int64_t t, NN_T *restrict y) { F(epi_plane_body)(e, t, y); }
+/* fp-contract off: a multiply-add written in an activation (hard_sigmoid) stays two roundings,
+ * as in cd_act_apply, whichever ISA level the epilogue is built for. */
+#define EPI_NOFMA __attribute__((optimize("fp-contract=off")))
+EPI_NOFMA static void F(epi_plane_default)(const F(epi_ctx) *e, int64_t t, NN_T *restrict y) { F(epi_plane_body)(e, t, y); }
 /* The half epilogue is not built for AVX512-FP16: GCC 12 turns its scalar selects into
  * masked vmovsh forms the installed assembler rejects; the F16C build (convert, add in
  * float, round to half: exact for one half + half) is as fast for this memory-bound pass. */
 #if defined(NN_X86) && !NN_IS_HALF
-__attribute__((target(NN_ISA_FAST))) static void F(epi_plane_fast)(const F(epi_ctx) *e, int64_t t, NN_T *restrict y) {
+EPI_NOFMA __attribute__((target(NN_ISA_FAST))) static void F(epi_plane_fast)(const F(epi_ctx) *e, int64_t t, NN_T *restrict y) {
     F(epi_plane_body)(e, t, y);
 }
 #endif
 #ifdef NN_X86
-__attribute__((target(NN_ISA_MID))) static void F(epi_plane_mid)(const F(epi_ctx) *e, int64_t t, NN_T *restrict y) {
+EPI_NOFMA __attribute__((target(NN_ISA_MID))) static void F(epi_plane_mid)(const F(epi_ctx) *e, int64_t t, NN_T *restrict y) {
     F(epi_plane_body)(e, t, y);
 }
 #endif
