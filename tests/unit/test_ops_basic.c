@@ -521,3 +521,60 @@ Test(shape, transpose_concat_split_slice) {
     cr_assert(strstr(t->err.msg, "axes[1] = 5 is out of range"), "%s", t->err.msg);
     t_free(t);
 }
+
+/* The conv epilogue (bias, then the fused activation) has a vectorised fp32 path for the
+ * common activations and 1x1 maps, planes shorter than a vector and planes ending in a
+ * partial vector. Per element it must be cd_act_apply(y + bias) bit for bit, NaN, Inf and
+ * -0 included: the raw product is taken from the same conv without bias and activation. */
+static void conv_epi_case(const char *act, int64_t W, int64_t C) {
+    const int64_t HW = W, n = C * HW;
+    unsigned seed = 11;
+    double *x = malloc(sizeof(double) * n), *w = malloc(sizeof(double) * C * C), bias[64];
+    for (int64_t i = 0; i < n; i++) x[i] = rnd(&seed) * (i % 7 == 3 ? 1e-38 : 1.0);
+    x[0] = NAN;
+    if (n > 2) x[2] = -0.0;
+    if (n > 5) x[5] = INFINITY;
+    for (int64_t i = 0; i < C * C; i++) w[i] = rnd(&seed) * 0.25;
+    for (int64_t i = 0; i < C; i++) bias[i] = rnd(&seed);
+    float *raw = malloc(sizeof(float) * n);
+    for (int pass = 0; pass < 2; pass++) {
+        T *t = t_new("conv2d");
+        t_val(t, 0, CD_F32, 4, (int64_t[]){1, C, 1, W}, x);
+        t_val(t, 1, CD_F32, 4, (int64_t[]){C, C, 1, 1}, w);
+        t_in(t, "Input", 0); t_in(t, "Filter", 1);
+        if (pass) {
+            t_val(t, 2, CD_F32, 1, (int64_t[]){C}, bias);
+            t_in(t, "Bias", 2);
+            if (act[0]) { a_bool(t, "with_act", true); a_str(t, "act_type", act); }
+            if (!strcmp(act, "leaky_relu")) a_float(t, "leaky_relu_alpha", 0.1);
+            if (!strcmp(act, "relu6")) a_float(t, "fuse_brelu_threshold", 2.5);
+            if (!strcmp(act, "hard_sigmoid")) { a_float(t, "slope", 1.0 / 6); a_float(t, "offset", 0.5); }
+        }
+        t_out(t, "Output", 3);
+        a_ints(t, "strides", 2, (int64_t[]){1, 1});
+        a_ints(t, "paddings", 2, (int64_t[]){0, 0});
+        cr_assert_eq(t_run(t), CD_OK, "%s", t->err.msg);
+        const float *y = t->vals[3].data;
+        if (!pass) {
+            memcpy(raw, y, sizeof(float) * n);
+        } else {
+            cd_act a;
+            cr_assert_eq(cd_act_from_conv(&t->c, &a), CD_OK);
+            for (int64_t i = 0; i < n; i++) {
+                float want = cd_act_apply(&a, raw[i] + (float)bias[i / HW]), got = y[i];
+                cr_assert(memcmp(&want, &got, 4) == 0 || (isnan(want) && isnan(got)),
+                          "act '%s' W=%lld C=%lld at %lld: %.9g, cd_act_apply gives %.9g", act, (long long)W,
+                          (long long)C, (long long)i, got, want);
+            }
+        }
+        t_free(t);
+    }
+    free(x); free(w); free(raw);
+}
+
+Test(conv, epilogue_matches_cd_act_apply_bits) {
+    const char *acts[] = {"", "relu", "relu6", "leaky_relu", "hard_swish", "hard_sigmoid"};
+    const int64_t ws[] = {1, 5, 16, 17, 50};
+    for (int a = 0; a < 6; a++)
+        for (int k = 0; k < 5; k++) conv_epi_case(acts[a], ws[k], ws[k] == 1 ? 37 : 20);
+}

@@ -648,7 +648,117 @@ typedef struct {
         y[i] = v;                                                                                  \
     }
 
+#if !NN_IS_HALF
+/* fp32 planes without a residual input, for the activations below: written with 16-lane
+ * vectors and a partial last vector, because on the narrow maps of mobile networks (50 or
+ * 100 values per plane) the compiler's vectorised loop left a third of each plane to its
+ * scalar remainder loop (a division per element for hard_swish). Per lane this is exactly
+ * the scalar EPI_LOOP expression: the same operations in the same order, comparisons that
+ * are false for NaN keep v, and no contraction (the epilogue is built with fp-contract off). */
+typedef float F(ev) __attribute__((vector_size(64)));
+typedef int F(evi) __attribute__((vector_size(64)));
+#define EV_SEL(m, a, b) ((F(ev))(((m) & (F(evi))(a)) | (~(m) & (F(evi))(b))))
+/* The activation of one vector, in place (bias already added). Vectors go by pointer: a
+ * 64-byte vector returned by value would have an ABI that depends on the ISA level. */
+static inline __attribute__((always_inline)) void F(ev_act)(const F(epi_ctx) *e, F(ev) *vp) {
+    const F(ev) z = {0}, v = *vp;
+    switch (e->act.kind) {
+    case CD_ACT_RELU: *vp = EV_SEL(v < z, z, v); break;
+    case CD_ACT_RELU6: {
+        const F(ev) th = z + e->act.a;
+        *vp = EV_SEL(v < z, z, EV_SEL(v > th, th, v));
+        break;
+    }
+    case CD_ACT_HARD_SWISH: {
+        const F(ev) th = z + e->act.a, sc = z + e->act.b, off = z + e->act.c;
+        F(ev) tt = v + off;
+        tt = EV_SEL(tt < z, z, EV_SEL(tt > th, th, tt));
+        *vp = v * tt / sc;
+        break;
+    }
+    case CD_ACT_HARD_SIGMOID: {
+        const F(ev) sa = z + e->act.a, sb = z + e->act.b, one = z + 1.0f;
+        const F(ev) tt = sa * v + sb;
+        *vp = EV_SEL(tt < z, z, EV_SEL(tt > one, one, tt));
+        break;
+    }
+    case CD_ACT_LEAKY_RELU: *vp = EV_SEL(v < z, (z + e->act.a) * v, v); break;
+    default: break; /* CD_ACT_NONE (F(epi_vec_ok) admits no other kind) */
+    }
+}
+
+static inline __attribute__((always_inline)) bool F(epi_vec_ok)(const F(epi_ctx) *e) {
+    switch (e->act.kind) {
+    case CD_ACT_NONE: case CD_ACT_RELU: case CD_ACT_RELU6: case CD_ACT_HARD_SWISH: case CD_ACT_HARD_SIGMOID:
+    case CD_ACT_LEAKY_RELU: return !e->second;
+    default: return false;
+    }
+}
+
+/* Plane t (HWo values at y). With at least 16 values the last vector is the 16 ending the
+ * plane, loaded before the full vectors are written and stored after them: the values it
+ * shares with the last full vector are computed twice from the same inputs. Shorter planes
+ * go through one partial vector. */
+static inline __attribute__((always_inline)) void F(epi_plane_vec)(const F(epi_ctx) *e, int64_t t, float *restrict y) {
+    const int64_t HWo = e->HWo;
+    const bool hb = e->bias != NULL;
+    const float b = hb ? e->bias[t % e->Cout] : 0.0f;
+    F(ev) v;
+    if (HWo >= 16) {
+        F(ev) last;
+        memcpy(&last, y + HWo - 16, sizeof last);
+        if (hb) last = last + b;
+        F(ev_act)(e, &last);
+        for (int64_t i = 0; i + 16 < HWo; i += 16) {
+            memcpy(&v, y + i, sizeof v);
+            if (hb) v = v + b;
+            F(ev_act)(e, &v);
+            memcpy(y + i, &v, sizeof v);
+        }
+        memcpy(y + HWo - 16, &last, sizeof last);
+    } else {
+        const size_t n = (size_t)HWo * sizeof(float);
+        v = (F(ev)){0};
+        memcpy(&v, y, n);
+        if (hb) v = v + b;
+        F(ev_act)(e, &v);
+        memcpy(y, &v, n);
+    }
+}
+
+/* Planes [t0, t1) of one value each (1x1 maps), contiguous in y = out + t0: 16 planes per
+ * vector with their 16 biases, within one batch item; the rest one by one. */
+static inline __attribute__((always_inline)) void F(epi_flat_vec)(const F(epi_ctx) *e, int64_t t0, int64_t t1, float *restrict out) {
+    const int64_t C = e->Cout;
+    int64_t t = t0;
+    while (t < t1) {
+        const int64_t oc = t % C;
+        if (oc + 16 <= C && t + 16 <= t1) {
+            F(ev) v, bv = {0};
+            memcpy(&v, out + t, sizeof v);
+            if (e->bias) {
+                memcpy(&bv, e->bias + oc, sizeof bv);
+                v = v + bv;
+            }
+            F(ev_act)(e, &v);
+            memcpy(out + t, &v, sizeof v);
+            t += 16;
+        } else {
+            F(epi_plane_vec)(e, t, out + t);
+            t++;
+        }
+    }
+}
+#undef EV_SEL
+#endif
+
 static inline __attribute__((always_inline)) void F(epi_plane_body)(const F(epi_ctx) *e, int64_t t, NN_T *restrict y) {
+#if !NN_IS_HALF
+    if (F(epi_vec_ok)(e)) {
+        F(epi_plane_vec)(e, t, y);
+        return;
+    }
+#endif
     const int64_t HWo = e->HWo, oc = t % e->Cout;
     const NN_T *bias = e->bias, *s2 = e->second ? e->second + t * HWo : NULL;
     const NN_T b = bias ? bias[oc] : (NN_T)0;
@@ -697,43 +807,55 @@ static inline __attribute__((always_inline)) void F(epi_plane_body)(const F(epi_
 }
 #undef EPI_LOOP
 
-typedef void (*F(epi_plane_fn))(const F(epi_ctx) *, int64_t, NN_T *restrict);
+/* Planes [t0, t1) of out. One call per thread: the per-plane call through a function
+ * pointer cost as much as a 50-value plane's arithmetic. */
+static inline __attribute__((always_inline)) void F(epi_range_body)(const F(epi_ctx) *e, int64_t t0, int64_t t1,
+                                                                    NN_T *restrict out) {
+#if !NN_IS_HALF
+    if (e->HWo == 1 && F(epi_vec_ok)(e)) {
+        F(epi_flat_vec)(e, t0, t1, out);
+        return;
+    }
+#endif
+    for (int64_t t = t0; t < t1; t++) F(epi_plane_body)(e, t, out + t * e->HWo);
+}
+
+typedef void (*F(epi_range_fn))(const F(epi_ctx) *, int64_t, int64_t, NN_T *restrict);
 /* fp-contract off: a multiply-add written in an activation (hard_sigmoid) stays two roundings,
  * as in cd_act_apply, whichever ISA level the epilogue is built for. */
 #define EPI_NOFMA __attribute__((optimize("fp-contract=off")))
-EPI_NOFMA static void F(epi_plane_default)(const F(epi_ctx) *e, int64_t t, NN_T *restrict y) { F(epi_plane_body)(e, t, y); }
+#define EPI_ARGS (const F(epi_ctx) *e, int64_t t0, int64_t t1, NN_T *restrict out)
+EPI_NOFMA static void F(epi_range_default) EPI_ARGS { F(epi_range_body)(e, t0, t1, out); }
 /* The half epilogue is not built for AVX512-FP16: GCC 12 turns its scalar selects into
  * masked vmovsh forms the installed assembler rejects; the F16C build (convert, add in
  * float, round to half: exact for one half + half) is as fast for this memory-bound pass. */
 #if defined(NN_X86) && !NN_IS_HALF
-EPI_NOFMA __attribute__((target(NN_ISA_FAST))) static void F(epi_plane_fast)(const F(epi_ctx) *e, int64_t t, NN_T *restrict y) {
-    F(epi_plane_body)(e, t, y);
-}
+EPI_NOFMA __attribute__((target(NN_ISA_FAST))) static void F(epi_range_fast) EPI_ARGS { F(epi_range_body)(e, t0, t1, out); }
 #endif
 #ifdef NN_X86
-EPI_NOFMA __attribute__((target(NN_ISA_MID))) static void F(epi_plane_mid)(const F(epi_ctx) *e, int64_t t, NN_T *restrict y) {
-    F(epi_plane_body)(e, t, y);
-}
+EPI_NOFMA __attribute__((target(NN_ISA_MID))) static void F(epi_range_mid) EPI_ARGS { F(epi_range_body)(e, t0, t1, out); }
 #endif
+#undef EPI_ARGS
 
 static void F(epilogue)(cd_op_ctx *c, const conv_geo *g, NN_T *out) {
     cd_value *bv = cd_in(c, "Bias", 0), *av = cd_in(c, "Prelu_alpha", 0), *sv = cd_in(c, "SecondInput", 0);
     F(epi_ctx) e = {bv ? bv->data : NULL, av ? av->data : NULL, g->residual ? sv->data : NULL, g->act,
                     g->prelu_mode, g->residual_relu, g->Ho * g->Wo, g->Cout};
     if (!e.bias && e.act.kind == CD_ACT_NONE && !e.second) return;
-    F(epi_plane_fn) plane = F(epi_plane_default);
+    F(epi_range_fn) range = F(epi_range_default);
 #ifdef NN_X86
     __builtin_cpu_init();
 #if !NN_IS_HALF
-    if (NN_ISA_FAST_CHECK) plane = F(epi_plane_fast);
+    if (NN_ISA_FAST_CHECK) range = F(epi_range_fast);
     else
 #endif
-    if (NN_ISA_MID_CHECK) plane = F(epi_plane_mid);
+    if (NN_ISA_MID_CHECK) range = F(epi_range_mid);
 #endif
     const int64_t total = g->N * g->Cout;
     const int threads = c->threads;
     const bool par = threads > 1 && total > 1 && total * e.HWo >= NN_PAR_MIN_WORK;
-    CD_PAR_FOR(par, threads, int64_t, t, total, { plane(&e, t, out + t * e.HWo); });
+    const int64_t parts = par ? threads : 1;
+    CD_PAR_FOR(par, threads, int64_t, p, parts, { range(&e, total * p / parts, total * (p + 1) / parts, out); });
 }
 
 static cd_status F(conv_fwd)(cd_op_ctx *c, const conv_geo *g, const NN_T *in, const NN_T *w, NN_T *out) {
