@@ -443,8 +443,8 @@ typedef NN_T F(dwvec) __attribute__((vector_size(DW_VL * sizeof(NN_T))));
 
 typedef struct {
     int Ho, Wo, KH, KW, sh, sw, dh, dw;
-    int Wp;    /* scratch row length */
-    int pt, H; /* scratch rows [pt, pt + H) hold input rows; the others are padding */
+    int Wp;          /* scratch row length */
+    const int *kyr;  /* per output row oy: tap rows [kyr[2 oy], kyr[2 oy + 1]) are not all padding */
 } F(dw_geo);
 
 static inline __attribute__((always_inline)) void F(dw_load)(const NN_T *p, int sw, F(dwvec) *out) {
@@ -531,11 +531,7 @@ F(dw_plane_body)(const F(dw_geo) *d, const NN_T *restrict xp, const NN_T *restri
     const int Wo = d->Wo, sw = d->sw, Wp = d->Wp;
     for (int oy = 0; oy < d->Ho; oy++) {
         NN_T *yrow = y + (size_t)oy * Wo;
-        /* tap rows ky with scratch row oy*sh + ky*dh inside [pt, pt + H) */
-        const int r0 = oy * d->sh, lo = d->pt - r0, hi = d->pt + d->H - r0;
-        const int ky0 = lo <= 0 ? 0 : (lo + d->dh - 1) / d->dh;
-        int ky1 = hi <= 0 ? 0 : (hi + d->dh - 1) / d->dh;
-        if (ky1 > d->KH) ky1 = d->KH;
+        const int ky0 = d->kyr[2 * oy], ky1 = d->kyr[2 * oy + 1];
         for (int ox = 0; ox < Wo;) {
             int nv = (Wo - ox + DW_VL - 1) / DW_VL;
             if (nv > nvmax) nv = nvmax;
@@ -551,12 +547,42 @@ F(dw_plane_body)(const F(dw_geo) *d, const NN_T *restrict xp, const NN_T *restri
 }
 #undef DW_RUN_NV
 
-typedef void (*F(dw_plane_fn))(const F(dw_geo) *, const NN_T *restrict, const NN_T *restrict, NN_T *restrict);
-#define DW_ARGS (const F(dw_geo) *d, const NN_T *restrict x, const NN_T *restrict wk, NN_T *restrict y)
-static void F(dw_plane_default) DW_ARGS { F(dw_plane_body)(d, x, wk, y, 2); }
+/* Everything a run of output planes needs: the geometry, the tensors and the scratch
+ * layout (see F(conv_direct)). */
+typedef struct {
+    F(dw_geo) d;
+    const NN_T *in, *w;
+    NN_T *out;
+    int64_t Cin, Cout, m, H, W, HW, HWo, KHW, pt, pl, Wp, Hc;
+} F(dw_job);
+
+/* Output planes [t0, t1) with the thread's scratch plane xp. Each plane's input channel is
+ * copied into the scratch (zeros stay in the padding; only the input window is rewritten)
+ * unless the previous plane used the same one (channel multiplier > 1). One call per
+ * thread and op: a call per plane through a function pointer cost as much as a plane of a
+ * 1x50 map. */
+static inline __attribute__((always_inline)) void F(dw_planes_body)(const F(dw_job) *j, int64_t t0, int64_t t1,
+                                                                    NN_T *restrict xp, const int nvmax) {
+    int64_t last_ic = -1;
+    const int64_t cols = imin64(j->W, j->Wp - j->pl);
+    for (int64_t t = t0; t < t1; t++) {
+        const int64_t n = t / j->Cout, oc = t % j->Cout, ic = n * j->Cin + oc / j->m;
+        if (ic != last_ic) {
+            const NN_T *x = j->in + ic * j->HW;
+            for (int64_t iy = imax64(0, -j->pt); iy < j->Hc; iy++)
+                memcpy(xp + (iy + j->pt) * j->Wp + j->pl, x + iy * j->W, (size_t)cols * sizeof(NN_T));
+            last_ic = ic;
+        }
+        F(dw_plane_body)(&j->d, xp, j->w + oc * j->KHW, j->out + t * j->HWo, nvmax);
+    }
+}
+
+typedef void (*F(dw_planes_fn))(const F(dw_job) *, int64_t, int64_t, NN_T *restrict);
+#define DW_ARGS (const F(dw_job) *j, int64_t t0, int64_t t1, NN_T *restrict xp)
+static void F(dw_planes_default) DW_ARGS { F(dw_planes_body)(j, t0, t1, xp, 2); }
 #ifdef NN_X86
-__attribute__((target(NN_ISA_FAST))) static void F(dw_plane_fast) DW_ARGS { F(dw_plane_body)(d, x, wk, y, DW_NVMAX); }
-__attribute__((target(NN_ISA_MID))) static void F(dw_plane_mid) DW_ARGS { F(dw_plane_body)(d, x, wk, y, 4); }
+__attribute__((target(NN_ISA_FAST))) static void F(dw_planes_fast) DW_ARGS { F(dw_planes_body)(j, t0, t1, xp, DW_NVMAX); }
+__attribute__((target(NN_ISA_MID))) static void F(dw_planes_mid) DW_ARGS { F(dw_planes_body)(j, t0, t1, xp, 4); }
 #endif
 #undef DW_ARGS
 
@@ -571,57 +597,52 @@ static cd_status F(conv_direct)(cd_op_ctx *c, const conv_geo *g, const NN_T *in,
     const int64_t Hc = imin64(g->H, Hp - g->pt); /* input rows that land in the scratch */
     if (Hp * Wp > INT32_MAX)
         return cd_op_fail(c, CD_E_UNSUPPORTED, "depthwise padded plane %lldx%lld is too large", (long long)Hp, (long long)Wp);
-    F(dw_geo) d = {(int)g->Ho, (int)g->Wo, (int)g->KH, (int)g->KW, (int)g->sh, (int)g->sw, (int)g->dh, (int)g->dw, (int)Wp,
-                   (int)g->pt, (int)g->H};
-    F(dw_plane_fn) plane = F(dw_plane_default);
+    /* per output row, the tap rows whose scratch row oy*sh + ky*dh is an input row, i.e. in
+     * [pt, pt + H): the same for every plane, so computed once here */
+    int *kyr = malloc((size_t)g->Ho * 2 * sizeof(int));
+    if (!kyr) return cd_op_fail(c, CD_E_NOMEM, "out of memory for the depthwise row table");
+    for (int64_t oy = 0; oy < g->Ho; oy++) {
+        const int64_t r0 = oy * g->sh, lo = g->pt - r0, hi = g->pt + g->H - r0;
+        const int64_t ky0 = lo <= 0 ? 0 : (lo + g->dh - 1) / g->dh, ky1 = hi <= 0 ? 0 : (hi + g->dh - 1) / g->dh;
+        kyr[2 * oy] = (int)imin64(ky0, g->KH);
+        kyr[2 * oy + 1] = (int)imin64(ky1, g->KH);
+    }
+    F(dw_job) j = {{(int)g->Ho, (int)g->Wo, (int)g->KH, (int)g->KW, (int)g->sh, (int)g->sw, (int)g->dh, (int)g->dw, (int)Wp,
+                    kyr},
+                   in, w, out, g->Cin, g->Cout, g->Cout / g->groups, g->H, g->W, g->H * g->W, g->Ho * g->Wo,
+                   g->KH * g->KW, g->pt, g->pl, Wp, Hc};
+    F(dw_planes_fn) planes = F(dw_planes_default);
 #ifdef NN_X86
     __builtin_cpu_init();
-    if (NN_ISA_FAST_CHECK) plane = F(dw_plane_fast);
-    else if (NN_ISA_MID_CHECK) plane = F(dw_plane_mid);
+    if (NN_ISA_FAST_CHECK) planes = F(dw_planes_fast);
+    else if (NN_ISA_MID_CHECK) planes = F(dw_planes_mid);
 #endif
-    const int64_t m = g->Cout / g->groups, HWo = g->Ho * g->Wo, HW = g->H * g->W;
-    const int64_t total = g->N * g->Cout, KHW = g->KH * g->KW;
-    const bool par = threads > 1 && total > 1 && total * HWo * KHW >= NN_DW_PAR_MIN_MACS;
-    /* One output plane t: its input channel is copied into the padded scratch (zeros stay
-     * in the padding; only the input window is rewritten), unless the previous plane of this
-     * thread used the same one (channel multiplier > 1). */
-#define DW_PLANE(t, xp, last_ic)                                                                   \
-    do {                                                                                           \
-        int64_t n_ = (t) / g->Cout, oc_ = (t) % g->Cout, ic_ = n_ * g->Cin + oc_ / m;              \
-        if (ic_ != (last_ic)) {                                                                    \
-            const NN_T *x_ = in + ic_ * HW;                                                        \
-            const int64_t cols_ = imin64(g->W, Wp - g->pl);                                        \
-            for (int64_t iy = imax64(0, -g->pt); iy < Hc; iy++)                                    \
-                memcpy((xp) + (iy + g->pt) * Wp + g->pl, x_ + iy * g->W, (size_t)cols_ * sizeof(NN_T)); \
-            (last_ic) = ic_;                                                                       \
-        }                                                                                          \
-        plane(&d, (xp), w + oc_ * KHW, out + (t) * HWo);                                           \
-    } while (0)
+    const int64_t total = g->N * g->Cout;
+    const bool par = threads > 1 && total > 1 && total * j.HWo * j.KHW >= NN_DW_PAR_MIN_MACS;
     bool ok = true;
     if (!par) { /* no OpenMP region at all (backends/cpu/par.h) */
         NN_T *xp = calloc((size_t)(Hp * Wp), sizeof(NN_T));
-        if (!xp) return cd_op_fail(c, CD_E_NOMEM, "out of memory for the %lldx%lld depthwise scratch plane", (long long)Hp, (long long)Wp);
-        int64_t last_ic = -1;
-        for (int64_t t = 0; t < total; t++) DW_PLANE(t, xp, last_ic);
+        ok = xp != NULL;
+        if (ok) planes(&j, 0, total, xp);
         free(xp);
-        return CD_OK;
-    }
+    } else {
+        /* planes in chunks of 8, handed out dynamically (layers are small and threads may be
+         * delayed); every plane is computed the same way whichever thread takes it */
+        const int64_t chunks = (total + 7) / 8;
 #pragma omp parallel num_threads(threads)
-    {
-        NN_T *xp = calloc((size_t)(Hp * Wp), sizeof(NN_T));
-        if (!xp) {
+        {
+            NN_T *xp = calloc((size_t)(Hp * Wp), sizeof(NN_T));
+            if (!xp) {
 #pragma omp atomic write
-            ok = false;
-        }
-        int64_t last_ic = -1;
+                ok = false;
+            }
 #pragma omp for schedule(dynamic, 1)
-        for (int64_t t = 0; t < total; t++) {
-            if (!xp) continue;
-            DW_PLANE(t, xp, last_ic);
+            for (int64_t k = 0; k < chunks; k++)
+                if (xp) planes(&j, k * 8, imin64(total, (k + 1) * 8), xp);
+            free(xp);
         }
-        free(xp);
     }
-#undef DW_PLANE
+    free(kyr);
     if (!ok) return cd_op_fail(c, CD_E_NOMEM, "out of memory for the %lldx%lld depthwise scratch plane", (long long)Hp, (long long)Wp);
     return CD_OK;
 }
