@@ -354,6 +354,66 @@ F(direct_tile)(int kc, const GT *restrict a, size_t ars, size_t aks, const GT *r
     F(store_tile)(c, (size_t)ldc, &acc[0][0], DNV, mr, nv, ncols, alpha, beta, first);
 }
 
+/* The full 4-row x 4-vector tile of the AVX-512 build as a function of its own: inlined into
+ * the large direct-path function, GCC kept a quarter of its 16 accumulators in memory (a
+ * store-to-load round trip per multiply-add); alone, all 16 stay in registers. */
+#if defined(CD_GEMM_X86)
+__attribute__((target(G_ISA_FAST), noinline)) static void
+F(direct_tile_4x4_fast)(int kc, const GT *restrict a, size_t ars, size_t aks, const GT *restrict b, size_t ldb,
+                        GT *restrict c, int ldc, int ncols, int shift, GT alpha, GT beta, int first) {
+    /* sixteen named accumulators: with an array GCC still kept a row of them in memory */
+    F(vec) c00 = {0}, c01 = {0}, c02 = {0}, c03 = {0}, c10 = {0}, c11 = {0}, c12 = {0}, c13 = {0};
+    F(vec) c20 = {0}, c21 = {0}, c22 = {0}, c23 = {0}, c30 = {0}, c31 = {0}, c32 = {0}, c33 = {0};
+    const size_t o3 = (size_t)3 * NR - (size_t)shift; /* the last vector starts `shift` columns early */
+    for (int k = 0; k < kc; k++) {
+        const GT *bk = b + (size_t)k * ldb;
+        F(vec) b0, b1, b2, b3;
+        memcpy(&b0, bk, sizeof b0);
+        memcpy(&b1, bk + NR, sizeof b1);
+        memcpy(&b2, bk + 2 * NR, sizeof b2);
+        memcpy(&b3, bk + o3, sizeof b3);
+        const GT *ak = a + (size_t)k * aks;
+        F(vec) x;
+        x = (F(vec))BCAST16(ak[0]);
+        c00 += x * b0; c01 += x * b1; c02 += x * b2; c03 += x * b3;
+        x = (F(vec))BCAST16(ak[ars]);
+        c10 += x * b0; c11 += x * b1; c12 += x * b2; c13 += x * b3;
+        x = (F(vec))BCAST16(ak[2 * ars]);
+        c20 += x * b0; c21 += x * b1; c22 += x * b2; c23 += x * b3;
+        x = (F(vec))BCAST16(ak[3 * ars]);
+        c30 += x * b0; c31 += x * b1; c32 += x * b2; c33 += x * b3;
+    }
+    if (shift) { /* as F(direct_tile): the last vector's own columns are lanes shift..NR-1 */
+        typedef G_LANE_INT F(sidx4) __attribute__((vector_size(NR * sizeof(G_LANE_INT))));
+        F(sidx4) m;
+        for (int l = 0; l < NR; l++) m[l] = (G_LANE_INT)((l + shift) & (NR - 1));
+        c03 = __builtin_shuffle(c03, m);
+        c13 = __builtin_shuffle(c13, m);
+        c23 = __builtin_shuffle(c23, m);
+        c33 = __builtin_shuffle(c33, m);
+    }
+    const int n3 = ncols - 3 * NR < NR ? ncols - 3 * NR : NR;
+    const size_t l = (size_t)ldc;
+    F(store_row)(c, &c00, NR, alpha, beta, first);
+    F(store_row)(c + NR, &c01, NR, alpha, beta, first);
+    F(store_row)(c + 2 * NR, &c02, NR, alpha, beta, first);
+    F(store_row)(c + 3 * NR, &c03, n3, alpha, beta, first);
+    F(store_row)(c + l, &c10, NR, alpha, beta, first);
+    F(store_row)(c + l + NR, &c11, NR, alpha, beta, first);
+    F(store_row)(c + l + 2 * NR, &c12, NR, alpha, beta, first);
+    F(store_row)(c + l + 3 * NR, &c13, n3, alpha, beta, first);
+    F(store_row)(c + 2 * l, &c20, NR, alpha, beta, first);
+    F(store_row)(c + 2 * l + NR, &c21, NR, alpha, beta, first);
+    F(store_row)(c + 2 * l + 2 * NR, &c22, NR, alpha, beta, first);
+    F(store_row)(c + 2 * l + 3 * NR, &c23, n3, alpha, beta, first);
+    F(store_row)(c + 3 * l, &c30, NR, alpha, beta, first);
+    F(store_row)(c + 3 * l + NR, &c31, NR, alpha, beta, first);
+    F(store_row)(c + 3 * l + 2 * NR, &c32, NR, alpha, beta, first);
+    F(store_row)(c + 3 * l + 3 * NR, &c33, n3, alpha, beta, first);
+}
+#define DT44(...) F(direct_tile_4x4_fast)(__VA_ARGS__)
+#endif
+
 /* One work item of the direct path: rows [i0, i1) x columns [j0, j0+ncols) of C over all
  * of K (ncols <= DNV * NR). The columns of a partial last vector are copied, once per K
  * slice, into bpad (KC x NR, zero-padded). Row count and vector count are made constants
@@ -384,6 +444,17 @@ F(direct_item)(int K, const GT *A, size_t ars, size_t aks, const GT *B, int ldb,
             GT *c = C + (size_t)r0 * ldc + j0;
 #define DT(MRC, NVC, BB, LDB, CC, NC, SH) \
     F(direct_tile)(kc, a, ars, aks, BB, LDB, CC, ldc, MRC, NVC, NC, SH, alpha, beta, first)
+/* 4 vectors: only the AVX-512 build gets there (nvmax); its 4-row tile is the separate
+ * function above */
+#if defined(CD_GEMM_X86)
+#define DT4(MRC, BB, LDB, CC, NC, SH)                                                              \
+    do {                                                                                           \
+        if ((MRC) == 4) DT44(kc, a, ars, aks, BB, LDB, CC, ldc, NC, SH, alpha, beta, first);       \
+        else DT(MRC, 4, BB, LDB, CC, NC, SH);                                                      \
+    } while (0)
+#else
+#define DT4(MRC, BB, LDB, CC, NC, SH) DT(MRC, 4, BB, LDB, CC, NC, SH)
+#endif
 #define DT_NV(MRC)                                                                                 \
     for (int jv = 0; jv < nvec;) {                                                                 \
         const int nv = imin(nvmax, nvec - jv), last = jv + nv == nvec && shifted;                  \
@@ -392,7 +463,7 @@ F(direct_item)(int K, const GT *A, size_t ars, size_t aks, const GT *B, int ldb,
         case 1: DT(MRC, 1, b + jv * NR, ldb, c + jv * NR, nc, sh); break;                          \
         case 2: DT(MRC, 2, b + jv * NR, ldb, c + jv * NR, nc, sh); break;                          \
         case 3: DT(MRC, 3, b + jv * NR, ldb, c + jv * NR, nc, sh); break;                          \
-        default: DT(MRC, 4, b + jv * NR, ldb, c + jv * NR, nc, sh); break;                         \
+        default: DT4(MRC, b + jv * NR, ldb, c + jv * NR, nc, sh); break;                           \
         }                                                                                          \
         jv += nv;                                                                                  \
     }                                                                                              \
@@ -404,6 +475,7 @@ F(direct_item)(int K, const GT *A, size_t ars, size_t aks, const GT *B, int ldb,
             default: DT_NV(4) break;
             }
 #undef DT_NV
+#undef DT4
 #undef DT
         }
     }
