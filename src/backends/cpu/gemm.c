@@ -849,7 +849,15 @@ bool CAT(cd_conv_direct, GS)(const cd_conv_direct_geo *g, int Cout, const GT *W,
     int nt = threads < 1 || macs < SINGLE_THREAD_MACS ? 1 : threads;
     if (nt > bands) nt = bands;
     bool ok = true;
-#pragma omp parallel num_threads(nt) if (nt > 1)
+    if (nt == 1) { /* no OpenMP region (backends/cpu/par.h) */
+        GT *xs = calloc(scratch, sizeof(GT));
+        if (!xs) return false;
+        for (int b = 0; b < bands; b++)
+            F(cd_band_run)(fn, &bd, xs, W, Y, Cout, b * CD_BAND_ROWS, imin(g->Ho, (b + 1) * CD_BAND_ROWS));
+        free(xs);
+        return true;
+    }
+#pragma omp parallel num_threads(nt)
     {
         GT *xs = calloc(scratch, sizeof(GT));
         if (!xs) {
