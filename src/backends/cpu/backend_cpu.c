@@ -30,13 +30,16 @@ typedef struct {
     int n_free, cap_free;
 } cpu_impl;
 
-/* Smallest free block that holds nb bytes and is not more than twice as large (+ 4 KiB):
- * a tiny tensor never pins a big block. Index into free_blocks, or -1. */
+/* Smallest free block that holds nb bytes (best fit), index into free_blocks, or -1.
+ * Measured on the shared models' peak RSS: limiting the fit (at most 2x or 1.25x the size
+ * asked) made more blocks, not fewer (pyramidbox 139 -> 142 -> 214 MiB, det_slim 80 -> 90 MiB).
+ * Blocks are never split or merged, so the pool holds ~30% more than malloc's peak did
+ * (pyramidbox 107 -> 139 MiB, det_slim 64 -> 80 MiB); in exchange no op pays page faults. */
 static int pool_find(const cpu_impl *im, size_t nb) {
     int best = -1;
     for (int k = 0; k < im->n_free; k++) {
         size_t c = im->free_blocks[k].cap;
-        if (c >= nb && c <= 2 * nb + 4096 && (best < 0 || c < im->free_blocks[best].cap)) best = k;
+        if (c >= nb && (best < 0 || c < im->free_blocks[best].cap)) best = k;
     }
     return best;
 }
