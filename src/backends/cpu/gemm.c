@@ -308,6 +308,15 @@ F(store_tile)(GT *restrict c, size_t ldc, const F(vec) *acc, const int as, const
         }
 }
 
+/* Lanes shift..NR-1 of *v moved down to 0..NR-1-shift (the rest are left as they were):
+ * the partial last vector of a shifted tile (F(direct_item)). Once per tile and K slice, so a
+ * plain copy, which every compiler (clang has no variable-index vector shuffle) builds. */
+static inline __attribute__((always_inline)) void F(lanes_down)(F(vec) *v, int shift) {
+    GT t[NR];
+    memcpy(t, v, sizeof t);
+    memcpy(v, t + shift, (size_t)(NR - shift) * sizeof(GT));
+}
+
 /* ---- direct path: small products with a plain (non-transposed) B ----
  * No packing: a tile of mr (<= DMR) rows x nv (<= DNV) vectors of C is accumulated in
  * registers, A read in place (row stride ars, k stride aks: both transposes), B rows read in
@@ -345,11 +354,8 @@ F(direct_tile)(int kc, const GT *restrict a, size_t ars, size_t aks, const GT *r
         }
     }
     if (shift) { /* the shifted vector's own columns are its lanes shift..NR-1: move them down */
-        typedef G_LANE_INT F(sidx) __attribute__((vector_size(NR * sizeof(G_LANE_INT))));
-        F(sidx) m;
-        for (int l = 0; l < NR; l++) m[l] = (G_LANE_INT)((l + shift) & (NR - 1));
 #pragma GCC unroll 4
-        for (int i = 0; i < mr; i++) acc[i][nv - 1] = __builtin_shuffle(acc[i][nv - 1], m);
+        for (int i = 0; i < mr; i++) F(lanes_down)(&acc[i][nv - 1], shift);
     }
     F(store_tile)(c, (size_t)ldc, &acc[0][0], DNV, mr, nv, ncols, alpha, beta, first);
 }
@@ -384,13 +390,10 @@ F(direct_tile_4x4_fast)(int kc, const GT *restrict a, size_t ars, size_t aks, co
         c30 += x * b0; c31 += x * b1; c32 += x * b2; c33 += x * b3;
     }
     if (shift) { /* as F(direct_tile): the last vector's own columns are lanes shift..NR-1 */
-        typedef G_LANE_INT F(sidx4) __attribute__((vector_size(NR * sizeof(G_LANE_INT))));
-        F(sidx4) m;
-        for (int l = 0; l < NR; l++) m[l] = (G_LANE_INT)((l + shift) & (NR - 1));
-        c03 = __builtin_shuffle(c03, m);
-        c13 = __builtin_shuffle(c13, m);
-        c23 = __builtin_shuffle(c23, m);
-        c33 = __builtin_shuffle(c33, m);
+        F(lanes_down)(&c03, shift);
+        F(lanes_down)(&c13, shift);
+        F(lanes_down)(&c23, shift);
+        F(lanes_down)(&c33, shift);
     }
     const int n3 = ncols - 3 * NR < NR ? ncols - 3 * NR : NR;
     const size_t l = (size_t)ldc;

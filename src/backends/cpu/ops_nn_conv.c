@@ -675,7 +675,7 @@ typedef struct {
  * 100 values per plane) the compiler's vectorised loop left a third of each plane to its
  * scalar remainder loop (a division per element for hard_swish). Per lane this is exactly
  * the scalar EPI_LOOP expression: the same operations in the same order, comparisons that
- * are false for NaN keep v, and no contraction (the epilogue is built with fp-contract off). */
+ * are false for NaN keep v, and the contraction rules of cd_act_apply (EPI_NOFMA below). */
 typedef float F(ev) __attribute__((vector_size(64)));
 typedef int F(evi) __attribute__((vector_size(64)));
 #define EV_SEL(m, a, b) ((F(ev))(((m) & (F(evi))(a)) | (~(m) & (F(evi))(b))))
@@ -806,8 +806,7 @@ static inline __attribute__((always_inline)) void F(epi_plane_body)(const F(epi_
         EPI_LOOP(float xf = (float)v; v = (NN_T)(xf < 0.0f ? lr * xf : xf))
         break;
     }
-    case CD_ACT_HARD_SIGMOID: { /* multiply, then add: the epilogue functions are built with
-                                  fp-contract off, so this is cd_act_apply's arithmetic */
+    case CD_ACT_HARD_SIGMOID: { /* multiply and add with cd_act_apply's contraction (EPI_NOFMA) */
         const float hs_a = e->act.a, hs_b = e->act.b;
         EPI_LOOP(float tt = hs_a * (float)v + hs_b; v = (NN_T)(tt < 0.0f ? 0.0f : (tt > 1.0f ? 1.0f : tt)))
         break;
@@ -842,9 +841,16 @@ static inline __attribute__((always_inline)) void F(epi_range_body)(const F(epi_
 }
 
 typedef void (*F(epi_range_fn))(const F(epi_ctx) *, int64_t, int64_t, NN_T *restrict);
-/* fp-contract off: a multiply-add written in an activation (hard_sigmoid) stays two roundings,
- * as in cd_act_apply, whichever ISA level the epilogue is built for. */
+/* A multiply-add written in an activation (hard_sigmoid) is rounded as in cd_act_apply,
+ * whichever ISA level the epilogue is built for. On x86-64 cd_act_apply is built for the
+ * baseline ISA, which has no FMA, so the epilogue's AVX2/AVX-512 builds must not contract
+ * either. Elsewhere (aarch64: FMA in the baseline) the epilogue is built for the same ISA as
+ * cd_act_apply and contracts as it does (the aarch64 cross test checks it under qemu). */
+#ifdef NN_X86
 #define EPI_NOFMA __attribute__((optimize("fp-contract=off")))
+#else
+#define EPI_NOFMA
+#endif
 #define EPI_ARGS (const F(epi_ctx) *e, int64_t t0, int64_t t1, NN_T *restrict out)
 EPI_NOFMA static void F(epi_range_default) EPI_ARGS { F(epi_range_body)(e, t0, t1, out); }
 /* The half epilogue is not built for AVX512-FP16: GCC 12 turns its scalar selects into
