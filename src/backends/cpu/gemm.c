@@ -500,20 +500,25 @@ __attribute__((target(G_ISA_MID))) static void F(direct_mid) DIRECT_ARGS { DIREC
 #undef DIRECT_ARGS
 #undef DIRECT_CALL
 
-/* The direct path for this machine, or NULL where the architecture kernel (NEON) replaces
- * the generic micro-kernel: there the packed path keeps running, bits are the same anyway. */
-static F(direct_fn) F(pick_direct)(void) {
+/* The variant NAME_fast / NAME_mid / NAME_default for this machine, or NULL where the
+ * architecture kernel (NEON) replaces the generic micro-kernel: there the packed path keeps
+ * running (bits are the same anyway). Shared by the direct and the one-column paths. */
 #if defined(G_MICRO_ARCH)
-    return NULL;
+#define G_PICK_VARIANT(NAME) return NULL
+#elif defined(CD_GEMM_X86)
+#define G_PICK_VARIANT(NAME)                                                                       \
+    do {                                                                                           \
+        __builtin_cpu_init();                                                                      \
+        if (G_ISA_FAST_CHECK) return F(NAME##_fast);                                               \
+        if (G_ISA_MID_CHECK) return F(NAME##_mid);                                                 \
+        return F(NAME##_default);                                                                  \
+    } while (0)
 #else
-#ifdef CD_GEMM_X86
-    __builtin_cpu_init();
-    if (G_ISA_FAST_CHECK) return F(direct_fast);
-    if (G_ISA_MID_CHECK) return F(direct_mid);
+#define G_PICK_VARIANT(NAME) return F(NAME##_default)
 #endif
-    return F(direct_default);
-#endif
-}
+
+/* The direct path for this machine, or NULL (see G_PICK_VARIANT). */
+static F(direct_fn) F(pick_direct)(void) { G_PICK_VARIANT(direct); }
 
 /* C = alpha * op(A) * B + beta * C through the direct path, on up to `threads` threads (one
  * parallel region, no barrier inside: every item owns its C block over all of K). An item is
@@ -941,18 +946,8 @@ __attribute__((target(G_ISA_MID))) static void F(gemv_mid) GEMV_ARGS { GEMV_CALL
 
 /* The one-column path at the ISA level F(pick_direct) chooses (the same contraction rules),
  * or NULL where the direct path is not used. */
-static F(gemv_fn) F(pick_gemv)(void) {
-#if defined(G_MICRO_ARCH)
-    return NULL;
-#else
-#ifdef CD_GEMM_X86
-    __builtin_cpu_init();
-    if (G_ISA_FAST_CHECK) return F(gemv_fast);
-    if (G_ISA_MID_CHECK) return F(gemv_mid);
-#endif
-    return F(gemv_default);
-#endif
-}
+static F(gemv_fn) F(pick_gemv)(void) { G_PICK_VARIANT(gemv); }
+#undef G_PICK_VARIANT
 
 static void F(gemm_gemv)(F(gemv_fn) fn, int M, int K, GT alpha, const GT *At, int lda, const GT *B, int ldb,
                          GT beta, GT *C, int threads) {
