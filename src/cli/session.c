@@ -208,34 +208,82 @@ static void on_op_done(void *user, int op_index, const cd_op_report *rep) {
     fflush(stderr);
 }
 
-cd_status cd_session_run(cd_session *s, const char *backend, const char *run, cd_precision prec,
-                         cd_run_result *res, cd_error *err) {
-    memset(res, 0, sizeof *res);
-    const cd_plan *plan = (prec == CD_PREC_FP32 && s->have_plan32) ? &s->plan32 : &s->plan;
-    bool cl = !strcmp(backend, "opencl");
-    snprintf(res->variant, sizeof res->variant, "%s", prec == CD_PREC_FP16 ? (cl && s->o->fp16_compute ? "fp16-compute" : "fp16") : "fp32");
-    cd_run_info info = {.backend = backend, .precision = res->variant, .device = cl ? "" : "host CPU",
+/* Begins a dump run and its sink. */
+static cd_status open_run(cd_session *s, const char *run, const char *backend, const char *variant, bool cl,
+                          cd_dump_sink **sink, cd_error *err) {
+    cd_run_info info = {.backend = backend, .precision = variant, .device = cl ? "" : "host CPU",
                         .platform = "", .driver = "", .library_path = "", .threads = s->o->threads};
     cd_status st = cd_dump_begin_run(s->dump, run, &info, err);
     if (st) return st;
-    cd_dump_sink *sink = NULL;
-    st = cd_dump_sink_new(s->dump, run, s->g, !strcmp(s->o->dump_mode, "stats") ? CD_SINK_STATS : CD_SINK_FULL, &sink, err);
-    if (st) return st;
-    progress pr = {.run = run, .n_ops = s->g->n_ops, .tty = !s->o->quiet && isatty(2) && !getenv("CLDIFF_NO_PROGRESS")};
-    cd_dump_sink_on_op_done(sink, on_op_done, &pr);
-    cd_exec_opts xo = {.probe_mask = s->mask, .stop_flag = &cd_stop_flag};
+    return cd_dump_sink_new(s->dump, run, s->g, !strcmp(s->o->dump_mode, "stats") ? CD_SINK_STATS : CD_SINK_FULL, sink,
+                            err);
+}
+
+static void crash_attrs(cd_session *s, const char *run, const cd_crash_info *c, const cd_plan *plan, cd_error *e2) {
+    char path[256], desc[512];
+    snprintf(path, sizeof path, "/runs/%s", run);
+    cd_crash_describe(c, plan, desc, sizeof desc);
+    cd_dump_set_attr_i64(s->dump, path, "crashed", 1, e2);
+    cd_dump_set_attr_i64(s->dump, path, "timed_out", c->timed_out, e2);
+    cd_dump_set_attr_str(s->dump, path, "crash_message", desc, e2);
+    cd_dump_set_attr_str(s->dump, path, "crash_phase", c->phase, e2);
+    cd_dump_set_attr_str(s->dump, path, "crash_signal", c->timed_out ? "timeout" : c->signal_name, e2);
+    cd_dump_set_attr_i64(s->dump, path, "crash_op_index", c->op_index, e2);
+    cd_dump_set_attr_str(s->dump, path, "crash_layer", c->layer, e2);
+    cd_dump_set_attr_str(s->dump, path, "crash_kernel", c->kernel, e2);
+    cd_dump_set_attr_str(s->dump, path, "crash_variant", c->variant, e2);
+}
+
+/* Finishes one dump run: sink summary, device attributes, complete flag. */
+static cd_status close_run(cd_session *s, const char *run, cd_dump_sink *sink, const cd_run_result *res, double wall_ms,
+                           bool complete, const char *forced_from, int *hits, cd_error *err) {
+    cd_error e2 = {0};
+    cd_status s2 = cd_dump_sink_finish(sink, &e2);
+    if (hits) *hits = cd_dump_sink_count(sink);
+    cd_dump_sink_free(sink);
+    char path[256];
+    snprintf(path, sizeof path, "/runs/%s", run);
+    cd_dump_set_attr_str(s->dump, path, "device", res->device, &e2);
+    cd_dump_set_attr_str(s->dump, path, "driver", res->driver, &e2);
+    if (forced_from) cd_dump_set_attr_str(s->dump, path, "forced_from", forced_from, &e2);
+    cd_status s3 = cd_dump_end_run(s->dump, run, wall_ms, complete, err);
+    if (s2) { *err = e2; return s2; }
+    return s3;
+}
+
+cd_status cd_session_run_req(cd_session *s, const cd_run_req *q, cd_run_result *res, cd_error *err) {
+    memset(res, 0, sizeof *res);
+    cd_precision prec = q->prec;
+    const cd_plan *plan = q->plan ? q->plan : (prec == CD_PREC_FP32 && s->have_plan32) ? &s->plan32 : &s->plan;
+    bool cl = !strcmp(q->backend, "opencl");
+    snprintf(res->variant, sizeof res->variant, "%s", prec == CD_PREC_FP16 ? (cl && s->o->fp16_compute ? "fp16-compute" : "fp16") : "fp32");
+    bool free_run = !q->local_only;
+    bool local = q->force && q->local_run;
+    const char *run = free_run ? q->run : q->local_run;
+    cd_dump_sink *sink = NULL, *lsink = NULL;
+    cd_status st = CD_OK;
+    if (free_run && (st = open_run(s, q->run, q->backend, res->variant, cl, &sink, err))) return st;
+    if (local && (st = open_run(s, q->local_run, q->backend, res->variant, cl, &lsink, err))) {
+        if (sink) cd_dump_sink_free(sink);
+        return st;
+    }
+    progress pr = {.run = run, .n_ops = s->g->n_ops, .tty = free_run && !s->o->quiet && isatty(2) && !getenv("CLDIFF_NO_PROGRESS")};
+    if (sink) cd_dump_sink_on_op_done(sink, on_op_done, &pr);
+    cd_exec_opts xo = {.probe_mask = s->mask, .stop_flag = &cd_stop_flag, .record = q->record, .force = local ? q->force : NULL,
+                       .local_only = q->local_only, .local_sink = lsink ? cd_dump_sink_probe(lsink) : NULL};
+    cd_probe_sink *main_sink = sink ? cd_dump_sink_probe(sink) : NULL;
     cd_backend_opts bo = cd_session_backend_opts(s->o, prec);
     double t0 = now_ms();
     if (!cl) {
         cd_backend *b = NULL;
         st = cd_cpu_backend_open(&bo, &b, err);
-        if (!st) st = cd_execute(plan, b, s->inputs.values, &xo, cd_dump_sink_probe(sink), err);
+        if (!st) st = cd_execute(plan, b, s->inputs.values, &xo, main_sink, err);
         if (b) cd_backend_close(b);
         snprintf(res->device, sizeof res->device, "host CPU, %d threads", s->o->threads);
     } else if (s->o->isolate_child) {
         cd_isolated_run ir;
         memset(&ir, 0, sizeof ir);
-        st = cd_run_isolated(plan, &bo, s->inputs.values, &xo, cd_dump_sink_probe(sink), s->o->timeout_s, &ir, err);
+        st = cd_run_isolated(plan, &bo, s->inputs.values, &xo, main_sink, s->o->timeout_s, &ir, err);
         snprintf(res->device, sizeof res->device, "%s", ir.device);
         snprintf(res->driver, sizeof res->driver, "%s", ir.driver);
         res->crash = ir.crash;
@@ -244,7 +292,7 @@ cd_status cd_session_run(cd_session *s, const char *backend, const char *run, cd
         st = cd_opencl_backend_open(&bo, &b, err);
         if (!st) {
             if (b->vt->describe) b->vt->describe(b, res->device, sizeof res->device, res->driver, sizeof res->driver);
-            st = cd_execute(plan, b, s->inputs.values, &xo, cd_dump_sink_probe(sink), err);
+            st = cd_execute(plan, b, s->inputs.values, &xo, main_sink, err);
         }
         if (b) cd_backend_close(b);
     }
@@ -252,30 +300,28 @@ cd_status cd_session_run(cd_session *s, const char *backend, const char *run, cd
     if (pr.tty) fputc('\n', stderr);
     res->complete = st == CD_OK;
     cd_error e2 = {0};
-    cd_status s2 = cd_dump_sink_finish(sink, &e2);
-    res->n_hits = cd_dump_sink_count(sink);
-    cd_dump_sink_free(sink);
-    char path[256];
-    snprintf(path, sizeof path, "/runs/%s", run);
-    cd_dump_set_attr_str(s->dump, path, "device", res->device, &e2);
-    cd_dump_set_attr_str(s->dump, path, "driver", res->driver, &e2);
-    if (res->crash.crashed) {
-        char desc[512];
-        cd_crash_describe(&res->crash, plan, desc, sizeof desc);
-        cd_dump_set_attr_i64(s->dump, path, "crashed", 1, &e2);
-        cd_dump_set_attr_i64(s->dump, path, "timed_out", res->crash.timed_out, &e2);
-        cd_dump_set_attr_str(s->dump, path, "crash_message", desc, &e2);
-        cd_dump_set_attr_str(s->dump, path, "crash_phase", res->crash.phase, &e2);
-        cd_dump_set_attr_str(s->dump, path, "crash_signal", res->crash.timed_out ? "timeout" : res->crash.signal_name, &e2);
-        cd_dump_set_attr_i64(s->dump, path, "crash_op_index", res->crash.op_index, &e2);
-        cd_dump_set_attr_str(s->dump, path, "crash_layer", res->crash.layer, &e2);
-        cd_dump_set_attr_str(s->dump, path, "crash_kernel", res->crash.kernel, &e2);
-        cd_dump_set_attr_str(s->dump, path, "crash_variant", res->crash.variant, &e2);
+    cd_status s2 = CD_OK, s3 = CD_OK;
+    /* The free run's time excludes the local pass: its layer times carry it (elapsed_us). */
+    double local_ms = 0;
+    if (lsink) {
+        int n = 0;
+        s3 = close_run(s, q->local_run, lsink, res, 0, res->complete, q->forced_from, &n, &e2);
+        res->n_local_hits = n;
+        (void)local_ms;
     }
-    cd_status s3 = cd_dump_end_run(s->dump, run, res->wall_ms, res->complete, st ? &e2 : err);
+    if (sink) {
+        if (res->crash.crashed) crash_attrs(s, q->run, &res->crash, plan, &e2);
+        s2 = close_run(s, q->run, sink, res, res->wall_ms, res->complete, NULL, &res->n_hits, st ? &e2 : err);
+    }
     if (st) return st;
-    if (s2) { *err = e2; return s2; }
-    return s3;
+    if (s3) { *err = e2; return s3; }
+    return s2;
+}
+
+cd_status cd_session_run(cd_session *s, const char *backend, const char *run, cd_precision prec,
+                         cd_run_result *res, cd_error *err) {
+    cd_run_req q = {.backend = backend, .run = run, .prec = prec};
+    return cd_session_run_req(s, &q, res, err);
 }
 
 cd_status cd_session_close(cd_session *s, bool complete, cd_error *err) {

@@ -28,6 +28,8 @@ typedef struct cd_session {
 /* Per-run outcome. */
 typedef struct cd_run_result {
     double wall_ms;
+    double local_ms;         /* of it, the local pass (teacher forcing), 0 when none ran */
+    int n_local_hits;
     bool complete;
     char device[256], driver[512], variant[16];
     cd_crash_info crash;     /* when the OpenCL child crashed or hung */
@@ -40,6 +42,19 @@ cd_status cd_session_open(cd_session *s, const cd_cli_opts *o, cd_error *err);
  * while everything captured before the crash is kept. */
 cd_status cd_session_run(cd_session *s, const char *backend, const char *run, cd_precision prec,
                          cd_run_result *res, cd_error *err);
+/* A run with the local check's extras (docs/verdicts.md). */
+typedef struct cd_run_req {
+    const char *backend;     /* "cpu" or "opencl" */
+    const char *run;         /* dump run of the free run (NULL with local_only) */
+    cd_precision prec;
+    const cd_plan *plan;     /* NULL: the session's plan for prec */
+    cd_forcing *record;      /* keep the activations probed ops read (run A) */
+    const cd_forcing *force; /* then run every probed op again on the recorded inputs ... */
+    const char *local_run;   /* ... into this dump run */
+    const char *forced_from; /* run the record came from (an attribute of the local run) */
+    bool local_only;         /* no free run: only the local pass */
+} cd_run_req;
+cd_status cd_session_run_req(cd_session *s, const cd_run_req *q, cd_run_result *res, cd_error *err);
 /* Finishes the dump: complete -> root complete=1 and renamed into place. */
 cd_status cd_session_close(cd_session *s, bool complete, cd_error *err);
 void cd_session_free(cd_session *s);

@@ -53,6 +53,26 @@ typedef struct cd_layer_cmp {
     int n_agg_fail;             /* inputs on which this layer failed */
     double agg_worst[4], agg_mean[4], agg_p99[4];
     char worst_input[256];      /* input with the largest rel_err at this layer */
+    /* ---- local check (docs/verdicts.md): backend B ran this layer on A's inputs ---- */
+    bool has_local;             /* the layer was checked locally (loc_note says why not) */
+    cd_metrics loc;             /* B on A's inputs vs the local reference (A itself; in fp16 runs
+                                   the CPU float32 kernel on A's half inputs and half weights) */
+    char family[16];            /* error-bound family: exact, elementwise, transcendental,
+                                   accumulate, normalize, rounding, generic */
+    double loc_err, loc_bound;  /* |B_local - ref| and its bound at the element of largest ratio */
+    double loc_ratio;           /* max over elements of error / bound (0: exact; inf: bound 0, error > 0) */
+    int64_t loc_exceed;         /* elements over their bound */
+    int64_t loc_worst;          /* flat index of the largest ratio, -1 none */
+    bool loc_pass;              /* every element within its bound, no NaN/Inf where ref is finite */
+    char loc_note[200];         /* how the bound was made, or why the layer was not checked */
+    /* ---- free run: information unless the layer is a model output ---- */
+    bool drift;                 /* free-run element tolerance exceeded (!m.pass) */
+    /* ---- model outputs (is_output): the output tolerance and task-aware summaries ---- */
+    double out_range_err;       /* max|a-b| / max|ref| */
+    bool out_pass;              /* within the output tolerance */
+    char out_rule[160];         /* which output rule decided */
+    char task[16];              /* "classifier", "detection" or "" (shape says nothing) */
+    int64_t det_ref, det_val, det_matched; /* detection: boxes in A, in B, matched (IoU >= 0.5, same class) */
 } cd_layer_cmp;
 
 enum { CD_AGG_MAX_ABS = 0, CD_AGG_REL_ERR = 1, CD_AGG_FAIL_FRACTION = 2, CD_AGG_COSINE = 3 };
@@ -67,6 +87,10 @@ typedef struct cd_pin_result {
 } cd_pin_result;
 
 typedef enum { CD_VERDICT_PASS = 0, CD_VERDICT_FAIL = 1, CD_VERDICT_CRASH = 2 } cd_verdict;
+/* What a failing verdict is (docs/verdicts.md): a kernel fault (a layer's local error over its
+ * bound), output drift (no fault, but a model output beyond the output tolerance), or a crash. */
+typedef enum { CD_KIND_PASS = 0, CD_KIND_FAULT = 1, CD_KIND_DRIFT = 2, CD_KIND_CRASH = 3,
+               CD_KIND_NONDET = 4 } cd_verdict_kind;
 
 typedef struct cd_analysis {
     cd_layer_cmp *layers;
@@ -96,6 +120,20 @@ typedef struct cd_analysis {
     char pins_note[256];
     bool auto_tol;              /* --tolerance auto */
     char calibrated[512];       /* --calibrate: tolerance file written */
+    /* ---- truthful verdicts (docs/verdicts.md) ---- */
+    cd_verdict_kind kind;
+    bool local_ran;             /* a local (teacher-forced) run of B exists */
+    char local_ref[32];         /* run the local errors are measured against ("cpu", "ref_local") */
+    int n_local;                /* layers checked locally */
+    int first_fault;            /* first layer whose local check fails, -1 none */
+    int n_faults;
+    int n_drift;                /* layers beyond the element tolerance in the free run (information) */
+    int n_outputs, n_out_fail;  /* model outputs compared, out of the output tolerance */
+    int amplifiers[8];          /* layers that multiply the free-run error most (growth), local pass */
+    int n_amplifiers;
+    int contributors[8];        /* layers whose local error, relative to their output, is largest */
+    int n_contributors;
+    char out_tol_desc[200];     /* the output tolerance in words */
 } cd_analysis;
 
 #define CD_JUMP_GROWTH 4.0  /* a layer multiplying the relative error by more than this */

@@ -78,11 +78,108 @@ static void release_dead(const cd_plan *plan, cd_backend *b, int i) {
         }
 }
 
+bool cd_exec_is_activation(const cd_plan *plan, int id) {
+    return id >= 0 && id < plan->g->n_tensors && !plan->g->tensors[id].persistable;
+}
+
+static bool skip_local(const cd_op *op) { return !strcmp(op->type, "feed") || !strcmp(op->type, "fetch"); }
+
+/* Marks every activation that a probed op reads: what the free run records. */
+static bool *needed_tensors(const cd_plan *plan, const bool *mask) {
+    const cd_graph *g = plan->g;
+    bool *need = calloc((size_t)(g->n_tensors ? g->n_tensors : 1), 1);
+    if (!need) return NULL;
+    for (int i = 0; i < g->n_ops; i++) {
+        if (!mask || !mask[i] || skip_local(&g->ops[i])) continue;
+        const cd_op *op = &g->ops[i];
+        for (int s = 0; s < op->n_in; s++)
+            for (int k = 0; k < op->in[s].n; k++)
+                if (cd_exec_is_activation(plan, op->in[s].ids[k])) need[op->in[s].ids[k]] = true;
+    }
+    return need;
+}
+
+static cd_status record_outputs(const cd_plan *plan, cd_backend *b, int i, const bool *need, cd_forcing *rec,
+                                cd_error *err) {
+    const cd_op *op = &plan->g->ops[i];
+    for (int s = 0; s < op->n_out; s++)
+        for (int k = 0; k < op->out[s].n; k++) {
+            int id = op->out[s].ids[k];
+            if (id < 0 || !need[id]) continue;
+            cd_value host = {0};
+            cd_status st = b->vt->read(b, id, &host, err);
+            if (!st) st = cd_forcing_put(rec, id, &host, err);
+            cd_value_release(&host);
+            if (st) return cd_err_prefix(err, "recording output '%s' of op #%d %s: ", plan->g->tensors[id].name, i,
+                                         op->name);
+        }
+    return CD_OK;
+}
+
+/* Can op i run locally: every activation input recorded, with the planned shape. */
+static bool local_ready(const cd_plan *plan, const cd_forcing *f, int i) {
+    const cd_op *op = &plan->g->ops[i];
+    for (int s = 0; s < op->n_in; s++)
+        for (int k = 0; k < op->in[s].n; k++) {
+            int id = op->in[s].ids[k];
+            if (!cd_exec_is_activation(plan, id)) continue;
+            const cd_shape *sh = cd_forcing_shape(f, id);
+            if (!sh || !cd_shape_eq(sh, &plan->meta[id].shape)) return false;
+        }
+    return true;
+}
+
+static void release_op_tensors(const cd_plan *plan, cd_backend *b, int i) {
+    const cd_op *op = &plan->g->ops[i];
+    for (int pass = 0; pass < 2; pass++) {
+        const cd_slot *sl = pass ? op->out : op->in;
+        int ns = pass ? op->n_out : op->n_in;
+        for (int s = 0; s < ns; s++)
+            for (int k = 0; k < sl[s].n; k++)
+                if (cd_exec_is_activation(plan, sl[s].ids[k])) b->vt->release(b, sl[s].ids[k]);
+    }
+}
+
+/* The local pass: every probed op on the recorded values of its inputs, one op at a time
+ * (inputs set, op run, outputs handed over, everything released). */
+static cd_status local_pass(const cd_plan *plan, cd_backend *b, const cd_exec_opts *o, cd_error *err) {
+    const cd_graph *g = plan->g;
+    for (int i = 0; i < g->n_ops; i++) {
+        if (!o->probe_mask || !o->probe_mask[i] || skip_local(&g->ops[i])) continue;
+        if (o->stop_flag && *o->stop_flag)
+            return cd_err(err, CD_E_INTERRUPTED, "interrupted in the local check before op #%d %s (%s)", i,
+                          g->ops[i].name, g->ops[i].type);
+        if (!local_ready(plan, o->force, i)) continue;
+        const cd_op *op = &g->ops[i];
+        cd_status st = CD_OK;
+        for (int s = 0; s < op->n_in && !st; s++)
+            for (int k = 0; k < op->in[s].n && !st; k++) {
+                int id = op->in[s].ids[k];
+                if (!cd_exec_is_activation(plan, id)) continue;
+                cd_value v;
+                st = cd_forcing_get(o->force, id, plan->meta[id].dtype, false, &v, err);
+                if (!st) st = b->vt->set_input(b, id, &v, err);
+                cd_value_release(&v);
+            }
+        cd_op_report rep;
+        memset(&rep, 0, sizeof rep);
+        if (!st) st = b->vt->run_op(b, i, &rep, err);
+        if (!st && o->local_sink && o->local_sink->hit) st = probe_outputs(plan, b, i, &rep, o->local_sink, err);
+        release_op_tensors(plan, b, i);
+        if (st) return cd_err_prefix(err, "local check of op #%d %s (%s): ", i, op->name, op->type);
+    }
+    return CD_OK;
+}
+
 cd_status cd_execute(const cd_plan *plan, cd_backend *b, const cd_value *inputs, const cd_exec_opts *opts,
                      cd_probe_sink *sink, cd_error *err) {
     const cd_graph *g = plan->g;
     cd_status st = b->vt->prepare(b, plan, err);
     if (st) return st;
+    if (opts && opts->force && opts->local_only) return local_pass(plan, b, opts, err);
+    bool *need = NULL;
+    if (opts && opts->record && !(need = needed_tensors(plan, opts->probe_mask)))
+        return cd_err(err, CD_E_NOMEM, "out of memory");
     for (int k = 0; k < g->n_inputs; k++) {
         cd_value v;
         if ((st = convert_input(plan, k, &inputs[k], &v, err))) return st;
@@ -90,17 +187,26 @@ cd_status cd_execute(const cd_plan *plan, cd_backend *b, const cd_value *inputs,
         cd_value_release(&v);
         if (st) return st;
     }
-    for (int i = 0; i < g->n_ops; i++) {
-        if (opts && opts->stop_flag && *opts->stop_flag)
-            return cd_err(err, CD_E_INTERRUPTED, "interrupted before op #%d %s (%s); %d of %d ops ran", i,
-                          g->ops[i].name, g->ops[i].type, i, g->n_ops);
+    for (int i = 0; i < g->n_ops && !st; i++) {
+        if (opts && opts->stop_flag && *opts->stop_flag) {
+            st = cd_err(err, CD_E_INTERRUPTED, "interrupted before op #%d %s (%s); %d of %d ops ran", i,
+                        g->ops[i].name, g->ops[i].type, i, g->n_ops);
+            break;
+        }
         cd_op_report rep;
         memset(&rep, 0, sizeof rep);
-        if ((st = b->vt->run_op(b, i, &rep, err))) return st;
+        if ((st = b->vt->run_op(b, i, &rep, err))) break;
         if (sink && sink->hit && opts && opts->probe_mask && opts->probe_mask[i])
-            if ((st = probe_outputs(plan, b, i, &rep, sink, err))) return st;
+            if ((st = probe_outputs(plan, b, i, &rep, sink, err))) break;
+        if (need && (st = record_outputs(plan, b, i, need, opts->record, err))) break;
         if (sink && sink->op_done) sink->op_done(sink->user, i, &rep);
         release_dead(plan, b, i);
     }
-    return CD_OK;
+    free(need);
+    if (!st && opts && opts->force) {
+        /* the free run's tensors are gone (released after their last reader); the local pass
+         * allocates one op's tensors at a time */
+        st = local_pass(plan, b, opts, err);
+    }
+    return st;
 }

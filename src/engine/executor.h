@@ -4,6 +4,7 @@
 #ifndef CD_EXECUTOR_H
 #define CD_EXECUTOR_H
 #include "engine/backend.h"
+#include "engine/forcing.h"
 
 typedef struct cd_probe_sink {
     void *user;
@@ -18,7 +19,20 @@ typedef struct cd_probe_sink {
 typedef struct cd_exec_opts {
     const bool *probe_mask;   /* per op: capture its outputs; NULL = none */
     volatile int *stop_flag;  /* set by a signal handler to stop between ops; may be NULL */
+    /* Local check (docs/verdicts.md). record: the free run keeps, in this record, every
+     * activation that a probed op reads. force: after the free run (or instead of it, with
+     * local_only) a local pass runs every probed op once more on the recorded values of its
+     * inputs and hands its outputs to local_sink. Ops whose inputs were not all recorded, or
+     * were recorded with another shape (dynamic shapes after nms), are skipped. */
+    cd_forcing *record;
+    const cd_forcing *force;
+    bool local_only;
+    cd_probe_sink *local_sink;
 } cd_exec_opts;
+
+/* Whether op i of the plan reads activation tensor id (not a parameter): what the record
+ * keeps and the local pass replaces. */
+bool cd_exec_is_activation(const cd_plan *plan, int id);
 
 /* inputs[k] is the host value of model input k. */
 cd_status cd_execute(const cd_plan *plan, cd_backend *b, const cd_value *inputs,

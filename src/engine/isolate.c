@@ -25,6 +25,7 @@ typedef struct {
 
 typedef struct {
     int32_t op, tensor, dtype, rank;
+    int32_t local, pad_;     /* 1: a hit of the local pass (the parent's xopts->local_sink) */
     int64_t dims[CD_MAX_RANK];
     uint64_t nbytes;
     cd_op_report rep;
@@ -49,6 +50,7 @@ typedef struct {
 typedef struct {
     int fd;
     bool broken;       /* the parent went away: stop writing, finish quietly */
+    int local;         /* tag of the hits sent through this context */
 } child_ctx;
 
 static void write_all(child_ctx *c, const void *p, size_t n) {
@@ -89,6 +91,7 @@ static cd_status child_hit(void *user, int op, int tensor, const cd_value *host,
     memset(&h, 0, sizeof h);
     h.op = op;
     h.tensor = tensor;
+    h.local = c->local;
     h.dtype = (int32_t)host->dtype;
     h.rank = host->shape.rank;
     /* only the dims below the rank are defined (shape inference leaves the rest as it
@@ -143,7 +146,16 @@ static void child_main(int fd, const cd_plan *plan, const cd_backend_opts *opts,
     cd_opencl_set_phase_hook(b, child_phase, &c);
     child_phase(&c, -1, "", cd_cl_variant_name(cd_opencl_variant(b)), "prepare");
     cd_probe_sink sink = {.user = &c, .hit = want_hits ? child_hit : NULL, .op_done = child_done};
-    st = cd_execute(plan, b, inputs, xopts, &sink, &err);
+    /* the parent's local sink pointer means nothing here: local hits go through the pipe too,
+     * tagged (one writer, so the records never interleave) */
+    child_ctx lc = c;
+    lc.local = 1;
+    cd_probe_sink lsink = {.user = &lc, .hit = child_hit};
+    cd_exec_opts xo = xopts ? *xopts : (cd_exec_opts){0};
+    xo.local_sink = xo.force ? &lsink : NULL;
+    xo.record = NULL;   /* recording is the parent's business (the CPU run) */
+    st = cd_execute(plan, b, inputs, &xo, &sink, &err);
+    c.broken |= lc.broken;
     child_phase(&c, -1, "", "", "close");
     cd_backend_close(b);
     child_result(&c, st, &err);
@@ -229,6 +241,7 @@ static bool rbuf_read(rbuf *b, int fd, bool *eof) {
 typedef struct {
     const cd_plan *plan;
     cd_probe_sink *sink;
+    cd_probe_sink *local_sink;
     cd_isolated_run *run;
     bool have_result;
     rec_result result;
@@ -271,8 +284,9 @@ static bool parse_records(parent_ctx *p, rbuf *b) {
             if (h.len != sizeof hh + hh.nbytes || hh.rank < 0 || hh.rank > CD_MAX_RANK || hh.dtype < 0 ||
                 hh.dtype >= CD_DTYPE_COUNT)
                 return false;
-            p->run->crash.hits++;
-            if (p->sink_status || !p->sink || !p->sink->hit) break;
+            cd_probe_sink *to = hh.local ? p->local_sink : p->sink;
+            if (!hh.local) p->run->crash.hits++;
+            if (p->sink_status || !to || !to->hit) break;
             cd_value v;
             memset(&v, 0, sizeof v);
             v.dtype = (cd_dtype)hh.dtype;
@@ -291,7 +305,7 @@ static bool parse_records(parent_ctx *p, rbuf *b) {
             }
             hh.rep.where[sizeof hh.rep.where - 1] = hh.rep.kernel[sizeof hh.rep.kernel - 1] = 0;
             hh.rep.note[sizeof hh.rep.note - 1] = 0;
-            p->sink_status = p->sink->hit(p->sink->user, hh.op, hh.tensor, &v, &hh.rep, &p->sink_err);
+            p->sink_status = to->hit(to->user, hh.op, hh.tensor, &v, &hh.rep, &p->sink_err);
             free(al);
             break;
         }
@@ -380,7 +394,7 @@ cd_status cd_run_isolated(const cd_plan *plan, const cd_backend_opts *opts, cons
     }
     close(dp[1]);
     close(ep[1]);
-    parent_ctx p = {.plan = plan, .sink = sink, .run = run};
+    parent_ctx p = {.plan = plan, .sink = sink, .local_sink = xopts ? xopts->local_sink : NULL, .run = run};
     rbuf data = {0};
     bool deof = false, eeof = false, killed = false, interrupted = false, bad_stream = false;
     while (!deof || !eeof) {

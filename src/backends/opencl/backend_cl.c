@@ -634,6 +634,9 @@ static cd_status cl_set_input(cd_backend *b, int id, const cd_value *host, cd_er
                       tname(r, id), cd_dtype_name(host->dtype), cd_shape_str(&host->shape, a, sizeof a),
                       cd_dtype_name(m->dtype), cd_shape_str(&m->shape, c, sizeof c));
     r->shape[id] = m->shape;
+    /* the local check sets activations too: no host copy of an older value may survive */
+    cd_value_release(&r->host[id]);
+    memset(&r->host[id], 0, sizeof r->host[id]);
     return buf_new(r, id, host->nbytes, host->nbytes ? host->data : NULL, err);
 }
 

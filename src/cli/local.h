@@ -1,0 +1,35 @@
+/* The local check of every probed layer (docs/verdicts.md): backend B's local run (each layer
+ * on A's exact inputs) against the local reference, each layer held to the error bound of its
+ * op family (src/compare/bounds.h). Needs the model (family, accumulation length, magnitude
+ * runs); stores its per-layer results in the dump (/local/<run>) so that `cldiff report` and
+ * `cldiff compare` read them back without the model. */
+#ifndef CD_LOCAL_H
+#define CD_LOCAL_H
+#include "cli/session.h"
+#include "compare/analysis.h"
+#include "compare/bounds.h"
+#include "compare/policy.h"
+#include "model/extract.h"
+
+typedef struct cd_local_req {
+    cd_session *s;
+    const cd_dump_reader *r;
+    const char *run_a;       /* A's free run: where the inputs of each layer come from */
+    const char *run_ref;     /* the local reference: run_a (fp32) or "ref_local" (fp16) */
+    const char *run_local;   /* B's local run */
+    cd_arith ref, b;         /* how each side computes */
+    const cd_policy *policy; /* user tolerances: extra local allowance where given */
+    bool user_tol;           /* the policy holds user values (command line or file) */
+} cd_local_req;
+
+/* Fills the local fields of every layer of an (matched by op index + tensor). */
+cd_status cd_local_check_layers(const cd_local_req *q, cd_analysis *an, cd_error *err);
+/* The bound spec of op i (exposed for tests and docs). */
+void cd_local_spec(const cd_graph *g, const cd_plan *plan, int op_index, cd_arith ref, cd_arith b, cd_bound_spec *spec,
+                   char *desc, size_t n);
+/* Reads the inputs of an extracted op from run A of the dump (model inputs from /inputs) as
+ * float32; note is set (and CD_OK returned) when one was not captured in full. */
+cd_status cd_local_load_inputs(const cd_graph *g, const cd_plan *plan, const cd_dump_reader *r, const char *run_a,
+                               const cd_extracted *ex, cd_value *ins, cd_shape *in_shapes, char *note,
+                               size_t note_len, cd_error *err);
+#endif

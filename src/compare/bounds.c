@@ -1,0 +1,113 @@
+#include "compare/bounds.h"
+#include <math.h>
+#include <string.h>
+
+static const char *k_names[CD_FAM_COUNT] = {"exact", "elementwise", "transcendental", "accumulate",
+                                            "normalize", "rounding", "generic"};
+
+const char *cd_bound_family_name(cd_bound_family f) {
+    return f >= 0 && f < CD_FAM_COUNT ? k_names[f] : "unknown";
+}
+
+double cd_gamma(int64_t k, double u) {
+    double ku = (double)(k < 1 ? 1 : k) * u;
+    return ku >= 1 ? INFINITY : ku / (1 - ku);
+}
+
+/* The arithmetic part of the bound: what the two sides' operations may do to the exact
+ * result before it is stored. */
+static double arith_part(const cd_bound_spec *s, double r, double mag, double x, double absmax) {
+    double ur = s->ref.u, ub = s->b.u, sf = s->safety > 0 ? s->safety : 1;
+    double m = isnan(mag) ? r : mag;
+    switch (s->fam) {
+    case CD_FAM_EXACT:
+        return 0;
+    case CD_FAM_ELEMENTWISE:
+    case CD_FAM_TRANSCENDENTAL:
+        return sf * (s->ulps * (ur + ub) * m + s->abs_terms * (ur + ub));
+    case CD_FAM_ACCUMULATE: {
+        double L = s->lipschitz > 0 ? s->lipschitz : 1;
+        /* K products, the bias and a fused residual: K + 2 roundings on each side */
+        return sf * (L * (cd_gamma(s->K + 2, ur) + cd_gamma(s->K + 2, ub)) * m +
+                     (s->act_ulps * r + s->abs_terms) * (ur + ub));
+    }
+    case CD_FAM_NORMALIZE: {
+        /* y = exp(x - max) / sum: x - max rounds (relative error |x - max| u in exp's result,
+         * and |x - max| <= |ln y| because sum >= 1), exp has a few ulps, the K-term sum of
+         * positive terms gamma_K, the division one more rounding. */
+        double lnr = r > 0 ? fabs(log(r)) : 0;
+        return sf * ((cd_gamma(s->K, ur) + cd_gamma(s->K, ub)) * r + (lnr + s->ulps) * (ur + ub) * r);
+    }
+    case CD_FAM_ROUNDING: {
+        /* identical inputs round identically, except within a few roundings of a tie of
+         * x / quantum, where one side may land one quantum away */
+        double q = s->quantum > 0 ? s->quantum : 0;
+        double allow = 0;
+        if (q > 0) {
+            if (isnan(x)) allow = q;
+            else {
+                double t = fabs(x) / q, frac = t - floor(t);
+                double zone = sf * 4 * (ur + ub) * (t + 1);
+                if (fabs(frac - 0.5) <= zone || frac <= zone || 1 - frac <= zone) allow = q;
+            }
+        }
+        return allow + sf * 2 * (ur + ub) * r;
+    }
+    case CD_FAM_GENERIC:
+    default:
+        return sf * (cd_gamma(2 * s->K + 16, ur) + cd_gamma(2 * s->K + 16, ub)) * (r + absmax);
+    }
+}
+
+double cd_bound_elem(const cd_bound_spec *s, double ref, double mag, double x, double absmax) {
+    double r = fabs(ref);
+    double a = arith_part(s, r, mag, x, absmax);
+    /* denormals a side may flush to zero, per operation that can produce one */
+    int64_t terms = s->fam == CD_FAM_EXACT ? 0 : (s->K > 0 ? s->K : 1) + 2;
+    double eta = 0;
+    if (terms) eta += (double)terms * CD_ETA32 * 2;
+    /* storage: a side that stores half rounds its own result once (to nearest: half an ulp,
+     * u16 relative) and may flush a half denormal */
+    double bnd = a + eta;
+    if (s->b.half_store) bnd += CD_U16 * (r + a) + CD_ETA16;
+    if (s->ref.half_store) bnd += CD_U16 * r + CD_ETA16;
+    return bnd;
+}
+
+void cd_local_check(const cd_bound_spec *s, const float *ref, const float *val, const float *mag, const float *x,
+                    int64_t n, double user_atol, double user_rtol, cd_local_result *r) {
+    memset(r, 0, sizeof *r);
+    r->worst = -1;
+    double absmax = 0;
+    for (int64_t i = 0; i < n; i++)
+        if (isfinite(ref[i]) && fabs(ref[i]) > absmax) absmax = fabs(ref[i]);
+    bool half = s->b.half_store;
+    for (int64_t i = 0; i < n; i++) {
+        double a = ref[i], v = val[i];
+        bool af = isfinite(a), vf = isfinite(v);
+        if (!af || !vf) {
+            bool same = (isnan(a) && isnan(v)) || (isinf(a) && isinf(v) && (a > 0) == (v > 0));
+            /* a half-storing side turns values beyond the half range into Inf: a range
+             * hazard (reported as such), not a wrong kernel */
+            bool overflow = half && af && isinf(v) && fabs(a) >= CD_HALF_MAX && (a > 0) == (v > 0);
+            if (same || overflow) continue;
+            if (!af) continue;  /* the reference itself is NaN/Inf: nothing to hold B to */
+            r->nonfinite++;
+            r->exceed++;
+            if (r->ratio != INFINITY || r->worst < 0) { r->ratio = INFINITY; r->worst = i; r->err = INFINITY; r->bound = 0; }
+            continue;
+        }
+        double e = fabs(a - v);
+        if (e == 0) continue;
+        double m = mag ? (double)mag[i] : NAN;
+        double b = cd_bound_elem(s, a, m, x ? (double)x[i] : NAN, absmax);
+        double ratio = b > 0 ? e / b : INFINITY;
+        if (ratio > r->ratio || r->worst < 0) { r->ratio = ratio; r->worst = i; r->err = e; r->bound = b; }
+        if (ratio > 1) {
+            if (user_atol >= 0 && e <= user_atol + (user_rtol > 0 ? user_rtol : 0) * fabs(a)) continue;
+            r->exceed++;
+            if (!mag && s->mag_run) r->needs_mag = true;
+        }
+    }
+    r->pass = r->exceed == 0;
+}

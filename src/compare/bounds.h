@@ -1,0 +1,74 @@
+/* Error bounds derived from each op's arithmetic (docs/verdicts.md): how far a correct kernel
+ * of backend B may be from the local reference when both compute one layer on the same
+ * inputs. Pure functions over arrays; which op gets which family is decided by the caller
+ * (src/cli/local.c) from the op type, its fused activation and its accumulation length. */
+#ifndef CD_BOUNDS_H
+#define CD_BOUNDS_H
+#include <stdbool.h>
+#include <stdint.h>
+
+typedef enum {
+    CD_FAM_EXACT = 0,        /* data movement, selection (max pool, relu, nearest): bit-exact */
+    CD_FAM_ELEMENTWISE,      /* a few correctly rounded operations per element */
+    CD_FAM_TRANSCENDENTAL,   /* built-ins with an ulp budget (OpenCL accuracy tables) */
+    CD_FAM_ACCUMULATE,       /* sums of K products: conv, fc, matmul, avg pool, reductions */
+    CD_FAM_NORMALIZE,        /* softmax: exp, a K-term sum of positive terms, a division */
+    CD_FAM_ROUNDING,         /* fake quantisation (calib): exact except at ties */
+    CD_FAM_GENERIC,          /* everything else: conservative, scaled by K and the tensor's range */
+    CD_FAM_COUNT
+} cd_bound_family;
+
+const char *cd_bound_family_name(cd_bound_family f);
+
+typedef struct cd_arith {
+    double u;                /* unit roundoff of the arithmetic: 2^-24 float, 2^-11 half */
+    bool half_store;         /* outputs stored in IEEE half */
+} cd_arith;
+
+#define CD_U32 5.9604644775390625e-08  /* 2^-24 */
+#define CD_U16 4.8828125e-04           /* 2^-11 */
+#define CD_ETA32 1.1754943508222875e-38 /* 2^-126: a flushed float denormal */
+#define CD_ETA16 6.103515625e-05        /* 2^-14: a flushed half denormal */
+#define CD_HALF_MAX 65504.0
+
+typedef struct cd_bound_spec {
+    cd_bound_family fam;
+    int64_t K;               /* terms per output (accumulate, normalize, generic); >= 1 */
+    double ulps;             /* elementwise/transcendental: rounding budget per side, in u, relative */
+    double abs_terms;        /* elementwise: absolute magnitude of intermediate terms (e.g. an offset) */
+    double lipschitz;        /* fused activation after an accumulation (1 without) */
+    double act_ulps;         /* the fused activation's own rounding, in u relative to |y| */
+    double quantum;          /* rounding: the quantisation step */
+    cd_arith ref, b;         /* the reference side and the checked side */
+    double safety;           /* factor on the arithmetic terms (CD_BOUND_SAFETY) */
+    bool mag_run;            /* a magnitude run (|inputs|, |weights|, no activation) gives the
+                                true magnitude; without it |ref| stands in (a lower bound) */
+} cd_bound_spec;
+
+#define CD_BOUND_SAFETY 2.0
+
+/* gamma_k = k u / (1 - k u): the classical bound on the relative error of a k-term sum or dot
+ * product in any order (Higham, Accuracy and Stability, 2nd ed., §3.1); +inf when k u >= 1. */
+double cd_gamma(int64_t k, double u);
+
+/* The bound of one element. ref: the reference value; mag: the magnitude the rounding errors
+ * scale with (accumulate: sum |w x| + |b| of that output; elementwise sums: sum of |operands|);
+ * a NaN mag means "use |ref|" (a lower bound of the true magnitude: the cheap check); x: the
+ * op's input at that element (rounding ops; NaN when unknown); absmax: max |ref| of the tensor. */
+double cd_bound_elem(const cd_bound_spec *s, double ref, double mag, double x, double absmax);
+
+typedef struct cd_local_result {
+    double err, bound;       /* at the element with the largest ratio */
+    double ratio;            /* max error / bound; 0 when every error is 0; inf when a bound is 0 */
+    int64_t exceed;          /* elements over their bound (and not allowed by the user tolerance) */
+    int64_t worst;           /* index of the largest ratio, -1 none */
+    int64_t nonfinite;       /* NaN/Inf in val where ref is finite (and not a half overflow) */
+    bool pass;
+    bool needs_mag;          /* mag was NULL and some element failed the cheap check */
+} cd_local_result;
+
+/* Checks n elements. mag and x may be NULL. user_atol >= 0 (with user_rtol >= 0) adds the
+ * user's element tolerance as an extra allowance: an element passes within either. */
+void cd_local_check(const cd_bound_spec *s, const float *ref, const float *val, const float *mag, const float *x,
+                    int64_t n, double user_atol, double user_rtol, cd_local_result *r);
+#endif

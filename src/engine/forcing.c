@@ -1,0 +1,142 @@
+#include "engine/forcing.h"
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include "util/fp16.h"
+
+typedef struct entry {
+    bool kept;
+    cd_dtype dtype;
+    cd_shape shape;
+    int64_t off;
+    size_t nbytes;
+} entry;
+
+struct cd_forcing {
+    int fd;
+    int n;
+    entry *e;
+    int64_t end;
+};
+
+cd_status cd_forcing_new(const char *dir, int n_tensors, cd_forcing **out, cd_error *err) {
+    *out = NULL;
+    cd_forcing *f = calloc(1, sizeof *f);
+    if (!f) return cd_err(err, CD_E_NOMEM, "out of memory");
+    f->e = calloc((size_t)(n_tensors > 0 ? n_tensors : 1), sizeof *f->e);
+    if (!f->e) { free(f); return cd_err(err, CD_E_NOMEM, "out of memory"); }
+    f->n = n_tensors;
+    char path[1100];
+    snprintf(path, sizeof path, "%s/.cldiff-forcing-XXXXXX", dir);
+    f->fd = mkstemp(path);
+    if (f->fd < 0) {
+        int e = errno;
+        free(f->e);
+        free(f);
+        return cd_err(err, CD_E_IO, "cannot create the local-check scratch file in '%s': %s (choose a writable "
+                      "--out DIR, or --local none)", dir, strerror(e));
+    }
+    unlink(path);
+    *out = f;
+    return CD_OK;
+}
+
+cd_status cd_forcing_put(cd_forcing *f, int id, const cd_value *v, cd_error *err) {
+    if (id < 0 || id >= f->n) return cd_err(err, CD_E_INTERNAL, "forcing record: tensor id %d out of range", id);
+    const char *p = v->data;
+    size_t left = v->nbytes;
+    int64_t off = f->end;
+    while (left) {
+        ssize_t w = pwrite(f->fd, p, left, (off_t)off);
+        if (w < 0) {
+            if (errno == EINTR) continue;
+            return cd_err(err, CD_E_IO, "cannot write the local-check scratch file: %s (disk full? free space in "
+                          "the --out folder, or run with --local none)", strerror(errno));
+        }
+        p += w;
+        off += w;
+        left -= (size_t)w;
+    }
+    entry *e = &f->e[id];
+    e->kept = true;
+    e->dtype = v->dtype;
+    e->shape = v->shape;
+    e->off = f->end;
+    e->nbytes = v->nbytes;
+    f->end = off;
+    return CD_OK;
+}
+
+bool cd_forcing_has(const cd_forcing *f, int id) { return f && id >= 0 && id < f->n && f->e[id].kept; }
+
+const cd_shape *cd_forcing_shape(const cd_forcing *f, int id) {
+    return cd_forcing_has(f, id) ? &f->e[id].shape : NULL;
+}
+
+int64_t cd_forcing_bytes(const cd_forcing *f) { return f ? f->end : 0; }
+
+cd_status cd_forcing_get(const cd_forcing *f, int id, cd_dtype want, bool absval, cd_value *out, cd_error *err) {
+    memset(out, 0, sizeof *out);
+    if (!cd_forcing_has(f, id)) return cd_err(err, CD_E_INTERNAL, "forcing record holds no tensor %d", id);
+    const entry *e = &f->e[id];
+    cd_value raw = {.dtype = e->dtype, .shape = e->shape};
+    cd_status st = cd_value_alloc(&raw, err);
+    if (st) return st;
+    if (raw.nbytes != e->nbytes) {
+        cd_value_release(&raw);
+        return cd_err(err, CD_E_INTERNAL, "forcing record: tensor %d holds %zu bytes, its shape needs %zu", id,
+                      e->nbytes, raw.nbytes);
+    }
+    char *p = raw.data;
+    size_t left = e->nbytes;
+    int64_t off = e->off;
+    while (left) {
+        ssize_t r = pread(f->fd, p, left, (off_t)off);
+        if (r <= 0) {
+            if (r < 0 && errno == EINTR) continue;
+            cd_value_release(&raw);
+            return cd_err(err, CD_E_IO, "cannot read the local-check scratch file: %s",
+                          r < 0 ? strerror(errno) : "short read");
+        }
+        p += r;
+        off += r;
+        left -= (size_t)r;
+    }
+    int64_t n = cd_value_numel(&raw);
+    if (want == raw.dtype && !absval) { *out = raw; return CD_OK; }
+    if (want == raw.dtype && raw.dtype == CD_F32) {
+        float *x = raw.data;
+        for (int64_t i = 0; i < n; i++) x[i] = fabsf(x[i]);
+        *out = raw;
+        return CD_OK;
+    }
+    cd_value cv = {.dtype = want, .shape = raw.shape};
+    if ((st = cd_value_alloc(&cv, err))) { cd_value_release(&raw); return st; }
+    if (raw.dtype == CD_F16 && want == CD_F32) {
+        const uint16_t *h = raw.data;
+        float *x = cv.data;
+        for (int64_t i = 0; i < n; i++) { float v = cd_half_to_float(h[i]); x[i] = absval ? fabsf(v) : v; }
+    } else if (raw.dtype == CD_F32 && want == CD_F16) {
+        const float *x = raw.data;
+        uint16_t *h = cv.data;
+        for (int64_t i = 0; i < n; i++) h[i] = cd_float_to_half(absval ? fabsf(x[i]) : x[i]);
+    } else {
+        for (int64_t i = 0; i < n; i++) {
+            double v = cd_value_get(&raw, i);
+            cd_value_set(&cv, i, absval ? fabs(v) : v);
+        }
+    }
+    cd_value_release(&raw);
+    *out = cv;
+    return CD_OK;
+}
+
+void cd_forcing_free(cd_forcing *f) {
+    if (!f) return;
+    if (f->fd >= 0) close(f->fd);
+    free(f->e);
+    free(f);
+}

@@ -1,0 +1,25 @@
+/* The forcing record: one run's op outputs, kept so that another backend can run each layer
+ * on exactly these inputs (the local check, docs/verdicts.md). Values live in an unlinked
+ * temporary file in the output folder, so memory stays bounded by one tensor and nothing is
+ * left behind, and a forked OpenCL child reads them with pread (no shared state). */
+#ifndef CD_FORCING_H
+#define CD_FORCING_H
+#include "engine/value.h"
+
+typedef struct cd_forcing cd_forcing;
+
+/* dir: where the temporary file is made (removed from the folder at once). */
+cd_status cd_forcing_new(const char *dir, int n_tensors, cd_forcing **out, cd_error *err);
+/* Keeps tensor id's value (its bytes, dtype and shape); a second put replaces the first. */
+cd_status cd_forcing_put(cd_forcing *f, int id, const cd_value *v, cd_error *err);
+bool cd_forcing_has(const cd_forcing *f, int id);
+/* Shape of a kept tensor (NULL when not kept). */
+const cd_shape *cd_forcing_shape(const cd_forcing *f, int id);
+/* Reads tensor id into out (allocated, owned) as dtype want: float data converts between
+ * F32 and F16 (half rounding to nearest even), integer data converts exactly; absval makes
+ * every value its absolute value (the magnitude run). */
+cd_status cd_forcing_get(const cd_forcing *f, int id, cd_dtype want, bool absval, cd_value *out, cd_error *err);
+/* Bytes kept so far. */
+int64_t cd_forcing_bytes(const cd_forcing *f);
+void cd_forcing_free(cd_forcing *f);
+#endif
