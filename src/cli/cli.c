@@ -39,7 +39,8 @@ static const char *const USAGE_MAIN =
     "comparison:\n"
     "  --tolerance FILE          per op type / layer glob tolerances\n"
     "  --atol X --rtol X --min-cos X --max-fail-fraction X\n"
-    "  --isolate first|all|none  re-run layers on B with A's inputs (default first)\n"
+    "  --local all|none          local check: B runs every probed layer on A's inputs, each\n"
+    "                            held to its op's error bound (default all; --isolate: alias)\n"
     "  --baseline OLD.h5         regression gate against a stored dump\n"
     "diagnosis (docs/diagnosis.md):\n"
     "  --tolerance auto          per-layer bound from accumulation length and output RMS\n"
@@ -124,7 +125,7 @@ int cd_cli_parse(int argc, char **argv, int first, cd_cli_opts *o, const char *c
     o->timeout_s = 600;
     o->isolate_child = true;
     o->atol = o->rtol = o->min_cos = o->max_fail_fraction = -1;
-    o->isolate_mode = "first";
+    o->isolate_mode = "all";
     o->channel_order = "rgb";
     o->repeat = 1;
     o->calibrate_safety = 4;
@@ -210,9 +211,10 @@ int cd_cli_parse(int argc, char **argv, int first, cd_cli_opts *o, const char *c
         else if (!strcmp(a, "--cache-dir")) { NEEDV(); o->cache_dir = v; }
         else if (!strcmp(a, "--tolerance")) { NEEDV(); o->tolerance_file = v; }
         else if (!strcmp(a, "--baseline")) { NEEDV(); o->baseline = v; }
-        else if (!strcmp(a, "--isolate")) {
+        else if (!strcmp(a, "--isolate") || !strcmp(a, "--local")) {
             NEEDV();
-            if (strcmp(v, "first") && strcmp(v, "all") && strcmp(v, "none")) return usage_error(cmd, "--isolate expects first, all or none, got '%s'", v);
+            if (strcmp(v, "first") && strcmp(v, "all") && strcmp(v, "none"))
+                return usage_error(cmd, "--local (--isolate) expects all or none (first: the same as all), got '%s'", v);
             o->isolate_mode = v;
         } else if (!strcmp(a, "--atol") || !strcmp(a, "--rtol") || !strcmp(a, "--min-cos") || !strcmp(a, "--max-fail-fraction")) {
             NEEDV(); double d;

@@ -18,147 +18,33 @@
 #include "diag/pins.h"
 #include "model/nb_writer.h"
 #include "util/npy.h"
+#include "util/fp16.h"
+#include "cli/local.h"
 #include "model/extract.h"
 #include "report/report.h"
 
-/* ---------------------------------------------------------------- isolation */
+/* ---------------------------------------------------------------- local check */
 
-/* A sink that keeps the outputs of one op in memory (float32). */
-typedef struct keep_sink {
-    int want_op;
-    int n;
-    int ids[64];
-    float *data[64];
-    int64_t numel[64];
-} keep_sink;
-
-static cd_status keep_hit(void *user, int op_index, int tensor_id, const cd_value *host, const cd_op_report *rep,
-                          cd_error *err) {
-    (void)rep;
-    keep_sink *k = user;
-    if (op_index != k->want_op || k->n == 64) return CD_OK;
-    int64_t n = cd_value_numel(host);
-    float *f = malloc((size_t)(n ? n : 1) * sizeof *f);
-    if (!f) return cd_err(err, CD_E_NOMEM, "out of memory");
-    for (int64_t i = 0; i < n; i++) f[i] = (float)cd_value_get(host, i);
-    k->ids[k->n] = tensor_id;
-    k->data[k->n] = f;
-    k->numel[k->n] = n;
-    k->n++;
-    return CD_OK;
+/* How a side computes (docs/verdicts.md): the CPU's fp16 path rounds every operation to half;
+ * OpenCL computes in float on half storage unless it ran the fp16-compute variant. */
+static cd_arith side_arith(const char *backend, cd_precision prec, const char *variant) {
+    if (prec != CD_PREC_FP16) return (cd_arith){.u = CD_U32, .half_store = false};
+    bool half_math = !strcmp(backend, "cpu") || (variant && !strcmp(variant, "fp16-compute"));
+    return (cd_arith){.u = half_math ? CD_U16 : CD_U32, .half_store = true};
 }
 
-static void keep_free(keep_sink *k) {
-    for (int i = 0; i < k->n; i++) free(k->data[i]);
-    k->n = 0;
-}
-
-/* Finds the dataset of run `run` holding tensor `name` written by op `op_index`. */
-static const cd_dump_tensor_info *find_tensor(const cd_dump_tensor_info *t, int n, int op_index, const char *name) {
-    for (int i = 0; i < n; i++)
-        if (t[i].op_index == op_index && !strcmp(t[i].tensor, name)) return &t[i];
-    return NULL;
-}
-
-/* Re-runs layer l on backend B with backend A's inputs (read from the dump) and compares
- * with A's output. Fills l->iso; returns CD_OK with l->isolated=false and note when A's
- * inputs were not captured. */
-static cd_status isolate_layer(cd_session *s, const cd_dump_reader *r, const char *run_a, const char *backend_b,
-                               cd_layer_cmp *l, char *note, size_t note_len, cd_error *err) {
-    const cd_graph *g = s->g;
-    const cd_plan *plan = &s->plan;
-    int oi = l->op_index;
-    cd_extracted ex;
-    cd_status st = cd_graph_extract_op(g, oi, plan->meta, &ex, err);
+/* The fp16 local reference: the float32 plan with every parameter the fp16 plan keeps in
+ * half rounded to half, so it sees exactly the weights B sees. */
+static cd_status ref_plan(cd_session *s, cd_plan *out, cd_error *err) {
+    cd_status st = cd_plan_build(s->g, s->in_shapes, CD_PREC_FP32, out, err);
     if (st) return st;
-    cd_dump_tensor_info *ta = NULL;
-    int na = 0;
-    cd_value *ins = calloc((size_t)ex.n_inputs + 1, sizeof *ins);
-    cd_shape *in_shapes = calloc((size_t)ex.n_inputs + 1, sizeof *in_shapes);
-    cd_plan xp;
-    bool have_plan = false;
-    keep_sink ks = {.want_op = -1};
-    if (!ins || !in_shapes) { st = cd_err(err, CD_E_NOMEM, "out of memory"); goto done; }
-    if ((st = cd_dump_list_tensors(r, run_a, &ta, &na, err))) goto done;
-    for (int k = 0; k < ex.n_inputs; k++) {
-        int src = ex.src_inputs[k];
-        const cd_tensor *t = &g->tensors[src];
-        in_shapes[k] = plan->meta[src].shape;
-        int prod = t->producer;
-        const cd_op *pop = prod >= 0 ? &g->ops[prod] : NULL;
-        if (pop && !strcmp(pop->type, "feed")) {
-            st = cd_dump_read_input(r, t->name, &ins[k], err);
-            if (st) goto done;
-            continue;
-        }
-        const cd_dump_tensor_info *ti = prod >= 0 ? find_tensor(ta, na, prod, t->name) : NULL;
-        if (!ti || ti->stats_only) {
-            snprintf(note, note_len, "input '%s' (from op #%d) was not captured in full; probe it (--layers all) to isolate this layer", t->name, prod);
-            goto done;
-        }
-        float *f = NULL;
-        int64_t n = 0;
-        if ((st = cd_dump_read_f32(r, run_a, ti->dataset, &f, &n, err))) goto done;
-        ins[k].dtype = CD_F32;
-        ins[k].shape = ti->shape;
-        ins[k].data = f;
-        ins[k].nbytes = (size_t)n * sizeof(float);
-        ins[k].owned = true;
+    for (int t = 0; t < s->g->n_tensors; t++) {
+        cd_value *m = &out->meta[t];
+        if (!s->g->tensors[t].persistable || !m->data || m->dtype != CD_F32 || s->plan.meta[t].dtype != CD_F16) continue;
+        float *x = m->data;
+        for (int64_t i = 0; i < cd_value_numel(m); i++) x[i] = cd_round_half(x[i]);
     }
-    if ((st = cd_plan_build(ex.g, in_shapes, s->o->prec, &xp, err))) goto done;
-    have_plan = true;
-    int target = -1;
-    for (int i = 0; i < ex.g->n_ops; i++)
-        if (strcmp(ex.g->ops[i].type, "feed") && strcmp(ex.g->ops[i].type, "fetch")) target = i;
-    ks.want_op = target;
-    cd_probe_sink sink = {.user = &ks, .hit = keep_hit};
-    bool *mask = calloc((size_t)ex.g->n_ops, 1);
-    if (!mask) { st = cd_err(err, CD_E_NOMEM, "out of memory"); goto done; }
-    mask[target] = true;
-    cd_exec_opts xo = {.probe_mask = mask, .stop_flag = &cd_stop_flag};
-    cd_backend_opts bo = cd_session_backend_opts(s->o, s->o->prec);
-    if (!strcmp(backend_b, "opencl") && s->o->isolate_child) {
-        cd_isolated_run ir;
-        memset(&ir, 0, sizeof ir);
-        st = cd_run_isolated(&xp, &bo, ins, &xo, &sink, s->o->timeout_s, &ir, err);
-    } else {
-        cd_backend *b = NULL;
-        st = !strcmp(backend_b, "opencl") ? cd_opencl_backend_open(&bo, &b, err) : cd_cpu_backend_open(&bo, &b, err);
-        if (!st) st = cd_execute(&xp, b, ins, &xo, &sink, err);
-        if (b) cd_backend_close(b);
-    }
-    free(mask);
-    if (st) goto done;
-    /* A's output of the layer, from the dump; compare with the isolated B output. */
-    const cd_dump_tensor_info *ao = find_tensor(ta, na, oi, l->tensor);
-    int src_out = -1;
-    for (int k = 0; k < ex.n_outputs; k++)
-        if (!strcmp(g->tensors[ex.src_outputs[k]].name, l->tensor)) src_out = k;
-    if (!ao || src_out < 0 || src_out >= ks.n) { snprintf(note, note_len, "isolated run produced no output for '%s'", l->tensor); goto done; }
-    float *fa = NULL;
-    int64_t n = 0;
-    if ((st = cd_dump_read_f32(r, run_a, ao->dataset, &fa, &n, err))) goto done;
-    int kk = -1;
-    for (int k = 0; k < ks.n; k++) {
-        const cd_tensor *xt = &ex.g->tensors[ks.ids[k]];
-        if (!strcmp(xt->name, l->tensor)) kk = k;
-    }
-    if (kk < 0 || ks.numel[kk] != n) {
-        snprintf(note, note_len, "isolated output of '%s' has a different size", l->tensor);
-    } else {
-        cd_metrics_compute(fa, ks.data[kk], n, &l->shape, s->o->prec == CD_PREC_FP16, &l->tol, &l->iso);
-        l->isolated = true;
-    }
-    free(fa);
-done:
-    keep_free(&ks);
-    if (have_plan) cd_plan_free(&xp);
-    for (int k = 0; ins && k < ex.n_inputs; k++) cd_value_release(&ins[k]);
-    free(ins);
-    free(in_shapes);
-    free(ta);
-    cd_graph_free(ex.g);
-    return st;
+    return CD_OK;
 }
 
 /* ---------------------------------------------------------------- reports */
@@ -286,42 +172,6 @@ static cd_status merge_repeats(const cd_cmp_request *q0, const char *run_b, int 
     return CD_OK;
 }
 
-/* Reads the inputs of the extracted op from run A of the dump (model inputs from /inputs).
- * ins[k] gets float32 values; returns CD_OK with note set when one was not captured. */
-static cd_status load_op_inputs(const cd_graph *g, const cd_plan *plan, const cd_dump_reader *r, const char *run_a,
-                                const cd_extracted *ex, cd_value *ins, cd_shape *in_shapes, char *note,
-                                size_t note_len, cd_error *err) {
-    cd_dump_tensor_info *ta = NULL;
-    int na = 0;
-    cd_status st = cd_dump_list_tensors(r, run_a, &ta, &na, err);
-    for (int k = 0; !st && k < ex->n_inputs; k++) {
-        int src = ex->src_inputs[k];
-        const cd_tensor *t = &g->tensors[src];
-        in_shapes[k] = plan->meta[src].shape;
-        int prod = t->producer;
-        const cd_op *pop = prod >= 0 ? &g->ops[prod] : NULL;
-        if (!pop || !strcmp(pop->type, "feed")) {
-            st = cd_dump_read_input(r, t->name, &ins[k], err);
-            continue;
-        }
-        const cd_dump_tensor_info *ti = find_tensor(ta, na, prod, t->name);
-        if (!ti || ti->stats_only) {
-            snprintf(note, note_len, "input '%s' (from op #%d) was not captured in full; probe it (--layers all)", t->name, prod);
-            break;
-        }
-        float *f = NULL;
-        int64_t n = 0;
-        if ((st = cd_dump_read_f32(r, run_a, ti->dataset, &f, &n, err))) break;
-        ins[k].dtype = CD_F32;
-        ins[k].shape = ti->shape;
-        ins[k].data = f;
-        ins[k].nbytes = (size_t)n * sizeof(float);
-        ins[k].owned = true;
-    }
-    free(ta);
-    return st;
-}
-
 static void sh_quote(char *buf, size_t n, const char *s) {
     size_t o = strlen(buf);
     if (o + 3 >= n) return;
@@ -371,7 +221,7 @@ static cd_status write_repro(cd_session *s, const cd_dump_reader *r, const char 
     if (!ins || !in_shapes) { st = cd_err(err, CD_E_NOMEM, "out of memory"); goto done; }
     snprintf(path, sizeof path, "%s/layer.nb", dir);
     if ((st = cd_nb_write(ex.g, path, err))) goto done;
-    if ((st = load_op_inputs(g, &s->plan, r, run_a, &ex, ins, in_shapes, note, sizeof note, err))) goto done;
+    if ((st = cd_local_load_inputs(g, &s->plan, r, run_a, &ex, ins, in_shapes, note, sizeof note, err))) goto done;
     if (note[0]) { st = cd_err(err, CD_E_USAGE, "repro pack of %s: %s", l->layer, note); goto done; }
     snprintf(cmd, sizeof cmd, "cldiff layer.nb");
     for (int k = 0; k < ex.n_inputs; k++) {
@@ -605,13 +455,30 @@ static int diff_core(const cd_cli_opts *o, diff_ctx *ctx) {
         printf("cldiff %s: %s (%s), %d ops, %d probed, %s, %s vs %s%s\n", CLDIFF_VERSION, o->model, s.model_format,
                s.g->n_ops, s.n_probed, o->prec == CD_PREC_FP16 ? "fp16" : "fp32", A, B,
                o->repeat > 1 ? ", B repeated" : "");
-    cd_run_result ra, rb, rg, rr;
+    cd_run_result ra, rb, rg, rr, rl;
     memset(&rg, 0, sizeof rg);
     memset(&rb, 0, sizeof rb);
+    memset(&rl, 0, sizeof rl);
     cd_error eb = {0};
-    st = cd_session_run(&s, A, run_a, o->prec, &ra, &err);
+    /* The local check (docs/verdicts.md): A's run records the activations every probed
+     * layer reads; B's run then runs each probed layer again on them (run <b>_local). */
+    bool local = cd_local_enabled(o);
+    cd_forcing *rec = NULL;
+    char run_local[48] = "";
+    if (local) {
+        snprintf(run_local, sizeof run_local, "%s_local", run_b);
+        st = cd_forcing_new(o->out_dir, s.g->n_tensors, &rec, &err);
+    }
+    if (!st) {
+        cd_run_req qa = {.backend = A, .run = run_a, .prec = o->prec, .record = rec};
+        st = cd_session_run_req(&s, &qa, &ra, &err);
+    }
     cd_status stb = CD_OK;
-    if (!st) stb = cd_session_run(&s, B, run_b, o->prec, &rb, &eb);
+    if (!st) {
+        cd_run_req qb = {.backend = B, .run = run_b, .prec = o->prec, .force = rec, .local_run = local ? run_local : NULL,
+                         .forced_from = run_a};
+        stb = cd_session_run_req(&s, &qb, &rb, &eb);
+    }
     bool crashed = stb == CD_E_CRASH;
     double wall_rep = 0;
     for (int r = 1; !st && !stb && r < o->repeat; r++) {
@@ -622,6 +489,19 @@ static int diff_core(const cd_cli_opts *o, diff_ctx *ctx) {
         if (stb == CD_E_CRASH) crashed = true;
     }
     if (!st && (stb == CD_OK || crashed) && o->prec == CD_PREC_FP16) st = cd_session_run(&s, "cpu", "golden", CD_PREC_FP32, &rg, &err);
+    if (!st && !stb && local && o->prec == CD_PREC_FP16) {
+        /* the fp16 local reference: float32 arithmetic on A's half inputs and half weights */
+        cd_plan pref;
+        st = ref_plan(&s, &pref, &err);
+        if (!st) {
+            cd_run_req qr = {.backend = "cpu", .prec = CD_PREC_FP32, .plan = &pref, .force = rec, .local_run = "ref_local",
+                             .forced_from = run_a, .local_only = true};
+            st = cd_session_run_req(&s, &qr, &rl, &err);
+            cd_plan_free(&pref);
+        }
+    }
+    cd_forcing_free(rec);
+    rec = NULL;
     if (!st && stb && !crashed) { st = stb; err = eb; }
     if (st) {
         /* Interrupted or a backend failed: keep what was captured, marked incomplete. */
@@ -667,20 +547,25 @@ static int diff_core(const cd_cli_opts *o, diff_ctx *ctx) {
     an.auto_tol = auto_tol;
     cd_analyze(&an);
     cd_diag_rank_hazards(&an);
-    /* Local vs inherited: isolate the first failing layer (or every failing one). */
-    if (strcmp(o->isolate_mode, "none") && !crashed && !(ctx->collect_only && an.first_fail < 0)) {
+    /* The local check of every layer, then the verdict (docs/verdicts.md). */
+    if (local && !crashed && !stb) {
+        cd_local_req lq = {.s = &s, .r = r, .run_a = run_a, .run_ref = o->prec == CD_PREC_FP16 ? "ref_local" : run_a,
+                           .run_local = run_local, .ref = side_arith(o->prec == CD_PREC_FP16 ? "opencl" : A, o->prec == CD_PREC_FP16 ? CD_PREC_FP32 : o->prec, ra.variant),
+                           .b = side_arith(B, o->prec, rb.variant), .policy = &pol, .user_tol = pol.user};
+        if (o->prec == CD_PREC_FP16) lq.ref = (cd_arith){.u = CD_U32, .half_store = false};
+        cd_status ls = cd_local_check_layers(&lq, &an, &err);
+        if (ls) { rc = cd_cli_fail(&err); goto out_an; }
         for (int i = 0; i < an.n_layers; i++) {
-            bool want = !strcmp(o->isolate_mode, "all") || i == an.first_fail;
-            if (!want) continue;
-            char note[256] = "";
-            cd_error ie = {0};
-            cd_status is = isolate_layer(&s, r, run_a, B, &an.layers[i], note, sizeof note, &ie);
-            if (is == CD_E_INTERRUPTED) { st = is; err = ie; break; }
-            if (is && !o->quiet) fprintf(stderr, "cldiff: warning: could not isolate %s: %s\n", an.layers[i].layer, ie.msg);
-            else if (note[0] && !o->quiet) fprintf(stderr, "cldiff: note: %s: %s\n", an.layers[i].layer, note);
+            /* the isolation columns of earlier reports are the local check now */
+            cd_layer_cmp *l = &an.layers[i];
+            l->isolated = l->has_local;
+            if (l->has_local) { l->iso = l->loc; l->iso.pass = l->loc_pass; }
         }
-        cd_classify_first(&an);
     }
+    cd_decide_verdict(&an, &pol);
+    cd_classify_first(&an);
+    if (an.first_fail >= 0 && an.layers[an.first_fail].has_local)
+        snprintf(an.first_kind, sizeof an.first_kind, "%s", an.layers[an.first_fail].loc_pass ? "inherited" : "local");
     if (ctx->collect_only) {
         *ctx->an_out = an;
         memset(&an, 0, sizeof an);
@@ -709,13 +594,14 @@ static int diff_core(const cd_cli_opts *o, diff_ctx *ctx) {
                          .tolerance_desc = pdesc, .crash = crashed ? crash_desc : NULL, .n_ops = s.g->n_ops,
                          .created = created};
     /* Repro pack of the first failing layer: always with --repro, else on failure. */
-    if (an.first_fail >= 0 && !crashed && !o->no_repro) {
+    int repro_at = an.kind == CD_KIND_FAULT ? an.first_fault : o->repro_dir ? an.first_fail : -1;
+    if (repro_at >= 0 && !crashed && !o->no_repro) {
         char dir[1100];
         if (o->repro_dir) snprintf(dir, sizeof dir, "%s", o->repro_dir);
         else snprintf(dir, sizeof dir, "%s/repro", o->out_dir);
         cd_error pe = {0};
         char cmd[4096] = "";
-        if (write_repro(&s, r, run_a, run_b, &an.layers[an.first_fail], &an, &env, dir, cmd, sizeof cmd, &pe) == CD_OK) {
+        if (write_repro(&s, r, run_a, run_b, &an.layers[repro_at], &an, &env, dir, cmd, sizeof cmd, &pe) == CD_OK) {
             snprintf(an.repro_dir, sizeof an.repro_dir, "%s", dir);
             snprintf(an.repro_cmd, sizeof an.repro_cmd, "cd %s && %s", dir, cmd);
         } else if (!o->quiet) fprintf(stderr, "cldiff: warning: repro pack not written: %s\n", pe.msg);
@@ -725,7 +611,7 @@ static int diff_core(const cd_cli_opts *o, diff_ctx *ctx) {
     /* --suggest-pins: float32 CPU pins for failing layers inside the fp16 OpenCL run. */
     if (o->suggest_pins && !crashed) {
         cd_error pe = {0};
-        cd_status ps = cd_diag_suggest_pins(&s, &an, B, &pe);
+        cd_status ps = cd_diag_suggest_pins(&s, &an, &pol, B, &pe);
         if (ps == CD_E_INTERRUPTED) { rc = cd_cli_fail(&pe); goto out_an; }
         if (ps) snprintf(an.pins_note, sizeof an.pins_note, "%s", pe.msg);
     }
@@ -734,6 +620,7 @@ static int diff_core(const cd_cli_opts *o, diff_ctx *ctx) {
         cd_error e2 = {0};
         if (cd_dump_open_append(s.dump_path, &d, &e2) == CD_OK) {
             cd_status cs = cd_compare_store(d, run_a, run_b, &an, pdesc, &e2);
+            if (!cs && an.local_ran) cs = cd_local_store(d, run_local, &an, &e2);
             cd_dump_close(d, cs == CD_OK, &e2);
         }
         if (e2.code && !o->quiet) fprintf(stderr, "cldiff: warning: comparison table not stored in the dump: %s\n", e2.msg);
@@ -995,6 +882,22 @@ static int compare_and_report(const cd_cli_opts *o, cd_dump_reader *ra, cd_dump_
     if (cd_dump_attr_str(rb, runpath, "crash_message", crash, sizeof crash, &err) == CD_OK && crash[0]) an.verdict = CD_VERDICT_CRASH;
     an.noise_floor = p == CD_PREC_FP16 ? 1e-3 : 1e-6;
     cd_analyze(&an);
+    {
+        /* the local check as the differential run stored it (none for older dumps) */
+        char lrun[64];
+        bool found = false;
+        snprintf(lrun, sizeof lrun, "%s_local", run_b);
+        if ((st = cd_local_load(rb, lrun, &an, &found, &err))) { cd_analysis_free(&an); free(um); cd_policy_free(&pol); return cd_cli_fail(&err); }
+        for (int i = 0; found && i < an.n_layers; i++) {
+            cd_layer_cmp *l = &an.layers[i];
+            l->isolated = l->has_local;
+            if (l->has_local) { l->iso = l->loc; l->iso.pass = l->loc_pass; }
+        }
+    }
+    cd_decide_verdict(&an, &pol);
+    cd_classify_first(&an);
+    if (an.first_fail >= 0 && an.layers[an.first_fail].has_local)
+        snprintf(an.first_kind, sizeof an.first_kind, "%s", an.layers[an.first_fail].loc_pass ? "inherited" : "local");
     double wa = 0, wb = 0;
     snprintf(runpath, sizeof runpath, "/runs/%s", run_a);
     cd_dump_attr_f64(ra, runpath, "wall_ms", &wa, &err);

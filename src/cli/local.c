@@ -463,3 +463,7 @@ cd_status cd_local_check_layers(const cd_local_req *q, cd_analysis *an, cd_error
     free(tr);
     return st;
 }
+
+bool cd_local_enabled(const cd_cli_opts *o) {
+    return strcmp(o->isolate_mode, "none") && strcmp(o->dump_mode, "stats");
+}

@@ -22,6 +22,9 @@ typedef struct cd_local_req {
     bool user_tol;           /* the policy holds user values (command line or file) */
 } cd_local_req;
 
+/* Whether the differential run does the local check (--isolate/--local none and --dump
+ * stats turn it off). */
+bool cd_local_enabled(const cd_cli_opts *o);
 /* Fills the local fields of every layer of an (matched by op index + tensor). */
 cd_status cd_local_check_layers(const cd_local_req *q, cd_analysis *an, cd_error *err);
 /* The bound spec of op i (exposed for tests and docs). */

@@ -142,5 +142,11 @@ typedef struct cd_analysis {
 void cd_analyze(cd_analysis *a);
 /* Classifies the first divergence once its isolated metrics are in. */
 void cd_classify_first(cd_analysis *a);
+/* The verdict (docs/verdicts.md), once the local check and the output summaries are in:
+ * kernel fault at the first layer whose local check fails; else output drift when a model
+ * output is beyond the output tolerance of p; else pass. Also fills first_fault, n_faults,
+ * n_drift, output flags, amplifiers and contributors. Call after cd_analyze. */
+struct cd_policy;
+void cd_decide_verdict(cd_analysis *a, const struct cd_policy *p);
 void cd_analysis_free(cd_analysis *a);
 #endif

@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "diag/diag.h"
+#include "compare/outputs.h"
 
 static bool same_shape(const cd_shape *a, const cd_shape *b) { return cd_shape_eq(a, b); }
 
@@ -101,9 +102,34 @@ cd_status cd_compare_runs(const cd_cmp_request *q, cd_analysis *an, cd_cmp_unmat
             for (int k = 0; k < q->n_outputs; k++) {
                 if (strcmp(q->output_tensors[k], a->tensor) || a->shape.rank < 1) continue;
                 int64_t w = a->shape.d[a->shape.rank - 1];
-                if (w >= 2 && n1 % w == 0) {
+                cd_task task = cd_output_task(&a->shape, fa, n1);
+                if (task == CD_TASK_DETECTION) {
+                    int wd = 0;
+                    int64_t rows = cd_detection_rows(&a->shape, fa, n1, &wd);
+                    int64_t rows_b = cd_detection_rows(&a->shape, fb, n2, &wd);
+                    cd_det_summary ds;
+                    /* boxes decoded from random inputs can come out with x2 < x1: order each
+                     * box's corners so that IoU measures the same area on both sides */
+                    for (int side = 0; side < 2 && rows >= 0 && rows_b >= 0; side++) {
+                        float *d = side ? fb : fa;
+                        int64_t nr = side ? rows_b : rows;
+                        for (int64_t rr = 0; rr < nr; rr++) {
+                            float *bx = d + rr * wd + (wd - 4);
+                            for (int c = 0; c < 2; c++)
+                                if (bx[c + 2] < bx[c]) { float t = bx[c]; bx[c] = bx[c + 2]; bx[c + 2] = t; }
+                        }
+                    }
+                    if (rows >= 0 && rows_b >= 0 &&
+                        cd_detection_match(fa, rows, fb, rows_b, wd, 0.5, 0.0, &ds) == CD_OK) {
+                        snprintf(l->task, sizeof l->task, "detection");
+                        l->det_ref = ds.n_ref;
+                        l->det_val = ds.n_val;
+                        l->det_matched = ds.matched;
+                    }
+                } else if (w >= 2 && n1 % w == 0) {
                     cd_topk_agreement(fa, fb, n1 / w, w, &l->top1, &l->top5);
                     l->has_topk = true;
+                    if (task == CD_TASK_CLASSIFIER) snprintf(l->task, sizeof l->task, "classifier");
                 }
                 l->is_output = true;
             }
@@ -216,6 +242,9 @@ cd_status cd_compare_store(cd_dump *d, const char *run_a, const char *run_b, con
     if (!st) st = cd_dump_set_attr_str(d, path, "first_divergence_kind", an->first_kind, err);
     if (!st) st = cd_dump_set_attr_str(d, path, "nonfinite_origin", an->nonfinite_origin >= 0 ? an->layers[an->nonfinite_origin].layer : "", err);
     if (!st) st = cd_dump_set_attr_i64(d, path, "repeat", an->repeat_n, err);
+    static const char *kinds[] = {"pass", "kernel_fault", "output_drift", "crash", "nondeterministic"};
+    if (!st) st = cd_dump_set_attr_str(d, path, "verdict_kind", kinds[an->kind], err);
+    if (!st) st = cd_dump_set_attr_str(d, path, "first_fault", an->first_fault >= 0 ? an->layers[an->first_fault].layer : "", err);
     if (!st) st = cd_dump_set_attr_i64(d, path, "nondeterministic_layers", an->n_nondet, err);
 done:
     free(opi); free(pass); free(fails); free(worst); free(nf); free(spread); free(risk);
@@ -223,4 +252,92 @@ done:
     for (int k = 0; k < 12; k++) free(cols[k]);
     free(layer); free(type); free(tensor); free(rule); free(wb);
     return st;
+}
+
+cd_status cd_local_store(cd_dump *d, const char *run_local, const cd_analysis *an, cd_error *err) {
+    int64_t n = an->n_layers;
+    size_t rows = (size_t)(n ? n : 1);
+    int64_t *opi = calloc(rows, sizeof *opi), *chk = calloc(rows, sizeof *chk), *pass = calloc(rows, sizeof *pass),
+            *exc = calloc(rows, sizeof *exc), *worst = calloc(rows, sizeof *worst), *nfm = calloc(rows, sizeof *nfm);
+    double *f[8];
+    for (int k = 0; k < 8; k++) f[k] = calloc(rows, sizeof(double));
+    const char **tensor = calloc(rows, sizeof *tensor), **layer = calloc(rows, sizeof *layer),
+               **fam = calloc(rows, sizeof *fam), **note = calloc(rows, sizeof *note);
+    cd_status st = CD_OK;
+    bool oom = !opi || !chk || !pass || !exc || !worst || !nfm || !tensor || !layer || !fam || !note;
+    for (int k = 0; k < 8; k++) oom |= !f[k];
+    if (oom) { st = cd_err(err, CD_E_NOMEM, "out of memory"); goto done; }
+    for (int64_t i = 0; i < n; i++) {
+        const cd_layer_cmp *l = &an->layers[i];
+        opi[i] = l->op_index; chk[i] = l->has_local; pass[i] = l->loc_pass; exc[i] = l->loc_exceed;
+        worst[i] = l->loc_worst; nfm[i] = l->loc.nonfinite_mismatch;
+        tensor[i] = l->tensor; layer[i] = l->layer; fam[i] = l->family; note[i] = l->loc_note;
+        double v[8] = {l->loc_err, l->loc_bound, l->loc_ratio, l->loc.max_abs, l->loc.cosine, l->loc.rmse,
+                       l->loc.ref_rms, l->loc.ref_absmax};
+        for (int k = 0; k < 8; k++) f[k][i] = v[k];
+    }
+    cd_column c[] = {
+        {"op_index", CD_COL_I64, opi}, {"tensor", CD_COL_STR, tensor}, {"layer", CD_COL_STR, layer},
+        {"checked", CD_COL_I64, chk}, {"family", CD_COL_STR, fam}, {"pass", CD_COL_I64, pass},
+        {"error", CD_COL_F64, f[0]}, {"bound", CD_COL_F64, f[1]}, {"ratio", CD_COL_F64, f[2]},
+        {"exceed", CD_COL_I64, exc}, {"worst_index", CD_COL_I64, worst}, {"max_abs", CD_COL_F64, f[3]},
+        {"cosine", CD_COL_F64, f[4]}, {"rmse", CD_COL_F64, f[5]}, {"ref_rms", CD_COL_F64, f[6]},
+        {"ref_absmax", CD_COL_F64, f[7]}, {"nonfinite_mismatch", CD_COL_I64, nfm}, {"note", CD_COL_STR, note},
+    };
+    char path[256];
+    snprintf(path, sizeof path, "/local/%s", run_local);
+    st = cd_dump_make_group(d, "/local", err);
+    if (!st) st = cd_dump_write_table(d, path, c, (int)(sizeof c / sizeof c[0]), n, err);
+    if (!st) st = cd_dump_set_attr_str(d, path, "reference", an->local_ref, err);
+done:
+    free(opi); free(chk); free(pass); free(exc); free(worst); free(nfm);
+    for (int k = 0; k < 8; k++) free(f[k]);
+    free(tensor); free(layer); free(fam); free(note);
+    return st;
+}
+
+cd_status cd_local_load(const cd_dump_reader *r, const char *run_local, cd_analysis *an, bool *found, cd_error *err) {
+    char path[256];
+    snprintf(path, sizeof path, "/local/%s", run_local);
+    *found = false;
+    if (!cd_dump_has(r, path)) return CD_OK;
+    cd_column c[] = {
+        {"op_index", CD_COL_I64, NULL}, {"tensor", CD_COL_STR, NULL}, {"checked", CD_COL_I64, NULL},
+        {"family", CD_COL_STR, NULL}, {"pass", CD_COL_I64, NULL}, {"error", CD_COL_F64, NULL},
+        {"bound", CD_COL_F64, NULL}, {"ratio", CD_COL_F64, NULL}, {"exceed", CD_COL_I64, NULL},
+        {"worst_index", CD_COL_I64, NULL}, {"max_abs", CD_COL_F64, NULL}, {"cosine", CD_COL_F64, NULL},
+        {"rmse", CD_COL_F64, NULL}, {"ref_rms", CD_COL_F64, NULL}, {"ref_absmax", CD_COL_F64, NULL},
+        {"nonfinite_mismatch", CD_COL_I64, NULL}, {"note", CD_COL_STR, NULL},
+    };
+    int nc = (int)(sizeof c / sizeof c[0]);
+    int64_t nr = 0;
+    cd_status st = cd_dump_read_table(r, path, c, nc, &nr, err);
+    if (st) return st;
+    *found = true;
+    an->local_ran = true;
+    cd_dump_attr_str(r, path, "reference", an->local_ref, sizeof an->local_ref, err);
+    an->n_local = 0;
+    const int64_t *opi = c[0].data, *chk = c[2].data, *pass = c[4].data, *exc = c[8].data, *worst = c[9].data,
+                  *nfm = c[15].data;
+    const char *const *tensor = c[1].data, *const *fam = c[3].data, *const *note = c[16].data;
+    const double *e = c[5].data, *b = c[6].data, *ra = c[7].data, *ma = c[10].data, *co = c[11].data, *rm = c[12].data,
+                 *rr = c[13].data, *rx = c[14].data;
+    for (int64_t k = 0; k < nr; k++) {
+        for (int i = 0; i < an->n_layers; i++) {
+            cd_layer_cmp *l = &an->layers[i];
+            if (l->op_index != opi[k] || strcmp(l->tensor, tensor[k] ? tensor[k] : "")) continue;
+            l->has_local = chk[k] != 0;
+            l->loc_pass = pass[k] != 0;
+            snprintf(l->family, sizeof l->family, "%s", fam[k] ? fam[k] : "");
+            snprintf(l->loc_note, sizeof l->loc_note, "%s", note[k] ? note[k] : "");
+            l->loc_err = e[k]; l->loc_bound = b[k]; l->loc_ratio = ra[k]; l->loc_exceed = exc[k];
+            l->loc_worst = worst[k];
+            l->loc.max_abs = ma[k]; l->loc.cosine = co[k]; l->loc.rmse = rm[k]; l->loc.ref_rms = rr[k];
+            l->loc.ref_absmax = rx[k]; l->loc.nonfinite_mismatch = nfm[k]; l->loc.pass = l->loc_pass;
+            an->n_local += l->has_local;
+            break;
+        }
+    }
+    cd_dump_table_free(c, nc, nr);
+    return CD_OK;
 }

@@ -34,6 +34,11 @@ cd_status cd_compare_runs(const cd_cmp_request *q, cd_analysis *an, cd_cmp_unmat
 /* Writes the comparison table under /compare/ (+ attrs: policy, first_divergence, verdict, kind). */
 cd_status cd_compare_store(cd_dump *d, const char *run_a, const char *run_b, const cd_analysis *an,
                            const char *policy_desc, cd_error *err);
+/* The local check's per-layer results: /local/<run_local> (table) with attribute reference. */
+cd_status cd_local_store(cd_dump *d, const char *run_local, const cd_analysis *an, cd_error *err);
+/* Reads /local/<run_local> back into the layers of an (matched by op index + tensor); *found
+ * is false (and CD_OK returned) when the dump has no such table. */
+cd_status cd_local_load(const cd_dump_reader *r, const char *run_local, cd_analysis *an, bool *found, cd_error *err);
 /* Reads the two tensors of layer i back (for heatmaps); ref and val are malloc-ed. */
 cd_status cd_compare_read_pair(const cd_cmp_request *q, const cd_layer_cmp *l, float **ref, float **val,
                                cd_error *err);

@@ -22,6 +22,12 @@ typedef struct cd_tol_rule {
 
 typedef struct cd_policy {
     cd_tol base;           /* precision defaults, then command-line overrides */
+    /* The output tolerance (docs/verdicts.md): a model output passes when
+     * max|a-b| <= out_range * max|ref| and cosine >= out_min_cos (and no NaN/Inf where the
+     * reference is finite). With user tolerances (user = true) outputs take the element rule
+     * of `base`/the file instead, and the same values are extra local allowances. */
+    double out_range, out_min_cos;
+    bool user;
     char base_source[64];  /* "fp32 default", "fp16 default", "command line" */
     cd_tol_rule *rules;
     int n_rules;
@@ -38,5 +44,7 @@ cd_status cd_policy_load(cd_policy *p, const char *path, cd_error *err);
 cd_status cd_policy_parse(cd_policy *p, const char *text, const char *name, cd_error *err);
 /* Tolerance for one layer; rule_out (may be NULL) describes the deciding rule. */
 cd_tol cd_policy_for(const cd_policy *p, const char *op_type, const char *layer, char *rule_out, size_t n);
+/* A model output against the output tolerance (the user's element rule when user is set). */
+bool cd_policy_output_pass(const cd_policy *p, const cd_metrics *m);
 void cd_policy_free(cd_policy *p);
 #endif

@@ -1,5 +1,6 @@
 /* Pinned execution and the pin search. */
 #include "diag/pins.h"
+#include "compare/policy.h"
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -164,7 +165,7 @@ static cd_status out_hit(void *user, int op_index, int tensor_id, const cd_value
 }
 
 /* Runs one pin set and compares the model outputs with the reference run. */
-static cd_status trial(cd_session *s, const cd_analysis *an, const char *backend_b, const bool *pinned,
+static cd_status trial(cd_session *s, const cd_analysis *an, const cd_policy *pol, const char *backend_b, const bool *pinned,
                        const cd_dump_reader *r, const char *ref_run, cd_pin_result *res, cd_error *err) {
     const cd_graph *g = s->g;
     cd_backend_opts bo = cd_session_backend_opts(s->o, s->o->prec);
@@ -210,7 +211,7 @@ static cd_status trial(cd_session *s, const cd_analysis *an, const char *backend
         cd_metrics m;
         cd_metrics_compute(ref, os.data[k], n, &lc->shape, s->o->prec == CD_PREC_FP16, &lc->tol, &m);
         free(ref);
-        if (!m.pass) res->pass = false;
+        if (!cd_policy_output_pass(pol, &m)) res->pass = false;
         if (m.max_abs > res->out_max_abs || isnan(m.max_abs)) res->out_max_abs = m.max_abs;
         if (m.cosine < res->out_cosine) res->out_cosine = m.cosine;
     }
@@ -232,7 +233,7 @@ typedef struct trial_msg {
     cd_error err;
 } trial_msg;
 
-static cd_status trial_forked(cd_session *s, const cd_analysis *an, const char *backend_b, const bool *pinned,
+static cd_status trial_forked(cd_session *s, const cd_analysis *an, const cd_policy *pol, const char *backend_b, const bool *pinned,
                               const cd_dump_reader *r, const char *ref_run, cd_pin_result *res, cd_error *err) {
     int fd[2];
     if (pipe(fd) != 0) return cd_err(err, CD_E_INTERNAL, "pipe() failed: %s", strerror(errno));
@@ -243,7 +244,7 @@ static cd_status trial_forked(cd_session *s, const cd_analysis *an, const char *
         close(fd[0]);
         static trial_msg m;
         m.res = *res;
-        m.st = trial(s, an, backend_b, pinned, r, ref_run, &m.res, &m.err);
+        m.st = trial(s, an, pol, backend_b, pinned, r, ref_run, &m.res, &m.err);
         const char *p = (const char *)&m;
         size_t left = sizeof m;
         while (left) {
@@ -282,7 +283,7 @@ static int pin_order(const void *a, const void *b) {
     return (x->out_max_abs > y->out_max_abs) - (x->out_max_abs < y->out_max_abs);
 }
 
-cd_status cd_diag_suggest_pins(cd_session *s, cd_analysis *an, const char *backend_b, cd_error *err) {
+cd_status cd_diag_suggest_pins(cd_session *s, cd_analysis *an, const cd_policy *pol, const char *backend_b, cd_error *err) {
     const cd_graph *g = s->g;
     int cand[CD_PIN_MAX_CANDIDATES], nc = 0;
     for (int i = 0; i < an->n_layers && nc < CD_PIN_MAX_CANDIDATES; i++) {
@@ -315,7 +316,7 @@ cd_status cd_diag_suggest_pins(cd_session *s, cd_analysis *an, const char *backe
                 off += (size_t)snprintf(res->layers + off, sizeof res->layers - off, "%s%s", off ? "," : "", l->layer);
         }
         cd_error te = {0};
-        cd_status ts = trial_forked(s, an, backend_b, pinned, r, ref_run, res, &te);
+        cd_status ts = trial_forked(s, an, pol, backend_b, pinned, r, ref_run, res, &te);
         if (ts == CD_E_INTERRUPTED) { st = ts; *err = te; break; }
         if (ts) { res->pass = false; snprintf(res->error, sizeof res->error, "%s", te.msg); }
         an->n_pins++;

@@ -12,5 +12,7 @@
 
 /* Fills an->pins / n_pins (passing sets first, smallest first) and pins_note. Runs the
  * OpenCL backend in this process (after every isolated child has finished). */
-cd_status cd_diag_suggest_pins(cd_session *s, cd_analysis *an, const char *backend_b, cd_error *err);
+struct cd_policy;
+cd_status cd_diag_suggest_pins(cd_session *s, cd_analysis *an, const struct cd_policy *pol, const char *backend_b,
+                               cd_error *err);
 #endif
