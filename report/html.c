@@ -1,5 +1,6 @@
-/* report.html: one self-contained page (no network, no external assets): environment,
- * verdict and first-divergence card, error-versus-depth chart (inline SVG, log scale,
+/* report.html: one self-contained page (no network, no external assets): verdict card
+ * (kernel fault / output drift / pass, docs/verdicts.md), model outputs, free-run and
+ * first-divergence card, environment, error-versus-depth chart (inline SVG, log scale,
  * tolerance line, hover titles), sortable per-layer table, and per-channel error charts
  * and error heatmaps (PNG, inlined) for the first failing and the worst layers. */
 #include <math.h>
@@ -14,6 +15,8 @@ static const char *CSS =
     "h1{font-size:20px;margin:0 0 12px}h2{font-size:16px;margin:24px 0 8px}"
     ".card{background:#fff;border:1px solid #d8dee4;border-radius:8px;padding:14px 18px;margin:12px 0}"
     ".pass{border-left:6px solid #2da44e}.fail{border-left:6px solid #cf222e}.crash{border-left:6px solid #8250df}"
+    ".drift{border-left:6px solid #bf8700}.info{border-left:6px solid #8c959f}.verdict{font-size:15px}"
+    "tr.drift td{background:#fff8c5}tr.fault td{background:#ffd8d3;font-weight:600}"
     "table{border-collapse:collapse;background:#fff}td,th{border:1px solid #d8dee4;padding:3px 8px;text-align:right}"
     "td:nth-child(2),td:nth-child(3),th{text-align:left}th{cursor:pointer;background:#f0f3f6;position:sticky;top:0}"
     "tr.bad td{background:#ffebe9}tr.first td{background:#ffd8d3;font-weight:600}"
@@ -306,6 +309,177 @@ static void heatmap(FILE *f, const cd_layer_cmp *l, const float *a, const float 
     free(v);
 }
 
+static void hnum(FILE *f, const char *fmt, double v) {
+    char b[64];
+    snprintf(b, sizeof b, fmt, v);
+    h(f, b);
+}
+
+/* The verdict card: what is true about the run (docs/verdicts.md). */
+static void verdict_card(FILE *f, const cd_report_input *in) {
+    const cd_analysis *an = in->an;
+    const cd_report_env *e = in->env;
+    cd_verdict_kind kind;
+    if (!cd_report_kind(in, &kind)) {
+        fprintf(f, "<div class=\"card fail verdict\" id=\"verdict\"><b>FAIL</b> (not classified): %d of %d layers beyond the "
+                   "element tolerance in the free run; no local-check verdict.</div>\n", an->n_fail, an->n_layers);
+        return;
+    }
+    static const char *const cls[] = {"pass", "fail", "drift", "crash", "fail"};
+    fprintf(f, "<div class=\"card %s verdict\" id=\"verdict\" data-kind=\"%s\">", cls[kind], cd_report_kind_name(kind));
+    switch (kind) {
+    case CD_KIND_FAULT: {
+        const cd_layer_cmp *l = cd_report_first_fault(an);
+        if (!l) { fprintf(f, "<b>KERNEL FAULT</b>: %d layer(s) over their local error bound.", an->n_faults); break; }
+        fprintf(f, "<b>KERNEL FAULT</b> at <b>#%d ", l->op_index);
+        h(f, l->layer);
+        fputs("</b> (", f);
+        h(f, l->op_type);
+        fputs(") tensor <span class=\"mono\">", f);
+        h(f, l->tensor);
+        fputs("</span>: run by ", f);
+        h(f, e->backend_b);
+        fputs(" on ", f);
+        h(f, e->backend_a);
+        fputs("'s exact inputs, the layer's error exceeds the bound of its arithmetic.<table>", f);
+        fputs("<tr><td>family</td><td>", f); h(f, l->family); fputs("</td></tr>", f);
+        fprintf(f, "<tr><td>local error</td><td>%.4g</td></tr><tr><td>bound</td><td>%.4g</td></tr><tr><td>ratio</td><td>%.4g</td></tr>"
+                   "<tr><td>elements over the bound</td><td>%lld of %lld</td></tr><tr><td>worst element</td><td>%lld</td></tr>",
+                l->loc_err, l->loc_bound, l->loc_ratio, (long long)l->loc_exceed, (long long)l->loc.n, (long long)l->loc_worst);
+        fprintf(f, "<tr><td>max |a-b|, cosine</td><td>%.4g, %.8f</td></tr><tr><td>reference</td><td>", l->loc.max_abs, l->loc.cosine);
+        h(f, an->local_ref[0] ? an->local_ref : e->backend_a);
+        fputs("</td></tr><tr><td>bound made from</td><td>", f);
+        h(f, l->loc_note);
+        fputs("</td></tr></table>", f);
+        if (an->n_faults > 1) {
+            fprintf(f, "%d layers fail their local check:", an->n_faults);
+            for (int i = 0, k = 0; i < an->n_layers && k < 12; i++) {
+                const cd_layer_cmp *x = &an->layers[i];
+                if (!x->has_local || x->loc_pass) continue;
+                fputs(k++ ? ", " : " ", f);
+                h(f, x->layer);
+                hnum(f, " (ratio %.3g)", x->loc_ratio);
+            }
+            fputc('.', f);
+        }
+        break;
+    }
+    case CD_KIND_DRIFT: {
+        fputs("<b>OUTPUT DRIFT</b>: ", f);
+        if (an->n_out_fail) fprintf(f, "%d of %d model output(s) beyond the output tolerance", an->n_out_fail, an->n_outputs);
+        else fputs("model output(s) beyond the output tolerance", f);
+        if (!an->local_ran) fputs("; no local check ran.", f);
+        else if (an->n_local < an->n_layers) fprintf(f, "; no checked layer (%d of %d) is wrong on its own inputs.", an->n_local, an->n_layers);
+        else fputs("; no layer is wrong on its own inputs.", f);
+        fputs(" The error grows through the model; no layer is blamed.", f);
+        if (an->out_tol_desc[0]) { fputs("<br>Output tolerance: ", f); h(f, an->out_tol_desc); }
+        fputs("<table><thead><tr><th>output</th><th>layer</th><th>range error</th><th>cosine</th><th>rule</th></tr></thead><tbody>", f);
+        for (int i = 0; i < an->n_layers; i++) {
+            const cd_layer_cmp *l = &an->layers[i];
+            if (!l->is_output || l->out_pass) continue;
+            fputs("<tr class=\"bad\"><td class=\"mono\">", f);
+            h(f, l->tensor);
+            fputs("</td><td>", f);
+            h(f, l->layer);
+            fprintf(f, "</td><td>%.4g</td><td>%.8f</td><td class=\"mono\">", l->out_range_err, l->m.cosine);
+            h(f, l->out_rule);
+            fputs("</td></tr>", f);
+        }
+        fputs("</tbody></table>", f);
+        if (an->n_amplifiers) {
+            fputs("<b>Where the error is amplified</b> (free run; each layer within its local bound):"
+                  "<table><thead><tr><th>op</th><th>layer</th><th>type</th><th>growth</th><th>rel err</th></tr></thead><tbody>", f);
+            for (int j = 0; j < an->n_amplifiers && j < 8; j++) {
+                const cd_layer_cmp *l = cd_report_layer(an, an->amplifiers[j]);
+                if (!l) continue;
+                fprintf(f, "<tr><td>%d</td><td>", l->op_index);
+                h(f, l->layer);
+                fputs("</td><td>", f);
+                h(f, l->op_type);
+                fprintf(f, "</td><td>x%.3g</td><td>%.3g</td></tr>", l->growth, l->rel_err);
+            }
+            fputs("</tbody></table>", f);
+        }
+        if (an->n_contributors) {
+            fputs("<b>Largest local errors</b> (each within its bound):"
+                  "<table><thead><tr><th>op</th><th>layer</th><th>type</th><th>ratio to bound</th><th>local rel err</th></tr></thead><tbody>", f);
+            for (int j = 0; j < an->n_contributors && j < 8; j++) {
+                const cd_layer_cmp *l = cd_report_layer(an, an->contributors[j]);
+                if (!l) continue;
+                fprintf(f, "<tr><td>%d</td><td>", l->op_index);
+                h(f, l->layer);
+                fputs("</td><td>", f);
+                h(f, l->op_type);
+                fprintf(f, "</td><td>%.3g</td><td>%.3g</td></tr>", l->loc_ratio, cd_report_rel_local(l));
+            }
+            fputs("</tbody></table>", f);
+        }
+        break;
+    }
+    case CD_KIND_PASS:
+        fputs("<b>PASS</b>: ", f);
+        if (an->local_ran) fprintf(f, "%d layers checked locally, all within their bounds", an->n_local);
+        else fprintf(f, "%d layers compared, no local check", an->n_layers);
+        if (cd_report_outputs_judged(an)) fprintf(f, "; %d output(s) within the output tolerance", an->n_outputs);
+        if (an->n_drift)
+            fprintf(f, "; %d intermediate layer(s) drifted beyond the element tolerance in the free run (information, not a failure)",
+                    an->n_drift);
+        fputc('.', f);
+        break;
+    case CD_KIND_CRASH:
+        fputs("<b>CRASH</b>: ", f);
+        h(f, e->backend_b);
+        fputs(" did not finish", f);
+        if (e->crash) { fputs(" (", f); h(f, e->crash); fputc(')', f); }
+        fputs("; layers before the crash are compared below.", f);
+        break;
+    case CD_KIND_NONDET: {
+        const cd_layer_cmp *l = cd_report_layer(an, an->first_nondet);
+        fprintf(f, "<b>NONDETERMINISTIC</b>: %d layer(s) changed between %d runs of ", an->n_nondet, an->repeat_n);
+        h(f, e->backend_b);
+        fputs(" (race or uninitialised read)", f);
+        if (l) { fputs("; first <b>", f); h(f, l->layer); fputs("</b>", f); }
+        fputc('.', f);
+        break;
+    }
+    }
+    fputs("</div>\n", f);
+}
+
+/* Model outputs: range error, cosine, SNR, top-1/top-5, detections matched. */
+static void outputs_card(FILE *f, const cd_analysis *an) {
+    int n = 0;
+    for (int i = 0; i < an->n_layers; i++) n += an->layers[i].is_output;
+    if (!n) return;
+    bool judged = cd_report_outputs_judged(an);
+    fputs("<div class=\"card\" id=\"outputs\"><b>Outputs</b>", f);
+    if (an->out_tol_desc[0]) { fputs(" — output tolerance: ", f); h(f, an->out_tol_desc); }
+    fputs("<table><thead><tr><th>output</th><th>layer</th><th>task</th><th>range error</th><th>cosine</th><th>SNR dB</th>"
+          "<th>max abs</th><th>top-1</th><th>top-5</th><th>detections matched</th><th>within tolerance</th><th>rule</th></tr>"
+          "</thead><tbody>", f);
+    for (int i = 0; i < an->n_layers; i++) {
+        const cd_layer_cmp *l = &an->layers[i];
+        if (!l->is_output) continue;
+        fprintf(f, "<tr class=\"%s\"><td class=\"mono\">", judged && !l->out_pass ? "bad" : "");
+        h(f, l->tensor);
+        fputs("</td><td>", f);
+        h(f, l->layer);
+        fputs("</td><td>", f);
+        h(f, l->task);
+        fputs("</td><td>", f);
+        if (judged) fprintf(f, "%.4g", l->out_range_err);
+        fprintf(f, "</td><td>%.8f</td><td>%.1f</td><td>%.4g</td><td>", l->m.cosine, l->m.snr_db, l->m.max_abs);
+        if (l->has_topk) fprintf(f, "%.4f</td><td>%.4f", l->top1, l->top5); else fputs("</td><td>", f);
+        fputs("</td><td>", f);
+        if (!strcmp(l->task, "detection"))
+            fprintf(f, "%lld of %lld (B: %lld)", (long long)l->det_matched, (long long)l->det_ref, (long long)l->det_val);
+        fprintf(f, "</td><td>%s</td><td class=\"mono\">", !judged ? "" : l->out_pass ? "yes" : "<b>no</b>");
+        h(f, l->out_rule);
+        fputs("</td></tr>", f);
+    }
+    fputs("</tbody></table></div>\n", f);
+}
+
 static void env_row(FILE *f, const char *k, const char *v) {
     fprintf(f, "<tr><td>%s</td><td class=\"mono\">", k);
     h(f, v ? v : "");
@@ -325,12 +499,20 @@ cd_status cd_report_html(const cd_report_input *in, const char *dir, cd_error *e
     fprintf(f, "</title><style>%s</style></head><body>\n<h1>cldiff — ", CSS);
     h(f, e->model_path);
     fprintf(f, " (%s vs %s, %s)</h1>\n", e->backend_a, e->backend_b, e->precision);
-    fprintf(f, "<div class=\"card %s\"><b>%s</b> — %d of %d layers out of tolerance.<br>\n", v,
-            an->verdict == CD_VERDICT_PASS ? "PASS" : an->verdict == CD_VERDICT_FAIL ? "FAIL" : "CRASH", an->n_fail, an->n_layers);
+    cd_verdict_kind kind;
+    bool classified = cd_report_kind(in, &kind), fault = classified && kind == CD_KIND_FAULT;
+    verdict_card(f, in);
+    outputs_card(f, an);
+    if (an->local_ran)
+        fprintf(f, "<div class=\"card %s\" id=\"free-run\"><b>Free run</b> — %d of %d layers beyond the element tolerance "
+                   "(information unless a kernel fault is named above).<br>\n", an->n_fail ? "info" : "pass", an->n_fail, an->n_layers);
+    else
+        fprintf(f, "<div class=\"card %s\"><b>%s</b> — %d of %d layers out of tolerance.<br>\n", v,
+                an->verdict == CD_VERDICT_PASS ? "PASS" : an->verdict == CD_VERDICT_FAIL ? "FAIL" : "CRASH", an->n_fail, an->n_layers);
     if (e->crash) { fputs("Backend B crashed: ", f); h(f, e->crash); fputs("<br>\n", f); }
     if (an->first_fail >= 0) {
         const cd_layer_cmp *l = &an->layers[an->first_fail];
-        fprintf(f, "First divergence: <b>#%d ", l->op_index);
+        fprintf(f, "First divergence%s: <b>#%d ", classified && !fault ? " (information)" : "", l->op_index);
         h(f, l->layer);
         fprintf(f, "</b> (%s) tensor <span class=\"mono\">", l->op_type);
         h(f, l->tensor);
@@ -338,7 +520,16 @@ cd_status cd_report_html(const cd_report_input *in, const char *dir, cd_error *e
                 l->m.max_abs, l->m.cosine, l->m.snr_db, 100 * l->m.fail_fraction);
         h(f, l->rule);
         fputs(").<br>\n", f);
-        if (l->isolated)
+        if (an->local_ran && l->has_local)
+            fprintf(f, "<b>Local check</b>: on %s's inputs its error is %.4g against a bound of %.4g (ratio %.3g): %s.\n",
+                    e->backend_a, l->loc_err, l->loc_bound, l->loc_ratio,
+                    l->loc_pass ? "within its bound, so the divergence is accumulated error, not a fault of this layer"
+                                : "over its bound, a kernel fault");
+        else if (an->local_ran) {
+            fputs("Not checked locally", f);
+            if (l->loc_note[0]) { fputs(": ", f); h(f, l->loc_note); }
+            fputs(".\n", f);
+        } else if (l->isolated)
             fprintf(f, "<b>%s error</b>: re-run on %s's inputs gives max |a-b| %.4g (%s tolerance) vs %.4g in the full run.\n",
                     !strcmp(an->first_kind, "local") ? "Local" : "Inherited", e->backend_a, l->iso.max_abs,
                     l->iso.pass ? "within" : "out of", l->m.max_abs);
@@ -380,7 +571,9 @@ cd_status cd_report_html(const cd_report_input *in, const char *dir, cd_error *e
     depth_chart(f, an);
     for (int d = 0; d < in->n_details; d++) {
         const cd_layer_cmp *l = &an->layers[in->details[d].layer];
-        fprintf(f, "<h2>%s #%d ", in->details[d].layer == an->first_fail ? "First failing layer" : "Worst layer", l->op_index);
+        const cd_layer_cmp *ff = cd_report_first_fault(an);
+        const char *what = ff == l ? "Kernel fault" : in->details[d].layer == an->first_fail ? (classified && !fault ? "First divergence" : "First failing layer") : "Worst layer";
+        fprintf(f, "<h2>%s #%d ", what, l->op_index);
         h(f, l->layer);
         fprintf(f, " (%s)</h2>\n", l->op_type);
         channel_chart(f, l, in->details[d].ref, in->details[d].val);
@@ -389,14 +582,17 @@ cd_status cd_report_html(const cd_report_input *in, const char *dir, cd_error *e
     fputs("<h2>Layers</h2><p>Click a header to sort.</p><table id=\"layers\"><thead><tr><th>op</th><th>layer</th><th>type</th>"
           "<th>shape</th><th>max abs</th><th>mean abs</th><th>max rel</th><th>cosine</th><th>SNR dB</th><th>max ULP</th>"
           "<th>fail %</th><th>rel err</th><th>growth</th><th>NaN/Inf</th><th>B ran on</th><th>B µs</th>"
-          "<th>K</th><th>rule</th><th>fp16 risk</th><th>repeat spread</th><th>inputs failed</th>", f);
+          "<th>K</th><th>rule</th><th>fp16 risk</th><th>repeat spread</th><th>inputs failed</th>"
+          "<th>family</th><th>local err</th><th>bound</th><th>local ratio</th><th>local pass</th>", f);
     bool golden = an->n_layers && an->layers[0].has_golden;
     if (golden) fputs("<th>A vs fp32</th><th>B vs fp32</th>", f);
     fputs("</tr></thead><tbody>\n", f);
     for (int i = 0; i < an->n_layers; i++) {
         const cd_layer_cmp *l = &an->layers[i];
         char sh[128];
-        fprintf(f, "<tr class=\"%s\"><td>%d</td><td>", i == an->first_fail ? "first" : l->m.pass ? "" : "bad", l->op_index);
+        const char *rc = an->local_ran ? (l->has_local && !l->loc_pass ? "fault" : l->m.pass ? "" : "drift")
+                                       : i == an->first_fail ? "first" : l->m.pass ? "" : "bad";
+        fprintf(f, "<tr class=\"%s\"><td>%d</td><td>", rc, l->op_index);
         h(f, l->layer);
         fprintf(f, "</td><td>%s</td><td>%s</td><td>%.4g</td><td>%.4g</td><td>%.4g</td><td>%.8f</td><td>%.1f</td><td>%.0f</td>"
                    "<td>%.3g</td><td>%.3g</td><td>%.3g</td><td>%lld/%lld</td><td>%s</td><td>%.1f</td>",
@@ -412,7 +608,16 @@ cd_status cd_report_html(const cd_report_input *in, const char *dir, cd_error *e
         if (l->has_repeat) fprintf(f, "%s%.3g", l->nondet ? "NONDET " : "", l->spread);
         fputs("</td><td>", f);
         if (l->n_agg) { fprintf(f, "%d/%d ", l->n_agg_fail, l->n_agg); if (l->n_agg_fail) { fputs("worst ", f); h(f, l->worst_input); } }
-        fputs("</td>", f);
+        fputs("</td><td>", f);
+        h(f, l->family);
+        if (l->has_local)
+            fprintf(f, "</td><td>%.3g</td><td>%.3g</td><td>%.3g</td><td>%s</td>", l->loc_err, l->loc_bound, l->loc_ratio,
+                    l->loc_pass ? "yes" : "<b>FAULT</b>");
+        else {
+            fputs("</td><td></td><td></td><td></td><td title=\"", f);
+            h(f, l->loc_note);
+            fputs(l->loc_note[0] ? "\">not checked</td>" : "\"></td>", f);
+        }
         if (golden)
             fprintf(f, "<td>%.3g</td><td>%.3g</td>", l->ga.ref_rms > 0 ? l->ga.rmse / l->ga.ref_rms : l->ga.rmse,
                     l->gb.ref_rms > 0 ? l->gb.rmse / l->gb.ref_rms : l->gb.rmse);

@@ -49,4 +49,20 @@ cd_status cd_report_markdown(const cd_report_input *in, const char *dir, cd_erro
 cd_status cd_report_all(const cd_report_input *in, const char *dir, cd_error *err);
 /* Terminal summary (colour when use_color). */
 void cd_report_terminal(const cd_report_input *in, FILE *f, bool use_color);
+
+/* The verdict kind every report states (docs/verdicts.md): the analysis's kind, except that a
+ * crash of backend B is a crash. Returns false when the analysis did not classify a failing
+ * verdict (kind left at pass while verdict is fail): the reports then say so instead of
+ * claiming a kind. */
+bool cd_report_kind(const cd_report_input *in, cd_verdict_kind *kind);
+/* "pass", "kernel_fault", "output_drift", "crash", "nondeterministic". */
+const char *cd_report_kind_name(cd_verdict_kind kind);
+/* The layer at index i of the analysis, NULL when i is out of range (unset indices). */
+const cd_layer_cmp *cd_report_layer(const cd_analysis *an, int i);
+/* The first kernel fault, NULL unless the verdict kind is a kernel fault. */
+const cd_layer_cmp *cd_report_first_fault(const cd_analysis *an);
+/* loc.rmse / loc.ref_rms (loc.rmse when the reference is all zero). */
+double cd_report_rel_local(const cd_layer_cmp *l);
+/* Whether the output tolerance was applied (out_pass/out_range_err mean something). */
+bool cd_report_outputs_judged(const cd_analysis *an);
 #endif

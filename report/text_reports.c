@@ -9,6 +9,58 @@ static const char *verdict_str(cd_verdict v) { return v == CD_VERDICT_PASS ? "pa
 
 static const char *shape_s(const cd_shape *s, char *b, size_t n) { return cd_shape_str(s, b, n); }
 
+bool cd_report_kind(const cd_report_input *in, cd_verdict_kind *kind) {
+    const cd_analysis *an = in->an;
+    *kind = an->kind;
+    if (an->verdict == CD_VERDICT_CRASH || in->env->crash) { *kind = CD_KIND_CRASH; return true; }
+    if ((unsigned)an->kind > CD_KIND_NONDET) return false;
+    if (an->kind != CD_KIND_PASS || an->verdict == CD_VERDICT_PASS) return true;
+    /* A failing verdict the analysis left unclassified: only nondeterminism keeps its old meaning. */
+    if (an->n_nondet && !an->n_fail) { *kind = CD_KIND_NONDET; return true; }
+    return false;
+}
+
+const char *cd_report_kind_name(cd_verdict_kind k) {
+    switch (k) {
+    case CD_KIND_PASS: return "pass";
+    case CD_KIND_FAULT: return "kernel_fault";
+    case CD_KIND_DRIFT: return "output_drift";
+    case CD_KIND_CRASH: return "crash";
+    case CD_KIND_NONDET: return "nondeterministic";
+    }
+    return "unknown";
+}
+
+const cd_layer_cmp *cd_report_layer(const cd_analysis *an, int i) {
+    return i >= 0 && i < an->n_layers ? &an->layers[i] : NULL;
+}
+
+const cd_layer_cmp *cd_report_first_fault(const cd_analysis *an) {
+    return an->kind == CD_KIND_FAULT ? cd_report_layer(an, an->first_fault) : NULL;
+}
+
+double cd_report_rel_local(const cd_layer_cmp *l) { return l->loc.ref_rms > 0 ? l->loc.rmse / l->loc.ref_rms : l->loc.rmse; }
+
+bool cd_report_outputs_judged(const cd_analysis *an) { return an->n_outputs > 0; }
+
+/* Whether the layer's junit testcase fails: its local check when one ran, else the free run. */
+static bool layer_fails(const cd_analysis *an, const cd_layer_cmp *l) {
+    return an->local_ran ? l->has_local && !l->loc_pass : !l->m.pass;
+}
+
+/* Coordinates of a flat index in shape s (row-major); rank 0 when out of range. */
+static void unravel(const cd_shape *s, int64_t flat, int64_t *coord, int *rank) {
+    *rank = 0;
+    int64_t n = cd_shape_numel(s);
+    if (flat < 0 || n <= 0 || flat >= n || s->rank <= 0) return;
+    for (int k = s->rank - 1; k >= 0; k--) {
+        int64_t d = s->d[k] > 0 ? s->d[k] : 1;
+        coord[k] = flat % d;
+        flat /= d;
+    }
+    *rank = s->rank;
+}
+
 cd_status cd_report_csv(const cd_report_input *in, const char *dir, cd_error *err) {
     cd_afile a;
     cd_status st = cd_afile_open(&a, dir, "layers.csv", err);
@@ -26,6 +78,9 @@ cd_status cd_report_csv(const cd_report_input *in, const char *dir, cd_error *er
           "nonfinite_new_b,nonfinite_hard,repeat_spread,repeat_changed,nondeterministic,inputs,inputs_failed,"
           "worst_input,worst_max_abs,mean_max_abs,p99_max_abs,worst_rel_err,mean_rel_err,p99_rel_err,"
           "worst_fail_fraction,mean_fail_fraction,p99_fail_fraction,worst_cosine,mean_cosine,p1_cosine", f);
+    /* local check and output tolerance (docs/verdicts.md), appended after the others */
+    fputs(",local_family,local_err,local_bound,local_ratio,local_exceed,local_pass,local_note,drift,is_output,"
+          "out_range_err,out_pass", f);
     fputc('\n', f);
     for (int i = 0; i < an->n_layers; i++) {
         const cd_layer_cmp *l = &an->layers[i];
@@ -70,6 +125,15 @@ cd_status cd_report_csv(const cd_report_input *in, const char *dir, cd_error *er
             cd_put_csv(f, l->worst_input);
             for (int k = 0; k < 4; k++) fprintf(f, ",%.9g,%.9g,%.9g", l->agg_worst[k], l->agg_mean[k], l->agg_p99[k]);
         } else fputs(",,,,,,,,,,,,,,", f);
+        fputc(',', f);
+        cd_put_csv(f, l->family);
+        if (l->has_local)
+            fprintf(f, ",%.9g,%.9g,%.9g,%lld,%d,", l->loc_err, l->loc_bound, l->loc_ratio, (long long)l->loc_exceed, l->loc_pass);
+        else fputs(",,,,,,", f);
+        cd_put_csv(f, l->loc_note);
+        fprintf(f, ",%d,%d,", l->drift, l->is_output);
+        if (l->is_output && cd_report_outputs_judged(an)) fprintf(f, "%.9g,%d", l->out_range_err, l->out_pass);
+        else fputc(',', f);
         fputc('\n', f);
     }
     return cd_afile_commit(&a, err);
@@ -215,6 +279,116 @@ static void diag_text(const cd_report_input *in, FILE *f, bool md) {
     }
 }
 
+static const char *jbool(bool b) { return b ? "true" : "false"; }
+
+/* Top-level verdict fields of summary.json (docs/verdicts.md). */
+static void verdict_json(FILE *f, const cd_report_input *in) {
+    const cd_analysis *an = in->an;
+    cd_verdict_kind kind;
+    fputs("  \"verdict_kind\": ", f);
+    if (cd_report_kind(in, &kind)) fprintf(f, "\"%s\"", cd_report_kind_name(kind)); else fputs("null", f);
+    fputs(",\n  \"first_fault\": ", f);
+    const cd_layer_cmp *l = cd_report_first_fault(an);
+    if (l) {
+        fprintf(f, "{\"op_index\": %d, \"layer\": ", l->op_index);
+        cd_put_json_str(f, l->layer);
+        fputs(", \"op_type\": ", f); cd_put_json_str(f, l->op_type);
+        fputs(", \"tensor\": ", f); cd_put_json_str(f, l->tensor);
+        fputs(", \"family\": ", f); cd_put_json_str(f, l->family);
+        fputs(", \"error\": ", f); cd_put_json_num(f, l->loc_err);
+        fputs(", \"bound\": ", f); cd_put_json_num(f, l->loc_bound);
+        fputs(", \"ratio\": ", f); cd_put_json_num(f, l->loc_ratio);
+        fprintf(f, ", \"exceed\": %lld, \"elements\": %lld, \"worst_index\": %lld, \"worst_coord\": ", (long long)l->loc_exceed,
+                (long long)l->loc.n, (long long)l->loc_worst);
+        int64_t c[CD_MAX_RANK];
+        int r;
+        unravel(&l->shape, l->loc_worst, c, &r);
+        if (r) {
+            fputc('[', f);
+            for (int k = 0; k < r; k++) fprintf(f, "%s%lld", k ? "," : "", (long long)c[k]);
+            fputc(']', f);
+        } else fputs("null", f);
+        fputs(", \"note\": ", f); cd_put_json_str(f, l->loc_note);
+        fputc('}', f);
+    } else fputs("null", f);
+    fprintf(f, ",\n  \"local_check\": {\"ran\": %s, \"reference\": ", jbool(an->local_ran));
+    cd_put_json_str(f, an->local_ref);
+    fprintf(f, ", \"layers_checked\": %d, \"faults\": %d},\n  \"layers_drifted\": %d,\n  \"output_tolerance\": ",
+            an->n_local, an->n_faults, an->n_drift);
+    cd_put_json_str(f, an->out_tol_desc);
+    fputs(",\n  \"outputs\": [", f);
+    bool judged = cd_report_outputs_judged(an);
+    int shown = 0;
+    for (int i = 0; i < an->n_layers; i++) {
+        const cd_layer_cmp *o = &an->layers[i];
+        if (!o->is_output) continue;
+        fprintf(f, "%s{\"layer\": ", shown++ ? ", " : "");
+        cd_put_json_str(f, o->layer);
+        fputs(", \"tensor\": ", f); cd_put_json_str(f, o->tensor);
+        fprintf(f, ", \"op_index\": %d, \"range_err\": ", o->op_index);
+        if (judged) cd_put_json_num(f, o->out_range_err); else fputs("null", f);
+        fputs(", \"cosine\": ", f); cd_put_json_num(f, o->m.cosine);
+        fputs(", \"snr_db\": ", f); cd_put_json_num(f, o->m.snr_db);
+        fputs(", \"max_abs\": ", f); cd_put_json_num(f, o->m.max_abs);
+        fprintf(f, ", \"pass\": %s, \"rule\": ", judged ? jbool(o->out_pass) : "null");
+        cd_put_json_str(f, o->out_rule);
+        fputs(", \"task\": ", f); cd_put_json_str(f, o->task);
+        if (o->has_topk) {
+            fputs(", \"top1\": ", f); cd_put_json_num(f, o->top1);
+            fputs(", \"top5\": ", f); cd_put_json_num(f, o->top5);
+        }
+        if (!strcmp(o->task, "detection"))
+            fprintf(f, ", \"detections\": {\"ref\": %lld, \"val\": %lld, \"matched\": %lld}", (long long)o->det_ref,
+                    (long long)o->det_val, (long long)o->det_matched);
+        fputc('}', f);
+    }
+    fputs("],\n  \"amplifiers\": [", f);
+    shown = 0;
+    for (int j = 0; j < an->n_amplifiers && j < 8; j++) {
+        const cd_layer_cmp *a = cd_report_layer(an, an->amplifiers[j]);
+        if (!a) continue;
+        fprintf(f, "%s{\"layer\": ", shown++ ? ", " : "");
+        cd_put_json_str(f, a->layer);
+        fputs(", \"op_type\": ", f); cd_put_json_str(f, a->op_type);
+        fputs(", \"growth\": ", f); cd_put_json_num(f, a->growth);
+        fputs(", \"rel_err\": ", f); cd_put_json_num(f, a->rel_err);
+        fputc('}', f);
+    }
+    fputs("],\n  \"contributors\": [", f);
+    shown = 0;
+    for (int j = 0; j < an->n_contributors && j < 8; j++) {
+        const cd_layer_cmp *c = cd_report_layer(an, an->contributors[j]);
+        if (!c) continue;
+        fprintf(f, "%s{\"layer\": ", shown++ ? ", " : "");
+        cd_put_json_str(f, c->layer);
+        fputs(", \"op_type\": ", f); cd_put_json_str(f, c->op_type);
+        fputs(", \"ratio\": ", f); cd_put_json_num(f, c->loc_ratio);
+        fputs(", \"rel_local\": ", f); cd_put_json_num(f, cd_report_rel_local(c));
+        fputc('}', f);
+    }
+    fputs("],\n", f);
+}
+
+/* Per-layer local check in summary.json. */
+static void local_json(FILE *f, const cd_layer_cmp *l) {
+    fputs(", \"local\": ", f);
+    if (!l->has_local) {
+        fputs("null", f);
+        if (l->loc_note[0]) { fputs(", \"local_note\": ", f); cd_put_json_str(f, l->loc_note); }
+    } else {
+        fputs("{\"family\": ", f); cd_put_json_str(f, l->family);
+        fputs(", \"error\": ", f); cd_put_json_num(f, l->loc_err);
+        fputs(", \"bound\": ", f); cd_put_json_num(f, l->loc_bound);
+        fputs(", \"ratio\": ", f); cd_put_json_num(f, l->loc_ratio);
+        fprintf(f, ", \"exceed\": %lld, \"pass\": %s, \"max_abs\": ", (long long)l->loc_exceed, jbool(l->loc_pass));
+        cd_put_json_num(f, l->loc.max_abs);
+        fputs(", \"cosine\": ", f); cd_put_json_num(f, l->loc.cosine);
+        fputs(", \"note\": ", f); cd_put_json_str(f, l->loc_note);
+        fputc('}', f);
+    }
+    fprintf(f, ", \"drift\": %s, \"is_output\": %s", jbool(l->drift), jbool(l->is_output));
+}
+
 static void json_kv(FILE *f, const char *k, const char *v, bool comma) {
     fprintf(f, "%s\n    ", comma ? "," : "");
     cd_put_json_str(f, k);
@@ -231,6 +405,7 @@ cd_status cd_report_json(const cd_report_input *in, const char *dir, cd_error *e
     const cd_report_env *e = in->env;
     fprintf(f, "{\n  \"schema\": \"cldiff-summary/1\",\n  \"verdict\": \"%s\",\n", verdict_str(an->verdict));
     fprintf(f, "  \"layers_compared\": %d,\n  \"layers_failed\": %d,\n", an->n_layers, an->n_fail);
+    verdict_json(f, in);
     fputs("  \"first_divergence\": ", f);
     if (an->first_fail >= 0) {
         const cd_layer_cmp *l = &an->layers[an->first_fail];
@@ -305,6 +480,7 @@ cd_status cd_report_json(const cd_report_input *in, const char *dir, cd_error *e
         }
         if (l->has_topk) { fputs(", \"top1\": ", f); cd_put_json_num(f, l->top1); fputs(", \"top5\": ", f); cd_put_json_num(f, l->top5); }
         fputs(", \"rule\": ", f); cd_put_json_str(f, l->rule);
+        local_json(f, l);
         fprintf(f, ", \"acc_k\": %lld, \"nonfinite_new\": [%lld,%lld], \"nonfinite_hard\": %s", (long long)l->acc_k,
                 (long long)l->nf_new_a, (long long)l->nf_new_b, l->nf_hard ? "true" : "false");
         if (l->has_hazard) {
@@ -338,11 +514,70 @@ cd_status cd_report_json(const cd_report_input *in, const char *dir, cd_error *e
     return cd_afile_commit(&a, err);
 }
 
-/* Failing test cases: layers out of tolerance plus nondeterministic layers within it. */
-static int junit_failures(const cd_analysis *an) {
-    int n = an->n_fail;
-    for (int i = 0; i < an->n_layers; i++) n += an->layers[i].nondet && an->layers[i].m.pass;
+/* Output testcases exist when the local check ran (the new verdict model); without it the
+ * layer testcases keep their free-run meaning and the file is as it always was. They form a
+ * second testsuite, so the first keeps one testcase per compared layer. */
+static bool junit_outputs(const cd_analysis *an) { return an->local_ran; }
+
+/* Failing layer testcases: failing layers (local check, or free run without one) and
+ * nondeterministic layers that do not fail otherwise. */
+static int junit_layer_failures(const cd_analysis *an) {
+    int n = 0;
+    for (int i = 0; i < an->n_layers; i++) n += layer_fails(an, &an->layers[i]) || an->layers[i].nondet;
     return n;
+}
+
+static void junit_free_run(FILE *f, const cd_layer_cmp *l) {
+    fputs("tensor ", f);
+    cd_put_xml(f, l->tensor);
+    fprintf(f, ": max_abs=%.9g mean_abs=%.9g rmse=%.9g max_rel=%.9g cosine=%.9g snr_db=%.3f max_ulp=%.0f "
+               "fail_count=%lld worst_index=%lld (ref %.9g, got %.9g) nan=%lld/%lld inf=%lld/%lld rule=",
+            l->m.max_abs, l->m.mean_abs, l->m.rmse, l->m.max_rel, l->m.cosine, l->m.snr_db, l->m.max_ulp,
+            (long long)l->m.fail_count, (long long)l->m.worst_index, l->m.worst_ref, l->m.worst_val,
+            (long long)l->m.nan_ref, (long long)l->m.nan_val, (long long)l->m.inf_ref, (long long)l->m.inf_val);
+    cd_put_xml(f, l->rule);
+}
+
+/* Diagnosis that travels with a layer testcase, failing or not. */
+static void junit_diag(FILE *f, const cd_analysis *an, int i) {
+    const cd_layer_cmp *l = &an->layers[i];
+    if (i == an->first_fail) fprintf(f, " first-divergence kind=%s", an->first_kind);
+    if (l->nf_hard) fprintf(f, " nonfinite-where-reference-finite=%lld/%lld", (long long)l->nf_new_a, (long long)l->nf_new_b);
+    if (l->risk_rank) { fprintf(f, " fp16-risk-rank=%d ", l->risk_rank); cd_put_xml(f, l->risk_reason); }
+}
+
+/* Model outputs against the output tolerance: one testcase each. */
+static void junit_output_suite(FILE *f, const cd_report_input *in) {
+    const cd_analysis *an = in->an;
+    int tests = 0, failures = 0;
+    for (int i = 0; i < an->n_layers; i++)
+        if (an->layers[i].is_output) { tests++; failures += !an->layers[i].out_pass; }
+    if (!tests) return;
+    fputs("  <testsuite name=\"cldiff ", f);
+    cd_put_xml(f, in->env->model_path);
+    fprintf(f, " outputs\" tests=\"%d\" failures=\"%d\" errors=\"0\">\n", tests, failures);
+    for (int i = 0; i < an->n_layers; i++) {
+        const cd_layer_cmp *l = &an->layers[i];
+        if (!l->is_output) continue;
+        fputs("    <testcase classname=\"cldiff.output\" name=\"output ", f);
+        cd_put_xml(f, l->tensor);
+        fputc('"', f);
+        if (l->out_pass) { fputs("/>\n", f); continue; }
+        fprintf(f, ">\n      <failure message=\"output drift: range error %.6g beyond the output tolerance (", l->out_range_err);
+        cd_put_xml(f, l->out_rule);
+        fputs(")\">layer ", f);
+        cd_put_xml(f, l->layer);
+        fprintf(f, " (op #%d): range error %.9g, cosine %.9g, snr_db %.3f, max_abs %.9g", l->op_index, l->out_range_err,
+                l->m.cosine, l->m.snr_db, l->m.max_abs);
+        if (l->has_topk) fprintf(f, ", top1 %.4f, top5 %.4f", l->top1, l->top5);
+        if (!strcmp(l->task, "detection"))
+            fprintf(f, ", detections %lld matched of %lld (B found %lld)", (long long)l->det_matched, (long long)l->det_ref,
+                    (long long)l->det_val);
+        fputs("; tolerance: ", f);
+        cd_put_xml(f, an->out_tol_desc);
+        fputs("</failure>\n    </testcase>\n", f);
+    }
+    fputs("  </testsuite>\n", f);
 }
 
 cd_status cd_report_junit(const cd_report_input *in, const char *dir, cd_error *err) {
@@ -354,7 +589,7 @@ cd_status cd_report_junit(const cd_report_input *in, const char *dir, cd_error *
     fputs("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<testsuites>\n  <testsuite name=\"cldiff ", f);
     cd_put_xml(f, in->env->model_path);
     fprintf(f, " %s %s vs %s\" tests=\"%d\" failures=\"%d\" errors=\"%d\" time=\"%.3f\">\n", in->env->precision,
-            in->env->backend_a, in->env->backend_b, an->n_layers, junit_failures(an), in->env->crash ? 1 : 0,
+            in->env->backend_a, in->env->backend_b, an->n_layers, junit_layer_failures(an), in->env->crash ? 1 : 0,
             in->env->wall_ms_total / 1e3);
     if (in->env->crash) {
         fputs("    <testcase classname=\"cldiff.run\" name=\"backend\"><error message=\"", f);
@@ -363,47 +598,167 @@ cd_status cd_report_junit(const cd_report_input *in, const char *dir, cd_error *
     }
     for (int i = 0; i < an->n_layers; i++) {
         const cd_layer_cmp *l = &an->layers[i];
-        fprintf(f, "    <testcase classname=\"cldiff.%s\" name=\"", l->op_type);
-        fprintf(f, "%04d ", l->op_index);
+        fputs("    <testcase classname=\"cldiff.", f);
+        cd_put_xml(f, l->op_type);
+        fprintf(f, "\" name=\"%04d ", l->op_index);
         cd_put_xml(f, l->layer);
         fprintf(f, "\" time=\"%.6f\"", l->us_b / 1e6);
-        if (l->nondet && l->m.pass) {
+        bool fails = layer_fails(an, l);
+        if (l->nondet && !fails) {
             fprintf(f, ">\n      <failure message=\"nondeterministic: spread %.6g over %d runs (race or uninitialised read)\"/>\n    </testcase>\n",
                     l->spread, an->repeat_n);
             continue;
         }
-        if (l->m.pass) { fputs("/>\n", f); continue; }
-        fprintf(f, ">\n      <failure message=\"max_abs=%.6g cosine=%.8f fail_fraction=%.6g (atol=%g rtol=%g)\">", l->m.max_abs,
-                l->m.cosine, l->m.fail_fraction, l->tol.atol, l->tol.rtol);
-        fprintf(f, "tensor ");
-        cd_put_xml(f, l->tensor);
-        fprintf(f, ": max_abs=%.9g mean_abs=%.9g rmse=%.9g max_rel=%.9g cosine=%.9g snr_db=%.3f max_ulp=%.0f "
-                   "fail_count=%lld worst_index=%lld (ref %.9g, got %.9g) nan=%lld/%lld inf=%lld/%lld rule=",
-                l->m.max_abs, l->m.mean_abs, l->m.rmse, l->m.max_rel, l->m.cosine, l->m.snr_db, l->m.max_ulp,
-                (long long)l->m.fail_count, (long long)l->m.worst_index, l->m.worst_ref, l->m.worst_val,
-                (long long)l->m.nan_ref, (long long)l->m.nan_val, (long long)l->m.inf_ref, (long long)l->m.inf_val);
-        cd_put_xml(f, l->rule);
-        if (i == an->first_fail) fprintf(f, " first-divergence kind=%s", an->first_kind);
-        if (l->nf_hard) fprintf(f, " nonfinite-where-reference-finite=%lld/%lld", (long long)l->nf_new_a, (long long)l->nf_new_b);
-        if (l->risk_rank) { fprintf(f, " fp16-risk-rank=%d ", l->risk_rank); cd_put_xml(f, l->risk_reason); }
+        if (!fails) {
+            /* Passing: free-run drift (and why the layer was not checked locally) is information. */
+            bool drift = an->local_ran && !l->m.pass, unchecked = an->local_ran && !l->has_local && l->loc_note[0],
+                 diag = an->local_ran && (l->nf_hard || l->risk_rank);
+            if (!drift && !unchecked && !diag) { fputs("/>\n", f); continue; }
+            fputs(">\n      <system-out>", f);
+            if (unchecked) { fputs("not checked locally: ", f); cd_put_xml(f, l->loc_note); fputs(drift || diag ? "\n" : "", f); }
+            if (drift) { fputs("free-run drift beyond the element tolerance (information): ", f); junit_free_run(f, l); }
+            if (drift || diag) junit_diag(f, an, i);
+            fputs("</system-out>\n    </testcase>\n", f);
+            continue;
+        }
+        if (an->local_ran) {
+            fprintf(f, ">\n      <failure message=\"kernel fault: local error %.6g &gt; bound %.6g (ratio %.4g, %lld of %lld elements, family ",
+                    l->loc_err, l->loc_bound, l->loc_ratio, (long long)l->loc_exceed, (long long)l->loc.n);
+            cd_put_xml(f, l->family);
+            fputs(")\">", f);
+            fprintf(f, "%slocal check on %s's inputs: max_abs=%.9g cosine=%.9g worst_index=%lld bound: ",
+                    i == an->first_fault ? "first kernel fault; " : "", in->env->backend_a, l->loc.max_abs, l->loc.cosine,
+                    (long long)l->loc_worst);
+            cd_put_xml(f, l->loc_note);
+            fputs("\nfree run: ", f);
+            junit_free_run(f, l);
+        } else {
+            fprintf(f, ">\n      <failure message=\"max_abs=%.6g cosine=%.8f fail_fraction=%.6g (atol=%g rtol=%g)\">", l->m.max_abs,
+                    l->m.cosine, l->m.fail_fraction, l->tol.atol, l->tol.rtol);
+            junit_free_run(f, l);
+        }
+        junit_diag(f, an, i);
         fputs("</failure>\n    </testcase>\n", f);
     }
-    fputs("  </testsuite>\n</testsuites>\n", f);
+    fputs("  </testsuite>\n", f);
+    if (junit_outputs(an)) junit_output_suite(f, in);
+    fputs("</testsuites>\n", f);
     return cd_afile_commit(&a, err);
 }
 
+/* The first failing model output, NULL when none (or outputs were not judged). */
+static const cd_layer_cmp *first_failing_output(const cd_analysis *an) {
+    if (!cd_report_outputs_judged(an)) return NULL;
+    for (int i = 0; i < an->n_layers; i++)
+        if (an->layers[i].is_output && !an->layers[i].out_pass) return &an->layers[i];
+    return NULL;
+}
+
+/* The verdict line (docs/verdicts.md) and, in plain text, its short detail lines. `on`/`off`
+ * colour the verdict word on a terminal. */
+static void verdict_text(const cd_report_input *in, FILE *f, bool md, const char *on, const char *off) {
+    const cd_analysis *an = in->an;
+    const char *q = md ? "`" : "", *b0 = md ? "**" : on, *b1 = md ? "**" : off, *item = md ? "- " : "  ";
+    cd_verdict_kind kind;
+    if (!cd_report_kind(in, &kind)) {
+        fprintf(f, "%sverdict: FAIL%s (not classified: %d of %d layers beyond the element tolerance in the free run)\n", b0, b1,
+                an->n_fail, an->n_layers);
+        return;
+    }
+    switch (kind) {
+    case CD_KIND_FAULT: {
+        const cd_layer_cmp *l = cd_report_first_fault(an);
+        if (!l) {
+            fprintf(f, "%sverdict: KERNEL FAULT%s (%d layer(s) over their local error bound)\n", b0, b1, an->n_faults);
+            break;
+        }
+        fprintf(f, "%sverdict: KERNEL FAULT%s at %s%s%s (%s, op #%d): local error %.1e > bound %.1e (ratio %.3g, %lld of %lld elements)",
+                b0, b1, q, l->layer, q, l->op_type, l->op_index, l->loc_err, l->loc_bound, l->loc_ratio,
+                (long long)l->loc_exceed, (long long)l->loc.n);
+        if (an->n_faults > 1) fprintf(f, "; %d layers fail their local check", an->n_faults);
+        fputc('\n', f);
+        if (md) fputc('\n', f);
+        fprintf(f, "%s%s bound", item, l->family[0] ? l->family : "error");
+        if (l->loc_note[0]) fprintf(f, ": %s", l->loc_note);
+        fprintf(f, "; measured on %s's inputs against %s\n", in->env->backend_a, an->local_ref[0] ? an->local_ref : in->env->backend_a);
+        break;
+    }
+    case CD_KIND_DRIFT: {
+        const cd_layer_cmp *o = first_failing_output(an);
+        fprintf(f, "%sverdict: OUTPUT DRIFT%s", b0, b1);
+        if (o) fprintf(f, ": output %s%s%s range error %.1e > tolerance", q, o->tensor, q, o->out_range_err);
+        if (an->n_out_fail > 1) fprintf(f, " (%d of %d outputs)", an->n_out_fail, an->n_outputs);
+        if (!an->local_ran) fputs("; no local check ran", f);
+        else if (an->n_local < an->n_layers) fprintf(f, "; no checked layer (%d of %d) is wrong on its own inputs", an->n_local, an->n_layers);
+        else fputs("; no layer is wrong on its own inputs", f);
+        for (int j = 0, k = 0; j < an->n_amplifiers && j < 8 && k < 4; j++) {
+            const cd_layer_cmp *l = cd_report_layer(an, an->amplifiers[j]);
+            if (!l) continue;
+            fprintf(f, "%s%s%s%s (x%.3g)", k++ ? ", " : "; error amplified at ", q, l->layer, q, l->growth);
+        }
+        fputc('\n', f);
+        if (md) break; /* the Markdown summary shows tables instead */
+        int k = 0;
+        for (int j = 0; j < an->n_contributors && j < 8 && k < 4; j++) {
+            const cd_layer_cmp *l = cd_report_layer(an, an->contributors[j]);
+            if (!l) continue;
+            fprintf(f, "%s%s (ratio %.3g, local rel err %.2g)", k++ ? ", " : "  largest local errors (within their bounds): ",
+                    l->layer, l->loc_ratio, cd_report_rel_local(l));
+        }
+        if (k) fputc('\n', f);
+        if (an->out_tol_desc[0]) fprintf(f, "  output tolerance: %s\n", an->out_tol_desc);
+        break;
+    }
+    case CD_KIND_PASS:
+        fprintf(f, "%sverdict: PASS%s (", b0, b1);
+        if (an->local_ran) fprintf(f, "%d layers checked locally, all within their bounds", an->n_local);
+        else fprintf(f, "%d layers compared, no local check", an->n_layers);
+        if (cd_report_outputs_judged(an)) fprintf(f, "; %d output(s) within the output tolerance", an->n_outputs);
+        if (an->n_drift)
+            fprintf(f, "; %d intermediate layer(s) drifted beyond the element tolerance: information", an->n_drift);
+        fputs(")\n", f);
+        break;
+    case CD_KIND_CRASH:
+        fprintf(f, "%sverdict: CRASH%s: %s did not finish; layers before the crash are compared below\n", b0, b1, in->env->backend_b);
+        break;
+    case CD_KIND_NONDET: {
+        const cd_layer_cmp *l = cd_report_layer(an, an->first_nondet);
+        fprintf(f, "%sverdict: NONDETERMINISTIC%s: %d layer(s) changed between %d runs of %s (race or uninitialised read)", b0, b1,
+                an->n_nondet, an->repeat_n, in->env->backend_b);
+        if (l) fprintf(f, ", first %s%s%s (op #%d)", q, l->layer, q, l->op_index);
+        fputc('\n', f);
+        break;
+    }
+    }
+}
+
+/* First divergence of the free run: the failing layer of the old model, information under a
+ * verdict kind that is not a kernel fault (docs/verdicts.md). */
 static void first_sentence(const cd_report_input *in, FILE *f, bool md) {
     const cd_analysis *an = in->an;
+    const char *q = md ? "`" : "";
+    cd_verdict_kind kind;
+    bool info = cd_report_kind(in, &kind) && kind != CD_KIND_FAULT;
     if (in->env->crash) { fprintf(f, "%s crashed: %s\n", in->env->backend_b, in->env->crash); }
     if (an->first_fail < 0) {
         fprintf(f, "All %d compared layers are within tolerance.\n", an->n_layers);
         return;
     }
     const cd_layer_cmp *l = &an->layers[an->first_fail];
-    fprintf(f, "First layer out of tolerance: %s%s%s (op #%d, %s), max |a-b| = %.4g, cosine = %.6f, %.3g%% of elements out.\n",
-            md ? "`" : "", l->layer, md ? "`" : "", l->op_index, l->op_type, l->m.max_abs, l->m.cosine,
-            100 * l->m.fail_fraction);
-    if (l->nf_hard && an->first_fail == an->nonfinite_origin)
+    if (info)
+        fprintf(f, "First divergence (information): %s%s%s (op #%d, %s), max |a-b| = %.4g, cosine = %.6f, %.3g%% of elements beyond the element tolerance in the free run.\n",
+                q, l->layer, q, l->op_index, l->op_type, l->m.max_abs, l->m.cosine, 100 * l->m.fail_fraction);
+    else
+        fprintf(f, "First layer out of tolerance: %s%s%s (op #%d, %s), max |a-b| = %.4g, cosine = %.6f, %.3g%% of elements out.\n",
+                q, l->layer, q, l->op_index, l->op_type, l->m.max_abs, l->m.cosine, 100 * l->m.fail_fraction);
+    if (an->local_ran && l->has_local)
+        fprintf(f, "Local check: on %s's inputs its error is %.2g against a bound of %.2g (ratio %.3g): %s.\n",
+                in->env->backend_a, l->loc_err, l->loc_bound, l->loc_ratio,
+                l->loc_pass ? "within its bound, so the divergence is accumulated error, not a fault of this layer"
+                            : "over its bound, a kernel fault");
+    else if (an->local_ran)
+        fprintf(f, "Not checked locally%s%s.\n", l->loc_note[0] ? ": " : "", l->loc_note);
+    else if (l->nf_hard && an->first_fail == an->nonfinite_origin)
         fprintf(f, "Local error: the layer turns finite inputs into NaN/Inf where the reference is finite (%lld values on A, %lld on B).\n",
                 (long long)l->nf_new_a, (long long)l->nf_new_b);
     else if (l->isolated)
@@ -415,6 +770,55 @@ static void first_sentence(const cd_report_input *in, FILE *f, bool md) {
         fprintf(f, "Not isolated (local vs inherited unknown).\n");
 }
 
+/* Markdown: outputs, amplifiers and contributors tables under an output-drift verdict, the
+ * other kernel faults under a fault verdict. */
+static void md_verdict_tables(const cd_report_input *in, FILE *f) {
+    const cd_analysis *an = in->an;
+    cd_verdict_kind kind;
+    if (!cd_report_kind(in, &kind)) return;
+    if (kind == CD_KIND_FAULT && an->n_faults > 1) {
+        fputs("\n| # | layer | type | family | local error | bound | ratio | elements over |\n|---|---|---|---|---|---|---|---|\n", f);
+        for (int i = 0, k = 0; i < an->n_layers && k < 10; i++) {
+            const cd_layer_cmp *l = &an->layers[i];
+            if (!l->has_local || l->loc_pass) continue;
+            k++;
+            fprintf(f, "| %d | `%s` | %s | %s | %.3g | %.3g | %.3g | %lld |\n", l->op_index, l->layer, l->op_type, l->family,
+                    l->loc_err, l->loc_bound, l->loc_ratio, (long long)l->loc_exceed);
+        }
+    }
+    if (kind != CD_KIND_DRIFT && kind != CD_KIND_PASS) return;
+    if (cd_report_outputs_judged(an)) {
+        fputs("\n| output | layer | range error | cosine | SNR dB | top-1 | top-5 | detections matched | within tolerance |\n"
+              "|---|---|---|---|---|---|---|---|---|\n", f);
+        for (int i = 0; i < an->n_layers; i++) {
+            const cd_layer_cmp *l = &an->layers[i];
+            if (!l->is_output) continue;
+            fprintf(f, "| `%s` | `%s` | %.3g | %.6f | %.1f | ", l->tensor, l->layer, l->out_range_err, l->m.cosine, l->m.snr_db);
+            if (l->has_topk) fprintf(f, "%.4f | %.4f | ", l->top1, l->top5); else fputs(" | | ", f);
+            if (!strcmp(l->task, "detection"))
+                fprintf(f, "%lld of %lld (B: %lld) | ", (long long)l->det_matched, (long long)l->det_ref, (long long)l->det_val);
+            else fputs(" | ", f);
+            fprintf(f, "%s |\n", l->out_pass ? "yes" : "**no**");
+        }
+        if (an->out_tol_desc[0]) fprintf(f, "\nOutput tolerance: %s\n", an->out_tol_desc);
+    }
+    if (kind != CD_KIND_DRIFT) return;
+    if (an->n_amplifiers) {
+        fputs("\nWhere the error is amplified (free run):\n\n| # | layer | type | growth | rel err |\n|---|---|---|---|---|\n", f);
+        for (int j = 0; j < an->n_amplifiers && j < 8; j++) {
+            const cd_layer_cmp *l = cd_report_layer(an, an->amplifiers[j]);
+            if (l) fprintf(f, "| %d | `%s` | %s | x%.3g | %.3g |\n", l->op_index, l->layer, l->op_type, l->growth, l->rel_err);
+        }
+    }
+    if (an->n_contributors) {
+        fputs("\nLargest local errors (each within its bound):\n\n| # | layer | type | ratio to bound | local rel err |\n|---|---|---|---|---|\n", f);
+        for (int j = 0; j < an->n_contributors && j < 8; j++) {
+            const cd_layer_cmp *l = cd_report_layer(an, an->contributors[j]);
+            if (l) fprintf(f, "| %d | `%s` | %s | %.3g | %.3g |\n", l->op_index, l->layer, l->op_type, l->loc_ratio, cd_report_rel_local(l));
+        }
+    }
+}
+
 cd_status cd_report_markdown(const cd_report_input *in, const char *dir, cd_error *err) {
     cd_afile a;
     cd_status st = cd_afile_open(&a, dir, "summary.md", err);
@@ -424,6 +828,9 @@ cd_status cd_report_markdown(const cd_report_input *in, const char *dir, cd_erro
     const cd_report_env *e = in->env;
     fprintf(f, "### cldiff: %s — %s (%s vs %s, %s)\n\n", e->model_path, verdict_str(an->verdict), e->backend_a,
             e->backend_b, e->precision);
+    verdict_text(in, f, true, "", "");
+    md_verdict_tables(in, f);
+    fputc('\n', f);
     first_sentence(in, f, true);
     fputc('\n', f);
     diag_text(in, f, true);
@@ -433,16 +840,19 @@ cd_status cd_report_markdown(const cd_report_input *in, const char *dir, cd_erro
             e->variant_b ? e->variant_b : "");
     fprintf(f, "| inputs | %s |\n| tolerance | %s |\n| cldiff | %s, `%s` |\n\n", e->input_desc ? e->input_desc : "",
             e->tolerance_desc ? e->tolerance_desc : "", e->tool_version, e->command_line ? e->command_line : "");
-    fprintf(f, "%d of %d layers out of tolerance.\n\n", an->n_fail, an->n_layers);
+    fprintf(f, "%d of %d layers out of tolerance%s.\n\n", an->n_fail, an->n_layers,
+            an->local_ran ? " in the free run (information unless a kernel fault is named above)" : "");
     if (an->n_fail) {
-        fputs("| # | layer | type | max abs | cosine | fail % | rel err | growth |\n|---|---|---|---|---|---|---|---|\n", f);
+        fputs("| # | layer | type | max abs | cosine | fail % | rel err | growth | local ratio |\n|---|---|---|---|---|---|---|---|---|\n", f);
         int shown = 0;
         for (int i = 0; i < an->n_layers && shown < 10; i++) {
             const cd_layer_cmp *l = &an->layers[i];
             if (l->m.pass) continue;
             shown++;
-            fprintf(f, "| %d | `%s` | %s | %.4g | %.6f | %.3g | %.3g | %.3g |\n", l->op_index, l->layer, l->op_type,
+            fprintf(f, "| %d | `%s` | %s | %.4g | %.6f | %.3g | %.3g | %.3g | ", l->op_index, l->layer, l->op_type,
                     l->m.max_abs, l->m.cosine, 100 * l->m.fail_fraction, l->rel_err, l->growth);
+            if (l->has_local) fprintf(f, "%.3g%s |\n", l->loc_ratio, l->loc_pass ? "" : " **fault**");
+            else fputs("|\n", f);
         }
         if (an->n_fail > shown) fprintf(f, "\n(%d more in layers.csv)\n", an->n_fail - shown);
     }
@@ -460,25 +870,34 @@ cd_status cd_report_all(const cd_report_input *in, const char *dir, cd_error *er
 
 void cd_report_terminal(const cd_report_input *in, FILE *f, bool color) {
     const cd_analysis *an = in->an;
-    const char *red = color ? "\033[31;1m" : "", *green = color ? "\033[32;1m" : "", *dim = color ? "\033[2m" : "",
-               *off = color ? "\033[0m" : "";
-    fprintf(f, "\n%-5s %-28s %-22s %11s %11s %9s %8s\n", "op", "layer", "type", "max_abs", "cosine", "fail%", "growth");
-    /* Long models: show every failing layer up to 40 lines and the first/last passing context. */
+    const char *red = color ? "\033[31;1m" : "", *green = color ? "\033[32;1m" : "", *yellow = color ? "\033[33m" : "",
+               *dim = color ? "\033[2m" : "", *off = color ? "\033[0m" : "";
+    fprintf(f, "\n%-5s %-28s %-22s %11s %11s %9s %8s %8s\n", "op", "layer", "type", "max_abs", "cosine", "fail%", "growth",
+            "local");
+    /* Long models: show every failing layer up to 40 lines and the first/last passing context.
+     * With a local check, red marks a kernel fault and yellow free-run drift (information). */
     int shown = 0;
     for (int i = 0; i < an->n_layers; i++) {
         const cd_layer_cmp *l = &an->layers[i];
-        bool show = an->n_layers <= 40 || !l->m.pass || i == an->n_layers - 1 || (an->first_fail >= 0 && abs(i - an->first_fail) <= 2);
+        bool fault = an->local_ran && l->has_local && !l->loc_pass;
+        bool show = an->n_layers <= 40 || !l->m.pass || fault || i == an->n_layers - 1 ||
+                    (an->first_fail >= 0 && abs(i - an->first_fail) <= 2);
         if (!show || shown >= 60) continue;
         shown++;
-        fprintf(f, "%s%-5d %-28.28s %-22.22s %11.4g %11.8f %9.4g %8.3g%s%s%s%s%s\n", l->m.pass ? "" : red, l->op_index,
-                l->layer, l->op_type, l->m.max_abs, l->m.cosine, 100 * l->m.fail_fraction, l->growth,
+        const char *c = !an->local_ran ? (l->m.pass ? "" : red) : fault ? red : l->m.pass ? "" : yellow;
+        char ratio[16] = "-";
+        if (l->has_local) snprintf(ratio, sizeof ratio, "%.3g", l->loc_ratio);
+        fprintf(f, "%s%-5d %-28.28s %-22.22s %11.4g %11.8f %9.4g %8.3g %8s%s%s%s%s%s%s%s\n", c, l->op_index, l->layer,
+                l->op_type, l->m.max_abs, l->m.cosine, 100 * l->m.fail_fraction, l->growth, ratio, fault ? " FAULT" : "",
                 l->jump ? " jump" : "", strcmp(l->where_b, "cpu-fallback") ? "" : " (B on cpu)",
-                l->nf_hard ? " NaN/Inf" : "", l->nondet ? " NONDETERMINISTIC" : "", l->m.pass ? "" : off);
+                l->nf_hard ? " NaN/Inf" : "", l->nondet ? " NONDETERMINISTIC" : "",
+                l->is_output && cd_report_outputs_judged(an) ? (l->out_pass ? " output" : " OUTPUT DRIFT") : "", *c ? off : "");
     }
     if (shown < an->n_layers) fprintf(f, "%s(%d of %d layers shown; all in layers.csv)%s\n", dim, shown, an->n_layers, off);
     fputc('\n', f);
-    fprintf(f, "%s%s%s ", an->verdict == CD_VERDICT_PASS ? green : red,
-            an->verdict == CD_VERDICT_PASS ? "PASS" : an->verdict == CD_VERDICT_FAIL ? "FAIL" : "CRASH", off);
+    cd_verdict_kind kind;
+    bool classified = cd_report_kind(in, &kind);
+    verdict_text(in, f, false, classified && kind == CD_KIND_PASS ? green : classified && kind == CD_KIND_DRIFT ? yellow : red, off);
     first_sentence(in, f, false);
     if (an->n_jumps) {
         fprintf(f, "Error growth jumps at:");
