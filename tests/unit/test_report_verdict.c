@@ -157,6 +157,16 @@ static void parses(const char *dir) {
     cr_assert_eq(rc, 0, "summary.json and junit.xml parse");
 }
 
+static void cleanup(const char *dir) {
+    static const char *const files[] = {"layers.csv", "summary.json", "junit.xml", "summary.md", "report.html"};
+    char p[600];
+    for (size_t i = 0; i < sizeof files / sizeof *files; i++) {
+        snprintf(p, sizeof p, "%s/%s", dir, files[i]);
+        remove(p);
+    }
+    rmdir(dir);
+}
+
 static char *terminal(const cd_analysis *an) {
     char *buf = NULL;
     size_t n = 0;
@@ -269,6 +279,7 @@ Test(report_verdict, kernel_fault) {
     cr_assert(strstr(html, "id=\"outputs\""));
     cr_assert(strstr(html, "&lt;fp32&gt; &quot;both sides&quot;"), "notes are HTML-escaped");
     free(html);
+    cleanup(dir);
 }
 
 Test(report_verdict, output_drift) {
@@ -307,6 +318,7 @@ Test(report_verdict, output_drift) {
     cr_assert(strstr(html, "Where the error is amplified"));
     cr_assert(strstr(html, "First divergence (information)"));
     free(html);
+    cleanup(dir);
 }
 
 Test(report_verdict, pass_with_drift) {
@@ -332,6 +344,7 @@ Test(report_verdict, pass_with_drift) {
     char *md = slurp(dir, "summary.md");
     cr_assert(strstr(md, "### cldiff: m.nb — pass"));
     free(md);
+    cleanup(dir);
 }
 
 /* An analysis without a local check (old dumps, `cldiff compare`): junit keeps the free-run
@@ -356,4 +369,5 @@ Test(report_verdict, legacy_without_local_check) {
     cr_assert(strstr(t, "verdict: FAIL (not classified"), "%s", t);
     cr_assert(strstr(t, "First layer out of tolerance: conv2d_1"), "%s", t);
     free(t);
+    cleanup(dir);
 }
