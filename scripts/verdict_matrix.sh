@@ -40,7 +40,7 @@ print("| %s | %s | %s | %s |" % (d.get("verdict_kind"), ("%s (%.3g)" % (ff["laye
                                  d.get("layers_drifted"), "; ".join(outs)))
 PY
 )
-    printf "| %s | %s | %d %s %.1f |\n" "$b" "$prec" "$rc" "$line" "$(echo "$t1 - $t0" | bc)" | sed 's/ | \([0-9.]*\) |$/ | \1 |/' >> "$out"
+    printf "| %s | %s | %d %s %.1f |\n" "$b" "$prec" "$rc" "$line" "$(awk "BEGIN{print $t1 - $t0}")" | sed 's/ | \([0-9.]*\) |$/ | \1 |/' >> "$out"
     tail -n 1 "$out"
   done
 done

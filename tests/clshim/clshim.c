@@ -9,6 +9,8 @@
  *   CLSHIM_ENQUEUE_OOR=<n>         the n-th clEnqueueNDRangeKernel (1-based) returns
  *                                  CL_OUT_OF_RESOURCES
  *   CLSHIM_HANG_FINISH=1           clFinish never returns
+ *   CLSHIM_HANG_MARKER=<path>      with CLSHIM_HANG_FINISH: created when clFinish starts to
+ *                                  hang (the test's evidence that the run reached the hang)
  * The family name matches through the `#line 1 "<family>.cl"` the runtime puts in every
  * program, so CLSHIM_FAIL_BUILD=conv.cl fails exactly the conv family. */
 #define CL_TARGET_OPENCL_VERSION 120
@@ -144,8 +146,14 @@ CL_API_ENTRY cl_int CL_API_CALL clEnqueueNDRangeKernel(cl_command_queue q, cl_ke
 
 CL_API_ENTRY cl_int CL_API_CALL clFinish(cl_command_queue q) {
     const char *e = getenv("CLSHIM_HANG_FINISH");
-    if (e && !strcmp(e, "1"))
+    if (e && !strcmp(e, "1")) {
+        const char *m = getenv("CLSHIM_HANG_MARKER");
+        if (m && *m) {
+            FILE *f = fopen(m, "w");
+            if (f) fclose(f);
+        }
         for (;;) pause();   /* a GPU that never signals completion */
+    }
     return REAL(clFinish)(q);
 }
 
