@@ -564,8 +564,6 @@ static int diff_core(const cd_cli_opts *o, diff_ctx *ctx) {
     }
     cd_decide_verdict(&an, &pol);
     cd_classify_first(&an);
-    if (an.first_fail >= 0 && an.layers[an.first_fail].has_local)
-        snprintf(an.first_kind, sizeof an.first_kind, "%s", an.layers[an.first_fail].loc_pass ? "inherited" : "local");
     if (ctx->collect_only) {
         *ctx->an_out = an;
         memset(&an, 0, sizeof an);
@@ -594,7 +592,10 @@ static int diff_core(const cd_cli_opts *o, diff_ctx *ctx) {
                          .tolerance_desc = pdesc, .crash = crashed ? crash_desc : NULL, .n_ops = s.g->n_ops,
                          .created = created};
     /* Repro pack of the first failing layer: always with --repro, else on failure. */
-    int repro_at = an.kind == CD_KIND_FAULT ? an.first_fault : o->repro_dir ? an.first_fail : -1;
+    /* the repro pack: of the faulty layer; of the layer that made NaN/Inf; on request, of the
+     * first divergence */
+    int repro_at = an.kind == CD_KIND_FAULT ? an.first_fault
+                   : an.nonfinite_origin >= 0 ? an.nonfinite_origin : o->repro_dir ? an.first_fail : -1;
     if (repro_at >= 0 && !crashed && !o->no_repro) {
         char dir[1100];
         if (o->repro_dir) snprintf(dir, sizeof dir, "%s", o->repro_dir);
@@ -896,8 +897,6 @@ static int compare_and_report(const cd_cli_opts *o, cd_dump_reader *ra, cd_dump_
     }
     cd_decide_verdict(&an, &pol);
     cd_classify_first(&an);
-    if (an.first_fail >= 0 && an.layers[an.first_fail].has_local)
-        snprintf(an.first_kind, sizeof an.first_kind, "%s", an.layers[an.first_fail].loc_pass ? "inherited" : "local");
     double wa = 0, wb = 0;
     snprintf(runpath, sizeof runpath, "/runs/%s", run_a);
     cd_dump_attr_f64(ra, runpath, "wall_ms", &wa, &err);

@@ -72,8 +72,10 @@ void cd_classify_first(cd_analysis *a) {
         snprintf(a->first_kind, sizeof a->first_kind, "local");
         return;
     }
+    /* The local check when it ran (docs/verdicts.md), else the older isolation: within its
+     * bound on A's inputs, the layer is right and only inherits error. */
+    if (l->has_local) { snprintf(a->first_kind, sizeof a->first_kind, "%s", l->loc_pass ? "inherited" : "local"); return; }
     if (!l->isolated) return;
-    /* Within tolerance on A's inputs: the layer is right and only inherits error. */
     snprintf(a->first_kind, sizeof a->first_kind, "%s", l->iso.pass ? "inherited" : "local");
 }
 
@@ -83,8 +85,10 @@ static void top_by(cd_analysis *a, int *out, int *n, double (*key)(const cd_laye
         const cd_layer_cmp *l = &a->layers[i];
         double k = key(l);
         if (!want(l) || !(k > 0)) continue;
-        int pos = *n < 8 ? (*n)++ : 7;
-        if (pos == 7 && *n == 8 && key(&a->layers[out[7]]) >= k) continue;
+        int pos;
+        if (*n < 8) pos = (*n)++;
+        else if (key(&a->layers[out[7]]) < k) pos = 7;
+        else continue;
         out[pos] = i;
         while (pos > 0 && key(&a->layers[out[pos - 1]]) < key(&a->layers[out[pos]])) {
             int t = out[pos - 1]; out[pos - 1] = out[pos]; out[pos] = t; pos--;
@@ -155,13 +159,12 @@ void cd_decide_verdict(cd_analysis *a, const cd_policy *p) {
     top_by(a, a->contributors, &a->n_contributors, contrib_key, contrib_want);
     if (a->verdict == CD_VERDICT_CRASH) { a->kind = CD_KIND_CRASH; return; }
     if (a->first_fault >= 0) a->kind = CD_KIND_FAULT;
-    else if (a->n_out_fail) a->kind = CD_KIND_DRIFT;
+    /* NaN/Inf where the float32 golden run is finite (fp16 range overflow) is never noise:
+     * a correct kernel cannot fix it, so it is drift of the model in that precision */
+    else if (a->n_out_fail || a->n_nonfinite_hard) a->kind = CD_KIND_DRIFT;
     else if (a->n_nondet) a->kind = CD_KIND_NONDET;
     else a->kind = CD_KIND_PASS;
     a->verdict = a->kind == CD_KIND_PASS ? CD_VERDICT_PASS : CD_VERDICT_FAIL;
-    /* the first divergence is information now; when it is the faulty layer, it is local */
-    if (a->first_fail >= 0 && a->layers[a->first_fail].has_local)
-        snprintf(a->first_kind, sizeof a->first_kind, "%s", a->layers[a->first_fail].loc_pass ? "inherited" : "local");
 }
 
 void cd_analysis_free(cd_analysis *a) {
