@@ -375,9 +375,12 @@ static inline void F(im2col_seg)(const F(im2col_ctx) *x, const NN_T *plane, int 
     const NN_T *row = plane + (size_t)iy * W;
     const int ixs = ox0 * sw - x->pl + kx * x->dw;
     int jlo, jhi;
+    /* jhi is clamped at 0 when the segment starts past the right edge (ixs > W: right
+     * padding of 2 or more): negative, the zero fill below would write before d, over the
+     * previous tap's lanes */
     if (sw == 1) {
         jlo = ixs >= 0 ? 0 : -ixs;
-        jhi = W - ixs;
+        jhi = ixs > W ? 0 : W - ixs;
     } else {
         jlo = ixs >= 0 ? 0 : (-ixs + sw - 1) / sw;
         jhi = ixs > W - 1 ? 0 : (W - 1 - ixs) / sw + 1;
