@@ -1,0 +1,185 @@
+/* ---- direct convolution for a short reduction (see cd_conv_direct_f32) ----
+ * A tile is mr (<= 4) output channels x nv (1 or 4) vectors of one output row; for every
+ * tap k (ic, ky, kx in order) the nv input vectors are loaded once (contiguous, even lanes
+ * of two loads for stride 2, lane by lane otherwise) and multiply-added into every
+ * channel's accumulators: acc += w * x, as the GEMM micro-kernel does, padding taps
+ * included (w * 0).
+ *
+ * A part of gemm.c's template body, not a header: gemm.c includes it in the instantiations
+ * with the direct paths (G_DIRECT: float), with GT, GS and the G_* parameters defined and
+ * F(vec), F(store_row), F(store_tile) and the other helpers before the include in scope.
+ * Include it nowhere else. */
+#ifndef GT
+#error "a part of gemm.c's template body: included by gemm.c only"
+#endif
+
+static inline __attribute__((always_inline)) void F(cd_load)(const GT *p, const int sw, F(vec) *out) {
+    F(vec) v;
+    if (sw == 1) {
+        memcpy(&v, p, sizeof v);
+    } else if (sw == 2) {
+        F(vec) a, b;
+        memcpy(&a, p, sizeof a);
+        memcpy(&b, p + NR, sizeof b);
+#if defined(__clang__)
+        v = __builtin_shufflevector(a, b, 0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
+#else
+        typedef G_LANE_INT F(idx) __attribute__((vector_size(NR * sizeof(G_LANE_INT))));
+        const F(idx) even = {0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30};
+        v = __builtin_shuffle(a, b, even);
+#endif
+    } else {
+        for (int j = 0; j < NR; j++) v[j] = p[(size_t)j * sw];
+    }
+    *out = v;
+}
+
+/* Band geometry: input rows of a band of output rows, zero-padded, in a scratch of Cin
+ * planes x Hb rows x Wp columns (Wp leaves room for whole vectors past Wo). */
+typedef struct {
+    const cd_conv_direct_geo *g;
+    int Hb, Wp;
+} F(cd_band);
+
+static inline __attribute__((always_inline)) void
+F(cd_tile)(const F(cd_band) *bd, const GT *restrict x, const GT *restrict w, int K, GT *restrict y, int ldy,
+           const int mr, const int nv, int ncols, const int sw) {
+    const cd_conv_direct_geo *g = bd->g;
+    F(vec) acc[4][4];
+#pragma GCC unroll 4
+    for (int i = 0; i < mr; i++)
+#pragma GCC unroll 4
+        for (int v = 0; v < nv; v++) acc[i][v] = (F(vec)){0};
+    const size_t plane = (size_t)bd->Hb * bd->Wp, rstep = (size_t)g->dh * bd->Wp;
+    const int KH = g->KH, KW = g->KW, dw = g->dw;
+    int k = 0;
+    for (int ic = 0; ic < g->Cin; ic++)
+        for (int ky = 0; ky < KH; ky++) {
+            const GT *xr = x + ic * plane + ky * rstep;
+            for (int kx = 0; kx < KW; kx++, k++) {
+                F(vec) xv[4];
+#pragma GCC unroll 4
+                for (int v = 0; v < nv; v++) F(cd_load)(xr + kx * dw + v * NR * sw, sw, &xv[v]);
+#pragma GCC unroll 4
+                for (int i = 0; i < mr; i++) {
+                    GT a = w[(size_t)i * K + k];
+                    F(vec) av = BCAST16(a);
+#pragma GCC unroll 4
+                    for (int v = 0; v < nv; v++) acc[i][v] += av * xv[v];
+                }
+            }
+        }
+    F(store_tile)(y, (size_t)ldy, &acc[0][0], 4, mr, nv, ncols, (GT)1, (GT)0, 1);
+}
+
+/* Output channels [oc0, oc0+mr) of output row oy, whose taps start at band row rb. */
+static inline __attribute__((always_inline)) void
+F(cd_row_body)(const F(cd_band) *bd, const GT *xband, const GT *W, GT *Y, int oc0, int mr, int oy, int rb,
+               const int nvmax) {
+    const cd_conv_direct_geo *g = bd->g;
+    const int K = g->Cin * g->KH * g->KW, Wo = g->Wo, sw = g->sw;
+    const size_t HWo = (size_t)g->Ho * Wo;
+    const GT *w = W + (size_t)oc0 * K;
+    GT *yrow = Y + (size_t)oc0 * HWo + (size_t)oy * Wo;
+    const GT *xrow = xband + (size_t)rb * bd->Wp;
+    for (int ox = 0; ox < Wo;) {
+        const int nv = nvmax == 4 && Wo - ox >= 4 * NR ? 4 : 1, ncols = imin(Wo - ox, nv * NR);
+        const GT *x = xrow + (size_t)ox * sw;
+        GT *y = yrow + ox;
+#define CT(MRC, NVC, SWC) F(cd_tile)(bd, x, w, K, y, (int)HWo, MRC, NVC, ncols, SWC)
+#define CT_SW(MRC, NVC)                                                                            \
+    if (sw == 1) CT(MRC, NVC, 1);                                                                  \
+    else if (sw == 2) CT(MRC, NVC, 2);                                                             \
+    else CT(MRC, NVC, sw);
+#define CT_MR(MRC)                                                                                 \
+    if (nv == 4) { CT_SW(MRC, 4) }                                                                 \
+    else { CT_SW(MRC, 1) }
+        switch (mr) {
+        case 1: CT_MR(1) break;
+        case 2: CT_MR(2) break;
+        case 3: CT_MR(3) break;
+        default: CT_MR(4) break;
+        }
+#undef CT_MR
+#undef CT_SW
+#undef CT
+        ox += ncols;
+    }
+}
+
+#define CD_ROW_ARGS (const F(cd_band) *bd, const GT *xband, const GT *W, GT *Y, int oc0, int mr, int oy, int rb)
+typedef void (*F(cd_row_fn)) CD_ROW_ARGS;
+__attribute__((unused)) static void F(cd_row_default) CD_ROW_ARGS { F(cd_row_body)(bd, xband, W, Y, oc0, mr, oy, rb, 1); }
+#ifdef CD_GEMM_X86
+__attribute__((target(G_ISA_FAST))) static void F(cd_row_fast) CD_ROW_ARGS {
+    F(cd_row_body)(bd, xband, W, Y, oc0, mr, oy, rb, 4);
+}
+__attribute__((target(G_ISA_MID))) static void F(cd_row_mid) CD_ROW_ARGS {
+    F(cd_row_body)(bd, xband, W, Y, oc0, mr, oy, rb, 1);
+}
+#endif
+#undef CD_ROW_ARGS
+
+#define CD_BAND_ROWS 4 /* output rows per band (work item) */
+
+/* One band: output rows [oy0, oy1), every output channel. xs: this thread's scratch, whose
+ * columns outside the input window are zero. */
+static void F(cd_band_run)(F(cd_row_fn) fn, const F(cd_band) *bd, GT *xs, const GT *W, GT *Y, int Cout, int oy0,
+                           int oy1) {
+    const cd_conv_direct_geo *g = bd->g;
+    const GT *x = (const GT *)g->x;
+    const int rows = (oy1 - oy0 - 1) * g->sh + (g->KH - 1) * g->dh + 1;
+    for (int ic = 0; ic < g->Cin; ic++)
+        for (int r = 0; r < rows; r++) {
+            const int iy = oy0 * g->sh - g->pt + r;
+            GT *d = xs + ((size_t)ic * bd->Hb + r) * bd->Wp + g->pl;
+            if (iy >= 0 && iy < g->H) memcpy(d, x + ((size_t)ic * g->H + iy) * g->W, (size_t)g->W * sizeof(GT));
+            else memset(d, 0, (size_t)g->W * sizeof(GT));
+        }
+    for (int oy = oy0; oy < oy1; oy++)
+        for (int oc = 0; oc < Cout; oc += 4)
+            fn(bd, xs, W, Y, oc, imin(4, Cout - oc), oy, (oy - oy0) * g->sh);
+}
+
+bool CAT(cd_conv_direct, GS)(const cd_conv_direct_geo *g, int Cout, const GT *W, GT *Y, int threads) {
+    F(cd_row_fn) fn = F(cd_row_default);
+#ifdef CD_GEMM_X86
+    __builtin_cpu_init();
+    if (G_ISA_FAST_CHECK) fn = F(cd_row_fast);
+    else if (G_ISA_MID_CHECK) fn = F(cd_row_mid);
+#endif
+    const int Wo16 = (g->Wo + NR - 1) / NR * NR;
+    int Wp = (Wo16 - 1) * g->sw + (g->KW - 1) * g->dw + 2;
+    if (Wp < g->pl + g->W) Wp = g->pl + g->W;
+    const F(cd_band) bd = {g, (CD_BAND_ROWS - 1) * g->sh + (g->KH - 1) * g->dh + 1, Wp};
+    const size_t scratch = (size_t)g->Cin * bd.Hb * bd.Wp;
+    const int bands = (g->Ho + CD_BAND_ROWS - 1) / CD_BAND_ROWS;
+    const double macs = (double)Cout * g->Cin * g->KH * g->KW * g->Ho * g->Wo;
+    int nt = threads < 1 || macs < SINGLE_THREAD_MACS ? 1 : threads;
+    if (nt > bands) nt = bands;
+    bool ok = true;
+    if (nt == 1) { /* no OpenMP region (backends/cpu/par.h) */
+        GT *xs = calloc(scratch, sizeof(GT));
+        if (!xs) return false;
+        for (int b = 0; b < bands; b++)
+            F(cd_band_run)(fn, &bd, xs, W, Y, Cout, b * CD_BAND_ROWS, imin(g->Ho, (b + 1) * CD_BAND_ROWS));
+        free(xs);
+        return true;
+    }
+#pragma omp parallel num_threads(nt)
+    {
+        GT *xs = calloc(scratch, sizeof(GT));
+        if (!xs) {
+#pragma omp atomic write
+            ok = false;
+        }
+#pragma omp barrier
+        if (ok) {
+#pragma omp for schedule(static)
+            for (int b = 0; b < bands; b++)
+                F(cd_band_run)(fn, &bd, xs, W, Y, Cout, b * CD_BAND_ROWS, imin(g->Ho, (b + 1) * CD_BAND_ROWS));
+        }
+        free(xs);
+    }
+    return ok;
+}
