@@ -2,8 +2,10 @@
 # Builds the libFuzzer harnesses (tests/fuzz/fuzz_*.c) in a separate clang configuration
 # (CLDIFF_FUZZ=ON: libFuzzer + AddressSanitizer + UndefinedBehaviorSanitizer) and runs them.
 #
-#   scripts/fuzz.sh --ci                 each fuzzer 30 s (CI; ctest entry fuzz_ci), fails on any crash
-#   scripts/fuzz.sh --long SECONDS       each fuzzer SECONDS (e.g. --long 3600 overnight)
+#   scripts/fuzz.sh --ci                 each fuzzer 10 s after replaying its seeds and regressions
+#                                        (CI; ctest entry fuzz_ci), fails on any crash
+#   scripts/fuzz.sh --long SECONDS       each fuzzer SECONDS: the real fuzzing, on demand (e.g.
+#                                        --long 3600 overnight; corpora grow and persist)
 #   scripts/fuzz.sh --only nb,npy ...    a subset (readers: nb dump policy npy png)
 #   scripts/fuzz.sh --build DIR          build folder (default build-fuzz next to the sources)
 #   scripts/fuzz.sh --regress            only replay seeds + tests/fuzz/regressions/ (no fuzzing)
@@ -18,17 +20,17 @@
 set -u
 here="$(cd "$(dirname "$0")/.." && pwd)"
 mode=ci
-secs=30
+secs=10
 build="$here/build-fuzz"
 only="nb dump policy npy png"
 while [ $# -gt 0 ]; do
     case "$1" in
-        --ci) mode=ci; secs=30 ;;
+        --ci) mode=ci; secs=10 ;;
         --long) mode=long; secs=${2:?--long needs SECONDS}; shift ;;
         --regress) mode=regress ;;
         --build) build=${2:?--build needs DIR}; shift ;;
         --only) only=$(echo "${2:?--only needs readers}" | tr ',' ' '); shift ;;
-        -h|--help) sed -n '2,17p' "$0"; exit 0 ;;
+        -h|--help) sed -n '2,19p' "$0"; exit 0 ;;
         *) echo "fuzz.sh: unknown argument '$1' (try --help)" >&2; exit 2 ;;
     esac
     shift

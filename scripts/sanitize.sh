@@ -38,8 +38,11 @@ rc=0
 if [ $do_asan = 1 ]; then
     b="$root/build-sanitize"
     echo "== ASan+UBSan build in $b"
+    t0=$SECONDS
     cmake -S "$here" -B "$b" -DCMAKE_BUILD_TYPE=Debug -DCLDIFF_SANITIZE=ON -DCLDIFF_WERROR=ON >"$b.log" 2>&1 &&
         cmake --build "$b" -j2 >>"$b.log" 2>&1 || { echo "sanitize.sh: build failed, see $b.log" >&2; tail -20 "$b.log" >&2; exit 2; }
+    echo "== ASan+UBSan build: $((SECONDS - t0)) s; ctest"
+    t0=$SECONDS
     # halt_on_error + abort: a report kills the process, so the test that hit it fails.
     # detect_leaks=1 is the default on x86-64 Linux; spelled out because it is the point.
     export ASAN_OPTIONS="detect_leaks=1:abort_on_error=1:halt_on_error=1:strict_string_checks=1:detect_stack_use_after_return=1:check_initialization_order=1:suppressions=$here/tests/hardening/asan.supp"
@@ -63,6 +66,7 @@ if [ $do_asan = 1 ]; then
     (cd "$b" && ASAN_OPTIONS="$ASAN_OPTIONS:detect_leaks=0" ctest --output-on-failure -j2 -R "$cl_tests" \
         "${ctest_args[@]}") 2>&1 | tee -a "$b.ctest.log"
     [ "${PIPESTATUS[0]}" = 0 ] || rc=1
+    echo "== ASan+UBSan ctest: $((SECONDS - t0)) s"
     # A report inside a test that still exited 0 (e.g. in a child process whose status is
     # not checked) must fail too.
     if grep -qE "ERROR: (AddressSanitizer|LeakSanitizer)|runtime error:" "$b.ctest.log"; then
@@ -76,8 +80,10 @@ if [ $do_vg = 1 ]; then
     command -v valgrind >/dev/null || { echo "sanitize.sh: valgrind not installed (apt-get install valgrind)" >&2; exit 2; }
     b="$root/build-valgrind"
     echo "== valgrind memcheck, plain Debug build in $b"
+    t0=$SECONDS
     cmake -S "$here" -B "$b" -DCMAKE_BUILD_TYPE=Debug -DCLDIFF_TESTS=OFF >"$b.log" 2>&1 &&
         cmake --build "$b" -j2 --target cldiff >>"$b.log" 2>&1 || { echo "sanitize.sh: build failed, see $b.log" >&2; tail -20 "$b.log" >&2; exit 2; }
+    echo "== valgrind build: $((SECONDS - t0)) s"
     model="${CLDIFF_VALGRIND_MODEL:-$here/../shared/models/mask_detector_fp32_arm_v2.10rc.nb}"
     [ -f "$model" ] || model="$here/testdata/mobilenet_tiny.nb"
     # One differential run of a real model, CPU against OpenCL (PoCL) in fp32, end to end
