@@ -12,6 +12,7 @@ extern const cd_op_table cd_ops_basic;
 extern const cd_op_table cd_ops_shape;
 extern const cd_op_table cd_ops_detect;
 extern const cd_op_table cd_ops_rnn;
+extern const cd_op_table cd_ops_more;
 
 static const cd_op_def **g_sorted;
 static int g_count;
@@ -24,7 +25,8 @@ static int cmp_def(const void *a, const void *b) {
 }
 
 static void build_index(void) {
-    const cd_op_table *tabs[] = {&cd_ops_nn, &cd_ops_basic, &cd_ops_shape, &cd_ops_detect, &cd_ops_rnn};
+    const cd_op_table *tabs[] = {&cd_ops_nn, &cd_ops_basic, &cd_ops_shape, &cd_ops_detect, &cd_ops_rnn,
+                                 &cd_ops_more};
     int total = 0;
     for (size_t t = 0; t < sizeof tabs / sizeof tabs[0]; t++)
         total += tabs[t]->n;

@@ -337,4 +337,9 @@ else:
     spec, inputs, k = test_rnn.make_case(np.random.default_rng(4), "GRU", 1, True, 2, 1, 3, 2, None)
     case("rnn GRU tiny bi", spec, inputs, k=k)
 
+# ---------------------------------------------------------------- op-coverage additions (math.cl, gather.cl)
+import cl_conf_more  # noqa: E402
+
+cl_conf_more.add_cases(case, rnd, SMALL)
+
 harness.finish()

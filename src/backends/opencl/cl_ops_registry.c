@@ -15,6 +15,7 @@ extern const cd_cl_op_table cd_cl_ops_softmax;
 extern const cd_cl_op_table cd_cl_ops_interp;
 extern const cd_cl_op_table cd_cl_ops_shape;
 extern const cd_cl_op_table cd_cl_ops_rnn;
+extern const cd_cl_op_table cd_cl_ops_more;
 
 static const cd_cl_op_def **g_sorted;
 static int g_count;
@@ -27,7 +28,7 @@ static int cmp_def(const void *a, const void *b) {
 static void build_index(void) {
     const cd_cl_op_table *tabs[] = {&cd_cl_ops_eltwise, &cd_cl_ops_conv, &cd_cl_ops_pool, &cd_cl_ops_matmul,
                                     &cd_cl_ops_norm, &cd_cl_ops_softmax, &cd_cl_ops_interp, &cd_cl_ops_shape,
-                                    &cd_cl_ops_rnn};
+                                    &cd_cl_ops_rnn, &cd_cl_ops_more};
     int total = 0;
     for (size_t t = 0; t < sizeof tabs / sizeof tabs[0]; t++)
         if (tabs[t]) total += tabs[t]->n;

@@ -1,0 +1,400 @@
+/* Data-movement and sampling ops added for op coverage (docs/op-coverage.md): expand,
+ * expand_v2, gather, pixel_shuffle and grid_sampler.
+ *
+ * expand/expand_v2/gather/pixel_shuffle copy elements (any dtype, bit-exact); expand,
+ * expand_v2 and gather are CD_OPF_SHAPE so integer shape chains through them resolve at plan
+ * time. Tensor-valued attributes (ExpandTimes, Shape, Axis, ...) must be known when shapes
+ * are planned.
+ *
+ * Paddle semantics (facts from the Paddle op definitions):
+ *  - expand: INTS `expand_times` (or ExpandTimes tensor / expand_times_tensor list); Out dim
+ *    i = X dim i * times[i] (tiling).
+ *  - expand_v2: INTS `shape` (or Shape tensor / expand_shapes_tensor list), at least rank(X)
+ *    values; X is aligned to the right; -1 keeps X's dim; X dims of 1 broadcast.
+ *  - gather: X, Index (int32/int64, 1-D or [N, 1]), optional Axis tensor over INT `axis`
+ *    (default 0): Out = X with dim `axis` replaced by the N indexed slices.
+ *  - pixel_shuffle: INT `upscale_factor` r, NCHW: Out[n, c, h*r + i, w*r + j] =
+ *    X[n, c*r*r + i*r + j, h, w].
+ *  - grid_sampler: X [N, C, H, W], Grid [N, Ho, Wo, 2] (x, y in [-1, 1]) -> Output
+ *    [N, C, Ho, Wo]; STRING `mode` bilinear|nearest (bilinear), STRING `padding_mode`
+ *    zeros|border|reflection (zeros), BOOLEAN `align_corners` (true). Nearest rounds halves
+ *    away from zero (Paddle's round). Coordinates and weights are computed in float. */
+#include "backends/cpu/par.h"
+#include "engine/ops.h"
+#include <math.h>
+#include <string.h>
+
+typedef _Float16 f16;
+#define PAR_MIN 32768
+#define MAXV 64
+
+/* ------------------------------------------------------------------ helpers */
+
+static bool is_float_dtype(cd_dtype t) { return t == CD_F32 || t == CD_F16; }
+
+static cd_status tensor_ints(cd_op_ctx *c, const cd_value *v, const char *slot, int64_t *out, int *n) {
+    int64_t k = cd_value_numel(v);
+    if (v->dtype != CD_I32 && v->dtype != CD_I64)
+        return cd_op_fail(c, CD_E_MODEL, "input %s must be int32 or int64, it is %s", slot, cd_dtype_name(v->dtype));
+    if (k < 0 || k > MAXV) return cd_op_fail(c, CD_E_MODEL, "input %s holds %lld values (at most %d)", slot, (long long)k, MAXV);
+    if (!v->data)
+        return cd_op_fail(c, CD_E_UNSUPPORTED, "input %s is computed from run-time data; its value must be known "
+                          "when shapes are planned", slot);
+    for (int64_t i = 0; i < k; i++)
+        out[i] = v->dtype == CD_I32 ? ((const int32_t *)v->data)[i] : ((const int64_t *)v->data)[i];
+    *n = (int)k;
+    return CD_OK;
+}
+
+/* An integer list from (in order of precedence) a tensor slot, a list slot of 1-element
+ * tensors, or an INTS attribute. */
+static cd_status int_list(cd_op_ctx *c, const char *tslot, const char *lslot, const char *attr, int64_t *out, int *n) {
+    cd_value *t = cd_in(c, tslot, 0);
+    if (t) return tensor_ints(c, t, tslot, out, n);
+    const cd_slot *s = cd_op_in_slot(c->op, lslot);
+    if (s && s->n > 0) {
+        if (s->n > MAXV) return cd_op_fail(c, CD_E_MODEL, "input list %s has %d tensors (at most %d)", lslot, s->n, MAXV);
+        for (int i = 0; i < s->n; i++) {
+            int k;
+            int64_t tmp[MAXV];
+            if (s->ids[i] < 0) return cd_op_fail(c, CD_E_MODEL, "input list %s entry %d is not connected", lslot, i);
+            cd_status st = tensor_ints(c, &c->vals[s->ids[i]], lslot, tmp, &k);
+            if (st) return st;
+            if (k != 1) return cd_op_fail(c, CD_E_MODEL, "input %s[%d] must hold 1 value, it holds %d", lslot, i, k);
+            out[i] = tmp[0];
+        }
+        *n = s->n;
+        return CD_OK;
+    }
+    const int64_t *v;
+    int k = cd_attr_ints(c->op, attr, &v);
+    if (k > MAXV) return cd_op_fail(c, CD_E_MODEL, "attribute %s has %d values (at most %d)", attr, k, MAXV);
+    for (int i = 0; i < k; i++) out[i] = v[i];
+    *n = k;
+    return CD_OK;
+}
+
+static cd_status need_io(cd_op_ctx *c, const char *in, const char *out, cd_value **x, cd_value **o) {
+    *x = cd_in(c, in, 0);
+    if (!*x) return cd_op_fail(c, CD_E_MODEL, "required input %s is not connected", in);
+    *o = cd_out(c, out, 0);
+    if (!*o) return cd_op_fail(c, CD_E_MODEL, "required output %s is not connected", out);
+    return CD_OK;
+}
+
+static inline void copy_elem(char *dst, const char *src, size_t es) {
+    switch (es) {
+    case 1: *dst = *src; break;
+    case 2: memcpy(dst, src, 2); break;
+    case 4: memcpy(dst, src, 4); break;
+    case 8: memcpy(dst, src, 8); break;
+    default: memcpy(dst, src, es); break;
+    }
+}
+
+/* ------------------------------------------------------------------ expand / expand_v2 */
+
+/* Out shape of expand / expand_v2 and X's shape aligned to Out's rank (leading 1s). */
+static cd_status expand_shapes(cd_op_ctx *c, const cd_value *x, cd_shape *os, cd_shape *xa) {
+    int64_t v[MAXV];
+    int n;
+    cd_status s;
+    const cd_shape *xs = &x->shape;
+    memset(os, 0, sizeof *os);
+    memset(xa, 0, sizeof *xa);
+    if (!strcmp(c->op->type, "expand")) {
+        if ((s = int_list(c, "ExpandTimes", "expand_times_tensor", "expand_times", v, &n))) return s;
+        if (n != xs->rank)
+            return cd_op_fail(c, CD_E_MODEL, "expand_times has %d values but X has rank %d", n, xs->rank);
+        os->rank = xa->rank = xs->rank;
+        for (int i = 0; i < n; i++) {
+            if (v[i] < 1) return cd_op_fail(c, CD_E_MODEL, "expand_times[%d] = %lld must be >= 1", i, (long long)v[i]);
+            xa->d[i] = xs->d[i];
+            os->d[i] = xs->d[i] * v[i];
+        }
+        return CD_OK;
+    }
+    if ((s = int_list(c, "Shape", "expand_shapes_tensor", "shape", v, &n))) return s;
+    if (n < xs->rank || n > CD_MAX_RANK)
+        return cd_op_fail(c, CD_E_MODEL, "expand_v2 shape has %d values; X has rank %d (need rank(X) .. %d values)", n,
+                          xs->rank, CD_MAX_RANK);
+    os->rank = xa->rank = n;
+    int lead = n - xs->rank;
+    for (int i = 0; i < n; i++) {
+        int64_t xd = i < lead ? 1 : xs->d[i - lead];
+        xa->d[i] = xd;
+        if (v[i] == -1) {
+            if (i < lead) return cd_op_fail(c, CD_E_MODEL, "expand_v2 shape[%d] = -1 names a dim X does not have", i);
+            os->d[i] = xd;
+        } else if (v[i] < 1) {
+            return cd_op_fail(c, CD_E_MODEL, "expand_v2 shape[%d] = %lld is invalid", i, (long long)v[i]);
+        } else if (xd != 1 && xd != v[i]) {
+            return cd_op_fail(c, CD_E_MODEL, "expand_v2 shape[%d] = %lld does not match X dim %lld (must be equal or X "
+                              "dim 1)", i, (long long)v[i], (long long)xd);
+        } else {
+            os->d[i] = v[i];
+        }
+    }
+    return CD_OK;
+}
+
+cd_status cd_more_expand_infer(cd_op_ctx *c) {
+    cd_value *x, *o;
+    cd_shape xa;
+    cd_status s = need_io(c, "X", "Out", &x, &o);
+    if (s || (s = expand_shapes(c, x, &o->shape, &xa))) return s;
+    o->dtype = x->dtype;
+    return CD_OK;
+}
+
+cd_status cd_more_expand_run(cd_op_ctx *c) {
+    cd_value *x, *o;
+    cd_shape os, xa;
+    cd_status s = need_io(c, "X", "Out", &x, &o);
+    if (s || (s = expand_shapes(c, x, &os, &xa))) return s;
+    if (!cd_shape_eq(&os, &o->shape) || o->dtype != x->dtype)
+        return cd_op_fail(c, CD_E_INTERNAL, "output changed after shape inference");
+    const size_t es = cd_dtype_size(x->dtype);
+    int64_t st[CD_MAX_RANK], p = 1, n = cd_value_numel(o);
+    for (int i = xa.rank - 1; i >= 0; i--) st[i] = p, p *= xa.d[i];
+    const char *in = x->data;
+    char *out = o->data;
+    const int r = os.rank;
+    int threads = c->threads > 0 ? c->threads : 1;
+    CD_PAR_FOR(n >= PAR_MIN, threads, int64_t, i, n, {
+        int64_t q = i, off = 0;
+        for (int d = r - 1; d >= 0; d--) {
+            off += ((q % os.d[d]) % xa.d[d]) * st[d];
+            q /= os.d[d];
+        }
+        copy_elem(out + (size_t)i * es, in + (size_t)off * es, es);
+    });
+    return CD_OK;
+}
+
+/* ------------------------------------------------------------------ gather */
+
+static cd_status gather_axis(cd_op_ctx *c, int rank, int64_t *axis) {
+    int64_t a = cd_attr_int(c->op, "axis", 0), v[MAXV];
+    int n;
+    cd_value *at = cd_in(c, "Axis", 0);
+    if (at) {
+        cd_status s = tensor_ints(c, at, "Axis", v, &n);
+        if (s) return s;
+        if (n != 1) return cd_op_fail(c, CD_E_MODEL, "Axis must hold 1 value, it holds %d", n);
+        a = v[0];
+    }
+    if (a < -rank || a >= rank || rank == 0)
+        return cd_op_fail(c, CD_E_MODEL, "gather axis %lld is out of range for rank %d", (long long)a, rank);
+    *axis = a < 0 ? a + rank : a;
+    return CD_OK;
+}
+
+static cd_status gather_shapes(cd_op_ctx *c, const cd_value *x, const cd_value *ix, int64_t *axis, cd_shape *os) {
+    cd_status s = gather_axis(c, x->shape.rank, axis);
+    if (s) return s;
+    if (ix->dtype != CD_I32 && ix->dtype != CD_I64)
+        return cd_op_fail(c, CD_E_MODEL, "Index must be int32 or int64, it is %s", cd_dtype_name(ix->dtype));
+    if (ix->shape.rank > 2 || (ix->shape.rank == 2 && ix->shape.d[1] != 1))
+        return cd_op_fail(c, CD_E_UNSUPPORTED, "Index must be 1-D or [N, 1], it has rank %d", ix->shape.rank);
+    *os = x->shape;
+    os->d[*axis] = cd_value_numel(ix);
+    return CD_OK;
+}
+
+cd_status cd_more_gather_infer(cd_op_ctx *c) {
+    cd_value *x, *o, *ix = cd_in(c, "Index", 0);
+    int64_t axis;
+    cd_status s = need_io(c, "X", "Out", &x, &o);
+    if (s) return s;
+    if (!ix) return cd_op_fail(c, CD_E_MODEL, "required input Index is not connected");
+    if ((s = gather_shapes(c, x, ix, &axis, &o->shape))) return s;
+    o->dtype = x->dtype;
+    return CD_OK;
+}
+
+cd_status cd_more_gather_run(cd_op_ctx *c) {
+    cd_value *x, *o, *ix = cd_in(c, "Index", 0);
+    int64_t axis;
+    cd_shape os;
+    cd_status s = need_io(c, "X", "Out", &x, &o);
+    if (s) return s;
+    if (!ix) return cd_op_fail(c, CD_E_MODEL, "required input Index is not connected");
+    if ((s = gather_shapes(c, x, ix, &axis, &os))) return s;
+    if (!cd_shape_eq(&os, &o->shape) || o->dtype != x->dtype)
+        return cd_op_fail(c, CD_E_INTERNAL, "output changed after shape inference");
+    int64_t outer = 1, inner = 1, A = x->shape.d[axis], N = cd_value_numel(ix);
+    for (int i = 0; i < axis; i++) outer *= x->shape.d[i];
+    for (int i = (int)axis + 1; i < x->shape.rank; i++) inner *= x->shape.d[i];
+    for (int64_t j = 0; j < N; j++) {
+        int64_t k = ix->dtype == CD_I32 ? ((const int32_t *)ix->data)[j] : ((const int64_t *)ix->data)[j];
+        if (k < 0 || k >= A)
+            return cd_op_fail(c, CD_E_MODEL, "Index[%lld] = %lld is out of range [0, %lld) for axis %lld", (long long)j,
+                              (long long)k, (long long)A, (long long)axis);
+    }
+    const size_t es = cd_dtype_size(x->dtype), run = (size_t)inner * es;
+    const char *in = x->data;
+    char *out = o->data;
+    for (int64_t a = 0; a < outer; a++)
+        for (int64_t j = 0; j < N; j++) {
+            int64_t k = ix->dtype == CD_I32 ? ((const int32_t *)ix->data)[j] : ((const int64_t *)ix->data)[j];
+            memcpy(out + (size_t)(a * N + j) * run, in + (size_t)(a * A + k) * run, run);
+        }
+    return CD_OK;
+}
+
+/* ------------------------------------------------------------------ pixel_shuffle */
+
+static cd_status ps_parse(cd_op_ctx *c, const cd_value *x, int64_t *r, cd_shape *os) {
+    *r = cd_attr_int(c->op, "upscale_factor", 1);
+    const char *df = cd_attr_str(c->op, "data_format", "NCHW");
+    if (strcmp(df, "NCHW") && strcmp(df, "AnyLayout"))
+        return cd_op_fail(c, CD_E_UNSUPPORTED, "pixel_shuffle data_format '%s' is not supported (NCHW only)", df);
+    if (*r < 1) return cd_op_fail(c, CD_E_MODEL, "upscale_factor %lld must be >= 1", (long long)*r);
+    if (x->shape.rank != 4) return cd_op_fail(c, CD_E_MODEL, "pixel_shuffle needs 4-D NCHW X, it has rank %d", x->shape.rank);
+    if (x->shape.d[1] % (*r * *r))
+        return cd_op_fail(c, CD_E_MODEL, "channels %lld are not divisible by upscale_factor^2 = %lld",
+                          (long long)x->shape.d[1], (long long)(*r * *r));
+    *os = x->shape;
+    os->d[1] = x->shape.d[1] / (*r * *r);
+    os->d[2] = x->shape.d[2] * *r;
+    os->d[3] = x->shape.d[3] * *r;
+    return CD_OK;
+}
+
+cd_status cd_more_pixel_shuffle_infer(cd_op_ctx *c) {
+    cd_value *x, *o;
+    int64_t r;
+    cd_status s = need_io(c, "X", "Out", &x, &o);
+    if (s || (s = ps_parse(c, x, &r, &o->shape))) return s;
+    o->dtype = x->dtype;
+    return CD_OK;
+}
+
+cd_status cd_more_pixel_shuffle_run(cd_op_ctx *c) {
+    cd_value *x, *o;
+    int64_t r;
+    cd_shape os;
+    cd_status s = need_io(c, "X", "Out", &x, &o);
+    if (s || (s = ps_parse(c, x, &r, &os))) return s;
+    if (!cd_shape_eq(&os, &o->shape) || o->dtype != x->dtype)
+        return cd_op_fail(c, CD_E_INTERNAL, "output changed after shape inference");
+    const int64_t C = os.d[1], Ho = os.d[2], Wo = os.d[3], H = x->shape.d[2], W = x->shape.d[3];
+    const int64_t n = cd_value_numel(o);
+    const size_t es = cd_dtype_size(x->dtype);
+    const char *in = x->data;
+    char *out = o->data;
+    int threads = c->threads > 0 ? c->threads : 1;
+    CD_PAR_FOR(n >= PAR_MIN, threads, int64_t, i, n, {
+        const int64_t ox = i % Wo, oy = (i / Wo) % Ho, ch = (i / (Wo * Ho)) % C, nb = i / (Wo * Ho * C);
+        const int64_t ic = ch * r * r + (oy % r) * r + (ox % r);
+        const int64_t src = ((nb * C * r * r + ic) * H + oy / r) * W + ox / r;
+        copy_elem(out + (size_t)i * es, in + (size_t)src * es, es);
+    });
+    return CD_OK;
+}
+
+/* ------------------------------------------------------------------ grid_sampler */
+
+typedef struct { bool nearest; int pad; bool align; } gs_cfg; /* pad: 0 zeros, 1 border, 2 reflection */
+
+static cd_status gs_parse(cd_op_ctx *c, const cd_value *x, const cd_value *g, gs_cfg *p, cd_shape *os) {
+    const char *m = cd_attr_str(c->op, "mode", "bilinear"), *pm = cd_attr_str(c->op, "padding_mode", "zeros");
+    if (!strcmp(m, "bilinear")) p->nearest = false;
+    else if (!strcmp(m, "nearest")) p->nearest = true;
+    else return cd_op_fail(c, CD_E_UNSUPPORTED, "grid_sampler mode '%s' is not bilinear or nearest", m);
+    if (!strcmp(pm, "zeros")) p->pad = 0;
+    else if (!strcmp(pm, "border")) p->pad = 1;
+    else if (!strcmp(pm, "reflection")) p->pad = 2;
+    else return cd_op_fail(c, CD_E_MODEL, "grid_sampler padding_mode '%s' is not zeros, border or reflection", pm);
+    p->align = cd_attr_bool(c->op, "align_corners", true);
+    if (x->shape.rank != 4 || g->shape.rank != 4 || g->shape.d[3] != 2 || g->shape.d[0] != x->shape.d[0])
+        return cd_op_fail(c, CD_E_MODEL, "grid_sampler needs X [N, C, H, W] and Grid [N, Ho, Wo, 2]");
+    if (!is_float_dtype(x->dtype) || g->dtype != x->dtype)
+        return cd_op_fail(c, CD_E_UNSUPPORTED, "X and Grid must both be float32 or float16 (X %s, Grid %s)",
+                          cd_dtype_name(x->dtype), cd_dtype_name(g->dtype));
+    *os = x->shape;
+    os->d[2] = g->shape.d[1];
+    os->d[3] = g->shape.d[2];
+    return CD_OK;
+}
+
+/* Reflects v into [lo2/2, hi2/2] (bounds given doubled so that -0.5 stays exact). */
+static float gs_reflect(float v, int lo2, int hi2) {
+    if (lo2 == hi2) return 0.0f;
+    const float mn = (float)lo2 / 2.0f, span = (float)(hi2 - lo2) / 2.0f;
+    v = fabsf(v - mn);
+    const float extra = fmodf(v, span);
+    const int flips = (int)floorf(v / span);
+    return (flips % 2 == 0) ? extra + mn : span - extra + mn;
+}
+
+/* Source coordinate of a normalised grid value g along an axis of `size` pixels. */
+static float gs_coord(float g, int64_t size, const gs_cfg *p) {
+    const float sz = (float)size;
+    float v = p->align ? (g + 1.0f) / 2.0f * (sz - 1.0f) : ((g + 1.0f) * sz - 1.0f) / 2.0f;
+    if (p->pad == 2) {
+        v = p->align ? gs_reflect(v, 0, 2 * (int)(size - 1)) : gs_reflect(v, -1, 2 * (int)size - 1);
+    }
+    if (p->pad >= 1) v = fminf(fmaxf(v, 0.0f), sz - 1.0f);
+    return v;
+}
+
+static inline float gs_load(const void *p, cd_dtype t, int64_t i) {
+    return t == CD_F16 ? (float)((const f16 *)p)[i] : ((const float *)p)[i];
+}
+
+cd_status cd_more_grid_sampler_infer(cd_op_ctx *c) {
+    cd_value *x, *o, *g = cd_in(c, "Grid", 0);
+    gs_cfg p;
+    cd_status s = need_io(c, "X", "Output", &x, &o);
+    if (s) return s;
+    if (!g) return cd_op_fail(c, CD_E_MODEL, "required input Grid is not connected");
+    if ((s = gs_parse(c, x, g, &p, &o->shape))) return s;
+    o->dtype = x->dtype;
+    return CD_OK;
+}
+
+cd_status cd_more_grid_sampler_run(cd_op_ctx *c) {
+    cd_value *x, *o, *g = cd_in(c, "Grid", 0);
+    gs_cfg p;
+    cd_shape os;
+    cd_status s = need_io(c, "X", "Output", &x, &o);
+    if (s) return s;
+    if (!g) return cd_op_fail(c, CD_E_MODEL, "required input Grid is not connected");
+    if ((s = gs_parse(c, x, g, &p, &os))) return s;
+    if (!cd_shape_eq(&os, &o->shape) || o->dtype != x->dtype)
+        return cd_op_fail(c, CD_E_INTERNAL, "output changed after shape inference");
+    const int64_t C = x->shape.d[1], H = x->shape.d[2], W = x->shape.d[3], Ho = os.d[2], Wo = os.d[3];
+    const int64_t n = cd_value_numel(o);
+    const cd_dtype t = x->dtype;
+    const void *in = x->data, *gd = g->data;
+    void *out = o->data;
+    int threads = c->threads > 0 ? c->threads : 1;
+    CD_PAR_FOR(n >= PAR_MIN, threads, int64_t, i, n, {
+        const int64_t ox = i % Wo, oy = (i / Wo) % Ho, ch = (i / (Wo * Ho)) % C, nb = i / (Wo * Ho * C);
+        const int64_t gi = ((nb * Ho + oy) * Wo + ox) * 2;
+        const float fx = gs_coord(gs_load(gd, t, gi), W, &p), fy = gs_coord(gs_load(gd, t, gi + 1), H, &p);
+        const int64_t base = (nb * C + ch) * H * W;
+        float v = 0.0f;
+        if (p.nearest) {
+            const float rx = roundf(fx), ry = roundf(fy);
+            if (rx >= 0.0f && rx <= (float)(W - 1) && ry >= 0.0f && ry <= (float)(H - 1))
+                v = gs_load(in, t, base + (int64_t)ry * W + (int64_t)rx);
+        } else if (isfinite(fx) && isfinite(fy) && fx > -2.0f && fy > -2.0f && fx < (float)W + 1.0f &&
+                   fy < (float)H + 1.0f) {
+            const float x0f = floorf(fx), y0f = floorf(fy);
+            const int64_t x0 = (int64_t)x0f, y0 = (int64_t)y0f;
+            const float wx1 = fx - x0f, wy1 = fy - y0f, wx0 = 1.0f - wx1, wy0 = 1.0f - wy1;
+            for (int dy = 0; dy < 2; dy++)
+                for (int dx = 0; dx < 2; dx++) {
+                    const int64_t yy = y0 + dy, xx = x0 + dx;
+                    if (yy < 0 || yy >= H || xx < 0 || xx >= W) continue;
+                    v += gs_load(in, t, base + yy * W + xx) * (dy ? wy1 : wy0) * (dx ? wx1 : wx0);
+                }
+        }
+        if (t == CD_F16) ((f16 *)out)[i] = (f16)v;
+        else ((float *)out)[i] = v;
+    });
+    return CD_OK;
+}

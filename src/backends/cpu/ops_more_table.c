@@ -1,0 +1,43 @@
+/* The "more" op family: ops added for op coverage (docs/op-coverage.md). Kernels live in
+ * ops_more_math.c and ops_more_data.c; sync_batch_norm is batch_norm at inference (its
+ * running statistics are the Mean/Variance inputs), so it reuses the nn family's kernel. */
+#include "engine/ops.h"
+
+cd_status cd_more_unary_infer(cd_op_ctx *c);
+cd_status cd_more_unary_run(cd_op_ctx *c);
+cd_status cd_more_compare_infer(cd_op_ctx *c);
+cd_status cd_more_compare_run(cd_op_ctx *c);
+cd_status cd_more_lrn_infer(cd_op_ctx *c);
+cd_status cd_more_lrn_run(cd_op_ctx *c);
+cd_status cd_more_reduce_infer(cd_op_ctx *c);
+cd_status cd_more_reduce_run(cd_op_ctx *c);
+cd_status cd_more_expand_infer(cd_op_ctx *c);
+cd_status cd_more_expand_run(cd_op_ctx *c);
+cd_status cd_more_gather_infer(cd_op_ctx *c);
+cd_status cd_more_gather_run(cd_op_ctx *c);
+cd_status cd_more_pixel_shuffle_infer(cd_op_ctx *c);
+cd_status cd_more_pixel_shuffle_run(cd_op_ctx *c);
+cd_status cd_more_grid_sampler_infer(cd_op_ctx *c);
+cd_status cd_more_grid_sampler_run(cd_op_ctx *c);
+cd_status cd_nn_batch_norm_infer(cd_op_ctx *c);
+cd_status cd_nn_batch_norm_run(cd_op_ctx *c);
+
+#define W CD_OPF_WRITES_ALL
+#define UN(name) {name, cd_more_unary_infer, cd_more_unary_run, W, NULL, NULL}
+
+static const cd_op_def k_more_defs[] = {
+    UN("sin"), UN("cos"), UN("tan"), UN("asin"), UN("acos"), UN("atan"), UN("pow"),
+    /* integer shape chains compare, gather and expand: CD_OPF_SHAPE runs them at plan time */
+    {"greater_than", cd_more_compare_infer, cd_more_compare_run, CD_OPF_SHAPE | W, NULL, NULL},
+    {"lrn", cd_more_lrn_infer, cd_more_lrn_run, W, NULL, NULL},
+    {"reduce_max", cd_more_reduce_infer, cd_more_reduce_run, W, NULL, NULL},
+    {"reduce_mean", cd_more_reduce_infer, cd_more_reduce_run, W, NULL, NULL},
+    {"expand", cd_more_expand_infer, cd_more_expand_run, CD_OPF_SHAPE | W, NULL, NULL},
+    {"expand_v2", cd_more_expand_infer, cd_more_expand_run, CD_OPF_SHAPE | W, NULL, NULL},
+    {"gather", cd_more_gather_infer, cd_more_gather_run, CD_OPF_SHAPE | W, NULL, NULL},
+    {"pixel_shuffle", cd_more_pixel_shuffle_infer, cd_more_pixel_shuffle_run, W, NULL, NULL},
+    {"grid_sampler", cd_more_grid_sampler_infer, cd_more_grid_sampler_run, W, NULL, NULL},
+    {"sync_batch_norm", cd_nn_batch_norm_infer, cd_nn_batch_norm_run, 0, NULL, NULL},
+};
+
+const cd_op_table cd_ops_more = {k_more_defs, (int)(sizeof k_more_defs / sizeof k_more_defs[0])};

@@ -1,0 +1,396 @@
+/* Dispatchers of kernels/math.cl (sin, cos, tan, asin, acos, atan, pow, greater_than, lrn,
+ * reduce_max, reduce_mean) and kernels/gather.cl (expand, expand_v2, gather, pixel_shuffle,
+ * grid_sampler), plus sync_batch_norm, which is batch_norm at inference and uses its
+ * dispatcher. Semantics follow the CPU kernels (backends/cpu/ops_more_*.c); output shapes
+ * come from the plan, so only what a kernel needs beyond them is parsed here. */
+#include "backends/opencl/cl_ops_util.h"
+#include <math.h>
+#include <string.h>
+
+static cd_status io(cd_cl_ctx *c, const char *in, const char *out, int *x, int *y, cd_error *err) {
+    cd_status s;
+    if ((s = clu_need_in(c, in, 0, x, err)) || (s = clu_need_out(c, out, 0, y, err))) return s;
+    return clu_need_float(c, *x, "input X", err);
+}
+
+static void fill8(int64_t v[8], int64_t with) {
+    for (int i = 0; i < 8; i++) v[i] = with;
+}
+
+/* ---------------------------------------------------------------- trig, pow */
+
+static cd_status op_unary(cd_cl_ctx *c, cd_error *err) {
+    static const char *names[] = {"sin", "cos", "tan", "asin", "acos", "atan", "pow"};
+    int x, y, kind = -1, ft = -1;
+    cd_status s;
+    if ((s = io(c, "X", "Out", &x, &y, err))) return s;
+    for (int i = 0; i < 7; i++)
+        if (!strcmp(c->op->type, names[i])) kind = i;
+    if (kind < 0) return clu_fail(c, err, CD_E_INTERNAL, "not a math op type");
+    double f = cd_attr_float(c->op, "factor", 1.0);
+    if (kind == 6 && (ft = clu_in(c, "FactorTensor", 0)) >= 0) {
+        const cd_value *m = clu_meta(c, ft);
+        if (cd_value_numel(m) != 1) return clu_fail(c, err, CD_E_MODEL, "FactorTensor must hold 1 element");
+        if (m->data) { /* known at plan time: an argument, like the attribute */
+            f = cd_value_get(m, 0);
+            ft = -1;
+        } else if ((s = clu_need_float(c, ft, "input FactorTensor", err))) {
+            return s;
+        }
+    }
+    if (isnan(f)) return clu_fail(c, err, CD_E_MODEL, "pow factor is NaN");
+    int64_t n = cd_value_numel(clu_meta(c, y));
+    if ((s = clu_fits(c, n, "element count", err))) return s;
+    if (n == 0) return CD_OK;
+    cl_mem bx, by, bf = NULL;
+    cl_kernel k;
+    if ((s = clu_buf(c, x, &bx, err)) || (s = clu_buf(c, y, &by, err))) return s;
+    if (ft >= 0 && (s = clu_buf(c, ft, &bf, err))) return s;
+    if ((s = c->kernel(c, "math", "math_unary", &k, err))) return s;
+    clu_args g;
+    clu_args_init(&g, c, k, err);
+    clu_mem(&g, bx);
+    clu_mem(&g, by);
+    clu_int(&g, n);
+    clu_int(&g, kind);
+    clu_flt(&g, f);
+    clu_mem(&g, bf);
+    if (g.st) return g.st;
+    return clu_launch1(c, k, n, err);
+}
+
+/* ---------------------------------------------------------------- greater_than */
+
+/* Element strides of X and Y over the planned output (0 = broadcast), nb-format §7.0. */
+static cd_status bcast_strides(cd_cl_ctx *c, const cd_shape *x, const cd_shape *y, const cd_shape *o, int64_t axis,
+                               int64_t sx[8], int64_t sy[8], cd_error *err) {
+    int rx = x->rank, ry = y->rank, r = rx >= ry ? rx : ry;
+    int64_t ax[CD_MAX_RANK], ay[CD_MAX_RANK];
+    if (cd_shape_eq(x, y)) {
+        for (int i = 0; i < r; i++) ax[i] = ay[i] = x->d[i];
+    } else {
+        int lo = rx >= ry ? ry : rx;
+        int64_t a = axis == -1 ? (int64_t)(r - lo) : axis;
+        if (axis < -1 && axis >= -(int64_t)r) a = axis + r - lo + 1;
+        if (a < 0 || a + lo > r)
+            return clu_fail(c, err, CD_E_MODEL, "axis %lld cannot place the rank-%d operand inside the rank-%d one",
+                            (long long)axis, lo, r);
+        const cd_shape *big = rx >= ry ? x : y, *small = rx >= ry ? y : x;
+        int64_t *abig = rx >= ry ? ax : ay, *asmall = rx >= ry ? ay : ax;
+        for (int i = 0; i < r; i++) {
+            abig[i] = big->d[i];
+            asmall[i] = (i >= a && i < a + lo) ? small->d[i - a] : 1;
+        }
+    }
+    if (o->rank != r || r > 8) return clu_fail(c, err, CD_E_INTERNAL, "planned output rank %d differs from %d", o->rank, r);
+    fill8(sx, 0);
+    fill8(sy, 0);
+    int64_t px = 1, py = 1;
+    for (int i = r - 1; i >= 0; i--) {
+        if ((ax[i] == 1 ? ay[i] : ax[i]) != o->d[i])
+            return clu_fail(c, err, CD_E_MODEL, "X and Y do not broadcast to the planned output at dim %d", i);
+        sx[i] = ax[i] == 1 ? 0 : px;
+        sy[i] = ay[i] == 1 ? 0 : py;
+        px *= ax[i];
+        py *= ay[i];
+    }
+    return CD_OK;
+}
+
+static cd_status op_greater(cd_cl_ctx *c, cd_error *err) {
+    int x, y, o;
+    cd_status s;
+    if ((s = clu_need_in(c, "X", 0, &x, err)) || (s = clu_need_in(c, "Y", 0, &y, err)) ||
+        (s = clu_need_out(c, "Out", 0, &o, err)))
+        return s;
+    if ((s = clu_need_float(c, x, "input X", err)) || (s = clu_need_float(c, y, "input Y", err))) return s;
+    const cd_value *mo = clu_meta(c, o);
+    if (mo->dtype != CD_BOOL) return clu_fail(c, err, CD_E_INTERNAL, "output Out is not bool");
+    int64_t dims[8], sx[8], sy[8];
+    if ((s = bcast_strides(c, &clu_meta(c, x)->shape, &clu_meta(c, y)->shape, &mo->shape,
+                           cd_attr_int(c->op, "axis", -1), sx, sy, err)))
+        return s;
+    fill8(dims, 1);
+    for (int i = 0; i < mo->shape.rank; i++) dims[i] = mo->shape.d[i];
+    int64_t n = cd_value_numel(mo);
+    if ((s = clu_fits(c, n, "element count", err))) return s;
+    if (n == 0) return CD_OK;
+    cl_mem bx, by, bo;
+    cl_kernel k;
+    if ((s = clu_buf(c, x, &bx, err)) || (s = clu_buf(c, y, &by, err)) || (s = clu_buf(c, o, &bo, err))) return s;
+    if ((s = c->kernel(c, "math", "greater_than", &k, err))) return s;
+    clu_args g;
+    clu_args_init(&g, c, k, err);
+    clu_mem(&g, bx);
+    clu_mem(&g, by);
+    clu_mem(&g, bo);
+    clu_int(&g, n);
+    clu_int(&g, mo->shape.rank);
+    clu_int8(&g, dims);
+    clu_int8(&g, sx);
+    clu_int8(&g, sy);
+    if (g.st) return g.st;
+    return clu_launch1(c, k, n, err);
+}
+
+/* ---------------------------------------------------------------- lrn */
+
+static cd_status op_lrn(cd_cl_ctx *c, cd_error *err) {
+    int x, y;
+    cd_status s;
+    if ((s = io(c, "X", "Out", &x, &y, err))) return s;
+    const cd_shape *xs = &clu_meta(c, x)->shape;
+    if (xs->rank != 4) return clu_fail(c, err, CD_E_MODEL, "lrn needs a 4-D NCHW input");
+    int64_t size = cd_attr_int(c->op, "n", 5);
+    double kk = cd_attr_float(c->op, "k", 2.0), al = cd_attr_float(c->op, "alpha", 1e-4),
+           be = cd_attr_float(c->op, "beta", 0.75);
+    if (size < 1 || !isfinite(kk) || !isfinite(al) || !isfinite(be))
+        return clu_fail(c, err, CD_E_MODEL, "lrn n must be >= 1 and k, alpha, beta finite");
+    const char *df = cd_attr_str(c->op, "data_format", "AnyLayout");
+    if (strcmp(df, "AnyLayout") && strcmp(df, "NCHW"))
+        return clu_fail(c, err, CD_E_UNSUPPORTED, "lrn data_format '%s' is not supported (NCHW only)", df);
+    int64_t n = cd_value_numel(clu_meta(c, x));
+    if ((s = clu_fits(c, n, "element count", err))) return s;
+    if (n == 0) return CD_OK;
+    cl_mem bx, by;
+    cl_kernel k;
+    if ((s = clu_buf(c, x, &bx, err)) || (s = clu_buf(c, y, &by, err))) return s;
+    if ((s = c->kernel(c, "math", "lrn", &k, err))) return s;
+    clu_args g;
+    clu_args_init(&g, c, k, err);
+    clu_mem(&g, bx);
+    clu_mem(&g, by);
+    clu_int(&g, n);
+    clu_int(&g, xs->d[1]);
+    clu_int(&g, xs->d[2] * xs->d[3]);
+    clu_int(&g, size);
+    clu_flt(&g, kk);
+    clu_flt(&g, al);
+    clu_flt(&g, be);
+    if (g.st) return g.st;
+    return clu_launch1(c, k, n, err);
+}
+
+/* ---------------------------------------------------------------- reduce_max / reduce_mean */
+
+static cd_status op_reduce(cd_cl_ctx *c, cd_error *err) {
+    int x, y;
+    cd_status s;
+    if ((s = io(c, "X", "Out", &x, &y, err))) return s;
+    const cd_shape *xs = &clu_meta(c, x)->shape;
+    if (xs->rank > 8) return clu_fail(c, err, CD_E_UNSUPPORTED, "rank %d is above 8", xs->rank);
+    const int64_t *dims = NULL;
+    int nd = cd_attr_ints(c->op, "dim", &dims);
+    bool all = cd_attr_bool(c->op, "reduce_all", false) || nd == 0, red[CD_MAX_RANK];
+    for (int i = 0; i < CD_MAX_RANK; i++) red[i] = all;
+    for (int i = 0; i < nd && !all; i++) {
+        int64_t a = dims[i];
+        if (a < -xs->rank || a >= xs->rank) return clu_fail(c, err, CD_E_MODEL, "reduce dim %lld is out of range", (long long)a);
+        red[a < 0 ? a + xs->rank : a] = true;
+    }
+    int64_t kd[8], ks[8], rd[8], rs[8], st = 1, R = 1, M = 1;
+    int nk = 0, nr = 0;
+    fill8(kd, 1), fill8(ks, 0), fill8(rd, 1), fill8(rs, 0);
+    for (int i = xs->rank - 1; i >= 0; i--) {
+        if (red[i]) rd[nr] = xs->d[i], rs[nr++] = st, R *= xs->d[i];
+        else kd[nk] = xs->d[i], ks[nk++] = st, M *= xs->d[i];
+        st *= xs->d[i];
+    }
+    if (M != cd_value_numel(clu_meta(c, y)))
+        return clu_fail(c, err, CD_E_INTERNAL, "planned output has %lld elements, expected %lld",
+                        (long long)cd_value_numel(clu_meta(c, y)), (long long)M);
+    if ((s = clu_fits(c, M * R, "element count", err))) return s;
+    if (M == 0 || R == 0) return M == 0 ? CD_OK : clu_fail(c, err, CD_E_MODEL, "reducing an empty tensor");
+    cl_mem bx, by;
+    cl_kernel k;
+    if ((s = clu_buf(c, x, &bx, err)) || (s = clu_buf(c, y, &by, err))) return s;
+    if ((s = c->kernel(c, "math", "reduce", &k, err))) return s;
+    clu_args g;
+    clu_args_init(&g, c, k, err);
+    clu_mem(&g, bx);
+    clu_mem(&g, by);
+    clu_int(&g, M);
+    clu_int(&g, nk);
+    clu_int8(&g, kd);
+    clu_int8(&g, ks);
+    clu_int(&g, nr);
+    clu_int8(&g, rd);
+    clu_int8(&g, rs);
+    clu_int(&g, R);
+    clu_int(&g, !strcmp(c->op->type, "reduce_max"));
+    if (g.st) return g.st;
+    return clu_launch1(c, k, M, err);
+}
+
+/* ---------------------------------------------------------------- expand, expand_v2 */
+
+static cd_status op_expand(cd_cl_ctx *c, cd_error *err) {
+    int x, y;
+    cd_status s;
+    if ((s = io(c, "X", "Out", &x, &y, err))) return s;
+    const cd_shape *xs = &clu_meta(c, x)->shape, *os = &clu_meta(c, y)->shape;
+    if (os->rank > 8 || os->rank < xs->rank) return clu_fail(c, err, CD_E_INTERNAL, "planned output rank %d", os->rank);
+    int64_t od[8], xd[8], xst[8], p = 1;
+    int lead = os->rank - xs->rank;
+    fill8(od, 1), fill8(xd, 1), fill8(xst, 0);
+    for (int i = os->rank - 1; i >= 0; i--) {
+        od[i] = os->d[i];
+        xd[i] = i < lead ? 1 : xs->d[i - lead];
+        if (xd[i] < 1 || od[i] % xd[i]) return clu_fail(c, err, CD_E_INTERNAL, "planned output does not tile X");
+        xst[i] = p;
+        p *= xd[i];
+    }
+    int64_t n = cd_value_numel(clu_meta(c, y));
+    if ((s = clu_fits(c, n, "element count", err))) return s;
+    if (n == 0) return CD_OK;
+    cl_mem bx, by;
+    cl_kernel k;
+    if ((s = clu_buf(c, x, &bx, err)) || (s = clu_buf(c, y, &by, err))) return s;
+    if ((s = c->kernel(c, "gather", "expand", &k, err))) return s;
+    clu_args g;
+    clu_args_init(&g, c, k, err);
+    clu_mem(&g, bx);
+    clu_mem(&g, by);
+    clu_int(&g, n);
+    clu_int(&g, os->rank);
+    clu_int8(&g, od);
+    clu_int8(&g, xd);
+    clu_int8(&g, xst);
+    if (g.st) return g.st;
+    return clu_launch1(c, k, n, err);
+}
+
+/* ---------------------------------------------------------------- gather */
+
+static cd_status op_gather(cd_cl_ctx *c, cd_error *err) {
+    int x, y, ix;
+    cd_status s;
+    if ((s = io(c, "X", "Out", &x, &y, err)) || (s = clu_need_in(c, "Index", 0, &ix, err))) return s;
+    const cd_value *mi = clu_meta(c, ix);
+    if (mi->dtype != CD_I32 && mi->dtype != CD_I64) return clu_fail(c, err, CD_E_MODEL, "Index must be int32 or int64");
+    const cd_shape *xs = &clu_meta(c, x)->shape;
+    int64_t axis = cd_attr_int(c->op, "axis", 0);
+    int at = clu_in(c, "Axis", 0);
+    if (at >= 0) {
+        const cd_value *ma = clu_meta(c, at);
+        if (!ma->data || cd_value_numel(ma) != 1)
+            return clu_fail(c, err, CD_E_UNSUPPORTED, "the Axis tensor must be one value known at plan time");
+        axis = (int64_t)cd_value_get(ma, 0);
+    }
+    if (axis < -xs->rank || axis >= xs->rank) return clu_fail(c, err, CD_E_MODEL, "gather axis %lld is out of range", (long long)axis);
+    if (axis < 0) axis += xs->rank;
+    int64_t inner = 1, N = cd_value_numel(mi), A = xs->d[axis], n = cd_value_numel(clu_meta(c, y));
+    for (int i = (int)axis + 1; i < xs->rank; i++) inner *= xs->d[i];
+    if ((s = clu_fits(c, n, "element count", err)) || (s = clu_fits(c, cd_value_numel(clu_meta(c, x)), "input size", err)))
+        return s;
+    if (n == 0) return CD_OK;
+    cl_mem bx, by, bi;
+    cl_kernel k;
+    if ((s = clu_buf(c, x, &bx, err)) || (s = clu_buf(c, y, &by, err)) || (s = clu_buf(c, ix, &bi, err))) return s;
+    if ((s = c->kernel(c, "gather", "gather", &k, err))) return s;
+    clu_args g;
+    clu_args_init(&g, c, k, err);
+    clu_mem(&g, bx);
+    clu_mem(&g, by);
+    clu_mem(&g, mi->dtype == CD_I32 ? bi : NULL);
+    clu_mem(&g, mi->dtype == CD_I64 ? bi : NULL);
+    clu_int(&g, n);
+    clu_int(&g, N);
+    clu_int(&g, A);
+    clu_int(&g, inner);
+    if (g.st) return g.st;
+    return clu_launch1(c, k, n, err);
+}
+
+/* ---------------------------------------------------------------- pixel_shuffle */
+
+static cd_status op_pixel_shuffle(cd_cl_ctx *c, cd_error *err) {
+    int x, y;
+    cd_status s;
+    if ((s = io(c, "X", "Out", &x, &y, err))) return s;
+    const cd_shape *xs = &clu_meta(c, x)->shape, *os = &clu_meta(c, y)->shape;
+    int64_t r = cd_attr_int(c->op, "upscale_factor", 1);
+    if (xs->rank != 4 || os->rank != 4 || r < 1 || os->d[2] != xs->d[2] * r || os->d[1] * r * r != xs->d[1])
+        return clu_fail(c, err, CD_E_MODEL, "X, Out and upscale_factor %lld do not fit pixel_shuffle", (long long)r);
+    int64_t n = cd_value_numel(clu_meta(c, y));
+    if ((s = clu_fits(c, n, "element count", err))) return s;
+    if (n == 0) return CD_OK;
+    cl_mem bx, by;
+    cl_kernel k;
+    if ((s = clu_buf(c, x, &bx, err)) || (s = clu_buf(c, y, &by, err))) return s;
+    if ((s = c->kernel(c, "gather", "pixel_shuffle", &k, err))) return s;
+    clu_args g;
+    clu_args_init(&g, c, k, err);
+    clu_mem(&g, bx);
+    clu_mem(&g, by);
+    clu_int(&g, n);
+    clu_int(&g, os->d[1]);
+    clu_int(&g, os->d[2]);
+    clu_int(&g, os->d[3]);
+    clu_int(&g, xs->d[2]);
+    clu_int(&g, xs->d[3]);
+    clu_int(&g, r);
+    if (g.st) return g.st;
+    return clu_launch1(c, k, n, err);
+}
+
+/* ---------------------------------------------------------------- grid_sampler */
+
+static cd_status op_grid_sampler(cd_cl_ctx *c, cd_error *err) {
+    int x, y, gr;
+    cd_status s;
+    if ((s = io(c, "X", "Output", &x, &y, err)) || (s = clu_need_in(c, "Grid", 0, &gr, err)) ||
+        (s = clu_need_float(c, gr, "input Grid", err)))
+        return s;
+    const cd_shape *xs = &clu_meta(c, x)->shape, *os = &clu_meta(c, y)->shape;
+    const char *m = cd_attr_str(c->op, "mode", "bilinear"), *pm = cd_attr_str(c->op, "padding_mode", "zeros");
+    int nearest = !strcmp(m, "nearest"), pad = !strcmp(pm, "border") ? 1 : !strcmp(pm, "reflection") ? 2 : 0;
+    if (!nearest && strcmp(m, "bilinear"))
+        return clu_fail(c, err, CD_E_UNSUPPORTED, "grid_sampler mode '%s' is not bilinear or nearest", m);
+    if (pad == 0 && strcmp(pm, "zeros"))
+        return clu_fail(c, err, CD_E_MODEL, "grid_sampler padding_mode '%s' is not zeros, border or reflection", pm);
+    if (xs->rank != 4 || os->rank != 4) return clu_fail(c, err, CD_E_MODEL, "X and Output must be 4-D");
+    int64_t n = cd_value_numel(clu_meta(c, y));
+    if ((s = clu_fits(c, n, "element count", err)) || (s = clu_fits(c, cd_value_numel(clu_meta(c, x)), "input size", err)))
+        return s;
+    if (n == 0) return CD_OK;
+    cl_mem bx, bg, by;
+    cl_kernel k;
+    if ((s = clu_buf(c, x, &bx, err)) || (s = clu_buf(c, gr, &bg, err)) || (s = clu_buf(c, y, &by, err))) return s;
+    if ((s = c->kernel(c, "gather", "grid_sampler", &k, err))) return s;
+    clu_args g;
+    clu_args_init(&g, c, k, err);
+    clu_mem(&g, bx);
+    clu_mem(&g, bg);
+    clu_mem(&g, by);
+    clu_int(&g, n);
+    clu_int(&g, xs->d[1]);
+    clu_int(&g, xs->d[2]);
+    clu_int(&g, xs->d[3]);
+    clu_int(&g, os->d[2]);
+    clu_int(&g, os->d[3]);
+    clu_int(&g, nearest);
+    clu_int(&g, pad);
+    clu_int(&g, cd_attr_bool(c->op, "align_corners", true));
+    if (g.st) return g.st;
+    return clu_launch1(c, k, n, err);
+}
+
+/* ---------------------------------------------------------------- sync_batch_norm */
+
+static cd_status op_sync_batch_norm(cd_cl_ctx *c, cd_error *err) {
+    const cd_cl_op_def *bn = cd_cl_op_find("batch_norm");
+    if (!bn) return clu_fail(c, err, CD_E_UNSUPPORTED, "no batch_norm kernel");
+    return bn->enqueue(c, err);
+}
+
+static const cd_cl_op_def defs[] = {
+    {"sin", "math", op_unary}, {"cos", "math", op_unary}, {"tan", "math", op_unary},
+    {"asin", "math", op_unary}, {"acos", "math", op_unary}, {"atan", "math", op_unary},
+    {"pow", "math", op_unary}, {"greater_than", "math", op_greater}, {"lrn", "math", op_lrn},
+    {"reduce_max", "math", op_reduce}, {"reduce_mean", "math", op_reduce},
+    {"expand", "gather", op_expand}, {"expand_v2", "gather", op_expand}, {"gather", "gather", op_gather},
+    {"pixel_shuffle", "gather", op_pixel_shuffle}, {"grid_sampler", "gather", op_grid_sampler},
+    {"sync_batch_norm", "norm", op_sync_batch_norm},
+};
+const cd_cl_op_table cd_cl_ops_more = {defs, (int)(sizeof defs / sizeof defs[0])};

@@ -1,0 +1,158 @@
+"""Oracle tests of the op-coverage additions (src/backends/cpu/ops_more_*.c) against
+onnxruntime, or numpy written from Paddle's op definitions where ONNX has no equivalent
+(expand's tiling, Paddle's axis broadcasting of greater_than, gather's Axis tensor,
+sync_batch_norm). Data movement and comparisons are checked bit-exact; trigonometric ops, pow,
+lrn, grid_sampler and reduce_mean with the harness bounds (docs/oracle.md)."""
+import os
+import sys
+
+import numpy as np
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from harness import check, finish, ort_node  # noqa: E402
+
+rng = np.random.default_rng(4242)
+PRECS = ("fp32", "fp16")
+
+
+def u(*shape, lo=-1.0, hi=1.0):
+    return rng.uniform(lo, hi, size=shape).astype(np.float32)
+
+
+def lrn_ref(x, n, k, alpha, beta):
+    """Paddle's lrn: channels [c - (n-1)//2, c - (n-1)//2 + n), alpha not divided by n."""
+    x = x.astype(np.float64)
+    C = x.shape[1]
+    out = np.empty_like(x)
+    for c in range(C):
+        lo = max(c - (n - 1) // 2, 0)
+        hi = min(c - (n - 1) // 2 + n, C)
+        out[:, c] = x[:, c] * (k + alpha * (x[:, lo:hi] ** 2).sum(axis=1)) ** -beta
+    return out.astype(np.float32)
+
+
+def one(op, attrs, extra=(), out="Out", slot_in="X"):
+    return dict(op=op, inputs=[(slot_in, "x")] + list(extra), outputs=[(out, "o")], attrs=attrs)
+
+
+for prec in PRECS:
+    # ---------------------------------------------------------------- trigonometric
+    for op, onnx_op, lo, hi in [("sin", "Sin", -6, 6), ("cos", "Cos", -6, 6), ("tan", "Tan", -1.4, 1.4),
+                                ("asin", "Asin", -1, 1), ("acos", "Acos", -1, 1), ("atan", "Atan", -8, 8)]:
+        check(f"{op}", one(op, {}), {"x": u(2, 3, 7, 5, lo=lo, hi=hi)}, ort_node(onnx_op, ["x"], ["o"]), prec)
+    # ---------------------------------------------------------------- pow
+    check("pow factor 2.5", one("pow", {"factor": 2.5}), {"x": u(3, 4, 9, lo=0.0, hi=3.0)},
+          ort_node("Pow", ["x", "e"], ["o"], consts={"e": np.array(2.5, np.float32)}), prec)
+    check("pow factor 3 (negative base)", one("pow", {"factor": 3.0}), {"x": u(3, 4, 9, lo=-2, hi=2)},
+          ort_node("Pow", ["x", "e"], ["o"], consts={"e": np.array(3.0, np.float32)}), prec)
+    check("pow default factor 1", one("pow", {}), {"x": u(5, 6)}, lambda i: i["x"], prec)
+    check("pow FactorTensor overrides", one("pow", {"factor": 9.0}, extra=[("FactorTensor", "f", "param")]),
+          {"x": u(4, 5, lo=0.1, hi=2.0), "f": np.array([0.5], np.float32)},
+          lambda i: np.power(i["x"].astype(np.float64), 0.5).astype(np.float32), prec)
+    # ---------------------------------------------------------------- greater_than (bool out)
+    gx = u(2, 3, 4, 5)
+    check("greater_than same shape", dict(op="greater_than", inputs=[("X", "x"), ("Y", "y")], outputs=[("Out", "o")],
+                                          attrs={"axis": -1}),
+          {"x": gx, "y": u(2, 3, 4, 5)}, ort_node("Greater", ["x", "y"], ["o"]), prec)
+    check("greater_than axis 1", dict(op="greater_than", inputs=[("X", "x"), ("Y", "y")], outputs=[("Out", "o")],
+                                      attrs={"axis": 1}),
+          {"x": gx, "y": u(3, 4)}, lambda i: i["x"] > i["y"].reshape(1, 3, 4, 1), prec)
+    check("greater_than trailing, Y param", dict(op="greater_than", inputs=[("X", "x"), ("Y", "y", "param")],
+                                                 outputs=[("Out", "o")], attrs={}),
+          {"x": gx, "y": u(5)}, lambda i: i["x"] > i["y"], prec)
+    # ---------------------------------------------------------------- lrn (alpha not divided by n)
+    # ONNX LRN divides alpha by size and takes odd sizes only; its window matches Paddle's
+    for n, k, alpha, beta in [(5, 2.0, 1e-4, 0.75), (3, 1.0, 0.5, 0.6)]:
+        check(f"lrn n{n} k{k} alpha{alpha} beta{beta}",
+              one("lrn", {"n": n, "k": k, "alpha": alpha, "beta": beta}, out="Out"),
+              {"x": u(2, 7, 5, 6, lo=-2, hi=2)},
+              ort_node("LRN", ["x"], ["o"], size=n, alpha=alpha * n, beta=beta, bias=k), prec, k=n + 2)
+    check("lrn n4 (even, numpy)", one("lrn", {"n": 4, "k": 1.5, "alpha": 0.2, "beta": 1.0}),
+          {"x": u(2, 7, 5, 6, lo=-2, hi=2)}, lambda i: lrn_ref(i["x"], 4, 1.5, 0.2, 1.0), prec, k=6)
+    # ---------------------------------------------------------------- reduce_max / reduce_mean
+    rx = u(2, 3, 4, 5, lo=-3, hi=3)
+    for dims, keep in [([1], False), ([0, 2], True), ([-1], False), ([1, 3], False)]:
+        ax = [d % 4 for d in dims]
+        check(f"reduce_max dim {dims} keep {keep}", one("reduce_max", {"dim": dims, "keep_dim": keep}), {"x": rx},
+              ort_node("ReduceMax", ["x"], ["o"], axes=ax, keepdims=int(keep)), prec)
+        kk = int(np.prod([rx.shape[a] for a in ax]))
+        check(f"reduce_mean dim {dims} keep {keep}", one("reduce_mean", {"dim": dims, "keep_dim": keep}), {"x": rx},
+              ort_node("ReduceMean", ["x"], ["o"], axes=ax, keepdims=int(keep)), prec, k=kk,
+              mag=np.abs(rx).mean(axis=tuple(ax), keepdims=keep))
+    check("reduce_max reduce_all -> [1]", one("reduce_max", {"dim": [0], "reduce_all": True}), {"x": rx},
+          lambda i: np.array([i["x"].max()]), prec)
+    check("reduce_mean empty dim keep_dim", one("reduce_mean", {"keep_dim": True}), {"x": rx},
+          lambda i: i["x"].astype(np.float64).mean(keepdims=True).astype(np.float32), prec, k=rx.size,
+          mag=np.abs(rx).mean(keepdims=True))
+    # ---------------------------------------------------------------- expand / expand_v2
+    ex = u(2, 1, 3)
+    check("expand times [2,3,1]", one("expand", {"expand_times": [2, 3, 1]}), {"x": ex},
+          lambda i: np.tile(i["x"], (2, 3, 1)), prec)
+    check("expand ExpandTimes tensor", one("expand", {"expand_times": [1, 1, 1]}, extra=[("ExpandTimes", "t", "param")]),
+          {"x": ex, "t": np.array([1, 4, 2], np.int32)}, lambda i: np.tile(i["x"], (1, 4, 2)), prec)
+    check("expand_v2 shape [4,2,5,3]", one("expand_v2", {"shape": [4, 2, 5, 3]}), {"x": ex},
+          ort_node("Expand", ["x", "s"], ["o"], consts={"s": np.array([4, 2, 5, 3], np.int64)}), prec)
+    check("expand_v2 -1 keeps dims", one("expand_v2", {"shape": [-1, 6, -1]}), {"x": ex},
+          lambda i: np.broadcast_to(i["x"], (2, 6, 3)), prec)
+    check("expand_v2 Shape tensor", one("expand_v2", {"shape": [1]}, extra=[("Shape", "s", "param")]),
+          {"x": ex, "s": np.array([3, 2, 2, 3], np.int64)}, lambda i: np.broadcast_to(i["x"], (3, 2, 2, 3)), prec)
+    # ---------------------------------------------------------------- gather
+    gxx = u(5, 4, 3)
+    for axis, idx in [(0, np.array([4, 0, 2, 2], np.int64)), (1, np.array([3, 1], np.int32)),
+                      (2, np.array([0, 2, 1, 0, 2], np.int64))]:
+        check(f"gather axis {axis} {idx.dtype}", dict(op="gather", inputs=[("X", "x"), ("Index", "i")],
+                                                     outputs=[("Out", "o")], attrs={"axis": axis}),
+              {"x": gxx, "i": idx}, ort_node("Gather", ["x", "i"], ["o"], axis=axis), prec)
+    check("gather Index [N,1], no axis attr", dict(op="gather", inputs=[("X", "x"), ("Index", "i")],
+                                                   outputs=[("Out", "o")], attrs={}),
+          {"x": gxx, "i": np.array([[1], [3]], np.int32)}, lambda i: i["x"][[1, 3]], prec)
+    check("gather Axis tensor overrides", dict(op="gather", inputs=[("X", "x"), ("Index", "i"), ("Axis", "a", "param")],
+                                               outputs=[("Out", "o")], attrs={"axis": 0}),
+          {"x": gxx, "i": np.array([2, 0], np.int64), "a": np.array([-1], np.int32)},
+          lambda i: i["x"][:, :, [2, 0]], prec)
+    # ---------------------------------------------------------------- pixel_shuffle
+    for r, shape in [(2, (2, 8, 3, 5)), (3, (1, 18, 4, 2))]:
+        check(f"pixel_shuffle r{r}", one("pixel_shuffle", {"upscale_factor": r}), {"x": u(*shape)},
+              ort_node("DepthToSpace", ["x"], ["o"], blocksize=r, mode="CRD"), prec)
+    # ---------------------------------------------------------------- grid_sampler
+    gsx = u(2, 3, 6, 7, lo=-2, hi=2)
+    grid = u(2, 5, 4, 2, lo=-1.3, hi=1.3)
+    for mode in ("bilinear", "nearest"):
+        for pad in ("zeros", "border", "reflection"):
+            for align in (True, False):
+                check(f"grid_sampler {mode} {pad} align {int(align)}",
+                      dict(op="grid_sampler", inputs=[("X", "x"), ("Grid", "g")], outputs=[("Output", "o")],
+                           attrs={"mode": mode, "padding_mode": pad, "align_corners": align}),
+                      {"x": gsx, "g": grid},
+                      ort_node("GridSample", ["x", "g"], ["o"], opset=16, mode=mode, padding_mode=pad,
+                               align_corners=int(align)), prec, k=4)
+    # ---------------------------------------------------------------- sync_batch_norm (inference)
+    bx = u(2, 4, 3, 5)
+    sc, bi, mu, var = u(4), u(4), u(4), u(4, lo=0.2, hi=2.0)
+    check("sync_batch_norm", dict(op="sync_batch_norm", inputs=[("X", "x"), ("Scale", "s", "param"),
+                                                                ("Bias", "b", "param"), ("Mean", "m", "param"),
+                                                                ("Variance", "v", "param")],
+                                  outputs=[("Y", "o")], attrs={"epsilon": 1e-5, "is_test": True}),
+          {"x": bx, "s": sc, "b": bi, "m": mu, "v": var},
+          ort_node("BatchNormalization", ["x", "s", "b", "m", "v"], ["o"], epsilon=1e-5), prec, k=4)
+
+# integer data through the exact ops (plan-time shape chains use them)
+ii = rng.integers(-1000, 1000, (4, 3)).astype(np.int64)
+check("gather int64 X", dict(op="gather", inputs=[("X", "x"), ("Index", "i")], outputs=[("Out", "o")], attrs={}),
+      {"x": ii, "i": np.array([3, 1], np.int32)}, lambda i: i["x"][[3, 1]], "fp32")
+check("expand_v2 int32", one("expand_v2", {"shape": [2, 4, 3]}), {"x": ii.astype(np.int32)},
+      lambda i: np.broadcast_to(i["x"], (2, 4, 3)), "fp32")
+check("greater_than int64", dict(op="greater_than", inputs=[("X", "x"), ("Y", "y")], outputs=[("Out", "o")],
+                                 attrs={"axis": -1}),
+      {"x": ii, "y": np.array([0, 5, -7], np.int64)}, lambda i: i["x"] > i["y"], "fp32")
+check("reduce_max int32", one("reduce_max", {"dim": [0]}), {"x": ii.astype(np.int32)},
+      lambda i: i["x"].max(axis=0), "fp32")
+# errors are reported, not guessed
+check("gather index out of range", dict(op="gather", inputs=[("X", "x"), ("Index", "i")], outputs=[("Out", "o")],
+                                        attrs={}),
+      {"x": u(3, 2), "i": np.array([0, 3], np.int64)}, None, "fp32", expect_error=(3, "out of range"))
+check("expand_v2 mismatch", one("expand_v2", {"shape": [4, 5]}), {"x": u(2, 5)}, None, "fp32",
+      expect_error=(3, "does not match"))
+check("pixel_shuffle channels", one("pixel_shuffle", {"upscale_factor": 2}), {"x": u(1, 6, 2, 2)}, None, "fp32",
+      expect_error=(3, "not divisible"))
+finish()
