@@ -10,6 +10,7 @@ static const char *const USAGE_MAIN =
     "       cldiff run [--backends cpu|opencl] MODEL.nb [options]   run and dump every layer\n"
     "       cldiff inspect MODEL.nb [--shape NAME=dims]\n"
     "       cldiff doctor [--cl-lib PATH] [--cl-platform P] [--cl-device D]\n"
+    "       cldiff export MODEL.nb -o DIR [--dequant]   write a Paddle inference model for opt\n"
     "       cldiff compare A.h5 B.h5 [options]\n"
     "       cldiff report DUMP.h5 [--out DIR]\n"
     "\n"
@@ -257,6 +258,7 @@ int cd_cli_main(int argc, char **argv) {
     if (!strcmp(cmd, "--help") || !strcmp(cmd, "-h") || !strcmp(cmd, "help")) { cd_cli_usage(stdout, NULL); return 0; }
     if (!strcmp(cmd, "inspect")) return cd_cmd_inspect(argc - 1, argv + 1);
     if (!strcmp(cmd, "doctor")) return cd_cmd_doctor(argc - 1, argv + 1);
+    if (!strcmp(cmd, "export")) return cd_cmd_export(argc - 1, argv + 1);
     bool sub = !strcmp(cmd, "run") || !strcmp(cmd, "compare") || !strcmp(cmd, "report");
     cd_cli_opts o;
     int rc = cd_cli_parse(argc, argv, sub ? 2 : 1, &o, sub ? cmd : NULL);

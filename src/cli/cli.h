@@ -59,6 +59,7 @@ int cd_cli_fail(const cd_error *err);
 
 int cd_cmd_inspect(int argc, char **argv);
 int cd_cmd_doctor(int argc, char **argv);
+int cd_cmd_export(int argc, char **argv);
 int cd_cmd_run(const cd_cli_opts *o);
 int cd_cmd_diff(const cd_cli_opts *o);
 int cd_cmd_compare(const cd_cli_opts *o);

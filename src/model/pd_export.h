@@ -1,0 +1,51 @@
+/* Export of a graph as a Paddle inference model in the combined format, the input of
+ * Paddle-Lite's `opt`/`Opt` (docs/paddle-lite-opencl.md):
+ *   model.pdmodel    a framework.proto ProgramDesc serialized as protobuf (proto2 wire format)
+ *   model.pdiparams  every persistable variable of block 0 as a LoDTensor stream record, in
+ *                    byte-wise ascending name order (Paddle-Lite's LoadCombinedParamsPb sorts
+ *                    the names and reads the records back to back, up to end of file)
+ * The protobuf encoding is written here by hand: only the messages the program needs
+ * (ProgramDesc, Version, BlockDesc, VarDesc, VarType, TensorDesc, LoDTensorDesc, OpDesc,
+ * OpDesc.Var, OpDesc.Attr) and only their fields.
+ *
+ * The graph is in SSA form; the exported program is too: a variable written for the k-th
+ * time (k > 0) by the .nb program's memory-reusing ops gets the name "<name>.cdv<k>", so the
+ * exported program has no reused names. The feed/fetch variables keep their names. */
+#ifndef CD_PD_EXPORT_H
+#define CD_PD_EXPORT_H
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include "model/graph.h"
+
+typedef struct cd_pd_export_opts {
+    /* Per tensor id: float32 data that replaces the parameter's record (the caller's
+     * dequantized weights), or NULL to keep the record as stored. May be NULL. */
+    float *const *param_f32;
+    /* Remove what a quantized program carries for Paddle-Lite's int8 kernels: `calib`
+     * ops become pass-throughs, and enable_int8, <Slot><k>_scale, bit_length and
+     * *_quant_scale attributes are dropped (use with param_f32 holding the dequantized
+     * weights: the result is the float program). */
+    bool strip_quant;
+    /* Keep the saved kernel choice attribute (__@kernel_type_attr@__); off by default, so
+     * that opt picks kernels for the places it is given. */
+    bool keep_kernel_attr;
+    /* Extra fetch ops, after the model's own (col = n_outputs + k): tensor ids, e.g. every
+     * op's output for a layer-by-layer comparison with Paddle-Lite. */
+    const int *extra_fetch;
+    int n_extra_fetch;
+} cd_pd_export_opts;
+
+typedef struct cd_pd_export_info {
+    int n_ops, n_vars, n_params, n_dropped_ops, n_renamed;
+    size_t program_bytes, params_bytes;
+} cd_pd_export_info;
+
+/* io_copy, io_copy_once, layout, layout_once (and calib under strip_quant) are exported as
+ * pass-throughs: their output is renamed to their input and the op is left out. */
+cd_status cd_pd_export_mem(const cd_graph *g, const cd_pd_export_opts *opts, uint8_t **program, size_t *program_len,
+                           uint8_t **params, size_t *params_len, cd_pd_export_info *info, cd_error *err);
+/* Writes DIR/model.pdmodel and DIR/model.pdiparams (DIR must exist). */
+cd_status cd_pd_export(const cd_graph *g, const cd_pd_export_opts *opts, const char *dir, cd_pd_export_info *info,
+                       cd_error *err);
+#endif
