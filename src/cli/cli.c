@@ -13,6 +13,8 @@ static const char *const USAGE_MAIN =
     "       cldiff export MODEL.nb -o DIR [--dequant]   write a Paddle inference model for opt\n"
     "       cldiff compare A.h5 B.h5 [options]\n"
     "       cldiff report DUMP.h5 [--out DIR]\n"
+    "       cldiff instrument MODEL.nb [--layers SPEC] -o probed.nb   every probed tensor fetched\n"
+    "       cldiff import DIR --manifest probed.manifest.json -o dump.h5   outputs saved by Paddle-Lite\n"
     "\n"
     "model and inputs:\n"
     "  --shape NAME=1,3,48,192   value for dynamic dims of an input (repeatable)\n"
@@ -29,7 +31,8 @@ static const char *const USAGE_MAIN =
     "  --compress N              dump compression: shuffle + deflate level 1-9 (smaller dump,\n"
     "                            much slower), 0 = none (default)\n"
     "backends:\n"
-    "  --backends A[,B]          cpu (alias arm) and/or opencl (default cpu,opencl)\n"
+    "  --backends A[,B]          cpu (alias arm) and/or opencl (default cpu,opencl); paddle-lite,\n"
+    "                            paddle-lite-x86: the real Paddle-Lite runtime (docs/paddle-lite.md)\n"
     "  --fp32 | --fp16           precision of both runs (default fp32)\n"
     "  --fp16-compute            use half arithmetic on OpenCL where cl_khr_fp16 exists\n"
     "  --threads N               CPU threads (default 2)\n"
@@ -105,10 +108,16 @@ static int split_backends(cd_cli_opts *o, const char *cmd, const char *arg) {
     o->n_backends = 0;
     for (char *tok = strtok(buf, ","); tok; tok = strtok(NULL, ",")) {
         if (!strcmp(tok, "arm")) tok = (char *)"cpu";
-        if (strcmp(tok, "cpu") && strcmp(tok, "opencl"))
-            return usage_error(cmd, "--backends: unknown backend '%s' (known: cpu, arm, opencl)", tok);
+        /* the real Paddle-Lite runtime (docs/paddle-lite.md) */
+        static const char *const pl[] = {"paddle-lite", "paddle-lite-x86", "paddle-lite-opencl", "paddle-lite-arm"};
+        const char *known = NULL;
+        for (int k = 0; k < 4; k++)
+            if (!strcmp(tok, pl[k])) known = pl[k];
+        if (!known && strcmp(tok, "cpu") && strcmp(tok, "opencl"))
+            return usage_error(cmd, "--backends: unknown backend '%s' (known: cpu, arm, opencl, paddle-lite, "
+                               "paddle-lite-x86, paddle-lite-opencl)", tok);
         if (o->n_backends == 2) return usage_error(cmd, "--backends takes at most two backends: '%s'", arg);
-        o->backends[o->n_backends++] = !strcmp(tok, "cpu") ? "cpu" : "opencl";
+        o->backends[o->n_backends++] = known ? known : !strcmp(tok, "cpu") ? "cpu" : "opencl";
     }
     if (o->n_backends == 0) return usage_error(cmd, "--backends needs a value: '%s'", arg);
     return 0;
@@ -258,6 +267,8 @@ int cd_cli_main(int argc, char **argv) {
     if (!strcmp(cmd, "--help") || !strcmp(cmd, "-h") || !strcmp(cmd, "help")) { cd_cli_usage(stdout, NULL); return 0; }
     if (!strcmp(cmd, "inspect")) return cd_cmd_inspect(argc - 1, argv + 1);
     if (!strcmp(cmd, "doctor")) return cd_cmd_doctor(argc - 1, argv + 1);
+    if (!strcmp(cmd, "instrument")) return cd_cmd_instrument(argc - 1, argv + 1);
+    if (!strcmp(cmd, "import")) return cd_cmd_import(argc - 1, argv + 1);
     if (!strcmp(cmd, "export")) return cd_cmd_export(argc - 1, argv + 1);
     bool sub = !strcmp(cmd, "run") || !strcmp(cmd, "compare") || !strcmp(cmd, "report");
     cd_cli_opts o;

@@ -64,4 +64,7 @@ int cd_cmd_run(const cd_cli_opts *o);
 int cd_cmd_diff(const cd_cli_opts *o);
 int cd_cmd_compare(const cd_cli_opts *o);
 int cd_cmd_report(const cd_cli_opts *o);
+/* Paddle-Lite's own runtime (docs/paddle-lite.md): instrument a model, import its outputs. */
+int cd_cmd_instrument(int argc, char **argv);
+int cd_cmd_import(int argc, char **argv);
 #endif

@@ -12,6 +12,8 @@
 #include "probes/select.h"
 #include "probes/sink.h"
 #include "util/sha256.h"
+#include "cli/session_pl.h"
+#include "backends/paddlelite/pl_engine.h"
 
 volatile int cd_stop_flag = 0;
 
@@ -274,7 +276,9 @@ cd_status cd_session_run_req(cd_session *s, const cd_run_req *q, cd_run_result *
     cd_probe_sink *main_sink = sink ? cd_dump_sink_probe(sink) : NULL;
     cd_backend_opts bo = cd_session_backend_opts(s->o, prec);
     double t0 = now_ms();
-    if (!cl) {
+    if (cd_pl_is_backend(q->backend)) {
+        st = cd_session_run_pl(s, q, plan, main_sink, res, err);
+    } else if (!cl) {
         cd_backend *b = NULL;
         st = cd_cpu_backend_open(&bo, &b, err);
         if (!st) st = cd_execute(plan, b, s->inputs.values, &xo, main_sink, err);

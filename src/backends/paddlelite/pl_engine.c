@@ -1,0 +1,322 @@
+#include "backends/paddlelite/pl_engine.h"
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <signal.h>
+#include <spawn.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+#include "probes/instrument.h"
+#include "util/json.h"
+#include "util/npy.h"
+
+extern char **environ;
+
+static const char *const PL_NAMES[] = {"paddle-lite", "paddle-lite-x86", "paddle-lite-opencl", "paddle-lite-arm"};
+
+bool cd_pl_is_backend(const char *name) {
+    for (size_t i = 0; name && i < sizeof PL_NAMES / sizeof *PL_NAMES; i++)
+        if (!strcmp(name, PL_NAMES[i])) return true;
+    return false;
+}
+
+const char *cd_pl_backend_target(const char *name) {
+    if (!name || strncmp(name, "paddle-lite-", 12)) return "";
+    return name + 12;
+}
+
+static double now_ms(void) {
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec * 1e3 + (double)t.tv_nsec / 1e6;
+}
+
+static bool is_file(const char *p, bool exec) {
+    struct stat st;
+    return stat(p, &st) == 0 && S_ISREG(st.st_mode) && (!exec || access(p, X_OK) == 0);
+}
+
+/* Candidate roots: the executable's folder, its parent, the source tree of this build. */
+static int roots(char out[3][PATH_MAX]) {
+    int n = 0;
+    char exe[PATH_MAX];
+    ssize_t l = readlink("/proc/self/exe", exe, sizeof exe - 1);
+    if (l > 0) {
+        exe[l] = 0;
+        char *s = strrchr(exe, '/');
+        if (s) {
+            *s = 0;
+            snprintf(out[n++], PATH_MAX, "%s", exe);
+            s = strrchr(exe, '/');
+            if (s) { *s = 0; snprintf(out[n++], PATH_MAX, "%s", exe[0] ? exe : "/"); }
+        }
+    }
+#ifdef CLDIFF_SOURCE_DIR
+    snprintf(out[n++], PATH_MAX, "%s", CLDIFF_SOURCE_DIR);
+#endif
+    return n;
+}
+
+static cd_status spawn_wait(char *const argv[], const char *log_path, double timeout_s, int *wstatus, bool *timed_out,
+                            cd_error *err) {
+    posix_spawn_file_actions_t fa;
+    posix_spawn_file_actions_init(&fa);
+    posix_spawn_file_actions_addopen(&fa, 1, log_path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    posix_spawn_file_actions_adddup2(&fa, 1, 2);
+    posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
+    pid_t pid;
+    int rc = posix_spawn(&pid, argv[0], &fa, NULL, argv, environ);
+    posix_spawn_file_actions_destroy(&fa);
+    if (rc) return cd_err(err, CD_E_BACKEND, "cannot start %s: %s", argv[0], strerror(rc));
+    double t0 = now_ms();
+    *timed_out = false;
+    for (;;) {
+        pid_t w = waitpid(pid, wstatus, WNOHANG);
+        if (w == pid) break;
+        if (w < 0 && errno != EINTR) return cd_err(err, CD_E_INTERNAL, "waitpid: %s", strerror(errno));
+        if (timeout_s > 0 && now_ms() - t0 > timeout_s * 1e3) {
+            kill(pid, SIGKILL);
+            while (waitpid(pid, wstatus, 0) < 0 && errno == EINTR) {}
+            *timed_out = true;
+            break;
+        }
+        struct timespec ts = {0, 20 * 1000 * 1000};
+        nanosleep(&ts, NULL);
+    }
+    return CD_OK;
+}
+
+/* The last non-empty lines of the log that are not Paddle-Lite's version warning. */
+static void log_tail(const char *path, char *buf, size_t n) {
+    buf[0] = 0;
+    FILE *f = fopen(path, "rb");
+    if (!f) return;
+    char line[1024], keep[4][1024] = {{0}};
+    int k = 0;
+    while (fgets(line, sizeof line, f)) {
+        line[strcspn(line, "\r\n")] = 0;
+        if (!line[0] || strstr(line, "version of") || strstr(line, "the version of opt") ||
+            strstr(line, "LoadModelFbsFromFile"))
+            continue;
+        snprintf(keep[k % 4], sizeof keep[0], "%s", line);
+        k++;
+    }
+    fclose(f);
+    size_t off = 0;
+    for (int i = k > 4 ? k - 4 : 0; i < k && off < n; i++)
+        off += (size_t)snprintf(buf + off, n - off, "%s%s", off ? " | " : "", keep[i % 4]);
+}
+
+cd_status cd_pl_find(cd_pl_env *env, cd_error *err) {
+    memset(env, 0, sizeof *env);
+    const char *py = getenv("CLDIFF_PL_PYTHON"), *br = getenv("CLDIFF_PL_BRIDGE");
+    char r[3][PATH_MAX];
+    int nr = roots(r);
+    if (py && *py) snprintf(env->python, sizeof env->python, "%s", py);
+    for (int i = 0; i < nr && !env->python[0]; i++) {
+        char p[PATH_MAX + 32];
+        snprintf(p, sizeof p, "%s/.venv-pl/bin/python", r[i]);
+        if (is_file(p, true)) snprintf(env->python, sizeof env->python, "%s", p);
+    }
+    if (br && *br) snprintf(env->bridge, sizeof env->bridge, "%s", br);
+    for (int i = 0; i < nr && !env->bridge[0]; i++) {
+        char p[PATH_MAX + 32];
+        snprintf(p, sizeof p, "%s/scripts/pl_bridge.py", r[i]);
+        if (is_file(p, false)) snprintf(env->bridge, sizeof env->bridge, "%s", p);
+    }
+    if (!env->bridge[0])
+        return cd_err(err, CD_E_BACKEND, "backend paddle-lite unavailable: scripts/pl_bridge.py not found next to cldiff "
+                      "or in its source tree (set CLDIFF_PL_BRIDGE=/path/to/pl_bridge.py)");
+    if (!env->python[0] || !is_file(env->python, true))
+        return cd_err(err, CD_E_BACKEND, "backend paddle-lite unavailable: no Python with the paddlelite wheel (looked for "
+                      "$CLDIFF_PL_PYTHON and .venv-pl/bin/python); install it with scripts/setup.sh (it makes .venv-pl "
+                      "with a Python 3.7-3.10 from pyenv or Debian and pip installs paddlelite==2.13rc0 'numpy<2'), "
+                      "or set CLDIFF_PL_PYTHON");
+    char tmpl[] = "/tmp/cldiff-pl-probe-XXXXXX";
+    int fd = mkstemp(tmpl);
+    if (fd < 0) return cd_err(err, CD_E_IO, "cannot create a temporary file: %s", strerror(errno));
+    close(fd);
+    char *argv[] = {env->python, env->bridge, "--probe", NULL};
+    int ws = 0;
+    bool to = false;
+    cd_status st = spawn_wait(argv, tmpl, 60, &ws, &to, err);
+    char tail[1024];
+    log_tail(tmpl, tail, sizeof tail);
+    if (!st && (to || !WIFEXITED(ws) || WEXITSTATUS(ws) != 0))
+        st = cd_err(err, CD_E_BACKEND, "backend paddle-lite unavailable: %s %s --probe failed (%s); run scripts/setup.sh "
+                    "to (re)make .venv-pl with paddlelite==2.13rc0", env->python, env->bridge,
+                    tail[0] ? tail : "no output");
+    if (!st) {
+        FILE *f = fopen(tmpl, "rb");
+        char line[4096] = "";
+        char *got = NULL;
+        while (f && fgets(line, sizeof line, f))
+            if (line[0] == '{') { got = line; break; }
+        if (f) fclose(f);
+        cd_json j;
+        cd_error je = {0};
+        if (got && cd_json_parse(got, strlen(got), "pl_bridge --probe", &j, &je) == CD_OK) {
+            const cd_json *v = cd_json_get(&j, "paddlelite"), *p = cd_json_get(&j, "python");
+            if (v && v->kind == CD_JSON_STR) snprintf(env->version, sizeof env->version, "%s", v->str);
+            if (p && p->kind == CD_JSON_STR) snprintf(env->python_version, sizeof env->python_version, "%s", p->str);
+            cd_json_free(&j);
+        }
+    }
+    remove(tmpl);
+    return st;
+}
+
+/* The model's compute target: the most common non-host kernel target. */
+static const char *model_target(const cd_graph *g) {
+    int count[32] = {0};
+    for (int i = 0; i < g->n_ops; i++) {
+        int t = g->ops[i].kernel.present ? g->ops[i].kernel.target : -1;
+        if (t > 1 && t < 32) count[t]++;
+    }
+    int best = 0;
+    for (int t = 2; t < 32; t++)
+        if (count[t] > count[best]) best = t;
+    return best ? cd_target_name(best) : "host";
+}
+
+static void rm_tree(const char *dir) {
+    DIR *d = opendir(dir);
+    if (!d) return;
+    struct dirent *e;
+    char p[PATH_MAX + 300];
+    while ((e = readdir(d))) {
+        if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, "..")) continue;
+        snprintf(p, sizeof p, "%s/%s", dir, e->d_name);
+        remove(p);
+    }
+    closedir(d);
+    rmdir(dir);
+}
+
+cd_status cd_pl_run(const cd_pl_req *q, cd_pl_result *res, cd_error *err) {
+    memset(res, 0, sizeof *res);
+    const cd_plan *plan = q->plan;
+    const cd_graph *g = plan->g;
+    cd_status st = cd_pl_find(&res->env, err);
+    if (st) return st;
+    const char *want = cd_pl_backend_target(q->backend);
+    const char *have = model_target(g);
+    snprintf(res->target, sizeof res->target, "%s", want[0] ? want : have);
+    int retarget = -1;
+    if (want[0] && strcmp(want, have)) {
+        if (!strcmp(want, "x86") && !strcmp(have, "arm")) {
+            /* experimental: the x86 wheel cannot load ARM kernel records (docs/paddle-lite.md) */
+            retarget = 2;
+            snprintf(res->note, sizeof res->note, "kernel records retargeted arm -> x86 (experimental)");
+        } else {
+            return cd_err(err, CD_E_BACKEND, "backend %s: the model's kernels target %s, not %s; a .nb runs only on the "
+                          "target it was optimized for (use --backends paddle-lite, or optimize the model for %s)",
+                          q->backend, have, want, want);
+        }
+    }
+    char dir[PATH_MAX];
+    snprintf(dir, sizeof dir, "%s/.pl-XXXXXX", q->work_dir && *q->work_dir ? q->work_dir : "/tmp");
+    if (!mkdtemp(dir)) return cd_err(err, CD_E_IO, "cannot create a temporary folder %s: %s", dir, strerror(errno));
+    char nb[PATH_MAX + 32], logp[PATH_MAX + 32], mpath[PATH_MAX + 64], p[PATH_MAX + 64];
+    snprintf(nb, sizeof nb, "%s/probed.nb", dir);
+    snprintf(logp, sizeof logp, "%s/bridge.log", dir);
+    cd_shape *shapes = calloc((size_t)g->n_inputs + 1, sizeof *shapes);
+    if (!shapes) { rm_tree(dir); return cd_err(err, CD_E_NOMEM, "out of memory"); }
+    for (int k = 0; k < g->n_inputs; k++) shapes[k] = plan->meta[g->inputs[k]].shape;
+    cd_instrumented in;
+    memset(&in, 0, sizeof in);
+    st = cd_write_instrumented(g, q->mask, plan->meta, retarget, q->model_path, q->model_sha256, shapes, nb, mpath,
+                               sizeof mpath, &in, err);
+    free(shapes);
+    res->renamed = in.n_renamed;
+    res->n_fetch = in.n_fetch;
+    for (int k = 0; k < g->n_inputs && !st; k++) {
+        snprintf(p, sizeof p, "%s/input_%d.npy", dir, k);
+        st = cd_npy_write(p, &q->inputs[k], err);
+    }
+    if (!st) {
+        char threads[16];
+        snprintf(threads, sizeof threads, "%d", q->threads > 0 ? q->threads : 1);
+        char *argv[] = {res->env.python, res->env.bridge, "--model", nb, "--inputs", dir, "--out", dir,
+                        "--target", res->target, "--precision", (char *)(q->precision ? q->precision : "fp32"),
+                        "--threads", threads, NULL};
+        int ws = 0;
+        bool to = false;
+        double t0 = now_ms();
+        st = spawn_wait(argv, logp, q->timeout_s, &ws, &to, err);
+        res->run_ms = now_ms() - t0;
+        char tail[1024];
+        log_tail(logp, tail, sizeof tail);
+        if (!st && to) {
+            res->crashed = true;
+            st = cd_err(err, CD_E_CRASH, "Paddle-Lite (%s) timed out after %.0f s (--timeout) running %s", q->backend,
+                        q->timeout_s, q->model_path);
+        } else if (!st && WIFSIGNALED(ws)) {
+            res->crashed = true;
+            const char *sn = cd_signal_name(WTERMSIG(ws));
+            st = cd_err(err, CD_E_CRASH, "Paddle-Lite (%s, %s kernels) crashed with %s running the instrumented %s: %s",
+                        q->backend, res->target, sn ? sn : "a signal", q->model_path, tail[0] ? tail : "(no message)");
+        } else if (!st && WEXITSTATUS(ws) != 0) {
+            int x = WEXITSTATUS(ws);
+            st = cd_err(err, x == 3 ? CD_E_MODEL : x == 2 ? CD_E_USAGE : CD_E_BACKEND, "Paddle-Lite (%s) failed (bridge exit %d): %s",
+                        q->backend, x, tail[0] ? tail : "(no message)");
+        }
+    }
+    if (!st) {
+        snprintf(p, sizeof p, "%s/run.json", dir);
+        FILE *f = fopen(p, "rb");
+        if (f) {
+            char buf[1 << 16];
+            size_t n = fread(buf, 1, sizeof buf - 1, f);
+            fclose(f);
+            cd_json j;
+            cd_error je = {0};
+            if (cd_json_parse(buf, n, p, &j, &je) == CD_OK) {
+                const cd_json *v = cd_json_get(&j, "run_ms"), *l = cd_json_get(&j, "load_ms");
+                if (v && v->kind == CD_JSON_NUM) res->run_ms = v->num;
+                if (l && l->kind == CD_JSON_NUM) res->load_ms = l->num;
+                cd_json_free(&j);
+            }
+        }
+        snprintf(res->device, sizeof res->device, "Paddle-Lite %s, %s kernels (paddlelite wheel, Python %s)",
+                 res->env.version[0] ? res->env.version : "?", res->target,
+                 res->env.python_version[0] ? res->env.python_version : "?");
+    }
+    /* the inputs go into the record too: the first layers read them */
+    for (int k = 0; k < g->n_inputs && !st && q->record; k++) st = cd_forcing_put(q->record, g->inputs[k], &q->inputs[k], err);
+    for (int k = 0; k < in.n_fetch && !st; k++) {
+        const cd_probe_fetch *f = &in.fetch[k];
+        if (!f->probed && !q->record) continue;
+        snprintf(p, sizeof p, "%s/out_%d.npy", dir, f->col);
+        cd_value v = {0};
+        st = cd_npy_read(p, &v, err);
+        if (st) { st = cd_err_prefix(err, "reading Paddle-Lite's output %d (tensor '%s' of op #%d): ", f->col,
+                                     g->tensors[f->tensor_id].name, f->op_index); break; }
+        if (!cd_shape_eq(&v.shape, &plan->meta[f->tensor_id].shape)) res->n_shape_mismatch++;
+        if (q->record && cd_exec_is_activation(plan, f->tensor_id)) st = cd_forcing_put(q->record, f->tensor_id, &v, err);
+        if (!st && f->probed && f->op_index >= 0 && q->sink && q->sink->hit) {
+            const cd_op *op = &g->ops[f->op_index];
+            cd_op_report rep;
+            memset(&rep, 0, sizeof rep);
+            rep.kernel_us = -1;
+            snprintf(rep.where, sizeof rep.where, "paddle-lite");
+            if (op->kernel.present)
+                snprintf(rep.kernel, sizeof rep.kernel, "%s/%s/%s/%s", op->kernel.alias, cd_target_name(op->kernel.target),
+                         cd_precision_name(op->kernel.precision), cd_layout_name(op->kernel.layout));
+            st = q->sink->hit(q->sink->user, f->op_index, f->tensor_id, &v, &rep, err);
+            if (!st) res->n_hits++;
+        }
+        cd_value_release(&v);
+    }
+    cd_instrumented_free(&in);
+    const char *keep = getenv("CLDIFF_PL_KEEP");
+    if (keep && *keep && strcmp(keep, "0")) fprintf(stderr, "cldiff: paddle-lite work folder kept: %s\n", dir);
+    else rm_tree(dir);
+    return st;
+}

@@ -1,0 +1,102 @@
+/* `cldiff instrument MODEL.nb --layers SPEC -o probed.nb`: the model with every probed
+ * tensor also fetched (probes/instrument.h), and its manifest beside it
+ * (probed.manifest.json): fetch column -> op index, layer, tensor, shape, dtype. Run
+ * probed.nb in any Paddle-Lite runtime (the wheel, the probes/paddle-lite runner on a
+ * phone), save every output, then `cldiff import`. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "cli/cli.h"
+#include "cli/session.h"
+#include "model/nb_reader.h"
+#include "model/nb_writer.h"
+#include "probes/instrument.h"
+#include "probes/select.h"
+#include "util/sha256.h"
+
+int cd_cmd_instrument(int argc, char **argv) {
+    /* instrument's own option (--retarget TARGET), then the shared ones */
+    char **av = calloc((size_t)argc + 1, sizeof *av);
+    if (!av) return CD_E_NOMEM;
+    int ac = 0, retarget = -1;
+    for (int i = 0; i < argc; i++) {
+        if (!strcmp(argv[i], "--retarget")) {
+            if (i + 1 >= argc || (retarget = cd_target_from_name(argv[i + 1])) < 0) {
+                fprintf(stderr, "cldiff: --retarget expects x86, arm, host or opencl\n");
+                free(av);
+                return CD_E_USAGE;
+            }
+            i++;
+            continue;
+        }
+        av[ac++] = argv[i];
+    }
+    cd_cli_opts o;
+    int rc = cd_cli_parse(ac, av, 1, &o, "instrument");
+    if (rc) { free(av); return rc; }
+    cd_error err = {0};
+    if (o.n_positional != 1) {
+        free(av);
+        fprintf(stderr, "usage: cldiff instrument MODEL.nb [--layers SPEC] [--shape NAME=dims] [-o probed.nb] "
+                        "[--retarget x86]\n");
+        return CD_E_USAGE;
+    }
+    const char *model = o.positional[0];
+    char out_nb[1024];
+    if (!strcmp(o.out_dir, "cldiff-out")) {
+        cd_status st = cd_make_dirs("cldiff-out", &err);
+        if (st) { free(av); return cd_cli_fail(&err); }
+        snprintf(out_nb, sizeof out_nb, "cldiff-out/probed.nb");
+    } else {
+        snprintf(out_nb, sizeof out_nb, "%s", o.out_dir);
+    }
+    cd_graph *g = NULL;
+    cd_status st = cd_nb_load(model, &g, &err);
+    cd_shape *shapes = NULL;
+    bool *mask = NULL;
+    char sha[65] = "", notice[512] = "", mpath[1100] = "";
+    cd_plan plan;
+    bool have_plan = false;
+    int n_sel = 0;
+    if (!st) st = cd_sha256_file(model, sha, &err);
+    if (!st && !(shapes = calloc((size_t)g->n_inputs + 1, sizeof *shapes))) st = cd_err(&err, CD_E_NOMEM, "out of memory");
+    bool shapes_known = false;
+    if (!st) {
+        /* without --shape for dynamic dims the manifest lists the declared shapes (-1) */
+        cd_error se = {0};
+        if (cd_resolve_input_shapes(g, o.shapes, o.n_shapes, shapes, notice, sizeof notice, &se) == CD_OK) shapes_known = true;
+        else if (o.n_shapes) { err = se; st = se.code; }
+        else {
+            for (int k = 0; k < g->n_inputs; k++) shapes[k] = g->tensors[g->inputs[k]].shape;
+            if (!o.quiet) fprintf(stderr, "cldiff: note: dynamic input dims and no --shape: the manifest lists declared shapes\n");
+        }
+    }
+    if (!st && notice[0] && !o.quiet) fprintf(stderr, "cldiff: note: %s\n", notice);
+    if (!st && !(mask = calloc((size_t)g->n_ops + 1, 1))) st = cd_err(&err, CD_E_NOMEM, "out of memory");
+    if (!st) st = cd_select_layers(g, o.layers, mask, &n_sel, &err);
+    if (!st && shapes_known) {
+        /* shapes and dtypes for the manifest come from cldiff's plan; a model cldiff cannot
+         * plan is still instrumented, with the declared shapes */
+        cd_error pe = {0};
+        if (cd_plan_build(g, shapes, CD_PREC_FP32, &plan, &pe) == CD_OK) have_plan = true;
+        else if (!o.quiet) fprintf(stderr, "cldiff: note: no plan (%s); the manifest lists declared shapes\n", pe.msg);
+    }
+    cd_instrumented in;
+    memset(&in, 0, sizeof in);
+    if (!st) st = cd_write_instrumented(g, mask, have_plan ? plan.meta : NULL, retarget, model, sha, shapes, out_nb,
+                                        mpath, sizeof mpath, &in, &err);
+    if (!st && !o.quiet) {
+        printf("cldiff instrument: %s -> %s (%d ops, %d probed layers, %d fetched tensors: %d model outputs + %d probes, "
+               "%d activations renamed)\n", model, out_nb, g->n_ops, n_sel, in.n_fetch, in.n_model_outputs,
+               in.n_fetch - in.n_model_outputs, in.n_renamed);
+        printf("  manifest: %s\n", mpath);
+        if (retarget >= 0) printf("  kernel records with target arm rewritten to target %d\n", retarget);
+    }
+    cd_instrumented_free(&in);
+    if (have_plan) cd_plan_free(&plan);
+    free(mask);
+    free(shapes);
+    if (g) cd_graph_free(g);
+    free(av);
+    return st ? cd_cli_fail(&err) : 0;
+}
