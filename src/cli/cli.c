@@ -35,6 +35,8 @@ static const char *const USAGE_MAIN =
     "                            paddle-lite-x86: the real Paddle-Lite runtime (docs/paddle-lite.md)\n"
     "  --fp32 | --fp16           precision of both runs (default fp32)\n"
     "  --fp16-compute            use half arithmetic on OpenCL where cl_khr_fp16 exists\n"
+    "  --int8 arm|dequant        int8 models on the CPU: integer arithmetic as Paddle-Lite's\n"
+    "                            ARM int8 kernels (default) or dequantized weights in float\n"
     "  --threads N               CPU threads (default 2)\n"
     "  --cl-lib PATH --cl-platform P --cl-device D (index or name substring)\n"
     "  --kernel-dir DIR          replace embedded kernels/*.cl with files from DIR\n"
@@ -147,6 +149,11 @@ int cd_cli_parse(int argc, char **argv, int first, cd_cli_opts *o, const char *c
         else if (!strcmp(a, "--fp32")) o->prec = CD_PREC_FP32;
         else if (!strcmp(a, "--fp16")) o->prec = CD_PREC_FP16;
         else if (!strcmp(a, "--fp16-compute")) o->fp16_compute = true;
+        else if (!strcmp(a, "--int8")) {
+            NEEDV();
+            if (strcmp(v, "arm") && strcmp(v, "dequant")) return usage_error(cmd, "--int8 expects arm or dequant, got '%s'", v);
+            o->int8_mode = v;
+        }
         else if (!strcmp(a, "--quiet") || !strcmp(a, "-q")) o->quiet = true;
         else if (!strcmp(a, "--no-cache")) o->no_cache = true;
         else if (!strcmp(a, "--no-resize")) o->no_resize = true;

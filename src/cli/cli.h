@@ -29,6 +29,7 @@ typedef struct cd_cli_opts {
     double timeout_s;              /* --timeout SEC (OpenCL child) */
     bool quiet;
     bool fp16_compute;             /* --fp16-compute: allow half arithmetic on OpenCL */
+    const char *int8_mode;         /* --int8 arm|dequant (default arm: docs/int8.md) */
     const char *cl_lib, *cl_platform, *cl_device, *kernel_dir, *cache_dir;
     bool no_cache;
     bool isolate_child;            /* --no-isolate turns it off (debugging) */

@@ -67,6 +67,8 @@ cd_backend_opts cd_session_backend_opts(const cd_cli_opts *o, cd_precision prec)
     b.cache_dir = o->cache_dir;
     b.no_cache = o->no_cache;
     b.fp16_compute = o->fp16_compute;
+    /* int8 layers in integer arithmetic on the CPU (docs/int8.md); fp16 runs stay dequantized */
+    b.int8_arm = prec == CD_PREC_FP32 && !(o->int8_mode && !strcmp(o->int8_mode, "dequant"));
     return b;
 }
 
@@ -152,10 +154,17 @@ cd_status cd_session_open(cd_session *s, const cd_cli_opts *o, cd_error *err) {
     if (s->plan.int8_dequantized) {
         /* Labelled everywhere the model format appears (dump root, every report). */
         size_t l = strlen(s->model_format);
-        snprintf(s->model_format + l, sizeof s->model_format - l, "; int8/int16 weights dequantized by their stored scales");
+        bool arm = cd_session_backend_opts(o, CD_PREC_FP32).int8_arm;
+        snprintf(s->model_format + l, sizeof s->model_format - l, "%s",
+                 arm ? "; int8 layers: CPU integer arithmetic as Paddle-Lite ARM (--int8 arm), OpenCL float with "
+                       "dequantized weights"
+                     : "; int8/int16 weights dequantized by their stored scales (--int8 dequant)");
         if (!o->quiet)
-            fprintf(stderr, "cldiff: note: int8/int16 weights are dequantized by their stored scales and run in "
-                            "float (cldiff has no integer kernels yet); activations keep the model's calib ops\n");
+            fprintf(stderr, "cldiff: note: %s\n",
+                    arm ? "int8 layers run on the CPU in integer arithmetic as Paddle-Lite's ARM int8 kernels "
+                          "(--int8 arm; --int8 dequant for float); OpenCL runs them in float with dequantized weights"
+                        : "int8/int16 weights are dequantized by their stored scales and run in float (--int8 "
+                          "dequant); activations keep the model's calib ops");
     }
     if (o->prec == CD_PREC_FP16) {
         if ((st = cd_plan_build(s->g, s->in_shapes, CD_PREC_FP32, &s->plan32, err))) return st;
@@ -217,6 +226,12 @@ static cd_status open_run(cd_session *s, const char *run, const char *backend, c
                         .platform = "", .driver = "", .library_path = "", .threads = s->o->threads};
     cd_status st = cd_dump_begin_run(s->dump, run, &info, err);
     if (st) return st;
+    if (s->plan.int8_dequantized) { /* which int8 arithmetic this run used (docs/int8.md) */
+        char path[256];
+        snprintf(path, sizeof path, "/runs/%s", run);
+        bool arm = !cl && !strcmp(variant, "fp32") && cd_session_backend_opts(s->o, CD_PREC_FP32).int8_arm;
+        if ((st = cd_dump_set_attr_str(s->dump, path, "int8_mode", arm ? "arm" : "dequant", err))) return st;
+    }
     return cd_dump_sink_new(s->dump, run, s->g, !strcmp(s->o->dump_mode, "stats") ? CD_SINK_STATS : CD_SINK_FULL, sink,
                             err);
 }

@@ -24,6 +24,9 @@ typedef struct cd_backend_opts {
     const char *cache_dir;
     bool no_cache;
     bool fp16_compute;     /* allow half arithmetic where cl_khr_fp16 exists */
+    /* CPU: int8 layers (ARM int8 kernel records) in integer arithmetic as Paddle-Lite's ARM
+     * kernels do (backends/cpu/ops_int8.h); false: dequantized weights in float */
+    bool int8_arm;
 } cd_backend_opts;
 
 typedef struct cd_backend cd_backend;

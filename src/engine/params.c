@@ -46,10 +46,11 @@ static cd_status dequant(const cd_graph *g, int op_index, const cd_tensor *t, co
     const cd_op *op = &g->ops[op_index];
     int64_t n = cd_shape_numel(&t->shape);
     const cd_shape *s = &t->shape;
-    for (int i = 0; i < ns; i++)
-        if (!isfinite(sc[i]) || !(sc[i] > 0))
-            return cd_err(err, CD_E_MODEL, "op #%d %s (%s): weight scale %s[%d] = %g must be finite and > 0",
-                          op_index, op->name, op->type, attr_name, i, sc[i]);
+    /* Scale values are not checked: Paddle-Lite uses them as they are (light_api.cc weight-only
+     * dequant; the ARM int8 kernels fold them into per-channel multipliers, conv_gemmlike.cc)
+     * and refuses neither 0 (a channel whose weights are all zero: it dequantizes to 0), nor
+     * a negative value (folded batch norm), nor NaN/Inf (the channel becomes NaN/Inf, as there).
+     * What it refuses, a scale count that fits no channel axis, is still refused below. */
     scale_axis ax = axis_for(op);
     int64_t ch = 1; /* channel count the scale list must match */
     int64_t d0 = s->rank > 0 ? s->d[0] : 1, d1 = s->rank > 1 ? s->d[1] : 1;

@@ -5,6 +5,8 @@
  *   prec fp32|fp16                 run precision (default fp32)
  *   backend cpu|opencl             (default cpu)
  *   threads <n>                    CPU threads (default 1)
+ *   int8 arm|dequant               int8 layers in integer arithmetic (backends/cpu/ops_int8.h)
+ *                                  or dequantized in float (default dequant)
  *   in <Slot> <file.npy> [param] [as <name>]
  *                                  one argument of input slot <Slot>; repeated lines for the
  *                                  same slot append arguments in order. `param` makes it a
@@ -38,6 +40,7 @@ typedef struct {
     cd_precision prec;
     bool opencl;
     int threads;
+    bool int8_arm;
     arg_t in[MAX_ARGS], out[MAX_ARGS];
     int n_in, n_out;
 } spec_t;
@@ -319,6 +322,8 @@ static cd_status run(FILE *in, cd_error *err) {
         else if (!strcmp(tok[0], "backend") && nt == 2 && (!strcmp(tok[1], "cpu") || !strcmp(tok[1], "opencl")))
             sp.opencl = !strcmp(tok[1], "opencl");
         else if (!strcmp(tok[0], "threads") && nt == 2 && atoi(tok[1]) > 0) sp.threads = atoi(tok[1]);
+        else if (!strcmp(tok[0], "int8") && nt == 2 && (!strcmp(tok[1], "arm") || !strcmp(tok[1], "dequant")))
+            sp.int8_arm = !strcmp(tok[1], "arm");
         else if (!strcmp(tok[0], "in") || !strcmp(tok[0], "out")) {
             bool isin = tok[0][0] == 'i';
             int *cnt = isin ? &sp.n_in : &sp.n_out;
@@ -400,6 +405,7 @@ static cd_status run(FILE *in, cd_error *err) {
     memset(&bo, 0, sizeof bo);
     bo.prec = sp.prec;
     bo.threads = sp.threads;
+    bo.int8_arm = sp.int8_arm;
     if (sp.opencl) {
         st = cd_opencl_backend_open(&bo, &b, err);
     } else {

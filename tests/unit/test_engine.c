@@ -263,10 +263,18 @@ Test(params, dequant_axes) {
     double s2[2] = {1, 2};
     cr_assert_eq(quant_case("fc", "W", w23, 2, "W0_scale", s2, 2, f, 6), CD_E_MODEL);
     cr_assert(strstr(err.msg, "has 2 scales in W0_scale but 3 channels"), "%s", err.msg);
-    /* non-positive scale */
+    /* Scale values are not checked (Paddle-Lite uses them as they are, docs/int8.md): a zero
+     * scale dequantizes its channel to 0, a negative one negates it, NaN gives NaN weights. */
     double sneg[1] = {-1};
-    cr_assert_eq(quant_case("fc", "W", w23, 2, "W0_scale", sneg, 1, f, 6), CD_E_MODEL);
-    cr_assert(strstr(err.msg, "must be finite and > 0"), "%s", err.msg);
+    cr_assert_eq(quant_case("fc", "W", w23, 2, "W0_scale", sneg, 1, f, 6), CD_OK, "%s", err.msg);
+    for (int i = 0; i < 6; i++) cr_assert_eq(f[i], -(float)(i + 1), "negative scale %d: %g", i, f[i]);
+    double szero[3] = {1, 0, 100};
+    cr_assert_eq(quant_case("fc", "W", w23, 2, "W0_scale", szero, 3, f, 6), CD_OK, "%s", err.msg);
+    float want_z[6] = {1, 0, 300, 4, 0, 600};
+    for (int i = 0; i < 6; i++) cr_assert_eq(f[i], want_z[i], "zero scale %d: %g", i, f[i]);
+    double snan[1] = {NAN};
+    cr_assert_eq(quant_case("fc", "W", w23, 2, "W0_scale", snan, 1, f, 6), CD_OK, "%s", err.msg);
+    for (int i = 0; i < 6; i++) cr_assert(isnan(f[i]), "nan scale %d: %g", i, f[i]);
     /* no scale at all */
     cr_assert_eq(quant_case("fc", "W", w23, 2, NULL, NULL, 0, f, 6), CD_E_MODEL);
     cr_assert(strstr(err.msg, "no op that reads it carries a dequantization scale"), "%s", err.msg);

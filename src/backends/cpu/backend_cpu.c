@@ -1,6 +1,7 @@
 /* The CPU backend: one host cd_value per tensor, parameters borrowed from the plan,
  * op kernels from the registry (engine/ops.h), threads via OpenMP. */
 #include "engine/backend.h"
+#include "backends/cpu/ops_int8.h"
 #include <omp.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -304,7 +305,9 @@ static cd_status cpu_run_op(cd_backend *b, int i, cd_op_report *rep, cd_error *e
             im->expect[id].shape = v->shape;
             if ((st = pool_alloc(im, id, !(def->flags & CD_OPF_WRITES_ALL), err))) return cd_err_prefix(err, "op #%d %s (%s): ", i, op->name, op->type);
         }
-    if (def->run) st = def->run(&c);
+    if (b->opts.int8_arm && cd_cpu_int8_claims(&c))
+        st = cd_cpu_int8_run(&c, rep->kernel, sizeof rep->kernel, rep->note, sizeof rep->note);
+    else if (def->run) st = def->run(&c);
     else if (def->flags & CD_OPF_IDENTITY) st = copy_identity(&c, op);
     else st = cd_op_fail(&c, CD_E_INTERNAL, "op definition has no CPU kernel");
     rep->elapsed_us = now_us() - t0;

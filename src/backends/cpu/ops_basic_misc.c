@@ -13,6 +13,7 @@
  * The direction comes from the saved kernel alias "<from>_to_<to>"; without one, from the
  * input dtype and the declared dtype of the output variable. */
 #include "backends/cpu/par.h"
+#include "backends/cpu/int8_quant.h"
 #include "engine/ops.h"
 #include "util/fp16.h"
 #include <math.h>
@@ -93,9 +94,9 @@ static cd_status calib_config(cd_op_ctx *c, const cd_value *x, cal_kind *kind, c
     }
     double s = cd_attr_float(c->op, "scale", 1.0);
     *scale = (float)s;
+    /* Any scale value is accepted: Paddle-Lite's calib reads it without a check (calib_op.cc)
+     * and its kernels only multiply by it or by 1/scale (see cd_basic_calib_run). */
     if (to == CD_I8 && is_float((cd_dtype)from)) {
-        if (!(s > 0.0) || !isfinite(s))
-            return cd_op_fail(c, CD_E_MODEL, "calib fp32_to_int8 needs a finite scale > 0, got %g", s);
         if (!is_float(x->dtype))
             return cd_op_fail(c, CD_E_MODEL, "calib %s expects a float input, got %s", al, cd_dtype_name(x->dtype));
         *kind = CAL_FAKEQ;
@@ -103,8 +104,6 @@ static cd_status calib_config(cd_op_ctx *c, const cd_value *x, cal_kind *kind, c
         return CD_OK;
     }
     if (from == CD_I8 && is_float((cd_dtype)to)) {
-        if (x->dtype == CD_I8 && (!(s > 0.0) || !isfinite(s)))
-            return cd_op_fail(c, CD_E_MODEL, "calib int8_to_fp32 needs a finite scale > 0, got %g", s);
         *kind = x->dtype == CD_I8 ? CAL_DEQ : CAL_CONVERT;
         *odt = cd_act_dtype(c);
         return CD_OK;
@@ -153,6 +152,14 @@ cd_status cd_basic_calib_run(cd_op_ctx *c) {
     if (odt != o->dtype || n != cd_value_numel(o)) return cd_op_fail(c, CD_E_INTERNAL, "output changed after shape inference");
     if (n == 0) return CD_OK;
     if (!x->data || !o->data) return cd_op_fail(c, CD_E_INTERNAL, "input or output data is missing");
+    if (k == CAL_FAKEQ && !(s > 0.0f && isfinite(s))) {
+        /* A scale of 0, a negative or a non-finite one: Paddle-Lite's fp32_to_int8 multiplies by
+         * 1/scale and converts (int8_quant.h); the int8 value then reads back as q * scale. */
+        float inv = 1.0f / s;
+        for (int64_t i = 0; i < n; i++)
+            cd_value_set(o, i, (double)((float)cd_q8_round((float)cd_value_get(x, i) * inv) * s));
+        return CD_OK;
+    }
     if (k == CAL_FAKEQ) {
         if (x->dtype == CD_F32) fakeq_f32(x->data, o->data, n, s, nthreads(c));
         else if (x->dtype == CD_F16) fakeq_f16(x->data, o->data, n, s, nthreads(c));

@@ -1,0 +1,455 @@
+/* int8 kernels of the CPU backend (see ops_int8.h; numerics and their sources: docs/int8.md).
+ *
+ * Per output element of an int8 conv2d / depthwise_conv2d / fc, as Paddle-Lite's aarch64
+ * kernels compute it (gemm_prepacked_int8.cc GEMM_INT8_*_OUT, conv3x3s1_depthwise_int8.cc,
+ * gemv_arm_int8.cc; scale folding in conv_gemmlike.cc / fc_compute.cc PrepareForRun):
+ *   acc   = sum of int8 input * int8 weight, exact in int32
+ *   fp32_out:  m = ws[oc] * in_s                      b = bias[oc]
+ *   int8_out:  m = ws[oc] * in_s / out_s              b = bias[oc] / out_s
+ *   y     = fmaf((float)acc, m, b)                    (scvtf, then fmla onto the bias)
+ *   y     = activation in float (relu6 clip, hard_swish offset/threshold/scale divided by
+ *           out_s for int8_out; conv only)
+ *   int8_out: q = cd_q8_round(y)                      ([-127, 127], ties away from zero)
+ * Integer sums are exact, so the order of the sum does not matter; the float steps are the
+ * ones above, each rounded once (fmaf is the only fused step; no other a*b+c appears). */
+#include "backends/cpu/ops_int8.h"
+#include "backends/cpu/int8_quant.h"
+#include "backends/cpu/par.h"
+#include <math.h>
+#include <omp.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define PL_PREC_INT8 2 /* lite/api/paddle_place.h PrecisionType::kInt8 */
+
+/* Scratch slot of the calling thread inside a CD_PAR_FOR over `threads` threads. */
+static inline int omp_slot(int threads) {
+    int i = omp_get_thread_num();
+    return i >= 0 && i < threads ? i : 0;
+}
+
+static const cd_tensor *int8_param(const cd_op_ctx *c, const char *slot) {
+    int id = cd_op_in(c->op, slot, 0);
+    if (id < 0) return NULL;
+    const cd_tensor *t = &c->g->tensors[id];
+    if (!t->persistable || t->dtype != CD_I8 || !t->data) return NULL;
+    if ((size_t)cd_shape_numel(&t->shape) != t->nbytes) return NULL;
+    return t;
+}
+
+static bool int8_kernel(const cd_op *op) {
+    if (op->kernel.present) return op->kernel.precision == PL_PREC_INT8;
+    return cd_attr_bool(op, "enable_int8", false);
+}
+
+/* int8 output: the kernel alias says so (int8_out); without an alias, an output scale does. */
+static bool int8_out(const cd_op *op, const char *out_scale) {
+    if (op->kernel.present && op->kernel.alias[0]) return strstr(op->kernel.alias, "int8") != NULL;
+    const double *s;
+    return cd_attr_floats(op, out_scale, &s) > 0;
+}
+
+static bool first_scale(const cd_op *op, const char *name, float *v) {
+    const double *s;
+    if (cd_attr_floats(op, name, &s) < 1) return false;
+    *v = (float)s[0];
+    return true;
+}
+
+static bool calib_dir(const cd_op *op, bool *to_int8) {
+    const char *al = op->kernel.present ? op->kernel.alias : "";
+    if (strstr(al, "fp32_to_int8")) { *to_int8 = true; return true; }
+    if (strstr(al, "int8_to_fp32")) { *to_int8 = false; return true; }
+    return false;
+}
+
+bool cd_cpu_int8_claims(const cd_op_ctx *c) {
+    const cd_op *op = c->op;
+    if (c->prec != CD_PREC_FP32) return false;
+    bool conv = !strcmp(op->type, "conv2d") || !strcmp(op->type, "depthwise_conv2d");
+    bool fc = !strcmp(op->type, "fc");
+    if (!strcmp(op->type, "calib")) {
+        bool to8;
+        int in = cd_op_in(op, "Input", 0), out = cd_op_out(op, "Out", 0);
+        return calib_dir(op, &to8) && in >= 0 && out >= 0 && c->vals[in].dtype == CD_F32 &&
+               c->vals[out].dtype == CD_F32;
+    }
+    if (!conv && !fc) return false;
+    if (!int8_kernel(op)) return false;
+    const cd_tensor *w = int8_param(c, conv ? "Filter" : "W");
+    if (!w || w->shape.rank != (conv ? 4 : 2)) return false;
+    float s;
+    if (!first_scale(op, "Input0_scale", &s)) return false;
+    const double *ws;
+    int nws = cd_attr_floats(op, conv ? "Filter0_scale" : "W0_scale", &ws);
+    int64_t ch = conv ? w->shape.d[0] : w->shape.d[1];
+    if (nws != 1 && nws != ch) return false;
+    if (int8_out(op, conv ? "Output0_scale" : "Out0_scale") && !first_scale(op, conv ? "Output0_scale" : "Out0_scale", &s))
+        return false;
+    int in = cd_op_in(op, conv ? "Input" : "Input", 0), out = cd_op_out(op, conv ? "Output" : "Out", 0);
+    if (in < 0 || out < 0 || c->vals[in].dtype != CD_F32 || c->vals[out].dtype != CD_F32) return false;
+    if (conv && (c->vals[in].shape.rank != 4 || c->vals[out].shape.rank != 4)) return false;
+    return true;
+}
+
+/* ------------------------------------------------------------------ shared pieces */
+
+/* Input activation -> int8, the calib rule with 1/Input0_scale. */
+static void quantize_input(const float *x, int8_t *q, int64_t n, float in_s, int threads) {
+    float inv = 1.0f / in_s;
+    CD_PAR_FOR(n >= 65536, threads, int64_t, i, n, { q[i] = cd_q8_round(x[i] * inv); });
+}
+
+typedef enum { A_NONE, A_RELU, A_RELU6, A_LEAKY, A_HSWISH, A_OTHER } act8_kind;
+typedef struct {
+    act8_kind kind;
+    float p0, p1, p2; /* RELU6: clip; LEAKY: alpha; HSWISH: 1/scale, offset, threshold */
+    cd_act other;     /* A_OTHER: applied on the real-valued result (docs/int8.md) */
+} act8;
+
+/* Per-channel epilogue constants and the output rule. */
+typedef struct {
+    const float *m, *b;   /* folded multiplier and bias per output channel */
+    const float *mr, *br; /* real-domain multiplier/bias (int8_out with A_OTHER) */
+    act8 act;
+    bool out8;
+    float out_s, inv_out;
+} epi;
+
+static inline float act8_apply(const act8 *a, float y) {
+    switch (a->kind) {
+    case A_RELU: return y > 0.0f ? y : 0.0f;
+    case A_RELU6: y = y > 0.0f ? y : 0.0f; return y < a->p0 ? y : a->p0;
+    case A_LEAKY: return y >= 0.0f ? y : y * a->p0;
+    case A_HSWISH: {
+        float g = y + a->p1;
+        g = g > 0.0f ? g : 0.0f;
+        g = g < a->p2 ? g : a->p2;
+        float h = y * a->p0;
+        return h * g;
+    }
+    default: return y;
+    }
+}
+
+static inline float epi_apply(const epi *e, int64_t oc, int32_t acc) {
+    if (e->act.kind == A_OTHER) {
+        if (!e->out8) return cd_act_apply(&e->act.other, fmaf((float)acc, e->m[oc], e->b[oc]));
+        float r = cd_act_apply(&e->act.other, fmaf((float)acc, e->mr[oc], e->br[oc]));
+        float t = r * e->inv_out;
+        return (float)cd_q8_round(t) * e->out_s;
+    }
+    float y = act8_apply(&e->act, fmaf((float)acc, e->m[oc], e->b[oc]));
+    return e->out8 ? (float)cd_q8_round(y) * e->out_s : y;
+}
+
+/* Fills m/b (and mr/br) for nch output channels. */
+static cd_status epi_build(cd_op_ctx *c, epi *e, float *buf, int64_t nch, const double *ws, int nws, float in_s,
+                           const cd_value *bias, bool out8, float out_s) {
+    float *m = buf, *b = buf + nch, *mr = buf + 2 * nch, *br = buf + 3 * nch;
+    int64_t nb = bias ? cd_value_numel(bias) : 0;
+    if (bias && (bias->dtype != CD_F32 || (nb != nch && nb != 1)))
+        return cd_op_fail(c, CD_E_MODEL, "int8 kernel: bias has %lld values for %lld output channels",
+                          (long long)nb, (long long)nch);
+    const float *bv = bias ? bias->data : NULL;
+    for (int64_t o = 0; o < nch; o++) {
+        float w = (float)ws[nws == 1 ? 0 : o];
+        float bb = bv ? bv[nb == 1 ? 0 : o] : 0.0f;
+        float wi = w * in_s;
+        mr[o] = wi;
+        br[o] = bb;
+        m[o] = out8 ? wi / out_s : wi;
+        b[o] = out8 ? bb / out_s : bb;
+    }
+    e->m = m; e->b = b; e->mr = mr; e->br = br;
+    e->out8 = out8;
+    e->out_s = out_s;
+    e->inv_out = 1.0f / out_s;
+    return CD_OK;
+}
+
+/* Activation of an int8 conv (conv_gemmlike.cc PrepareForRun divides the relu6 clip and the
+ * hard_swish constants by the output scale for int8_out) or fc (relu/relu6 only, clip not
+ * divided: fc_compute.cc Run). */
+static cd_status act8_build(cd_op_ctx *c, bool conv, bool out8, float out_s, act8 *a) {
+    cd_act ca;
+    cd_status st = conv ? cd_act_from_conv(c, &ca) : cd_act_from_op(c, "activation_type", &ca);
+    if (st) return st;
+    memset(a, 0, sizeof *a);
+    float d = conv && out8 ? out_s : 1.0f;
+    switch (ca.kind) {
+    case CD_ACT_NONE: a->kind = A_NONE; break;
+    case CD_ACT_RELU: a->kind = A_RELU; break;
+    case CD_ACT_RELU6: a->kind = A_RELU6; a->p0 = conv && out8 ? ca.a / d : ca.a; break;
+    case CD_ACT_LEAKY_RELU: a->kind = conv ? A_LEAKY : A_OTHER; a->p0 = ca.a; break;
+    case CD_ACT_HARD_SWISH:
+        if (!conv) { a->kind = A_OTHER; break; }
+        a->kind = A_HSWISH;
+        a->p0 = 1.0f / (out8 ? ca.b / d : ca.b);
+        a->p1 = out8 ? ca.c / d : ca.c;
+        a->p2 = out8 ? ca.a / d : ca.a;
+        break;
+    default: a->kind = A_OTHER; break;
+    }
+    a->other = ca;
+    return CD_OK;
+}
+
+/* ------------------------------------------------------------------ conv */
+
+typedef struct {
+    int64_t N, C, H, W, OC, OH, OW, KH, KW, sh, sw, dh, dw, pt, pl, G;
+} geo8;
+
+static cd_status ints2(cd_op_ctx *c, const char *name, int64_t dflt, int64_t *o, int max, int *n) {
+    const int64_t *v;
+    int k = cd_attr_ints(c->op, name, &v);
+    if (k <= 0) { for (int i = 0; i < max; i++) o[i] = dflt; *n = 2; return CD_OK; }
+    if (k != 2 && k != max) return cd_op_fail(c, CD_E_MODEL, "%s has %d values", name, k);
+    for (int i = 0; i < k; i++) o[i] = v[i];
+    *n = k;
+    return CD_OK;
+}
+
+static cd_status geo8_parse(cd_op_ctx *c, const cd_tensor *w, geo8 *g) {
+    const cd_value *x = cd_in(c, "Input", 0), *y = cd_out(c, "Output", 0);
+    g->N = x->shape.d[0]; g->C = x->shape.d[1]; g->H = x->shape.d[2]; g->W = x->shape.d[3];
+    g->OC = y->shape.d[1]; g->OH = y->shape.d[2]; g->OW = y->shape.d[3];
+    g->KH = w->shape.d[2]; g->KW = w->shape.d[3];
+    g->G = cd_attr_int(c->op, "groups", 1);
+    int64_t st[2], dl[2], pd[4];
+    int n;
+    cd_status s;
+    if ((s = ints2(c, "strides", 1, st, 2, &n)) || (s = ints2(c, "dilations", 1, dl, 2, &n))) return s;
+    if ((s = ints2(c, "paddings", 0, pd, 4, &n))) return s;
+    if (n == 2) { pd[3] = pd[2] = pd[1]; pd[1] = pd[0]; }
+    const char *alg = cd_attr_str(c->op, "padding_algorithm", "EXPLICIT");
+    if (!strcmp(alg, "VALID")) {
+        memset(pd, 0, sizeof pd);
+    } else if (!strcmp(alg, "SAME")) {
+        dl[0] = dl[1] = 1;
+        int64_t in[2] = {g->H, g->W}, k[2] = {g->KH, g->KW};
+        for (int i = 0; i < 2; i++) {
+            int64_t out = (in[i] + st[i] - 1) / st[i], tot = (out - 1) * st[i] + k[i] - in[i];
+            if (tot < 0) tot = 0;
+            pd[2 * i] = tot / 2;
+        }
+    }
+    g->sh = st[0]; g->sw = st[1]; g->dh = dl[0]; g->dw = dl[1]; g->pt = pd[0]; g->pl = pd[2];
+    if (g->G <= 0 || g->C % g->G || g->OC % g->G || w->shape.d[0] != g->OC || w->shape.d[1] * g->G != g->C ||
+        g->sh <= 0 || g->sw <= 0 || g->dh <= 0 || g->dw <= 0)
+        return cd_op_fail(c, CD_E_MODEL, "int8 conv: inconsistent geometry (groups %lld, Cin %lld, Cout %lld)",
+                          (long long)g->G, (long long)g->C, (long long)g->OC);
+    return CD_OK;
+}
+
+/* Depthwise (one input and one output channel per group): direct sums, one plane per task. */
+static void dw_plane(const geo8 *g, const int8_t *xp, const int8_t *wk, int32_t *acc) {
+    for (int64_t oh = 0; oh < g->OH; oh++) {
+        int32_t *row = acc + oh * g->OW;
+        for (int64_t ow = 0; ow < g->OW; ow++) row[ow] = 0;
+        for (int64_t kh = 0; kh < g->KH; kh++) {
+            int64_t ih = oh * g->sh - g->pt + kh * g->dh;
+            if (ih < 0 || ih >= g->H) continue;
+            const int8_t *xr = xp + ih * g->W;
+            for (int64_t kw = 0; kw < g->KW; kw++) {
+                int32_t wv = wk[kh * g->KW + kw];
+                if (!wv) continue;
+                int64_t off = kw * g->dw - g->pl;
+                /* ow range with 0 <= ow*sw + off < W */
+                int64_t lo = off < 0 ? (-off + g->sw - 1) / g->sw : 0;
+                int64_t hi = g->W - off <= 0 ? 0 : (g->W - off - 1) / g->sw + 1;
+                if (hi > g->OW) hi = g->OW;
+                if (g->sw == 1)
+                    for (int64_t ow = lo; ow < hi; ow++) row[ow] += wv * xr[ow + off];
+                else
+                    for (int64_t ow = lo; ow < hi; ow++) row[ow] += wv * xr[ow * g->sw + off];
+            }
+        }
+    }
+}
+
+/* im2col of one group of one image: col[k][p], k = (ci, kh, kw), p = oh * OW + ow. */
+static void im2col8(const geo8 *g, const int8_t *xg, int64_t cg, int8_t *col, int threads) {
+    int64_t P = g->OH * g->OW, K = cg * g->KH * g->KW;
+    CD_PAR_FOR(K * P >= 65536, threads, int64_t, k, K, {
+        int64_t ci = k / (g->KH * g->KW), kh = (k / g->KW) % g->KH, kw = k % g->KW;
+        int8_t *dst = col + k * P;
+        const int8_t *xp = xg + ci * g->H * g->W;
+        for (int64_t oh = 0; oh < g->OH; oh++) {
+            int64_t ih = oh * g->sh - g->pt + kh * g->dh;
+            int8_t *d = dst + oh * g->OW;
+            if (ih < 0 || ih >= g->H) { memset(d, 0, (size_t)g->OW); continue; }
+            const int8_t *xr = xp + ih * g->W;
+            for (int64_t ow = 0; ow < g->OW; ow++) {
+                int64_t iw = ow * g->sw - g->pl + kw * g->dw;
+                d[ow] = (iw >= 0 && iw < g->W) ? xr[iw] : 0;
+            }
+        }
+    });
+}
+
+#define TILE 256
+/* acc[o][p] = sum_k w[o][k] * col[k][p] for 4 output channels over one tile of p. */
+static void dot4(const int8_t *w0, int64_t K, int64_t wstride, const int8_t *col, int64_t P, int64_t p0, int64_t np,
+                 int no, int32_t acc[4][TILE]) {
+    for (int o = 0; o < 4; o++) memset(acc[o], 0, sizeof(int32_t) * (size_t)np);
+    for (int64_t k = 0; k < K; k++) {
+        const int8_t *cr = col + k * P + p0;
+        int32_t a0 = w0[k], a1 = no > 1 ? w0[wstride + k] : 0, a2 = no > 2 ? w0[2 * wstride + k] : 0,
+                a3 = no > 3 ? w0[3 * wstride + k] : 0;
+        int32_t *r0 = acc[0], *r1 = acc[1], *r2 = acc[2], *r3 = acc[3];
+        for (int64_t p = 0; p < np; p++) {
+            int32_t v = cr[p];
+            r0[p] += a0 * v;
+            r1[p] += a1 * v;
+            r2[p] += a2 * v;
+            r3[p] += a3 * v;
+        }
+    }
+}
+
+static cd_status conv8_run(cd_op_ctx *c, char *kernel, size_t kn, char *note, size_t nn) {
+    const cd_op *op = c->op;
+    const cd_tensor *wt = int8_param(c, "Filter");
+    cd_value *x = cd_in(c, "Input", 0), *y = cd_out(c, "Output", 0);
+    geo8 g;
+    cd_status st = geo8_parse(c, wt, &g);
+    if (st) return st;
+    float in_s = 0, out_s = 1;
+    first_scale(op, "Input0_scale", &in_s);
+    bool out8 = int8_out(op, "Output0_scale");
+    if (out8) first_scale(op, "Output0_scale", &out_s);
+    const double *ws;
+    int nws = cd_attr_floats(op, "Filter0_scale", &ws);
+    epi e;
+    memset(&e, 0, sizeof e);
+    if ((st = act8_build(c, true, out8, out_s, &e.act))) return st;
+    int64_t nx = cd_value_numel(x), P = g.OH * g.OW, cg = g.C / g.G, og = g.OC / g.G, K = cg * g.KH * g.KW;
+    bool dw = cg == 1 && og == 1;
+    bool direct1x1 = g.KH == 1 && g.KW == 1 && g.sh == 1 && g.sw == 1 && g.pt == 0 && g.pl == 0 && g.OH == g.H &&
+                     g.OW == g.W;
+    float *eb = malloc(sizeof(float) * 4 * (size_t)g.OC);
+    int8_t *xq = malloc((size_t)(nx ? nx : 1));
+    int8_t *col = (!dw && !direct1x1) ? malloc((size_t)(K * P > 0 ? K * P : 1)) : NULL;
+    int32_t *dwacc = dw ? malloc(sizeof(int32_t) * (size_t)(P ? P : 1) * (size_t)(c->threads > 0 ? c->threads : 1)) : NULL;
+    if (!eb || !xq || (!dw && !direct1x1 && !col) || (dw && !dwacc)) {
+        free(eb); free(xq); free(col); free(dwacc);
+        return cd_op_fail(c, CD_E_NOMEM, "out of memory in the int8 conv");
+    }
+    if ((st = epi_build(c, &e, eb, g.OC, ws, nws, in_s, cd_in(c, "Bias", 0), out8, out_s))) goto done;
+    quantize_input(x->data, xq, nx, in_s, c->threads);
+    const int8_t *w = wt->data;
+    float *out = y->data;
+    int threads = c->threads > 0 ? c->threads : 1;
+    for (int64_t n = 0; n < g.N; n++) {
+        const int8_t *xn = xq + n * g.C * g.H * g.W;
+        float *yn = out + n * g.OC * P;
+        if (dw) {
+            CD_PAR_FOR(g.C * P >= 4096, threads, int64_t, ch, g.C, {
+                int32_t *acc = dwacc + (size_t)omp_slot(threads) * (size_t)P;
+                dw_plane(&g, xn + ch * g.H * g.W, w + ch * g.KH * g.KW, acc);
+                float *yc = yn + ch * P;
+                for (int64_t p = 0; p < P; p++) yc[p] = epi_apply(&e, ch, acc[p]);
+            });
+            continue;
+        }
+        for (int64_t gi = 0; gi < g.G; gi++) {
+            const int8_t *cl = xn + gi * cg * g.H * g.W;
+            if (!direct1x1) { im2col8(&g, cl, cg, col, threads); cl = col; }
+            int64_t nob = (og + 3) / 4, ntile = (P + TILE - 1) / TILE;
+            CD_PAR_FOR(nob * ntile * K >= 4096, threads, int64_t, task, nob * ntile, {
+                int64_t ob = task / ntile, t = task % ntile;
+                int64_t o0 = gi * og + ob * 4, p0 = t * TILE, np = P - p0 < TILE ? P - p0 : TILE;
+                int no = (int)(og - ob * 4 < 4 ? og - ob * 4 : 4);
+                int32_t acc[4][TILE];
+                dot4(w + o0 * K, K, K, cl, P, p0, np, no, acc);
+                for (int o = 0; o < no; o++) {
+                    float *yo = yn + (o0 + o) * P + p0;
+                    for (int64_t p = 0; p < np; p++) yo[p] = epi_apply(&e, o0 + o, acc[o][p]);
+                }
+            });
+        }
+    }
+    snprintf(kernel, kn, "%s:int8:%s", op->type, out8 ? "int8_out" : "fp32_out");
+    if (cd_op_in(op, "SecondInput", 0) >= 0)
+        snprintf(note, nn, "SecondInput ignored: Paddle-Lite's ARM conv kernels never read it (docs/int8.md)");
+done:
+    free(eb); free(xq); free(col); free(dwacc);
+    return st;
+}
+
+/* ------------------------------------------------------------------ fc */
+
+static cd_status fc8_run(cd_op_ctx *c, char *kernel, size_t kn) {
+    const cd_op *op = c->op;
+    const cd_tensor *wt = int8_param(c, "W");
+    cd_value *x = cd_in(c, "Input", 0), *y = cd_out(c, "Out", 0);
+    int64_t K = wt->shape.d[0], N = wt->shape.d[1], nx = cd_value_numel(x);
+    if (K <= 0 || nx % K || cd_value_numel(y) != nx / K * N)
+        return cd_op_fail(c, CD_E_MODEL, "int8 fc: input of %lld elements does not fit W [%lld, %lld]", (long long)nx,
+                          (long long)K, (long long)N);
+    int64_t M = nx / K;
+    float in_s = 0, out_s = 1;
+    first_scale(op, "Input0_scale", &in_s);
+    bool out8 = int8_out(op, "Out0_scale");
+    if (out8) first_scale(op, "Out0_scale", &out_s);
+    const double *ws;
+    int nws = cd_attr_floats(op, "W0_scale", &ws);
+    epi e;
+    memset(&e, 0, sizeof e);
+    cd_status st = act8_build(c, false, out8, out_s, &e.act);
+    if (st) return st;
+    float *eb = malloc(sizeof(float) * 4 * (size_t)(N ? N : 1));
+    int8_t *xq = malloc((size_t)(nx ? nx : 1));
+    if (!eb || !xq) { free(eb); free(xq); return cd_op_fail(c, CD_E_NOMEM, "out of memory in the int8 fc"); }
+    if ((st = epi_build(c, &e, eb, N, ws, nws, in_s, cd_in(c, "Bias", 0), out8, out_s))) goto done;
+    quantize_input(x->data, xq, nx, in_s, c->threads);
+    const int8_t *w = wt->data;
+    float *out = y->data;
+    CD_PAR_FOR(M * N * K >= 65536, c->threads, int64_t, m, M, {
+        const int8_t *xr = xq + m * K;
+        for (int64_t n0 = 0; n0 < N; n0 += TILE) {
+            int64_t nb = N - n0 < TILE ? N - n0 : TILE;
+            int32_t acc[TILE];
+            memset(acc, 0, sizeof(int32_t) * (size_t)nb);
+            for (int64_t k = 0; k < K; k++) {
+                int32_t xv = xr[k];
+                if (!xv) continue;
+                const int8_t *wr = w + k * N + n0;
+                for (int64_t j = 0; j < nb; j++) acc[j] += xv * wr[j];
+            }
+            for (int64_t j = 0; j < nb; j++) out[m * N + n0 + j] = epi_apply(&e, n0 + j, acc[j]);
+        }
+    });
+    snprintf(kernel, kn, "fc:int8:%s", out8 ? "int8_out" : "fp32_out");
+done:
+    free(eb); free(xq);
+    return st;
+}
+
+/* ------------------------------------------------------------------ calib */
+
+/* fp32_to_int8: q = cd_q8_round(x * (1/scale)) (type_trans.cc fp32_to_int8), carried as q * scale.
+ * int8_to_fp32: q * scale (int8_to_fp32); the carried q is recovered with the same rule, which is
+ * exact when the producer's output scale is this scale (docs/int8.md). */
+static cd_status calib8_run(cd_op_ctx *c, char *kernel, size_t kn) {
+    bool to8 = false;
+    calib_dir(c->op, &to8);
+    cd_value *x = cd_in(c, "Input", 0), *o = cd_out(c, "Out", 0);
+    int64_t n = cd_value_numel(x);
+    if (cd_value_numel(o) != n) return cd_op_fail(c, CD_E_INTERNAL, "calib: output size changed");
+    float s = (float)cd_attr_float(c->op, "scale", 1.0), inv = 1.0f / s;
+    const float *xi = x->data;
+    float *oo = o->data;
+    CD_PAR_FOR(n >= 65536, c->threads, int64_t, i, n, { oo[i] = (float)cd_q8_round(xi[i] * inv) * s; });
+    snprintf(kernel, kn, "calib:int8:%s", to8 ? "fp32_to_int8" : "int8_to_fp32");
+    return CD_OK;
+}
+
+cd_status cd_cpu_int8_run(cd_op_ctx *c, char *kernel, size_t kn, char *note, size_t nn) {
+    if (!strcmp(c->op->type, "calib")) return calib8_run(c, kernel, kn);
+    if (!strcmp(c->op->type, "fc")) return fc8_run(c, kernel, kn);
+    return conv8_run(c, kernel, kn, note, nn);
+}
