@@ -68,11 +68,14 @@ static bool skip_fetch_op(const char *type) {
 }
 
 /* Every float, non-parameter output of every op except XShape; DIR/fetch.tsv lists them. */
-static cd_status write_fetch_list(const cd_graph *g, const char *dir, int *ids, int *n, cd_error *err) {
+static cd_status write_fetch_list(const cd_graph *g, const cd_pd_export_opts *o, const char *dir, int *ids, int *n,
+                                  cd_error *err) {
+    cd_dtype *dt = cd_calloc((size_t)g->n_tensors + 1, sizeof *dt, err);
+    if (!dt || cd_pd_export_dtypes(g, o, dt, err)) { free(dt); return err->code; }
     char path[4096];
     snprintf(path, sizeof path, "%s/fetch.tsv", dir);
     FILE *f = fopen(path, "w");
-    if (!f) return cd_err(err, CD_E_IO, "cannot create '%s': %s", path, strerror(errno));
+    if (!f) { free(dt); return cd_err(err, CD_E_IO, "cannot create '%s': %s", path, strerror(errno)); }
     fprintf(f, "col\top_index\top_name\top_type\ttensor\n");
     *n = 0;
     for (int oi = 0; oi < g->n_ops; oi++) {
@@ -83,12 +86,13 @@ static cd_status write_fetch_list(const cd_graph *g, const char *dir, int *ids, 
             for (int k = 0; k < op->out[s].n; k++) {
                 int t = op->out[s].ids[k];
                 if (t < 0 || g->tensors[t].persistable) continue;
-                if (g->tensors[t].dtype != CD_F32 && g->tensors[t].dtype != CD_F16) continue;
+                if (dt[t] != CD_F32 && dt[t] != CD_F16) continue;
                 fprintf(f, "%d\t%d\t%s\t%s\t%s\n", g->n_outputs + *n, oi, op->name, op->type, g->tensors[t].name);
                 ids[(*n)++] = t;
             }
         }
     }
+    free(dt);
     if (fclose(f) != 0) return cd_err(err, CD_E_IO, "cannot write '%s'", path);
     return CD_OK;
 }
@@ -151,7 +155,7 @@ int cd_cmd_export(int argc, char **argv) {
     }
     if (fetch_all) {
         extra = cd_calloc((size_t)g->n_tensors + 1, sizeof *extra, &err);
-        if (!extra || write_fetch_list(g, dir, extra, &o.n_extra_fetch, &err)) goto fail;
+        if (!extra || write_fetch_list(g, &o, dir, extra, &o.n_extra_fetch, &err)) goto fail;
         o.extra_fetch = extra;
     }
     cd_pd_export_info info;

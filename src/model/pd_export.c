@@ -103,6 +103,7 @@ static void pb_msg(pbuf *p, int field, pbuf *child) {
 /* ---- what the exported program looks like ---- */
 
 typedef struct {
+    cd_dtype *dtype; /* per tensor id: element type of the exported VarDesc (see act_dtypes) */
     char **ename;   /* per tensor id: exported variable name (owned; aliases point to their source's) */
     int *alias;     /* per tensor id: the tensor whose name it takes (itself when not a pass-through) */
     bool *skip_op;  /* per op: left out (pass-through) */
@@ -155,10 +156,13 @@ static void plan_free(plan *p, int nt) {
         for (int t = 0; t < nt; t++)
             if (p->alias[t] == t) free(p->ename[t]);
     free(p->ename);
+    free(p->dtype);
     free(p->alias);
     free(p->skip_op);
     free(p->kind);
 }
+
+static void act_dtypes(const cd_graph *g, const cd_pd_export_opts *o, plan *p);
 
 static int cmp_str_ptr(const void *a, const void *b) {
     return strcmp(**(const char *const *const *)a, **(const char *const *const *)b);
@@ -171,7 +175,8 @@ static cd_status make_plan(const cd_graph *g, const cd_pd_export_opts *o, plan *
     p->alias = cd_calloc((size_t)nt + 1, sizeof *p->alias, err);
     p->kind = cd_calloc((size_t)nt + 1, sizeof *p->kind, err);
     p->skip_op = cd_calloc((size_t)g->n_ops + 1, sizeof *p->skip_op, err);
-    if (!p->ename || !p->alias || !p->kind || !p->skip_op) return err->code;
+    p->dtype = cd_calloc((size_t)nt + 1, sizeof *p->dtype, err);
+    if (!p->ename || !p->alias || !p->kind || !p->skip_op || !p->dtype) return err->code;
     for (int t = 0; t < nt; t++) {
         p->alias[t] = t;
         p->kind[t] = VT_LOD_TENSOR;
@@ -213,7 +218,65 @@ static cd_status make_plan(const cd_graph *g, const cd_pd_export_opts *o, plan *
     }
     for (int t = 0; t < nt; t++)
         if (p->alias[t] != t) p->ename[t] = p->ename[p->alias[t]];
+    act_dtypes(g, o, p);
     return CD_OK;
+}
+
+/* Ops whose outputs are integer or bool whatever their inputs are (or say their own type). */
+static bool int_output_op(const cd_op *op, const char *slot) {
+    static const char *const types[] = {"shape", "arg_max", "arg_min", "cast", "fill_constant", "range", "size",
+                                        "equal", "not_equal", "less_than", "less_equal", "greater_than",
+                                        "greater_equal", "logical_and", "logical_or", "logical_not", "logical_xor",
+                                        "where_index", "one_hot", "one_hot_v2", "assign_value", NULL};
+    for (int i = 0; types[i]; i++)
+        if (!strcmp(op->type, types[i])) return true;
+    static const char *const slots[] = {"Indices", "Index", "NmsRoisNum", "RoisNum", "XShape", "Mask", NULL};
+    for (int i = 0; slots[i]; i++)
+        if (!strcmp(slot, slots[i])) return true;
+    return false;
+}
+
+static bool is_float(cd_dtype t) { return t == CD_F32 || t == CD_F16 || t == CD_F64; }
+
+/* The .nb program declares a variable's type once per name, but Paddle-Lite's memory
+ * optimizer reuses names across types: a float activation may carry the name (and the
+ * declared INT64 type) of an earlier shape tensor. Opt would then pick kernels for the wrong
+ * type. Activations written by an op that reads a float tensor are therefore declared
+ * FP32, except for the outputs of ops that make integers (int_output_op); outputs of ops
+ * that read only integer tensors take their first input's type; the rest keep the
+ * declared type. Propagated in execution order. */
+static void act_dtypes(const cd_graph *g, const cd_pd_export_opts *o, plan *p) {
+    for (int t = 0; t < g->n_tensors; t++) p->dtype[t] = g->tensors[t].dtype;
+    for (int t = 0; t < g->n_tensors; t++)
+        if (o->param_f32 && o->param_f32[t]) p->dtype[t] = CD_F32;
+    for (int oi = 0; oi < g->n_ops; oi++) {
+        const cd_op *op = &g->ops[oi];
+        bool float_in = false;
+        int first_in = -1;
+        for (int s = 0; s < op->n_in; s++)
+            for (int k = 0; k < op->in[s].n; k++) {
+                int id = op->in[s].ids[k];
+                if (id >= 0 && is_float(p->dtype[id])) float_in = true;
+                if (id >= 0 && first_in < 0 && p->kind[id] == VT_LOD_TENSOR) first_in = id;
+            }
+        for (int s = 0; s < op->n_out; s++)
+            for (int k = 0; k < op->out[s].n; k++) {
+                int id = op->out[s].ids[k];
+                if (id < 0 || g->tensors[id].persistable) continue;
+                if (p->skip_op[oi]) {
+                    int in = single_id(op->in, op->n_in);
+                    if (in >= 0) p->dtype[id] = p->dtype[in];
+                    continue;
+                }
+                if (!strcmp(op->type, "shape") && is_float(p->dtype[id])) p->dtype[id] = CD_I32; /* shape: INT32 */
+                else if (float_in && !is_float(p->dtype[id]) && !int_output_op(op, op->out[s].name)) p->dtype[id] = CD_F32;
+                /* and the other way: slice/concat/... of integer tensors (shape arithmetic)
+                 * under a name that a float tensor had first */
+                else if (!float_in && first_in >= 0 && is_float(p->dtype[id]) && !int_output_op(op, op->out[s].name))
+                    p->dtype[id] = p->dtype[first_in];
+                if (o->strip_quant && (p->dtype[id] == CD_I8 || p->dtype[id] == CD_I16)) p->dtype[id] = CD_F32;
+            }
+    }
 }
 
 /* ---- messages ---- */
@@ -223,19 +286,14 @@ static void tensor_desc(pbuf *p, int dtype_enum, const int64_t *dims, int rank) 
     for (int i = 0; i < rank; i++) pb_int(p, 2, dims[i]);
 }
 
-static bool export_f32(const cd_graph *g, const cd_pd_export_opts *o, int t) {
-    return (o->param_f32 && o->param_f32[t]) ||
-           (o->strip_quant && !g->tensors[t].persistable && (g->tensors[t].dtype == CD_I8 || g->tensors[t].dtype == CD_I16));
-}
-
-static void var_desc(pbuf *p, const cd_graph *g, const cd_pd_export_opts *o, const plan *pl, int t) {
+static void var_desc(pbuf *p, const cd_graph *g, const plan *pl, int t) {
     const cd_tensor *x = &g->tensors[t];
     pb_str(p, 1, pl->ename[t]);
     pbuf vt = {0};
     pb_int(&vt, 1, pl->kind[t]);
     if (pl->kind[t] == VT_LOD_TENSOR) {
         pbuf lt = {0}, td = {0};
-        int dt = export_f32(g, o, t) ? VT_FP32 : cd_dtype_to_fb(x->dtype);
+        int dt = cd_dtype_to_fb(pl->dtype[t]);
         if (dt < 0) dt = VT_FP32;
         tensor_desc(&td, dt, x->shape.d, x->shape.rank);
         pb_msg(&lt, 1, &td);
@@ -392,7 +450,7 @@ cd_status cd_pd_export_mem(const cd_graph *g, const cd_pd_export_opts *opts, uin
     pb_int(&blk, 2, -1);
     for (int i = 0; i < nv; i++) {
         pbuf v = {0};
-        var_desc(&v, g, o, &pl, vars[i]);
+        var_desc(&v, g, &pl, vars[i]);
         pb_msg(&blk, 3, &v);
     }
     info->n_vars = nv;
@@ -448,6 +506,16 @@ done:
     free(blk.b);
     free(par.b);
     free(vars);
+    plan_free(&pl, g->n_tensors);
+    return st;
+}
+
+cd_status cd_pd_export_dtypes(const cd_graph *g, const cd_pd_export_opts *opts, cd_dtype *out, cd_error *err) {
+    cd_pd_export_opts dflt = {0};
+    cd_pd_export_info info = {0};
+    plan pl = {0};
+    cd_status st = make_plan(g, opts ? opts : &dflt, &pl, &info, err);
+    if (!st) memcpy(out, pl.dtype, sizeof *out * (size_t)g->n_tensors);
     plan_free(&pl, g->n_tensors);
     return st;
 }

@@ -45,6 +45,10 @@ typedef struct cd_pd_export_info {
  * pass-throughs: their output is renamed to their input and the op is left out. */
 cd_status cd_pd_export_mem(const cd_graph *g, const cd_pd_export_opts *opts, uint8_t **program, size_t *program_len,
                            uint8_t **params, size_t *params_len, cd_pd_export_info *info, cd_error *err);
+/* The element type each tensor gets in the exported program (out: g->n_tensors entries):
+ * the declared type, except where a reused name carries a stale integer type (pd_export.c,
+ * act_dtypes). */
+cd_status cd_pd_export_dtypes(const cd_graph *g, const cd_pd_export_opts *opts, cd_dtype *out, cd_error *err);
 /* Writes DIR/model.pdmodel and DIR/model.pdiparams (DIR must exist). */
 cd_status cd_pd_export(const cd_graph *g, const cd_pd_export_opts *opts, const char *dir, cd_pd_export_info *info,
                        cd_error *err);
