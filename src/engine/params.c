@@ -108,11 +108,14 @@ static int find_scales(const cd_graph *g, const cd_op *op, const char *slot, int
     return 0;
 }
 
+/* Only quantize_weight_bits is checked: Paddle-Lite's weight-only dequantization CHECKs it is 8
+ * or 16 and reads the record as int8 or int16 by it (a mismatch reads past the data). The full
+ * int8 kernels never read bit_length (conv_op.h, fc_op.cc), so cldiff does not either. */
 static cd_status check_bits(const cd_graph *g, int oi, const cd_tensor *t, cd_error *err) {
     const cd_op *op = &g->ops[oi];
     int want = t->dtype == CD_I8 ? 8 : 16;
-    const char *names[2] = {"bit_length", "quantize_weight_bits"};
-    for (int i = 0; i < 2; i++) {
+    const char *names[1] = {"quantize_weight_bits"};
+    for (int i = 0; i < 1; i++) {
         if (!cd_op_attr(op, names[i])) continue;
         int64_t b = cd_attr_int(op, names[i], want);
         if (b != 8 && b != 16)

@@ -221,3 +221,18 @@ Test(int8_arm, calib_rounding_and_clamp) {
     float want[4] = {0.5f, -0.5f, 63.5f, -63.5f};
     for (int i = 0; i < 4; i++) cr_assert_eq(c.v[i], want[i], "%d: %g", i, c.v[i]);
 }
+
+/* bit_length is not read by Paddle-Lite's int8 conv/fc (conv_op.h, fc_op.cc): a value that does
+ * not match the INT8 record (here 16) no longer stops the model; the numbers are those of 8. */
+Test(int8_validation, bit_length_is_not_checked) {
+    double ws[3] = {0.5, 1.0, 0.25};
+    for (int arm = 0; arm < 2; arm++) {
+        cd_graph *g = conv_model(ws, "fp32_out", 0.5, 1);
+        cd_op *op = &g->ops[1];
+        for (int i = 0; i < op->n_attr; i++)
+            if (!strcmp(op->attrs[i].name, "bit_length")) op->attrs[i].i = 16;
+        capture c;
+        cr_assert_eq(run_written(g, X, 4, arm, 1, &c), CD_OK, "%s", err.msg);
+        cr_assert_float_eq(c.v[0], arm ? 14 * 0.25f + 0.5f : 0.5f * 1 + 1 * 3 + 0.5f, 1e-6, "%g", c.v[0]);
+    }
+}

@@ -1,0 +1,148 @@
+"""Random int8 layers (conv2d, depthwise_conv2d, fc; fp32 and int8 outputs; relu, relu6,
+hard_swish, leaky_relu; zero, negative and per-tensor weight scales) run by op_runner in the CPU
+backend's int8 mode must equal the numpy oracle (int8_ref.py) exactly, element for element.
+
+usage: int8_layers_check.py [--op-runner PATH] [--seed N] [--cases N]"""
+import os
+import subprocess
+import sys
+import tempfile
+
+import numpy as np
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+import harness  # noqa: E402  (op_runner lookup and attribute lines)
+import int8_ref  # noqa: E402
+
+
+def run(op, ins, outs, attrs, threads):
+    """ins: [(slot, name, array, is_param)]; outs: [(slot, name)]. Returns (rc, stderr, {name: array})."""
+    with tempfile.TemporaryDirectory(prefix="cd_int8_") as td:
+        lines = ["op " + op, "prec fp32", "backend cpu", "threads %d" % threads, "int8 arm"]
+        for slot, name, arr, param in ins:
+            fn = os.path.join(td, name + ".npy")
+            np.save(fn, np.ascontiguousarray(arr))
+            lines.append("in %s %s%s as %s" % (slot, fn, " param" if param else "", name))
+        files = {}
+        for slot, name in outs:
+            files[name] = os.path.join(td, "out_" + name + ".npy")
+            lines.append("out %s %s as %s" % (slot, files[name], name))
+        for k, v in attrs.items():
+            lines.append(harness._attr_line(k, v))
+        p = subprocess.run([harness._runner_path()], input="\n".join(lines).encode() + b"\n", capture_output=True,
+                           timeout=300)
+        got = {n: np.load(f) for n, f in files.items()} if p.returncode == 0 else {}
+        return p.returncode, p.stderr.decode(errors="replace"), got
+
+
+def scales(rng, n, kind):
+    s = rng.uniform(0.001, 0.05, n)
+    if kind == "zero":
+        s[rng.integers(n)] = 0.0
+    elif kind == "negative":
+        s[rng.integers(n)] *= -1
+    elif kind == "tensor":
+        s = s[:1]
+    return [float(v) for v in s]
+
+
+def act_attrs(rng, kind, conv):
+    if not conv:
+        return {"activation_type": kind} if kind in ("relu", "relu6") else {}
+    if not kind:
+        return {}
+    a = {"with_act": True, "act_type": kind}
+    if kind == "relu6":
+        a["fuse_brelu_threshold"] = 6.0
+    if kind == "hard_swish":
+        a.update(hard_swish_threshold=6.0, hard_swish_scale=6.0, hard_swish_offset=3.0)
+    if kind == "leaky_relu":
+        a["leaky_relu_alpha"] = 0.1
+    return a
+
+
+def conv_case(rng, i):
+    dw = i % 3 == 1
+    n = 1 + (i % 2)
+    c = int(rng.integers(1, 9)) * (1 if not dw else 2)
+    h, w = int(rng.integers(3, 20)), int(rng.integers(3, 20))
+    k = int(rng.choice([1, 3, 5])) if not dw else int(rng.choice([3, 5]))
+    stride = int(rng.choice([1, 2]))
+    pad = int(rng.integers(0, k // 2 + 2))
+    dil = 1 if dw or i % 4 else 2
+    groups = c if dw else (2 if c % 2 == 0 and i % 5 == 0 else 1)
+    oc = c if dw else int(rng.integers(1, 17)) * groups
+    if (h + 2 * pad - dil * (k - 1) - 1) < 0 or (w + 2 * pad - dil * (k - 1) - 1) < 0:
+        pad = k
+    out8 = i % 2 == 0
+    act = ["", "relu", "relu6", "hard_swish", "leaky_relu"][i % 5]
+    in_s = float(rng.uniform(0.005, 0.05))
+    x = rng.normal(0, 1.2, (n, c, h, w)).astype(np.float32)
+    x.ravel()[:3] = np.array([0.5, -0.5, 1.5], np.float32) * np.float32(in_s)  # exact ties of x / in_s
+    wq = rng.integers(-127, 128, (oc, c // groups, k, k)).astype(np.int8)
+    bias = rng.normal(0, 0.5, oc).astype(np.float32)
+    attrs = {"strides": [stride, stride], "paddings": [pad, pad], "dilations": [dil, dil], "groups": groups,
+             "Input0_scale": [in_s], "Filter0_scale": scales(rng, oc, ["", "zero", "negative", "tensor"][i % 4]),
+             "enable_int8": True,
+             "__@kernel_type_attr@__": "%s/%s/4/2/1" % ("depthwise_conv2d" if dw else "conv2d",
+                                                         "int8_out" if out8 else "fp32_out")}
+    if out8:
+        attrs["Output0_scale"] = [float(rng.uniform(0.02, 0.2))]
+    attrs.update(act_attrs(rng, act, True))
+    op = "depthwise_conv2d" if dw else "conv2d"
+    rc, err, got = run(op, [("Input", "x", x, False), ("Filter", "w", wq, True), ("Bias", "b", bias, True)],
+                       [("Output", "y")], attrs, 1 + i % 3)
+    want, _ = int8_ref.conv_layer(x, wq, bias, attrs, out8)
+    desc = "%s n%d c%d %dx%d k%d s%d p%d d%d g%d oc%d %s %s" % (op, n, c, h, w, k, stride, pad, dil, groups, oc,
+                                                            "int8_out" if out8 else "fp32_out", act or "no-act")
+    return desc, rc, err, got.get("y"), want
+
+
+def fc_case(rng, i):
+    m, k, n = int(rng.integers(1, 5)), int(rng.integers(1, 300)), int(rng.integers(1, 40))
+    out8 = i % 2 == 1
+    act = ["", "relu", "relu6"][i % 3]
+    in_s = float(rng.uniform(0.005, 0.05))
+    x = rng.normal(0, 1, (m, k)).astype(np.float32)
+    wq = rng.integers(-127, 128, (k, n)).astype(np.int8)
+    bias = rng.normal(0, 0.5, n).astype(np.float32)
+    attrs = {"in_num_col_dims": 1, "Input0_scale": [in_s], "W0_scale": scales(rng, n, ["", "zero", "tensor"][i % 3]),
+             "enable_int8": True, "__@kernel_type_attr@__": "fc/%s/4/2/1" % ("int8out" if out8 else "fp32out")}
+    if out8:
+        attrs["Out0_scale"] = [float(rng.uniform(0.05, 0.5))]
+    attrs.update(act_attrs(rng, act, False))
+    rc, err, got = run("fc", [("Input", "x", x, False), ("W", "w", wq, True), ("Bias", "b", bias, True)],
+                       [("Out", "y")], attrs, 1 + i % 2)
+    want, _ = int8_ref.fc_layer(x, wq, bias, attrs, out8)
+    return "fc m%d k%d n%d %s %s" % (m, k, n, "int8_out" if out8 else "fp32_out", act or "no-act"), rc, err, got.get("y"), want
+
+
+def main():
+    seed = int(sys.argv[sys.argv.index("--seed") + 1]) if "--seed" in sys.argv else 7
+    cases = int(sys.argv[sys.argv.index("--cases") + 1]) if "--cases" in sys.argv else 60
+    rng = np.random.default_rng(seed)
+    fails = 0
+    counts = {}
+    for i in range(cases):
+        desc, rc, err, got, want = (fc_case if i % 4 == 3 else conv_case)(rng, i)
+        kind = desc.split()[0]
+        counts[kind] = counts.get(kind, 0) + 1
+        if rc != 0:
+            print("FAIL %s: op_runner exited %d: %s" % (desc, rc, err.strip()[-300:]))
+            fails += 1
+            continue
+        got = got.astype(np.float32).reshape(want.shape)
+        same = (got == want) | (np.isnan(got) & np.isnan(want))
+        if not same.all():
+            bad = np.nonzero(~same.ravel())[0]
+            print("FAIL %s: %d of %d differ (first %d: cldiff %r oracle %r)" % (desc, bad.size, got.size, bad[0],
+                                                                          got.ravel()[bad[0]], want.ravel()[bad[0]]))
+            fails += 1
+    print("%s: %d random int8 layers (%s), %d not bit-exact" % ("FAIL" if fails else "PASS", cases,
+                                                                ", ".join("%s %d" % kv for kv in sorted(counts.items())), fails))
+    return 1 if fails else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
