@@ -9,7 +9,18 @@
 
 #define KERNEL_ATTR "__@kernel_type_attr@__"
 
-static cd_status copy_attr(cd_graph *ng, const cd_attr *a, int retarget, cd_error *err) {
+static bool in_list(const char *list, const char *item) {
+    size_t l = strlen(item);
+    for (const char *p = list; p && *p;) {
+        const char *e = strchr(p, ',');
+        size_t n = e ? (size_t)(e - p) : strlen(p);
+        if (n == l && !strncmp(p, item, l)) return true;
+        p = e ? e + 1 : NULL;
+    }
+    return false;
+}
+
+static cd_status copy_attr(cd_graph *ng, const cd_attr *a, const cd_retarget *rt, cd_error *err) {
     cd_attr c = *a;
     c.name = cd_strdup(a->name);
     c.s = a->s ? cd_strdup(a->s) : NULL;
@@ -20,16 +31,21 @@ static cd_status copy_attr(cd_graph *ng, const cd_attr *a, int retarget, cd_erro
         memcpy(c.floats, a->floats, (size_t)a->n * sizeof *c.floats);
     if (a->strings && a->n && (c.strings = calloc((size_t)a->n, sizeof *c.strings)))
         for (int i = 0; i < a->n; i++) c.strings[i] = cd_strdup(a->strings[i] ? a->strings[i] : "");
-    if (retarget >= 0 && c.type == CD_ATTR_STRING && c.s && !strcmp(c.name, KERNEL_ATTR)) {
+    if (rt && rt->target >= 0 && c.type == CD_ATTR_STRING && c.s && !strcmp(c.name, KERNEL_ATTR)) {
         /* op/alias/TARGET/PRECISION/LAYOUT: only an ARM target (4) changes */
         char *f[5];
         int nf = 0;
         char buf[256];
         snprintf(buf, sizeof buf, "%s", c.s);
         for (char *q = buf, *tok; nf < 5 && (tok = strsep(&q, "/"));) f[nf++] = tok;
-        if (nf == 5 && !strcmp(f[2], "4")) {
+        bool host_rec = nf == 5 && !strcmp(f[2], "1") && in_list(rt->target_ops, f[0]);
+        if (nf == 5 && (!strcmp(f[2], "4") || host_rec)) {
             char nb[300];
-            snprintf(nb, sizeof nb, "%s/%s/%d/%s/%s", f[0], f[1], retarget, f[3], f[4]);
+            bool to_host = !host_rec && in_list(rt->host_ops, f[0]);
+            /* the runtime looks up (precision, layout) then relaxes each to any; a record that
+             * says any precision never finds a float-only kernel of the other target */
+            const char *prec = !to_host && !strcmp(f[3], "4") ? "1" : f[3];
+            snprintf(nb, sizeof nb, "%s/%s/%d/%s/%s", f[0], f[1], to_host ? 1 : rt->target, prec, f[4]);
             free(c.s);
             c.s = cd_strdup(nb);
         }
@@ -49,8 +65,8 @@ void cd_instrumented_free(cd_instrumented *in) {
 
 static bool probe_slot(const cd_slot *s) { return strcmp(s->name, "XShape") != 0; }
 
-cd_status cd_instrument(const cd_graph *g, const bool *mask, const cd_value *meta, int retarget, cd_instrumented *out,
-                        cd_error *err) {
+cd_status cd_instrument(const cd_graph *g, const bool *mask, const cd_value *meta, const cd_retarget *retarget,
+                        cd_instrumented *out, cd_error *err) {
     memset(out, 0, sizeof *out);
     int nt = g->n_tensors;
     char **names = cd_calloc((size_t)nt + 1, sizeof *names, err);
@@ -63,7 +79,7 @@ cd_status cd_instrument(const cd_graph *g, const bool *mask, const cd_value *met
         const cd_tensor *x = &g->tensors[t];
         bool multi = false;
         for (int u = 0; u < nt && !multi; u++) multi = u != t && !strcmp(g->tensors[u].name, x->name);
-        keep[t] = x->persistable || is_io_name(x->name) || !multi;
+        keep[t] = x->persistable || is_io_name(x->name) || !multi || (retarget && retarget->keep_names);
     }
     for (int k = 0; k < g->n_inputs; k++) keep[g->inputs[k]] = true;
     for (int k = 0; k < g->n_outputs; k++) keep[g->outputs[k]] = true;
@@ -171,9 +187,9 @@ cd_status cd_instrument(const cd_graph *g, const bool *mask, const cd_value *met
         st = cd_op_add_input(ng, "X", &x, 1, err);
         if (!st) st = cd_op_add_output(ng, "Out", &fv, 1, err);
         cd_attr col = {.name = "col", .type = CD_ATTR_INT, .i = f->col};
-        if (!st) st = copy_attr(ng, &col, -1, err);
+        if (!st) st = copy_attr(ng, &col, NULL, err);
         cd_attr kr = {.name = KERNEL_ATTR, .type = CD_ATTR_STRING, .s = "fetch/def/1/4/2"};
-        if (!st) st = copy_attr(ng, fetch_kernel ? fetch_kernel : &kr, -1, err);
+        if (!st) st = copy_attr(ng, fetch_kernel ? fetch_kernel : &kr, NULL, err);
     }
     if (!st) st = cd_graph_finalize(ng, err);
     if (!st) {
@@ -384,7 +400,7 @@ int cd_target_from_name(const char *s) {
     return -1;
 }
 
-cd_status cd_write_instrumented(const cd_graph *g, const bool *mask, const cd_value *meta, int retarget,
+cd_status cd_write_instrumented(const cd_graph *g, const bool *mask, const cd_value *meta, const cd_retarget *retarget,
                                 const char *model_path, const char *sha256, const cd_shape *in_shapes,
                                 const char *out_nb, char *manifest_out, size_t mn, cd_instrumented *keep,
                                 cd_error *err) {

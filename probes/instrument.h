@@ -40,12 +40,22 @@ typedef struct cd_instrumented {
     int n_renamed;          /* activations that got a name of their own */
 } cd_instrumented;
 
+/* Kernel-record rewriting (an experiment): every ARM (4) record gets target `target`, or Host
+ * (1) when its op type is in the comma list host_ops (ops this build has only on Host); Host
+ * records of ops in target_ops (ops this build lacks on Host) get `target`. */
+typedef struct cd_retarget {
+    int target;             /* -1: no rewriting */
+    const char *host_ops;
+    const char *target_ops;
+    bool keep_names;        /* skip the renaming (to show what reused names do to probes) */
+} cd_retarget;
+
 /* mask[i]: probe op i's outputs (XShape outputs are skipped as the executor skips them;
  * feed/fetch never probed). meta (a plan's per-tensor dtype/shape, may be NULL) fills the
- * manifest's shapes. retarget >= 0 rewrites every kernel record whose target is ARM (4) to
- * that target (an experiment: x86 builds of the runtime cannot load ARM kernels). */
-cd_status cd_instrument(const cd_graph *g, const bool *mask, const cd_value *meta, int retarget, cd_instrumented *out,
-                        cd_error *err);
+ * manifest's shapes. retarget (may be NULL) rewrites ARM kernel records (x86 builds of the
+ * runtime cannot load ARM kernels) and can turn the renaming off. */
+cd_status cd_instrument(const cd_graph *g, const bool *mask, const cd_value *meta, const cd_retarget *retarget,
+                        cd_instrumented *out, cd_error *err);
 void cd_instrumented_free(cd_instrumented *in);
 
 /* The manifest (JSON) beside probed.nb: fetch column -> op index, layer, tensor, shape, dtype. */
@@ -85,7 +95,7 @@ void cd_manifest_path_for(const char *nb_path, char *out, size_t n);
 int cd_target_from_name(const char *s);
 /* Instruments g, writes out_nb and its manifest (path into manifest_out). keep (may be NULL)
  * receives the instrumented model's description (free with cd_instrumented_free). */
-cd_status cd_write_instrumented(const cd_graph *g, const bool *mask, const cd_value *meta, int retarget,
+cd_status cd_write_instrumented(const cd_graph *g, const bool *mask, const cd_value *meta, const cd_retarget *retarget,
                                 const char *model_path, const char *sha256, const cd_shape *in_shapes,
                                 const char *out_nb, char *manifest_out, size_t mn, cd_instrumented *keep,
                                 cd_error *err);

@@ -6,6 +6,9 @@ cldiff starts it as a subprocess with the Python of the venv that scripts/setup.
 
     pl_bridge.py --probe
         prints one JSON line: {"ok": true, "paddlelite": "2.13-rc", "python": "3.10.13", ...}
+    pl_bridge.py --kernels x86
+        prints {"ops": {"conv2d": ["x86"], "hard_sigmoid": ["host"], ...}}: the targets this
+        build registers a kernel for (Opt.print_supported_ops)
     pl_bridge.py --model probed.nb --inputs DIR --out DIR [--target x86] [--precision fp32]
                  [--threads N] [--opencl-precision auto|fp16|fp32]
         reads DIR/input_<k>.npy for model input k (feed col order), runs once, writes
@@ -61,6 +64,26 @@ def probe():
             "numpy": np.__version__, "machine": platform.machine(),
             "targets": [t for t in dir(lite.TargetType) if not t.startswith("_") and t != "name"]}
     print(json.dumps(info))
+
+
+def kernels(place):
+    """Which targets register a kernel for each op in this build (Opt.print_supported_ops for
+    the given valid place; its table goes to the C++ stdout, so it runs in a child)."""
+    import subprocess
+    code = ("import paddlelite.lite as pl; o = pl.Opt(); o.set_valid_places(%r); o.print_supported_ops()" % place)
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True).stdout
+    lines = out.splitlines()
+    hdr = next((l for l in lines if "OP_name" in l), None)
+    if hdr is None:
+        fail(4, "Opt.print_supported_ops printed no table")
+    cols = [(name[1:].lower(), hdr.index(name) + len(name) - 1) for name in hdr.split()[1:]]
+    ops = {}
+    for l in lines[lines.index(hdr) + 1:]:
+        f = l.split()
+        if not f:
+            continue
+        ops[f[0]] = [name for name, end in cols if end < len(l) and l[end] == "Y"]
+    print(json.dumps({"place": place, "ops": ops}))
 
 
 def run(a):
@@ -119,6 +142,7 @@ def run(a):
 def main():
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--probe", action="store_true", help="print the runtime's version as JSON and exit")
+    p.add_argument("--kernels", metavar="PLACE", help="print {op: [targets with a kernel]} as JSON for a valid place")
     p.add_argument("--model")
     p.add_argument("--inputs")
     p.add_argument("--out")
@@ -129,6 +153,8 @@ def main():
     a = p.parse_args()
     if a.probe:
         return probe()
+    if a.kernels:
+        return kernels(a.kernels)
     if not (a.model and a.inputs and a.out):
         fail(2, "--model, --inputs and --out are required (or --probe)")
     run(a)

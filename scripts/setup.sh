@@ -5,7 +5,9 @@
 #                            CMake, HDF5, libpng, OpenCL headers, the ICD loader and PoCL
 #   scripts/setup.sh         (or `tests`) the demo set, the test toolchain below, and the
 #                            Python oracles (numpy, h5py, onnx, onnxruntime) in .venv
-#                            (CLDIFF_SKIP_PY=1 skips the Python part)
+#                            (CLDIFF_SKIP_PY=1 skips the Python part), and Paddle-Lite's own
+#                            runtime for the paddle-lite backend: .venv-pl with the paddlelite
+#                            wheel (CLDIFF_SKIP_PL=1 skips it; docs/paddle-lite.md)
 set -euo pipefail
 here="$(cd "$(dirname "$0")/.." && pwd)"
 what=${1:-tests}
@@ -45,6 +47,40 @@ if [ "$what" = tests ] && [ "${CLDIFF_SKIP_PY:-0}" != 1 ]; then
   fi
   if ! "$here/.venv/bin/python" -c 'import onnx, onnxruntime, numpy, h5py' 2>/dev/null; then
     "$here/.venv/bin/pip" install -q --disable-pip-version-check numpy h5py onnx onnxruntime
+  fi
+fi
+# The paddle-lite backend (docs/paddle-lite.md): the paddlelite wheel exists on PyPI only for
+# CPython 3.7-3.10 on x86-64 (2.13rc0: cp38, cp310; 2.12: cp37; 2.10: cp39), so .venv-pl is made
+# with such a Python where this machine has one: pyenv's versions, a python3.X on PATH, or
+# Debian's python3 if it is one of them. numpy<2: the wheel's from_numpy feeds garbage under
+# numpy 2 (pl_bridge.py checks every input it hands over). No such Python: the backend says
+# it is unavailable (exit 4) and what to install.
+pl_python() {
+  local v c
+  for v in 3.10 3.8 3.7 3.9; do
+    for c in "${PYENV_ROOT:-$HOME/.pyenv}"/versions/"$v".*/bin/python "$(command -v "python$v" || true)"; do
+      [ -x "$c" ] && "$c" -c 'import venv' 2>/dev/null && { echo "$v $c"; return 0; }
+    done
+  done
+  c=$(command -v python3 || true)
+  if [ -n "$c" ]; then
+    v=$("$c" -c 'import sys; print("%d.%d" % sys.version_info[:2])')
+    case "$v" in 3.7|3.8|3.9|3.10) echo "$v $c"; return 0 ;; esac
+  fi
+  return 1
+}
+if [ "$what" = tests ] && [ "${CLDIFF_SKIP_PL:-0}" != 1 ] && [ "$(uname -m)" = x86_64 ]; then
+  if ! "$here/.venv-pl/bin/python" -c 'import paddlelite.lite, numpy; assert numpy.__version__ < "2"' 2>/dev/null; then
+    if found=$(pl_python); then
+      pv=${found%% *}; py=${found#* }
+      case "$pv" in 3.7) plv=2.12 ;; 3.9) plv=2.10 ;; *) plv=2.13rc0 ;; esac
+      [ -x "$here/.venv-pl/bin/python" ] || "$py" -m venv "$here/.venv-pl"
+      "$here/.venv-pl/bin/pip" install -q --disable-pip-version-check "paddlelite==$plv" 'numpy<2' \
+        || echo "setup: note: pip could not install paddlelite==$plv into .venv-pl; the paddle-lite backend stays unavailable" >&2
+    else
+      echo "setup: note: no CPython 3.7-3.10 found (pyenv versions, python3.X, Debian python3): the paddle-lite" \
+           "backend stays unavailable; install one (e.g. pyenv install 3.10) and run setup.sh again" >&2
+    fi
   fi
 fi
 echo "setup: the $what dependencies are present"

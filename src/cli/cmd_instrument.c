@@ -18,10 +18,14 @@ int cd_cmd_instrument(int argc, char **argv) {
     /* instrument's own option (--retarget TARGET), then the shared ones */
     char **av = calloc((size_t)argc + 1, sizeof *av);
     if (!av) return CD_E_NOMEM;
-    int ac = 0, retarget = -1;
+    int ac = 0;
+    cd_retarget rt = {.target = -1, .host_ops = NULL};
     for (int i = 0; i < argc; i++) {
+        if (!strcmp(argv[i], "--host-ops") && i + 1 < argc) { rt.host_ops = argv[++i]; continue; }
+        if (!strcmp(argv[i], "--target-ops") && i + 1 < argc) { rt.target_ops = argv[++i]; continue; }
+        if (!strcmp(argv[i], "--keep-names")) { rt.keep_names = true; continue; }
         if (!strcmp(argv[i], "--retarget")) {
-            if (i + 1 >= argc || (retarget = cd_target_from_name(argv[i + 1])) < 0) {
+            if (i + 1 >= argc || (rt.target = cd_target_from_name(argv[i + 1])) < 0) {
                 fprintf(stderr, "cldiff: --retarget expects x86, arm, host or opencl\n");
                 free(av);
                 return CD_E_USAGE;
@@ -38,7 +42,7 @@ int cd_cmd_instrument(int argc, char **argv) {
     if (o.n_positional != 1) {
         free(av);
         fprintf(stderr, "usage: cldiff instrument MODEL.nb [--layers SPEC] [--shape NAME=dims] [-o probed.nb] "
-                        "[--retarget x86]\n");
+                        "[--retarget x86 [--host-ops OP,OP] [--target-ops OP,OP]] [--keep-names]\n");
         return CD_E_USAGE;
     }
     const char *model = o.positional[0];
@@ -83,14 +87,16 @@ int cd_cmd_instrument(int argc, char **argv) {
     }
     cd_instrumented in;
     memset(&in, 0, sizeof in);
-    if (!st) st = cd_write_instrumented(g, mask, have_plan ? plan.meta : NULL, retarget, model, sha, shapes, out_nb,
+    if (!st) st = cd_write_instrumented(g, mask, have_plan ? plan.meta : NULL, &rt, model, sha, shapes, out_nb,
                                         mpath, sizeof mpath, &in, &err);
     if (!st && !o.quiet) {
         printf("cldiff instrument: %s -> %s (%d ops, %d probed layers, %d fetched tensors: %d model outputs + %d probes, "
                "%d activations renamed)\n", model, out_nb, g->n_ops, n_sel, in.n_fetch, in.n_model_outputs,
                in.n_fetch - in.n_model_outputs, in.n_renamed);
         printf("  manifest: %s\n", mpath);
-        if (retarget >= 0) printf("  kernel records with target arm rewritten to target %d\n", retarget);
+        if (rt.target >= 0)
+            printf("  kernel records with target arm rewritten to %s%s%s\n", cd_target_name(rt.target),
+                   rt.host_ops ? ", host for " : "", rt.host_ops ? rt.host_ops : "");
     }
     cd_instrumented_free(&in);
     if (have_plan) cd_plan_free(&plan);

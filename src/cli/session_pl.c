@@ -29,9 +29,7 @@ cd_status cd_session_run_pl(cd_session *s, const cd_run_req *q, const cd_plan *p
         cd_dump_set_attr_i64(s->dump, path, "fetched_tensors", pr.n_fetch, &e2);
         cd_dump_set_attr_f64(s->dump, path, "engine_run_ms", pr.run_ms, &e2);
         if (pr.note[0]) cd_dump_set_attr_str(s->dump, path, "engine_note", pr.note, &e2);
-        if (pr.n_shape_mismatch)
-            fprintf(stderr, "cldiff: warning: %d tensors from Paddle-Lite have another shape than cldiff's plan\n",
-                    pr.n_shape_mismatch);
+        cd_dump_set_attr_i64(s->dump, path, "shape_differs_from_plan", pr.n_shape_mismatch, &e2);
     }
     if (q->force && q->local_run) {
         snprintf(path, sizeof path, "/runs/%s", q->local_run);

@@ -172,6 +172,69 @@ cd_status cd_pl_find(cd_pl_env *env, cd_error *err) {
     return st;
 }
 
+/* Comma lists of the model's op types that this build has on Host but not on `place`, and on
+ * `place` but not on Host (pl_bridge.py --kernels PLACE); malloc'ed, "" when none. */
+static cd_status host_only_ops(const cd_pl_env *env, const char *place, const cd_graph *g, char **out, char **out2,
+                               cd_error *err) {
+    *out = *out2 = NULL;
+    char tmpl[] = "/tmp/cldiff-pl-kernels-XXXXXX";
+    int fd = mkstemp(tmpl);
+    if (fd < 0) return cd_err(err, CD_E_IO, "cannot create a temporary file: %s", strerror(errno));
+    close(fd);
+    char *argv[] = {(char *)env->python, (char *)env->bridge, "--kernels", (char *)place, NULL};
+    int ws = 0;
+    bool to = false;
+    cd_status st = spawn_wait(argv, tmpl, 120, &ws, &to, err);
+    if (!st && (to || !WIFEXITED(ws) || WEXITSTATUS(ws)))
+        st = cd_err(err, CD_E_BACKEND, "pl_bridge.py --kernels %s failed", place);
+    char *buf = NULL;
+    size_t len = 0;
+    if (!st) {
+        FILE *f = fopen(tmpl, "rb");
+        if (f) {
+            fseek(f, 0, SEEK_END);
+            long n = ftell(f);
+            fseek(f, 0, SEEK_SET);
+            buf = n > 0 ? malloc((size_t)n + 1) : NULL;
+            if (buf) len = fread(buf, 1, (size_t)n, f);
+            fclose(f);
+        }
+    }
+    remove(tmpl);
+    char *js = buf ? memchr(buf, '{', len) : NULL;
+    cd_json j;
+    memset(&j, 0, sizeof j);
+    if (!st && (!js || cd_json_parse(js, len - (size_t)(js - buf), "pl_bridge --kernels", &j, err)))
+        st = st ? st : cd_err(err, CD_E_BACKEND, "pl_bridge.py --kernels %s printed no table", place);
+    free(buf);
+    if (st) return st;
+    const cd_json *ops = cd_json_get(&j, "ops");
+    size_t cap = 1, n = 0;
+    for (int i = 0; i < g->n_ops; i++) cap += strlen(g->ops[i].type) + 1;
+    char *list = calloc(cap, 1), *list2 = calloc(cap, 1);
+    size_t n2 = 0;
+    if (!list || !list2) { free(list); free(list2); cd_json_free(&j); return cd_err(err, CD_E_NOMEM, "out of memory"); }
+    for (int i = 0; i < g->n_ops; i++) {
+        const char *t = g->ops[i].type;
+        const cd_json *ts = cd_json_get(ops, t);
+        bool has_place = false, has_host = false;
+        for (int k = 0; ts && ts->kind == CD_JSON_ARR && k < ts->n; k++)
+            if (ts->items[k].kind == CD_JSON_STR) {
+                has_place |= !strcmp(ts->items[k].str, place);
+                has_host |= !strcmp(ts->items[k].str, "host");
+            }
+        bool dup = false;
+        for (int q = 0; q < i; q++) dup |= !strcmp(g->ops[q].type, t);
+        if (dup || has_place == has_host) continue;
+        if (has_host) n += (size_t)snprintf(list + n, cap - n, "%s%s", n ? "," : "", t);
+        else n2 += (size_t)snprintf(list2 + n2, cap - n2, "%s%s", n2 ? "," : "", t);
+    }
+    cd_json_free(&j);
+    *out = list;
+    *out2 = list2;
+    return CD_OK;
+}
+
 /* The model's compute target: the most common non-host kernel target. */
 static const char *model_target(const cd_graph *g) {
     int count[32] = {0};
@@ -208,12 +271,18 @@ cd_status cd_pl_run(const cd_pl_req *q, cd_pl_result *res, cd_error *err) {
     const char *want = cd_pl_backend_target(q->backend);
     const char *have = model_target(g);
     snprintf(res->target, sizeof res->target, "%s", want[0] ? want : have);
-    int retarget = -1;
+    cd_retarget rt = {.target = -1, .host_ops = NULL, .target_ops = NULL};
+    char *host_ops = NULL, *target_ops = NULL;
     if (want[0] && strcmp(want, have)) {
         if (!strcmp(want, "x86") && !strcmp(have, "arm")) {
-            /* experimental: the x86 wheel cannot load ARM kernel records (docs/paddle-lite.md) */
-            retarget = 2;
-            snprintf(res->note, sizeof res->note, "kernel records retargeted arm -> x86 (experimental)");
+            /* experimental: the x86 wheel cannot load ARM kernel records (docs/paddle-lite.md);
+             * each ARM record goes to x86, or to Host where this build has the op only there */
+            if ((st = host_only_ops(&res->env, "x86", g, &host_ops, &target_ops, err))) return st;
+            rt.target = 2;
+            rt.host_ops = host_ops;
+            rt.target_ops = target_ops;
+            snprintf(res->note, sizeof res->note, "kernel records retargeted arm -> x86 (experimental)%s%s",
+                     host_ops[0] ? "; host for " : "", host_ops);
         } else {
             return cd_err(err, CD_E_BACKEND, "backend %s: the model's kernels target %s, not %s; a .nb runs only on the "
                           "target it was optimized for (use --backends paddle-lite, or optimize the model for %s)",
@@ -222,7 +291,7 @@ cd_status cd_pl_run(const cd_pl_req *q, cd_pl_result *res, cd_error *err) {
     }
     char dir[PATH_MAX];
     snprintf(dir, sizeof dir, "%s/.pl-XXXXXX", q->work_dir && *q->work_dir ? q->work_dir : "/tmp");
-    if (!mkdtemp(dir)) return cd_err(err, CD_E_IO, "cannot create a temporary folder %s: %s", dir, strerror(errno));
+    if (!mkdtemp(dir)) return free(host_ops), free(target_ops), cd_err(err, CD_E_IO, "cannot create a temporary folder %s: %s", dir, strerror(errno));
     char nb[PATH_MAX + 32], logp[PATH_MAX + 32], mpath[PATH_MAX + 64], p[PATH_MAX + 64];
     snprintf(nb, sizeof nb, "%s/probed.nb", dir);
     snprintf(logp, sizeof logp, "%s/bridge.log", dir);
@@ -231,9 +300,11 @@ cd_status cd_pl_run(const cd_pl_req *q, cd_pl_result *res, cd_error *err) {
     for (int k = 0; k < g->n_inputs; k++) shapes[k] = plan->meta[g->inputs[k]].shape;
     cd_instrumented in;
     memset(&in, 0, sizeof in);
-    st = cd_write_instrumented(g, q->mask, plan->meta, retarget, q->model_path, q->model_sha256, shapes, nb, mpath,
+    st = cd_write_instrumented(g, q->mask, plan->meta, &rt, q->model_path, q->model_sha256, shapes, nb, mpath,
                                sizeof mpath, &in, err);
     free(shapes);
+    free(host_ops);
+    free(target_ops);
     res->renamed = in.n_renamed;
     res->n_fetch = in.n_fetch;
     for (int k = 0; k < g->n_inputs && !st; k++) {
@@ -260,8 +331,12 @@ cd_status cd_pl_run(const cd_pl_req *q, cd_pl_result *res, cd_error *err) {
         } else if (!st && WIFSIGNALED(ws)) {
             res->crashed = true;
             const char *sn = cd_signal_name(WTERMSIG(ws));
-            st = cd_err(err, CD_E_CRASH, "Paddle-Lite (%s, %s kernels) crashed with %s running the instrumented %s: %s",
-                        q->backend, res->target, sn ? sn : "a signal", q->model_path, tail[0] ? tail : "(no message)");
+            bool arm_here = !strcmp(res->target, "arm") && rt.target < 0;
+            st = cd_err(err, CD_E_CRASH, "Paddle-Lite (%s, %s kernels) crashed with %s running the instrumented %s: %s%s",
+                        q->backend, res->target, sn ? sn : "a signal", q->model_path, tail[0] ? tail : "(no message)",
+                        arm_here ? " (the paddlelite wheel on this machine has no ARM kernels: run the model on an ARM "
+                                   "device with the probes/paddle-lite runner and `cldiff import` its outputs, "
+                                   "docs/paddle-lite.md)" : "");
         } else if (!st && WEXITSTATUS(ws) != 0) {
             int x = WEXITSTATUS(ws);
             st = cd_err(err, x == 3 ? CD_E_MODEL : x == 2 ? CD_E_USAGE : CD_E_BACKEND, "Paddle-Lite (%s) failed (bridge exit %d): %s",
@@ -298,6 +373,7 @@ cd_status cd_pl_run(const cd_pl_req *q, cd_pl_result *res, cd_error *err) {
         st = cd_npy_read(p, &v, err);
         if (st) { st = cd_err_prefix(err, "reading Paddle-Lite's output %d (tensor '%s' of op #%d): ", f->col,
                                      g->tensors[f->tensor_id].name, f->op_index); break; }
+        /* dynamic outputs (nms) come back smaller than the plan's upper bound: counted only */
         if (!cd_shape_eq(&v.shape, &plan->meta[f->tensor_id].shape)) res->n_shape_mismatch++;
         if (q->record && cd_exec_is_activation(plan, f->tensor_id)) st = cd_forcing_put(q->record, f->tensor_id, &v, err);
         if (!st && f->probed && f->op_index >= 0 && q->sink && q->sink->hit) {
