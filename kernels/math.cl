@@ -1,6 +1,7 @@
 /* Math family (op coverage additions, CPU twin: backends/cpu/ops_more_math.c): sin, cos, tan,
- * asin, acos, atan, pow (scalar factor), greater_than with Paddle axis broadcasting (strides
- * resolved on the host, 0 = broadcast), lrn across channels, reduce_max / reduce_mean.
+ * asin, acos, atan, pow (scalar factor), comparisons (greater_than, greater_equal, less_than,
+ * less_equal, equal, not_equal) with Paddle axis broadcasting (strides
+ * resolved on the host, 0 = broadcast), lrn across channels, reduce_sum / reduce_mean / reduce_max / reduce_min.
  * Transcendental results are evaluated in float and rounded once to the storage type; lrn and
  * reduce_mean sum in float in every variant (LOADF), as the CPU kernels do. */
 
@@ -39,9 +40,10 @@ __kernel void math_unary(__global const REAL *x, __global REAL *y, int n, int ki
     STOREF(y, i, r);
 }
 
-/* out[i] = x[xo] > y[yo] as a bool byte; (xo, yo) from i split over the `nd` output dims. */
-__kernel void greater_than(__global const REAL *x, __global const REAL *y, __global uchar *out, int n, int nd,
-                           int8 dims, int8 sx, int8 sy) {
+/* out[i] = x[xo] CMP y[yo] as a bool byte, CMP by `op`: 0 >, 1 >=, 2 <, 3 <=, 4 ==, 5 != (NaN is
+ * unordered: only != holds); (xo, yo) from i split over the `nd` output dims. */
+__kernel void compare(__global const REAL *x, __global const REAL *y, __global uchar *out, int n, int op, int nd,
+                      int8 dims, int8 sx, int8 sy) {
     int i = get_global_id(0);
     if (i >= n) return;
     int xo = 0, yo = 0, r = i;
@@ -51,7 +53,17 @@ __kernel void greater_than(__global const REAL *x, __global const REAL *y, __glo
         xo += q * mx_get(sx, d);
         yo += q * mx_get(sy, d);
     }
-    out[i] = LOADF(x, xo) > LOADF(y, yo) ? (uchar)1 : (uchar)0;
+    float a = LOADF(x, xo), b = LOADF(y, yo);
+    bool res;
+    switch (op) {
+    case 0: res = a > b; break;
+    case 1: res = a >= b; break;
+    case 2: res = a < b; break;
+    case 3: res = a <= b; break;
+    case 4: res = a == b; break;
+    default: res = a != b; break;
+    }
+    out[i] = res ? (uchar)1 : (uchar)0;
 }
 
 /* lrn: Out = X * (k + alpha * sum of X^2 over channels [c - pre, c - pre + size))^(-beta). */
@@ -72,9 +84,9 @@ __kernel void lrn(__global const REAL *x, __global REAL *y, int total, int C, in
 }
 
 /* reduce over the dims in (rd, rs) (innermost first) for each output element, whose offset in
- * X comes from the kept dims (kd, ks), innermost first. */
+ * X comes from the kept dims (kd, ks), innermost first. op: 0 sum, 1 mean, 2 max, 3 min. */
 __kernel void reduce(__global const REAL *x, __global REAL *y, int M, int nk, int8 kd, int8 ks, int nr, int8 rd,
-                     int8 rs, int R, int is_max) {
+                     int8 rs, int R, int op) {
     int m = get_global_id(0);
     if (m >= M) return;
     int base = 0, q = m;
@@ -90,8 +102,8 @@ __kernel void reduce(__global const REAL *x, __global REAL *y, int M, int nk, in
             qq /= mx_get(rd, d);
         }
         float v = LOADF(x, off);
-        if (!is_max) acc += v;
-        else if (r == 0 || v > acc || isnan(v)) acc = v;
+        if (op < 2) acc += v;
+        else if (r == 0 || (op == 2 ? v > acc : v < acc) || isnan(v)) acc = v;
     }
-    STOREF(y, m, is_max ? acc : acc / (float)R);
+    STOREF(y, m, op == 1 ? acc / (float)R : acc);
 }

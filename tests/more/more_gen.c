@@ -6,7 +6,9 @@
  *   -> lrn (n 5) -> pixel_shuffle 2 [1,2,12,12] -> grid_sampler (Grid param [1,6,6,2])
  *   -> expand_v2 [2,2,6,6] -> expand [1,1,1,2] -> gather (axis 1, Index [1,0])
  *   -> sync_batch_norm -> reduce_mean (dim 3, keep) = out0, reduce_max (dim 2) = out1,
- *      greater_than (Y [12] param, axis -1) = out2 (bool)
+ *      greater_than (Y [12] param, axis -1) = out2 (bool),
+ *      less_equal (Y = assign_value [12]) = out3 (bool), reduce_sum (dim 1) = out4,
+ *      tile out1 [1,1,2] -> reduce_min (dim 2) = out5
  * Usage: more_gen OUT.nb */
 #include <math.h>
 #include <stdio.h>
@@ -77,7 +79,7 @@ int main(int argc, char **argv) {
     g->program_version = 2003002;
     int64_t x4[4] = {1, 8, 6, 6}, ps[4] = {1, 2, 12, 12}, gs[4] = {1, 2, 6, 6}, ev[4] = {2, 2, 6, 6},
             ex[4] = {2, 2, 6, 12}, rm[4] = {2, 2, 6, 1}, rx[3] = {2, 2, 12}, gd[4] = {1, 6, 6, 2}, one[1] = {1},
-            two[1] = {2}, twelve[1] = {12};
+            two[1] = {2}, twelve[1] = {12}, two2[2] = {2, 2};
     check(cd_graph_declare_var(g, "feed", CD_BOOL, NULL, 0, false, &e), "feed");
     check(cd_graph_declare_var(g, "fetch", CD_BOOL, NULL, 0, false, &e), "fetch");
     const char *act[] = {"x", "t1", "t2", "t3", "t4", "t5", "t6", "t7", "t8", "t9", "t10", "t11"};
@@ -92,6 +94,11 @@ int main(int argc, char **argv) {
     var("out0", CD_F32, 4, rm);
     var("out1", CD_F32, 3, rx);
     var("out2", CD_BOOL, 4, ex);
+    var("out3", CD_BOOL, 4, ex);
+    var("av", CD_F32, 1, twelve);
+    var("out4", CD_F32, 3, (const int64_t[]){2, 6, 12});
+    var("tl", CD_F32, 3, (const int64_t[]){2, 2, 24});
+    var("out5", CD_F32, 2, two2);
     /* parameters */
     float grid[72], fac[1] = {1.5f}, y12[12], sc[2] = {1.5f, 0.75f}, bi[2] = {0.1f, -0.2f}, mu[2] = {0.3f, -0.1f},
           va[2] = {0.5f, 2.0f};
@@ -176,8 +183,28 @@ int main(int argc, char **argv) {
     in("Y", "cmp_y");
     out("Out", "out2");
     a_int("axis", -1);
-    const char *outs[] = {"out0", "out1", "out2"};
-    for (int k = 0; k < 3; k++) {
+    op("assign_value");
+    out("Out", "av");
+    a_ints("shape", 1, twelve);
+    a_int("dtype", 5);
+    {
+        cd_attr a = {.name = strdup("fp32_values"), .type = CD_ATTR_FLOATS, .n = 12, .floats = malloc(12 * sizeof(double))};
+        for (int i = 0; i < 12; i++) a.floats[i] = (float)(0.3 * sin(0.9 * i));
+        check(cd_op_add_attr(g, &a, &e), "fp32_values");
+    }
+    op("less_equal");
+    in("X", "bn_out");
+    in("Y", "av");
+    out("Out", "out3");
+    a_int("axis", -1);
+    un("reduce_sum", "bn_out", "out4");
+    a_ints("dim", 1, (const int64_t[]){1});
+    un("tile", "out1", "tl");
+    a_ints("repeat_times", 3, (const int64_t[]){1, 1, 2});
+    un("reduce_min", "tl", "out5");
+    a_ints("dim", 1, (const int64_t[]){2});
+    const char *outs[] = {"out0", "out1", "out2", "out3", "out4", "out5"};
+    for (int k = 0; k < 6; k++) {
         op("fetch");
         in("X", outs[k]);
         out("Out", "fetch");

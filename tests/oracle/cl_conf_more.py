@@ -22,6 +22,11 @@ def add_cases(case, rnd, small):
     if not small:
         case("greater_than same shape", dict(op="greater_than", inputs=[("X", "x"), ("Y", "y")],
                                              outputs=[("Out", "o")], attrs={}), {"x": rnd(*sh), "y": rnd(*sh)})
+    qa = np.round(rnd(*sh) * 4) / 4
+    qb = np.round(rnd(*sh) * 4) / 4
+    for op in (("less_equal",) if small else ("greater_equal", "less_than", "less_equal", "equal", "not_equal")):
+        case(f"{op} (ties)", dict(op=op, inputs=[("X", "x"), ("Y", "y")], outputs=[("Out", "o")], attrs={}),
+             {"x": qa, "y": qb})
     for n in ((3,) if small else (5, 4)):
         case(f"lrn n{n}", dict(op="lrn", inputs=[("X", "x")], outputs=[("Out", "o")],
                                attrs={"n": n, "k": 1.0, "alpha": 0.3, "beta": 0.75}),
@@ -36,6 +41,12 @@ def add_cases(case, rnd, small):
         case(f"reduce_mean dim {dims} keep {keep}", dict(op="reduce_mean", inputs=[("X", "x")], outputs=[("Out", "o")],
                                                       attrs={"dim": dims, "keep_dim": keep}), {"x": x}, k=kk,
              mag=lambda f, ax=ax, keep=keep: np.abs(f["x"]).mean(axis=ax, keepdims=keep))
+    x = rnd(*sh, lo=-3, hi=3)
+    case("reduce_sum dim [1, 2]", dict(op="reduce_sum", inputs=[("X", "x")], outputs=[("Out", "o")],
+                                       attrs={"dim": [1, 2]}), {"x": x}, k=sh[1] * sh[2],
+         mag=lambda f: np.abs(f["x"]).sum(axis=(1, 2)))
+    case("reduce_min dim [-1] keep", dict(op="reduce_min", inputs=[("X", "x")], outputs=[("Out", "o")],
+                                          attrs={"dim": [-1], "keep_dim": True}), {"x": x})
     if not small:
         case("reduce_mean reduce_all", dict(op="reduce_mean", inputs=[("X", "x")], outputs=[("Out", "o")],
                                             attrs={"dim": [0], "reduce_all": True}), {"x": rnd(*sh)},
@@ -44,6 +55,11 @@ def add_cases(case, rnd, small):
          {"x": rnd(2, 3, 2)})
     case("expand_v2", dict(op="expand_v2", inputs=[("X", "x")], outputs=[("Out", "o")], attrs={"shape": [3, 2, 4, 2]}),
          {"x": rnd(2, 1, 2)})
+    case("tile", dict(op="tile", inputs=[("X", "x")], outputs=[("Out", "o")], attrs={"repeat_times": [2, 1, 2, 3]}),
+         {"x": rnd(2, 3, 2)})
+    case("assign_value", dict(op="assign_value", inputs=[], outputs=[("Out", "o")],
+                              attrs={"shape": [2, 3], "dtype": 5,
+                                     "fp32_values": ("floats", [0.5, -1.25, 3.0, 0.1, 2.0, -0.7])}), {})
     for axis, idx in ([(1, np.array([1, 0], np.int64))] if small else
                       [(0, np.array([1, 0, 1], np.int64)), (1, np.array([2, 0, 2, 1], np.int32)),
                        (3, np.array([6, 0, 3], np.int64))]):

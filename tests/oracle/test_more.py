@@ -60,6 +60,19 @@ for prec in PRECS:
     check("greater_than trailing, Y param", dict(op="greater_than", inputs=[("X", "x"), ("Y", "y", "param")],
                                                  outputs=[("Out", "o")], attrs={}),
           {"x": gx, "y": u(5)}, lambda i: i["x"] > i["y"], prec)
+    # ---------------------------------------------------------------- the other comparisons (ties on purpose)
+    qx, qy = np.round(u(2, 3, 4, 5) * 4) / 4, np.round(u(2, 3, 4, 5) * 4) / 4
+    for op, onnx_op in [("greater_equal", "GreaterOrEqual"), ("less_than", "Less"), ("less_equal", "LessOrEqual"),
+                        ("equal", "Equal")]:
+        check(f"{op} same shape", dict(op=op, inputs=[("X", "x"), ("Y", "y")], outputs=[("Out", "o")], attrs={}),
+              {"x": qx, "y": qy}, ort_node(onnx_op, ["x", "y"], ["o"]), prec)
+    check("not_equal axis 1", dict(op="not_equal", inputs=[("X", "x"), ("Y", "y")], outputs=[("Out", "o")],
+                                   attrs={"axis": 1}),
+          {"x": qx, "y": qy[0, :, :, 0]}, lambda i: i["x"] != i["y"].reshape(1, 3, 4, 1), prec)
+    check("less_equal NaN unordered", dict(op="less_equal", inputs=[("X", "x"), ("Y", "y")], outputs=[("Out", "o")],
+                                           attrs={}),
+          {"x": np.array([np.nan, 1.0, 2.0], np.float32), "y": np.array([1.0, np.nan, 2.0], np.float32)},
+          lambda i: i["x"] <= i["y"], prec)
     # ---------------------------------------------------------------- lrn (alpha not divided by n)
     # ONNX LRN divides alpha by size and takes odd sizes only; its window matches Paddle's
     for n, k, alpha, beta in [(5, 2.0, 1e-4, 0.75), (3, 1.0, 0.5, 0.6)]:
@@ -84,6 +97,27 @@ for prec in PRECS:
     check("reduce_mean empty dim keep_dim", one("reduce_mean", {"keep_dim": True}), {"x": rx},
           lambda i: i["x"].astype(np.float64).mean(keepdims=True).astype(np.float32), prec, k=rx.size,
           mag=np.abs(rx).mean(keepdims=True))
+    check("reduce_sum dim [1, 2] (ORT)", one("reduce_sum", {"dim": [1, 2]}), {"x": rx},
+          ort_node("ReduceSum", ["x", "a"], ["o"], consts={"a": np.array([1, 2], np.int64)}, keepdims=0), prec, k=12,
+          mag=np.abs(rx).sum(axis=(1, 2)))
+    check("reduce_sum keep_dim", one("reduce_sum", {"dim": [-1], "keep_dim": True}), {"x": rx},
+          ort_node("ReduceSum", ["x", "a"], ["o"], consts={"a": np.array([3], np.int64)}, keepdims=1), prec, k=5,
+          mag=np.abs(rx).sum(axis=3, keepdims=True))
+    check("reduce_min dim [0, 3]", one("reduce_min", {"dim": [0, 3]}), {"x": rx},
+          ort_node("ReduceMin", ["x"], ["o"], axes=[0, 3], keepdims=0), prec)
+    # ---------------------------------------------------------------- tile, assign_value
+    check("tile repeat [2,1,3]", one("tile", {"repeat_times": [2, 1, 3]}), {"x": u(2, 1, 3)},
+          lambda i: np.tile(i["x"], (2, 1, 3)), prec)
+    check("tile shorter repeat [2]", one("tile", {"repeat_times": [2]}), {"x": u(2, 3)},
+          lambda i: np.tile(i["x"], (2,)), prec)
+    check("tile longer repeat [2,1,2] on 2-D", one("tile", {"repeat_times": [2, 1, 2]}), {"x": u(2, 3)},
+          lambda i: np.tile(i["x"], (2, 1, 2)), prec)
+    check("tile RepeatTimes tensor", one("tile", {"repeat_times": [1]}, extra=[("RepeatTimes", "r", "param")]),
+          {"x": u(3, 2), "r": np.array([1, 3], np.int32)}, lambda i: np.tile(i["x"], (1, 3)), prec)
+    av = [0.5, -1.25, 3.0, 0.1, 2.0, -0.7]
+    check("assign_value fp32", dict(op="assign_value", inputs=[], outputs=[("Out", "o")],
+                                    attrs={"shape": [2, 3], "dtype": 5, "fp32_values": ("floats", av)}),
+          {}, lambda i: np.array(av, np.float32).reshape(2, 3), prec)
     # ---------------------------------------------------------------- expand / expand_v2
     ex = u(2, 1, 3)
     check("expand times [2,3,1]", one("expand", {"expand_times": [2, 3, 1]}), {"x": ex},
@@ -147,6 +181,17 @@ check("greater_than int64", dict(op="greater_than", inputs=[("X", "x"), ("Y", "y
       {"x": ii, "y": np.array([0, 5, -7], np.int64)}, lambda i: i["x"] > i["y"], "fp32")
 check("reduce_max int32", one("reduce_max", {"dim": [0]}), {"x": ii.astype(np.int32)},
       lambda i: i["x"].max(axis=0), "fp32")
+check("assign_value int64", dict(op="assign_value", inputs=[], outputs=[("Out", "o")],
+                                 attrs={"shape": [3], "dtype": 3, "int64_values": ("longs", [2**40 + 1, -5, 7])}),
+      {}, lambda i: np.array([2**40 + 1, -5, 7], np.int64), "fp32")
+check("assign_value int32", dict(op="assign_value", inputs=[], outputs=[("Out", "o")],
+                                 attrs={"shape": [2, 2], "dtype": 2, "int32_values": [1, -2, 3, 4]}),
+      {}, lambda i: np.array([[1, -2], [3, 4]], np.int32), "fp32")
+check("equal int64 shapes", dict(op="equal", inputs=[("X", "x"), ("Y", "y")], outputs=[("Out", "o")], attrs={}),
+      {"x": np.array([2**53 + 1, 4, 5], np.int64), "y": np.array([2**53, 4, 6], np.int64)},
+      lambda i: i["x"] == i["y"], "fp32")
+check("reduce_min int64", one("reduce_min", {"dim": [1]}), {"x": ii}, lambda i: i["x"].min(axis=1), "fp32")
+check("tile int64", one("tile", {"repeat_times": [1, 2]}), {"x": ii}, lambda i: np.tile(i["x"], (1, 2)), "fp32")
 # errors are reported, not guessed
 check("gather index out of range", dict(op="gather", inputs=[("X", "x"), ("Index", "i")], outputs=[("Out", "o")],
                                         attrs={}),
@@ -155,4 +200,7 @@ check("expand_v2 mismatch", one("expand_v2", {"shape": [4, 5]}), {"x": u(2, 5)},
       expect_error=(3, "does not match"))
 check("pixel_shuffle channels", one("pixel_shuffle", {"upscale_factor": 2}), {"x": u(1, 6, 2, 2)}, None, "fp32",
       expect_error=(3, "not divisible"))
+check("assign_value count", dict(op="assign_value", inputs=[], outputs=[("Out", "o")],
+                                 attrs={"shape": [2, 2], "dtype": 5, "fp32_values": ("floats", [1.0])}),
+      {}, None, "fp32", expect_error=(3, "holds 1 values"))
 finish()

@@ -1,14 +1,16 @@
 /* Data-movement and sampling ops added for op coverage (docs/op-coverage.md): expand,
- * expand_v2, gather, pixel_shuffle and grid_sampler.
+ * expand_v2, tile, gather, pixel_shuffle, grid_sampler and assign_value (a constant).
  *
- * expand/expand_v2/gather/pixel_shuffle copy elements (any dtype, bit-exact); expand,
- * expand_v2 and gather are CD_OPF_SHAPE so integer shape chains through them resolve at plan
+ * expand/expand_v2/tile/gather/pixel_shuffle copy elements (any dtype, bit-exact); expand,
+ * expand_v2, tile, gather and assign_value are CD_OPF_SHAPE so integer shape chains through them resolve at plan
  * time. Tensor-valued attributes (ExpandTimes, Shape, Axis, ...) must be known when shapes
  * are planned.
  *
  * Paddle semantics (facts from the Paddle op definitions):
  *  - expand: INTS `expand_times` (or ExpandTimes tensor / expand_times_tensor list); Out dim
  *    i = X dim i * times[i] (tiling).
+ *  - tile: INTS `repeat_times` (or RepeatTimes / repeat_times_tensor); the shorter of X's dims
+ *    and repeat_times gets leading 1s; Out dim i = X dim i * repeat_times[i].
  *  - expand_v2: INTS `shape` (or Shape tensor / expand_shapes_tensor list), at least rank(X)
  *    values; X is aligned to the right; -1 keeps X's dim; X dims of 1 broadcast.
  *  - gather: X, Index (int32/int64, 1-D or [N, 1]), optional Axis tensor over INT `axis`
@@ -111,6 +113,21 @@ static cd_status expand_shapes(cd_op_ctx *c, const cd_value *x, cd_shape *os, cd
             if (v[i] < 1) return cd_op_fail(c, CD_E_MODEL, "expand_times[%d] = %lld must be >= 1", i, (long long)v[i]);
             xa->d[i] = xs->d[i];
             os->d[i] = xs->d[i] * v[i];
+        }
+        return CD_OK;
+    }
+    if (!strcmp(c->op->type, "tile")) {
+        /* repeat_times shorter than rank(X): leading 1s; longer: X gets leading 1s */
+        if ((s = int_list(c, "RepeatTimes", "repeat_times_tensor", "repeat_times", v, &n))) return s;
+        int r = n > xs->rank ? n : xs->rank;
+        if (r > CD_MAX_RANK) return cd_op_fail(c, CD_E_MODEL, "tile needs rank %d (at most %d)", r, CD_MAX_RANK);
+        os->rank = xa->rank = r;
+        for (int i = 0; i < r; i++) {
+            int ix = i - (r - xs->rank), iv = i - (r - n);
+            int64_t t = iv >= 0 ? v[iv] : 1;
+            if (t < 1) return cd_op_fail(c, CD_E_MODEL, "repeat_times[%d] = %lld must be >= 1", iv, (long long)t);
+            xa->d[i] = ix >= 0 ? xs->d[ix] : 1;
+            os->d[i] = xa->d[i] * t;
         }
         return CD_OK;
     }
@@ -396,5 +413,62 @@ cd_status cd_more_grid_sampler_run(cd_op_ctx *c) {
         if (t == CD_F16) ((f16 *)out)[i] = (f16)v;
         else ((float *)out)[i] = v;
     });
+    return CD_OK;
+}
+
+/* ------------------------------------------------------------------ assign_value */
+
+/* assign_value: a constant tensor from attributes: INTS `shape`, INT `dtype` (Paddle VarType:
+ * 0 bool, 2 int32, 3 int64, 5 float32) and the matching list `bool_values`, `int32_values`,
+ * `int64_values` or `fp32_values`. Float values follow the run precision. */
+static cd_status av_parse(cd_op_ctx *c, cd_shape *os, cd_dtype *dt, const char **list, int *count) {
+    const int64_t *sh;
+    int n = cd_attr_ints(c->op, "shape", &sh);
+    if (n > CD_MAX_RANK) return cd_op_fail(c, CD_E_MODEL, "assign_value shape has %d entries (at most %d)", n, CD_MAX_RANK);
+    memset(os, 0, sizeof *os);
+    os->rank = n;
+    for (int i = 0; i < n; i++) {
+        if (sh[i] < 0) return cd_op_fail(c, CD_E_MODEL, "assign_value shape[%d] = %lld is negative", i, (long long)sh[i]);
+        os->d[i] = sh[i];
+    }
+    int64_t vt = cd_attr_int(c->op, "dtype", 5);
+    switch (vt) {
+    case 0: *dt = CD_BOOL, *list = "bool_values"; break;
+    case 2: *dt = CD_I32, *list = "int32_values"; break;
+    case 3: *dt = CD_I64, *list = "int64_values"; break;
+    case 5: *dt = cd_act_dtype(c), *list = "fp32_values"; break;
+    default: return cd_op_fail(c, CD_E_UNSUPPORTED, "assign_value dtype %lld is not bool, int32, int64 or float32", (long long)vt);
+    }
+    const cd_attr *a = cd_op_attr(c->op, *list);
+    *count = a ? a->n : 0;
+    if (*count != cd_shape_numel(os))
+        return cd_op_fail(c, CD_E_MODEL, "assign_value %s holds %d values but shape has %lld elements", *list, *count,
+                          (long long)cd_shape_numel(os));
+    return CD_OK;
+}
+
+cd_status cd_more_assign_value_infer(cd_op_ctx *c) {
+    cd_value *o = cd_out(c, "Out", 0);
+    if (!o) return cd_op_fail(c, CD_E_MODEL, "required output Out is not connected");
+    const char *list;
+    int n;
+    return av_parse(c, &o->shape, &o->dtype, &list, &n);
+}
+
+cd_status cd_more_assign_value_run(cd_op_ctx *c) {
+    cd_value *o = cd_out(c, "Out", 0);
+    if (!o) return cd_op_fail(c, CD_E_MODEL, "required output Out is not connected");
+    cd_shape os;
+    cd_dtype dt;
+    const char *list;
+    int n;
+    cd_status s = av_parse(c, &os, &dt, &list, &n);
+    if (s) return s;
+    if (!cd_shape_eq(&os, &o->shape) || dt != o->dtype) return cd_op_fail(c, CD_E_INTERNAL, "output changed after shape inference");
+    const cd_attr *a = cd_op_attr(c->op, list);
+    for (int i = 0; i < n; i++) {
+        if (dt == CD_I64) ((int64_t *)o->data)[i] = a->ints ? a->ints[i] : (int64_t)a->floats[i];
+        else cd_value_set(o, i, a->ints ? (double)a->ints[i] : (a->floats ? a->floats[i] : 0.0));
+    }
     return CD_OK;
 }

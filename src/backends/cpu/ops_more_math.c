@@ -1,6 +1,7 @@
 /* Math ops added for op coverage (docs/op-coverage.md): trigonometric activations (sin, cos,
- * tan, asin, acos, atan), pow with a scalar factor, greater_than with Paddle's axis
- * broadcasting, lrn (across channels) and reduce_max / reduce_mean.
+ * tan, asin, acos, atan), pow with a scalar factor, the comparisons (greater_than,
+ * greater_equal, less_than, less_equal, equal, not_equal) with Paddle's axis broadcasting, lrn
+ * (across channels) and reduce_sum / reduce_mean / reduce_max / reduce_min.
  *
  * Precision: like the other transcendental kernels (ops_basic_act.c), each element is
  * evaluated in float on the (half or float) input and rounded once to the storage type.
@@ -8,7 +9,8 @@
  *
  * Paddle semantics (facts from the Paddle op definitions, not code):
  *  - pow: Out = X ^ factor, FLOAT `factor` (default 1); a 1-element FactorTensor overrides it.
- *  - greater_than: Out (bool) = X > Y, INT `axis` (default -1) broadcasting as elementwise ops.
+ *  - comparisons: Out (bool) = X op Y, INT `axis` (default -1) broadcasting as elementwise ops;
+ *    NaN is unordered (only not_equal holds).
  *  - lrn: INT `n` (5), FLOATs `k` (2), `alpha` (1e-4), `beta` (0.75), NCHW:
  *    Out = X * (k + alpha * sum of X^2 over channels [c - (n-1)/2, c - (n-1)/2 + n))^(-beta);
  *    alpha is NOT divided by n (unlike Caffe/ONNX). Lite's ARM kernel uses the same window
@@ -161,9 +163,29 @@ int cd_more_bcast(const cd_shape *x, const cd_shape *y, int64_t axis, cd_shape *
 
 static bool cmp_dtype_ok(cd_dtype t) { return t == CD_F32 || t == CD_F16 || t == CD_I32 || t == CD_I64; }
 
+/* Comparison code of an op type (the OpenCL kernel uses the same numbering), -1 if none. */
+int cd_more_compare_code(const char *t) {
+    static const char *names[] = {"greater_than", "greater_equal", "less_than", "less_equal", "equal", "not_equal"};
+    for (int i = 0; i < 6; i++)
+        if (!strcmp(t, names[i])) return i;
+    return -1;
+}
+
+static inline bool cmp_apply(int code, int s) { /* s = sign of x - y: -1, 0, 1 (2: unordered, NaN) */
+    switch (code) {
+    case 0: return s == 1;
+    case 1: return s == 1 || s == 0;
+    case 2: return s == -1;
+    case 3: return s == -1 || s == 0;
+    case 4: return s == 0;
+    default: return s != 0;
+    }
+}
+
 cd_status cd_more_compare_infer(cd_op_ctx *c) {
     cd_value *x = cd_in(c, "X", 0), *y = cd_in(c, "Y", 0), *o = cd_out(c, "Out", 0);
     if (!x || !y || !o) return cd_op_fail(c, CD_E_MODEL, "inputs X, Y and output Out must be connected");
+    if (cd_more_compare_code(c->op->type) < 0) return cd_op_fail(c, CD_E_INTERNAL, "not a comparison op type");
     if (!cmp_dtype_ok(x->dtype) || !cmp_dtype_ok(y->dtype))
         return cd_op_fail(c, CD_E_UNSUPPORTED, "element types %s and %s are not supported (float32, float16, int32, "
                           "int64)", cd_dtype_name(x->dtype), cd_dtype_name(y->dtype));
@@ -192,7 +214,9 @@ cd_status cd_more_compare_run(cd_op_ctx *c) {
     char msg[256];
     if (cd_more_bcast(&x->shape, &y->shape, cd_attr_int(c->op, "axis", -1), &os, sx, sy, msg, sizeof msg))
         return cd_op_fail(c, CD_E_MODEL, "%s", msg);
-    if (!cd_shape_eq(&os, &o->shape) || o->dtype != CD_BOOL || !cmp_dtype_ok(x->dtype) || !cmp_dtype_ok(y->dtype))
+    const int code = cd_more_compare_code(c->op->type);
+    if (code < 0 || !cd_shape_eq(&os, &o->shape) || o->dtype != CD_BOOL || !cmp_dtype_ok(x->dtype) ||
+        !cmp_dtype_ok(y->dtype))
         return cd_op_fail(c, CD_E_INTERNAL, "output changed after shape inference");
     int64_t n = cd_value_numel(o);
     uint8_t *out = o->data;
@@ -205,8 +229,15 @@ cd_status cd_more_compare_run(cd_op_ctx *c) {
             xo += q * sx[d];
             yo += q * sy[d];
         }
-        if (int64_both) out[i] = ((const int64_t *)x->data)[xo] > ((const int64_t *)y->data)[yo];
-        else out[i] = ldd(x, xo) > ldd(y, yo);
+        int sg;
+        if (int64_both) {
+            int64_t a = ((const int64_t *)x->data)[xo], b = ((const int64_t *)y->data)[yo];
+            sg = a > b ? 1 : (a < b ? -1 : 0);
+        } else {
+            double a = ldd(x, xo), b = ldd(y, yo);
+            sg = a > b ? 1 : (a < b ? -1 : (a == b ? 0 : 2));
+        }
+        out[i] = cmp_apply(code, sg);
     }
     return CD_OK;
 }
@@ -316,13 +347,22 @@ static void red_out_shape(const cd_shape *xs, const red_cfg *p, cd_shape *os) {
     if (os->rank == 0) os->d[os->rank++] = 1;
 }
 
-static bool is_max(const cd_op_ctx *c) { return !strcmp(c->op->type, "reduce_max"); }
+/* 0 sum, 1 mean, 2 max, 3 min (the OpenCL kernel uses the same numbering), -1 none. */
+int cd_more_reduce_code(const char *t) {
+    static const char *names[] = {"reduce_sum", "reduce_mean", "reduce_max", "reduce_min"};
+    for (int i = 0; i < 4; i++)
+        if (!strcmp(t, names[i])) return i;
+    return -1;
+}
+
+static bool is_max(const cd_op_ctx *c) { return cd_more_reduce_code(c->op->type) >= 2; } /* max or min */
 
 cd_status cd_more_reduce_infer(cd_op_ctx *c) {
     cd_value *x, *o;
     cd_status s = need_io(c, "X", "Out", &x, &o);
     red_cfg p;
     if (s || (s = red_parse(c, x, &p))) return s;
+    if (cd_more_reduce_code(c->op->type) < 0) return cd_op_fail(c, CD_E_INTERNAL, "not a reduce op type");
     bool ok = is_float(x->dtype) || (is_max(c) && (x->dtype == CD_I32 || x->dtype == CD_I64));
     if (!ok)
         return cd_op_fail(c, CD_E_UNSUPPORTED, "element type %s is not supported (float32 or float16%s)",
@@ -351,7 +391,7 @@ cd_status cd_more_reduce_run(cd_op_ctx *c) {
         st *= x->shape.d[i];
     }
     /* kd/rd run innermost first */
-    const bool mx = is_max(c);
+    const int code = cd_more_reduce_code(c->op->type);
     const cd_dtype t = x->dtype;
     const void *in = x->data;
     void *out = o->data;
@@ -371,7 +411,7 @@ cd_status cd_more_reduce_run(cd_op_ctx *c) {
                     qq /= rd[d];
                 }
                 int64_t v = t == CD_I32 ? ((const int32_t *)in)[off] : ((const int64_t *)in)[off];
-                if (r == 0 || v > best) best = v;
+                if (r == 0 || (code == 2 ? v > best : v < best)) best = v;
             }
             if (t == CD_I32) ((int32_t *)out)[m] = (int32_t)best;
             else ((int64_t *)out)[m] = best;
@@ -384,10 +424,11 @@ cd_status cd_more_reduce_run(cd_op_ctx *c) {
                     qq /= rd[d];
                 }
                 const float v = ldf(in, t, off);
-                if (!mx) acc += v;
-                else if (r == 0 || v > acc || isnan(v)) acc = v; /* NaN propagates, like max pool */
+                if (code < 2) acc += v;
+                /* max / min: NaN propagates, like max pool */
+                else if (r == 0 || (code == 2 ? v > acc : v < acc) || isnan(v)) acc = v;
             }
-            stf(out, t, m, mx ? acc : acc / (float)R);
+            stf(out, t, m, code == 1 ? acc / (float)R : acc);
         }
     });
     return CD_OK;

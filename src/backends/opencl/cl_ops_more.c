@@ -1,6 +1,6 @@
-/* Dispatchers of kernels/math.cl (sin, cos, tan, asin, acos, atan, pow, greater_than, lrn,
- * reduce_max, reduce_mean) and kernels/gather.cl (expand, expand_v2, gather, pixel_shuffle,
- * grid_sampler), plus sync_batch_norm, which is batch_norm at inference and uses its
+/* Dispatchers of kernels/math.cl (sin, cos, tan, asin, acos, atan, pow, the comparisons, lrn,
+ * reduce_sum/mean/max/min) and kernels/gather.cl (expand, expand_v2, tile, gather, assign_value,
+ * pixel_shuffle, grid_sampler), plus sync_batch_norm, which is batch_norm at inference and uses its
  * dispatcher. Semantics follow the CPU kernels (backends/cpu/ops_more_*.c); output shapes
  * come from the plan, so only what a kernel needs beyond them is parsed here. */
 #include "backends/opencl/cl_ops_util.h"
@@ -97,7 +97,12 @@ static cd_status bcast_strides(cd_cl_ctx *c, const cd_shape *x, const cd_shape *
     return CD_OK;
 }
 
-static cd_status op_greater(cd_cl_ctx *c, cd_error *err) {
+static cd_status op_compare(cd_cl_ctx *c, cd_error *err) {
+    static const char *names[] = {"greater_than", "greater_equal", "less_than", "less_equal", "equal", "not_equal"};
+    int code = -1;
+    for (int i = 0; i < 6; i++)
+        if (!strcmp(c->op->type, names[i])) code = i;
+    if (code < 0) return clu_fail(c, err, CD_E_INTERNAL, "not a comparison op type");
     int x, y, o;
     cd_status s;
     if ((s = clu_need_in(c, "X", 0, &x, err)) || (s = clu_need_in(c, "Y", 0, &y, err)) ||
@@ -118,13 +123,14 @@ static cd_status op_greater(cd_cl_ctx *c, cd_error *err) {
     cl_mem bx, by, bo;
     cl_kernel k;
     if ((s = clu_buf(c, x, &bx, err)) || (s = clu_buf(c, y, &by, err)) || (s = clu_buf(c, o, &bo, err))) return s;
-    if ((s = c->kernel(c, "math", "greater_than", &k, err))) return s;
+    if ((s = c->kernel(c, "math", "compare", &k, err))) return s;
     clu_args g;
     clu_args_init(&g, c, k, err);
     clu_mem(&g, bx);
     clu_mem(&g, by);
     clu_mem(&g, bo);
     clu_int(&g, n);
+    clu_int(&g, code);
     clu_int(&g, mo->shape.rank);
     clu_int8(&g, dims);
     clu_int8(&g, sx);
@@ -174,8 +180,12 @@ static cd_status op_lrn(cd_cl_ctx *c, cd_error *err) {
 /* ---------------------------------------------------------------- reduce_max / reduce_mean */
 
 static cd_status op_reduce(cd_cl_ctx *c, cd_error *err) {
-    int x, y;
+    static const char *names[] = {"reduce_sum", "reduce_mean", "reduce_max", "reduce_min"};
+    int x, y, code = -1;
     cd_status s;
+    for (int i = 0; i < 4; i++)
+        if (!strcmp(c->op->type, names[i])) code = i;
+    if (code < 0) return clu_fail(c, err, CD_E_INTERNAL, "not a reduce op type");
     if ((s = io(c, "X", "Out", &x, &y, err))) return s;
     const cd_shape *xs = &clu_meta(c, x)->shape;
     if (xs->rank > 8) return clu_fail(c, err, CD_E_UNSUPPORTED, "rank %d is above 8", xs->rank);
@@ -217,7 +227,7 @@ static cd_status op_reduce(cd_cl_ctx *c, cd_error *err) {
     clu_int8(&g, rd);
     clu_int8(&g, rs);
     clu_int(&g, R);
-    clu_int(&g, !strcmp(c->op->type, "reduce_max"));
+    clu_int(&g, code);
     if (g.st) return g.st;
     return clu_launch1(c, k, M, err);
 }
@@ -376,6 +386,48 @@ static cd_status op_grid_sampler(cd_cl_ctx *c, cd_error *err) {
     return clu_launch1(c, k, n, err);
 }
 
+/* ---------------------------------------------------------------- assign_value */
+
+/* The planner evaluates assign_value (a constant) while planning, so its value is in the plan
+ * in the run's dtype: it is written to a scratch buffer and copied into the output by the
+ * expand kernel (an identity copy here). Integer and bool constants stay on the host. */
+static cd_status op_assign_value(cd_cl_ctx *c, cd_error *err) {
+    int y;
+    cd_status s;
+    if ((s = clu_need_out(c, "Out", 0, &y, err)) || (s = clu_need_float(c, y, "output Out", err))) return s;
+    const cd_value *m = clu_meta(c, y);
+    int64_t n = cd_value_numel(m);
+    if ((s = clu_fits(c, n, "element count", err))) return s;
+    if (n == 0) return CD_OK;
+    if (!m->data || m->nbytes < (size_t)n * cd_dtype_size(m->dtype))
+        return clu_fail(c, err, CD_E_UNSUPPORTED, "the constant was not evaluated while planning; this op runs on the CPU");
+    size_t bytes = (size_t)n * cd_dtype_size(m->dtype);
+    cl_mem src = c->scratch(c, bytes, err), by;
+    cl_kernel k;
+    if (!src) return err && err->code ? err->code : CD_E_BACKEND;
+    cl_int rc = c->cl->clEnqueueWriteBuffer(c->queue, src, CL_TRUE, 0, bytes, m->data, 0, NULL, NULL);
+    if (rc != CL_SUCCESS) return clu_fail(c, err, CD_E_BACKEND, "clEnqueueWriteBuffer failed (%d)", (int)rc);
+    if ((s = clu_buf(c, y, &by, err))) return s;
+    if ((s = c->kernel(c, "gather", "expand", &k, err))) return s;
+    int64_t d[8];
+    fill8(d, 1);
+    d[0] = n;
+    int64_t st[8];
+    fill8(st, 0);
+    st[0] = 1;
+    clu_args g;
+    clu_args_init(&g, c, k, err);
+    clu_mem(&g, src);
+    clu_mem(&g, by);
+    clu_int(&g, n);
+    clu_int(&g, 1);
+    clu_int8(&g, d);
+    clu_int8(&g, d);
+    clu_int8(&g, st);
+    if (g.st) return g.st;
+    return clu_launch1(c, k, n, err);
+}
+
 /* ---------------------------------------------------------------- sync_batch_norm */
 
 static cd_status op_sync_batch_norm(cd_cl_ctx *c, cd_error *err) {
@@ -387,9 +439,13 @@ static cd_status op_sync_batch_norm(cd_cl_ctx *c, cd_error *err) {
 static const cd_cl_op_def defs[] = {
     {"sin", "math", op_unary}, {"cos", "math", op_unary}, {"tan", "math", op_unary},
     {"asin", "math", op_unary}, {"acos", "math", op_unary}, {"atan", "math", op_unary},
-    {"pow", "math", op_unary}, {"greater_than", "math", op_greater}, {"lrn", "math", op_lrn},
-    {"reduce_max", "math", op_reduce}, {"reduce_mean", "math", op_reduce},
-    {"expand", "gather", op_expand}, {"expand_v2", "gather", op_expand}, {"gather", "gather", op_gather},
+    {"pow", "math", op_unary}, {"lrn", "math", op_lrn},
+    {"greater_than", "math", op_compare}, {"greater_equal", "math", op_compare}, {"less_than", "math", op_compare},
+    {"less_equal", "math", op_compare}, {"equal", "math", op_compare}, {"not_equal", "math", op_compare},
+    {"reduce_max", "math", op_reduce}, {"reduce_mean", "math", op_reduce}, {"reduce_sum", "math", op_reduce},
+    {"reduce_min", "math", op_reduce},
+    {"expand", "gather", op_expand}, {"expand_v2", "gather", op_expand}, {"tile", "gather", op_expand},
+    {"gather", "gather", op_gather}, {"assign_value", "gather", op_assign_value},
     {"pixel_shuffle", "gather", op_pixel_shuffle}, {"grid_sampler", "gather", op_grid_sampler},
     {"sync_batch_norm", "norm", op_sync_batch_norm},
 };
