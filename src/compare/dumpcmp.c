@@ -3,7 +3,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include "diag/diag.h"
 #include "compare/outputs.h"
 
 static bool same_shape(const cd_shape *a, const cd_shape *b) { return cd_shape_eq(a, b); }
@@ -43,6 +42,137 @@ cd_status cd_compare_read_pair(const cd_cmp_request *q, const cd_layer_cmp *l, f
     return st;
 }
 
+/* A layer's identity and timings from its two matched tensors. */
+static void layer_init(cd_layer_cmp *l, const cd_dump_tensor_info *a, const cd_dump_tensor_info *b) {
+    memset(l, 0, sizeof *l);
+    l->op_index = a->op_index;
+    l->tensor_id = -1;
+    snprintf(l->layer, sizeof l->layer, "%s", a->layer);
+    snprintf(l->op_type, sizeof l->op_type, "%s", a->op_type);
+    snprintf(l->tensor, sizeof l->tensor, "%s", a->tensor);
+    l->shape = a->shape;
+    snprintf(l->where_a, sizeof l->where_a, "%s", a->where);
+    snprintf(l->where_b, sizeof l->where_b, "%s", b->where);
+    snprintf(l->note_b, sizeof l->note_b, "%s", b->note);
+    l->us_a = a->elapsed_us;
+    l->us_b = b->elapsed_us;
+    l->kernel_us_b = b->kernel_us;
+    snprintf(l->dataset_a, sizeof l->dataset_a, "%s", a->dataset);
+    snprintf(l->dataset_b, sizeof l->dataset_b, "%s", b->dataset);
+}
+
+/* --tolerance auto: the caller's rule from K and rms(ref) over the finite reference values. */
+static void apply_auto_tol(const cd_cmp_request *q, const float *fa, int64_t n1, cd_layer_cmp *l) {
+    double s2 = 0;
+    int64_t nfin = 0;
+    for (int64_t e = 0; e < n1; e++)
+        if (isfinite(fa[e])) { s2 += (double)fa[e] * fa[e]; nfin++; }
+    l->tol = q->auto_tol(&l->tol, q->fp16, l->acc_k, nfin ? sqrt(s2 / (double)nfin) : 0, l->rule, sizeof l->rule);
+}
+
+/* A model output: detection matching or top-k agreement, by what the output looks like. */
+static void output_task(const cd_dump_tensor_info *a, float *fa, float *fb, int64_t n1, int64_t n2, cd_layer_cmp *l) {
+    int64_t w = a->shape.d[a->shape.rank - 1];
+    cd_task task = cd_output_task(&a->shape, fa, n1);
+    if (task == CD_TASK_DETECTION) {
+        int wd = 0;
+        int64_t rows = cd_detection_rows(&a->shape, fa, n1, &wd);
+        int64_t rows_b = cd_detection_rows(&a->shape, fb, n2, &wd);
+        cd_det_summary ds;
+        /* boxes decoded from random inputs can come out with x2 < x1: order each
+         * box's corners so that IoU measures the same area on both sides */
+        for (int side = 0; side < 2 && rows >= 0 && rows_b >= 0; side++) {
+            float *d = side ? fb : fa;
+            int64_t nr = side ? rows_b : rows;
+            for (int64_t rr = 0; rr < nr; rr++) {
+                float *bx = d + rr * wd + (wd - 4);
+                for (int c = 0; c < 2; c++)
+                    if (bx[c + 2] < bx[c]) { float t = bx[c]; bx[c] = bx[c + 2]; bx[c + 2] = t; }
+            }
+        }
+        if (rows >= 0 && rows_b >= 0 &&
+            cd_detection_match(fa, rows, fb, rows_b, wd, 0.5, 0.0, &ds) == CD_OK) {
+            snprintf(l->task, sizeof l->task, "detection");
+            l->det_ref = ds.n_ref;
+            l->det_val = ds.n_val;
+            l->det_matched = ds.matched;
+        }
+    } else if (w >= 2 && n1 % w == 0) {
+        cd_topk_agreement(fa, fb, n1 / w, w, &l->top1, &l->top5);
+        l->has_topk = true;
+        if (task == CD_TASK_CLASSIFIER) snprintf(l->task, sizeof l->task, "classifier");
+    }
+    l->is_output = true;
+}
+
+/* Both sides against the golden run's tensor (read into *fg), and its half-range hazards. */
+static cd_status golden_metrics(const cd_cmp_request *q, const cd_dump_tensor_info *a, const cd_dump_tensor_info *tg,
+                                int ng, bool *usedg, const float *fa, const float *fb, int64_t n1, float **fg,
+                                cd_layer_cmp *l, cd_error *err) {
+    int gj = find_match(a, tg, ng, usedg, q->by_op_index);
+    if (gj < 0 || tg[gj].stats_only) return CD_OK;
+    usedg[gj] = true;
+    int64_t n3 = 0;
+    cd_status st = cd_dump_read_f32(q->rg, q->run_g, tg[gj].dataset, fg, &n3, err);
+    if (!st && n3 == n1) {
+        cd_metrics_compute(*fg, fa, n1, &a->shape, q->half_ulps, &l->tol, &l->ga);
+        cd_metrics_compute(*fg, fb, n1, &a->shape, q->half_ulps, &l->tol, &l->gb);
+        l->has_golden = true;
+        if (q->hazard_counts) {
+            q->hazard_counts(*fg, n1, &l->g_over, &l->g_under, &l->g_absmax);
+            l->has_hazard = true;
+        }
+    }
+    return st;
+}
+
+/* NaN/Inf where the reference is finite: the golden run when there is one (both fp16 sides
+ * may overflow alike and agree with each other), else the other side. */
+static void count_new_nonfinite(const float *fa, const float *fb, const float *fg, int64_t n1, cd_layer_cmp *l) {
+    const float *ref = l->has_golden ? fg : NULL;
+    for (int64_t e = 0; e < n1; e++) {
+        bool ra_ = isfinite(fa[e]), rb_ = isfinite(fb[e]);
+        if (ra_ && rb_) continue;
+        if (ref) {
+            if (!isfinite(ref[e])) continue;
+            l->nf_new_a += !ra_;
+            l->nf_new_b += !rb_;
+        } else {
+            l->nf_new_a += !ra_ && rb_;
+            l->nf_new_b += !rb_ && ra_;
+        }
+    }
+    if (l->nf_new_a || l->nf_new_b) {
+        l->nf_hard = true;
+        l->m.pass = false;  /* a hard failure whatever the tolerance says */
+    }
+}
+
+/* Reads the matched pair a, b (and the golden tensor) and fills layer l's metrics. */
+static cd_status compare_layer(const cd_cmp_request *q, const cd_dump_tensor_info *a, const cd_dump_tensor_info *b,
+                               const cd_dump_tensor_info *tg, int ng, bool *usedg, cd_layer_cmp *l, cd_error *err) {
+    layer_init(l, a, b);
+    l->tol = cd_policy_for(q->policy, a->op_type, a->layer, l->rule, sizeof l->rule);
+    if (q->acc_k && a->op_index >= 0 && a->op_index < q->n_acc_k) l->acc_k = q->acc_k[a->op_index];
+    float *fa = NULL, *fb = NULL, *fg = NULL;
+    int64_t n1 = 0, n2 = 0;
+    cd_status st = cd_dump_read_f32(q->ra, q->run_a, a->dataset, &fa, &n1, err);
+    if (!st) st = cd_dump_read_f32(q->rb, q->run_b, b->dataset, &fb, &n2, err);
+    if (!st && n1 != n2) st = cd_err(err, CD_E_MODEL, "tensor %s: %lld values in run %s but %lld in run %s", a->tensor, (long long)n1, q->run_a, (long long)n2, q->run_b);
+    if (!st) {
+        if (q->auto_tol) apply_auto_tol(q, fa, n1, l);
+        cd_metrics_compute(fa, fb, n1, &a->shape, q->half_ulps, &l->tol, &l->m);
+        for (int k = 0; k < q->n_outputs; k++) {
+            if (strcmp(q->output_tensors[k], a->tensor) || a->shape.rank < 1) continue;
+            output_task(a, fa, fb, n1, n2, l);
+        }
+        if (q->rg) st = golden_metrics(q, a, tg, ng, usedg, fa, fb, n1, &fg, l, err);
+        count_new_nonfinite(fa, fb, fg, n1, l);
+    }
+    free(fa); free(fb); free(fg);
+    return st;
+}
+
 cd_status cd_compare_runs(const cd_cmp_request *q, cd_analysis *an, cd_cmp_unmatched **unmatched,
                           int *n_unmatched, cd_error *err) {
     memset(an, 0, sizeof *an);
@@ -66,113 +196,12 @@ cd_status cd_compare_runs(const cd_cmp_request *q, cd_analysis *an, cd_cmp_unmat
         used[j] = true;
         const cd_dump_tensor_info *b = &tb[j];
         if (a->stats_only || b->stats_only) continue;
-        cd_layer_cmp *l = &an->layers[an->n_layers];
-        memset(l, 0, sizeof *l);
-        l->op_index = a->op_index;
-        l->tensor_id = -1;
-        snprintf(l->layer, sizeof l->layer, "%s", a->layer);
-        snprintf(l->op_type, sizeof l->op_type, "%s", a->op_type);
-        snprintf(l->tensor, sizeof l->tensor, "%s", a->tensor);
-        l->shape = a->shape;
-        snprintf(l->where_a, sizeof l->where_a, "%s", a->where);
-        snprintf(l->where_b, sizeof l->where_b, "%s", b->where);
-        snprintf(l->note_b, sizeof l->note_b, "%s", b->note);
-        l->us_a = a->elapsed_us;
-        l->us_b = b->elapsed_us;
-        l->kernel_us_b = b->kernel_us;
-        snprintf(l->dataset_a, sizeof l->dataset_a, "%s", a->dataset);
-        snprintf(l->dataset_b, sizeof l->dataset_b, "%s", b->dataset);
-        l->tol = cd_policy_for(q->policy, a->op_type, a->layer, l->rule, sizeof l->rule);
-        if (q->acc_k && a->op_index >= 0 && a->op_index < q->n_acc_k) l->acc_k = q->acc_k[a->op_index];
-        float *fa = NULL, *fb = NULL, *fg = NULL;
-        int64_t n1 = 0, n2 = 0, n3 = 0;
-        st = cd_dump_read_f32(q->ra, q->run_a, a->dataset, &fa, &n1, err);
-        if (!st) st = cd_dump_read_f32(q->rb, q->run_b, b->dataset, &fb, &n2, err);
-        if (!st && n1 != n2) st = cd_err(err, CD_E_MODEL, "tensor %s: %lld values in run %s but %lld in run %s", a->tensor, (long long)n1, q->run_a, (long long)n2, q->run_b);
-        if (!st) {
-            if (q->auto_tol) {
-                double s2 = 0;
-                int64_t nfin = 0;
-                for (int64_t e = 0; e < n1; e++)
-                    if (isfinite(fa[e])) { s2 += (double)fa[e] * fa[e]; nfin++; }
-                l->tol = cd_diag_auto_tol(&l->tol, q->fp16, l->acc_k, nfin ? sqrt(s2 / (double)nfin) : 0, l->rule,
-                                          sizeof l->rule);
-            }
-            cd_metrics_compute(fa, fb, n1, &a->shape, q->half_ulps, &l->tol, &l->m);
-            for (int k = 0; k < q->n_outputs; k++) {
-                if (strcmp(q->output_tensors[k], a->tensor) || a->shape.rank < 1) continue;
-                int64_t w = a->shape.d[a->shape.rank - 1];
-                cd_task task = cd_output_task(&a->shape, fa, n1);
-                if (task == CD_TASK_DETECTION) {
-                    int wd = 0;
-                    int64_t rows = cd_detection_rows(&a->shape, fa, n1, &wd);
-                    int64_t rows_b = cd_detection_rows(&a->shape, fb, n2, &wd);
-                    cd_det_summary ds;
-                    /* boxes decoded from random inputs can come out with x2 < x1: order each
-                     * box's corners so that IoU measures the same area on both sides */
-                    for (int side = 0; side < 2 && rows >= 0 && rows_b >= 0; side++) {
-                        float *d = side ? fb : fa;
-                        int64_t nr = side ? rows_b : rows;
-                        for (int64_t rr = 0; rr < nr; rr++) {
-                            float *bx = d + rr * wd + (wd - 4);
-                            for (int c = 0; c < 2; c++)
-                                if (bx[c + 2] < bx[c]) { float t = bx[c]; bx[c] = bx[c + 2]; bx[c + 2] = t; }
-                        }
-                    }
-                    if (rows >= 0 && rows_b >= 0 &&
-                        cd_detection_match(fa, rows, fb, rows_b, wd, 0.5, 0.0, &ds) == CD_OK) {
-                        snprintf(l->task, sizeof l->task, "detection");
-                        l->det_ref = ds.n_ref;
-                        l->det_val = ds.n_val;
-                        l->det_matched = ds.matched;
-                    }
-                } else if (w >= 2 && n1 % w == 0) {
-                    cd_topk_agreement(fa, fb, n1 / w, w, &l->top1, &l->top5);
-                    l->has_topk = true;
-                    if (task == CD_TASK_CLASSIFIER) snprintf(l->task, sizeof l->task, "classifier");
-                }
-                l->is_output = true;
-            }
-            if (q->rg) {
-                int gj = find_match(a, tg, ng, usedg, q->by_op_index);
-                if (gj >= 0 && !tg[gj].stats_only) {
-                    usedg[gj] = true;
-                    st = cd_dump_read_f32(q->rg, q->run_g, tg[gj].dataset, &fg, &n3, err);
-                    if (!st && n3 == n1) {
-                        cd_metrics_compute(fg, fa, n1, &a->shape, q->half_ulps, &l->tol, &l->ga);
-                        cd_metrics_compute(fg, fb, n1, &a->shape, q->half_ulps, &l->tol, &l->gb);
-                        l->has_golden = true;
-                        cd_diag_hazard_counts(fg, n1, &l->g_over, &l->g_under, &l->g_absmax);
-                        l->has_hazard = true;
-                    }
-                }
-            }
-            /* NaN/Inf where the reference is finite: the golden run when there is one (both
-             * fp16 sides may overflow alike and agree with each other), else the other side. */
-            const float *ref = l->has_golden ? fg : NULL;
-            for (int64_t e = 0; e < n1; e++) {
-                bool ra_ = isfinite(fa[e]), rb_ = isfinite(fb[e]);
-                if (ra_ && rb_) continue;
-                if (ref) {
-                    if (!isfinite(ref[e])) continue;
-                    l->nf_new_a += !ra_;
-                    l->nf_new_b += !rb_;
-                } else {
-                    l->nf_new_a += !ra_ && rb_;
-                    l->nf_new_b += !rb_ && ra_;
-                }
-            }
-            if (l->nf_new_a || l->nf_new_b) {
-                l->nf_hard = true;
-                l->m.pass = false;  /* a hard failure whatever the tolerance says */
-            }
-        }
-        free(fa); free(fb); free(fg);
+        st = compare_layer(q, a, b, tg, ng, usedg, &an->layers[an->n_layers], err);
         an->n_layers++;
     }
     for (int j = 0; j < nb && !st; j++)
         if (!used[j]) add_unmatched(unmatched, n_unmatched, 'b', &tb[j]);
-    if (!st) { cd_analyze(an); cd_diag_rank_hazards(an); }
+    if (!st) cd_analyze(an);
 done:
     free(ta); free(tb); free(tg); free(used); free(usedg);
     if (st) cd_analysis_free(an);

@@ -22,10 +22,14 @@ typedef struct cd_cmp_request {
     bool half_ulps;                 /* ULPs in binary16 */
     const char *const *output_tensors; /* names of model outputs (top-k), may be NULL */
     int n_outputs;
-    /* diagnosis (docs/diagnosis.md); all optional */
+    /* diagnosis (docs/diagnosis.md); all optional. compare/ does not call diag/: the caller
+     * passes diag's rules in as functions (NULL: not used) and ranks hazards afterwards. */
     const int64_t *acc_k;           /* per op index: accumulation length K (cd_diag_acc_len) */
     int n_acc_k;
-    bool auto_tol;                  /* --tolerance auto: bound from K, rms(ref) and precision */
+    /* --tolerance auto: a layer's tolerance from its K, rms(ref) and precision (cd_diag_auto_tol) */
+    cd_tol (*auto_tol)(const cd_tol *base, bool fp16, int64_t k, double ref_rms, char *rule, size_t n);
+    /* with a golden run: its values beyond the half range (cd_diag_hazard_counts); sets has_hazard */
+    void (*hazard_counts)(const float *golden, int64_t n, int64_t *over, int64_t *under, double *absmax);
     bool fp16;                      /* precision of the compared runs (auto tolerance, hazards) */
 } cd_cmp_request;
 

@@ -1,0 +1,90 @@
+/* Private to the differential command (cmd_diff.c and its diff_*.c parts): the state of one
+ * differential run and the steps the parts share. Not a module interface. */
+#ifndef CD_DIFF_PRIV_H
+#define CD_DIFF_PRIV_H
+#include "cli/session.h"
+#include "compare/dumpcmp.h"
+#include "report/report.h"
+
+/* --inputs: per-layer values of each metric over every input, for worst/mean/p99. */
+typedef struct agg_state {
+    int n_inputs, cap;
+    char (*names)[256];
+    int n_layers;
+    cd_layer_cmp *proto;        /* layer identities (from the first input) */
+    double *v[4];               /* [input * n_layers + layer] */
+    bool *fail;
+} agg_state;
+
+typedef struct diff_ctx {
+    bool collect_only;          /* --inputs pass: run and compare, keep the analysis, no reports */
+    cd_analysis *an_out;        /* collect_only: receives the analysis */
+    const agg_state *agg;       /* final pass of --inputs */
+    const char *worst_input;
+} diff_ctx;
+
+/* One differential run, from the session to the reports (cmd_diff.c walks it step by step). */
+typedef struct diff_run {
+    const cd_cli_opts *o;
+    diff_ctx *ctx;
+    cd_session s;
+    bool session_open;          /* cd_session_open was called: cd_session_free is due */
+    cd_policy pol;
+    bool have_pol;
+    bool auto_tol, local, crashed;
+    const char *A, *B;
+    char run_a[32], run_b[32], run_local[48];
+    cd_run_result ra, rb, rg, rr, rl;
+    double wall_rep;
+    cd_status stb;              /* run B (and its repeats) */
+    cd_error eb;
+    cd_dump_reader *r;
+    const char **outs;
+    int64_t *acck;
+    cd_cmp_request q;
+    cd_analysis an;
+    bool have_an;               /* an holds an analysis to free */
+    cd_cmp_unmatched *um;
+    int nu;
+    char pdesc[512], created[32], crash_desc[512];
+    cd_report_env env;
+} diff_run;
+
+/* cmd_diff.c: the differential run (collect_only / agg passes of ctx included). */
+int cd_diff_core(const cd_cli_opts *o, diff_ctx *ctx);
+
+/* diff_verdict.c: tolerance policy, diagnosis hooks, local check and verdict glue. */
+cd_status cd_diff_load_policy(const cd_cli_opts *o, cd_precision prec, cd_policy *p, cd_error *err);
+void cd_diff_policy_desc(const cd_policy *p, char *buf, size_t n);
+int cd_diff_verdict_code(const cd_analysis *an);
+/* cd_compare_runs with diag's rules plugged in (auto tolerance, golden hazards) and the
+ * hazards ranked afterwards. */
+cd_status cd_diff_compare_runs(cd_cmp_request *q, bool auto_tol, cd_analysis *an, cd_cmp_unmatched **um, int *nu,
+                               cd_error *err);
+cd_status cd_diff_ref_plan(cd_session *s, cd_plan *out, cd_error *err);
+/* The isolation columns of earlier reports are the local check now. */
+void cd_diff_local_as_isolation(cd_analysis *an);
+cd_status cd_diff_local_check(diff_run *d, cd_error *err);
+cd_status cd_diff_merge_repeats(const cd_cmp_request *q0, const char *run_b, int repeat, cd_analysis *an,
+                                cd_error *err);
+cd_status cd_diff_baseline_gate(const cd_cli_opts *o, const cd_dump_reader *r, const char *run,
+                                const cd_policy *pol, int *n_fail, cd_error *err);
+
+/* diff_report.c: report writing, and the compare / report commands' comparison. */
+void cd_diff_iso_time(char *buf, size_t n);
+void cd_diff_fill_env(diff_run *d);
+void cd_diff_store_table(diff_run *d);
+cd_status cd_diff_write_reports(const cd_cmp_request *q, const cd_analysis *an, const cd_report_env *env,
+                                const char *out_dir, bool quiet, cd_error *err);
+int cd_diff_compare_and_report(const cd_cli_opts *o, cd_dump_reader *ra, cd_dump_reader *rb, const char *run_a,
+                               const char *run_b, cd_dump_reader *rg, bool same);
+
+/* diff_repro.c: the repro pack. */
+cd_status cd_diff_write_text(const char *path, const char *text, cd_error *err);
+void cd_diff_repro_pack(diff_run *d);
+
+/* diff_inputs.c: --inputs aggregation and --calibrate. */
+void cd_diff_agg_apply(const agg_state *g, cd_analysis *an);
+int cd_diff_inputs(const cd_cli_opts *o);
+int cd_diff_calibrate(const cd_cli_opts *o);
+#endif

@@ -1,0 +1,228 @@
+/* Report writing of the differential command, and the comparison behind `cldiff compare`
+ * and `cldiff report`: runs are stored in the dump first, then compared from the dump, so
+ * every report can be rebuilt later from the dump alone. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+#include "cli/diff_priv.h"
+#include "cli/local.h"
+#include "diag/diag.h"
+
+void cd_diff_iso_time(char *buf, size_t n) {
+    time_t t = time(NULL);
+    struct tm tm;
+    gmtime_r(&t, &tm);
+    strftime(buf, n, "%Y-%m-%dT%H:%M:%SZ", &tm);
+}
+
+cd_status cd_diff_write_reports(const cd_cmp_request *q, const cd_analysis *an, const cd_report_env *env,
+                                const char *out_dir, bool quiet, cd_error *err) {
+    /* Per-channel charts and heatmaps: the first failing layer and the worst (largest
+     * relative error) failing layers, up to 4. */
+    int pick[4], np = 0;
+    if (an->first_fail >= 0) pick[np++] = an->first_fail;
+    for (int round = 0; round < 3; round++) {
+        int best = -1;
+        for (int i = 0; i < an->n_layers; i++) {
+            if (an->layers[i].m.pass) continue;
+            bool taken = false;
+            for (int j = 0; j < np; j++) taken |= pick[j] == i;
+            if (!taken && (best < 0 || an->layers[i].rel_err > an->layers[best].rel_err)) best = i;
+        }
+        if (best >= 0) pick[np++] = best;
+    }
+    cd_report_detail det[4];
+    int nd = 0;
+    for (int j = 0; j < np; j++) {
+        float *ra = NULL, *rb = NULL;
+        if (cd_compare_read_pair(q, &an->layers[pick[j]], &ra, &rb, err) == CD_OK)
+            det[nd++] = (cd_report_detail){.layer = pick[j], .ref = ra, .val = rb};
+    }
+    cd_report_input in = {.env = env, .an = an, .details = det, .n_details = nd};
+    cd_status st = cd_report_all(&in, out_dir, err);
+    if (!quiet) cd_report_terminal(&in, stdout, isatty(1) && !getenv("NO_COLOR"));
+    for (int j = 0; j < nd; j++) { free((void *)det[j].ref); free((void *)det[j].val); }
+    return st;
+}
+
+/* The report environment of a differential run (the tolerance description included). */
+void cd_diff_fill_env(diff_run *d) {
+    const cd_cli_opts *o = d->o;
+    cd_diff_policy_desc(&d->pol, d->pdesc, sizeof d->pdesc);
+    if (d->auto_tol)
+        snprintf(d->pdesc, sizeof d->pdesc, "auto: atol = %g*u*sqrt(K)*rms(ref), rtol = %g*u, u = %s; min_cos=%g max_fail_fraction=%g",
+                 CD_AUTO_C, CD_AUTO_C, o->prec == CD_PREC_FP16 ? "2^-11" : "2^-24", d->pol.base.min_cos, d->pol.base.max_fail_fraction);
+    d->crash_desc[0] = 0;
+    cd_diff_iso_time(d->created, sizeof d->created);
+    if (d->crashed) cd_crash_describe(&d->rb.crash, &d->s.plan, d->crash_desc, sizeof d->crash_desc);
+    d->env = (cd_report_env){.tool_version = CLDIFF_VERSION, .command_line = o->command_line, .model_path = o->model,
+                             .model_sha256 = d->s.sha256, .model_format = d->s.model_format,
+                             .precision = o->prec == CD_PREC_FP16 ? "fp16" : "fp32", .backend_a = d->A, .backend_b = d->B,
+                             .device_a = d->ra.device, .driver_a = d->ra.driver, .device_b = d->rb.device, .driver_b = d->rb.driver,
+                             .variant_b = d->rb.variant, .seed = o->seed, .input_desc = d->s.input_desc, .wall_ms_a = d->ra.wall_ms,
+                             .wall_ms_b = d->rb.wall_ms, .wall_ms_total = d->ra.wall_ms + d->rb.wall_ms + d->rg.wall_ms + d->wall_rep,
+                             .tolerance_desc = d->pdesc, .crash = d->crashed ? d->crash_desc : NULL, .n_ops = d->s.g->n_ops,
+                             .created = d->created};
+}
+
+/* The comparison table (and the local check's) into the dump; a failure is a warning. */
+void cd_diff_store_table(diff_run *d) {
+    cd_dump *dd = NULL;
+    cd_error e2 = {0};
+    if (cd_dump_open_append(d->s.dump_path, &dd, &e2) == CD_OK) {
+        cd_status cs = cd_compare_store(dd, d->run_a, d->run_b, &d->an, d->pdesc, &e2);
+        if (!cs && d->an.local_ran) cs = cd_local_store(dd, d->run_local, &d->an, &e2);
+        cd_dump_close(dd, cs == CD_OK, &e2);
+    }
+    if (e2.code && !d->o->quiet) fprintf(stderr, "cldiff: warning: comparison table not stored in the dump: %s\n", e2.msg);
+}
+
+/* ---------------------------------------------------------------- compare / report */
+
+static const char *pick_run(const cd_dump_reader *r, const char *prefer) {
+    if (prefer && cd_dump_find_run(r, prefer) >= 0) return prefer;
+    if (cd_dump_find_run(r, "opencl") >= 0) return "opencl";
+    return cd_dump_n_runs(r) ? cd_dump_run_name(r, 0) : NULL;
+}
+
+/* What the dump recorded of two runs: the command, the model, devices, drivers, a crash. */
+typedef struct stored_env {
+    char cmd[2048], model[1024], sha[80], fmt[160], dev_a[256], dev_b[256], drv_a[512], drv_b[512], crash[512];
+    bool crash_read;            /* crash_message was read */
+    double wa, wb;
+} stored_env;
+
+static void read_stored_env(cd_dump_reader *ra, cd_dump_reader *rb, const char *run_a, const char *run_b,
+                            stored_env *e, cd_error *err) {
+    char runpath[128];
+    memset(e, 0, sizeof *e);
+    cd_dump_attr_str(ra, "/", "command_line", e->cmd, sizeof e->cmd, err);
+    cd_dump_attr_str(ra, "/", "model_path", e->model, sizeof e->model, err);
+    cd_dump_attr_str(ra, "/", "model_sha256", e->sha, sizeof e->sha, err);
+    cd_dump_attr_str(ra, "/", "model_format", e->fmt, sizeof e->fmt, err);
+    snprintf(runpath, sizeof runpath, "/runs/%s", run_a);
+    cd_dump_attr_str(ra, runpath, "device", e->dev_a, sizeof e->dev_a, err);
+    cd_dump_attr_str(ra, runpath, "driver", e->drv_a, sizeof e->drv_a, err);
+    snprintf(runpath, sizeof runpath, "/runs/%s", run_b);
+    cd_dump_attr_str(rb, runpath, "device", e->dev_b, sizeof e->dev_b, err);
+    cd_dump_attr_str(rb, runpath, "driver", e->drv_b, sizeof e->drv_b, err);
+    e->crash_read = cd_dump_attr_str(rb, runpath, "crash_message", e->crash, sizeof e->crash, err) == CD_OK;
+    snprintf(runpath, sizeof runpath, "/runs/%s", run_a);
+    cd_dump_attr_f64(ra, runpath, "wall_ms", &e->wa, err);
+    snprintf(runpath, sizeof runpath, "/runs/%s", run_b);
+    cd_dump_attr_f64(rb, runpath, "wall_ms", &e->wb, err);
+}
+
+/* The local check as the differential run stored it (none for older dumps). */
+static cd_status load_stored_local(const cd_dump_reader *rb, const char *run_b, cd_analysis *an, cd_error *err) {
+    char lrun[64];
+    bool found = false;
+    snprintf(lrun, sizeof lrun, "%s_local", run_b);
+    cd_status st = cd_local_load(rb, lrun, an, &found, err);
+    if (!st && found) cd_diff_local_as_isolation(an);
+    return st;
+}
+
+static void print_unmatched(const cd_cli_opts *o, const cd_cmp_unmatched *um, int nu, const char *run_a,
+                            const char *run_b, bool same) {
+    if (o->quiet) return;
+    for (int i = 0; i < nu && i < 10; i++)
+        printf("unmatched: %s (%s, op #%d) only in %s\n", um[i].tensor, um[i].layer, um[i].op_index,
+               same ? (um[i].side == 'a' ? run_a : run_b)
+                    : (um[i].side == 'a' ? o->positional[0] : o->positional[o->n_positional - 1]));
+    if (nu) printf("%d tensors unmatched%s\n", nu, nu > 10 ? " (first 10 listed)" : "");
+}
+
+int cd_diff_compare_and_report(const cd_cli_opts *o, cd_dump_reader *ra, cd_dump_reader *rb, const char *run_a,
+                               const char *run_b, cd_dump_reader *rg, bool same) {
+    cd_error err = {0};
+    char prec[16] = "fp32";
+    cd_dump_attr_str(ra, "/", "precision", prec, sizeof prec, &err);
+    cd_precision p = !strcmp(prec, "fp16") ? CD_PREC_FP16 : CD_PREC_FP32;
+    cd_policy pol;
+    cd_status st = cd_diff_load_policy(o, p, &pol, &err);
+    if (st) return cd_cli_fail(&err);
+    cd_cmp_request q = {.ra = ra, .rb = rb, .run_a = run_a, .run_b = run_b, .rg = rg, .run_g = "golden",
+                        .policy = &pol, .by_op_index = same, .half_ulps = p == CD_PREC_FP16, .fp16 = p == CD_PREC_FP16};
+    cd_analysis an;
+    cd_cmp_unmatched *um = NULL;
+    int nu = 0;
+    if ((st = cd_diff_compare_runs(&q, o->tolerance_file && !strcmp(o->tolerance_file, "auto"), &an, &um, &nu, &err))) {
+        cd_policy_free(&pol);
+        return cd_cli_fail(&err);
+    }
+    stored_env se;
+    read_stored_env(ra, rb, run_a, run_b, &se, &err);
+    if (se.crash_read && se.crash[0]) an.verdict = CD_VERDICT_CRASH;
+    an.noise_floor = p == CD_PREC_FP16 ? 1e-3 : 1e-6;
+    cd_analyze(&an);
+    if ((st = load_stored_local(rb, run_b, &an, &err))) { cd_analysis_free(&an); free(um); cd_policy_free(&pol); return cd_cli_fail(&err); }
+    cd_decide_verdict(&an, &pol);
+    cd_classify_first(&an);
+    char created[32], pdesc[512], cl[2048];
+    cd_diff_iso_time(created, sizeof created);
+    cd_diff_policy_desc(&pol, pdesc, sizeof pdesc);
+    snprintf(cl, sizeof cl, "%s", o->command_line);
+    cd_report_env env = {.tool_version = CLDIFF_VERSION, .command_line = same ? se.cmd : cl, .model_path = se.model,
+                         .model_sha256 = se.sha, .model_format = se.fmt, .precision = prec, .backend_a = run_a,
+                         .backend_b = run_b, .device_a = se.dev_a, .driver_a = se.drv_a, .device_b = se.dev_b, .driver_b = se.drv_b,
+                         .variant_b = prec, .seed = 0, .input_desc = "", .wall_ms_a = se.wa, .wall_ms_b = se.wb,
+                         .tolerance_desc = pdesc, .crash = se.crash[0] ? se.crash : NULL, .n_ops = an.n_layers, .created = created};
+    int rc;
+    if ((st = cd_diff_write_reports(&q, &an, &env, o->out_dir, o->quiet, &err))) rc = cd_cli_fail(&err);
+    else rc = cd_diff_verdict_code(&an);
+    print_unmatched(o, um, nu, run_a, run_b, same);
+    cd_analysis_free(&an);
+    free(um);
+    cd_policy_free(&pol);
+    return rc;
+}
+
+int cd_cmd_compare(const cd_cli_opts *o) {
+    cd_error err = {0};
+    cd_dump_reader *ra = NULL, *rb = NULL;
+    cd_status st = cd_dump_open_untrusted(o->positional[0], &ra, &err);
+    if (!st) st = cd_dump_open_untrusted(o->positional[1], &rb, &err);
+    if (!st) st = cd_make_dirs(o->out_dir, &err);
+    if (st) { if (ra) cd_dump_reader_close(ra); if (rb) cd_dump_reader_close(rb); return cd_cli_fail(&err); }
+    const char *run_a = pick_run(ra, NULL), *run_b = run_a ? pick_run(rb, run_a) : NULL;
+    int rc;
+    if (!run_a || !run_b) {
+        cd_err(&err, CD_E_MODEL, "%s holds no runs to compare", !run_a ? o->positional[0] : o->positional[1]);
+        rc = cd_cli_fail(&err);
+    } else {
+        if (!o->quiet) printf("comparing %s (run %s) with %s (run %s)\n", o->positional[0], run_a, o->positional[1], run_b);
+        rc = cd_diff_compare_and_report(o, ra, rb, run_a, run_b, NULL, false);
+    }
+    cd_dump_reader_close(ra);
+    cd_dump_reader_close(rb);
+    return rc;
+}
+
+int cd_cmd_report(const cd_cli_opts *o) {
+    cd_error err = {0};
+    cd_dump_reader *r = NULL;
+    cd_status st = cd_dump_open_untrusted(o->positional[0], &r, &err);
+    if (!st) st = cd_make_dirs(o->out_dir, &err);
+    if (st) { if (r) cd_dump_reader_close(r); return cd_cli_fail(&err); }
+    int n = cd_dump_n_runs(r);
+    const char *run_a = NULL, *run_b = NULL;
+    for (int i = 0; i < n; i++) {
+        const char *nm = cd_dump_run_name(r, i);
+        if (!strcmp(nm, "golden")) continue;
+        if (!run_a) run_a = nm;
+        else if (!run_b) run_b = nm;
+    }
+    if (cd_dump_find_run(r, "cpu") >= 0 && cd_dump_find_run(r, "opencl") >= 0) { run_a = "cpu"; run_b = "opencl"; }
+    int rc;
+    if (!run_a || !run_b) {
+        cd_err(&err, CD_E_MODEL, "%s holds %d run(s); a report needs two (run cldiff MODEL to make them)", o->positional[0], n);
+        rc = cd_cli_fail(&err);
+    } else {
+        rc = cd_diff_compare_and_report(o, r, r, run_a, run_b, cd_dump_find_run(r, "golden") >= 0 ? r : NULL, true);
+    }
+    cd_dump_reader_close(r);
+    return rc;
+}
