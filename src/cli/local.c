@@ -1,8 +1,10 @@
 #include "cli/local.h"
+#include "cli/local_int8.h"
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include "backends/paddlelite/pl_engine.h"
 #include "diag/diag.h"
 #include "engine/executor.h"
 #include "model/extract.h"
@@ -340,6 +342,7 @@ static cd_status magnitude(const cd_local_req *q, const cd_layer_cmp *l, float *
     cd_probe_sink sink = {.user = &k, .hit = keep1_hit};
     cd_exec_opts xo = {.probe_mask = mask, .stop_flag = &cd_stop_flag};
     cd_backend_opts bo = cd_session_backend_opts(s->o, CD_PREC_FP32);
+    bo.int8_arm = false; /* magnitudes come from the float path: |w| |x| of dequantized weights */
     cd_backend *b = NULL;
     st = cd_cpu_backend_open(&bo, &b, err);
     if (!st) st = cd_execute(&xp, b, ins, &xo, &sink, err);
@@ -396,6 +399,7 @@ cd_status cd_local_check_layers(const cd_local_req *q, cd_analysis *an, cd_error
     snprintf(an->local_ref, sizeof an->local_ref, "%s", q->run_ref);
     an->n_local = 0;
     const cd_graph *g = q->s->g;
+    bool int8_ref = cd_local_run_int8_arm(q->r, sep_ref ? q->run_ref : q->run_a); /* docs/int8.md */
     for (int i = 0; i < an->n_layers && !st; i++) {
         cd_layer_cmp *l = &an->layers[i];
         l->has_local = false;
@@ -419,6 +423,7 @@ cd_status cd_local_check_layers(const cd_local_req *q, cd_analysis *an, cd_error
             cd_bound_spec spec;
             char desc[120];
             cd_local_spec(g, &q->s->plan, l->op_index, q->ref, q->b, &spec, desc, sizeof desc);
+            if (int8_ref) cd_local_spec_int8(g, l->op_index, &spec, desc, sizeof desc);
             snprintf(l->family, sizeof l->family, "%s", cd_bound_family_name(spec.fam));
             double ua = -1, ur = -1;
             if (q->user_tol) {
@@ -465,5 +470,7 @@ cd_status cd_local_check_layers(const cd_local_req *q, cd_analysis *an, cd_error
 }
 
 bool cd_local_enabled(const cd_cli_opts *o) {
+    /* a whole-model engine as run B cannot run one layer on A's inputs (docs/paddle-lite.md) */
+    if (o->n_backends == 2 && cd_pl_is_backend(o->backends[1])) return false;
     return strcmp(o->isolate_mode, "none") && strcmp(o->dump_mode, "stats");
 }

@@ -3,7 +3,7 @@
 #include <string.h>
 
 static const char *k_names[CD_FAM_COUNT] = {"exact", "elementwise", "transcendental", "accumulate",
-                                            "normalize", "rounding", "generic"};
+                                            "normalize", "rounding", "generic", "int8"};
 
 const char *cd_bound_family_name(cd_bound_family f) {
     return f >= 0 && f < CD_FAM_COUNT ? k_names[f] : "unknown";
@@ -12,6 +12,19 @@ const char *cd_bound_family_name(cd_bound_family f) {
 double cd_gamma(int64_t k, double u) {
     double ku = (double)(k < 1 ? 1 : k) * u;
     return ku >= 1 ? INFINITY : ku / (1 - ku);
+}
+
+/* CD_FAM_INT8 (docs/int8.md "Bounds"). The reference side is exact integer arithmetic and one
+ * final float evaluation: y = fma((float)S, m, b) with m = ws*in_s (/out_s), each of the int ->
+ * float conversion, the folded multiplier and the fma rounding once (4 u relative to the
+ * magnitude). The checked side sums the same products of dequantized floats (gamma_{K+2}). An
+ * int8 output adds half a quantum (the requantization) and is clamped to +-127 quanta: an
+ * element on the rail bounds nothing (the float side may lie anywhere beyond it). */
+static double int8_part(const cd_bound_spec *s, double r, double m, double ur, double ub, double sf) {
+    double L = s->lipschitz > 0 ? s->lipschitz : 1, q = s->quantum > 0 ? s->quantum : 0;
+    if (q > 0 && r >= 127 * q * (1 - 8 * ur)) return INFINITY;
+    double a = sf * (L * (cd_gamma(s->K + 2, ub) + 4 * ur) * m + s->act_ulps * (ur + ub) * r) + L * s->abs_terms;
+    return q > 0 ? a + 0.5 * q + sf * 4 * ur * r : a;
 }
 
 /* The arithmetic part of the bound: what the two sides' operations may do to the exact
@@ -53,6 +66,8 @@ static double arith_part(const cd_bound_spec *s, double r, double mag, double x,
         }
         return allow + sf * 2 * (ur + ub) * r;
     }
+    case CD_FAM_INT8:
+        return int8_part(s, r, m, ur, ub, sf);
     case CD_FAM_GENERIC:
     default:
         return sf * (cd_gamma(2 * s->K + 16, ur) + cd_gamma(2 * s->K + 16, ub)) * (r + absmax);

@@ -15,6 +15,9 @@ typedef enum {
     CD_FAM_NORMALIZE,        /* softmax: exp, a K-term sum of positive terms, a division */
     CD_FAM_ROUNDING,         /* fake quantisation (calib): exact except at ties */
     CD_FAM_GENERIC,          /* everything else: conservative, scaled by K and the tensor's range */
+    CD_FAM_INT8,             /* an int8 layer whose reference side ran integer arithmetic
+                                (--int8 arm): quantum = output scale (0: float output),
+                                abs_terms = absolute allowance for an input off the int8 grid */
     CD_FAM_COUNT
 } cd_bound_family;
 

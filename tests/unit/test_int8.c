@@ -236,3 +236,34 @@ Test(int8_validation, bit_length_is_not_checked) {
         cr_assert_float_eq(c.v[0], arm ? 14 * 0.25f + 0.5f : 0.5f * 1 + 1 * 3 + 0.5f, 1e-6, "%g", c.v[0]);
     }
 }
+
+/* The int8 bound family (compare/bounds.c CD_FAM_INT8, docs/int8.md "Bounds"). */
+#include "compare/bounds.h"
+Test(int8_bounds, family) {
+    cd_bound_spec s = {.fam = CD_FAM_INT8, .K = 9, .lipschitz = 1, .safety = CD_BOUND_SAFETY,
+                       .ref = {.u = CD_U32}, .b = {.u = CD_U32}};
+    cr_assert_str_eq(cd_bound_family_name(CD_FAM_INT8), "int8");
+    /* float output: only rounding, a few u of the magnitude */
+    double b = cd_bound_elem(&s, 10.0, 20.0, NAN, 10.0);
+    cr_assert(b > 0 && b < 1e-4, "%g", b);
+    /* int8 output: half a quantum more; an element on the +-127 rail bounds nothing */
+    s.quantum = 0.5;
+    b = cd_bound_elem(&s, 10.0, 20.0, NAN, 10.0);
+    cr_assert(b >= 0.25 && b < 0.2501, "%g", b);
+    cr_assert(isinf(cd_bound_elem(&s, 127 * 0.5, 70.0, NAN, 63.5)));
+    /* an input off the int8 grid: abs_terms is added (times the activation's Lipschitz constant) */
+    s.quantum = 0;
+    s.abs_terms = 0.125;
+    s.lipschitz = 2;
+    b = cd_bound_elem(&s, 10.0, 20.0, NAN, 10.0);
+    cr_assert(b >= 0.25 && b < 0.2501, "%g", b);
+    /* an error of one quantum at an interior element is a fault */
+    s.abs_terms = 0;
+    s.lipschitz = 1;
+    s.quantum = 0.5;
+    float ref[2] = {1.0f, 2.0f}, val[2] = {1.2f, 2.6f};
+    cd_local_result r;
+    cd_local_check(&s, ref, val, NULL, NULL, 2, -1, -1, &r);
+    cr_assert(!r.pass && r.exceed == 1 && r.worst == 1, "pass %d exceed %lld worst %lld", r.pass, (long long)r.exceed,
+              (long long)r.worst);
+}

@@ -1,0 +1,87 @@
+/* int8 layers in the local check (see local_int8.h). */
+#include "cli/local_int8.h"
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+bool cd_local_run_int8_arm(const cd_dump_reader *r, const char *run) {
+    char path[256], buf[32] = "";
+    cd_error e = {0};
+    snprintf(path, sizeof path, "/runs/%s", run);
+    return cd_dump_attr_str(r, path, "int8_mode", buf, sizeof buf, &e) == CD_OK && !strcmp(buf, "arm");
+}
+
+static bool is_copy(const char *t) {
+    return !strcmp(t, "io_copy") || !strcmp(t, "io_copy_once") || !strcmp(t, "layout") || !strcmp(t, "layout_once");
+}
+
+static float first_scale(const cd_op *op, const char *name) {
+    const double *s;
+    return cd_attr_floats(op, name, &s) > 0 ? (float)s[0] : NAN;
+}
+
+/* Whether tensor id holds values on the int8 grid of scale s: written (through placement copies)
+ * by a calib to int8 or an int8-output layer with that scale. */
+static bool on_grid(const cd_graph *g, int id, float s) {
+    for (int hops = 0; id >= 0 && hops <= g->n_ops; hops++) {
+        int p = g->tensors[id].producer;
+        if (p < 0) return false;
+        const cd_op *op = &g->ops[p];
+        if (is_copy(op->type)) { id = op->n_in > 0 && op->in[0].n > 0 ? op->in[0].ids[0] : -1; continue; }
+        const char *al = op->kernel.present ? op->kernel.alias : "";
+        if (!strcmp(op->type, "calib")) return strstr(al, "_to_int8") && (float)cd_attr_float(op, "scale", 0) == s;
+        if (strstr(al, "int8")) {
+            float o = first_scale(op, "Output0_scale");
+            if (isnan(o)) o = first_scale(op, "Out0_scale");
+            return o == s;
+        }
+        return false;
+    }
+    return false;
+}
+
+bool cd_local_spec_int8(const cd_graph *g, int op_index, cd_bound_spec *spec, char *desc, size_t n) {
+    const cd_op *op = &g->ops[op_index];
+    bool conv = !strcmp(op->type, "conv2d") || !strcmp(op->type, "depthwise_conv2d"), fc = !strcmp(op->type, "fc");
+    if ((!conv && !fc) || !op->kernel.present || op->kernel.precision != 2) return false;
+    int wid = cd_op_in(op, conv ? "Filter" : "W", 0), xid = cd_op_in(op, "Input", 0);
+    if (wid < 0 || xid < 0) return false;
+    const cd_tensor *w = &g->tensors[wid];
+    if (!w->persistable || w->dtype != CD_I8 || !w->data || w->shape.rank < 1) return false;
+    const double *ws;
+    int nws = cd_attr_floats(op, conv ? "Filter0_scale" : "W0_scale", &ws);
+    float in_s = first_scale(op, "Input0_scale");
+    if (nws < 1 || isnan(in_s)) return false;
+    bool out8 = strstr(op->kernel.alias, "int8") != NULL;
+    float out_s = first_scale(op, conv ? "Output0_scale" : "Out0_scale");
+    /* an input off the int8 grid (a float tensor the kernel quantizes itself): half a step of
+     * in_s on each input, times the largest sum |w| of an output channel */
+    double grid = 0;
+    if (!on_grid(g, xid, in_s)) {
+        int64_t numel = cd_shape_numel(&w->shape), nch = conv ? w->shape.d[0] : w->shape.d[w->shape.rank - 1];
+        const int8_t *q = w->data;
+        for (int64_t c = 0; c < nch && numel > 0; c++) {
+            double sum = 0, sc = fabs(ws[nws == 1 ? 0 : c]);
+            if (conv) for (int64_t k = c * (numel / nch); k < (c + 1) * (numel / nch); k++) sum += abs(q[k]);
+            else for (int64_t k = c; k < numel; k += nch) sum += abs(q[k]);
+            if (sum * sc > grid) grid = sum * sc;
+        }
+        grid *= 0.5 * fabs(in_s);
+    }
+    double act_abs = spec->abs_terms;
+    spec->fam = CD_FAM_INT8;
+    spec->quantum = out8 && !isnan(out_s) ? fabs(out_s) : 0;
+    spec->abs_terms = grid + act_abs * (spec->ref.u + spec->b.u) * (spec->safety > 0 ? spec->safety : 1);
+    spec->mag_run = true;
+    if (desc && n) {
+        char act[64] = "";
+        const char *a = strstr(desc, " act=");
+        if (a) snprintf(act, sizeof act, "%s", a);
+        int k = snprintf(desc, n, "int8 K=%lld %s", (long long)spec->K, out8 ? "int8_out" : "fp32_out");
+        if (out8 && k > 0 && (size_t)k < n) k += snprintf(desc + k, n - (size_t)k, " quantum=%g", spec->quantum);
+        if (grid > 0 && k > 0 && (size_t)k < n) k += snprintf(desc + k, n - (size_t)k, " input off the int8 grid");
+        if (k > 0 && (size_t)k < n) snprintf(desc + k, n - (size_t)k, "%s", act);
+    }
+    return true;
+}
