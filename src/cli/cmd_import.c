@@ -159,9 +159,20 @@ int cd_cmd_import(int argc, char **argv) {
         int want = 0;
         for (int k = 0; k < m.n; k++)
             if (m.e[k].col + 1 > want) want = m.e[k].col + 1;
+        for (int k = 0; k < m.n; k++) {
+            char p[1200];
+            snprintf(p, sizeof p, "%s/out_%d.npy", dir, m.e[k].col);
+            FILE *f = fopen(p, "rb");
+            if (f) { fclose(f); continue; }
+            cd_err(&err, CD_E_MODEL, "missing tensor '%s' (col %d, op #%d %s): no %s (%d of the manifest's %d fetch "
+                   "columns are in %s; did the runner save every output?)", m.e[k].tensor, m.e[k].col, m.e[k].op_index,
+                   m.e[k].layer, p, n, want, dir);
+            cd_manifest_free(&m);
+            return cd_cli_fail(&err);
+        }
         if (n != want || max_col != want - 1) {
             cd_err(&err, CD_E_MODEL, "wrong output count: %s holds %d out_<col>.npy files (highest col %d) but the manifest "
-                   "%s lists %d fetch columns: the outputs come from another instrumented model, or the run stopped early",
+                   "%s lists %d fetch columns: the outputs come from another instrumented model",
                    dir, n, max_col, manifest, want);
             cd_manifest_free(&m);
             return cd_cli_fail(&err);

@@ -31,15 +31,17 @@ cd_status cd_session_run_pl(cd_session *s, const cd_run_req *q, const cd_plan *p
         if (pr.note[0]) cd_dump_set_attr_str(s->dump, path, "engine_note", pr.note, &e2);
         cd_dump_set_attr_i64(s->dump, path, "shape_differs_from_plan", pr.n_shape_mismatch, &e2);
     }
+    if (!q->local_only && o->n_backends == 2 && q->backend == o->backends[1] && strcmp(o->isolate_mode, "none") &&
+        !o->quiet)
+        fprintf(stderr, "cldiff: note: no local check for %s: a whole-model engine cannot run one layer on the other "
+                        "run's inputs; use --backends %s,cpu to run cldiff's CPU kernels on Paddle-Lite's exact layer "
+                        "inputs\n", q->backend, q->backend);
     if (q->force && q->local_run) {
         snprintf(path, sizeof path, "/runs/%s", q->local_run);
         cd_dump_set_attr_str(s->dump, path, "unavailable",
                              "local check unavailable for the paddle-lite backend: Paddle-Lite runs the whole model "
                              "and cannot run one layer on given inputs; put paddle-lite first (--backends "
                              "paddle-lite,cpu) to check cldiff's kernels on Paddle-Lite's exact inputs", &e2);
-        if (!o->quiet)
-            fprintf(stderr, "cldiff: note: no local check for %s (a whole-model engine); use --backends %s,cpu to run "
-                            "cldiff's CPU kernels on Paddle-Lite's exact layer inputs\n", q->backend, q->backend);
     }
     res->n_hits = pr.n_hits;
     return st;

@@ -1,0 +1,55 @@
+"""--backends paddle-lite: the real runtime's layers become an ordinary dump run (engine
+attributes), the differential command compares them with cldiff's CPU (local check on
+Paddle-Lite's inputs), and a missing venv is exit 4 with what to install. The last check
+runs without the wheel; the others skip (77) without it."""
+import os
+import sys
+import h5py
+from pl_lib import X86, Checks, cldiff, tmpdir, need_cldiff, pl_python, need_model, BRIDGE
+import subprocess
+
+need_cldiff()
+need_model(X86)
+c = Checks("pl_backend")
+d = tmpdir("pl_backend")
+c.cleanup_later(d)
+
+r = cldiff("run", "--backends", "paddle-lite", X86, "--shape", "x=1,3,64,64", "--out", os.path.join(d, "none"),
+           env={"CLDIFF_PL_PYTHON": "/nonexistent/python"})
+c.rc(r, 4, "no venv: backend unavailable")
+c.ok("setup.sh" in r.err and "paddlelite" in r.err, "the message says what to install", r.err)
+
+py = pl_python()
+ok = py and subprocess.run([py, BRIDGE, "--probe"], capture_output=True).returncode == 0
+if not ok:
+    print("SKIP: no usable .venv-pl (scripts/setup.sh makes it): the runtime checks were skipped")
+    if c.failed:
+        c.done()
+    sys.exit(77)
+
+out = os.path.join(d, "run")
+r = cldiff("run", "--backends", "paddle-lite,cpu", X86, "--shape", "x=1,3,64,64", "--out", out)
+c.rc(r, 0, "run --backends paddle-lite,cpu")
+with h5py.File(os.path.join(out, "dump.h5"), "r") as f:
+    c.ok("paddle-lite" in f["runs"] and "cpu" in f["runs"], "both runs in the dump")
+    a = f["runs/paddle-lite"].attrs
+    s = lambda k: a[k].decode() if isinstance(a[k], bytes) else str(a[k])
+    c.ok(s("engine") == "paddle-lite" and s("engine_version").startswith("v2.") and s("target") == "x86"
+         and s("engine_precision") == "fp32", "engine attributes", str(dict(a)))
+    n_pl = len(f["tensors/paddle-lite"][()])
+    n_cpu = len(f["tensors/cpu"][()])
+    c.ok(n_pl == n_cpu and n_pl > 100, "every probed layer stored", "%d vs %d" % (n_pl, n_cpu))
+
+out = os.path.join(d, "diff")
+r = cldiff(X86, "--backends", "paddle-lite,cpu", "--shape", "x=1,3,64,64", "--out", out)
+c.rc(r, 0, "differential paddle-lite vs cpu passes")
+c.ok("checked locally" in r.out, "local check ran on Paddle-Lite's inputs", r.out[-600:])
+r = cldiff("report", os.path.join(out, "dump.h5"), "--out", os.path.join(d, "rep"))
+c.ok(r.rc == 0 and os.path.exists(os.path.join(d, "rep", "report.html")), "cldiff report on the dump", r.tail())
+out = os.path.join(d, "diff_b")
+r = cldiff(X86, "--backends", "cpu,paddle-lite-x86", "--shape", "x=1,3,64,64", "--out", out)
+c.rc(r, 0, "paddle-lite as run B")
+c.ok("no local check for paddle-lite-x86" in r.err, "says why there is no local check", r.err)
+with h5py.File(os.path.join(out, "dump.h5"), "r") as f:
+    c.ok(not [k for k in f["runs"] if k.endswith("_local")], "no empty local run in the dump")
+c.done()
