@@ -15,7 +15,7 @@ endforeach()
 
 # The same oracle cases with the CPU backend's recycled output buffers poisoned (0xff bytes)
 # for ops that declare CD_OPF_WRITES_ALL: an element such a kernel leaves unwritten fails.
-foreach(name test_nn test_basic)
+foreach(name test_nn test_basic test_more)
   if(EXISTS ${CMAKE_CURRENT_SOURCE_DIR}/oracle/${name}.py)
     add_test(NAME oracle_${name}_poisoned COMMAND ${CD_ORACLE_PYTHON} ${CMAKE_CURRENT_SOURCE_DIR}/oracle/${name}.py
              WORKING_DIRECTORY ${CMAKE_BINARY_DIR})
