@@ -411,6 +411,35 @@ def layers(args):
         print("no divergence above max_abs/max_ref %g" % args.rel)
 
 
+def table(paths):
+    """Markdown table of `check` JSON files."""
+    def w(r, key):
+        c = r.get("compare", {}).get(key, {}).get("worst")
+        return "%.2g / %.6f" % (c["max_abs"], c["cos"]) if c else "-"
+
+    def stp(r, key):
+        v = r["steps"].get(key, "-")
+        return v.split(" ")[0] if v.startswith("ok") else v.split(":")[0]
+
+    print("| model | export | Opt x86 | Opt OpenCL (kernels) | PL x86 vs cldiff CPU (max abs / cos) | "
+          "PL OpenCL run | cldiff OpenCL fp32 vs CPU | cldiff OpenCL fp16 vs CPU | cldiff OpenCL fp32 on Opt's OpenCL "
+          "model vs CPU | same, fp16 |")
+    print("|---|---|---|---|---|---|---|---|---|---|")
+    for p in paths:
+        r = json.load(open(p))
+        o = r["steps"].get("opt_opencl", "-")
+        if o.startswith("ok"):
+            o = "ok " + ", ".join("%s %d" % kv for kv in sorted(json.loads(o[3:]).items()))
+        else:
+            o = o[:60] + "..."
+        print("| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |" % (
+            r["model"], stp(r, "export"), stp(r, "opt_x86"), o, w(r, "pl_x86_vs_cldiff_cpu"),
+            "not run (no OpenCL runtime in the wheel)" if "not run" in r["steps"].get("pl_opencl_run", "") else
+            stp(r, "pl_opencl_fp32_run"),
+            w(r, "cldiff_opencl_orig_fp32_vs_cldiff_cpu"), w(r, "cldiff_opencl_orig_fp16_vs_cldiff_cpu"),
+            w(r, "cldiff_opencl_plopt_fp32_vs_cldiff_cpu"), w(r, "cldiff_opencl_plopt_fp16_vs_cldiff_cpu")))
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = ap.add_subparsers(dest="cmd", required=True)
@@ -433,7 +462,7 @@ def main():
     a.add_argument("--shape", action="append", default=[])
     a.add_argument("--seed", type=int, default=1)
     a.add_argument("--dequant", action="store_true")
-    a.add_argument("--opencl-places", default="opencl,x86")
+    a.add_argument("--opencl-places", default="x86_opencl")
     a.add_argument("--no-cldiff-opencl", action="store_true")
     a.add_argument("--json")
     a = sub.add_parser("layers")
@@ -445,6 +474,8 @@ def main():
     a.add_argument("--dequant", action="store_true")
     a.add_argument("--places", default="x86")
     a.add_argument("--rel", type=float, default=1e-4)
+    a = sub.add_parser("table")
+    a.add_argument("json_files", nargs="+")
     args = ap.parse_args()
     if args.cmd == "opt":
         print(cmd_opt(args.export_dir, args.out_nb, args.places))
@@ -461,6 +492,8 @@ def main():
         sys.exit(0 if h else 1)
     elif args.cmd == "layers":
         layers(args)
+    elif args.cmd == "table":
+        table(args.json_files)
     else:
         res = check(args)
         text = json.dumps(res, indent=1, sort_keys=True)
