@@ -3,6 +3,7 @@
  * int64 indices), pixel_shuffle (NCHW) and grid_sampler (bilinear / nearest; zeros, border,
  * reflection padding; align_corners). Data movement copies through LOAD/STORE, exact in every
  * variant; grid_sampler computes coordinates, weights and the blend in float. */
+#pragma OPENCL FP_CONTRACT OFF
 
 int gx_get(int8 v, int d) {
     switch (d) {

@@ -4,6 +4,7 @@
  * resolved on the host, 0 = broadcast), lrn across channels, reduce_sum / reduce_mean / reduce_max / reduce_min.
  * Transcendental results are evaluated in float and rounded once to the storage type; lrn and
  * reduce_mean sum in float in every variant (LOADF), as the CPU kernels do. */
+#pragma OPENCL FP_CONTRACT OFF
 
 #define MK_SIN 0
 #define MK_COS 1

@@ -21,6 +21,10 @@
  *    [N, C, Ho, Wo]; STRING `mode` bilinear|nearest (bilinear), STRING `padding_mode`
  *    zeros|border|reflection (zeros), BOOLEAN `align_corners` (true). Nearest rounds halves
  *    away from zero (Paddle's round). Coordinates and weights are computed in float. */
+/* Multiplies and adds stay separately rounded (no FMA contraction, which GCC does by default
+ * for gnu11 on FMA ISAs such as aarch64): the results are the same bits on every CPU, and the
+ * OpenCL kernels (FP_CONTRACT OFF) compute the same roundings. */
+#pragma GCC optimize("fp-contract=off")
 #include "backends/cpu/par.h"
 #include "engine/ops.h"
 #include <math.h>

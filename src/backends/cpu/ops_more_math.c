@@ -17,6 +17,10 @@
  *    for odd n; for even n it stops one channel earlier (documented in docs/op-coverage.md).
  *  - reduce_*: INTS `dim`, BOOLEAN `keep_dim` (false), BOOLEAN `reduce_all` (false; an empty
  *    `dim` also reduces all); a full reduction without keep_dim gives shape [1]. */
+/* Multiplies and adds stay separately rounded (no FMA contraction, which GCC does by default
+ * for gnu11 on FMA ISAs such as aarch64): the results are the same bits on every CPU, and the
+ * OpenCL kernels (FP_CONTRACT OFF) compute the same roundings. */
+#pragma GCC optimize("fp-contract=off")
 #include "backends/cpu/par.h"
 #include "engine/ops.h"
 #include <math.h>
