@@ -41,7 +41,23 @@ static bool on_grid(const cd_graph *g, int id, float s) {
     return false;
 }
 
-bool cd_local_spec_int8(const cd_graph *g, int op_index, cd_bound_spec *spec, char *desc, size_t n) {
+/* max |x| of tensor id as A's run stored it (its statistics), or NAN when unknown. */
+static double stored_absmax(const cd_graph *g, int id, const cd_dump_reader *r, const char *run) {
+    if (!r || !run || g->tensors[id].producer < 0) return NAN;
+    cd_dump_tensor_info *t = NULL;
+    int nt = 0;
+    cd_error e = {0};
+    double m = NAN;
+    if (cd_dump_list_tensors(r, run, &t, &nt, &e) != CD_OK) return NAN;
+    for (int i = 0; i < nt; i++)
+        if (t[i].op_index == g->tensors[id].producer && !strcmp(t[i].tensor, g->tensors[id].name) && t[i].has_stats)
+            m = fmax(fabs(t[i].stats.min), fabs(t[i].stats.max));
+    free(t);
+    return m;
+}
+
+bool cd_local_spec_int8(const cd_graph *g, int op_index, const cd_dump_reader *r, const char *run_a,
+                        cd_bound_spec *spec, char *desc, size_t n) {
     const cd_op *op = &g->ops[op_index];
     bool conv = !strcmp(op->type, "conv2d") || !strcmp(op->type, "depthwise_conv2d"), fc = !strcmp(op->type, "fc");
     if ((!conv && !fc) || !op->kernel.present || op->kernel.precision != 2) return false;
@@ -55,10 +71,13 @@ bool cd_local_spec_int8(const cd_graph *g, int op_index, cd_bound_spec *spec, ch
     if (nws < 1 || isnan(in_s)) return false;
     bool out8 = strstr(op->kernel.alias, "int8") != NULL;
     float out_s = first_scale(op, conv ? "Output0_scale" : "Out0_scale");
-    /* an input off the int8 grid (a float tensor the kernel quantizes itself): half a step of
-     * in_s on each input, times the largest sum |w| of an output channel */
+    /* an input off the int8 grid (a float tensor the kernel quantizes itself): on each input half
+     * a step of in_s, or what the [-127, 127] clamp cuts off beyond 127 in_s (from the stored
+     * range; unknown range: no bound), times the largest sum |w| of an output channel */
     double grid = 0;
     if (!on_grid(g, xid, in_s)) {
+        double xm = stored_absmax(g, xid, r, run_a), step = 0.5 * fabs(in_s);
+        double ein = isnan(xm) ? INFINITY : fmax(step, xm - 127 * fabs(in_s));
         int64_t numel = cd_shape_numel(&w->shape), nch = conv ? w->shape.d[0] : w->shape.d[w->shape.rank - 1];
         const int8_t *q = w->data;
         for (int64_t c = 0; c < nch && numel > 0; c++) {
@@ -67,7 +86,7 @@ bool cd_local_spec_int8(const cd_graph *g, int op_index, cd_bound_spec *spec, ch
             else for (int64_t k = c; k < numel; k += nch) sum += abs(q[k]);
             if (sum * sc > grid) grid = sum * sc;
         }
-        grid *= 0.5 * fabs(in_s);
+        grid *= ein;
     }
     double act_abs = spec->abs_terms;
     spec->fam = CD_FAM_INT8;

@@ -12,6 +12,8 @@
 /* Whether run `run` of the dump ran int8 layers in integer arithmetic (attribute int8_mode = arm). */
 bool cd_local_run_int8_arm(const cd_dump_reader *r, const char *run);
 /* When op i is an int8 conv2d/depthwise_conv2d/fc (ARM int8 kernel record, INT8 weights), turns
- * spec (from cd_local_spec: K, fused activation) into CD_FAM_INT8, rewrites desc and returns true. */
-bool cd_local_spec_int8(const cd_graph *g, int op_index, cd_bound_spec *spec, char *desc, size_t n);
+ * spec (from cd_local_spec: K, fused activation) into CD_FAM_INT8, rewrites desc and returns true.
+ * r/run_a (may be NULL): the dump and A's run, for the range of an input off the int8 grid. */
+bool cd_local_spec_int8(const cd_graph *g, int op_index, const cd_dump_reader *r, const char *run_a,
+                        cd_bound_spec *spec, char *desc, size_t n);
 #endif

@@ -93,7 +93,8 @@ def check_model(cldiff, models_dir, fname, work):
             if fc:
                 want, _ = int8_ref.fc_layer(x, w, b, op.attrs, out8)
             else:
-                want, _ = int8_ref.conv_layer(x, w, b, op.attrs, out8)
+                s2 = value_before(op.index, op.inp("SecondInput")) if op.inp("SecondInput") else None
+                want, _ = int8_ref.conv_layer(x, w, b, op.attrs, out8, s2)
             got = outs[op.out("Out" if fc else "Output")]
         g = run[got["dataset"]][()].astype(np.float32)
         want = np.asarray(want, np.float32).reshape(g.shape)

@@ -183,11 +183,24 @@ def epilogue(acc, ch_axis, ws, in_s, bias, out8, out_s, act):
     return carried(q, out_s), q
 
 
-def conv_layer(x, wq, bias, attrs, out8):
-    """Float input x (cldiff's carried activation or a float tensor) -> (float32 out, int8 or None)."""
+def conv_layer(x, wq, bias, attrs, out8, second=None):
+    """Float input x (cldiff's carried activation or a float tensor) -> (float32 out, int8 or None).
+    second: the SecondInput of a conv+elementwise_add fusion (fuse_elementwise_op_type). Paddle-Lite's
+    ARM kernels ignore it; cldiff's documented choice (docs/int8.md) adds it in float after the
+    activation computed on the real value, relu for fusion_elementwise_add_activation, then requantizes."""
     in_s = attrs["Input0_scale"][0]
     out_s = attrs["Output0_scale"][0] if out8 else 1.0
     acc = conv_acc(quantize(x, in_s), wq, attrs)
+    fe = attrs.get("fuse_elementwise_op_type", "")
+    if fe and second is not None:
+        y, _ = epilogue(acc, 1, attrs["Filter0_scale"], in_s, bias, False, 1.0, act_params(attrs, False, 1.0, True))
+        y = y + np.asarray(second, F32).reshape(y.shape)
+        if fe == "fusion_elementwise_add_activation":
+            y = np.where(y > 0, y, F32(0))
+        if not out8:
+            return y, None
+        q = q8(y * (F32(1) / F32(out_s)))
+        return carried(q, out_s), q
     return epilogue(acc, 1, attrs["Filter0_scale"], in_s, bias, out8, out_s, act_params(attrs, out8, out_s, True))
 
 
