@@ -200,6 +200,14 @@ check("expand_v2 mismatch", one("expand_v2", {"shape": [4, 5]}), {"x": u(2, 5)},
       expect_error=(3, "does not match"))
 check("pixel_shuffle channels", one("pixel_shuffle", {"upscale_factor": 2}), {"x": u(1, 6, 2, 2)}, None, "fp32",
       expect_error=(3, "not divisible"))
+check("expand_times overflow", one("expand", {"expand_times": [2**62, 4]}), {"x": u(3, 2)}, None, "fp32",
+      expect_error=(3, "overflows"))
+check("tile repeat overflow", one("tile", {"repeat_times": [2**62]}), {"x": u(5)}, None, "fp32",
+      expect_error=(3, "overflows"))
+check("pixel_shuffle huge factor", one("pixel_shuffle", {"upscale_factor": 2**40}), {"x": u(1, 4, 2, 2)}, None, "fp32",
+      expect_error=(3, "upscale_factor"))
+check("expand_v2 of an empty tensor", one("expand_v2", {"shape": [3, -1, 2]}), {"x": u(0, 2)},
+      lambda i: np.zeros((3, 0, 2), np.float32), "fp32")
 check("assign_value count", dict(op="assign_value", inputs=[], outputs=[("Out", "o")],
                                  attrs={"shape": [2, 2], "dtype": 5, "fp32_values": ("floats", [1.0])}),
       {}, None, "fp32", expect_error=(3, "holds 1 values"))

@@ -116,7 +116,8 @@ static cd_status expand_shapes(cd_op_ctx *c, const cd_value *x, cd_shape *os, cd
         for (int i = 0; i < n; i++) {
             if (v[i] < 1) return cd_op_fail(c, CD_E_MODEL, "expand_times[%d] = %lld must be >= 1", i, (long long)v[i]);
             xa->d[i] = xs->d[i];
-            os->d[i] = xs->d[i] * v[i];
+            if (__builtin_mul_overflow(xs->d[i], v[i], &os->d[i]))
+                return cd_op_fail(c, CD_E_MODEL, "expand_times[%d] = %lld overflows dim %d", i, (long long)v[i], i);
         }
         return CD_OK;
     }
@@ -131,7 +132,8 @@ static cd_status expand_shapes(cd_op_ctx *c, const cd_value *x, cd_shape *os, cd
             int64_t t = iv >= 0 ? v[iv] : 1;
             if (t < 1) return cd_op_fail(c, CD_E_MODEL, "repeat_times[%d] = %lld must be >= 1", iv, (long long)t);
             xa->d[i] = ix >= 0 ? xs->d[ix] : 1;
-            os->d[i] = xa->d[i] * t;
+            if (__builtin_mul_overflow(xa->d[i], t, &os->d[i]))
+                return cd_op_fail(c, CD_E_MODEL, "repeat_times[%d] = %lld overflows dim %d", iv, (long long)t, i);
         }
         return CD_OK;
     }
@@ -271,15 +273,15 @@ static cd_status ps_parse(cd_op_ctx *c, const cd_value *x, int64_t *r, cd_shape 
     const char *df = cd_attr_str(c->op, "data_format", "NCHW");
     if (strcmp(df, "NCHW") && strcmp(df, "AnyLayout"))
         return cd_op_fail(c, CD_E_UNSUPPORTED, "pixel_shuffle data_format '%s' is not supported (NCHW only)", df);
-    if (*r < 1) return cd_op_fail(c, CD_E_MODEL, "upscale_factor %lld must be >= 1", (long long)*r);
+    if (*r < 1 || *r > 65536) return cd_op_fail(c, CD_E_MODEL, "upscale_factor %lld must be in [1, 65536]", (long long)*r);
     if (x->shape.rank != 4) return cd_op_fail(c, CD_E_MODEL, "pixel_shuffle needs 4-D NCHW X, it has rank %d", x->shape.rank);
     if (x->shape.d[1] % (*r * *r))
         return cd_op_fail(c, CD_E_MODEL, "channels %lld are not divisible by upscale_factor^2 = %lld",
                           (long long)x->shape.d[1], (long long)(*r * *r));
     *os = x->shape;
     os->d[1] = x->shape.d[1] / (*r * *r);
-    os->d[2] = x->shape.d[2] * *r;
-    os->d[3] = x->shape.d[3] * *r;
+    if (__builtin_mul_overflow(x->shape.d[2], *r, &os->d[2]) || __builtin_mul_overflow(x->shape.d[3], *r, &os->d[3]))
+        return cd_op_fail(c, CD_E_MODEL, "upscale_factor %lld overflows the output size", (long long)*r);
     return CD_OK;
 }
 

@@ -240,8 +240,9 @@ static cd_status op_expand(cd_cl_ctx *c, cd_error *err) {
     if ((s = io(c, "X", "Out", &x, &y, err))) return s;
     const cd_shape *xs = &clu_meta(c, x)->shape, *os = &clu_meta(c, y)->shape;
     if (os->rank > 8 || os->rank < xs->rank) return clu_fail(c, err, CD_E_INTERNAL, "planned output rank %d", os->rank);
-    int64_t od[8], xd[8], xst[8], p = 1;
+    int64_t od[8], xd[8], xst[8], p = 1, n = cd_value_numel(clu_meta(c, y));
     int lead = os->rank - xs->rank;
+    if (n == 0) return CD_OK;
     fill8(od, 1), fill8(xd, 1), fill8(xst, 0);
     for (int i = os->rank - 1; i >= 0; i--) {
         od[i] = os->d[i];
@@ -250,9 +251,7 @@ static cd_status op_expand(cd_cl_ctx *c, cd_error *err) {
         xst[i] = p;
         p *= xd[i];
     }
-    int64_t n = cd_value_numel(clu_meta(c, y));
     if ((s = clu_fits(c, n, "element count", err))) return s;
-    if (n == 0) return CD_OK;
     cl_mem bx, by;
     cl_kernel k;
     if ((s = clu_buf(c, x, &bx, err)) || (s = clu_buf(c, y, &by, err))) return s;
