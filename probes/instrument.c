@@ -45,6 +45,9 @@ static cd_status copy_attr(cd_graph *ng, const cd_attr *a, const cd_retarget *rt
             /* the runtime looks up (precision, layout) then relaxes each to any; a record that
              * says any precision never finds a float-only kernel of the other target */
             const char *prec = !to_host && !strcmp(f[3], "4") ? "1" : f[3];
+            /* ARM names some typed kernels "<type>_<op>" (slice: int32_slice) where x86 says "<type>" */
+            size_t la = strlen(f[1]), lo = strlen(f[0]);
+            if (!to_host && la > lo + 1 && f[1][la - lo - 1] == '_' && !strcmp(f[1] + la - lo, f[0])) f[1][la - lo - 1] = 0;
             snprintf(nb, sizeof nb, "%s/%s/%d/%s/%s", f[0], f[1], to_host ? 1 : rt->target, prec, f[4]);
             free(c.s);
             c.s = cd_strdup(nb);
@@ -179,6 +182,38 @@ cd_status cd_instrument(const cd_graph *g, const bool *mask, const cd_value *met
             }
         }
         for (int a = 0; a < op->n_attr && !st; a++) st = copy_attr(ng, &op->attrs[a], retarget, err);
+    }
+    /* OpenCL outputs live on the device (image2d or buffer): the runtime's own boundary ops bring
+     * them to the host, as opt inserts them before a model's own fetch (nb-format §4.5): a
+     * layout op to NCHW for image layouts, then io_copy device_to_host. Appended after the
+     * model's ops, so no original op moves and no layer name changes. */
+    for (int k = g->n_outputs; k < out->n_fetch && !st; k++) {
+        cd_probe_fetch *f = &out->fetch[k];
+        const cd_op *op = &g->ops[f->op_index];
+        if (!op->kernel.present || op->kernel.target != 5) continue;
+        if (!strncmp(op->type, "io_copy", 7) && !strcmp(op->kernel.alias, "device_to_host")) continue; /* on the host */
+        const cd_tensor *x = &g->tensors[f->tensor_id];
+        bool image = op->kernel.layout == 4 || op->kernel.layout == 5;
+        for (int step = image ? 0 : 1; step < 2 && !st; step++) {
+            size_t l = strlen(f->fetch_name) + 16;
+            char *nn = malloc(l);
+            if (!nn) { st = cd_err(err, CD_E_NOMEM, "out of memory"); break; }
+            snprintf(nn, l, "%s/%s", f->fetch_name, step ? "cldiff_host" : "cldiff_nchw");
+            st = cd_graph_declare_var(ng, nn, f->dtype, f->shape.d, f->shape.rank, false, err);
+            if (!st && !cd_graph_add_op(ng, step ? "io_copy" : "layout", err)) st = err->code;
+            const char *in_name = f->fetch_name, *out_name = nn;
+            if (!st) st = cd_op_add_input(ng, "Input", &in_name, 1, err);
+            if (!st) st = cd_op_add_output(ng, "Out", &out_name, 1, err);
+            char rec[96];
+            snprintf(rec, sizeof rec, "%s", step ? "io_copy/device_to_host/5/4/2"
+                                          : op->kernel.layout == 5 ? "layout/ImageFolder_to_NCHW/5/4/1"
+                                                                   : "layout/ImageDefault_to_NCHW/5/4/1");
+            cd_attr kr = {.name = KERNEL_ATTR, .type = CD_ATTR_STRING, .s = rec};
+            if (!st) st = copy_attr(ng, &kr, NULL, err);
+            free(f->fetch_name);
+            f->fetch_name = nn;
+            (void)x;
+        }
     }
     for (int k = g->n_outputs; k < out->n_fetch && !st; k++) {
         const cd_probe_fetch *f = &out->fetch[k];

@@ -53,6 +53,14 @@ int cd_cmd_instrument(int argc, char **argv) {
         snprintf(out_nb, sizeof out_nb, "cldiff-out/probed.nb");
     } else {
         snprintf(out_nb, sizeof out_nb, "%s", o.out_dir);
+        char parent[1024];
+        snprintf(parent, sizeof parent, "%s", out_nb);
+        char *sl = strrchr(parent, '/');
+        if (sl && sl != parent) {
+            *sl = 0;
+            cd_status st = cd_make_dirs(parent, &err);
+            if (st) { free(av); return cd_cli_fail(&err); }
+        }
     }
     cd_graph *g = NULL;
     cd_status st = cd_nb_load(model, &g, &err);
