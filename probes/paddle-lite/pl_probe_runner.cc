@@ -1,0 +1,212 @@
+// pl_probe_runner: runs a Paddle-Lite model (normally the probed.nb that `cldiff instrument`
+// wrote) once through Paddle-Lite's public C++ API (MobileConfig, CreatePaddlePredictor,
+// GetInput/GetOutput) and saves every output as a .npy file, for `cldiff import`.
+//
+//   pl_probe_runner probed.nb IN_DIR OUT_DIR [--threads N] [--power-mode high|low|full|no_bind]
+//                   [--opencl-precision auto|fp16|fp32] [--warmup N]
+//
+// IN_DIR/input_<k>.npy is model input k (feed col order; float32, int32, int64, uint8 or
+// int8, little-endian, C order); OUT_DIR/out_<i>.npy is GetOutput(i) for every output
+// (fetch col order), and OUT_DIR/run.txt says what ran. Exit codes: 0 ok, 2 usage,
+// 3 bad input file, 4 OpenCL asked for but unusable. Part of cldiff (docs/paddle-lite.md);
+// written against the API of lite/api/paddle_api.h, nothing of Paddle-Lite is copied here.
+#include <chrono>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "paddle_api.h"
+
+using paddle::lite_api::MobileConfig;
+using paddle::lite_api::PaddlePredictor;
+using paddle::lite_api::PrecisionType;
+using paddle::lite_api::Tensor;
+
+namespace {
+
+struct Npy {
+  std::string descr;  // "<f4"
+  std::vector<int64_t> shape;
+  std::vector<char> data;
+};
+
+int fail(int code, const std::string& msg) {
+  std::fprintf(stderr, "pl_probe_runner: %s\n", msg.c_str());
+  return code;
+}
+
+size_t descr_size(const std::string& d) {
+  if (d.size() < 3) return 0;
+  return static_cast<size_t>(std::atoi(d.c_str() + 2));
+}
+
+// Reads a .npy (versions 1.0-3.0) header and data; returns an empty message on success.
+std::string read_npy(const std::string& path, Npy* out) {
+  std::ifstream f(path, std::ios::binary);
+  if (!f) return "cannot open " + path;
+  char magic[8];
+  if (!f.read(magic, 8) || std::memcmp(magic, "\x93NUMPY", 6) != 0) return path + " is not a .npy file";
+  uint32_t hlen = 0;
+  if (magic[6] == 1) {
+    unsigned char b[2];
+    if (!f.read(reinterpret_cast<char*>(b), 2)) return path + ": short header";
+    hlen = b[0] | (b[1] << 8);
+  } else {
+    unsigned char b[4];
+    if (!f.read(reinterpret_cast<char*>(b), 4)) return path + ": short header";
+    hlen = b[0] | (b[1] << 8) | (b[2] << 16) | (static_cast<uint32_t>(b[3]) << 24);
+  }
+  if (hlen > (1u << 20)) return path + ": header too long";
+  std::string h(hlen, '\0');
+  if (!f.read(&h[0], hlen)) return path + ": short header";
+  size_t p = h.find("'descr'");
+  size_t q = p == std::string::npos ? p : h.find('\'', h.find(':', p) + 1);
+  size_t r = q == std::string::npos ? q : h.find('\'', q + 1);
+  if (r == std::string::npos) return path + ": no descr in the header";
+  out->descr = h.substr(q + 1, r - q - 1);
+  if (h.find("'fortran_order': True") != std::string::npos) return path + ": Fortran order is not supported";
+  p = h.find("'shape'");
+  q = p == std::string::npos ? p : h.find('(', p);
+  r = q == std::string::npos ? q : h.find(')', q);
+  if (r == std::string::npos) return path + ": no shape in the header";
+  std::stringstream ss(h.substr(q + 1, r - q - 1));
+  std::string item;
+  out->shape.clear();
+  int64_t numel = 1;
+  while (std::getline(ss, item, ',')) {
+    if (item.find_first_not_of(" ") == std::string::npos) continue;
+    int64_t d = std::atoll(item.c_str());
+    if (d < 0) return path + ": negative dimension";
+    out->shape.push_back(d);
+    numel *= d;
+  }
+  size_t es = descr_size(out->descr);
+  if (!es || (out->descr[0] != '<' && out->descr[0] != '|')) return path + ": unsupported dtype " + out->descr;
+  out->data.resize(static_cast<size_t>(numel) * es);
+  if (!out->data.empty() && !f.read(out->data.data(), static_cast<std::streamsize>(out->data.size())))
+    return path + ": fewer data bytes than the shape needs";
+  return "";
+}
+
+bool write_npy(const std::string& path, const std::string& descr, const std::vector<int64_t>& shape,
+               const void* data, size_t nbytes) {
+  std::string sh = "(";
+  for (size_t i = 0; i < shape.size(); i++) sh += std::to_string(shape[i]) + (shape.size() == 1 ? "," : i + 1 < shape.size() ? ", " : "");
+  sh += ")";
+  std::string h = "{'descr': '" + descr + "', 'fortran_order': False, 'shape': " + sh + ", }";
+  while ((10 + h.size() + 1) % 64) h += ' ';
+  h += '\n';
+  std::ofstream f(path, std::ios::binary);
+  if (!f) return false;
+  f.write("\x93NUMPY\x01\x00", 8);
+  unsigned char l[2] = {static_cast<unsigned char>(h.size() & 0xff), static_cast<unsigned char>(h.size() >> 8)};
+  f.write(reinterpret_cast<const char*>(l), 2);
+  f.write(h.data(), static_cast<std::streamsize>(h.size()));
+  if (nbytes) f.write(static_cast<const char*>(data), static_cast<std::streamsize>(nbytes));
+  return static_cast<bool>(f);
+}
+
+template <typename T>
+void fill_input(Tensor* t, const Npy& n) {
+  std::memcpy(t->mutable_data<T>(), n.data.data(), n.data.size());
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc < 4) {
+    std::fprintf(stderr,
+                 "usage: %s probed.nb IN_DIR OUT_DIR [--threads N] [--power-mode high|low|full|no_bind]\n"
+                 "          [--opencl-precision auto|fp16|fp32] [--warmup N]\n",
+                 argv[0]);
+    return 2;
+  }
+  std::string model = argv[1], in_dir = argv[2], out_dir = argv[3], cl_prec;
+  int threads = 1, warmup = 0;
+  std::string power = "no_bind";
+  for (int i = 4; i < argc; i++) {
+    std::string a = argv[i];
+    if (i + 1 >= argc) return fail(2, "option " + a + " needs a value");
+    std::string v = argv[++i];
+    if (a == "--threads") threads = std::atoi(v.c_str());
+    else if (a == "--power-mode") power = v;
+    else if (a == "--opencl-precision") cl_prec = v;
+    else if (a == "--warmup") warmup = std::atoi(v.c_str());
+    else return fail(2, "unknown option " + a);
+  }
+  MobileConfig config;
+  config.set_model_from_file(model);
+  config.set_threads(threads > 0 ? threads : 1);
+  using paddle::lite_api::PowerMode;
+  config.set_power_mode(power == "high" ? PowerMode::LITE_POWER_HIGH
+                        : power == "low" ? PowerMode::LITE_POWER_LOW
+                        : power == "full" ? PowerMode::LITE_POWER_FULL
+                                          : PowerMode::LITE_POWER_NO_BIND);
+  if (!cl_prec.empty()) {
+    // Only for OpenCL models: say so when the device cannot run them (the runtime never
+    // falls back to ARM on its own, nb-format §5.3).
+    if (!paddle::lite_api::IsOpenCLBackendValid()) return fail(4, "OpenCL asked for but IsOpenCLBackendValid() is false");
+    using paddle::lite_api::CLPrecisionType;
+    config.set_opencl_precision(cl_prec == "fp16"   ? CLPrecisionType::CL_PRECISION_FP16
+                                : cl_prec == "fp32" ? CLPrecisionType::CL_PRECISION_FP32
+                                                    : CLPrecisionType::CL_PRECISION_AUTO);
+  }
+  auto t0 = std::chrono::steady_clock::now();
+  std::shared_ptr<PaddlePredictor> pred = paddle::lite_api::CreatePaddlePredictor<MobileConfig>(config);
+  auto t1 = std::chrono::steady_clock::now();
+  std::vector<std::string> in_names = pred->GetInputNames();
+  for (size_t k = 0; k < in_names.size(); k++) {
+    Npy n;
+    std::string path = in_dir + "/input_" + std::to_string(k) + ".npy";
+    std::string e = read_npy(path, &n);
+    if (!e.empty()) return fail(3, "input " + std::to_string(k) + " ('" + in_names[k] + "'): " + e);
+    std::unique_ptr<Tensor> t = pred->GetInput(static_cast<int>(k));
+    t->Resize(n.shape);
+    const std::string& d = n.descr;
+    if (d == "<f4") fill_input<float>(t.get(), n);
+    else if (d == "<i4") fill_input<int32_t>(t.get(), n);
+    else if (d == "<i8") fill_input<int64_t>(t.get(), n);
+    else if (d == "|u1") fill_input<uint8_t>(t.get(), n);
+    else if (d == "|i1") fill_input<int8_t>(t.get(), n);
+    else return fail(3, path + ": dtype " + d + " is not a Paddle-Lite input type (float32, int32, int64, uint8, int8)");
+  }
+  for (int w = 0; w < warmup; w++) pred->Run();
+  auto t2 = std::chrono::steady_clock::now();
+  pred->Run();
+  auto t3 = std::chrono::steady_clock::now();
+  std::vector<std::string> out_names = pred->GetOutputNames();
+  std::ofstream info(out_dir + "/run.txt");
+  info << "model " << model << "\nversion " << pred->GetVersion() << "\nthreads " << threads << "\npower_mode " << power
+       << "\nopencl_precision " << (cl_prec.empty() ? "-" : cl_prec) << "\nload_ms "
+       << std::chrono::duration<double, std::milli>(t1 - t0).count() << "\nrun_ms "
+       << std::chrono::duration<double, std::milli>(t3 - t2).count() << "\noutputs " << out_names.size() << "\n";
+  for (size_t i = 0; i < out_names.size(); i++) {
+    std::unique_ptr<const Tensor> t = pred->GetOutput(static_cast<int>(i));
+    std::vector<int64_t> shape = t->shape();
+    int64_t numel = 1;
+    for (int64_t d : shape) numel *= d;
+    std::string descr;
+    size_t es = 0;
+    const void* p = nullptr;
+    switch (t->precision()) {
+      case PrecisionType::kFloat: descr = "<f4"; es = 4; p = t->data<float>(); break;
+      case PrecisionType::kInt32: descr = "<i4"; es = 4; p = t->data<int32_t>(); break;
+      case PrecisionType::kInt64: descr = "<i8"; es = 8; p = t->data<int64_t>(); break;
+      case PrecisionType::kInt8: descr = "|i1"; es = 1; p = t->data<int8_t>(); break;
+      case PrecisionType::kUInt8: descr = "|u1"; es = 1; p = t->data<uint8_t>(); break;
+      case PrecisionType::kBool: descr = "|b1"; es = 1; p = t->data<bool>(); break;
+      default: descr = "<f4"; es = 4; p = t->data<float>(); break;  // kAny etc.: float data
+    }
+    std::string path = out_dir + "/out_" + std::to_string(i) + ".npy";
+    if (!write_npy(path, descr, shape, p, static_cast<size_t>(numel) * es)) return fail(3, "cannot write " + path);
+    info << "out_" << i << " " << out_names[i] << " " << descr << "\n";
+  }
+  std::fprintf(stderr, "pl_probe_runner: %zu outputs saved in %s (run %.2f ms)\n", out_names.size(), out_dir.c_str(),
+               std::chrono::duration<double, std::milli>(t3 - t2).count());
+  return 0;
+}
