@@ -67,11 +67,26 @@ typedef struct cd_local_result {
     int64_t worst;           /* index of the largest ratio, -1 none */
     int64_t nonfinite;       /* NaN/Inf in val where ref is finite (and not a half overflow) */
     bool pass;
-    bool needs_mag;          /* mag was NULL and some element failed the cheap check */
+    bool needs_mag;          /* an element failed the cheap check and no magnitude was had for it */
+    int64_t mag_elems;       /* elements whose magnitude came from mag_at (the lazy per-element path) */
+    bool ratio_upper;        /* the worst ratio is on a cheap bound: an upper bound of the exact one */
 } cd_local_result;
+
+/* The magnitude of element i (sum |w x| + |b| for an accumulation), computed on demand; NaN
+ * when it cannot be had (unsupported op, or over the caller's budget). */
+typedef double (*cd_mag_at_fn)(void *user, int64_t i);
 
 /* Checks n elements. mag and x may be NULL. user_atol >= 0 (with user_rtol >= 0) adds the
  * user's element tolerance as an extra allowance: an element passes within either. */
 void cd_local_check(const cd_bound_spec *s, const float *ref, const float *val, const float *mag, const float *x,
                     int64_t n, double user_atol, double user_rtol, cd_local_result *r);
+/* The same check, asking mag_at (when not NULL, and mag is NULL) for the magnitude of the
+ * elements with the largest ratios to their cheap bound, at most max_calls of them (all those
+ * over the cheap bound in any case): usually a few per mille of a conv's outputs fail the
+ * cheap bound, so the exact bound costs K products per such element instead of a whole
+ * magnitude run. An element over its bound whose magnitude could not be had (NaN) sets
+ * needs_mag. */
+void cd_local_check_lazy(const cd_bound_spec *s, const float *ref, const float *val, const float *mag,
+                         cd_mag_at_fn mag_at, void *mag_user, const float *x, int64_t n, double user_atol,
+                         double user_rtol, int64_t max_calls, cd_local_result *r);
 #endif

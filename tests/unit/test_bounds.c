@@ -96,3 +96,47 @@ Test(bounds, cheap_check_asks_for_the_magnitude) {
     cr_assert(r.pass, "ratio %g", r.ratio);
     cr_assert(!r.needs_mag);
 }
+
+/* The lazy check: magnitudes one by one for the elements nearest their cheap bound. */
+typedef struct mag_probe { const float *mag; int calls; bool fail; } mag_probe;
+static double probe_mag(void *u, int64_t i) {
+    mag_probe *p = u;
+    p->calls++;
+    return p->fail ? NAN : p->mag[i];
+}
+
+Test(bounds, lazy_check_asks_only_near_the_bound) {
+    /* K = 98, float both sides. Element 0: error 1e-5 on ref 0.01 is far over its cheap bound
+     * (|ref| standing in) but within the bound of its true magnitude 5. Element 1: error 0,
+     * never asked. Elements 2..9: error 1 ulp on ref 1, far below a quarter of the cheap bound,
+     * but element 2 at 5e-6, about a fifth of it: not refined, yet the worst ratio. */
+    cd_bound_spec s = {.fam = CD_FAM_ACCUMULATE, .K = 98, .lipschitz = 1, .ref = F32, .b = F32, .safety = 2,
+                       .mag_run = true};
+    float ref[10], val[10], mag[10];
+    for (int i = 0; i < 10; i++) { ref[i] = 1; val[i] = 1 + 1e-7f; mag[i] = 1; }
+    ref[0] = 0.01f; val[0] = 0.01f + 1e-5f; mag[0] = 5;
+    ref[1] = val[1] = 2; mag[1] = 2;
+    val[2] = 1 + 5e-6f;
+    mag_probe p = {.mag = mag};
+    cd_local_result r;
+    cd_local_check_lazy(&s, ref, val, NULL, probe_mag, &p, NULL, 10, -1, -1, 100, &r);
+    cr_assert(r.pass, "ratio %g", r.ratio);
+    cr_assert(!r.needs_mag);
+    cr_assert_eq(r.mag_elems, 1);
+    cr_assert_eq(p.calls, 1, "asked %d times", p.calls);
+    /* the worst ratio now sits on an element left on its cheap bound: flagged as an upper bound */
+    cr_assert(r.ratio_upper);
+    cr_assert_eq(r.worst, 2);
+    /* a magnitude that cannot be had one by one: the caller must run the whole magnitude */
+    mag_probe q = {.mag = mag, .fail = true};
+    cd_local_check_lazy(&s, ref, val, NULL, probe_mag, &q, NULL, 10, -1, -1, 100, &r);
+    cr_assert(!r.pass);
+    cr_assert(r.needs_mag);
+    /* a real fault stays a fault with the exact magnitude */
+    val[0] = 0.01f + 1e-2f;
+    mag_probe f = {.mag = mag};
+    cd_local_check_lazy(&s, ref, val, NULL, probe_mag, &f, NULL, 10, -1, -1, 100, &r);
+    cr_assert(!r.pass);
+    cr_assert(!r.needs_mag);
+    cr_assert_eq(r.worst, 0);
+}
