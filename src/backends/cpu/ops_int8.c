@@ -23,6 +23,15 @@
 
 #define PL_PREC_INT8 2 /* lite/api/paddle_place.h PrecisionType::kInt8 */
 
+/* The hot loops are also compiled for x86-64-v3 (AVX2, FMA) and picked at load time (GCC
+ * target_clones): the same C, so the same results (fmaf is the fused operation in both, an
+ * instruction on v3 and a libm call on the baseline); only the speed differs. */
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && !defined(CD_NO_TARGET_CLONES)
+#define I8_HOT __attribute__((target_clones("arch=x86-64-v3", "default")))
+#else
+#define I8_HOT
+#endif
+
 /* Scratch slot of the calling thread inside a CD_PAR_FOR over `threads` threads. */
 static inline int omp_slot(int threads) {
     int i = omp_get_thread_num();
@@ -95,10 +104,30 @@ bool cd_cpu_int8_claims(const cd_op_ctx *c) {
 
 /* ------------------------------------------------------------------ shared pieces */
 
+typedef int8_t i8x8 __attribute__((vector_size(8)));
+I8_HOT static void q8_chunk(const float *x, int8_t *q, int64_t n, float inv) {
+    int64_t i = 0;
+    for (; i + 8 <= n; i += 8) {
+        cd_f8 v;
+        cd_i8x qi;
+        memcpy(&v, x + i, sizeof v);
+        v *= inv;
+        cd_q8_vec(&v, &qi);
+        i8x8 r = __builtin_convertvector(qi, i8x8);
+        memcpy(q + i, &r, 8);
+    }
+    for (; i < n; i++) q[i] = (int8_t)cd_q8_int(x[i] * inv);
+}
+
+#define CHUNK 16384
 /* Input activation -> int8, the calib rule with 1/Input0_scale. */
 static void quantize_input(const float *x, int8_t *q, int64_t n, float in_s, int threads) {
     float inv = 1.0f / in_s;
-    CD_PAR_FOR(n >= 65536, threads, int64_t, i, n, { q[i] = cd_q8_round(x[i] * inv); });
+    int64_t nc = (n + CHUNK - 1) / CHUNK;
+    CD_PAR_FOR(nc > 4, threads, int64_t, c, nc, {
+        int64_t a = c * CHUNK, m = n - a < CHUNK ? n - a : CHUNK;
+        q8_chunk(x + a, q + a, m, inv);
+    });
 }
 
 typedef enum { A_NONE, A_RELU, A_RELU6, A_LEAKY, A_HSWISH, A_OTHER } act8_kind;
@@ -159,6 +188,45 @@ static inline float epi_apply(const epi *e, int64_t oc, int32_t acc) {
     float y = act8_apply(&e->act, fmaf((float)acc, e->m[oc], e->b[oc]));
     return e->out8 ? (float)cd_q8_round(y) * e->out_s : y;
 }
+
+/* One row of n outputs of channel oc on the common path (no residual, activation not A_OTHER):
+ * epi_apply's arithmetic in two passes that vectorize: the fused multiply-add (an instruction
+ * in the x86-64-v3 clone), then the activation and the int8 conversion on 8 lanes, the same
+ * operations lane by lane as act8_apply and cd_q8_float. */
+#define EPI_VEC(ACT)                                                             \
+    for (; i + 8 <= n; i += 8) {                                                 \
+        cd_f8 y;                                                                 \
+        memcpy(&y, out + i, sizeof y);                                           \
+        ACT;                                                                     \
+        if (o8) {                                                                \
+            cd_i8x qi;                                                           \
+            cd_q8_vec(&y, &qi);                                                  \
+            y = __builtin_convertvector(qi, cd_f8) * os;                         \
+        }                                                                        \
+        memcpy(out + i, &y, sizeof y);                                           \
+    }
+I8_HOT static void epi_row(const epi *e, int64_t oc, const int32_t *acc, float *out, int64_t n) {
+    const float m = e->m[oc], b = e->b[oc], os = e->out_s;
+    const bool o8 = e->out8;
+    for (int64_t i = 0; i < n; i++) out[i] = fmaf((float)acc[i], m, b);
+    const cd_f8 z = {0}, p0 = z + e->act.p0, p1 = z + e->act.p1, p2 = z + e->act.p2;
+    int64_t i = 0;
+    switch (e->act.kind) {
+    case A_RELU: EPI_VEC(y = CD_SEL8(y > z, y, z)) break;
+    case A_RELU6: EPI_VEC(y = CD_SEL8(y > z, y, z); y = CD_SEL8(y < p0, y, p0)) break;
+    case A_LEAKY: EPI_VEC(y = CD_SEL8(y >= z, y, y * p0)) break;
+    case A_HSWISH:
+        EPI_VEC(cd_f8 g = y + p1; g = CD_SEL8(g > z, g, z); g = CD_SEL8(g < p2, g, p2); cd_f8 h = y * p0; y = h * g)
+        break;
+    default: EPI_VEC((void)0) break;
+    }
+    for (; i < n; i++) {
+        float y = act8_apply(&e->act, out[i]);
+        out[i] = o8 ? cd_q8_float(y) * os : y;
+    }
+}
+
+static inline bool epi_fast(const epi *e) { return !e->residual && e->act.kind != A_OTHER; }
 
 /* Fills m/b (and mr/br) for nch output channels. */
 static cd_status epi_build(cd_op_ctx *c, epi *e, float *buf, int64_t nch, const double *ws, int nws, float in_s,
@@ -260,8 +328,9 @@ static cd_status geo8_parse(cd_op_ctx *c, const cd_tensor *w, geo8 *g) {
     return CD_OK;
 }
 
-/* Depthwise (one input and one output channel per group): direct sums, one plane per task. */
-static void dw_plane(const geo8 *g, const int8_t *xp, const int8_t *wk, int32_t *acc) {
+/* Depthwise (one input and one output channel per group): direct sums, one plane per task.
+ * Products of two int8 fit in int16 (|p| <= 16129): computed there, summed in int32. */
+I8_HOT static void dw_plane(const geo8 *g, const int8_t *xp, const int8_t *wk, int32_t *acc) {
     for (int64_t oh = 0; oh < g->OH; oh++) {
         int32_t *row = acc + oh * g->OW;
         for (int64_t ow = 0; ow < g->OW; ow++) row[ow] = 0;
@@ -270,17 +339,19 @@ static void dw_plane(const geo8 *g, const int8_t *xp, const int8_t *wk, int32_t 
             if (ih < 0 || ih >= g->H) continue;
             const int8_t *xr = xp + ih * g->W;
             for (int64_t kw = 0; kw < g->KW; kw++) {
-                int32_t wv = wk[kh * g->KW + kw];
+                int16_t wv = wk[kh * g->KW + kw];
                 if (!wv) continue;
                 int64_t off = kw * g->dw - g->pl;
                 /* ow range with 0 <= ow*sw + off < W */
                 int64_t lo = off < 0 ? (-off + g->sw - 1) / g->sw : 0;
                 int64_t hi = g->W - off <= 0 ? 0 : (g->W - off - 1) / g->sw + 1;
                 if (hi > g->OW) hi = g->OW;
-                if (g->sw == 1)
-                    for (int64_t ow = lo; ow < hi; ow++) row[ow] += wv * xr[ow + off];
-                else
-                    for (int64_t ow = lo; ow < hi; ow++) row[ow] += wv * xr[ow * g->sw + off];
+                if (g->sw == 1) {
+                    const int8_t *xs = xr + off;
+                    for (int64_t ow = lo; ow < hi; ow++) row[ow] += (int16_t)(wv * (int16_t)xs[ow]);
+                } else {
+                    for (int64_t ow = lo; ow < hi; ow++) row[ow] += (int16_t)(wv * (int16_t)xr[ow * g->sw + off]);
+                }
             }
         }
     }
@@ -307,21 +378,37 @@ static void im2col8(const geo8 *g, const int8_t *xg, int64_t cg, int8_t *col, in
 }
 
 #define TILE 256
-/* acc[o][p] = sum_k w[o][k] * col[k][p] for 4 output channels over one tile of p. */
-static void dot4(const int8_t *w0, int64_t K, int64_t wstride, const int8_t *col, int64_t P, int64_t p0, int64_t np,
-                 int no, int32_t acc[4][TILE]) {
+/* acc[o][p] = sum_k w[o][k] * col[k][p] for up to 4 output channels over one tile of p. Two
+ * products of int8 sum to at most 2 * 16129 < 2^15: each pair of k is added in int16, then
+ * widened into the int32 sum (exact). */
+I8_HOT static void dot4(const int8_t *w0, int64_t K, int64_t wstride, const int8_t *col, int64_t P, int64_t p0,
+                        int64_t np, int no, int32_t acc[4][TILE]) {
     for (int o = 0; o < 4; o++) memset(acc[o], 0, sizeof(int32_t) * (size_t)np);
-    for (int64_t k = 0; k < K; k++) {
-        const int8_t *cr = col + k * P + p0;
-        int32_t a0 = w0[k], a1 = no > 1 ? w0[wstride + k] : 0, a2 = no > 2 ? w0[2 * wstride + k] : 0,
-                a3 = no > 3 ? w0[3 * wstride + k] : 0;
-        int32_t *r0 = acc[0], *r1 = acc[1], *r2 = acc[2], *r3 = acc[3];
+    const int8_t *w1 = w0 + (no > 1 ? wstride : 0), *w2 = w0 + (no > 2 ? 2 * wstride : 0),
+                 *w3 = w0 + (no > 3 ? 3 * wstride : 0);
+    int32_t *r0 = acc[0], *r1 = acc[1], *r2 = acc[2], *r3 = acc[3];
+    int64_t k = 0;
+    for (; k + 1 < K; k += 2) {
+        const int8_t *c0 = col + k * P + p0, *c1 = c0 + P;
+        int16_t a0 = w0[k], b0 = w0[k + 1], a1 = w1[k], b1 = w1[k + 1];
+        int16_t a2 = w2[k], b2 = w2[k + 1], a3 = w3[k], b3 = w3[k + 1];
         for (int64_t p = 0; p < np; p++) {
-            int32_t v = cr[p];
-            r0[p] += a0 * v;
-            r1[p] += a1 * v;
-            r2[p] += a2 * v;
-            r3[p] += a3 * v;
+            int16_t u = c0[p], v = c1[p];
+            r0[p] += (int16_t)(a0 * u + b0 * v);
+            r1[p] += (int16_t)(a1 * u + b1 * v);
+            r2[p] += (int16_t)(a2 * u + b2 * v);
+            r3[p] += (int16_t)(a3 * u + b3 * v);
+        }
+    }
+    if (k < K) {
+        const int8_t *c0 = col + k * P + p0;
+        int16_t a0 = w0[k], a1 = w1[k], a2 = w2[k], a3 = w3[k];
+        for (int64_t p = 0; p < np; p++) {
+            int16_t u = c0[p];
+            r0[p] += (int16_t)(a0 * u);
+            r1[p] += (int16_t)(a1 * u);
+            r2[p] += (int16_t)(a2 * u);
+            r3[p] += (int16_t)(a3 * u);
         }
     }
 }
@@ -381,7 +468,8 @@ static cd_status conv8_run(cd_op_ctx *c, char *kernel, size_t kn, char *note, si
                 int32_t *acc = dwacc + (size_t)omp_slot(threads) * (size_t)P;
                 dw_plane(&g, xn + ch * g.H * g.W, w + ch * g.KH * g.KW, acc);
                 float *yc = yn + ch * P;
-                if (e.residual)
+                if (epi_fast(&e)) epi_row(&e, ch, acc, yc, P);
+                else if (e.residual)
                     for (int64_t p = 0; p < P; p++) yc[p] = epi_residual(&e, ch, acc[p], (n * g.OC + ch) * P + p);
                 else
                     for (int64_t p = 0; p < P; p++) yc[p] = epi_apply(&e, ch, acc[p]);
@@ -400,7 +488,8 @@ static cd_status conv8_run(cd_op_ctx *c, char *kernel, size_t kn, char *note, si
                 dot4(w + o0 * K, K, K, cl, P, p0, np, no, acc);
                 for (int o = 0; o < no; o++) {
                     float *yo = yn + (o0 + o) * P + p0;
-                    if (e.residual)
+                    if (epi_fast(&e)) epi_row(&e, o0 + o, acc[o], yo, np);
+                    else if (e.residual)
                         for (int64_t p = 0; p < np; p++)
                             yo[p] = epi_residual(&e, o0 + o, acc[o][p], (n * g.OC + o0 + o) * P + p0 + p);
                     else
@@ -419,6 +508,17 @@ done:
 }
 
 /* ------------------------------------------------------------------ fc */
+
+/* acc[j] = sum_k x[k] * W[k][n0 + j] (int16 products, int32 sums) */
+I8_HOT static void fc_rows(const int8_t *xr, const int8_t *w, int64_t K, int64_t N, int64_t n0, int64_t nb,
+                           int32_t *acc) {
+    for (int64_t k = 0; k < K; k++) {
+        int16_t xv = xr[k];
+        if (!xv) continue;
+        const int8_t *wr = w + k * N + n0;
+        for (int64_t j = 0; j < nb; j++) acc[j] += (int16_t)(xv * (int16_t)wr[j]);
+    }
+}
 
 static cd_status fc8_run(cd_op_ctx *c, char *kernel, size_t kn) {
     const cd_op *op = c->op;
@@ -452,12 +552,7 @@ static cd_status fc8_run(cd_op_ctx *c, char *kernel, size_t kn) {
             int64_t nb = N - n0 < TILE ? N - n0 : TILE;
             int32_t acc[TILE];
             memset(acc, 0, sizeof(int32_t) * (size_t)nb);
-            for (int64_t k = 0; k < K; k++) {
-                int32_t xv = xr[k];
-                if (!xv) continue;
-                const int8_t *wr = w + k * N + n0;
-                for (int64_t j = 0; j < nb; j++) acc[j] += xv * wr[j];
-            }
+            fc_rows(xr, w, K, N, n0, nb, acc);
             for (int64_t j = 0; j < nb; j++) out[m * N + n0 + j] = epi_apply(&e, n0 + j, acc[j]);
         }
     });
@@ -468,6 +563,20 @@ done:
 }
 
 /* ------------------------------------------------------------------ calib */
+
+I8_HOT static void calib_chunk(const float *x, float *o, int64_t n, float inv, float s) {
+    int64_t i = 0;
+    for (; i + 8 <= n; i += 8) {
+        cd_f8 v;
+        cd_i8x qi;
+        memcpy(&v, x + i, sizeof v);
+        v *= inv;
+        cd_q8_vec(&v, &qi);
+        v = __builtin_convertvector(qi, cd_f8) * s;
+        memcpy(o + i, &v, sizeof v);
+    }
+    for (; i < n; i++) o[i] = cd_q8_float(x[i] * inv) * s;
+}
 
 /* fp32_to_int8: q = cd_q8_round(x * (1/scale)) (type_trans.cc fp32_to_int8), carried as q * scale.
  * int8_to_fp32: q * scale (int8_to_fp32); the carried q is recovered with the same rule, which is
@@ -481,7 +590,11 @@ static cd_status calib8_run(cd_op_ctx *c, char *kernel, size_t kn) {
     float s = (float)cd_attr_float(c->op, "scale", 1.0), inv = 1.0f / s;
     const float *xi = x->data;
     float *oo = o->data;
-    CD_PAR_FOR(n >= 65536, c->threads, int64_t, i, n, { oo[i] = (float)cd_q8_round(xi[i] * inv) * s; });
+    int64_t nc = (n + CHUNK - 1) / CHUNK;
+    CD_PAR_FOR(nc > 4, c->threads, int64_t, k, nc, {
+        int64_t a = k * CHUNK, m = n - a < CHUNK ? n - a : CHUNK;
+        calib_chunk(xi + a, oo + a, m, inv, s);
+    });
     snprintf(kernel, kn, "calib:int8:%s", to8 ? "fp32_to_int8" : "int8_to_fp32");
     return CD_OK;
 }
