@@ -26,6 +26,9 @@ static void usage(FILE *f) {
             "                        fp16 weights float32, calib ops pass-throughs, int8 attributes\n"
             "                        (enable_int8, <Slot><k>_scale, ...) dropped: the float program\n"
             "  --keep-kernel-attrs   keep __@kernel_type_attr@__ (default: dropped, opt picks kernels)\n"
+            "  --keep-fused-act      keep conv fusions Paddle-Lite's x86 conv lacks (activations\n"
+            "                        hard_sigmoid/sigmoid/tanh/abs; SecondInput + fuse_elementwise_op_type);\n"
+            "                        default: conv, then separate activation and elementwise ops\n"
             "  --fetch-all           add a fetch op for every float output of every op (after the\n"
             "                        model's own outputs) and list them in DIR/fetch.tsv: col,\n"
             "                        op index, op name, op type, tensor name (layer-by-layer checks)\n"
@@ -114,6 +117,8 @@ int cd_cmd_export(int argc, char **argv) {
             dequant = true;
         } else if (!strcmp(a, "--fetch-all")) {
             fetch_all = true;
+        } else if (!strcmp(a, "--keep-fused-act")) {
+            o.keep_fused_act = true;
         } else if (!strcmp(a, "--keep-kernel-attrs")) {
             o.keep_kernel_attr = true;
         } else if (a[0] == '-' && a[1]) {
@@ -164,6 +169,8 @@ int cd_cmd_export(int argc, char **argv) {
            "%d params)%s\n",
            model, dir, info.program_bytes, info.n_ops, info.n_vars, info.n_renamed, dir, info.params_bytes,
            info.n_params, dequant ? ", dequantized" : "");
+    if (info.n_unfused) printf("  %d convs with fused activation/SecondInput exported as separate ops (--keep-fused-act keeps them)\n",
+                               info.n_unfused);
     if (info.n_dropped_ops) printf("  %d io_copy/layout%s ops left out as pass-throughs\n", info.n_dropped_ops,
                                    dequant ? "/calib" : "");
     for (int i = 0; i < g->n_inputs; i++) {

@@ -341,26 +341,135 @@ static cd_status attr_msg(pbuf *p, const cd_op *op, int oi, const cd_attr *a, cd
     return CD_OK;
 }
 
-static void slots_msg(pbuf *p, int field, const cd_slot *s, int n, const plan *pl) {
+/* Fused activations that Paddle-Lite's x86 float conv does not implement (its conv_utils
+ * knows relu, relu6, leaky_relu, hard_swish; others abort or, on some paths, are not
+ * applied): such convs are exported as conv + a separate activation op, which every target
+ * has. Returns the activation op type, or NULL to keep the op as it is. */
+static const char *unfused_act(const cd_op *op, const cd_pd_export_opts *o) {
+    if (o->keep_fused_act) return NULL;
+    if (strcmp(op->type, "conv2d") && strcmp(op->type, "depthwise_conv2d")) return NULL;
+    if (!cd_attr_bool(op, "with_act", false)) return NULL;
+    const char *act = cd_attr_str(op, "act_type", "");
+    static const char *const acts[] = {"hard_sigmoid", "sigmoid", "tanh", "abs", NULL};
+    for (int i = 0; acts[i]; i++)
+        if (!strcmp(act, acts[i])) return acts[i];
+    return NULL;
+}
+
+static bool act_attr(const char *n) {
+    return !strcmp(n, "with_act") || !strcmp(n, "act_type") || !strcmp(n, "fuse_relu") || !strcmp(n, "slope") ||
+           !strcmp(n, "offset");
+}
+
+/* OpenCL-only fusion (nb-format §9): conv2d with SecondInput and fuse_elementwise_op_type
+ * adds (or multiplies...) SecondInput after the activation. Paddle-Lite's x86 and ARM convs
+ * ignore it, so it is exported as a separate elementwise op. Returns its type or NULL. */
+static const char *unfused_eltwise(const cd_op *op, const cd_pd_export_opts *o) {
+    if (o->keep_fused_act) return NULL;
+    if (strcmp(op->type, "conv2d") && strcmp(op->type, "depthwise_conv2d")) return NULL;
+    if (cd_op_in(op, "SecondInput", 0) < 0) return NULL;
+    const char *t = cd_attr_str(op, "fuse_elementwise_op_type", "");
+    return *t ? t : "elementwise_add";
+}
+
+/* Name "<exported output name><suffix>" (caller frees). */
+static char *suffixed(const plan *pl, int out, const char *suffix) {
+    const char *n = pl->ename[out];
+    char *r = malloc(strlen(n) + strlen(suffix) + 1);
+    if (r) { strcpy(r, n); strcat(r, suffix); }
+    return r;
+}
+
+static void slots_msg(pbuf *p, int field, const cd_slot *s, int n, const plan *pl, const char *out_rename,
+                      const char *skip_slot) {
     for (int i = 0; i < n; i++) {
+        if (skip_slot && !strcmp(s[i].name, skip_slot)) continue;
         pbuf v = {0};
         pb_str(&v, 1, s[i].name);
-        for (int k = 0; k < s[i].n; k++) pb_str(&v, 2, s[i].ids[k] >= 0 ? pl->ename[s[i].ids[k]] : "");
+        for (int k = 0; k < s[i].n; k++)
+            pb_str(&v, 2, out_rename && !strcmp(s[i].name, "Output") ? out_rename
+                           : s[i].ids[k] >= 0 ? pl->ename[s[i].ids[k]] : "");
         pb_msg(p, field, &v);
     }
 }
 
-static cd_status op_msg(pbuf *p, const cd_graph *g, int oi, const cd_pd_export_opts *o, const plan *pl, cd_error *err) {
-    const cd_op *op = &g->ops[oi];
-    slots_msg(p, 1, op->in, op->n_in, pl);
-    slots_msg(p, 2, op->out, op->n_out, pl);
-    pb_str(p, 3, op->type);
-    for (int i = 0; i < op->n_attr; i++) {
-        if (drop_attr(&op->attrs[i], o)) continue;
-        pbuf a = {0};
-        if (attr_msg(&a, op, oi, &op->attrs[i], err)) { free(a.b); return err->code; }
-        pb_msg(p, 4, &a);
+/* One OpDesc{type, X=[x], (Y=[y]), Out=[out]} with optional float attributes. */
+static void simple_op(pbuf *blk, const char *type, const char *x, const char *y, const char *out,
+                      const char *const *fnames, const double *fvals, int nf, bool axis) {
+    pbuf a = {0}, v = {0};
+    pb_str(&v, 1, "X");
+    pb_str(&v, 2, x);
+    pb_msg(&a, 1, &v);
+    if (y) {
+        pb_str(&v, 1, "Y");
+        pb_str(&v, 2, y);
+        pb_msg(&a, 1, &v);
     }
+    pb_str(&v, 1, "Out");
+    pb_str(&v, 2, out);
+    pb_msg(&a, 2, &v);
+    pb_str(&a, 3, type);
+    for (int i = 0; i < nf; i++) {
+        pbuf at = {0};
+        pb_str(&at, 1, fnames[i]);
+        pb_int(&at, 2, CD_ATTR_FLOAT);
+        pb_f32(&at, 4, (float)fvals[i]);
+        pb_msg(&a, 4, &at);
+    }
+    if (axis) {
+        pbuf at = {0};
+        pb_str(&at, 1, "axis");
+        pb_int(&at, 2, CD_ATTR_INT);
+        pb_int(&at, 3, -1);
+        pb_msg(&a, 4, &at);
+    }
+    pb_msg(blk, 4, &a);
+}
+
+/* Appends the op's OpDesc (BlockDesc field 4) to blk: one, or up to three for a conv whose
+ * fusions are undone (conv -> "<out>.cdpre" -> activation -> "<out>.cdact" -> elementwise with
+ * SecondInput -> out). */
+static cd_status op_msgs(pbuf *blk, const cd_graph *g, int oi, const cd_pd_export_opts *o, const plan *pl, int *n_ops,
+                         cd_error *err) {
+    const cd_op *op = &g->ops[oi];
+    const char *act = unfused_act(op, o), *elt = unfused_eltwise(op, o);
+    int out = act || elt ? cd_op_out(op, "Output", 0) : -1;
+    char *pre = NULL, *mid = NULL;
+    if (out >= 0) {
+        pre = suffixed(pl, out, ".cdpre");
+        mid = act && elt ? suffixed(pl, out, ".cdact") : NULL;
+        if (!pre || (act && elt && !mid)) { free(pre); free(mid); return cd_err(err, CD_E_NOMEM, "out of memory"); }
+    } else {
+        act = elt = NULL;
+    }
+    pbuf q = {0};
+    slots_msg(&q, 1, op->in, op->n_in, pl, NULL, elt ? "SecondInput" : NULL);
+    slots_msg(&q, 2, op->out, op->n_out, pl, pre, NULL);
+    pb_str(&q, 3, op->type);
+    for (int i = 0; i < op->n_attr; i++) {
+        const char *an = op->attrs[i].name;
+        if (drop_attr(&op->attrs[i], o) || (act && act_attr(an)) || (elt && !strcmp(an, "fuse_elementwise_op_type")))
+            continue;
+        pbuf a = {0};
+        if (attr_msg(&a, op, oi, &op->attrs[i], err)) { free(a.b); free(q.b); free(pre); free(mid); return err->code; }
+        pb_msg(&q, 4, &a);
+    }
+    pb_msg(blk, 4, &q);
+    (*n_ops)++;
+    if (act) {
+        static const char *const names[] = {"slope", "offset"};
+        double vals[2] = {cd_attr_float(op, "slope", 0.2), cd_attr_float(op, "offset", 0.5)};
+        simple_op(blk, act, pre, NULL, elt ? mid : pl->ename[out], names, vals, !strcmp(act, "hard_sigmoid") ? 2 : 0,
+                  false);
+        (*n_ops)++;
+    }
+    if (elt) {
+        simple_op(blk, elt, act ? mid : pre, pl->ename[cd_op_in(op, "SecondInput", 0)], pl->ename[out], NULL, NULL, 0,
+                  true);
+        (*n_ops)++;
+    }
+    free(pre);
+    free(mid);
     return CD_OK;
 }
 
@@ -453,13 +562,31 @@ cd_status cd_pd_export_mem(const cd_graph *g, const cd_pd_export_opts *opts, uin
         var_desc(&v, g, &pl, vars[i]);
         pb_msg(&blk, 3, &v);
     }
+    for (int oi = 0; oi < g->n_ops; oi++) {
+        const cd_op *op = &g->ops[oi];
+        const char *act = pl.skip_op[oi] ? NULL : unfused_act(op, o), *elt = pl.skip_op[oi] ? NULL : unfused_eltwise(op, o);
+        int out = act || elt ? cd_op_out(op, "Output", 0) : -1;
+        if (out < 0) continue;
+        for (int k = 0; k < 1 + (act && elt); k++) {
+            char *name = suffixed(&pl, out, k ? ".cdact" : ".cdpre");
+            if (!name) { st = cd_err(err, CD_E_NOMEM, "out of memory"); goto done; }
+            pbuf v = {0}, vt = {0}, lt = {0}, td = {0};
+            pb_str(&v, 1, name);
+            pb_int(&vt, 1, VT_LOD_TENSOR);
+            tensor_desc(&td, VT_FP32, g->tensors[out].shape.d, g->tensors[out].shape.rank);
+            pb_msg(&lt, 1, &td);
+            pb_msg(&vt, 3, &lt);
+            pb_msg(&v, 2, &vt);
+            pb_msg(&blk, 3, &v);
+            free(name);
+            nv++;
+        }
+        info->n_unfused++;
+    }
     info->n_vars = nv;
     for (int oi = 0; oi < g->n_ops; oi++) {
         if (pl.skip_op[oi]) continue;
-        pbuf op = {0};
-        if ((st = op_msg(&op, g, oi, o, &pl, err))) { free(op.b); goto done; }
-        pb_msg(&blk, 4, &op);
-        info->n_ops++;
+        if ((st = op_msgs(&blk, g, oi, o, &pl, &info->n_ops, err))) goto done;
     }
     for (int k = 0; k < o->n_extra_fetch; k++) {
         int t = o->extra_fetch[k];

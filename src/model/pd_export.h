@@ -30,6 +30,11 @@ typedef struct cd_pd_export_opts {
     /* Keep the saved kernel choice attribute (__@kernel_type_attr@__); off by default, so
      * that opt picks kernels for the places it is given. */
     bool keep_kernel_attr;
+    /* Keep conv2d/depthwise_conv2d fusions that Paddle-Lite's x86 float conv lacks: fused
+     * hard_sigmoid/sigmoid/tanh/abs activations, and the OpenCL-only SecondInput +
+     * fuse_elementwise_op_type. By default such a conv is exported as the conv (output
+     * "<out>.cdpre"), then the activation op, then the elementwise op. */
+    bool keep_fused_act;
     /* Extra fetch ops, after the model's own (col = n_outputs + k): tensor ids, e.g. every
      * op's output for a layer-by-layer comparison with Paddle-Lite. */
     const int *extra_fetch;
@@ -37,7 +42,7 @@ typedef struct cd_pd_export_opts {
 } cd_pd_export_opts;
 
 typedef struct cd_pd_export_info {
-    int n_ops, n_vars, n_params, n_dropped_ops, n_renamed;
+    int n_ops, n_vars, n_params, n_dropped_ops, n_renamed, n_unfused;
     size_t program_bytes, params_bytes;
 } cd_pd_export_info;
 
