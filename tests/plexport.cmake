@@ -8,3 +8,15 @@ if(Python3_Interpreter_FOUND)
                    ${CMAKE_SOURCE_DIR} ${CMAKE_SOURCE_DIR}/../shared/models ${CMAKE_CURRENT_BINARY_DIR}/pl_export_roundtrip)
   set_tests_properties(pl_export_roundtrip PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 600 LABELS paddle-lite)
 endif()
+
+# The export decoded without Paddle-Lite (tests/plexport/decode_check.py: its own protobuf and
+# params reader): runs everywhere, on the test-data models and every shared model present.
+find_program(CD_PLX_PYTHON python3)
+if(CD_PLX_PYTHON)
+  get_filename_component(CD_PLX_SHARED ${CMAKE_SOURCE_DIR}/../shared/models ABSOLUTE)
+  file(GLOB CD_PLX_MODELS ${CMAKE_SOURCE_DIR}/testdata/*.nb ${CD_PLX_SHARED}/*.nb)
+  add_test(NAME pl_export_decode
+           COMMAND ${CD_PLX_PYTHON} ${CMAKE_CURRENT_SOURCE_DIR}/plexport/decode_check.py $<TARGET_FILE:cldiff>
+                   ${CMAKE_CURRENT_BINARY_DIR}/pl_export_decode ${CD_PLX_MODELS})
+  set_tests_properties(pl_export_decode PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 300 LABELS paddle-lite)
+endif()
