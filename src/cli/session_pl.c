@@ -30,6 +30,7 @@ cd_status cd_session_run_pl(cd_session *s, const cd_run_req *q, const cd_plan *p
         cd_dump_set_attr_f64(s->dump, path, "engine_run_ms", pr.run_ms, &e2);
         if (pr.note[0]) cd_dump_set_attr_str(s->dump, path, "engine_note", pr.note, &e2);
         cd_dump_set_attr_i64(s->dump, path, "shape_differs_from_plan", pr.n_shape_mismatch, &e2);
+        cd_dump_set_attr_i64(s->dump, path, "int8_dequantized", pr.n_dequantized, &e2);
     }
     if (!q->local_only && o->n_backends == 2 && q->backend == o->backends[1] && strcmp(o->isolate_mode, "none") &&
         !o->quiet)

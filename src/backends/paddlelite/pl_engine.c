@@ -373,6 +373,28 @@ cd_status cd_pl_run(const cd_pl_req *q, cd_pl_result *res, cd_error *err) {
         st = cd_npy_read(p, &v, err);
         if (st) { st = cd_err_prefix(err, "reading Paddle-Lite's output %d (tensor '%s' of op #%d): ", f->col,
                                      g->tensors[f->tensor_id].name, f->op_index); break; }
+        if (v.dtype == CD_I8 && plan->meta[f->tensor_id].dtype == CD_F32 && f->op_index >= 0) {
+            /* Paddle-Lite hands int8 activations over as their integers; cldiff keeps them as the
+             * values they stand for, q * scale (calib's `scale`, an int8_out conv's
+             * Output0_scale, fc's Out0_scale) */
+            const cd_op *op = &g->ops[f->op_index];
+            const double *sv = NULL;
+            double sc = cd_attr_float(op, "scale", 0);
+            if (strcmp(op->type, "calib") && cd_attr_floats(op, "Output0_scale", &sv) < 1 &&
+                cd_attr_floats(op, "Out0_scale", &sv) < 1)
+                sv = NULL;
+            if (sv) sc = sv[0];
+            if (sc > 0) {
+                cd_value fv = {.dtype = CD_F32, .shape = v.shape};
+                if ((st = cd_value_alloc(&fv, err))) { cd_value_release(&v); break; }
+                const int8_t *q = v.data;
+                float *o = fv.data, fs = (float)sc;
+                for (int64_t e = 0; e < cd_value_numel(&v); e++) o[e] = (float)q[e] * fs;
+                cd_value_release(&v);
+                v = fv;
+                res->n_dequantized++;
+            }
+        }
         /* dynamic outputs (nms) come back smaller than the plan's upper bound: counted only */
         if (!cd_shape_eq(&v.shape, &plan->meta[f->tensor_id].shape)) res->n_shape_mismatch++;
         if (q->record && cd_exec_is_activation(plan, f->tensor_id)) st = cd_forcing_put(q->record, f->tensor_id, &v, err);

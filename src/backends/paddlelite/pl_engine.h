@@ -53,6 +53,7 @@ typedef struct cd_pl_result {
     char device[256];           /* "Paddle-Lite v2.13-rc, x86 kernels (paddlelite wheel, Python 3.10.13)" */
     double load_ms, run_ms;
     int n_fetch, n_hits, n_shape_mismatch;
+    int n_dequantized;          /* int8 tensors turned into q * scale floats, as cldiff keeps them */
     int renamed;                /* activations given names of their own */
     bool crashed;
     char note[512];
