@@ -97,3 +97,46 @@ __kernel void grid_sampler(__global const REAL *x, __global const REAL *grid, __
     }
     STOREF(y, i, v);
 }
+
+/* top_k / top_k_v2: one work-item per row (outer x inner); the k best values are kept sorted in
+ * the output itself by insertion (values and indices), in the CPU kernel's order: larger first
+ * (smaller with !largest), NaN largest, then the lower index. */
+bool tk_before(float a, long ia, float b, long ib, int largest) {
+    bool na = isnan(a), nb = isnan(b);
+    bool gt = (na && !nb) || (!na && !nb && a > b), lt = (nb && !na) || (!na && !nb && a < b);
+    if (largest ? gt : lt) return true;
+    if (largest ? lt : gt) return false;
+    return ia < ib;
+}
+
+__kernel void topk(__global const REAL *x, __global REAL *y, __global long *ind, int rows, int len, int inner, int k,
+                   int largest) {
+    int row = get_global_id(0);
+    if (row >= rows) return;
+    int ob = row / inner, in_ = row % inner, cnt = 0;
+    for (int j = 0; j < len; j++) {
+        float v = LOADF(x, (ob * len + j) * inner + in_);
+        if (cnt == k && !tk_before(v, j, LOADF(y, (ob * k + k - 1) * inner + in_), ind[(ob * k + k - 1) * inner + in_],
+                                   largest))
+            continue;
+        int pos = cnt < k ? cnt++ : k - 1;
+        while (pos > 0) {
+            int prev = (ob * k + pos - 1) * inner + in_;
+            float pv = LOADF(y, prev);
+            long pi = ind[prev];
+            if (!tk_before(v, j, pv, pi, largest)) break;
+            STOREF(y, prev + inner, pv);
+            ind[prev + inner] = pi;
+            pos--;
+        }
+        STOREF(y, (ob * k + pos) * inner + in_, v);
+        ind[(ob * k + pos) * inner + in_] = j;
+    }
+}
+
+/* unbind: out = slice `sel` of X viewed as [outer, A, inner]. */
+__kernel void take(__global const REAL *x, __global REAL *y, int n, int A, int inner, int sel) {
+    int i = get_global_id(0);
+    if (i >= n) return;
+    STORE(y, i, LOAD(x, ((i / inner) * A + sel) * inner + i % inner));
+}

@@ -8,7 +8,8 @@
  *   -> sync_batch_norm -> reduce_mean (dim 3, keep) = out0, reduce_max (dim 2) = out1,
  *      greater_than (Y [12] param, axis -1) = out2 (bool),
  *      less_equal (Y = assign_value [12]) = out3 (bool), reduce_sum (dim 1) = out4,
- *      tile out1 [1,1,2] -> reduce_min (dim 2) = out5
+ *      tile out1 [1,1,2] -> reduce_min (dim 2) = out5, top_k_v2 (k 3) of out1 = out6 + out7
+ *      (int64 indices), unbind (axis 1) of out0 = out8, out9
  * Usage: more_gen OUT.nb */
 #include <math.h>
 #include <stdio.h>
@@ -99,6 +100,10 @@ int main(int argc, char **argv) {
     var("out4", CD_F32, 3, (const int64_t[]){2, 6, 12});
     var("tl", CD_F32, 3, (const int64_t[]){2, 2, 24});
     var("out5", CD_F32, 2, two2);
+    var("out6", CD_F32, 3, (const int64_t[]){2, 2, 3});
+    var("out7", CD_I64, 3, (const int64_t[]){2, 2, 3});
+    var("out8", CD_F32, 3, (const int64_t[]){2, 6, 1});
+    var("out9", CD_F32, 3, (const int64_t[]){2, 6, 1});
     /* parameters */
     float grid[72], fac[1] = {1.5f}, y12[12], sc[2] = {1.5f, 0.75f}, bi[2] = {0.1f, -0.2f}, mu[2] = {0.3f, -0.1f},
           va[2] = {0.5f, 2.0f};
@@ -203,8 +208,23 @@ int main(int argc, char **argv) {
     a_ints("repeat_times", 3, (const int64_t[]){1, 1, 2});
     un("reduce_min", "tl", "out5");
     a_ints("dim", 1, (const int64_t[]){2});
-    const char *outs[] = {"out0", "out1", "out2", "out3", "out4", "out5"};
-    for (int k = 0; k < 6; k++) {
+    op("top_k_v2");
+    in("X", "out1");
+    out("Out", "out6");
+    out("Indices", "out7");
+    a_int("k", 3);
+    a_int("axis", -1);
+    a_bool("largest", true);
+    a_bool("sorted", true);
+    op("unbind");
+    in("X", "out0");
+    {
+        const char *u2[] = {"out8", "out9"};
+        check(cd_op_add_output(g, "Out", u2, 2, &e), "Out");
+    }
+    a_int("axis", 1);
+    const char *outs[] = {"out0", "out1", "out2", "out3", "out4", "out5", "out6", "out7", "out8", "out9"};
+    for (int k = 0; k < 10; k++) {
         op("fetch");
         in("X", outs[k]);
         out("Out", "fetch");

@@ -76,6 +76,15 @@ def add_cases(case, rnd, small):
         case(f"grid_sampler {mode} {pad} align {int(align)}",
              dict(op="grid_sampler", inputs=[("X", "x"), ("Grid", "g")], outputs=[("Output", "o")],
                   attrs={"mode": mode, "padding_mode": pad, "align_corners": align}), {"x": x, "g": g}, k=4)
+    tk = rnd(2, 3, 9) if small else rnd(2, 5, 37)
+    for largest, axis, k in ([(True, -1, 3)] if small else [(True, -1, 5), (False, 1, 2), (True, 0, 1)]):
+        case(f"top_k_v2 k{k} axis {axis} largest {largest}",
+             dict(op="top_k_v2", inputs=[("X", "x")], outputs=[("Out", "v"), ("Indices", "i")],
+                  attrs={"k": k, "axis": axis, "largest": largest}), {"x": tk})
+    case("top_k ties", dict(op="top_k", inputs=[("X", "x")], outputs=[("Out", "v"), ("Indices", "i")], attrs={"k": 4}),
+         {"x": np.round(rnd(3, 11) * 3) / 3})
+    case("unbind axis 1", dict(op="unbind", inputs=[("X", "x")], outputs=[("Out", "a"), ("Out", "b"), ("Out", "c")],
+                               attrs={"axis": 1}), {"x": rnd(2, 3, 4)})
     if not small:
         case("sync_batch_norm", dict(op="sync_batch_norm", inputs=[("X", "x"), ("Scale", "s", "param"),
                                                                    ("Bias", "b", "param"), ("Mean", "m", "param"),

@@ -160,6 +160,29 @@ for prec in PRECS:
                       {"x": gsx, "g": grid},
                       ort_node("GridSample", ["x", "g"], ["o"], opset=16, mode=mode, padding_mode=pad,
                                align_corners=int(align)), prec, k=4)
+    # ---------------------------------------------------------------- top_k, top_k_v2, unbind
+    tk = u(2, 3, 37)
+    for largest, axis, k in [(True, -1, 5), (False, 1, 2), (True, 0, 1)]:
+        check(f"top_k_v2 k{k} axis {axis} largest {largest}",
+              dict(op="top_k_v2", inputs=[("X", "x")], outputs=[("Out", "v"), ("Indices", "i")],
+                   attrs={"k": k, "axis": axis, "largest": largest, "sorted": True}),
+              {"x": tk}, ort_node("TopK", ["x", "k"], ["v", "i"], consts={"k": np.array([k], np.int64)}, axis=axis,
+                                  largest=int(largest), sorted=1), prec)
+    check("top_k (v1) K tensor", dict(op="top_k", inputs=[("X", "x"), ("K", "k", "param")],
+                                      outputs=[("Out", "v"), ("Indices", "i")], attrs={"k": 1}),
+          {"x": tk, "k": np.array([4], np.int32)},
+          ort_node("TopK", ["x", "kk"], ["v", "i"], consts={"kk": np.array([4], np.int64)}, axis=-1), prec)
+    tie = np.round(u(3, 16) * 3) / 3
+    check("top_k_v2 ties: lower index first", dict(op="top_k_v2", inputs=[("X", "x")],
+                                                   outputs=[("Out", "v"), ("Indices", "i")], attrs={"k": 6}),
+          {"x": tie}, lambda i: [np.take_along_axis(i["x"], np.argsort(-i["x"], axis=-1, kind="stable")[:, :6], -1),
+                                 np.argsort(-i["x"], axis=-1, kind="stable")[:, :6].astype(np.int64)], prec)
+    ub = u(2, 3, 4)
+    check("unbind axis 1", dict(op="unbind", inputs=[("X", "x")], outputs=[("Out", "a"), ("Out", "b"), ("Out", "c")],
+                                attrs={"axis": 1}), {"x": ub}, lambda i: [i["x"][:, 0], i["x"][:, 1], i["x"][:, 2]], prec)
+    check("unbind axis -1", dict(op="unbind", inputs=[("X", "x")],
+                                 outputs=[("Out", "a"), ("Out", "b"), ("Out", "c"), ("Out", "d")], attrs={"axis": -1}),
+          {"x": ub}, lambda i: [i["x"][..., j] for j in range(4)], prec)
     # ---------------------------------------------------------------- sync_batch_norm (inference)
     bx = u(2, 4, 3, 5)
     sc, bi, mu, var = u(4), u(4), u(4), u(4, lo=0.2, hi=2.0)
@@ -208,6 +231,10 @@ check("pixel_shuffle huge factor", one("pixel_shuffle", {"upscale_factor": 2**40
       expect_error=(3, "upscale_factor"))
 check("expand_v2 of an empty tensor", one("expand_v2", {"shape": [3, -1, 2]}), {"x": u(0, 2)},
       lambda i: np.zeros((3, 0, 2), np.float32), "fp32")
+check("top_k k too large", dict(op="top_k_v2", inputs=[("X", "x")], outputs=[("Out", "v"), ("Indices", "i")],
+                                attrs={"k": 9}), {"x": u(2, 8)}, None, "fp32", expect_error=(3, "k = 9"))
+check("unbind output count", dict(op="unbind", inputs=[("X", "x")], outputs=[("Out", "a"), ("Out", "b")],
+                                  attrs={"axis": 0}), {"x": u(3, 2)}, None, "fp32", expect_error=(3, "needs that many"))
 check("assign_value count", dict(op="assign_value", inputs=[], outputs=[("Out", "o")],
                                  attrs={"shape": [2, 2], "dtype": 5, "fp32_values": ("floats", [1.0])}),
       {}, None, "fp32", expect_error=(3, "holds 1 values"))

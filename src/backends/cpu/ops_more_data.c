@@ -1,5 +1,6 @@
 /* Data-movement and sampling ops added for op coverage (docs/op-coverage.md): expand,
- * expand_v2, tile, gather, pixel_shuffle, grid_sampler and assign_value (a constant).
+ * expand_v2, tile, gather, pixel_shuffle, grid_sampler, assign_value (a constant), top_k,
+ * top_k_v2 and unbind.
  *
  * expand/expand_v2/tile/gather/pixel_shuffle copy elements (any dtype, bit-exact); expand,
  * expand_v2, tile, gather and assign_value are CD_OPF_SHAPE so integer shape chains through them resolve at plan
@@ -28,6 +29,7 @@
 #include "backends/cpu/par.h"
 #include "engine/ops.h"
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
 
 typedef _Float16 f16;
@@ -475,6 +477,169 @@ cd_status cd_more_assign_value_run(cd_op_ctx *c) {
     for (int i = 0; i < n; i++) {
         if (dt == CD_I64) ((int64_t *)o->data)[i] = a->ints ? a->ints[i] : (int64_t)a->floats[i];
         else cd_value_set(o, i, a->ints ? (double)a->ints[i] : (a->floats ? a->floats[i] : 0.0));
+    }
+    return CD_OK;
+}
+
+/* ------------------------------------------------------------------ top_k, top_k_v2 */
+
+/* top_k (v1: the last axis, INT `k` or K tensor) and top_k_v2 (INT `axis` -1, BOOLEAN `largest`
+ * true, BOOLEAN `sorted` true): Out = the k largest (smallest) values along the axis, Indices
+ * (int64) their positions. The result is always sorted (sorted=false leaves the order to the
+ * implementation in Paddle); equal values keep the lower index first; NaN counts as larger than
+ * every number. The OpenCL kernel uses the same order, so both give the same indices. */
+typedef struct { int64_t k, outer, len, inner; bool largest; } topk_cfg;
+
+static cd_status topk_parse(cd_op_ctx *c, const cd_value *x, topk_cfg *p, cd_shape *os) {
+    const bool v2 = !strcmp(c->op->type, "top_k_v2");
+    int64_t axis = v2 ? cd_attr_int(c->op, "axis", -1) : -1, v[MAXV];
+    int r = x->shape.rank, n;
+    p->k = cd_attr_int(c->op, "k", 1);
+    p->largest = v2 ? cd_attr_bool(c->op, "largest", true) : true;
+    cd_value *kt = cd_in(c, "K", 0);
+    if (kt) {
+        cd_status s = tensor_ints(c, kt, "K", v, &n);
+        if (s) return s;
+        if (n != 1) return cd_op_fail(c, CD_E_MODEL, "K must hold 1 value, it holds %d", n);
+        p->k = v[0];
+    }
+    if (r == 0) return cd_op_fail(c, CD_E_MODEL, "top_k needs an input of rank >= 1");
+    if (axis < -r || axis >= r) return cd_op_fail(c, CD_E_MODEL, "axis %lld is out of range for rank %d", (long long)axis, r);
+    if (axis < 0) axis += r;
+    p->len = x->shape.d[axis];
+    if (p->k < 1 || p->k > p->len)
+        return cd_op_fail(c, CD_E_MODEL, "k = %lld must be in [1, %lld] (the size of axis %lld)", (long long)p->k,
+                          (long long)p->len, (long long)axis);
+    p->outer = p->inner = 1;
+    for (int i = 0; i < axis; i++) p->outer *= x->shape.d[i];
+    for (int i = (int)axis + 1; i < r; i++) p->inner *= x->shape.d[i];
+    *os = x->shape;
+    os->d[axis] = p->k;
+    return CD_OK;
+}
+
+cd_status cd_more_topk_infer(cd_op_ctx *c) {
+    cd_value *x, *o, *ix = cd_out(c, "Indices", 0);
+    topk_cfg p;
+    cd_status s = need_io(c, "X", "Out", &x, &o);
+    if (s) return s;
+    if (!is_float_dtype(x->dtype))
+        return cd_op_fail(c, CD_E_UNSUPPORTED, "element type %s is not supported (float32 or float16)", cd_dtype_name(x->dtype));
+    if ((s = topk_parse(c, x, &p, &o->shape))) return s;
+    o->dtype = x->dtype;
+    if (ix) {
+        ix->shape = o->shape;
+        ix->dtype = CD_I64;
+    }
+    return CD_OK;
+}
+
+/* a before b in the result order: larger first (smaller with !largest), NaN largest, then the
+ * lower index */
+static inline bool topk_before(float a, int64_t ia, float b, int64_t ib, bool largest) {
+    const bool na = isnan(a), nb = isnan(b);
+    const bool gt = (na && !nb) || (!na && !nb && a > b), lt = (nb && !na) || (!na && !nb && a < b);
+    if (largest ? gt : lt) return true;
+    if (largest ? lt : gt) return false;
+    return ia < ib;
+}
+
+cd_status cd_more_topk_run(cd_op_ctx *c) {
+    cd_value *x, *o, *ix = cd_out(c, "Indices", 0);
+    topk_cfg p;
+    cd_shape os;
+    cd_status s = need_io(c, "X", "Out", &x, &o);
+    if (s || (s = topk_parse(c, x, &p, &os))) return s;
+    if (!cd_shape_eq(&os, &o->shape) || o->dtype != x->dtype || (ix && (!cd_shape_eq(&os, &ix->shape) || ix->dtype != CD_I64)))
+        return cd_op_fail(c, CD_E_INTERNAL, "output changed after shape inference");
+    const int64_t rows = p.outer * p.inner, k = p.k, len = p.len, inner = p.inner;
+    const cd_dtype t = x->dtype;
+    float *val = malloc(sizeof(float) * (size_t)k);
+    int64_t *idx = malloc(sizeof(int64_t) * (size_t)k);
+    if (!val || !idx) {
+        free(val);
+        free(idx);
+        return CD_E_NOMEM;
+    }
+    for (int64_t row = 0; row < rows; row++) {
+        const int64_t ob = row / inner, in = row % inner;
+        int64_t cnt = 0;
+        for (int64_t j = 0; j < len; j++) {
+            const float v = gs_load(x->data, t, (ob * len + j) * inner + in);
+            if (cnt == k && !topk_before(v, j, val[k - 1], idx[k - 1], p.largest)) continue;
+            int64_t pos = cnt < k ? cnt++ : k - 1;
+            while (pos > 0 && topk_before(v, j, val[pos - 1], idx[pos - 1], p.largest)) {
+                val[pos] = val[pos - 1];
+                idx[pos] = idx[pos - 1];
+                pos--;
+            }
+            val[pos] = v;
+            idx[pos] = j;
+        }
+        for (int64_t q = 0; q < k; q++) {
+            const int64_t off = (ob * k + q) * inner + in;
+            if (t == CD_F16) ((f16 *)o->data)[off] = (f16)val[q];
+            else ((float *)o->data)[off] = val[q];
+            if (ix) ((int64_t *)ix->data)[off] = idx[q];
+        }
+    }
+    free(val);
+    free(idx);
+    return CD_OK;
+}
+
+/* ------------------------------------------------------------------ unbind */
+
+/* unbind: INT `axis` (0); output list Out gets the X[..., i, ...] slices, dim `axis` removed. */
+static cd_status unbind_parse(cd_op_ctx *c, const cd_value *x, int64_t *axis, const cd_slot **outs) {
+    int r = x->shape.rank;
+    *axis = cd_attr_int(c->op, "axis", 0);
+    if (r == 0 || *axis < -r || *axis >= r)
+        return cd_op_fail(c, CD_E_MODEL, "unbind axis %lld is out of range for rank %d", (long long)*axis, r);
+    if (*axis < 0) *axis += r;
+    *outs = cd_op_out_slot(c->op, "Out");
+    if (!*outs || (*outs)->n != x->shape.d[*axis])
+        return cd_op_fail(c, CD_E_MODEL, "unbind along axis %lld of size %lld needs that many Out tensors, it has %d",
+                          (long long)*axis, (long long)x->shape.d[*axis], *outs ? (*outs)->n : 0);
+    return CD_OK;
+}
+
+cd_status cd_more_unbind_infer(cd_op_ctx *c) {
+    cd_value *x = cd_in(c, "X", 0);
+    int64_t axis;
+    const cd_slot *outs;
+    if (!x) return cd_op_fail(c, CD_E_MODEL, "required input X is not connected");
+    cd_status s = unbind_parse(c, x, &axis, &outs);
+    if (s) return s;
+    for (int i = 0; i < outs->n; i++) {
+        if (outs->ids[i] < 0) continue;
+        cd_value *o = &c->vals[outs->ids[i]];
+        memset(&o->shape, 0, sizeof o->shape);
+        for (int d = 0; d < x->shape.rank; d++)
+            if (d != axis) o->shape.d[o->shape.rank++] = x->shape.d[d];
+        o->dtype = x->dtype;
+    }
+    return CD_OK;
+}
+
+cd_status cd_more_unbind_run(cd_op_ctx *c) {
+    cd_value *x = cd_in(c, "X", 0);
+    int64_t axis;
+    const cd_slot *outs;
+    if (!x) return cd_op_fail(c, CD_E_MODEL, "required input X is not connected");
+    cd_status s = unbind_parse(c, x, &axis, &outs);
+    if (s) return s;
+    int64_t outer = 1, inner = 1, A = x->shape.d[axis];
+    for (int d = 0; d < axis; d++) outer *= x->shape.d[d];
+    for (int d = (int)axis + 1; d < x->shape.rank; d++) inner *= x->shape.d[d];
+    const size_t es = cd_dtype_size(x->dtype), run = (size_t)inner * es;
+    for (int i = 0; i < outs->n; i++) {
+        if (outs->ids[i] < 0) continue;
+        cd_value *o = &c->vals[outs->ids[i]];
+        if (cd_value_numel(o) != outer * inner || o->dtype != x->dtype)
+            return cd_op_fail(c, CD_E_INTERNAL, "output changed after shape inference");
+        for (int64_t a = 0; a < outer; a++)
+            memcpy((char *)o->data + (size_t)a * run, (const char *)x->data + (size_t)(a * A + i) * run, run);
     }
     return CD_OK;
 }

@@ -21,6 +21,10 @@ cd_status cd_more_grid_sampler_infer(cd_op_ctx *c);
 cd_status cd_more_grid_sampler_run(cd_op_ctx *c);
 cd_status cd_more_assign_value_infer(cd_op_ctx *c);
 cd_status cd_more_assign_value_run(cd_op_ctx *c);
+cd_status cd_more_topk_infer(cd_op_ctx *c);
+cd_status cd_more_topk_run(cd_op_ctx *c);
+cd_status cd_more_unbind_infer(cd_op_ctx *c);
+cd_status cd_more_unbind_run(cd_op_ctx *c);
 cd_status cd_nn_batch_norm_infer(cd_op_ctx *c);
 cd_status cd_nn_batch_norm_run(cd_op_ctx *c);
 
@@ -42,6 +46,9 @@ static const cd_op_def k_more_defs[] = {
     {"gather", cd_more_gather_infer, cd_more_gather_run, CD_OPF_SHAPE | W, NULL, NULL},
     {"pixel_shuffle", cd_more_pixel_shuffle_infer, cd_more_pixel_shuffle_run, W, NULL, NULL},
     {"grid_sampler", cd_more_grid_sampler_infer, cd_more_grid_sampler_run, W, NULL, NULL},
+    {"top_k", cd_more_topk_infer, cd_more_topk_run, W, NULL, NULL},
+    {"top_k_v2", cd_more_topk_infer, cd_more_topk_run, W, NULL, NULL},
+    {"unbind", cd_more_unbind_infer, cd_more_unbind_run, CD_OPF_SHAPE | W, NULL, NULL},
     {"sync_batch_norm", cd_nn_batch_norm_infer, cd_nn_batch_norm_run, 0, NULL, NULL},
 };
 

@@ -1,6 +1,6 @@
 /* Dispatchers of kernels/math.cl (sin, cos, tan, asin, acos, atan, pow, the comparisons, lrn,
  * reduce_sum/mean/max/min) and kernels/gather.cl (expand, expand_v2, tile, gather, assign_value,
- * pixel_shuffle, grid_sampler), plus sync_batch_norm, which is batch_norm at inference and uses its
+ * pixel_shuffle, grid_sampler, top_k, top_k_v2, unbind), plus sync_batch_norm, which is batch_norm at inference and uses its
  * dispatcher. Semantics follow the CPU kernels (backends/cpu/ops_more_*.c); output shapes
  * come from the plan, so only what a kernel needs beyond them is parsed here. */
 #include "backends/opencl/cl_ops_util.h"
@@ -427,6 +427,88 @@ static cd_status op_assign_value(cd_cl_ctx *c, cd_error *err) {
     return clu_launch1(c, k, n, err);
 }
 
+/* ---------------------------------------------------------------- top_k, top_k_v2, unbind */
+
+static cd_status op_topk(cd_cl_ctx *c, cd_error *err) {
+    int x, y, ix;
+    cd_status s;
+    if ((s = io(c, "X", "Out", &x, &y, err))) return s;
+    ix = clu_out(c, "Indices", 0);
+    const cd_shape *xs = &clu_meta(c, x)->shape, *os = &clu_meta(c, y)->shape;
+    const bool v2 = !strcmp(c->op->type, "top_k_v2");
+    int64_t axis = v2 ? cd_attr_int(c->op, "axis", -1) : -1;
+    if (xs->rank < 1 || axis < -xs->rank || axis >= xs->rank) return clu_fail(c, err, CD_E_MODEL, "axis out of range");
+    if (axis < 0) axis += xs->rank;
+    int64_t outer = 1, inner = 1, len = xs->d[axis], k = os->d[axis];
+    for (int i = 0; i < axis; i++) outer *= xs->d[i];
+    for (int i = (int)axis + 1; i < xs->rank; i++) inner *= xs->d[i];
+    if (k < 1 || k > len) return clu_fail(c, err, CD_E_INTERNAL, "planned k %lld does not fit axis size %lld", (long long)k, (long long)len);
+    int64_t rows = outer * inner, n = rows * k;
+    if ((s = clu_fits(c, cd_value_numel(clu_meta(c, x)), "input size", err))) return s;
+    if (rows == 0) return CD_OK;
+    cl_mem bx, by, bi;
+    cl_kernel kr;
+    if ((s = clu_buf(c, x, &bx, err)) || (s = clu_buf(c, y, &by, err))) return s;
+    if (ix >= 0) {
+        if (clu_meta(c, ix)->dtype != CD_I64) return clu_fail(c, err, CD_E_INTERNAL, "Indices is not int64");
+        if ((s = clu_buf(c, ix, &bi, err))) return s;
+    } else if (!(bi = c->scratch(c, (size_t)n * sizeof(int64_t), err))) {
+        return err && err->code ? err->code : CD_E_BACKEND;
+    }
+    if ((s = c->kernel(c, "gather", "topk", &kr, err))) return s;
+    clu_args g;
+    clu_args_init(&g, c, kr, err);
+    clu_mem(&g, bx);
+    clu_mem(&g, by);
+    clu_mem(&g, bi);
+    clu_int(&g, rows);
+    clu_int(&g, len);
+    clu_int(&g, inner);
+    clu_int(&g, k);
+    clu_int(&g, v2 ? cd_attr_bool(c->op, "largest", true) : 1);
+    if (g.st) return g.st;
+    return clu_launch1(c, kr, rows, err);
+}
+
+static cd_status op_unbind(cd_cl_ctx *c, cd_error *err) {
+    int x;
+    cd_status s;
+    if ((s = clu_need_in(c, "X", 0, &x, err)) || (s = clu_need_float(c, x, "input X", err))) return s;
+    const cd_shape *xs = &clu_meta(c, x)->shape;
+    int64_t axis = cd_attr_int(c->op, "axis", 0);
+    if (xs->rank < 1 || axis < -xs->rank || axis >= xs->rank) return clu_fail(c, err, CD_E_MODEL, "axis out of range");
+    if (axis < 0) axis += xs->rank;
+    const cd_slot *outs = cd_op_out_slot(c->op, "Out");
+    int64_t outer = 1, inner = 1, A = xs->d[axis];
+    for (int i = 0; i < axis; i++) outer *= xs->d[i];
+    for (int i = (int)axis + 1; i < xs->rank; i++) inner *= xs->d[i];
+    if (!outs || outs->n != A) return clu_fail(c, err, CD_E_MODEL, "unbind needs %lld Out tensors", (long long)A);
+    int64_t n = outer * inner;
+    if ((s = clu_fits(c, cd_value_numel(clu_meta(c, x)), "input size", err))) return s;
+    if (n == 0) return CD_OK;
+    cl_mem bx;
+    cl_kernel k;
+    if ((s = clu_buf(c, x, &bx, err)) || (s = c->kernel(c, "gather", "take", &k, err))) return s;
+    for (int i = 0; i < outs->n; i++) {
+        int y = outs->ids[i];
+        cl_mem by;
+        if (y < 0) continue;
+        if (cd_value_numel(clu_meta(c, y)) != n) return clu_fail(c, err, CD_E_INTERNAL, "planned Out[%d] size differs", i);
+        if ((s = clu_buf(c, y, &by, err))) return s;
+        clu_args g;
+        clu_args_init(&g, c, k, err);
+        clu_mem(&g, bx);
+        clu_mem(&g, by);
+        clu_int(&g, n);
+        clu_int(&g, A);
+        clu_int(&g, inner);
+        clu_int(&g, i);
+        if (g.st) return g.st;
+        if ((s = clu_launch1(c, k, n, err))) return s;
+    }
+    return CD_OK;
+}
+
 /* ---------------------------------------------------------------- sync_batch_norm */
 
 static cd_status op_sync_batch_norm(cd_cl_ctx *c, cd_error *err) {
@@ -445,7 +527,8 @@ static const cd_cl_op_def defs[] = {
     {"reduce_min", "math", op_reduce},
     {"expand", "gather", op_expand}, {"expand_v2", "gather", op_expand}, {"tile", "gather", op_expand},
     {"gather", "gather", op_gather}, {"assign_value", "gather", op_assign_value},
-    {"pixel_shuffle", "gather", op_pixel_shuffle}, {"grid_sampler", "gather", op_grid_sampler},
+    {"pixel_shuffle", "gather", op_pixel_shuffle}, {"top_k", "gather", op_topk}, {"top_k_v2", "gather", op_topk},
+    {"unbind", "gather", op_unbind}, {"grid_sampler", "gather", op_grid_sampler},
     {"sync_batch_norm", "norm", op_sync_batch_norm},
 };
 const cd_cl_op_table cd_cl_ops_more = {defs, (int)(sizeof defs / sizeof defs[0])};
