@@ -29,7 +29,7 @@ static const char *const k_exact[] = {
     "top_k_v2", "range", "lookup_table", "lookup_table_v2", "box_clip", "pixel_shuffle", "space_to_depth",
     "depth_to_space", "roll", "flip", "where", "equal", "not_equal", "less_than", "less_equal", "greater_than",
     "greater_equal", "logical_and", "logical_or", "logical_not", "cast", "one_hot", "one_hot_v2",
-    "increment", "thresholded_relu", "hard_shrink", "assign_value", NULL};
+    "increment", "thresholded_relu", "hard_shrink", "assign_value", "unbind", NULL};
 /* few correctly rounded operations per element: budget in units of u (relative to |y|) */
 static const struct { const char *type; double ulps; double abs_terms; bool linear; } k_elem[] = {
     {"elementwise_add", 1, 0, true}, {"elementwise_sub", 1, 0, true},
