@@ -262,6 +262,44 @@ static void rm_tree(const char *dir) {
     rmdir(dir);
 }
 
+cd_status cd_pl_bridge_run(const cd_pl_env *env, const cd_pl_bridge_req *b, double *wall_ms, bool *crashed,
+                           cd_error *err) {
+    char logp[PATH_MAX + 32], threads[16];
+    snprintf(logp, sizeof logp, "%s/bridge.log", b->dir);
+    snprintf(threads, sizeof threads, "%d", b->threads > 0 ? b->threads : 1);
+    const char *backend = b->backend ? b->backend : "paddle-lite", *what = b->what ? b->what : b->model;
+    const char *target = b->target && *b->target ? b->target : "x86";
+    char *argv[] = {(char *)env->python, (char *)env->bridge, "--model", (char *)b->model, "--inputs", (char *)b->dir,
+                    "--out", (char *)b->dir, "--target", (char *)target, "--precision",
+                    (char *)(b->precision ? b->precision : "fp32"), "--threads", threads, NULL};
+    int ws = 0;
+    bool to = false;
+    double t0 = now_ms();
+    if (crashed) *crashed = false;
+    cd_status st = spawn_wait(argv, logp, b->timeout_s, &ws, &to, err);
+    if (wall_ms) *wall_ms = now_ms() - t0;
+    char tail[1024];
+    log_tail(logp, tail, sizeof tail);
+    if (!st && to) {
+        if (crashed) *crashed = true;
+        st = cd_err(err, CD_E_CRASH, "Paddle-Lite (%s) timed out after %.0f s (--timeout) running %s", backend,
+                    b->timeout_s, what);
+    } else if (!st && WIFSIGNALED(ws)) {
+        if (crashed) *crashed = true;
+        const char *sn = cd_signal_name(WTERMSIG(ws));
+        st = cd_err(err, CD_E_CRASH, "Paddle-Lite (%s, %s kernels) crashed with %s running the instrumented %s: %s%s",
+                    backend, target, sn ? sn : "a signal", what, tail[0] ? tail : "(no message)",
+                    b->arm_hint ? " (the paddlelite wheel on this machine has no ARM kernels: run the model on an ARM "
+                                  "device with the probes/paddle-lite runner and `cldiff import` its outputs, "
+                                  "docs/paddle-lite.md)" : "");
+    } else if (!st && WEXITSTATUS(ws) != 0) {
+        int x = WEXITSTATUS(ws);
+        st = cd_err(err, x == 3 ? CD_E_MODEL : x == 2 ? CD_E_USAGE : CD_E_BACKEND, "Paddle-Lite (%s) failed (bridge exit %d): %s",
+                    backend, x, tail[0] ? tail : "(no message)");
+    }
+    return st;
+}
+
 cd_status cd_pl_run(const cd_pl_req *q, cd_pl_result *res, cd_error *err) {
     memset(res, 0, sizeof *res);
     const cd_plan *plan = q->plan;
@@ -292,9 +330,8 @@ cd_status cd_pl_run(const cd_pl_req *q, cd_pl_result *res, cd_error *err) {
     char dir[PATH_MAX];
     snprintf(dir, sizeof dir, "%s/.pl-XXXXXX", q->work_dir && *q->work_dir ? q->work_dir : "/tmp");
     if (!mkdtemp(dir)) return free(host_ops), free(target_ops), cd_err(err, CD_E_IO, "cannot create a temporary folder %s: %s", dir, strerror(errno));
-    char nb[PATH_MAX + 32], logp[PATH_MAX + 32], mpath[PATH_MAX + 64], p[PATH_MAX + 64];
+    char nb[PATH_MAX + 32], mpath[PATH_MAX + 64], p[PATH_MAX + 64];
     snprintf(nb, sizeof nb, "%s/probed.nb", dir);
-    snprintf(logp, sizeof logp, "%s/bridge.log", dir);
     cd_shape *shapes = calloc((size_t)g->n_inputs + 1, sizeof *shapes);
     if (!shapes) { rm_tree(dir); return cd_err(err, CD_E_NOMEM, "out of memory"); }
     for (int k = 0; k < g->n_inputs; k++) shapes[k] = plan->meta[g->inputs[k]].shape;
@@ -312,36 +349,10 @@ cd_status cd_pl_run(const cd_pl_req *q, cd_pl_result *res, cd_error *err) {
         st = cd_npy_write(p, &q->inputs[k], err);
     }
     if (!st) {
-        char threads[16];
-        snprintf(threads, sizeof threads, "%d", q->threads > 0 ? q->threads : 1);
-        char *argv[] = {res->env.python, res->env.bridge, "--model", nb, "--inputs", dir, "--out", dir,
-                        "--target", res->target, "--precision", (char *)(q->precision ? q->precision : "fp32"),
-                        "--threads", threads, NULL};
-        int ws = 0;
-        bool to = false;
-        double t0 = now_ms();
-        st = spawn_wait(argv, logp, q->timeout_s, &ws, &to, err);
-        res->run_ms = now_ms() - t0;
-        char tail[1024];
-        log_tail(logp, tail, sizeof tail);
-        if (!st && to) {
-            res->crashed = true;
-            st = cd_err(err, CD_E_CRASH, "Paddle-Lite (%s) timed out after %.0f s (--timeout) running %s", q->backend,
-                        q->timeout_s, q->model_path);
-        } else if (!st && WIFSIGNALED(ws)) {
-            res->crashed = true;
-            const char *sn = cd_signal_name(WTERMSIG(ws));
-            bool arm_here = !strcmp(res->target, "arm") && rt.target < 0;
-            st = cd_err(err, CD_E_CRASH, "Paddle-Lite (%s, %s kernels) crashed with %s running the instrumented %s: %s%s",
-                        q->backend, res->target, sn ? sn : "a signal", q->model_path, tail[0] ? tail : "(no message)",
-                        arm_here ? " (the paddlelite wheel on this machine has no ARM kernels: run the model on an ARM "
-                                   "device with the probes/paddle-lite runner and `cldiff import` its outputs, "
-                                   "docs/paddle-lite.md)" : "");
-        } else if (!st && WEXITSTATUS(ws) != 0) {
-            int x = WEXITSTATUS(ws);
-            st = cd_err(err, x == 3 ? CD_E_MODEL : x == 2 ? CD_E_USAGE : CD_E_BACKEND, "Paddle-Lite (%s) failed (bridge exit %d): %s",
-                        q->backend, x, tail[0] ? tail : "(no message)");
-        }
+        cd_pl_bridge_req br = {.model = nb, .dir = dir, .target = res->target, .precision = q->precision,
+                               .threads = q->threads, .timeout_s = q->timeout_s, .what = q->model_path,
+                               .backend = q->backend, .arm_hint = !strcmp(res->target, "arm") && rt.target < 0};
+        st = cd_pl_bridge_run(&res->env, &br, &res->run_ms, &res->crashed, err);
     }
     if (!st) {
         snprintf(p, sizeof p, "%s/run.json", dir);

@@ -33,6 +33,24 @@ typedef struct cd_pl_env {
  * CD_E_BACKEND with what to install. */
 cd_status cd_pl_find(cd_pl_env *env, cd_error *err);
 
+/* One run of scripts/pl_bridge.py on any .nb (the building block; point 3's Opt-made models
+ * use it as they are): dir holds input_<k>.npy and receives out_<i>.npy, run.json and
+ * bridge.log. A signal or timeout -> CD_E_CRASH (*crashed set), bridge exit 3 -> CD_E_MODEL,
+ * 2 -> CD_E_USAGE, else CD_E_BACKEND; messages carry the bridge's last lines. */
+typedef struct cd_pl_bridge_req {
+    const char *model;          /* .nb to run */
+    const char *dir;            /* exchange folder */
+    const char *target;         /* "x86", "opencl", "arm" (recorded; opencl: --opencl-precision auto) */
+    const char *precision;      /* "fp32" / "fp16" */
+    int threads;
+    double timeout_s;           /* <= 0: none */
+    const char *what;           /* model named in messages (default: model) */
+    const char *backend;        /* backend named in messages (default "paddle-lite") */
+    bool arm_hint;              /* a crash says that the wheel has no ARM kernels */
+} cd_pl_bridge_req;
+cd_status cd_pl_bridge_run(const cd_pl_env *env, const cd_pl_bridge_req *b, double *wall_ms, bool *crashed,
+                           cd_error *err);
+
 typedef struct cd_pl_req {
     const cd_plan *plan;        /* fp32 plan of the original graph */
     const bool *mask;           /* probed ops */
