@@ -1,8 +1,9 @@
 #!/usr/bin/env python3
 """ctest pl_export_roundtrip: cldiff export -> Paddle-Lite Opt (x86) -> Paddle-Lite runs the
 model -> its outputs match cldiff's CPU run of the original .nb within fp32 tolerance.
-Models: ppocr_v3_det (x86 kernels, no name reuse) and mask_detector (arm kernels, reused
-names: exercises the SSA renaming and the type repair of pd_export.c).
+Models: ppocr_v3_det (x86 kernels, no name reuse), mask_detector and PP-OCRv4 cls (arm
+kernels, reused names, a float activation under a shape tensor's name: exercise the SSA
+renaming and the type repair of pd_export.c). Outputs, then every layer (export --fetch-all).
 Needs the paddlelite wheel, numpy<2 and h5py (docs/paddle-lite-opencl.md); exits 77 (skip,
 with the reason on stdout) when they are missing.
 
@@ -29,7 +30,8 @@ if not py:
           ".venv-pl-ocl/bin/pip install paddlelite==2.13rc0 'numpy<2' h5py" % ", ".join(c for c in cands if c))
     sys.exit(77)
 cases = [("ppocr_v3_det_fp32_x86_v2.12.nb", ["--shape", "x=1,3,64,96"]),
-         ("mask_detector_fp32_arm_v2.10rc.nb", [])]
+         ("mask_detector_fp32_arm_v2.10rc.nb", []),
+         ("ppocr_v4_mobile_cls_fp32_arm_v2.13rc.nb", ["--shape", "x=1,3,48,192"])]
 failed = 0
 for name, extra in cases:
     model = os.path.join(models, name)
@@ -61,5 +63,12 @@ for name, extra in cases:
     print("%s %s: Paddle-Lite x86 (Opt on cldiff export) vs cldiff CPU: max_abs %.3g (tolerance %.3g), cos %.9f"
           % ("ok  " if ok else "FAIL", name, w["max_abs"], tol, w["cos"]))
     failed += not ok
+    # layer by layer (export --fetch-all): every op's output within max|d| <= 1e-4 max|ref|
+    r = subprocess.run([py, os.path.join(src, "scripts", "pl_ocl.py"), "layers", model, "--cldiff", cldiff, "--work",
+                        work] + extra, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    last = r.stdout.strip().splitlines()[-2:] if r.stdout.strip() else ["(no output)"]
+    lok = r.returncode == 0 and "no divergence" in r.stdout
+    print("%s %s: layer by layer: %s" % ("ok  " if lok else "FAIL", name, " | ".join(last)))
+    failed += not lok
 print("%d passed, %d failed" % (len(cases) - min(failed, len(cases)), min(failed, len(cases))))
 sys.exit(1 if failed else 0)
