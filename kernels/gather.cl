@@ -140,3 +140,21 @@ __kernel void take(__global const REAL *x, __global REAL *y, int n, int A, int i
     if (i >= n) return;
     STORE(y, i, LOAD(x, ((i / inner) * A + sel) * inner + i % inner));
 }
+
+/* gather_nd: out[m, r] = X[idx[m, 0..K-1], r] with r < inner; xd/xs: the first K dims of X
+ * and their element strides. An index outside [0, dim) gives 0 (the CPU kernel refuses it). */
+__kernel void gather_nd(__global const REAL *x, __global REAL *y, __global const int *i32, __global const long *i64,
+                        int n, int K, int inner, int8 xd, int8 xs) {
+    int i = get_global_id(0);
+    if (i >= n) return;
+    int m = i / inner, r = i % inner, off = 0;
+    for (int j = 0; j < K; j++) {
+        long k = i64 ? i64[m * K + j] : (long)i32[m * K + j];
+        if (k < 0 || k >= gx_get(xd, j)) {
+            STORE(y, i, ACC_ZERO);
+            return;
+        }
+        off += (int)k * gx_get(xs, j);
+    }
+    STORE(y, i, LOAD(x, off + r));
+}

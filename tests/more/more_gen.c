@@ -9,7 +9,8 @@
  *      greater_than (Y [12] param, axis -1) = out2 (bool),
  *      less_equal (Y = assign_value [12]) = out3 (bool), reduce_sum (dim 1) = out4,
  *      tile out1 [1,1,2] -> reduce_min (dim 2) = out5, top_k_v2 (k 3) of out1 = out6 + out7
- *      (int64 indices), unbind (axis 1) of out0 = out8, out9
+ *      (int64 indices), unbind (axis 1) of out0 = out8, out9, gather_nd (Index [[1,5],[0,2]]) of
+ *      out4 = out10
  * Usage: more_gen OUT.nb */
 #include <math.h>
 #include <stdio.h>
@@ -104,6 +105,7 @@ int main(int argc, char **argv) {
     var("out7", CD_I64, 3, (const int64_t[]){2, 2, 3});
     var("out8", CD_F32, 3, (const int64_t[]){2, 6, 1});
     var("out9", CD_F32, 3, (const int64_t[]){2, 6, 1});
+    var("out10", CD_F32, 2, (const int64_t[]){2, 12});
     /* parameters */
     float grid[72], fac[1] = {1.5f}, y12[12], sc[2] = {1.5f, 0.75f}, bi[2] = {0.1f, -0.2f}, mu[2] = {0.3f, -0.1f},
           va[2] = {0.5f, 2.0f};
@@ -114,6 +116,8 @@ int main(int argc, char **argv) {
     param("pow_factor", CD_F32, 1, one, fac, sizeof fac);
     param("cmp_y", CD_F32, 1, twelve, y12, sizeof y12);
     param("gather_idx", CD_I64, 1, two, idx, sizeof idx);
+    int64_t gnd[4] = {1, 5, 0, 2};
+    param("gnd_idx", CD_I64, 2, two2, gnd, sizeof gnd);
     param("bn_scale", CD_F32, 1, two, sc, sizeof sc);
     param("bn_bias", CD_F32, 1, two, bi, sizeof bi);
     param("bn_mean", CD_F32, 1, two, mu, sizeof mu);
@@ -223,8 +227,12 @@ int main(int argc, char **argv) {
         check(cd_op_add_output(g, "Out", u2, 2, &e), "Out");
     }
     a_int("axis", 1);
-    const char *outs[] = {"out0", "out1", "out2", "out3", "out4", "out5", "out6", "out7", "out8", "out9"};
-    for (int k = 0; k < 10; k++) {
+    op("gather_nd");
+    in("X", "out4");
+    in("Index", "gnd_idx");
+    out("Out", "out10");
+    const char *outs[] = {"out0", "out1", "out2", "out3", "out4", "out5", "out6", "out7", "out8", "out9", "out10"};
+    for (int k = 0; k < 11; k++) {
         op("fetch");
         in("X", outs[k]);
         out("Out", "fetch");

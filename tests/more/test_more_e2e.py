@@ -16,7 +16,7 @@ CLDIFF = os.environ.get("CLDIFF", "cldiff")
 GEN = os.environ.get("MORE_GEN", "more_gen")
 OPS = ["sin", "cos", "tan", "asin", "acos", "atan", "pow", "greater_than", "lrn", "reduce_max", "reduce_mean",
        "expand", "expand_v2", "gather", "pixel_shuffle", "grid_sampler", "sync_batch_norm", "less_equal", "reduce_sum",
-       "reduce_min", "tile", "assign_value", "top_k_v2", "unbind"]
+       "reduce_min", "tile", "assign_value", "top_k_v2", "unbind", "gather_nd"]
 fails = 0
 
 

@@ -66,6 +66,12 @@ def add_cases(case, rnd, small):
         case(f"gather axis {axis} {idx.dtype}", dict(op="gather", inputs=[("X", "x"), ("Index", "i")],
                                                     outputs=[("Out", "o")], attrs={"axis": axis}),
              {"x": rnd(*sh), "i": idx})
+    a, b = sh[0] - 1, sh[1] - 1
+    gidx = np.array([[[a, b], [0, 0]], [[0, b], [a, 0]]], np.int64) if small else \
+        np.array([[[a, b], [0, 1]], [[a, 1], [0, b]], [[a, 0], [0, 0]]], np.int32)
+    case(f"gather_nd Index {list(gidx.shape)} {gidx.dtype}",
+         dict(op="gather_nd", inputs=[("X", "x"), ("Index", "i")], outputs=[("Out", "o")], attrs={}),
+         {"x": rnd(*sh), "i": gidx})
     case("pixel_shuffle r2", dict(op="pixel_shuffle", inputs=[("X", "x")], outputs=[("Out", "o")],
                                   attrs={"upscale_factor": 2}), {"x": rnd(1, 8, 2, 3) if small else rnd(2, 12, 4, 5)})
     gs = [("bilinear", "zeros", True), ("nearest", "reflection", False)] if small else \

@@ -144,6 +144,12 @@ for prec in PRECS:
                                                outputs=[("Out", "o")], attrs={"axis": 0}),
           {"x": gxx, "i": np.array([2, 0], np.int64), "a": np.array([-1], np.int32)},
           lambda i: i["x"][:, :, [2, 0]], prec)
+    gn = u(4, 5, 3)
+    for idx in (np.array([[[1, 2], [3, 0], [0, 4]], [[2, 2], [1, 1], [3, 4]]], np.int64),
+                np.array([[3], [0], [2]], np.int32), np.array([[1, 4, 2], [3, 0, 0]], np.int64)):
+        check(f"gather_nd Index {list(idx.shape)} {idx.dtype}",
+              dict(op="gather_nd", inputs=[("X", "x"), ("Index", "i")], outputs=[("Out", "o")], attrs={}),
+              {"x": gn, "i": idx}, ort_node("GatherND", ["x", "i64"], ["o"], consts={"i64": idx.astype(np.int64)}), prec)
     # ---------------------------------------------------------------- pixel_shuffle
     for r, shape in [(2, (2, 8, 3, 5)), (3, (1, 18, 4, 2))]:
         check(f"pixel_shuffle r{r}", one("pixel_shuffle", {"upscale_factor": r}), {"x": u(*shape)},
@@ -235,6 +241,9 @@ check("top_k k too large", dict(op="top_k_v2", inputs=[("X", "x")], outputs=[("O
                                 attrs={"k": 9}), {"x": u(2, 8)}, None, "fp32", expect_error=(3, "k = 9"))
 check("unbind output count", dict(op="unbind", inputs=[("X", "x")], outputs=[("Out", "a"), ("Out", "b")],
                                   attrs={"axis": 0}), {"x": u(3, 2)}, None, "fp32", expect_error=(3, "needs that many"))
+check("gather_nd index out of range", dict(op="gather_nd", inputs=[("X", "x"), ("Index", "i")], outputs=[("Out", "o")],
+                                           attrs={}),
+      {"x": u(3, 2), "i": np.array([[0, 1], [3, 0]], np.int64)}, None, "fp32", expect_error=(3, "out of range"))
 check("assign_value count", dict(op="assign_value", inputs=[], outputs=[("Out", "o")],
                                  attrs={"shape": [2, 2], "dtype": 5, "fp32_values": ("floats", [1.0])}),
       {}, None, "fp32", expect_error=(3, "holds 1 values"))

@@ -1,6 +1,6 @@
 /* Data-movement and sampling ops added for op coverage (docs/op-coverage.md): expand,
  * expand_v2, tile, gather, pixel_shuffle, grid_sampler, assign_value (a constant), top_k,
- * top_k_v2 and unbind.
+ * top_k_v2, unbind and gather_nd.
  *
  * expand/expand_v2/tile/gather/pixel_shuffle copy elements (any dtype, bit-exact); expand,
  * expand_v2, tile, gather and assign_value are CD_OPF_SHAPE so integer shape chains through them resolve at plan
@@ -640,6 +640,68 @@ cd_status cd_more_unbind_run(cd_op_ctx *c) {
             return cd_op_fail(c, CD_E_INTERNAL, "output changed after shape inference");
         for (int64_t a = 0; a < outer; a++)
             memcpy((char *)o->data + (size_t)a * run, (const char *)x->data + (size_t)(a * A + i) * run, run);
+    }
+    return CD_OK;
+}
+
+/* ------------------------------------------------------------------ gather_nd */
+
+/* gather_nd: Index [..., K] (int32/int64, K <= rank X) selects X[i0, ..., iK-1, :]; Out shape =
+ * Index.shape[:-1] + X.shape[K:]. Indices outside [0, dim) are a model error (0 on the device). */
+static cd_status gnd_shapes(cd_op_ctx *c, const cd_value *x, const cd_value *ix, int *K, cd_shape *os) {
+    if (ix->dtype != CD_I32 && ix->dtype != CD_I64)
+        return cd_op_fail(c, CD_E_MODEL, "Index must be int32 or int64, it is %s", cd_dtype_name(ix->dtype));
+    if (ix->shape.rank < 1) return cd_op_fail(c, CD_E_MODEL, "Index must have rank >= 1");
+    *K = (int)ix->shape.d[ix->shape.rank - 1];
+    if (*K < 0 || *K > x->shape.rank)
+        return cd_op_fail(c, CD_E_MODEL, "Index's last dim %d exceeds the rank %d of X", *K, x->shape.rank);
+    int r = ix->shape.rank - 1 + x->shape.rank - *K;
+    if (r > CD_MAX_RANK) return cd_op_fail(c, CD_E_UNSUPPORTED, "output rank %d is above %d", r, CD_MAX_RANK);
+    memset(os, 0, sizeof *os);
+    for (int i = 0; i < ix->shape.rank - 1; i++) os->d[os->rank++] = ix->shape.d[i];
+    for (int i = *K; i < x->shape.rank; i++) os->d[os->rank++] = x->shape.d[i];
+    return CD_OK;
+}
+
+cd_status cd_more_gather_nd_infer(cd_op_ctx *c) {
+    cd_value *x, *o, *ix = cd_in(c, "Index", 0);
+    int K;
+    cd_status s = need_io(c, "X", "Out", &x, &o);
+    if (s) return s;
+    if (!ix) return cd_op_fail(c, CD_E_MODEL, "required input Index is not connected");
+    if ((s = gnd_shapes(c, x, ix, &K, &o->shape))) return s;
+    o->dtype = x->dtype;
+    return CD_OK;
+}
+
+cd_status cd_more_gather_nd_run(cd_op_ctx *c) {
+    cd_value *x, *o, *ix = cd_in(c, "Index", 0);
+    int K;
+    cd_shape os;
+    cd_status s = need_io(c, "X", "Out", &x, &o);
+    if (s) return s;
+    if (!ix) return cd_op_fail(c, CD_E_MODEL, "required input Index is not connected");
+    if ((s = gnd_shapes(c, x, ix, &K, &os))) return s;
+    if (!cd_shape_eq(&os, &o->shape) || o->dtype != x->dtype)
+        return cd_op_fail(c, CD_E_INTERNAL, "output changed after shape inference");
+    int64_t inner = 1, st[CD_MAX_RANK], M = 1; /* M index tuples of K values, slices of inner elements */
+    for (int i = 0; i < ix->shape.rank - 1; i++) M *= ix->shape.d[i];
+    for (int i = K; i < x->shape.rank; i++) inner *= x->shape.d[i];
+    if (K > 0) {
+        st[K - 1] = inner;
+        for (int i = K - 2; i >= 0; i--) st[i] = st[i + 1] * x->shape.d[i + 1];
+    }
+    const size_t es = cd_dtype_size(x->dtype), run = (size_t)inner * es;
+    for (int64_t m = 0; m < M; m++) {
+        int64_t off = 0;
+        for (int j = 0; j < K; j++) {
+            int64_t k = ix->dtype == CD_I32 ? ((const int32_t *)ix->data)[m * K + j] : ((const int64_t *)ix->data)[m * K + j];
+            if (k < 0 || k >= x->shape.d[j])
+                return cd_op_fail(c, CD_E_MODEL, "Index[%lld][%d] = %lld is out of range [0, %lld)", (long long)m, j,
+                                  (long long)k, (long long)x->shape.d[j]);
+            off += k * st[j];
+        }
+        memcpy((char *)o->data + (size_t)m * run, (const char *)x->data + (size_t)off * es, run);
     }
     return CD_OK;
 }

@@ -25,6 +25,8 @@ cd_status cd_more_topk_infer(cd_op_ctx *c);
 cd_status cd_more_topk_run(cd_op_ctx *c);
 cd_status cd_more_unbind_infer(cd_op_ctx *c);
 cd_status cd_more_unbind_run(cd_op_ctx *c);
+cd_status cd_more_gather_nd_infer(cd_op_ctx *c);
+cd_status cd_more_gather_nd_run(cd_op_ctx *c);
 cd_status cd_nn_batch_norm_infer(cd_op_ctx *c);
 cd_status cd_nn_batch_norm_run(cd_op_ctx *c);
 
@@ -44,6 +46,7 @@ static const cd_op_def k_more_defs[] = {
     {"tile", cd_more_expand_infer, cd_more_expand_run, CD_OPF_SHAPE | W, NULL, NULL},
     {"assign_value", cd_more_assign_value_infer, cd_more_assign_value_run, CD_OPF_SHAPE | W, NULL, NULL},
     {"gather", cd_more_gather_infer, cd_more_gather_run, CD_OPF_SHAPE | W, NULL, NULL},
+    {"gather_nd", cd_more_gather_nd_infer, cd_more_gather_nd_run, CD_OPF_SHAPE | W, NULL, NULL},
     {"pixel_shuffle", cd_more_pixel_shuffle_infer, cd_more_pixel_shuffle_run, W, NULL, NULL},
     {"grid_sampler", cd_more_grid_sampler_infer, cd_more_grid_sampler_run, W, NULL, NULL},
     {"top_k", cd_more_topk_infer, cd_more_topk_run, W, NULL, NULL},

@@ -1,8 +1,9 @@
 /* Dispatchers of kernels/math.cl (sin, cos, tan, asin, acos, atan, pow, the comparisons, lrn,
- * reduce_sum/mean/max/min) and kernels/gather.cl (expand, expand_v2, tile, gather, assign_value,
- * pixel_shuffle, grid_sampler, top_k, top_k_v2, unbind), plus sync_batch_norm, which is batch_norm at inference and uses its
- * dispatcher. Semantics follow the CPU kernels (backends/cpu/ops_more_*.c); output shapes
- * come from the plan, so only what a kernel needs beyond them is parsed here. */
+ * reduce_sum/mean/max/min) and kernels/gather.cl (expand, expand_v2, tile, gather, gather_nd,
+ * assign_value, pixel_shuffle, grid_sampler, top_k, top_k_v2, unbind), plus sync_batch_norm,
+ * which is batch_norm at inference and uses its dispatcher. Semantics follow the CPU kernels
+ * (backends/cpu/ops_more_*.c); output shapes come from the plan, so only what a kernel needs
+ * beyond them is parsed here. */
 #include "backends/opencl/cl_ops_util.h"
 #include <math.h>
 #include <string.h>
@@ -311,6 +312,46 @@ static cd_status op_gather(cd_cl_ctx *c, cd_error *err) {
     return clu_launch1(c, k, n, err);
 }
 
+/* ---------------------------------------------------------------- gather_nd */
+
+static cd_status op_gather_nd(cd_cl_ctx *c, cd_error *err) {
+    int x, y, ix;
+    cd_status s;
+    if ((s = io(c, "X", "Out", &x, &y, err)) || (s = clu_need_in(c, "Index", 0, &ix, err))) return s;
+    const cd_value *mi = clu_meta(c, ix);
+    const cd_shape *xs = &clu_meta(c, x)->shape;
+    if ((mi->dtype != CD_I32 && mi->dtype != CD_I64) || mi->shape.rank < 1)
+        return clu_fail(c, err, CD_E_MODEL, "Index must be an int32 or int64 tensor of rank >= 1");
+    int64_t K = mi->shape.d[mi->shape.rank - 1], inner = 1, xd[8], st[8], n = cd_value_numel(clu_meta(c, y));
+    if (K < 0 || K > xs->rank || K > 8) return clu_fail(c, err, CD_E_MODEL, "Index's last dim %lld does not fit X", (long long)K);
+    fill8(xd, 1), fill8(st, 0);
+    for (int i = (int)K; i < xs->rank; i++) inner *= xs->d[i];
+    for (int i = (int)K - 1; i >= 0; i--) {
+        xd[i] = xs->d[i];
+        st[i] = i == K - 1 ? inner : st[i + 1] * xs->d[i + 1];
+    }
+    if ((s = clu_fits(c, n, "element count", err)) || (s = clu_fits(c, cd_value_numel(clu_meta(c, x)), "input size", err)))
+        return s;
+    if (n == 0) return CD_OK;
+    cl_mem bx, by, bi;
+    cl_kernel k;
+    if ((s = clu_buf(c, x, &bx, err)) || (s = clu_buf(c, y, &by, err)) || (s = clu_buf(c, ix, &bi, err))) return s;
+    if ((s = c->kernel(c, "gather", "gather_nd", &k, err))) return s;
+    clu_args g;
+    clu_args_init(&g, c, k, err);
+    clu_mem(&g, bx);
+    clu_mem(&g, by);
+    clu_mem(&g, mi->dtype == CD_I32 ? bi : NULL);
+    clu_mem(&g, mi->dtype == CD_I64 ? bi : NULL);
+    clu_int(&g, n);
+    clu_int(&g, K);
+    clu_int(&g, inner);
+    clu_int8(&g, xd);
+    clu_int8(&g, st);
+    if (g.st) return g.st;
+    return clu_launch1(c, k, n, err);
+}
+
 /* ---------------------------------------------------------------- pixel_shuffle */
 
 static cd_status op_pixel_shuffle(cd_cl_ctx *c, cd_error *err) {
@@ -528,7 +569,7 @@ static const cd_cl_op_def defs[] = {
     {"expand", "gather", op_expand}, {"expand_v2", "gather", op_expand}, {"tile", "gather", op_expand},
     {"gather", "gather", op_gather}, {"assign_value", "gather", op_assign_value},
     {"pixel_shuffle", "gather", op_pixel_shuffle}, {"top_k", "gather", op_topk}, {"top_k_v2", "gather", op_topk},
-    {"unbind", "gather", op_unbind}, {"grid_sampler", "gather", op_grid_sampler},
+    {"unbind", "gather", op_unbind}, {"gather_nd", "gather", op_gather_nd}, {"grid_sampler", "gather", op_grid_sampler},
     {"sync_batch_norm", "norm", op_sync_batch_norm},
 };
 const cd_cl_op_table cd_cl_ops_more = {defs, (int)(sizeof defs / sizeof defs[0])};
