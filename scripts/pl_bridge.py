@@ -86,11 +86,24 @@ def kernels(place):
     print(json.dumps({"place": place, "ops": ops}))
 
 
+def has_opencl_runtime(lite):
+    """Whether this build of the runtime can run OpenCL kernels: a build with OpenCL links
+    the wrapper that resolves clEnqueueNDRangeKernel and embeds the kernel sources; the x86
+    wheel has neither (its OpenCL kernels are the placeholders opt needs, whose Run() does
+    nothing: a model would 'run' and return garbage)."""
+    with open(lite.__file__, "rb") as f:
+        data = f.read()
+    return b"clEnqueueNDRangeKernel" in data and b"__kernel" in data
+
+
 def run(a):
     lite, _ = import_lite()
     import numpy as np
     if not os.path.isfile(a.model):
         fail(2, "no model file %s" % a.model)
+    if a.target == "opencl" and not has_opencl_runtime(lite):
+        fail(4, "this paddlelite build has no OpenCL runtime (its OpenCL kernels are opt's placeholders): run "
+                "OpenCL models on the device with the probes/paddle-lite runner and `cldiff import` the outputs")
     cfg = lite.MobileConfig()
     cfg.set_model_from_file(a.model)
     if a.threads and hasattr(cfg, "set_threads"):

@@ -52,4 +52,11 @@ c.rc(r, 0, "paddle-lite as run B")
 c.ok("no local check for paddle-lite-x86" in r.err, "says why there is no local check", r.err)
 with h5py.File(os.path.join(out, "dump.h5"), "r") as f:
     c.ok(not [k for k in f["runs"] if k.endswith("_local")], "no empty local run in the dump")
+OCL = os.path.join(os.path.dirname(X86), "ppocr_v2.0_cls_slim_opencl-arm_int8_v2.10.nb")
+if os.path.isfile(OCL):
+    r = cldiff("run", "--backends", "paddle-lite", OCL, "--out", os.path.join(d, "ocl"))
+    # the x86 wheel's OpenCL kernels are placeholders: refused, not run into garbage
+    c.ok(r.rc in (0, 4), "OpenCL model: runs, or exit 4 where the build has no OpenCL runtime", r.tail())
+    if r.rc == 4:
+        c.ok("no OpenCL runtime" in r.err, "says the build has no OpenCL runtime", r.err)
 c.done()
