@@ -23,7 +23,14 @@ cd_status cd_session_run_pl(cd_session *s, const cd_run_req *q, const cd_plan *p
         cd_dump_set_attr_str(s->dump, path, "engine", "paddle-lite", &e2);
         cd_dump_set_attr_str(s->dump, path, "engine_version", pr.env.version, &e2);
         cd_dump_set_attr_str(s->dump, path, "target", pr.target, &e2);
-        cd_dump_set_attr_str(s->dump, path, "engine_precision", prec, &e2);
+        /* what Paddle-Lite computes in comes from the model's kernel records, not from --fp16 */
+        bool half = false;
+        for (int i = 0; i < s->g->n_ops; i++) half |= s->g->ops[i].kernel.present && s->g->ops[i].kernel.precision == 5;
+        cd_dump_set_attr_str(s->dump, path, "engine_precision",
+                             !strcmp(pr.target, "opencl") ? "opencl (runtime choice)" : half ? "fp16" : "fp32", &e2);
+        if (q->prec == CD_PREC_FP16 && !half && strcmp(pr.target, "opencl") && !o->quiet)
+            fprintf(stderr, "cldiff: note: %s computes in float32 (the model's kernels); --fp16 applies to cldiff's "
+                            "backends only\n", q->backend);
         cd_dump_set_attr_str(s->dump, path, "bridge_python", pr.env.python, &e2);
         cd_dump_set_attr_i64(s->dump, path, "renamed_activations", pr.renamed, &e2);
         cd_dump_set_attr_i64(s->dump, path, "fetched_tensors", pr.n_fetch, &e2);
