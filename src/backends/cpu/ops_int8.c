@@ -13,6 +13,7 @@
  * Integer sums are exact, so the order of the sum does not matter; the float steps are the
  * ones above, each rounded once (fmaf is the only fused step; no other a*b+c appears). */
 #include "backends/cpu/ops_int8.h"
+#include "backends/cpu/gemm_int8.h"
 #include "backends/cpu/int8_quant.h"
 #include "backends/cpu/par.h"
 #include <math.h>
@@ -119,14 +120,30 @@ I8_HOT static void q8_chunk(const float *x, int8_t *q, int64_t n, float inv) {
     for (; i < n; i++) q[i] = (int8_t)cd_q8_int(x[i] * inv);
 }
 
+/* The same conversion, the int8 values written as floats (the float paths below). */
+I8_HOT static void q8f_chunk(const float *x, float *q, int64_t n, float inv) {
+    int64_t i = 0;
+    for (; i + 8 <= n; i += 8) {
+        cd_f8 v;
+        cd_i8x qi;
+        memcpy(&v, x + i, sizeof v);
+        v *= inv;
+        cd_q8_vec(&v, &qi);
+        v = __builtin_convertvector(qi, cd_f8);
+        memcpy(q + i, &v, sizeof v);
+    }
+    for (; i < n; i++) q[i] = cd_q8_float(x[i] * inv);
+}
+
 #define CHUNK 16384
-/* Input activation -> int8, the calib rule with 1/Input0_scale. */
-static void quantize_input(const float *x, int8_t *q, int64_t n, float in_s, int threads) {
+/* Input activation -> int8, the calib rule with 1/Input0_scale (q8) or the same values as floats (qf). */
+static void quantize_input(const float *x, int8_t *q8, float *qf, int64_t n, float in_s, int threads) {
     float inv = 1.0f / in_s;
     int64_t nc = (n + CHUNK - 1) / CHUNK;
     CD_PAR_FOR(nc > 4, threads, int64_t, c, nc, {
         int64_t a = c * CHUNK, m = n - a < CHUNK ? n - a : CHUNK;
-        q8_chunk(x + a, q + a, m, inv);
+        if (q8) q8_chunk(x + a, q8 + a, m, inv);
+        else q8f_chunk(x + a, qf + a, m, inv);
     });
 }
 
@@ -168,8 +185,8 @@ static inline float act8_apply(const act8 *a, float y) {
 }
 
 /* y = act(real value) + SecondInput[i] (relu for the add+activation fusion), then requantized */
-static inline float epi_residual(const epi *e, int64_t oc, int32_t acc, int64_t i) {
-    float y = fmaf((float)acc, e->mr[oc], e->br[oc]);
+static inline float epi_residual(const epi *e, int64_t oc, float acc, int64_t i) {
+    float y = fmaf(acc, e->mr[oc], e->br[oc]);
     y = e->act_real.kind == A_OTHER ? cd_act_apply(&e->act_real.other, y) : act8_apply(&e->act_real, y);
     y = y + e->second[i];
     if (e->residual_relu) y = y > 0.0f ? y : 0.0f;
@@ -178,14 +195,15 @@ static inline float epi_residual(const epi *e, int64_t oc, int32_t acc, int64_t 
     return (float)cd_q8_round(t) * e->out_s;
 }
 
-static inline float epi_apply(const epi *e, int64_t oc, int32_t acc) {
+/* acc: the int32 sum as a float ((float)S, what scvtf gives: exact below 2^24) */
+static inline float epi_apply(const epi *e, int64_t oc, float acc) {
     if (e->act.kind == A_OTHER) {
-        if (!e->out8) return cd_act_apply(&e->act.other, fmaf((float)acc, e->m[oc], e->b[oc]));
-        float r = cd_act_apply(&e->act.other, fmaf((float)acc, e->mr[oc], e->br[oc]));
+        if (!e->out8) return cd_act_apply(&e->act.other, fmaf(acc, e->m[oc], e->b[oc]));
+        float r = cd_act_apply(&e->act.other, fmaf(acc, e->mr[oc], e->br[oc]));
         float t = r * e->inv_out;
         return (float)cd_q8_round(t) * e->out_s;
     }
-    float y = act8_apply(&e->act, fmaf((float)acc, e->m[oc], e->b[oc]));
+    float y = act8_apply(&e->act, fmaf(acc, e->m[oc], e->b[oc]));
     return e->out8 ? (float)cd_q8_round(y) * e->out_s : y;
 }
 
@@ -205,10 +223,11 @@ static inline float epi_apply(const epi *e, int64_t oc, int32_t acc) {
         }                                                                        \
         memcpy(out + i, &y, sizeof y);                                           \
     }
-I8_HOT static void epi_row(const epi *e, int64_t oc, const int32_t *acc, float *out, int64_t n) {
+/* acc: the sums as floats; may be out itself (the pass is elementwise) */
+I8_HOT static void epi_row(const epi *e, int64_t oc, const float *acc, float *out, int64_t n) {
     const float m = e->m[oc], b = e->b[oc], os = e->out_s;
     const bool o8 = e->out8;
-    for (int64_t i = 0; i < n; i++) out[i] = fmaf((float)acc[i], m, b);
+    for (int64_t i = 0; i < n; i++) out[i] = fmaf(acc[i], m, b);
     const cd_f8 z = {0}, p0 = z + e->act.p0, p1 = z + e->act.p1, p2 = z + e->act.p2;
     int64_t i = 0;
     switch (e->act.kind) {
@@ -328,29 +347,30 @@ static cd_status geo8_parse(cd_op_ctx *c, const cd_tensor *w, geo8 *g) {
     return CD_OK;
 }
 
-/* Depthwise (one input and one output channel per group): direct sums, one plane per task.
- * Products of two int8 fit in int16 (|p| <= 16129): computed there, summed in int32. */
-I8_HOT static void dw_plane(const geo8 *g, const int8_t *xp, const int8_t *wk, int32_t *acc) {
+/* Depthwise (one input and one output channel per group): direct sums, one plane per task, on
+ * int8 values held as floats: a sum of at most KH*KW <= CD_INT8_FLOAT_EXACT_K products is an
+ * integer below 2^24, so every float step is exact and the result is the int32 sum. */
+I8_HOT static void dw_plane(const geo8 *g, const float *xp, const float *wk, float *acc) {
     for (int64_t oh = 0; oh < g->OH; oh++) {
-        int32_t *row = acc + oh * g->OW;
-        for (int64_t ow = 0; ow < g->OW; ow++) row[ow] = 0;
+        float *row = acc + oh * g->OW;
+        for (int64_t ow = 0; ow < g->OW; ow++) row[ow] = 0.0f;
         for (int64_t kh = 0; kh < g->KH; kh++) {
             int64_t ih = oh * g->sh - g->pt + kh * g->dh;
             if (ih < 0 || ih >= g->H) continue;
-            const int8_t *xr = xp + ih * g->W;
+            const float *xr = xp + ih * g->W;
             for (int64_t kw = 0; kw < g->KW; kw++) {
-                int16_t wv = wk[kh * g->KW + kw];
-                if (!wv) continue;
+                float wv = wk[kh * g->KW + kw];
+                if (wv == 0.0f) continue;
                 int64_t off = kw * g->dw - g->pl;
                 /* ow range with 0 <= ow*sw + off < W */
                 int64_t lo = off < 0 ? (-off + g->sw - 1) / g->sw : 0;
                 int64_t hi = g->W - off <= 0 ? 0 : (g->W - off - 1) / g->sw + 1;
                 if (hi > g->OW) hi = g->OW;
                 if (g->sw == 1) {
-                    const int8_t *xs = xr + off;
-                    for (int64_t ow = lo; ow < hi; ow++) row[ow] += (int16_t)(wv * (int16_t)xs[ow]);
+                    const float *xs = xr + off;
+                    for (int64_t ow = lo; ow < hi; ow++) row[ow] += wv * xs[ow];
                 } else {
-                    for (int64_t ow = lo; ow < hi; ow++) row[ow] += (int16_t)(wv * (int16_t)xr[ow * g->sw + off]);
+                    for (int64_t ow = lo; ow < hi; ow++) row[ow] += wv * xr[ow * g->sw + off];
                 }
             }
         }
@@ -447,26 +467,31 @@ static cd_status conv8_run(cd_op_ctx *c, char *kernel, size_t kn, char *note, si
     bool dw = cg == 1 && og == 1;
     bool direct1x1 = g.KH == 1 && g.KW == 1 && g.sh == 1 && g.sw == 1 && g.pt == 0 && g.pl == 0 && g.OH == g.H &&
                      g.OW == g.W;
+    int threads = c->threads > 0 ? c->threads : 1;
+    /* The sums run on the int8 values held as floats (exact: gemm_int8.h), the input quantized
+     * once; the direct integer loops (dot4) are kept for when the float path cannot run. */
     float *eb = malloc(sizeof(float) * 4 * (size_t)g.OC);
-    int8_t *xq = malloc((size_t)(nx ? nx : 1));
-    int8_t *col = (!dw && !direct1x1) ? malloc((size_t)(K * P > 0 ? K * P : 1)) : NULL;
-    int32_t *dwacc = dw ? malloc(sizeof(int32_t) * (size_t)(P ? P : 1) * (size_t)(c->threads > 0 ? c->threads : 1)) : NULL;
-    if (!eb || !xq || (!dw && !direct1x1 && !col) || (dw && !dwacc)) {
-        free(eb); free(xq); free(col); free(dwacc);
+    float *xf = malloc(sizeof(float) * (size_t)(nx ? nx : 1));
+    float *wdw = dw ? malloc(sizeof(float) * (size_t)(g.C * g.KH * g.KW > 0 ? g.C * g.KH * g.KW : 1)) : NULL;
+    float *dwacc = dw ? malloc(sizeof(float) * (size_t)(P ? P : 1) * (size_t)threads) : NULL;
+    int8_t *xq = NULL, *col = NULL;
+    if (!eb || !xf || (dw && (!wdw || !dwacc))) {
+        free(eb); free(xf); free(wdw); free(dwacc);
         return cd_op_fail(c, CD_E_NOMEM, "out of memory in the int8 conv");
     }
     if ((st = epi_build(c, &e, eb, g.OC, ws, nws, in_s, cd_in(c, "Bias", 0), out8, out_s))) goto done;
-    quantize_input(x->data, xq, nx, in_s, c->threads);
+    quantize_input(x->data, NULL, xf, nx, in_s, c->threads);
     const int8_t *w = wt->data;
     float *out = y->data;
-    int threads = c->threads > 0 ? c->threads : 1;
+    if (dw)
+        for (int64_t i = 0; i < g.C * g.KH * g.KW; i++) wdw[i] = (float)w[i];
     for (int64_t n = 0; n < g.N; n++) {
-        const int8_t *xn = xq + n * g.C * g.H * g.W;
+        const float *xn = xf + n * g.C * g.H * g.W;
         float *yn = out + n * g.OC * P;
         if (dw) {
             CD_PAR_FOR(g.C * P >= 4096, threads, int64_t, ch, g.C, {
-                int32_t *acc = dwacc + (size_t)omp_slot(threads) * (size_t)P;
-                dw_plane(&g, xn + ch * g.H * g.W, w + ch * g.KH * g.KW, acc);
+                float *acc = dwacc + (size_t)omp_slot(threads) * (size_t)P;
+                dw_plane(&g, xn + ch * g.H * g.W, wdw + ch * g.KH * g.KW, acc);
                 float *yc = yn + ch * P;
                 if (epi_fast(&e)) epi_row(&e, ch, acc, yc, P);
                 else if (e.residual)
@@ -477,7 +502,33 @@ static cd_status conv8_run(cd_op_ctx *c, char *kernel, size_t kn, char *note, si
             continue;
         }
         for (int64_t gi = 0; gi < g.G; gi++) {
-            const int8_t *cl = xn + gi * cg * g.H * g.W;
+            /* the sums of this group's output channels are written where their outputs go and
+             * turned into outputs in place */
+            float *yg = yn + gi * og * P;
+            cd_conv8_geo cg8 = {xn + gi * cg * g.H * g.W, (int)cg, (int)g.H, (int)g.W, (int)g.KH, (int)g.KW,
+                                (int)g.sh, (int)g.sw, (int)g.dh, (int)g.dw, (int)g.pt, (int)g.pl, (int)g.OH, (int)g.OW};
+            if (cd_conv8_sums(&cg8, (int)og, w + gi * og * K, yg, threads)) {
+                CD_PAR_FOR(og * P >= 16384, threads, int64_t, o, og, {
+                    int64_t oc = gi * og + o;
+                    float *yo = yg + o * P;
+                    if (epi_fast(&e)) epi_row(&e, oc, yo, yo, P);
+                    else if (e.residual)
+                        for (int64_t p = 0; p < P; p++) yo[p] = epi_residual(&e, oc, yo[p], (n * g.OC + oc) * P + p);
+                    else
+                        for (int64_t p = 0; p < P; p++) yo[p] = epi_apply(&e, oc, yo[p]);
+                });
+                continue;
+            }
+            /* fallback: int8 copies and direct integer sums */
+            if (!xq) {
+                if (!(xq = malloc((size_t)(nx ? nx : 1)))) { st = cd_op_fail(c, CD_E_NOMEM, "out of memory in the int8 conv"); goto done; }
+                quantize_input(x->data, xq, NULL, nx, in_s, c->threads);
+            }
+            const int8_t *cl = xq + n * g.C * g.H * g.W + gi * cg * g.H * g.W;
+            if (!col && !direct1x1 && !(col = malloc((size_t)(K * P > 0 ? K * P : 1)))) {
+                st = cd_op_fail(c, CD_E_NOMEM, "out of memory in the int8 conv");
+                goto done;
+            }
             if (!direct1x1) { im2col8(&g, cl, cg, col, threads); cl = col; }
             int64_t nob = (og + 3) / 4, ntile = (P + TILE - 1) / TILE;
             CD_PAR_FOR(nob * ntile * K >= 4096, threads, int64_t, task, nob * ntile, {
@@ -488,12 +539,11 @@ static cd_status conv8_run(cd_op_ctx *c, char *kernel, size_t kn, char *note, si
                 dot4(w + o0 * K, K, K, cl, P, p0, np, no, acc);
                 for (int o = 0; o < no; o++) {
                     float *yo = yn + (o0 + o) * P + p0;
-                    if (epi_fast(&e)) epi_row(&e, o0 + o, acc[o], yo, np);
-                    else if (e.residual)
+                    if (e.residual)
                         for (int64_t p = 0; p < np; p++)
-                            yo[p] = epi_residual(&e, o0 + o, acc[o][p], (n * g.OC + o0 + o) * P + p0 + p);
+                            yo[p] = epi_residual(&e, o0 + o, (float)acc[o][p], (n * g.OC + o0 + o) * P + p0 + p);
                     else
-                        for (int64_t p = 0; p < np; p++) yo[p] = epi_apply(&e, o0 + o, acc[o][p]);
+                        for (int64_t p = 0; p < np; p++) yo[p] = epi_apply(&e, o0 + o, (float)acc[o][p]);
                 }
             });
         }
@@ -503,7 +553,7 @@ static cd_status conv8_run(cd_op_ctx *c, char *kernel, size_t kn, char *note, si
         snprintf(note, nn, "SecondInput added in float after the activation; Paddle-Lite's ARM kernels ignore it "
                  "(docs/int8.md)");
 done:
-    free(eb); free(xq); free(col); free(dwacc);
+    free(eb); free(xf); free(wdw); free(dwacc); free(xq); free(col);
     return st;
 }
 
@@ -543,7 +593,7 @@ static cd_status fc8_run(cd_op_ctx *c, char *kernel, size_t kn) {
     int8_t *xq = malloc((size_t)(nx ? nx : 1));
     if (!eb || !xq) { free(eb); free(xq); return cd_op_fail(c, CD_E_NOMEM, "out of memory in the int8 fc"); }
     if ((st = epi_build(c, &e, eb, N, ws, nws, in_s, cd_in(c, "Bias", 0), out8, out_s))) goto done;
-    quantize_input(x->data, xq, nx, in_s, c->threads);
+    quantize_input(x->data, xq, NULL, nx, in_s, c->threads);
     const int8_t *w = wt->data;
     float *out = y->data;
     CD_PAR_FOR(M * N * K >= 65536, c->threads, int64_t, m, M, {
@@ -553,7 +603,7 @@ static cd_status fc8_run(cd_op_ctx *c, char *kernel, size_t kn) {
             int32_t acc[TILE];
             memset(acc, 0, sizeof(int32_t) * (size_t)nb);
             fc_rows(xr, w, K, N, n0, nb, acc);
-            for (int64_t j = 0; j < nb; j++) out[m * N + n0 + j] = epi_apply(&e, n0 + j, acc[j]);
+            for (int64_t j = 0; j < nb; j++) out[m * N + n0 + j] = epi_apply(&e, n0 + j, (float)acc[j]);
         }
     });
     snprintf(kernel, kn, "fc:int8:%s", out8 ? "int8_out" : "fp32_out");
