@@ -71,6 +71,11 @@ static bool probe_slot(const cd_slot *s) { return strcmp(s->name, "XShape") != 0
 cd_status cd_instrument(const cd_graph *g, const bool *mask, const cd_value *meta, const cd_retarget *retarget,
                         cd_instrumented *out, cd_error *err) {
     memset(out, 0, sizeof *out);
+    for (int i = 0; i < g->n_ops; i++)
+        if (cd_op_attr(&g->ops[i], "sub_block"))
+            return cd_err(err, CD_E_UNSUPPORTED, "instrumenting the model: op #%d %s (%s) runs a sub-block; models with "
+                          "control flow cannot be instrumented yet (the writer keeps block 0 only)", i, g->ops[i].name,
+                          g->ops[i].type);
     int nt = g->n_tensors;
     char **names = cd_calloc((size_t)nt + 1, sizeof *names, err);
     bool *keep = cd_calloc((size_t)nt + 1, 1, err);
