@@ -20,6 +20,8 @@
 #include <string>
 #include <vector>
 
+#include <sys/stat.h>
+
 #include "paddle_api.h"
 
 using paddle::lite_api::MobileConfig;
@@ -156,6 +158,7 @@ int main(int argc, char** argv) {
                                 : cl_prec == "fp32" ? CLPrecisionType::CL_PRECISION_FP32
                                                     : CLPrecisionType::CL_PRECISION_AUTO);
   }
+  mkdir(out_dir.c_str(), 0755);  // may exist already; a real failure shows when writing
   auto t0 = std::chrono::steady_clock::now();
   std::shared_ptr<PaddlePredictor> pred = paddle::lite_api::CreatePaddlePredictor<MobileConfig>(config);
   auto t1 = std::chrono::steady_clock::now();
