@@ -210,7 +210,8 @@ def check(args):
 
     # 1. export
     exp = os.path.join(work, "export")
-    cmd = [args.cldiff, "export", model, "-o", exp] + (["--dequant"] if args.dequant else [])
+    cmd = [args.cldiff, "export", model, "-o", exp] + (["--dequant"] if args.dequant else []) + \
+        (["--int8-marker"] if args.int8_marker else [])
     r = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     with open(log, "a") as f:
         f.write("$ " + " ".join(cmd) + "\n" + r.stdout)
@@ -345,7 +346,8 @@ def layers(args):
     os.makedirs(work, exist_ok=True)
     log = os.path.join(work, "log.txt")
     exp = os.path.join(work, "export")
-    r = subprocess.run([args.cldiff, "export", model, "-o", exp, "--fetch-all"] + (["--dequant"] if args.dequant else []),
+    r = subprocess.run([args.cldiff, "export", model, "-o", exp, "--fetch-all"] + (["--dequant"] if args.dequant else []) +
+                       (["--int8-marker"] if args.int8_marker else []),
                        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     if r.returncode:
         raise SystemExit(r.stdout)
@@ -462,6 +464,7 @@ def main():
     a.add_argument("--shape", action="append", default=[])
     a.add_argument("--seed", type=int, default=1)
     a.add_argument("--dequant", action="store_true")
+    a.add_argument("--int8-marker", action="store_true", help="export int8 as int8 for Opt's int8 places")
     a.add_argument("--opencl-places", default="x86_opencl")
     a.add_argument("--no-cldiff-opencl", action="store_true")
     a.add_argument("--json")
@@ -472,6 +475,7 @@ def main():
     a.add_argument("--shape", action="append", default=[])
     a.add_argument("--seed", type=int, default=1)
     a.add_argument("--dequant", action="store_true")
+    a.add_argument("--int8-marker", action="store_true", help="export int8 as int8 for Opt's int8 places")
     a.add_argument("--places", default="x86")
     a.add_argument("--rel", type=float, default=1e-4)
     a = sub.add_parser("table")

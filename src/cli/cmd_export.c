@@ -25,6 +25,9 @@ static void usage(FILE *f) {
             "  --dequant             int8/int16 weights become float32 (scales of the consuming op),\n"
             "                        fp16 weights float32, calib ops pass-throughs, int8 attributes\n"
             "                        (enable_int8, <Slot><k>_scale, ...) dropped: the float program\n"
+            "  --int8-marker         int8 model kept int8 (no --dequant): add an unused\n"
+            "                        quantize_linear/dequantize_linear pair so that opt adds its int8\n"
+            "                        places (it does so only for programs with quantize ops)\n"
             "  --keep-kernel-attrs   keep __@kernel_type_attr@__ (default: dropped, opt picks kernels)\n"
             "  --keep-fused-act      keep conv fusions Paddle-Lite's x86 conv lacks (activations\n"
             "                        hard_sigmoid/sigmoid/tanh/abs; SecondInput + fuse_elementwise_op_type);\n"
@@ -117,6 +120,8 @@ int cd_cmd_export(int argc, char **argv) {
             dequant = true;
         } else if (!strcmp(a, "--fetch-all")) {
             fetch_all = true;
+        } else if (!strcmp(a, "--int8-marker")) {
+            o.int8_marker = true;
         } else if (!strcmp(a, "--keep-fused-act")) {
             o.keep_fused_act = true;
         } else if (!strcmp(a, "--keep-kernel-attrs")) {

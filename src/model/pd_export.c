@@ -504,6 +504,31 @@ static cd_status var_list(const cd_graph *g, const plan *pl, int **out, int *n_o
     return CD_OK;
 }
 
+#define MARK_SCALE "cldiff_int8_marker.scale"
+#define MARK_ZP "cldiff_int8_marker.zero_point"
+#define MARK_Q "cldiff_int8_marker.q"
+#define MARK_DQ "cldiff_int8_marker.dq"
+
+/* Record of the marker's Scale (FP32 [1] = 1) or ZeroPoint (INT32 [1] = 0). */
+static void marker_param(pbuf *p, int which) {
+    uint32_t v0 = 0;
+    uint64_t lod = 0;
+    const int64_t one = 1;
+    pb_raw(p, &v0, 4);
+    pb_raw(p, &lod, 8);
+    pb_raw(p, &v0, 4);
+    pbuf td = {0};
+    tensor_desc(&td, which ? 2 : VT_FP32, &one, 1);
+    int32_t dlen = (int32_t)td.len;
+    pb_raw(p, &dlen, 4);
+    pb_raw(p, td.b, td.len);
+    free(td.b);
+    float f = 1.0f;
+    int32_t z = 0;
+    if (which) pb_raw(p, &z, 4);
+    else pb_raw(p, &f, 4);
+}
+
 static cd_status write_param(pbuf *p, const cd_graph *g, const cd_pd_export_opts *o, int t, cd_error *err) {
     const cd_tensor *x = &g->tensors[t];
     int64_t numel = cd_shape_numel(&x->shape);
@@ -550,7 +575,7 @@ cd_status cd_pd_export_mem(const cd_graph *g, const cd_pd_export_opts *opts, uin
     *program = *params = NULL;
     *program_len = *params_len = 0;
     plan pl = {0};
-    int *vars = NULL, nv = 0;
+    int *vars = NULL, nv = 0, n_extra_vars = 0;
     pbuf prog = {0}, blk = {0}, par = {0};
     cd_status st = make_plan(g, o, &pl, info, err);
     if (!st) st = var_list(g, &pl, &vars, &nv, err);
@@ -579,14 +604,62 @@ cd_status cd_pd_export_mem(const cd_graph *g, const cd_pd_export_opts *opts, uin
             pb_msg(&v, 2, &vt);
             pb_msg(&blk, 3, &v);
             free(name);
-            nv++;
+            n_extra_vars++;
         }
         info->n_unfused++;
     }
-    info->n_vars = nv;
+    if (o->int8_marker) {
+        if (g->n_inputs < 1) { st = cd_err(err, CD_E_USAGE, "--int8-marker: the model has no input"); goto done; }
+        static const char *const names[] = {MARK_SCALE, MARK_ZP, MARK_Q, MARK_DQ};
+        for (int k = 0; k < 4; k++) {
+            pbuf v = {0}, vt = {0}, lt = {0}, td = {0};
+            const int64_t one = 1;
+            pb_str(&v, 1, names[k]);
+            pb_int(&vt, 1, VT_LOD_TENSOR);
+            const cd_tensor *in = &g->tensors[g->inputs[0]];
+            if (k < 2) tensor_desc(&td, k == 0 ? VT_FP32 : 2 /* INT32 */, &one, 1);
+            else tensor_desc(&td, VT_FP32, in->shape.d, in->shape.rank);
+            pb_msg(&lt, 1, &td);
+            pb_msg(&vt, 3, &lt);
+            pb_msg(&v, 2, &vt);
+            if (k < 2) pb_int(&v, 3, 1);
+            pb_msg(&blk, 3, &v);
+            n_extra_vars++;
+        }
+    }
+    info->n_vars = nv + n_extra_vars;
     for (int oi = 0; oi < g->n_ops; oi++) {
         if (pl.skip_op[oi]) continue;
         if ((st = op_msgs(&blk, g, oi, o, &pl, &info->n_ops, err))) goto done;
+    }
+    if (o->int8_marker) {
+        /* quantize_linear + dequantize_linear on the first input, consumed by nothing:
+         * Opt sees a quantized program (IsQuantizedMode) and adds its int8 places; its
+         * lite_quant_dequant_fuse_pass then removes the pair. */
+        for (int k = 0; k < 2; k++) {
+            pbuf a = {0}, v = {0}, at = {0};
+            static const char *const slot_in[] = {"X", "Scale", "ZeroPoint"};
+            const char *args[] = {k ? MARK_Q : pl.ename[g->inputs[0]], MARK_SCALE, MARK_ZP};
+            for (int j = 0; j < 3; j++) {
+                pb_str(&v, 1, slot_in[j]);
+                pb_str(&v, 2, args[j]);
+                pb_msg(&a, 1, &v);
+            }
+            pb_str(&v, 1, "Y");
+            pb_str(&v, 2, k ? MARK_DQ : MARK_Q);
+            pb_msg(&a, 2, &v);
+            pb_str(&a, 3, k ? "dequantize_linear" : "quantize_linear");
+            pb_str(&at, 1, "bit_length");
+            pb_int(&at, 2, CD_ATTR_INT);
+            pb_int(&at, 3, 8);
+            pb_msg(&a, 4, &at);
+            pb_str(&at, 1, "quant_axis");
+            pb_int(&at, 2, CD_ATTR_INT);
+            pb_int(&at, 3, -1);
+            pb_msg(&a, 4, &at);
+            pb_msg(&blk, 4, &a);
+            info->n_ops++;
+        }
     }
     for (int k = 0; k < o->n_extra_fetch; k++) {
         int t = o->extra_fetch[k];
@@ -611,8 +684,16 @@ cd_status cd_pd_export_mem(const cd_graph *g, const cd_pd_export_opts *opts, uin
     pbuf ver = {0};
     pb_int(&ver, 1, g->program_version);
     pb_msg(&prog, 4, &ver);
-    /* vars is sorted by exported name: the parameter records go in that order. */
-    for (int i = 0; i < nv; i++) {
+    /* vars is sorted by exported name: the parameter records go in that order, the
+     * marker's two records merged in by name. */
+    int mk = o->int8_marker ? 0 : 2;
+    for (int i = 0; i <= nv; i++) {
+        while (mk < 2 && (i == nv || strcmp(mk ? MARK_ZP : MARK_SCALE, pl.ename[vars[i]]) < 0)) {
+            marker_param(&par, mk);
+            info->n_params++;
+            mk++;
+        }
+        if (i == nv) break;
         int t = vars[i];
         if (!g->tensors[t].persistable || pl.kind[t] != VT_LOD_TENSOR) continue;
         if (!g->tensors[t].data)

@@ -35,6 +35,10 @@ typedef struct cd_pd_export_opts {
      * fuse_elementwise_op_type. By default such a conv is exported as the conv (output
      * "<out>.cdpre"), then the activation op, then the elementwise op. */
     bool keep_fused_act;
+    /* Append a quantize_linear/dequantize_linear pair on the first input that nothing reads
+     * (persistable cldiff_int8_marker.scale/.zero_point): Opt adds its int8 places only to a
+     * program with such ops (IsQuantizedMode), and the folded int8 form of a .nb has none. */
+    bool int8_marker;
     /* Extra fetch ops, after the model's own (col = n_outputs + k): tensor ids, e.g. every
      * op's output for a layer-by-layer comparison with Paddle-Lite. */
     const int *extra_fetch;
