@@ -10,31 +10,49 @@ typedef struct {
     int H, W, KH, KW, sh, sw, dh, dw, pt, pl, Wo;
 } im2col_ctx;
 
-/* cd_gemm_pack_fn: rows k = (ic, ky, kx) of the im2col matrix, columns p = oy*Wo + ox; the
- * (oy, ox) of each panel column is stepped, not divided out per element. */
+/* One run of n panel columns on output row oy from column ox, for tap (ky, kx): the input row
+ * iy read at ix = ox*sw - pl + kx*dw onwards, zeros outside the input. */
+static void run_copy(const im2col_ctx *c, const float *plane, int oy, int ox, int n, int ky, int kx, float *d) {
+    int iy = oy * c->sh - c->pt + ky * c->dh;
+    if (iy < 0 || iy >= c->H) { memset(d, 0, sizeof(float) * (size_t)n); return; }
+    const float *row = plane + (size_t)iy * (size_t)c->W;
+    int ix = ox * c->sw - c->pl + kx * c->dw;
+    if (c->sw == 1) {
+        int j = 0;
+        for (; j < n && ix + j < 0; j++) d[j] = 0.0f;
+        int e = c->W - ix < n ? c->W - ix : n; /* columns with ix + j < W */
+        if (e > j) { memcpy(d + j, row + ix + j, sizeof(float) * (size_t)(e - j)); j = e; }
+        for (; j < n; j++) d[j] = 0.0f;
+        return;
+    }
+    for (int j = 0; j < n; j++, ix += c->sw) d[j] = (ix >= 0 && ix < c->W) ? row[ix] : 0.0f;
+}
+
+/* cd_gemm_pack_fn: rows k = (ic, ky, kx) of the im2col matrix, columns p = oy*Wo + ox. A panel's
+ * columns are cut into runs on one output row, each copied with run_copy. */
 static void pack_im2col(const void *vctx, int k0, int kc, int n0, int nc, void *vdst) {
     const im2col_ctx *c = vctx;
     float *dst = vdst;
-    int np = (nc + CD_GEMM_NR - 1) / CD_GEMM_NR, taps = c->KH * c->KW;
-    for (int pn = 0; pn < np; pn++) {
-        float *panel = dst + (size_t)pn * (size_t)kc * CD_GEMM_NR;
-        int pb = n0 + pn * CD_GEMM_NR, cnt = n0 + nc - pb < CD_GEMM_NR ? n0 + nc - pb : CD_GEMM_NR;
-        int oy0[CD_GEMM_NR], ox0[CD_GEMM_NR];
-        for (int j = 0, oy = pb / c->Wo, ox = pb % c->Wo; j < cnt; j++) {
-            oy0[j] = oy * c->sh - c->pt;
-            ox0[j] = ox * c->sw - c->pl;
-            if (++ox == c->Wo) { ox = 0; oy++; }
+    int taps = c->KH * c->KW;
+    for (int pn = 0; pn * CD_GEMM_NR < nc; pn++) {
+        int pb = n0 + pn * CD_GEMM_NR, cnt = nc - pn * CD_GEMM_NR < CD_GEMM_NR ? nc - pn * CD_GEMM_NR : CD_GEMM_NR;
+        int r_oy[CD_GEMM_NR], r_ox[CD_GEMM_NR], r_j[CD_GEMM_NR + 1], nr = 0;
+        for (int j = 0; j < cnt;) {
+            int oy = (pb + j) / c->Wo, ox = (pb + j) % c->Wo;
+            r_oy[nr] = oy; r_ox[nr] = ox; r_j[nr] = j; nr++;
+            j += c->Wo - ox;
         }
-        for (int kk = 0; kk < kc; kk++) {
-            int k = k0 + kk, ic = k / taps, ky = (k % taps) / c->KW, kx = k % c->KW;
-            const float *xc = c->x + (size_t)ic * (size_t)c->H * (size_t)c->W;
-            float *d = panel + (size_t)kk * CD_GEMM_NR;
-            int dy = ky * c->dh, dx = kx * c->dw, j = 0;
-            for (; j < cnt; j++) {
-                int iy = oy0[j] + dy, ix = ox0[j] + dx;
-                d[j] = (iy >= 0 && iy < c->H && ix >= 0 && ix < c->W) ? xc[(size_t)iy * (size_t)c->W + (size_t)ix] : 0.0f;
+        r_j[nr] = cnt;
+        float *d = dst + (size_t)pn * (size_t)kc * CD_GEMM_NR;
+        int ic = k0 / taps, ky = (k0 % taps) / c->KW, kx = k0 % c->KW;
+        for (int kk = 0; kk < kc; kk++, d += CD_GEMM_NR) {
+            const float *plane = c->x + (size_t)ic * (size_t)c->H * (size_t)c->W;
+            for (int r = 0; r < nr; r++) {
+                int je = r_j[r + 1] < cnt ? r_j[r + 1] : cnt;
+                run_copy(c, plane, r_oy[r], r_ox[r], je - r_j[r], ky, kx, d + r_j[r]);
             }
-            for (; j < CD_GEMM_NR; j++) d[j] = 0.0f;
+            for (int j = cnt; j < CD_GEMM_NR; j++) d[j] = 0.0f;
+            if (++kx == c->KW) { kx = 0; if (++ky == c->KH) { ky = 0; ic++; } }
         }
     }
 }
