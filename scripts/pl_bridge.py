@@ -106,7 +106,8 @@ def run(a):
                 "OpenCL models on the device with the probes/paddle-lite runner and `cldiff import` the outputs")
     cfg = lite.MobileConfig()
     cfg.set_model_from_file(a.model)
-    if a.threads and hasattr(cfg, "set_threads"):
+    threads_set = bool(a.threads and hasattr(cfg, "set_threads"))  # the 2.13rc0 wheel's MobileConfig has none
+    if threads_set:
         cfg.set_threads(a.threads)
     if a.target == "opencl" and hasattr(cfg, "set_opencl_precision"):
         prec = {"auto": lite.CLPrecisionType.CL_PRECISION_AUTO, "fp16": lite.CLPrecisionType.CL_PRECISION_FP16,
@@ -146,7 +147,7 @@ def run(a):
                      "precision": str(t.precision()), "target": str(t.target())})
     info = {"paddlelite": version_of(lite), "python": platform.python_version(), "numpy": np.__version__,
             "model": a.model,
-            "target": a.target, "precision": a.precision, "threads": a.threads,
+            "target": a.target, "precision": a.precision, "threads": a.threads if threads_set else "runtime default",
             "load_ms": (t1 - t0) * 1e3, "run_ms": (t3 - t2) * 1e3, "inputs": in_names, "outputs": outs}
     with open(os.path.join(a.out, "run.json"), "w") as f:
         json.dump(info, f, indent=1)
