@@ -349,29 +349,36 @@ static cd_status geo8_parse(cd_op_ctx *c, const cd_tensor *w, geo8 *g) {
 
 /* Depthwise (one input and one output channel per group): direct sums, one plane per task, on
  * int8 values held as floats: a sum of at most KH*KW <= CD_INT8_FLOAT_EXACT_K products is an
- * integer below 2^24, so every float step is exact and the result is the int32 sum. */
-I8_HOT static void dw_plane(const geo8 *g, const float *xp, const float *wk, float *acc) {
+ * integer below 2^24, so every float step is exact and the result is the int32 sum. The plane
+ * is first copied into a zero-padded scratch (pad: PH x PW) so that every tap is a plain loop. */
+typedef struct { int64_t PH, PW; } dwpad;
+static dwpad dw_pad_dims(const geo8 *g) {
+    dwpad d;
+    d.PH = (g->OH - 1) * g->sh + (g->KH - 1) * g->dh + 1;
+    d.PW = (g->OW - 1) * g->sw + (g->KW - 1) * g->dw + 1;
+    if (d.PH < g->pt + g->H) d.PH = g->pt + g->H;
+    if (d.PW < g->pl + g->W) d.PW = g->pl + g->W;
+    return d;
+}
+I8_HOT static void dw_plane(const geo8 *g, const float *xp, const float *wk, float *acc, float *pad) {
+    dwpad d = dw_pad_dims(g);
+    memset(pad, 0, sizeof(float) * (size_t)(d.PH * d.PW));
+    for (int64_t ih = 0; ih < g->H; ih++)
+        memcpy(pad + (ih + g->pt) * d.PW + g->pl, xp + ih * g->W, sizeof(float) * (size_t)g->W);
     for (int64_t oh = 0; oh < g->OH; oh++) {
         float *row = acc + oh * g->OW;
         for (int64_t ow = 0; ow < g->OW; ow++) row[ow] = 0.0f;
         for (int64_t kh = 0; kh < g->KH; kh++) {
-            int64_t ih = oh * g->sh - g->pt + kh * g->dh;
-            if (ih < 0 || ih >= g->H) continue;
-            const float *xr = xp + ih * g->W;
+            const float *src = pad + (oh * g->sh + kh * g->dh) * d.PW;
             for (int64_t kw = 0; kw < g->KW; kw++) {
                 float wv = wk[kh * g->KW + kw];
-                if (wv == 0.0f) continue;
-                int64_t off = kw * g->dw - g->pl;
-                /* ow range with 0 <= ow*sw + off < W */
-                int64_t lo = off < 0 ? (-off + g->sw - 1) / g->sw : 0;
-                int64_t hi = g->W - off <= 0 ? 0 : (g->W - off - 1) / g->sw + 1;
-                if (hi > g->OW) hi = g->OW;
-                if (g->sw == 1) {
-                    const float *xs = xr + off;
-                    for (int64_t ow = lo; ow < hi; ow++) row[ow] += wv * xs[ow];
-                } else {
-                    for (int64_t ow = lo; ow < hi; ow++) row[ow] += wv * xr[ow * g->sw + off];
-                }
+                const float *s0 = src + kw * g->dw;
+                if (g->sw == 1)
+                    for (int64_t ow = 0; ow < g->OW; ow++) row[ow] += wv * s0[ow];
+                else if (g->sw == 2)
+                    for (int64_t ow = 0; ow < g->OW; ow++) row[ow] += wv * s0[2 * ow];
+                else
+                    for (int64_t ow = 0; ow < g->OW; ow++) row[ow] += wv * s0[ow * g->sw];
             }
         }
     }
@@ -473,7 +480,9 @@ static cd_status conv8_run(cd_op_ctx *c, char *kernel, size_t kn, char *note, si
     float *eb = malloc(sizeof(float) * 4 * (size_t)g.OC);
     float *xf = malloc(sizeof(float) * (size_t)(nx ? nx : 1));
     float *wdw = dw ? malloc(sizeof(float) * (size_t)(g.C * g.KH * g.KW > 0 ? g.C * g.KH * g.KW : 1)) : NULL;
-    float *dwacc = dw ? malloc(sizeof(float) * (size_t)(P ? P : 1) * (size_t)threads) : NULL;
+    dwpad dpd = dw_pad_dims(&g);
+    int64_t slot = P + dpd.PH * dpd.PW; /* per thread: the sums, then the padded plane */
+    float *dwacc = dw ? malloc(sizeof(float) * (size_t)(slot > 0 ? slot : 1) * (size_t)threads) : NULL;
     int8_t *xq = NULL, *col = NULL;
     if (!eb || !xf || (dw && (!wdw || !dwacc))) {
         free(eb); free(xf); free(wdw); free(dwacc);
@@ -490,8 +499,8 @@ static cd_status conv8_run(cd_op_ctx *c, char *kernel, size_t kn, char *note, si
         float *yn = out + n * g.OC * P;
         if (dw) {
             CD_PAR_FOR(g.C * P >= 4096, threads, int64_t, ch, g.C, {
-                float *acc = dwacc + (size_t)omp_slot(threads) * (size_t)P;
-                dw_plane(&g, xn + ch * g.H * g.W, wdw + ch * g.KH * g.KW, acc);
+                float *acc = dwacc + (size_t)omp_slot(threads) * (size_t)slot;
+                dw_plane(&g, xn + ch * g.H * g.W, wdw + ch * g.KH * g.KW, acc, acc + P);
                 float *yc = yn + ch * P;
                 if (epi_fast(&e)) epi_row(&e, ch, acc, yc, P);
                 else if (e.residual)
