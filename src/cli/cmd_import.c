@@ -127,7 +127,13 @@ int cd_cmd_import(int argc, char **argv) {
         else if (!strcmp(a, "--model")) model = argv[++i];
         else if (!strcmp(a, "--from")) from = argv[++i];
         else if (!strcmp(a, "--quiet") || !strcmp(a, "-q")) quiet = true;
-        else if (!strcmp(a, "--help") || !strcmp(a, "-h")) { dir = NULL; manifest = NULL; break; }
+        else if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
+            printf("usage: cldiff import DIR --manifest probed.manifest.json [-o dump.h5] [--run NAME] "
+                   "[--model MODEL.nb] [--from npy|profiler]\n"
+                   "  DIR: out_<col>.npy per fetch column (probes/paddle-lite runner, scripts/pl_bridge.py), or\n"
+                   "  Paddle-Lite's precision-profiler tensor files <tensor>.txt (docs/paddle-lite.md)\n");
+            return 0;
+        }
         else if (a[0] == '-') { fprintf(stderr, "cldiff: import: unknown option '%s'\n", a); return CD_E_USAGE; }
         else if (!dir) dir = a;
         else { fprintf(stderr, "cldiff: import: one folder expected, got '%s' too\n", a); return CD_E_USAGE; }
