@@ -41,6 +41,17 @@ static cd_status diff_run_a_b(diff_run *d, cd_forcing *rec, cd_error *err) {
     if (st) return st;
     cd_run_req qb = {.backend = d->B, .run = d->run_b, .prec = o->prec, .force = rec,
                      .local_run = d->local ? d->run_local : NULL, .forced_from = d->run_a};
+    /* fp32: layers whose free-run output is already within their local bound of A's are
+     * settled by the free run and not run again (docs/verdicts.md); fp16 runs check every
+     * layer against the float32 reference on half inputs instead */
+    if (d->local && rec && o->prec == CD_PREC_FP32 && !strcmp(d->B, "opencl") &&
+        (d->settled = calloc((size_t)d->s.g->n_ops + 1, 1))) {
+        cd_arith f32 = {.u = CD_U32, .half_store = false};
+        d->settle = (cd_local_settle_ctx){.g = d->s.g, .plan = &d->s.plan, .ref = f32, .b = f32};
+        qb.settle = cd_local_settle;
+        qb.settle_user = &d->settle;
+        qb.settled = d->settled;
+    }
     d->stb = cd_session_run_req(&d->s, &qb, &d->rb, &d->eb);
     d->crashed = d->stb == CD_E_CRASH;
     for (int r = 1; !d->stb && r < o->repeat; r++) {
@@ -196,6 +207,7 @@ static int diff_finish(diff_run *d) {
 }
 
 static void diff_free(diff_run *d) {
+    free(d->settled);
     if (d->have_an) cd_analysis_free(&d->an);
     free(d->um);
     free(d->outs);

@@ -5,6 +5,7 @@
 #include "cli/session.h"
 #include "compare/dumpcmp.h"
 #include "report/report.h"
+#include "cli/local.h"
 
 /* --inputs: per-layer values of each metric over every input, for worst/mean/p99. */
 typedef struct agg_state {
@@ -48,6 +49,8 @@ typedef struct diff_run {
     int nu;
     char pdesc[512], created[32], crash_desc[512];
     cd_report_env env;
+    bool *settled;              /* fp32 local check: ops settled by B's free run (n_ops) */
+    cd_local_settle_ctx settle;
 } diff_run;
 
 /* cmd_diff.c: the differential run (collect_only / agg passes of ctx included). */

@@ -376,8 +376,12 @@ done:
  * caller falls back to the whole magnitude run. */
 typedef enum { ME_CONV = 1, ME_FC, ME_SCALE } me_kind;
 typedef struct mag_elem {
-    const cd_local_req *q;
-    const cd_layer_cmp *l;
+    const cd_local_req *q;     /* A's input from the dump (the check after the runs), or ... */
+    const cd_forcing *force;   /* ... from the forcing record (settling, in B's process) */
+    const cd_graph *g;
+    const cd_plan *plan;       /* parameters, as the checked side has them */
+    int op_index;
+    cd_shape out_shape;
     int state;                 /* 0 not set up, 1 ready, -1 unavailable */
     me_kind kind;
     float *x, *w, *b;          /* owned: A's input, weights, bias (float) */
@@ -432,7 +436,7 @@ static bool me_conv(mag_elem *m, const cd_op *op, const cd_plan *p, const cd_val
         m->dh <= 0 || m->dw <= 0)
         return false;
     /* the output extent from the layer's own shape: [N, O, Ho, Wo] */
-    const cd_shape *os = &m->l->shape;
+    const cd_shape *os = &m->out_shape;
     if (os->rank != 4 || os->d[0] != m->N || os->d[1] != m->O) return false;
     m->Ho = os->d[2]; m->Wo = os->d[3];
     if (!(m->w = param_f32(p, fid, cd_shape_numel(fs)))) return false;
@@ -458,52 +462,64 @@ static bool me_fc(mag_elem *m, const cd_op *op, const cd_plan *p, const cd_value
     return true;
 }
 
+/* A's value of activation xid as float32 (owned), from the record or the dump. */
+static bool me_load_x(mag_elem *m, int xid, cd_value *out) {
+    cd_error e2 = {0};
+    memset(out, 0, sizeof *out);
+    if (m->force) return cd_forcing_has(m->force, xid) && !cd_forcing_get(m->force, xid, CD_F32, true, out, &e2);
+    cd_session *s = m->q->s;
+    cd_extracted ex;
+    if (cd_graph_extract_op(s->g, m->op_index, s->plan.meta, &ex, &e2)) return false;
+    cd_value *ins = calloc((size_t)ex.n_inputs + 1, sizeof *ins);
+    cd_shape *shp = calloc((size_t)ex.n_inputs + 1, sizeof *shp);
+    char note[256] = "";
+    bool ok = false;
+    if (ins && shp && !cd_local_load_inputs(s->g, &s->plan, m->q->r, m->q->run_a, &ex, ins, shp, note, sizeof note, &e2) &&
+        !note[0])
+        for (int k = 0; k < ex.n_inputs && !ok; k++)
+            if (ex.src_inputs[k] == xid && ins[k].dtype == CD_F32) {
+                *out = ins[k];
+                ins[k].owned = false;
+                ok = true;
+            }
+    for (int i = 0; ins && i < ex.n_inputs; i++) cd_value_release(&ins[i]);
+    free(ins);
+    free(shp);
+    cd_graph_free(ex.g);
+    if (ok) {
+        float *x = out->data;
+        for (int64_t i = 0, n = cd_value_numel(out); i < n; i++) x[i] = fabsf(x[i]);
+    }
+    return ok;
+}
+
 static void me_setup(mag_elem *m) {
     m->state = -1;
-    const cd_local_req *q = m->q;
-    cd_session *s = q->s;
-    const cd_op *op = &s->g->ops[m->l->op_index];
+    const cd_op *op = &m->g->ops[m->op_index];
     const char *t = op->type;
     me_kind kind = !strcmp(t, "conv2d") || !strcmp(t, "depthwise_conv2d") ? ME_CONV
                  : !strcmp(t, "fc") || !strcmp(t, "mul") ? ME_FC : !strcmp(t, "scale") ? ME_SCALE : 0;
     if (!kind) return;
     if (kind == ME_SCALE && cd_op_in(op, "ScaleTensor", 0) >= 0) return;
     int xid = cd_op_in(op, kind == ME_CONV ? "Input" : kind == ME_FC ? (strcmp(t, "fc") ? "X" : "Input") : "X", 0);
-    cd_extracted ex;
-    cd_error e2 = {0};
-    if (xid < 0 || cd_graph_extract_op(s->g, m->l->op_index, s->plan.meta, &ex, &e2)) return;
-    cd_value *ins = calloc((size_t)ex.n_inputs + 1, sizeof *ins);
-    cd_shape *shp = calloc((size_t)ex.n_inputs + 1, sizeof *shp);
-    char note[256] = "";
-    bool ok = false;
-    if (ins && shp && !cd_local_load_inputs(s->g, &s->plan, q->r, q->run_a, &ex, ins, shp, note, sizeof note, &e2) &&
-        !note[0]) {
-        for (int k = 0; k < ex.n_inputs; k++) {
-            if (ex.src_inputs[k] != xid || ins[k].dtype != CD_F32) continue;
-            cd_value *x = &ins[k];
-            m->kind = kind;
-            if (kind == ME_CONV) ok = me_conv(m, op, &s->plan, x);
-            else if (kind == ME_FC) ok = me_fc(m, op, &s->plan, x);
-            else {
-                m->sc = fabs(cd_attr_float(op, "scale", 1));
-                m->bi = fabs(cd_attr_float(op, "bias", 0));
-                m->bias_after = cd_attr_bool(op, "bias_after_scale", true);
-                ok = cd_value_numel(x) == m->n_out;
-            }
-            if (ok) { m->x = x->data; x->owned = false; }
-            break;
-        }
+    cd_value x;
+    if (xid < 0 || !me_load_x(m, xid, &x)) return;
+    bool ok;
+    m->kind = kind;
+    if (kind == ME_CONV) ok = me_conv(m, op, m->plan, &x);
+    else if (kind == ME_FC) ok = me_fc(m, op, m->plan, &x);
+    else {
+        m->sc = fabs(cd_attr_float(op, "scale", 1));
+        m->bi = fabs(cd_attr_float(op, "bias", 0));
+        m->bias_after = cd_attr_bool(op, "bias_after_scale", true);
+        ok = cd_value_numel(&x) == m->n_out;
     }
-    for (int i = 0; ins && i < ex.n_inputs; i++) cd_value_release(&ins[i]);
-    free(ins);
-    free(shp);
-    cd_graph_free(ex.g);
     if (ok) {
-        for (int64_t i = 0, n = m->kind == ME_CONV ? m->N * m->C * m->H * m->W : m->kind == ME_FC ? m->M * m->K : m->n_out;
-             i < n; i++)
-            m->x[i] = fabsf(m->x[i]);
+        m->x = x.data;   /* |x| already */
+        x.owned = false;
         m->state = 1;
     }
+    cd_value_release(&x);
 }
 
 static double mag_at(void *user, int64_t i) {
@@ -589,7 +605,10 @@ cd_status cd_local_check_layers(const cd_local_req *q, cd_analysis *an, cd_error
         if (l->op_index < 0 || l->op_index >= g->n_ops) continue;
         const cd_dump_tensor_info *v = find_tensor(tl, nl, l->op_index, l->tensor);
         const cd_dump_tensor_info *rr = sep_ref ? find_tensor(tr, nr, l->op_index, l->tensor) : NULL;
-        if (!v || v->stats_only || (sep_ref && (!rr || rr->stats_only))) {
+        /* settled by the free run: B's own output stands for the local one (it lies within the
+         * bound on inputs that already differ from A's, docs/verdicts.md) */
+        bool settled = !v && !sep_ref && q->settled && q->settled[l->op_index] && q->run_free && l->dataset_b[0];
+        if (!settled && (!v || v->stats_only || (sep_ref && (!rr || rr->stats_only)))) {
             snprintf(l->loc_note, sizeof l->loc_note, "%s", !v ? "not run locally: an input was not captured, or "
                      "its shape changed at run time (dynamic shapes)" : "not run locally: statistics-only dump");
             continue;
@@ -597,7 +616,8 @@ cd_status cd_local_check_layers(const cd_local_req *q, cd_analysis *an, cd_error
         float *ref = NULL, *val = NULL, *mag = NULL, *x = NULL;
         int64_t n1 = 0, n2 = 0, nm = 0;
         st = cd_dump_read_f32(q->r, sep_ref ? q->run_ref : q->run_a, sep_ref ? rr->dataset : l->dataset_a, &ref, &n1, err);
-        if (!st) st = cd_dump_read_f32(q->r, q->run_local, v->dataset, &val, &n2, err);
+        if (!st) st = cd_dump_read_f32(q->r, settled ? q->run_free : q->run_local, settled ? l->dataset_b : v->dataset, &val,
+                                       &n2, err);
         if (!st && n1 != n2) {
             snprintf(l->loc_note, sizeof l->loc_note, "not comparable: %lld values locally, %lld in the reference",
                      (long long)n2, (long long)n1);
@@ -617,7 +637,8 @@ cd_status cd_local_check_layers(const cd_local_req *q, cd_analysis *an, cd_error
             cd_local_result res;
             char mnote[256] = "";
             bool used_mag = false, mag_run = false;
-            mag_elem me = {.q = q, .l = l, .n_out = n1, .budget = n1 / 8 + 4096};
+            mag_elem me = {.q = q, .g = g, .plan = &q->s->plan, .op_index = l->op_index, .out_shape = l->shape,
+                           .n_out = n1, .budget = n1 / 8 + 4096};
             const cd_op *op = &g->ops[l->op_index];
             if (!st && spec.mag_run && !cheap_valid(op)) {
                 /* |ref| is no lower bound here: every element needs its magnitude */
@@ -658,7 +679,8 @@ cd_status cd_local_check_layers(const cd_local_req *q, cd_analysis *an, cd_error
                 if (!used_mag && res.mag_elems)
                     snprintf(mel, sizeof mel, "; magnitude sum|w x|+|b| of the %lld elements nearest the bound%s",
                              (long long)res.mag_elems, res.ratio_upper ? " (ratio: an upper bound)" : "");
-                snprintf(l->loc_note, sizeof l->loc_note, "%s%s%s%s%s%s", desc,
+                snprintf(l->loc_note, sizeof l->loc_note, "%s%s%s%s%s%s%s", desc,
+                         settled ? "; settled by the free run (its own output is within this bound; not run again)" : "",
                          mag_run ? "; magnitude sum|w x|+|b| from a CPU run" : used_mag ? "; magnitude per element" : "", mel,
                          mnote[0] ? "; " : "", mnote, res.nonfinite ? "; NaN/Inf where the reference is finite" : "");
             }
@@ -668,6 +690,60 @@ cd_status cd_local_check_layers(const cd_local_req *q, cd_analysis *an, cd_error
     free(tl);
     free(tr);
     return st;
+}
+
+/* ---------------------------------------------------------------- settling (in B's process) */
+
+/* The op's first activation input holding n values, from the record (rounding ops). */
+static float *record_input(const cd_local_settle_ctx *c, const cd_forcing *force, const cd_op *op, int64_t n) {
+    for (int si = 0; si < op->n_in; si++)
+        for (int k = 0; k < op->in[si].n; k++) {
+            int id = op->in[si].ids[k];
+            const cd_shape *sh = id >= 0 ? cd_forcing_shape(force, id) : NULL;
+            if (!sh || !cd_exec_is_activation(c->plan, id) || cd_shape_numel(sh) != n) continue;
+            cd_value v;
+            cd_error e2 = {0};
+            if (cd_forcing_get(force, id, CD_F32, false, &v, &e2)) return NULL;
+            v.owned = false;
+            return v.data;
+        }
+    return NULL;
+}
+
+bool cd_local_settle(void *user, const cd_forcing *force, int op_index, int tensor, const cd_value *out) {
+    const cd_local_settle_ctx *c = user;
+    if (!force || out->dtype != CD_F32 || !cd_forcing_has(force, tensor)) return false;
+    const cd_shape *sh = cd_forcing_shape(force, tensor);
+    if (!sh || !cd_shape_eq(sh, &out->shape)) return false;
+    const cd_op *op = &c->g->ops[op_index];
+    cd_bound_spec spec;
+    cd_local_spec(c->g, c->plan, op_index, c->ref, c->b, &spec, NULL, 0);
+    bool dense = spec.mag_run && !cheap_valid(op);
+    if (dense && strcmp(op->type, "scale")) return false;   /* would need a whole magnitude run */
+    int64_t n = cd_value_numel(out);
+    cd_value a;
+    cd_error e2 = {0};
+    if (cd_forcing_get(force, tensor, CD_F32, false, &a, &e2)) return false;
+    float *x = spec.fam == CD_FAM_ROUNDING ? record_input(c, force, op, n) : NULL;
+    mag_elem me = {.force = force, .g = c->g, .plan = c->plan, .op_index = op_index, .out_shape = out->shape, .n_out = n,
+                   .budget = n / 8 + 4096};
+    float *mag = NULL;
+    bool ok = !(spec.fam == CD_FAM_ROUNDING && !x);
+    if (ok && dense) {
+        me.budget = n;
+        ok = (mag = malloc((size_t)(n ? n : 1) * sizeof *mag)) != NULL;
+        for (int64_t e = 0; ok && e < n; e++) ok = !isnan(mag[e] = (float)mag_at(&me, e));
+    }
+    cd_local_result res;
+    if (ok) {
+        cd_local_check_lazy(&spec, a.data, out->data, mag, mag ? NULL : mag_at, &me, x, n, -1, -1, me.budget, &res);
+        ok = res.pass && !res.needs_mag && res.nonfinite == 0;
+    }
+    me_free(&me);
+    free(mag);
+    free(x);
+    cd_value_release(&a);
+    return ok;
 }
 
 bool cd_local_enabled(const cd_cli_opts *o) {

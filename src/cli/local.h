@@ -20,7 +20,20 @@ typedef struct cd_local_req {
     cd_arith ref, b;         /* how each side computes */
     const cd_policy *policy; /* user tolerances: extra local allowance where given */
     bool user_tol;           /* the policy holds user values (command line or file) */
+    const char *run_free;    /* B's free run, and the ops settled by it (NULL: none) */
+    const bool *settled;
 } cd_local_req;
+
+/* Settling (fp32): B's free-run output of a probed op checked, in B's process, against A's
+ * recorded value under the op's local bound; an op so settled is not run again by the local
+ * pass, its free-run output stands for the local one. Conservative: whatever cannot be
+ * decided cheaply (a whole magnitude run needed, shapes changed, NaN/Inf) does not settle. */
+typedef struct cd_local_settle_ctx {
+    const cd_graph *g;
+    const cd_plan *plan;     /* B's plan (its parameters) */
+    cd_arith ref, b;
+} cd_local_settle_ctx;
+bool cd_local_settle(void *user, const cd_forcing *force, int op_index, int tensor, const cd_value *out);
 
 /* Whether the differential run does the local check (--isolate/--local none and --dump
  * stats turn it off). */

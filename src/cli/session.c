@@ -268,6 +268,8 @@ static cd_status close_run(cd_session *s, const char *run, cd_dump_sink *sink, c
     return s3;
 }
 
+static void mark_settled(void *user, int op) { ((bool *)user)[op] = true; }
+
 cd_status cd_session_run_req(cd_session *s, const cd_run_req *q, cd_run_result *res, cd_error *err) {
     memset(res, 0, sizeof *res);
     cd_precision prec = q->prec;
@@ -288,6 +290,12 @@ cd_status cd_session_run_req(cd_session *s, const cd_run_req *q, cd_run_result *
     if (sink) cd_dump_sink_on_op_done(sink, on_op_done, &pr);
     cd_exec_opts xo = {.probe_mask = s->mask, .stop_flag = &cd_stop_flag, .record = q->record, .force = local ? q->force : NULL,
                        .local_only = q->local_only, .local_sink = lsink ? cd_dump_sink_probe(lsink) : NULL};
+    if (local && q->settle && q->settled) {
+        xo.settle = q->settle;
+        xo.settle_user = q->settle_user;
+        xo.on_settled = mark_settled;
+        xo.on_settled_user = q->settled;
+    }
     cd_probe_sink *main_sink = sink ? cd_dump_sink_probe(sink) : NULL;
     cd_backend_opts bo = cd_session_backend_opts(s->o, prec);
     double t0 = now_ms();

@@ -53,6 +53,11 @@ typedef struct cd_run_req {
     const char *local_run;   /* ... into this dump run */
     const char *forced_from; /* run the record came from (an attribute of the local run) */
     bool local_only;         /* no free run: only the local pass */
+    /* with force: ops whose free-run outputs settle (cd_exec_opts.settle) skip the local pass;
+     * settled[op] (n_ops entries, the caller's) is set for each */
+    bool (*settle)(void *user, const cd_forcing *force, int op, int tensor, const cd_value *out);
+    void *settle_user;
+    bool *settled;
 } cd_run_req;
 cd_status cd_session_run_req(cd_session *s, const cd_run_req *q, cd_run_result *res, cd_error *err);
 /* Finishes the dump: complete -> root complete=1 and renamed into place. */

@@ -28,6 +28,14 @@ typedef struct cd_exec_opts {
     const cd_forcing *force;
     bool local_only;
     cd_probe_sink *local_sink;
+    /* settle (with force, not local_only): asked with each probed output of the free run;
+     * true when that output already lies within its op's local bound of the recorded value,
+     * so the local pass need not run the op again ("settled by the free run",
+     * docs/verdicts.md). on_settled hears of each op the local pass so skips. */
+    bool (*settle)(void *user, const cd_forcing *force, int op, int tensor, const cd_value *out);
+    void *settle_user;
+    void (*on_settled)(void *user, int op);
+    void *on_settled_user;
 } cd_exec_opts;
 
 /* Whether op i of the plan reads activation tensor id (not a parameter): what the record

@@ -14,7 +14,7 @@
 #include "backends/opencl/backend_cl.h"
 #include "engine/isolate.h"
 
-enum { REC_PHASE = 1, REC_HIT = 2, REC_DONE = 3, REC_DESC = 4, REC_RESULT = 5 };
+enum { REC_PHASE = 1, REC_HIT = 2, REC_DONE = 3, REC_DESC = 4, REC_RESULT = 5, REC_SETTLED = 6 };
 
 typedef struct { uint32_t type, len; } rec_hdr;
 
@@ -114,6 +114,11 @@ static void child_done(void *user, int op, const cd_op_report *rep) {
     send_rec(user, REC_DONE, &d, sizeof d, NULL, 0);
 }
 
+static void child_settled(void *user, int op) {
+    int32_t o = op;
+    send_rec(user, REC_SETTLED, &o, sizeof o, NULL, 0);
+}
+
 static void child_result(child_ctx *c, cd_status st, const cd_error *err) {
     rec_result r;
     memset(&r, 0, sizeof r);
@@ -154,6 +159,9 @@ static void child_main(int fd, const cd_plan *plan, const cd_backend_opts *opts,
     cd_exec_opts xo = xopts ? *xopts : (cd_exec_opts){0};
     xo.local_sink = xo.force ? &lsink : NULL;
     xo.record = NULL;   /* recording is the parent's business (the CPU run) */
+    /* settle itself runs here (fork kept its data); the parent hears of settled ops */
+    xo.on_settled = xo.on_settled ? child_settled : NULL;
+    xo.on_settled_user = &c;
     st = cd_execute(plan, b, inputs, &xo, &sink, &err);
     c.broken |= lc.broken;
     child_phase(&c, -1, "", "", "close");
@@ -242,6 +250,7 @@ typedef struct {
     const cd_plan *plan;
     cd_probe_sink *sink;
     cd_probe_sink *local_sink;
+    const cd_exec_opts *xopts;
     cd_isolated_run *run;
     bool have_result;
     rec_result result;
@@ -275,6 +284,14 @@ static bool parse_records(parent_ctx *p, rbuf *b) {
             memcpy(&ph, pl, sizeof ph);
             ph.kernel[sizeof ph.kernel - 1] = ph.variant[sizeof ph.variant - 1] = ph.phase[sizeof ph.phase - 1] = 0;
             set_phase(p, &ph);
+            break;
+        }
+        case REC_SETTLED: {
+            int32_t op;
+            if (h.len != sizeof op) return false;
+            memcpy(&op, pl, sizeof op);
+            if (op < 0 || op >= p->plan->g->n_ops) return false;
+            if (p->xopts && p->xopts->on_settled) p->xopts->on_settled(p->xopts->on_settled_user, op);
             break;
         }
         case REC_HIT: {
@@ -394,7 +411,7 @@ cd_status cd_run_isolated(const cd_plan *plan, const cd_backend_opts *opts, cons
     }
     close(dp[1]);
     close(ep[1]);
-    parent_ctx p = {.plan = plan, .sink = sink, .local_sink = xopts ? xopts->local_sink : NULL, .run = run};
+    parent_ctx p = {.plan = plan, .sink = sink, .local_sink = xopts ? xopts->local_sink : NULL, .xopts = xopts, .run = run};
     rbuf data = {0};
     bool deof = false, eeof = false, killed = false, interrupted = false, bad_stream = false;
     while (!deof || !eeof) {
