@@ -10,7 +10,7 @@ cd_status cd_session_run_pl(cd_session *s, const cd_run_req *q, const cd_plan *p
     cd_pl_req pq = {.plan = plan, .mask = s->mask, .inputs = s->inputs.values, .model_path = o->model,
                     .model_sha256 = s->sha256, .backend = q->backend, .precision = prec, .work_dir = o->out_dir,
                     .threads = o->threads, .timeout_s = o->timeout_s, .sink = q->local_only ? NULL : sink,
-                    .record = q->record};
+                    .record = q->record, .stop = &cd_stop_flag};
     cd_pl_result pr;
     cd_status st = cd_pl_run(&pq, &pr, err);
     snprintf(res->device, sizeof res->device, "%s", pr.device[0] ? pr.device : "Paddle-Lite");

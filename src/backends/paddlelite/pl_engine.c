@@ -64,7 +64,7 @@ static int roots(char out[3][PATH_MAX]) {
 }
 
 static cd_status spawn_wait(char *const argv[], const char *log_path, double timeout_s, int *wstatus, bool *timed_out,
-                            cd_error *err) {
+                            volatile int *stop, cd_error *err) {
     posix_spawn_file_actions_t fa;
     posix_spawn_file_actions_init(&fa);
     posix_spawn_file_actions_addopen(&fa, 1, log_path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
@@ -80,6 +80,11 @@ static cd_status spawn_wait(char *const argv[], const char *log_path, double tim
         pid_t w = waitpid(pid, wstatus, WNOHANG);
         if (w == pid) break;
         if (w < 0 && errno != EINTR) return cd_err(err, CD_E_INTERNAL, "waitpid: %s", strerror(errno));
+        if (stop && *stop) {
+            kill(pid, SIGKILL);
+            while (waitpid(pid, wstatus, 0) < 0 && errno == EINTR) {}
+            return cd_err(err, CD_E_INTERRUPTED, "interrupted while Paddle-Lite ran (%s)", argv[0]);
+        }
         if (timeout_s > 0 && now_ms() - t0 > timeout_s * 1e3) {
             kill(pid, SIGKILL);
             while (waitpid(pid, wstatus, 0) < 0 && errno == EINTR) {}
@@ -145,7 +150,7 @@ cd_status cd_pl_find(cd_pl_env *env, cd_error *err) {
     char *argv[] = {env->python, env->bridge, "--probe", NULL};
     int ws = 0;
     bool to = false;
-    cd_status st = spawn_wait(argv, tmpl, 60, &ws, &to, err);
+    cd_status st = spawn_wait(argv, tmpl, 60, &ws, &to, NULL, err);
     char tail[1024];
     log_tail(tmpl, tail, sizeof tail);
     if (!st && (to || !WIFEXITED(ws) || WEXITSTATUS(ws) != 0))
@@ -184,7 +189,7 @@ static cd_status host_only_ops(const cd_pl_env *env, const char *place, const cd
     char *argv[] = {(char *)env->python, (char *)env->bridge, "--kernels", (char *)place, NULL};
     int ws = 0;
     bool to = false;
-    cd_status st = spawn_wait(argv, tmpl, 120, &ws, &to, err);
+    cd_status st = spawn_wait(argv, tmpl, 120, &ws, &to, NULL, err);
     if (!st && (to || !WIFEXITED(ws) || WEXITSTATUS(ws)))
         st = cd_err(err, CD_E_BACKEND, "pl_bridge.py --kernels %s failed", place);
     char *buf = NULL;
@@ -276,7 +281,7 @@ cd_status cd_pl_bridge_run(const cd_pl_env *env, const cd_pl_bridge_req *b, doub
     bool to = false;
     double t0 = now_ms();
     if (crashed) *crashed = false;
-    cd_status st = spawn_wait(argv, logp, b->timeout_s, &ws, &to, err);
+    cd_status st = spawn_wait(argv, logp, b->timeout_s, &ws, &to, b->stop, err);
     if (wall_ms) *wall_ms = now_ms() - t0;
     char tail[1024];
     log_tail(logp, tail, sizeof tail);
@@ -351,7 +356,8 @@ cd_status cd_pl_run(const cd_pl_req *q, cd_pl_result *res, cd_error *err) {
     if (!st) {
         cd_pl_bridge_req br = {.model = nb, .dir = dir, .target = res->target, .precision = q->precision,
                                .threads = q->threads, .timeout_s = q->timeout_s, .what = q->model_path,
-                               .backend = q->backend, .arm_hint = !strcmp(res->target, "arm") && rt.target < 0};
+                               .backend = q->backend, .arm_hint = !strcmp(res->target, "arm") && rt.target < 0,
+                               .stop = q->stop};
         st = cd_pl_bridge_run(&res->env, &br, &res->run_ms, &res->crashed, err);
     }
     if (!st) {

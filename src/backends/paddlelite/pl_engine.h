@@ -47,6 +47,7 @@ typedef struct cd_pl_bridge_req {
     const char *what;           /* model named in messages (default: model) */
     const char *backend;        /* backend named in messages (default "paddle-lite") */
     bool arm_hint;              /* a crash says that the wheel has no ARM kernels */
+    volatile int *stop;         /* may be NULL: nonzero (SIGINT) kills the bridge -> CD_E_INTERRUPTED */
 } cd_pl_bridge_req;
 cd_status cd_pl_bridge_run(const cd_pl_env *env, const cd_pl_bridge_req *b, double *wall_ms, bool *crashed,
                            cd_error *err);
@@ -63,6 +64,7 @@ typedef struct cd_pl_req {
     double timeout_s;
     cd_probe_sink *sink;        /* every probed tensor */
     cd_forcing *record;         /* may be NULL: every fetched activation (+ the inputs) */
+    volatile int *stop;         /* may be NULL: set by a signal handler */
 } cd_pl_req;
 
 typedef struct cd_pl_result {
