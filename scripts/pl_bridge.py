@@ -101,6 +101,12 @@ def run(a):
     import numpy as np
     if not os.path.isfile(a.model):
         fail(2, "no model file %s" % a.model)
+    if a.target == "arm" and platform.machine().lower() in ("x86_64", "amd64", "i686", "x86"):
+        # the x86 wheel registers ARM kernels only as opt's placeholders: an ARM .nb crashes
+        # (ppocr cls: SIGSEGV) or "runs" computing nothing (mask_detector: softmax [[1. 1.]])
+        fail(4, "this is an x86 build of Paddle-Lite: its ARM kernels are opt's placeholders and compute nothing; "
+                "use --backends paddle-lite-x86 (ARM kernel records rewritten to x86, experimental) or run the model "
+                "on an ARM device with the probes/paddle-lite runner and `cldiff import` its outputs")
     if a.target == "opencl" and not has_opencl_runtime(lite):
         fail(4, "this paddlelite build has no OpenCL runtime (its OpenCL kernels are opt's placeholders): run "
                 "OpenCL models on the device with the probes/paddle-lite runner and `cldiff import` the outputs")

@@ -59,4 +59,12 @@ if os.path.isfile(OCL):
     c.ok(r.rc in (0, 4), "OpenCL model: runs, or exit 4 where the build has no OpenCL runtime", r.tail())
     if r.rc == 4:
         c.ok("no OpenCL runtime" in r.err, "says the build has no OpenCL runtime", r.err)
+MASK = os.path.join(os.path.dirname(X86), "mask_detector_fp32_arm_v2.10rc.nb")
+if os.path.isfile(MASK):
+    # the x86 wheel's ARM kernels are placeholders: refused, not "run" into garbage
+    r = cldiff("run", "--backends", "paddle-lite", MASK, "--out", os.path.join(d, "arm"))
+    c.rc(r, 4, "ARM model on the x86 wheel refused")
+    c.ok("placeholders" in r.err and "paddle-lite-x86" in r.err, "says why and what to do", r.err)
+    r = cldiff(MASK, "--backends", "paddle-lite-x86,cpu", "--out", os.path.join(d, "arm_x86"))
+    c.rc(r, 0, "ARM model with kernel records rewritten to x86 passes against cldiff's CPU")
 c.done()
