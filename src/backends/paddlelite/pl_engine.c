@@ -314,6 +314,13 @@ cd_status cd_pl_run(const cd_pl_req *q, cd_pl_result *res, cd_error *err) {
     const char *want = cd_pl_backend_target(q->backend);
     const char *have = model_target(g);
     snprintf(res->target, sizeof res->target, "%s", want[0] ? want : have);
+    int n_ocl = 0;
+    for (int i = 0; i < g->n_ops; i++) n_ocl += g->ops[i].kernel.present && g->ops[i].kernel.target == 5;
+    if (n_ocl && strcmp(res->target, "opencl"))
+        return cd_err(err, CD_E_BACKEND, "backend %s: %d ops of this model have OpenCL kernels, which a %s run cannot "
+                      "execute (builds without OpenCL hold placeholders that compute nothing); run it with an OpenCL "
+                      "build of Paddle-Lite on the device (probes/paddle-lite runner, docs/paddle-lite.md)",
+                      q->backend, n_ocl, res->target);
     cd_retarget rt = {.target = -1, .host_ops = NULL, .target_ops = NULL};
     char *host_ops = NULL, *target_ops = NULL;
     if (want[0] && strcmp(want, have)) {
