@@ -40,7 +40,7 @@ cd_status cd_session_run_pl(cd_session *s, const cd_run_req *q, const cd_plan *p
         cd_dump_set_attr_i64(s->dump, path, "int8_dequantized", pr.n_dequantized, &e2);
     }
     if (!q->local_only && o->n_backends == 2 && q->backend == o->backends[1] && strcmp(o->isolate_mode, "none") &&
-        !o->quiet)
+        !o->quiet && q->run && !strstr(q->run, "_rep"))
         fprintf(stderr, "cldiff: note: no local check for %s: a whole-model engine cannot run one layer on the other "
                         "run's inputs; use --backends %s,cpu to run cldiff's CPU kernels on Paddle-Lite's exact layer "
                         "inputs\n", q->backend, q->backend);
