@@ -360,11 +360,11 @@ static dwpad dw_pad_dims(const geo8 *g) {
     if (d.PW < g->pl + g->W) d.PW = g->pl + g->W;
     return d;
 }
-I8_HOT static void dw_plane(const geo8 *g, const float *xp, const float *wk, float *acc, float *pad) {
+/* xp: the float input plane, quantized with inv (= 1/Input0_scale) into the scratch */
+I8_HOT static void dw_plane(const geo8 *g, const float *xp, float inv, const float *wk, float *acc, float *pad) {
     dwpad d = dw_pad_dims(g);
     memset(pad, 0, sizeof(float) * (size_t)(d.PH * d.PW));
-    for (int64_t ih = 0; ih < g->H; ih++)
-        memcpy(pad + (ih + g->pt) * d.PW + g->pl, xp + ih * g->W, sizeof(float) * (size_t)g->W);
+    for (int64_t ih = 0; ih < g->H; ih++) q8f_chunk(xp + ih * g->W, pad + (ih + g->pt) * d.PW + g->pl, g->W, inv);
     for (int64_t oh = 0; oh < g->OH; oh++) {
         float *row = acc + oh * g->OW;
         for (int64_t ow = 0; ow < g->OW; ow++) row[ow] = 0.0f;
@@ -478,29 +478,29 @@ static cd_status conv8_run(cd_op_ctx *c, char *kernel, size_t kn, char *note, si
     /* The sums run on the int8 values held as floats (exact: gemm_int8.h), the input quantized
      * once; the direct integer loops (dot4) are kept for when the float path cannot run. */
     float *eb = malloc(sizeof(float) * 4 * (size_t)g.OC);
-    float *xf = malloc(sizeof(float) * (size_t)(nx ? nx : 1));
+    float *xf = dw ? NULL : malloc(sizeof(float) * (size_t)(nx ? nx : 1)); /* depthwise: plane by plane */
     float *wdw = dw ? malloc(sizeof(float) * (size_t)(g.C * g.KH * g.KW > 0 ? g.C * g.KH * g.KW : 1)) : NULL;
     dwpad dpd = dw_pad_dims(&g);
     int64_t slot = P + dpd.PH * dpd.PW; /* per thread: the sums, then the padded plane */
     float *dwacc = dw ? malloc(sizeof(float) * (size_t)(slot > 0 ? slot : 1) * (size_t)threads) : NULL;
     int8_t *xq = NULL, *col = NULL;
-    if (!eb || !xf || (dw && (!wdw || !dwacc))) {
+    if (!eb || (!dw && !xf) || (dw && (!wdw || !dwacc))) {
         free(eb); free(xf); free(wdw); free(dwacc);
         return cd_op_fail(c, CD_E_NOMEM, "out of memory in the int8 conv");
     }
     if ((st = epi_build(c, &e, eb, g.OC, ws, nws, in_s, cd_in(c, "Bias", 0), out8, out_s))) goto done;
-    quantize_input(x->data, NULL, xf, nx, in_s, c->threads);
+    if (!dw) quantize_input(x->data, NULL, xf, nx, in_s, c->threads);
     const int8_t *w = wt->data;
     float *out = y->data;
     if (dw)
         for (int64_t i = 0; i < g.C * g.KH * g.KW; i++) wdw[i] = (float)w[i];
     for (int64_t n = 0; n < g.N; n++) {
-        const float *xn = xf + n * g.C * g.H * g.W;
+        const float *xn = dw ? (const float *)x->data + n * g.C * g.H * g.W : xf + n * g.C * g.H * g.W;
         float *yn = out + n * g.OC * P;
         if (dw) {
             CD_PAR_FOR(g.C * P >= 4096, threads, int64_t, ch, g.C, {
                 float *acc = dwacc + (size_t)omp_slot(threads) * (size_t)slot;
-                dw_plane(&g, xn + ch * g.H * g.W, wdw + ch * g.KH * g.KW, acc, acc + P);
+                dw_plane(&g, xn + ch * g.H * g.W, 1.0f / in_s, wdw + ch * g.KH * g.KW, acc, acc + P);
                 float *yc = yn + ch * P;
                 if (epi_fast(&e)) epi_row(&e, ch, acc, yc, P);
                 else if (e.residual)
