@@ -9,6 +9,8 @@
 #   cpu-all      cldiff run --backends cpu --threads T --quiet --layers all
 #   cpu-outputs  cldiff run --backends cpu --threads T --quiet --layers outputs
 #   opencl-all   cldiff run --backends opencl --quiet --layers all
+#   cpu-dequant  (models with int8 kernel records) cpu-all with --int8 dequant: the float path on
+#                the same layers; scripts/bench_int8.py compares the int8 layers (docs/int8.md)
 # (plus $CLDIFF_BENCH_ARGS, e.g. "--compress 0"), and `cldiff inspect` once (planned shapes, for the MAC counts). scripts/bench_report.py
 # then turns the timings, max RSS and the last dump of each kind into a Markdown table on
 # stdout and in --out (plus a per-layer CSV next to it).
@@ -107,6 +109,11 @@ for path in "$MODELS"/*.nb; do
     for rep in $(seq 1 "$REPEAT"); do
         one "$name" cpu-all "$rep" "$d/cpu-all" --backends cpu --threads "$THREADS" --layers all "$path" "${SH[@]}" || break
     done
+    if grep -q '/int8_t/' "$d/inspect.txt"; then
+        for rep in $(seq 1 "$REPEAT"); do
+            one "$name" cpu-dequant "$rep" "$d/cpu-dequant" --backends cpu --threads "$THREADS" --layers all --int8 dequant "$path" "${SH[@]}" || break
+        done
+    fi
     for rep in $(seq 1 "$REPEAT"); do
         one "$name" cpu-outputs "$rep" "$d/cpu-outputs" --backends cpu --threads "$THREADS" --layers outputs "$path" "${SH[@]}" || break
     done
@@ -122,3 +129,6 @@ done
 
 "$PY" "$SRC/scripts/bench_report.py" --work "$WORK" --threads "$THREADS" --repeat "$REPEAT" \
     --cldiff "$CLDIFF" ${OUT:+--out "$OUT"}
+rc=$?
+"$PY" "$SRC/scripts/bench_int8.py" --work "$WORK" ${OUT:+--out "$OUT"} || rc=$?
+exit $rc

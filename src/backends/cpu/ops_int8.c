@@ -13,6 +13,7 @@
  * Integer sums are exact, so the order of the sum does not matter; the float steps are the
  * ones above, each rounded once (fmaf is the only fused step; no other a*b+c appears). */
 #include "backends/cpu/ops_int8.h"
+#include "backends/cpu/gemm.h"
 #include "backends/cpu/gemm_int8.h"
 #include "backends/cpu/int8_quant.h"
 #include "backends/cpu/par.h"
@@ -136,11 +137,15 @@ I8_HOT static void q8f_chunk(const float *x, float *q, int64_t n, float inv) {
 }
 
 #define CHUNK 16384
+/* Work (multiply-adds, or elements of a conversion) below which a loop stays on one thread: the
+ * float kernels' threshold (gemm.h CD_GEMM_ONE_THREAD_MACS), since waking the OpenMP team after a
+ * run of one-thread layers costs more than such work. */
+#define PAR_MIN_WORK ((int64_t)CD_GEMM_ONE_THREAD_MACS)
 /* Input activation -> int8, the calib rule with 1/Input0_scale (q8) or the same values as floats (qf). */
 static void quantize_input(const float *x, int8_t *q8, float *qf, int64_t n, float in_s, int threads) {
     float inv = 1.0f / in_s;
     int64_t nc = (n + CHUNK - 1) / CHUNK;
-    CD_PAR_FOR(nc > 4, threads, int64_t, c, nc, {
+    CD_PAR_FOR(n >= PAR_MIN_WORK, threads, int64_t, c, nc, {
         int64_t a = c * CHUNK, m = n - a < CHUNK ? n - a : CHUNK;
         if (q8) q8_chunk(x + a, q8 + a, m, inv);
         else q8f_chunk(x + a, qf + a, m, inv);
@@ -387,7 +392,7 @@ I8_HOT static void dw_plane(const geo8 *g, const float *xp, float inv, const flo
 /* im2col of one group of one image: col[k][p], k = (ci, kh, kw), p = oh * OW + ow. */
 static void im2col8(const geo8 *g, const int8_t *xg, int64_t cg, int8_t *col, int threads) {
     int64_t P = g->OH * g->OW, K = cg * g->KH * g->KW;
-    CD_PAR_FOR(K * P >= 65536, threads, int64_t, k, K, {
+    CD_PAR_FOR(K * P >= PAR_MIN_WORK, threads, int64_t, k, K, {
         int64_t ci = k / (g->KH * g->KW), kh = (k / g->KW) % g->KH, kw = k % g->KW;
         int8_t *dst = col + k * P;
         const int8_t *xp = xg + ci * g->H * g->W;
@@ -498,7 +503,7 @@ static cd_status conv8_run(cd_op_ctx *c, char *kernel, size_t kn, char *note, si
         const float *xn = dw ? (const float *)x->data + n * g.C * g.H * g.W : xf + n * g.C * g.H * g.W;
         float *yn = out + n * g.OC * P;
         if (dw) {
-            CD_PAR_FOR(g.C * P >= 4096, threads, int64_t, ch, g.C, {
+            CD_PAR_FOR(g.C * P * g.KH * g.KW >= PAR_MIN_WORK, threads, int64_t, ch, g.C, {
                 float *acc = dwacc + (size_t)omp_slot(threads) * (size_t)slot;
                 dw_plane(&g, xn + ch * g.H * g.W, 1.0f / in_s, wdw + ch * g.KH * g.KW, acc, acc + P);
                 float *yc = yn + ch * P;
@@ -517,7 +522,7 @@ static cd_status conv8_run(cd_op_ctx *c, char *kernel, size_t kn, char *note, si
             cd_conv8_geo cg8 = {xn + gi * cg * g.H * g.W, (int)cg, (int)g.H, (int)g.W, (int)g.KH, (int)g.KW,
                                 (int)g.sh, (int)g.sw, (int)g.dh, (int)g.dw, (int)g.pt, (int)g.pl, (int)g.OH, (int)g.OW};
             if (cd_conv8_sums(&cg8, (int)og, w + gi * og * K, yg, threads)) {
-                CD_PAR_FOR(og * P >= 16384, threads, int64_t, o, og, {
+                CD_PAR_FOR(og * P >= PAR_MIN_WORK, threads, int64_t, o, og, {
                     int64_t oc = gi * og + o;
                     float *yo = yg + o * P;
                     if (epi_fast(&e)) epi_row(&e, oc, yo, yo, P);
@@ -540,7 +545,7 @@ static cd_status conv8_run(cd_op_ctx *c, char *kernel, size_t kn, char *note, si
             }
             if (!direct1x1) { im2col8(&g, cl, cg, col, threads); cl = col; }
             int64_t nob = (og + 3) / 4, ntile = (P + TILE - 1) / TILE;
-            CD_PAR_FOR(nob * ntile * K >= 4096, threads, int64_t, task, nob * ntile, {
+            CD_PAR_FOR(og * P * K >= PAR_MIN_WORK, threads, int64_t, task, nob * ntile, {
                 int64_t ob = task / ntile, t = task % ntile;
                 int64_t o0 = gi * og + ob * 4, p0 = t * TILE, np = P - p0 < TILE ? P - p0 : TILE;
                 int no = (int)(og - ob * 4 < 4 ? og - ob * 4 : 4);
@@ -605,7 +610,7 @@ static cd_status fc8_run(cd_op_ctx *c, char *kernel, size_t kn) {
     quantize_input(x->data, xq, NULL, nx, in_s, c->threads);
     const int8_t *w = wt->data;
     float *out = y->data;
-    CD_PAR_FOR(M * N * K >= 65536, c->threads, int64_t, m, M, {
+    CD_PAR_FOR(M * N * K >= PAR_MIN_WORK, c->threads, int64_t, m, M, {
         const int8_t *xr = xq + m * K;
         for (int64_t n0 = 0; n0 < N; n0 += TILE) {
             int64_t nb = N - n0 < TILE ? N - n0 : TILE;
@@ -650,7 +655,7 @@ static cd_status calib8_run(cd_op_ctx *c, char *kernel, size_t kn) {
     const float *xi = x->data;
     float *oo = o->data;
     int64_t nc = (n + CHUNK - 1) / CHUNK;
-    CD_PAR_FOR(nc > 4, c->threads, int64_t, k, nc, {
+    CD_PAR_FOR(n >= PAR_MIN_WORK, c->threads, int64_t, k, nc, {
         int64_t a = k * CHUNK, m = n - a < CHUNK ? n - a : CHUNK;
         calib_chunk(xi + a, oo + a, m, inv, s);
     });
