@@ -611,7 +611,8 @@ cd_status cd_report_html(const cd_report_input *in, const char *dir, cd_error *e
         fputs("</td><td>", f);
         h(f, l->family);
         if (l->has_local)
-            fprintf(f, "</td><td>%.3g</td><td>%.3g</td><td>%.3g</td><td>%s</td>", l->loc_err, l->loc_bound, l->loc_ratio,
+            fprintf(f, "</td><td>%.3g</td><td>%.3g</td><td>%s%.3g</td><td>%s</td>", l->loc_err, l->loc_bound,
+                    strstr(l->loc_note, "ratio: an upper bound") ? "&le;" : "", l->loc_ratio,
                     l->loc_pass ? "yes" : "<b>FAULT</b>");
         else {
             fputs("</td><td></td><td></td><td></td><td title=\"", f);

@@ -380,6 +380,8 @@ static void local_json(FILE *f, const cd_layer_cmp *l) {
         fputs(", \"error\": ", f); cd_put_json_num(f, l->loc_err);
         fputs(", \"bound\": ", f); cd_put_json_num(f, l->loc_bound);
         fputs(", \"ratio\": ", f); cd_put_json_num(f, l->loc_ratio);
+        /* the ratio sits on a cheap bound (docs/verdicts.md): exact ratio <= this */
+        fprintf(f, ", \"ratio_upper\": %s", jbool(strstr(l->loc_note, "ratio: an upper bound") != NULL));
         fprintf(f, ", \"exceed\": %lld, \"pass\": %s, \"max_abs\": ", (long long)l->loc_exceed, jbool(l->loc_pass));
         cd_put_json_num(f, l->loc.max_abs);
         fputs(", \"cosine\": ", f); cd_put_json_num(f, l->loc.cosine);

@@ -45,12 +45,14 @@ static cd_status diff_run_a_b(diff_run *d, cd_forcing *rec, cd_error *err) {
      * settled by the free run and not run again (docs/verdicts.md); fp16 runs check every
      * layer against the float32 reference on half inputs instead */
     if (d->local && rec && o->prec == CD_PREC_FP32 && !strcmp(d->B, "opencl") &&
-        (d->settled = calloc((size_t)d->s.g->n_ops + 1, 1))) {
+        (d->settled = calloc((size_t)d->s.g->n_ops + 1, 1)) &&
+        (d->settled_info = calloc((size_t)d->s.g->n_ops + 1, sizeof *d->settled_info))) {
         cd_arith f32 = {.u = CD_U32, .half_store = false};
         d->settle = (cd_local_settle_ctx){.g = d->s.g, .plan = &d->s.plan, .ref = f32, .b = f32};
         qb.settle = cd_local_settle;
         qb.settle_user = &d->settle;
         qb.settled = d->settled;
+        qb.settled_info = d->settled_info;
     }
     d->stb = cd_session_run_req(&d->s, &qb, &d->rb, &d->eb);
     d->crashed = d->stb == CD_E_CRASH;
@@ -208,6 +210,7 @@ static int diff_finish(diff_run *d) {
 
 static void diff_free(diff_run *d) {
     free(d->settled);
+    free(d->settled_info);
     if (d->have_an) cd_analysis_free(&d->an);
     free(d->um);
     free(d->outs);

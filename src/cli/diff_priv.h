@@ -50,6 +50,7 @@ typedef struct diff_run {
     char pdesc[512], created[32], crash_desc[512];
     cd_report_env env;
     bool *settled;              /* fp32 local check: ops settled by B's free run (n_ops) */
+    cd_settle_info *settled_info;
     cd_local_settle_ctx settle;
 } diff_run;
 

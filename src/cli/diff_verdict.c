@@ -73,7 +73,8 @@ cd_status cd_diff_local_check(diff_run *d, cd_error *err) {
     cd_local_req lq = {.s = &d->s, .r = d->r, .run_a = d->run_a, .run_ref = o->prec == CD_PREC_FP16 ? "ref_local" : d->run_a,
                        .run_local = d->run_local, .ref = side_arith(o->prec == CD_PREC_FP16 ? "opencl" : d->A, o->prec == CD_PREC_FP16 ? CD_PREC_FP32 : o->prec, d->ra.variant),
                        .b = side_arith(d->B, o->prec, d->rb.variant), .policy = &d->pol, .user_tol = d->pol.user,
-                       .run_free = d->run_b, .settled = d->settled};
+                       .run_free = d->run_b, .settled = d->settled,
+                       .settled_info = d->settled_info};
     if (o->prec == CD_PREC_FP16) lq.ref = (cd_arith){.u = CD_U32, .half_store = false};
     cd_status ls = cd_local_check_layers(&lq, &d->an, err);
     if (ls) return ls;

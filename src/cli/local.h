@@ -22,6 +22,7 @@ typedef struct cd_local_req {
     bool user_tol;           /* the policy holds user values (command line or file) */
     const char *run_free;    /* B's free run, and the ops settled by it (NULL: none) */
     const bool *settled;
+    const cd_settle_info *settled_info;
 } cd_local_req;
 
 /* Settling (fp32): B's free-run output of a probed op checked, in B's process, against A's
@@ -33,7 +34,8 @@ typedef struct cd_local_settle_ctx {
     const cd_plan *plan;     /* B's plan (its parameters) */
     cd_arith ref, b;
 } cd_local_settle_ctx;
-bool cd_local_settle(void *user, const cd_forcing *force, int op_index, int tensor, const cd_value *out);
+bool cd_local_settle(void *user, const cd_forcing *force, int op_index, int tensor, const cd_value *out,
+                     cd_settle_info *info);
 
 /* Whether the differential run does the local check (--isolate/--local none and --dump
  * stats turn it off). */

@@ -268,7 +268,11 @@ static cd_status close_run(cd_session *s, const char *run, cd_dump_sink *sink, c
     return s3;
 }
 
-static void mark_settled(void *user, int op) { ((bool *)user)[op] = true; }
+static void mark_settled(void *user, int op, const cd_settle_info *info) {
+    const cd_run_req *q = user;
+    q->settled[op] = true;
+    if (q->settled_info && info) q->settled_info[op] = *info;
+}
 
 cd_status cd_session_run_req(cd_session *s, const cd_run_req *q, cd_run_result *res, cd_error *err) {
     memset(res, 0, sizeof *res);
@@ -294,7 +298,7 @@ cd_status cd_session_run_req(cd_session *s, const cd_run_req *q, cd_run_result *
         xo.settle = q->settle;
         xo.settle_user = q->settle_user;
         xo.on_settled = mark_settled;
-        xo.on_settled_user = q->settled;
+        xo.on_settled_user = (void *)q;
     }
     cd_probe_sink *main_sink = sink ? cd_dump_sink_probe(sink) : NULL;
     cd_backend_opts bo = cd_session_backend_opts(s->o, prec);

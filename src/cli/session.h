@@ -55,9 +55,11 @@ typedef struct cd_run_req {
     bool local_only;         /* no free run: only the local pass */
     /* with force: ops whose free-run outputs settle (cd_exec_opts.settle) skip the local pass;
      * settled[op] (n_ops entries, the caller's) is set for each */
-    bool (*settle)(void *user, const cd_forcing *force, int op, int tensor, const cd_value *out);
+    bool (*settle)(void *user, const cd_forcing *force, int op, int tensor, const cd_value *out,
+                   cd_settle_info *info);
     void *settle_user;
     bool *settled;
+    cd_settle_info *settled_info;   /* n_ops entries: the settle summary of each settled op */
 } cd_run_req;
 cd_status cd_session_run_req(cd_session *s, const cd_run_req *q, cd_run_result *res, cd_error *err);
 /* Finishes the dump: complete -> root complete=1 and renamed into place. */

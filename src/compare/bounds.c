@@ -118,7 +118,12 @@ void cd_local_check_lazy(const cd_bound_spec *s, const float *ref, const float *
         if (!isfinite(a) || !isfinite(v) || a == v) continue;
         double b = cd_bound_elem(s, a, NAN, x ? (double)x[i] : NAN, absmax);
         double ratio = b > 0 ? fabs(a - v) / b : INFINITY;
-        int k = ratio >= 1e300 ? LAZY_BUCKETS - 1 : ratio > 0 ? (int)floor(log2(ratio)) + LAZY_OFFSET : 0;
+        int k = 0, e2;
+        if (ratio >= 1e300) k = LAZY_BUCKETS - 1;
+        else if (ratio >= 1 || (max_calls > 0 && ratio > 0)) {
+            frexp(ratio, &e2);   /* ratio = f 2^e2, f in [0.5, 1): floor(log2 ratio) = e2 - 1 */
+            k = e2 - 1 + LAZY_OFFSET;
+        }
         if (k < 0) k = 0;
         if (k >= LAZY_BUCKETS) k = LAZY_BUCKETS - 1;
         count[k]++;

@@ -41,11 +41,13 @@ static cd_status convert_input(const cd_plan *plan, int k, const cd_value *in, c
     return CD_OK;
 }
 
-/* settled (may be NULL): set to whether every probed output of op i passed opts->settle. */
+/* settled (may be NULL): set to whether every probed output of op i passed opts->settle;
+ * info keeps the summary of its worst output. */
 static cd_status probe_outputs(const cd_plan *plan, cd_backend *b, int i, const cd_op_report *rep,
-                               cd_probe_sink *sink, const cd_exec_opts *opts, bool *settled, cd_error *err) {
+                               cd_probe_sink *sink, const cd_exec_opts *opts, bool *settled, cd_settle_info *info,
+                               cd_error *err) {
     const cd_op *op = &plan->g->ops[i];
-    if (settled) *settled = true;
+    if (settled) { *settled = true; memset(info, 0, sizeof *info); }
     for (int s = 0; s < op->n_out; s++) {
         /* XShape (reshape2, transpose2, flatten2, squeeze2...) only carries the input's shape
          * for training: no data worth a dataset or a comparison row. */
@@ -57,7 +59,11 @@ static cd_status probe_outputs(const cd_plan *plan, cd_backend *b, int i, const 
             cd_status st = b->vt->read(b, id, &host, err);
             if (st) return cd_err_prefix(err, "reading output '%s' of op #%d %s (%s): ",
                                          plan->g->tensors[id].name, i, op->name, op->type);
-            if (settled && *settled) *settled = opts->settle(opts->settle_user, opts->force, i, id, &host);
+            if (settled && *settled) {
+                cd_settle_info one = {0};
+                *settled = opts->settle(opts->settle_user, opts->force, i, id, &host, &one);
+                if (*settled && one.ratio >= info->ratio) *info = one;
+            }
             st = sink->hit(sink->user, i, id, &host, rep, err);
             cd_value_release(&host);
             if (st) return st;
@@ -146,12 +152,12 @@ static void release_op_tensors(const cd_plan *plan, cd_backend *b, int i) {
 /* The local pass: every probed op on the recorded values of its inputs, one op at a time
  * (inputs set, op run, outputs handed over, everything released). */
 static cd_status local_pass(const cd_plan *plan, cd_backend *b, const cd_exec_opts *o, const bool *settled,
-                            cd_error *err) {
+                            const cd_settle_info *info, cd_error *err) {
     const cd_graph *g = plan->g;
     for (int i = 0; i < g->n_ops; i++) {
         if (!o->probe_mask || !o->probe_mask[i] || skip_local(&g->ops[i])) continue;
         if (settled && settled[i]) {
-            if (o->on_settled) o->on_settled(o->on_settled_user, i);
+            if (o->on_settled) o->on_settled(o->on_settled_user, i, &info[i]);
             continue;
         }
         if (o->stop_flag && *o->stop_flag)
@@ -172,7 +178,7 @@ static cd_status local_pass(const cd_plan *plan, cd_backend *b, const cd_exec_op
         cd_op_report rep;
         memset(&rep, 0, sizeof rep);
         if (!st) st = b->vt->run_op(b, i, &rep, err);
-        if (!st && o->local_sink && o->local_sink->hit) st = probe_outputs(plan, b, i, &rep, o->local_sink, o, NULL, err);
+        if (!st && o->local_sink && o->local_sink->hit) st = probe_outputs(plan, b, i, &rep, o->local_sink, o, NULL, NULL, err);
         release_op_tensors(plan, b, i);
         if (st) return cd_err_prefix(err, "local check of op #%d %s (%s): ", i, op->name, op->type);
     }
@@ -184,12 +190,15 @@ cd_status cd_execute(const cd_plan *plan, cd_backend *b, const cd_value *inputs,
     const cd_graph *g = plan->g;
     cd_status st = b->vt->prepare(b, plan, err);
     if (st) return st;
-    if (opts && opts->force && opts->local_only) return local_pass(plan, b, opts, NULL, err);
+    if (opts && opts->force && opts->local_only) return local_pass(plan, b, opts, NULL, NULL, err);
     bool *need = NULL, *settled = NULL;
+    cd_settle_info *sinfo = NULL;
     if (opts && opts->record && !(need = needed_tensors(plan, opts->probe_mask)))
         return cd_err(err, CD_E_NOMEM, "out of memory");
-    if (opts && opts->force && opts->settle && !(settled = calloc((size_t)g->n_ops + 1, 1))) {
+    if (opts && opts->force && opts->settle &&
+        (!(settled = calloc((size_t)g->n_ops + 1, 1)) || !(sinfo = calloc((size_t)g->n_ops + 1, sizeof *sinfo)))) {
         free(need);
+        free(settled);
         return cd_err(err, CD_E_NOMEM, "out of memory");
     }
     for (int k = 0; k < g->n_inputs; k++) {
@@ -209,7 +218,8 @@ cd_status cd_execute(const cd_plan *plan, cd_backend *b, const cd_value *inputs,
         memset(&rep, 0, sizeof rep);
         if ((st = b->vt->run_op(b, i, &rep, err))) break;
         if (sink && sink->hit && opts && opts->probe_mask && opts->probe_mask[i])
-            if ((st = probe_outputs(plan, b, i, &rep, sink, opts, settled ? &settled[i] : NULL, err))) break;
+            if ((st = probe_outputs(plan, b, i, &rep, sink, opts, settled ? &settled[i] : NULL,
+                                   sinfo ? &sinfo[i] : NULL, err))) break;
         if (need && (st = record_outputs(plan, b, i, need, opts->record, err))) break;
         if (sink && sink->op_done) sink->op_done(sink->user, i, &rep);
         release_dead(plan, b, i);
@@ -218,8 +228,9 @@ cd_status cd_execute(const cd_plan *plan, cd_backend *b, const cd_value *inputs,
     if (!st && opts && opts->force) {
         /* the free run's tensors are gone (released after their last reader); the local pass
          * allocates one op's tensors at a time */
-        st = local_pass(plan, b, opts, settled, err);
+        st = local_pass(plan, b, opts, settled, sinfo, err);
     }
     free(settled);
+    free(sinfo);
     return st;
 }

@@ -16,6 +16,13 @@ typedef struct cd_probe_sink {
     void (*op_done)(void *user, int op_index, const cd_op_report *rep);
 } cd_probe_sink;
 
+/* What a settle callback found (its own summary, carried to on_settled unread). */
+typedef struct cd_settle_info {
+    double err, bound, ratio;
+    int64_t worst;
+    int32_t ratio_upper, pad_;
+} cd_settle_info;
+
 typedef struct cd_exec_opts {
     const bool *probe_mask;   /* per op: capture its outputs; NULL = none */
     volatile int *stop_flag;  /* set by a signal handler to stop between ops; may be NULL */
@@ -32,9 +39,10 @@ typedef struct cd_exec_opts {
      * true when that output already lies within its op's local bound of the recorded value,
      * so the local pass need not run the op again ("settled by the free run",
      * docs/verdicts.md). on_settled hears of each op the local pass so skips. */
-    bool (*settle)(void *user, const cd_forcing *force, int op, int tensor, const cd_value *out);
+    bool (*settle)(void *user, const cd_forcing *force, int op, int tensor, const cd_value *out,
+                   cd_settle_info *info);
     void *settle_user;
-    void (*on_settled)(void *user, int op);
+    void (*on_settled)(void *user, int op, const cd_settle_info *info);
     void *on_settled_user;
 } cd_exec_opts;
 

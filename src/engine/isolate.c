@@ -114,9 +114,17 @@ static void child_done(void *user, int op, const cd_op_report *rep) {
     send_rec(user, REC_DONE, &d, sizeof d, NULL, 0);
 }
 
-static void child_settled(void *user, int op) {
-    int32_t o = op;
-    send_rec(user, REC_SETTLED, &o, sizeof o, NULL, 0);
+typedef struct {
+    int32_t op, pad_;
+    cd_settle_info info;
+} rec_settled;
+
+static void child_settled(void *user, int op, const cd_settle_info *info) {
+    rec_settled r;
+    memset(&r, 0, sizeof r);
+    r.op = op;
+    if (info) r.info = *info;
+    send_rec(user, REC_SETTLED, &r, sizeof r, NULL, 0);
 }
 
 static void child_result(child_ctx *c, cd_status st, const cd_error *err) {
@@ -287,11 +295,11 @@ static bool parse_records(parent_ctx *p, rbuf *b) {
             break;
         }
         case REC_SETTLED: {
-            int32_t op;
-            if (h.len != sizeof op) return false;
-            memcpy(&op, pl, sizeof op);
-            if (op < 0 || op >= p->plan->g->n_ops) return false;
-            if (p->xopts && p->xopts->on_settled) p->xopts->on_settled(p->xopts->on_settled_user, op);
+            rec_settled r;
+            if (h.len != sizeof r) return false;
+            memcpy(&r, pl, sizeof r);
+            if (r.op < 0 || r.op >= p->plan->g->n_ops) return false;
+            if (p->xopts && p->xopts->on_settled) p->xopts->on_settled(p->xopts->on_settled_user, r.op, &r.info);
             break;
         }
         case REC_HIT: {

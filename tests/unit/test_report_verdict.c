@@ -223,7 +223,7 @@ Test(report_verdict, kernel_fault) {
     cr_assert(strstr(js, "\"outputs\": [{\"layer\": \"sigmoid_0\", \"tensor\": \"sigmoid_0.tmp_0\", \"op_index\": 7, \"range_err\": 0.0001"));
     cr_assert(strstr(js, "\"top1\": 1, \"top5\": 0.8"));
     /* per layer: the local check, its absence with the reason, drift and output flags */
-    cr_assert(strstr(js, "\"local\": {\"family\": \"accumulate\", \"error\": 0.012, \"bound\": 3.4e-05, \"ratio\": 352, \"exceed\": 40, \"pass\": false"));
+    cr_assert(strstr(js, "\"local\": {\"family\": \"accumulate\", \"error\": 0.012, \"bound\": 3.4e-05, \"ratio\": 352, \"ratio_upper\": false, \"exceed\": 40, \"pass\": false"));
     cr_assert(strstr(js, "\"local\": null, \"local_note\": \"model output: not re-run\", \"drift\": false, \"is_output\": true"));
     cr_assert_eq(count(js, "\"drift\": true"), 2);
     cr_assert(strstr(js, "\\\"both sides\\\""), "notes are JSON-escaped");
