@@ -94,7 +94,9 @@ static cd_status diff_runs(diff_run *d, cd_error *err) {
     cd_forcing *rec = NULL;
     if (d->local) {
         snprintf(d->run_local, sizeof d->run_local, "%s_local", d->run_b);
-        st = cd_forcing_new(o->out_dir, d->s.g->n_tensors, &rec, err);
+        /* the record lives beside the dump unless CLDIFF_SCRATCH_DIR names another disk */
+        const char *sd = getenv("CLDIFF_SCRATCH_DIR");
+        st = cd_forcing_new(sd && *sd ? sd : o->out_dir, d->s.g->n_tensors, &rec, err);
     }
     if (!st) st = diff_run_a_b(d, rec, err);
     if (!st) st = diff_run_refs(d, rec, err);
