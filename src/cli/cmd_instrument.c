@@ -7,11 +7,13 @@
 #include <stdlib.h>
 #include <string.h>
 #include "cli/cli.h"
+#include "cli/inputs.h"
 #include "cli/session.h"
 #include "model/nb_reader.h"
 #include "model/nb_writer.h"
 #include "probes/instrument.h"
 #include "probes/select.h"
+#include "util/npy.h"
 #include "util/sha256.h"
 
 int cd_cmd_instrument(int argc, char **argv) {
@@ -97,6 +99,30 @@ int cd_cmd_instrument(int argc, char **argv) {
     memset(&in, 0, sizeof in);
     if (!st) st = cd_write_instrumented(g, mask, have_plan ? plan.meta : NULL, &rt, model, sha, shapes, out_nb,
                                         mpath, sizeof mpath, &in, &err);
+    /* The input the device should run, beside probed.nb as the runner reads it (input_<k>.npy):
+     * --input as everywhere (random with --seed by default, .npy, .png with --mean/--std), so
+     * `cldiff run --input x=DIR/input_0.npy` feeds the reference the very same values. */
+    int n_written = 0;
+    if (!st && shapes_known) {
+        cd_input_opts io = {.seed = o.seed, .resize = !o.no_resize, .mean = o.mean, .std = o.std,
+                            .channel_order = o.channel_order};
+        cd_input_set set;
+        memset(&set, 0, sizeof set);
+        st = cd_inputs_build(g, shapes, o.inputs, o.n_inputs, &io, &set, &err);
+        char dir[1024];
+        snprintf(dir, sizeof dir, "%s", out_nb);
+        char *sl = strrchr(dir, '/');
+        if (sl) *sl = 0;
+        else snprintf(dir, sizeof dir, ".");
+        for (int k = 0; !st && k < set.n; k++) {
+            char p[1100];
+            snprintf(p, sizeof p, "%s/input_%d.npy", dir, k);
+            st = cd_npy_write(p, &set.values[k], &err);
+            if (!st && !o.quiet) printf("  input %d '%s': %s (%s)\n", k, set.names[k], p, set.sources[k]);
+            n_written += !st;
+        }
+        cd_inputs_free(&set);
+    }
     if (!st && !o.quiet) {
         printf("cldiff instrument: %s -> %s (%d ops, %d probed layers, %d fetched tensors: %d model outputs + %d probes, "
                "%d activations renamed)\n", model, out_nb, g->n_ops, n_sel, in.n_fetch, in.n_model_outputs,
