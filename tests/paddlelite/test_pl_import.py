@@ -19,6 +19,8 @@ nb = os.path.join(d, "probed.nb")
 c.rc(cldiff("instrument", MODEL, "-o", nb), 0, "instrument")
 man_path = os.path.join(d, "probed.manifest.json")
 man = json.load(open(man_path))
+inp = os.path.join(d, "input_0.npy")
+c.ok(os.path.exists(inp) and list(np.load(inp).shape) == man["inputs"][0]["shape"], "the input written beside probed.nb")
 ref = os.path.join(d, "ref")
 c.rc(cldiff("run", "--backends", "cpu", MODEL, "--out", ref), 0, "cpu reference run")
 
