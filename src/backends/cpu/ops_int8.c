@@ -23,6 +23,15 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* No contraction of a*b+c in this file: the one fused step is the explicit fmaf; every other
+ * multiply and add rounds on its own on every ISA (an aarch64 or x86-64-v3 build would otherwise
+ * fuse e.g. hard_swish's product with the SecondInput add), as the oracle computes them. */
+#if defined(__clang__)
+#pragma STDC FP_CONTRACT OFF
+#elif defined(__GNUC__)
+#pragma GCC optimize("fp-contract=off")
+#endif
+
 #define PL_PREC_INT8 2 /* lite/api/paddle_place.h PrecisionType::kInt8 */
 
 /* The hot loops are also compiled for x86-64-v3 (AVX2, FMA) and picked at load time (GCC
@@ -189,10 +198,21 @@ static inline float act8_apply(const act8 *a, float y) {
     }
 }
 
+/* cd_act_apply, except hard_sigmoid written here so that it is not contracted (ops_util.c is
+ * compiled with contraction: a fused slope*x+offset on FMA targets) */
+static inline float act_other(const cd_act *a, float x) {
+    if (a->kind == CD_ACT_HARD_SIGMOID) {
+        float t = a->a * x;
+        t = t + a->b;
+        return t < 0.0f ? 0.0f : (t > 1.0f ? 1.0f : t);
+    }
+    return cd_act_apply(a, x);
+}
+
 /* y = act(real value) + SecondInput[i] (relu for the add+activation fusion), then requantized */
 static inline float epi_residual(const epi *e, int64_t oc, float acc, int64_t i) {
     float y = fmaf(acc, e->mr[oc], e->br[oc]);
-    y = e->act_real.kind == A_OTHER ? cd_act_apply(&e->act_real.other, y) : act8_apply(&e->act_real, y);
+    y = e->act_real.kind == A_OTHER ? act_other(&e->act_real.other, y) : act8_apply(&e->act_real, y);
     y = y + e->second[i];
     if (e->residual_relu) y = y > 0.0f ? y : 0.0f;
     if (!e->out8) return y;
@@ -203,8 +223,8 @@ static inline float epi_residual(const epi *e, int64_t oc, float acc, int64_t i)
 /* acc: the int32 sum as a float ((float)S, what scvtf gives: exact below 2^24) */
 static inline float epi_apply(const epi *e, int64_t oc, float acc) {
     if (e->act.kind == A_OTHER) {
-        if (!e->out8) return cd_act_apply(&e->act.other, fmaf(acc, e->m[oc], e->b[oc]));
-        float r = cd_act_apply(&e->act.other, fmaf(acc, e->mr[oc], e->br[oc]));
+        if (!e->out8) return act_other(&e->act.other, fmaf(acc, e->m[oc], e->b[oc]));
+        float r = act_other(&e->act.other, fmaf(acc, e->mr[oc], e->br[oc]));
         float t = r * e->inv_out;
         return (float)cd_q8_round(t) * e->out_s;
     }
