@@ -71,18 +71,44 @@ static cd_status diff_run_a_b(diff_run *d, cd_forcing *rec, cd_error *err) {
 static cd_status diff_run_refs(diff_run *d, cd_forcing *rec, cd_error *err) {
     const cd_cli_opts *o = d->o;
     cd_status st = CD_OK;
-    if ((d->stb == CD_OK || d->crashed) && o->prec == CD_PREC_FP16)
-        st = cd_session_run(&d->s, "cpu", "golden", CD_PREC_FP32, &d->rg, err);
+    if ((d->stb == CD_OK || d->crashed) && o->prec == CD_PREC_FP16) {
+        /* the fp16 runs' program in float32: int8 weights dequantized, as A's fp16 path has them */
+        cd_run_req qg = {.backend = "cpu", .run = "golden", .prec = CD_PREC_FP32, .int8_dequant = true};
+        st = cd_session_run_req(&d->s, &qg, &d->rg, err);
+    }
     if (!st && !d->stb && d->local && o->prec == CD_PREC_FP16) {
         cd_plan pref;
         st = cd_diff_ref_plan(&d->s, &pref, err);
         if (!st) {
             cd_run_req qr = {.backend = "cpu", .prec = CD_PREC_FP32, .plan = &pref, .force = rec, .local_run = "ref_local",
-                             .forced_from = d->run_a, .local_only = true};
+                             .forced_from = d->run_a, .local_only = true, .int8_dequant = true};
             st = cd_session_run_req(&d->s, &qr, &d->rl, err);
             cd_plan_free(&pref);
         }
     }
+    return st;
+}
+
+/* A quantized model (int8 weights or fake quantization): its outputs are held to its own
+ * quantization error, measured against the unquantized float model (docs/verdicts.md). */
+static bool model_quantized(const diff_run *d) {
+    if (d->s.plan.int8_dequantized) return true;
+    for (int i = 0; i < d->s.g->n_ops; i++)
+        if (!strcmp(d->s.g->ops[i].type, "calib")) return true;
+    return false;
+}
+
+/* The unquantized float model on the CPU (int8 weights dequantized, calib passing values
+ * through): run float_ref, the yardstick of a quantized model's outputs. */
+static cd_status diff_run_float_ref(diff_run *d, cd_error *err) {
+    if (d->stb || d->crashed || !model_quantized(d) || !strcmp(d->o->dump_mode, "stats")) return CD_OK;
+    cd_run_req q = {.backend = "cpu", .run = "float_ref", .prec = CD_PREC_FP32, .no_quant = true};
+    cd_status st = cd_session_run_req(&d->s, &q, &d->rq, err);
+    cd_error e2 = {0};
+    if (!st) st = cd_dump_set_attr_str(d->s.dump, "/runs/float_ref", "quantization", "none: calib passes values through",
+                                       &e2);
+    if (st && !err->msg[0]) *err = e2;
+    d->have_qref = !st;
     return st;
 }
 
@@ -101,6 +127,7 @@ static cd_status diff_runs(diff_run *d, cd_error *err) {
     if (!st) st = diff_run_a_b(d, rec, err);
     if (!st) st = diff_run_refs(d, rec, err);
     cd_forcing_free(rec);
+    if (!st) st = diff_run_float_ref(d, err);
     if (!st && d->stb && !d->crashed) { st = d->stb; *err = d->eb; }
     return st;
 }
@@ -150,6 +177,7 @@ static cd_status diff_compare(diff_run *d, cd_error *err) {
     cd_diag_rank_hazards(&d->an);
     /* The local check of every layer, then the verdict (docs/verdicts.md). */
     if ((st = cd_diff_local_check(d, err))) return st;
+    if (d->have_qref && (st = cd_compare_quant_ref(d->r, d->run_a, "float_ref", &d->an, err))) return st;
     cd_decide_verdict(&d->an, &d->pol);
     cd_classify_first(&d->an);
     return CD_OK;

@@ -35,7 +35,8 @@ typedef struct diff_run {
     bool auto_tol, local, crashed;
     const char *A, *B;
     char run_a[32], run_b[32], run_local[48];
-    cd_run_result ra, rb, rg, rr, rl;
+    cd_run_result ra, rb, rg, rr, rl, rq;
+    bool have_qref;             /* run float_ref (the unquantized model) is in the dump */
     double wall_rep;
     cd_status stb;              /* run B (and its repeats) */
     cd_error eb;

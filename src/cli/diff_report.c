@@ -159,6 +159,11 @@ int cd_diff_compare_and_report(const cd_cli_opts *o, cd_dump_reader *ra, cd_dump
     an.noise_floor = p == CD_PREC_FP16 ? 1e-3 : 1e-6;
     cd_analyze(&an);
     if ((st = load_stored_local(rb, run_b, &an, &err))) { cd_analysis_free(&an); free(um); cd_policy_free(&pol); return cd_cli_fail(&err); }
+    /* a quantized model's yardstick: the unquantized float model, when the dump holds it */
+    if (ra == rb && cd_dump_find_run(ra, "float_ref") >= 0 &&
+        (st = cd_compare_quant_ref(ra, run_a, "float_ref", &an, &err))) {
+        cd_analysis_free(&an); free(um); cd_policy_free(&pol); return cd_cli_fail(&err);
+    }
     cd_decide_verdict(&an, &pol);
     cd_classify_first(&an);
     char created[32], pdesc[512], cl[2048];

@@ -221,7 +221,7 @@ static void on_op_done(void *user, int op_index, const cd_op_report *rep) {
 
 /* Begins a dump run and its sink. */
 static cd_status open_run(cd_session *s, const char *run, const char *backend, const char *variant, bool cl,
-                          cd_dump_sink **sink, cd_error *err) {
+                          const char *int8_mode, cd_dump_sink **sink, cd_error *err) {
     cd_run_info info = {.backend = backend, .precision = variant, .device = cl ? "" : "host CPU",
                         .platform = "", .driver = "", .library_path = "", .threads = s->o->threads};
     cd_status st = cd_dump_begin_run(s->dump, run, &info, err);
@@ -230,7 +230,8 @@ static cd_status open_run(cd_session *s, const char *run, const char *backend, c
         char path[256];
         snprintf(path, sizeof path, "/runs/%s", run);
         bool arm = !cl && !strcmp(variant, "fp32") && cd_session_backend_opts(s->o, CD_PREC_FP32).int8_arm;
-        if ((st = cd_dump_set_attr_str(s->dump, path, "int8_mode", arm ? "arm" : "dequant", err))) return st;
+        if ((st = cd_dump_set_attr_str(s->dump, path, "int8_mode", int8_mode ? int8_mode : arm ? "arm" : "dequant", err)))
+            return st;
     }
     return cd_dump_sink_new(s->dump, run, s->g, !strcmp(s->o->dump_mode, "stats") ? CD_SINK_STATS : CD_SINK_FULL, sink,
                             err);
@@ -285,8 +286,10 @@ cd_status cd_session_run_req(cd_session *s, const cd_run_req *q, cd_run_result *
     const char *run = free_run ? q->run : q->local_run;
     cd_dump_sink *sink = NULL, *lsink = NULL;
     cd_status st = CD_OK;
-    if (free_run && (st = open_run(s, q->run, q->backend, res->variant, cl, &sink, err))) return st;
-    if (local && (st = open_run(s, q->local_run, q->backend, res->variant, cl, &lsink, err))) {
+    /* runs that must not use the int8 kernels: the unquantized model, float references */
+    const char *i8 = q->no_quant ? "float (unquantized model)" : q->int8_dequant ? "dequant" : NULL;
+    if (free_run && (st = open_run(s, q->run, q->backend, res->variant, cl, i8, &sink, err))) return st;
+    if (local && (st = open_run(s, q->local_run, q->backend, res->variant, cl, i8, &lsink, err))) {
         if (sink) cd_dump_sink_free(sink);
         return st;
     }
@@ -302,6 +305,8 @@ cd_status cd_session_run_req(cd_session *s, const cd_run_req *q, cd_run_result *
     }
     cd_probe_sink *main_sink = sink ? cd_dump_sink_probe(sink) : NULL;
     cd_backend_opts bo = cd_session_backend_opts(s->o, prec);
+    if (q->no_quant || q->int8_dequant) bo.int8_arm = false;
+    bo.no_quant = q->no_quant;
     double t0 = now_ms();
     if (cd_pl_is_backend(q->backend)) {
         st = cd_session_run_pl(s, q, plan, main_sink, res, err);

@@ -60,6 +60,8 @@ typedef struct cd_run_req {
     void *settle_user;
     bool *settled;
     cd_settle_info *settled_info;   /* n_ops entries: the settle summary of each settled op */
+    bool no_quant;           /* cpu: the unquantized float model (float int8 weights, calib identity) */
+    bool int8_dequant;       /* cpu: int8 weights dequantized, float arithmetic (not --int8 arm) */
 } cd_run_req;
 cd_status cd_session_run_req(cd_session *s, const cd_run_req *q, cd_run_result *res, cd_error *err);
 /* Finishes the dump: complete -> root complete=1 and renamed into place. */

@@ -153,6 +153,19 @@ void cd_decide_verdict(cd_analysis *a, const cd_policy *p) {
             if (p->user) snprintf(l->out_rule, sizeof l->out_rule, "%s", l->rule);
             else snprintf(l->out_rule, sizeof l->out_rule, "output: range %g, cosine %g", p->out_range, p->out_min_cos);
         }
+        /* A quantized model's output means something only to within its own quantization
+         * error: A against the unquantized float model (run float_ref). Two quantized
+         * evaluations each that close to the float model are within twice that of each other;
+         * B is held to that (plus the float tolerance), not to bit-level agreement. */
+        if (!l->out_pass && l->has_qref && !l->nf_hard && !p->user && !l->m.nonfinite_mismatch) {
+            double lim_r = 2 * l->q_range_err + p->out_range, lim_c = 2 * (1 - l->q_cos) + (1 - p->out_min_cos);
+            if (l->out_range_err <= lim_r && 1 - l->m.cosine <= lim_c) {
+                l->out_pass = true;
+                snprintf(l->out_rule, sizeof l->out_rule,
+                         "quantized: within twice the model's own quantization error (A vs float model: range %.3g, "
+                         "cosine %.6f)", l->q_range_err, l->q_cos);
+            }
+        }
         if (!l->out_pass) a->n_out_fail++;
     }
     top_by(a, a->amplifiers, &a->n_amplifiers, growth_key, amp_want);

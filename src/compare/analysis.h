@@ -71,6 +71,10 @@ typedef struct cd_layer_cmp {
     double out_range_err;       /* max|a-b| / max|ref| */
     bool out_pass;              /* within the output tolerance */
     char out_rule[160];         /* which output rule decided */
+    /* quantized models: run A's output against the unquantized float model (run float_ref):
+     * the model's own quantization error, the yardstick its outputs are held to */
+    bool has_qref;
+    double q_range_err, q_cos;
     char task[16];              /* "classifier", "detection" or "" (shape says nothing) */
     int64_t det_ref, det_val, det_matched; /* detection: boxes in A, in B, matched (IoU >= 0.5, same class) */
 } cd_layer_cmp;

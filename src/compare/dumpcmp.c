@@ -42,6 +42,39 @@ cd_status cd_compare_read_pair(const cd_cmp_request *q, const cd_layer_cmp *l, f
     return st;
 }
 
+cd_status cd_compare_quant_ref(const cd_dump_reader *r, const char *run_a, const char *run_q, cd_analysis *an,
+                               cd_error *err) {
+    cd_dump_tensor_info *tq = NULL;
+    int nq = 0;
+    cd_status st = cd_dump_list_tensors(r, run_q, &tq, &nq, err);
+    for (int i = 0; !st && i < an->n_layers; i++) {
+        cd_layer_cmp *l = &an->layers[i];
+        l->has_qref = false;
+        if (!l->is_output) continue;
+        const cd_dump_tensor_info *t = NULL;
+        for (int k = 0; k < nq && !t; k++)
+            if (tq[k].op_index == l->op_index && !strcmp(tq[k].tensor, l->tensor) && !tq[k].stats_only) t = &tq[k];
+        if (!t) continue;
+        float *a = NULL, *f = NULL;
+        int64_t na = 0, nf = 0;
+        st = cd_dump_read_f32(r, run_a, l->dataset_a, &a, &na, err);
+        if (!st) st = cd_dump_read_f32(r, run_q, t->dataset, &f, &nf, err);
+        if (!st && na == nf) {
+            cd_metrics m;
+            cd_tol none = {.atol = 0, .rtol = 0, .max_fail_fraction = 1, .min_cos = 0};
+            cd_metrics_compute(f, a, na, &l->shape, false, &none, &m);
+            l->has_qref = true;
+            l->q_range_err = m.nonfinite_mismatch ? INFINITY
+                             : m.ref_absmax > 0 ? m.max_abs / m.ref_absmax : (m.max_abs > 0 ? INFINITY : 0);
+            l->q_cos = m.cosine;
+        }
+        free(a);
+        free(f);
+    }
+    free(tq);
+    return st;
+}
+
 /* A layer's identity and timings from its two matched tensors. */
 static void layer_init(cd_layer_cmp *l, const cd_dump_tensor_info *a, const cd_dump_tensor_info *b) {
     memset(l, 0, sizeof *l);

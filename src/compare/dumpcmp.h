@@ -44,6 +44,10 @@ cd_status cd_local_store(cd_dump *d, const char *run_local, const cd_analysis *a
  * is false (and CD_OK returned) when the dump has no such table. */
 cd_status cd_local_load(const cd_dump_reader *r, const char *run_local, cd_analysis *an, bool *found, cd_error *err);
 /* Reads the two tensors of layer i back (for heatmaps); ref and val are malloc-ed. */
+/* Quantized models: fills has_qref, q_range_err, q_cos of every output layer of an from run A
+ * against run_q (the unquantized float model) of the same dump (docs/verdicts.md). */
+cd_status cd_compare_quant_ref(const cd_dump_reader *r, const char *run_a, const char *run_q, cd_analysis *an,
+                               cd_error *err);
 cd_status cd_compare_read_pair(const cd_cmp_request *q, const cd_layer_cmp *l, float **ref, float **val,
                                cd_error *err);
 #endif

@@ -27,6 +27,7 @@ typedef struct cd_backend_opts {
     /* CPU: int8 layers (ARM int8 kernel records) in integer arithmetic as Paddle-Lite's ARM
      * kernels do (backends/cpu/ops_int8.h); false: dequantized weights in float */
     bool int8_arm;
+    bool no_quant;           /* cpu: calib fake quantization as identity (cd_op_ctx.no_quant) */
 } cd_backend_opts;
 
 typedef struct cd_backend cd_backend;

@@ -22,6 +22,9 @@ typedef struct cd_op_ctx {
     /* What the op's prepare hook made of its attributes and planned shapes (NULL when it has
      * none, or when the run's shapes are no longer the planned ones): read-only to run. */
     const void *state;
+    /* The unquantized float model (the quantization yardstick run, docs/verdicts.md): fake
+     * quantization (calib float -> int8 grid) passes values through unchanged. */
+    bool no_quant;
 } cd_op_ctx;
 
 /* Shape rule: from vals[input].shape/dtype (and data for integer tensors that are

@@ -253,7 +253,7 @@ static cd_status cpu_run_op(cd_backend *b, int i, cd_op_report *rep, cd_error *e
     const cd_op_def *def = plan->defs[i];
     cd_op_ctx c = {.g = g, .op = op, .op_index = i, .vals = im->vals, .prec = plan->prec,
                    .threads = b->opts.threads > 0 ? b->opts.threads : 1, .err = err,
-                   .state = im->reinfer || !im->op_state ? NULL : im->op_state[i]};
+                   .state = im->reinfer || !im->op_state ? NULL : im->op_state[i], .no_quant = b->opts.no_quant};
     memset(rep, 0, sizeof *rep);
     rep->kernel_us = -1;
     snprintf(rep->where, sizeof rep->where, "%s", def && (def->flags & CD_OPF_HOST) ? "host" : "cpu");

@@ -152,6 +152,10 @@ cd_status cd_basic_calib_run(cd_op_ctx *c) {
     if (odt != o->dtype || n != cd_value_numel(o)) return cd_op_fail(c, CD_E_INTERNAL, "output changed after shape inference");
     if (n == 0) return CD_OK;
     if (!x->data || !o->data) return cd_op_fail(c, CD_E_INTERNAL, "input or output data is missing");
+    if (k == CAL_FAKEQ && c->no_quant) {   /* the unquantized model: values pass unchanged */
+        memcpy(o->data, x->data, o->nbytes < x->nbytes ? o->nbytes : x->nbytes);
+        return CD_OK;
+    }
     if (k == CAL_FAKEQ && !(s > 0.0f && isfinite(s))) {
         /* A scale of 0, a negative or a non-finite one: Paddle-Lite's fp32_to_int8 multiplies by
          * 1/scale and converts (int8_quant.h); the int8 value then reads back as q * scale. */
