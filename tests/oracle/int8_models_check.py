@@ -3,6 +3,7 @@
 exactly: int8 outputs (carried as q * scale) and float outputs to 0 ulp.
 
 usage: int8_models_check.py CLDIFF [MODELS_DIR] [--keep DIR]
+       int8_models_check.py --dump MODEL.nb DUMP.h5 MODELS_DIR   (check an existing dump)
 Exit 0 pass, 1 a mismatch, 77 skipped (no models folder, or no int8 model in it)."""
 import os
 import subprocess
@@ -36,19 +37,22 @@ def is_int8_model(ops):
     return any(o.precision == 2 and o.type in ("conv2d", "depthwise_conv2d", "fc") for o in ops)
 
 
-def check_model(cldiff, models_dir, fname, work):
+def check_model(cldiff, models_dir, fname, work, dump=None):
+    """dump: an existing dump of this model (e.g. from another machine or ISA) instead of a run."""
     path = os.path.join(models_dir, fname)
     ops, params = nb_read.load(path)
     if not is_int8_model(ops):
         return None
-    out = os.path.join(work, fname + ".out")
-    cmd = [cldiff, "run", "--backends", "cpu", path, "--layers", "all", "--out", out, "--quiet", "--threads", "2"]
-    cmd += shapes_for(models_dir, fname)
-    p = subprocess.run(cmd, capture_output=True, text=True, timeout=900)
-    if p.returncode != 0:
-        print("FAIL %s: cldiff exited %d: %s" % (fname, p.returncode, p.stderr[-600:]))
-        return False
-    f = h5py.File(os.path.join(out, "dump.h5"), "r")
+    if dump is None:
+        out = os.path.join(work, fname + ".out")
+        cmd = [cldiff, "run", "--backends", "cpu", path, "--layers", "all", "--out", out, "--quiet", "--threads", "2"]
+        cmd += shapes_for(models_dir, fname)
+        p = subprocess.run(cmd, capture_output=True, text=True, timeout=900)
+        if p.returncode != 0:
+            print("FAIL %s: cldiff exited %d: %s" % (fname, p.returncode, p.stderr[-600:]))
+            return False
+        dump = os.path.join(out, "dump.h5")
+    f = h5py.File(dump, "r")
     run = f["runs/cpu"]
     if run.attrs.get("int8_mode", b"").decode() != "arm":
         print("FAIL %s: run attribute int8_mode is %r, want 'arm'" % (fname, run.attrs.get("int8_mode")))
@@ -117,6 +121,10 @@ def check_model(cldiff, models_dir, fname, work):
 
 
 def main():
+    if "--dump" in sys.argv:  # int8_models_check.py --dump MODEL.nb DUMP.h5 MODELS_DIR
+        i = sys.argv.index("--dump")
+        r = check_model(None, sys.argv[i + 3], sys.argv[i + 1], None, sys.argv[i + 2])
+        return 0 if r else 1
     args = [a for a in sys.argv[1:] if not a.startswith("--")]
     keep = None
     if "--keep" in sys.argv:
