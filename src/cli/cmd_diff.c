@@ -178,6 +178,9 @@ static cd_status diff_compare(diff_run *d, cd_error *err) {
     /* The local check of every layer, then the verdict (docs/verdicts.md). */
     if ((st = cd_diff_local_check(d, err))) return st;
     if (d->have_qref && (st = cd_compare_quant_ref(d->r, d->run_a, "float_ref", &d->an, err))) return st;
+    if (o->prec == CD_PREC_FP16 && !d->crashed && cd_dump_find_run(d->r, "golden") >= 0 &&
+        (st = cd_compare_golden_outputs(d->r, d->run_a, d->run_b, "golden", &d->an, err)))
+        return st;
     cd_decide_verdict(&d->an, &d->pol);
     cd_classify_first(&d->an);
     return CD_OK;

@@ -164,6 +164,10 @@ int cd_diff_compare_and_report(const cd_cli_opts *o, cd_dump_reader *ra, cd_dump
         (st = cd_compare_quant_ref(ra, run_a, "float_ref", &an, &err))) {
         cd_analysis_free(&an); free(um); cd_policy_free(&pol); return cd_cli_fail(&err);
     }
+    if (ra == rb && p == CD_PREC_FP16 && cd_dump_find_run(ra, "golden") >= 0 &&
+        (st = cd_compare_golden_outputs(ra, run_a, run_b, "golden", &an, &err))) {
+        cd_analysis_free(&an); free(um); cd_policy_free(&pol); return cd_cli_fail(&err);
+    }
     cd_decide_verdict(&an, &pol);
     cd_classify_first(&an);
     char created[32], pdesc[512], cl[2048];

@@ -157,6 +157,20 @@ void cd_decide_verdict(cd_analysis *a, const cd_policy *p) {
          * error: A against the unquantized float model (run float_ref). Two quantized
          * evaluations each that close to the float model are within twice that of each other;
          * B is held to that (plus the float tolerance), not to bit-level agreement. */
+        /* fp16: both sides approximate the float32 model (the golden run). B is not drifting
+         * when it is within the fp16 output tolerance of it, or no further from it than A's own
+         * half arithmetic is (the CPU fp16 path rounds every partial sum to half) */
+        if (!l->out_pass && l->has_gref && !l->nf_hard && !p->user) {
+            double lim_r = p->out_range, lim_c = 1 - p->out_min_cos;
+            if (l->has_garef && l->ga_range_err > lim_r) lim_r = l->ga_range_err;
+            if (l->has_garef && 1 - l->ga_cos > lim_c) lim_c = 1 - l->ga_cos;
+            if (l->g_range_err <= lim_r && 1 - l->g_cos <= lim_c) {
+                l->out_pass = true;
+                snprintf(l->out_rule, sizeof l->out_rule,
+                         "fp16: B no further from the float32 golden run (range %.3g, cosine %.6f) than the tolerance or "
+                         "A (range %.3g, cosine %.6f)", l->g_range_err, l->g_cos, l->ga_range_err, l->ga_cos);
+            }
+        }
         if (!l->out_pass && l->has_qref && !l->nf_hard && !p->user && !l->m.nonfinite_mismatch) {
             double lim_r = 2 * l->q_range_err + p->out_range, lim_c = 2 * (1 - l->q_cos) + (1 - p->out_min_cos);
             if (l->out_range_err <= lim_r && 1 - l->m.cosine <= lim_c) {

@@ -75,6 +75,9 @@ typedef struct cd_layer_cmp {
      * the model's own quantization error, the yardstick its outputs are held to */
     bool has_qref;
     double q_range_err, q_cos;
+    /* fp16 runs: B's output, and A's, against the float32 golden run */
+    bool has_gref, has_garef;
+    double g_range_err, g_cos, ga_range_err, ga_cos;
     char task[16];              /* "classifier", "detection" or "" (shape says nothing) */
     int64_t det_ref, det_val, det_matched; /* detection: boxes in A, in B, matched (IoU >= 0.5, same class) */
 } cd_layer_cmp;

@@ -2,6 +2,7 @@
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <stddef.h>
 #include <string.h>
 #include "compare/outputs.h"
 
@@ -42,37 +43,73 @@ cd_status cd_compare_read_pair(const cd_cmp_request *q, const cd_layer_cmp *l, f
     return st;
 }
 
-cd_status cd_compare_quant_ref(const cd_dump_reader *r, const char *run_a, const char *run_q, cd_analysis *an,
-                               cd_error *err) {
+/* Range error and cosine of every output layer's tensor in run_x (B's dataset with use_b, else
+ * A's) against the same tensor in run_ref; set[i] tells which layers got values. */
+static cd_status outputs_against(const cd_dump_reader *r, const char *run_x, bool use_b, const char *run_ref,
+                                 cd_analysis *an, bool *set, double *range_err, double *cosv, cd_error *err) {
     cd_dump_tensor_info *tq = NULL;
     int nq = 0;
-    cd_status st = cd_dump_list_tensors(r, run_q, &tq, &nq, err);
+    cd_status st = cd_dump_list_tensors(r, run_ref, &tq, &nq, err);
     for (int i = 0; !st && i < an->n_layers; i++) {
         cd_layer_cmp *l = &an->layers[i];
-        l->has_qref = false;
+        set[i] = false;
         if (!l->is_output) continue;
         const cd_dump_tensor_info *t = NULL;
         for (int k = 0; k < nq && !t; k++)
             if (tq[k].op_index == l->op_index && !strcmp(tq[k].tensor, l->tensor) && !tq[k].stats_only) t = &tq[k];
         if (!t) continue;
-        float *a = NULL, *f = NULL;
-        int64_t na = 0, nf = 0;
-        st = cd_dump_read_f32(r, run_a, l->dataset_a, &a, &na, err);
-        if (!st) st = cd_dump_read_f32(r, run_q, t->dataset, &f, &nf, err);
-        if (!st && na == nf) {
+        float *x = NULL, *f = NULL;
+        int64_t nx = 0, nf = 0;
+        st = cd_dump_read_f32(r, run_x, use_b ? l->dataset_b : l->dataset_a, &x, &nx, err);
+        if (!st) st = cd_dump_read_f32(r, run_ref, t->dataset, &f, &nf, err);
+        if (!st && nx == nf) {
             cd_metrics m;
             cd_tol none = {.atol = 0, .rtol = 0, .max_fail_fraction = 1, .min_cos = 0};
-            cd_metrics_compute(f, a, na, &l->shape, false, &none, &m);
-            l->has_qref = true;
-            l->q_range_err = m.nonfinite_mismatch ? INFINITY
-                             : m.ref_absmax > 0 ? m.max_abs / m.ref_absmax : (m.max_abs > 0 ? INFINITY : 0);
-            l->q_cos = m.cosine;
+            cd_metrics_compute(f, x, nx, &l->shape, false, &none, &m);
+            set[i] = true;
+            range_err[i] = m.nonfinite_mismatch ? INFINITY
+                           : m.ref_absmax > 0 ? m.max_abs / m.ref_absmax : (m.max_abs > 0 ? INFINITY : 0);
+            cosv[i] = m.cosine;
         }
-        free(a);
+        free(x);
         free(f);
     }
     free(tq);
     return st;
+}
+
+/* Fills, per output layer, one of the (has, range, cos) triples of cd_layer_cmp. */
+static cd_status outputs_into(const cd_dump_reader *r, const char *run_x, bool use_b, const char *run_ref,
+                              cd_analysis *an, size_t off_has, size_t off_range, size_t off_cos, cd_error *err) {
+    int n = an->n_layers;
+    bool *set = calloc((size_t)n + 1, 1);
+    double *re = calloc((size_t)n + 1, sizeof *re), *co = calloc((size_t)n + 1, sizeof *co);
+    cd_status st = set && re && co ? outputs_against(r, run_x, use_b, run_ref, an, set, re, co, err)
+                                   : cd_err(err, CD_E_NOMEM, "out of memory");
+    for (int i = 0; !st && i < n; i++) {
+        char *l = (char *)&an->layers[i];
+        *(bool *)(l + off_has) = set[i];
+        *(double *)(l + off_range) = re[i];
+        *(double *)(l + off_cos) = co[i];
+    }
+    free(set);
+    free(re);
+    free(co);
+    return st;
+}
+
+cd_status cd_compare_quant_ref(const cd_dump_reader *r, const char *run_a, const char *run_q, cd_analysis *an,
+                               cd_error *err) {
+    return outputs_into(r, run_a, false, run_q, an, offsetof(cd_layer_cmp, has_qref), offsetof(cd_layer_cmp, q_range_err),
+                        offsetof(cd_layer_cmp, q_cos), err);
+}
+
+cd_status cd_compare_golden_outputs(const cd_dump_reader *r, const char *run_a, const char *run_b, const char *run_g,
+                                    cd_analysis *an, cd_error *err) {
+    cd_status st = outputs_into(r, run_b, true, run_g, an, offsetof(cd_layer_cmp, has_gref),
+                                offsetof(cd_layer_cmp, g_range_err), offsetof(cd_layer_cmp, g_cos), err);
+    return st ? st : outputs_into(r, run_a, false, run_g, an, offsetof(cd_layer_cmp, has_garef),
+                                  offsetof(cd_layer_cmp, ga_range_err), offsetof(cd_layer_cmp, ga_cos), err);
 }
 
 /* A layer's identity and timings from its two matched tensors. */

@@ -48,6 +48,10 @@ cd_status cd_local_load(const cd_dump_reader *r, const char *run_local, cd_analy
  * against run_q (the unquantized float model) of the same dump (docs/verdicts.md). */
 cd_status cd_compare_quant_ref(const cd_dump_reader *r, const char *run_a, const char *run_q, cd_analysis *an,
                                cd_error *err);
+/* fp16 runs: every output of run B (has_gref, g_range_err, g_cos) and of run A (has_garef,
+ * ga_...) against the float32 golden run. */
+cd_status cd_compare_golden_outputs(const cd_dump_reader *r, const char *run_a, const char *run_b, const char *run_g,
+                                    cd_analysis *an, cd_error *err);
 cd_status cd_compare_read_pair(const cd_cmp_request *q, const cd_layer_cmp *l, float **ref, float **val,
                                cd_error *err);
 #endif
