@@ -380,16 +380,49 @@ typedef struct { int64_t PH, PW; } dwpad;
 static dwpad dw_pad_dims(const geo8 *g) {
     dwpad d;
     d.PH = (g->OH - 1) * g->sh + (g->KH - 1) * g->dh + 1;
-    d.PW = (g->OW - 1) * g->sw + (g->KW - 1) * g->dw + 1;
-    if (d.PH < g->pt + g->H) d.PH = g->pt + g->H;
+    /* columns: up to the last 8-column block, read whole (16 values for stride 2) */
+    int64_t ow8 = (g->OW + 7) / 8 * 8;
+    d.PW = (ow8 - 1) * g->sw + (g->KW - 1) * g->dw + 1 + (g->sw == 2 ? 1 : 0);
     if (d.PW < g->pl + g->W) d.PW = g->pl + g->W;
+    if (d.PH < g->pt + g->H) d.PH = g->pt + g->H;
     return d;
+}
+
+/* Strides 1 and 2: 8 output columns per vector, their sums kept in a register over all taps. */
+static inline __attribute__((always_inline)) void dw_row_vec(const geo8 *g, const float *pad, int64_t PW,
+                                                             const float *wk, float *row, int64_t oh) {
+    for (int64_t ow0 = 0; ow0 < g->OW; ow0 += 8) {
+        cd_f8 a = {0};
+        for (int64_t kh = 0; kh < g->KH; kh++) {
+            const float *src = pad + (oh * g->sh + kh * g->dh) * PW + ow0 * g->sw;
+            for (int64_t kw = 0; kw < g->KW; kw++) {
+                const float *s0 = src + kw * g->dw;
+                cd_f8 v;
+                if (g->sw == 1) {
+                    memcpy(&v, s0, sizeof v);
+                } else {
+                    cd_f8 lo, hi;
+                    memcpy(&lo, s0, sizeof lo);
+                    memcpy(&hi, s0 + 8, sizeof hi);
+                    v = __builtin_shuffle(lo, hi, (cd_i8x){0, 2, 4, 6, 8, 10, 12, 14});
+                }
+                a += v * wk[kh * g->KW + kw];
+            }
+        }
+        int64_t m = g->OW - ow0 < 8 ? g->OW - ow0 : 8;
+        if (m == 8) memcpy(row + ow0, &a, sizeof a);
+        else for (int64_t j = 0; j < m; j++) row[ow0 + j] = a[j];
+    }
 }
 /* xp: the float input plane, quantized with inv (= 1/Input0_scale) into the scratch */
 I8_HOT static void dw_plane(const geo8 *g, const float *xp, float inv, const float *wk, float *acc, float *pad) {
     dwpad d = dw_pad_dims(g);
     memset(pad, 0, sizeof(float) * (size_t)(d.PH * d.PW));
     for (int64_t ih = 0; ih < g->H; ih++) q8f_chunk(xp + ih * g->W, pad + (ih + g->pt) * d.PW + g->pl, g->W, inv);
+    if (g->sw == 1 || g->sw == 2) {
+        for (int64_t oh = 0; oh < g->OH; oh++) dw_row_vec(g, pad, d.PW, wk, acc + oh * g->OW, oh);
+        return;
+    }
     for (int64_t oh = 0; oh < g->OH; oh++) {
         float *row = acc + oh * g->OW;
         for (int64_t ow = 0; ow < g->OW; ow++) row[ow] = 0.0f;
