@@ -150,11 +150,13 @@ I8_HOT static void q8f_chunk(const float *x, float *q, int64_t n, float inv) {
  * float kernels' threshold (gemm.h CD_GEMM_ONE_THREAD_MACS), since waking the OpenMP team after a
  * run of one-thread layers costs more than such work. */
 #define PAR_MIN_WORK ((int64_t)CD_GEMM_ONE_THREAD_MACS)
+/* The same for elementwise passes (quantization, epilogue): several operations per element. */
+#define PAR_MIN_ELEMS (PAR_MIN_WORK / 8)
 /* Input activation -> int8, the calib rule with 1/Input0_scale (q8) or the same values as floats (qf). */
 static void quantize_input(const float *x, int8_t *q8, float *qf, int64_t n, float in_s, int threads) {
     float inv = 1.0f / in_s;
     int64_t nc = (n + CHUNK - 1) / CHUNK;
-    CD_PAR_FOR(n >= PAR_MIN_WORK, threads, int64_t, c, nc, {
+    CD_PAR_FOR(n >= PAR_MIN_ELEMS, threads, int64_t, c, nc, {
         int64_t a = c * CHUNK, m = n - a < CHUNK ? n - a : CHUNK;
         if (q8) q8_chunk(x + a, q8 + a, m, inv);
         else q8f_chunk(x + a, qf + a, m, inv);
@@ -575,7 +577,7 @@ static cd_status conv8_run(cd_op_ctx *c, char *kernel, size_t kn, char *note, si
             cd_conv8_geo cg8 = {xn + gi * cg * g.H * g.W, (int)cg, (int)g.H, (int)g.W, (int)g.KH, (int)g.KW,
                                 (int)g.sh, (int)g.sw, (int)g.dh, (int)g.dw, (int)g.pt, (int)g.pl, (int)g.OH, (int)g.OW};
             if (cd_conv8_sums(&cg8, (int)og, w + gi * og * K, yg, threads)) {
-                CD_PAR_FOR(og * P >= PAR_MIN_WORK, threads, int64_t, o, og, {
+                CD_PAR_FOR(og * P >= PAR_MIN_ELEMS, threads, int64_t, o, og, {
                     int64_t oc = gi * og + o;
                     float *yo = yg + o * P;
                     if (epi_fast(&e)) epi_row(&e, oc, yo, yo, P);
@@ -708,7 +710,7 @@ static cd_status calib8_run(cd_op_ctx *c, char *kernel, size_t kn) {
     const float *xi = x->data;
     float *oo = o->data;
     int64_t nc = (n + CHUNK - 1) / CHUNK;
-    CD_PAR_FOR(n >= PAR_MIN_WORK, c->threads, int64_t, k, nc, {
+    CD_PAR_FOR(n >= PAR_MIN_ELEMS, c->threads, int64_t, k, nc, {
         int64_t a = k * CHUNK, m = n - a < CHUNK ? n - a : CHUNK;
         calib_chunk(xi + a, oo + a, m, inv, s);
     });
