@@ -120,6 +120,32 @@ def check_model(cldiff, models_dir, fname, work, dump=None):
     return ok
 
 
+def check_cli(cldiff, models, work):
+    """--int8 dequant: the run attribute says dequant and no layer ran an int8 kernel; a bad value exits 2."""
+    path = os.path.join(models, "blazeface_int8_arm_v2.12.nb")
+    if not os.path.isfile(path):
+        return True
+    out = os.path.join(work, "cli_dequant")
+    p = subprocess.run([cldiff, "run", "--backends", "cpu", path, "--int8", "dequant", "--out", out, "--quiet"],
+                       capture_output=True, text=True, timeout=300)
+    ok = p.returncode == 0
+    if ok:
+        with h5py.File(os.path.join(out, "dump.h5"), "r") as f:
+            run = f["runs/cpu"]
+            mode = run.attrs.get("int8_mode", b"").decode()
+            n8 = sum(":int8:" in t["kernel"] for t in cldiff_dump.tensors(run))
+            ok = mode == "dequant" and n8 == 0
+            note = "int8_mode %r, %d int8 kernels" % (mode, n8)
+    else:
+        note = "exit %d: %s" % (p.returncode, p.stderr[-300:])
+    q = subprocess.run([cldiff, "run", "--backends", "cpu", path, "--int8", "float", "--quiet"], capture_output=True,
+                       text=True, timeout=60)
+    ok2 = q.returncode == 2 and "--int8 expects arm or dequant" in q.stderr
+    print("%s --int8 dequant (%s); --int8 float refused with exit %d" % ("PASS" if ok and ok2 else "FAIL", note,
+                                                                          q.returncode))
+    return ok and ok2
+
+
 def main():
     if "--dump" in sys.argv:  # int8_models_check.py --dump MODEL.nb DUMP.h5 MODELS_DIR
         i = sys.argv.index("--dump")
@@ -149,6 +175,7 @@ def main():
     if not results:
         print("SKIP: no int8 model in %s" % models)
         return 77
+    results.append(check_cli(cldiff, models, work))
     if not keep:
         subprocess.run(["rm", "-rf", work])
     return 0 if all(results) else 1
