@@ -60,16 +60,17 @@ bool cd_local_spec_int8(const cd_graph *g, int op_index, const cd_dump_reader *r
                         cd_bound_spec *spec, char *desc, size_t n) {
     const cd_op *op = &g->ops[op_index];
     bool conv = !strcmp(op->type, "conv2d") || !strcmp(op->type, "depthwise_conv2d"), fc = !strcmp(op->type, "fc");
-    if ((!conv && !fc) || !op->kernel.present || op->kernel.precision != 2) return false;
-    int wid = cd_op_in(op, conv ? "Filter" : "W", 0), xid = cd_op_in(op, "Input", 0);
+    bool mul = !strcmp(op->type, "mul"); /* X [M, K] times Y [K, N]: like fc, float output only */
+    if ((!conv && !fc && !mul) || !op->kernel.present || op->kernel.precision != 2) return false;
+    int wid = cd_op_in(op, conv ? "Filter" : mul ? "Y" : "W", 0), xid = cd_op_in(op, mul ? "X" : "Input", 0);
     if (wid < 0 || xid < 0) return false;
     const cd_tensor *w = &g->tensors[wid];
     if (!w->persistable || w->dtype != CD_I8 || !w->data || w->shape.rank < 1) return false;
     const double *ws;
-    int nws = cd_attr_floats(op, conv ? "Filter0_scale" : "W0_scale", &ws);
-    float in_s = first_scale(op, "Input0_scale");
+    int nws = cd_attr_floats(op, conv ? "Filter0_scale" : mul ? "Y0_scale" : "W0_scale", &ws);
+    float in_s = first_scale(op, mul ? "X0_scale" : "Input0_scale");
     if (nws < 1 || isnan(in_s)) return false;
-    bool out8 = strstr(op->kernel.alias, "int8") != NULL;
+    bool out8 = !mul && strstr(op->kernel.alias, "int8") != NULL;
     float out_s = first_scale(op, conv ? "Output0_scale" : "Out0_scale");
     /* an input off the int8 grid (a float tensor the kernel quantizes itself): on each input half
      * a step of in_s, or what the [-127, 127] clamp cuts off beyond 127 in_s (from the stored

@@ -1,4 +1,4 @@
-"""Random int8 layers (conv2d, depthwise_conv2d, fc; fp32 and int8 outputs; relu, relu6,
+"""Random int8 layers (conv2d, depthwise_conv2d, fc, mul; fp32 and int8 outputs; relu, relu6,
 hard_swish, leaky_relu; zero, negative and per-tensor weight scales) run by op_runner in the CPU
 backend's int8 mode must equal the numpy oracle (int8_ref.py) exactly, element for element.
 
@@ -120,6 +120,19 @@ def fc_case(rng, i):
     return "fc m%d k%d n%d %s %s" % (m, k, n, "int8_out" if out8 else "fp32_out", act or "no-act"), rc, err, got.get("y"), want
 
 
+def mul_case(rng, i):
+    m, k, n = int(rng.integers(1, 6)), int(rng.integers(1, 200)), int(rng.integers(1, 40))
+    in_s = float(rng.uniform(0.005, 0.05))
+    x = rng.normal(0, 1, (m, k)).astype(np.float32)
+    wq = rng.integers(-127, 128, (k, n)).astype(np.int8)
+    attrs = {"x_num_col_dims": 1, "y_num_col_dims": 1, "X0_scale": [in_s],
+             "Y0_scale": scales(rng, n, ["", "zero", "tensor"][i % 3]), "enable_int8": True,
+             "__@kernel_type_attr@__": "mul/def/4/2/1"}
+    rc, err, got = run("mul", [("X", "x", x, False), ("Y", "w", wq, True)], [("Out", "y")], attrs, 1 + i % 2)
+    want, _ = int8_ref.mul_layer(x, wq, attrs)
+    return "mul m%d k%d n%d" % (m, k, n), rc, err, got.get("y"), want
+
+
 def main():
     seed = int(sys.argv[sys.argv.index("--seed") + 1]) if "--seed" in sys.argv else 7
     cases = int(sys.argv[sys.argv.index("--cases") + 1]) if "--cases" in sys.argv else 60
@@ -128,6 +141,7 @@ def main():
     counts = {}
     jobs = [(lambda i=i: (fc_case if i % 4 == 3 else conv_case)(rng, i)) for i in range(cases)]
     jobs += [(lambda b=b, i=i: conv_case(rng, 2 * i, b)) for i, b in enumerate([(300, 1), (40, 3), (130, 3), (260, 5)])]
+    jobs += [(lambda i=i: mul_case(rng, i)) for i in range(max(3, cases // 20))]
     for job in jobs:
         desc, rc, err, got, want = job()
         kind = desc.split()[0]

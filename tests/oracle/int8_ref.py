@@ -213,6 +213,21 @@ def fc_layer(x, wq, bias, attrs, out8):
     return epilogue(acc, 1, attrs["W0_scale"], in_s, bias, out8, out_s, act_params(attrs, out8, out_s, False))
 
 
+def mul_layer(x, wq, attrs):
+    """int8 mul (lite/kernels/arm/mul_compute.cc): X flattened at x_num_col_dims, Y [K, N]; the GEMM
+    writes float(S) (scale 1, no bias), then mul_add_n_scale_bias multiplies by Y0_scale[n] * X0_scale."""
+    in_s = attrs["X0_scale"][0]
+    xc = int(attrs.get("x_num_col_dims", 1))
+    x = np.asarray(x, F32)
+    m = int(np.prod(x.shape[:xc]))
+    w2 = wq.reshape(int(np.prod(wq.shape[:int(attrs.get("y_num_col_dims", 1))])), -1)
+    xq = quantize(x, in_s).reshape(m, -1).astype(np.float64)
+    acc = (xq @ w2.astype(np.float64)).astype(np.int64).astype(np.int32)
+    ws = np.asarray(attrs["Y0_scale"], F32)
+    ws = np.full(w2.shape[1], ws[0], F32) if ws.size == 1 else ws
+    return acc.astype(F32) * (ws * F32(in_s)), None
+
+
 def calib_layer(x, scale):
     """calib fp32_to_int8 (and int8_to_fp32 on a carried value): the carried float and the int8."""
     q = quantize(x, scale)

@@ -84,6 +84,35 @@ static bool calib_dir(const cd_op *op, bool *to_int8) {
     return false;
 }
 
+/* mul (lite/kernels/arm/mul_compute.cc, Mul_int8_f32; scales from X0_scale / Y0_scale,
+ * lite/operators/mul_op.h): the only int8 mul kernel has a float output. X is [M, K] after
+ * flattening at x_num_col_dims, the INT8 weight Y [K, N] at y_num_col_dims. */
+typedef struct { int64_t M, K, N; } mul8_dims;
+static bool mul8_geometry(const cd_op_ctx *c, const cd_tensor *w, mul8_dims *d) {
+    const cd_value *x = &c->vals[cd_op_in(c->op, "X", 0)];
+    int64_t xc = cd_attr_int(c->op, "x_num_col_dims", 1), yc = cd_attr_int(c->op, "y_num_col_dims", 1);
+    if (xc < 1 || xc >= x->shape.rank || yc < 1 || yc >= w->shape.rank) return false;
+    d->M = 1; d->K = 1; d->N = 1;
+    int64_t k2 = 1;
+    for (int i = 0; i < x->shape.rank; i++) { if (i < xc) d->M *= x->shape.d[i]; else d->K *= x->shape.d[i]; }
+    for (int i = 0; i < w->shape.rank; i++) { if (i < yc) k2 *= w->shape.d[i]; else d->N *= w->shape.d[i]; }
+    return d->K == k2 && d->K > 0 && d->N > 0;
+}
+
+static bool mul8_claims(const cd_op_ctx *c) {
+    const cd_op *op = c->op;
+    if (!int8_kernel(op)) return false;
+    const cd_tensor *w = int8_param(c, "Y");
+    int in = cd_op_in(op, "X", 0), out = cd_op_out(op, "Out", 0);
+    if (!w || in < 0 || out < 0 || c->vals[in].dtype != CD_F32 || c->vals[out].dtype != CD_F32) return false;
+    float s;
+    const double *ws;
+    mul8_dims d;
+    if (!first_scale(op, "X0_scale", &s) || !mul8_geometry(c, w, &d)) return false;
+    int nws = cd_attr_floats(op, "Y0_scale", &ws);
+    return (nws == 1 || nws == d.N) && cd_value_numel(&c->vals[out]) == d.M * d.N;
+}
+
 bool cd_cpu_int8_claims(const cd_op_ctx *c) {
     const cd_op *op = c->op;
     if (c->prec != CD_PREC_FP32) return false;
@@ -95,6 +124,7 @@ bool cd_cpu_int8_claims(const cd_op_ctx *c) {
         return calib_dir(op, &to8) && in >= 0 && out >= 0 && c->vals[in].dtype == CD_F32 &&
                c->vals[out].dtype == CD_F32;
     }
+    if (!strcmp(op->type, "mul")) return mul8_claims(c);
     if (!conv && !fc) return false;
     if (!int8_kernel(op)) return false;
     const cd_tensor *w = int8_param(c, conv ? "Filter" : "W");
@@ -718,8 +748,42 @@ static cd_status calib8_run(cd_op_ctx *c, char *kernel, size_t kn) {
     return CD_OK;
 }
 
+/* out[m][n] = float(S) * (Y0_scale[n] * X0_scale): the GEMM writes float(S) (scale 1, no bias),
+ * then mul_add_n_scale_bias multiplies (vmulq_f32): two roundings, no bias, no activation. */
+static cd_status mul8_run(cd_op_ctx *c, char *kernel, size_t kn) {
+    const cd_tensor *wt = int8_param(c, "Y");
+    cd_value *x = cd_in(c, "X", 0), *y = cd_out(c, "Out", 0);
+    mul8_dims d;
+    if (!mul8_geometry(c, wt, &d)) return cd_op_fail(c, CD_E_MODEL, "int8 mul: X and Y do not fit");
+    float in_s = 0;
+    first_scale(c->op, "X0_scale", &in_s);
+    const double *ws;
+    int nws = cd_attr_floats(c->op, "Y0_scale", &ws);
+    float *sc = malloc(sizeof(float) * (size_t)d.N);
+    int8_t *xq = malloc((size_t)(d.M * d.K > 0 ? d.M * d.K : 1));
+    if (!sc || !xq) { free(sc); free(xq); return cd_op_fail(c, CD_E_NOMEM, "out of memory in the int8 mul"); }
+    for (int64_t n = 0; n < d.N; n++) sc[n] = (float)ws[nws == 1 ? 0 : n] * in_s;
+    quantize_input(x->data, xq, NULL, d.M * d.K, in_s, c->threads);
+    const int8_t *w = wt->data;
+    float *out = y->data;
+    CD_PAR_FOR(d.M * d.N * d.K >= PAR_MIN_WORK, c->threads, int64_t, m, d.M, {
+        for (int64_t n0 = 0; n0 < d.N; n0 += TILE) {
+            int64_t nb = d.N - n0 < TILE ? d.N - n0 : TILE;
+            int32_t acc[TILE];
+            memset(acc, 0, sizeof(int32_t) * (size_t)nb);
+            fc_rows(xq + m * d.K, w, d.K, d.N, n0, nb, acc);
+            for (int64_t j = 0; j < nb; j++) out[m * d.N + n0 + j] = (float)acc[j] * sc[n0 + j];
+        }
+    });
+    free(sc);
+    free(xq);
+    snprintf(kernel, kn, "mul:int8:fp32_out");
+    return CD_OK;
+}
+
 cd_status cd_cpu_int8_run(cd_op_ctx *c, char *kernel, size_t kn, char *note, size_t nn) {
     if (!strcmp(c->op->type, "calib")) return calib8_run(c, kernel, kn);
+    if (!strcmp(c->op->type, "mul")) return mul8_run(c, kernel, kn);
     if (!strcmp(c->op->type, "fc")) return fc8_run(c, kernel, kn);
     return conv8_run(c, kernel, kn, note, nn);
 }
