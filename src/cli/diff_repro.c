@@ -68,6 +68,7 @@ static void repro_options(const cd_cli_opts *o, char *cmd, size_t cmd_n) {
     cat_arg(cmd, cmd_n, "--backends", be);
     if (o->prec == CD_PREC_FP16) cat_arg(cmd, cmd_n, "--fp16", NULL);
     if (o->fp16_compute) cat_arg(cmd, cmd_n, "--fp16-compute", NULL);
+    if (o->int8_mode && !strcmp(o->int8_mode, "dequant")) cat_arg(cmd, cmd_n, "--int8", "dequant");
     if (o->kernel_dir) {
         char abs_[PATH_MAX];
         cat_arg(cmd, cmd_n, "--kernel-dir", realpath(o->kernel_dir, abs_) ? abs_ : o->kernel_dir);

@@ -1,0 +1,435 @@
+/* Magnitudes sum |w x| + |b| for the local check's bounds: the whole CPU magnitude run of a
+ * layer, the same one element at a time from A's input (dump or forcing record), and the
+ * free-run evidence built on them (docs/verdicts.md). */
+#include "cli/local_priv.h"
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "engine/executor.h"
+#include "model/extract.h"
+
+/* An op extracted alone, with its inputs as a dump run had them (float32). */
+typedef struct op_inputs {
+    cd_extracted ex;
+    bool have_ex;
+    cd_value *ins;
+    cd_shape *shp;
+} op_inputs;
+
+/* run NULL: A's run. note is set (CD_OK returned) when an input was not captured in full. */
+static cd_status op_inputs_load(const cd_local_req *q, int op_index, const char *run, op_inputs *o, char *note,
+                                size_t note_len, cd_error *err) {
+    cd_session *s = q->s;
+    memset(o, 0, sizeof *o);
+    cd_status st = cd_graph_extract_op(s->g, op_index, s->plan.meta, &o->ex, err);
+    if (st) return st;
+    o->have_ex = true;
+    o->ins = calloc((size_t)o->ex.n_inputs + 1, sizeof *o->ins);
+    o->shp = calloc((size_t)o->ex.n_inputs + 1, sizeof *o->shp);
+    if (!o->ins || !o->shp) return cd_err(err, CD_E_NOMEM, "out of memory");
+    return cd_local_load_inputs(s->g, &s->plan, q->r, run ? run : q->run_a, &o->ex, o->ins, o->shp, note, note_len, err);
+}
+
+static void op_inputs_free(op_inputs *o) {
+    for (int i = 0; o->ins && i < o->ex.n_inputs; i++) cd_value_release(&o->ins[i]);
+    free(o->ins);
+    free(o->shp);
+    if (o->have_ex) cd_graph_free(o->ex.g);
+    memset(o, 0, sizeof *o);
+}
+
+/* Hands input k's data over to the caller (who frees it). */
+static float *op_inputs_take(op_inputs *o, int k) {
+    o->ins[k].owned = false;
+    return o->ins[k].data;
+}
+
+/* ---------------------------------------------------------------- the magnitude run */
+
+typedef struct keep1 {
+    const cd_graph *g;
+    const char *tensor;
+    int want_op;
+    float *data;
+    int64_t n;
+} keep1;
+
+static cd_status keep1_hit(void *user, int op_index, int tensor_id, const cd_value *host, const cd_op_report *rep,
+                           cd_error *err) {
+    (void)rep;
+    keep1 *k = user;
+    if (op_index != k->want_op || k->data || strcmp(k->g->tensors[tensor_id].name, k->tensor)) return CD_OK;
+    int64_t n = cd_value_numel(host);
+    k->data = malloc((size_t)(n ? n : 1) * sizeof *k->data);
+    if (!k->data) return cd_err(err, CD_E_NOMEM, "out of memory");
+    if (host->dtype == CD_F32) {
+        const float *x = host->data;
+        for (int64_t i = 0; i < n; i++) k->data[i] = fabsf(x[i]);
+    } else {
+        for (int64_t i = 0; i < n; i++) k->data[i] = (float)fabs(cd_value_get(host, i));
+    }
+    k->n = n;
+    return CD_OK;
+}
+
+static void set_attr_bool(cd_op *op, const char *name, bool v) {
+    for (int i = 0; i < op->n_attr; i++)
+        if (!strcmp(op->attrs[i].name, name)) op->attrs[i].i = v;
+}
+
+static void clear_attr_str(cd_op *op, const char *name) {
+    for (int i = 0; i < op->n_attr; i++)
+        if (!strcmp(op->attrs[i].name, name) && op->attrs[i].s) op->attrs[i].s[0] = 0;
+}
+
+static void abs_attr_float(cd_op *op, const char *name) {
+    for (int i = 0; i < op->n_attr; i++)
+        if (!strcmp(op->attrs[i].name, name)) op->attrs[i].f = fabs(op->attrs[i].f);
+}
+
+/* The extracted op made to compute sum |w x| + |b|: no activation, subtraction made addition,
+ * every float parameter and scale attribute made non-negative. */
+static cd_status make_magnitude_op(cd_graph *xg, cd_error *err) {
+    int oi = -1;
+    for (int i = 0; i < xg->n_ops; i++)
+        if (strcmp(xg->ops[i].type, "feed") && strcmp(xg->ops[i].type, "fetch")) oi = i;
+    if (oi < 0) return cd_err(err, CD_E_INTERNAL, "magnitude run: the extracted graph has no op");
+    cd_op *op = &xg->ops[oi];
+    set_attr_bool(op, "with_act", false);
+    clear_attr_str(op, "activation_type");
+    if (!strncmp(op->type, "fusion_elementwise_", 19)) clear_attr_str(op, "act_type");
+    const char *sub[][2] = {{"elementwise_sub", "elementwise_add"},
+                            {"fusion_elementwise_sub_activation", "fusion_elementwise_add_activation"}};
+    for (int k = 0; k < 2; k++)
+        if (!strcmp(op->type, sub[k][0])) {
+            char *nt = cd_strdup(sub[k][1]);
+            if (!nt) return cd_err(err, CD_E_NOMEM, "out of memory");
+            free(op->type);
+            op->type = nt;
+        }
+    abs_attr_float(op, "scale");
+    abs_attr_float(op, "bias");
+    for (int t = 0; t < xg->n_tensors; t++) {
+        cd_tensor *tt = &xg->tensors[t];
+        if (!tt->persistable || !tt->data) continue;
+        size_t n = tt->nbytes / (cd_dtype_size(tt->dtype) ? cd_dtype_size(tt->dtype) : 1);
+        switch (tt->dtype) {
+        case CD_F32: { float *x = tt->data; for (size_t i = 0; i < n; i++) x[i] = fabsf(x[i]); break; }
+        case CD_F16: { uint16_t *x = tt->data; for (size_t i = 0; i < n; i++) x[i] &= 0x7fff; break; }
+        case CD_I8: { int8_t *x = tt->data; for (size_t i = 0; i < n; i++) x[i] = x[i] == -128 ? 127 : (int8_t)(x[i] < 0 ? -x[i] : x[i]); break; }
+        case CD_I16: { int16_t *x = tt->data; for (size_t i = 0; i < n; i++) x[i] = x[i] == INT16_MIN ? INT16_MAX : (int16_t)(x[i] < 0 ? -x[i] : x[i]); break; }
+        default: break;
+        }
+    }
+    return CD_OK;
+}
+
+/* sum |w x| + |b| per output element of layer l, on the CPU in float32 from A's inputs. */
+cd_status cd_local_magnitude(const cd_local_req *q, const cd_layer_cmp *l, float **mag, int64_t *nmag, char *note,
+                           size_t note_len, cd_error *err) {
+    cd_session *s = q->s;
+    *mag = NULL;
+    op_inputs oi;
+    cd_plan xp;
+    bool have_plan = false;
+    bool *mask = NULL;
+    keep1 k = {.tensor = l->tensor, .want_op = -1};
+    cd_status st = op_inputs_load(q, l->op_index, NULL, &oi, note, note_len, err);
+    if (st || note[0]) goto done;
+    cd_extracted ex = oi.ex;
+    cd_value *ins = oi.ins;
+    cd_shape *shp = oi.shp;
+    for (int i = 0; i < ex.n_inputs; i++) {
+        if (ins[i].dtype != CD_F32) continue;
+        float *x = ins[i].data;
+        int64_t ne = cd_value_numel(&ins[i]);
+        for (int64_t e = 0; e < ne; e++) x[e] = fabsf(x[e]);
+    }
+    if ((st = make_magnitude_op(ex.g, err))) goto done;
+    if ((st = cd_plan_build(ex.g, shp, CD_PREC_FP32, &xp, err))) goto done;
+    have_plan = true;
+    int target = -1;
+    for (int i = 0; i < ex.g->n_ops; i++)
+        if (strcmp(ex.g->ops[i].type, "feed") && strcmp(ex.g->ops[i].type, "fetch")) target = i;
+    mask = calloc((size_t)ex.g->n_ops + 1, 1);
+    if (!mask) { st = cd_err(err, CD_E_NOMEM, "out of memory"); goto done; }
+    mask[target] = true;
+    k.g = ex.g;
+    k.want_op = target;
+    cd_probe_sink sink = {.user = &k, .hit = keep1_hit};
+    cd_exec_opts xo = {.probe_mask = mask, .stop_flag = &cd_stop_flag};
+    cd_backend_opts bo = cd_session_backend_opts(s->o, CD_PREC_FP32);
+    bo.int8_arm = false; /* magnitudes come from the float path: |w| |x| of dequantized weights */
+    cd_backend *b = NULL;
+    st = cd_cpu_backend_open(&bo, &b, err);
+    if (!st) st = cd_execute(&xp, b, ins, &xo, &sink, err);
+    if (b) cd_backend_close(b);
+    if (!st && !k.data) snprintf(note, note_len, "the magnitude run produced no '%s'", l->tensor);
+    *mag = k.data;
+    *nmag = k.n;
+    k.data = NULL;
+done:
+    free(k.data);
+    free(mask);
+    if (have_plan) cd_plan_free(&xp);
+    op_inputs_free(&oi);
+    return st;
+}
+
+/* ---------------------------------------------------------------- magnitude per element */
+
+/* sum |w x| + |b| of single output elements of a conv, fc/mul or scale, from A's input and the
+ * plan's parameters: what the lazy check asks for the few elements over the cheap bound. Set up
+ * on the first request; any shape or dtype it does not recognise makes it answer NaN, and the
+ * caller falls back to the whole magnitude run. */
+
+
+static float *param_f32(const cd_plan *p, int id, int64_t want) {
+    if (id < 0 || !p->meta[id].data || cd_value_numel(&p->meta[id]) != want) return NULL;
+    float *f = malloc((size_t)(want ? want : 1) * sizeof *f);
+    for (int64_t i = 0; f && i < want; i++) f[i] = (float)fabs(cd_value_get(&p->meta[id], i));
+    return f;
+}
+
+static int64_t ints_at(const cd_op *op, const char *name, int k, int64_t dflt) {
+    const int64_t *v;
+    int n = cd_attr_ints(op, name, &v);
+    return n > k ? v[k] : n > 0 ? v[0] : dflt;
+}
+
+static void same_pad1(int64_t in, int64_t stride, int64_t k, int64_t *b) {
+    int64_t out = (in + stride - 1) / stride, tot = (out - 1) * stride + k - in;
+    *b = tot > 0 ? tot / 2 : 0;
+}
+
+static bool me_conv(mag_elem *m, const cd_op *op, const cd_plan *p, const cd_value *x) {
+    int fid = cd_op_in(op, "Filter", 0), bid = cd_op_in(op, "Bias", 0);
+    if (x->shape.rank != 4 || fid < 0 || p->meta[fid].shape.rank != 4 || cd_op_in(op, "ResidualData", 0) >= 0)
+        return false;
+    const cd_shape *fs = &p->meta[fid].shape;
+    m->N = x->shape.d[0]; m->C = x->shape.d[1]; m->H = x->shape.d[2]; m->W = x->shape.d[3];
+    m->O = fs->d[0]; m->KH = fs->d[2]; m->KW = fs->d[3];
+    m->G = cd_attr_int(op, "groups", 1);
+    m->sh = ints_at(op, "strides", 0, 1); m->sw = ints_at(op, "strides", 1, 1);
+    m->dh = ints_at(op, "dilations", 0, 1); m->dw = ints_at(op, "dilations", 1, 1);
+    const int64_t *pv;
+    int np = cd_attr_ints(op, "paddings", &pv);
+    m->pt = np > 0 ? pv[0] : 0;
+    m->pl = np == 4 ? pv[2] : np >= 2 ? pv[1] : m->pt;
+    const char *alg = cd_attr_str(op, "padding_algorithm", "EXPLICIT");
+    if (!strcmp(alg, "VALID")) m->pt = m->pl = 0;
+    else if (!strcmp(alg, "SAME")) {
+        m->dh = m->dw = 1;
+        same_pad1(m->H, m->sh, m->KH, &m->pt);
+        same_pad1(m->W, m->sw, m->KW, &m->pl);
+    }
+    if (m->G <= 0 || m->C % m->G || m->O % m->G || fs->d[1] * m->G != m->C || m->sh <= 0 || m->sw <= 0 ||
+        m->dh <= 0 || m->dw <= 0)
+        return false;
+    /* the output extent from the layer's own shape: [N, O, Ho, Wo] */
+    const cd_shape *os = &m->out_shape;
+    if (os->rank != 4 || os->d[0] != m->N || os->d[1] != m->O) return false;
+    m->Ho = os->d[2]; m->Wo = os->d[3];
+    if (!(m->w = param_f32(p, fid, cd_shape_numel(fs)))) return false;
+    if (bid >= 0 && !(m->b = param_f32(p, bid, m->O))) return false;
+    return true;
+}
+
+static bool me_fc(mag_elem *m, const cd_op *op, const cd_plan *p, const cd_value *x) {
+    bool fc = !strcmp(op->type, "fc");
+    int wid = cd_op_in(op, fc ? "W" : "Y", 0), bid = fc ? cd_op_in(op, "Bias", 0) : -1;
+    if (wid < 0 || p->meta[wid].shape.rank != 2) return false;
+    int64_t cols = fc ? cd_attr_int(op, "in_num_col_dims", 1) : cd_attr_int(op, "x_num_col_dims", 1);
+    if (!fc && cd_attr_int(op, "y_num_col_dims", 1) != 1) return false;
+    if (cols < 1 || cols >= x->shape.rank + (x->shape.rank == 1)) return false;
+    m->M = 1;
+    for (int i = 0; i < cols && i < x->shape.rank; i++) m->M *= x->shape.d[i];
+    int64_t nx = cd_value_numel(x);
+    m->K = m->M ? nx / m->M : 0;
+    m->O = p->meta[wid].shape.d[1];
+    if (m->K != p->meta[wid].shape.d[0] || m->M * m->O != m->n_out) return false;
+    if (!(m->w = param_f32(p, wid, m->K * m->O))) return false;
+    if (bid >= 0 && !(m->b = param_f32(p, bid, m->O))) return false;
+    return true;
+}
+
+/* A's value of activation xid as float32 (owned), from the record or the dump. */
+static bool me_load_x(mag_elem *m, int xid, cd_value *out) {
+    cd_error e2 = {0};
+    memset(out, 0, sizeof *out);
+    if (m->force) return cd_forcing_has(m->force, xid) && !cd_forcing_get(m->force, xid, CD_F32, true, out, &e2);
+    op_inputs oi;
+    char note[256] = "";
+    bool ok = false;
+    if (!op_inputs_load(m->q, m->op_index, m->run, &oi, note, sizeof note, &e2) && !note[0])
+        for (int k = 0; k < oi.ex.n_inputs && !ok; k++)
+            if (oi.ex.src_inputs[k] == xid && oi.ins[k].dtype == CD_F32) {
+                *out = oi.ins[k];
+                op_inputs_take(&oi, k);
+                out->owned = true;
+                ok = true;
+            }
+    op_inputs_free(&oi);
+    if (ok && !m->keep_sign) {
+        float *x = out->data;
+        for (int64_t i = 0, n = cd_value_numel(out); i < n; i++) x[i] = fabsf(x[i]);
+    }
+    return ok;
+}
+
+void cd_local_me_setup(mag_elem *m) {
+    m->state = -1;
+    const cd_op *op = &m->g->ops[m->op_index];
+    const char *t = op->type;
+    me_kind kind = !strcmp(t, "conv2d") || !strcmp(t, "depthwise_conv2d") ? ME_CONV
+                 : !strcmp(t, "fc") || !strcmp(t, "mul") ? ME_FC : !strcmp(t, "scale") ? ME_SCALE : 0;
+    if (!kind) return;
+    if (kind == ME_SCALE && cd_op_in(op, "ScaleTensor", 0) >= 0) return;
+    int xid = cd_op_in(op, kind == ME_CONV ? "Input" : kind == ME_FC ? (strcmp(t, "fc") ? "X" : "Input") : "X", 0);
+    cd_value x;
+    if (xid < 0 || !me_load_x(m, xid, &x)) return;
+    bool ok;
+    m->kind = kind;
+    if (kind == ME_CONV) ok = me_conv(m, op, m->plan, &x);
+    else if (kind == ME_FC) ok = me_fc(m, op, m->plan, &x);
+    else {
+        m->sc = fabs(cd_attr_float(op, "scale", 1));
+        m->bi = fabs(cd_attr_float(op, "bias", 0));
+        m->bias_after = cd_attr_bool(op, "bias_after_scale", true);
+        ok = cd_value_numel(&x) == m->n_out;
+    }
+    if (ok) {
+        m->x = x.data;   /* |x| already (x itself with keep_sign) */
+        x.owned = false;
+        m->state = 1;
+    }
+    cd_value_release(&x);
+}
+
+double cd_local_mag_at(void *user, int64_t i) {
+    mag_elem *m = user;
+    if (m->state == 0) cd_local_me_setup(m);
+    if (m->state < 0 || i < 0 || i >= m->n_out || ++m->calls > m->budget) return NAN;
+    double acc = 0;
+    if (m->kind == ME_SCALE) {
+        double xv = m->x[i];
+        return m->bias_after ? m->sc * xv + m->bi : m->sc * (xv + m->bi);
+    }
+    if (m->kind == ME_FC) {
+        int64_t r = i / m->O, c = i % m->O;
+        const float *xr = m->x + r * m->K;
+        for (int64_t k = 0; k < m->K; k++) acc += (double)xr[k] * m->w[k * m->O + c];
+        return acc + (m->b ? m->b[c] : 0);
+    }
+    int64_t ow = i % m->Wo, oh = (i / m->Wo) % m->Ho, o = (i / (m->Wo * m->Ho)) % m->O, n = i / (m->Wo * m->Ho * m->O);
+    int64_t cpg = m->C / m->G, g = o / (m->O / m->G);
+    for (int64_t c = 0; c < cpg; c++) {
+        const float *xc = m->x + ((n * m->C + g * cpg + c) * m->H) * m->W;
+        const float *wc = m->w + ((o * cpg + c) * m->KH) * m->KW;
+        for (int64_t kh = 0; kh < m->KH; kh++) {
+            int64_t ih = oh * m->sh - m->pt + kh * m->dh;
+            if (ih < 0 || ih >= m->H) continue;
+            for (int64_t kw = 0; kw < m->KW; kw++) {
+                int64_t iw = ow * m->sw - m->pl + kw * m->dw;
+                if (iw >= 0 && iw < m->W) acc += (double)wc[kh * m->KW + kw] * xc[ih * m->W + iw];
+            }
+        }
+    }
+    return acc + (m->b ? m->b[o] : 0);
+}
+
+void cd_local_me_free(mag_elem *m) {
+    free(m->x);
+    free(m->w);
+    free(m->b);
+}
+
+/* ---------------------------------------------------------------- free-run evidence */
+
+typedef struct { float r; int64_t i; } ranked;
+static int by_ratio_desc(const void *a, const void *b) {
+    float x = ((const ranked *)a)->r, y = ((const ranked *)b)->r;
+    return (x < y) - (x > y);
+}
+
+/* A conv/fc layer run again (not settled) whose local check passed may still show, in the free
+ * run, an output wrong beyond everything its inputs explain: a racy or state-dependent kernel
+ * that happened to be right on the re-run. For the elements furthest over their cheap bound
+ * (at most 4096), |B_free - A| is held to the local bound on A's inputs plus the bound of what
+ * the input difference can do through the op: L * sum |w| |x_B - x_A| (the bias cancels), with
+ * the arithmetic on the larger magnitude. Returns whether some element exceeds it; fills r. */
+bool cd_local_free_evidence(const cd_local_req *q, const cd_layer_cmp *l, const cd_bound_spec *spec, const float *ref,
+                          int64_t n, cd_local_result *r) {
+    const cd_op *op = &q->s->g->ops[l->op_index];
+    if (spec->fam != CD_FAM_ACCUMULATE || (strcmp(op->type, "conv2d") && strcmp(op->type, "depthwise_conv2d") &&
+                                           strcmp(op->type, "fc") && strcmp(op->type, "mul")))
+        return false;
+    float *vb = NULL;
+    int64_t nb = 0;
+    cd_error e2 = {0};
+    if (cd_dump_read_f32(q->r, q->run_free, l->dataset_b, &vb, &nb, &e2) || nb != n) { free(vb); return false; }
+    double absmax = 0;
+    for (int64_t i = 0; i < n; i++)
+        if (isfinite(ref[i]) && fabs(ref[i]) > absmax) absmax = fabs(ref[i]);
+    ranked *cand = malloc((size_t)(n ? n : 1) * sizeof *cand);
+    int64_t nc = 0;
+    for (int64_t i = 0; cand && i < n; i++) {
+        double a = ref[i], e = fabs(a - (double)vb[i]);
+        if (!isfinite(a) || !isfinite(vb[i]) || e == 0) continue;   /* NaN/Inf: the free compare's business */
+        double b = cd_bound_elem(spec, a, NAN, NAN, absmax);
+        if (!(b > 0) || e > b) cand[nc++] = (ranked){(float)(b > 0 ? e / b : INFINITY), i};
+    }
+    bool found = false;
+    mag_elem ma = {.q = q, .g = q->s->g, .plan = &q->s->plan, .op_index = l->op_index, .out_shape = l->shape, .n_out = n,
+                   .budget = INT64_MAX};
+    mag_elem md = ma, xa = ma;
+    md.run = q->run_free;
+    md.keep_sign = xa.keep_sign = true;
+    if (nc) {
+        if (nc > 4096) { qsort(cand, (size_t)nc, sizeof *cand, by_ratio_desc); nc = 4096; }
+        cd_local_me_setup(&ma);
+        cd_local_me_setup(&md);
+        cd_local_me_setup(&xa);
+        int64_t nx = ma.kind == ME_CONV ? ma.N * ma.C * ma.H * ma.W : ma.M * ma.K;
+        bool ok = ma.state > 0 && md.state > 0 && xa.state > 0 && md.kind == ma.kind &&
+                  (md.kind == ME_CONV ? md.N * md.C * md.H * md.W : md.M * md.K) == nx;
+        if (ok) {
+            for (int64_t k = 0; k < nx; k++) md.x[k] = fabsf(md.x[k] - xa.x[k]);   /* |x_B - x_A| */
+            free(md.b);
+            md.b = NULL;
+        }
+        double L = spec->lipschitz > 0 ? spec->lipschitz : 1;
+        for (int64_t c = 0; ok && c < nc; c++) {
+            int64_t i = cand[c].i;
+            double mA = cd_local_mag_at(&ma, i), mD = cd_local_mag_at(&md, i);
+            if (isnan(mA) || isnan(mD)) break;
+            double allowed = cd_bound_elem(spec, ref[i], mA + mD, NAN, absmax) + L * mD;
+            double e = fabs((double)ref[i] - vb[i]), ratio = allowed > 0 ? e / allowed : INFINITY;
+            if (ratio > 1) {
+                r->exceed++;
+                if (!found || ratio > r->ratio) { r->ratio = ratio; r->err = e; r->bound = allowed; r->worst = i; }
+                found = true;
+            }
+        }
+    }
+    cd_local_me_free(&ma);
+    cd_local_me_free(&md);
+    cd_local_me_free(&xa);
+    free(cand);
+    free(vb);
+    return found;
+}
+
+/* The first float input of op l (rounding ops: where the ties are), from A's run. */
+cd_status cd_local_op_input(const cd_local_req *q, const cd_layer_cmp *l, int64_t want_n, float **x, cd_error *err) {
+    *x = NULL;
+    op_inputs oi;
+    char note[256] = "";
+    cd_status st = op_inputs_load(q, l->op_index, NULL, &oi, note, sizeof note, err);
+    for (int i = 0; !st && !note[0] && i < oi.ex.n_inputs && !*x; i++)
+        if (oi.ins[i].dtype == CD_F32 && cd_value_numel(&oi.ins[i]) == want_n) *x = op_inputs_take(&oi, i);
+    op_inputs_free(&oi);
+    return st;
+}
+

@@ -1,0 +1,43 @@
+/* Private to the local check (local.c, local_spec.c, local_mag.c): the magnitude machinery
+ * and the family helpers the parts share. Not a module interface. */
+#ifndef CD_LOCAL_PRIV_H
+#define CD_LOCAL_PRIV_H
+#include "cli/local.h"
+
+/* Whether |ref| is a lower bound of the magnitude (the cheap check may pass a layer). */
+bool cd_local_cheap_valid(const cd_op *op);
+
+typedef enum { ME_CONV = 1, ME_FC, ME_SCALE } me_kind;
+typedef struct mag_elem {
+    const cd_local_req *q;     /* A's input from the dump (the check after the runs), or ... */
+    const cd_forcing *force;   /* ... from the forcing record (settling, in B's process) */
+    const cd_graph *g;
+    const cd_plan *plan;       /* parameters, as the checked side has them */
+    int op_index;
+    cd_shape out_shape;
+    const char *run;           /* the dump run of the input (NULL: q->run_a) */
+    bool keep_sign;            /* x as it is, not |x| */
+    int state;                 /* 0 not set up, 1 ready, -1 unavailable */
+    me_kind kind;
+    float *x, *w, *b;          /* owned: A's input, weights, bias (float) */
+    int64_t n_out;
+    int64_t N, C, H, W, O, Ho, Wo, KH, KW, G, sh, sw, pt, pl, dh, dw;
+    int64_t M, K;              /* fc/mul: rows and depth (O columns) */
+    double sc, bi;
+    bool bias_after;
+    int64_t calls, budget;
+} mag_elem;
+
+/* sum |w x| + |b| of output element i (NaN when unavailable or over budget); set up lazily. */
+double cd_local_mag_at(void *user, int64_t i);
+void cd_local_me_setup(mag_elem *m);
+void cd_local_me_free(mag_elem *m);
+/* The whole magnitude run of layer l on the CPU (float32, |A's inputs|). */
+cd_status cd_local_magnitude(const cd_local_req *q, const cd_layer_cmp *l, float **mag, int64_t *nmag, char *note,
+                             size_t note_len, cd_error *err);
+/* Free-run evidence of a conv/fc layer run again whose local check passed (local_mag.c). */
+bool cd_local_free_evidence(const cd_local_req *q, const cd_layer_cmp *l, const cd_bound_spec *spec, const float *ref,
+                            int64_t n, cd_local_result *r);
+/* The first float input of op l with want_n values, from A's run (rounding ops). */
+cd_status cd_local_op_input(const cd_local_req *q, const cd_layer_cmp *l, int64_t want_n, float **x, cd_error *err);
+#endif
