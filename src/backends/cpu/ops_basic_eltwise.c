@@ -16,7 +16,7 @@
  * Speed: the broadcast is reduced to a few merged dims whose innermost dim has x/y strides
  * of 0 or 1, so same-shape, per-channel and trailing broadcasts run as flat inner loops. */
 #include "backends/cpu/par.h"
-#include "engine/ops.h"
+#include "backends/cpu/ops_util.h"
 #include <limits.h>
 #include <math.h>
 #include <stdio.h>
@@ -38,30 +38,15 @@ typedef struct {
 static int bcast_build(const cd_shape *x, const cd_shape *y, int64_t axis, cd_shape *out, bcast *b, char *msg,
                        size_t msz) {
     char bx[160], by[160];
-    int rx = x->rank, ry = y->rank, r = rx >= ry ? rx : ry;
+    int r = x->rank >= y->rank ? x->rank : y->rank, lo = x->rank + y->rank - r;
     int64_t ax[CD_MAX_RANK], ay[CD_MAX_RANK]; /* aligned dims */
     memset(out, 0, sizeof *out);   /* dims past the rank defined too: shapes are copied whole */
-    if (cd_shape_eq(x, y)) {
-        for (int i = 0; i < r; i++) ax[i] = ay[i] = x->d[i];
-    } else {
-        int lo = rx >= ry ? ry : rx;
-        int64_t a = axis == -1 ? (int64_t)(r - lo) : axis;
-        /* Paddle also accepts a negative axis counted from the end of the larger rank. */
-        if (axis < -1 && axis >= -(int64_t)r) a = axis + r - lo + 1;
-        if (a < 0 || a + lo > r) {
-            snprintf(msg, msz,
-                     "axis %lld cannot place the rank-%d operand inside the rank-%d one (X %s, Y %s): "
-                     "axis must lie in [0, %d] or be -1",
-                     (long long)axis, lo, r, cd_shape_str(x, bx, sizeof bx), cd_shape_str(y, by, sizeof by),
-                     r - lo);
-            return -1;
-        }
-        const cd_shape *big = rx >= ry ? x : y, *small = rx >= ry ? y : x;
-        int64_t *abig = rx >= ry ? ax : ay, *asmall = rx >= ry ? ay : ax;
-        for (int i = 0; i < r; i++) {
-            abig[i] = big->d[i];
-            asmall[i] = (i >= a && i < a + lo) ? small->d[i - a] : 1;
-        }
+    if (cd_bcast_align(x, y, axis, ax, ay)) {
+        snprintf(msg, msz,
+                 "axis %lld cannot place the rank-%d operand inside the rank-%d one (X %s, Y %s): "
+                 "axis must lie in [0, %d] or be -1",
+                 (long long)axis, lo, r, cd_shape_str(x, bx, sizeof bx), cd_shape_str(y, by, sizeof by), r - lo);
+        return -1;
     }
     out->rank = r;
     for (int i = 0; i < r; i++) {

@@ -27,53 +27,24 @@
  * OpenCL kernels (FP_CONTRACT OFF) compute the same roundings. */
 #pragma GCC optimize("fp-contract=off")
 #include "backends/cpu/par.h"
-#include "engine/ops.h"
+#include "backends/cpu/ops_util.h"
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
 typedef _Float16 f16;
 #define PAR_MIN 32768
-#define MAXV 64
+#define MAXV CD_OPS_MAXV
 
 /* ------------------------------------------------------------------ helpers */
-
-static bool is_float_dtype(cd_dtype t) { return t == CD_F32 || t == CD_F16; }
-
-static cd_status tensor_ints(cd_op_ctx *c, const cd_value *v, const char *slot, int64_t *out, int *n) {
-    int64_t k = cd_value_numel(v);
-    if (v->dtype != CD_I32 && v->dtype != CD_I64)
-        return cd_op_fail(c, CD_E_MODEL, "input %s must be int32 or int64, it is %s", slot, cd_dtype_name(v->dtype));
-    if (k < 0 || k > MAXV) return cd_op_fail(c, CD_E_MODEL, "input %s holds %lld values (at most %d)", slot, (long long)k, MAXV);
-    if (!v->data)
-        return cd_op_fail(c, CD_E_UNSUPPORTED, "input %s is computed from run-time data; its value must be known "
-                          "when shapes are planned", slot);
-    for (int64_t i = 0; i < k; i++)
-        out[i] = v->dtype == CD_I32 ? ((const int32_t *)v->data)[i] : ((const int64_t *)v->data)[i];
-    *n = (int)k;
-    return CD_OK;
-}
 
 /* An integer list from (in order of precedence) a tensor slot, a list slot of 1-element
  * tensors, or an INTS attribute. */
 static cd_status int_list(cd_op_ctx *c, const char *tslot, const char *lslot, const char *attr, int64_t *out, int *n) {
     cd_value *t = cd_in(c, tslot, 0);
-    if (t) return tensor_ints(c, t, tslot, out, n);
-    const cd_slot *s = cd_op_in_slot(c->op, lslot);
-    if (s && s->n > 0) {
-        if (s->n > MAXV) return cd_op_fail(c, CD_E_MODEL, "input list %s has %d tensors (at most %d)", lslot, s->n, MAXV);
-        for (int i = 0; i < s->n; i++) {
-            int k;
-            int64_t tmp[MAXV];
-            if (s->ids[i] < 0) return cd_op_fail(c, CD_E_MODEL, "input list %s entry %d is not connected", lslot, i);
-            cd_status st = tensor_ints(c, &c->vals[s->ids[i]], lslot, tmp, &k);
-            if (st) return st;
-            if (k != 1) return cd_op_fail(c, CD_E_MODEL, "input %s[%d] must hold 1 value, it holds %d", lslot, i, k);
-            out[i] = tmp[0];
-        }
-        *n = s->n;
-        return CD_OK;
-    }
+    if (t) return cd_ops_tensor_ints(c, t, tslot, out, n);
+    cd_status s = cd_ops_list_ints(c, lslot, out, n);
+    if (s || *n > 0) return s;
     const int64_t *v;
     int k = cd_attr_ints(c->op, attr, &v);
     if (k > MAXV) return cd_op_fail(c, CD_E_MODEL, "attribute %s has %d values (at most %d)", attr, k, MAXV);
@@ -82,11 +53,36 @@ static cd_status int_list(cd_op_ctx *c, const char *tslot, const char *lslot, co
     return CD_OK;
 }
 
-static cd_status need_io(cd_op_ctx *c, const char *in, const char *out, cd_value **x, cd_value **o) {
-    *x = cd_in(c, in, 0);
-    if (!*x) return cd_op_fail(c, CD_E_MODEL, "required input %s is not connected", in);
-    *o = cd_out(c, out, 0);
-    if (!*o) return cd_op_fail(c, CD_E_MODEL, "required output %s is not connected", out);
+/* Shape rule of an op whose Out has X's dtype: from X (and the extra input e, when the op has
+ * one) the Out shape os, plus what the kernel needs of the parse in *cfg (when not NULL). */
+typedef cd_status (*shape_fn)(cd_op_ctx *c, const cd_value *x, const cd_value *e, void *cfg, cd_shape *os);
+
+/* X, Out (slot `out`), the extra input `extra` when named (else *e = NULL) and the shape rule
+ * f, into os (NULL: Out's shape). */
+static cd_status io_shape(cd_op_ctx *c, const char *out, const char *extra, shape_fn f, void *cfg, cd_value **x,
+                          cd_value **o, cd_value **e, cd_shape *os) {
+    cd_status s = cd_ops_need_io(c, "X", out, x, o);
+    if (s) return s;
+    *e = extra ? cd_in(c, extra, 0) : NULL;
+    if (extra && !*e) return cd_op_fail(c, CD_E_MODEL, "required input %s is not connected", extra);
+    return f(c, *x, *e, cfg, os ? os : &(*o)->shape);
+}
+
+static cd_status data_infer(cd_op_ctx *c, const char *out, const char *extra, shape_fn f) {
+    cd_value *x, *o, *e;
+    cd_status s = io_shape(c, out, extra, f, NULL, &x, &o, &e, NULL);
+    if (!s) o->dtype = x->dtype;
+    return s;
+}
+
+/* The start of a run: io_shape, and Out still as planned. */
+static cd_status data_run_begin(cd_op_ctx *c, const char *out, const char *extra, shape_fn f, void *cfg,
+                                cd_value **x, cd_value **o, cd_value **e) {
+    cd_shape os;
+    cd_status s = io_shape(c, out, extra, f, cfg, x, o, e, &os);
+    if (s) return s;
+    if (!cd_shape_eq(&os, &(*o)->shape) || (*o)->dtype != (*x)->dtype)
+        return cd_op_fail(c, CD_E_INTERNAL, "output changed after shape inference");
     return CD_OK;
 }
 
@@ -103,7 +99,8 @@ static inline void copy_elem(char *dst, const char *src, size_t es) {
 /* ------------------------------------------------------------------ expand / expand_v2 */
 
 /* Out shape of expand / expand_v2 and X's shape aligned to Out's rank (leading 1s). */
-static cd_status expand_shapes(cd_op_ctx *c, const cd_value *x, cd_shape *os, cd_shape *xa) {
+static cd_status expand_shapes(cd_op_ctx *c, const cd_value *x, const cd_value *e, void *cfg, cd_shape *os) {
+    cd_shape tmp, *xa = cfg ? cfg : &tmp;
     int64_t v[MAXV];
     int n;
     cd_status s;
@@ -163,22 +160,14 @@ static cd_status expand_shapes(cd_op_ctx *c, const cd_value *x, cd_shape *os, cd
     return CD_OK;
 }
 
-cd_status cd_more_expand_infer(cd_op_ctx *c) {
-    cd_value *x, *o;
-    cd_shape xa;
-    cd_status s = need_io(c, "X", "Out", &x, &o);
-    if (s || (s = expand_shapes(c, x, &o->shape, &xa))) return s;
-    o->dtype = x->dtype;
-    return CD_OK;
-}
+cd_status cd_more_expand_infer(cd_op_ctx *c) { return data_infer(c, "Out", NULL, expand_shapes); }
 
 cd_status cd_more_expand_run(cd_op_ctx *c) {
-    cd_value *x, *o;
-    cd_shape os, xa;
-    cd_status s = need_io(c, "X", "Out", &x, &o);
-    if (s || (s = expand_shapes(c, x, &os, &xa))) return s;
-    if (!cd_shape_eq(&os, &o->shape) || o->dtype != x->dtype)
-        return cd_op_fail(c, CD_E_INTERNAL, "output changed after shape inference");
+    cd_value *x, *o, *e;
+    cd_shape xa;
+    cd_status s = data_run_begin(c, "Out", NULL, expand_shapes, &xa, &x, &o, &e);
+    if (s) return s;
+    const cd_shape os = o->shape;
     const size_t es = cd_dtype_size(x->dtype);
     int64_t st[CD_MAX_RANK], p = 1, n = cd_value_numel(o);
     for (int i = xa.rank - 1; i >= 0; i--) st[i] = p, p *= xa.d[i];
@@ -199,24 +188,9 @@ cd_status cd_more_expand_run(cd_op_ctx *c) {
 
 /* ------------------------------------------------------------------ gather */
 
-static cd_status gather_axis(cd_op_ctx *c, int rank, int64_t *axis) {
-    int64_t a = cd_attr_int(c->op, "axis", 0), v[MAXV];
-    int n;
-    cd_value *at = cd_in(c, "Axis", 0);
-    if (at) {
-        cd_status s = tensor_ints(c, at, "Axis", v, &n);
-        if (s) return s;
-        if (n != 1) return cd_op_fail(c, CD_E_MODEL, "Axis must hold 1 value, it holds %d", n);
-        a = v[0];
-    }
-    if (a < -rank || a >= rank || rank == 0)
-        return cd_op_fail(c, CD_E_MODEL, "gather axis %lld is out of range for rank %d", (long long)a, rank);
-    *axis = a < 0 ? a + rank : a;
-    return CD_OK;
-}
-
-static cd_status gather_shapes(cd_op_ctx *c, const cd_value *x, const cd_value *ix, int64_t *axis, cd_shape *os) {
-    cd_status s = gather_axis(c, x->shape.rank, axis);
+static cd_status gather_shapes(cd_op_ctx *c, const cd_value *x, const cd_value *ix, void *cfg, cd_shape *os) {
+    int64_t tmp, *axis = cfg ? cfg : &tmp;
+    cd_status s = cd_ops_axis(c, "Axis", "gather axis", x->shape.rank, axis);
     if (s) return s;
     if (ix->dtype != CD_I32 && ix->dtype != CD_I64)
         return cd_op_fail(c, CD_E_MODEL, "Index must be int32 or int64, it is %s", cd_dtype_name(ix->dtype));
@@ -227,27 +201,13 @@ static cd_status gather_shapes(cd_op_ctx *c, const cd_value *x, const cd_value *
     return CD_OK;
 }
 
-cd_status cd_more_gather_infer(cd_op_ctx *c) {
-    cd_value *x, *o, *ix = cd_in(c, "Index", 0);
-    int64_t axis;
-    cd_status s = need_io(c, "X", "Out", &x, &o);
-    if (s) return s;
-    if (!ix) return cd_op_fail(c, CD_E_MODEL, "required input Index is not connected");
-    if ((s = gather_shapes(c, x, ix, &axis, &o->shape))) return s;
-    o->dtype = x->dtype;
-    return CD_OK;
-}
+cd_status cd_more_gather_infer(cd_op_ctx *c) { return data_infer(c, "Out", "Index", gather_shapes); }
 
 cd_status cd_more_gather_run(cd_op_ctx *c) {
-    cd_value *x, *o, *ix = cd_in(c, "Index", 0);
+    cd_value *x, *o, *ix;
     int64_t axis;
-    cd_shape os;
-    cd_status s = need_io(c, "X", "Out", &x, &o);
+    cd_status s = data_run_begin(c, "Out", "Index", gather_shapes, &axis, &x, &o, &ix);
     if (s) return s;
-    if (!ix) return cd_op_fail(c, CD_E_MODEL, "required input Index is not connected");
-    if ((s = gather_shapes(c, x, ix, &axis, &os))) return s;
-    if (!cd_shape_eq(&os, &o->shape) || o->dtype != x->dtype)
-        return cd_op_fail(c, CD_E_INTERNAL, "output changed after shape inference");
     int64_t outer = 1, inner = 1, A = x->shape.d[axis], N = cd_value_numel(ix);
     for (int i = 0; i < axis; i++) outer *= x->shape.d[i];
     for (int i = (int)axis + 1; i < x->shape.rank; i++) inner *= x->shape.d[i];
@@ -270,7 +230,8 @@ cd_status cd_more_gather_run(cd_op_ctx *c) {
 
 /* ------------------------------------------------------------------ pixel_shuffle */
 
-static cd_status ps_parse(cd_op_ctx *c, const cd_value *x, int64_t *r, cd_shape *os) {
+static cd_status ps_parse(cd_op_ctx *c, const cd_value *x, const cd_value *e, void *cfg, cd_shape *os) {
+    int64_t tmp, *r = cfg ? cfg : &tmp;
     *r = cd_attr_int(c->op, "upscale_factor", 1);
     const char *df = cd_attr_str(c->op, "data_format", "NCHW");
     if (strcmp(df, "NCHW") && strcmp(df, "AnyLayout"))
@@ -287,24 +248,14 @@ static cd_status ps_parse(cd_op_ctx *c, const cd_value *x, int64_t *r, cd_shape 
     return CD_OK;
 }
 
-cd_status cd_more_pixel_shuffle_infer(cd_op_ctx *c) {
-    cd_value *x, *o;
-    int64_t r;
-    cd_status s = need_io(c, "X", "Out", &x, &o);
-    if (s || (s = ps_parse(c, x, &r, &o->shape))) return s;
-    o->dtype = x->dtype;
-    return CD_OK;
-}
+cd_status cd_more_pixel_shuffle_infer(cd_op_ctx *c) { return data_infer(c, "Out", NULL, ps_parse); }
 
 cd_status cd_more_pixel_shuffle_run(cd_op_ctx *c) {
-    cd_value *x, *o;
+    cd_value *x, *o, *e;
     int64_t r;
-    cd_shape os;
-    cd_status s = need_io(c, "X", "Out", &x, &o);
-    if (s || (s = ps_parse(c, x, &r, &os))) return s;
-    if (!cd_shape_eq(&os, &o->shape) || o->dtype != x->dtype)
-        return cd_op_fail(c, CD_E_INTERNAL, "output changed after shape inference");
-    const int64_t C = os.d[1], Ho = os.d[2], Wo = os.d[3], H = x->shape.d[2], W = x->shape.d[3];
+    cd_status s = data_run_begin(c, "Out", NULL, ps_parse, &r, &x, &o, &e);
+    if (s) return s;
+    const int64_t C = o->shape.d[1], Ho = o->shape.d[2], Wo = o->shape.d[3], H = x->shape.d[2], W = x->shape.d[3];
     const int64_t n = cd_value_numel(o);
     const size_t es = cd_dtype_size(x->dtype);
     const char *in = x->data;
@@ -323,7 +274,8 @@ cd_status cd_more_pixel_shuffle_run(cd_op_ctx *c) {
 
 typedef struct { bool nearest; int pad; bool align; } gs_cfg; /* pad: 0 zeros, 1 border, 2 reflection */
 
-static cd_status gs_parse(cd_op_ctx *c, const cd_value *x, const cd_value *g, gs_cfg *p, cd_shape *os) {
+static cd_status gs_parse(cd_op_ctx *c, const cd_value *x, const cd_value *g, void *cfg, cd_shape *os) {
+    gs_cfg tmp, *p = cfg ? cfg : &tmp;
     const char *m = cd_attr_str(c->op, "mode", "bilinear"), *pm = cd_attr_str(c->op, "padding_mode", "zeros");
     if (!strcmp(m, "bilinear")) p->nearest = false;
     else if (!strcmp(m, "nearest")) p->nearest = true;
@@ -335,7 +287,7 @@ static cd_status gs_parse(cd_op_ctx *c, const cd_value *x, const cd_value *g, gs
     p->align = cd_attr_bool(c->op, "align_corners", true);
     if (x->shape.rank != 4 || g->shape.rank != 4 || g->shape.d[3] != 2 || g->shape.d[0] != x->shape.d[0])
         return cd_op_fail(c, CD_E_MODEL, "grid_sampler needs X [N, C, H, W] and Grid [N, Ho, Wo, 2]");
-    if (!is_float_dtype(x->dtype) || g->dtype != x->dtype)
+    if (!cd_ops_is_float(x->dtype) || g->dtype != x->dtype)
         return cd_op_fail(c, CD_E_UNSUPPORTED, "X and Grid must both be float32 or float16 (X %s, Grid %s)",
                           cd_dtype_name(x->dtype), cd_dtype_name(g->dtype));
     *os = x->shape;
@@ -365,32 +317,14 @@ static float gs_coord(float g, int64_t size, const gs_cfg *p) {
     return v;
 }
 
-static inline float gs_load(const void *p, cd_dtype t, int64_t i) {
-    return t == CD_F16 ? (float)((const f16 *)p)[i] : ((const float *)p)[i];
-}
-
-cd_status cd_more_grid_sampler_infer(cd_op_ctx *c) {
-    cd_value *x, *o, *g = cd_in(c, "Grid", 0);
-    gs_cfg p;
-    cd_status s = need_io(c, "X", "Output", &x, &o);
-    if (s) return s;
-    if (!g) return cd_op_fail(c, CD_E_MODEL, "required input Grid is not connected");
-    if ((s = gs_parse(c, x, g, &p, &o->shape))) return s;
-    o->dtype = x->dtype;
-    return CD_OK;
-}
+cd_status cd_more_grid_sampler_infer(cd_op_ctx *c) { return data_infer(c, "Output", "Grid", gs_parse); }
 
 cd_status cd_more_grid_sampler_run(cd_op_ctx *c) {
-    cd_value *x, *o, *g = cd_in(c, "Grid", 0);
+    cd_value *x, *o, *g;
     gs_cfg p;
-    cd_shape os;
-    cd_status s = need_io(c, "X", "Output", &x, &o);
+    cd_status s = data_run_begin(c, "Output", "Grid", gs_parse, &p, &x, &o, &g);
     if (s) return s;
-    if (!g) return cd_op_fail(c, CD_E_MODEL, "required input Grid is not connected");
-    if ((s = gs_parse(c, x, g, &p, &os))) return s;
-    if (!cd_shape_eq(&os, &o->shape) || o->dtype != x->dtype)
-        return cd_op_fail(c, CD_E_INTERNAL, "output changed after shape inference");
-    const int64_t C = x->shape.d[1], H = x->shape.d[2], W = x->shape.d[3], Ho = os.d[2], Wo = os.d[3];
+    const int64_t C = x->shape.d[1], H = x->shape.d[2], W = x->shape.d[3], Ho = o->shape.d[2], Wo = o->shape.d[3];
     const int64_t n = cd_value_numel(o);
     const cd_dtype t = x->dtype;
     const void *in = x->data, *gd = g->data;
@@ -399,13 +333,13 @@ cd_status cd_more_grid_sampler_run(cd_op_ctx *c) {
     CD_PAR_FOR(n >= PAR_MIN, threads, int64_t, i, n, {
         const int64_t ox = i % Wo, oy = (i / Wo) % Ho, ch = (i / (Wo * Ho)) % C, nb = i / (Wo * Ho * C);
         const int64_t gi = ((nb * Ho + oy) * Wo + ox) * 2;
-        const float fx = gs_coord(gs_load(gd, t, gi), W, &p), fy = gs_coord(gs_load(gd, t, gi + 1), H, &p);
+        const float fx = gs_coord(cd_ops_ldf(gd, t, gi), W, &p), fy = gs_coord(cd_ops_ldf(gd, t, gi + 1), H, &p);
         const int64_t base = (nb * C + ch) * H * W;
         float v = 0.0f;
         if (p.nearest) {
             const float rx = roundf(fx), ry = roundf(fy);
             if (rx >= 0.0f && rx <= (float)(W - 1) && ry >= 0.0f && ry <= (float)(H - 1))
-                v = gs_load(in, t, base + (int64_t)ry * W + (int64_t)rx);
+                v = cd_ops_ldf(in, t, base + (int64_t)ry * W + (int64_t)rx);
         } else if (isfinite(fx) && isfinite(fy) && fx > -2.0f && fy > -2.0f && fx < (float)W + 1.0f &&
                    fy < (float)H + 1.0f) {
             const float x0f = floorf(fx), y0f = floorf(fy);
@@ -415,7 +349,7 @@ cd_status cd_more_grid_sampler_run(cd_op_ctx *c) {
                 for (int dx = 0; dx < 2; dx++) {
                     const int64_t yy = y0 + dy, xx = x0 + dx;
                     if (yy < 0 || yy >= H || xx < 0 || xx >= W) continue;
-                    v += gs_load(in, t, base + yy * W + xx) * (dy ? wy1 : wy0) * (dx ? wx1 : wx0);
+                    v += cd_ops_ldf(in, t, base + yy * W + xx) * (dy ? wy1 : wy0) * (dx ? wx1 : wx0);
                 }
         }
         if (t == CD_F16) ((f16 *)out)[i] = (f16)v;
@@ -490,7 +424,10 @@ cd_status cd_more_assign_value_run(cd_op_ctx *c) {
  * every number. The OpenCL kernel uses the same order, so both give the same indices. */
 typedef struct { int64_t k, outer, len, inner; bool largest; } topk_cfg;
 
-static cd_status topk_parse(cd_op_ctx *c, const cd_value *x, topk_cfg *p, cd_shape *os) {
+static cd_status topk_parse(cd_op_ctx *c, const cd_value *x, const cd_value *e, void *cfg, cd_shape *os) {
+    topk_cfg tmp, *p = cfg ? cfg : &tmp;
+    cd_status s = cd_ops_need_float(c, x);
+    if (s) return s;
     const bool v2 = !strcmp(c->op->type, "top_k_v2");
     int64_t axis = v2 ? cd_attr_int(c->op, "axis", -1) : -1, v[MAXV];
     int r = x->shape.rank, n;
@@ -498,8 +435,7 @@ static cd_status topk_parse(cd_op_ctx *c, const cd_value *x, topk_cfg *p, cd_sha
     p->largest = v2 ? cd_attr_bool(c->op, "largest", true) : true;
     cd_value *kt = cd_in(c, "K", 0);
     if (kt) {
-        cd_status s = tensor_ints(c, kt, "K", v, &n);
-        if (s) return s;
+        if ((s = cd_ops_tensor_ints(c, kt, "K", v, &n))) return s;
         if (n != 1) return cd_op_fail(c, CD_E_MODEL, "K must hold 1 value, it holds %d", n);
         p->k = v[0];
     }
@@ -519,14 +455,9 @@ static cd_status topk_parse(cd_op_ctx *c, const cd_value *x, topk_cfg *p, cd_sha
 }
 
 cd_status cd_more_topk_infer(cd_op_ctx *c) {
-    cd_value *x, *o, *ix = cd_out(c, "Indices", 0);
-    topk_cfg p;
-    cd_status s = need_io(c, "X", "Out", &x, &o);
+    cd_value *o = cd_out(c, "Out", 0), *ix = cd_out(c, "Indices", 0);
+    cd_status s = data_infer(c, "Out", NULL, topk_parse);
     if (s) return s;
-    if (!is_float_dtype(x->dtype))
-        return cd_op_fail(c, CD_E_UNSUPPORTED, "element type %s is not supported (float32 or float16)", cd_dtype_name(x->dtype));
-    if ((s = topk_parse(c, x, &p, &o->shape))) return s;
-    o->dtype = x->dtype;
     if (ix) {
         ix->shape = o->shape;
         ix->dtype = CD_I64;
@@ -545,12 +476,11 @@ static inline bool topk_before(float a, int64_t ia, float b, int64_t ib, bool la
 }
 
 cd_status cd_more_topk_run(cd_op_ctx *c) {
-    cd_value *x, *o, *ix = cd_out(c, "Indices", 0);
+    cd_value *x, *o, *e, *ix = cd_out(c, "Indices", 0);
     topk_cfg p;
-    cd_shape os;
-    cd_status s = need_io(c, "X", "Out", &x, &o);
-    if (s || (s = topk_parse(c, x, &p, &os))) return s;
-    if (!cd_shape_eq(&os, &o->shape) || o->dtype != x->dtype || (ix && (!cd_shape_eq(&os, &ix->shape) || ix->dtype != CD_I64)))
+    cd_status s = data_run_begin(c, "Out", NULL, topk_parse, &p, &x, &o, &e);
+    if (s) return s;
+    if (ix && (!cd_shape_eq(&o->shape, &ix->shape) || ix->dtype != CD_I64))
         return cd_op_fail(c, CD_E_INTERNAL, "output changed after shape inference");
     const int64_t rows = p.outer * p.inner, k = p.k, len = p.len, inner = p.inner;
     const cd_dtype t = x->dtype;
@@ -565,7 +495,7 @@ cd_status cd_more_topk_run(cd_op_ctx *c) {
         const int64_t ob = row / inner, in = row % inner;
         int64_t cnt = 0;
         for (int64_t j = 0; j < len; j++) {
-            const float v = gs_load(x->data, t, (ob * len + j) * inner + in);
+            const float v = cd_ops_ldf(x->data, t, (ob * len + j) * inner + in);
             if (cnt == k && !topk_before(v, j, val[k - 1], idx[k - 1], p.largest)) continue;
             int64_t pos = cnt < k ? cnt++ : k - 1;
             while (pos > 0 && topk_before(v, j, val[pos - 1], idx[pos - 1], p.largest)) {
@@ -591,7 +521,9 @@ cd_status cd_more_topk_run(cd_op_ctx *c) {
 /* ------------------------------------------------------------------ unbind */
 
 /* unbind: INT `axis` (0); output list Out gets the X[..., i, ...] slices, dim `axis` removed. */
-static cd_status unbind_parse(cd_op_ctx *c, const cd_value *x, int64_t *axis, const cd_slot **outs) {
+static cd_status unbind_parse(cd_op_ctx *c, cd_value **xp, int64_t *axis, const cd_slot **outs) {
+    const cd_value *x = *xp = cd_in(c, "X", 0);
+    if (!x) return cd_op_fail(c, CD_E_MODEL, "required input X is not connected");
     int r = x->shape.rank;
     *axis = cd_attr_int(c->op, "axis", 0);
     if (r == 0 || *axis < -r || *axis >= r)
@@ -605,11 +537,10 @@ static cd_status unbind_parse(cd_op_ctx *c, const cd_value *x, int64_t *axis, co
 }
 
 cd_status cd_more_unbind_infer(cd_op_ctx *c) {
-    cd_value *x = cd_in(c, "X", 0);
+    cd_value *x;
     int64_t axis;
     const cd_slot *outs;
-    if (!x) return cd_op_fail(c, CD_E_MODEL, "required input X is not connected");
-    cd_status s = unbind_parse(c, x, &axis, &outs);
+    cd_status s = unbind_parse(c, &x, &axis, &outs);
     if (s) return s;
     for (int i = 0; i < outs->n; i++) {
         if (outs->ids[i] < 0) continue;
@@ -623,11 +554,10 @@ cd_status cd_more_unbind_infer(cd_op_ctx *c) {
 }
 
 cd_status cd_more_unbind_run(cd_op_ctx *c) {
-    cd_value *x = cd_in(c, "X", 0);
+    cd_value *x;
     int64_t axis;
     const cd_slot *outs;
-    if (!x) return cd_op_fail(c, CD_E_MODEL, "required input X is not connected");
-    cd_status s = unbind_parse(c, x, &axis, &outs);
+    cd_status s = unbind_parse(c, &x, &axis, &outs);
     if (s) return s;
     int64_t outer = 1, inner = 1, A = x->shape.d[axis];
     for (int d = 0; d < axis; d++) outer *= x->shape.d[d];
@@ -648,7 +578,8 @@ cd_status cd_more_unbind_run(cd_op_ctx *c) {
 
 /* gather_nd: Index [..., K] (int32/int64, K <= rank X) selects X[i0, ..., iK-1, :]; Out shape =
  * Index.shape[:-1] + X.shape[K:]. Indices outside [0, dim) are a model error (0 on the device). */
-static cd_status gnd_shapes(cd_op_ctx *c, const cd_value *x, const cd_value *ix, int *K, cd_shape *os) {
+static cd_status gnd_shapes(cd_op_ctx *c, const cd_value *x, const cd_value *ix, void *cfg, cd_shape *os) {
+    int tmp, *K = cfg ? cfg : &tmp;
     if (ix->dtype != CD_I32 && ix->dtype != CD_I64)
         return cd_op_fail(c, CD_E_MODEL, "Index must be int32 or int64, it is %s", cd_dtype_name(ix->dtype));
     if (ix->shape.rank < 1) return cd_op_fail(c, CD_E_MODEL, "Index must have rank >= 1");
@@ -663,27 +594,13 @@ static cd_status gnd_shapes(cd_op_ctx *c, const cd_value *x, const cd_value *ix,
     return CD_OK;
 }
 
-cd_status cd_more_gather_nd_infer(cd_op_ctx *c) {
-    cd_value *x, *o, *ix = cd_in(c, "Index", 0);
-    int K;
-    cd_status s = need_io(c, "X", "Out", &x, &o);
-    if (s) return s;
-    if (!ix) return cd_op_fail(c, CD_E_MODEL, "required input Index is not connected");
-    if ((s = gnd_shapes(c, x, ix, &K, &o->shape))) return s;
-    o->dtype = x->dtype;
-    return CD_OK;
-}
+cd_status cd_more_gather_nd_infer(cd_op_ctx *c) { return data_infer(c, "Out", "Index", gnd_shapes); }
 
 cd_status cd_more_gather_nd_run(cd_op_ctx *c) {
-    cd_value *x, *o, *ix = cd_in(c, "Index", 0);
+    cd_value *x, *o, *ix;
     int K;
-    cd_shape os;
-    cd_status s = need_io(c, "X", "Out", &x, &o);
+    cd_status s = data_run_begin(c, "Out", "Index", gnd_shapes, &K, &x, &o, &ix);
     if (s) return s;
-    if (!ix) return cd_op_fail(c, CD_E_MODEL, "required input Index is not connected");
-    if ((s = gnd_shapes(c, x, ix, &K, &os))) return s;
-    if (!cd_shape_eq(&os, &o->shape) || o->dtype != x->dtype)
-        return cd_op_fail(c, CD_E_INTERNAL, "output changed after shape inference");
     int64_t inner = 1, st[CD_MAX_RANK], M = 1; /* M index tuples of K values, slices of inner elements */
     for (int i = 0; i < ix->shape.rank - 1; i++) M *= ix->shape.d[i];
     for (int i = K; i < x->shape.rank; i++) inner *= x->shape.d[i];

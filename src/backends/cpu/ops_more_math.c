@@ -22,7 +22,7 @@
  * OpenCL kernels (FP_CONTRACT OFF) compute the same roundings. */
 #pragma GCC optimize("fp-contract=off")
 #include "backends/cpu/par.h"
-#include "engine/ops.h"
+#include "backends/cpu/ops_util.h"
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
@@ -31,29 +31,17 @@ typedef _Float16 f16;
 
 #define PAR_MIN 32768
 
-static inline float ldf(const void *p, cd_dtype t, int64_t i) {
-    return t == CD_F16 ? (float)((const f16 *)p)[i] : ((const float *)p)[i];
-}
 static inline void stf(void *p, cd_dtype t, int64_t i, float v) {
     if (t == CD_F16) ((f16 *)p)[i] = (f16)v;
     else ((float *)p)[i] = v;
 }
 
-static bool is_float(cd_dtype t) { return t == CD_F32 || t == CD_F16; }
-
-static cd_status need_io(cd_op_ctx *c, const char *in, const char *out, cd_value **x, cd_value **o) {
-    *x = cd_in(c, in, 0);
-    if (!*x) return cd_op_fail(c, CD_E_MODEL, "required input %s is not connected", in);
-    *o = cd_out(c, out, 0);
-    if (!*o) return cd_op_fail(c, CD_E_MODEL, "required output %s is not connected", out);
-    return CD_OK;
-}
 
 /* ------------------------------------------------------------------ trig and pow */
 
 enum { T_SIN, T_COS, T_TAN, T_ASIN, T_ACOS, T_ATAN, T_POW };
 
-static int trig_kind(const char *t) {
+int cd_more_unary_code(const char *t) {
     static const char *names[] = {"sin", "cos", "tan", "asin", "acos", "atan", "pow"};
     for (int i = 0; i < 7; i++)
         if (!strcmp(t, names[i])) return i;
@@ -77,12 +65,10 @@ static cd_status pow_factor(cd_op_ctx *c, float *f) {
 
 cd_status cd_more_unary_infer(cd_op_ctx *c) {
     cd_value *x, *o;
-    cd_status s = need_io(c, "X", "Out", &x, &o);
+    cd_status s = cd_ops_need_io(c, "X", "Out", &x, &o);
     if (s) return s;
-    if (trig_kind(c->op->type) < 0) return cd_op_fail(c, CD_E_INTERNAL, "not a math op type");
-    if (!is_float(x->dtype))
-        return cd_op_fail(c, CD_E_UNSUPPORTED, "element type %s is not supported (float32 or float16)",
-                          cd_dtype_name(x->dtype));
+    if (cd_more_unary_code(c->op->type) < 0) return cd_op_fail(c, CD_E_INTERNAL, "not a math op type");
+    if ((s = cd_ops_need_float(c, x))) return s;
     float f;
     if (!strcmp(c->op->type, "pow") && (s = pow_factor(c, &f))) return s;
     o->shape = x->shape;
@@ -104,20 +90,20 @@ static inline float trig_eval(int k, float x, float f) {
 
 cd_status cd_more_unary_run(cd_op_ctx *c) {
     cd_value *x, *o;
-    cd_status s = need_io(c, "X", "Out", &x, &o);
+    cd_status s = cd_ops_need_io(c, "X", "Out", &x, &o);
     if (s) return s;
-    int k = trig_kind(c->op->type);
+    int k = cd_more_unary_code(c->op->type);
     float f = 1.0f;
     if (k == T_POW && (s = pow_factor(c, &f))) return s;
     int64_t n = cd_value_numel(x);
-    if (k < 0 || n != cd_value_numel(o) || x->dtype != o->dtype || !is_float(x->dtype))
+    if (k < 0 || n != cd_value_numel(o) || x->dtype != o->dtype || !cd_ops_is_float(x->dtype))
         return cd_op_fail(c, CD_E_INTERNAL, "output changed after shape inference");
     if (n == 0) return CD_OK;
     const cd_dtype t = x->dtype;
     const void *in = x->data;
     void *out = o->data;
     int threads = c->threads > 0 ? c->threads : 1;
-    CD_PAR_FOR(n >= PAR_MIN, threads, int64_t, i, n, { stf(out, t, i, trig_eval(k, ldf(in, t, i), f)); });
+    CD_PAR_FOR(n >= PAR_MIN, threads, int64_t, i, n, { stf(out, t, i, trig_eval(k, cd_ops_ldf(in, t, i), f)); });
     return CD_OK;
 }
 
@@ -127,26 +113,12 @@ cd_status cd_more_unary_run(cd_op_ctx *c) {
  * (0 where an operand is broadcast). Returns 0, or -1 with msg filled. */
 int cd_more_bcast(const cd_shape *x, const cd_shape *y, int64_t axis, cd_shape *out, int64_t sx[CD_MAX_RANK],
                   int64_t sy[CD_MAX_RANK], char *msg, size_t msz) {
-    int rx = x->rank, ry = y->rank, r = rx >= ry ? rx : ry;
+    int r = x->rank >= y->rank ? x->rank : y->rank, lo = x->rank + y->rank - r;
     int64_t ax[CD_MAX_RANK], ay[CD_MAX_RANK];
     memset(out, 0, sizeof *out);
-    if (cd_shape_eq(x, y)) {
-        for (int i = 0; i < r; i++) ax[i] = ay[i] = x->d[i];
-    } else {
-        int lo = rx >= ry ? ry : rx;
-        int64_t a = axis == -1 ? (int64_t)(r - lo) : axis;
-        if (axis < -1 && axis >= -(int64_t)r) a = axis + r - lo + 1;
-        if (a < 0 || a + lo > r) {
-            snprintf(msg, msz, "axis %lld cannot place the rank-%d operand inside the rank-%d one",
-                     (long long)axis, lo, r);
-            return -1;
-        }
-        const cd_shape *big = rx >= ry ? x : y, *small = rx >= ry ? y : x;
-        int64_t *abig = rx >= ry ? ax : ay, *asmall = rx >= ry ? ay : ax;
-        for (int i = 0; i < r; i++) {
-            abig[i] = big->d[i];
-            asmall[i] = (i >= a && i < a + lo) ? small->d[i - a] : 1;
-        }
+    if (cd_bcast_align(x, y, axis, ax, ay)) {
+        snprintf(msg, msz, "axis %lld cannot place the rank-%d operand inside the rank-%d one", (long long)axis, lo, r);
+        return -1;
     }
     out->rank = r;
     int64_t px = 1, py = 1;
@@ -250,7 +222,11 @@ cd_status cd_more_compare_run(cd_op_ctx *c) {
 
 typedef struct { int64_t n; float k, alpha, beta; } lrn_cfg;
 
-static cd_status lrn_parse(cd_op_ctx *c, const cd_value *x, lrn_cfg *p) {
+/* X, Out and the attributes */
+static cd_status lrn_parse(cd_op_ctx *c, cd_value **xp, cd_value **o, lrn_cfg *p) {
+    cd_status s = cd_ops_need_io(c, "X", "Out", xp, o);
+    if (s) return s;
+    const cd_value *x = *xp;
     p->n = cd_attr_int(c->op, "n", 5);
     double k = cd_attr_float(c->op, "k", 2.0), a = cd_attr_float(c->op, "alpha", 1e-4),
            b = cd_attr_float(c->op, "beta", 0.75);
@@ -272,12 +248,10 @@ static cd_status lrn_parse(cd_op_ctx *c, const cd_value *x, lrn_cfg *p) {
 
 cd_status cd_more_lrn_infer(cd_op_ctx *c) {
     cd_value *x, *o;
-    cd_status s = need_io(c, "X", "Out", &x, &o);
     lrn_cfg p;
-    if (s || (s = lrn_parse(c, x, &p))) return s;
-    if (!is_float(x->dtype))
-        return cd_op_fail(c, CD_E_UNSUPPORTED, "element type %s is not supported (float32 or float16)",
-                          cd_dtype_name(x->dtype));
+    cd_status s = lrn_parse(c, &x, &o, &p);
+    if (s) return s;
+    if ((s = cd_ops_need_float(c, x))) return s;
     o->shape = x->shape;
     o->dtype = x->dtype;
     cd_value *mid = cd_out(c, "MidOut", 0);
@@ -291,9 +265,9 @@ cd_status cd_more_lrn_infer(cd_op_ctx *c) {
 
 cd_status cd_more_lrn_run(cd_op_ctx *c) {
     cd_value *x, *o;
-    cd_status s = need_io(c, "X", "Out", &x, &o);
     lrn_cfg p;
-    if (s || (s = lrn_parse(c, x, &p))) return s;
+    cd_status s = lrn_parse(c, &x, &o, &p);
+    if (s) return s;
     if (!cd_shape_eq(&x->shape, &o->shape) || x->dtype != o->dtype)
         return cd_op_fail(c, CD_E_INTERNAL, "output changed after shape inference");
     const int64_t N = x->shape.d[0], C = x->shape.d[1], HW = x->shape.d[2] * x->shape.d[3];
@@ -309,10 +283,10 @@ cd_status cd_more_lrn_run(cd_op_ctx *c) {
         if (hi > C) hi = C;
         float sum = 0.0f;
         for (int64_t j = lo; j < hi; j++) {
-            const float v = ldf(in, t, (nb * C + j) * HW + hw);
+            const float v = cd_ops_ldf(in, t, (nb * C + j) * HW + hw);
             sum += v * v;
         }
-        stf(out, t, i, ldf(in, t, i) * powf(p.k + p.alpha * sum, -p.beta));
+        stf(out, t, i, cd_ops_ldf(in, t, i) * powf(p.k + p.alpha * sum, -p.beta));
     });
     return CD_OK;
 }
@@ -325,7 +299,11 @@ typedef struct {
     bool keep;
 } red_cfg;
 
-static cd_status red_parse(cd_op_ctx *c, const cd_value *x, red_cfg *p) {
+/* X, Out and the attributes */
+static cd_status red_parse(cd_op_ctx *c, cd_value **xp, cd_value **o, red_cfg *p) {
+    cd_status s = cd_ops_need_io(c, "X", "Out", xp, o);
+    if (s) return s;
+    const cd_value *x = *xp;
     const int64_t *dims = NULL;
     int nd = cd_attr_ints(c->op, "dim", &dims);
     bool all = cd_attr_bool(c->op, "reduce_all", false) || nd == 0;
@@ -359,15 +337,24 @@ int cd_more_reduce_code(const char *t) {
     return -1;
 }
 
+/* base + the offset in X of element q over dims d[0..n) (innermost first) of strides st */
+static inline int64_t red_off(int64_t base, int64_t q, int n, const int64_t *d, const int64_t *st) {
+    for (int k = 0; k < n; k++) {
+        base += (q % d[k]) * st[k];
+        q /= d[k];
+    }
+    return base;
+}
+
 static bool is_max(const cd_op_ctx *c) { return cd_more_reduce_code(c->op->type) >= 2; } /* max or min */
 
 cd_status cd_more_reduce_infer(cd_op_ctx *c) {
     cd_value *x, *o;
-    cd_status s = need_io(c, "X", "Out", &x, &o);
     red_cfg p;
-    if (s || (s = red_parse(c, x, &p))) return s;
+    cd_status s = red_parse(c, &x, &o, &p);
+    if (s) return s;
     if (cd_more_reduce_code(c->op->type) < 0) return cd_op_fail(c, CD_E_INTERNAL, "not a reduce op type");
-    bool ok = is_float(x->dtype) || (is_max(c) && (x->dtype == CD_I32 || x->dtype == CD_I64));
+    bool ok = cd_ops_is_float(x->dtype) || (is_max(c) && (x->dtype == CD_I32 || x->dtype == CD_I64));
     if (!ok)
         return cd_op_fail(c, CD_E_UNSUPPORTED, "element type %s is not supported (float32 or float16%s)",
                           cd_dtype_name(x->dtype), is_max(c) ? ", int32, int64" : "");
@@ -379,9 +366,9 @@ cd_status cd_more_reduce_infer(cd_op_ctx *c) {
 
 cd_status cd_more_reduce_run(cd_op_ctx *c) {
     cd_value *x, *o;
-    cd_status s = need_io(c, "X", "Out", &x, &o);
     red_cfg p;
-    if (s || (s = red_parse(c, x, &p))) return s;
+    cd_status s = red_parse(c, &x, &o, &p);
+    if (s) return s;
     cd_shape os;
     red_out_shape(&x->shape, &p, &os);
     if (!cd_shape_eq(&os, &o->shape) || o->dtype != x->dtype)
@@ -401,19 +388,11 @@ cd_status cd_more_reduce_run(cd_op_ctx *c) {
     void *out = o->data;
     int threads = c->threads > 0 ? c->threads : 1;
     CD_PAR_FOR(M * R >= PAR_MIN, threads, int64_t, m, M, {
-        int64_t base = 0, q = m;
-        for (int d = 0; d < nk; d++) {
-            base += (q % kd[d]) * ks[d];
-            q /= kd[d];
-        }
+        const int64_t base = red_off(0, m, nk, kd, ks);
         if (t == CD_I32 || t == CD_I64) {
             int64_t best = 0;
             for (int64_t r = 0; r < R; r++) {
-                int64_t off = base, qq = r;
-                for (int d = 0; d < nr; d++) {
-                    off += (qq % rd[d]) * rs[d];
-                    qq /= rd[d];
-                }
+                const int64_t off = red_off(base, r, nr, rd, rs);
                 int64_t v = t == CD_I32 ? ((const int32_t *)in)[off] : ((const int64_t *)in)[off];
                 if (r == 0 || (code == 2 ? v > best : v < best)) best = v;
             }
@@ -422,12 +401,8 @@ cd_status cd_more_reduce_run(cd_op_ctx *c) {
         } else {
             float acc = 0.0f;
             for (int64_t r = 0; r < R; r++) {
-                int64_t off = base, qq = r;
-                for (int d = 0; d < nr; d++) {
-                    off += (qq % rd[d]) * rs[d];
-                    qq /= rd[d];
-                }
-                const float v = ldf(in, t, off);
+                const int64_t off = red_off(base, r, nr, rd, rs);
+                const float v = cd_ops_ldf(in, t, off);
                 if (code < 2) acc += v;
                 /* max / min: NaN propagates, like max pool */
                 else if (r == 0 || (code == 2 ? v > acc : v < acc) || isnan(v)) acc = v;

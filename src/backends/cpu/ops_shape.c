@@ -8,14 +8,14 @@
  * StartsTensor, AxisTensor, ...) must therefore be known at plan time; when one is computed
  * from activation data the shape rule says so instead of guessing. */
 #include "backends/cpu/par.h"
-#include "engine/ops.h"
+#include "backends/cpu/ops_util.h"
 #include <errno.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#define MAXV 64 /* longest attribute/tensor list accepted (rank is at most CD_MAX_RANK) */
+#define MAXV CD_OPS_MAXV
 
 static cd_value *need_in(cd_op_ctx *c, const char *slot) {
     cd_value *v = cd_in(c, slot, 0);
@@ -46,43 +46,6 @@ static void set_xshape(cd_op_ctx *c, const cd_value *x) {
     }
 }
 
-/* Integer values of a plan-time tensor (1-D int32/int64). */
-static cd_status tensor_ints(cd_op_ctx *c, const cd_value *v, const char *slot, int64_t *out, int *n) {
-    int64_t k = cd_value_numel(v);
-    if (v->dtype != CD_I32 && v->dtype != CD_I64)
-        return cd_op_fail(c, CD_E_MODEL, "input %s must be int32 or int64, it is %s", slot, cd_dtype_name(v->dtype));
-    if (k < 0 || k > MAXV) return cd_op_fail(c, CD_E_MODEL, "input %s holds %lld values (at most %d)", slot, (long long)k, MAXV);
-    if (!v->data)
-        return cd_op_fail(c, CD_E_UNSUPPORTED, "input %s is computed from run-time data; its value must be known "
-                          "when shapes are planned (only integer shape chains are evaluated then)", slot);
-    for (int64_t i = 0; i < k; i++) out[i] = v->dtype == CD_I32 ? ((const int32_t *)v->data)[i] : ((const int64_t *)v->data)[i];
-    *n = (int)k;
-    return CD_OK;
-}
-
-/* Values from a list slot of 1-element tensors (ShapeTensor, StartsTensorList, ...);
- * returns CD_OK with *n = 0 when the slot is absent or empty. */
-static cd_status list_ints(cd_op_ctx *c, const char *slot, int64_t *out, int *n) {
-    const cd_slot *s = cd_op_in_slot(c->op, slot);
-    *n = 0;
-    if (!s || s->n == 0) return CD_OK;
-    if (s->n > MAXV) return cd_op_fail(c, CD_E_MODEL, "input list %s has %d tensors (at most %d)", slot, s->n, MAXV);
-    for (int i = 0; i < s->n; i++) {
-        if (s->ids[i] < 0) return cd_op_fail(c, CD_E_MODEL, "input list %s entry %d is not connected", slot, i);
-        const cd_value *v = &c->vals[s->ids[i]];
-        int k;
-        int64_t tmp[MAXV];
-        char name[64];
-        snprintf(name, sizeof name, "%s[%d]", slot, i);
-        cd_status st = tensor_ints(c, v, name, tmp, &k);
-        if (st) return st;
-        if (k != 1) return cd_op_fail(c, CD_E_MODEL, "input %s must hold 1 value, it holds %d", name, k);
-        out[i] = tmp[0];
-    }
-    *n = s->n;
-    return CD_OK;
-}
-
 static cd_status copy_data(cd_op_ctx *c, const cd_value *x, cd_value *o) {
     int64_t n = cd_value_numel(x);
     if (n != cd_value_numel(o) || x->dtype != o->dtype)
@@ -110,13 +73,13 @@ cd_status cd_shape_reshape_infer(cd_op_ctx *c) {
     int64_t sv[MAXV];
     int n = 0;
     const char *src = "ShapeTensor";
-    cd_status st = list_ints(c, "ShapeTensor", sv, &n);
+    cd_status st = cd_ops_list_ints(c, "ShapeTensor", sv, &n);
     if (st) return st;
     if (n == 0) {
         cd_value *sh = cd_in(c, "Shape", 0);
         if (sh) {
             src = "Shape";
-            if ((st = tensor_ints(c, sh, "Shape", sv, &n))) return st;
+            if ((st = cd_ops_tensor_ints(c, sh, "Shape", sv, &n))) return st;
         } else {
             src = "shape attribute";
             const int64_t *a;
@@ -251,8 +214,8 @@ cd_status cd_shape_unsqueeze_infer(cd_op_ctx *c) {
     if (n > MAXV) return cd_op_fail(c, CD_E_MODEL, "too many axes (%d)", n);
     if (n > 0) memcpy(av, ax, (size_t)n * sizeof *av);
     else if (cd_in(c, "AxesTensor", 0)) {
-        if ((st = tensor_ints(c, cd_in(c, "AxesTensor", 0), "AxesTensor", av, &n))) return st;
-    } else if ((st = list_ints(c, "AxesTensorList", av, &n))) return st;
+        if ((st = cd_ops_tensor_ints(c, cd_in(c, "AxesTensor", 0), "AxesTensor", av, &n))) return st;
+    } else if ((st = cd_ops_list_ints(c, "AxesTensorList", av, &n))) return st;
     if (n == 0) return cd_op_fail(c, CD_E_MODEL, "no axes given (attribute axes, AxesTensor or AxesTensorList)");
     cd_shape cur = x->shape;
     for (int k = 0; k < n; k++) {
@@ -359,23 +322,6 @@ cd_status cd_shape_transpose_run(cd_op_ctx *c) {
 
 /* ------------------------------------------------------------------ concat / stack / split */
 
-/* Axis from AxisTensor (overrides) or the INT attribute, normalised for `rank`. */
-static cd_status get_axis(cd_op_ctx *c, int rank, int64_t *axis) {
-    int64_t a = cd_attr_int(c->op, "axis", 0), v[MAXV];
-    int n;
-    cd_value *at = cd_in(c, "AxisTensor", 0);
-    if (at) {
-        cd_status st = tensor_ints(c, at, "AxisTensor", v, &n);
-        if (st) return st;
-        if (n != 1) return cd_op_fail(c, CD_E_MODEL, "AxisTensor must hold 1 value, it holds %d", n);
-        a = v[0];
-    }
-    if (a < -rank || a >= rank || rank == 0)
-        return cd_op_fail(c, CD_E_MODEL, "axis %lld is out of range for rank %d", (long long)a, rank);
-    *axis = a < 0 ? a + rank : a;
-    return CD_OK;
-}
-
 /* Copies `parts` blocks: for each outer index, each part contributes a contiguous run. */
 static void gather_runs(char *out, const char *const *ins, const int64_t *run_bytes, int parts, int64_t outer) {
     int64_t row = 0;
@@ -398,7 +344,7 @@ cd_status cd_shape_concat_infer(cd_op_ctx *c) {
         if (xs->ids[i] < 0) return cd_op_fail(c, CD_E_MODEL, "input X[%d] is not connected", i);
     const cd_value *x0 = &c->vals[xs->ids[0]];
     int64_t axis;
-    cd_status st = get_axis(c, x0->shape.rank, &axis);
+    cd_status st = cd_ops_axis(c, "AxisTensor", "axis", x0->shape.rank, &axis);
     if (st) return st;
     cd_shape out = x0->shape;
     out.d[axis] = 0;
@@ -426,7 +372,7 @@ cd_status cd_shape_concat_run(cd_op_ctx *c) {
     if (!o || !xs || xs->n < 1 || xs->n > 4096) return cd_op_fail(c, CD_E_MODEL, "bad concat inputs");
     const cd_value *x0 = &c->vals[xs->ids[0]];
     int64_t axis;
-    cd_status st = get_axis(c, x0->shape.rank, &axis);
+    cd_status st = cd_ops_axis(c, "AxisTensor", "axis", x0->shape.rank, &axis);
     if (st) return st;
     int64_t outer = 1, inner = 1, es = (int64_t)cd_dtype_size(x0->dtype);
     for (int d = 0; d < axis; d++) outer *= x0->shape.d[d];
@@ -497,11 +443,11 @@ cd_status cd_shape_stack_run(cd_op_ctx *c) {
 
 /* Split sizes along the axis for every output. */
 static cd_status split_sizes(cd_op_ctx *c, const cd_value *x, int64_t *axis, int64_t *sz, int nout) {
-    cd_status st = get_axis(c, x->shape.rank, axis);
+    cd_status st = cd_ops_axis(c, "AxisTensor", "axis", x->shape.rank, axis);
     if (st) return st;
     int64_t dim = x->shape.d[*axis], v[MAXV];
     int n;
-    if ((st = list_ints(c, "SectionsTensorList", v, &n))) return st;
+    if ((st = cd_ops_list_ints(c, "SectionsTensorList", v, &n))) return st;
     int64_t num = cd_attr_int(c->op, "num", 0);
     if (n == 0 && num > 0) {
         if (dim % num) return cd_op_fail(c, CD_E_MODEL, "num %lld does not divide dim %lld of axis %lld", (long long)num,
@@ -598,14 +544,14 @@ static cd_status slice_config(cd_op_ctx *c, const cd_value *x, slice_cfg *s, cd_
     cd_status e;
     if (na > CD_MAX_RANK) return cd_op_fail(c, CD_E_MODEL, "axes has %d entries (rank is %d)", na, r);
     /* starts: StartsTensor > StartsTensorList > attribute (same for ends) */
-    if (cd_in(c, "StartsTensor", 0)) { if ((e = tensor_ints(c, cd_in(c, "StartsTensor", 0), "StartsTensor", st, &ns))) return e; }
+    if (cd_in(c, "StartsTensor", 0)) { if ((e = cd_ops_tensor_ints(c, cd_in(c, "StartsTensor", 0), "StartsTensor", st, &ns))) return e; }
     else {
-        if ((e = list_ints(c, "StartsTensorList", st, &ns))) return e;
+        if ((e = cd_ops_list_ints(c, "StartsTensorList", st, &ns))) return e;
         if (ns == 0) { ns = cd_attr_ints(c->op, "starts", &sta); if (ns > MAXV) ns = MAXV; for (int i = 0; i < ns; i++) st[i] = sta[i]; }
     }
-    if (cd_in(c, "EndsTensor", 0)) { if ((e = tensor_ints(c, cd_in(c, "EndsTensor", 0), "EndsTensor", en, &ne))) return e; }
+    if (cd_in(c, "EndsTensor", 0)) { if ((e = cd_ops_tensor_ints(c, cd_in(c, "EndsTensor", 0), "EndsTensor", en, &ne))) return e; }
     else {
-        if ((e = list_ints(c, "EndsTensorList", en, &ne))) return e;
+        if ((e = cd_ops_list_ints(c, "EndsTensorList", en, &ne))) return e;
         if (ne == 0) { ne = cd_attr_ints(c->op, "ends", &ena); if (ne > MAXV) ne = MAXV; for (int i = 0; i < ne; i++) en[i] = ena[i]; }
     }
     if (ns != na || ne != na)
@@ -762,10 +708,10 @@ static cd_status fill_shape(cd_op_ctx *c, cd_shape *out) {
     const char *src = "ShapeTensor";
     cd_value *stn = cd_in(c, "ShapeTensor", 0);
     if (stn) {
-        if ((st = tensor_ints(c, stn, "ShapeTensor", v, &n))) return st;
+        if ((st = cd_ops_tensor_ints(c, stn, "ShapeTensor", v, &n))) return st;
     } else {
         src = "ShapeTensorList";
-        if ((st = list_ints(c, "ShapeTensorList", v, &n))) return st;
+        if ((st = cd_ops_list_ints(c, "ShapeTensorList", v, &n))) return st;
         if (n == 0) {
             src = "shape attribute";
             const int64_t *a;

@@ -2,6 +2,7 @@
  * elementwise ops with Paddle axis broadcasting (strides computed here), fused
  * elementwise+activation. Semantics follow the CPU kernels (ops_basic_eltwise.c and the
  * activation helpers of engine/ops_util.c). */
+#include "backends/cpu/ops_util.h"
 #include "backends/opencl/cl_ops_util.h"
 #include <float.h>
 #include <math.h>
@@ -85,19 +86,14 @@ static cd_status standalone_act(cd_cl_ctx *c, ew_act *a, cd_error *err) {
 static cd_status launch_act(cd_cl_ctx *c, int x, int y, const ew_act *a, int alpha, int amode, int64_t C,
                             int64_t inner, cd_error *err) {
     cd_status s;
-    cl_kernel k;
-    cl_mem bx, by, ba = NULL;
+    cl_mem ba = NULL;
     int64_t n = cd_value_numel(clu_meta(c, y));
     if ((s = clu_need_float(c, x, "input X", err)) || (s = clu_fits(c, n, "element count", err))) return s;
     if (cd_value_numel(clu_meta(c, x)) != n)
         return clu_fail(c, err, CD_E_INTERNAL, "input and output element counts differ (planner bug)");
-    if ((s = clu_buf(c, x, &bx, err)) || (s = clu_buf(c, y, &by, err))) return s;
-    if (alpha >= 0 && (s = clu_buf(c, alpha, &ba, err))) return s;
-    if ((s = c->kernel(c, "eltwise", "act", &k, err))) return s;
     clu_args g;
-    clu_args_init(&g, c, k, err);
-    clu_mem(&g, bx);
-    clu_mem(&g, by);
+    if ((alpha >= 0 && (s = clu_buf(c, alpha, &ba, err))) || (s = CLU_BEGIN(&g, c, "eltwise", "act", err, x, y)))
+        return s;
     clu_int(&g, n);
     clu_int(&g, a->kind);
     clu_flt(&g, a->a);
@@ -107,33 +103,26 @@ static cd_status launch_act(cd_cl_ctx *c, int x, int y, const ew_act *a, int alp
     clu_int(&g, amode);
     clu_int(&g, C);
     clu_int(&g, inner);
-    if (g.st) return g.st;
-    return clu_launch1(c, k, n, err);
+    return clu_end(&g, n);
 }
 
 static cd_status launch_clip_t(cd_cl_ctx *c, int x, int y, const ew_act *a, int tmin, int tmax, cd_error *err) {
     cd_status s;
-    cl_kernel k;
-    cl_mem bx, by, bmin = NULL, bmax = NULL;
+    cl_mem bmin = NULL, bmax = NULL;
     int64_t n = cd_value_numel(clu_meta(c, y));
     if ((s = clu_need_float(c, x, "input X", err)) || (s = clu_fits(c, n, "element count", err))) return s;
     if (tmin >= 0 && ((s = clu_need_float(c, tmin, "input Min", err)) || (s = clu_buf(c, tmin, &bmin, err)))) return s;
     if (tmax >= 0 && ((s = clu_need_float(c, tmax, "input Max", err)) || (s = clu_buf(c, tmax, &bmax, err)))) return s;
     if (cd_value_numel(clu_meta(c, x)) != n)
         return clu_fail(c, err, CD_E_INTERNAL, "input and output element counts differ (planner bug)");
-    if ((s = clu_buf(c, x, &bx, err)) || (s = clu_buf(c, y, &by, err))) return s;
-    if ((s = c->kernel(c, "eltwise", "clip_t", &k, err))) return s;
     clu_args g;
-    clu_args_init(&g, c, k, err);
-    clu_mem(&g, bx);
-    clu_mem(&g, by);
+    if ((s = CLU_BEGIN(&g, c, "eltwise", "clip_t", err, x, y))) return s;
     clu_int(&g, n);
     clu_flt(&g, a->a);
     clu_flt(&g, a->b);
     clu_mem(&g, bmin);
     clu_mem(&g, bmax);
-    if (g.st) return g.st;
-    return clu_launch1(c, k, n, err);
+    return clu_end(&g, n);
 }
 
 static cd_status op_act(cd_cl_ctx *c, cd_error *err) {
@@ -209,14 +198,8 @@ static cd_status op_scale(cd_cl_ctx *c, cd_error *err) {
     if (has2 && ((s = float_attr(c, "scale1", 1.0, &s1, err)) || (s = float_attr(c, "bias1", 0.0, &b1, err)))) return s;
     int64_t n = cd_value_numel(clu_meta(c, y));
     if ((s = clu_fits(c, n, "element count", err))) return s;
-    cl_mem bx, by;
-    cl_kernel k;
-    if ((s = clu_buf(c, x, &bx, err)) || (s = clu_buf(c, y, &by, err))) return s;
-    if ((s = c->kernel(c, "eltwise", "scale", &k, err))) return s;
     clu_args g;
-    clu_args_init(&g, c, k, err);
-    clu_mem(&g, bx);
-    clu_mem(&g, by);
+    if ((s = CLU_BEGIN(&g, c, "eltwise", "scale", err, x, y))) return s;
     clu_int(&g, n);
     clu_flt(&g, sc);
     clu_flt(&g, bias);
@@ -228,8 +211,7 @@ static cd_status op_scale(cd_cl_ctx *c, cd_error *err) {
     clu_int(&g, has2);
     clu_flt(&g, s1);
     clu_flt(&g, b1);
-    if (g.st) return g.st;
-    return clu_launch1(c, k, n, err);
+    return clu_end(&g, n);
 }
 
 /* ---- binary ops ---- */
@@ -248,22 +230,11 @@ static int binop_code(const char *t) {
 /* Merged iteration dims and element strides (0 = broadcast) of out = X op Y, §7.0. */
 static cd_status bcast(cd_cl_ctx *c, const cd_shape *x, const cd_shape *y, const cd_shape *o, int64_t axis, int *nd,
                        int64_t dim[8], int64_t sx[8], int64_t sy[8], cd_error *err) {
-    int rx = x->rank, ry = y->rank, r = rx >= ry ? rx : ry;
+    int r = x->rank >= y->rank ? x->rank : y->rank, lo = x->rank + y->rank - r;
     int64_t ax[CD_MAX_RANK], ay[CD_MAX_RANK];
-    if (cd_shape_eq(x, y)) {
-        for (int i = 0; i < r; i++) ax[i] = ay[i] = x->d[i];
-    } else {
-        int lo = rx >= ry ? ry : rx;
-        int64_t a = axis == -1 ? (int64_t)(r - lo) : axis;
-        if (axis < -1 && axis >= -(int64_t)r) a = axis + r - lo + 1;
-        if (a < 0 || a + lo > r) return clu_fail(c, err, CD_E_MODEL, "axis %lld cannot place the rank-%d operand inside the rank-%d one", (long long)axis, lo, r);
-        const cd_shape *big = rx >= ry ? x : y, *small = rx >= ry ? y : x;
-        int64_t *abig = rx >= ry ? ax : ay, *asmall = rx >= ry ? ay : ax;
-        for (int i = 0; i < r; i++) {
-            abig[i] = big->d[i];
-            asmall[i] = (i >= a && i < a + lo) ? small->d[i - a] : 1;
-        }
-    }
+    if (cd_bcast_align(x, y, axis, ax, ay))
+        return clu_fail(c, err, CD_E_MODEL, "axis %lld cannot place the rank-%d operand inside the rank-%d one",
+                        (long long)axis, lo, r);
     if (o->rank != r) return clu_fail(c, err, CD_E_INTERNAL, "planned output rank %d differs from broadcast rank %d", o->rank, r);
     int64_t px = 1, py = 1, tx[CD_MAX_RANK], ty[CD_MAX_RANK];
     for (int i = r - 1; i >= 0; i--) {
@@ -330,15 +301,8 @@ static cd_status op_binary(cd_cl_ctx *c, cd_error *err) {
         return s;
     int64_t n = cd_value_numel(mo);
     if ((s = clu_fits(c, n, "element count", err))) return s;
-    cl_mem bx, by, bo;
-    cl_kernel k;
-    if ((s = clu_buf(c, x, &bx, err)) || (s = clu_buf(c, y, &by, err)) || (s = clu_buf(c, o, &bo, err))) return s;
-    if ((s = c->kernel(c, "eltwise", "binary", &k, err))) return s;
     clu_args g;
-    clu_args_init(&g, c, k, err);
-    clu_mem(&g, bx);
-    clu_mem(&g, by);
-    clu_mem(&g, bo);
+    if ((s = CLU_BEGIN(&g, c, "eltwise", "binary", err, x, y, o))) return s;
     clu_int(&g, n);
     clu_int(&g, op);
     clu_int(&g, nd);
@@ -352,8 +316,7 @@ static cd_status op_binary(cd_cl_ctx *c, cd_error *err) {
     clu_flt(&g, act.a);
     clu_flt(&g, act.b);
     clu_flt(&g, act.c);
-    if (g.st) return g.st;
-    return clu_launch1(c, k, n, err);
+    return clu_end(&g, n);
 }
 
 static const cd_cl_op_def defs[] = {

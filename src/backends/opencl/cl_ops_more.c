@@ -4,6 +4,7 @@
  * which is batch_norm at inference and uses its dispatcher. Semantics follow the CPU kernels
  * (backends/cpu/ops_more_*.c); output shapes come from the plan, so only what a kernel needs
  * beyond them is parsed here. */
+#include "backends/cpu/ops_util.h"
 #include "backends/opencl/cl_ops_util.h"
 #include <math.h>
 #include <string.h>
@@ -21,12 +22,9 @@ static void fill8(int64_t v[8], int64_t with) {
 /* ---------------------------------------------------------------- trig, pow */
 
 static cd_status op_unary(cd_cl_ctx *c, cd_error *err) {
-    static const char *names[] = {"sin", "cos", "tan", "asin", "acos", "atan", "pow"};
-    int x, y, kind = -1, ft = -1;
+    int x, y, kind = cd_more_unary_code(c->op->type), ft = -1;
     cd_status s;
     if ((s = io(c, "X", "Out", &x, &y, err))) return s;
-    for (int i = 0; i < 7; i++)
-        if (!strcmp(c->op->type, names[i])) kind = i;
     if (kind < 0) return clu_fail(c, err, CD_E_INTERNAL, "not a math op type");
     double f = cd_attr_float(c->op, "factor", 1.0);
     if (kind == 6 && (ft = clu_in(c, "FactorTensor", 0)) >= 0) {
@@ -43,21 +41,15 @@ static cd_status op_unary(cd_cl_ctx *c, cd_error *err) {
     int64_t n = cd_value_numel(clu_meta(c, y));
     if ((s = clu_fits(c, n, "element count", err))) return s;
     if (n == 0) return CD_OK;
-    cl_mem bx, by, bf = NULL;
-    cl_kernel k;
-    if ((s = clu_buf(c, x, &bx, err)) || (s = clu_buf(c, y, &by, err))) return s;
-    if (ft >= 0 && (s = clu_buf(c, ft, &bf, err))) return s;
-    if ((s = c->kernel(c, "math", "math_unary", &k, err))) return s;
+    cl_mem bf = NULL;
     clu_args g;
-    clu_args_init(&g, c, k, err);
-    clu_mem(&g, bx);
-    clu_mem(&g, by);
+    if ((ft >= 0 && (s = clu_buf(c, ft, &bf, err))) || (s = CLU_BEGIN(&g, c, "math", "math_unary", err, x, y)))
+        return s;
     clu_int(&g, n);
     clu_int(&g, kind);
     clu_flt(&g, f);
     clu_mem(&g, bf);
-    if (g.st) return g.st;
-    return clu_launch1(c, k, n, err);
+    return clu_end(&g, n);
 }
 
 /* ---------------------------------------------------------------- greater_than */
@@ -65,24 +57,11 @@ static cd_status op_unary(cd_cl_ctx *c, cd_error *err) {
 /* Element strides of X and Y over the planned output (0 = broadcast), nb-format §7.0. */
 static cd_status bcast_strides(cd_cl_ctx *c, const cd_shape *x, const cd_shape *y, const cd_shape *o, int64_t axis,
                                int64_t sx[8], int64_t sy[8], cd_error *err) {
-    int rx = x->rank, ry = y->rank, r = rx >= ry ? rx : ry;
+    int r = x->rank >= y->rank ? x->rank : y->rank, lo = x->rank + y->rank - r;
     int64_t ax[CD_MAX_RANK], ay[CD_MAX_RANK];
-    if (cd_shape_eq(x, y)) {
-        for (int i = 0; i < r; i++) ax[i] = ay[i] = x->d[i];
-    } else {
-        int lo = rx >= ry ? ry : rx;
-        int64_t a = axis == -1 ? (int64_t)(r - lo) : axis;
-        if (axis < -1 && axis >= -(int64_t)r) a = axis + r - lo + 1;
-        if (a < 0 || a + lo > r)
-            return clu_fail(c, err, CD_E_MODEL, "axis %lld cannot place the rank-%d operand inside the rank-%d one",
-                            (long long)axis, lo, r);
-        const cd_shape *big = rx >= ry ? x : y, *small = rx >= ry ? y : x;
-        int64_t *abig = rx >= ry ? ax : ay, *asmall = rx >= ry ? ay : ax;
-        for (int i = 0; i < r; i++) {
-            abig[i] = big->d[i];
-            asmall[i] = (i >= a && i < a + lo) ? small->d[i - a] : 1;
-        }
-    }
+    if (cd_bcast_align(x, y, axis, ax, ay))
+        return clu_fail(c, err, CD_E_MODEL, "axis %lld cannot place the rank-%d operand inside the rank-%d one",
+                        (long long)axis, lo, r);
     if (o->rank != r || r > 8) return clu_fail(c, err, CD_E_INTERNAL, "planned output rank %d differs from %d", o->rank, r);
     fill8(sx, 0);
     fill8(sy, 0);
@@ -99,10 +78,7 @@ static cd_status bcast_strides(cd_cl_ctx *c, const cd_shape *x, const cd_shape *
 }
 
 static cd_status op_compare(cd_cl_ctx *c, cd_error *err) {
-    static const char *names[] = {"greater_than", "greater_equal", "less_than", "less_equal", "equal", "not_equal"};
-    int code = -1;
-    for (int i = 0; i < 6; i++)
-        if (!strcmp(c->op->type, names[i])) code = i;
+    int code = cd_more_compare_code(c->op->type);
     if (code < 0) return clu_fail(c, err, CD_E_INTERNAL, "not a comparison op type");
     int x, y, o;
     cd_status s;
@@ -121,23 +97,15 @@ static cd_status op_compare(cd_cl_ctx *c, cd_error *err) {
     int64_t n = cd_value_numel(mo);
     if ((s = clu_fits(c, n, "element count", err))) return s;
     if (n == 0) return CD_OK;
-    cl_mem bx, by, bo;
-    cl_kernel k;
-    if ((s = clu_buf(c, x, &bx, err)) || (s = clu_buf(c, y, &by, err)) || (s = clu_buf(c, o, &bo, err))) return s;
-    if ((s = c->kernel(c, "math", "compare", &k, err))) return s;
     clu_args g;
-    clu_args_init(&g, c, k, err);
-    clu_mem(&g, bx);
-    clu_mem(&g, by);
-    clu_mem(&g, bo);
+    if ((s = CLU_BEGIN(&g, c, "math", "compare", err, x, y, o))) return s;
     clu_int(&g, n);
     clu_int(&g, code);
     clu_int(&g, mo->shape.rank);
     clu_int8(&g, dims);
     clu_int8(&g, sx);
     clu_int8(&g, sy);
-    if (g.st) return g.st;
-    return clu_launch1(c, k, n, err);
+    return clu_end(&g, n);
 }
 
 /* ---------------------------------------------------------------- lrn */
@@ -159,14 +127,8 @@ static cd_status op_lrn(cd_cl_ctx *c, cd_error *err) {
     int64_t n = cd_value_numel(clu_meta(c, x));
     if ((s = clu_fits(c, n, "element count", err))) return s;
     if (n == 0) return CD_OK;
-    cl_mem bx, by;
-    cl_kernel k;
-    if ((s = clu_buf(c, x, &bx, err)) || (s = clu_buf(c, y, &by, err))) return s;
-    if ((s = c->kernel(c, "math", "lrn", &k, err))) return s;
     clu_args g;
-    clu_args_init(&g, c, k, err);
-    clu_mem(&g, bx);
-    clu_mem(&g, by);
+    if ((s = CLU_BEGIN(&g, c, "math", "lrn", err, x, y))) return s;
     clu_int(&g, n);
     clu_int(&g, xs->d[1]);
     clu_int(&g, xs->d[2] * xs->d[3]);
@@ -174,18 +136,14 @@ static cd_status op_lrn(cd_cl_ctx *c, cd_error *err) {
     clu_flt(&g, kk);
     clu_flt(&g, al);
     clu_flt(&g, be);
-    if (g.st) return g.st;
-    return clu_launch1(c, k, n, err);
+    return clu_end(&g, n);
 }
 
 /* ---------------------------------------------------------------- reduce_max / reduce_mean */
 
 static cd_status op_reduce(cd_cl_ctx *c, cd_error *err) {
-    static const char *names[] = {"reduce_sum", "reduce_mean", "reduce_max", "reduce_min"};
-    int x, y, code = -1;
+    int x, y, code = cd_more_reduce_code(c->op->type);
     cd_status s;
-    for (int i = 0; i < 4; i++)
-        if (!strcmp(c->op->type, names[i])) code = i;
     if (code < 0) return clu_fail(c, err, CD_E_INTERNAL, "not a reduce op type");
     if ((s = io(c, "X", "Out", &x, &y, err))) return s;
     const cd_shape *xs = &clu_meta(c, x)->shape;
@@ -212,14 +170,8 @@ static cd_status op_reduce(cd_cl_ctx *c, cd_error *err) {
                         (long long)cd_value_numel(clu_meta(c, y)), (long long)M);
     if ((s = clu_fits(c, M * R, "element count", err))) return s;
     if (M == 0 || R == 0) return M == 0 ? CD_OK : clu_fail(c, err, CD_E_MODEL, "reducing an empty tensor");
-    cl_mem bx, by;
-    cl_kernel k;
-    if ((s = clu_buf(c, x, &bx, err)) || (s = clu_buf(c, y, &by, err))) return s;
-    if ((s = c->kernel(c, "math", "reduce", &k, err))) return s;
     clu_args g;
-    clu_args_init(&g, c, k, err);
-    clu_mem(&g, bx);
-    clu_mem(&g, by);
+    if ((s = CLU_BEGIN(&g, c, "math", "reduce", err, x, y))) return s;
     clu_int(&g, M);
     clu_int(&g, nk);
     clu_int8(&g, kd);
@@ -229,8 +181,7 @@ static cd_status op_reduce(cd_cl_ctx *c, cd_error *err) {
     clu_int8(&g, rs);
     clu_int(&g, R);
     clu_int(&g, code);
-    if (g.st) return g.st;
-    return clu_launch1(c, k, M, err);
+    return clu_end(&g, M);
 }
 
 /* ---------------------------------------------------------------- expand, expand_v2 */
@@ -253,21 +204,14 @@ static cd_status op_expand(cd_cl_ctx *c, cd_error *err) {
         p *= xd[i];
     }
     if ((s = clu_fits(c, n, "element count", err))) return s;
-    cl_mem bx, by;
-    cl_kernel k;
-    if ((s = clu_buf(c, x, &bx, err)) || (s = clu_buf(c, y, &by, err))) return s;
-    if ((s = c->kernel(c, "gather", "expand", &k, err))) return s;
     clu_args g;
-    clu_args_init(&g, c, k, err);
-    clu_mem(&g, bx);
-    clu_mem(&g, by);
+    if ((s = CLU_BEGIN(&g, c, "gather", "expand", err, x, y))) return s;
     clu_int(&g, n);
     clu_int(&g, os->rank);
     clu_int8(&g, od);
     clu_int8(&g, xd);
     clu_int8(&g, xst);
-    if (g.st) return g.st;
-    return clu_launch1(c, k, n, err);
+    return clu_end(&g, n);
 }
 
 /* ---------------------------------------------------------------- gather */
@@ -294,22 +238,15 @@ static cd_status op_gather(cd_cl_ctx *c, cd_error *err) {
     if ((s = clu_fits(c, n, "element count", err)) || (s = clu_fits(c, cd_value_numel(clu_meta(c, x)), "input size", err)))
         return s;
     if (n == 0) return CD_OK;
-    cl_mem bx, by, bi;
-    cl_kernel k;
-    if ((s = clu_buf(c, x, &bx, err)) || (s = clu_buf(c, y, &by, err)) || (s = clu_buf(c, ix, &bi, err))) return s;
-    if ((s = c->kernel(c, "gather", "gather", &k, err))) return s;
     clu_args g;
-    clu_args_init(&g, c, k, err);
-    clu_mem(&g, bx);
-    clu_mem(&g, by);
-    clu_mem(&g, mi->dtype == CD_I32 ? bi : NULL);
-    clu_mem(&g, mi->dtype == CD_I64 ? bi : NULL);
+    if ((s = CLU_BEGIN(&g, c, "gather", "gather", err, x, y, mi->dtype == CD_I32 ? ix : -1,
+                       mi->dtype == CD_I64 ? ix : -1)))
+        return s;
     clu_int(&g, n);
     clu_int(&g, N);
     clu_int(&g, A);
     clu_int(&g, inner);
-    if (g.st) return g.st;
-    return clu_launch1(c, k, n, err);
+    return clu_end(&g, n);
 }
 
 /* ---------------------------------------------------------------- gather_nd */
@@ -333,23 +270,16 @@ static cd_status op_gather_nd(cd_cl_ctx *c, cd_error *err) {
     if ((s = clu_fits(c, n, "element count", err)) || (s = clu_fits(c, cd_value_numel(clu_meta(c, x)), "input size", err)))
         return s;
     if (n == 0) return CD_OK;
-    cl_mem bx, by, bi;
-    cl_kernel k;
-    if ((s = clu_buf(c, x, &bx, err)) || (s = clu_buf(c, y, &by, err)) || (s = clu_buf(c, ix, &bi, err))) return s;
-    if ((s = c->kernel(c, "gather", "gather_nd", &k, err))) return s;
     clu_args g;
-    clu_args_init(&g, c, k, err);
-    clu_mem(&g, bx);
-    clu_mem(&g, by);
-    clu_mem(&g, mi->dtype == CD_I32 ? bi : NULL);
-    clu_mem(&g, mi->dtype == CD_I64 ? bi : NULL);
+    if ((s = CLU_BEGIN(&g, c, "gather", "gather_nd", err, x, y, mi->dtype == CD_I32 ? ix : -1,
+                       mi->dtype == CD_I64 ? ix : -1)))
+        return s;
     clu_int(&g, n);
     clu_int(&g, K);
     clu_int(&g, inner);
     clu_int8(&g, xd);
     clu_int8(&g, st);
-    if (g.st) return g.st;
-    return clu_launch1(c, k, n, err);
+    return clu_end(&g, n);
 }
 
 /* ---------------------------------------------------------------- pixel_shuffle */
@@ -365,14 +295,8 @@ static cd_status op_pixel_shuffle(cd_cl_ctx *c, cd_error *err) {
     int64_t n = cd_value_numel(clu_meta(c, y));
     if ((s = clu_fits(c, n, "element count", err))) return s;
     if (n == 0) return CD_OK;
-    cl_mem bx, by;
-    cl_kernel k;
-    if ((s = clu_buf(c, x, &bx, err)) || (s = clu_buf(c, y, &by, err))) return s;
-    if ((s = c->kernel(c, "gather", "pixel_shuffle", &k, err))) return s;
     clu_args g;
-    clu_args_init(&g, c, k, err);
-    clu_mem(&g, bx);
-    clu_mem(&g, by);
+    if ((s = CLU_BEGIN(&g, c, "gather", "pixel_shuffle", err, x, y))) return s;
     clu_int(&g, n);
     clu_int(&g, os->d[1]);
     clu_int(&g, os->d[2]);
@@ -380,8 +304,7 @@ static cd_status op_pixel_shuffle(cd_cl_ctx *c, cd_error *err) {
     clu_int(&g, xs->d[2]);
     clu_int(&g, xs->d[3]);
     clu_int(&g, r);
-    if (g.st) return g.st;
-    return clu_launch1(c, k, n, err);
+    return clu_end(&g, n);
 }
 
 /* ---------------------------------------------------------------- grid_sampler */
@@ -404,15 +327,8 @@ static cd_status op_grid_sampler(cd_cl_ctx *c, cd_error *err) {
     if ((s = clu_fits(c, n, "element count", err)) || (s = clu_fits(c, cd_value_numel(clu_meta(c, x)), "input size", err)))
         return s;
     if (n == 0) return CD_OK;
-    cl_mem bx, bg, by;
-    cl_kernel k;
-    if ((s = clu_buf(c, x, &bx, err)) || (s = clu_buf(c, gr, &bg, err)) || (s = clu_buf(c, y, &by, err))) return s;
-    if ((s = c->kernel(c, "gather", "grid_sampler", &k, err))) return s;
     clu_args g;
-    clu_args_init(&g, c, k, err);
-    clu_mem(&g, bx);
-    clu_mem(&g, bg);
-    clu_mem(&g, by);
+    if ((s = CLU_BEGIN(&g, c, "gather", "grid_sampler", err, x, gr, y))) return s;
     clu_int(&g, n);
     clu_int(&g, xs->d[1]);
     clu_int(&g, xs->d[2]);
@@ -422,8 +338,7 @@ static cd_status op_grid_sampler(cd_cl_ctx *c, cd_error *err) {
     clu_int(&g, nearest);
     clu_int(&g, pad);
     clu_int(&g, cd_attr_bool(c->op, "align_corners", true));
-    if (g.st) return g.st;
-    return clu_launch1(c, k, n, err);
+    return clu_end(&g, n);
 }
 
 /* ---------------------------------------------------------------- assign_value */
@@ -464,11 +379,21 @@ static cd_status op_assign_value(cd_cl_ctx *c, cd_error *err) {
     clu_int8(&g, d);
     clu_int8(&g, d);
     clu_int8(&g, st);
-    if (g.st) return g.st;
-    return clu_launch1(c, k, n, err);
+    return clu_end(&g, n);
 }
 
 /* ---------------------------------------------------------------- top_k, top_k_v2, unbind */
+
+/* Normalises *axis for X's shape xs; the element counts before and after that dim. */
+static cd_status around_axis(cd_cl_ctx *c, const cd_shape *xs, int64_t *axis, int64_t *outer, int64_t *inner,
+                             cd_error *err) {
+    if (xs->rank < 1 || *axis < -xs->rank || *axis >= xs->rank) return clu_fail(c, err, CD_E_MODEL, "axis out of range");
+    if (*axis < 0) *axis += xs->rank;
+    *outer = *inner = 1;
+    for (int i = 0; i < *axis; i++) *outer *= xs->d[i];
+    for (int i = (int)*axis + 1; i < xs->rank; i++) *inner *= xs->d[i];
+    return CD_OK;
+}
 
 static cd_status op_topk(cd_cl_ctx *c, cd_error *err) {
     int x, y, ix;
@@ -477,38 +402,29 @@ static cd_status op_topk(cd_cl_ctx *c, cd_error *err) {
     ix = clu_out(c, "Indices", 0);
     const cd_shape *xs = &clu_meta(c, x)->shape, *os = &clu_meta(c, y)->shape;
     const bool v2 = !strcmp(c->op->type, "top_k_v2");
-    int64_t axis = v2 ? cd_attr_int(c->op, "axis", -1) : -1;
-    if (xs->rank < 1 || axis < -xs->rank || axis >= xs->rank) return clu_fail(c, err, CD_E_MODEL, "axis out of range");
-    if (axis < 0) axis += xs->rank;
-    int64_t outer = 1, inner = 1, len = xs->d[axis], k = os->d[axis];
-    for (int i = 0; i < axis; i++) outer *= xs->d[i];
-    for (int i = (int)axis + 1; i < xs->rank; i++) inner *= xs->d[i];
+    int64_t axis = v2 ? cd_attr_int(c->op, "axis", -1) : -1, outer, inner;
+    if ((s = around_axis(c, xs, &axis, &outer, &inner, err))) return s;
+    int64_t len = xs->d[axis], k = os->d[axis];
     if (k < 1 || k > len) return clu_fail(c, err, CD_E_INTERNAL, "planned k %lld does not fit axis size %lld", (long long)k, (long long)len);
     int64_t rows = outer * inner, n = rows * k;
     if ((s = clu_fits(c, cd_value_numel(clu_meta(c, x)), "input size", err))) return s;
     if (rows == 0) return CD_OK;
-    cl_mem bx, by, bi;
-    cl_kernel kr;
-    if ((s = clu_buf(c, x, &bx, err)) || (s = clu_buf(c, y, &by, err))) return s;
+    cl_mem bi;
     if (ix >= 0) {
         if (clu_meta(c, ix)->dtype != CD_I64) return clu_fail(c, err, CD_E_INTERNAL, "Indices is not int64");
         if ((s = clu_buf(c, ix, &bi, err))) return s;
     } else if (!(bi = c->scratch(c, (size_t)n * sizeof(int64_t), err))) {
         return err && err->code ? err->code : CD_E_BACKEND;
     }
-    if ((s = c->kernel(c, "gather", "topk", &kr, err))) return s;
     clu_args g;
-    clu_args_init(&g, c, kr, err);
-    clu_mem(&g, bx);
-    clu_mem(&g, by);
+    if ((s = CLU_BEGIN(&g, c, "gather", "topk", err, x, y))) return s;
     clu_mem(&g, bi);
     clu_int(&g, rows);
     clu_int(&g, len);
     clu_int(&g, inner);
     clu_int(&g, k);
     clu_int(&g, v2 ? cd_attr_bool(c->op, "largest", true) : 1);
-    if (g.st) return g.st;
-    return clu_launch1(c, kr, rows, err);
+    return clu_end(&g, rows);
 }
 
 static cd_status op_unbind(cd_cl_ctx *c, cd_error *err) {
@@ -516,13 +432,10 @@ static cd_status op_unbind(cd_cl_ctx *c, cd_error *err) {
     cd_status s;
     if ((s = clu_need_in(c, "X", 0, &x, err)) || (s = clu_need_float(c, x, "input X", err))) return s;
     const cd_shape *xs = &clu_meta(c, x)->shape;
-    int64_t axis = cd_attr_int(c->op, "axis", 0);
-    if (xs->rank < 1 || axis < -xs->rank || axis >= xs->rank) return clu_fail(c, err, CD_E_MODEL, "axis out of range");
-    if (axis < 0) axis += xs->rank;
+    int64_t axis = cd_attr_int(c->op, "axis", 0), outer, inner;
+    if ((s = around_axis(c, xs, &axis, &outer, &inner, err))) return s;
     const cd_slot *outs = cd_op_out_slot(c->op, "Out");
-    int64_t outer = 1, inner = 1, A = xs->d[axis];
-    for (int i = 0; i < axis; i++) outer *= xs->d[i];
-    for (int i = (int)axis + 1; i < xs->rank; i++) inner *= xs->d[i];
+    int64_t A = xs->d[axis];
     if (!outs || outs->n != A) return clu_fail(c, err, CD_E_MODEL, "unbind needs %lld Out tensors", (long long)A);
     int64_t n = outer * inner;
     if ((s = clu_fits(c, cd_value_numel(clu_meta(c, x)), "input size", err))) return s;
@@ -544,8 +457,7 @@ static cd_status op_unbind(cd_cl_ctx *c, cd_error *err) {
         clu_int(&g, A);
         clu_int(&g, inner);
         clu_int(&g, i);
-        if (g.st) return g.st;
-        if ((s = clu_launch1(c, k, n, err))) return s;
+        if ((s = clu_end(&g, n))) return s;
     }
     return CD_OK;
 }

@@ -119,6 +119,27 @@ void clu_int8(clu_args *a, const int64_t v[8]) {
     a->st = cd_cl_arg(a->c, a->k, a->i++, sizeof x, &x, a->err);
 }
 
+cd_status clu_begin(clu_args *a, cd_cl_ctx *c, const char *family, const char *name, const int *tids, int n,
+                    cd_error *err) {
+    cl_mem m[8];
+    cl_kernel k;
+    cd_status s;
+    if (n > 8) return clu_fail(c, err, CD_E_INTERNAL, "clu_begin takes at most 8 buffers");
+    for (int i = 0; i < n; i++) {
+        m[i] = NULL;
+        if (tids[i] >= 0 && (s = clu_buf(c, tids[i], &m[i], err))) return s;
+    }
+    if ((s = c->kernel(c, family, name, &k, err))) return s;
+    clu_args_init(a, c, k, err);
+    for (int i = 0; i < n; i++) clu_mem(a, m[i]);
+    return a->st;
+}
+
+cd_status clu_end(clu_args *a, int64_t n) {
+    if (a->st) return a->st;
+    return clu_launch1(a->c, a->k, n, a->err);
+}
+
 cd_status clu_fits(cd_cl_ctx *c, int64_t n, const char *what, cd_error *err) {
     if (n < 0 || n > INT_MAX)
         return clu_fail(c, err, CD_E_UNSUPPORTED,

@@ -40,6 +40,18 @@ void clu_int(clu_args *a, int64_t v);   /* range-checked to int */
 void clu_flt(clu_args *a, double v);
 void clu_int8(clu_args *a, const int64_t v[8]);
 
+/* Looks up kernel `name` of kernels/<family>.cl (after the buffers) and starts its argument
+ * list with the device buffers of tensors tids[0..n) in that order (-1: a NULL buffer), at most
+ * 8. CLU_BEGIN takes the tensor ids as its last arguments. */
+cd_status clu_begin(clu_args *a, cd_cl_ctx *c, const char *family, const char *name, const int *tids, int n,
+                    cd_error *err);
+#define CLU_BEGIN(a, c, family, name, err, ...)                  \
+    clu_begin(a, c, family, name, (const int[]){__VA_ARGS__},   \
+              (int)(sizeof((const int[]){__VA_ARGS__}) / sizeof(int)), err)
+/* Launches the kernel of a finished argument list over n work-items (clu_launch1), or returns
+ * the list's first failure. */
+cd_status clu_end(clu_args *a, int64_t n);
+
 /* Checks that a count fits the kernels' int indexing. */
 cd_status clu_fits(cd_cl_ctx *c, int64_t n, const char *what, cd_error *err);
 /* Rounds x up to a multiple of m. */
