@@ -37,6 +37,8 @@ static const char *const USAGE_MAIN =
     "  --fp16-compute            use half arithmetic on OpenCL where cl_khr_fp16 exists\n"
     "  --int8 arm|dequant        int8 models on the CPU: integer arithmetic as Paddle-Lite's\n"
     "                            ARM int8 kernels (default) or dequantized weights in float\n"
+    "  --int8-placement arm|gpu  int8 layers in the OpenCL run: on the ARM int8 kernels, where\n"
+    "                            Paddle-Lite places them (default), or as float OpenCL kernels\n"
     "  --threads N               CPU threads (default 2)\n"
     "  --cl-lib PATH --cl-platform P --cl-device D (index or name substring)\n"
     "  --kernel-dir DIR          replace embedded kernels/*.cl with files from DIR\n"
@@ -158,6 +160,12 @@ int cd_cli_parse(int argc, char **argv, int first, cd_cli_opts *o, const char *c
             NEEDV();
             if (strcmp(v, "arm") && strcmp(v, "dequant")) return usage_error(cmd, "--int8 expects arm or dequant, got '%s'", v);
             o->int8_mode = v;
+        }
+        else if (!strcmp(a, "--int8-placement")) {
+            NEEDV();
+            if (strcmp(v, "arm") && strcmp(v, "gpu"))
+                return usage_error(cmd, "--int8-placement expects arm or gpu, got '%s'", v);
+            o->int8_placement = v;
         }
         else if (!strcmp(a, "--quiet") || !strcmp(a, "-q")) o->quiet = true;
         else if (!strcmp(a, "--no-cache")) o->no_cache = true;

@@ -30,6 +30,7 @@ typedef struct cd_cli_opts {
     bool quiet;
     bool fp16_compute;             /* --fp16-compute: allow half arithmetic on OpenCL */
     const char *int8_mode;         /* --int8 arm|dequant (default arm: docs/int8.md) */
+    const char *int8_placement;    /* --int8-placement arm|gpu (default arm: docs/int8.md) */
     const char *cl_lib, *cl_platform, *cl_device, *kernel_dir, *cache_dir;
     bool no_cache;
     bool isolate_child;            /* --no-isolate turns it off (debugging) */

@@ -69,6 +69,7 @@ cd_backend_opts cd_session_backend_opts(const cd_cli_opts *o, cd_precision prec)
     b.fp16_compute = o->fp16_compute;
     /* int8 layers in integer arithmetic on the CPU (docs/int8.md); fp16 runs stay dequantized */
     b.int8_arm = prec == CD_PREC_FP32 && !(o->int8_mode && !strcmp(o->int8_mode, "dequant"));
+    b.int8_on_arm = b.int8_arm && !(o->int8_placement && !strcmp(o->int8_placement, "gpu"));
     return b;
 }
 

@@ -28,6 +28,8 @@ typedef struct cd_backend_opts {
      * kernels do (backends/cpu/ops_int8.h); false: dequantized weights in float */
     bool int8_arm;
     bool no_quant;           /* cpu: calib fake quantization as identity (cd_op_ctx.no_quant) */
+    bool int8_on_arm;        /* opencl: ops with int8 kernels run on the CPU int8 kernels, as
+                                Paddle-Lite places them (no OpenCL int8 kernels; docs/int8.md) */
 } cd_backend_opts;
 
 typedef struct cd_backend cd_backend;

@@ -75,6 +75,9 @@ static cd_status cl_prepare(cd_backend *b, const cd_plan *plan, cd_error *err) {
         else if (def && (def->flags & CD_OPF_SHAPE) && int_outputs(plan, op) &&
                  !(float_activation_input(plan, op) && cd_cl_op_find(op->type)))
             r->mode[i] = MODE_HOST;   /* shape arithmetic on small integer tensors */
+        else if (r->b->opts.int8_on_arm && cd_cpu_int8_claims(&(cd_op_ctx){.g = g, .op = op, .op_index = i,
+                                                                             .vals = plan->meta, .prec = plan->prec}))
+            r->mode[i] = MODE_ARM_INT8;   /* Paddle-Lite keeps int8 layers on its ARM kernels */
         else if ((r->cldef[i] = cd_cl_op_find(op->type))) r->mode[i] = MODE_KERNEL;
         else r->mode[i] = MODE_FALLBACK;
     }

@@ -246,6 +246,15 @@ cd_status clrt_run_op(cd_backend *b, int i, cd_op_report *rep, cd_error *err) {
     case MODE_KERNEL:
         st = run_kernel(r, i, rep, why, sizeof why, &t0, err);
         break;
+    case MODE_ARM_INT8:
+        /* Paddle-Lite's OpenCL backend has no int8 kernels: its kernel pick keeps int8 layers
+         * on the ARM int8 kernels (docs/int8.md §4); so does this run */
+        snprintf(rep->where, sizeof rep->where, "arm-int8");
+        snprintf(rep->note, sizeof rep->note, "int8 layer on the ARM int8 kernel, as Paddle-Lite places it "
+                 "(--int8-placement gpu: float OpenCL kernel)");
+        st = clrt_run_on_host(r, i, err);
+        if (!st) snprintf(rep->kernel, sizeof rep->kernel, "%s", r->host_kernel);
+        break;
     default:
         snprintf(why, sizeof why, "no OpenCL kernel for op type %s", op->type);
         break;

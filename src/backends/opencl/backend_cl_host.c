@@ -65,7 +65,13 @@ cd_status clrt_run_on_host(clrt *r, int i, cd_error *err) {
             int id = op->out[s].ids[k];
             if (id >= 0) st = cd_value_alloc(&r->host[id], err);
         }
-    if (!st) st = def->run(&c);
+    if (!st && r->mode[i] == MODE_ARM_INT8) {
+        char note[64];
+        r->host_kernel[0] = 0;
+        st = cd_cpu_int8_run(&c, r->host_kernel, sizeof r->host_kernel, note, sizeof note);
+    } else if (!st) {
+        st = def->run(&c);
+    }
     if (st && err && !strstr(err->msg, "op #")) cd_err_prefix(err, "op #%d %s (%s): ", i, op->name, op->type);
     for (int s = 0; s < op->n_out && !st; s++)
         for (int k = 0; k < op->out[s].n && !st; k++) {

@@ -4,6 +4,7 @@
 #define CD_BACKEND_CL_PRIV_H
 #include "backends/opencl/backend_cl.h"
 #include "backends/opencl/loader.h"
+#include "backends/cpu/ops_int8.h"
 
 typedef struct clbuf {   /* a device buffer shared by identity-aliased tensors */
     cl_mem mem;
@@ -20,7 +21,7 @@ typedef struct clprog {
     struct { char name[64]; cl_kernel k; } *kernels;
 } clprog;
 
-enum { MODE_FEED, MODE_IDENTITY, MODE_KERNEL, MODE_HOST, MODE_FALLBACK };
+enum { MODE_FEED, MODE_IDENTITY, MODE_KERNEL, MODE_HOST, MODE_FALLBACK, MODE_ARM_INT8 };
 
 typedef struct clrt {
     cd_backend *b;
@@ -40,6 +41,7 @@ typedef struct clrt {
     cd_shape *shape;     /* current shape per tensor (dynamic ops shrink it) */
     cd_value *host;      /* scratch host values for fallback ops */
     int *mode;           /* per op */
+    char host_kernel[64];  /* the CPU int8 kernel that ran the last MODE_ARM_INT8 op */
     const cd_cl_op_def **cldef;
     int n_prog, cap_prog;
     clprog *progs;
