@@ -436,7 +436,11 @@ static inline __attribute__((always_inline)) void dw_row_vec(const geo8 *g, cons
                     cd_f8 lo, hi;
                     memcpy(&lo, s0, sizeof lo);
                     memcpy(&hi, s0 + 8, sizeof hi);
+#if defined(__clang__)   /* clang spells the two-vector shuffle differently */
+                    v = __builtin_shufflevector(lo, hi, 0, 2, 4, 6, 8, 10, 12, 14);
+#else
                     v = __builtin_shuffle(lo, hi, (cd_i8x){0, 2, 4, 6, 8, 10, 12, 14});
+#endif
                 }
                 a += v * wk[kh * g->KW + kw];
             }
