@@ -219,10 +219,22 @@ int cd_cmd_report(const cd_cli_opts *o) {
     int n = cd_dump_n_runs(r);
     const char *run_a = NULL, *run_b = NULL;
     for (int i = 0; i < n; i++) {
+        /* the compared pair, not the helper runs (golden, <b>_local, ref_local, <b>_repN) */
         const char *nm = cd_dump_run_name(r, i);
-        if (!strcmp(nm, "golden")) continue;
+        size_t l = strlen(nm);
+        const char *rep = strstr(nm, "_rep");
+        if (!strcmp(nm, "golden") || (l > 6 && !strcmp(nm + l - 6, "_local")) ||
+            (rep && rep[4] >= '0' && rep[4] <= '9'))
+            continue;
         if (!run_a) run_a = nm;
         else if (!run_b) run_b = nm;
+    }
+    if (run_a && run_b) {
+        /* B is the run that has a local run (<b>_local): `--backends paddle-lite,cpu` stores
+         * runs paddle-lite, cpu and cpu_local */
+        char loc[160];
+        snprintf(loc, sizeof loc, "%s_local", run_a);
+        if (cd_dump_find_run(r, loc) >= 0) { const char *t = run_a; run_a = run_b; run_b = t; }
     }
     if (cd_dump_find_run(r, "cpu") >= 0 && cd_dump_find_run(r, "opencl") >= 0) { run_a = "cpu"; run_b = "opencl"; }
     int rc;

@@ -2,6 +2,7 @@
 attributes), the differential command compares them with cldiff's CPU (local check on
 Paddle-Lite's inputs), and a missing venv is exit 4 with what to install. The last check
 runs without the wheel; the others skip (77) without it."""
+import json
 import os
 import sys
 import h5py
@@ -46,6 +47,11 @@ c.rc(r, 0, "differential paddle-lite vs cpu passes")
 c.ok("checked locally" in r.out, "local check ran on Paddle-Lite's inputs", r.out[-600:])
 r = cldiff("report", os.path.join(out, "dump.h5"), "--out", os.path.join(d, "rep"))
 c.ok(r.rc == 0 and os.path.exists(os.path.join(d, "rep", "report.html")), "cldiff report on the dump", r.tail())
+if r.rc == 0:
+    sj = json.load(open(os.path.join(d, "rep", "summary.json")))
+    env = json.dumps(sj.get("environment", {}))
+    c.ok('"backend_a": "paddle-lite"' in env and '"backend_b": "cpu"' in env, "report compares paddle-lite with cpu "
+         "(not cpu with its local run)", env[:300])
 out = os.path.join(d, "diff_b")
 r = cldiff(X86, "--backends", "cpu,paddle-lite-x86", "--shape", "x=1,3,64,64", "--out", out)
 c.rc(r, 0, "paddle-lite as run B")
