@@ -159,6 +159,16 @@ cd_status cd_local_check_layers(const cd_local_req *q, cd_analysis *an, cd_error
                 }
             }
             cd_local_me_free(&me);
+            if (!st && res.needs_mag && !used_mag) {
+                /* over the cheap bound, and the magnitude that would decide cannot be had (an
+                 * input of the layer is not in the dump: --layers left its producer out). No
+                 * bound, no verdict: the layer is reported unchecked, not blamed. */
+                snprintf(l->loc_note, sizeof l->loc_note, "not checked: over |ref|'s bound and the magnitude needs "
+                         "inputs not in the dump (%.90s); probe the producing layers (--layers all)",
+                         mnote[0] ? mnote : "not captured");
+                free(ref); free(val); free(mag); free(x);
+                continue;
+            }
             cd_local_result fe = {.worst = -1};
             bool evidence = !st && res.pass && q->settled && !settled && cd_local_free_evidence(q, l, &spec, ref, n1, &fe);
             if (evidence) res = (cd_local_result){.err = fe.err, .bound = fe.bound, .ratio = fe.ratio,
