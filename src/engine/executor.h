@@ -20,7 +20,10 @@ typedef struct cd_probe_sink {
 typedef struct cd_settle_info {
     double err, bound, ratio;
     int64_t worst;
-    int32_t ratio_upper, pad_;
+    int32_t ratio_upper;
+    int32_t local;           /* 1: the local re-run's output, checked where it ran (not stored) */
+    int64_t n;               /* elements; and the comparison's summary */
+    double max_abs, cosine, rmse, ref_rms, ref_absmax;
 } cd_settle_info;
 
 typedef struct cd_exec_opts {
@@ -38,7 +41,9 @@ typedef struct cd_exec_opts {
     /* settle (with force, not local_only): asked with each probed output of the free run;
      * true when that output already lies within its op's local bound of the recorded value,
      * so the local pass need not run the op again ("settled by the free run",
-     * docs/verdicts.md). on_settled hears of each op the local pass so skips. */
+     * docs/verdicts.md). on_settled hears of each op the local pass so skips, and of each op
+     * the local pass re-ran whose outputs settle the same way (info.local = 1): those are not
+     * handed to local_sink. */
     bool (*settle)(void *user, const cd_forcing *force, int op, int tensor, const cd_value *out,
                    cd_settle_info *info);
     void *settle_user;

@@ -11,16 +11,44 @@ typedef struct entry {
     bool kept;
     cd_dtype dtype;
     cd_shape shape;
-    int64_t off;
+    void *mem;         /* in memory (a forked child reads it without a copy) ... */
+    int64_t off;       /* ... or at this offset of the scratch file */
     size_t nbytes;
 } entry;
 
 struct cd_forcing {
-    int fd;
+    int fd;            /* -1 until the first value that does not fit the memory budget */
+    char dir[1024];
     int n;
     entry *e;
-    int64_t end;
+    int64_t end;       /* file bytes */
+    int64_t mem_used, mem_budget;
 };
+
+/* Values stay in memory up to CLDIFF_SCRATCH_MEM bytes (default a quarter of physical memory,
+ * at most 4 GiB); beyond it they go to the unlinked scratch file. */
+static int64_t mem_budget(void) {
+    const char *v = getenv("CLDIFF_SCRATCH_MEM");
+    if (v && *v) {
+        char *end;
+        long long b = strtoll(v, &end, 10);
+        return b > 0 && !*end ? (int64_t)b : 0;
+    }
+    long pages = sysconf(_SC_PHYS_PAGES), psz = sysconf(_SC_PAGESIZE);
+    int64_t q = pages > 0 && psz > 0 ? (int64_t)pages * psz / 4 : 0;
+    return q < ((int64_t)4 << 30) ? q : ((int64_t)4 << 30);
+}
+
+static cd_status open_file(cd_forcing *f, cd_error *err) {
+    char path[1100];
+    snprintf(path, sizeof path, "%s/.cldiff-forcing-XXXXXX", f->dir);
+    f->fd = mkstemp(path);
+    if (f->fd < 0)
+        return cd_err(err, CD_E_IO, "cannot create the local-check scratch file in '%s': %s (choose a writable "
+                      "--out DIR or CLDIFF_SCRATCH_DIR, or --local none)", f->dir, strerror(errno));
+    unlink(path);
+    return CD_OK;
+}
 
 cd_status cd_forcing_new(const char *dir, int n_tensors, cd_forcing **out, cd_error *err) {
     *out = NULL;
@@ -29,23 +57,36 @@ cd_status cd_forcing_new(const char *dir, int n_tensors, cd_forcing **out, cd_er
     f->e = calloc((size_t)(n_tensors > 0 ? n_tensors : 1), sizeof *f->e);
     if (!f->e) { free(f); return cd_err(err, CD_E_NOMEM, "out of memory"); }
     f->n = n_tensors;
-    char path[1100];
-    snprintf(path, sizeof path, "%s/.cldiff-forcing-XXXXXX", dir);
-    f->fd = mkstemp(path);
-    if (f->fd < 0) {
-        int e = errno;
-        free(f->e);
-        free(f);
-        return cd_err(err, CD_E_IO, "cannot create the local-check scratch file in '%s': %s (choose a writable "
-                      "--out DIR, or --local none)", dir, strerror(e));
+    f->fd = -1;
+    snprintf(f->dir, sizeof f->dir, "%s", dir);
+    f->mem_budget = mem_budget();
+    /* no memory budget: the file from the start, so that its folder is checked up front */
+    if (f->mem_budget <= 0) {
+        cd_status st = open_file(f, err);
+        if (st) { free(f->e); free(f); return st; }
     }
-    unlink(path);
     *out = f;
     return CD_OK;
 }
 
 cd_status cd_forcing_put(cd_forcing *f, int id, const cd_value *v, cd_error *err) {
     if (id < 0 || id >= f->n) return cd_err(err, CD_E_INTERNAL, "forcing record: tensor id %d out of range", id);
+    entry *e = &f->e[id];
+    free(e->mem);
+    e->mem = NULL;
+    if (f->mem_used + (int64_t)v->nbytes <= f->mem_budget && (e->mem = malloc(v->nbytes ? v->nbytes : 1))) {
+        if (v->nbytes) memcpy(e->mem, v->data, v->nbytes);
+        f->mem_used += (int64_t)v->nbytes;
+        e->kept = true;
+        e->dtype = v->dtype;
+        e->shape = v->shape;
+        e->nbytes = v->nbytes;
+        return CD_OK;
+    }
+    if (f->fd < 0) {
+        cd_status st = open_file(f, err);
+        if (st) return st;
+    }
     const char *p = v->data;
     size_t left = v->nbytes;
     int64_t off = f->end;
@@ -60,7 +101,6 @@ cd_status cd_forcing_put(cd_forcing *f, int id, const cd_value *v, cd_error *err
         off += w;
         left -= (size_t)w;
     }
-    entry *e = &f->e[id];
     e->kept = true;
     e->dtype = v->dtype;
     e->shape = v->shape;
@@ -76,7 +116,11 @@ const cd_shape *cd_forcing_shape(const cd_forcing *f, int id) {
     return cd_forcing_has(f, id) ? &f->e[id].shape : NULL;
 }
 
-int64_t cd_forcing_bytes(const cd_forcing *f) { return f ? f->end : 0; }
+int64_t cd_forcing_bytes(const cd_forcing *f) { return f ? f->end + f->mem_used : 0; }
+
+const void *cd_forcing_peek(const cd_forcing *f, int id, cd_dtype dtype) {
+    return cd_forcing_has(f, id) && f->e[id].mem && f->e[id].dtype == dtype ? f->e[id].mem : NULL;
+}
 
 cd_status cd_forcing_get(const cd_forcing *f, int id, cd_dtype want, bool absval, cd_value *out, cd_error *err) {
     memset(out, 0, sizeof *out);
@@ -93,6 +137,10 @@ cd_status cd_forcing_get(const cd_forcing *f, int id, cd_dtype want, bool absval
     char *p = raw.data;
     size_t left = e->nbytes;
     int64_t off = e->off;
+    if (e->mem) {
+        if (left) memcpy(p, e->mem, left);
+        left = 0;
+    }
     while (left) {
         ssize_t r = pread(f->fd, p, left, (off_t)off);
         if (r <= 0) {
@@ -137,6 +185,7 @@ cd_status cd_forcing_get(const cd_forcing *f, int id, cd_dtype want, bool absval
 void cd_forcing_free(cd_forcing *f) {
     if (!f) return;
     if (f->fd >= 0) close(f->fd);
+    for (int i = 0; f->e && i < f->n; i++) free(f->e[i].mem);
     free(f->e);
     free(f);
 }

@@ -1,7 +1,8 @@
 /* The forcing record: one run's op outputs, kept so that another backend can run each layer
- * on exactly these inputs (the local check, docs/verdicts.md). Values live in an unlinked
- * temporary file in the output folder, so memory stays bounded by one tensor and nothing is
- * left behind, and a forked OpenCL child reads them with pread (no shared state). */
+ * on exactly these inputs (the local check, docs/verdicts.md). Values live in memory up to a
+ * budget (CLDIFF_SCRATCH_MEM bytes; default a quarter of physical memory, at most 4 GiB: a
+ * forked OpenCL child reads them in place), the rest in an unlinked temporary file in the
+ * output folder (or CLDIFF_SCRATCH_DIR), so nothing is left behind and memory stays bounded. */
 #ifndef CD_FORCING_H
 #define CD_FORCING_H
 #include "engine/value.h"
@@ -19,6 +20,8 @@ const cd_shape *cd_forcing_shape(const cd_forcing *f, int id);
  * F32 and F16 (half rounding to nearest even), integer data converts exactly; absval makes
  * every value its absolute value (the magnitude run). */
 cd_status cd_forcing_get(const cd_forcing *f, int id, cd_dtype want, bool absval, cd_value *out, cd_error *err);
+/* The kept value in place when it is in memory with this dtype (NULL otherwise). */
+const void *cd_forcing_peek(const cd_forcing *f, int id, cd_dtype dtype);
 /* Bytes kept so far. */
 int64_t cd_forcing_bytes(const cd_forcing *f);
 void cd_forcing_free(cd_forcing *f);

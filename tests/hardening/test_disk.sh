@@ -68,7 +68,7 @@ if mount -t tmpfs -o size=200k,mode=0755 tmpfs "$MNT" 2>"$WORK/mount.err"; then
     expect_no_complete_dump full_diff "$MNT/diff"
     rm -rf "${MNT:?}"/*
     # 1b. the local check's scratch record on the full disk, the dump elsewhere
-    CLDIFF_SCRATCH_DIR="$MNT" run full_scratch "$MODEL" --out "$WORK/scratch_out"
+    CLDIFF_SCRATCH_MEM=0 CLDIFF_SCRATCH_DIR="$MNT" run full_scratch "$MODEL" --out "$WORK/scratch_out"
     expect_rc full_scratch 6
     expect_err full_scratch "local-check scratch file.*(no space left|disk full)"
     expect_no_complete_dump full_scratch "$WORK/scratch_out"
@@ -99,7 +99,7 @@ run proc_out run --backends cpu "$MODEL" --out /proc/cldiff-out-test
 expect_rc proc_out 6
 expect_err proc_out "cannot create output folder"
 # 3b. a scratch folder that cannot hold a file (the dump itself is writable)
-CLDIFF_SCRATCH_DIR=/proc run proc_scratch "$MODEL" --out "$WORK/proc_scratch_out"
+CLDIFF_SCRATCH_MEM=0 CLDIFF_SCRATCH_DIR=/proc run proc_scratch "$MODEL" --out "$WORK/proc_scratch_out"
 expect_rc proc_scratch 6
 expect_err proc_scratch "cannot create the local-check scratch file in '/proc'"
 expect_no_complete_dump proc_scratch "$WORK/proc_scratch_out"
