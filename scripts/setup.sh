@@ -70,12 +70,13 @@ pl_python() {
   return 1
 }
 if [ "$what" = tests ] && [ "${CLDIFF_SKIP_PL:-0}" != 1 ] && [ "$(uname -m)" = x86_64 ]; then
-  if ! "$here/.venv-pl/bin/python" -c 'import paddlelite.lite, numpy; assert numpy.__version__ < "2"' 2>/dev/null; then
+  # h5py: the export round-trip test (tests/plexport) reads cldiff's dumps in the same Python
+  if ! "$here/.venv-pl/bin/python" -c 'import paddlelite.lite, numpy, h5py; assert numpy.__version__ < "2"' 2>/dev/null; then
     if found=$(pl_python); then
       pv=${found%% *}; py=${found#* }
       case "$pv" in 3.7) plv=2.12 ;; 3.9) plv=2.10 ;; *) plv=2.13rc0 ;; esac
       [ -x "$here/.venv-pl/bin/python" ] || "$py" -m venv "$here/.venv-pl"
-      "$here/.venv-pl/bin/pip" install -q --disable-pip-version-check "paddlelite==$plv" 'numpy<2' \
+      "$here/.venv-pl/bin/pip" install -q --disable-pip-version-check "paddlelite==$plv" 'numpy<2' h5py \
         || echo "setup: note: pip could not install paddlelite==$plv into .venv-pl; the paddle-lite backend stays unavailable" >&2
     else
       echo "setup: note: no CPython 3.7-3.10 found (pyenv versions, python3.X, Debian python3): the paddle-lite" \
