@@ -32,7 +32,7 @@ static int64_t mem_budget(void) {
     if (v && *v) {
         char *end;
         long long b = strtoll(v, &end, 10);
-        return b > 0 && !*end ? (int64_t)b : 0;
+        return b >= 0 && !*end ? (int64_t)b : -1;   /* -1: not a byte count */
     }
     long pages = sysconf(_SC_PHYS_PAGES), psz = sysconf(_SC_PAGESIZE);
     int64_t q = pages > 0 && psz > 0 ? (int64_t)pages * psz / 4 : 0;
@@ -60,6 +60,12 @@ cd_status cd_forcing_new(const char *dir, int n_tensors, cd_forcing **out, cd_er
     f->fd = -1;
     snprintf(f->dir, sizeof f->dir, "%s", dir);
     f->mem_budget = mem_budget();
+    if (f->mem_budget < 0) {
+        free(f->e);
+        free(f);
+        return cd_err(err, CD_E_USAGE, "CLDIFF_SCRATCH_MEM='%s' is not a number of bytes (0 keeps the local check's "
+                      "record in the scratch file)", getenv("CLDIFF_SCRATCH_MEM"));
+    }
     /* no memory budget: the file from the start, so that its folder is checked up front */
     if (f->mem_budget <= 0) {
         cd_status st = open_file(f, err);

@@ -103,6 +103,10 @@ CLDIFF_SCRATCH_MEM=0 CLDIFF_SCRATCH_DIR=/proc run proc_scratch "$MODEL" --out "$
 expect_rc proc_scratch 6
 expect_err proc_scratch "cannot create the local-check scratch file in '/proc'"
 expect_no_complete_dump proc_scratch "$WORK/proc_scratch_out"
+# 3c. a scratch memory budget that is not a byte count: usage error, named
+CLDIFF_SCRATCH_MEM=lots run bad_scratch_mem "$MODEL" --out "$WORK/bad_mem_out"
+expect_rc bad_scratch_mem 2
+expect_err bad_scratch_mem "CLDIFF_SCRATCH_MEM='lots' is not a number of bytes"
 # 4. --out is a regular file
 : >"$WORK/plainfile"
 run file_out run --backends cpu "$MODEL" --out "$WORK/plainfile"
