@@ -340,16 +340,16 @@ static void verdict_json(FILE *f, const cd_report_input *in) {
         if (!strcmp(o->task, "detection"))
             fprintf(f, ", \"detections\": {\"ref\": %lld, \"val\": %lld, \"matched\": %lld}", (long long)o->det_ref,
                     (long long)o->det_val, (long long)o->det_matched);
-        if (o->has_gref) {   /* fp16: B against the float32 golden run */
-            fputs(", \"b_vs_golden\": {\"range_err\": ", f); cd_put_json_num(f, o->g_range_err);
-            fputs(", \"cosine\": ", f); cd_put_json_num(f, o->g_cos);
-            fputs("}, \"a_vs_golden\": {\"range_err\": ", f); cd_put_json_num(f, o->ga_range_err);
-            fputs(", \"cosine\": ", f); cd_put_json_num(f, o->ga_cos);
+        if (o->gref_b.has) {   /* fp16: B against the float32 golden run */
+            fputs(", \"b_vs_golden\": {\"range_err\": ", f); cd_put_json_num(f, o->gref_b.range_err);
+            fputs(", \"cosine\": ", f); cd_put_json_num(f, o->gref_b.cos);
+            fputs("}, \"a_vs_golden\": {\"range_err\": ", f); cd_put_json_num(f, o->gref_a.range_err);
+            fputs(", \"cosine\": ", f); cd_put_json_num(f, o->gref_a.cos);
             fputc('}', f);
         }
-        if (o->has_qref) {   /* A against the unquantized float model: the quantization error */
-            fputs(", \"quantization_error\": {\"range_err\": ", f); cd_put_json_num(f, o->q_range_err);
-            fputs(", \"cosine\": ", f); cd_put_json_num(f, o->q_cos);
+        if (o->qref.has) {   /* A against the unquantized float model: the quantization error */
+            fputs(", \"quantization_error\": {\"range_err\": ", f); cd_put_json_num(f, o->qref.range_err);
+            fputs(", \"cosine\": ", f); cd_put_json_num(f, o->qref.cos);
             fputc('}', f);
         }
         fputc('}', f);

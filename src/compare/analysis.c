@@ -109,17 +109,17 @@ bool cd_output_yardstick(const cd_layer_cmp *l, const cd_policy *p, double range
     if (vs_golden) {
         /* fp16: both sides approximate the float32 model (the golden run); an output no further
          * from it than the fp16 tolerance or than A's own half arithmetic is not drifting */
-        if (!l->has_gref && !l->has_garef) return false;
+        if (!l->gref_b.has && !l->gref_a.has) return false;
         double lim_r = p->out_range, lim_c = 1 - p->out_min_cos;
-        if (l->has_garef && l->ga_range_err > lim_r) lim_r = l->ga_range_err;
-        if (l->has_garef && 1 - l->ga_cos > lim_c) lim_c = 1 - l->ga_cos;
+        if (l->gref_a.has && l->gref_a.range_err > lim_r) lim_r = l->gref_a.range_err;
+        if (l->gref_a.has && 1 - l->gref_a.cos > lim_c) lim_c = 1 - l->gref_a.cos;
         return range_err <= lim_r && 1 - cosine <= lim_c;
     }
     /* a quantized model's output means something only to within its own quantization error
      * (A against the unquantized float model, run float_ref): two quantized evaluations each
      * that close to the float model are within twice that of each other */
-    if (!l->has_qref) return false;
-    return range_err <= 2 * l->q_range_err + p->out_range && 1 - cosine <= 2 * (1 - l->q_cos) + (1 - p->out_min_cos);
+    if (!l->qref.has) return false;
+    return range_err <= 2 * l->qref.range_err + p->out_range && 1 - cosine <= 2 * (1 - l->qref.cos) + (1 - p->out_min_cos);
 }
 
 void cd_decide_verdict(cd_analysis *a, const cd_policy *p) {
@@ -176,16 +176,16 @@ void cd_decide_verdict(cd_analysis *a, const cd_policy *p) {
          * B is held to that (plus the float tolerance), not to bit-level agreement. */
         /* the model's own yardsticks (docs/verdicts.md "Output tolerance") */
         if (!l->out_pass && !l->nf_hard && !p->user) {
-            if (l->has_gref && cd_output_yardstick(l, p, l->g_range_err, l->g_cos, true)) {
+            if (l->gref_b.has && cd_output_yardstick(l, p, l->gref_b.range_err, l->gref_b.cos, true)) {
                 l->out_pass = true;
                 snprintf(l->out_rule, sizeof l->out_rule,
                          "fp16: B no further from the float32 golden run (range %.3g, cosine %.6f) than the tolerance or "
-                         "A (range %.3g, cosine %.6f)", l->g_range_err, l->g_cos, l->ga_range_err, l->ga_cos);
+                         "A (range %.3g, cosine %.6f)", l->gref_b.range_err, l->gref_b.cos, l->gref_a.range_err, l->gref_a.cos);
             } else if (!l->m.nonfinite_mismatch && cd_output_yardstick(l, p, l->out_range_err, l->m.cosine, false)) {
                 l->out_pass = true;
                 snprintf(l->out_rule, sizeof l->out_rule,
                          "quantized: within twice the model's own quantization error (A vs float model: range %.3g, "
-                         "cosine %.6f)", l->q_range_err, l->q_cos);
+                         "cosine %.6f)", l->qref.range_err, l->qref.cos);
             }
         }
         if (!l->out_pass) a->n_out_fail++;

@@ -6,6 +6,12 @@
 #include "compare/metrics.h"
 #include "compare/policy.h"
 
+/* One output against a reference run: range error (max|a-b| / max|ref|) and cosine. */
+typedef struct cd_out_dist {
+    bool has;
+    double range_err, cos;
+} cd_out_dist;
+
 typedef struct cd_layer_cmp {
     int op_index;
     int tensor_id;
@@ -73,11 +79,9 @@ typedef struct cd_layer_cmp {
     char out_rule[160];         /* which output rule decided */
     /* quantized models: run A's output against the unquantized float model (run float_ref):
      * the model's own quantization error, the yardstick its outputs are held to */
-    bool has_qref;
-    double q_range_err, q_cos;
+    cd_out_dist qref;
     /* fp16 runs: B's output, and A's, against the float32 golden run */
-    bool has_gref, has_garef;
-    double g_range_err, g_cos, ga_range_err, ga_cos;
+    cd_out_dist gref_b, gref_a;
     char task[16];              /* "classifier", "detection" or "" (shape says nothing) */
     int64_t det_ref, det_val, det_matched; /* detection: boxes in A, in B, matched (IoU >= 0.5, same class) */
 } cd_layer_cmp;

@@ -2,7 +2,6 @@
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
-#include <stddef.h>
 #include <string.h>
 #include "compare/outputs.h"
 
@@ -78,19 +77,18 @@ static cd_status outputs_against(const cd_dump_reader *r, const char *run_x, boo
     return st;
 }
 
-/* Fills, per output layer, one of the (has, range, cos) triples of cd_layer_cmp. */
+/* Fills, per output layer, the distance picked by which (0: qref, 1: gref_b, 2: gref_a). */
 static cd_status outputs_into(const cd_dump_reader *r, const char *run_x, bool use_b, const char *run_ref,
-                              cd_analysis *an, size_t off_has, size_t off_range, size_t off_cos, cd_error *err) {
+                              cd_analysis *an, int which, cd_error *err) {
     int n = an->n_layers;
     bool *set = calloc((size_t)n + 1, 1);
     double *re = calloc((size_t)n + 1, sizeof *re), *co = calloc((size_t)n + 1, sizeof *co);
     cd_status st = set && re && co ? outputs_against(r, run_x, use_b, run_ref, an, set, re, co, err)
                                    : cd_err(err, CD_E_NOMEM, "out of memory");
     for (int i = 0; !st && i < n; i++) {
-        char *l = (char *)&an->layers[i];
-        *(bool *)(l + off_has) = set[i];
-        *(double *)(l + off_range) = re[i];
-        *(double *)(l + off_cos) = co[i];
+        cd_layer_cmp *l = &an->layers[i];
+        cd_out_dist *d = which == 0 ? &l->qref : which == 1 ? &l->gref_b : &l->gref_a;
+        *d = (cd_out_dist){.has = set[i], .range_err = re[i], .cos = co[i]};
     }
     free(set);
     free(re);
@@ -100,16 +98,13 @@ static cd_status outputs_into(const cd_dump_reader *r, const char *run_x, bool u
 
 cd_status cd_compare_quant_ref(const cd_dump_reader *r, const char *run_a, const char *run_q, cd_analysis *an,
                                cd_error *err) {
-    return outputs_into(r, run_a, false, run_q, an, offsetof(cd_layer_cmp, has_qref), offsetof(cd_layer_cmp, q_range_err),
-                        offsetof(cd_layer_cmp, q_cos), err);
+    return outputs_into(r, run_a, false, run_q, an, 0, err);
 }
 
 cd_status cd_compare_golden_outputs(const cd_dump_reader *r, const char *run_a, const char *run_b, const char *run_g,
                                     cd_analysis *an, cd_error *err) {
-    cd_status st = outputs_into(r, run_b, true, run_g, an, offsetof(cd_layer_cmp, has_gref),
-                                offsetof(cd_layer_cmp, g_range_err), offsetof(cd_layer_cmp, g_cos), err);
-    return st ? st : outputs_into(r, run_a, false, run_g, an, offsetof(cd_layer_cmp, has_garef),
-                                  offsetof(cd_layer_cmp, ga_range_err), offsetof(cd_layer_cmp, ga_cos), err);
+    cd_status st = outputs_into(r, run_b, true, run_g, an, 1, err);
+    return st ? st : outputs_into(r, run_a, false, run_g, an, 2, err);
 }
 
 /* A layer's identity and timings from its two matched tensors. */

@@ -44,12 +44,11 @@ cd_status cd_local_store(cd_dump *d, const char *run_local, const cd_analysis *a
  * is false (and CD_OK returned) when the dump has no such table. */
 cd_status cd_local_load(const cd_dump_reader *r, const char *run_local, cd_analysis *an, bool *found, cd_error *err);
 /* Reads the two tensors of layer i back (for heatmaps); ref and val are malloc-ed. */
-/* Quantized models: fills has_qref, q_range_err, q_cos of every output layer of an from run A
+/* Quantized models: fills qref of every output layer of an from run A
  * against run_q (the unquantized float model) of the same dump (docs/verdicts.md). */
 cd_status cd_compare_quant_ref(const cd_dump_reader *r, const char *run_a, const char *run_q, cd_analysis *an,
                                cd_error *err);
-/* fp16 runs: every output of run B (has_gref, g_range_err, g_cos) and of run A (has_garef,
- * ga_...) against the float32 golden run. */
+/* fp16 runs: every output of run B (gref_b) and of run A (gref_a) against the float32 golden run. */
 cd_status cd_compare_golden_outputs(const cd_dump_reader *r, const char *run_a, const char *run_b, const char *run_g,
                                     cd_analysis *an, cd_error *err);
 cd_status cd_compare_read_pair(const cd_cmp_request *q, const cd_layer_cmp *l, float **ref, float **val,
