@@ -25,6 +25,11 @@ typedef struct cd_op_ctx {
     /* The unquantized float model (the quantization yardstick run, docs/verdicts.md): fake
      * quantization (calib float -> int8 grid) passes values through unchanged. */
     bool no_quant;
+    /* Scratch memory the backend keeps for the op's run (its pages already touched, so the
+     * timed op pays no page faults): scratch_bytes may be 0 (none; the op allocates). Only the
+     * CPU backend's int8 kernels use it (cd_cpu_int8_scratch). */
+    void *scratch;
+    size_t scratch_bytes;
 } cd_op_ctx;
 
 /* Shape rule: from vals[input].shape/dtype (and data for integer tensors that are

@@ -68,7 +68,8 @@ def conv_case(rng, i, big=None):
     c = int(rng.integers(1, 9)) * (1 if not dw else 2)
     h, w = int(rng.integers(3, 20)), int(rng.integers(3, 20))
     k = int(rng.choice([1, 3, 5])) if not dw else int(rng.choice([3, 5]))
-    if big is not None:  # long reductions: the GEMM path (K > 256) and its exact pieces (K > 1040)
+    if big is not None:  # long reductions: the GEMM path (K > 256), its exact pieces (K > 1040), and a
+        # window of more than 1040 taps (33x33: the direct integer sums, dot4)
         c, k = big
     stride = int(rng.choice([1, 2]))
     pad = int(rng.integers(0, k // 2 + 2))
@@ -140,7 +141,7 @@ def main():
     fails = 0
     counts = {}
     jobs = [(lambda i=i: (fc_case if i % 4 == 3 else conv_case)(rng, i)) for i in range(cases)]
-    jobs += [(lambda b=b, i=i: conv_case(rng, 2 * i, b)) for i, b in enumerate([(300, 1), (40, 3), (130, 3), (260, 5)])]
+    jobs += [(lambda b=b, i=i: conv_case(rng, 2 * i, b)) for i, b in enumerate([(300, 1), (40, 3), (130, 3), (260, 5), (2, 33)])]
     jobs += [(lambda i=i: mul_case(rng, i)) for i in range(max(3, cases // 20))]
     for job in jobs:
         desc, rc, err, got, want = job()

@@ -7,6 +7,9 @@
  *   threads <n>                    CPU threads (default 1)
  *   int8 arm|dequant               int8 layers in integer arithmetic (backends/cpu/ops_int8.h)
  *                                  or dequantized in float (default dequant)
+ *   repeat <n>                     run the op n times (one prepare) and print the median of its
+ *                                  elapsed times to stderr: "op_us <median> <kernel>" (benchmarks,
+ *                                  scripts/bench_int8_ops.py); outputs are those of the last run
  *   in <Slot> <file.npy> [param] [as <name>]
  *                                  one argument of input slot <Slot>; repeated lines for the
  *                                  same slot append arguments in order. `param` makes it a
@@ -40,6 +43,7 @@ typedef struct {
     cd_precision prec;
     bool opencl;
     int threads;
+    int repeat;
     bool int8_arm;
     arg_t in[MAX_ARGS], out[MAX_ARGS];
     int n_in, n_out;
@@ -289,6 +293,37 @@ static cd_status add_int_attr(cd_graph *g, const char *name, int64_t v, cd_error
     return cd_op_add_attr(g, &a, err);
 }
 
+/* repeat: the op's elapsed times over n runs of the one-op plan (feed/fetch excluded) */
+typedef struct { double *us; int n; char kernel[64]; } timing;
+static void timing_done(void *user, int op_index, const cd_op_report *rep) {
+    (void)op_index;
+    timing *t = user;
+    if (!strncmp(rep->kernel, "feed", 4) || !strncmp(rep->kernel, "fetch", 5) || !rep->kernel[0]) return;
+    t->us[t->n++] = rep->elapsed_us;
+    snprintf(t->kernel, sizeof t->kernel, "%s", rep->kernel);
+}
+static int cmp_double(const void *a, const void *b) {
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+static cd_status timed_runs(const cd_plan *plan, cd_backend *b, const cd_value *inputs, int n, cd_error *err) {
+    timing t = {calloc((size_t)n, sizeof(double)), 0, ""};
+    if (!t.us) return cd_err(err, CD_E_NOMEM, "out of memory");
+    cd_probe_sink sink = {.user = &t, .op_done = timing_done};
+    cd_status st = CD_OK;
+    for (int r = 0; r < n && !st; r++) {
+        int before = t.n;
+        st = cd_execute(plan, b, inputs, NULL, &sink, err);
+        if (t.n > before + 1) t.n = before + 1; /* one timed op per run */
+    }
+    if (!st && t.n) {
+        qsort(t.us, (size_t)t.n, sizeof(double), cmp_double);
+        fprintf(stderr, "op_us %.3f %s\n", t.us[t.n / 2], t.kernel);
+    }
+    free(t.us);
+    return st;
+}
+
 static cd_status run(FILE *in, cd_error *err) {
     static spec_t sp;
     memset(&sp, 0, sizeof sp);
@@ -322,6 +357,7 @@ static cd_status run(FILE *in, cd_error *err) {
         else if (!strcmp(tok[0], "backend") && nt == 2 && (!strcmp(tok[1], "cpu") || !strcmp(tok[1], "opencl")))
             sp.opencl = !strcmp(tok[1], "opencl");
         else if (!strcmp(tok[0], "threads") && nt == 2 && atoi(tok[1]) > 0) sp.threads = atoi(tok[1]);
+        else if (!strcmp(tok[0], "repeat") && nt == 2 && atoi(tok[1]) > 0) sp.repeat = atoi(tok[1]);
         else if (!strcmp(tok[0], "int8") && nt == 2 && (!strcmp(tok[1], "arm") || !strcmp(tok[1], "dequant")))
             sp.int8_arm = !strcmp(tok[1], "arm");
         else if (!strcmp(tok[0], "in") || !strcmp(tok[0], "out")) {
@@ -412,7 +448,11 @@ static cd_status run(FILE *in, cd_error *err) {
         st = cd_cpu_backend_open(&bo, &b, err);
     }
     if (st) goto done;
-    if ((st = cd_execute(&plan, b, inputs, NULL, NULL, err))) goto done;
+    if (sp.repeat > 0) {
+        if ((st = timed_runs(&plan, b, inputs, sp.repeat, err))) goto done;
+    } else if ((st = cd_execute(&plan, b, inputs, NULL, NULL, err))) {
+        goto done;
+    }
     for (int i = 0; i < sp.n_out; i++) {
         if (sp.out[i].none) continue;
         cd_value host;

@@ -27,6 +27,11 @@ typedef struct {
     void **pool_ptr;
     size_t *pool_cap;
     void **op_state; /* per op: its prepare hook's result (cd_op_def.prepare) or NULL */
+    /* per op, int8 mode: the int8 kernel's prepared state (cd_cpu_int8_prepare), NULL for ops it
+     * does not claim or could not prepare (the run then asks cd_cpu_int8_claims itself) */
+    void **i8_state;
+    void *scratch; /* the int8 kernels' scratch (cd_op_ctx.scratch): the largest need, touched */
+    size_t scratch_bytes;
     struct cpu_block { void *p; size_t cap; } *free_blocks;
     int n_free, cap_free;
 } cpu_impl;
@@ -160,10 +165,18 @@ static double now_us(void) {
 }
 
 static void free_op_state(cpu_impl *im) {
-    if (im->op_state && im->plan)
-        for (int i = 0; i < im->plan->g->n_ops; i++) free(im->op_state[i]);
+    if (im->plan)
+        for (int i = 0; i < im->plan->g->n_ops; i++) {
+            if (im->op_state) free(im->op_state[i]);
+            if (im->i8_state) free(im->i8_state[i]);
+        }
     free(im->op_state);
+    free(im->i8_state);
+    free(im->scratch);
     im->op_state = NULL;
+    im->i8_state = NULL;
+    im->scratch = NULL;
+    im->scratch_bytes = 0;
 }
 
 static cd_status cpu_prepare(cd_backend *b, const cd_plan *plan, cd_error *err) {
@@ -185,17 +198,32 @@ static cd_status cpu_prepare(cd_backend *b, const cd_plan *plan, cd_error *err) 
     im->pool_ptr = cd_calloc((size_t)plan->g->n_tensors, sizeof *im->pool_ptr, err);
     im->pool_cap = cd_calloc((size_t)plan->g->n_tensors, sizeof *im->pool_cap, err);
     im->op_state = cd_calloc((size_t)plan->g->n_ops > 0 ? (size_t)plan->g->n_ops : 1, sizeof *im->op_state, err);
-    if (!im->vals || !im->expect || !im->pool_ptr || !im->pool_cap || !im->op_state) return CD_E_NOMEM;
+    im->i8_state = cd_calloc((size_t)plan->g->n_ops > 0 ? (size_t)plan->g->n_ops : 1, sizeof *im->i8_state, err);
+    if (!im->vals || !im->expect || !im->pool_ptr || !im->pool_cap || !im->op_state || !im->i8_state)
+        return CD_E_NOMEM;
     pool_rehearse(im);
     /* Attribute parsing and validation of the ops that can do it ahead, outside their timed
      * run. A failure leaves no state: the run parses again and reports it there. */
     for (int i = 0; i < plan->g->n_ops; i++) {
         const cd_op_def *def = plan->defs[i];
-        if (!def || !def->prepare) continue;
         cd_error e = {0};
         cd_op_ctx c = {.g = plan->g, .op = &plan->g->ops[i], .op_index = i, .vals = plan->meta, .prec = plan->prec,
                        .threads = b->opts.threads > 0 ? b->opts.threads : 1, .err = &e};
         void *st = NULL;
+        if (def && b->opts.int8_arm && cd_cpu_int8_claims(&c)) { /* the int8 kernel's own state */
+            if (cd_cpu_int8_prepare(&c, &st) == CD_OK) im->i8_state[i] = st;
+            size_t need = cd_cpu_int8_scratch(st);
+            if (need > im->scratch_bytes) {
+                free(im->scratch);
+                im->scratch_bytes = 0;
+                if ((im->scratch = malloc(need))) {
+                    memset(im->scratch, 0, need); /* its pages exist before any op is timed */
+                    im->scratch_bytes = need;
+                }
+            }
+            continue;
+        }
+        if (!def || !def->prepare) continue;
         if (def->prepare(&c, &st) == CD_OK) im->op_state[i] = st;
         else free(st);
     }
@@ -253,7 +281,8 @@ static cd_status cpu_run_op(cd_backend *b, int i, cd_op_report *rep, cd_error *e
     const cd_op_def *def = plan->defs[i];
     cd_op_ctx c = {.g = g, .op = op, .op_index = i, .vals = im->vals, .prec = plan->prec,
                    .threads = b->opts.threads > 0 ? b->opts.threads : 1, .err = err,
-                   .state = im->reinfer || !im->op_state ? NULL : im->op_state[i], .no_quant = b->opts.no_quant};
+                   .state = im->reinfer || !im->op_state ? NULL : im->op_state[i], .no_quant = b->opts.no_quant,
+                   .scratch = im->scratch, .scratch_bytes = im->scratch_bytes};
     memset(rep, 0, sizeof *rep);
     rep->kernel_us = -1;
     snprintf(rep->where, sizeof rep->where, "%s", def && (def->flags & CD_OPF_HOST) ? "host" : "cpu");
@@ -305,8 +334,9 @@ static cd_status cpu_run_op(cd_backend *b, int i, cd_op_report *rep, cd_error *e
             im->expect[id].shape = v->shape;
             if ((st = pool_alloc(im, id, !(def->flags & CD_OPF_WRITES_ALL), err))) return cd_err_prefix(err, "op #%d %s (%s): ", i, op->name, op->type);
         }
-    if (b->opts.int8_arm && cd_cpu_int8_claims(&c))
-        st = cd_cpu_int8_run(&c, rep->kernel, sizeof rep->kernel, rep->note, sizeof rep->note);
+    const void *i8 = im->reinfer ? NULL : im->i8_state[i];
+    if (i8 || (b->opts.int8_arm && cd_cpu_int8_claims(&c)))
+        st = cd_cpu_int8_run(&c, i8, rep->kernel, sizeof rep->kernel, rep->note, sizeof rep->note);
     else if (def->run) st = def->run(&c);
     else if (def->flags & CD_OPF_IDENTITY) st = copy_identity(&c, op);
     else st = cd_op_fail(&c, CD_E_INTERNAL, "op definition has no CPU kernel");

@@ -11,6 +11,7 @@
  * never materialised (for a 1024x1024 input it would take hundreds of MiB). */
 #ifndef CD_CPU_GEMM_H
 #define CD_CPU_GEMM_H
+#include "util/error.h"
 #include <stdbool.h>
 
 /* Columns per packed B panel (the micro-kernel's vector width in elements). */
@@ -59,6 +60,12 @@ typedef struct {
     int Cin, H, W, KH, KW, sh, sw, dh, dw, pt, pl, Ho, Wo;
 } cd_conv_direct_geo;
 bool cd_conv_direct_f32(const cd_conv_direct_geo *g, int Cout, const float *W, float *Y, int threads);
+/* The fp32 depthwise conv's sums (one input and one output channel per group, Cin = C of the
+ * geometry, no bias or activation; implemented in ops_nn_conv.c): out[n][c] = sum over taps of
+ * w[c][ky][kx] * in[n][c][...] for N images. Tap rows wholly in the padding are skipped. */
+struct cd_op_ctx;
+cd_status cd_nn_depthwise_sums_f32(struct cd_op_ctx *c, const cd_conv_direct_geo *g, int N, const float *in,
+                             const float *w, float *out);
 
 /* Name of the micro-kernel this machine runs for the fp32 / fp16 GEMM: "neon-4x16"
  * (aarch64 NEON intrinsics), "avx512", "avx2-fma", "avx512fp16", "avx512f-f16c", or

@@ -57,32 +57,60 @@ static void pack_im2col(const void *vctx, int k0, int kc, int n0, int nc, void *
     }
 }
 
-bool cd_conv8_sums(const cd_conv8_geo *g, int Cout, const int8_t *W, float *Y, int threads) {
-    int taps = g->KH * g->KW, K = g->Cin * taps, P = g->Ho * g->Wo;
-    if (taps > CD_INT8_FLOAT_EXACT_K) return false;
-    if (Cout <= 0 || P <= 0) return true;
-    int cc = CD_INT8_FLOAT_EXACT_K / taps; /* input channels per exact piece */
-    if (cc > g->Cin) cc = g->Cin;
-    bool pieces = cc < g->Cin;
-    size_t n = (size_t)Cout * (size_t)P;
-    float *wf = malloc(sizeof(float) * (size_t)Cout * (size_t)(cc * taps));
-    float *yf = pieces ? malloc(sizeof(float) * n) : Y;
-    int32_t *S = pieces ? malloc(sizeof(int32_t) * n) : NULL;
-    if (!wf || !yf || (pieces && !S)) {
-        free(wf);
-        if (pieces) { free(yf); free(S); }
-        return false;
-    }
+/* input channels per exact piece */
+static int piece_channels(const cd_conv8_geo *g) {
+    int cc = CD_INT8_FLOAT_EXACT_K / (g->KH * g->KW);
+    return cc < g->Cin ? cc : g->Cin;
+}
+
+bool cd_conv8_exact(const cd_conv8_geo *g) { return g->KH * g->KW <= CD_INT8_FLOAT_EXACT_K; }
+
+static bool pointwise(const cd_conv8_geo *g) {
+    return g->KH == 1 && g->KW == 1 && g->sh == 1 && g->sw == 1 && g->pt == 0 && g->pl == 0 && g->Ho == g->H &&
+           g->Wo == g->W;
+}
+/* A pointwise conv on a 1x1 map is a matrix-vector product: its weights are kept k-major,
+ * for the GEMM's one-column path (as the float conv's prepared state does). */
+static bool kmajor(const cd_conv8_geo *g) { return pointwise(g) && g->Ho * g->Wo == 1; }
+
+void cd_conv8_weights(const cd_conv8_geo *g, int Cout, const int8_t *W, float *wf) {
+    int taps = g->KH * g->KW, K = g->Cin * taps, cc = piece_channels(g);
     for (int c0 = 0; c0 < g->Cin; c0 += cc) {
         int cn = g->Cin - c0 < cc ? g->Cin - c0 : cc, kp = cn * taps;
+        float *d = wf + (size_t)Cout * (size_t)(c0 * taps);
+        bool km = kmajor(g);
         for (int o = 0; o < Cout; o++)
             for (int k = 0; k < kp; k++)
-                wf[(size_t)o * (size_t)kp + (size_t)k] = (float)W[(size_t)o * (size_t)K + (size_t)(c0 * taps + k)];
+                d[km ? (size_t)k * (size_t)Cout + (size_t)o : (size_t)o * (size_t)kp + (size_t)k] =
+                    (float)W[(size_t)o * (size_t)K + (size_t)(c0 * taps + k)];
+    }
+}
+
+size_t cd_conv8_scratch(const cd_conv8_geo *g, int Cout) {
+    if (!cd_conv8_exact(g) || piece_channels(g) >= g->Cin || Cout <= 0) return 0;
+    return (sizeof(float) + sizeof(int32_t)) * (size_t)Cout * (size_t)(g->Ho * g->Wo);
+}
+
+bool cd_conv8_sums(const cd_conv8_geo *g, int Cout, const float *wall, float *Y, void *scratch, int threads) {
+    int taps = g->KH * g->KW, P = g->Ho * g->Wo;
+    if (!cd_conv8_exact(g)) return false;
+    if (Cout <= 0 || P <= 0) return true;
+    int cc = piece_channels(g);
+    bool pieces = cc < g->Cin, own = pieces && !scratch;
+    size_t n = (size_t)Cout * (size_t)P;
+    void *sb = own ? malloc((sizeof(float) + sizeof(int32_t)) * n) : scratch;
+    if (pieces && !sb) return false;
+    float *yf = pieces ? sb : Y;
+    int32_t *S = pieces ? (int32_t *)((float *)sb + n) : NULL;
+    for (int c0 = 0; c0 < g->Cin; c0 += cc) {
+        int cn = g->Cin - c0 < cc ? g->Cin - c0 : cc, kp = cn * taps;
+        const float *wf = wall + (size_t)Cout * (size_t)(c0 * taps);
         const float *xp = g->x + (size_t)c0 * (size_t)g->H * (size_t)g->W;
         bool done = false;
-        bool pointwise = g->KH == 1 && g->KW == 1 && g->sh == 1 && g->sw == 1 && g->pt == 0 && g->pl == 0 &&
-                         g->Ho == g->H && g->Wo == g->W;
-        if (pointwise) { /* the input channels are the GEMM's B as they are */
+        if (kmajor(g)) {
+            cd_gemm_f32(Cout, 1, kp, 1.0f, wf, Cout, true, xp, 1, false, 0.0f, yf, 1, threads);
+            done = true;
+        } else if (pointwise(g)) { /* the input channels are the GEMM's B as they are */
             cd_gemm_f32(Cout, P, kp, 1.0f, wf, kp, false, xp, P, false, 0.0f, yf, P, threads);
             done = true;
         } else if (kp <= 64) { /* short reductions: the direct kernel, as the float conv does */
@@ -99,11 +127,7 @@ bool cd_conv8_sums(const cd_conv8_geo *g, int Cout, const int8_t *W, float *Y, i
             else for (size_t i = 0; i < n; i++) S[i] += (int32_t)yf[i];
         }
     }
-    if (pieces) {
-        for (size_t i = 0; i < n; i++) Y[i] = (float)S[i];
-        free(yf);
-        free(S);
-    }
-    free(wf);
+    if (pieces) for (size_t i = 0; i < n; i++) Y[i] = (float)S[i];
+    if (own) free(sb);
     return true;
 }

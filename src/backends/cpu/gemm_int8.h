@@ -9,6 +9,7 @@
 #ifndef CD_CPU_GEMM_INT8_H
 #define CD_CPU_GEMM_INT8_H
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #define CD_INT8_FLOAT_EXACT_K 1040
@@ -18,9 +19,17 @@ typedef struct {
     int Cin, H, W, KH, KW, sh, sw, dh, dw, pt, pl, Ho, Wo;
 } cd_conv8_geo;
 
+/* True when the sums of g can run on floats (KH*KW <= CD_INT8_FLOAT_EXACT_K). */
+bool cd_conv8_exact(const cd_conv8_geo *g);
+/* The int8 weights W [Cout][Cin*KH*KW] of one group as the floats cd_conv8_sums reads: for each
+ * exact piece of input channels (c0, cn), the block [Cout][cn*KH*KW] at offset Cout*c0*KH*KW
+ * (Cout*Cin*KH*KW floats in all; k-major [cn][Cout] for a pointwise conv on a 1x1 map). Done once per op (the int8 kernel's prepared state). */
+void cd_conv8_weights(const cd_conv8_geo *g, int Cout, const int8_t *W, float *wf);
 /* Y[oc][oy*Wo + ox] = (float) of the exact sum over (ic, ky, kx) of W[oc][(ic*KH + ky)*KW + kx] *
- * x[ic][iy][ix] (0 outside the input), for Cout output channels; W is [Cout][Cin*KH*KW] int8. The
- * float is the int32 sum rounded to float (exact below 2^24: always, for one piece). Returns false
- * (Y unspecified) when out of memory or when KH*KW alone exceeds CD_INT8_FLOAT_EXACT_K. */
-bool cd_conv8_sums(const cd_conv8_geo *g, int Cout, const int8_t *W, float *Y, int threads);
+ * x[ic][iy][ix] (0 outside the input), for Cout output channels; wf: the weights from
+ * cd_conv8_weights. The float is the int32 sum rounded to float (exact below 2^24: always, for
+ * one piece). Returns false (Y unspecified) when out of memory or when !cd_conv8_exact(g). */
+bool cd_conv8_sums(const cd_conv8_geo *g, int Cout, const float *wf, float *Y, void *scratch, int threads);
+/* Bytes of scratch cd_conv8_sums needs (0 for a single piece); scratch NULL: it allocates them. */
+size_t cd_conv8_scratch(const cd_conv8_geo *g, int Cout);
 #endif

@@ -404,80 +404,6 @@ static cd_status geo8_parse(cd_op_ctx *c, const cd_tensor *w, geo8 *g) {
     return CD_OK;
 }
 
-/* Depthwise (one input and one output channel per group): direct sums, one plane per task, on
- * int8 values held as floats: a sum of at most KH*KW <= CD_INT8_FLOAT_EXACT_K products is an
- * integer below 2^24, so every float step is exact and the result is the int32 sum. The plane
- * is first copied into a zero-padded scratch (pad: PH x PW) so that every tap is a plain loop. */
-typedef struct { int64_t PH, PW; } dwpad;
-static dwpad dw_pad_dims(const geo8 *g) {
-    dwpad d;
-    d.PH = (g->OH - 1) * g->sh + (g->KH - 1) * g->dh + 1;
-    /* columns: up to the last 8-column block, read whole (16 values for stride 2) */
-    int64_t ow8 = (g->OW + 7) / 8 * 8;
-    d.PW = (ow8 - 1) * g->sw + (g->KW - 1) * g->dw + 1 + (g->sw == 2 ? 1 : 0);
-    if (d.PW < g->pl + g->W) d.PW = g->pl + g->W;
-    if (d.PH < g->pt + g->H) d.PH = g->pt + g->H;
-    return d;
-}
-
-/* Strides 1 and 2: 8 output columns per vector, their sums kept in a register over all taps. */
-static inline __attribute__((always_inline)) void dw_row_vec(const geo8 *g, const float *pad, int64_t PW,
-                                                             const float *wk, float *row, int64_t oh) {
-    for (int64_t ow0 = 0; ow0 < g->OW; ow0 += 8) {
-        cd_f8 a = {0};
-        for (int64_t kh = 0; kh < g->KH; kh++) {
-            const float *src = pad + (oh * g->sh + kh * g->dh) * PW + ow0 * g->sw;
-            for (int64_t kw = 0; kw < g->KW; kw++) {
-                const float *s0 = src + kw * g->dw;
-                cd_f8 v;
-                if (g->sw == 1) {
-                    memcpy(&v, s0, sizeof v);
-                } else {
-                    cd_f8 lo, hi;
-                    memcpy(&lo, s0, sizeof lo);
-                    memcpy(&hi, s0 + 8, sizeof hi);
-#if defined(__clang__)   /* clang spells the two-vector shuffle differently */
-                    v = __builtin_shufflevector(lo, hi, 0, 2, 4, 6, 8, 10, 12, 14);
-#else
-                    v = __builtin_shuffle(lo, hi, (cd_i8x){0, 2, 4, 6, 8, 10, 12, 14});
-#endif
-                }
-                a += v * wk[kh * g->KW + kw];
-            }
-        }
-        int64_t m = g->OW - ow0 < 8 ? g->OW - ow0 : 8;
-        if (m == 8) memcpy(row + ow0, &a, sizeof a);
-        else for (int64_t j = 0; j < m; j++) row[ow0 + j] = a[j];
-    }
-}
-/* xp: the float input plane, quantized with inv (= 1/Input0_scale) into the scratch */
-I8_HOT static void dw_plane(const geo8 *g, const float *xp, float inv, const float *wk, float *acc, float *pad) {
-    dwpad d = dw_pad_dims(g);
-    memset(pad, 0, sizeof(float) * (size_t)(d.PH * d.PW));
-    for (int64_t ih = 0; ih < g->H; ih++) q8f_chunk(xp + ih * g->W, pad + (ih + g->pt) * d.PW + g->pl, g->W, inv);
-    if (g->sw == 1 || g->sw == 2) {
-        for (int64_t oh = 0; oh < g->OH; oh++) dw_row_vec(g, pad, d.PW, wk, acc + oh * g->OW, oh);
-        return;
-    }
-    for (int64_t oh = 0; oh < g->OH; oh++) {
-        float *row = acc + oh * g->OW;
-        for (int64_t ow = 0; ow < g->OW; ow++) row[ow] = 0.0f;
-        for (int64_t kh = 0; kh < g->KH; kh++) {
-            const float *src = pad + (oh * g->sh + kh * g->dh) * d.PW;
-            for (int64_t kw = 0; kw < g->KW; kw++) {
-                float wv = wk[kh * g->KW + kw];
-                const float *s0 = src + kw * g->dw;
-                if (g->sw == 1)
-                    for (int64_t ow = 0; ow < g->OW; ow++) row[ow] += wv * s0[ow];
-                else if (g->sw == 2)
-                    for (int64_t ow = 0; ow < g->OW; ow++) row[ow] += wv * s0[2 * ow];
-                else
-                    for (int64_t ow = 0; ow < g->OW; ow++) row[ow] += wv * s0[ow * g->sw];
-            }
-        }
-    }
-}
-
 /* im2col of one group of one image: col[k][p], k = (ci, kh, kw), p = oh * OW + ow. */
 static void im2col8(const geo8 *g, const int8_t *xg, int64_t cg, int8_t *col, int threads) {
     int64_t P = g->OH * g->OW, K = cg * g->KH * g->KW;
@@ -534,129 +460,226 @@ I8_HOT static void dot4(const int8_t *w0, int64_t K, int64_t wstride, const int8
     }
 }
 
-static cd_status conv8_run(cd_op_ctx *c, char *kernel, size_t kn, char *note, size_t nn) {
+/* ------------------------------------------------------------------ prepared state
+ *
+ * Everything an int8 op needs besides its input values: the parsed geometry, the folded
+ * epilogue constants, the weights as floats for the exact float sums (gemm_int8.h), the kernel
+ * name. Built once per op by the backend's prepare (cd_cpu_int8_prepare), outside the timed
+ * run; a run without one (re-inferred shapes, the OpenCL host path) builds it on the spot and
+ * frees it, so both go through the same code. One malloc block: the struct, then its arrays. */
+typedef enum { I8_CONV, I8_FC, I8_MUL, I8_CALIB } i8_kind;
+typedef struct {
+    i8_kind kind;
+    char kernel[40];
+    bool residual_note;
+    float in_s;
+    epi e;             /* conv, fc: constants; e.second is set per run */
+    geo8 g;            /* conv */
+    bool dw, direct1x1, wf_ok;
+    int64_t K, N;      /* conv: Cin/G * KH * KW; fc: W [K, N] */
+    mul8_dims md;      /* mul */
+    const float *sc;   /* mul: Y0_scale[n] * X0_scale */
+    const float *wf;   /* conv: weights as floats (cd_conv8_weights per group), NULL beyond exact windows */
+    size_t scratch;    /* bytes of scratch a run needs (the input as int8 or floats, GEMM pieces) */
+    float cs, cinv;    /* calib: scale, 1/scale */
+    bool to8;          /* calib: fp32_to_int8 */
+} i8_state;
+
+static i8_state *state_alloc(cd_op_ctx *c, size_t nfloat) {
+    i8_state *s = calloc(1, sizeof *s + sizeof(float) * nfloat);
+    if (!s) cd_op_fail(c, CD_E_NOMEM, "out of memory preparing the int8 kernel");
+    return s;
+}
+static float *state_floats(i8_state *s) { return (float *)(s + 1); }
+
+/* The run's scratch: the backend's block (pages touched ahead) when it is big enough, else a
+ * malloc'd one returned in *own for the caller to free. */
+static void *scratch_get(cd_op_ctx *c, size_t need, void **own) {
+    *own = NULL;
+    if (c->scratch && c->scratch_bytes >= need) return c->scratch;
+    return *own = malloc(need ? need : 1);
+}
+#define XF_BYTES(nx) (((size_t)(nx) * sizeof(float) + 63) / 64 * 64)
+
+/* The bias of an int8 layer must be there when the state is built: a parameter at prepare,
+ * any value at run time. Without data (a computed bias at prepare) the state is not built. */
+static cd_status bias_of(cd_op_ctx *c, const cd_value **bias) {
+    *bias = cd_in(c, "Bias", 0);
+    if (*bias && !(*bias)->data) return CD_E_UNSUPPORTED;
+    return CD_OK;
+}
+
+static cd_status conv8_build(cd_op_ctx *c, i8_state **out) {
     const cd_op *op = c->op;
     const cd_tensor *wt = int8_param(c, "Filter");
-    cd_value *x = cd_in(c, "Input", 0), *y = cd_out(c, "Output", 0);
+    const cd_value *y = cd_out(c, "Output", 0), *bias;
     geo8 g;
     cd_status st = geo8_parse(c, wt, &g);
-    if (st) return st;
+    if (st || (st = bias_of(c, &bias))) return st;
     float in_s = 0, out_s = 1;
     first_scale(op, "Input0_scale", &in_s);
     bool out8 = int8_out(op, "Output0_scale");
     if (out8) first_scale(op, "Output0_scale", &out_s);
     const double *ws;
     int nws = cd_attr_floats(op, "Filter0_scale", &ws);
-    epi e;
-    memset(&e, 0, sizeof e);
-    if ((st = act8_build(c, true, out8, out_s, &e.act))) return st;
+    int64_t cg = g.C / g.G, og = g.OC / g.G, K = cg * g.KH * g.KW;
+    bool dw = cg == 1 && og == 1;
+    cd_conv8_geo cg8 = {NULL, (int)cg, (int)g.H, (int)g.W, (int)g.KH, (int)g.KW, (int)g.sh, (int)g.sw, (int)g.dh,
+                        (int)g.dw, (int)g.pt, (int)g.pl, (int)g.OH, (int)g.OW};
+    bool wf_ok = cd_conv8_exact(&cg8);
+    size_t nw = wf_ok ? (size_t)(g.OC * K) : 0;
+    i8_state *s = state_alloc(c, 4 * (size_t)g.OC + nw);
+    if (!s) return CD_E_NOMEM;
+    s->kind = I8_CONV;
+    s->g = g;
+    s->in_s = in_s;
+    s->K = K;
+    s->dw = dw;
+    s->wf_ok = wf_ok;
+    s->scratch = wf_ok ? XF_BYTES(cd_value_numel(cd_in(c, "Input", 0))) + cd_conv8_scratch(&cg8, (int)og) : 0;
+    s->direct1x1 = g.KH == 1 && g.KW == 1 && g.sh == 1 && g.sw == 1 && g.pt == 0 && g.pl == 0 && g.OH == g.H &&
+                   g.OW == g.W;
+    float *f = state_floats(s);
+    if ((st = act8_build(c, true, out8, out_s, &s->e.act))) goto fail;
     /* SecondInput: Paddle-Lite's ARM conv kernels never read it (conv_impl.cc; it is an OpenCL
      * fusion, conv_elementwise_tree_fuser.cc); cldiff's float conv and OpenCL side honour it, so
      * the int8 path does too, in float on the real value (docs/int8.md), keeping both sides of a
      * diff the same model. */
     const char *fe = cd_attr_str(op, "fuse_elementwise_op_type", "");
-    cd_value *sv = cd_in(c, "SecondInput", 0);
+    const cd_value *sv = cd_in(c, "SecondInput", 0);
     if (fe[0] && sv) {
-        if (sv->dtype != CD_F32 || cd_value_numel(sv) != cd_value_numel(y))
-            return cd_op_fail(c, CD_E_MODEL, "int8 conv: SecondInput does not match the output");
-        e.residual = true;
-        e.residual_relu = fe[0] == 'f';
-        e.second = sv->data;
-        if ((st = act8_build(c, true, false, 1.0f, &e.act_real))) return st;
-    }
-    int64_t nx = cd_value_numel(x), P = g.OH * g.OW, cg = g.C / g.G, og = g.OC / g.G, K = cg * g.KH * g.KW;
-    bool dw = cg == 1 && og == 1;
-    bool direct1x1 = g.KH == 1 && g.KW == 1 && g.sh == 1 && g.sw == 1 && g.pt == 0 && g.pl == 0 && g.OH == g.H &&
-                     g.OW == g.W;
-    int threads = c->threads > 0 ? c->threads : 1;
-    /* The sums run on the int8 values held as floats (exact: gemm_int8.h), the input quantized
-     * once; the direct integer loops (dot4) are kept for when the float path cannot run. */
-    float *eb = malloc(sizeof(float) * 4 * (size_t)g.OC);
-    float *xf = dw ? NULL : malloc(sizeof(float) * (size_t)(nx ? nx : 1)); /* depthwise: plane by plane */
-    float *wdw = dw ? malloc(sizeof(float) * (size_t)(g.C * g.KH * g.KW > 0 ? g.C * g.KH * g.KW : 1)) : NULL;
-    dwpad dpd = dw_pad_dims(&g);
-    int64_t slot = P + dpd.PH * dpd.PW; /* per thread: the sums, then the padded plane */
-    float *dwacc = dw ? malloc(sizeof(float) * (size_t)(slot > 0 ? slot : 1) * (size_t)threads) : NULL;
-    int8_t *xq = NULL, *col = NULL;
-    if (!eb || (!dw && !xf) || (dw && (!wdw || !dwacc))) {
-        free(eb); free(xf); free(wdw); free(dwacc);
-        return cd_op_fail(c, CD_E_NOMEM, "out of memory in the int8 conv");
-    }
-    if ((st = epi_build(c, &e, eb, g.OC, ws, nws, in_s, cd_in(c, "Bias", 0), out8, out_s))) goto done;
-    if (!dw) quantize_input(x->data, NULL, xf, nx, in_s, c->threads);
-    const int8_t *w = wt->data;
-    float *out = y->data;
-    if (dw)
-        for (int64_t i = 0; i < g.C * g.KH * g.KW; i++) wdw[i] = (float)w[i];
-    for (int64_t n = 0; n < g.N; n++) {
-        const float *xn = dw ? (const float *)x->data + n * g.C * g.H * g.W : xf + n * g.C * g.H * g.W;
-        float *yn = out + n * g.OC * P;
-        if (dw) {
-            CD_PAR_FOR(g.C * P * g.KH * g.KW >= PAR_MIN_WORK, threads, int64_t, ch, g.C, {
-                float *acc = dwacc + (size_t)omp_slot(threads) * (size_t)slot;
-                dw_plane(&g, xn + ch * g.H * g.W, 1.0f / in_s, wdw + ch * g.KH * g.KW, acc, acc + P);
-                float *yc = yn + ch * P;
-                if (epi_fast(&e)) epi_row(&e, ch, acc, yc, P);
-                else if (e.residual)
-                    for (int64_t p = 0; p < P; p++) yc[p] = epi_residual(&e, ch, acc[p], (n * g.OC + ch) * P + p);
-                else
-                    for (int64_t p = 0; p < P; p++) yc[p] = epi_apply(&e, ch, acc[p]);
-            });
-            continue;
+        if (sv->dtype != CD_F32 || cd_value_numel(sv) != cd_value_numel(y)) {
+            st = cd_op_fail(c, CD_E_MODEL, "int8 conv: SecondInput does not match the output");
+            goto fail;
         }
-        for (int64_t gi = 0; gi < g.G; gi++) {
+        s->e.residual = true;
+        s->e.residual_relu = fe[0] == 'f';
+        s->residual_note = true;
+        if ((st = act8_build(c, true, false, 1.0f, &s->e.act_real))) goto fail;
+    }
+    if ((st = epi_build(c, &s->e, f, g.OC, ws, nws, in_s, bias, out8, out_s))) goto fail;
+    float *wf = f + 4 * g.OC;
+    const int8_t *w = wt->data;
+    if (wf_ok)
+        for (int64_t gi = 0; gi < g.G; gi++) cd_conv8_weights(&cg8, (int)og, w + gi * og * K, wf + gi * og * K);
+    s->wf = wf_ok ? wf : NULL;
+    snprintf(s->kernel, sizeof s->kernel, "%s:int8:%s", op->type, out8 ? "int8_out" : "fp32_out");
+    *out = s;
+    return CD_OK;
+fail:
+    free(s);
+    return st;
+}
+
+/* The epilogue of one channel's P sums (acc, may be out itself) for output channel oc; base: the
+ * index of its first element in the output (SecondInput). In the x86-64-v3 clone fmaf is one
+ * instruction on the residual and other-activation paths too. */
+I8_HOT static void epi_channel(const epi *e, int64_t oc, const float *acc, float *out, int64_t P, int64_t base) {
+    if (epi_fast(e)) epi_row(e, oc, acc, out, P);
+    else if (e->residual)
+        for (int64_t p = 0; p < P; p++) out[p] = epi_residual(e, oc, acc[p], base + p);
+    else
+        for (int64_t p = 0; p < P; p++) out[p] = epi_apply(e, oc, acc[p]);
+}
+
+/* Depthwise: the float depthwise kernel's sums over the quantized input held as floats (every
+ * partial sum an integer below 2^24, so exact whatever its order or fusion), then the epilogue
+ * per channel plane. */
+static cd_status conv8_dw(cd_op_ctx *c, const i8_state *s, const epi *e, const float *xf, float *out) {
+    const geo8 *g = &s->g;
+    int threads = c->threads > 0 ? c->threads : 1;
+    int64_t P = g->OH * g->OW;
+    cd_conv_direct_geo dg = {NULL, (int)g->C, (int)g->H, (int)g->W, (int)g->KH, (int)g->KW, (int)g->sh, (int)g->sw,
+                             (int)g->dh, (int)g->dw, (int)g->pt, (int)g->pl, (int)g->OH, (int)g->OW};
+    cd_status st = cd_nn_depthwise_sums_f32(c, &dg, (int)g->N, xf, s->wf, out);
+    if (st) return st;
+    int64_t planes = g->N * g->C;
+    CD_PAR_FOR(planes * P >= PAR_MIN_ELEMS, threads, int64_t, t, planes, {
+        int64_t ch = t % g->C;
+        epi_channel(e, ch, out + t * P, out + t * P, P, t * P);
+    });
+    return CD_OK;
+}
+
+/* Without float weights (a kernel window above CD_INT8_FLOAT_EXACT_K taps) or when the float
+ * sums ran out of memory: int8 copies and direct integer sums (dot4) for group gi of image n. */
+static cd_status conv8_int_group(cd_op_ctx *c, const i8_state *s, const epi *e, const int8_t *xq, int64_t n,
+                                 int64_t gi, int8_t **col, float *out) {
+    const geo8 *g = &s->g;
+    int threads = c->threads > 0 ? c->threads : 1;
+    int64_t P = g->OH * g->OW, cg = g->C / g->G, og = g->OC / g->G, K = s->K;
+    const int8_t *w = int8_param(c, "Filter")->data;
+    const int8_t *cl = xq + n * g->C * g->H * g->W + gi * cg * g->H * g->W;
+    if (!s->direct1x1) {
+        if (!*col && !(*col = malloc((size_t)(K * P > 0 ? K * P : 1))))
+            return cd_op_fail(c, CD_E_NOMEM, "out of memory in the int8 conv");
+        im2col8(g, cl, cg, *col, threads);
+        cl = *col;
+    }
+    float *yn = out + n * g->OC * P;
+    int64_t nob = (og + 3) / 4, ntile = (P + TILE - 1) / TILE;
+    CD_PAR_FOR(og * P * K >= PAR_MIN_WORK, threads, int64_t, task, nob * ntile, {
+        int64_t ob = task / ntile, t = task % ntile;
+        int64_t o0 = gi * og + ob * 4, p0 = t * TILE, np = P - p0 < TILE ? P - p0 : TILE;
+        int no = (int)(og - ob * 4 < 4 ? og - ob * 4 : 4);
+        int32_t acc[4][TILE];
+        float fa[TILE];
+        dot4(w + o0 * K, K, K, cl, P, p0, np, no, acc);
+        for (int o = 0; o < no; o++) {
+            for (int64_t p = 0; p < np; p++) fa[p] = (float)acc[o][p];
+            float *yo = yn + (o0 + o) * P + p0;
+            if (e->residual)
+                for (int64_t p = 0; p < np; p++) yo[p] = epi_residual(e, o0 + o, fa[p], (n * g->OC + o0 + o) * P + p0 + p);
+            else
+                for (int64_t p = 0; p < np; p++) yo[p] = epi_apply(e, o0 + o, fa[p]);
+        }
+    });
+    return CD_OK;
+}
+
+static cd_status conv8_exec(cd_op_ctx *c, const i8_state *s) {
+    const geo8 *g = &s->g;
+    cd_value *x = cd_in(c, "Input", 0), *y = cd_out(c, "Output", 0);
+    epi e = s->e;
+    if (e.residual) e.second = cd_in(c, "SecondInput", 0)->data;
+    int threads = c->threads > 0 ? c->threads : 1;
+    int64_t nx = cd_value_numel(x), P = g->OH * g->OW, cg = g->C / g->G, og = g->OC / g->G;
+    float *out = y->data;
+    void *own = NULL;
+    float *xf = s->wf_ok ? scratch_get(c, s->scratch, &own) : NULL;
+    char *piece_scratch = xf ? (char *)xf + XF_BYTES(nx) : NULL;
+    int8_t *xq = NULL, *col = NULL;
+    cd_status st = CD_OK;
+    if (s->wf_ok && !xf) return cd_op_fail(c, CD_E_NOMEM, "out of memory in the int8 conv");
+    /* The sums run on the int8 values held as floats (exact: gemm_int8.h), the input quantized once. */
+    if (xf) quantize_input(x->data, NULL, xf, nx, s->in_s, c->threads);
+    if (s->dw && xf) {
+        st = conv8_dw(c, s, &e, xf, out);
+        free(own);
+        return st;
+    }
+    for (int64_t n = 0; n < g->N && !st; n++)
+        for (int64_t gi = 0; gi < g->G && !st; gi++) {
             /* the sums of this group's output channels are written where their outputs go and
              * turned into outputs in place */
-            float *yg = yn + gi * og * P;
-            cd_conv8_geo cg8 = {xn + gi * cg * g.H * g.W, (int)cg, (int)g.H, (int)g.W, (int)g.KH, (int)g.KW,
-                                (int)g.sh, (int)g.sw, (int)g.dh, (int)g.dw, (int)g.pt, (int)g.pl, (int)g.OH, (int)g.OW};
-            if (cd_conv8_sums(&cg8, (int)og, w + gi * og * K, yg, threads)) {
+            float *yg = out + n * g->OC * P + gi * og * P;
+            cd_conv8_geo cg8 = {xf ? xf + n * g->C * g->H * g->W + gi * cg * g->H * g->W : NULL, (int)cg, (int)g->H,
+                                (int)g->W, (int)g->KH, (int)g->KW, (int)g->sh, (int)g->sw, (int)g->dh, (int)g->dw,
+                                (int)g->pt, (int)g->pl, (int)g->OH, (int)g->OW};
+            if (xf && cd_conv8_sums(&cg8, (int)og, s->wf + gi * og * s->K, yg, piece_scratch, threads)) {
                 CD_PAR_FOR(og * P >= PAR_MIN_ELEMS, threads, int64_t, o, og, {
                     int64_t oc = gi * og + o;
-                    float *yo = yg + o * P;
-                    if (epi_fast(&e)) epi_row(&e, oc, yo, yo, P);
-                    else if (e.residual)
-                        for (int64_t p = 0; p < P; p++) yo[p] = epi_residual(&e, oc, yo[p], (n * g.OC + oc) * P + p);
-                    else
-                        for (int64_t p = 0; p < P; p++) yo[p] = epi_apply(&e, oc, yo[p]);
+                    epi_channel(&e, oc, yg + o * P, yg + o * P, P, (n * g->OC + oc) * P);
                 });
                 continue;
             }
-            /* fallback: int8 copies and direct integer sums */
             if (!xq) {
-                if (!(xq = malloc((size_t)(nx ? nx : 1)))) { st = cd_op_fail(c, CD_E_NOMEM, "out of memory in the int8 conv"); goto done; }
-                quantize_input(x->data, xq, NULL, nx, in_s, c->threads);
+                if (!(xq = malloc((size_t)(nx ? nx : 1)))) { st = cd_op_fail(c, CD_E_NOMEM, "out of memory in the int8 conv"); break; }
+                quantize_input(x->data, xq, NULL, nx, s->in_s, c->threads);
             }
-            const int8_t *cl = xq + n * g.C * g.H * g.W + gi * cg * g.H * g.W;
-            if (!col && !direct1x1 && !(col = malloc((size_t)(K * P > 0 ? K * P : 1)))) {
-                st = cd_op_fail(c, CD_E_NOMEM, "out of memory in the int8 conv");
-                goto done;
-            }
-            if (!direct1x1) { im2col8(&g, cl, cg, col, threads); cl = col; }
-            int64_t nob = (og + 3) / 4, ntile = (P + TILE - 1) / TILE;
-            CD_PAR_FOR(og * P * K >= PAR_MIN_WORK, threads, int64_t, task, nob * ntile, {
-                int64_t ob = task / ntile, t = task % ntile;
-                int64_t o0 = gi * og + ob * 4, p0 = t * TILE, np = P - p0 < TILE ? P - p0 : TILE;
-                int no = (int)(og - ob * 4 < 4 ? og - ob * 4 : 4);
-                int32_t acc[4][TILE];
-                dot4(w + o0 * K, K, K, cl, P, p0, np, no, acc);
-                for (int o = 0; o < no; o++) {
-                    float *yo = yn + (o0 + o) * P + p0;
-                    if (e.residual)
-                        for (int64_t p = 0; p < np; p++)
-                            yo[p] = epi_residual(&e, o0 + o, (float)acc[o][p], (n * g.OC + o0 + o) * P + p0 + p);
-                    else
-                        for (int64_t p = 0; p < np; p++) yo[p] = epi_apply(&e, o0 + o, (float)acc[o][p]);
-                }
-            });
+            st = conv8_int_group(c, s, &e, xq, n, gi, &col, out);
         }
-    }
-    snprintf(kernel, kn, "%s:int8:%s", op->type, out8 ? "int8_out" : "fp32_out");
-    if (e.residual)
-        snprintf(note, nn, "SecondInput added in float after the activation; Paddle-Lite's ARM kernels ignore it "
-                 "(docs/int8.md)");
-done:
-    free(eb); free(xf); free(wdw); free(dwacc); free(xq); free(col);
+    free(own); free(xq); free(col);
     return st;
 }
 
@@ -673,32 +696,49 @@ I8_HOT static void fc_rows(const int8_t *xr, const int8_t *w, int64_t K, int64_t
     }
 }
 
-static cd_status fc8_run(cd_op_ctx *c, char *kernel, size_t kn) {
+static cd_status fc8_build(cd_op_ctx *c, i8_state **out) {
     const cd_op *op = c->op;
     const cd_tensor *wt = int8_param(c, "W");
-    cd_value *x = cd_in(c, "Input", 0), *y = cd_out(c, "Out", 0);
+    const cd_value *x = cd_in(c, "Input", 0), *y = cd_out(c, "Out", 0), *bias;
     int64_t K = wt->shape.d[0], N = wt->shape.d[1], nx = cd_value_numel(x);
     if (K <= 0 || nx % K || cd_value_numel(y) != nx / K * N)
         return cd_op_fail(c, CD_E_MODEL, "int8 fc: input of %lld elements does not fit W [%lld, %lld]", (long long)nx,
                           (long long)K, (long long)N);
-    int64_t M = nx / K;
+    cd_status st = bias_of(c, &bias);
+    if (st) return st;
     float in_s = 0, out_s = 1;
     first_scale(op, "Input0_scale", &in_s);
     bool out8 = int8_out(op, "Out0_scale");
     if (out8) first_scale(op, "Out0_scale", &out_s);
     const double *ws;
     int nws = cd_attr_floats(op, "W0_scale", &ws);
-    epi e;
-    memset(&e, 0, sizeof e);
-    cd_status st = act8_build(c, false, out8, out_s, &e.act);
-    if (st) return st;
-    float *eb = malloc(sizeof(float) * 4 * (size_t)(N ? N : 1));
-    int8_t *xq = malloc((size_t)(nx ? nx : 1));
-    if (!eb || !xq) { free(eb); free(xq); return cd_op_fail(c, CD_E_NOMEM, "out of memory in the int8 fc"); }
-    if ((st = epi_build(c, &e, eb, N, ws, nws, in_s, cd_in(c, "Bias", 0), out8, out_s))) goto done;
-    quantize_input(x->data, xq, NULL, nx, in_s, c->threads);
-    const int8_t *w = wt->data;
+    i8_state *s = state_alloc(c, 4 * (size_t)N);
+    if (!s) return CD_E_NOMEM;
+    s->kind = I8_FC;
+    s->in_s = in_s;
+    s->scratch = (size_t)nx;
+    s->K = K;
+    s->N = N;
+    if ((st = act8_build(c, false, out8, out_s, &s->e.act)) ||
+        (st = epi_build(c, &s->e, state_floats(s), N, ws, nws, in_s, bias, out8, out_s))) {
+        free(s);
+        return st;
+    }
+    snprintf(s->kernel, sizeof s->kernel, "fc:int8:%s", out8 ? "int8_out" : "fp32_out");
+    *out = s;
+    return CD_OK;
+}
+
+static cd_status fc8_exec(cd_op_ctx *c, const i8_state *s) {
+    const int8_t *w = int8_param(c, "W")->data;
+    cd_value *x = cd_in(c, "Input", 0), *y = cd_out(c, "Out", 0);
+    int64_t K = s->K, N = s->N, nx = cd_value_numel(x), M = nx / K;
+    void *own;
+    int8_t *xq = scratch_get(c, (size_t)nx, &own);
+    if (!xq) return cd_op_fail(c, CD_E_NOMEM, "out of memory in the int8 fc");
+    quantize_input(x->data, xq, NULL, nx, s->in_s, c->threads);
     float *out = y->data;
+    const epi *e = &s->e;
     CD_PAR_FOR(M * N * K >= PAR_MIN_WORK, c->threads, int64_t, m, M, {
         const int8_t *xr = xq + m * K;
         for (int64_t n0 = 0; n0 < N; n0 += TILE) {
@@ -706,13 +746,11 @@ static cd_status fc8_run(cd_op_ctx *c, char *kernel, size_t kn) {
             int32_t acc[TILE];
             memset(acc, 0, sizeof(int32_t) * (size_t)nb);
             fc_rows(xr, w, K, N, n0, nb, acc);
-            for (int64_t j = 0; j < nb; j++) out[m * N + n0 + j] = epi_apply(&e, n0 + j, (float)acc[j]);
+            for (int64_t j = 0; j < nb; j++) out[m * N + n0 + j] = epi_apply(e, n0 + j, (float)acc[j]);
         }
     });
-    snprintf(kernel, kn, "fc:int8:%s", out8 ? "int8_out" : "fp32_out");
-done:
-    free(eb); free(xq);
-    return st;
+    free(own);
+    return CD_OK;
 }
 
 /* ------------------------------------------------------------------ calib */
@@ -734,42 +772,67 @@ I8_HOT static void calib_chunk(const float *x, float *o, int64_t n, float inv, f
 /* fp32_to_int8: q = cd_q8_round(x * (1/scale)) (type_trans.cc fp32_to_int8), carried as q * scale.
  * int8_to_fp32: q * scale (int8_to_fp32); the carried q is recovered with the same rule, which is
  * exact when the producer's output scale is this scale (docs/int8.md). */
-static cd_status calib8_run(cd_op_ctx *c, char *kernel, size_t kn) {
-    bool to8 = false;
-    calib_dir(c->op, &to8);
+static cd_status calib8_build(cd_op_ctx *c, i8_state **out) {
+    i8_state *s = state_alloc(c, 0);
+    if (!s) return CD_E_NOMEM;
+    s->kind = I8_CALIB;
+    calib_dir(c->op, &s->to8);
+    s->cs = (float)cd_attr_float(c->op, "scale", 1.0);
+    s->cinv = 1.0f / s->cs;
+    snprintf(s->kernel, sizeof s->kernel, "calib:int8:%s", s->to8 ? "fp32_to_int8" : "int8_to_fp32");
+    *out = s;
+    return CD_OK;
+}
+
+static cd_status calib8_exec(cd_op_ctx *c, const i8_state *s) {
     cd_value *x = cd_in(c, "Input", 0), *o = cd_out(c, "Out", 0);
     int64_t n = cd_value_numel(x);
     if (cd_value_numel(o) != n) return cd_op_fail(c, CD_E_INTERNAL, "calib: output size changed");
-    float s = (float)cd_attr_float(c->op, "scale", 1.0), inv = 1.0f / s;
     const float *xi = x->data;
     float *oo = o->data;
     int64_t nc = (n + CHUNK - 1) / CHUNK;
     CD_PAR_FOR(n >= PAR_MIN_ELEMS, c->threads, int64_t, k, nc, {
         int64_t a = k * CHUNK, m = n - a < CHUNK ? n - a : CHUNK;
-        calib_chunk(xi + a, oo + a, m, inv, s);
+        calib_chunk(xi + a, oo + a, m, s->cinv, s->cs);
     });
-    snprintf(kernel, kn, "calib:int8:%s", to8 ? "fp32_to_int8" : "int8_to_fp32");
     return CD_OK;
 }
 
+/* ------------------------------------------------------------------ mul */
+
 /* out[m][n] = float(S) * (Y0_scale[n] * X0_scale): the GEMM writes float(S) (scale 1, no bias),
  * then mul_add_n_scale_bias multiplies (vmulq_f32): two roundings, no bias, no activation. */
-static cd_status mul8_run(cd_op_ctx *c, char *kernel, size_t kn) {
-    const cd_tensor *wt = int8_param(c, "Y");
-    cd_value *x = cd_in(c, "X", 0), *y = cd_out(c, "Out", 0);
+static cd_status mul8_build(cd_op_ctx *c, i8_state **out) {
     mul8_dims d;
-    if (!mul8_geometry(c, wt, &d)) return cd_op_fail(c, CD_E_MODEL, "int8 mul: X and Y do not fit");
+    if (!mul8_geometry(c, int8_param(c, "Y"), &d)) return cd_op_fail(c, CD_E_MODEL, "int8 mul: X and Y do not fit");
     float in_s = 0;
     first_scale(c->op, "X0_scale", &in_s);
     const double *ws;
     int nws = cd_attr_floats(c->op, "Y0_scale", &ws);
-    float *sc = malloc(sizeof(float) * (size_t)d.N);
-    int8_t *xq = malloc((size_t)(d.M * d.K > 0 ? d.M * d.K : 1));
-    if (!sc || !xq) { free(sc); free(xq); return cd_op_fail(c, CD_E_NOMEM, "out of memory in the int8 mul"); }
+    i8_state *s = state_alloc(c, (size_t)d.N);
+    if (!s) return CD_E_NOMEM;
+    s->kind = I8_MUL;
+    s->md = d;
+    s->scratch = (size_t)(d.M * d.K);
+    s->in_s = in_s;
+    float *sc = state_floats(s);
     for (int64_t n = 0; n < d.N; n++) sc[n] = (float)ws[nws == 1 ? 0 : n] * in_s;
-    quantize_input(x->data, xq, NULL, d.M * d.K, in_s, c->threads);
-    const int8_t *w = wt->data;
+    s->sc = sc;
+    snprintf(s->kernel, sizeof s->kernel, "mul:int8:fp32_out");
+    *out = s;
+    return CD_OK;
+}
+
+static cd_status mul8_exec(cd_op_ctx *c, const i8_state *s) {
+    const int8_t *w = int8_param(c, "Y")->data;
+    cd_value *x = cd_in(c, "X", 0), *y = cd_out(c, "Out", 0);
+    const mul8_dims d = s->md;
+    void *own;
+    int8_t *xq = scratch_get(c, (size_t)(d.M * d.K), &own);
+    if (!xq) return cd_op_fail(c, CD_E_NOMEM, "out of memory in the int8 mul");
+    quantize_input(x->data, xq, NULL, d.M * d.K, s->in_s, c->threads);
     float *out = y->data;
+    const float *sc = s->sc;
     CD_PAR_FOR(d.M * d.N * d.K >= PAR_MIN_WORK, c->threads, int64_t, m, d.M, {
         for (int64_t n0 = 0; n0 < d.N; n0 += TILE) {
             int64_t nb = d.N - n0 < TILE ? d.N - n0 : TILE;
@@ -779,15 +842,48 @@ static cd_status mul8_run(cd_op_ctx *c, char *kernel, size_t kn) {
             for (int64_t j = 0; j < nb; j++) out[m * d.N + n0 + j] = (float)acc[j] * sc[n0 + j];
         }
     });
-    free(sc);
-    free(xq);
-    snprintf(kernel, kn, "mul:int8:fp32_out");
+    free(own);
     return CD_OK;
 }
 
-cd_status cd_cpu_int8_run(cd_op_ctx *c, char *kernel, size_t kn, char *note, size_t nn) {
-    if (!strcmp(c->op->type, "calib")) return calib8_run(c, kernel, kn);
-    if (!strcmp(c->op->type, "mul")) return mul8_run(c, kernel, kn);
-    if (!strcmp(c->op->type, "fc")) return fc8_run(c, kernel, kn);
-    return conv8_run(c, kernel, kn, note, nn);
+/* ------------------------------------------------------------------ entry points */
+
+cd_status cd_cpu_int8_prepare(cd_op_ctx *c, void **state) {
+    const char *t = c->op->type;
+    i8_state *s = NULL;
+    cd_status st = !strcmp(t, "calib") ? calib8_build(c, &s)
+                 : !strcmp(t, "mul")   ? mul8_build(c, &s)
+                 : !strcmp(t, "fc")    ? fc8_build(c, &s)
+                                       : conv8_build(c, &s);
+    *state = st ? NULL : s;
+    return st;
+}
+
+size_t cd_cpu_int8_scratch(const void *state) { return state ? ((const i8_state *)state)->scratch : 0; }
+
+cd_status cd_cpu_int8_run(cd_op_ctx *c, const void *state, char *kernel, size_t kn, char *note, size_t nn) {
+    void *own = NULL;
+    cd_status st;
+    if (!state) {
+        if ((st = cd_cpu_int8_prepare(c, &own))) {
+            if (st == CD_E_UNSUPPORTED) st = cd_op_fail(c, CD_E_INTERNAL, "int8 kernel: bias has no data");
+            return st;
+        }
+        state = own;
+    }
+    const i8_state *s = state;
+    switch (s->kind) {
+    case I8_CALIB: st = calib8_exec(c, s); break;
+    case I8_MUL: st = mul8_exec(c, s); break;
+    case I8_FC: st = fc8_exec(c, s); break;
+    default: st = conv8_exec(c, s); break;
+    }
+    if (!st) {
+        snprintf(kernel, kn, "%s", s->kernel);
+        if (s->residual_note)
+            snprintf(note, nn, "SecondInput added in float after the activation; Paddle-Lite's ARM kernels ignore "
+                     "it (docs/int8.md)");
+    }
+    free(own);
+    return st;
 }

@@ -16,6 +16,15 @@
 /* True when the op runs in integer arithmetic in int8 mode (checks type, kernel record,
  * enable_int8, an INT8 weight record, its scales and a float32 input). */
 bool cd_cpu_int8_claims(const cd_op_ctx *c);
-/* Runs a claimed op; kernel[] receives the variant name for the report ("conv2d:int8_out"). */
-cd_status cd_cpu_int8_run(cd_op_ctx *c, char *kernel, size_t kn, char *note, size_t nn);
+/* For a claimed op on the planned values (parameters with data): its parsed attributes, folded
+ * scales and float weight copy in one malloc'd block (*state, freed with free()), so that the
+ * timed run only computes. Fails (no state) when that cannot be built ahead, e.g. a bias that
+ * is not a parameter. */
+cd_status cd_cpu_int8_prepare(cd_op_ctx *c, void **state);
+/* Bytes of scratch a run of the prepared op uses: a backend that hands that much (or more) in
+ * c->scratch, its pages touched, spares the run an allocation and its page faults. */
+size_t cd_cpu_int8_scratch(const void *state);
+/* Runs a claimed op with its prepared state, or without one (NULL: built and freed here, the
+ * same code); kernel[] receives the variant name for the report ("conv2d:int8:int8_out"). */
+cd_status cd_cpu_int8_run(cd_op_ctx *c, const void *state, char *kernel, size_t kn, char *note, size_t nn);
 #endif

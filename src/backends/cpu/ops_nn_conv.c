@@ -347,6 +347,17 @@ cd_status cd_nn_conv_run(cd_op_ctx *c) {
     return c->prec == CD_PREC_FP16 ? conv_run_f16(c, &g) : conv_run_f32(c, &g);
 }
 
+cd_status cd_nn_depthwise_sums_f32(cd_op_ctx *c, const cd_conv_direct_geo *dg, int N, const float *in,
+                                   const float *w, float *out) {
+    conv_geo g;
+    memset(&g, 0, sizeof g);
+    g.N = N;
+    g.Cin = g.Cout = g.groups = dg->Cin;
+    g.H = dg->H; g.W = dg->W; g.KH = dg->KH; g.KW = dg->KW; g.Ho = dg->Ho; g.Wo = dg->Wo;
+    g.sh = dg->sh; g.sw = dg->sw; g.dh = dg->dh; g.dw = dg->dw; g.pt = dg->pt; g.pl = dg->pl;
+    return conv_direct_f32(c, &g, in, w, out);
+}
+
 #else /* ------------- template: NN_T element type, NN_S name suffix ------------- */
 #define CAT_(a, b) a##_##b
 #define CAT(a, b) CAT_(a, b)

@@ -68,7 +68,7 @@ cd_status clrt_run_on_host(clrt *r, int i, cd_error *err) {
     if (!st && r->mode[i] == MODE_ARM_INT8) {
         char note[64];
         r->host_kernel[0] = 0;
-        st = cd_cpu_int8_run(&c, r->host_kernel, sizeof r->host_kernel, note, sizeof note);
+        st = cd_cpu_int8_run(&c, NULL, r->host_kernel, sizeof r->host_kernel, note, sizeof note);
     } else if (!st) {
         st = def->run(&c);
     }
