@@ -267,3 +267,48 @@ Test(int8_bounds, family) {
     cr_assert(!r.pass && r.exceed == 1 && r.worst == 1, "pass %d exceed %lld worst %lld", r.pass, (long long)r.exceed,
               (long long)r.worst);
 }
+
+/* The vector conversion (cd_q8_vec: clamp, move 0.49999997 away from zero, truncate) against the
+ * scalar rule (cd_q8_int: truncate, compare the fraction with one half) on every float within
+ * 2^14 ulps of each integer and each half-integer of [-128, 128] (where the two could differ),
+ * the specials, and 4 million random bit patterns. (All 2^32 inputs agree; that took 5 s once.) */
+#include "backends/cpu/int8_quant.h"
+static int q8_vec1(float v) {
+    cd_f8 x = {v, v, v, v, v, v, v, v};
+    cd_i8x q;
+    cd_q8_vec(&x, &q);
+    for (int i = 1; i < 8; i++)
+        if (q[i] != q[0]) return 999; /* every lane must do the same */
+    return q[0];
+}
+Test(int8_arm, vector_rounding_equals_scalar_rule) {
+    long bad = 0, n = 0;
+    for (int k = -256; k <= 256; k++) {
+        float c = (float)k * 0.5f;
+        uint32_t b;
+        memcpy(&b, &c, 4);
+        for (int32_t d = -(1 << 14); d <= (1 << 14); d++) {
+            uint32_t u = b + (uint32_t)d;
+            float v;
+            memcpy(&v, &u, 4);
+            n++;
+            if (q8_vec1(v) != cd_q8_int(v) && bad++ < 5) cr_log_error("%a: vector %d scalar %d", (double)v, q8_vec1(v), cd_q8_int(v));
+        }
+    }
+    const float sp[] = {NAN, -NAN, INFINITY, -INFINITY, 0.0f, -0.0f, 1e-45f, -1e-45f, 127.5f, -127.5f, 126.5f,
+                        -126.5f, 0.49999997f, -0.49999997f, 0.5f, -0.5f, 1e30f, -1e30f};
+    for (size_t i = 0; i < sizeof sp / sizeof sp[0]; i++, n++)
+        if (q8_vec1(sp[i]) != cd_q8_int(sp[i]) && bad++ < 5) cr_log_error("special %a", (double)sp[i]);
+    uint64_t s = 0x9e3779b97f4a7c15ull;
+    for (int i = 0; i < 4000000; i++, n++) {
+        s ^= s << 13; s ^= s >> 7; s ^= s << 17;
+        uint32_t u = (uint32_t)(s >> 16);
+        float v;
+        memcpy(&v, &u, 4);
+        if (q8_vec1(v) != cd_q8_int(v) && bad++ < 5) cr_log_error("random %a", (double)v);
+    }
+    cr_expect_eq(bad, 0, "%ld of %ld inputs differ", bad, n);
+    cr_expect_eq(cd_q8_int(NAN), -127);
+    cr_expect_eq(cd_q8_int(2.5f), 3);
+    cr_expect_eq(cd_q8_int(-2.5f), -3);
+}

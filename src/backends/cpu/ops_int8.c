@@ -241,15 +241,18 @@ static inline float act_other(const cd_act *a, float x) {
     return cd_act_apply(a, x);
 }
 
-/* y = act(real value) + SecondInput[i] (relu for the add+activation fusion), then requantized */
-static inline float epi_residual(const epi *e, int64_t oc, float acc, int64_t i) {
-    float y = fmaf(acc, e->mr[oc], e->br[oc]);
+/* y = act(real value) + SecondInput[i] (relu for the add+activation fusion), then requantized;
+ * res_post: the steps after the fused multiply-add */
+static inline float res_post(const epi *e, float y, int64_t i) {
     y = e->act_real.kind == A_OTHER ? act_other(&e->act_real.other, y) : act8_apply(&e->act_real, y);
     y = y + e->second[i];
     if (e->residual_relu) y = y > 0.0f ? y : 0.0f;
     if (!e->out8) return y;
     float t = y * e->inv_out;
     return (float)cd_q8_round(t) * e->out_s;
+}
+static inline float epi_residual(const epi *e, int64_t oc, float acc, int64_t i) {
+    return res_post(e, fmaf(acc, e->mr[oc], e->br[oc]), i);
 }
 
 /* acc: the int32 sum as a float ((float)S, what scvtf gives: exact below 2^24) */
@@ -300,6 +303,42 @@ I8_HOT static void epi_row(const epi *e, int64_t oc, const float *acc, float *ou
         float y = act8_apply(&e->act, out[i]);
         out[i] = o8 ? cd_q8_float(y) * os : y;
     }
+}
+
+/* The residual path (res_post) the same way, for activations other than A_OTHER: s2 is the
+ * SecondInput row of these n outputs. */
+#define EPI_VEC_RES(ACT)                                                         \
+    for (; i + 8 <= n; i += 8) {                                                 \
+        cd_f8 y, t;                                                              \
+        memcpy(&y, out + i, sizeof y);                                           \
+        memcpy(&t, s2 + i, sizeof t);                                            \
+        ACT;                                                                     \
+        y = y + t;                                                               \
+        if (rr) y = CD_SEL8(y > z, y, z);                                        \
+        if (o8) {                                                                \
+            cd_i8x qi;                                                           \
+            y = y * inv;                                                         \
+            cd_q8_vec(&y, &qi);                                                  \
+            y = __builtin_convertvector(qi, cd_f8) * os;                         \
+        }                                                                        \
+        memcpy(out + i, &y, sizeof y);                                           \
+    }
+I8_HOT static void epi_row_res(const epi *e, int64_t oc, const float *acc, float *out, int64_t n, int64_t base) {
+    const float m = e->mr[oc], b = e->br[oc], os = e->out_s, inv = e->inv_out, *s2 = e->second + base;
+    const bool o8 = e->out8, rr = e->residual_relu;
+    for (int64_t i = 0; i < n; i++) out[i] = fmaf(acc[i], m, b);
+    const cd_f8 z = {0}, p0 = z + e->act_real.p0, p1 = z + e->act_real.p1, p2 = z + e->act_real.p2;
+    int64_t i = 0;
+    switch (e->act_real.kind) {
+    case A_RELU: EPI_VEC_RES(y = CD_SEL8(y > z, y, z)) break;
+    case A_RELU6: EPI_VEC_RES(y = CD_SEL8(y > z, y, z); y = CD_SEL8(y < p0, y, p0)) break;
+    case A_LEAKY: EPI_VEC_RES(y = CD_SEL8(y >= z, y, y * p0)) break;
+    case A_HSWISH:
+        EPI_VEC_RES(cd_f8 g = y + p1; g = CD_SEL8(g > z, g, z); g = CD_SEL8(g < p2, g, p2); cd_f8 h = y * p0; y = h * g)
+        break;
+    default: EPI_VEC_RES((void)0) break;
+    }
+    for (; i < n; i++) out[i] = res_post(e, out[i], base + i);
 }
 
 static inline bool epi_fast(const epi *e) { return !e->residual && e->act.kind != A_OTHER; }
@@ -576,6 +615,7 @@ fail:
  * instruction on the residual and other-activation paths too. */
 I8_HOT static void epi_channel(const epi *e, int64_t oc, const float *acc, float *out, int64_t P, int64_t base) {
     if (epi_fast(e)) epi_row(e, oc, acc, out, P);
+    else if (e->residual && e->act_real.kind != A_OTHER) epi_row_res(e, oc, acc, out, P, base);
     else if (e->residual)
         for (int64_t p = 0; p < P; p++) out[p] = epi_residual(e, oc, acc[p], base + p);
     else
