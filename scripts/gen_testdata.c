@@ -335,6 +335,71 @@ static void multi_input(const char *dir) {
     finish(dir, "multi_input.nb");
 }
 
+/* int8 matmuls as Paddle-Lite's ARM int8 kernels see them: x [1,8,32] -> calib fp32_to_int8
+ * (scale 0.02) -> matmul_v2 int8 (Y an INT8 weight [32,16], per-column Y0_scale, alpha 0.5,
+ * kernel Matmul_int8_f32: precision int8, float output) -> relu -> out (output 0) -> matmul (v1)
+ * int8 straight on that float tensor (no calib: the kernel quantizes it with X0_scale, as the
+ * cls slim file's convs do; Y [16,4], one Y0_scale) -> out2 (output 1). For the int8 placement,
+ * oracle and local-bound checks (tests/e2e/test_int8_verdicts.py, int8_models, docs/int8.md). */
+static void int8_scales(const char *name, int n, double lo, double hi) {
+    cd_attr a = {.name = strdup(name), .type = CD_ATTR_FLOATS, .n = n};
+    a.floats = malloc(sizeof(double) * (size_t)n);
+    for (int i = 0; i < n; i++) a.floats[i] = (float)(lo + (hi - lo) * urand());
+    check(cd_op_add_attr(g, &a, &err));
+}
+static void int8_matmul(const char *dir) {
+    start();
+    int64_t xd[3] = {1, 8, 32}, wd[2] = {32, 16}, w2d[2] = {16, 4};
+    var("x", 3, xd);
+    var("xq", 3, xd);
+    var("mm.tmp", 0, NULL);
+    var("out", 0, NULL);
+    var("out2", 0, NULL);
+    check(cd_graph_declare_var(g, "mm2.w", CD_I8, w2d, 2, true, &err));
+    check(cd_graph_declare_var(g, "mm.w", CD_I8, wd, 2, true, &err));
+    int8_t q[32 * 16];
+    for (int i = 0; i < 32 * 16; i++) q[i] = (int8_t)(urand() * 255.0 - 127.0);
+    check(cd_graph_set_param(g, "mm.w", CD_I8, wd, 2, q, sizeof q, &err));
+    for (int i = 0; i < 16 * 4; i++) q[i] = (int8_t)(urand() * 255.0 - 127.0);
+    check(cd_graph_set_param(g, "mm2.w", CD_I8, w2d, 2, q, 16 * 4, &err));
+    feed("x", 0);
+    op("calib");
+    in("Input", "x");
+    out("Out", "xq");
+    a_str("__@kernel_type_attr@__", "calib/fp32_to_int8/4/2/1");
+    a_float("scale", 0.02f);
+    op("matmul_v2");
+    in("X", "xq");
+    in("Y", "mm.w");
+    out("Out", "mm.tmp");
+    a_str("__@kernel_type_attr@__", "matmul_v2/def/4/2/1");
+    a_bool("trans_x", false);
+    a_bool("trans_y", false);
+    a_float("alpha", 0.5f);
+    a_bool("enable_int8", true);
+    a_int("bit_length", 8);
+    int8_scales("X0_scale", 1, 0.02, 0.02);
+    int8_scales("Y0_scale", 16, 0.004, 0.008);
+    op("relu");
+    in("X", "mm.tmp");
+    out("Out", "out");
+    kernel("relu", false);
+    op("matmul");
+    in("X", "out");
+    in("Y", "mm2.w");
+    out("Out", "out2");
+    a_str("__@kernel_type_attr@__", "matmul/def/4/2/1");
+    a_bool("transpose_X", false);
+    a_bool("transpose_Y", false);
+    a_float("alpha", 1.0f);
+    a_bool("enable_int8", true);
+    int8_scales("X0_scale", 1, 0.03, 0.03);
+    int8_scales("Y0_scale", 1, 0.01, 0.01);
+    fetch("out", 0);
+    fetch("out2", 1);
+    finish(dir, "int8_matmul.nb");
+}
+
 int main(int argc, char **argv) {
     const char *dir = argc > 1 ? argv[1] : "testdata";
     if (argc > 2 || (argc == 2 && (!strcmp(argv[1], "-h") || !strcmp(argv[1], "--help")))) {
@@ -343,5 +408,6 @@ int main(int argc, char **argv) {
     }
     mobilenet_tiny(dir);
     multi_input(dir);
+    int8_matmul(dir);
     return 0;
 }

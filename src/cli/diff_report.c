@@ -89,7 +89,7 @@ static const char *pick_run(const cd_dump_reader *r, const char *prefer) {
 
 /* What the dump recorded of two runs: the command, the model, devices, drivers, a crash. */
 typedef struct stored_env {
-    char cmd[2048], model[1024], sha[80], fmt[160], dev_a[256], dev_b[256], drv_a[512], drv_b[512], crash[512];
+    char cmd[2048], model[1024], sha[80], fmt[320], dev_a[256], dev_b[256], drv_a[512], drv_b[512], crash[512];
     bool crash_read;            /* crash_message was read */
     double wa, wb;
 } stored_env;

@@ -56,11 +56,38 @@ static double stored_absmax(const cd_graph *g, int id, const cd_dump_reader *r, 
     return m;
 }
 
+/* matmul / matmul_v2 with an INT8 Y: the largest sum over k of |Y| * scale of one output column
+ * (Y [.., K, N], or [.., N, K] transposed; a 1-D Y is one column, or v1's outer product's N
+ * columns of one value each), over every batch of Y. */
+static double mm_column_sums(const cd_op *op, const cd_tensor *w, const double *ws, int nws) {
+    bool v2 = !strcmp(op->type, "matmul_v2");
+    bool ty = cd_attr_bool(op, v2 ? "trans_y" : "transpose_Y", false);
+    int r = w->shape.rank;
+    int64_t numel = cd_shape_numel(&w->shape), N = 1, K = w->shape.d[r - 1];
+    bool outer = r == 1 && !v2 && ty && cd_attr_bool(op, "transpose_X", false);
+    if (r >= 2) N = ty ? w->shape.d[r - 2] : w->shape.d[r - 1];
+    else if (outer) N = w->shape.d[0];
+    double *sum = calloc((size_t)(N > 0 ? N : 1), sizeof(double)), best = 0;
+    if (!sum) return INFINITY;
+    const int8_t *q = w->data;
+    for (int64_t e = 0; e < numel; e++) {
+        int64_t c = r < 2 ? (outer ? e : 0) : ty ? (e / K) % N : e % N;
+        sum[c] += abs(q[e]);
+        if (r >= 3 && (e + 1) % (w->shape.d[r - 2] * w->shape.d[r - 1]) == 0) { /* end of one batch matrix */
+            for (int64_t j = 0; j < N; j++) best = fmax(best, sum[j] * fabs(ws[j < nws ? j : 0])), sum[j] = 0;
+        }
+    }
+    for (int64_t j = 0; j < N; j++) best = fmax(best, sum[j] * fabs(ws[j < nws ? j : 0]));
+    free(sum);
+    return best;
+}
+
 bool cd_local_spec_int8(const cd_graph *g, int op_index, const cd_dump_reader *r, const char *run_a,
                         cd_bound_spec *spec, char *desc, size_t n) {
     const cd_op *op = &g->ops[op_index];
     bool conv = !strcmp(op->type, "conv2d") || !strcmp(op->type, "depthwise_conv2d"), fc = !strcmp(op->type, "fc");
-    bool mul = !strcmp(op->type, "mul"); /* X [M, K] times Y [K, N]: like fc, float output only */
+    bool mm = !strcmp(op->type, "matmul") || !strcmp(op->type, "matmul_v2");
+    bool mul = mm || !strcmp(op->type, "mul"); /* X [M, K] times Y [K, N]: like fc, float output only */
     if ((!conv && !fc && !mul) || !op->kernel.present || op->kernel.precision != 2) return false;
     int wid = cd_op_in(op, conv ? "Filter" : mul ? "Y" : "W", 0), xid = cd_op_in(op, mul ? "X" : "Input", 0);
     if (wid < 0 || xid < 0) return false;
@@ -81,7 +108,8 @@ bool cd_local_spec_int8(const cd_graph *g, int op_index, const cd_dump_reader *r
         double ein = isnan(xm) ? INFINITY : fmax(step, xm - 127 * fabs(in_s));
         int64_t numel = cd_shape_numel(&w->shape), nch = conv ? w->shape.d[0] : w->shape.d[w->shape.rank - 1];
         const int8_t *q = w->data;
-        for (int64_t c = 0; c < nch && numel > 0; c++) {
+        if (mm) grid = mm_column_sums(op, w, ws, nws);
+        for (int64_t c = 0; c < nch && numel > 0 && !mm; c++) {
             double sum = 0, sc = fabs(ws[nws == 1 ? 0 : c]);
             if (conv) for (int64_t k = c * (numel / nch); k < (c + 1) * (numel / nch); k++) sum += abs(q[k]);
             else for (int64_t k = c; k < numel; k += nch) sum += abs(q[k]);

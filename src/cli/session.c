@@ -155,17 +155,24 @@ cd_status cd_session_open(cd_session *s, const cd_cli_opts *o, cd_error *err) {
     if (s->plan.int8_dequantized) {
         /* Labelled everywhere the model format appears (dump root, every report). */
         size_t l = strlen(s->model_format);
-        bool arm = cd_session_backend_opts(o, CD_PREC_FP32).int8_arm;
+        cd_backend_opts bo = cd_session_backend_opts(o, CD_PREC_FP32);
+        bool arm = bo.int8_arm, on_arm = bo.int8_on_arm;
         snprintf(s->model_format + l, sizeof s->model_format - l, "%s",
-                 arm ? "; int8 layers: CPU integer arithmetic as Paddle-Lite ARM (--int8 arm), OpenCL float with "
-                       "dequantized weights"
-                     : "; int8/int16 weights dequantized by their stored scales (--int8 dequant)");
+                 !arm ? "; int8/int16 weights dequantized by their stored scales (--int8 dequant)"
+                 : on_arm ? "; int8 layers: integer arithmetic as Paddle-Lite ARM (--int8 arm), on the CPU side "
+                            "and, as Paddle-Lite places them, in the OpenCL run (--int8-placement arm)"
+                          : "; int8 layers: CPU integer arithmetic as Paddle-Lite ARM (--int8 arm), OpenCL float "
+                            "with dequantized weights (--int8-placement gpu)");
         if (!o->quiet)
             fprintf(stderr, "cldiff: note: %s\n",
-                    arm ? "int8 layers run on the CPU in integer arithmetic as Paddle-Lite's ARM int8 kernels "
-                          "(--int8 arm; --int8 dequant for float); OpenCL runs them in float with dequantized weights"
-                        : "int8/int16 weights are dequantized by their stored scales and run in float (--int8 "
-                          "dequant); activations keep the model's calib ops");
+                    !arm ? "int8/int16 weights are dequantized by their stored scales and run in float (--int8 "
+                           "dequant); activations keep the model's calib ops"
+                    : on_arm ? "int8 layers run in integer arithmetic as Paddle-Lite's ARM int8 kernels, in both runs: "
+                               "Paddle-Lite keeps them on ARM in an OpenCL model (--int8-placement gpu runs them as "
+                               "float OpenCL kernels; --int8 dequant for float everywhere)"
+                             : "int8 layers run on the CPU in integer arithmetic as Paddle-Lite's ARM int8 kernels "
+                               "(--int8 arm); the OpenCL run computes them in float with dequantized weights "
+                               "(--int8-placement gpu)");
     }
     if (o->prec == CD_PREC_FP16) {
         if ((st = cd_plan_build(s->g, s->in_shapes, CD_PREC_FP32, &s->plan32, err))) return st;

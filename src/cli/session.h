@@ -21,7 +21,7 @@ typedef struct cd_session {
     cd_dump *dump;
     char dump_path[1024];
     char sha256[65];
-    char model_format[160];
+    char model_format[320];
     char input_desc[512];
 } cd_session;
 

@@ -63,7 +63,7 @@ static cd_status dequant(const cd_graph *g, int op_index, const cd_tensor *t, co
     case AX_DIM0: ch = d0; break;
     case AX_CONVT: ch = d1 * groups; break;
     case AX_LAST: ch = last; break;
-    case AX_ROW: ch = row; break;
+    case AX_ROW: ch = s->rank > 1 ? row : last; break; /* a transposed 1-D Y: v1 outer product, columns = its axis */
     }
     if (ns != 1 && ns != ch) {
         char b[128];

@@ -1,4 +1,4 @@
-"""Random int8 layers (conv2d, depthwise_conv2d, fc, mul; fp32 and int8 outputs; relu, relu6,
+"""Random int8 layers (conv2d, depthwise_conv2d, fc, mul, matmul, matmul_v2; fp32 and int8 outputs; relu, relu6,
 hard_swish, leaky_relu; zero, negative and per-tensor weight scales) run by op_runner in the CPU
 backend's int8 mode must equal the numpy oracle (int8_ref.py) exactly, element for element.
 
@@ -134,6 +134,55 @@ def mul_case(rng, i):
     return "mul m%d k%d n%d" % (m, k, n), rc, err, got.get("y"), want
 
 
+def matmul_case(rng, i, big_k=None):
+    """int8 matmul / matmul_v2: Y an INT8 weight (per-column or per-tensor Y0_scale) or an activation
+    (one Y0_scale); batched, broadcast, transposed, 1-D Y, v1's outer product, alpha != 1; big_k: a
+    reduction beyond CD_INT8_FLOAT_EXACT_K (the integer path)."""
+    v2 = i % 2 == 0
+    kind = i % 5
+    b, m, k, n = int(rng.integers(1, 4)), int(rng.integers(1, 9)), int(rng.integers(1, 70)), int(rng.integers(1, 12))
+    if big_k:
+        k, kind = big_k, 0
+    tx, ty = bool(rng.integers(0, 2)), bool(rng.integers(0, 2))
+    yparam = kind in (0, 1, 3)
+    if kind == 0:    # x [m, k], y weight [k, n]
+        xs, ys = (m, k), (k, n)
+    elif kind == 1:  # x [b, m, k], y weight [k, n] (broadcast)
+        xs, ys = (b, m, k), (k, n)
+    elif kind == 2:  # x [b, m, k], y activation [b, k, n]
+        xs, ys = (b, m, k), (b, k, n)
+    elif kind == 3:  # x [b, m, k], y weight [k]
+        xs, ys, ty = (b, m, k), (k,), False
+    else:            # v1 outer product of two vectors, or v2 x [m, k] y activation [1, k, n]
+        xs, ys = ((m,), (n,)) if not v2 else ((m, k), (1, k, n))
+        if not v2:
+            tx, ty, yparam = True, True, True
+    if tx and len(xs) >= 2:
+        xs = xs[:-2] + (xs[-1], xs[-2])
+    if ty and len(ys) >= 2:
+        ys = ys[:-2] + (ys[-1], ys[-2])
+    in_s = float(rng.uniform(0.005, 0.05))
+    x = rng.normal(0, 1, xs).astype(np.float32)
+    ncol = 1 if len(ys) == 1 and not (not v2 and len(xs) == 1) else (ys[-1] if len(ys) == 1 or not ty else ys[-2])
+    if not v2 and len(xs) == 1:
+        ncol = ys[0]
+    if yparam:
+        y = rng.integers(-127, 128, ys).astype(np.int8)
+        ysc = [float(v) for v in rng.uniform(0.001, 0.05, ncol)] if i % 3 else [float(rng.uniform(0.001, 0.05))]
+    else:
+        y = rng.normal(0, 1, ys).astype(np.float32)
+        ysc = [float(rng.uniform(0.005, 0.05))]
+    op = "matmul_v2" if v2 else "matmul"
+    attrs = {"X0_scale": [in_s], "Y0_scale": ysc, "enable_int8": True, "alpha": [1.0, 0.5, 1.7][i % 3],
+             ("trans_x" if v2 else "transpose_X"): tx, ("trans_y" if v2 else "transpose_Y"): ty,
+             "__@kernel_type_attr@__": "%s/def/4/2/1" % op}
+    rc, err, got = run(op, [("X", "x", x, False), ("Y", "y", y, yparam)], [("Out", "o")], attrs, 1 + i % 2)
+    want = int8_ref.matmul_layer(x, y, attrs, v2)
+    desc = "%s x%s y%s%s tx%d ty%d alpha %g" % (op, list(xs), list(ys), " (weight)" if yparam else " (activation)",
+                                                tx, ty, attrs["alpha"])
+    return desc, rc, err, got.get("o"), want
+
+
 def main():
     seed = int(sys.argv[sys.argv.index("--seed") + 1]) if "--seed" in sys.argv else 7
     cases = int(sys.argv[sys.argv.index("--cases") + 1]) if "--cases" in sys.argv else 60
@@ -143,6 +192,8 @@ def main():
     jobs = [(lambda i=i: (fc_case if i % 4 == 3 else conv_case)(rng, i)) for i in range(cases)]
     jobs += [(lambda b=b, i=i: conv_case(rng, 2 * i, b)) for i, b in enumerate([(300, 1), (40, 3), (130, 3), (260, 5), (2, 33)])]
     jobs += [(lambda i=i: mul_case(rng, i)) for i in range(max(3, cases // 20))]
+    jobs += [(lambda i=i: matmul_case(rng, i)) for i in range(max(10, cases // 10))]
+    jobs += [(lambda: matmul_case(rng, 0, 1100)), (lambda: matmul_case(rng, 3, 1300))]
     for job in jobs:
         desc, rc, err, got, want = job()
         kind = desc.split()[0]

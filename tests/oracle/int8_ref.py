@@ -228,6 +228,30 @@ def mul_layer(x, wq, attrs):
     return acc.astype(F32) * (ws * F32(in_s)), None
 
 
+def matmul_layer(x, y, attrs, v2):
+    """int8 matmul / matmul_v2 (lite/kernels/arm/matmul_compute.cc, matmul_v2_compute.cc, kernel
+    Matmul_int8_f32): X quantized with X0_scale; Y an int8 weight as stored, or an activation
+    quantized with Y0_scale[0]; the exact integer products summed, float(S) times the scale folded
+    in float32 as (X0_scale * Y0_scale[n]) * alpha (ReInitWhenNeeded, matmul_add_n_scale_bias)."""
+    in_s = F32(attrs["X0_scale"][0])
+    ws = np.asarray(attrs["Y0_scale"], F32)
+    xq = quantize(x, in_s).astype(np.int64)
+    yq = (y if y.dtype == np.int8 else quantize(y, ws[0])).astype(np.int64)
+    tx = bool(attrs.get("trans_x" if v2 else "transpose_X", False))
+    ty = bool(attrs.get("trans_y" if v2 else "transpose_Y", False))
+    alpha = F32(attrs.get("alpha", 1.0))
+    if not v2 and xq.ndim == 1 and yq.ndim == 1 and tx and ty:
+        acc = np.outer(xq, yq)
+    else:
+        if tx and xq.ndim >= 2:
+            xq = np.swapaxes(xq, -1, -2)
+        if ty and yq.ndim >= 2:
+            yq = np.swapaxes(yq, -1, -2)
+        acc = np.matmul(xq, yq)
+    sc = (in_s * ws) * alpha
+    return np.asarray(acc, np.int32).astype(F32) * sc
+
+
 def calib_layer(x, scale):
     """calib fp32_to_int8 (and int8_to_fp32 on a carried value): the carried float and the int8."""
     q = quantize(x, scale)

@@ -16,6 +16,7 @@
 #include "backends/cpu/gemm.h"
 #include "backends/cpu/gemm_int8.h"
 #include "backends/cpu/int8_quant.h"
+#include "backends/cpu/matmul_geo.h"
 #include "backends/cpu/par.h"
 #include <math.h>
 #include <omp.h>
@@ -113,6 +114,31 @@ static bool mul8_claims(const cd_op_ctx *c) {
     return (nws == 1 || nws == d.N) && cd_value_numel(&c->vals[out]) == d.M * d.N;
 }
 
+/* matmul / matmul_v2 (lite/kernels/arm/matmul_compute.cc, matmul_v2_compute.cc, kernel
+ * Matmul_int8_f32; scales from X0_scale / Y0_scale, lite/operators/matmul_op.cc and
+ * matmul_v2_op.cc AttachImpl): X and Y int8 (Y an INT8 weight record, or an activation quantized
+ * with its one Y0_scale), float output. Claimed where Paddle-Lite's matrix views and cldiff's
+ * agree: X of rank >= 2, or v1's outer product of two vectors. */
+static bool mm8_claims(const cd_op_ctx *c) {
+    const cd_op *op = c->op;
+    if (!int8_kernel(op)) return false;
+    int xi = cd_op_in(op, "X", 0), yi = cd_op_in(op, "Y", 0), oi = cd_op_out(op, "Out", 0);
+    if (xi < 0 || yi < 0 || oi < 0 || c->vals[xi].dtype != CD_F32 || c->vals[oi].dtype != CD_F32) return false;
+    bool yparam = int8_param(c, "Y") != NULL;
+    if (!yparam && (c->g->tensors[yi].persistable || c->vals[yi].dtype != CD_F32)) return false;
+    float s;
+    const double *ws;
+    int nws = cd_attr_floats(op, "Y0_scale", &ws);
+    if (!first_scale(op, "X0_scale", &s) || nws < 1 || (!yparam && nws != 1)) return false;
+    cd_error e = {0};
+    cd_op_ctx cc = *c;
+    cc.err = &e;
+    cd_mm_geo g;
+    if (cd_nn_matmul_parse(&cc, &g)) return false;
+    if (!g.outer && c->vals[xi].shape.rank < 2) return false;
+    return nws == 1 || nws == g.N;
+}
+
 bool cd_cpu_int8_claims(const cd_op_ctx *c) {
     const cd_op *op = c->op;
     if (c->prec != CD_PREC_FP32) return false;
@@ -125,6 +151,7 @@ bool cd_cpu_int8_claims(const cd_op_ctx *c) {
                c->vals[out].dtype == CD_F32;
     }
     if (!strcmp(op->type, "mul")) return mul8_claims(c);
+    if (!strcmp(op->type, "matmul") || !strcmp(op->type, "matmul_v2")) return mm8_claims(c);
     if (!conv && !fc) return false;
     if (!int8_kernel(op)) return false;
     const cd_tensor *w = int8_param(c, conv ? "Filter" : "W");
@@ -506,7 +533,7 @@ I8_HOT static void dot4(const int8_t *w0, int64_t K, int64_t wstride, const int8
  * name. Built once per op by the backend's prepare (cd_cpu_int8_prepare), outside the timed
  * run; a run without one (re-inferred shapes, the OpenCL host path) builds it on the spot and
  * frees it, so both go through the same code. One malloc block: the struct, then its arrays. */
-typedef enum { I8_CONV, I8_FC, I8_MUL, I8_CALIB } i8_kind;
+typedef enum { I8_CONV, I8_FC, I8_MUL, I8_MATMUL, I8_CALIB } i8_kind;
 typedef struct {
     i8_kind kind;
     char kernel[40];
@@ -517,7 +544,10 @@ typedef struct {
     bool dw, direct1x1, wf_ok;
     int64_t K, N;      /* conv: Cin/G * KH * KW; fc: W [K, N] */
     mul8_dims md;      /* mul */
-    const float *sc;   /* mul: Y0_scale[n] * X0_scale */
+    cd_mm_geo mm;      /* matmul: geometry; yparam: Y is an INT8 record (its floats in wf) */
+    bool yparam;
+    float y_s;         /* matmul with an activation Y: its Y0_scale */
+    const float *sc;   /* mul: Y0_scale[n] * X0_scale; matmul: (X0_scale * Y0_scale[n]) * alpha */
     const float *wf;   /* conv: weights as floats (cd_conv8_weights per group), NULL beyond exact windows */
     size_t scratch;    /* bytes of scratch a run needs (the input as int8 or floats, GEMM pieces) */
     float cs, cinv;    /* calib: scale, 1/scale */
@@ -886,6 +916,100 @@ static cd_status mul8_exec(cd_op_ctx *c, const i8_state *s) {
     return CD_OK;
 }
 
+/* ------------------------------------------------------------------ matmul */
+
+/* out[b][m][n] = float(S) * ((X0_scale * Y0_scale[n]) * alpha), S the exact int32 sum: gemm_s8
+ * with unit scales writes float(S), then matmul_add_n_scale_bias multiplies (vmulq_f32); the
+ * scale is folded in float in ReInitWhenNeeded, in that order. */
+static cd_status mm8_build(cd_op_ctx *c, i8_state **out) {
+    cd_mm_geo g;
+    cd_status st = cd_nn_matmul_parse(c, &g);
+    if (st) return st;
+    const cd_tensor *yt = int8_param(c, "Y");
+    float in_s = 0;
+    first_scale(c->op, "X0_scale", &in_s);
+    const double *ws;
+    int nws = cd_attr_floats(c->op, "Y0_scale", &ws);
+    int64_t nx = cd_value_numel(cd_in(c, "X", 0)), ny = cd_value_numel(cd_in(c, "Y", 0));
+    size_t nyw = yt ? (size_t)ny : 0;
+    i8_state *s = state_alloc(c, (size_t)g.N + nyw);
+    if (!s) return CD_E_NOMEM;
+    s->kind = I8_MATMUL;
+    s->mm = g;
+    s->in_s = in_s;
+    s->yparam = yt != NULL;
+    s->y_s = (float)ws[0];
+    float *sc = state_floats(s), *wf = sc + g.N;
+    for (int64_t n = 0; n < g.N; n++) {
+        float t = in_s * (float)ws[nws == 1 ? 0 : n];
+        sc[n] = t * g.alpha;
+    }
+    s->sc = sc;
+    if (yt) {
+        const int8_t *w = yt->data;
+        for (int64_t i = 0; i < ny; i++) wf[i] = (float)w[i];
+        s->wf = wf;
+    }
+    s->scratch = XF_BYTES(nx) + (yt ? 0 : XF_BYTES(ny));
+    snprintf(s->kernel, sizeof s->kernel, "%s:int8:fp32_out", c->op->type);
+    *out = s;
+    return CD_OK;
+}
+
+/* Exact sums whatever K: one int32 sum per output from the int8 values held as floats. */
+static void mm8_int_sums(const cd_mm_geo *g, const float *x, const float *y, float *out) {
+    if (g->outer) {
+        for (int64_t m = 0; m < g->M; m++)
+            for (int64_t n = 0; n < g->N; n++) out[m * g->N + n] = (float)((int32_t)x[m] * (int32_t)y[n]);
+        return;
+    }
+    const int64_t M = g->M, N = g->N, K = g->K, xsz = M * K, ysz = K * N;
+    for (int64_t b = 0; b < g->batches; b++) {
+        int64_t rem = b, xo = 0, yo = 0, xstride = 1, ystride = 1;
+        for (int i = g->brank - 1; i >= 0; i--) {
+            int64_t idx = rem % g->bdims[i];
+            rem /= g->bdims[i];
+            if (g->xb[i] != 1) xo += idx * xstride;
+            if (g->yb[i] != 1) yo += idx * ystride;
+            xstride *= g->xb[i];
+            ystride *= g->yb[i];
+        }
+        const float *xb = x + xo * xsz, *yb = y + yo * ysz;
+        for (int64_t m = 0; m < M; m++)
+            for (int64_t n = 0; n < N; n++) {
+                int32_t acc = 0;
+                for (int64_t k = 0; k < K; k++) {
+                    float a = g->tx ? xb[k * M + m] : xb[m * K + k], w = g->ty ? yb[n * K + k] : yb[k * N + n];
+                    acc += (int32_t)a * (int32_t)w;
+                }
+                out[b * M * N + m * N + n] = (float)acc;
+            }
+    }
+}
+
+static cd_status mm8_exec(cd_op_ctx *c, const i8_state *s) {
+    const cd_value *x = cd_in(c, "X", 0), *y = cd_in(c, "Y", 0);
+    float *out = cd_out(c, "Out", 0)->data;
+    int64_t nx = cd_value_numel(x), ny = cd_value_numel(y), no = cd_value_numel(cd_out(c, "Out", 0));
+    void *own;
+    float *xf = scratch_get(c, s->scratch, &own);
+    if (!xf) return cd_op_fail(c, CD_E_NOMEM, "out of memory in the int8 matmul");
+    quantize_input(x->data, NULL, xf, nx, s->in_s, c->threads);
+    const float *yf = s->wf;
+    if (!s->yparam) {
+        float *yq = (float *)((char *)xf + XF_BYTES(nx));
+        quantize_input(y->data, NULL, yq, ny, s->y_s, c->threads);
+        yf = yq;
+    }
+    /* K products of int8 sum exactly in float up to CD_INT8_FLOAT_EXACT_K (gemm_int8.h) */
+    if (s->mm.outer || s->mm.K <= CD_INT8_FLOAT_EXACT_K) cd_nn_matmul_sums_f32(&s->mm, xf, yf, out, c->threads);
+    else mm8_int_sums(&s->mm, xf, yf, out);
+    const int64_t N = s->mm.N;
+    for (int64_t i = 0; i < no; i++) out[i] = out[i] * s->sc[i % N];
+    free(own);
+    return CD_OK;
+}
+
 /* ------------------------------------------------------------------ entry points */
 
 cd_status cd_cpu_int8_prepare(cd_op_ctx *c, void **state) {
@@ -894,6 +1018,7 @@ cd_status cd_cpu_int8_prepare(cd_op_ctx *c, void **state) {
     cd_status st = !strcmp(t, "calib") ? calib8_build(c, &s)
                  : !strcmp(t, "mul")   ? mul8_build(c, &s)
                  : !strcmp(t, "fc")    ? fc8_build(c, &s)
+                 : !strcmp(t, "matmul") || !strcmp(t, "matmul_v2") ? mm8_build(c, &s)
                                        : conv8_build(c, &s);
     *state = st ? NULL : s;
     return st;
@@ -916,6 +1041,7 @@ cd_status cd_cpu_int8_run(cd_op_ctx *c, const void *state, char *kernel, size_t 
     case I8_CALIB: st = calib8_exec(c, s); break;
     case I8_MUL: st = mul8_exec(c, s); break;
     case I8_FC: st = fc8_exec(c, s); break;
+    case I8_MATMUL: st = mm8_exec(c, s); break;
     default: st = conv8_exec(c, s); break;
     }
     if (!st) {

@@ -8,6 +8,7 @@
  * the outer product [Kx, Ky] of §7.8. */
 #ifndef NN_T
 #include "backends/cpu/gemm.h"
+#include "backends/cpu/matmul_geo.h"
 #include "backends/cpu/par.h"
 #include "engine/ops.h"
 #include <math.h>
@@ -160,16 +161,7 @@ double cd_nn_mul_macs(const cd_op_ctx *c) {
 }
 
 /* ---------------- matmul / matmul_v2 ---------------- */
-typedef struct {
-    int64_t M, K, N;
-    bool tx, ty;          /* effective transposes of the matrix views */
-    float alpha;
-    int brank;            /* broadcast batch rank */
-    int64_t bdims[CD_MAX_RANK], xb[CD_MAX_RANK], yb[CD_MAX_RANK]; /* batch dims, x/y batch dims (1 = broadcast) */
-    int64_t batches;
-    bool outer;           /* v1 1-D x 1-D with both transposes */
-    cd_shape out;
-} mm_geo;
+typedef cd_mm_geo mm_geo; /* matmul_geo.h */
 
 static cd_status mm_parse(cd_op_ctx *c, mm_geo *g) {
     memset(g, 0, sizeof *g);
@@ -233,6 +225,8 @@ static cd_status mm_parse(cd_op_ctx *c, mm_geo *g) {
     return CD_OK;
 }
 
+cd_status cd_nn_matmul_parse(cd_op_ctx *c, cd_mm_geo *g) { return mm_parse(c, g); }
+
 cd_status cd_nn_matmul_infer(cd_op_ctx *c) {
     mm_geo g;
     cd_status s = mm_parse(c, &g);
@@ -292,6 +286,10 @@ cd_status cd_nn_mul_run(cd_op_ctx *c) {
     return CD_OK;
 }
 
+void cd_nn_matmul_sums_f32(const cd_mm_geo *g, const float *x, const float *y, float *out, int threads) {
+    mm_core_f32(g, x, y, out, 1.0f, threads);
+}
+
 cd_status cd_nn_matmul_run(cd_op_ctx *c) {
     mm_geo g;
     cd_status s = mm_parse(c, &g);
@@ -341,13 +339,9 @@ static void F(mul_run)(cd_op_ctx *c, const mul_geo *g) {
     GEMM((int)g->M, (int)g->N, (int)g->K, (NN_T)1, x, (int)g->K, false, w, (int)g->N, false, (NN_T)0, y, (int)g->N, c->threads);
 }
 
-static void F(mm_run)(cd_op_ctx *c, const mm_geo *g) {
-    cd_value *xv = cd_in(c, "X", 0), *yv = cd_in(c, "Y", 0);
-    const NN_T *x = xv->data, *w = yv->data;
-    NN_T *out = cd_out(c, "Out", 0)->data;
-    const NN_T alpha = (NN_T)g->alpha;
+static void F(mm_core)(const mm_geo *g, const NN_T *x, const NN_T *w, NN_T *out, NN_T alpha, int threads) {
     if (g->outer) {
-        GEMM((int)g->M, (int)g->N, 1, alpha, x, 1, false, w, (int)g->N, false, (NN_T)0, out, (int)g->N, c->threads);
+        GEMM((int)g->M, (int)g->N, 1, alpha, x, 1, false, w, (int)g->N, false, (NN_T)0, out, (int)g->N, threads);
         return;
     }
     const int64_t M = g->M, N = g->N, K = g->K, xsz = M * K, ysz = K * N;
@@ -356,7 +350,6 @@ static void F(mm_run)(cd_op_ctx *c, const mm_geo *g) {
     const int64_t batches = g->batches;
     /* many small products: one thread per product; few large ones: threads inside GEMM */
     const bool small = M * N * K < 32768 && batches > 1;
-    const int threads = c->threads;
     CD_PAR_FOR(small, threads, int64_t, b, batches, {
         int64_t rem = b, xo = 0, yo = 0, xstride = 1, ystride = 1;
         for (int i = g->brank - 1; i >= 0; i--) {
@@ -370,6 +363,11 @@ static void F(mm_run)(cd_op_ctx *c, const mm_geo *g) {
         GEMM((int)M, (int)N, (int)K, alpha, x + xo * xsz, lda, g->tx, w + yo * ysz, ldb, g->ty, (NN_T)0,
              out + b * M * N, (int)N, small ? 1 : threads);
     });
+}
+
+static void F(mm_run)(cd_op_ctx *c, const mm_geo *g) {
+    F(mm_core)(g, cd_in(c, "X", 0)->data, cd_in(c, "Y", 0)->data, cd_out(c, "Out", 0)->data, (NN_T)g->alpha,
+               c->threads);
 }
 
 #undef CAT_
