@@ -274,10 +274,10 @@ Test(int8_bounds, family) {
  * the specials, and 4 million random bit patterns. (All 2^32 inputs agree; that took 5 s once.) */
 #include "backends/cpu/int8_quant.h"
 static int q8_vec1(float v) {
-    cd_f8 x = {v, v, v, v, v, v, v, v};
-    cd_i8x q;
+    cd_fq x = (cd_fq){0} + v;
+    cd_iq q;
     cd_q8_vec(&x, &q);
-    for (int i = 1; i < 8; i++)
+    for (int i = 1; i < CD_QL; i++)
         if (q[i] != q[0]) return 999; /* every lane must do the same */
     return q[0];
 }

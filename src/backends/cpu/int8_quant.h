@@ -27,26 +27,25 @@ static inline int8_t cd_q8_round(float v) { return (int8_t)cd_q8_int(v); }
 /* The same value as a float (what cldiff carries, times the scale). */
 static inline float cd_q8_float(float v) { return (float)cd_q8_int(v); }
 
-/* cd_q8_int on 8 lanes (GCC vector extensions), written so that the compiler cannot fail to
+/* cd_q8_int on CD_QL lanes (GCC vector extensions), written so that the compiler cannot fail to
  * vectorize it (a comparison gives -1 where true): after the same clamp, the value moved
  * 0.49999997 (the float just below one half) away from zero and truncated. Equal to cd_q8_int
  * for every one of the 2^32 float inputs (checked exhaustively; test_int8_quant re-checks it
  * on every float of [-128, 128] and the specials): for |v| <= 127 the sum rounds to at least
  * the next integer exactly when the fraction is at least one half. */
-typedef float cd_f8 __attribute__((vector_size(32)));
-typedef int32_t cd_i8x __attribute__((vector_size(32)));
-#define CD_SEL8(m, a, b) ((cd_f8)(((m) & (cd_i8x)(a)) | (~(m) & (cd_i8x)(b))))
-/* Vectors go by pointer and the helpers are always inlined: a 32-byte vector passed by value
- * would have an ABI that depends on the ISA level (-Wpsabi). */
-static inline __attribute__((always_inline)) void cd_q8_vec(const cd_f8 *in, cd_i8x *out) {
-    const cd_f8 lo = {-127, -127, -127, -127, -127, -127, -127, -127}, hi = -lo;
-    const cd_f8 h = {0.49999997f, 0.49999997f, 0.49999997f, 0.49999997f,
-                     0.49999997f, 0.49999997f, 0.49999997f, 0.49999997f};
-    const cd_i8x sign = {INT32_MIN, INT32_MIN, INT32_MIN, INT32_MIN, INT32_MIN, INT32_MIN, INT32_MIN, INT32_MIN};
-    cd_f8 v = *in;
-    v = CD_SEL8(v >= lo, v, lo);
-    v = CD_SEL8(v <= hi, v, hi);
-    cd_f8 hs = (cd_f8)(((cd_i8x)v & sign) | (cd_i8x)h);
-    *out = __builtin_convertvector(v + hs, cd_i8x);
+#define CD_QL 16 /* lanes: one AVX-512 register (two AVX2 ones, four SSE ones: the same lane results) */
+typedef float cd_fq __attribute__((vector_size(4 * CD_QL)));
+typedef int32_t cd_iq __attribute__((vector_size(4 * CD_QL)));
+#define CD_SELQ(m, a, b) ((cd_fq)(((m) & (cd_iq)(a)) | (~(m) & (cd_iq)(b))))
+/* Vectors go by pointer and the helpers are always inlined: a vector passed by value would have
+ * an ABI that depends on the ISA level (-Wpsabi). */
+static inline __attribute__((always_inline)) void cd_q8_vec(const cd_fq *in, cd_iq *out) {
+    const cd_fq z = {0}, lo = z - 127.0f, hi = z + 127.0f, h = z + 0.49999997f;
+    const cd_iq sign = (cd_iq){0} + INT32_MIN;
+    cd_fq v = *in;
+    v = CD_SELQ(v >= lo, v, lo);
+    v = CD_SELQ(v <= hi, v, hi);
+    cd_fq hs = (cd_fq)(((cd_iq)v & sign) | (cd_iq)h);
+    *out = __builtin_convertvector(v + hs, cd_iq);
 }
 #endif

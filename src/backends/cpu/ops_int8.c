@@ -35,11 +35,11 @@
 
 #define PL_PREC_INT8 2 /* lite/api/paddle_place.h PrecisionType::kInt8 */
 
-/* The hot loops are also compiled for x86-64-v3 (AVX2, FMA) and picked at load time (GCC
- * target_clones): the same C, so the same results (fmaf is the fused operation in both, an
- * instruction on v3 and a libm call on the baseline); only the speed differs. */
+/* The hot loops are also compiled for x86-64-v4 (AVX-512) and x86-64-v3 (AVX2, FMA) and picked
+ * at load time (GCC target_clones): the same C, so the same results (fmaf is the fused operation
+ * in all, an instruction on v3/v4 and a libm call on the baseline); only the speed differs. */
 #if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && !defined(CD_NO_TARGET_CLONES)
-#define I8_HOT __attribute__((target_clones("arch=x86-64-v3", "default")))
+#define I8_HOT __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
 #else
 #define I8_HOT
 #endif
@@ -172,17 +172,17 @@ bool cd_cpu_int8_claims(const cd_op_ctx *c) {
 
 /* ------------------------------------------------------------------ shared pieces */
 
-typedef int8_t i8x8 __attribute__((vector_size(8)));
+typedef int8_t i8xq __attribute__((vector_size(CD_QL)));
 I8_HOT static void q8_chunk(const float *x, int8_t *q, int64_t n, float inv) {
     int64_t i = 0;
-    for (; i + 8 <= n; i += 8) {
-        cd_f8 v;
-        cd_i8x qi;
+    for (; i + CD_QL <= n; i += CD_QL) {
+        cd_fq v;
+        cd_iq qi;
         memcpy(&v, x + i, sizeof v);
         v *= inv;
         cd_q8_vec(&v, &qi);
-        i8x8 r = __builtin_convertvector(qi, i8x8);
-        memcpy(q + i, &r, 8);
+        i8xq r = __builtin_convertvector(qi, i8xq);
+        memcpy(q + i, &r, sizeof r);
     }
     for (; i < n; i++) q[i] = (int8_t)cd_q8_int(x[i] * inv);
 }
@@ -190,13 +190,13 @@ I8_HOT static void q8_chunk(const float *x, int8_t *q, int64_t n, float inv) {
 /* The same conversion, the int8 values written as floats (the float paths below). */
 I8_HOT static void q8f_chunk(const float *x, float *q, int64_t n, float inv) {
     int64_t i = 0;
-    for (; i + 8 <= n; i += 8) {
-        cd_f8 v;
-        cd_i8x qi;
+    for (; i + CD_QL <= n; i += CD_QL) {
+        cd_fq v;
+        cd_iq qi;
         memcpy(&v, x + i, sizeof v);
         v *= inv;
         cd_q8_vec(&v, &qi);
-        v = __builtin_convertvector(qi, cd_f8);
+        v = __builtin_convertvector(qi, cd_fq);
         memcpy(q + i, &v, sizeof v);
     }
     for (; i < n; i++) q[i] = cd_q8_float(x[i] * inv);
@@ -296,17 +296,17 @@ static inline float epi_apply(const epi *e, int64_t oc, float acc) {
 
 /* One row of n outputs of channel oc on the common path (no residual, activation not A_OTHER):
  * epi_apply's arithmetic in two passes that vectorize: the fused multiply-add (an instruction
- * in the x86-64-v3 clone), then the activation and the int8 conversion on 8 lanes, the same
+ * in the x86-64-v3 clone), then the activation and the int8 conversion on CD_QL lanes, the same
  * operations lane by lane as act8_apply and cd_q8_float. */
 #define EPI_VEC(ACT)                                                             \
-    for (; i + 8 <= n; i += 8) {                                                 \
-        cd_f8 y;                                                                 \
+    for (; i + CD_QL <= n; i += CD_QL) {                                                 \
+        cd_fq y;                                                                 \
         memcpy(&y, out + i, sizeof y);                                           \
         ACT;                                                                     \
         if (o8) {                                                                \
-            cd_i8x qi;                                                           \
+            cd_iq qi;                                                           \
             cd_q8_vec(&y, &qi);                                                  \
-            y = __builtin_convertvector(qi, cd_f8) * os;                         \
+            y = __builtin_convertvector(qi, cd_fq) * os;                         \
         }                                                                        \
         memcpy(out + i, &y, sizeof y);                                           \
     }
@@ -315,14 +315,14 @@ I8_HOT static void epi_row(const epi *e, int64_t oc, const float *acc, float *ou
     const float m = e->m[oc], b = e->b[oc], os = e->out_s;
     const bool o8 = e->out8;
     for (int64_t i = 0; i < n; i++) out[i] = fmaf(acc[i], m, b);
-    const cd_f8 z = {0}, p0 = z + e->act.p0, p1 = z + e->act.p1, p2 = z + e->act.p2;
+    const cd_fq z = {0}, p0 = z + e->act.p0, p1 = z + e->act.p1, p2 = z + e->act.p2;
     int64_t i = 0;
     switch (e->act.kind) {
-    case A_RELU: EPI_VEC(y = CD_SEL8(y > z, y, z)) break;
-    case A_RELU6: EPI_VEC(y = CD_SEL8(y > z, y, z); y = CD_SEL8(y < p0, y, p0)) break;
-    case A_LEAKY: EPI_VEC(y = CD_SEL8(y >= z, y, y * p0)) break;
+    case A_RELU: EPI_VEC(y = CD_SELQ(y > z, y, z)) break;
+    case A_RELU6: EPI_VEC(y = CD_SELQ(y > z, y, z); y = CD_SELQ(y < p0, y, p0)) break;
+    case A_LEAKY: EPI_VEC(y = CD_SELQ(y >= z, y, y * p0)) break;
     case A_HSWISH:
-        EPI_VEC(cd_f8 g = y + p1; g = CD_SEL8(g > z, g, z); g = CD_SEL8(g < p2, g, p2); cd_f8 h = y * p0; y = h * g)
+        EPI_VEC(cd_fq g = y + p1; g = CD_SELQ(g > z, g, z); g = CD_SELQ(g < p2, g, p2); cd_fq h = y * p0; y = h * g)
         break;
     default: EPI_VEC((void)0) break;
     }
@@ -335,18 +335,18 @@ I8_HOT static void epi_row(const epi *e, int64_t oc, const float *acc, float *ou
 /* The residual path (res_post) the same way, for activations other than A_OTHER: s2 is the
  * SecondInput row of these n outputs. */
 #define EPI_VEC_RES(ACT)                                                         \
-    for (; i + 8 <= n; i += 8) {                                                 \
-        cd_f8 y, t;                                                              \
+    for (; i + CD_QL <= n; i += CD_QL) {                                                 \
+        cd_fq y, t;                                                              \
         memcpy(&y, out + i, sizeof y);                                           \
         memcpy(&t, s2 + i, sizeof t);                                            \
         ACT;                                                                     \
         y = y + t;                                                               \
-        if (rr) y = CD_SEL8(y > z, y, z);                                        \
+        if (rr) y = CD_SELQ(y > z, y, z);                                        \
         if (o8) {                                                                \
-            cd_i8x qi;                                                           \
+            cd_iq qi;                                                           \
             y = y * inv;                                                         \
             cd_q8_vec(&y, &qi);                                                  \
-            y = __builtin_convertvector(qi, cd_f8) * os;                         \
+            y = __builtin_convertvector(qi, cd_fq) * os;                         \
         }                                                                        \
         memcpy(out + i, &y, sizeof y);                                           \
     }
@@ -354,14 +354,14 @@ I8_HOT static void epi_row_res(const epi *e, int64_t oc, const float *acc, float
     const float m = e->mr[oc], b = e->br[oc], os = e->out_s, inv = e->inv_out, *s2 = e->second + base;
     const bool o8 = e->out8, rr = e->residual_relu;
     for (int64_t i = 0; i < n; i++) out[i] = fmaf(acc[i], m, b);
-    const cd_f8 z = {0}, p0 = z + e->act_real.p0, p1 = z + e->act_real.p1, p2 = z + e->act_real.p2;
+    const cd_fq z = {0}, p0 = z + e->act_real.p0, p1 = z + e->act_real.p1, p2 = z + e->act_real.p2;
     int64_t i = 0;
     switch (e->act_real.kind) {
-    case A_RELU: EPI_VEC_RES(y = CD_SEL8(y > z, y, z)) break;
-    case A_RELU6: EPI_VEC_RES(y = CD_SEL8(y > z, y, z); y = CD_SEL8(y < p0, y, p0)) break;
-    case A_LEAKY: EPI_VEC_RES(y = CD_SEL8(y >= z, y, y * p0)) break;
+    case A_RELU: EPI_VEC_RES(y = CD_SELQ(y > z, y, z)) break;
+    case A_RELU6: EPI_VEC_RES(y = CD_SELQ(y > z, y, z); y = CD_SELQ(y < p0, y, p0)) break;
+    case A_LEAKY: EPI_VEC_RES(y = CD_SELQ(y >= z, y, y * p0)) break;
     case A_HSWISH:
-        EPI_VEC_RES(cd_f8 g = y + p1; g = CD_SEL8(g > z, g, z); g = CD_SEL8(g < p2, g, p2); cd_f8 h = y * p0; y = h * g)
+        EPI_VEC_RES(cd_fq g = y + p1; g = CD_SELQ(g > z, g, z); g = CD_SELQ(g < p2, g, p2); cd_fq h = y * p0; y = h * g)
         break;
     default: EPI_VEC_RES((void)0) break;
     }
@@ -827,13 +827,13 @@ static cd_status fc8_exec(cd_op_ctx *c, const i8_state *s) {
 
 I8_HOT static void calib_chunk(const float *x, float *o, int64_t n, float inv, float s) {
     int64_t i = 0;
-    for (; i + 8 <= n; i += 8) {
-        cd_f8 v;
-        cd_i8x qi;
+    for (; i + CD_QL <= n; i += CD_QL) {
+        cd_fq v;
+        cd_iq qi;
         memcpy(&v, x + i, sizeof v);
         v *= inv;
         cd_q8_vec(&v, &qi);
-        v = __builtin_convertvector(qi, cd_f8) * s;
+        v = __builtin_convertvector(qi, cd_fq) * s;
         memcpy(o + i, &v, sizeof v);
     }
     for (; i < n; i++) o[i] = cd_q8_float(x[i] * inv) * s;
