@@ -310,6 +310,18 @@ static inline float epi_apply(const epi *e, int64_t oc, float acc) {
         }                                                                        \
         memcpy(out + i, &y, sizeof y);                                           \
     }
+/* The activations on CD_QL lanes (act8_apply's operations lane by lane), one LOOP (EPI_VEC or
+ * EPI_VEC_RES) per kind; z, p0, p1, p2 the broadcast zero and constants. */
+#define ACT_SWITCH(KIND, LOOP)                                                                      \
+    switch (KIND) {                                                                                 \
+    case A_RELU: LOOP(y = CD_SELQ(y > z, y, z)) break;                                              \
+    case A_RELU6: LOOP(y = CD_SELQ(y > z, y, z); y = CD_SELQ(y < p0, y, p0)) break;                 \
+    case A_LEAKY: LOOP(y = CD_SELQ(y >= z, y, y * p0)) break;                                       \
+    case A_HSWISH:                                                                                  \
+        LOOP(cd_fq g = y + p1; g = CD_SELQ(g > z, g, z); g = CD_SELQ(g < p2, g, p2); cd_fq h = y * p0; y = h * g) \
+        break;                                                                                      \
+    default: LOOP((void)0) break;                                                                   \
+    }
 /* acc: the sums as floats; may be out itself (the pass is elementwise) */
 I8_HOT static void epi_row(const epi *e, int64_t oc, const float *acc, float *out, int64_t n) {
     const float m = e->m[oc], b = e->b[oc], os = e->out_s;
@@ -317,15 +329,7 @@ I8_HOT static void epi_row(const epi *e, int64_t oc, const float *acc, float *ou
     for (int64_t i = 0; i < n; i++) out[i] = fmaf(acc[i], m, b);
     const cd_fq z = {0}, p0 = z + e->act.p0, p1 = z + e->act.p1, p2 = z + e->act.p2;
     int64_t i = 0;
-    switch (e->act.kind) {
-    case A_RELU: EPI_VEC(y = CD_SELQ(y > z, y, z)) break;
-    case A_RELU6: EPI_VEC(y = CD_SELQ(y > z, y, z); y = CD_SELQ(y < p0, y, p0)) break;
-    case A_LEAKY: EPI_VEC(y = CD_SELQ(y >= z, y, y * p0)) break;
-    case A_HSWISH:
-        EPI_VEC(cd_fq g = y + p1; g = CD_SELQ(g > z, g, z); g = CD_SELQ(g < p2, g, p2); cd_fq h = y * p0; y = h * g)
-        break;
-    default: EPI_VEC((void)0) break;
-    }
+    ACT_SWITCH(e->act.kind, EPI_VEC)
     for (; i < n; i++) {
         float y = act8_apply(&e->act, out[i]);
         out[i] = o8 ? cd_q8_float(y) * os : y;
@@ -356,15 +360,7 @@ I8_HOT static void epi_row_res(const epi *e, int64_t oc, const float *acc, float
     for (int64_t i = 0; i < n; i++) out[i] = fmaf(acc[i], m, b);
     const cd_fq z = {0}, p0 = z + e->act_real.p0, p1 = z + e->act_real.p1, p2 = z + e->act_real.p2;
     int64_t i = 0;
-    switch (e->act_real.kind) {
-    case A_RELU: EPI_VEC_RES(y = CD_SELQ(y > z, y, z)) break;
-    case A_RELU6: EPI_VEC_RES(y = CD_SELQ(y > z, y, z); y = CD_SELQ(y < p0, y, p0)) break;
-    case A_LEAKY: EPI_VEC_RES(y = CD_SELQ(y >= z, y, y * p0)) break;
-    case A_HSWISH:
-        EPI_VEC_RES(cd_fq g = y + p1; g = CD_SELQ(g > z, g, z); g = CD_SELQ(g < p2, g, p2); cd_fq h = y * p0; y = h * g)
-        break;
-    default: EPI_VEC_RES((void)0) break;
-    }
+    ACT_SWITCH(e->act_real.kind, EPI_VEC_RES)
     for (; i < n; i++) out[i] = res_post(e, out[i], base + i);
 }
 
@@ -965,15 +961,8 @@ static void mm8_int_sums(const cd_mm_geo *g, const float *x, const float *y, flo
     }
     const int64_t M = g->M, N = g->N, K = g->K, xsz = M * K, ysz = K * N;
     for (int64_t b = 0; b < g->batches; b++) {
-        int64_t rem = b, xo = 0, yo = 0, xstride = 1, ystride = 1;
-        for (int i = g->brank - 1; i >= 0; i--) {
-            int64_t idx = rem % g->bdims[i];
-            rem /= g->bdims[i];
-            if (g->xb[i] != 1) xo += idx * xstride;
-            if (g->yb[i] != 1) yo += idx * ystride;
-            xstride *= g->xb[i];
-            ystride *= g->yb[i];
-        }
+        int64_t xo, yo;
+        cd_mm_batch(g, b, &xo, &yo);
         const float *xb = x + xo * xsz, *yb = y + yo * ysz;
         for (int64_t m = 0; m < M; m++)
             for (int64_t n = 0; n < N; n++) {

@@ -227,6 +227,19 @@ static cd_status mm_parse(cd_op_ctx *c, mm_geo *g) {
 
 cd_status cd_nn_matmul_parse(cd_op_ctx *c, cd_mm_geo *g) { return mm_parse(c, g); }
 
+void cd_mm_batch(const cd_mm_geo *g, int64_t b, int64_t *xo, int64_t *yo) {
+    int64_t rem = b, xstride = 1, ystride = 1;
+    *xo = *yo = 0;
+    for (int i = g->brank - 1; i >= 0; i--) {
+        int64_t idx = rem % g->bdims[i];
+        rem /= g->bdims[i];
+        if (g->xb[i] != 1) *xo += idx * xstride;
+        if (g->yb[i] != 1) *yo += idx * ystride;
+        xstride *= g->xb[i];
+        ystride *= g->yb[i];
+    }
+}
+
 cd_status cd_nn_matmul_infer(cd_op_ctx *c) {
     mm_geo g;
     cd_status s = mm_parse(c, &g);
@@ -351,15 +364,8 @@ static void F(mm_core)(const mm_geo *g, const NN_T *x, const NN_T *w, NN_T *out,
     /* many small products: one thread per product; few large ones: threads inside GEMM */
     const bool small = M * N * K < 32768 && batches > 1;
     CD_PAR_FOR(small, threads, int64_t, b, batches, {
-        int64_t rem = b, xo = 0, yo = 0, xstride = 1, ystride = 1;
-        for (int i = g->brank - 1; i >= 0; i--) {
-            int64_t idx = rem % g->bdims[i];
-            rem /= g->bdims[i];
-            if (g->xb[i] != 1) xo += idx * xstride;
-            if (g->yb[i] != 1) yo += idx * ystride;
-            xstride *= g->xb[i];
-            ystride *= g->yb[i];
-        }
+        int64_t xo, yo;
+        cd_mm_batch(g, b, &xo, &yo);
         GEMM((int)M, (int)N, (int)K, alpha, x + xo * xsz, lda, g->tx, w + yo * ysz, ldb, g->ty, (NN_T)0,
              out + b * M * N, (int)N, small ? 1 : threads);
     });
