@@ -42,7 +42,8 @@ ACC ew_act(int kind, ACC x, float a, float b, float c, ACC al) {
     case K_NONE: return x;
     case K_RELU: return x < ACC_ZERO ? ACC_ZERO : x;
     case K_RELU6: return f < 0.0f ? ACC_ZERO : (f > a ? (ACC)a : x);
-    case K_CLIP: return f < a ? (ACC)a : (f > b ? (ACC)b : x);
+    /* min(max(x, lo), hi) as Paddle-Lite: lo > hi gives hi everywhere */
+    case K_CLIP: return f < a ? (a > b ? (ACC)b : (ACC)a) : (f > b ? (ACC)b : x);
     case K_LEAKY: return x < ACC_ZERO ? (ACC)(a * f) : x;
     case K_PRELU: return x < ACC_ZERO ? al * x : x;
     case K_SIGMOID: return (ACC)(1.0f / (1.0f + exp(-f)));

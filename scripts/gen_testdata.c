@@ -400,6 +400,117 @@ static void int8_matmul(const char *dir) {
     finish(dir, "int8_matmul.nb");
 }
 
+static void a_floats(const char *n, int cnt, const double *v) {
+    cd_attr a = {.name = strdup(n), .type = CD_ATTR_FLOATS, .n = cnt};
+    a.floats = malloc(sizeof(double) * (size_t)(cnt ? cnt : 1));
+    memcpy(a.floats, v, sizeof(double) * (size_t)cnt);
+    check(cd_op_add_attr(g, &a, &err));
+}
+static void unary(const char *type, const char *x, const char *y) {
+    op(type);
+    in("X", x);
+    out("Out", y);
+    kernel(type, false);
+}
+
+/* Attribute values Paddle-Lite computes with and cldiff used to refuse (docs/int8.md §1): one
+ * branch per relaxed rule from x [1,4,2,3], each its own output, so that a NaN in one does not
+ * reach the others. Every branch computes the same bits on cldiff's CPU and OpenCL sides
+ * (tests/e2e/test_lenient_attrs.py checks the values and a clean verdict). */
+static void lenient_attrs(const char *dir) {
+    start();
+    int64_t xd[4] = {1, 4, 2, 3}, wd[2] = {3, 2}, cd1[1] = {4};
+    var("x", 4, xd);
+    const char *outs[] = {"softplus.out", "clip.out", "dropout.out", "dropout2.out", "hswish.out", "leaky.out",
+                          "matmul.out", "emul.out", "bn.out", "lrn.out", "prior.boxes", "prior.var", "calib.out"};
+    for (size_t i = 0; i < sizeof outs / sizeof outs[0]; i++) var(outs[i], 0, NULL);
+    float w[6] = {1, -2, 0.5f, 0, -1, 3}, sc[4] = {1, 1, 1, 1}, bi[4] = {0, 0, 0, 0}, mu[4] = {0, 0, 0, 0},
+          va[4] = {0.5f, 0.5f, 2.0f, 2.0f};
+    param("mm.w", 2, wd, w);
+    param("bn.scale", 1, cd1, sc);
+    param("bn.bias", 1, cd1, bi);
+    param("bn.mean", 1, cd1, mu);
+    param("bn.var", 1, cd1, va);
+    feed("x", 0);
+    unary("softplus", "x", "softplus.out"); /* beta 0: log(2) / 0 = +Inf everywhere */
+    a_float("beta", 0.0f);
+    a_float("threshold", 20.0f);
+    unary("clip", "x", "clip.out"); /* min > max: min(max(x, 1), -1) = -1 everywhere */
+    a_float("min", 1.0f);
+    a_float("max", -1.0f);
+    unary("dropout", "x", "dropout.out"); /* prob 1.5: x * (1 - 1.5) */
+    a_float("dropout_prob", 1.5f);
+    a_str("dropout_implementation", "downgrade_in_infer");
+    a_bool("is_test", true);
+    unary("dropout", "x", "dropout2.out"); /* an unknown implementation scales, as Paddle-Lite's */
+    a_float("dropout_prob", 0.25f);
+    a_str("dropout_implementation", "bogus");
+    a_bool("is_test", true);
+    unary("hard_swish", "x", "hswish.out"); /* scale 0: x * min(max(x + 3, 0), 6) / 0 */
+    a_float("threshold", 6.0f);
+    a_float("scale", 0.0f);
+    a_float("offset", 3.0f);
+    unary("leaky_relu", "x", "leaky.out"); /* alpha NaN: NaN where x < 0 */
+    a_float("alpha", NAN);
+    op("matmul_v2"); /* alpha +Inf: +-Inf, NaN where a sum is 0 */
+    in("X", "x");
+    in("Y", "mm.w");
+    out("Out", "matmul.out");
+    kernel("matmul_v2", false);
+    a_bool("trans_x", false);
+    a_bool("trans_y", false);
+    a_float("alpha", INFINITY);
+    op("elementwise_mul"); /* fuse_scale with scale NaN */
+    in("X", "x");
+    in("Y", "x");
+    out("Out", "emul.out");
+    kernel("elementwise_mul", false);
+    a_int("axis", -1);
+    a_bool("fuse_scale", true);
+    a_float("scale", NAN);
+    a_float("bias", 0.0f);
+    op("batch_norm"); /* epsilon -1: NaN on the channels whose variance is below 1 */
+    in("X", "x");
+    in("Scale", "bn.scale");
+    in("Bias", "bn.bias");
+    in("Mean", "bn.mean");
+    in("Variance", "bn.var");
+    out("Y", "bn.out");
+    kernel("batch_norm", false);
+    a_float("epsilon", -1.0f);
+    a_bool("is_test", true);
+    op("lrn"); /* alpha +Inf */
+    in("X", "x");
+    out("Out", "lrn.out");
+    kernel("lrn", false);
+    a_int("n", 3);
+    a_float("k", 1.0f);
+    a_float("alpha", INFINITY);
+    a_float("beta", 0.75f);
+    op("prior_box"); /* max_sizes below min_sizes, a zero aspect ratio, negative steps */
+    in("Input", "x");
+    in("Image", "x");
+    out("Boxes", "prior.boxes");
+    out("Variances", "prior.var");
+    kernel("prior_box", true);
+    a_floats("min_sizes", 1, (double[]){2.0});
+    a_floats("max_sizes", 1, (double[]){1.0});
+    a_floats("aspect_ratios", 1, (double[]){0.0});
+    a_floats("variances", 4, (double[]){0.1, 0.1, 0.2, 0.2});
+    a_bool("flip", true);
+    a_bool("clip", false);
+    a_float("step_w", -1.0f);
+    a_float("step_h", -1.0f);
+    a_float("offset", 0.5f);
+    op("calib"); /* scale 0: q(x * (1/0)) * 0 = +-0 (on the OpenCL side with --int8-placement gpu) */
+    in("Input", "x");
+    out("Out", "calib.out");
+    a_str("__@kernel_type_attr@__", "calib/fp32_to_int8/4/2/1");
+    a_float("scale", 0.0f);
+    for (size_t i = 0; i < sizeof outs / sizeof outs[0]; i++) fetch(outs[i], (int)i);
+    finish(dir, "lenient_attrs.nb");
+}
+
 int main(int argc, char **argv) {
     const char *dir = argc > 1 ? argv[1] : "testdata";
     if (argc > 2 || (argc == 2 && (!strcmp(argv[1], "-h") || !strcmp(argv[1], "--help")))) {
@@ -409,5 +520,6 @@ int main(int argc, char **argv) {
     mobilenet_tiny(dir);
     multi_input(dir);
     int8_matmul(dir);
+    lenient_attrs(dir);
     return 0;
 }

@@ -78,11 +78,11 @@ cd_status cd_act_from_name(cd_op_ctx *c, const char *name, cd_act *out) {
                       "swish, hard_swish, hard_sigmoid, prelu, abs, gelu, exp, sqrt)", name);
 }
 
-/* A FLOAT attribute must be finite: a NaN threshold would silently poison every output. */
+/* A FLOAT attribute as stored. NaN and Inf are taken as they are, as Paddle-Lite computes with
+ * them (docs/int8.md §1: refuse only what it refuses); the outputs then show them. */
 static cd_status float_attr(cd_op_ctx *c, const char *name, float dflt, float *out) {
-    double v = cd_attr_float(c->op, name, dflt);
-    if (!isfinite(v)) return cd_op_fail(c, CD_E_MODEL, "attribute %s = %g is not finite", name, v);
-    *out = (float)v;
+    (void)c;
+    *out = (float)cd_attr_float(c->op, name, dflt);
     return CD_OK;
 }
 
@@ -102,8 +102,7 @@ cd_status cd_act_from_conv(cd_op_ctx *c, cd_act *out) {
         if ((s = float_attr(c, "hard_swish_threshold", 6.0f, &out->a))) return s;
         if ((s = float_attr(c, "hard_swish_scale", 6.0f, &out->b))) return s;
         if ((s = float_attr(c, "hard_swish_offset", 3.0f, &out->c))) return s;
-        if (out->b == 0.0f) return cd_op_fail(c, CD_E_MODEL, "hard_swish_scale is 0 (division by zero)");
-        return CD_OK;
+        return CD_OK; /* scale 0: x * t / 0 gives +-Inf or NaN, as in Paddle-Lite */
     case CD_ACT_HARD_SIGMOID:
         if ((s = float_attr(c, "slope", 0.2f, &out->a))) return s;
         return float_attr(c, "offset", 0.5f, &out->b);
@@ -141,8 +140,7 @@ cd_status cd_act_from_standalone(cd_op_ctx *c, cd_act *out) {
         if ((s = float_attr(c, "threshold", 6.0f, &out->a))) return s;
         if ((s = float_attr(c, "scale", 6.0f, &out->b))) return s;
         if ((s = float_attr(c, "offset", 3.0f, &out->c))) return s;
-        if (out->b == 0.0f) return cd_op_fail(c, CD_E_MODEL, "hard_swish scale is 0 (division by zero)");
-        return CD_OK;
+        return CD_OK; /* scale 0: +-Inf or NaN, as in Paddle-Lite */
     case CD_ACT_HARD_SIGMOID:
         if ((s = float_attr(c, "slope", 0.2f, &out->a))) return s;
         return float_attr(c, "offset", 0.5f, &out->b);

@@ -501,3 +501,113 @@ Test(rnn, gru_hand_computed_with_sequence_length) {
     cr_assert(fabs(cd_value_get(st, 1) - h1) < 1e-6);
     op_end(&o);
 }
+
+/* ---- values Paddle-Lite computes with, no longer refused (docs/int8.md §1) ---- */
+
+/* A NaN IoU threshold and nms_eta 0 (lite/kernels/host/multiclass_nms_compute.h): a box is kept
+ * when overlap <= threshold, false against NaN, so B goes; with threshold 0.9 and eta 0 the
+ * threshold drops to 0.9 * 0 after A is kept (eta < 1, threshold > 0.5), so B goes too (with
+ * eta 1 it stays: nms.iou_threshold_both_sides_normalized). */
+static void nms_eta(one_op *o, double thr, double eta) {
+    op_begin(o, "multiclass_nms");
+    op_slot(o, "BBoxes", 1, false);
+    op_slot(o, "Scores", 1, false);
+    op_slot(o, "Out", 1, true);
+    attr_f(o, "score_threshold", 0.05);
+    attr_i(o, "nms_top_k", -1);
+    attr_i(o, "keep_top_k", -1);
+    attr_f(o, "nms_threshold", thr);
+    attr_f(o, "nms_eta", eta);
+    attr_i(o, "background_label", -1);
+    attr_b(o, "normalized", true);
+    op_finish(o, CD_PREC_FP32);
+    op_input(o, "BBoxes", 0, CD_F32, 3, (int64_t[]){1, 2, 4}, (double[]){0, 0, 10, 10, 1, 0, 11, 10});
+    op_input(o, "Scores", 0, CD_F32, 3, (int64_t[]){1, 1, 2}, (double[]){0.9, 0.8});
+    op_run(o);
+}
+Test(nms, nan_threshold_and_zero_eta_run) {
+    one_op o;
+    nms_eta(&o, NAN, 1.0);
+    expect_rows(out_val(&o, "Out", 0), 1, 6, (double[]){0, 0.9f, 0, 0, 10, 10}, 0);
+    op_end(&o);
+    nms_eta(&o, 0.9, 0.0);
+    expect_rows(out_val(&o, "Out", 0), 1, 6, (double[]){0, 0.9f, 0, 0, 10, 10}, 0);
+    op_end(&o);
+    nms_eta(&o, 0.9, 1.0);
+    expect_rows(out_val(&o, "Out", 0), 2, 6, (double[]){0, 0.9f, 0, 0, 10, 10, 0, 0.8f, 1, 0, 11, 10}, 0);
+    op_end(&o);
+}
+
+/* A NaN variance in the attribute: the decoded boxes that use it are NaN, the others as usual. */
+Test(box_coder, nan_variance_runs) {
+    one_op o;
+    op_begin(&o, "box_coder");
+    op_slot(&o, "PriorBox", 1, false);
+    op_slot(&o, "TargetBox", 1, false);
+    op_slot(&o, "OutputBox", 1, true);
+    attr_s(&o, "code_type", "decode_center_size");
+    attr_b(&o, "box_normalized", false);
+    attr_fs(&o, "variance", 4, (double[]){NAN, 0.1, 0.2, 0.2});
+    op_finish(&o, CD_PREC_FP32);
+    op_input(&o, "PriorBox", 0, CD_F32, 2, (int64_t[]){1, 4}, (double[]){0, 0, 4, 2});
+    op_input(&o, "TargetBox", 0, CD_F32, 3, (int64_t[]){1, 1, 4}, (double[]){1, -1, 0, log(2.0) / 0.2});
+    op_run(&o);
+    cd_value *v = out_val(&o, "OutputBox", 0);
+    cr_assert(isnan(cd_value_get(v, 0)) && isnan(cd_value_get(v, 2)), "x coordinates use variance[0]: NaN");
+    cr_assert(fabs(cd_value_get(v, 1) - (-1.8)) < 2e-6 && fabs(cd_value_get(v, 3) - 3.2) < 2e-6, "y coordinates as usual");
+    op_end(&o);
+}
+
+/* scale_x_y 0: Paddle's centre cx = (sigmoid(tx) * s - 0.5 * (s - 1) + gx) * W / grid becomes
+ * (0.5 + gx) * W / grid whatever tx. */
+Test(yolo_box, zero_scale_x_y_runs) {
+    one_op o;
+    op_begin(&o, "yolo_box");
+    op_slot(&o, "X", 1, false);
+    op_slot(&o, "ImgSize", 1, false);
+    op_slot(&o, "Boxes", 1, true);
+    op_slot(&o, "Scores", 1, true);
+    attr_is(&o, "anchors", 2, (int64_t[]){10, 20});
+    attr_i(&o, "class_num", 1);
+    attr_f(&o, "conf_thresh", 0.01);
+    attr_i(&o, "downsample_ratio", 8);
+    attr_f(&o, "scale_x_y", 0.0);
+    attr_b(&o, "clip_bbox", false);
+    op_finish(&o, CD_PREC_FP32);
+    double x[12] = {0};
+    x[0] = 5; /* tx of cell 0: no effect with scale_x_y 0 */
+    op_input(&o, "X", 0, CD_F32, 4, (int64_t[]){1, 6, 2, 1}, x);
+    op_input(&o, "ImgSize", 0, CD_I32, 2, (int64_t[]){1, 2}, (double[]){32, 64});
+    op_run(&o);
+    cd_value *b = out_val(&o, "Boxes", 0);
+    /* cell 0: cx = (0 * 0 + 0.5 + 0) * 64 / 1 = 32; w = 80 -> x0 = -8, x1 = 72 */
+    cr_assert(fabs(cd_value_get(b, 0) - (-8)) < 1e-4 && fabs(cd_value_get(b, 2) - 72) < 1e-4, "x0 %g x1 %g",
+              cd_value_get(b, 0), cd_value_get(b, 2));
+    op_end(&o);
+}
+
+/* max_sizes below min_sizes and negative steps: Paddle-Lite computes sqrt(min * max) and centres
+ * (cell + offset) * step as they come. */
+Test(prior_box, max_below_min_and_negative_step_run) {
+    one_op o;
+    op_begin(&o, "prior_box");
+    op_slot(&o, "Input", 1, false);
+    op_slot(&o, "Image", 1, false);
+    op_slot(&o, "Boxes", 1, true);
+    op_slot(&o, "Variances", 1, true);
+    attr_fs(&o, "min_sizes", 1, (double[]){4});
+    attr_fs(&o, "max_sizes", 1, (double[]){1});
+    attr_fs(&o, "variances", 4, (double[]){0.1, 0.1, 0.2, 0.2});
+    attr_f(&o, "step_w", -10);
+    attr_f(&o, "step_h", -10);
+    op_finish(&o, CD_PREC_FP32);
+    op_input(&o, "Input", 0, CD_F32, 4, (int64_t[]){1, 8, 1, 1}, NULL);
+    op_input(&o, "Image", 0, CD_F32, 4, (int64_t[]){1, 3, 10, 10}, NULL);
+    op_run(&o);
+    cd_value *b = out_val(&o, "Boxes", 0);
+    /* centre (0.5 * -10) = -5; min box half size 2 -> [-0.7, -0.7, -0.3, -0.3]; max box sqrt(4 * 1) / 2 = 1 */
+    const double want[8] = {-0.7, -0.7, -0.3, -0.3, -0.6, -0.6, -0.4, -0.4};
+    for (int k = 0; k < 8; k++)
+        cr_assert(fabs(cd_value_get(b, k) - want[k]) < 1e-6, "coord %d: %g want %g", k, cd_value_get(b, k), want[k]);
+    op_end(&o);
+}

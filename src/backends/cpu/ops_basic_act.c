@@ -96,7 +96,8 @@ static inline float softplus_f(float x, float beta, float thr) {
         case U_THRELU: FLOOP(T, x > p0 ? x : 0.0f); break;                              \
         case U_SOFTPLUS: FLOOP(T, softplus_f(x, p0, p1)); break;                                        \
         case U_MISH: FLOOP(T, x * tanhf(softplus_f(x, 1.0f, p0))); break;                               \
-        case U_CLIP: { const T lo = (T)p0, hi = (T)p1; TLOOP(T, x < lo ? lo : (x > hi ? hi : x)); break; } \
+        case U_CLIP: { const T lo = (T)p0, hi = (T)p1, lc = lo > hi ? hi : lo; /* min(max(x, lo), hi) */ \
+            TLOOP(T, x < lo ? lc : (x > hi ? hi : x)); break; }                                         \
         case U_AFFINE: {                                                                                \
             const T s = (T)p0, b = (T)p1;                                                               \
             if (u->p2 != 0.0f) TLOOP(T, (x + b) * s);                                                   \
@@ -138,9 +139,7 @@ static const struct { const char *name; int kind; } k_unary[] = {
 static cd_status fattr(cd_op_ctx *c, const char *name, double dflt, bool required, float *out) {
     if (required && !cd_op_attr(c->op, name))
         return cd_op_fail(c, CD_E_MODEL, "required FLOAT attribute '%s' is missing", name);
-    double v = cd_attr_float(c->op, name, dflt);
-    if (!isfinite(v)) return cd_op_fail(c, CD_E_MODEL, "attribute %s = %g is not finite", name, v);
-    *out = (float)v;
+    *out = (float)cd_attr_float(c->op, name, dflt); /* NaN/Inf as stored (docs/int8.md §1) */
     return CD_OK;
 }
 
@@ -152,11 +151,7 @@ static cd_status scalar_input(cd_op_ctx *c, const char *slot, float *out) {
     if (cd_value_numel(v) != 1)
         return cd_op_fail(c, CD_E_MODEL, "input %s must hold exactly 1 element, it holds %lld", slot,
                           (long long)cd_value_numel(v));
-    if (v->data) {
-        double x = cd_value_get(v, 0);
-        if (!isfinite(x)) return cd_op_fail(c, CD_E_MODEL, "input %s holds a non-finite value %g", slot, x);
-        *out = (float)x;
-    }
+    if (v->data) *out = (float)cd_value_get(v, 0); /* NaN/Inf as it is */
     return CD_OK;
 }
 
@@ -175,8 +170,7 @@ static cd_status un_config(cd_op_ctx *c, const cd_value *x, un_cfg *u) {
     case U_ELU: return fattr(c, "alpha", 1.0, false, &u->p0);
     case U_THRELU: return fattr(c, "threshold", 1.0, false, &u->p0);
     case U_SOFTPLUS:
-        if ((s = fattr(c, "beta", 1.0, false, &u->p0))) return s;
-        if (u->p0 == 0.0f) return cd_op_fail(c, CD_E_MODEL, "softplus beta is 0 (division by zero)");
+        if ((s = fattr(c, "beta", 1.0, false, &u->p0))) return s; /* 0: the division gives Inf/NaN */
         return fattr(c, "threshold", 20.0, false, &u->p1);
     case U_MISH: return fattr(c, "threshold", 20.0, false, &u->p0);
     case U_CLIP:
@@ -186,19 +180,16 @@ static cd_status un_config(cd_op_ctx *c, const cd_value *x, un_cfg *u) {
         }
         if ((s = fattr(c, "min", -FLT_MAX, false, &u->p0)) || (s = fattr(c, "max", FLT_MAX, false, &u->p1))) return s;
         if ((s = scalar_input(c, "Min", &u->p0)) || (s = scalar_input(c, "Max", &u->p1))) return s;
-        if (u->p0 > u->p1) return cd_op_fail(c, CD_E_MODEL, "clip min %g is larger than max %g", u->p0, u->p1);
+        /* min > max: Paddle-Lite computes min(max(x, min), max) = max everywhere; so does cldiff */
         return CD_OK;
     case U_AFFINE:
         if (!strcmp(t, "dropout")) {
             float p = 0.5f;
             if ((s = fattr(c, "dropout_prob", 0.5, false, &p))) return s;
-            if (p < 0.0f || p > 1.0f) return cd_op_fail(c, CD_E_MODEL, "dropout_prob %g is outside [0, 1]", p);
+            /* lite/kernels/arm/dropout_compute.cc: upscale_in_train copies, any other value scales by
+             * 1 - dropout_prob (whatever its value): so does cldiff */
             const char *impl = cd_attr_str(c->op, "dropout_implementation", "downgrade_in_infer");
-            if (!strcmp(impl, "upscale_in_train")) u->p0 = 1.0f;
-            else if (!strcmp(impl, "downgrade_in_infer")) u->p0 = 1.0f - p;
-            else
-                return cd_op_fail(c, CD_E_MODEL, "dropout_implementation '%s' is not upscale_in_train or "
-                                  "downgrade_in_infer", impl);
+            u->p0 = !strcmp(impl, "upscale_in_train") ? 1.0f : 1.0f - p;
             return CD_OK;
         }
         /* scale: scale/bias/bias_after_scale are required (§7.10) */

@@ -303,9 +303,7 @@ static cd_status elt_config(cd_op_ctx *c, elt_cfg *e) {
         if ((s = cd_act_from_op(c, "act_type", &e->act))) return s;
     } else if (e->op == OP_MUL && cd_attr_bool(c->op, "fuse_scale", false)) {
         e->fuse_scale = true;
-        double sc = cd_attr_float(c->op, "scale", 1.0), bi = cd_attr_float(c->op, "bias", 0.0);
-        if (!isfinite(sc) || !isfinite(bi))
-            return cd_op_fail(c, CD_E_MODEL, "fuse_scale attributes scale=%g bias=%g must be finite", sc, bi);
+        double sc = cd_attr_float(c->op, "scale", 1.0), bi = cd_attr_float(c->op, "bias", 0.0); /* as stored */
         e->scale = (float)sc;
         e->bias = (float)bi;
         if ((s = cd_act_from_op(c, "activation_type", &e->act))) return s;

@@ -57,10 +57,7 @@ static cd_status coder_read(cd_op_ctx *c, coder *b) {
     int nv = cd_attr_floats(c->op, "variance", &va);
     if (nv != 0 && nv != 4)
         return cd_op_fail(c, CD_E_MODEL, "attribute variance has %d values; it needs 4 (or none)", nv);
-    for (int i = 0; i < nv; i++) {
-        if (!isfinite(va[i])) return cd_op_fail(c, CD_E_MODEL, "variance[%d] = %g is not finite", i, va[i]);
-        b->var_attr[i] = (float)va[i];
-    }
+    for (int i = 0; i < nv; i++) b->var_attr[i] = (float)va[i]; /* as stored, NaN/Inf included */
     b->has_var_attr = nv == 4;
     if (b->decode) {
         if (ts->rank != 3 || ts->d[2] != 4)

@@ -81,9 +81,8 @@ static cd_status nms_read(cd_op_ctx *c, nms *q) {
     if (!a_st) return cd_op_fail(c, CD_E_MODEL, "required attribute score_threshold is missing");
     double st = cd_attr_float(c->op, "score_threshold", 0.0), nt = cd_attr_float(c->op, "nms_threshold", 0.3);
     double eta = cd_attr_float(c->op, "nms_eta", 1.0);
-    if (!isfinite(st) || !isfinite(nt) || !isfinite(eta) || eta <= 0)
-        return cd_op_fail(c, CD_E_MODEL, "score_threshold = %g, nms_threshold = %g, nms_eta = %g must be finite "
-                          "(nms_eta > 0)", st, nt, eta);
+    /* thresholds and eta as stored: only compared with and multiplied (Paddle-Lite's
+     * multiclass_nms does the same with NaN, Inf or eta <= 0) */
     q->score_thr = (float)st;
     q->nms_thr = (float)nt;
     q->eta = (float)eta;

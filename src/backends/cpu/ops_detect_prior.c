@@ -33,8 +33,10 @@ typedef struct {
     bool clip;
 } prior_common;
 
-/* Reads a FLOATS attribute into out[]; each value must be finite (and > 0 if positive). */
-static cd_status read_floats(cd_op_ctx *c, const char *name, bool required, bool positive,
+/* Reads a FLOATS attribute into out[], the values as stored: Paddle-Lite computes box sizes from
+ * them without checks (a 0, negative or NaN size gives such boxes); the counts come from the
+ * list lengths. */
+static cd_status read_floats(cd_op_ctx *c, const char *name, bool required,
                              float *out, int *n) {
     const double *v = NULL;
     int k = cd_attr_floats(c->op, name, &v);
@@ -42,12 +44,7 @@ static cd_status read_floats(cd_op_ctx *c, const char *name, bool required, bool
         return cd_op_fail(c, CD_E_MODEL, "attribute %s is missing or empty; the op needs at least one value", name);
     if (k > MAX_LIST)
         return cd_op_fail(c, CD_E_MODEL, "attribute %s has %d values; cldiff accepts at most %d", name, k, MAX_LIST);
-    for (int i = 0; i < k; i++) {
-        if (!isfinite(v[i]) || (positive && !(v[i] > 0)))
-            return cd_op_fail(c, CD_E_MODEL, "attribute %s[%d] = %g must be %s", name, i, v[i],
-                              positive ? "finite and > 0" : "finite");
-        out[i] = (float)v[i];
-    }
+    for (int i = 0; i < k; i++) out[i] = (float)v[i];
     *n = k;
     return CD_OK;
 }
@@ -72,9 +69,7 @@ static cd_status read_common(cd_op_ctx *c, prior_common *p) {
     p->iw = (int)img->shape.d[3];
     double sw = cd_attr_float(c->op, "step_w", 0.0), sh = cd_attr_float(c->op, "step_h", 0.0);
     double off = cd_attr_float(c->op, "offset", 0.5);
-    if (!isfinite(sw) || !isfinite(sh) || sw < 0 || sh < 0)
-        return cd_op_fail(c, CD_E_MODEL, "step_w = %g and step_h = %g must be finite and >= 0", sw, sh);
-    if (!isfinite(off)) return cd_op_fail(c, CD_E_MODEL, "offset = %g is not finite", off);
+    /* steps and offset as stored (a negative or NaN step places centers there, as in Paddle-Lite) */
     if (sw == 0 || sh == 0) { /* both derived, as in Paddle, when either is unset */
         p->step_w = (float)p->iw / (float)p->fw;
         p->step_h = (float)p->ih / (float)p->fh;
@@ -84,7 +79,7 @@ static cd_status read_common(cd_op_ctx *c, prior_common *p) {
     }
     p->offset = (float)off;
     int nv = 0;
-    cd_status s = read_floats(c, "variances", false, false, p->var, &nv);
+    cd_status s = read_floats(c, "variances", false, p->var, &nv);
     if (s) return s;
     if (nv == 0) { /* Paddle's default variances */
         p->var[0] = p->var[1] = 0.1f;
@@ -142,18 +137,16 @@ typedef struct {
 static cd_status prior_read(cd_op_ctx *c, prior_attrs *a) {
     cd_status s = read_common(c, &a->p);
     if (s) return s;
-    if ((s = read_floats(c, "min_sizes", true, true, a->min_s, &a->n_min))) return s;
-    if ((s = read_floats(c, "max_sizes", false, true, a->max_s, &a->n_max))) return s;
+    if ((s = read_floats(c, "min_sizes", true, a->min_s, &a->n_min))) return s;
+    if ((s = read_floats(c, "max_sizes", false, a->max_s, &a->n_max))) return s;
     if (a->n_max && a->n_max != a->n_min)
         return cd_op_fail(c, CD_E_MODEL, "max_sizes has %d values but min_sizes has %d; they must pair up",
                           a->n_max, a->n_min);
-    for (int i = 0; i < a->n_max; i++)
-        if (!(a->max_s[i] > a->min_s[i]))
-            return cd_op_fail(c, CD_E_MODEL, "max_sizes[%d] = %g must be greater than min_sizes[%d] = %g", i,
-                              a->max_s[i], i, a->min_s[i]);
+    /* max_sizes not above min_sizes: Paddle-Lite (kernels/host/prior_box_compute.h) takes
+     * sqrt(min * max) as it comes; so does cldiff */
     float raw[MAX_LIST];
     int n_raw = 0;
-    if ((s = read_floats(c, "aspect_ratios", false, true, raw, &n_raw))) return s;
+    if ((s = read_floats(c, "aspect_ratios", false, raw, &n_raw))) return s;
     bool flip = cd_attr_bool(c->op, "flip", false);
     a->ar[0] = 1.0f;
     a->n_ar = 1;
@@ -240,8 +233,8 @@ typedef struct {
 static cd_status density_read(cd_op_ctx *c, density_attrs *a) {
     cd_status s = read_common(c, &a->p);
     if (s) return s;
-    if ((s = read_floats(c, "fixed_sizes", true, true, a->sizes, &a->n_sizes))) return s;
-    if ((s = read_floats(c, "fixed_ratios", true, true, a->ratios, &a->n_ratios))) return s;
+    if ((s = read_floats(c, "fixed_sizes", true, a->sizes, &a->n_sizes))) return s;
+    if ((s = read_floats(c, "fixed_ratios", true, a->ratios, &a->n_ratios))) return s;
     const int64_t *d = NULL;
     int nd = cd_attr_ints(c->op, "densities", &d);
     if (nd != a->n_sizes)

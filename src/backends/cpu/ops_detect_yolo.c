@@ -68,9 +68,8 @@ static cd_status yolo_read(cd_op_ctx *c, yolo *y) {
                           (long long)y->ch, y->an, y->cls, y->iou_aware ? " + 1 IoU" : "", (long long)want);
     double ct = cd_attr_float(c->op, "conf_thresh", 0.01), sc = cd_attr_float(c->op, "scale_x_y", 1.0);
     double f = cd_attr_float(c->op, "iou_aware_factor", 0.5);
-    if (!isfinite(ct) || !isfinite(sc) || !isfinite(f) || sc <= 0)
-        return cd_op_fail(c, CD_E_MODEL, "conf_thresh = %g, scale_x_y = %g, iou_aware_factor = %g must be finite "
-                          "(scale_x_y > 0)", ct, sc, f);
+    /* values as stored, NaN/Inf and scale_x_y <= 0 included: Paddle-Lite computes with them (box
+     * coordinates and comparisons; no count depends on them) */
     y->conf_thresh = (float)ct;
     y->scale = (float)sc;
     y->iou_f = (float)f;

@@ -231,8 +231,7 @@ static cd_status lrn_parse(cd_op_ctx *c, cd_value **xp, cd_value **o, lrn_cfg *p
     double k = cd_attr_float(c->op, "k", 2.0), a = cd_attr_float(c->op, "alpha", 1e-4),
            b = cd_attr_float(c->op, "beta", 0.75);
     if (p->n < 1) return cd_op_fail(c, CD_E_MODEL, "lrn n = %lld must be >= 1", (long long)p->n);
-    if (!isfinite(k) || !isfinite(a) || !isfinite(b))
-        return cd_op_fail(c, CD_E_MODEL, "lrn k, alpha and beta must be finite");
+    /* k, alpha, beta: NaN/Inf as stored (Paddle-Lite computes with them) */
     const char *df = cd_attr_str(c->op, "data_format", "AnyLayout");
     if (strcmp(df, "AnyLayout") && strcmp(df, "NCHW"))
         return cd_op_fail(c, CD_E_UNSUPPORTED, "lrn data_format '%s' is not supported (NCHW only)", df);

@@ -175,9 +175,7 @@ static cd_status mm_parse(cd_op_ctx *c, mm_geo *g) {
     if ((s = check_pos(c, "X", x)) || (s = check_pos(c, "Y", y))) return s;
     bool tx = cd_attr_bool(c->op, v2 ? "trans_x" : "transpose_X", false);
     bool ty = cd_attr_bool(c->op, v2 ? "trans_y" : "transpose_Y", false);
-    double alpha = cd_attr_float(c->op, "alpha", 1.0);
-    if (!isfinite(alpha)) return cd_op_fail(c, CD_E_MODEL, "alpha = %g is not finite", alpha);
-    g->alpha = (float)alpha;
+    g->alpha = (float)cd_attr_float(c->op, "alpha", 1.0); /* NaN/Inf as stored */
     const cd_shape *xs = &x->shape, *ys = &y->shape;
     int rx = xs->rank, ry = ys->rank;
     char b1[96], b2[96];

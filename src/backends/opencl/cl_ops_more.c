@@ -119,8 +119,7 @@ static cd_status op_lrn(cd_cl_ctx *c, cd_error *err) {
     int64_t size = cd_attr_int(c->op, "n", 5);
     double kk = cd_attr_float(c->op, "k", 2.0), al = cd_attr_float(c->op, "alpha", 1e-4),
            be = cd_attr_float(c->op, "beta", 0.75);
-    if (size < 1 || !isfinite(kk) || !isfinite(al) || !isfinite(be))
-        return clu_fail(c, err, CD_E_MODEL, "lrn n must be >= 1 and k, alpha, beta finite");
+    if (size < 1) return clu_fail(c, err, CD_E_MODEL, "lrn n must be >= 1"); /* k, alpha, beta as stored */
     const char *df = cd_attr_str(c->op, "data_format", "AnyLayout");
     if (strcmp(df, "AnyLayout") && strcmp(df, "NCHW"))
         return clu_fail(c, err, CD_E_UNSUPPORTED, "lrn data_format '%s' is not supported (NCHW only)", df);

@@ -263,7 +263,8 @@ static cd_status op_calib(cd_cl_ctx *c, cd_error *err) {
     else to_int8 = c->plan->g->tensors[y].dtype == CD_I8;
     if (!to_int8) return clu_copy(c, x, y, err);
     double sc = cd_attr_float(c->op, "scale", 1.0);
-    if (!(sc > 0.0) || !isfinite(sc)) return clu_fail(c, err, CD_E_MODEL, "calib fp32_to_int8 needs a finite scale > 0, got %g", sc);
+    /* any scale (0, negative, NaN, Inf): the kernel's x / s, round, clamp, * s gives the same
+     * special values as the CPU's x * (1/s) rule (ops_basic_misc.c; docs/int8.md §1) */
     int64_t n = cd_value_numel(clu_meta(c, x));
     if ((s = clu_fits(c, n, "element count", err))) return s;
     cl_mem bx, by;
