@@ -62,8 +62,11 @@ def act_attrs(rng, kind, conv):
     return a
 
 
-def conv_case(rng, i, big=None):
-    dw = i % 3 == 1 and big is None
+def conv_case(rng, i, big=None, pointwise=None):
+    """pointwise: (channels, h, w): a 1x1 conv, stride 1, no padding (the integer-SIMD sums of
+    gemm_int8_vnni.c where the CPU has AVX512-VNNI; channel counts off multiples of 4, pixel
+    counts off multiples of 16, groups)."""
+    dw = i % 3 == 1 and big is None and pointwise is None
     n = 1 + (i % 2)
     c = int(rng.integers(1, 9)) * (1 if not dw else 2)
     h, w = int(rng.integers(3, 20)), int(rng.integers(3, 20))
@@ -74,6 +77,8 @@ def conv_case(rng, i, big=None):
     stride = int(rng.choice([1, 2]))
     pad = int(rng.integers(0, k // 2 + 2))
     dil = 1 if dw or i % 4 else 2
+    if pointwise is not None:
+        (c, h, w), k, stride, pad, dil = pointwise, 1, 1, 0, 1
     groups = c if dw else (2 if c % 2 == 0 and i % 5 == 0 else 1)
     oc = c if dw else int(rng.integers(1, 17)) * groups
     if (h + 2 * pad - dil * (k - 1) - 1) < 0 or (w + 2 * pad - dil * (k - 1) - 1) < 0:
@@ -191,6 +196,9 @@ def main():
     counts = {}
     jobs = [(lambda i=i: (fc_case if i % 4 == 3 else conv_case)(rng, i)) for i in range(cases)]
     jobs += [(lambda b=b, i=i: conv_case(rng, 2 * i, b)) for i, b in enumerate([(300, 1), (40, 3), (130, 3), (260, 5), (2, 33)])]
+    jobs += [(lambda i=i, pw=pw: conv_case(rng, i, pointwise=pw))
+             for i, pw in enumerate([(3, 4, 4), (8, 2, 8), (13, 3, 11), (16, 5, 7), (64, 1, 50), (88, 2, 50),
+                                     (130, 4, 5), (300, 6, 6), (7, 1, 1), (2, 9, 9), (1100, 2, 9), (40, 16, 16)])]
     jobs += [(lambda i=i: mul_case(rng, i)) for i in range(max(3, cases // 20))]
     jobs += [(lambda i=i: matmul_case(rng, i)) for i in range(max(10, cases // 10))]
     jobs += [(lambda: matmul_case(rng, 0, 1100)), (lambda: matmul_case(rng, 3, 1300))]

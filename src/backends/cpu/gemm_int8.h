@@ -32,4 +32,18 @@ void cd_conv8_weights(const cd_conv8_geo *g, int Cout, const int8_t *W, float *w
 bool cd_conv8_sums(const cd_conv8_geo *g, int Cout, const float *wf, float *Y, void *scratch, int threads);
 /* Bytes of scratch cd_conv8_sums needs (0 for a single piece); scratch NULL: it allocates them. */
 size_t cd_conv8_scratch(const cd_conv8_geo *g, int Cout);
+
+/* Pointwise (1x1, stride 1, no padding) int8 conv sums in integer SIMD where the CPU has
+ * AVX512-VNNI (vpdpbusd: 64 int8 products per instruction, 4x the multiply-adds of an fp32
+ * FMA): the input is quantized (cd_q8_vec rule, x * inv) straight into packed unsigned bytes
+ * q + 128, four input channels per 32-bit lane, and 128 * sum_k W[oc][k] is taken off again:
+ * the exact int32 sum S, written as float(S) (scvtf's rounding). Y [Cout][P] from x [K][P].
+ * cd_pw8_available: the CPU has it (else nothing here runs; the float path does). */
+bool cd_pw8_available(void);
+/* Scratch bytes cd_pw8_sums needs for K input channels and P pixels. */
+size_t cd_pw8_pack_bytes(int K, int P);
+/* W [Cout][K] int8 -> wp [Cout][(K + 3) / 4] (4 weights per int32, zero padded), corr [Cout]. */
+void cd_pw8_weights(const int8_t *W, int Cout, int K, int32_t *wp, int32_t *corr);
+void cd_pw8_sums(const float *x, float inv, int K, int P, const int32_t *wp, const int32_t *corr, int Cout, float *Y,
+                 void *scratch, int threads);
 #endif

@@ -538,6 +538,8 @@ typedef struct {
     epi e;             /* conv, fc: constants; e.second is set per run */
     geo8 g;            /* conv */
     bool dw, direct1x1, wf_ok;
+    bool vnni;          /* pointwise sums in integer SIMD (gemm_int8.h cd_pw8_*): wp, corr */
+    const int32_t *wp, *corr;
     int64_t K, N;      /* conv: Cin/G * KH * KW; fc: W [K, N] */
     mul8_dims md;      /* mul */
     cd_mm_geo mm;      /* matmul: geometry; yparam: Y is an INT8 record (its floats in wf) */
@@ -592,7 +594,13 @@ static cd_status conv8_build(cd_op_ctx *c, i8_state **out) {
     cd_conv8_geo cg8 = {NULL, (int)cg, (int)g.H, (int)g.W, (int)g.KH, (int)g.KW, (int)g.sh, (int)g.sw, (int)g.dh,
                         (int)g.dw, (int)g.pt, (int)g.pl, (int)g.OH, (int)g.OW};
     bool wf_ok = cd_conv8_exact(&cg8);
-    size_t nw = wf_ok ? (size_t)(g.OC * K) : 0;
+    bool pw = g.KH == 1 && g.KW == 1 && g.sh == 1 && g.sw == 1 && g.pt == 0 && g.pl == 0 && g.OH == g.H && g.OW == g.W;
+    /* pointwise layers of at least one vector of pixels: integer SIMD where the CPU has it
+     * (CLDIFF_INT8_NO_VNNI=1 keeps the float-GEMM sums, e.g. to test both; the same bits) */
+    const char *nv = getenv("CLDIFF_INT8_NO_VNNI");
+    bool vnni = pw && !dw && g.OH * g.OW >= 16 && !(nv && nv[0] == '1') && cd_pw8_available();
+    int64_t kg = (cg + 3) / 4;
+    size_t nw = vnni ? (size_t)(g.OC * kg + g.OC) : wf_ok ? (size_t)(g.OC * K) : 0;
     i8_state *s = state_alloc(c, 4 * (size_t)g.OC + nw);
     if (!s) return CD_E_NOMEM;
     s->kind = I8_CONV;
@@ -601,7 +609,9 @@ static cd_status conv8_build(cd_op_ctx *c, i8_state **out) {
     s->K = K;
     s->dw = dw;
     s->wf_ok = wf_ok;
-    s->scratch = wf_ok ? XF_BYTES(cd_value_numel(cd_in(c, "Input", 0))) + cd_conv8_scratch(&cg8, (int)og) : 0;
+    s->vnni = vnni;
+    s->scratch = vnni ? cd_pw8_pack_bytes((int)cg, (int)(g.OH * g.OW))
+                 : wf_ok ? XF_BYTES(cd_value_numel(cd_in(c, "Input", 0))) + cd_conv8_scratch(&cg8, (int)og) : 0;
     s->direct1x1 = g.KH == 1 && g.KW == 1 && g.sh == 1 && g.sw == 1 && g.pt == 0 && g.pl == 0 && g.OH == g.H &&
                    g.OW == g.W;
     float *f = state_floats(s);
@@ -625,9 +635,16 @@ static cd_status conv8_build(cd_op_ctx *c, i8_state **out) {
     if ((st = epi_build(c, &s->e, f, g.OC, ws, nws, in_s, bias, out8, out_s))) goto fail;
     float *wf = f + 4 * g.OC;
     const int8_t *w = wt->data;
-    if (wf_ok)
+    if (vnni) {
+        int32_t *wp = (int32_t *)wf, *corr = wp + g.OC * kg;
+        for (int64_t gi = 0; gi < g.G; gi++)
+            cd_pw8_weights(w + gi * og * K, (int)og, (int)cg, wp + gi * og * kg, corr + gi * og);
+        s->wp = wp;
+        s->corr = corr;
+    } else if (wf_ok) {
         for (int64_t gi = 0; gi < g.G; gi++) cd_conv8_weights(&cg8, (int)og, w + gi * og * K, wf + gi * og * K);
-    s->wf = wf_ok ? wf : NULL;
+    }
+    s->wf = wf_ok && !vnni ? wf : NULL;
     snprintf(s->kernel, sizeof s->kernel, "%s:int8:%s", op->type, out8 ? "int8_out" : "fp32_out");
     *out = s;
     return CD_OK;
@@ -703,6 +720,29 @@ static cd_status conv8_int_group(cd_op_ctx *c, const i8_state *s, const epi *e, 
     return CD_OK;
 }
 
+/* Pointwise through the integer SIMD sums: the input quantized into packed bytes per group (no
+ * float copy), float(S) written where the outputs go, then the epilogue in place. */
+static cd_status conv8_vnni(cd_op_ctx *c, const i8_state *s, const epi *e, const float *x, float *out) {
+    const geo8 *g = &s->g;
+    int threads = c->threads > 0 ? c->threads : 1;
+    int64_t P = g->OH * g->OW, cg = g->C / g->G, og = g->OC / g->G, kg = (cg + 3) / 4;
+    void *own;
+    void *pack = scratch_get(c, s->scratch, &own);
+    if (!pack) return cd_op_fail(c, CD_E_NOMEM, "out of memory in the int8 conv");
+    for (int64_t n = 0; n < g->N; n++)
+        for (int64_t gi = 0; gi < g->G; gi++) {
+            float *yg = out + n * g->OC * P + gi * og * P;
+            cd_pw8_sums(x + n * g->C * P + gi * cg * P, 1.0f / s->in_s, (int)cg, (int)P, s->wp + gi * og * kg,
+                        s->corr + gi * og, (int)og, yg, pack, threads);
+            CD_PAR_FOR(og * P >= PAR_MIN_ELEMS, threads, int64_t, o, og, {
+                int64_t oc = gi * og + o;
+                epi_channel(e, oc, yg + o * P, yg + o * P, P, (n * g->OC + oc) * P);
+            });
+        }
+    free(own);
+    return CD_OK;
+}
+
 static cd_status conv8_exec(cd_op_ctx *c, const i8_state *s) {
     const geo8 *g = &s->g;
     cd_value *x = cd_in(c, "Input", 0), *y = cd_out(c, "Output", 0);
@@ -712,6 +752,7 @@ static cd_status conv8_exec(cd_op_ctx *c, const i8_state *s) {
     int64_t nx = cd_value_numel(x), P = g->OH * g->OW, cg = g->C / g->G, og = g->OC / g->G;
     float *out = y->data;
     void *own = NULL;
+    if (s->vnni) return conv8_vnni(c, s, &e, x->data, out);
     float *xf = s->wf_ok ? scratch_get(c, s->scratch, &own) : NULL;
     char *piece_scratch = xf ? (char *)xf + XF_BYTES(nx) : NULL;
     int8_t *xq = NULL, *col = NULL;
