@@ -62,10 +62,12 @@ typedef struct {
 bool cd_conv_direct_f32(const cd_conv_direct_geo *g, int Cout, const float *W, float *Y, int threads);
 /* The fp32 depthwise conv's sums (one input and one output channel per group, Cin = C of the
  * geometry, no bias or activation; implemented in ops_nn_conv.c): out[n][c] = sum over taps of
- * w[c][ky][kx] * in[n][c][...] for N images. Tap rows wholly in the padding are skipped. */
+ * w[c][ky][kx] * in[n][c][...] for N images. Tap rows wholly in the padding are skipped. qinv != 0:
+ * the input is quantized on the way into the kernel's padded plane (q8(x * qinv) held as floats,
+ * int8_quant.h), as the int8 depthwise layers need (ops_int8.c); 0: taken as it is. */
 struct cd_op_ctx;
 cd_status cd_nn_depthwise_sums_f32(struct cd_op_ctx *c, const cd_conv_direct_geo *g, int N, const float *in,
-                             const float *w, float *out);
+                                   const float *w, float *out, float qinv);
 
 /* Name of the micro-kernel this machine runs for the fp32 / fp16 GEMM: "neon-4x16"
  * (aarch64 NEON intrinsics), "avx512", "avx2-fma", "avx512fp16", "avx512f-f16c", or

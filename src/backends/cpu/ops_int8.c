@@ -611,6 +611,7 @@ static cd_status conv8_build(cd_op_ctx *c, i8_state **out) {
     s->wf_ok = wf_ok;
     s->vnni = vnni;
     s->scratch = vnni ? cd_pw8_pack_bytes((int)cg, (int)(g.OH * g.OW))
+                 : dw ? 0
                  : wf_ok ? XF_BYTES(cd_value_numel(cd_in(c, "Input", 0))) + cd_conv8_scratch(&cg8, (int)og) : 0;
     s->direct1x1 = g.KH == 1 && g.KW == 1 && g.sh == 1 && g.sw == 1 && g.pt == 0 && g.pl == 0 && g.OH == g.H &&
                    g.OW == g.W;
@@ -665,16 +666,16 @@ I8_HOT static void epi_channel(const epi *e, int64_t oc, const float *acc, float
         for (int64_t p = 0; p < P; p++) out[p] = epi_apply(e, oc, acc[p]);
 }
 
-/* Depthwise: the float depthwise kernel's sums over the quantized input held as floats (every
- * partial sum an integer below 2^24, so exact whatever its order or fusion), then the epilogue
- * per channel plane. */
-static cd_status conv8_dw(cd_op_ctx *c, const i8_state *s, const epi *e, const float *xf, float *out) {
+/* Depthwise: the float depthwise kernel's sums over the input quantized into its padded plane
+ * (the integers held as floats: every partial sum an integer below 2^24, so exact whatever its
+ * order or fusion), then the epilogue per channel plane. x: the float input. */
+static cd_status conv8_dw(cd_op_ctx *c, const i8_state *s, const epi *e, const float *x, float *out) {
     const geo8 *g = &s->g;
     int threads = c->threads > 0 ? c->threads : 1;
     int64_t P = g->OH * g->OW;
     cd_conv_direct_geo dg = {NULL, (int)g->C, (int)g->H, (int)g->W, (int)g->KH, (int)g->KW, (int)g->sh, (int)g->sw,
                              (int)g->dh, (int)g->dw, (int)g->pt, (int)g->pl, (int)g->OH, (int)g->OW};
-    cd_status st = cd_nn_depthwise_sums_f32(c, &dg, (int)g->N, xf, s->wf, out);
+    cd_status st = cd_nn_depthwise_sums_f32(c, &dg, (int)g->N, x, s->wf, out, 1.0f / s->in_s);
     if (st) return st;
     int64_t planes = g->N * g->C;
     CD_PAR_FOR(planes * P >= PAR_MIN_ELEMS, threads, int64_t, t, planes, {
@@ -753,6 +754,7 @@ static cd_status conv8_exec(cd_op_ctx *c, const i8_state *s) {
     float *out = y->data;
     void *own = NULL;
     if (s->vnni) return conv8_vnni(c, s, &e, x->data, out);
+    if (s->dw && s->wf_ok) return conv8_dw(c, s, &e, x->data, out); /* quantized in the kernel's copy */
     float *xf = s->wf_ok ? scratch_get(c, s->scratch, &own) : NULL;
     char *piece_scratch = xf ? (char *)xf + XF_BYTES(nx) : NULL;
     int8_t *xq = NULL, *col = NULL;
@@ -760,11 +762,6 @@ static cd_status conv8_exec(cd_op_ctx *c, const i8_state *s) {
     if (s->wf_ok && !xf) return cd_op_fail(c, CD_E_NOMEM, "out of memory in the int8 conv");
     /* The sums run on the int8 values held as floats (exact: gemm_int8.h), the input quantized once. */
     if (xf) quantize_input(x->data, NULL, xf, nx, s->in_s, c->threads);
-    if (s->dw && xf) {
-        st = conv8_dw(c, s, &e, xf, out);
-        free(own);
-        return st;
-    }
     for (int64_t n = 0; n < g->N && !st; n++)
         for (int64_t gi = 0; gi < g->G && !st; gi++) {
             /* the sums of this group's output channels are written where their outputs go and

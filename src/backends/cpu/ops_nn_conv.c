@@ -12,6 +12,7 @@
  * _Float16, where storage and arithmetic are half (one rounding per operation). */
 #ifndef NN_T
 #include "backends/cpu/gemm.h"
+#include "backends/cpu/int8_quant.h"
 #include "backends/cpu/par.h"
 #include "engine/ops.h"
 #include <math.h>
@@ -267,6 +268,23 @@ static inline int64_t imax64(int64_t a, int64_t b) { return a > b ? a : b; }
  * (cd_conv_direct_f32) instead of im2col + GEMM. */
 #define CONV_DIRECT_MAX_K 64
 
+/* A row of an int8 layer's input quantized into the depthwise scratch plane (cd_q8_vec's rule on
+ * x * inv, the integers held as floats): the int8 path's own quantization pass, done in the
+ * copy the float depthwise kernel makes anyway. Inlined into each ISA variant of the caller. */
+static inline __attribute__((always_inline)) void dw_quant_row(float *dst, const float *src, int64_t n, float inv) {
+    int64_t i = 0;
+    for (; i + CD_QL <= n; i += CD_QL) {
+        cd_fq v;
+        cd_iq q;
+        memcpy(&v, src + i, sizeof v);
+        v = v * inv;
+        cd_q8_vec(&v, &q);
+        v = __builtin_convertvector(q, cd_fq);
+        memcpy(dst + i, &v, sizeof v);
+    }
+    for (; i < n; i++) dst[i] = cd_q8_float(src[i] * inv);
+}
+
 #define NN_T float
 #define NN_S f32
 #define NN_IS_HALF 0
@@ -348,14 +366,14 @@ cd_status cd_nn_conv_run(cd_op_ctx *c) {
 }
 
 cd_status cd_nn_depthwise_sums_f32(cd_op_ctx *c, const cd_conv_direct_geo *dg, int N, const float *in,
-                                   const float *w, float *out) {
+                                   const float *w, float *out, float qinv) {
     conv_geo g;
     memset(&g, 0, sizeof g);
     g.N = N;
     g.Cin = g.Cout = g.groups = dg->Cin;
     g.H = dg->H; g.W = dg->W; g.KH = dg->KH; g.KW = dg->KW; g.Ho = dg->Ho; g.Wo = dg->Wo;
     g.sh = dg->sh; g.sw = dg->sw; g.dh = dg->dh; g.dw = dg->dw; g.pt = dg->pt; g.pl = dg->pl;
-    return conv_direct_f32(c, &g, in, w, out);
+    return conv_direct_f32(c, &g, in, w, out, qinv);
 }
 
 #else /* ------------- template: NN_T element type, NN_S name suffix ------------- */
@@ -568,6 +586,7 @@ typedef struct {
     const NN_T *in, *w;
     NN_T *out;
     int64_t Cin, Cout, m, H, W, HW, HWo, KHW, pt, pl, Wp, Hc;
+    float qinv; /* fp32, int8 layers (cd_nn_depthwise_sums_f32): the copy quantizes (x * qinv), 0: copies */
 } F(dw_job);
 
 /* Output planes [t0, t1) with the thread's scratch plane xp. Each plane's input channel is
@@ -583,8 +602,15 @@ static inline __attribute__((always_inline)) void F(dw_planes_body)(const F(dw_j
         const int64_t n = t / j->Cout, oc = t % j->Cout, ic = n * j->Cin + oc / j->m;
         if (ic != last_ic) {
             const NN_T *x = j->in + ic * j->HW;
-            for (int64_t iy = imax64(0, -j->pt); iy < j->Hc; iy++)
+            for (int64_t iy = imax64(0, -j->pt); iy < j->Hc; iy++) {
+#if !NN_IS_HALF
+                if (j->qinv != 0.0f) {
+                    dw_quant_row(xp + (iy + j->pt) * j->Wp + j->pl, x + iy * j->W, cols, j->qinv);
+                    continue;
+                }
+#endif
                 memcpy(xp + (iy + j->pt) * j->Wp + j->pl, x + iy * j->W, (size_t)cols * sizeof(NN_T));
+            }
             last_ic = ic;
         }
         F(dw_plane_body)(&j->d, xp, j->w + oc * j->KHW, j->out + t * j->HWo, nvmax);
@@ -600,7 +626,8 @@ __attribute__((target(NN_ISA_MID))) static void F(dw_planes_mid) DW_ARGS { F(dw_
 #endif
 #undef DW_ARGS
 
-static cd_status F(conv_direct)(cd_op_ctx *c, const conv_geo *g, const NN_T *in, const NN_T *w, NN_T *out) {
+static cd_status F(conv_direct)(cd_op_ctx *c, const conv_geo *g, const NN_T *in, const NN_T *w, NN_T *out,
+                                float qinv) {
     const int threads = c->threads;
     /* scratch geometry: rows cover every tap row, columns every tap column of every vector
      * (including the part of the last vector past Wo) plus the stride-2 load's extra value */
@@ -624,7 +651,7 @@ static cd_status F(conv_direct)(cd_op_ctx *c, const conv_geo *g, const NN_T *in,
     F(dw_job) j = {{(int)g->Ho, (int)g->Wo, (int)g->KH, (int)g->KW, (int)g->sh, (int)g->sw, (int)g->dh, (int)g->dw, (int)Wp,
                     kyr},
                    in, w, out, g->Cin, g->Cout, g->Cout / g->groups, g->H, g->W, g->H * g->W, g->Ho * g->Wo,
-                   g->KH * g->KW, g->pt, g->pl, Wp, Hc};
+                   g->KH * g->KW, g->pt, g->pl, Wp, Hc, qinv};
     F(dw_planes_fn) planes = F(dw_planes_default);
 #ifdef NN_X86
     __builtin_cpu_init();
@@ -903,7 +930,7 @@ static cd_status F(conv_fwd)(cd_op_ctx *c, const conv_geo *g, const NN_T *in, co
     const int64_t cig = g->Cin / g->groups, cog = g->Cout / g->groups, HWo = g->Ho * g->Wo;
     const int K = (int)(cig * g->KH * g->KW);
     if (cig == 1 && g->groups > 1) {
-        return F(conv_direct)(c, g, in, w, out);
+        return F(conv_direct)(c, g, in, w, out, 0.0f);
     }
     bool pointwise = conv_pointwise(g);
     /* Short reductions (a first layer over 3 channels: K = 27) run the direct kernel: building
