@@ -295,13 +295,13 @@ static inline float epi_apply(const epi *e, int64_t oc, float acc) {
 }
 
 /* One row of n outputs of channel oc on the common path (no residual, activation not A_OTHER):
- * epi_apply's arithmetic in two passes that vectorize: the fused multiply-add (an instruction
- * in the x86-64-v3 clone), then the activation and the int8 conversion on CD_QL lanes, the same
- * operations lane by lane as act8_apply and cd_q8_float. */
+ * epi_apply's arithmetic on CD_QL lanes in one pass: the fused multiply-add lane by lane (one
+ * vfmadd in the v3/v4 clones, libm's fmaf in the baseline), then the activation and the int8
+ * conversion, the same operations lane by lane as act8_apply and cd_q8_float. */
 #define EPI_VEC(ACT)                                                             \
     for (; i + CD_QL <= n; i += CD_QL) {                                                 \
         cd_fq y;                                                                 \
-        memcpy(&y, out + i, sizeof y);                                           \
+        for (int l = 0; l < CD_QL; l++) y[l] = fmaf(acc[i + l], m, b);           \
         ACT;                                                                     \
         if (o8) {                                                                \
             cd_iq qi;                                                           \
@@ -326,12 +326,11 @@ static inline float epi_apply(const epi *e, int64_t oc, float acc) {
 I8_HOT static void epi_row(const epi *e, int64_t oc, const float *acc, float *out, int64_t n) {
     const float m = e->m[oc], b = e->b[oc], os = e->out_s;
     const bool o8 = e->out8;
-    for (int64_t i = 0; i < n; i++) out[i] = fmaf(acc[i], m, b);
     const cd_fq z = {0}, p0 = z + e->act.p0, p1 = z + e->act.p1, p2 = z + e->act.p2;
     int64_t i = 0;
     ACT_SWITCH(e->act.kind, EPI_VEC)
     for (; i < n; i++) {
-        float y = act8_apply(&e->act, out[i]);
+        float y = act8_apply(&e->act, fmaf(acc[i], m, b));
         out[i] = o8 ? cd_q8_float(y) * os : y;
     }
 }
@@ -341,7 +340,7 @@ I8_HOT static void epi_row(const epi *e, int64_t oc, const float *acc, float *ou
 #define EPI_VEC_RES(ACT)                                                         \
     for (; i + CD_QL <= n; i += CD_QL) {                                                 \
         cd_fq y, t;                                                              \
-        memcpy(&y, out + i, sizeof y);                                           \
+        for (int l = 0; l < CD_QL; l++) y[l] = fmaf(acc[i + l], m, b);           \
         memcpy(&t, s2 + i, sizeof t);                                            \
         ACT;                                                                     \
         y = y + t;                                                               \
@@ -357,11 +356,10 @@ I8_HOT static void epi_row(const epi *e, int64_t oc, const float *acc, float *ou
 I8_HOT static void epi_row_res(const epi *e, int64_t oc, const float *acc, float *out, int64_t n, int64_t base) {
     const float m = e->mr[oc], b = e->br[oc], os = e->out_s, inv = e->inv_out, *s2 = e->second + base;
     const bool o8 = e->out8, rr = e->residual_relu;
-    for (int64_t i = 0; i < n; i++) out[i] = fmaf(acc[i], m, b);
     const cd_fq z = {0}, p0 = z + e->act_real.p0, p1 = z + e->act_real.p1, p2 = z + e->act_real.p2;
     int64_t i = 0;
     ACT_SWITCH(e->act_real.kind, EPI_VEC_RES)
-    for (; i < n; i++) out[i] = res_post(e, out[i], base + i);
+    for (; i < n; i++) out[i] = res_post(e, fmaf(acc[i], m, b), base + i);
 }
 
 static inline bool epi_fast(const epi *e) { return !e->residual && e->act.kind != A_OTHER; }
