@@ -286,17 +286,41 @@ Test(nms, infer_requires_score_threshold) {
     op_end(&o);
 }
 
+/* The slots and attributes the detection cases below share (op_finish left to the caller). */
+static void prior_begin(one_op *o) {
+    op_begin(o, "prior_box");
+    op_slot(o, "Input", 1, false);
+    op_slot(o, "Image", 1, false);
+    op_slot(o, "Boxes", 1, true);
+    op_slot(o, "Variances", 1, true);
+}
+static void box_coder_begin(one_op *o, const char *code_type) {
+    op_begin(o, "box_coder");
+    op_slot(o, "PriorBox", 1, false);
+    op_slot(o, "TargetBox", 1, false);
+    op_slot(o, "OutputBox", 1, true);
+    attr_s(o, "code_type", code_type);
+}
+/* One anchor (10, 20), one class, conf_thresh 0.01, downsample 8. */
+static void yolo_begin(one_op *o) {
+    op_begin(o, "yolo_box");
+    op_slot(o, "X", 1, false);
+    op_slot(o, "ImgSize", 1, false);
+    op_slot(o, "Boxes", 1, true);
+    op_slot(o, "Scores", 1, true);
+    attr_is(o, "anchors", 2, (int64_t[]){10, 20});
+    attr_i(o, "class_num", 1);
+    attr_f(o, "conf_thresh", 0.01);
+    attr_i(o, "downsample_ratio", 8);
+}
+
 /* ---- prior_box ---- */
 
 /* Feature 1x1, image 10x10 -> step 10, centre (5, 5). min 4, max 9, ratios [2] flipped
  * -> [1, 2, 0.5]; order (min, max, ratio...): half sizes 2x2, 3x3, (2*sqrt2, 2/sqrt2), (sqrt2, 2*sqrt2). */
 Test(prior_box, hand_computed) {
     one_op o;
-    op_begin(&o, "prior_box");
-    op_slot(&o, "Input", 1, false);
-    op_slot(&o, "Image", 1, false);
-    op_slot(&o, "Boxes", 1, true);
-    op_slot(&o, "Variances", 1, true);
+    prior_begin(&o);
     attr_fs(&o, "min_sizes", 1, (double[]){4});
     attr_fs(&o, "max_sizes", 1, (double[]){9});
     attr_fs(&o, "aspect_ratios", 1, (double[]){2});
@@ -367,11 +391,7 @@ Test(density_prior_box, hand_computed_flattened) {
  * offsets (1, -1, 0, ln 2 / 0.2) -> centre (3, 1.2), w 5, h 6 -> [0.5, -1.8, 4.5, 3.2]. */
 Test(box_coder, decode_hand_computed) {
     one_op o;
-    op_begin(&o, "box_coder");
-    op_slot(&o, "PriorBox", 1, false);
-    op_slot(&o, "TargetBox", 1, false);
-    op_slot(&o, "OutputBox", 1, true);
-    attr_s(&o, "code_type", "decode_center_size");
+    box_coder_begin(&o, "decode_center_size");
     attr_b(&o, "box_normalized", false);
     attr_fs(&o, "variance", 4, (double[]){0.1, 0.1, 0.2, 0.2});
     op_finish(&o, CD_PREC_FP32);
@@ -387,11 +407,7 @@ Test(box_coder, decode_hand_computed) {
 
 Test(box_coder, infer_rejects_unknown_code_type) {
     one_op o;
-    op_begin(&o, "box_coder");
-    op_slot(&o, "PriorBox", 1, false);
-    op_slot(&o, "TargetBox", 1, false);
-    op_slot(&o, "OutputBox", 1, true);
-    attr_s(&o, "code_type", "decode_corner");
+    box_coder_begin(&o, "decode_corner");
     op_finish(&o, CD_PREC_FP32);
     op_input(&o, "PriorBox", 0, CD_F32, 2, (int64_t[]){3, 4}, NULL);
     op_input(&o, "TargetBox", 0, CD_F32, 3, (int64_t[]){1, 3, 4}, NULL);
@@ -408,15 +424,7 @@ Test(box_coder, infer_rejects_unknown_code_type) {
  * w = 10 * 64 / 8 = 80, h = 20 * 32 / 16 = 40 -> [-8, -12, 72, 28] clipped to [0, 0, 63, 28]. */
 Test(yolo_box, hand_computed) {
     one_op o;
-    op_begin(&o, "yolo_box");
-    op_slot(&o, "X", 1, false);
-    op_slot(&o, "ImgSize", 1, false);
-    op_slot(&o, "Boxes", 1, true);
-    op_slot(&o, "Scores", 1, true);
-    attr_is(&o, "anchors", 2, (int64_t[]){10, 20});
-    attr_i(&o, "class_num", 1);
-    attr_f(&o, "conf_thresh", 0.01);
-    attr_i(&o, "downsample_ratio", 8);
+    yolo_begin(&o);
     op_finish(&o, CD_PREC_FP32);
     double x[12] = {0};
     x[4 * 2 + 1] = -10; /* channel 4 (objectness), cell 1 */
@@ -541,11 +549,7 @@ Test(nms, nan_threshold_and_zero_eta_run) {
 /* A NaN variance in the attribute: the decoded boxes that use it are NaN, the others as usual. */
 Test(box_coder, nan_variance_runs) {
     one_op o;
-    op_begin(&o, "box_coder");
-    op_slot(&o, "PriorBox", 1, false);
-    op_slot(&o, "TargetBox", 1, false);
-    op_slot(&o, "OutputBox", 1, true);
-    attr_s(&o, "code_type", "decode_center_size");
+    box_coder_begin(&o, "decode_center_size");
     attr_b(&o, "box_normalized", false);
     attr_fs(&o, "variance", 4, (double[]){NAN, 0.1, 0.2, 0.2});
     op_finish(&o, CD_PREC_FP32);
@@ -562,15 +566,7 @@ Test(box_coder, nan_variance_runs) {
  * (0.5 + gx) * W / grid whatever tx. */
 Test(yolo_box, zero_scale_x_y_runs) {
     one_op o;
-    op_begin(&o, "yolo_box");
-    op_slot(&o, "X", 1, false);
-    op_slot(&o, "ImgSize", 1, false);
-    op_slot(&o, "Boxes", 1, true);
-    op_slot(&o, "Scores", 1, true);
-    attr_is(&o, "anchors", 2, (int64_t[]){10, 20});
-    attr_i(&o, "class_num", 1);
-    attr_f(&o, "conf_thresh", 0.01);
-    attr_i(&o, "downsample_ratio", 8);
+    yolo_begin(&o);
     attr_f(&o, "scale_x_y", 0.0);
     attr_b(&o, "clip_bbox", false);
     op_finish(&o, CD_PREC_FP32);
@@ -590,11 +586,7 @@ Test(yolo_box, zero_scale_x_y_runs) {
  * (cell + offset) * step as they come. */
 Test(prior_box, max_below_min_and_negative_step_run) {
     one_op o;
-    op_begin(&o, "prior_box");
-    op_slot(&o, "Input", 1, false);
-    op_slot(&o, "Image", 1, false);
-    op_slot(&o, "Boxes", 1, true);
-    op_slot(&o, "Variances", 1, true);
+    prior_begin(&o);
     attr_fs(&o, "min_sizes", 1, (double[]){4});
     attr_fs(&o, "max_sizes", 1, (double[]){1});
     attr_fs(&o, "variances", 4, (double[]){0.1, 0.1, 0.2, 0.2});
