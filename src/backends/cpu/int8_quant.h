@@ -48,4 +48,20 @@ static inline __attribute__((always_inline)) void cd_q8_vec(const cd_fq *in, cd_
     cd_fq hs = (cd_fq)(((cd_iq)v & sign) | (cd_iq)h);
     *out = __builtin_convertvector(v + hs, cd_iq);
 }
+
+/* q[i] = cd_q8_float(x[i] * inv) for a row: the int8 values held as floats. Inlined into its
+ * callers so that each ISA variant of them (target_clones, target attributes) vectorizes it. */
+static inline __attribute__((always_inline)) void cd_q8f_row(float *q, const float *x, int64_t n, float inv) {
+    int64_t i = 0;
+    for (; i + CD_QL <= n; i += CD_QL) {
+        cd_fq v;
+        cd_iq qi;
+        memcpy(&v, x + i, sizeof v);
+        v = v * inv;
+        cd_q8_vec(&v, &qi);
+        v = __builtin_convertvector(qi, cd_fq);
+        memcpy(q + i, &v, sizeof v);
+    }
+    for (; i < n; i++) q[i] = cd_q8_float(x[i] * inv);
+}
 #endif

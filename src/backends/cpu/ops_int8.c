@@ -188,19 +188,7 @@ I8_HOT static void q8_chunk(const float *x, int8_t *q, int64_t n, float inv) {
 }
 
 /* The same conversion, the int8 values written as floats (the float paths below). */
-I8_HOT static void q8f_chunk(const float *x, float *q, int64_t n, float inv) {
-    int64_t i = 0;
-    for (; i + CD_QL <= n; i += CD_QL) {
-        cd_fq v;
-        cd_iq qi;
-        memcpy(&v, x + i, sizeof v);
-        v *= inv;
-        cd_q8_vec(&v, &qi);
-        v = __builtin_convertvector(qi, cd_fq);
-        memcpy(q + i, &v, sizeof v);
-    }
-    for (; i < n; i++) q[i] = cd_q8_float(x[i] * inv);
-}
+I8_HOT static void q8f_chunk(const float *x, float *q, int64_t n, float inv) { cd_q8f_row(q, x, n, inv); }
 
 #define CHUNK 16384
 /* Work (multiply-adds, or elements of a conversion) below which a loop stays on one thread: the
@@ -611,8 +599,7 @@ static cd_status conv8_build(cd_op_ctx *c, i8_state **out) {
     s->scratch = vnni ? cd_pw8_pack_bytes((int)cg, (int)(g.OH * g.OW))
                  : dw ? 0
                  : wf_ok ? XF_BYTES(cd_value_numel(cd_in(c, "Input", 0))) + cd_conv8_scratch(&cg8, (int)og) : 0;
-    s->direct1x1 = g.KH == 1 && g.KW == 1 && g.sh == 1 && g.sw == 1 && g.pt == 0 && g.pl == 0 && g.OH == g.H &&
-                   g.OW == g.W;
+    s->direct1x1 = pw;
     float *f = state_floats(s);
     if ((st = act8_build(c, true, out8, out_s, &s->e.act))) goto fail;
     /* SecondInput: Paddle-Lite's ARM conv kernels never read it (conv_impl.cc; it is an OpenCL

@@ -268,23 +268,6 @@ static inline int64_t imax64(int64_t a, int64_t b) { return a > b ? a : b; }
  * (cd_conv_direct_f32) instead of im2col + GEMM. */
 #define CONV_DIRECT_MAX_K 64
 
-/* A row of an int8 layer's input quantized into the depthwise scratch plane (cd_q8_vec's rule on
- * x * inv, the integers held as floats): the int8 path's own quantization pass, done in the
- * copy the float depthwise kernel makes anyway. Inlined into each ISA variant of the caller. */
-static inline __attribute__((always_inline)) void dw_quant_row(float *dst, const float *src, int64_t n, float inv) {
-    int64_t i = 0;
-    for (; i + CD_QL <= n; i += CD_QL) {
-        cd_fq v;
-        cd_iq q;
-        memcpy(&v, src + i, sizeof v);
-        v = v * inv;
-        cd_q8_vec(&v, &q);
-        v = __builtin_convertvector(q, cd_fq);
-        memcpy(dst + i, &v, sizeof v);
-    }
-    for (; i < n; i++) dst[i] = cd_q8_float(src[i] * inv);
-}
-
 #define NN_T float
 #define NN_S f32
 #define NN_IS_HALF 0
@@ -605,7 +588,8 @@ static inline __attribute__((always_inline)) void F(dw_planes_body)(const F(dw_j
             for (int64_t iy = imax64(0, -j->pt); iy < j->Hc; iy++) {
 #if !NN_IS_HALF
                 if (j->qinv != 0.0f) {
-                    dw_quant_row(xp + (iy + j->pt) * j->Wp + j->pl, x + iy * j->W, cols, j->qinv);
+                    /* the int8 layer's own quantization, done in this copy (int8_quant.h) */
+                    cd_q8f_row(xp + (iy + j->pt) * j->Wp + j->pl, x + iy * j->W, cols, j->qinv);
                     continue;
                 }
 #endif
