@@ -98,16 +98,25 @@ static cd_status make_magnitude_op(cd_graph *xg, cd_error *err) {
     cd_op *op = &xg->ops[oi];
     set_attr_bool(op, "with_act", false);
     clear_attr_str(op, "activation_type");
-    if (!strncmp(op->type, "fusion_elementwise_", 19)) clear_attr_str(op, "act_type");
-    const char *sub[][2] = {{"elementwise_sub", "elementwise_add"},
-                            {"fusion_elementwise_sub_activation", "fusion_elementwise_add_activation"}};
-    for (int k = 0; k < 2; k++)
-        if (!strcmp(op->type, sub[k][0])) {
-            char *nt = cd_strdup(sub[k][1]);
+    /* A fused elementwise op without its activation is the plain elementwise op (the fused
+     * type itself requires act_type, so clearing it would make the op unrunnable). */
+    static const char *const plain[][2] = {
+        {"elementwise_sub", "elementwise_add"},
+        {"fusion_elementwise_sub_activation", "elementwise_add"},
+        {"fusion_elementwise_add_activation", "elementwise_add"},
+        {"fusion_elementwise_mul_activation", "elementwise_mul"},
+        {"fusion_elementwise_div_activation", "elementwise_div"},
+        {"fusion_elementwise_max_activation", "elementwise_max"},
+        {"fusion_elementwise_min_activation", "elementwise_min"}};
+    for (size_t k = 0; k < sizeof plain / sizeof plain[0]; k++)
+        if (!strcmp(op->type, plain[k][0])) {
+            char *nt = cd_strdup(plain[k][1]);
             if (!nt) return cd_err(err, CD_E_NOMEM, "out of memory");
             free(op->type);
             op->type = nt;
+            break;
         }
+    clear_attr_str(op, "act_type");
     abs_attr_float(op, "scale");
     abs_attr_float(op, "bias");
     for (int t = 0; t < xg->n_tensors; t++) {
