@@ -1,4 +1,4 @@
-/* Convolution family (nb-format §7.1, §7.2): conv2d / depthwise_conv2d with groups,
+/* Convolution family (docs/nb-format.md §7.1, §7.2): conv2d / depthwise_conv2d with groups,
  * dilation, 4-value padding (SAME/VALID already turned into pads by the host), bias, fused
  * activation (incl. prelu), SecondInput residual; conv2d_transpose.
  *

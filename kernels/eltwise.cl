@@ -1,5 +1,5 @@
 /* Elementwise family: activations, scale, binary elementwise ops with Paddle axis
- * broadcasting, fusion_elementwise_*_activation, calib fake-quant (nb-format §7.4, §7.10,
+ * broadcasting, fusion_elementwise_*_activation, calib fake-quant (docs/nb-format.md §7.4, §7.10,
  * §7.21, §7.22). The host (cl_ops_eltwise.c) resolves broadcasting into merged dims and
  * element strides (0 = broadcast), so a kernel only walks an index.
  *

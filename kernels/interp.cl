@@ -1,4 +1,4 @@
-/* bilinear_interp / nearest_interp and their _v2 forms (nb-format §7.20), NCHW. The host
+/* bilinear_interp / nearest_interp and their _v2 forms (docs/nb-format.md §7.20), NCHW. The host
  * computes the per-axis ratios exactly as the CPU kernel does; the taps are recomputed here
  * with the same float operations, and contraction into fma is off so that the source
  * coordinates (and so the chosen pixels) are bit-identical to the CPU's.

@@ -1,4 +1,4 @@
-/* Matrix products (nb-format §7.6-7.9): fc, mul, matmul, matmul_v2. One batched GEMM with
+/* Matrix products (docs/nb-format.md §7.6-7.9): fc, mul, matmul, matmul_v2. One batched GEMM with
  * element strides, so transposes and broadcast batches (stride 0) need no copies:
  *   C[b, m, n] = act(alpha * sum_k A[b, m, k] * B[b, k, n] + bias[n])
  * where A[b, m, k] = A[aoff(b) + m*am + k*ak] and aoff(b) = (b / nb1)*ab0 + (b % nb1)*ab1

@@ -1,4 +1,4 @@
-/* Normalisations (nb-format §7.3, §7.23, §7.25): batch_norm (inference), layer_norm,
+/* Normalisations (docs/nb-format.md §7.3, §7.23, §7.25): batch_norm (inference), layer_norm,
  * instance_norm. Statistics are computed in float in every variant (two passes: mean,
  * then mean of squared deviations), by a 256-wide work-group per row with a tree
  * reduction in local memory. */

@@ -1,4 +1,4 @@
-/* pool2d (nb-format §7.5): max / avg, exclusive or not, adaptive, global, ceil_mode.
+/* pool2d (docs/nb-format.md §7.5): max / avg, exclusive or not, adaptive, global, ceil_mode.
  * The host turns global pooling into a full-size window and SAME/VALID into pads. One
  * work-item per output element, global (Wo, Ho, N*C). */
 __kernel void pool2d(__global const REAL *in, __global REAL *out, int H, int W, int Ho, int Wo, int kh, int kw,

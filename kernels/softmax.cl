@@ -1,4 +1,4 @@
-/* softmax / log_softmax along one axis (nb-format §7.11). The tensor is viewed as
+/* softmax / log_softmax along one axis (docs/nb-format.md §7.11). The tensor is viewed as
  * [outer, len, inner]; one work-item per (outer, inner) row. Max, sum and the division run
  * in float whatever the variant: a half sum over a long axis would lose the small terms. */
 __kernel void softmax(__global const REAL *x, __global REAL *y, int outer, int len, int inner, int is_log) {

@@ -189,7 +189,7 @@ cd_status cd_instrument(const cd_graph *g, const bool *mask, const cd_value *met
         for (int a = 0; a < op->n_attr && !st; a++) st = copy_attr(ng, &op->attrs[a], retarget, err);
     }
     /* OpenCL outputs live on the device (image2d or buffer): the runtime's own boundary ops bring
-     * them to the host, as opt inserts them before a model's own fetch (nb-format §4.5): a
+     * them to the host, as opt inserts them before a model's own fetch (docs/nb-format.md §4.5): a
      * layout op to NCHW for image layouts, then io_copy device_to_host. Appended after the
      * model's ops, so no original op moves and no layer name changes. */
     for (int k = g->n_outputs; k < out->n_fetch && !st; k++) {

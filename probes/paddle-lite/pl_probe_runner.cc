@@ -151,7 +151,7 @@ int main(int argc, char** argv) {
                                           : PowerMode::LITE_POWER_NO_BIND);
   if (!cl_prec.empty()) {
     // Only for OpenCL models: say so when the device cannot run them (the runtime never
-    // falls back to ARM on its own, nb-format §5.3).
+    // falls back to ARM on its own, docs/nb-format.md §5.3).
     if (!paddle::lite_api::IsOpenCLBackendValid()) return fail(4, "OpenCL asked for but IsOpenCLBackendValid() is false");
     using paddle::lite_api::CLPrecisionType;
     config.set_opencl_precision(cl_prec == "fp16"   ? CLPrecisionType::CL_PRECISION_FP16

@@ -22,7 +22,7 @@ static void usage(FILE *f) {
             "  --help             this text\n");
 }
 
-/* Training-time or bookkeeping attributes that never influence inference (§4.3). */
+/* Training-time or bookkeeping attributes that never influence inference (docs/nb-format.md §4.3). */
 static bool boring_attr(const char *n) {
     static const char *skip[] = {"use_cudnn", "use_mkldnn", "data_format", "is_test", "use_quantizer",
                                  "mkldnn_data_type", "fuse_relu_before_depthwise_conv", "workspace_size_MB",

@@ -118,7 +118,7 @@ float cd_act_apply(const cd_act *a, float x);
  *   GELU         a = 0 exact (erf), a != 0 tanh approximation
  *   RELU, SIGMOID, TANH, ABS, EXP, SQRT: none
  * NaN inputs propagate through every kind. */
-/* Name ("relu", "relu6", ...) -> kind with the standalone-op defaults of nb-format §7.21
+/* Name ("relu", "relu6", ...) -> kind with the standalone-op defaults of docs/nb-format.md §7.21
  * (relu6 6, leaky 0.02, swish beta 1, hard_swish 6/6/3, hard_sigmoid 0.2/0.5, gelu exact).
  * NULL or "" -> CD_ACT_NONE. Unknown names fail (CD_E_UNSUPPORTED) naming the op. */
 cd_status cd_act_from_name(cd_op_ctx *c, const char *name, cd_act *out);

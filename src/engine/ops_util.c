@@ -51,7 +51,7 @@ const char *cd_act_name(cd_act_kind k) {
     return "?";
 }
 
-/* Default parameters per kind: those of the standalone ops (§7.21). */
+/* Default parameters per kind: those of the standalone ops (docs/nb-format.md §7.21). */
 static void act_defaults(cd_act *a, cd_act_kind k) {
     a->kind = k;
     a->a = a->b = a->c = 0.0f;

@@ -88,7 +88,7 @@ static cd_status dequant(const cd_graph *g, int op_index, const cd_tensor *t, co
     return CD_OK;
 }
 
-/* Looks for the scale attribute of param input (slot, k) on op: §6.3 then §6.4 names. */
+/* Looks for the scale attribute of param input (slot, k) on op: docs/nb-format.md §6.3 then §6.4 names. */
 static int find_scales(const cd_graph *g, const cd_op *op, const char *slot, int k, int arg_id, int pid,
                        const double **sc, char *name, size_t nn) {
     snprintf(name, nn, "%s%d_scale", slot, k);

@@ -2,7 +2,7 @@
  * run's dtype. Float records (F32, F16, F64) -> CD_F32 or CD_F16 (half bits, round to
  * nearest even). Integer records stay integer (INT32/INT64 index tables, BOOL, UINT8),
  * except INT8/INT16 weights, which are dequantized by the scales stored on the consuming
- * op (nb-format §6.3 `<Slot><k>_scale`, §6.4 `<weight>_quant_scale`):
+ * op (docs/nb-format.md §6.3 `<Slot><k>_scale`, §6.4 `<weight>_quant_scale`):
  *   conv2d/depthwise_conv2d Filter     scale per dim 0 (Cout)
  *   conv2d_transpose Filter            scale per output channel = dim 1 * groups
  *   fc W / mul Y / matmul(_v2) Y / lookup_table W   scale per N (last dim; the row dim of

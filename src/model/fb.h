@@ -1,4 +1,4 @@
-/* Bounds-checked FlatBuffers reader (nb-format §2, §2.11, §8.2).
+/* Bounds-checked FlatBuffers reader (docs/nb-format.md §2, §2.11, §8.2).
  *
  * Every position is relative to the start of the FlatBuffer being read (alignment checks
  * too); messages report both that position and the file offset (base + position). All

@@ -287,7 +287,7 @@ cd_status cd_graph_set_param(cd_graph *g, const char *name, cd_dtype dtype, cons
     if (nbytes > need)
         cd_graph_warn(g, "parameter '%s': record holds %zu bytes, shape needs %zu; excess ignored", name, nbytes,
                       need);
-    /* The declared shape is a hint; the record is authoritative (§8.5 rule 39). */
+    /* The declared shape is a hint; the record is authoritative (docs/nb-format.md §8.5 rule 39). */
     if (v->shape.rank > 0 && cd_shape_numel(&v->shape) >= 0 && !cd_shape_eq(&v->shape, &s)) {
         char vb[160];
         cd_graph_warn(g, "parameter '%s': declared shape %s differs from record shape %s; using the record",

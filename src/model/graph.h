@@ -21,7 +21,7 @@ const char *cd_dtype_name(cd_dtype t);
 /* FlatBuffers VarType_.Type (meta 1/2) -> cd_dtype; returns -1 when not an element type. */
 int cd_dtype_from_fb(int fb_type);
 int cd_dtype_to_fb(cd_dtype t);
-/* meta-0 numbering (§1.6) -> cd_dtype; -1 when not an element type. */
+/* meta-0 numbering (docs/nb-format.md §1.6) -> cd_dtype; -1 when not an element type. */
 int cd_dtype_from_meta0(int t);
 
 typedef struct {

@@ -1,4 +1,4 @@
-/* meta_version 0 ("naive buffer", nb-format §1.6): fields follow each other with no tags,
+/* meta_version 0 ("naive buffer", docs/nb-format.md §1.6): fields follow each other with no tags,
  * so every count is checked against the bytes left times the smallest encoding of one
  * element before anything is allocated or looped over (§8.1 rule 7). */
 #include <stdio.h>

@@ -1,4 +1,4 @@
-/* .nb reader: container (§1), FlatBuffers topology (§3, §4) and parameters (§1.3, §1.4).
+/* .nb reader (docs/nb-format.md): container (§1), FlatBuffers topology (§3, §4) and parameters (§1.3, §1.4).
  * Meta 0 lives in nb_meta0.c. */
 #include "model/nb_reader.h"
 #include <errno.h>

@@ -1,5 +1,5 @@
 /* Reader for Paddle-Lite optimized models (.nb), meta versions 0, 1 and 2.
- * The file is treated as hostile: every offset, count and enum is checked (nb-format §8);
+ * The file is treated as hostile: every offset, count and enum is checked (docs/nb-format.md §8);
  * failures return CD_E_MODEL with the byte offset (and op index where relevant). */
 #ifndef CD_NB_READER_H
 #define CD_NB_READER_H

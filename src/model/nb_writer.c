@@ -427,7 +427,7 @@ static cd_status write_param(bld *b, const cd_tensor *t, cd_error *err) {
     return b->oom ? cd_err(err, CD_E_NOMEM, "out of memory writing parameter '%s'", t->name) : CD_OK;
 }
 
-/* meta 1: one FlatBuffer rooted at a CombinedParamsDesc holding every ParamDesc (§1.4). */
+/* meta 1: one FlatBuffer rooted at a CombinedParamsDesc holding every ParamDesc (docs/nb-format.md §1.4). */
 static cd_status write_params_combined(bld *b, const cd_tensor **ps, int np, cd_error *err) {
     put(b, NULL, 4);
     fld cf[1] = {F(0, 4, 0)};

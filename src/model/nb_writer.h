@@ -1,5 +1,5 @@
 /* Writer for Paddle-Lite .nb models, meta_version 2, laid out the way Paddle-Lite's own
- * writer does (nb-format §1.3, §2.10): defaults omitted, empty strings/vectors present,
+ * writer does (docs/nb-format.md §1.3, §2.10): defaults omitted, empty strings/vectors present,
  * op inputs/outputs/attributes sorted by key, parameter records sorted by name. Used by
  * the test-data generator and by round-trip tests. */
 #ifndef CD_NB_WRITER_H

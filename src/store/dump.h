@@ -1,4 +1,4 @@
-/* The HDF5 dump (format version 2; layout in docs/dump-format.md and DESIGN.md).
+/* The HDF5 dump (format version 2; layout in docs/dump-format.md and docs/design.md).
  *
  * Writing: cd_dump_create() opens "<path>.tmp-<pid>" next to the final path; nothing ever
  * appears under the final name until cd_dump_close(). cd_dump_close(complete=true) sets the

@@ -79,7 +79,7 @@ def shared_models():
             if line:
                 shapes[line[0]] = line[1:]
     # The meta-0 file stores no variable shapes at all (its VarDescs carry junk, see
-    # nb-format §1.6), and shapes.txt has no line for it: MANIFEST.md says it is the same
+    # docs/nb-format.md §1.6), and shapes.txt has no line for it: MANIFEST.md says it is the same
     # network as its meta-2 twin, whose input is declared [-1,3,128,128].
     shapes.setdefault("mask_detector_fp32_arm_meta0_7735976.nb",
                       ["@HUB_pyramidbox_lite_mobile_mask@image=1,3,128,128"])

@@ -1,5 +1,5 @@
 """Oracle tests of the "basic" op family (src/backends/cpu/ops_basic_*.c) against
-onnxruntime, or against numpy written from nb-format §7 where ONNX has no equivalent
+onnxruntime, or against numpy written from docs/nb-format.md §7 where ONNX has no equivalent
 (Paddle's axis broadcasting is mapped to ONNX by reshaping Y; floordiv/mod use the Paddle
 framework's floor semantics, which numpy shares). Every case runs in fp32 and fp16."""
 import math
@@ -251,7 +251,7 @@ check("calib fp32_to_int8 scale 0", dict(op="calib", inputs=[("Input", "x")], ou
                                          attrs={"scale": 0.0, "__@kernel_type_attr@__": "calib/fp32_to_int8/4/2/1"}),
       {"x": xq}, lambda i: np.zeros_like(i["x"]), "fp32")
 
-# ---------------------------------------------------------------- interpolation (§7.20)
+# ---------------------------------------------- interpolation (docs/nb-format.md §7.20)
 xi4 = randn(2, 3, 5, 7)
 INTERP = [  # (name, op, attrs, onnx Resize kwargs, output size)
     ("bilinear_v2 align_corners", "bilinear_interp_v2", dict(align_corners=True, out_h=9, out_w=11),

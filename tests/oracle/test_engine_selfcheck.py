@@ -53,7 +53,7 @@ check("relu vs 2e-6 relative perturbation", relu, {"x": x}, perturbed(2e-6), "fp
 # fp16: a relative error of 8 u16 on one element is above the elementwise bound (2 u16 + u16)
 check("relu fp16 vs 8 u16 perturbation", relu, {"x": x}, perturbed(8 * U16), "fp16", expect_fail=True)
 
-# --- int8 weights are dequantized by the engine (nb-format §6.4 weight-only scales)
+# --- int8 weights are dequantized by the engine (docs/nb-format.md §6.4 weight-only scales)
 wq = rng.integers(-127, 128, size=(6, 5), dtype=np.int8)           # fc W [K=6, N=5]
 ws = (rng.random(5) * 0.05 + 0.01).astype(np.float32)               # one scale per N
 xi = rng.standard_normal((3, 6)).astype(np.float32)

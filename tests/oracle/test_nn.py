@@ -1,7 +1,7 @@
 """Oracle tests for the "nn" op family (conv, conv_transpose, pool2d, fc, mul, matmul,
 matmul_v2, batch/layer/instance norm, softmax, log_softmax) on the CPU backend, fp32 and
 fp16, against onnxruntime single-node models or, where ONNX has no equivalent (adaptive
-pooling, fc/mul flattening, Paddle matmul broadcasting), numpy written from nb-format §7.
+pooling, fc/mul flattening, Paddle matmul broadcasting), numpy written from docs/nb-format.md §7.
 
 Bounds (harness.py): k = terms summed per output, mag = the same op applied to |inputs|
 (so a GEMM accumulating in half is held to k * u16 * sum|terms|, not to max|r|)."""

@@ -1,5 +1,5 @@
 """Oracle tests of the "shape" op family (src/backends/cpu/ops_shape.c) against onnxruntime,
-or numpy written from nb-format §7.12–§7.19 where ONNX has no direct equivalent. Data
+or numpy written from docs/nb-format.md §7.12–§7.19 where ONNX has no direct equivalent. Data
 movement is exact, so every comparison is bit-exact in both precisions; integer tensors
 are checked too. Tensor-valued shape inputs are given as parameters (known at plan time)."""
 import os

@@ -186,7 +186,7 @@ Test(writer, small_graph_roundtrip) {
     cd_graph_free(g);
 }
 
-/* Properties of §2.10: defaults omitted (INT 0 attr has no type/i field), params sorted. */
+/* Properties of docs/nb-format.md §2.10: defaults omitted (INT 0 attr has no type/i field), params sorted. */
 Test(writer, layout_properties) {
     cd_graph *g = build_small();
     uint8_t *bytes;

@@ -1,4 +1,4 @@
-/* Unary float ops: standalone activations (nb-format §7.21), prelu, clip, scale (§7.10) and
+/* Unary float ops: standalone activations (docs/nb-format.md §7.21), prelu, clip, scale (§7.10) and
  * dropout. Every kernel is one macro body instantiated for float and _Float16.
  *
  * Precision: affine ops (scale, dropout, prelu, square, reciprocal, clip) compute in the
@@ -192,7 +192,7 @@ static cd_status un_config(cd_op_ctx *c, const cd_value *x, un_cfg *u) {
             u->p0 = !strcmp(impl, "upscale_in_train") ? 1.0f : 1.0f - p;
             return CD_OK;
         }
-        /* scale: scale/bias/bias_after_scale are required (§7.10) */
+        /* scale: scale/bias/bias_after_scale are required (docs/nb-format.md §7.10) */
         if ((s = fattr(c, "scale", 1.0, true, &u->p0)) || (s = fattr(c, "bias", 0.0, true, &u->p1))) return s;
         if (!cd_op_attr(c->op, "bias_after_scale"))
             return cd_op_fail(c, CD_E_MODEL, "required BOOLEAN attribute 'bias_after_scale' is missing");

@@ -1,4 +1,4 @@
-/* Binary elementwise ops (nb-format §7.4) with Paddle's legacy `axis` broadcasting (§7.0):
+/* Binary elementwise ops (docs/nb-format.md §7.4) with Paddle's legacy `axis` broadcasting (§7.0):
  * elementwise_add|sub|mul|div|max|min|pow|floordiv|mod and
  * fusion_elementwise_add|sub|mul|div|max|min_activation, plus elementwise_mul's OpenCL
  * `fuse_scale` affine + activation stage.

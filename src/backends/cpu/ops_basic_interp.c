@@ -1,4 +1,4 @@
-/* bilinear_interp, nearest_interp and their _v2 forms (nb-format §7.20), NCHW.
+/* bilinear_interp, nearest_interp and their _v2 forms (docs/nb-format.md §7.20), NCHW.
  *
  * Coordinates and weights are computed in float exactly as §7.20 states (Lite derives the
  * bilinear ratio from the sizes, nearest_v2 from 1/scale when a scale is available); the

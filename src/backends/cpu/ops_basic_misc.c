@@ -1,4 +1,4 @@
-/* Identity/placement ops (feed, fetch, io_copy, layout: nb-format §4.5, §7.24), calib
+/* Identity/placement ops (feed, fetch, io_copy, layout: docs/nb-format.md §4.5, §7.24), calib
  * (§7.22), shuffle_channel, arg_max, pad2d and pad3d.
  *
  * calib in a float reference engine (decision, §7.22): the run keeps every activation in

@@ -109,7 +109,7 @@ cd_status cd_more_unary_run(cd_op_ctx *c) {
 
 /* ------------------------------------------------------------------ greater_than */
 
-/* Output shape of X op Y per nb-format §7.0 and the element strides of X and Y over it
+/* Output shape of X op Y per docs/nb-format.md §7.0 and the element strides of X and Y over it
  * (0 where an operand is broadcast). Returns 0, or -1 with msg filled. */
 int cd_more_bcast(const cd_shape *x, const cd_shape *y, int64_t axis, cd_shape *out, int64_t sx[CD_MAX_RANK],
                   int64_t sy[CD_MAX_RANK], char *msg, size_t msz) {

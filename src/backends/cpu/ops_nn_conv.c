@@ -1,4 +1,4 @@
-/* conv2d, depthwise_conv2d, conv2d_transpose, depthwise_conv2d_transpose (nb-format §7.1,
+/* conv2d, depthwise_conv2d, conv2d_transpose, depthwise_conv2d_transpose (docs/nb-format.md §7.1,
  * §7.2) with groups, dilations, 2/4-value paddings, SAME/VALID/EXPLICIT, Bias, fused
  * activation (with_act/act_type, Prelu_alpha) and the SecondInput residual fusion.
  *

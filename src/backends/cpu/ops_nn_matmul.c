@@ -1,4 +1,4 @@
-/* fc, mul, matmul (v1), matmul_v2 (nb-format §7.6-§7.9) on the blocked GEMM, in float and
+/* fc, mul, matmul (v1), matmul_v2 (docs/nb-format.md §7.6-§7.9) on the blocked GEMM, in float and
  * _Float16 (one template body, instantiated twice).
  *
  * Batched matmul broadcasts batch dims NumPy-style for both versions; that is a superset of

@@ -1,4 +1,4 @@
-/* batch_norm (§7.3), layer_norm (§7.23), instance_norm (Paddle semantics: per (n, c) over
+/* batch_norm (docs/nb-format.md §7.3), layer_norm (§7.23), instance_norm (Paddle semantics: per (n, c) over
  * the spatial dims, optional Scale/Bias [C], epsilon; OpenCL pass may add activation_type).
  *
  * Precision: the statistics (mean, variance) are accumulated in double from the stored

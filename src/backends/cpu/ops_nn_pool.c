@@ -1,4 +1,4 @@
-/* pool2d (nb-format §7.5): max / avg, global, adaptive, exclusive, ceil_mode, 2/4-value
+/* pool2d (docs/nb-format.md §7.5): max / avg, global, adaptive, exclusive, ceil_mode, 2/4-value
  * paddings, SAME/VALID/EXPLICIT. One template body for float and _Float16.
  *
  * fp16 average pooling sums the window in float and rounds the mean to half once. A half
@@ -81,7 +81,7 @@ static cd_status pool_parse(cd_op_ctx *c, pool_geo *g) {
     } else {
         int64_t eh = g->H - g->kh + g->pt + g->pb, ew = g->W - g->kw + g->pl + g->pr;
         /* A window larger than the padded input still gives one output row when the
-         * excess is below the stride: C division truncates toward zero (nb-format §7),
+         * excess is below the stride: C division truncates toward zero (docs/nb-format.md §7),
          * exactly as Paddle-Lite computes it; the window is then clipped to the input.
          * (PP-OCR slim cls at its declared 32x100 input relies on this.) */
         if (eh <= -g->sh || ew <= -g->sw)

@@ -1,4 +1,4 @@
-/* softmax (§7.11, axis default -1, eleminate_success) and log_softmax (Paddle: axis
+/* softmax (docs/nb-format.md §7.11, axis default -1, eleminate_success) and log_softmax (Paddle: axis
  * default -1). One template body for float and _Float16: max and x - max run in the
  * storage type; exp and log are evaluated in float on the half value and rounded once, as
  * a half math library does. The sum of exponentials is accumulated in float in both

@@ -1,4 +1,4 @@
-/* Shape-family ops (nb-format §7.12–§7.19 and §7.25): reshape, transpose, flatten,
+/* Shape-family ops (docs/nb-format.md §7.12–§7.19 and §7.25): reshape, transpose, flatten,
  * squeeze, unsqueeze, concat, split, slice, stack, shape, fill_constant(_batch_size_like),
  * assign, cast. All move bytes by element size, so every dtype works.
  *

@@ -27,7 +27,7 @@ cd_status cd_ops_list_ints(cd_op_ctx *c, const char *slot, int64_t *out, int *n)
  * names it in the message ("axis", "gather axis"). */
 cd_status cd_ops_axis(cd_op_ctx *c, const char *slot, const char *what, int rank, int64_t *axis);
 
-/* Paddle's legacy axis broadcasting (nb-format §7.0): aligns X's and Y's dims to the larger
+/* Paddle's legacy axis broadcasting (docs/nb-format.md §7.0): aligns X's and Y's dims to the larger
  * rank r into ax[0..r) and ay[0..r), the smaller operand placed at `axis` (-1: trailing; below
  * -1: counted from the end) and padded with 1s. Returns 0, or -1 when `axis` cannot place the
  * smaller operand inside the larger one. */

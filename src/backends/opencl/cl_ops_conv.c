@@ -1,5 +1,5 @@
 /* Dispatchers of kernels/conv.cl: conv2d, depthwise_conv2d, conv2d_transpose
- * (nb-format §7.1, §7.2). Picks the kernel: depthwise direct (one channel per group),
+ * (docs/nb-format.md §7.1, §7.2). Picks the kernel: depthwise direct (one channel per group),
  * 1x1 GEMM (stride 1, no padding: the input is the im2col matrix), general implicit GEMM. */
 #include "backends/opencl/cl_ops_util.h"
 #include <stdio.h>

@@ -33,7 +33,7 @@ static cd_status plan_scalar(cd_cl_ctx *c, const char *slot, float *out, cd_erro
     return CD_OK;
 }
 
-/* Activation of a standalone op: the engine's parser for the shared kinds, §7.21 for the rest. */
+/* Activation of a standalone op: the engine's parser for the shared kinds, docs/nb-format.md §7.21 for the rest. */
 static cd_status standalone_act(cd_cl_ctx *c, ew_act *a, cd_error *err) {
     const char *t = c->op->type;
     static const struct { const char *name; int kind; } extra[] = {
@@ -219,7 +219,7 @@ static int binop_code(const char *t) {
     return -1;
 }
 
-/* Merged iteration dims and element strides (0 = broadcast) of out = X op Y, §7.0. */
+/* Merged iteration dims and element strides (0 = broadcast) of out = X op Y, docs/nb-format.md §7.0. */
 static cd_status bcast(cd_cl_ctx *c, const cd_shape *x, const cd_shape *y, const cd_shape *o, int64_t axis, int *nd,
                        int64_t dim[8], int64_t sx[8], int64_t sy[8], cd_error *err) {
     int r = x->rank >= y->rank ? x->rank : y->rank, lo = x->rank + y->rank - r;

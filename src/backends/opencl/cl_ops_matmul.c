@@ -1,4 +1,4 @@
-/* Dispatchers of kernels/matmul.cl: fc, mul, matmul, matmul_v2 (nb-format §7.6-7.9). Every
+/* Dispatchers of kernels/matmul.cl: fc, mul, matmul, matmul_v2 (docs/nb-format.md §7.6-7.9). Every
  * form becomes one batched GEMM with element strides: transposes swap strides, broadcast
  * batches get stride 0, rank-1 operands become a row or a column. */
 #include "backends/opencl/cl_ops_util.h"

@@ -54,7 +54,7 @@ static cd_status op_unary(cd_cl_ctx *c, cd_error *err) {
 
 /* ---------------------------------------------------------------- greater_than */
 
-/* Element strides of X and Y over the planned output (0 = broadcast), nb-format §7.0. */
+/* Element strides of X and Y over the planned output (0 = broadcast), docs/nb-format.md §7.0. */
 static cd_status bcast_strides(cd_cl_ctx *c, const cd_shape *x, const cd_shape *y, const cd_shape *o, int64_t axis,
                                int64_t sx[8], int64_t sy[8], cd_error *err) {
     int r = x->rank >= y->rank ? x->rank : y->rank, lo = x->rank + y->rank - r;

@@ -1,4 +1,4 @@
-/* Dispatchers of kernels/pool.cl (pool2d, nb-format §7.5) and kernels/softmax.cl
+/* Dispatchers of kernels/pool.cl (pool2d, docs/nb-format.md §7.5) and kernels/softmax.cl
  * (softmax, log_softmax, §7.11). */
 #include "backends/opencl/cl_ops_util.h"
 #include <string.h>

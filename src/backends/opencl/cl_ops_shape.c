@@ -281,7 +281,7 @@ static cd_status op_calib(cd_cl_ctx *c, cd_error *err) {
     return clu_launch1(c, k, n, err);
 }
 
-/* pad2d / pad3d (nb-format §7.25): paddings from the Paddings input (a plan-time value) or
+/* pad2d / pad3d (docs/nb-format.md §7.25): paddings from the Paddings input (a plan-time value) or
  * the attribute, mapped to per-dim (before, after) exactly like the CPU kernel; the output
  * shape comes from the plan and is checked against them. The pad value is converted to the
  * tensor's dtype here (cd_value_set, as on the CPU) and passed as raw bits. */
@@ -400,7 +400,7 @@ static cd_status op_shuffle(cd_cl_ctx *c, cd_error *err) {
     return strided_copy(c, x, y, 4, dims, sst, dst, 0, 0, err);
 }
 
-/* arg_max over one axis of a float tensor (nb-format §7.25), int32 or int64 indices. */
+/* arg_max over one axis of a float tensor (docs/nb-format.md §7.25), int32 or int64 indices. */
 static cd_status op_argmax(cd_cl_ctx *c, cd_error *err) {
     int x, y;
     cd_status s;

@@ -59,7 +59,7 @@ static inline size_t clu_round(size_t x, size_t m) { return (x + m - 1) / m * m;
 /* Launches a 1-D kernel over n work-items (local size left to the driver). */
 cd_status clu_launch1(cd_cl_ctx *c, cl_kernel k, int64_t n, cd_error *err);
 
-/* Padding of conv/pool per nb-format §7.0 into pads[4] = top, bottom, left, right.
+/* Padding of conv/pool per docs/nb-format.md §7.0 into pads[4] = top, bottom, left, right.
  * ksize = filter (conv) or window (pool) sizes; dil may be NULL (pool); SAME sets dil to 1. */
 cd_status clu_pads(cd_cl_ctx *c, const int64_t in_hw[2], const int64_t k[2], const int64_t stride[2],
                    int64_t dil[2], int64_t pads[4], cd_error *err);

@@ -33,8 +33,8 @@ typedef struct cd_pl_env {
  * CD_E_BACKEND with what to install. */
 cd_status cd_pl_find(cd_pl_env *env, cd_error *err);
 
-/* One run of scripts/pl_bridge.py on any .nb (the building block; point 3's Opt-made models
- * use it as they are): dir holds input_<k>.npy and receives out_<i>.npy, run.json and
+/* One run of scripts/pl_bridge.py on any .nb (the building block; the `cldiff export` + Opt models of
+ * docs/paddle-lite-opencl.md use it as they are): dir holds input_<k>.npy and receives out_<i>.npy, run.json and
  * bridge.log. A signal or timeout -> CD_E_CRASH (*crashed set), bridge exit 3 -> CD_E_MODEL,
  * 2 -> CD_E_USAGE, else CD_E_BACKEND; messages carry the bridge's last lines. */
 typedef struct cd_pl_bridge_req {
