@@ -1,6 +1,6 @@
 """A small, independent reader of Paddle-Lite .nb models (meta_version 2) for the int8 oracle:
 the ops of block 0 (type, input/output slots, attributes, kernel record) and the parameters
-as numpy arrays. Written from the file format (../shared/docs/nb-format.md §1.3, §3), not from
+as numpy arrays. Written from the file format (docs/nb-format.md §1.3, §3), not from
 cldiff's C reader, so the oracle does not share its bugs. No validation beyond what Python's
 slicing gives: use it on trusted test models only."""
 import struct
