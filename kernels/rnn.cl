@@ -1,4 +1,4 @@
-/* Paddle's rnn op (docs/nb-format.md §7.24; reference src/backends/cpu/ops_rnn.c): LSTM, GRU,
+/* Paddle's rnn op (docs/nb-format.md §7.25; reference src/backends/cpu/ops_rnn.c): LSTM, GRU,
  * RNN_TANH, RNN_RELU, multi-layer, bidirectional, time-major, optional SequenceLength.
  * The host loops over layers, directions and time steps; per (layer, direction):
  *   rnn_proj   gx[r, j] = sum_k in[r, k] * W_ih[j, k] + b_ih[j]   for all T*N rows at once

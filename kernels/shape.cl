@@ -84,7 +84,7 @@ __kernel void arg_max(__global const REAL *x, __global int *out32, __global long
     else out32[i] = best;
 }
 
-/* cast (docs/nb-format.md §7.13) between the run's float type and int32/int64, with the CPU's
+/* cast (docs/nb-format.md §7.25) between the run's float type and int32/int64, with the CPU's
  * rules (engine/value.c cd_value_set): int -> float is one rounding to nearest of the
  * exact integer, as the CPU's int -> double -> float / half (for |v| >= 2^53 the CPU's
  * double rounds first, which cast_i64_f reproduces in integer arithmetic); float -> int
