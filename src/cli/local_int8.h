@@ -1,5 +1,5 @@
 /* The local check of int8 layers when the reference run computed them in integer arithmetic
- * (--int8 arm, docs/int8.md "Bounds"): such a layer is held to the int8 bound family
+ * (--int8 arm, docs/int8.md §4, its int8 bound): such a layer is held to the int8 bound family
  * (compare/bounds.h CD_FAM_INT8) instead of the float accumulation bound. */
 #ifndef CD_LOCAL_INT8_H
 #define CD_LOCAL_INT8_H

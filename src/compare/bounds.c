@@ -15,7 +15,7 @@ double cd_gamma(int64_t k, double u) {
     return ku >= 1 ? INFINITY : ku / (1 - ku);
 }
 
-/* CD_FAM_INT8 (docs/int8.md "Bounds"). The reference side is exact integer arithmetic and one
+/* CD_FAM_INT8 (docs/int8.md §4, its int8 bound). The reference side is exact integer arithmetic and one
  * final float evaluation: y = fma((float)S, m, b) with m = ws*in_s (/out_s), each of the int ->
  * float conversion, the folded multiplier and the fma rounding once (4 u relative to the
  * magnitude). The checked side sums the same products of dequantized floats (gamma_{K+2}). An

@@ -14,6 +14,8 @@ docs/*.md:
   closest before it: on the same line, else (source files) earlier in the file, else (docs
   pages) the page itself. A § after a citation of an outside standard on its line ("OpenCL 1.2
   §7.4", "Higham ... §3.1") is not ours and is skipped;
+- a heading cited by its title, as in docs/verdicts.md "Output tolerance" or
+  docs/design.md, "Backends", is a heading of that page (its text contains the title);
 - nothing cites a document that lives outside the repository (DESIGN.md, "nb-format" without
   docs/, ../shared/docs, the field notes): cite the docs/ page instead.
 """
@@ -25,8 +27,10 @@ import tempfile
 SCAN_DIRS = ("src", "probes", "report", "kernels", "scripts", "tests", "cmake")
 TEXT_EXT = (".c", ".h", ".cc", ".cpp", ".cl", ".py", ".sh", ".cmake", ".md", ".txt", ".in")
 SKIP_DIRS = {"seeds", "regressions", "__pycache__"}
+SELF_REL = os.path.join("tests", "docs", "check_doc_refs.py")  # cites broken pages on purpose
 
 DOC_RE = re.compile(r"(?<![\w/.-])docs/([A-Za-z0-9_-]+)\.md")
+TITLE_RE = re.compile(r'(?<![\w/.-])docs/([A-Za-z0-9_-]+)\.md[,;:]? ?\(?"([^"]{2,80})"')
 SECTION_RE = re.compile(r"§\s?(\d+(?:\.\d+)*[a-z]?)(?:\s*[-–]\s*§?(\d+(?:\.\d+)*[a-z]?))?(?:\s+rules?\s+(\d+))?")
 # Outside standards whose sections the code may cite: a § after one of these (on its line, with
 # no docs/ page cited in between) is not a reference to our documents.
@@ -58,6 +62,18 @@ def headings(path):
     return out, lines
 
 
+def titles(lines):
+    """The text of every heading of a page, lower case, without markup."""
+    fence = False
+    out = []
+    for line in lines:
+        if line.startswith("```"):
+            fence = not fence
+        if not fence and re.match(r"#{1,6}\s", line):
+            out.append(re.sub(r"[`*_]", "", line.lstrip("#")).strip().lower())
+    return out
+
+
 class Docs:
     def __init__(self, root):
         self.root = root
@@ -68,6 +84,15 @@ class Docs:
             p = os.path.join(self.root, "docs", name + ".md")
             self.cache[name] = headings(p) if os.path.isfile(p) else None
         return self.cache[name]
+
+    def title_problem(self, name, title):
+        got = self.page(name)
+        if got is None:
+            return None  # reported as a missing page
+        want = re.sub(r"[`*_]", "", title).strip().lower()
+        if any(want in t for t in titles(got[1])):
+            return None
+        return 'docs/%s.md has no heading "%s"' % (name, title)
 
     def section_problem(self, name, sec, rule):
         got = self.page(name)
@@ -87,7 +112,7 @@ class Docs:
         return "docs/%s.md has no section %s" % (name, sec)
 
 
-def files_to_scan(root, self_path):
+def files_to_scan(root):
     for top in ("README.md", "CMakeLists.txt"):
         p = os.path.join(root, top)
         if os.path.isfile(p):
@@ -103,7 +128,7 @@ def files_to_scan(root, self_path):
             dn[:] = sorted(x for x in dn if x not in SKIP_DIRS)
             for f in sorted(fn):
                 p = os.path.join(dp, f)
-                if os.path.abspath(p) == self_path:
+                if os.path.relpath(p, root) == SELF_REL:
                     continue
                 if f.endswith(TEXT_EXT) or f == "CMakeLists.txt":
                     yield p
@@ -113,9 +138,8 @@ def check(root):
     """List of 'path:line: problem' strings."""
     root = os.path.abspath(root)
     docs = Docs(root)
-    self_path = os.path.abspath(__file__)
     problems = []
-    for path in files_to_scan(root, self_path):
+    for path in files_to_scan(root):
         rel = os.path.relpath(path, root)
         is_page = rel.startswith("docs" + os.sep) and rel.endswith(".md")
         own = os.path.splitext(os.path.basename(rel))[0] if is_page else None
@@ -135,6 +159,10 @@ def check(root):
             for _, name in cites:
                 if docs.page(name) is None:
                     problems.append("%s:%d: cites docs/%s.md, which does not exist" % (rel, ln, name))
+            for m in TITLE_RE.finditer(line):
+                why = docs.title_problem(m.group(1), m.group(2))
+                if why:
+                    problems.append("%s:%d: %s" % (rel, ln, why))
             for m in SECTION_RE.finditer(line):
                 before = [n for pos, n in cites if pos < m.start()]
                 last_doc = max((pos for pos, _ in cites if pos < m.start()), default=-1)
@@ -172,7 +200,8 @@ def self_test():
                     " * continued: §8.2 rule 3, §1.2-8.1 */\n"
                     "/* bad: §1.3, §8.1 rule 3, §9 */\n"
                     "/* Higham, Accuracy and Stability, §3.1 is not ours; OpenCL 1.2 §7.4 neither */\n"
-                    "/* docs/gone.md and DESIGN.md and nb-format §1 and ../shared/docs/x.md */\n")
+                    "/* docs/gone.md and DESIGN.md and nb-format §1 and ../shared/docs/x.md */\n"
+                    "/* docs/fmt.md \"Two\" and docs/fmt.md, \"`Rules`\" exist; docs/fmt.md (\"Three\") does not */\n")
         with open(os.path.join(d, "src", "m", "b.h"), "w") as f:
             f.write("/* a bare §1 with no page before it */\n")
         got = sorted(check(d))
@@ -187,6 +216,7 @@ def self_test():
             "src/m/a.c:5: ../shared/docs is outside the repository: cite the docs/ page",
             "src/m/a.c:5: '§1': docs/gone.md does not exist",
             "src/m/b.h:1: '§1' names a section of no document: cite the page (docs/<name>.md §N)",
+            'src/m/a.c:6: docs/fmt.md has no heading "Three"',
         ])
         if got != want:
             print("self-test FAILED\n  expected:\n    %s\n  got:\n    %s" % ("\n    ".join(want), "\n    ".join(got)))

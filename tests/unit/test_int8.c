@@ -237,7 +237,7 @@ Test(int8_validation, bit_length_is_not_checked) {
     }
 }
 
-/* The int8 bound family (compare/bounds.c CD_FAM_INT8, docs/int8.md "Bounds"). */
+/* The int8 bound family (compare/bounds.c CD_FAM_INT8, docs/int8.md §4). */
 #include "compare/bounds.h"
 Test(int8_bounds, family) {
     cd_bound_spec s = {.fam = CD_FAM_INT8, .K = 9, .lipschitz = 1, .safety = CD_BOUND_SAFETY,
