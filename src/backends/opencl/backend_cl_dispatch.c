@@ -1,5 +1,6 @@
 /* The OpenCL backend's dispatch: programs per op family and variant, the callbacks the
  * cl_ops enqueue functions use, and run_op (kernel, alias, host or CPU fallback). */
+#include <dlfcn.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -160,6 +161,22 @@ static cd_status check_feed(clrt *r, int i, cd_error *err) {
     return CD_OK;
 }
 
+/* Test hook of the fault injector (tests/faultinj, docs/planted-bugs.md "Fault injection"):
+ * when a library in the process exports cldiff_faultinj_op (the injector's OpenCL layer does),
+ * it is told, before an op's kernels are enqueued, the op and the device buffer of its first
+ * output (dtype is cd_dtype: 0 f32, 1 f16). Looked up once; absent, nothing is called. */
+typedef void (*cd_faultinj_fn)(int op, const char *type, const char *layer, void *mem, size_t bytes, int dtype,
+                               int rank, const int64_t *dims);
+static void faultinj_hook(clrt *r, int i, const cd_op *op) {
+    static int looked;
+    static cd_faultinj_fn fn;
+    if (!looked) { looked = 1; *(void **)&fn = dlsym(RTLD_DEFAULT, "cldiff_faultinj_op"); }
+    int id = op->n_out > 0 && op->out[0].n > 0 ? op->out[0].ids[0] : -1;
+    if (fn && id >= 0 && r->bufs[id])
+        fn(i, op->type, op->name, r->bufs[id]->mem, r->bufs[id]->bytes, (int)r->plan->meta[id].dtype,
+           r->shape[id].rank, r->shape[id].d);
+}
+
 /* Op i on its OpenCL kernel. A kernel that cannot run the op leaves the reason in why (the
  * caller then runs it on the CPU); *t0 restarts once the program is built. */
 static cd_status run_kernel(clrt *r, int i, cd_op_report *rep, char *why, size_t why_n, double *t0, cd_error *err) {
@@ -191,6 +208,7 @@ static cd_status run_kernel(clrt *r, int i, cd_op_report *rep, char *why, size_t
                    .cpu_device = !strcmp(r->info.type, "CPU") && !getenv("CLDIFF_CL_GPU_KERNELS"), .plan = plan, .op = op,
                    .op_index = i, .variant = r->variant, .buf = cb_buf, .kernel = cb_kernel,
                    .launch = cb_launch, .scratch = cb_scratch, .rt = r};
+    faultinj_hook(r, i, op);
     st = d->enqueue(&c, &e);
     if (!st) st = clrt_finish_op(r, &rep->kernel_us, &e);
     else clrt_release_op_state(r);
