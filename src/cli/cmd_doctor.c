@@ -4,7 +4,9 @@
  *
  * Exit codes: 0 every build ok; 4 no OpenCL library / platform / device; 5 the driver
  * crashed or hung (enumeration or a build); 8 some build failed (those ops fall back to the
- * CPU in a run); 2 bad options. */
+ * CPU in a run); 2 bad options. Then, whatever the OpenCL result, the Paddle-Lite engines
+ * (paddle-lite-arm, paddle-lite-opencl): usable or what is missing; they do not change the
+ * exit code. */
 #include <errno.h>
 #include <poll.h>
 #include <signal.h>
@@ -16,6 +18,7 @@
 #include <unistd.h>
 #include "backends/opencl/backend_cl.h"
 #include "backends/opencl/loader.h"
+#include "backends/paddlelite/pl_sdk.h"
 #include "cli/cli.h"
 
 typedef struct {
@@ -239,7 +242,38 @@ static void print_lines(const char *s, int max_lines, const char *indent) {
     }
 }
 
+/* Paddle-Lite's engines (backends/paddlelite/pl_sdk.h): the helpers cldiff runs, and for each
+ * engine its SDK, compiler, qemu, OpenCL library and platform order, runner. Informational: the
+ * exit code stays the OpenCL check's. */
+static void doctor_paddle_lite(void) {
+    printf("\nPaddle-Lite engines (docs/paddle-lite.md):\n");
+    static const char *const helpers[] = {"scripts/pl_bridge.py", "scripts/pl_ocl.py",
+                                          "probes/paddle-lite/pl_probe_runner.cc"};
+    for (size_t i = 0; i < sizeof helpers / sizeof *helpers; i++) {
+        char p[4096];
+        if (cd_pl_find_helper(helpers[i], p, sizeof p)) printf("  helper  %s: %s\n", helpers[i], p);
+        else printf("  MISSING helper %s: not beside cldiff, in ../share/cldiff or in the source tree\n", helpers[i]);
+    }
+    for (int k = CD_PL_ENGINE_ARM; k <= CD_PL_ENGINE_OPENCL; k++) {
+        printf("%s:\n", cd_pl_engine_name((cd_pl_engine_kind)k));
+        fflush(stdout);
+        char rep[16384];
+        cd_pl_engine_check((cd_pl_engine_kind)k, NULL, rep, sizeof rep);
+        fputs(rep, stdout);
+    }
+    fflush(stdout);
+}
+
+static int doctor_opencl(int argc, char **argv, bool *parsed);
+
 int cd_cmd_doctor(int argc, char **argv) {
+    bool parsed = false;
+    int rc = doctor_opencl(argc, argv, &parsed);
+    if (parsed && rc != CD_E_USAGE) doctor_paddle_lite(); /* a bad --cl-device: fix the command first */
+    return rc;
+}
+
+static int doctor_opencl(int argc, char **argv, bool *parsed) {
     cd_cli_opts o;
     int rc = cd_cli_parse(argc, argv, 1, &o, "doctor");
     if (rc) return rc;
@@ -247,6 +281,7 @@ int cd_cmd_doctor(int argc, char **argv) {
         fprintf(stderr, "cldiff doctor: unexpected argument '%s' (doctor takes options only)\n", o.positional[0]);
         return CD_E_USAGE;
     }
+    *parsed = true;
     double limit = o.timeout_s > 0 ? o.timeout_s : 600;
     printf("OpenCL library search (--cl-lib, CLDIFF_OPENCL_LIB, ICD loader, vendor libraries):\n");
     cd_clfn cl;
