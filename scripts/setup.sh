@@ -7,13 +7,17 @@
 #                            Python oracles (numpy, h5py, onnx, onnxruntime) in .venv
 #                            (CLDIFF_SKIP_PY=1 skips the Python part), and Paddle-Lite's own
 #                            runtime for the paddle-lite backend: .venv-pl with the paddlelite
-#                            wheel (CLDIFF_SKIP_PL=1 skips it; docs/paddle-lite.md)
+#                            wheel (CLDIFF_SKIP_PL=1 skips it; docs/paddle-lite.md), and what
+#                            the paddle-lite-arm / paddle-lite-opencl engines need at run time
+#   Both sets unpack the Paddle-Lite SDKs ../shared/paddle-lite/sdk-*.tar.xz (CD_PL_SDK_ARCHIVES
+#   names another folder) into .paddle-lite/, where cldiff looks for them by default; an SDK
+#   already there is left as it is.
 set -euo pipefail
 here="$(cd "$(dirname "$0")/.." && pwd)"
 what=${1:-tests}
 case "$what" in
     demo|tests) ;;
-    -h|--help) sed -n '2,8p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,14p' "$0"; exit 0 ;;
     *) echo "setup.sh: unknown set '$what' (demo or tests)" >&2; exit 2 ;;
 esac
 # The build (CMakeLists.txt: HDF5, libpng, OpenMP from GCC, CL/cl.h) and an OpenCL device to
@@ -28,7 +32,13 @@ demo_pkgs=(build-essential cmake pkg-config libhdf5-dev libpng-dev
 test_pkgs=(libcriterion-dev hdf5-tools clinfo oclgrind clang zlib1g-dev
            python3 python3-venv python3-pip help2man
            valgrind clang-15 libclang-common-15-dev libomp-15-dev
-           gcc-aarch64-linux-gnu libc6-dev-arm64-cross qemu-user)
+           gcc-aarch64-linux-gnu libc6-dev-arm64-cross qemu-user
+           g++ g++-aarch64-linux-gnu libopenblas0-pthread libgfortran5)
+# The Paddle-Lite engines (src/backends/paddlelite/pl_sdk.h): the runner is compiled per SDK
+# with g++ (x86-64 SDK) or g++-aarch64-linux-gnu (armv8 SDK, run under qemu-user with the
+# libc6/libstdc++6 arm64 cross runtime as sysroot); the x86-64 library links libopenblas.so.0
+# and libgfortran.so.5 and dlopens the unversioned libOpenCL.so (ocl-icd-opencl-dev, in the
+# demo set).
 pkgs=("${demo_pkgs[@]}")
 [ "$what" = tests ] && pkgs+=("${test_pkgs[@]}")
 missing=()
@@ -84,4 +94,23 @@ if [ "$what" = tests ] && [ "${CLDIFF_SKIP_PL:-0}" != 1 ] && [ "$(uname -m)" = x
     fi
   fi
 fi
+# The Paddle-Lite SDKs (include/ + lib/, release layout) beside the project, unpacked once into
+# .paddle-lite/ (git ignores it): each archive holds one folder named like the archive.
+pl_archives=${CD_PL_SDK_ARCHIVES:-$here/../shared/paddle-lite}
+for a in "$pl_archives"/sdk-*.tar.xz; do
+  [ -f "$a" ] || continue
+  name=$(basename "$a" .tar.xz)
+  dest=$here/.paddle-lite/$name
+  [ -f "$dest/lib/libpaddle_light_api_shared.so" ] && [ -f "$dest/include/paddle_api.h" ] && continue
+  mkdir -p "$here/.paddle-lite"
+  tmp=$(mktemp -d "$here/.paddle-lite/.unpack.XXXXXX")
+  if tar -xJf "$a" -C "$tmp" && [ -f "$tmp/$name/lib/libpaddle_light_api_shared.so" ]; then
+    rm -rf "$dest"
+    mv "$tmp/$name" "$dest"
+    echo "setup: unpacked $a into $dest"
+  else
+    echo "setup: note: $a did not unpack into $name/lib/libpaddle_light_api_shared.so; left out" >&2
+  fi
+  rm -rf "$tmp"
+done
 echo "setup: the $what dependencies are present"
