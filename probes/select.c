@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include "util/suggest.h"
 
 bool cd_select_never_probed(const cd_op *op) {
     return op->type && (!strcmp(op->type, "feed") || !strcmp(op->type, "fetch"));
@@ -27,61 +28,41 @@ static bool out_match(const cd_graph *g, const cd_op *op, const char *pat, bool 
     return false;
 }
 
-/* Edit distance, capped inputs (names are short; a long one only needs a rough score). */
-static int edit_distance(const char *a, const char *b) {
-    int la = (int)strlen(a), lb = (int)strlen(b);
-    if (la > 64) la = 64;
-    if (lb > 64) lb = 64;
-    int prev[65], cur[65];
-    for (int j = 0; j <= lb; j++) prev[j] = j;
-    for (int i = 1; i <= la; i++) {
-        cur[0] = i;
-        for (int j = 1; j <= lb; j++) {
-            int sub = prev[j - 1] + (a[i - 1] != b[j - 1]);
-            int del = prev[j] + 1, ins = cur[j - 1] + 1;
-            cur[j] = sub < del ? (sub < ins ? sub : ins) : (del < ins ? del : ins);
-        }
-        memcpy(prev, cur, sizeof(int) * (size_t)(lb + 1));
-    }
-    return prev[lb];
-}
-
-typedef struct { const char *name; int d; } cand;
-
-static void consider(cand *best, int *nb, const char *name, const char *item) {
-    if (!name || !*name) return;
-    for (int i = 0; i < *nb; i++)
-        if (!strcmp(best[i].name, name)) return;
-    int d = edit_distance(item, name);
-    int pos = *nb;
-    while (pos > 0 && best[pos - 1].d > d) pos--;
-    if (pos >= 5) return;
-    int last = *nb < 5 ? *nb : 4;
-    for (int i = last; i > pos; i--) best[i] = best[i - 1];
-    best[pos] = (cand){name, d};
-    if (*nb < 5) (*nb)++;
-}
-
-/* " (closest: a, b, c; `cldiff info MODEL` lists all N layers)" */
-static void suggestions(const cd_graph *g, const char *item, bool types, char *buf, size_t n) {
-    cand best[5];
-    int nb = 0;
-    for (int i = 0; i < g->n_ops; i++) {
+/* "; nearest names: a, b, c; `cldiff inspect MODEL` lists all N layers (--layers syntax: ...)":
+ * the 5 names (layer and output tensor names, or op types) nearest to item by edit distance. */
+static void suggestions(const cd_graph *g, const char *model, const char *item, bool types, char *buf, size_t n) {
+    int cap = 0;
+    for (int i = 0; i < g->n_ops; i++) cap += 1 + (types ? 0 : g->ops[i].n_out * 4);
+    const char **names = malloc(sizeof *names * (size_t)(cap + 1));
+    int nn = 0;
+    for (int i = 0; names && i < g->n_ops; i++) {
         const cd_op *op = &g->ops[i];
         if (cd_select_never_probed(op)) continue;
-        if (types) { consider(best, &nb, op->type, item); continue; }
-        consider(best, &nb, op->name, item);
+        if (types) { names[nn++] = op->type; continue; }
+        names[nn++] = op->name;
         for (int s = 0; s < op->n_out; s++)
             for (int k = 0; k < op->out[s].n; k++) {
                 int id = op->out[s].ids[k];
-                if (id >= 0 && id < g->n_tensors) consider(best, &nb, g->tensors[id].name, item);
+                if (id < 0 || id >= g->n_tensors) continue;
+                if (nn == cap) {
+                    const char **more = realloc(names, sizeof *names * (size_t)(cap * 2 + 1));
+                    if (!more) goto list;
+                    names = more;
+                    cap = cap * 2 + 1;
+                }
+                names[nn++] = g->tensors[id].name;
             }
     }
-    size_t o = (size_t)snprintf(buf, n, " (closest %s: ", types ? "op types" : "names");
-    for (int i = 0; i < nb && o < n; i++) o += (size_t)snprintf(buf + o, n - o, "%s%s", i ? ", " : "", best[i].name);
+list:;
+    int idx[5];
+    int nb = names ? cd_nearest_k(item, names, nn, CD_SUGGEST_ANY, idx, 5) : 0;
+    size_t o = 0;
+    if (nb) o = (size_t)snprintf(buf, n, "; nearest %s: ", types ? "op types" : "names");
+    for (int i = 0; i < nb && o < n; i++) o += (size_t)snprintf(buf + o, n - o, "%s%s", i ? ", " : "", names[idx[i]]);
+    free(names);
     if (o < n)
-        snprintf(buf + o, n - o, "; `cldiff info MODEL` lists all %d layers; syntax: all, outputs, NAME, GLOB*, "
-                 "op:TYPE, #N, #A-B)", g->n_ops);
+        snprintf(buf + o, n - o, "; `cldiff inspect %s` lists all %d layers (--layers syntax: all, outputs, NAME, "
+                 "GLOB*, op:TYPE, #N, #A-B)", model ? model : "MODEL", g->n_ops);
 }
 
 /* "#5" or "#3-17" */
@@ -109,7 +90,7 @@ bad:
     return cd_err(err, CD_E_USAGE, "--layers: bad op index item '%s' (write #N or #A-B, e.g. #3-17)", item);
 }
 
-static cd_status select_item(const cd_graph *g, const char *item, bool *mask, cd_error *err) {
+static cd_status select_item(const cd_graph *g, const char *model, const char *item, bool *mask, cd_error *err) {
     int hits = 0, raw_hits = 0; /* raw_hits counts feed/fetch too, to explain empty picks */
     char sug[768];
     if (!strcmp(item, "all")) {
@@ -148,8 +129,8 @@ static cd_status select_item(const cd_graph *g, const char *item, bool *mask, cd
         }
         if (hits) return CD_OK;
         if (raw_hits) return cd_err(err, CD_E_USAGE, "--layers: feed/fetch ops ('%s') are never probed", item);
-        suggestions(g, t, true, sug, sizeof sug);
-        return cd_err(err, CD_E_USAGE, "--layers: no op of type '%s' in the model%s", t, sug);
+        suggestions(g, model, t, true, sug, sizeof sug);
+        return cd_err(err, CD_E_USAGE, "--layers: no op of type '%s' in %s%s", t, model ? model : "the model", sug);
     }
     bool glob = has_glob(item);
     for (int i = 0; i < g->n_ops; i++) {
@@ -160,12 +141,19 @@ static cd_status select_item(const cd_graph *g, const char *item, bool *mask, cd
     }
     if (hits) return CD_OK;
     if (raw_hits) return cd_err(err, CD_E_USAGE, "--layers: '%s' names only feed/fetch ops, which are never probed", item);
-    suggestions(g, item, false, sug, sizeof sug);
-    return cd_err(err, CD_E_USAGE, "--layers: %s '%s' matches no layer or tensor name%s", glob ? "pattern" : "name",
-                  item, sug);
+    suggestions(g, model, item, false, sug, sizeof sug);
+    if (glob)
+        return cd_err(err, CD_E_USAGE, "--layers: pattern '%s' matches no layer or tensor in %s%s", item,
+                      model ? model : "the model", sug);
+    return cd_err(err, CD_E_USAGE, "--layers: no layer or tensor '%s' in %s%s", item, model ? model : "the model", sug);
 }
 
 cd_status cd_select_layers(const cd_graph *g, const char *spec, bool *mask, int *n_selected, cd_error *err) {
+    return cd_select_layers_in(g, NULL, spec, mask, n_selected, err);
+}
+
+cd_status cd_select_layers_in(const cd_graph *g, const char *model, const char *spec, bool *mask, int *n_selected,
+                              cd_error *err) {
     for (int i = 0; i < g->n_ops; i++) mask[i] = false;
     if (n_selected) *n_selected = 0;
     if (!spec) spec = "";
@@ -187,7 +175,7 @@ cd_status cd_select_layers(const cd_graph *g, const char *spec, bool *mask, int 
             st = cd_err(err, CD_E_USAGE, "--layers '%s': empty item (stray comma?)", spec);
             break;
         }
-        st = select_item(g, b, mask, err);
+        st = select_item(g, model, b, mask, err);
         if (st) break;
         if (!comma) break;
         s = comma + 1;

@@ -6,7 +6,7 @@
  *   conv2d_0.tmp_0      ... or an output tensor name (every op that writes that name)
  *   conv2d_*            a glob (fnmatch: * ? [..]) over layer names and output tensor names
  *   op:TYPE             all ops of a type (TYPE may be a glob: op:*pool*)
- *   #5  #3-17           op indices (inclusive range, as `cldiff info` prints them)
+ *   #5  #3-17           op indices (inclusive range, as `cldiff inspect` numbers them)
  *
  * Items are separated by commas and combine as a union; spaces around items are ignored.
  * feed and fetch ops are never probed (fetch outputs are the producer's data). Every item
@@ -20,6 +20,10 @@
  * spec NULL or "" means "all". Errors are CD_E_USAGE naming the item and listing valid
  * names close to it. */
 cd_status cd_select_layers(const cd_graph *g, const char *spec, bool *mask, int *n_selected, cd_error *err);
+/* The same; model (the .nb path, may be NULL) is named in messages ("no layer 'conv2d_9' in
+ * m.nb; nearest names: ...; `cldiff inspect m.nb` lists all 42 layers"). */
+cd_status cd_select_layers_in(const cd_graph *g, const char *model, const char *spec, bool *mask, int *n_selected,
+                              cd_error *err);
 /* True for ops that are never probed (feed, fetch). */
 bool cd_select_never_probed(const cd_op *op);
 #endif

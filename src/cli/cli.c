@@ -1,9 +1,11 @@
 /* Argument parsing and subcommand dispatch. Exit codes are documented in README.md. */
 #include "backends/cpu/gemm.h"
 #include "cli/cli.h"
+#include "util/suggest.h"
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 static const char *const USAGE_MAIN =
     "usage: cldiff MODEL.nb [options]            compare CPU and OpenCL layer by layer\n"
@@ -17,7 +19,8 @@ static const char *const USAGE_MAIN =
     "       cldiff import DIR --manifest probed.manifest.json -o dump.h5   outputs saved by Paddle-Lite\n"
     "\n"
     "model and inputs:\n"
-    "  --shape NAME=1,3,48,192   value for dynamic dims of an input (repeatable)\n"
+    "  --shape NAME=1,3,48,192   value for dynamic dims of an input (repeatable; default: the\n"
+    "                            shape of its --input .npy/.h5 file, when it has one)\n"
     "  --input [NAME=]SPEC       SPEC: random (default, seeded), const:V, file.npy, file.bin,\n"
     "                            file.h5:/dataset, image.png (repeatable, one per input)\n"
     "  --seed N                  seed of random inputs (default 1)\n"
@@ -92,6 +95,53 @@ static int usage_error(const char *cmd, const char *fmt, const char *arg) {
     return CD_E_USAGE;
 }
 
+/* Every option cd_cli_parse accepts: the candidates of "did you mean" (e2e_errors checks that
+ * each option `cldiff --help` documents is among them). */
+static const char *const SHARED_OPTIONS[] = {
+    "--help", "-h", "--version", "--fp32", "--fp16", "--fp16-compute", "--int8", "--int8-placement", "--quiet", "-q",
+    "--no-cache", "--no-resize", "--no-isolate", "--no-repro", "--suggest-pins", "--repro", "--inputs", "--repeat",
+    "--calibrate", "--calibrate-safety", "--out", "-o", "--layers", "--backends", "--backend-opt", "--threads",
+    "--seed", "--input", "--shape", "--mean", "--std", "--channel-order", "--dump", "--max-memory", "--compress",
+    "--timeout", "--cl-lib", "--cl-platform", "--cl-device", "--kernel-dir", "--cache-dir", "--tolerance",
+    "--baseline", "--isolate", "--local", "--atol", "--rtol", "--min-cos", "--max-fail-fraction"};
+/* instrument's own options (cmd_instrument.c takes them out before cd_cli_parse) */
+static const char *const INSTRUMENT_OPTIONS[] = {"--retarget", "--host-ops", "--target-ops", "--keep-names"};
+
+int cd_cli_unknown_option(const char *cmd, const char *opt, const char *const *candidates, int n) {
+    char word[CD_SUGGEST_MAX_LEN + 1];
+    snprintf(word, sizeof word, "%.*s", (int)strcspn(opt, "="), opt); /* --shap=1,3 -> --shap */
+    const char *near = cd_suggest(word, candidates, n);
+    fprintf(stderr, "cldiff%s%s: unknown option '%s'%s%s%s (cldiff%s%s --help lists every option)\n", cmd ? " " : "",
+            cmd ? cmd : "", opt, near ? "; did you mean " : "", near ? near : "", near ? "?" : "", cmd ? " " : "",
+            cmd ? cmd : "");
+    return CD_E_USAGE;
+}
+
+int cd_cli_bad_value(const char *cmd, const char *opt, const char *value, const char *const *values, int n) {
+    char list[256];
+    size_t o = 0;
+    list[0] = 0;
+    for (int i = 0; i < n && o < sizeof list; i++)
+        o += (size_t)snprintf(list + o, sizeof list - o, "%s%s", i == 0 ? "" : i == n - 1 ? " or " : ", ", values[i]);
+    const char *near = cd_suggest(value, values, n);
+    fprintf(stderr, "cldiff%s%s: %s expects %s, got '%s'%s%s%s (cldiff%s%s --help lists every option)\n",
+            cmd ? " " : "", cmd ? cmd : "", opt, list, value, near ? "; did you mean " : "", near ? near : "",
+            near ? "?" : "", cmd ? " " : "", cmd ? cmd : "");
+    return CD_E_USAGE;
+}
+
+/* --dump fulll: the one-line refusal naming the nearest value */
+#define BAD_VALUE(opt, ...)                                                                                          \
+    do {                                                                                                             \
+        static const char *const vals_[] = {__VA_ARGS__};                                                            \
+        return cd_cli_bad_value(cmd, opt, v, vals_, (int)(sizeof vals_ / sizeof vals_[0]));                           \
+    } while (0)
+
+static void print_version(void) {
+    printf("cldiff %s (CPU GEMM micro-kernels: fp32 %s, fp16 %s)\n", CLDIFF_VERSION, cd_gemm_kernel_name_f32(),
+           cd_gemm_kernel_name_f16());
+}
+
 static bool parse_double(const char *s, double *out) {
     char *end;
     errno = 0;
@@ -153,18 +203,18 @@ int cd_cli_parse(int argc, char **argv, int first, cd_cli_opts *o, const char *c
         const char *v = i + 1 < argc ? argv[i + 1] : NULL;
 #define NEEDV() do { if (!v) return usage_error(cmd, "option %s needs a value", a); i++; } while (0)
         if (!strcmp(a, "--help") || !strcmp(a, "-h")) { cd_cli_usage(stdout, cmd); exit(0); }
+        else if (!strcmp(a, "--version")) { print_version(); exit(0); }
         else if (!strcmp(a, "--fp32")) o->prec = CD_PREC_FP32;
         else if (!strcmp(a, "--fp16")) o->prec = CD_PREC_FP16;
         else if (!strcmp(a, "--fp16-compute")) o->fp16_compute = true;
         else if (!strcmp(a, "--int8")) {
             NEEDV();
-            if (strcmp(v, "arm") && strcmp(v, "dequant")) return usage_error(cmd, "--int8 expects arm or dequant, got '%s'", v);
+            if (strcmp(v, "arm") && strcmp(v, "dequant")) BAD_VALUE("--int8", "arm", "dequant");
             o->int8_mode = v;
         }
         else if (!strcmp(a, "--int8-placement")) {
             NEEDV();
-            if (strcmp(v, "arm") && strcmp(v, "gpu"))
-                return usage_error(cmd, "--int8-placement expects arm or gpu, got '%s'", v);
+            if (strcmp(v, "arm") && strcmp(v, "gpu")) BAD_VALUE("--int8-placement", "arm", "gpu");
             o->int8_placement = v;
         }
         else if (!strcmp(a, "--quiet") || !strcmp(a, "-q")) o->quiet = true;
@@ -208,11 +258,11 @@ int cd_cli_parse(int argc, char **argv, int first, cd_cli_opts *o, const char *c
         else if (!strcmp(a, "--std")) { NEEDV(); o->std = v; }
         else if (!strcmp(a, "--channel-order")) {
             NEEDV();
-            if (strcmp(v, "rgb") && strcmp(v, "bgr")) return usage_error(cmd, "--channel-order expects rgb or bgr, got '%s'", v);
+            if (strcmp(v, "rgb") && strcmp(v, "bgr")) BAD_VALUE("--channel-order", "rgb", "bgr");
             o->channel_order = v;
         } else if (!strcmp(a, "--dump")) {
             NEEDV();
-            if (strcmp(v, "full") && strcmp(v, "stats")) return usage_error(cmd, "--dump expects full or stats, got '%s'", v);
+            if (strcmp(v, "full") && strcmp(v, "stats")) BAD_VALUE("--dump", "full", "stats");
             o->dump_mode = v;
         } else if (!strcmp(a, "--max-memory")) {
             NEEDV(); char *end; errno = 0;
@@ -243,8 +293,7 @@ int cd_cli_parse(int argc, char **argv, int first, cd_cli_opts *o, const char *c
         else if (!strcmp(a, "--baseline")) { NEEDV(); o->baseline = v; }
         else if (!strcmp(a, "--isolate") || !strcmp(a, "--local")) {
             NEEDV();
-            if (strcmp(v, "first") && strcmp(v, "all") && strcmp(v, "none"))
-                return usage_error(cmd, "--local (--isolate) expects all or none (first: the same as all), got '%s'", v);
+            if (strcmp(v, "first") && strcmp(v, "all") && strcmp(v, "none")) BAD_VALUE(a, "all", "none", "first");
             o->isolate_mode = v;
         } else if (!strcmp(a, "--atol") || !strcmp(a, "--rtol") || !strcmp(a, "--min-cos") || !strcmp(a, "--max-fail-fraction")) {
             NEEDV(); double d;
@@ -254,7 +303,14 @@ int cd_cli_parse(int argc, char **argv, int first, cd_cli_opts *o, const char *c
             else if (!strcmp(a, "--min-cos")) o->min_cos = d;
             else o->max_fail_fraction = d;
         } else if (a[0] == '-' && a[1]) {
-            return usage_error(cmd, "unknown option '%s'", a);
+            if (cmd && !strcmp(cmd, "instrument")) {
+                const char *c[sizeof SHARED_OPTIONS / sizeof *SHARED_OPTIONS + 4];
+                int n = 0;
+                for (size_t k = 0; k < sizeof SHARED_OPTIONS / sizeof *SHARED_OPTIONS; k++) c[n++] = SHARED_OPTIONS[k];
+                for (int k = 0; k < 4; k++) c[n++] = INSTRUMENT_OPTIONS[k];
+                return cd_cli_unknown_option(cmd, a, c, n);
+            }
+            return cd_cli_unknown_option(cmd, a, SHARED_OPTIONS, (int)(sizeof SHARED_OPTIONS / sizeof *SHARED_OPTIONS));
         } else {
             if (o->n_positional == 4) return usage_error(cmd, "too many arguments ('%s')", a);
             o->positional[o->n_positional++] = a;
@@ -279,11 +335,7 @@ static char *join_argv(int argc, char **argv) {
 int cd_cli_main(int argc, char **argv) {
     if (argc < 2) { cd_cli_usage(stderr, NULL); return CD_E_USAGE; }
     const char *cmd = argv[1];
-    if (!strcmp(cmd, "--version")) {
-        printf("cldiff %s (CPU GEMM micro-kernels: fp32 %s, fp16 %s)\n", CLDIFF_VERSION, cd_gemm_kernel_name_f32(),
-               cd_gemm_kernel_name_f16());
-        return 0;
-    }
+    if (!strcmp(cmd, "--version")) { print_version(); return 0; }
     if (!strcmp(cmd, "--help") || !strcmp(cmd, "-h") || !strcmp(cmd, "help")) { cd_cli_usage(stdout, NULL); return 0; }
     if (!strcmp(cmd, "inspect")) return cd_cmd_inspect(argc - 1, argv + 1);
     if (!strcmp(cmd, "doctor")) return cd_cmd_doctor(argc - 1, argv + 1);
@@ -291,6 +343,17 @@ int cd_cli_main(int argc, char **argv) {
     if (!strcmp(cmd, "import")) return cd_cmd_import(argc - 1, argv + 1);
     if (!strcmp(cmd, "export")) return cd_cmd_export(argc - 1, argv + 1);
     bool sub = !strcmp(cmd, "run") || !strcmp(cmd, "compare") || !strcmp(cmd, "report");
+    if (!sub && cmd[0] != '-' && !strpbrk(cmd, "./") && access(cmd, F_OK) != 0) {
+        /* "cldiff inspcet m.nb": a mistyped command, not a model file */
+        static const char *const cmds[] = {"run", "inspect", "doctor", "compare", "report", "instrument", "import",
+                                           "export", "help"};
+        const char *near = cd_suggest(cmd, cmds, (int)(sizeof cmds / sizeof *cmds));
+        if (near) {
+            fprintf(stderr, "cldiff: unknown command '%s'; did you mean %s? (cldiff --help lists the commands)\n", cmd,
+                    near);
+            return CD_E_USAGE;
+        }
+    }
     cd_cli_opts o;
     int rc = cd_cli_parse(argc, argv, sub ? 2 : 1, &o, sub ? cmd : NULL);
     if (rc) return rc;

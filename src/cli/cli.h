@@ -56,6 +56,13 @@ int cd_cli_main(int argc, char **argv);
 /* Parses options from argv[first..]; returns 0 or the exit code (2) after printing usage. */
 int cd_cli_parse(int argc, char **argv, int first, cd_cli_opts *o, const char *cmd);
 void cd_cli_usage(FILE *f, const char *cmd);
+/* One line on stderr, no usage text, and CD_E_USAGE: "cldiff[ CMD]: unknown option '--versoin';
+ * did you mean --version? (cldiff[ CMD] --help lists every option)"; the suggestion is the
+ * nearest of candidates (util/suggest.h), left out when none is close. */
+int cd_cli_unknown_option(const char *cmd, const char *opt, const char *const *candidates, int n);
+/* The same for a value outside a fixed set: "cldiff: --dump expects full or stats, got 'fulll';
+ * did you mean full? (...)". */
+int cd_cli_bad_value(const char *cmd, const char *opt, const char *value, const char *const *values, int n);
 /* Prints "cldiff: <message>" with the exit code's meaning and returns the exit code. */
 int cd_cli_fail(const cd_error *err);
 

@@ -127,7 +127,9 @@ int cd_cmd_export(int argc, char **argv) {
         } else if (!strcmp(a, "--keep-kernel-attrs")) {
             o.keep_kernel_attr = true;
         } else if (a[0] == '-' && a[1]) {
-            return fail_usage("unknown option ", a);
+            static const char *const opts[] = {"-o", "--out", "--dequant", "--fetch-all", "--int8-marker",
+                                               "--keep-fused-act", "--keep-kernel-attrs", "--help", "-h"};
+            return cd_cli_unknown_option("export", a, opts, (int)(sizeof opts / sizeof *opts));
         } else if (!model) {
             model = a;
         } else {

@@ -134,11 +134,19 @@ int cd_cmd_import(int argc, char **argv) {
                    "  Paddle-Lite's precision-profiler tensor files <tensor>.txt (docs/paddle-lite.md)\n");
             return 0;
         }
-        else if (a[0] == '-') { fprintf(stderr, "cldiff: import: unknown option '%s'\n", a); return CD_E_USAGE; }
+        else if (a[0] == '-') {
+            static const char *const opts[] = {"--manifest", "-o", "--out", "--run", "--model", "--from", "--quiet",
+                                               "-q", "--help", "-h"};
+            return cd_cli_unknown_option("import", a, opts, (int)(sizeof opts / sizeof *opts));
+        }
         else if (!dir) dir = a;
         else { fprintf(stderr, "cldiff: import: one folder expected, got '%s' too\n", a); return CD_E_USAGE; }
     }
-    if (!dir || !manifest || (from && strcmp(from, "npy") && strcmp(from, "profiler"))) {
+    if (from && strcmp(from, "npy") && strcmp(from, "profiler")) {
+        static const char *const vals[] = {"npy", "profiler"};
+        return cd_cli_bad_value("import", "--from", from, vals, 2);
+    }
+    if (!dir || !manifest) {
         fprintf(stderr, "usage: cldiff import DIR --manifest probed.manifest.json [-o dump.h5] [--run NAME] "
                         "[--model MODEL.nb] [--from npy|profiler]\n"
                         "  DIR: out_<col>.npy per fetch column (probes/paddle-lite runner), or Paddle-Lite's\n"

@@ -102,9 +102,8 @@ int cd_cmd_inspect(int argc, char **argv) {
             continue;
         }
         if (a[0] == '-' && a[1]) {
-            fprintf(stderr, "cldiff inspect: unknown option '%s'\n\n", a);
-            usage(stderr);
-            return 2;
+            static const char *const opts[] = {"--shape", "--help", "-h"};
+            return cd_cli_unknown_option("inspect", a, opts, 3);
         }
         if (model) {
             fprintf(stderr, "cldiff inspect: more than one model given ('%s', '%s')\n\n", model, a);

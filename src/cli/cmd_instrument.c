@@ -23,14 +23,20 @@ int cd_cmd_instrument(int argc, char **argv) {
     int ac = 0;
     cd_retarget rt = {.target = -1, .host_ops = NULL};
     for (int i = 0; i < argc; i++) {
+        if ((!strcmp(argv[i], "--host-ops") || !strcmp(argv[i], "--target-ops") || !strcmp(argv[i], "--retarget")) &&
+            i + 1 >= argc) {
+            fprintf(stderr, "cldiff instrument: option %s needs a value\n", argv[i]);
+            free(av);
+            return CD_E_USAGE;
+        }
         if (!strcmp(argv[i], "--host-ops") && i + 1 < argc) { rt.host_ops = argv[++i]; continue; }
         if (!strcmp(argv[i], "--target-ops") && i + 1 < argc) { rt.target_ops = argv[++i]; continue; }
         if (!strcmp(argv[i], "--keep-names")) { rt.keep_names = true; continue; }
         if (!strcmp(argv[i], "--retarget")) {
-            if (i + 1 >= argc || (rt.target = cd_target_from_name(argv[i + 1])) < 0) {
-                fprintf(stderr, "cldiff: --retarget expects x86, arm, host or opencl\n");
+            if ((rt.target = cd_target_from_name(argv[i + 1])) < 0) {
+                static const char *const vals[] = {"x86", "arm", "host", "opencl"};
                 free(av);
-                return CD_E_USAGE;
+                return cd_cli_bad_value("instrument", "--retarget", argv[i + 1], vals, 4);
             }
             i++;
             continue;
@@ -87,7 +93,7 @@ int cd_cmd_instrument(int argc, char **argv) {
     }
     if (!st && notice[0] && !o.quiet) fprintf(stderr, "cldiff: note: %s\n", notice);
     if (!st && !(mask = calloc((size_t)g->n_ops + 1, 1))) st = cd_err(&err, CD_E_NOMEM, "out of memory");
-    if (!st) st = cd_select_layers(g, o.layers, mask, &n_sel, &err);
+    if (!st) st = cd_select_layers_in(g, model, o.layers, mask, &n_sel, &err);
     if (!st && shapes_known) {
         /* shapes and dtypes for the manifest come from cldiff's plan; a model cldiff cannot
          * plan is still instrumented, with the declared shapes */

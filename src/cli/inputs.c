@@ -9,6 +9,7 @@
 #include <string.h>
 #include <strings.h>
 #include <sys/stat.h>
+#include "engine/plan.h"
 #include "store/dump.h"
 #include "util/fp16.h"
 #include "util/npy.h"
@@ -436,12 +437,10 @@ void cd_inputs_free(cd_input_set *s) {
     memset(s, 0, sizeof *s);
 }
 
-cd_status cd_inputs_build(const cd_graph *g, const cd_shape *shapes, const char *const *specs, int n_specs,
-                          const cd_input_opts *o, cd_input_set *out, cd_error *err) {
-    memset(out, 0, sizeof *out);
+/* chosen[k] = the spec (NAME= stripped) given for model input k, or NULL. */
+static cd_status assign_specs(const cd_graph *g, const char *const *specs, int n_specs, const char **chosen,
+                              cd_error *err) {
     int n = g->n_inputs;
-    const char **chosen = cd_calloc((size_t)(n ? n : 1), sizeof *chosen, err);
-    if (!chosen) return CD_E_NOMEM;
     cd_status st = CD_OK;
     char names[512];
     size_t no = 0;
@@ -473,6 +472,16 @@ cd_status cd_inputs_build(const cd_graph *g, const cd_shape *shapes, const char 
                         g->tensors[g->inputs[which]].name, chosen[which], spec);
         if (!st) chosen[which] = spec;
     }
+    return st;
+}
+
+cd_status cd_inputs_build(const cd_graph *g, const cd_shape *shapes, const char *const *specs, int n_specs,
+                          const cd_input_opts *o, cd_input_set *out, cd_error *err) {
+    memset(out, 0, sizeof *out);
+    int n = g->n_inputs;
+    const char **chosen = cd_calloc((size_t)(n ? n : 1), sizeof *chosen, err);
+    if (!chosen) return CD_E_NOMEM;
+    cd_status st = assign_specs(g, specs, n_specs, chosen, err);
     if (!st) {
         out->values = cd_calloc((size_t)(n ? n : 1), sizeof *out->values, err);
         out->names = cd_calloc((size_t)(n ? n : 1), sizeof *out->names, err);
@@ -492,5 +501,179 @@ cd_status cd_inputs_build(const cd_graph *g, const cd_shape *shapes, const char 
     }
     free(chosen);
     if (st) cd_inputs_free(out);
+    return st;
+}
+
+/* ---------------- shapes from input files ---------------- */
+
+/* The shape an HDF5 input holds: the dims of DATASET, or of /inputs/<name> in a cldiff dump. */
+static cd_status h5_shape_read(const char *name, const char *path, const char *dset, cd_shape *fs, cd_error *err) {
+    cd_dump_h5_quiet();
+    if (H5Fis_hdf5(path) <= 0) {
+        H5Eclear2(H5E_DEFAULT);
+        return cd_err(err, CD_E_MODEL, "input file '%s' is not an HDF5 file", path);
+    }
+    char dpath[600];
+    if (dset && *dset) snprintf(dpath, sizeof dpath, "%s", dset);
+    else {
+        char esc[512];
+        if (!cd_dump_escape(name, esc, sizeof esc)) return cd_err(err, CD_E_MODEL, "input name too long");
+        snprintf(dpath, sizeof dpath, "/inputs/%s", esc);
+    }
+    hid_t f = H5Fopen(path, H5F_ACC_RDONLY, H5P_DEFAULT);
+    if (f < 0) return cd_dump_h5_error(err, CD_E_MODEL, "cannot open HDF5 input file '%s'", path);
+    hid_t ds = H5Oexists_by_name(f, dpath, H5P_DEFAULT) > 0 ? H5Dopen2(f, dpath, H5P_DEFAULT) : -1;
+    if (ds < 0) {
+        H5Eclear2(H5E_DEFAULT);
+        H5Fclose(f);
+        return cd_err(err, CD_E_MODEL, "HDF5 input file '%s' has no dataset '%s'%s", path, dpath,
+                      dset ? "" : " (not a cldiff dump of this model? give FILE.h5:/DATASET)");
+    }
+    cd_status st = CD_OK;
+    hid_t sp = H5Dget_space(ds);
+    int rank = H5Sget_simple_extent_ndims(sp);
+    if (rank < 0 || rank > CD_MAX_RANK) {
+        st = cd_err(err, CD_E_MODEL, "dataset '%s' in '%s' is not an array of rank <= %d", dpath, path, CD_MAX_RANK);
+    } else {
+        hsize_t dims[CD_MAX_RANK];
+        H5Sget_simple_extent_dims(sp, dims, NULL);
+        memset(fs, 0, sizeof *fs);
+        fs->rank = rank;
+        for (int i = 0; i < rank; i++) fs->d[i] = (int64_t)dims[i];
+    }
+    H5Sclose(sp);
+    H5Dclose(ds);
+    H5Fclose(f);
+    return st;
+}
+
+typedef struct { const char *name, *path, *dset; } h5_shape_args;
+
+static void h5_shape_child(void *p) {
+    const h5_shape_args *a = p;
+    cd_shape fs;
+    cd_error e;
+    (void)h5_shape_read(a->name, a->path, a->dset, &fs, &e);
+}
+
+/* The shape held by the file of an --input spec: 1 with *fs set for .npy and HDF5 inputs, 0 for
+ * specs without a shape of their own (random, const:, raw .bin, images), or an error. */
+static int spec_file_shape(const char *name, const char *spec, cd_shape *fs, cd_error *err) {
+    if (!spec || !*spec) return 0;
+    if (ends_with(spec, ".npy")) {
+        cd_value v;
+        if (need_file(spec, err) || cd_npy_read(spec, &v, err)) return -1;
+        *fs = v.shape;
+        cd_value_release(&v);
+        return 1;
+    }
+    const char *colon = strstr(spec, ".h5:");
+    size_t skip = 4;
+    if (!colon) colon = strstr(spec, ".hdf5:"), skip = 6;
+    bool whole = ends_with(spec, ".h5") || ends_with(spec, ".hdf5");
+    if (!whole && !colon) return 0;
+    size_t fl = whole ? strlen(spec) : (size_t)(colon - spec) + skip - 1;
+    char *file = malloc(fl + 1);
+    if (!file) {
+        cd_err(err, CD_E_NOMEM, "out of memory");
+        return -1;
+    }
+    memcpy(file, spec, fl);
+    file[fl] = 0;
+    const char *dset = whole ? NULL : colon + skip;
+    h5_shape_args a = {name, file, dset};
+    cd_status st = need_file(file, err);
+    if (!st) st = cd_dump_run_isolated(file, h5_shape_child, &a, err);
+    if (!st) st = h5_shape_read(name, file, dset, fs, err);
+    free(file);
+    return st ? -1 : 1;
+}
+
+/* A file shape fitted to the declared one: leading size-1 dims added or dropped to reach the
+ * declared rank; false when the ranks still differ (*bad_dim = -1) or a fixed dim differs
+ * (*bad_dim = that dim). */
+static bool fit_shape(const cd_shape *declared, const cd_shape *file, cd_shape *out, int *bad_dim) {
+    *bad_dim = -1;
+    cd_shape f = *file;
+    if (declared->rank == 0) { /* nothing declared: the file's shape as it is */
+        *out = f;
+        return f.rank > 0;
+    }
+    while (f.rank > declared->rank && f.d[0] == 1) {
+        memmove(f.d, f.d + 1, sizeof f.d[0] * (size_t)(f.rank - 1));
+        f.rank--;
+    }
+    if (f.rank < declared->rank) {
+        int pad = declared->rank - f.rank;
+        memmove(f.d + pad, f.d, sizeof f.d[0] * (size_t)f.rank);
+        for (int i = 0; i < pad; i++) f.d[i] = 1;
+        f.rank = declared->rank;
+    }
+    *out = f;
+    if (f.rank != declared->rank) return false;
+    for (int i = 0; i < f.rank; i++)
+        if (declared->d[i] >= 0 && declared->d[i] != f.d[i]) {
+            *bad_dim = i;
+            return false;
+        }
+    return true;
+}
+
+cd_status cd_inputs_resolve_shapes(const cd_graph *g, const char *const *shapes, int n_shapes,
+                                   const char *const *specs, int n_specs, cd_shape *out, char *notice,
+                                   size_t notice_len, cd_error *err) {
+    int n = g->n_inputs;
+    const char **chosen = cd_calloc((size_t)(n ? n : 1), sizeof *chosen, err);
+    const char **all = cd_calloc((size_t)(n_shapes + n + 1), sizeof *all, err);
+    char (*made)[CD_MAX_RANK * 24 + 600] = cd_calloc((size_t)(n ? n : 1), sizeof *made, err);
+    char note[1024] = "";
+    size_t nl = 0;
+    cd_status st = !chosen || !all || !made ? CD_E_NOMEM : assign_specs(g, specs, n_specs, chosen, err);
+    int n_all = 0;
+    for (int i = 0; i < n_shapes && !st; i++) all[n_all++] = shapes[i];
+    for (int k = 0; k < n && !st; k++) {
+        const cd_tensor *t = &g->tensors[g->inputs[k]];
+        const cd_shape *ds = &t->shape;
+        bool dynamic = ds->rank == 0, given = false; /* rank 0: no declared shape (meta_version 0) */
+        for (int d = 0; d < ds->rank; d++) dynamic |= ds->d[d] < 0;
+        size_t tl = strlen(t->name);
+        for (int i = 0; i < n_shapes; i++) given |= !strncmp(shapes[i], t->name, tl) && shapes[i][tl] == '=';
+        if (!dynamic || given || !chosen[k]) continue;
+        cd_shape fs, fit;
+        int has = spec_file_shape(t->name, chosen[k], &fs, err);
+        if (has < 0) { st = err ? err->code : CD_E_MODEL; break; }
+        if (!has) continue;
+        char a[160], b[160], why[96];
+        int bad;
+        if (!fit_shape(ds, &fs, &fit, &bad)) {
+            if (bad >= 0)
+                snprintf(why, sizeof why, "dim %d is %lld where the model fixes %lld", bad, (long long)fit.d[bad],
+                         (long long)ds->d[bad]);
+            else if (ds->rank == 0)
+                snprintf(why, sizeof why, "a scalar, and the model declares no shape; give --shape %s=DIMS", t->name);
+            else
+                snprintf(why, sizeof why, "rank %d where the model has %d", fs.rank, ds->rank);
+            st = cd_err(err, CD_E_MODEL, "input '%s' is declared %s but %s holds %s: %s (only the -1 dims may "
+                        "differ)", t->name, cd_shape_str(ds, a, sizeof a), chosen[k], cd_shape_str(&fs, b, sizeof b),
+                        why);
+            break;
+        }
+        int o = snprintf(made[k], sizeof made[k], "%s=", t->name);
+        for (int d = 0; d < fit.rank && o < (int)sizeof made[k]; d++)
+            o += snprintf(made[k] + o, sizeof made[k] - (size_t)o, "%s%lld", d ? "," : "", (long long)fit.d[d]);
+        all[n_all++] = made[k];
+        if (nl < sizeof note)
+            nl += (size_t)snprintf(note + nl, sizeof note - nl, "%sinput '%s': shape %s taken from %s (declared %s)",
+                                   nl ? "\n" : "", t->name, cd_shape_str(&fit, a, sizeof a), chosen[k],
+                                   cd_shape_str(ds, b, sizeof b));
+    }
+    if (!st) st = cd_resolve_input_shapes(g, all, n_all, out, notice, notice_len, err);
+    if (!st && note[0] && notice && notice_len) {
+        size_t used = strlen(notice);
+        snprintf(notice + used, notice_len - used, "%s%s", used ? "\n" : "", note);
+    }
+    free(chosen);
+    free(all);
+    free(made);
     return st;
 }

@@ -43,6 +43,18 @@ cd_status cd_inputs_build(const cd_graph *g, const cd_shape *shapes, const char 
                           const cd_input_opts *o, cd_input_set *out, cd_error *err);
 void cd_inputs_free(cd_input_set *s);
 
+/* The shapes of the model inputs before planning (out[k] for graph->inputs[k]): as
+ * cd_resolve_input_shapes (engine/plan.h) with the --shape strings, except that an input with
+ * dynamic dims and no --shape of its own takes the shape of its --input file when the file
+ * has one (FILE.npy, FILE.h5:/DATASET, a cldiff dump; not random, const:, .bin or .png):
+ * leading size-1 dims are added or dropped to reach the declared rank, and every fixed dim
+ * must match (else CD_E_MODEL naming both shapes). notice gets the usual notes and one line
+ * per shape so taken ("input 'x': shape [1,3,48,192] taken from x.npy (declared [-1,3,-1,-1])").
+ * A spec naming no model input, or given twice, is CD_E_USAGE as in cd_inputs_build. */
+cd_status cd_inputs_resolve_shapes(const cd_graph *g, const char *const *shapes, int n_shapes,
+                                   const char *const *specs, int n_specs, cd_shape *out, char *notice,
+                                   size_t notice_len, cd_error *err);
+
 /* Builds one input from one spec (no NAME= prefix). index = model input index (random stream). */
 cd_status cd_input_from_spec(const char *name, int index, const cd_shape *shape, const char *spec,
                              const cd_input_opts *o, cd_value *out, char *source, size_t source_len,

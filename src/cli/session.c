@@ -147,7 +147,8 @@ cd_status cd_session_open(cd_session *s, const cd_cli_opts *o, cd_error *err) {
     s->in_shapes = calloc((size_t)(s->g->n_inputs ? s->g->n_inputs : 1), sizeof *s->in_shapes);
     if (!s->in_shapes) return cd_err(err, CD_E_NOMEM, "out of memory");
     char notice[512] = "";
-    st = cd_resolve_input_shapes(s->g, o->shapes, o->n_shapes, s->in_shapes, notice, sizeof notice, err);
+    st = cd_inputs_resolve_shapes(s->g, o->shapes, o->n_shapes, o->inputs, o->n_inputs, s->in_shapes, notice,
+                                  sizeof notice, err);
     if (st) return st;
     if (notice[0] && !o->quiet) fprintf(stderr, "cldiff: note: %s\n", notice);
     if ((st = cd_plan_build(s->g, s->in_shapes, o->prec, &s->plan, err))) return st;
@@ -190,7 +191,7 @@ cd_status cd_session_open(cd_session *s, const cd_cli_opts *o, cd_error *err) {
     }
     s->mask = calloc((size_t)(s->g->n_ops ? s->g->n_ops : 1), sizeof *s->mask);
     if (!s->mask) return cd_err(err, CD_E_NOMEM, "out of memory");
-    if ((st = cd_select_layers(s->g, o->layers, s->mask, &s->n_probed, err))) return st;
+    if ((st = cd_select_layers_in(s->g, o->model, o->layers, s->mask, &s->n_probed, err))) return st;
     if ((st = cd_make_dirs(o->out_dir, err))) return st;
     snprintf(s->dump_path, sizeof s->dump_path, "%s/dump.h5", o->out_dir);
     cd_dump_meta meta = {.command_line = o->command_line, .model_path = o->model, .model_sha256 = s->sha256,

@@ -1,8 +1,9 @@
 #!/usr/bin/env python3
 """Bad command lines, files and environments give the documented exit code (README.md, "Exit
 codes") and a message that says what is wrong and where:
-  2  --tolerance file with an error (message has FILE:LINE), bad --layers item, unknown
-     option (usage printed), missing model, bad option values
+  2  --tolerance file with an error (message has FILE:LINE), bad --layers item (the nearest
+     layer names and `cldiff inspect MODEL`), unknown option or command and a value outside
+     a fixed set (one line naming the nearest valid one), missing model, bad option values
   3  corrupt (truncated) model, input of the wrong shape (.npy, .bin), a dump that crashes
      the HDF5 library (read in a checking child process first)
   4  --cl-lib that does not exist (message lists where it looked)
@@ -15,13 +16,147 @@ import re
 
 import numpy as np
 
-from e2e_lib import Checks, cldiff, need_cldiff, tmpdir, MULTI, TINY
+from e2e_lib import Checks, cldiff, need_cldiff, tmpdir, MULTI, SHARED, TINY
 
 
 def no_crash(c, r, what):
     c.ok(0 <= r.rc < 128, "%s: no crash" % what, "rc=%d" % r.rc)
     c.ok("Segmentation" not in r.err and "Assertion" not in r.err and "AddressSanitizer" not in r.err,
          "%s: no abort message" % what, r.err[-300:])
+
+
+def one_line(c, r, want, what):
+    """exit 2 and exactly the line `want` on stderr"""
+    c.rc(r, 2, what)
+    c.ok(r.err == want + "\n", "%s: stderr is the one line %r" % (what, want), repr(r.err[:400]))
+
+
+def unknown_options(c):
+    """A mistyped option, value or command: one line with the nearest valid one (exit 2)."""
+    one_line(c, cldiff(TINY, "--versoin"), "cldiff: unknown option '--versoin'; did you mean --version? "
+             "(cldiff --help lists every option)", "--versoin")
+    r = cldiff(TINY, "--version")
+    c.ok(r.rc == 0 and r.out.startswith("cldiff "), "--version after the model file: the version, exit 0",
+         r.tail())
+    one_line(c, cldiff("run", TINY, "--thread", "2"), "cldiff run: unknown option '--thread'; did you mean "
+             "--threads? (cldiff run --help lists every option)", "run --thread")
+    one_line(c, cldiff("run", TINY, "--dump", "fulll"), "cldiff run: --dump expects full or stats, got 'fulll'; did "
+             "you mean full? (cldiff run --help lists every option)", "--dump fulll")
+    one_line(c, cldiff(TINY, "--int8", "dequnt"), "cldiff: --int8 expects arm or dequant, got 'dequnt'; did you "
+             "mean dequant? (cldiff --help lists every option)", "--int8 dequnt")
+    one_line(c, cldiff(TINY, "--channel-order", "xyz"), "cldiff: --channel-order expects rgb or bgr, got 'xyz' "
+             "(cldiff --help lists every option)", "--channel-order xyz (nothing close)")
+    one_line(c, cldiff(TINY, "--local", "nnoe"), "cldiff: --local expects all, none or first, got 'nnoe'; did you "
+             "mean none? (cldiff --help lists every option)", "--local nnoe")
+    one_line(c, cldiff("inspcet", TINY), "cldiff: unknown command 'inspcet'; did you mean inspect? "
+             "(cldiff --help lists the commands)", "command inspcet")
+    one_line(c, cldiff("inspect", TINY, "--shap=x=1,3,64,64"), "cldiff inspect: unknown option '--shap=x=1,3,64,64'; "
+             "did you mean --shape? (cldiff inspect --help lists every option)", "inspect --shap=")
+    one_line(c, cldiff("export", TINY, "-o", "/nonexistent-dir", "--dequnt"), "cldiff export: unknown option "
+             "'--dequnt'; did you mean --dequant? (cldiff export --help lists every option)", "export --dequnt")
+    one_line(c, cldiff("import", "/nonexistent-dir", "--manfest", "m.json"), "cldiff import: unknown option "
+             "'--manfest'; did you mean --manifest? (cldiff import --help lists every option)", "import --manfest")
+    one_line(c, cldiff("import", "/nonexistent-dir", "--manifest", "m.json", "--from", "profiller"),
+             "cldiff import: --from expects npy or profiler, got 'profiller'; did you mean profiler? "
+             "(cldiff import --help lists every option)", "import --from profiller")
+    one_line(c, cldiff("instrument", TINY, "--retarget", "x68"), "cldiff instrument: --retarget expects x86, arm, "
+             "host or opencl, got 'x68'; did you mean x86? (cldiff instrument --help lists every option)",
+             "instrument --retarget x68")
+    one_line(c, cldiff("instrument", TINY, "--keep-name"), "cldiff instrument: unknown option '--keep-name'; did you "
+             "mean --keep-names? (cldiff instrument --help lists every option)", "instrument --keep-name")
+    one_line(c, cldiff("doctor", "--cl-devce", "0"), "cldiff doctor: unknown option '--cl-devce'; did you mean "
+             "--cl-device? (cldiff doctor --help lists every option)", "doctor --cl-devce")
+
+    # every option `cldiff --help` documents is a candidate: its first two letters swapped
+    # (one edit) come back as the option itself, under the command that takes it
+    help_text = cldiff("--help").out
+    sections = re.split(r"\n(?=\S[^\n]*:\n)", help_text)
+    shared, pl = set(), set()
+    for s in sections:
+        if s.startswith("usage:") or s.startswith("exit codes"):
+            continue
+        (pl if s.startswith("instrument / import") else shared).update(re.findall(r"(?<![\w-])--[a-z0-9][a-z0-9-]*", s))
+    c.ok(len(shared) > 40 and "--layers" in shared and "--version" in shared,
+         "--help documents the shared options (%d found)" % len(shared), " ".join(sorted(shared)))
+    import_opts = {"--manifest", "--from", "--run", "--model"}
+    missed = []
+    for opt in sorted(shared | pl):
+        typo = opt[:2] + opt[3] + opt[2] + opt[4:]
+        if opt in import_opts:
+            r = cldiff("import", "/nonexistent-dir", typo)
+        elif opt in pl:
+            r = cldiff("instrument", TINY, typo)
+        else:
+            r = cldiff(TINY, typo)
+        if r.rc != 2 or ("did you mean %s?" % opt) not in r.err or r.err.count("\n") != 1:
+            missed.append("%s -> %s: rc %d %r" % (typo, opt, r.rc, r.err[:160]))
+    c.ok(not missed, "each documented option, mistyped, is suggested back in one line (%d options)"
+         % len(shared | pl), "; ".join(missed))
+
+
+def unknown_layer(c, out):
+    """--layers with a name the model lacks: the nearest names and the command that lists them."""
+    r = cldiff("run", TINY, "--layers", "conv2d_99", "--out", out)
+    c.rc(r, 2, "--layers conv2d_99")
+    m = re.search(r"no layer or tensor 'conv2d_99' in (\S+); nearest names: ([^;]+); `cldiff inspect (\S+)` "
+                  r"lists all (\d+) layers", r.err)
+    c.ok(m is not None and m.group(1) == TINY and m.group(3) == TINY,
+         "--layers: message names the model and `cldiff inspect MODEL`", r.err[-500:])
+    c.ok("cldiff info" not in r.err, "--layers: no `cldiff info` (there is no such command)", r.err[-300:])
+    if m:
+        names = m.group(2).split(", ")
+        ins = cldiff("inspect", TINY)
+        listed = set(re.findall(r"^ +\d+ (\S+) +\S+ +\[", ins.out, re.M))  # "   4 conv2d_1   conv2d   [arm/..."
+        c.ok(1 <= len(names) <= 5 and all(re.match(r"conv2d_\d+$", n) for n in names[:2]),
+             "--layers: up to 5 nearest names, closest (conv2d_N) first", m.group(2))
+        c.ok(int(m.group(4)) == len(listed) and names[0] in listed,
+             "--layers: the count and the first name match `cldiff inspect` (%d ops)" % len(listed), m.group(0))
+
+
+def shape_from_input_file(c, work):
+    """A model with dynamic dims run with only --input x=FILE: the file's shape fills them."""
+    model = os.path.join(SHARED, "ppocr_v2.0_cls_fp32_arm_v2.14rc.nb")  # x declared [-1,3,-1,-1]
+    if not os.path.isfile(model):
+        print("SKIP dynamic dims from the --input file: %s not found (set CD_SHARED_MODELS)" % model, flush=True)
+        return
+    import h5py
+    out = os.path.join(work, "dyn")
+    x = np.random.RandomState(3).uniform(-1, 1, (1, 3, 48, 192)).astype(np.float32)
+    npy = os.path.join(work, "x_48x192.npy")
+    np.save(npy, x)
+    r = cldiff("run", model, "--input", "x=" + npy, "--out", out, "--dump", "stats")
+    c.rc(r, 0, "dynamic model, --input x=file.npy [1,3,48,192] and no --shape")
+    c.ok("input 'x': shape [1,3,48,192] taken from %s (declared [-1,3,-1,-1])" % npy in r.err,
+         "the note says which shape came from the file", r.err[-400:])
+    if r.rc == 0:
+        with h5py.File(os.path.join(out, "dump.h5"), "r") as f:
+            got = f["inputs/x"][()]
+        c.ok(got.shape == x.shape and np.array_equal(got, x), "the dump's input is the file's array",
+             str(got.shape))
+    # rank 3 (no batch dim) is taken with batch 1; an HDF5 dataset has a shape too
+    np.save(npy, x[0, :, :, :96])
+    r = cldiff("run", model, "--input", npy, "--out", out, "--dump", "stats")
+    c.rc(r, 0, "dynamic model, --input file.npy [3,48,96]")
+    c.ok("shape [1,3,48,96] taken from" in r.err, "rank-3 file: batch 1 added", r.err[-400:])
+    h5 = os.path.join(work, "in.h5")
+    with h5py.File(h5, "w") as f:
+        f["img"] = x[:, :, :32, :64]
+    r = cldiff("run", model, "--input", "x=%s:/img" % h5, "--out", out, "--dump", "stats")
+    c.rc(r, 0, "dynamic model, --input x=file.h5:/img [1,3,32,64]")
+    c.ok("shape [1,3,32,64] taken from %s:/img" % h5 in r.err, "HDF5 dataset: its shape taken", r.err[-400:])
+    # a fixed dim that differs stays an error naming both shapes; --shape still wins
+    np.save(npy, np.zeros((1, 4, 48, 192), np.float32))
+    r = cldiff("run", model, "--input", "x=" + npy, "--out", out, "--dump", "stats")
+    c.rc(r, 3, "file [1,4,48,192] for declared [-1,3,-1,-1]")
+    c.ok("[-1,3,-1,-1]" in r.err and "[1,4,48,192]" in r.err, "mismatch: message names both shapes", r.err[-400:])
+    r = cldiff("run", model, "--input", "x=" + npy, "--shape", "x=1,3,48,192", "--out", out, "--dump", "stats")
+    c.rc(r, 3, "--shape given: the file is held to it as before")
+    # no shape in the file (raw .bin, const:): as before, --shape is needed
+    binf = os.path.join(work, "x.bin")
+    x.tofile(binf)
+    r = cldiff("run", model, "--input", "x=" + binf, "--out", out, "--dump", "stats")
+    c.rc(r, 2, "dynamic model, --input x=file.bin and no --shape")
+    c.ok("give --shape x=" in r.err, "raw .bin: message asks for --shape", r.err[-400:])
 
 
 def main():
@@ -60,8 +195,11 @@ def main():
 
     r = cldiff(TINY, "--frobnicate")
     c.rc(r, 2, "unknown option")
-    c.ok("--frobnicate" in r.err and "usage:" in r.err, "unknown option: message names it and prints usage",
-         r.err[:300])
+    c.ok(r.err == "cldiff: unknown option '--frobnicate' (cldiff --help lists every option)\n",
+         "unknown option nothing is close to: one line, no guess, no usage text", r.err[:300])
+    unknown_options(c)
+    unknown_layer(c, out)
+    shape_from_input_file(c, work)
     r = cldiff("run", TINY, "--threads", "0")
     c.rc(r, 2, "--threads 0")
     r = cldiff("run", TINY, "--atol", "-1")

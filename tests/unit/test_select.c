@@ -80,10 +80,10 @@ Test(select, ranges) {
 }
 
 Test(select, errors) {
-    expect_err("conv2d_9", "closest names: conv2d_0");
-    expect_err("conv2d_9", "syntax:");
+    expect_err("conv2d_9", "no layer or tensor 'conv2d_9' in the model; nearest names: conv2d_0, conv2d_1, ");
+    expect_err("conv2d_9", "`cldiff inspect MODEL` lists all 7 layers (--layers syntax:");
     expect_err("nothing*", "pattern 'nothing*' matches no layer");
-    expect_err("op:conv3d", "closest op types: conv2d");
+    expect_err("op:conv3d", "nearest op types: conv2d");
     expect_err("#3-1", "backwards");
     expect_err("#7", "out of range: the model has 7 ops (#0-6)");
     expect_err("#x", "bad op index");
@@ -94,6 +94,27 @@ Test(select, errors) {
     expect_err("relu_0,,softmax_0", "empty item");
     expect_err("relu_0,", "empty item");
     expect_err("op:", "needs an op type");
+}
+
+/* The unknown-layer message names the model and the command that lists its layers. */
+Test(select, error_names_model_and_inspect) {
+    bool m[7];
+    cd_error e = {0};
+    cr_assert_eq(cd_select_layers_in(&g, "dir/m.nb", "relu_9", m, NULL, &e), CD_E_USAGE);
+    cr_assert(strstr(e.msg, "--layers: no layer or tensor 'relu_9' in dir/m.nb; nearest names: relu_0, "), "%s", e.msg);
+    cr_assert(strstr(e.msg, "; `cldiff inspect dir/m.nb` lists all 7 layers"), "%s", e.msg);
+    cr_assert_null(strstr(e.msg, "cldiff info"), "%s", e.msg);
+    /* at most five names, none of them feed/fetch, none twice (conv2d_0.tmp_0 is written twice) */
+    const char *list = strstr(e.msg, "nearest names: ") + strlen("nearest names: ");
+    const char *end = strchr(list, ';');
+    int commas = 0;
+    for (const char *p = list; p < end; p++) commas += *p == ',';
+    cr_assert_eq(commas, 4, "%s", e.msg);
+    cr_assert_null(strstr(e.msg, "fetch_0"), "%s", e.msg);
+    const char *first = strstr(list, "conv2d_0.tmp_0");
+    cr_assert(!first || !strstr(first + 1, "conv2d_0.tmp_0") || strstr(first + 1, "conv2d_0.tmp_0") > end, "%s", e.msg);
+    cr_assert_eq(cd_select_layers_in(&g, "m.nb", "op:relu6", m, NULL, &e), CD_E_USAGE);
+    cr_assert(strstr(e.msg, "no op of type 'relu6' in m.nb; nearest op types: relu, "), "%s", e.msg);
 }
 
 Test(select, outputs_fed_directly_is_error) {
