@@ -82,10 +82,18 @@ int cd_cmd_instrument(int argc, char **argv) {
     if (!st && !(shapes = calloc((size_t)g->n_inputs + 1, sizeof *shapes))) st = cd_err(&err, CD_E_NOMEM, "out of memory");
     bool shapes_known = false;
     if (!st) {
-        /* without --shape for dynamic dims the manifest lists the declared shapes (-1) */
-        cd_error se = {0};
-        if (cd_resolve_input_shapes(g, o.shapes, o.n_shapes, shapes, notice, sizeof notice, &se) == CD_OK) shapes_known = true;
-        else if (o.n_shapes) { err = se; st = se.code; }
+        /* without --shape (or an --input file with a shape) for dynamic dims the manifest lists
+         * the declared shapes (-1); a bad --input file is an error (its message differs from
+         * the one of the declared shapes alone) */
+        cd_error se = {0}, de = {0};
+        if (cd_inputs_resolve_shapes(g, o.shapes, o.n_shapes, o.inputs, o.n_inputs, shapes, notice, sizeof notice,
+                                     &se) == CD_OK)
+            shapes_known = true;
+        else if (o.n_shapes || cd_resolve_input_shapes(g, NULL, 0, shapes, NULL, 0, &de) == CD_OK ||
+                 strcmp(se.msg, de.msg)) {
+            err = se;
+            st = se.code;
+        }
         else {
             for (int k = 0; k < g->n_inputs; k++) shapes[k] = g->tensors[g->inputs[k]].shape;
             if (!o.quiet) fprintf(stderr, "cldiff: note: dynamic input dims and no --shape: the manifest lists declared shapes\n");

@@ -133,6 +133,13 @@ def shape_from_input_file(c, work):
             got = f["inputs/x"][()]
         c.ok(got.shape == x.shape and np.array_equal(got, x), "the dump's input is the file's array",
              str(got.shape))
+    # instrument: the file's shape too, and the device input written beside probed.nb
+    probed = os.path.join(work, "probed", "probed.nb")
+    r = cldiff("instrument", model, "--input", "x=" + npy, "-o", probed)
+    c.rc(r, 0, "instrument of the dynamic model with --input x=file.npy only")
+    dev_in = os.path.join(work, "probed", "input_0.npy")
+    c.ok(os.path.isfile(dev_in) and np.array_equal(np.load(dev_in), x),
+         "instrument: input_0.npy is the file's [1,3,48,192] array", r.tail(300))
     # rank 3 (no batch dim) is taken with batch 1; an HDF5 dataset has a shape too
     np.save(npy, x[0, :, :, :96])
     r = cldiff("run", model, "--input", npy, "--out", out, "--dump", "stats")
