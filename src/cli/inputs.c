@@ -663,9 +663,10 @@ cd_status cd_inputs_resolve_shapes(const cd_graph *g, const char *const *shapes,
             o += snprintf(made[k] + o, sizeof made[k] - (size_t)o, "%s%lld", d ? "," : "", (long long)fit.d[d]);
         all[n_all++] = made[k];
         if (nl < sizeof note)
-            nl += (size_t)snprintf(note + nl, sizeof note - nl, "%sinput '%s': shape %s taken from %s (declared %s)",
+            nl += (size_t)snprintf(note + nl, sizeof note - nl, "%sinput '%s': shape %s taken from %s (%s%s)",
                                    nl ? "\n" : "", t->name, cd_shape_str(&fit, a, sizeof a), chosen[k],
-                                   cd_shape_str(ds, b, sizeof b));
+                                   ds->rank ? "declared " : "no declared shape",
+                                   ds->rank ? cd_shape_str(ds, b, sizeof b) : "");
     }
     if (!st) st = cd_resolve_input_shapes(g, all, n_all, out, notice, notice_len, err);
     if (!st && note[0] && notice && notice_len) {
