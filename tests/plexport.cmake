@@ -20,3 +20,14 @@ if(CD_PLX_PYTHON)
                    ${CMAKE_CURRENT_BINARY_DIR}/pl_export_decode ${CD_PLX_MODELS})
   set_tests_properties(pl_export_decode PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 300 LABELS paddle-lite)
 endif()
+
+# Declared shapes of the export (tests/plexport/shapes_check.py, docs/paddle-lite-findings.md):
+# activations with inferred shapes, not the .nb's stale per-name ones that made Opt drop a layout
+# op (ppocr_v4_mobile_cls fc) and fold a reshape into a negative-dim parameter (ppocr_v2.0_cls);
+# with the paddlelite wheel also checks Opt's OpenCL models. Skips without the shared models.
+if(CD_PLX_PYTHON)
+  add_test(NAME pl_export_shapes
+           COMMAND ${CD_PLX_PYTHON} ${CMAKE_CURRENT_SOURCE_DIR}/plexport/shapes_check.py $<TARGET_FILE:cldiff>
+                   ${CMAKE_SOURCE_DIR} ${CD_PLX_SHARED} ${CMAKE_CURRENT_BINARY_DIR}/pl_export_shapes)
+  set_tests_properties(pl_export_shapes PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 300 LABELS paddle-lite)
+endif()

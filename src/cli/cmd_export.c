@@ -10,12 +10,13 @@
 #include <sys/stat.h>
 #include "cli/cli.h"
 #include "engine/params.h"
+#include "engine/plan.h"
 #include "model/nb_reader.h"
 #include "model/pd_export.h"
 
 static void usage(FILE *f) {
     fprintf(f,
-            "usage: cldiff export MODEL.nb -o DIR [--dequant] [--keep-kernel-attrs]\n"
+            "usage: cldiff export MODEL.nb -o DIR [--dequant] [--keep-kernel-attrs] [--shape NAME=DIMS]\n"
             "  Writes DIR/model.pdmodel (framework.proto ProgramDesc) and DIR/model.pdiparams\n"
             "  (combined parameters), the input of Paddle-Lite's opt:\n"
             "    paddle_lite_opt --model_file=DIR/model.pdmodel --param_file=DIR/model.pdiparams ...\n"
@@ -35,6 +36,15 @@ static void usage(FILE *f) {
             "  --fetch-all           add a fetch op for every float output of every op (after the\n"
             "                        model's own outputs) and list them in DIR/fetch.tsv: col,\n"
             "                        op index, op name, op type, tensor name (layer-by-layer checks)\n"
+            "  --shape NAME=DIMS     input shape for the shape inference below (repeatable); default:\n"
+            "                        the declared shape, dynamic dims 1 (batch) and 64 (others)\n"
+            "  --declared-shapes     declare every variable with the .nb's declared shape (before\n"
+            "                        2026-11: the default); see below\n"
+            "  Activations are declared with the shapes of cldiff's shape inference, a dim -1 where\n"
+            "  it changes with the input's dynamic dims (second inference: batch +1, others +32):\n"
+            "  a .nb declares one shape per reused name, often another variable's (ppocr cls: a\n"
+            "  reshape2 output [1,200] declared [-1,8,-1,-1]), and Opt decides OpenCL layouts and\n"
+            "  folds constants from declared shapes (docs/paddle-lite-findings.md)\n"
             "  --help                this text\n");
 }
 
@@ -73,15 +83,38 @@ static bool skip_fetch_op(const char *type) {
     return false;
 }
 
-/* Every float, non-parameter output of every op except XShape; DIR/fetch.tsv lists them. */
+/* Every float, non-parameter output of every op except XShape and constants; DIR/fetch.tsv
+ * lists them. A constant is the output of an op that reads only parameters and constants
+ * (ppocr_v2.0_cls: reshape2 of a conv bias): Opt folds such ops into parameters for OpenCL
+ * (ssd_boxes_calc_offline_pass), and a fetch of the folded parameter gets a layout op that
+ * reads an image nobody wrote: Paddle-Lite's OpenCL run then crashes (SIGSEGV in
+ * LayoutComputeImageDefaultToBufferChw::Run, docs/paddle-lite-findings.md). */
 static cd_status write_fetch_list(const cd_graph *g, const cd_pd_export_opts *o, const char *dir, int *ids, int *n,
                                   cd_error *err) {
     cd_dtype *dt = cd_calloc((size_t)g->n_tensors + 1, sizeof *dt, err);
-    if (!dt || cd_pd_export_dtypes(g, o, dt, err)) { free(dt); return err->code; }
+    bool *cst = cd_calloc((size_t)g->n_tensors + 1, sizeof *cst, err);
+    if (!dt || !cst || cd_pd_export_dtypes(g, o, dt, err)) { free(dt); free(cst); return err->code; }
+    for (int t = 0; t < g->n_tensors; t++) cst[t] = g->tensors[t].persistable;
+    for (int oi = 0; oi < g->n_ops; oi++) {
+        const cd_op *op = &g->ops[oi];
+        if (!strcmp(op->type, "feed")) continue;
+        bool all = true, any = false;
+        for (int s = 0; s < op->n_in; s++)
+            for (int k = 0; k < op->in[s].n; k++) {
+                int t = op->in[s].ids[k];
+                if (t < 0) continue;
+                any = true;
+                if (!cst[t]) all = false;
+            }
+        if (!any || !all) continue;
+        for (int s = 0; s < op->n_out; s++)
+            for (int k = 0; k < op->out[s].n; k++)
+                if (op->out[s].ids[k] >= 0) cst[op->out[s].ids[k]] = true;
+    }
     char path[4096];
     snprintf(path, sizeof path, "%s/fetch.tsv", dir);
     FILE *f = fopen(path, "w");
-    if (!f) { free(dt); return cd_err(err, CD_E_IO, "cannot create '%s': %s", path, strerror(errno)); }
+    if (!f) { free(dt); free(cst); return cd_err(err, CD_E_IO, "cannot create '%s': %s", path, strerror(errno)); }
     fprintf(f, "col\top_index\top_name\top_type\ttensor\n");
     *n = 0;
     for (int oi = 0; oi < g->n_ops; oi++) {
@@ -91,7 +124,7 @@ static cd_status write_fetch_list(const cd_graph *g, const cd_pd_export_opts *o,
             if (!strcmp(op->out[s].name, "XShape")) continue;
             for (int k = 0; k < op->out[s].n; k++) {
                 int t = op->out[s].ids[k];
-                if (t < 0 || g->tensors[t].persistable) continue;
+                if (t < 0 || cst[t]) continue;
                 if (dt[t] != CD_F32 && dt[t] != CD_F16) continue;
                 fprintf(f, "%d\t%d\t%s\t%s\t%s\n", g->n_outputs + *n, oi, op->name, op->type, g->tensors[t].name);
                 ids[(*n)++] = t;
@@ -99,6 +132,7 @@ static cd_status write_fetch_list(const cd_graph *g, const cd_pd_export_opts *o,
         }
     }
     free(dt);
+    free(cst);
     if (fclose(f) != 0) return cd_err(err, CD_E_IO, "cannot write '%s'", path);
     return CD_OK;
 }
@@ -106,8 +140,10 @@ static cd_status write_fetch_list(const cd_graph *g, const cd_pd_export_opts *o,
 int cd_cmd_export(int argc, char **argv) {
     const char *model = NULL, *dir = NULL;
     cd_pd_export_opts o = {0};
-    bool dequant = false, fetch_all = false;
-    int *extra = NULL;
+    bool dequant = false, fetch_all = false, declared_shapes = false;
+    int *extra = NULL, n_shapes = 0;
+    const char *shapes[64];
+    cd_shape *act_shape = NULL;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         if (!strcmp(a, "--help") || !strcmp(a, "-h")) { usage(stdout); return 0; }
@@ -126,9 +162,19 @@ int cd_cmd_export(int argc, char **argv) {
             o.keep_fused_act = true;
         } else if (!strcmp(a, "--keep-kernel-attrs")) {
             o.keep_kernel_attr = true;
+        } else if (!strcmp(a, "--declared-shapes")) {
+            declared_shapes = true;
+        } else if (!strcmp(a, "--shape")) {
+            if (i + 1 >= argc) return fail_usage("missing value for ", a);
+            if (n_shapes == 64) return fail_usage("more than 64 --shape options at ", a);
+            shapes[n_shapes++] = argv[++i];
+        } else if (!strncmp(a, "--shape=", 8)) {
+            if (n_shapes == 64) return fail_usage("more than 64 --shape options at ", a);
+            shapes[n_shapes++] = a + 8;
         } else if (a[0] == '-' && a[1]) {
             static const char *const opts[] = {"-o", "--out", "--dequant", "--fetch-all", "--int8-marker",
-                                               "--keep-fused-act", "--keep-kernel-attrs", "--help", "-h"};
+                                               "--keep-fused-act", "--keep-kernel-attrs", "--shape", "--declared-shapes",
+                                               "--help", "-h"};
             return cd_cli_unknown_option("export", a, opts, (int)(sizeof opts / sizeof *opts));
         } else if (!model) {
             model = a;
@@ -165,6 +211,19 @@ int cd_cmd_export(int argc, char **argv) {
                         "attributes of their ops (the form opt itself wrote); --dequant exports the float program\n",
                 model);
     }
+    if (!declared_shapes) {
+        cd_shape *given = NULL;
+        if (n_shapes) {
+            given = cd_calloc((size_t)g->n_inputs + 1, sizeof *given, &err);
+            if (!given || cd_resolve_input_shapes(g, shapes, n_shapes, given, NULL, 0, &err)) { free(given); goto fail; }
+        }
+        char note[512];
+        e = cd_pd_export_infer_shapes(g, given, &act_shape, note, sizeof note, &err);
+        free(given);
+        if (e) goto fail;
+        if (note[0]) fprintf(stderr, "cldiff export: note: %s\n", note);
+        o.act_shape = act_shape;
+    }
     if (fetch_all) {
         extra = cd_calloc((size_t)g->n_tensors + 1, sizeof *extra, &err);
         if (!extra || write_fetch_list(g, &o, dir, extra, &o.n_extra_fetch, &err)) goto fail;
@@ -176,6 +235,8 @@ int cd_cmd_export(int argc, char **argv) {
            "%d params)%s\n",
            model, dir, info.program_bytes, info.n_ops, info.n_vars, info.n_renamed, dir, info.params_bytes,
            info.n_params, dequant ? ", dequantized" : "");
+    printf("  activation shapes: %s\n", act_shape ? "cldiff's shape inference (dynamic dims -1)"
+                                                : "as the .nb declares them");
     if (info.n_unfused) printf("  %d convs with fused activation/SecondInput exported as separate ops (--keep-fused-act keeps them)\n",
                                info.n_unfused);
     if (info.n_dropped_ops) printf("  %d io_copy/layout%s ops left out as pass-throughs\n", info.n_dropped_ops,
@@ -193,10 +254,12 @@ int cd_cmd_export(int argc, char **argv) {
     free(meta);
     free(f32);
     free(extra);
+    free(act_shape);
     cd_graph_free(g);
     return 0;
 fail:
     free(extra);
+    free(act_shape);
     if (meta)
         for (int t = 0; t < g->n_tensors; t++) cd_value_release(&meta[t]);
     free(meta);

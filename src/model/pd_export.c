@@ -23,6 +23,7 @@
  *   u32 version 0 | u64 lod_level 0 | u32 tensor version 0 | i32 desc size |
  *   TensorDesc bytes | raw data (numel * element size, little-endian) */
 #include "model/pd_export.h"
+#include "engine/plan.h"
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -108,6 +109,7 @@ typedef struct {
     int *alias;     /* per tensor id: the tensor whose name it takes (itself when not a pass-through) */
     bool *skip_op;  /* per op: left out (pass-through) */
     int *kind;      /* per tensor id: VT_LOD_TENSOR, VT_FEED or VT_FETCH */
+    const cd_shape *act_shape; /* opts->act_shape (may be NULL) */
 } plan;
 
 static bool is_passthrough(const cd_op *op, bool strip_quant) {
@@ -134,7 +136,7 @@ static bool ends_with(const char *s, const char *suf) {
     return n >= m && !strcmp(s + n - m, suf);
 }
 
-/* <Slot><k>_scale (Input0_scale, Filter0_scale, Output0_scale, ...), docs/nb-format.md §6.3. */
+/* <Slot><k>_scale (Input0_scale, Filter0_scale, Output0_scale, ...), nb-format §6.3. */
 static bool slot_scale_attr(const char *n) {
     if (!ends_with(n, "_scale")) return false;
     size_t len = strlen(n) - 6;
@@ -177,6 +179,7 @@ static cd_status make_plan(const cd_graph *g, const cd_pd_export_opts *o, plan *
     p->skip_op = cd_calloc((size_t)g->n_ops + 1, sizeof *p->skip_op, err);
     p->dtype = cd_calloc((size_t)nt + 1, sizeof *p->dtype, err);
     if (!p->ename || !p->alias || !p->kind || !p->skip_op || !p->dtype) return err->code;
+    p->act_shape = o->act_shape;
     for (int t = 0; t < nt; t++) {
         p->alias[t] = t;
         p->kind[t] = VT_LOD_TENSOR;
@@ -286,8 +289,16 @@ static void tensor_desc(pbuf *p, int dtype_enum, const int64_t *dims, int rank) 
     for (int i = 0; i < rank; i++) pb_int(p, 2, dims[i]);
 }
 
+/* The shape a variable is declared with: the given activation shape, else the .nb's. */
+static const cd_shape *decl_shape(const cd_graph *g, const plan *pl, int t) {
+    const cd_tensor *x = &g->tensors[t];
+    if (pl->act_shape && !x->persistable && pl->act_shape[t].rank >= 0) return &pl->act_shape[t];
+    return &x->shape;
+}
+
 static void var_desc(pbuf *p, const cd_graph *g, const plan *pl, int t) {
     const cd_tensor *x = &g->tensors[t];
+    const cd_shape *shape = decl_shape(g, pl, t);
     pb_str(p, 1, pl->ename[t]);
     pbuf vt = {0};
     pb_int(&vt, 1, pl->kind[t]);
@@ -295,7 +306,7 @@ static void var_desc(pbuf *p, const cd_graph *g, const plan *pl, int t) {
         pbuf lt = {0}, td = {0};
         int dt = cd_dtype_to_fb(pl->dtype[t]);
         if (dt < 0) dt = VT_FP32;
-        tensor_desc(&td, dt, x->shape.d, x->shape.rank);
+        tensor_desc(&td, dt, shape->d, shape->rank);
         pb_msg(&lt, 1, &td);
         pb_int(&lt, 2, 0);
         pb_msg(&vt, 3, &lt);
@@ -361,7 +372,7 @@ static bool act_attr(const char *n) {
            !strcmp(n, "offset");
 }
 
-/* OpenCL-only fusion (docs/nb-format.md §9): conv2d with SecondInput and fuse_elementwise_op_type
+/* OpenCL-only fusion (nb-format §9): conv2d with SecondInput and fuse_elementwise_op_type
  * adds (or multiplies...) SecondInput after the activation. Paddle-Lite's x86 and ARM convs
  * ignore it, so it is exported as a separate elementwise op. Returns its type or NULL. */
 static const char *unfused_eltwise(const cd_op *op, const cd_pd_export_opts *o) {
@@ -598,7 +609,8 @@ cd_status cd_pd_export_mem(const cd_graph *g, const cd_pd_export_opts *opts, uin
             pbuf v = {0}, vt = {0}, lt = {0}, td = {0};
             pb_str(&v, 1, name);
             pb_int(&vt, 1, VT_LOD_TENSOR);
-            tensor_desc(&td, VT_FP32, g->tensors[out].shape.d, g->tensors[out].shape.rank);
+            const cd_shape *os = decl_shape(g, &pl, out);
+            tensor_desc(&td, VT_FP32, os->d, os->rank);
             pb_msg(&lt, 1, &td);
             pb_msg(&vt, 3, &lt);
             pb_msg(&v, 2, &vt);
@@ -726,6 +738,57 @@ cd_status cd_pd_export_dtypes(const cd_graph *g, const cd_pd_export_opts *opts, 
     if (!st) memcpy(out, pl.dtype, sizeof *out * (size_t)g->n_tensors);
     plan_free(&pl, g->n_tensors);
     return st;
+}
+
+cd_status cd_pd_export_infer_shapes(const cd_graph *g, const cd_shape *in_shapes, cd_shape **out, char *note,
+                                    size_t note_len, cd_error *err) {
+    *out = NULL;
+    if (note && note_len) note[0] = 0;
+    int ni = g->n_inputs;
+    cd_shape *a = cd_calloc((size_t)ni + 1, sizeof *a, err), *b = cd_calloc((size_t)ni + 1, sizeof *b, err);
+    cd_shape *res = cd_calloc((size_t)g->n_tensors + 1, sizeof *res, err);
+    if (!a || !b || !res) { free(a); free(b); free(res); return err->code; }
+    for (int k = 0; k < ni; k++) {
+        const cd_shape *decl = &g->tensors[g->inputs[k]].shape;
+        if (in_shapes) a[k] = in_shapes[k];
+        else {
+            a[k] = *decl;
+            for (int d = 0; d < a[k].rank; d++)
+                if (a[k].d[d] < 0) a[k].d[d] = d == 0 ? 1 : 64;
+        }
+        b[k] = a[k];
+        for (int d = 0; d < b[k].rank && d < decl->rank; d++)
+            if (decl->d[d] < 0) b[k].d[d] += d == 0 ? 1 : 32;
+    }
+    cd_plan pa, pb;
+    cd_error ea = {0}, eb = {0};
+    if (cd_plan_build(g, a, CD_PREC_FP32, &pa, &ea)) {
+        if (note && note_len)
+            snprintf(note, note_len, "no shape inference (%s); variables keep the .nb's declared shapes, which can "
+                     "be another variable's (give --shape)", ea.msg);
+        free(a); free(b); free(res);
+        return CD_OK;
+    }
+    bool have_b = cd_plan_build(g, b, CD_PREC_FP32, &pb, &eb) == CD_OK;
+    if (!have_b && note && note_len)
+        snprintf(note, note_len, "second shape inference failed (%s): activations are declared with the shapes at "
+                 "the first input shape, no dim -1", eb.msg);
+    for (int t = 0; t < g->n_tensors; t++) {
+        res[t].rank = -1;
+        const cd_shape *sa = &pa.meta[t].shape;
+        if (g->tensors[t].persistable || sa->rank < 0) continue;
+        res[t] = *sa;
+        if (!have_b) continue;
+        const cd_shape *sb = &pb.meta[t].shape;
+        for (int d = 0; d < sa->rank; d++)
+            if (sb->rank != sa->rank || sb->d[d] != sa->d[d]) res[t].d[d] = -1;
+    }
+    if (have_b) cd_plan_free(&pb);
+    cd_plan_free(&pa);
+    free(a);
+    free(b);
+    *out = res;
+    return CD_OK;
 }
 
 static cd_status write_file(const char *dir, const char *name, const uint8_t *b, size_t n, cd_error *err) {

@@ -43,6 +43,14 @@ typedef struct cd_pd_export_opts {
      * op's output for a layer-by-layer comparison with Paddle-Lite. */
     const int *extra_fetch;
     int n_extra_fetch;
+    /* Per tensor id: the shape to declare for a non-persistable variable, in place of the
+     * .nb's declared shape (rank < 0: keep the declared one). May be NULL. The .nb declares
+     * one shape per *name*, and after Paddle-Lite's memory optimizer reused a name that shape
+     * belongs to whichever variable had the name first: a reshape2 output [1,200] can be
+     * declared [-1,8,-1,-1]. Opt decides things from declared shapes (the OpenCL layout
+     * pass's rank test, the constant reshape folding of ssd_boxes_calc_offline_pass), so
+     * cmd_export passes the shapes of cldiff's plan (docs/paddle-lite-findings.md). */
+    const cd_shape *act_shape;
 } cd_pd_export_opts;
 
 typedef struct cd_pd_export_info {
@@ -54,6 +62,15 @@ typedef struct cd_pd_export_info {
  * pass-throughs: their output is renamed to their input and the op is left out. */
 cd_status cd_pd_export_mem(const cd_graph *g, const cd_pd_export_opts *opts, uint8_t **program, size_t *program_len,
                            uint8_t **params, size_t *params_len, cd_pd_export_info *info, cd_error *err);
+/* Shapes for opts->act_shape (*out: g->n_tensors entries, free()), from cldiff's shape
+ * inference: a plan at input shapes A (in_shapes, one per model input; NULL: the declared
+ * shapes with dynamic dims 1 for the batch and 64 for the others) and a second plan at B (every
+ * dim an input declares dynamic: batch +1, others +32); a dim that differs between the two is
+ * -1, as Paddle declares dynamic dims; rank -1 where no plan set a shape. When no plan can be
+ * made, *out is NULL (the declared shapes are kept) and note says why; when only the second
+ * fails, dims are A's. Fails only when out of memory. */
+cd_status cd_pd_export_infer_shapes(const cd_graph *g, const cd_shape *in_shapes, cd_shape **out, char *note,
+                                    size_t note_len, cd_error *err);
 /* The element type each tensor gets in the exported program (out: g->n_tensors entries):
  * the declared type, except where a reused name carries a stale integer type (pd_export.c,
  * act_dtypes). */
