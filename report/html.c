@@ -337,11 +337,19 @@ static void verdict_card(FILE *f, const cd_report_input *in) {
         h(f, l->op_type);
         fputs(") tensor <span class=\"mono\">", f);
         h(f, l->tensor);
-        fputs("</span>: run by ", f);
-        h(f, e->backend_b);
-        fputs(" on ", f);
-        h(f, e->backend_a);
-        fputs("'s exact inputs, the layer's error exceeds the bound of its arithmetic.<table>", f);
+        if (an->local_inputs[0] && !strcmp(an->local_inputs, e->backend_b)) {
+            fputs("</span>: ", f);
+            h(f, e->backend_b);
+            fputs("'s output of the layer differs from the reference run on ", f);
+            h(f, e->backend_b);
+            fputs("'s own inputs to it by more than the bound of its arithmetic.<table>", f);
+        } else {
+            fputs("</span>: run by ", f);
+            h(f, e->backend_b);
+            fputs(" on ", f);
+            h(f, an->local_inputs[0] ? an->local_inputs : e->backend_a);
+            fputs("'s exact inputs, the layer's error exceeds the bound of its arithmetic.<table>", f);
+        }
         fputs("<tr><td>family</td><td>", f); h(f, l->family); fputs("</td></tr>", f);
         fprintf(f, "<tr><td>local error</td><td>%.4g</td></tr><tr><td>bound</td><td>%.4g</td></tr><tr><td>ratio</td><td>%.4g</td></tr>"
                    "<tr><td>elements over the bound</td><td>%lld of %lld</td></tr><tr><td>worst element</td><td>%lld</td></tr>",

@@ -694,7 +694,8 @@ static void verdict_text(const cd_report_input *in, FILE *f, bool md, const char
         if (md) fputc('\n', f);
         fprintf(f, "%s%s bound", item, l->family[0] ? l->family : "error");
         if (l->loc_note[0]) fprintf(f, ": %s", l->loc_note);
-        fprintf(f, "; measured on %s's inputs against %s\n", in->env->backend_a, an->local_ref[0] ? an->local_ref : in->env->backend_a);
+        fprintf(f, "; measured on %s's inputs against %s\n", an->local_inputs[0] ? an->local_inputs : in->env->backend_a,
+                an->local_ref[0] ? an->local_ref : in->env->backend_a);
         break;
     }
     case CD_KIND_DRIFT: {

@@ -159,6 +159,9 @@ int main(int argc, char** argv) {
                                                     : CLPrecisionType::CL_PRECISION_AUTO);
   }
   mkdir(out_dir.c_str(), 0755);  // may exist already; a real failure shows when writing
+  // Phase markers on stderr: a runtime that dies says in which step (cldiff reads them).
+  std::fprintf(stderr, "pl_probe_runner: phase load\n");
+  std::fflush(stderr);
   auto t0 = std::chrono::steady_clock::now();
   std::shared_ptr<PaddlePredictor> pred = paddle::lite_api::CreatePaddlePredictor<MobileConfig>(config);
   auto t1 = std::chrono::steady_clock::now();
@@ -178,10 +181,14 @@ int main(int argc, char** argv) {
     else if (d == "|i1") fill_input<int8_t>(t.get(), n);
     else return fail(3, path + ": dtype " + d + " is not a Paddle-Lite input type (float32, int32, int64, uint8, int8)");
   }
+  std::fprintf(stderr, "pl_probe_runner: phase run\n");
+  std::fflush(stderr);
   for (int w = 0; w < warmup; w++) pred->Run();
   auto t2 = std::chrono::steady_clock::now();
   pred->Run();
   auto t3 = std::chrono::steady_clock::now();
+  std::fprintf(stderr, "pl_probe_runner: phase fetch\n");
+  std::fflush(stderr);
   std::vector<std::string> out_names = pred->GetOutputNames();
   std::ofstream info(out_dir + "/run.txt");
   info << "model " << model << "\nversion " << pred->GetVersion() << "\nthreads " << threads << "\npower_mode " << power
@@ -206,7 +213,22 @@ int main(int argc, char** argv) {
       default: descr = "<f4"; es = 4; p = t->data<float>(); break;  // kAny etc.: float data
     }
     std::string path = out_dir + "/out_" + std::to_string(i) + ".npy";
-    if (!write_npy(path, descr, shape, p, static_cast<size_t>(numel) * es)) return fail(3, "cannot write " + path);
+    if (!p && numel > 0) {
+      // An output Paddle-Lite does not hand to the host (no host copy of a device tensor):
+      // listed as unavailable, the others are still saved.
+      info << "out_" << i << " " << out_names[i] << " unavailable\n";
+      std::fprintf(stderr, "pl_probe_runner: output %zu ('%s') has no host data; skipped\n", i, out_names[i].c_str());
+      continue;
+    }
+    if (numel < 0 || !write_npy(path, descr, shape, p, static_cast<size_t>(numel) * es)) {
+      // a shape or buffer the runtime cannot hand over (seen: a device tensor fetched before
+      // its copy to the host); the other outputs are still saved
+      std::remove(path.c_str());
+      info << "out_" << i << " " << out_names[i] << " unavailable\n";
+      std::fprintf(stderr, "pl_probe_runner: output %zu ('%s', %lld values) could not be written; skipped\n", i,
+                   out_names[i].c_str(), static_cast<long long>(numel));
+      continue;
+    }
     info << "out_" << i << " " << out_names[i] << " " << descr << "\n";
   }
   std::fprintf(stderr, "pl_probe_runner: %zu outputs saved in %s (run %.2f ms)\n", out_names.size(), out_dir.c_str(),

@@ -2,6 +2,7 @@
 #include "backends/cpu/gemm.h"
 #include "cli/cli.h"
 #include "util/suggest.h"
+#include "backends/registry.h"
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -34,8 +35,13 @@ static const char *const USAGE_MAIN =
     "  --compress N              dump compression: shuffle + deflate level 1-9 (smaller dump,\n"
     "                            much slower), 0 = none (default)\n"
     "backends:\n"
-    "  --backends A[,B]          cpu (alias arm) and/or opencl (default cpu,opencl); paddle-lite,\n"
-    "                            paddle-lite-x86: the real Paddle-Lite runtime (docs/paddle-lite.md)\n"
+    "  --backends A[,B]          two of: cpu (alias arm), opencl (default cpu,opencl),\n"
+    "                            paddle-lite-arm, paddle-lite-opencl (Paddle-Lite's own ARM and\n"
+    "                            OpenCL kernels), paddle-lite (the x86 wheel); `cldiff doctor`\n"
+    "                            says which are usable (docs/paddle-lite-engines.md)\n"
+    "  --backend-opt NAME:key=value  an option of one backend (repeatable), e.g.\n"
+    "                            opencl:platform=NVIDIA, paddle-lite-arm:sdk=DIR; `cldiff doctor`\n"
+    "                            lists every backend's options\n"
     "  --fp32 | --fp16           precision of both runs (default fp32)\n"
     "  --fp16-compute            use half arithmetic on OpenCL where cl_khr_fp16 exists\n"
     "  --int8 arm|dequant        int8 models on the CPU: integer arithmetic as Paddle-Lite's\n"
@@ -161,24 +167,50 @@ static bool parse_int(const char *s, long lo, long hi, long *out) {
 }
 
 static int split_backends(cd_cli_opts *o, const char *cmd, const char *arg) {
-    static char buf[128];
+    static char buf[256];
     if (strlen(arg) >= sizeof buf) return usage_error(cmd, "--backends: value too long: '%s'", arg);
     strcpy(buf, arg);
     o->n_backends = 0;
     for (char *tok = strtok(buf, ","); tok; tok = strtok(NULL, ",")) {
-        if (!strcmp(tok, "arm")) tok = (char *)"cpu";
-        /* the real Paddle-Lite runtime (docs/paddle-lite.md) */
-        static const char *const pl[] = {"paddle-lite", "paddle-lite-x86", "paddle-lite-opencl", "paddle-lite-arm"};
-        const char *known = NULL;
-        for (int k = 0; k < 4; k++)
-            if (!strcmp(tok, pl[k])) known = pl[k];
-        if (!known && strcmp(tok, "cpu") && strcmp(tok, "opencl"))
-            return usage_error(cmd, "--backends: unknown backend '%s' (known: cpu, arm, opencl, paddle-lite, "
-                               "paddle-lite-x86, paddle-lite-opencl)", tok);
+        const cd_backend_def *d = cd_backend_lookup(tok);
+        if (!d) {
+            char list[512], msg[800];
+            cd_backend_names(list, sizeof list);
+            const char *names[32];
+            int nn = 0;
+            for (int i = 0; i < cd_backend_count() && nn < 28; i++) {
+                const cd_backend_def *bd = cd_backend_at(i);
+                names[nn++] = bd->name;
+                for (int k = 0; k < 3 && bd->aliases[k]; k++) names[nn++] = bd->aliases[k];
+            }
+            const char *near = cd_suggest(tok, names, nn);
+            snprintf(msg, sizeof msg, "--backends: unknown backend '%s'%s%s%s (known: %s; `cldiff doctor` says which "
+                     "are usable here)", tok, near ? "; did you mean " : "", near ? near : "", near ? "?" : "", list);
+            return usage_error(cmd, "%s", msg);
+        }
         if (o->n_backends == 2) return usage_error(cmd, "--backends takes at most two backends: '%s'", arg);
-        o->backends[o->n_backends++] = known ? known : !strcmp(tok, "cpu") ? "cpu" : "opencl";
+        o->backends[o->n_backends++] = d->name;
     }
     if (o->n_backends == 0) return usage_error(cmd, "--backends needs a value: '%s'", arg);
+    return 0;
+}
+
+/* --backend-opt NAME:key=value: checked against the backend's declared options; kept with the
+ * backend's canonical name (aliases resolved). */
+static int add_backend_opt(cd_cli_opts *o, const char *cmd, const char *v) {
+    cd_error e = {0};
+    if (cd_backend_opt_check(v, &e)) return usage_error(cmd, "%s", e.msg);
+    if (o->n_backend_kv >= CD_CLI_MAX_LIST) return usage_error(cmd, "too many --backend-opt options (at most %s)", "64");
+    const char *colon = strchr(v, ':');
+    char name[64];
+    snprintf(name, sizeof name, "%.*s", (int)(colon - v), v);
+    const char *canon = cd_backend_lookup(name)->name;
+    if (!strcmp(canon, name)) { o->backend_kv[o->n_backend_kv++] = v; return 0; }
+    size_t n = strlen(canon) + strlen(colon) + 1;
+    char *c = malloc(n);   /* lives as long as the process, like argv */
+    if (!c) return usage_error(cmd, "%s", "out of memory");
+    snprintf(c, n, "%s%s", canon, colon);
+    o->backend_kv[o->n_backend_kv++] = c;
     return 0;
 }
 
@@ -236,6 +268,7 @@ int cd_cli_parse(int argc, char **argv, int first, cd_cli_opts *o, const char *c
         else if (!strcmp(a, "--out") || !strcmp(a, "-o")) { NEEDV(); o->out_dir = v; }
         else if (!strcmp(a, "--layers")) { NEEDV(); o->layers = v; }
         else if (!strcmp(a, "--backends")) { NEEDV(); int r = split_backends(o, cmd, v); if (r) return r; }
+        else if (!strcmp(a, "--backend-opt")) { NEEDV(); int r = add_backend_opt(o, cmd, v); if (r) return r; }
         else if (!strcmp(a, "--threads")) {
             NEEDV(); long n;
             if (!parse_int(v, 1, 256, &n)) return usage_error(cmd, "--threads expects 1..256, got '%s'", v);

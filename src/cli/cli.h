@@ -34,6 +34,8 @@ typedef struct cd_cli_opts {
     const char *cl_lib, *cl_platform, *cl_device, *kernel_dir, *cache_dir;
     bool no_cache;
     bool isolate_child;            /* --no-isolate turns it off (debugging) */
+    const char *backend_kv[CD_CLI_MAX_LIST]; /* --backend-opt NAME:key=value (NAME canonical) */
+    int n_backend_kv;
     /* comparison */
     const char *tolerance_file;    /* --tolerance FILE */
     double atol, rtol, min_cos, max_fail_fraction; /* <0: precision default */

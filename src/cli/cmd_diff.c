@@ -10,6 +10,7 @@
 #include "cli/local.h"
 #include "diag/diag.h"
 #include "diag/pins.h"
+#include "backends/registry.h"
 
 /* The tolerance policy and the session; names the runs. */
 static cd_status diff_open(diff_run *d, cd_error *err) {
@@ -22,6 +23,8 @@ static cd_status diff_open(diff_run *d, cd_error *err) {
     if ((st = cd_session_open(&d->s, o, err))) return st;
     d->A = o->backends[0];
     d->B = o->backends[1];
+    const cd_backend_def *db = cd_backend_lookup(d->B);
+    d->engine_b = db && !db->op_by_op;
     snprintf(d->run_a, sizeof d->run_a, "%s", d->A);
     snprintf(d->run_b, sizeof d->run_b, strcmp(d->A, d->B) ? "%s" : "%s_b", d->B);
     if (!o->quiet && !d->ctx->collect_only)
@@ -34,8 +37,37 @@ static cd_status diff_open(diff_run *d, cd_error *err) {
 /* Run A (recording, for the local check, the activations every probed layer reads), run B
  * (running each probed layer again on them: run <b>_local) and B's repeats. B's failure
  * goes to d->stb / d->eb. */
+/* B is a whole-model engine: it cannot run one layer on A's inputs, so the record keeps B's own
+ * activations and cldiff's CPU runs every probed layer on them (run <b>_local): B's output of a
+ * layer against the CPU's on the same inputs is that layer's local error (docs/verdicts.md,
+ * "Engines"). */
+static cd_status diff_run_engine_b(diff_run *d, cd_forcing *rec, cd_error *err) {
+    const cd_cli_opts *o = d->o;
+    cd_run_req qa = {.backend = d->A, .run = d->run_a, .prec = o->prec};
+    cd_status st = cd_session_run_req(&d->s, &qa, &d->ra, err);
+    if (st) return st;
+    cd_run_req qb = {.backend = d->B, .run = d->run_b, .prec = o->prec, .record = rec};
+    d->stb = cd_session_run_req(&d->s, &qb, &d->rb, &d->eb);
+    d->crashed = d->stb == CD_E_CRASH;
+    if (!d->stb && d->local && rec) {
+        cd_run_req ql = {.backend = "cpu", .prec = o->prec, .force = rec, .local_run = d->run_local,
+                         .forced_from = d->run_b, .local_only = true};
+        st = cd_session_run_req(&d->s, &ql, &d->rl, err);
+        if (st) return st;
+    }
+    for (int r = 1; !d->stb && r < o->repeat; r++) {
+        char rep[48];
+        snprintf(rep, sizeof rep, "%s_rep%d", d->run_b, r);
+        d->stb = cd_session_run(&d->s, d->B, rep, o->prec, &d->rr, &d->eb);
+        d->wall_rep += d->rr.wall_ms;
+        if (d->stb == CD_E_CRASH) d->crashed = true;
+    }
+    return CD_OK;
+}
+
 static cd_status diff_run_a_b(diff_run *d, cd_forcing *rec, cd_error *err) {
     const cd_cli_opts *o = d->o;
+    if (d->engine_b) return diff_run_engine_b(d, rec, err);
     cd_run_req qa = {.backend = d->A, .run = d->run_a, .prec = o->prec, .record = rec};
     cd_status st = cd_session_run_req(&d->s, &qa, &d->ra, err);
     if (st) return st;
@@ -44,7 +76,7 @@ static cd_status diff_run_a_b(diff_run *d, cd_forcing *rec, cd_error *err) {
     /* fp32: layers whose free-run output is already within their local bound of A's are
      * settled by the free run and not run again (docs/verdicts.md); fp16 runs check every
      * layer against the float32 reference on half inputs instead */
-    if (d->local && rec && o->prec == CD_PREC_FP32 && !strcmp(d->B, "opencl") &&
+    if (d->local && rec && o->prec == CD_PREC_FP32 && cd_backend_lookup(d->B)->opencl &&
         (d->settled = calloc((size_t)d->s.g->n_ops + 1, 1)) &&
         (d->settled_info = calloc((size_t)d->s.g->n_ops + 1, sizeof *d->settled_info))) {
         cd_arith f32 = {.u = CD_U32, .half_store = false};

@@ -33,6 +33,7 @@ typedef struct diff_run {
     cd_policy pol;
     bool have_pol;
     bool auto_tol, local, crashed;
+    bool engine_b;              /* B is a whole-model engine: the CPU runs each layer on B's inputs */
     const char *A, *B;
     char run_a[32], run_b[32], run_local[48];
     cd_run_result ra, rb, rg, rr, rl, rq;

@@ -76,6 +76,17 @@ cd_status cd_diff_local_check(diff_run *d, cd_error *err) {
                        .run_free = d->run_b, .settled = d->settled,
                        .settled_info = d->settled_info};
     if (o->prec == CD_PREC_FP16) lq.ref = (cd_arith){.u = CD_U32, .half_store = false};
+    if (d->engine_b) {
+        /* B's own output of each layer against cldiff's CPU on B's inputs (run <b>_local) */
+        lq.run_a = d->run_b;
+        lq.run_ref = d->run_local;
+        lq.run_local = d->run_b;
+        lq.ref = side_arith("cpu", o->prec, "fp32");
+        lq.b = (cd_arith){.u = CD_U32, .half_store = false};
+        lq.run_free = NULL;
+        lq.settled = NULL;
+        lq.settled_info = NULL;
+    }
     cd_status ls = cd_local_check_layers(&lq, &d->an, err);
     if (ls) return ls;
     cd_diff_local_as_isolation(&d->an);

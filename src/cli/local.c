@@ -4,7 +4,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include "backends/paddlelite/pl_engine.h"
 #include "diag/diag.h"
 #include "engine/executor.h"
 #include "model/extract.h"
@@ -96,6 +95,7 @@ cd_status cd_local_check_layers(const cd_local_req *q, cd_analysis *an, cd_error
     if (st) { free(tl); free(tr); return st; }
     an->local_ran = true;
     snprintf(an->local_ref, sizeof an->local_ref, "%s", q->run_ref);
+    snprintf(an->local_inputs, sizeof an->local_inputs, "%s", q->run_a);
     an->n_local = 0;
     const cd_graph *g = q->s->g;
     bool int8_ref = cd_local_run_int8_arm(q->r, sep_ref ? q->run_ref : q->run_a); /* docs/int8.md */
@@ -316,7 +316,7 @@ bool cd_local_settle(void *user, const cd_forcing *force, int op_index, int tens
 }
 
 bool cd_local_enabled(const cd_cli_opts *o) {
-    /* a whole-model engine as run B cannot run one layer on A's inputs (docs/paddle-lite.md) */
-    if (o->n_backends == 2 && cd_pl_is_backend(o->backends[1])) return false;
+    /* a whole-model engine as run B: cldiff's CPU runs each layer on B's inputs instead
+     * (docs/verdicts.md, "Engines"); the wheel engine keeps its own notes */
     return strcmp(o->isolate_mode, "none") && strcmp(o->dump_mode, "stats");
 }

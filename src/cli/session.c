@@ -12,8 +12,7 @@
 #include "probes/select.h"
 #include "probes/sink.h"
 #include "util/sha256.h"
-#include "cli/session_pl.h"
-#include "backends/paddlelite/pl_engine.h"
+#include "backends/registry.h"
 
 volatile int cd_stop_flag = 0;
 
@@ -70,6 +69,11 @@ cd_backend_opts cd_session_backend_opts(const cd_cli_opts *o, cd_precision prec)
     /* int8 layers in integer arithmetic on the CPU (docs/int8.md); fp16 runs stay dequantized */
     b.int8_arm = prec == CD_PREC_FP32 && !(o->int8_mode && !strcmp(o->int8_mode, "dequant"));
     b.int8_on_arm = b.int8_arm && !(o->int8_placement && !strcmp(o->int8_placement, "gpu"));
+    b.isolate = o->isolate_child;
+    b.kv = o->backend_kv;
+    b.n_kv = o->n_backend_kv;
+    cd_error e = {0};
+    (void)cd_backend_apply_opts(&b, &e); /* values were checked when the command line was parsed */
     return b;
 }
 
@@ -278,6 +282,18 @@ static cd_status close_run(cd_session *s, const char *run, cd_dump_sink *sink, c
     return s3;
 }
 
+/* The attributes an engine reported for its run (/runs/<run>). */
+static void write_run_attrs(cd_session *s, const char *run, const cd_runner_result *rr) {
+    char path[256];
+    cd_error e = {0};
+    snprintf(path, sizeof path, "/runs/%s", run);
+    for (int i = 0; i < rr->n_attrs; i++) {
+        const cd_run_attr *a = &rr->attrs[i];
+        if (a->is_num) cd_dump_set_attr_f64(s->dump, path, a->key, a->num, &e);
+        else cd_dump_set_attr_str(s->dump, path, a->key, a->str, &e);
+    }
+}
+
 static void mark_settled(void *user, int op, const cd_settle_info *info) {
     const cd_run_req *q = user;
     q->settled[op] = true;
@@ -288,7 +304,9 @@ cd_status cd_session_run_req(cd_session *s, const cd_run_req *q, cd_run_result *
     memset(res, 0, sizeof *res);
     cd_precision prec = q->prec;
     const cd_plan *plan = q->plan ? q->plan : (prec == CD_PREC_FP32 && s->have_plan32) ? &s->plan32 : &s->plan;
-    bool cl = !strcmp(q->backend, "opencl");
+    const cd_backend_def *def = cd_backend_lookup(q->backend);
+    if (!def) return cd_err(err, CD_E_USAGE, "unknown backend '%s'", q->backend);
+    bool cl = def->opencl;
     snprintf(res->variant, sizeof res->variant, "%s", prec == CD_PREC_FP16 ? (cl && s->o->fp16_compute ? "fp16-compute" : "fp16") : "fp32");
     bool free_run = !q->local_only;
     bool local = q->force && q->local_run;
@@ -316,30 +334,26 @@ cd_status cd_session_run_req(cd_session *s, const cd_run_req *q, cd_run_result *
     cd_backend_opts bo = cd_session_backend_opts(s->o, prec);
     if (q->no_quant || q->int8_dequant) bo.int8_arm = false;
     bo.no_quant = q->no_quant;
+    cd_runner_req rq = {.backend = def->name, .plan = plan, .inputs = s->inputs.values, .xo = &xo, .sink = main_sink,
+                        .bo = &bo, .model_path = s->o->model, .model_sha256 = s->sha256, .work_dir = s->o->out_dir,
+                        .timeout_s = s->o->timeout_s, .quiet = s->o->quiet};
+    cd_runner_result *rr = calloc(1, sizeof *rr);
+    if (!rr) st = cd_err(err, CD_E_NOMEM, "out of memory");
     double t0 = now_ms();
-    if (cd_pl_is_backend(q->backend)) {
-        st = cd_session_run_pl(s, q, plan, main_sink, res, err);
-    } else if (!cl) {
-        cd_backend *b = NULL;
-        st = cd_cpu_backend_open(&bo, &b, err);
-        if (!st) st = cd_execute(plan, b, s->inputs.values, &xo, main_sink, err);
-        if (b) cd_backend_close(b);
-        snprintf(res->device, sizeof res->device, "host CPU, %d threads", s->o->threads);
-    } else if (s->o->isolate_child) {
-        cd_isolated_run ir;
-        memset(&ir, 0, sizeof ir);
-        st = cd_run_isolated(plan, &bo, s->inputs.values, &xo, main_sink, s->o->timeout_s, &ir, err);
-        snprintf(res->device, sizeof res->device, "%s", ir.device);
-        snprintf(res->driver, sizeof res->driver, "%s", ir.driver);
-        res->crash = ir.crash;
-    } else {
-        cd_backend *b = NULL;
-        st = cd_opencl_backend_open(&bo, &b, err);
-        if (!st) {
-            if (b->vt->describe) b->vt->describe(b, res->device, sizeof res->device, res->driver, sizeof res->driver);
-            st = cd_execute(plan, b, s->inputs.values, &xo, main_sink, err);
+    if (!st) st = def->run(&rq, rr, err);
+    if (rr) {
+        snprintf(res->device, sizeof res->device, "%s", rr->device);
+        snprintf(res->driver, sizeof res->driver, "%s", rr->driver);
+        res->crash = rr->crash;
+        if (free_run) write_run_attrs(s, q->run, rr);
+        if (local && !def->op_by_op) {
+            char lp[256];
+            cd_error e3 = {0};
+            snprintf(lp, sizeof lp, "/runs/%s", q->local_run);
+            cd_dump_set_attr_str(s->dump, lp, "unavailable",
+                                 "local check unavailable: a whole-model engine cannot run one layer on given inputs",
+                                 &e3);
         }
-        if (b) cd_backend_close(b);
     }
     res->wall_ms = now_ms() - t0;
     if (pr.tty) fputc('\n', stderr);
@@ -358,6 +372,8 @@ cd_status cd_session_run_req(cd_session *s, const cd_run_req *q, cd_run_result *
         if (res->crash.crashed) crash_attrs(s, q->run, &res->crash, plan, &e2);
         s2 = close_run(s, q->run, sink, res, res->wall_ms, res->complete, NULL, &res->n_hits, st ? &e2 : err);
     }
+    if (rr && rr->has_hits) res->n_hits = rr->n_hits;
+    free(rr);
     if (st) return st;
     if (s3) { *err = e2; return s3; }
     return s2;

@@ -134,7 +134,8 @@ typedef struct cd_analysis {
     /* ---- truthful verdicts (docs/verdicts.md) ---- */
     cd_verdict_kind kind;
     bool local_ran;             /* a local (teacher-forced) run of B exists */
-    char local_ref[32];         /* run the local errors are measured against ("cpu", "ref_local") */
+    char local_ref[48];         /* run the local errors are measured against ("cpu", "ref_local") */
+    char local_inputs[48];      /* run whose layer inputs the local pass used ("" : run A) */
     int n_local;                /* layers checked locally */
     int first_fault;            /* first layer whose local check fails, -1 none */
     int n_faults;

@@ -383,6 +383,7 @@ cd_status cd_local_store(cd_dump *d, const char *run_local, const cd_analysis *a
     st = cd_dump_make_group(d, "/local", err);
     if (!st) st = cd_dump_write_table(d, path, c, (int)(sizeof c / sizeof c[0]), n, err);
     if (!st) st = cd_dump_set_attr_str(d, path, "reference", an->local_ref, err);
+    if (!st && an->local_inputs[0]) st = cd_dump_set_attr_str(d, path, "inputs", an->local_inputs, err);
 done:
     free(opi); free(chk); free(pass); free(exc); free(worst); free(nfm);
     for (int k = 0; k < 8; k++) free(f[k]);
@@ -410,6 +411,10 @@ cd_status cd_local_load(const cd_dump_reader *r, const char *run_local, cd_analy
     *found = true;
     an->local_ran = true;
     cd_dump_attr_str(r, path, "reference", an->local_ref, sizeof an->local_ref, err);
+    if (cd_dump_attr_str(r, path, "inputs", an->local_inputs, sizeof an->local_inputs, err) != CD_OK) {
+        an->local_inputs[0] = 0;   /* dumps before the attribute: run A's inputs */
+        memset(err, 0, sizeof *err);
+    }
     an->n_local = 0;
     const int64_t *opi = c[0].data, *chk = c[2].data, *pass = c[4].data, *exc = c[8].data, *worst = c[9].data,
                   *nfm = c[15].data;

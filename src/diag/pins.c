@@ -1,5 +1,6 @@
 /* Pinned execution and the pin search. */
 #include "diag/pins.h"
+#include "backends/registry.h"
 #include "compare/policy.h"
 #include <math.h>
 #include <stdio.h>
@@ -171,7 +172,10 @@ static cd_status trial(cd_session *s, const cd_analysis *an, const cd_policy *po
     cd_backend_opts bo = cd_session_backend_opts(s->o, s->o->prec);
     bo.threads = 1; /* runs in a forked child: OpenMP teams of the parent do not survive fork */
     cd_backend *inner = NULL, *pb = NULL;
-    cd_status st = !strcmp(backend_b, "opencl") ? cd_opencl_backend_open(&bo, &inner, err) : cd_cpu_backend_open(&bo, &inner, err);
+    const cd_backend_def *def = cd_backend_lookup(backend_b);
+    if (!def || !def->open)
+        return cd_err(err, CD_E_USAGE, "--suggest-pins needs a backend that runs op by op as B, not '%s'", backend_b);
+    cd_status st = def->open(&bo, &inner, err);
     if (st) return st;
     const cd_plan *p32 = s->have_plan32 ? &s->plan32 : &s->plan;
     if ((st = cd_pinned_backend_open(inner, p32, pinned, &bo, &pb, err))) { cd_backend_close(inner); return st; }

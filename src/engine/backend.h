@@ -1,5 +1,6 @@
-/* Backend interface: one vtable per backend (cpu, opencl). Adding a backend touches no
- * other module. The executor drives it op by op. */
+/* Backend interface: one vtable per op-by-op backend (cpu, opencl); the executor drives it op
+ * by op. Backends are registered by name in src/backends/registry.h, which also holds the
+ * whole-model engines. */
 #ifndef CD_BACKEND_H
 #define CD_BACKEND_H
 #include "engine/plan.h"
@@ -30,7 +31,15 @@ typedef struct cd_backend_opts {
     bool no_quant;           /* cpu: calib fake quantization as identity (cd_op_ctx.no_quant) */
     bool int8_on_arm;        /* opencl: ops with int8 kernels run on the CPU int8 kernels, as
                                 Paddle-Lite places them (no OpenCL int8 kernels; docs/int8.md) */
+    bool isolate;            /* opencl: run in a child process (default; --no-isolate) */
+    /* --backend-opt NAME:key=value entries of every backend, as given; each backend reads its
+     * own (cd_backend_opt) */
+    const char *const *kv;
+    int n_kv;
 } cd_backend_opts;
+
+/* The last value of --backend-opt backend:key=value, or NULL. */
+const char *cd_backend_opt(const cd_backend_opts *bo, const char *backend, const char *key);
 
 typedef struct cd_backend cd_backend;
 typedef struct cd_backend_vt {

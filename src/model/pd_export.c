@@ -203,6 +203,11 @@ static cd_status make_plan(const cd_graph *g, const cd_pd_export_opts *o, plan *
         p->skip_op[oi] = true;
         info->n_dropped_ops++;
     }
+    /* Extra fetch ops write the "fetch" list too: it keeps its FETCH_LIST type when the graph
+     * handed over holds none of its own fetch ops (a prefix of a model, cut for bisection). */
+    for (int t = 0; t < nt && o->n_extra_fetch; t++)
+        if (p->kind[t] == VT_LOD_TENSOR && !strcmp(g->tensors[t].name, "fetch") && !g->tensors[t].persistable)
+            p->kind[t] = VT_FETCH;
     for (int t = 0; t < nt; t++) {
         if (p->alias[t] != t) continue;
         const cd_tensor *x = &g->tensors[t];

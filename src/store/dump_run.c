@@ -60,8 +60,10 @@ cd_status cd_dump_begin_run(cd_dump *d, const char *run, const cd_run_info *info
 }
 
 cd_status cd_dump_end_run(cd_dump *d, const char *run, double wall_ms, bool complete, cd_error *err) {
-    run_rows *rr = cd_dumpw_find_rows(d, run, false);
-    cd_status st = rr ? cd_dumpw_flush_run(d, rr, err) : CD_OK;
+    /* a run that captured nothing (an engine that died before its first layer) still gets its
+     * (empty) tensors table: readers tell "nothing captured" from "not written by cldiff" */
+    run_rows *rr = cd_dumpw_find_rows(d, run, true);
+    cd_status st = rr ? cd_dumpw_flush_run(d, rr, err) : cd_err(err, CD_E_NOMEM, "out of memory");
     if (!st) st = open_run(d, run, err);
     if (st) return st;
     herr_t r = cd_dumpw_attr_f64(d->run, "wall_ms", wall_ms);

@@ -2,6 +2,7 @@
  * op kernels from the registry (engine/ops.h), threads via OpenMP. */
 #include "engine/backend.h"
 #include "backends/cpu/ops_int8.h"
+#include "backends/registry.h"
 #include <omp.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -447,3 +448,42 @@ cd_status cd_cpu_backend_open(const cd_backend_opts *opts, cd_backend **out, cd_
     *out = b;
     return CD_OK;
 }
+
+/* ---------------------------------------------------------------- registration */
+
+extern const cd_backend_def cd_backend_def_cpu;
+
+static cd_status cpu_run(const cd_runner_req *q, cd_runner_result *res, cd_error *err) {
+    cd_status st = cd_runner_inproc(&cd_backend_def_cpu, q, res, err);
+    snprintf(res->device, sizeof res->device, "host CPU, %d threads", q->bo->threads);
+    return st;
+}
+
+static cd_status cpu_placement(const cd_runner_req *q, cd_op_place *out, char *note, size_t nn, cd_error *err) {
+    (void)err;
+    const cd_plan *p = q->plan;
+    for (int i = 0; i < p->g->n_ops; i++) {
+        const cd_op *op = &p->g->ops[i];
+        cd_op_place *o = &out[i];
+        memset(o, 0, sizeof *o);
+        o->supported = p->defs[i] != NULL;
+        bool i8 = q->bo->int8_arm &&
+                  cd_cpu_int8_claims(&(cd_op_ctx){.g = p->g, .op = op, .op_index = i, .vals = p->meta, .prec = p->prec});
+        snprintf(o->where, sizeof o->where, "%s", o->supported ? "cpu" : "-");
+        snprintf(o->kernel, sizeof o->kernel, "%s%s", op->type, i8 ? " (int8, as Paddle-Lite ARM)" : "");
+        if (!o->supported) snprintf(o->why, sizeof o->why, "no CPU kernel for %s", op->type);
+    }
+    snprintf(note, nn, "cldiff's CPU kernels (C11, OpenMP), %s", p->prec == CD_PREC_FP16 ? "fp16" : "fp32");
+    return CD_OK;
+}
+
+const cd_backend_def cd_backend_def_cpu = {
+    .name = "cpu",
+    .aliases = {"arm", NULL},
+    .summary = "cldiff's CPU kernels: the reference (float32, _Float16 for --fp16, int8 as Paddle-Lite ARM)",
+    .op_by_op = true,
+    .opts = (const cd_backend_optdef[]){{NULL, NULL, NULL}},
+    .run = cpu_run,
+    .open = cd_cpu_backend_open,
+    .placement = cpu_placement,
+};

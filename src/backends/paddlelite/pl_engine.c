@@ -1,4 +1,4 @@
-#include "backends/paddlelite/pl_engine.h"
+#include "backends/paddlelite/pl_priv.h"
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -15,6 +15,7 @@
 #include "probes/instrument.h"
 #include "util/json.h"
 #include "util/npy.h"
+#include "backends/registry.h"
 
 extern char **environ;
 
@@ -43,7 +44,7 @@ static bool is_file(const char *p, bool exec) {
 }
 
 /* Candidate roots: the executable's folder, its parent, the source tree of this build. */
-static int roots(char out[3][PATH_MAX]) {
+int cd_pl_roots(char out[3][PATH_MAX]) {
     int n = 0;
     char exe[PATH_MAX];
     ssize_t l = readlink("/proc/self/exe", exe, sizeof exe - 1);
@@ -63,15 +64,15 @@ static int roots(char out[3][PATH_MAX]) {
     return n;
 }
 
-static cd_status spawn_wait(char *const argv[], const char *log_path, double timeout_s, int *wstatus, bool *timed_out,
-                            volatile int *stop, cd_error *err) {
+cd_status cd_pl_spawn_wait(char *const argv[], char *const envp[], const char *log_path, double timeout_s, int *wstatus,
+                           bool *timed_out, volatile int *stop, cd_error *err) {
     posix_spawn_file_actions_t fa;
     posix_spawn_file_actions_init(&fa);
     posix_spawn_file_actions_addopen(&fa, 1, log_path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
     posix_spawn_file_actions_adddup2(&fa, 1, 2);
     posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
     pid_t pid;
-    int rc = posix_spawn(&pid, argv[0], &fa, NULL, argv, environ);
+    int rc = posix_spawn(&pid, argv[0], &fa, NULL, argv, envp ? envp : environ);
     posix_spawn_file_actions_destroy(&fa);
     if (rc) return cd_err(err, CD_E_BACKEND, "cannot start %s: %s", argv[0], strerror(rc));
     double t0 = now_ms();
@@ -98,7 +99,7 @@ static cd_status spawn_wait(char *const argv[], const char *log_path, double tim
 }
 
 /* The last non-empty lines of the log that are not Paddle-Lite's version warning. */
-static void log_tail(const char *path, char *buf, size_t n) {
+void cd_pl_log_tail(const char *path, char *buf, size_t n) {
     buf[0] = 0;
     FILE *f = fopen(path, "rb");
     if (!f) return;
@@ -122,7 +123,7 @@ cd_status cd_pl_find(cd_pl_env *env, cd_error *err) {
     memset(env, 0, sizeof *env);
     const char *py = getenv("CLDIFF_PL_PYTHON"), *br = getenv("CLDIFF_PL_BRIDGE");
     char r[3][PATH_MAX];
-    int nr = roots(r);
+    int nr = cd_pl_roots(r);
     if (py && *py) snprintf(env->python, sizeof env->python, "%s", py);
     for (int i = 0; i < nr && !env->python[0]; i++) {
         char p[PATH_MAX + 32];
@@ -150,9 +151,9 @@ cd_status cd_pl_find(cd_pl_env *env, cd_error *err) {
     char *argv[] = {env->python, env->bridge, "--probe", NULL};
     int ws = 0;
     bool to = false;
-    cd_status st = spawn_wait(argv, tmpl, 60, &ws, &to, NULL, err);
+    cd_status st = cd_pl_spawn_wait(argv, NULL, tmpl, 60, &ws, &to, NULL, err);
     char tail[1024];
-    log_tail(tmpl, tail, sizeof tail);
+    cd_pl_log_tail(tmpl, tail, sizeof tail);
     if (!st && (to || !WIFEXITED(ws) || WEXITSTATUS(ws) != 0))
         st = cd_err(err, CD_E_BACKEND, "backend paddle-lite unavailable: %s %s --probe failed (%s); run scripts/setup.sh "
                     "to (re)make .venv-pl with paddlelite==2.13rc0", env->python, env->bridge,
@@ -189,7 +190,7 @@ static cd_status host_only_ops(const cd_pl_env *env, const char *place, const cd
     char *argv[] = {(char *)env->python, (char *)env->bridge, "--kernels", (char *)place, NULL};
     int ws = 0;
     bool to = false;
-    cd_status st = spawn_wait(argv, tmpl, 120, &ws, &to, NULL, err);
+    cd_status st = cd_pl_spawn_wait(argv, NULL, tmpl, 120, &ws, &to, NULL, err);
     if (!st && (to || !WIFEXITED(ws) || WEXITSTATUS(ws)))
         st = cd_err(err, CD_E_BACKEND, "pl_bridge.py --kernels %s failed", place);
     char *buf = NULL;
@@ -241,7 +242,7 @@ static cd_status host_only_ops(const cd_pl_env *env, const char *place, const cd
 }
 
 /* The model's compute target: the most common non-host kernel target. */
-static const char *model_target(const cd_graph *g) {
+const char *cd_pl_model_target(const cd_graph *g) {
     int count[32] = {0};
     for (int i = 0; i < g->n_ops; i++) {
         int t = g->ops[i].kernel.present ? g->ops[i].kernel.target : -1;
@@ -253,7 +254,7 @@ static const char *model_target(const cd_graph *g) {
     return best ? cd_target_name(best) : "host";
 }
 
-static void rm_tree(const char *dir) {
+void cd_pl_rm_tree(const char *dir) {
     DIR *d = opendir(dir);
     if (!d) return;
     struct dirent *e;
@@ -281,10 +282,10 @@ cd_status cd_pl_bridge_run(const cd_pl_env *env, const cd_pl_bridge_req *b, doub
     bool to = false;
     double t0 = now_ms();
     if (crashed) *crashed = false;
-    cd_status st = spawn_wait(argv, logp, b->timeout_s, &ws, &to, b->stop, err);
+    cd_status st = cd_pl_spawn_wait(argv, NULL, logp, b->timeout_s, &ws, &to, b->stop, err);
     if (wall_ms) *wall_ms = now_ms() - t0;
     char tail[1024];
-    log_tail(logp, tail, sizeof tail);
+    cd_pl_log_tail(logp, tail, sizeof tail);
     if (!st && to) {
         if (crashed) *crashed = true;
         st = cd_err(err, CD_E_CRASH, "Paddle-Lite (%s) timed out after %.0f s (--timeout) running %s", backend,
@@ -305,6 +306,68 @@ cd_status cd_pl_bridge_run(const cd_pl_env *env, const cd_pl_bridge_req *b, doub
     return st;
 }
 
+cd_status cd_pl_collect(cd_pl_collect_req *cq, int *n_hits, int *n_shape_mismatch, int *n_dequantized,
+                        cd_error *err) {
+    const cd_plan *plan = cq->plan;
+    const cd_graph *g = plan->g;
+    cd_status st = CD_OK;
+    char p[PATH_MAX + 64];
+    /* the inputs go into the record too: the first layers read them */
+    for (int k = 0; k < g->n_inputs && !st && cq->record; k++)
+        st = cd_forcing_put(cq->record, g->inputs[k], &cq->inputs[k], err);
+    for (int k = 0; k < cq->n_fetch && !st; k++) {
+        const cd_probe_fetch *f = &cq->fetch[k];
+        if (!f->probed && !cq->record) continue;
+        snprintf(p, sizeof p, "%s/out_%d.npy", cq->dir, f->col);
+        if (cq->partial && access(p, F_OK) != 0) { cq->n_missing++; continue; }
+        cd_value v = {0};
+        st = cd_npy_read(p, &v, err);
+        if (st) { st = cd_err_prefix(err, "reading Paddle-Lite's output %d (tensor '%s' of op #%d): ", f->col,
+                                     g->tensors[f->tensor_id].name, f->op_index); break; }
+        if (v.dtype == CD_I8 && plan->meta[f->tensor_id].dtype == CD_F32 && f->op_index >= 0) {
+            /* Paddle-Lite hands int8 activations over as their integers; cldiff keeps them as the
+             * values they stand for, q * scale (calib's `scale`, an int8_out conv's
+             * Output0_scale, fc's Out0_scale) */
+            const cd_op *op = &g->ops[f->op_index];
+            const double *sv = NULL;
+            double sc = cd_attr_float(op, "scale", 0);
+            if (strcmp(op->type, "calib") && cd_attr_floats(op, "Output0_scale", &sv) < 1 &&
+                cd_attr_floats(op, "Out0_scale", &sv) < 1)
+                sv = NULL;
+            if (sv) sc = sv[0];
+            if (sc > 0) {
+                cd_value fv = {.dtype = CD_F32, .shape = v.shape};
+                if ((st = cd_value_alloc(&fv, err))) { cd_value_release(&v); break; }
+                const int8_t *q8 = v.data;
+                float *o = fv.data, fs = (float)sc;
+                for (int64_t e = 0; e < cd_value_numel(&v); e++) o[e] = (float)q8[e] * fs;
+                cd_value_release(&v);
+                v = fv;
+                (*n_dequantized)++;
+            }
+        }
+        /* dynamic outputs (nms) come back smaller than the plan's upper bound: counted only */
+        if (!cd_shape_eq(&v.shape, &plan->meta[f->tensor_id].shape)) (*n_shape_mismatch)++;
+        if (cq->record && cd_exec_is_activation(plan, f->tensor_id)) st = cd_forcing_put(cq->record, f->tensor_id, &v, err);
+        if (!st && f->probed && f->op_index >= 0 && cq->sink && cq->sink->hit) {
+            const cd_op *op = &g->ops[f->op_index];
+            cd_op_report rep;
+            memset(&rep, 0, sizeof rep);
+            rep.kernel_us = -1;
+            snprintf(rep.where, sizeof rep.where, "paddle-lite");
+            if (cq->kernel_of && cq->kernel_of[f->op_index])
+                snprintf(rep.kernel, sizeof rep.kernel, "%s", cq->kernel_of[f->op_index]);
+            else if (op->kernel.present)
+                snprintf(rep.kernel, sizeof rep.kernel, "%s/%s/%s/%s", op->kernel.alias, cd_target_name(op->kernel.target),
+                         cd_precision_name(op->kernel.precision), cd_layout_name(op->kernel.layout));
+            st = cq->sink->hit(cq->sink->user, f->op_index, f->tensor_id, &v, &rep, err);
+            if (!st) (*n_hits)++;
+        }
+        cd_value_release(&v);
+    }
+    return st;
+}
+
 cd_status cd_pl_run(const cd_pl_req *q, cd_pl_result *res, cd_error *err) {
     memset(res, 0, sizeof *res);
     const cd_plan *plan = q->plan;
@@ -312,7 +375,7 @@ cd_status cd_pl_run(const cd_pl_req *q, cd_pl_result *res, cd_error *err) {
     cd_status st = cd_pl_find(&res->env, err);
     if (st) return st;
     const char *want = cd_pl_backend_target(q->backend);
-    const char *have = model_target(g);
+    const char *have = cd_pl_model_target(g);
     snprintf(res->target, sizeof res->target, "%s", want[0] ? want : have);
     int n_ocl = 0;
     for (int i = 0; i < g->n_ops; i++) n_ocl += g->ops[i].kernel.present && g->ops[i].kernel.target == 5;
@@ -345,7 +408,7 @@ cd_status cd_pl_run(const cd_pl_req *q, cd_pl_result *res, cd_error *err) {
     char nb[PATH_MAX + 32], mpath[PATH_MAX + 64], p[PATH_MAX + 64];
     snprintf(nb, sizeof nb, "%s/probed.nb", dir);
     cd_shape *shapes = calloc((size_t)g->n_inputs + 1, sizeof *shapes);
-    if (!shapes) { rm_tree(dir); return cd_err(err, CD_E_NOMEM, "out of memory"); }
+    if (!shapes) { cd_pl_rm_tree(dir); return cd_err(err, CD_E_NOMEM, "out of memory"); }
     for (int k = 0; k < g->n_inputs; k++) shapes[k] = plan->meta[g->inputs[k]].shape;
     cd_instrumented in;
     memset(&in, 0, sizeof in);
@@ -387,58 +450,108 @@ cd_status cd_pl_run(const cd_pl_req *q, cd_pl_result *res, cd_error *err) {
                  res->env.version[0] ? res->env.version : "?", res->target,
                  res->env.python_version[0] ? res->env.python_version : "?");
     }
-    /* the inputs go into the record too: the first layers read them */
-    for (int k = 0; k < g->n_inputs && !st && q->record; k++) st = cd_forcing_put(q->record, g->inputs[k], &q->inputs[k], err);
-    for (int k = 0; k < in.n_fetch && !st; k++) {
-        const cd_probe_fetch *f = &in.fetch[k];
-        if (!f->probed && !q->record) continue;
-        snprintf(p, sizeof p, "%s/out_%d.npy", dir, f->col);
-        cd_value v = {0};
-        st = cd_npy_read(p, &v, err);
-        if (st) { st = cd_err_prefix(err, "reading Paddle-Lite's output %d (tensor '%s' of op #%d): ", f->col,
-                                     g->tensors[f->tensor_id].name, f->op_index); break; }
-        if (v.dtype == CD_I8 && plan->meta[f->tensor_id].dtype == CD_F32 && f->op_index >= 0) {
-            /* Paddle-Lite hands int8 activations over as their integers; cldiff keeps them as the
-             * values they stand for, q * scale (calib's `scale`, an int8_out conv's
-             * Output0_scale, fc's Out0_scale) */
-            const cd_op *op = &g->ops[f->op_index];
-            const double *sv = NULL;
-            double sc = cd_attr_float(op, "scale", 0);
-            if (strcmp(op->type, "calib") && cd_attr_floats(op, "Output0_scale", &sv) < 1 &&
-                cd_attr_floats(op, "Out0_scale", &sv) < 1)
-                sv = NULL;
-            if (sv) sc = sv[0];
-            if (sc > 0) {
-                cd_value fv = {.dtype = CD_F32, .shape = v.shape};
-                if ((st = cd_value_alloc(&fv, err))) { cd_value_release(&v); break; }
-                const int8_t *q = v.data;
-                float *o = fv.data, fs = (float)sc;
-                for (int64_t e = 0; e < cd_value_numel(&v); e++) o[e] = (float)q[e] * fs;
-                cd_value_release(&v);
-                v = fv;
-                res->n_dequantized++;
-            }
-        }
-        /* dynamic outputs (nms) come back smaller than the plan's upper bound: counted only */
-        if (!cd_shape_eq(&v.shape, &plan->meta[f->tensor_id].shape)) res->n_shape_mismatch++;
-        if (q->record && cd_exec_is_activation(plan, f->tensor_id)) st = cd_forcing_put(q->record, f->tensor_id, &v, err);
-        if (!st && f->probed && f->op_index >= 0 && q->sink && q->sink->hit) {
-            const cd_op *op = &g->ops[f->op_index];
-            cd_op_report rep;
-            memset(&rep, 0, sizeof rep);
-            rep.kernel_us = -1;
-            snprintf(rep.where, sizeof rep.where, "paddle-lite");
-            if (op->kernel.present)
-                snprintf(rep.kernel, sizeof rep.kernel, "%s/%s/%s/%s", op->kernel.alias, cd_target_name(op->kernel.target),
-                         cd_precision_name(op->kernel.precision), cd_layout_name(op->kernel.layout));
-            st = q->sink->hit(q->sink->user, f->op_index, f->tensor_id, &v, &rep, err);
-            if (!st) res->n_hits++;
-        }
-        cd_value_release(&v);
+    if (!st) {
+        cd_pl_collect_req cq = {.plan = plan, .fetch = in.fetch, .n_fetch = in.n_fetch, .dir = dir, .inputs = q->inputs,
+                                .record = q->record, .sink = q->sink};
+        st = cd_pl_collect(&cq, &res->n_hits, &res->n_shape_mismatch, &res->n_dequantized, err);
     }
     cd_instrumented_free(&in);
     const char *keep = getenv("CLDIFF_PL_KEEP");
     if (keep && *keep && strcmp(keep, "0")) fprintf(stderr, "cldiff: paddle-lite work folder kept: %s\n", dir);
-    else rm_tree(dir);
+    else cd_pl_rm_tree(dir);
     return st;
 }
+
+/* ---------------------------------------------------------------- registration (the wheel) */
+
+static const cd_backend_optdef WHEEL_OPTS[] = {
+    {"python", "PATH", "the Python of a venv with the paddlelite wheel (default .venv-pl; env CLDIFF_PL_PYTHON)"},
+    {NULL, NULL, NULL},
+};
+
+static cd_status wheel_apply_opts(cd_backend_opts *bo, cd_error *err) {
+    (void)err;
+    const char *py = cd_backend_opt(bo, "paddle-lite", "python");
+    if (!py) py = cd_backend_opt(bo, "paddle-lite-x86", "python");
+    if (py) setenv("CLDIFF_PL_PYTHON", py, 1); /* read by cd_pl_find; the wheel engines share one venv */
+    return CD_OK;
+}
+
+static cd_status wheel_run(const cd_runner_req *q, cd_runner_result *res, cd_error *err) {
+    if (q->xo->local_only) return CD_OK; /* a whole-model engine has no local pass */
+    const char *prec = q->plan->prec == CD_PREC_FP16 ? "fp16" : "fp32";
+    cd_pl_req pq = {.plan = q->plan, .mask = q->xo->probe_mask, .inputs = q->inputs, .model_path = q->model_path,
+                    .model_sha256 = q->model_sha256, .backend = q->backend, .precision = prec,
+                    .work_dir = q->work_dir, .threads = q->bo->threads, .timeout_s = q->timeout_s, .sink = q->sink,
+                    .record = q->xo->record, .stop = q->xo->stop_flag};
+    cd_pl_result *pr = calloc(1, sizeof *pr);
+    if (!pr) return cd_err(err, CD_E_NOMEM, "out of memory");
+    cd_status st = cd_pl_run(&pq, pr, err);
+    snprintf(res->device, sizeof res->device, "%s", pr->device[0] ? pr->device : "Paddle-Lite");
+    snprintf(res->driver, sizeof res->driver, "paddlelite wheel %s via %s", pr->env.version, pr->env.python);
+    res->crash.crashed = pr->crashed;
+    res->n_hits = pr->n_hits;
+    res->has_hits = true;
+    const cd_graph *g = q->plan->g;
+    bool half = false;
+    for (int i = 0; i < g->n_ops; i++) half |= g->ops[i].kernel.present && g->ops[i].kernel.precision == 5;
+    cd_run_attr_str(res, "engine", "paddle-lite");
+    cd_run_attr_str(res, "engine_version", "%s", pr->env.version);
+    cd_run_attr_str(res, "target", "%s", pr->target);
+    /* what Paddle-Lite computes in comes from the model's kernel records, not from --fp16 */
+    cd_run_attr_str(res, "engine_precision", "%s",
+                    !strcmp(pr->target, "opencl") ? "opencl (runtime choice)" : half ? "fp16" : "fp32");
+    if (q->plan->prec == CD_PREC_FP16 && !half && strcmp(pr->target, "opencl") && !q->quiet)
+        fprintf(stderr, "cldiff: note: %s computes in float32 (the model's kernels); --fp16 applies to cldiff's "
+                        "backends only\n", q->backend);
+    cd_run_attr_str(res, "bridge_python", "%s", pr->env.python);
+    cd_run_attr_num(res, "renamed_activations", pr->renamed);
+    cd_run_attr_num(res, "fetched_tensors", pr->n_fetch);
+    cd_run_attr_num(res, "engine_run_ms", pr->run_ms);
+    if (pr->note[0]) cd_run_attr_str(res, "engine_note", "%s", pr->note);
+    cd_run_attr_num(res, "shape_differs_from_plan", pr->n_shape_mismatch);
+    cd_run_attr_num(res, "int8_dequantized", pr->n_dequantized);
+    free(pr);
+    return st;
+}
+
+static cd_status wheel_placement(const cd_runner_req *q, cd_op_place *out, char *note, size_t nn, cd_error *err) {
+    (void)err;
+    const cd_graph *g = q->plan->g;
+    for (int i = 0; i < g->n_ops; i++) {
+        const cd_op *op = &g->ops[i];
+        cd_op_place *o = &out[i];
+        memset(o, 0, sizeof *o);
+        o->supported = true;
+        if (op->kernel.present) {
+            snprintf(o->where, sizeof o->where, "%s", cd_target_name(op->kernel.target));
+            snprintf(o->kernel, sizeof o->kernel, "%s/%s/%s", op->kernel.alias, cd_precision_name(op->kernel.precision),
+                     cd_layout_name(op->kernel.layout));
+            snprintf(o->why, sizeof o->why, "the model's kernel record");
+        } else {
+            snprintf(o->where, sizeof o->where, "?");
+            snprintf(o->why, sizeof o->why, "no kernel record: Paddle-Lite picks at load time");
+        }
+    }
+    snprintf(note, nn, "Paddle-Lite's x86 wheel (paddlelite on PyPI) runs the kernels the .nb records; a wheel holds "
+                       "no ARM or OpenCL kernels (docs/paddle-lite.md)");
+    return CD_OK;
+}
+
+const cd_backend_def cd_backend_def_paddle_lite = {
+    .name = "paddle-lite",
+    .summary = "Paddle-Lite's x86 runtime from the paddlelite wheel (Python), the model's own kernel records",
+    .opts = WHEEL_OPTS,
+    .apply_opts = wheel_apply_opts,
+    .run = wheel_run,
+    .placement = wheel_placement,
+};
+
+const cd_backend_def cd_backend_def_paddle_lite_x86 = {
+    .name = "paddle-lite-x86",
+    .summary = "the paddlelite wheel with ARM kernel records retargeted to x86 (experimental)",
+    .opts = WHEEL_OPTS,
+    .apply_opts = wheel_apply_opts,
+    .run = wheel_run,
+    .placement = wheel_placement,
+};

@@ -1,0 +1,41 @@
+/* Shared by the Paddle-Lite engines (pl_engine.c: the x86 wheel through Python; pl_sdk_engines.c:
+ * the SDK engines paddle-lite-arm and paddle-lite-opencl through the native runner). Not a
+ * module interface. */
+#ifndef CD_PL_PRIV_H
+#define CD_PL_PRIV_H
+#include <limits.h>
+#include "backends/paddlelite/pl_engine.h"
+#include "probes/instrument.h"
+
+/* Starts argv (envp NULL: this process's environment) with stdout+stderr into log_path, waits
+ * up to timeout_s (<= 0: no limit; then SIGKILL, *timed_out) or until *stop (SIGKILL,
+ * CD_E_INTERRUPTED). */
+cd_status cd_pl_spawn_wait(char *const argv[], char *const envp[], const char *log_path, double timeout_s, int *wstatus,
+                           bool *timed_out, volatile int *stop, cd_error *err);
+/* The last few meaningful lines of a log, joined by " | ". */
+void cd_pl_log_tail(const char *path, char *buf, size_t n);
+/* Removes a flat folder and its files. */
+void cd_pl_rm_tree(const char *dir);
+/* Candidate roots for helper files: the executable's folder, its parent, the source tree. */
+int cd_pl_roots(char out[3][PATH_MAX]);
+/* The model's compute target: the most common non-host kernel target ("arm", "opencl", ...). */
+const char *cd_pl_model_target(const cd_graph *g);
+
+/* Reads DIR/out_<col>.npy of every fetch and hands it on: into the record (every activation,
+ * and the model inputs first) and, for probed ones, to the sink. partial: files that are not
+ * there are skipped (a run that ended early). */
+typedef struct cd_pl_collect_req {
+    const cd_plan *plan;
+    const cd_probe_fetch *fetch;
+    int n_fetch;
+    const char *dir;
+    const cd_value *inputs;
+    cd_forcing *record;
+    cd_probe_sink *sink;
+    const char *const *kernel_of;   /* per op of the original graph: the kernel the engine chose (may be NULL) */
+    bool partial;
+    int n_missing;                  /* out: fetches without a file (partial) */
+} cd_pl_collect_req;
+cd_status cd_pl_collect(cd_pl_collect_req *cq, int *n_hits, int *n_shape_mismatch, int *n_dequantized,
+                        cd_error *err);
+#endif

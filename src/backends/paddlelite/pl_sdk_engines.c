@@ -1,0 +1,642 @@
+/* The Paddle-Lite SDK engines (docs/paddle-lite-engines.md): paddle-lite-arm runs Paddle-Lite's
+ * ARM kernels (the armv8 SDK; under qemu-aarch64 on other machines), paddle-lite-opencl its
+ * OpenCL kernels (an SDK built with OpenCL for this machine). Both run the model once through
+ * probes/paddle-lite/pl_probe_runner, built for the SDK (pl_sdk.h), with every probed tensor
+ * fetched, and hand the fetched tensors to the probe sink as if their ops had just run.
+ *
+ * How the model gets to each engine:
+ *   - ARM: the user's ARM .nb, instrumented (probes/instrument.h). A model whose kernels are not
+ *     ARM's (an opencl,arm or x86 .nb) goes the OpenCL route with Opt places "arm".
+ *   - OpenCL: Paddle-Lite's OpenCL library needs a model optimized for OpenCL places: cldiff
+ *     exports the graph as a Paddle program (model/pd_export.h) with a fetch op for every probed
+ *     float tensor, and Opt (the paddlelite wheel, scripts/pl_ocl.py opt) optimizes it for
+ *     "opencl,x86" (or the places given). What Opt placed where is read back from the optimized
+ *     model's kernel records and reported per layer.
+ * A run that dies (signal, abort in a Paddle-Lite CHECK) is a finding: the engine is run again on
+ * prefixes of the model, by bisection, to find the last layer that completes and the layer that
+ * kills it; the prefix's probes are kept. */
+#include <errno.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+#include "backends/paddlelite/pl_priv.h"
+#include "backends/paddlelite/pl_sdk.h"
+#include "backends/registry.h"
+#include "model/nb_reader.h"
+#include "model/pd_export.h"
+#include "util/npy.h"
+
+extern char **environ;
+
+static double now_ms(void) {
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec * 1e3 + (double)t.tv_nsec / 1e6;
+}
+
+/* One engine run's state. */
+typedef struct eng {
+    cd_pl_engine_kind kind;
+    const char *name;            /* registered backend name */
+    const cd_runner_req *q;
+    cd_pl_sdk sdk;
+    cd_pl_runner runner;
+    cd_pl_env env;               /* the wheel's Python (Opt), when the route needs it */
+    bool have_env;
+    char dir[PATH_MAX];          /* work folder */
+    char places[128];            /* Opt places ("" : the model as given) */
+    char route[600];             /* how the model reached the engine, for the report */
+    cd_probe_fetch *fetch;       /* fetch col -> op/tensor of the original graph */
+    int n_fetch;
+    cd_instrumented in;          /* the instrumentation route's description (owns fetch) */
+    bool have_in;
+    char **kernel_of;            /* per original op: the kernel Opt chose (OpenCL route) */
+    int n_ops;
+    int place_count[4];          /* ops Opt put on opencl, arm/x86, host, other */
+    double prep_ms, opt_ms, run_ms, load_ms, wall_ms;
+    char version[64];
+    char device_line[256];       /* "Using device: ..." from the engine's log */
+} eng;
+
+static void eng_free(eng *e) {
+    if (e->have_in) cd_instrumented_free(&e->in);
+    else free(e->fetch);
+    for (int i = 0; e->kernel_of && i < e->n_ops; i++) free(e->kernel_of[i]);
+    free(e->kernel_of);
+}
+
+static const char *opt_str(const eng *e, const char *key) { return cd_backend_opt(e->q->bo, e->name, key); }
+
+/* ---------------------------------------------------------------- the model's routes */
+
+/* The ARM route: the user's .nb instrumented as it is. */
+static cd_status route_instrument(eng *e, const cd_graph *g, int n_ops, const char *nb, cd_error *err) {
+    const cd_plan *plan = e->q->plan;
+    cd_shape *shapes = calloc((size_t)g->n_inputs + 1, sizeof *shapes);
+    if (!shapes) return cd_err(err, CD_E_NOMEM, "out of memory");
+    for (int k = 0; k < g->n_inputs; k++) shapes[k] = plan->meta[g->inputs[k]].shape;
+    char mpath[PATH_MAX + 64];
+    cd_graph gg = *g;
+    gg.n_ops = n_ops;
+    cd_status st = cd_write_instrumented(&gg, e->q->xo->probe_mask, plan->meta, NULL, e->q->model_path,
+                                         e->q->model_sha256, shapes, nb, mpath, sizeof mpath, &e->in, err);
+    free(shapes);
+    if (st) return st;
+    e->have_in = true;
+    e->fetch = e->in.fetch;
+    e->n_fetch = e->in.n_fetch;
+    return CD_OK;
+}
+
+/* Float outputs of the probed ops among the first n_ops (XShape and pass-throughs left out). */
+static bool skip_fetch_op(const char *type) {
+    static const char *const t[] = {"feed", "fetch", "io_copy", "io_copy_once", "layout", "layout_once", "calib",
+                                    "calib_once", NULL};
+    for (int i = 0; t[i]; i++)
+        if (!strcmp(type, t[i])) return true;
+    return false;
+}
+
+/* The export route: the graph's first n_ops as a Paddle program with probed tensors fetched,
+ * then Opt for e->places. Model outputs get fetched only when the whole model is exported. */
+static cd_status route_export_opt(eng *e, const cd_graph *g, int n_ops, const char *nb, cd_error *err) {
+    const cd_plan *plan = e->q->plan;
+    const bool *mask = e->q->xo->probe_mask;
+    char exp[PATH_MAX + 16];
+    snprintf(exp, sizeof exp, "%s/export", e->dir);
+    if (mkdir(exp, 0777) != 0 && errno != EEXIST)
+        return cd_err(err, CD_E_IO, "cannot create '%s': %s", exp, strerror(errno));
+    cd_graph gg = *g;
+    bool whole = n_ops >= g->n_ops;
+    gg.n_ops = n_ops;
+    if (!whole) gg.n_outputs = 0;
+    cd_pd_export_opts o = {0};
+    cd_dtype *dt = calloc((size_t)g->n_tensors + 1, sizeof *dt);
+    int *extra = calloc((size_t)g->n_tensors + 1, sizeof *extra);
+    free(e->fetch);
+    e->fetch = calloc((size_t)g->n_tensors + (size_t)g->n_outputs + 1, sizeof *e->fetch);
+    e->n_fetch = 0;
+    if (!dt || !extra || !e->fetch) { free(dt); free(extra); return cd_err(err, CD_E_NOMEM, "out of memory"); }
+    cd_status st = cd_pd_export_dtypes(&gg, &o, dt, err);
+    bool *is_out = calloc((size_t)g->n_tensors + 1, 1);
+    if (!st && !is_out) st = cd_err(err, CD_E_NOMEM, "out of memory");
+    for (int j = 0; !st && j < gg.n_outputs; j++) {
+        int t = g->outputs[j], p = g->tensors[t].producer;
+        is_out[t] = true;
+        e->fetch[e->n_fetch++] = (cd_probe_fetch){.col = j, .op_index = p, .tensor_id = t, .model_output = true,
+                                                  .probed = p >= 0 && mask && mask[p], .dtype = plan->meta[t].dtype,
+                                                  .shape = plan->meta[t].shape};
+    }
+    int n_extra = 0;
+    for (int oi = 0; !st && oi < n_ops; oi++) {
+        const cd_op *op = &g->ops[oi];
+        if ((mask && !mask[oi]) || skip_fetch_op(op->type)) continue;
+        for (int s = 0; s < op->n_out; s++) {
+            if (!strcmp(op->out[s].name, "XShape")) continue;
+            for (int k = 0; k < op->out[s].n; k++) {
+                int t = op->out[s].ids[k];
+                if (t < 0 || g->tensors[t].persistable || is_out[t] || (dt[t] != CD_F32 && dt[t] != CD_F16)) continue;
+                e->fetch[e->n_fetch++] = (cd_probe_fetch){.col = gg.n_outputs + n_extra, .op_index = oi, .tensor_id = t,
+                                                          .probed = true, .dtype = plan->meta[t].dtype,
+                                                          .shape = plan->meta[t].shape};
+                extra[n_extra++] = t;
+            }
+        }
+    }
+    o.extra_fetch = extra;
+    o.n_extra_fetch = n_extra;
+    cd_pd_export_info info;
+    memset(&info, 0, sizeof info);
+    if (!st) st = cd_pd_export(&gg, &o, exp, &info, err);
+    free(dt);
+    free(extra);
+    free(is_out);
+    if (st) return cd_err_prefix(err, "%s: exporting the model for Opt: ", e->name);
+    /* Opt, in the wheel's Python */
+    if (!e->have_env) {
+        if ((st = cd_pl_find(&e->env, err)))
+            return cd_err_prefix(err, "%s needs Paddle-Lite's Opt (the paddlelite wheel) to optimize the model for %s: ",
+                                 e->name, e->places);
+        e->have_env = true;
+    }
+    char ocl[PATH_MAX];
+    if (!cd_pl_find_helper("scripts/pl_ocl.py", ocl, sizeof ocl))
+        return cd_err(err, CD_E_BACKEND, "%s: scripts/pl_ocl.py not found next to cldiff, in share/cldiff or in its "
+                      "source tree (reinstall cldiff)", e->name);
+    char logp[PATH_MAX + 32];
+    snprintf(logp, sizeof logp, "%s/opt.log", e->dir);
+    char *argv[] = {e->env.python, ocl, "opt", exp, (char *)nb, "--places", e->places, NULL};
+    int ws = 0;
+    bool to = false;
+    double t0 = now_ms();
+    st = cd_pl_spawn_wait(argv, NULL, logp, 600, &ws, &to, e->q->xo->stop_flag, err);
+    e->opt_ms += now_ms() - t0;
+    if (!st && (to || !WIFEXITED(ws) || WEXITSTATUS(ws))) {
+        char tail[1024];
+        cd_pl_log_tail(logp, tail, sizeof tail);
+        st = cd_err(err, CD_E_BACKEND, "%s: Paddle-Lite's Opt (paddlelite %s) could not optimize the exported model for "
+                    "places %s: %s", e->name, e->env.version, e->places, tail[0] ? tail : "no message");
+    }
+    return st;
+}
+
+/* Reads the kernel records of the optimized model back onto the original ops: an optimized op
+ * belongs to the original op whose (exported) output name it writes. */
+static void read_placement(eng *e, const cd_graph *g, const char *nb) {
+    cd_graph *og = NULL;
+    cd_error e2 = {0};
+    if (cd_nb_load(nb, &og, &e2)) return;
+    e->n_ops = g->n_ops;
+    e->kernel_of = calloc((size_t)g->n_ops + 1, sizeof *e->kernel_of);
+    for (int oi = 0; e->kernel_of && oi < og->n_ops; oi++) {
+        const cd_op *op = &og->ops[oi];
+        if (!op->kernel.present || skip_fetch_op(op->type)) continue;
+        for (int s = 0; s < op->n_out; s++)
+            for (int k = 0; k < op->out[s].n; k++) {
+                int t = op->out[s].ids[k];
+                if (t < 0) continue;
+                char want[512];
+                snprintf(want, sizeof want, "%s", og->tensors[t].name);
+                char *pre = strstr(want, ".cdpre");
+                if (pre) *pre = 0;
+                /* the original tensor with that exported name: <name> or <name>.cdv<k> */
+                char *v = strstr(want, ".cdv");
+                int ver = v ? atoi(v + 4) : 0;
+                if (v) *v = 0;
+                for (int gt = 0; gt < g->n_tensors; gt++) {
+                    const cd_tensor *x = &g->tensors[gt];
+                    if (x->version != ver || strcmp(x->name, want) || x->producer < 0) continue;
+                    int po = x->producer;
+                    if (e->kernel_of[po]) break;
+                    char kb[160];
+                    snprintf(kb, sizeof kb, "%s/%s/%s/%s", op->kernel.alias, cd_target_name(op->kernel.target),
+                             cd_precision_name(op->kernel.precision), cd_layout_name(op->kernel.layout));
+                    e->kernel_of[po] = strdup(kb);
+                    int tg = op->kernel.target;
+                    e->place_count[tg == 5 ? 0 : (tg == 4 || tg == 2) ? 1 : tg == 1 ? 2 : 3]++;
+                    break;
+                }
+            }
+    }
+    cd_graph_free(og);
+}
+
+/* ---------------------------------------------------------------- running the runner */
+
+typedef struct run_out {
+    bool crashed, timed_out;
+    int signal, exit_code;
+    char tail[1024];
+    char phase[16];              /* "load" / "run" / "" as the runner last said */
+} run_out;
+
+static void runner_phase(const char *logp, run_out *ro) {
+    FILE *f = fopen(logp, "rb");
+    if (!f) return;
+    char line[1024];
+    while (fgets(line, sizeof line, f)) {
+        const char *p = strstr(line, "pl_probe_runner: phase ");
+        if (p) { snprintf(ro->phase, sizeof ro->phase, "%s", p + 23); ro->phase[strcspn(ro->phase, " \r\n")] = 0; }
+    }
+    fclose(f);
+}
+
+/* The engine's environment: OCL_ICD_VENDORS from --backend-opt NAME:vendors=DIR. */
+static char **engine_env(eng *e, char *buf, size_t bn) {
+    const char *v = opt_str(e, "vendors");
+    if (!v) return NULL;
+    int n = 0;
+    while (environ[n]) n++;
+    char **env = calloc((size_t)n + 2, sizeof *env);
+    if (!env) return NULL;
+    int k = 0;
+    for (int i = 0; i < n; i++)
+        if (strncmp(environ[i], "OCL_ICD_VENDORS=", 16)) env[k++] = environ[i];
+    snprintf(buf, bn, "OCL_ICD_VENDORS=%s", v);
+    env[k++] = buf;
+    return env;
+}
+
+static cd_status run_runner(eng *e, const char *nb, const char *out_dir, run_out *ro, cd_error *err) {
+    memset(ro, 0, sizeof *ro);
+    const char *pre[4];
+    int np = cd_pl_runner_argv(&e->runner, pre);
+    char threads[16];
+    snprintf(threads, sizeof threads, "%d", e->q->bo->threads > 0 ? e->q->bo->threads : 1);
+    const char *argv[16];
+    int n = 0;
+    for (int i = 0; i < np; i++) argv[n++] = pre[i];
+    argv[n++] = nb;
+    argv[n++] = e->dir;
+    argv[n++] = out_dir;
+    argv[n++] = "--threads";
+    argv[n++] = threads;
+    if (e->kind == CD_PL_ENGINE_OPENCL) { argv[n++] = "--opencl-precision"; argv[n++] = "fp32"; }
+    argv[n] = NULL;
+    char logp[PATH_MAX + 32], envbuf[PATH_MAX + 32];
+    if (mkdir(out_dir, 0777) != 0 && errno != EEXIST)
+        return cd_err(err, CD_E_IO, "cannot create '%s': %s", out_dir, strerror(errno));
+    /* files of an earlier (prefix) run must not be taken for this run's */
+    cd_pl_rm_tree(out_dir);
+    if (mkdir(out_dir, 0777) != 0) return cd_err(err, CD_E_IO, "cannot create '%s': %s", out_dir, strerror(errno));
+    snprintf(logp, sizeof logp, "%s/engine.log", out_dir);
+    char **env = engine_env(e, envbuf, sizeof envbuf);
+    int ws = 0;
+    bool to = false;
+    double t0 = now_ms();
+    cd_status st = cd_pl_spawn_wait((char *const *)argv, env, logp, e->q->timeout_s, &ws, &to, e->q->xo->stop_flag, err);
+    e->wall_ms += now_ms() - t0;
+    free(env);
+    cd_pl_log_tail(logp, ro->tail, sizeof ro->tail);
+    runner_phase(logp, ro);
+    FILE *f = fopen(logp, "rb");
+    char line[1024];
+    while (f && fgets(line, sizeof line, f)) {
+        const char *p = strstr(line, "Using device: ");
+        if (p) { snprintf(e->device_line, sizeof e->device_line, "%s", p + 14); e->device_line[strcspn(e->device_line, "\r\n")] = 0; }
+    }
+    if (f) fclose(f);
+    if (st) return st;
+    if (to) { ro->crashed = ro->timed_out = true; return CD_OK; }
+    if (WIFSIGNALED(ws)) { ro->crashed = true; ro->signal = WTERMSIG(ws); return CD_OK; }
+    ro->exit_code = WEXITSTATUS(ws);
+    /* qemu reports the guest's signal as its own exit status 128+n or dies by it */
+    if (ro->exit_code >= 128 + 1 && ro->exit_code <= 128 + 31) { ro->crashed = true; ro->signal = ro->exit_code - 128; }
+    return CD_OK;
+}
+
+static void read_run_txt(eng *e, const char *out_dir) {
+    char p[PATH_MAX + 32], line[1024];
+    snprintf(p, sizeof p, "%s/run.txt", out_dir);
+    FILE *f = fopen(p, "rb");
+    while (f && fgets(line, sizeof line, f)) {
+        line[strcspn(line, "\r\n")] = 0;
+        if (!strncmp(line, "version ", 8)) snprintf(e->version, sizeof e->version, "%s", line + 8);
+        else if (!strncmp(line, "run_ms ", 7)) e->run_ms = atof(line + 7);
+        else if (!strncmp(line, "load_ms ", 8)) e->load_ms = atof(line + 8);
+    }
+    if (f) fclose(f);
+}
+
+/* Writes the model (prefix of n_ops ops: the whole model when n_ops == g->n_ops) for the engine. */
+static cd_status make_model(eng *e, int n_ops, const char *nb, cd_error *err) {
+    const cd_graph *g = e->q->plan->g;
+    if (e->have_in) { cd_instrumented_free(&e->in); e->have_in = false; e->fetch = NULL; }
+    return e->places[0] ? route_export_opt(e, g, n_ops, nb, err) : route_instrument(e, g, n_ops, nb, err);
+}
+
+/* A crashed run: the largest prefix of the model that runs, by bisection over the op count.
+ * *last_ok: ops [0, last_ok) completed in a run of their own; the op at last_ok is the first one
+ * whose prefix dies (-1: not found, e.g. a prefix died for another reason). */
+static cd_status bisect_crash(eng *e, int *last_ok, int *tries, cd_error *err) {
+    const cd_graph *g = e->q->plan->g;
+    int lo = 0, hi = g->n_ops;   /* prefix lo runs (trivially 0), prefix hi dies */
+    *last_ok = -1;
+    *tries = 0;
+    char nb[PATH_MAX + 32], od[PATH_MAX + 32];
+    snprintf(nb, sizeof nb, "%s/prefix.nb", e->dir);
+    snprintf(od, sizeof od, "%s/prefix", e->dir);
+    while (hi - lo > 1) {
+        int mid = lo + (hi - lo) / 2;
+        /* a prefix must end after an op that writes something (not a feed) */
+        cd_error e2 = {0};
+        run_out ro;
+        cd_status st = make_model(e, mid, nb, &e2);
+        if (st == CD_E_INTERRUPTED) return cd_err(err, st, "%s", e2.msg);
+        if (!st) st = run_runner(e, nb, od, &ro, &e2);
+        if (st == CD_E_INTERRUPTED) return cd_err(err, st, "%s", e2.msg);
+        (*tries)++;
+        if (getenv("CLDIFF_PL_DEBUG"))
+            fprintf(stderr, "cldiff: %s bisection: ops 0-%d: %s%s\n", e->name, mid - 1,
+                    st ? e2.msg : ro.crashed ? "dies" : ro.exit_code ? "fails: " : "runs", st || !ro.exit_code ? "" : ro.tail);
+        if (st) return CD_OK;   /* a prefix that cannot be made: leave it unknown */
+        if (ro.crashed) hi = mid;
+        else if (ro.exit_code == 0) lo = mid;
+        else return CD_OK;
+    }
+    *last_ok = lo;
+    return CD_OK;
+}
+
+/* ---------------------------------------------------------------- the runner interface */
+
+static cd_status check_fp16(eng *e, cd_error *err) {
+    if (e->q->plan->prec != CD_PREC_FP16) return CD_OK;
+    if (e->kind == CD_PL_ENGINE_OPENCL)
+        return cd_err(err, CD_E_BACKEND, "%s --fp16: Paddle-Lite's OpenCL fp16 (CL_PRECISION_FP16) needs a device with "
+                      "cl_khr_fp16, and cldiff runs it in fp32 only: PoCL and NVIDIA's OpenCL offer no cl_khr_fp16, "
+                      "where Paddle-Lite aborts on CL_PRECISION_FP16; run --fp32", e->name);
+    return cd_err(err, CD_E_BACKEND, "%s --fp16: Paddle-Lite's ARM kernels compute in the precision the model's kernel "
+                  "records name (fp32 for this model); run --fp32", e->name);
+}
+
+static cd_status eng_run(cd_pl_engine_kind kind, const char *name, const cd_runner_req *q, cd_runner_result *res,
+                         cd_error *err) {
+    if (q->xo->local_only) return CD_OK;   /* a whole-model engine has no local pass */
+    eng *e = calloc(1, sizeof *e);
+    if (!e) return cd_err(err, CD_E_NOMEM, "out of memory");
+    e->kind = kind;
+    e->name = name;
+    e->q = q;
+    const cd_graph *g = q->plan->g;
+    double t0 = now_ms();
+    cd_status st = check_fp16(e, err);
+    if (!st) st = cd_pl_sdk_find(kind, opt_str(e, "sdk"), &e->sdk, err);
+    if (!st) st = cd_pl_runner_get(&e->sdk, &e->runner, err);
+    const char *target = cd_pl_model_target(g);
+    if (!st) {
+        const char *pl = opt_str(e, "places");
+        if (kind == CD_PL_ENGINE_OPENCL) snprintf(e->places, sizeof e->places, "%s", pl ? pl : "opencl,x86");
+        else if (pl) snprintf(e->places, sizeof e->places, "%s", pl);
+        else if (strcmp(target, "arm")) snprintf(e->places, sizeof e->places, "arm");
+        snprintf(e->dir, sizeof e->dir, "%s/.%s-XXXXXX", q->work_dir && *q->work_dir ? q->work_dir : "/tmp", name);
+        if (!mkdtemp(e->dir)) st = cd_err(err, CD_E_IO, "cannot create a work folder %s: %s", e->dir, strerror(errno));
+    }
+    char nb[PATH_MAX + 32], p[PATH_MAX + 64];
+    snprintf(nb, sizeof nb, "%s/model.nb", e->dir);
+    if (!st) st = make_model(e, g->n_ops, nb, err);
+    if (!st && e->places[0]) read_placement(e, g, nb);
+    for (int k = 0; k < g->n_inputs && !st; k++) {
+        snprintf(p, sizeof p, "%s/input_%d.npy", e->dir, k);
+        st = cd_npy_write(p, &q->inputs[k], err);
+    }
+    e->prep_ms = now_ms() - t0;
+    run_out ro = {0};
+    char od[PATH_MAX + 32];
+    snprintf(od, sizeof od, "%s/out", e->dir);
+    if (!st) st = run_runner(e, nb, od, &ro, err);
+    if (!st && !ro.crashed && ro.exit_code)
+        st = cd_err(err, ro.exit_code == 3 ? CD_E_MODEL : ro.exit_code == 2 ? CD_E_USAGE : CD_E_BACKEND,
+                    "%s: Paddle-Lite's runner failed (exit %d): %s", name, ro.exit_code, ro.tail[0] ? ro.tail : "no message");
+    if (!st && !ro.crashed) {
+        read_run_txt(e, od);
+        cd_pl_collect_req cq = {.plan = q->plan, .fetch = e->fetch, .n_fetch = e->n_fetch, .dir = od, .inputs = q->inputs,
+                                .record = q->xo->record, .sink = q->sink, .kernel_of = (const char *const *)e->kernel_of,
+                                .partial = true};
+        int nm = 0, nd = 0;
+        st = cd_pl_collect(&cq, &res->n_hits, &nm, &nd, err);
+        cd_run_attr_num(res, "shape_differs_from_plan", nm);
+        cd_run_attr_num(res, "fetches_unavailable", cq.n_missing);
+        if (cq.n_missing && !q->quiet)
+            fprintf(stderr, "cldiff: note: %s: %d fetched tensors had no host data (Paddle-Lite kept them on the "
+                            "device); those layers are not compared\n", name, cq.n_missing);
+        cd_run_attr_num(res, "int8_dequantized", nd);
+    } else if (!st && ro.crashed) {
+        /* the finding: where it dies */
+        int last_ok = -1, tries = 0;
+        char phase[16];
+        snprintf(phase, sizeof phase, "%s", ro.phase);
+        cd_status bs = bisect_crash(e, &last_ok, &tries, err);
+        if (bs == CD_E_INTERRUPTED) st = bs;
+        int fail_op = last_ok >= 0 && last_ok < g->n_ops ? last_ok : -1;
+        /* skip ops that write nothing the engine runs (feed) */
+        cd_crash_info *c = &res->crash;
+        c->crashed = true;
+        c->timed_out = ro.timed_out;
+        c->signal = ro.signal;
+        const char *sn = ro.signal ? cd_signal_name(ro.signal) : NULL;
+        snprintf(c->signal_name, sizeof c->signal_name, "%s", ro.timed_out ? "timeout" : sn ? sn : "?");
+        c->exit_status = -1;
+        c->op_index = fail_op;
+        if (fail_op >= 0) {
+            snprintf(c->layer, sizeof c->layer, "%s", g->ops[fail_op].name);
+            snprintf(c->op_type, sizeof c->op_type, "%s", g->ops[fail_op].type);
+            if (e->kernel_of && e->kernel_of[fail_op]) snprintf(c->kernel, sizeof c->kernel, "%s", e->kernel_of[fail_op]);
+        }
+        snprintf(c->variant, sizeof c->variant, "fp32");
+        snprintf(c->phase, sizeof c->phase, "%s", phase[0] ? phase : "run");
+        c->ops_done = last_ok > 0 ? last_ok : 0;
+        snprintf(c->stderr_tail, sizeof c->stderr_tail, "%s", ro.tail);
+        /* the probes that made it out: the largest prefix that ran */
+        if (!st && last_ok > 0) {
+            char pnb[PATH_MAX + 32], pod[PATH_MAX + 32];
+            snprintf(pnb, sizeof pnb, "%s/prefix.nb", e->dir);
+            snprintf(pod, sizeof pod, "%s/prefix", e->dir);
+            cd_error e2 = {0};
+            run_out r2;
+            if (!make_model(e, last_ok, pnb, &e2) && !run_runner(e, pnb, pod, &r2, &e2) && !r2.crashed && !r2.exit_code) {
+                cd_pl_collect_req cq = {.plan = q->plan, .fetch = e->fetch, .n_fetch = e->n_fetch, .dir = pod,
+                                        .inputs = q->inputs, .record = NULL, .sink = q->sink,
+                                        .kernel_of = (const char *const *)e->kernel_of, .partial = true};
+                int nm = 0, nd = 0;
+                if (cd_pl_collect(&cq, &res->n_hits, &nm, &nd, &e2)) res->n_hits = 0;
+            }
+        }
+        c->hits = res->n_hits;
+        if (!st) {
+            char where[400] = "";
+            if (fail_op >= 0)
+                snprintf(where, sizeof where, " at op #%d %s (%s%s%s), the first op whose model prefix dies (ops 0-%d "
+                         "run; %d bisection runs)", fail_op, c->layer, c->op_type, c->kernel[0] ? ", kernel " : "",
+                         c->kernel, fail_op - 1, tries);
+            else
+                snprintf(where, sizeof where, " (the failing op could not be isolated: %d bisection runs)", tries);
+            st = cd_err(err, CD_E_CRASH, "%s: Paddle-Lite %s%s in its %s%s: %s", name,
+                        ro.timed_out ? "timed out (--timeout)" : "died with ", ro.timed_out ? "" : c->signal_name,
+                        phase[0] ? phase : "run", where, ro.tail[0] ? ro.tail : "no message");
+        }
+    }
+    /* what ran, for the dump and the reports */
+    snprintf(res->device, sizeof res->device, "Paddle-Lite %s, %s kernels%s%s", e->version[0] ? e->version : "(version ?)",
+             kind == CD_PL_ENGINE_ARM ? "ARM" : "OpenCL", e->device_line[0] ? " on " : "", e->device_line);
+    snprintf(res->driver, sizeof res->driver, "SDK %s (%s); runner %s%s%s", e->sdk.dir, e->sdk.from, e->runner.exe,
+             e->runner.launcher[0] ? " under " : "", e->runner.launcher);
+    cd_run_attr_str(res, "engine", "%s", name);
+    cd_run_attr_str(res, "engine_version", "%s", e->version);
+    cd_run_attr_str(res, "engine_sdk", "%s", e->sdk.dir);
+    cd_run_attr_str(res, "engine_sdk_from", "%s", e->sdk.from);
+    cd_run_attr_str(res, "engine_runner", "%s%s%s", e->runner.launcher, e->runner.launcher[0] ? " " : "", e->runner.exe);
+    cd_run_attr_str(res, "engine_precision", "fp32");
+    if (e->places[0])
+        snprintf(e->route, sizeof e->route, "cldiff export (probed tensors fetched) + Opt places %s (paddlelite wheel %s, "
+                 "Python %s): %d ops on opencl, %d on arm/x86, %d on host%s", e->places, e->env.version,
+                 e->env.python_version, e->place_count[0], e->place_count[1], e->place_count[2],
+                 e->place_count[3] ? ", some elsewhere" : "");
+    else
+        snprintf(e->route, sizeof e->route, "the model as given (%s kernel records), instrumented: every probed tensor "
+                 "fetched", target);
+    cd_run_attr_str(res, "engine_route", "%s", e->route);
+    cd_run_attr_num(res, "engine_run_ms", e->run_ms);
+    cd_run_attr_num(res, "engine_load_ms", e->load_ms);
+    cd_run_attr_num(res, "engine_prepare_ms", e->prep_ms);
+    cd_run_attr_num(res, "engine_opt_ms", e->opt_ms);
+    cd_run_attr_num(res, "engine_wall_ms", e->wall_ms);
+    cd_run_attr_num(res, "fetched_tensors", e->n_fetch);
+    res->has_hits = true;
+    if (!q->quiet && !st)
+        fprintf(stderr, "cldiff: note: %s: %s\n", name, e->route);
+    const char *keep = getenv("CLDIFF_PL_KEEP");
+    if ((keep && *keep && strcmp(keep, "0")) || (opt_str(e, "keep") && strcmp(opt_str(e, "keep"), "0")))
+        fprintf(stderr, "cldiff: %s work folder kept: %s\n", name, e->dir);
+    else if (e->dir[0]) {
+        char cmd[PATH_MAX + 32];
+        /* the folder holds subfolders (export/, out/, prefix/): remove them first */
+        const char *subs[] = {"export", "out", "prefix"};
+        for (int i = 0; i < 3; i++) {
+            snprintf(cmd, sizeof cmd, "%s/%s", e->dir, subs[i]);
+            cd_pl_rm_tree(cmd);
+        }
+        cd_pl_rm_tree(e->dir);
+    }
+    eng_free(e);
+    free(e);
+    return st;
+}
+
+static cd_status arm_run(const cd_runner_req *q, cd_runner_result *res, cd_error *err) {
+    return eng_run(CD_PL_ENGINE_ARM, "paddle-lite-arm", q, res, err);
+}
+
+static cd_status ocl_run(const cd_runner_req *q, cd_runner_result *res, cd_error *err) {
+    return eng_run(CD_PL_ENGINE_OPENCL, "paddle-lite-opencl", q, res, err);
+}
+
+/* Where each op runs: ARM from the model's records (or Opt's, for another target); OpenCL from
+ * Opt's output for the places (run now: Opt is not a model run). */
+static cd_status eng_placement(cd_pl_engine_kind kind, const char *name, const cd_runner_req *q, cd_op_place *out,
+                               char *note, size_t nn, cd_error *err) {
+    const cd_graph *g = q->plan->g;
+    eng *e = calloc(1, sizeof *e);
+    if (!e) return cd_err(err, CD_E_NOMEM, "out of memory");
+    e->kind = kind;
+    e->name = name;
+    e->q = q;
+    const char *target = cd_pl_model_target(g);
+    const char *pl = opt_str(e, "places");
+    if (kind == CD_PL_ENGINE_OPENCL) snprintf(e->places, sizeof e->places, "%s", pl ? pl : "opencl,x86");
+    else if (pl) snprintf(e->places, sizeof e->places, "%s", pl);
+    else if (strcmp(target, "arm")) snprintf(e->places, sizeof e->places, "arm");
+    cd_status st = CD_OK;
+    if (e->places[0]) {
+        snprintf(e->dir, sizeof e->dir, "%s/.%s-XXXXXX", q->work_dir && *q->work_dir ? q->work_dir : "/tmp", name);
+        if (!mkdtemp(e->dir)) st = cd_err(err, CD_E_IO, "cannot create a work folder %s: %s", e->dir, strerror(errno));
+        char nb[PATH_MAX + 32];
+        snprintf(nb, sizeof nb, "%s/model.nb", e->dir);
+        if (!st) st = route_export_opt(e, g, g->n_ops, nb, err);
+        if (!st) read_placement(e, g, nb);
+        char sub[PATH_MAX + 16];
+        snprintf(sub, sizeof sub, "%s/export", e->dir);
+        cd_pl_rm_tree(sub);
+        cd_pl_rm_tree(e->dir);
+    }
+    for (int i = 0; !st && i < g->n_ops; i++) {
+        const cd_op *op = &g->ops[i];
+        cd_op_place *o = &out[i];
+        memset(o, 0, sizeof *o);
+        o->supported = true;
+        const char *k = e->kernel_of ? e->kernel_of[i] : NULL;
+        if (e->places[0] && k) {
+            char t[32];
+            const char *s1 = strchr(k, '/');
+            snprintf(t, sizeof t, "%.*s", s1 ? (int)strcspn(s1 + 1, "/") : 1, s1 ? s1 + 1 : "?");
+            snprintf(o->where, sizeof o->where, "%s", t);
+            snprintf(o->kernel, sizeof o->kernel, "%s", k);
+            snprintf(o->why, sizeof o->why, "Opt (places %s)", e->places);
+        } else if (e->places[0]) {
+            snprintf(o->where, sizeof o->where, skip_fetch_op(op->type) ? "-" : "?");
+            snprintf(o->why, sizeof o->why, "%s", skip_fetch_op(op->type) ? "left out by the export (Opt places copies "
+                     "and layouts afresh)" : "no op of the optimized model writes its output (fused or removed by Opt)");
+        } else if (op->kernel.present) {
+            snprintf(o->where, sizeof o->where, "%s", cd_target_name(op->kernel.target));
+            snprintf(o->kernel, sizeof o->kernel, "%s/%s/%s/%s", op->kernel.alias, cd_target_name(op->kernel.target),
+                     cd_precision_name(op->kernel.precision), cd_layout_name(op->kernel.layout));
+            snprintf(o->why, sizeof o->why, "the model's kernel record");
+        } else {
+            snprintf(o->where, sizeof o->where, "?");
+            snprintf(o->why, sizeof o->why, "no kernel record");
+        }
+    }
+    if (!st)
+        snprintf(note, nn, "%s: %s", name, e->places[0] ? "Paddle-Lite's Opt places ops when cldiff converts the model "
+                 "(export + Opt); kernels as Opt chose them" : "Paddle-Lite's ARM kernels as the model's records name them");
+    if (!st && e->places[0])
+        snprintf(note + strlen(note), nn - strlen(note), " (places %s: %d opencl, %d arm/x86, %d host)", e->places,
+                 e->place_count[0], e->place_count[1], e->place_count[2]);
+    eng_free(e);
+    free(e);
+    return st;
+}
+
+static cd_status arm_placement(const cd_runner_req *q, cd_op_place *out, char *note, size_t nn, cd_error *err) {
+    return eng_placement(CD_PL_ENGINE_ARM, "paddle-lite-arm", q, out, note, nn, err);
+}
+
+static cd_status ocl_placement(const cd_runner_req *q, cd_op_place *out, char *note, size_t nn, cd_error *err) {
+    return eng_placement(CD_PL_ENGINE_OPENCL, "paddle-lite-opencl", q, out, note, nn, err);
+}
+
+static const cd_backend_optdef ARM_OPTS[] = {
+    {"sdk", "DIR", "the armv8 Paddle-Lite SDK (include/, lib/); env CLDIFF_PL_ARM_SDK"},
+    {"places", "LIST", "convert the model with Opt for these places first (default: the model as given)"},
+    {"keep", "0|1", "keep the work folder (instrumented model, inputs, outputs, logs)"},
+    {NULL, NULL, NULL},
+};
+
+static const cd_backend_optdef OCL_OPTS[] = {
+    {"sdk", "DIR", "a Paddle-Lite SDK built with OpenCL for this machine; env CLDIFF_PL_OPENCL_SDK"},
+    {"places", "LIST", "Opt's places for the model (default opencl,x86)"},
+    {"vendors", "DIR", "OCL_ICD_VENDORS for the engine: Paddle-Lite takes the first OpenCL platform"},
+    {"keep", "0|1", "keep the work folder (exported and optimized model, inputs, outputs, logs)"},
+    {NULL, NULL, NULL},
+};
+
+const cd_backend_def cd_backend_def_paddle_lite_arm = {
+    .name = "paddle-lite-arm",
+    .summary = "Paddle-Lite's own ARM kernels (armv8 SDK; under qemu-aarch64 on x86-64)",
+    .opts = ARM_OPTS,
+    .run = arm_run,
+    .placement = arm_placement,
+};
+
+const cd_backend_def cd_backend_def_paddle_lite_opencl = {
+    .name = "paddle-lite-opencl",
+    .summary = "Paddle-Lite's own OpenCL kernels (an SDK with OpenCL; the model converted with Opt for OpenCL)",
+    .opts = OCL_OPTS,
+    .run = ocl_run,
+    .placement = ocl_placement,
+};
