@@ -530,7 +530,7 @@ cd_status cd_report_html(const cd_report_input *in, const char *dir, cd_error *e
         fputs(").<br>\n", f);
         if (an->local_ran && l->has_local)
             fprintf(f, "<b>Local check</b>: on %s's inputs its error is %.4g against a bound of %.4g (ratio %.3g): %s.\n",
-                    e->backend_a, l->loc_err, l->loc_bound, l->loc_ratio,
+                    an->local_inputs[0] ? an->local_inputs : e->backend_a, l->loc_err, l->loc_bound, l->loc_ratio,
                     l->loc_pass ? "within its bound, so the divergence is accumulated error, not a fault of this layer"
                                 : "over its bound, a kernel fault");
         else if (an->local_ran) {

@@ -694,8 +694,12 @@ static void verdict_text(const cd_report_input *in, FILE *f, bool md, const char
         if (md) fputc('\n', f);
         fprintf(f, "%s%s bound", item, l->family[0] ? l->family : "error");
         if (l->loc_note[0]) fprintf(f, ": %s", l->loc_note);
-        fprintf(f, "; measured on %s's inputs against %s\n", an->local_inputs[0] ? an->local_inputs : in->env->backend_a,
-                an->local_ref[0] ? an->local_ref : in->env->backend_a);
+        if (an->local_inputs[0] && !strcmp(an->local_inputs, in->env->backend_b))
+            fprintf(f, "; %s's own output against cldiff's CPU on the same inputs (run %s)\n", an->local_inputs,
+                    an->local_ref);
+        else
+            fprintf(f, "; measured on %s's inputs against %s\n", an->local_inputs[0] ? an->local_inputs : in->env->backend_a,
+                    an->local_ref[0] ? an->local_ref : in->env->backend_a);
         break;
     }
     case CD_KIND_DRIFT: {
@@ -768,7 +772,7 @@ static void first_sentence(const cd_report_input *in, FILE *f, bool md) {
                 q, l->layer, q, l->op_index, l->op_type, l->m.max_abs, l->m.cosine, 100 * l->m.fail_fraction);
     if (an->local_ran && l->has_local)
         fprintf(f, "Local check: on %s's inputs its error is %.2g against a bound of %.2g (ratio %.3g): %s.\n",
-                in->env->backend_a, l->loc_err, l->loc_bound, l->loc_ratio,
+                an->local_inputs[0] ? an->local_inputs : in->env->backend_a, l->loc_err, l->loc_bound, l->loc_ratio,
                 l->loc_pass ? "within its bound, so the divergence is accumulated error, not a fault of this layer"
                             : "over its bound, a kernel fault");
     else if (an->local_ran)

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "cli/cli.h"
+#include "backends/registry.h"
 #include "engine/ops.h"
 #include "engine/plan.h"
 #include "model/nb_reader.h"
@@ -19,6 +20,9 @@ static void usage(FILE *f) {
             "  key attributes, saved kernel target/precision/layout), parameter totals, and\n"
             "  warnings about ops or features cldiff cannot run.\n"
             "  --shape NAME=dims  input shape to plan with (repeatable; needed for dynamic dims)\n"
+            "  --backends A[,B]   where each op will run on these backends (kernel, fallback and why),\n"
+            "                     without running the model; paddle-lite-opencl runs Opt to learn it\n"
+            "  --backend-opt NAME:key=value  a backend's option (as for the comparison)\n"
             "  --help             this text\n");
 }
 
@@ -88,9 +92,52 @@ static void tally_add(tally *t, int *n, const char *key) {
     (*n)++;
 }
 
+/* --backends A[,B]: where each op will run on each backend, asked of the backends without
+ * running the model (src/backends/registry.h). */
+static int print_placement(const cd_graph *g, const cd_plan *plan, const char *list, const char *const *kv, int n_kv,
+                           const char *model) {
+    if (!plan) {
+        fprintf(stderr, "cldiff inspect: --backends needs planned shapes (give --shape for dynamic inputs)\n");
+        return 2;
+    }
+    char buf[256];
+    snprintf(buf, sizeof buf, "%s", list);
+    for (char *save = NULL, *tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+        const cd_backend_def *d = cd_backend_lookup(tok);
+        if (!d) {
+            char names[512];
+            cd_backend_names(names, sizeof names);
+            fprintf(stderr, "cldiff inspect: unknown backend '%s' (known: %s)\n", tok, names);
+            return 2;
+        }
+        cd_backend_opts bo = {.prec = CD_PREC_FP32, .threads = 1, .int8_arm = true, .int8_on_arm = true, .isolate = true,
+                              .kv = kv, .n_kv = n_kv};
+        cd_error e = {0};
+        if (cd_backend_apply_opts(&bo, &e)) { fprintf(stderr, "cldiff inspect: %s\n", e.msg); return 2; }
+        cd_exec_opts xo = {0};
+        cd_runner_req q = {.backend = d->name, .plan = plan, .xo = &xo, .bo = &bo, .model_path = model, .work_dir = "/tmp"};
+        cd_op_place *pl = calloc((size_t)g->n_ops + 1, sizeof *pl);
+        char note[512] = "";
+        if (!pl) { cd_err(&e, CD_E_NOMEM, "out of memory"); return cd_cli_fail(&e); }
+        cd_status st = d->placement ? d->placement(&q, pl, note, sizeof note, &e)
+                                    : cd_err(&e, CD_E_UNSUPPORTED, "backend %s cannot say where ops run", d->name);
+        if (st) { free(pl); return cd_cli_fail(&e); }
+        printf("\nplacement on %s: %s\n", d->name, note);
+        int unsupported = 0;
+        for (int i = 0; i < g->n_ops; i++) {
+            const cd_op_place *o = &pl[i];
+            unsupported += !o->supported;
+            printf("  %4d %-28s %-24s %-12s %-36s %s\n", i, g->ops[i].name, g->ops[i].type, o->where, o->kernel, o->why);
+        }
+        if (unsupported) printf("  %d ops this backend cannot run\n", unsupported);
+        free(pl);
+    }
+    return 0;
+}
+
 int cd_cmd_inspect(int argc, char **argv) {
-    const char *model = NULL, *shapes[MAX_SHAPES];
-    int n_shapes = 0;
+    const char *model = NULL, *shapes[MAX_SHAPES], *backends = NULL, *kv[MAX_SHAPES];
+    int n_shapes = 0, n_kv = 0;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         if (!strcmp(a, "--help") || !strcmp(a, "-h")) { usage(stdout); return 0; }
@@ -101,9 +148,21 @@ int cd_cmd_inspect(int argc, char **argv) {
             shapes[n_shapes++] = v;
             continue;
         }
+        if (!strcmp(a, "--backends") || !strcmp(a, "--backend-opt")) {
+            const char *v = i + 1 < argc ? argv[++i] : NULL;
+            if (!v || !*v) { fprintf(stderr, "cldiff inspect: %s needs a value\n", a); return 2; }
+            if (!strcmp(a, "--backends")) backends = v;
+            else {
+                cd_error e = {0};
+                if (cd_backend_opt_check(v, &e)) { fprintf(stderr, "cldiff inspect: %s\n", e.msg); return 2; }
+                if (n_kv == MAX_SHAPES) { fprintf(stderr, "cldiff inspect: too many --backend-opt options\n"); return 2; }
+                kv[n_kv++] = v;
+            }
+            continue;
+        }
         if (a[0] == '-' && a[1]) {
-            static const char *const opts[] = {"--shape", "--help", "-h"};
-            return cd_cli_unknown_option("inspect", a, opts, 3);
+            static const char *const opts[] = {"--shape", "--help", "-h", "--backends", "--backend-opt"};
+            return cd_cli_unknown_option("inspect", a, opts, 5);
         }
         if (model) {
             fprintf(stderr, "cldiff inspect: more than one model given ('%s', '%s')\n\n", model, a);
@@ -274,8 +333,10 @@ int cd_cmd_inspect(int argc, char **argv) {
         }
     }
     if (!nw) printf("  (none)\n");
+    int rc = 0;
+    if (backends) rc = print_placement(g, planned ? &plan : NULL, backends, kv, n_kv, model);
     if (planned) cd_plan_free(&plan);
     free(in_shapes);
     cd_graph_free(g);
-    return 0;
+    return rc;
 }

@@ -290,8 +290,7 @@ static cd_status cl_placement(const cd_runner_req *q, cd_op_place *out, char *no
         case MODE_KERNEL:
             snprintf(o->where, sizeof o->where, "opencl");
             snprintf(o->kernel, sizeof o->kernel, "kernels/%s.cl", d->family);
-            snprintf(o->why, sizeof o->why, "a build failure or an attribute the kernel lacks falls back to the CPU "
-                                            "at run time (reported per layer)");
+            snprintf(o->why, sizeof o->why, "(a failed build falls back to the CPU, reported per layer)");
             break;
         default:
             snprintf(o->where, sizeof o->where, "cpu-fallback");

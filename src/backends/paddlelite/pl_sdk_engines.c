@@ -449,7 +449,7 @@ static cd_status eng_run(cd_pl_engine_kind kind, const char *name, const cd_runn
             if (e->kernel_of && e->kernel_of[fail_op]) snprintf(c->kernel, sizeof c->kernel, "%s", e->kernel_of[fail_op]);
         }
         snprintf(c->variant, sizeof c->variant, "fp32");
-        snprintf(c->phase, sizeof c->phase, "%s", phase[0] ? phase : "run");
+        snprintf(c->phase, sizeof c->phase, "engine-%s", phase[0] ? phase : "run");
         c->ops_done = last_ok > 0 ? last_ok : 0;
         snprintf(c->stderr_tail, sizeof c->stderr_tail, "%s", ro.tail);
         /* the probes that made it out: the largest prefix that ran */
