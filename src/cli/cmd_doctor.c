@@ -245,7 +245,21 @@ static void print_lines(const char *s, int max_lines, const char *indent) {
 /* Paddle-Lite's engines (backends/paddlelite/pl_sdk.h): the helpers cldiff runs, and for each
  * engine its SDK, compiler, qemu, OpenCL library and platform order, runner. Informational: the
  * exit code stays the OpenCL check's. */
-static void doctor_paddle_lite(void) {
+/* The SDK given with --backend-opt ENGINE:sdk=DIR (the last one), or NULL. */
+static const char *given_sdk(int argc, char **argv, const char *engine) {
+    const char *got = NULL;
+    char pre[64];
+    snprintf(pre, sizeof pre, "%s:sdk=", engine);
+    for (int i = 1; i < argc; i++) {
+        const char *v = NULL;
+        if (!strcmp(argv[i], "--backend-opt") && i + 1 < argc) v = argv[++i];
+        else if (!strncmp(argv[i], "--backend-opt=", 14)) v = argv[i] + 14;
+        if (v && !strncmp(v, pre, strlen(pre))) got = v + strlen(pre);
+    }
+    return got;
+}
+
+static void doctor_paddle_lite(int argc, char **argv) {
     printf("\nPaddle-Lite engines (docs/paddle-lite.md):\n");
     static const char *const helpers[] = {"scripts/pl_bridge.py", "scripts/pl_ocl.py",
                                           "probes/paddle-lite/pl_probe_runner.cc"};
@@ -258,7 +272,8 @@ static void doctor_paddle_lite(void) {
         printf("%s:\n", cd_pl_engine_name((cd_pl_engine_kind)k));
         fflush(stdout);
         char rep[16384];
-        cd_pl_engine_check((cd_pl_engine_kind)k, NULL, rep, sizeof rep);
+        cd_pl_engine_check((cd_pl_engine_kind)k, given_sdk(argc, argv, cd_pl_engine_name((cd_pl_engine_kind)k)), rep,
+                           sizeof rep);
         fputs(rep, stdout);
     }
     fflush(stdout);
@@ -269,7 +284,7 @@ static int doctor_opencl(int argc, char **argv, bool *parsed);
 int cd_cmd_doctor(int argc, char **argv) {
     bool parsed = false;
     int rc = doctor_opencl(argc, argv, &parsed);
-    if (parsed && rc != CD_E_USAGE) doctor_paddle_lite(); /* a bad --cl-device: fix the command first */
+    if (parsed && rc != CD_E_USAGE) doctor_paddle_lite(argc, argv); /* a bad --cl-device: fix the command first */
     return rc;
 }
 

@@ -809,7 +809,9 @@ bool cd_pl_engine_check(cd_pl_engine_kind k, const char *given_sdk, char *report
     cd_error err = {0};
     const char *host = host_arch();
     if (cd_pl_sdk_find(k, given_sdk, &sdk, &err)) {
-        add(report, n, "  MISSING SDK: %s\n", err.msg);
+        const char *m = err.msg, *eng = cd_pl_engine_name(k);
+        if (!strncmp(m, eng, strlen(eng)) && !strncmp(m + strlen(eng), ": ", 2)) m += strlen(eng) + 2;
+        add(report, n, "  MISSING SDK: %s\n  => %s NOT usable (see above)\n", m, eng);
         return false;
     }
     add(report, n, "  ok      SDK %s (%s), %s library%s\n", sdk.dir, sdk.from, sdk.arch,
