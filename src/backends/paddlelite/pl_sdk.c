@@ -675,9 +675,9 @@ static bool pl_opencl_lib(const char *arch, char *out, size_t n) {
 /* Lists the platforms of the OpenCL library lib in a child process (the driver's code stays out
  * of this one); marks the device Paddle-Lite takes: the first platform's first GPU, else its
  * first CPU device. Returns the number of platforms (-1: failed, msg says why). */
-static int list_platforms(const char *lib, char *msg, size_t n, char *pick, size_t pn) {
+static int list_platforms(const char *lib, char *msg, size_t n, char *pick, size_t pn, char *gpu, size_t gn) {
     int pfd[2];
-    msg[0] = pick[0] = 0;
+    msg[0] = pick[0] = gpu[0] = 0;
     if (pipe(pfd) != 0) { snprintf(msg, n, "pipe: %s", strerror(errno)); return -1; }
     fflush(NULL);
     pid_t pid = fork();
@@ -718,6 +718,7 @@ static int list_platforms(const char *lib, char *msg, size_t n, char *pick, size
                 }
             }
             if (i == 0 && pickname[0]) fprintf(w, "P%s on platform 0, %s\n", pickname, ps[i].name);
+            if (i > 0 && gpu >= 0) fprintf(w, "Gplatform %d (%s): %s\n", i, ps[i].name, pickname);
             fprintf(w, "L          platform %d: %s (%s, %s): %s\n", i, ps[i].name, ps[i].vendor, ps[i].version,
                     ps[i].n_devices ? devs : "no device");
         }
@@ -759,6 +760,7 @@ static int list_platforms(const char *lib, char *msg, size_t n, char *pick, size
         if (c == 'E') { snprintf(msg, n, "%s", l + 1); return -1; }
         if (c == 'N') np = atoi(l + 1);
         if (c == 'P' && !pick[0]) snprintf(pick, pn, "%s", l + 1);
+        if (c == 'G' && !gpu[0]) snprintf(gpu, gn, "%s", l + 1);
         if (c == 'L' && o < n) o += (size_t)snprintf(msg + o, n - o, "%s\n", l + 1);
         l += ll + 1;
         if ((size_t)(l - buf) > have) break;
@@ -835,8 +837,8 @@ bool cd_pl_engine_check(cd_pl_engine_kind k, const char *given_sdk, char *report
             usable = false;
         } else {
             add(report, n, "  ok      %s (the unversioned OpenCL library Paddle-Lite dlopens)\n", ocl);
-            char msg[4096], pick[512];
-            int np = list_platforms(ocl, msg, sizeof msg, pick, sizeof pick);
+            char msg[4096], pick[512], gpu[512];
+            int np = list_platforms(ocl, msg, sizeof msg, pick, sizeof pick, gpu, sizeof gpu);
             if (np <= 0) {
                 add(report, n, "  MISSING an OpenCL platform through %s: %s\n", ocl,
                     np < 0 ? msg : "the ICD loader lists none (Debian: pocl-opencl-icd, or a GPU vendor's ICD)");
@@ -854,6 +856,9 @@ bool cd_pl_engine_check(cd_pl_engine_kind k, const char *given_sdk, char *report
                         "platform only\n");
                     usable = false;
                 }
+                if (pick[0] && strstr(pick, "(CPU) on platform 0") && gpu[0])
+                    add(report, n, "  NOTE    Paddle-Lite will run on the first platform's CPU device although %s has a "
+                        "GPU: to run on that GPU, point OCL_ICD_VENDORS at a folder holding only its .icd file\n", gpu);
                 add(report, n, "          to put another driver first, point OCL_ICD_VENDORS at a folder holding only "
                     "its .icd file (e.g. one line libnvidia-opencl.so.1 in nvidia.icd)\n");
             }
