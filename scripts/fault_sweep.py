@@ -34,9 +34,10 @@ import time
 
 SRC = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SHAPES_DEFAULT = ["scale", "nan", "inf", "row", "col", "channel", "stale", "rtz"]
-# the CI slice: writer-made models, few shapes, one layer per op type
-CI_MODELS = ["mobilenet_tiny.nb", "multi_input.nb"]
-CI_SHAPES = ["scale", "nan", "row", "stale"]
+# the CI slice: writer-made models, few shapes, one layer per op type: (model, precision, shapes)
+CI_PLAN = [("mobilenet_tiny.nb", "fp32", ["scale", "nan", "row", "stale"]),
+           ("multi_input.nb", "fp32", ["scale", "nan", "row", "stale"]),
+           ("mobilenet_tiny.nb", "fp16", ["scale", "rtz"])]
 
 
 def read_shapes(models_dir):
@@ -158,6 +159,13 @@ def grade(rc, s, log, layer, err):
         return "n/a", named, kind, "no element changed: " + (log[0].get("why") or "same values")
     if s is None:
         return "tool-error", named, kind, "exit %d without summary.json" % rc
+    # the paths that run only when a layer fails must not break quietly either
+    warn = [l.strip() for l in err.splitlines() if "warning" in l and ("repro" in l or "pin" in l or "magnitude" in l)]
+    for t in ((s.get("pins") or {}).get("tried") or []):
+        if t.get("error"):
+            warn.append("pin trial %s: %s" % (t.get("layers"), t.get("error")))
+    if warn:
+        return "tool-error", named, kind, "; ".join(warn)[:300]
     if rc == 1 and kind == "kernel_fault" and named == layer:
         return "detected", named, kind, ""
     if rc == 1:
@@ -202,8 +210,7 @@ def main():
     shapes_txt = read_shapes(a.models)
     models = []
     if a.ci:
-        models = [os.path.join(SRC, "testdata", m) for m in CI_MODELS]
-        shapes = CI_SHAPES if a.shapes == ",".join(SHAPES_DEFAULT) else a.shapes.split(",")
+        plan = [(os.path.join(SRC, "testdata", m), p, sh) for m, p, sh in CI_PLAN]
     else:
         models = sorted(os.path.join(SRC, "testdata", m) for m in os.listdir(os.path.join(SRC, "testdata"))
                         if m.endswith(".nb"))
@@ -213,13 +220,15 @@ def main():
     if a.only_models:
         want = a.only_models.split(",")
         models = [m for m in models if any(w in os.path.basename(m) for w in want)]
+    if not a.ci:
+        plan = [(m, p, shapes) for m in models for p in a.prec.split(",")]
     runner = Runner(a)
     rows, clean_rows = [], []
     t_all = time.time()
-    for model in models:
+    for model, prec, shapes in plan:
         mname = os.path.basename(model)[:-3]
         mshapes = shapes_txt.get(os.path.basename(model), [])
-        for prec in a.prec.split(","):
+        if True:
             cdir = os.path.join(a.out, "runs", mname, prec)
             rc, dt, targets, err = trace_targets(runner, model, prec, mshapes, cdir, a.per_type)
             clean_rows.append({"model": mname, "prec": prec, "rc": rc, "secs": round(dt, 1), "targets": len(targets)})
@@ -227,10 +236,10 @@ def main():
             if rc not in (0, 1):
                 continue
             for (op, otype, layer, dtype, dims) in targets:
-                plan = [(sh, None, "") for sh in shapes]
+                todo = [(sh, None, "") for sh in shapes]
                 done = 0
-                while done < len(plan):
-                    sh, eps, tag = plan[done]
+                while done < len(todo):
+                    sh, eps, tag = todo[done]
                     done += 1
                     rid = "%d_%s%s" % (op, sh, tag)
                     rdir = os.path.join(cdir, rid)
@@ -281,7 +290,7 @@ def main():
                         b, old = fnum(ff.get("bound")), fnum(first.get("old"))
                         if b and old and math.isfinite(b) and math.isfinite(old) and old != 0:
                             for c in (16.0, 2.0, 0.5):
-                                plan.insert(done, ("scale", c * b / abs(old), "@bound_x%g" % c))
+                                todo.insert(done, ("scale", c * b / abs(old), "@bound_x%g" % c))
                     if g in ("detected", "elsewhere", "survivor", "n/a") and os.path.isfile(os.path.join(rdir, "dump.h5")):
                         os.remove(os.path.join(rdir, "dump.h5"))
     write_reports(a, rows, clean_rows, time.time() - t_all)

@@ -6,3 +6,16 @@ add_library(faultinj SHARED ${CMAKE_CURRENT_SOURCE_DIR}/faultinj/faultinj.c)
 target_include_directories(faultinj PRIVATE ${OPENCL_INCLUDE_DIR})
 target_link_libraries(faultinj PRIVATE ${CMAKE_DL_LIBS} Threads::Threads m)
 set_target_properties(faultinj PROPERTIES C_VISIBILITY_PRESET hidden)
+
+# The CI slice of the fault sweep: testdata/mobilenet_tiny.nb and multi_input.nb, one layer per
+# op type, fp32 (scale, nan, row, stale) and fp16 (scale, rtz). Fails on a tool error, a wrong
+# layer, or a survivor whose fault is over 1.5x its bound. About 1 minute on 2 idle cores.
+find_program(CD_FI_PYTHON NAMES python3)
+set(CD_FI_PY ${CMAKE_SOURCE_DIR}/.venv/bin/python)
+if(NOT EXISTS ${CD_FI_PY})
+  set(CD_FI_PY ${CD_FI_PYTHON})
+endif()
+add_test(NAME fault_sweep_ci
+  COMMAND ${CD_FI_PY} ${CMAKE_SOURCE_DIR}/scripts/fault_sweep.py --ci --cldiff $<TARGET_FILE:cldiff>
+          --faultinj $<TARGET_FILE:faultinj> --out ${CMAKE_BINARY_DIR}/fault-sweep-ci --timeout 120)
+set_tests_properties(fault_sweep_ci PROPERTIES TIMEOUT 400 LABELS e2e ENVIRONMENT "CLDIFF_NO_PROGRESS=1;NO_COLOR=1")

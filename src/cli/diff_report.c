@@ -91,7 +91,7 @@ static const char *pick_run(const cd_dump_reader *r, const char *prefer) {
 typedef struct stored_env {
     char cmd[2048], model[1024], sha[80], fmt[320], dev_a[256], dev_b[256], drv_a[512], drv_b[512], crash[512];
     bool crash_read;            /* crash_message was read */
-    double wa, wb;
+    double wa, wb, wg;   /* wall_ms of A, B and the golden run (0 when absent) */
 } stored_env;
 
 static void read_stored_env(cd_dump_reader *ra, cd_dump_reader *rb, const char *run_a, const char *run_b,
@@ -113,6 +113,104 @@ static void read_stored_env(cd_dump_reader *ra, cd_dump_reader *rb, const char *
     cd_dump_attr_f64(ra, runpath, "wall_ms", &e->wa, err);
     snprintf(runpath, sizeof runpath, "/runs/%s", run_b);
     cd_dump_attr_f64(rb, runpath, "wall_ms", &e->wb, err);
+    if (cd_dump_find_run(ra, "golden") >= 0) cd_dump_attr_f64(ra, "/runs/golden", "wall_ms", &e->wg, err);
+}
+
+/* What a rebuilt report needs besides the comparison: the model outputs (the inputs of the
+ * fetch ops in /model/ops: output judging, top-1/top-5), each op's accumulation length (the
+ * stored comparison table's acc_k: `cldiff report` has no plan to compute it), the seed and
+ * the inputs' description (/inputs). Whatever is missing stays empty, as for older dumps. */
+typedef struct stored_extra {
+    char **outs;
+    int n_outs;
+    int64_t *acck;
+    int n_acck;
+    int64_t seed;
+    char input_desc[1024];
+} stored_extra;
+
+static void stored_extra_free(stored_extra *x) {   /* the arrays; seed and input_desc stay */
+    for (int i = 0; i < x->n_outs; i++) free(x->outs[i]);
+    free(x->outs);
+    free(x->acck);
+    x->outs = NULL;
+    x->acck = NULL;
+    x->n_outs = x->n_acck = 0;
+}
+
+static void read_stored_extra(cd_dump_reader *r, const char *run_a, const char *run_b, stored_extra *x) {
+    cd_error e = {0};
+    memset(x, 0, sizeof *x);
+    int64_t nr = 0;
+    cd_column ops[] = {{"type", CD_COL_STR, NULL}, {"inputs", CD_COL_STR, NULL}};
+    if (cd_dump_has(r, "/model/ops") && cd_dump_read_table(r, "/model/ops", ops, 2, &nr, &e) == CD_OK) {
+        const char *const *ty = ops[0].data, *const *in = ops[1].data;
+        x->outs = calloc((size_t)nr + 1, sizeof *x->outs);
+        for (int64_t k = 0; x->outs && k < nr; k++) {
+            const char *eq = ty[k] && !strcmp(ty[k], "fetch") && in[k] ? strchr(in[k], '=') : NULL;
+            if (!eq || !eq[1]) continue;
+            size_t len = strcspn(eq + 1, ",;");
+            char *nm = malloc(len + 1);
+            if (!nm) break;
+            memcpy(nm, eq + 1, len);
+            nm[len] = 0;
+            x->outs[x->n_outs++] = nm;
+        }
+        cd_dump_table_free(ops, 2, nr);
+    }
+    char path[300];
+    snprintf(path, sizeof path, "/compare/%s__%s/table", run_a, run_b);
+    cd_column ck[] = {{"op_index", CD_COL_I64, NULL}, {"acc_k", CD_COL_I64, NULL}};
+    memset(&e, 0, sizeof e);
+    if (cd_dump_has(r, path) && cd_dump_read_table(r, path, ck, 2, &nr, &e) == CD_OK) {
+        const int64_t *oi = ck[0].data, *k = ck[1].data;
+        int64_t mx = -1;
+        for (int64_t i = 0; i < nr; i++) if (oi[i] > mx && oi[i] < (1 << 24)) mx = oi[i];
+        if (mx >= 0 && (x->acck = calloc((size_t)mx + 1, sizeof *x->acck))) {
+            x->n_acck = (int)mx + 1;
+            for (int64_t i = 0; i < nr; i++) if (oi[i] >= 0 && oi[i] <= mx) x->acck[oi[i]] = k[i];
+        }
+        cd_dump_table_free(ck, 2, nr);
+    }
+    memset(&e, 0, sizeof e);
+    if (cd_dump_attr_i64(r, "/", "seed", &x->seed, &e) != CD_OK) x->seed = 0;
+    char **names = NULL;
+    int nn = 0;
+    memset(&e, 0, sizeof e);
+    if (cd_dump_has(r, "/inputs") && cd_dump_list_group(r, "/inputs", &names, &nn, &e) == CD_OK) {
+        size_t off = 0;
+        for (int k = 0; k < nn && off < sizeof x->input_desc; k++) {
+            char ip[600], tn[256] = "", src[512] = "", sh[96] = "";
+            snprintf(ip, sizeof ip, "/inputs/%s", names[k]);
+            cd_dump_attr_str(r, ip, "tensor", tn, sizeof tn, &e);
+            cd_dump_attr_str(r, ip, "source", src, sizeof src, &e);
+            float *data = NULL;
+            cd_shape shp = {0};
+            if (cd_dump_read_path_f32(r, ip, &data, &shp, &e) == CD_OK) cd_shape_str(&shp, sh, sizeof sh);
+            free(data);
+            int w = snprintf(x->input_desc + off, sizeof x->input_desc - off, "%s%s: %s %s", k ? "; " : "",
+                             tn[0] ? tn : names[k], src, sh);
+            if (w > 0) off += (size_t)w;
+        }
+        cd_dump_names_free(names, nn);
+    }
+}
+
+/* The repro pack the live run wrote beside its dump (<out>/repro/command.txt), if still there. */
+static void find_stored_repro(const char *dump_path, cd_analysis *an) {
+    char dir[1100], path[1200], cmd[2048];
+    const char *slash = strrchr(dump_path, '/');
+    if (slash) snprintf(dir, sizeof dir, "%.*s/repro", (int)(slash - dump_path), dump_path);
+    else snprintf(dir, sizeof dir, "repro");
+    snprintf(path, sizeof path, "%s/command.txt", dir);
+    FILE *f = fopen(path, "r");
+    if (!f) return;
+    if (fgets(cmd, sizeof cmd, f)) {
+        cmd[strcspn(cmd, "\n")] = 0;
+        snprintf(an->repro_dir, sizeof an->repro_dir, "%s", dir);
+        snprintf(an->repro_cmd, sizeof an->repro_cmd, "cd %s && %s", dir, cmd);
+    }
+    fclose(f);
 }
 
 /* The local check as the differential run stored it (none for older dumps). */
@@ -146,19 +244,37 @@ int cd_diff_compare_and_report(const cd_cli_opts *o, cd_dump_reader *ra, cd_dump
     if (st) return cd_cli_fail(&err);
     cd_cmp_request q = {.ra = ra, .rb = rb, .run_a = run_a, .run_b = run_b, .rg = rg, .run_g = "golden",
                         .policy = &pol, .by_op_index = same, .half_ulps = p == CD_PREC_FP16, .fp16 = p == CD_PREC_FP16};
+    /* `cldiff report`: what the live run knew from the model, as the dump recorded it */
+    stored_extra sx = {0};
+    if (same) {
+        read_stored_extra(ra, run_a, run_b, &sx);
+        q.output_tensors = (const char *const *)sx.outs;
+        q.n_outputs = sx.n_outs;
+        q.acc_k = sx.acck;
+        q.n_acc_k = sx.n_acck;
+    }
     cd_analysis an;
     cd_cmp_unmatched *um = NULL;
     int nu = 0;
     if ((st = cd_diff_compare_runs(&q, o->tolerance_file && !strcmp(o->tolerance_file, "auto"), &an, &um, &nu, &err))) {
         cd_policy_free(&pol);
+        stored_extra_free(&sx);
         return cd_cli_fail(&err);
     }
+    stored_extra_free(&sx);   /* the comparison copied what it needs */
+    q.output_tensors = NULL;
+    q.n_outputs = 0;
+    q.acc_k = NULL;
+    q.n_acc_k = 0;
     stored_env se;
     read_stored_env(ra, rb, run_a, run_b, &se, &err);
     if (se.crash_read && se.crash[0]) an.verdict = CD_VERDICT_CRASH;
     an.noise_floor = p == CD_PREC_FP16 ? 1e-3 : 1e-6;
     cd_analyze(&an);
     if ((st = load_stored_local(rb, run_b, &an, &err))) { cd_analysis_free(&an); free(um); cd_policy_free(&pol); return cd_cli_fail(&err); }
+    /* the local table has no element count: the local output has the free-run layer's elements */
+    for (int i = 0; i < an.n_layers; i++)
+        if (an.layers[i].has_local && !an.layers[i].loc.n) an.layers[i].loc.n = an.layers[i].m.n;
     /* a quantized model's yardstick: the unquantized float model, when the dump holds it */
     if (ra == rb && cd_dump_find_run(ra, "float_ref") >= 0 &&
         (st = cd_compare_quant_ref(ra, run_a, "float_ref", &an, &err))) {
@@ -170,6 +286,7 @@ int cd_diff_compare_and_report(const cd_cli_opts *o, cd_dump_reader *ra, cd_dump
     }
     cd_decide_verdict(&an, &pol);
     cd_classify_first(&an);
+    if (same) find_stored_repro(o->positional[0], &an);
     char created[32], pdesc[512], cl[2048];
     cd_diff_iso_time(created, sizeof created);
     cd_diff_policy_desc(&pol, pdesc, sizeof pdesc);
@@ -177,7 +294,8 @@ int cd_diff_compare_and_report(const cd_cli_opts *o, cd_dump_reader *ra, cd_dump
     cd_report_env env = {.tool_version = CLDIFF_VERSION, .command_line = same ? se.cmd : cl, .model_path = se.model,
                          .model_sha256 = se.sha, .model_format = se.fmt, .precision = prec, .backend_a = run_a,
                          .backend_b = run_b, .device_a = se.dev_a, .driver_a = se.drv_a, .device_b = se.dev_b, .driver_b = se.drv_b,
-                         .variant_b = prec, .seed = 0, .input_desc = "", .wall_ms_a = se.wa, .wall_ms_b = se.wb,
+                         .variant_b = prec, .seed = (unsigned long long)sx.seed, .input_desc = sx.input_desc, .wall_ms_a = se.wa,
+                         .wall_ms_b = se.wb, .wall_ms_total = se.wa + se.wb + se.wg,
                          .tolerance_desc = pdesc, .crash = se.crash[0] ? se.crash : NULL, .n_ops = an.n_layers, .created = created};
     int rc;
     if ((st = cd_diff_write_reports(&q, &an, &env, o->out_dir, o->quiet, &err))) rc = cd_cli_fail(&err);

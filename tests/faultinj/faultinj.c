@@ -27,7 +27,7 @@
  *                      the previous op's bytes), rtz (half storage: about every second element
  *                      one half ulp toward zero, what round-toward-zero stores do)
  *   CLFI_EPS=e         for scale and channel (default 1 for scale, 0.5 for channel)
- *   CLFI_INDEX=j       the element for scale/nan/inf (default: the one of largest |y|)
+ *   CLFI_INDEX=j       the element for scale/nan/inf (default: the finite one of largest |y|)
  *   CLFI_CHANNEL=c     the channel (index along axis 1) for channel (default C/2)
  *   CLFI_LOG=FILE      append one JSON line per applied fault (op, layer, shape, element,
  *                      old/new value, elements changed, largest change): the ground truth
@@ -232,8 +232,9 @@ static void apply(target *t) {
                 double best = -1;
                 for (size_t i = 0; i < n; i++) {
                     double v = fabs(get(buf, t->dtype, i));
-                    if (v > best && !isinf(v)) { best = v; j = i; }
+                    if (v > best && isfinite(v)) { best = v; j = i; }
                 }
+                if (best < 0) { why = "no finite element"; break; }
             }
             at = (long long)j;
             double v = get(buf, t->dtype, j);
@@ -302,7 +303,7 @@ static void apply(target *t) {
     if (!why) {
         for (size_t i = 0; i < n; i++) {
             double a = get(orig, t->dtype, i), b = get(buf, t->dtype, i);
-            if (memcmp((char *)orig + i * es, (char *)buf + i * es, es)) {
+            if (memcmp((char *)orig + i * es, (char *)buf + i * es, es) && !(isnan(a) && isnan(b))) {
                 changed++;
                 double d = isnan(a) || isnan(b) || isinf(a) || isinf(b) ? INFINITY : fabs(b - a);
                 if (d > max_d || (changed == 1)) {
