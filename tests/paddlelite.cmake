@@ -2,7 +2,7 @@
 # real runtime (skipped, exit 77 with the reason, without the .venv-pl that scripts/setup.sh
 # makes or without ../shared/models), import (no runtime needed), and the C++ runner linked
 # against the wheel (needs CLDIFF_PL_HEADERS, a folder with Paddle-Lite's paddle_api.h).
-foreach(t pl_instrument pl_backend pl_import pl_runner)
+foreach(t pl_instrument pl_backend pl_import pl_runner pl_engines)
   add_test(NAME ${t} COMMAND ${CD_E2E_PYTHON} ${CMAKE_CURRENT_SOURCE_DIR}/paddlelite/test_${t}.py
            WORKING_DIRECTORY ${CMAKE_BINARY_DIR})
   set_tests_properties(${t} PROPERTIES ENVIRONMENT "${CD_E2E_ENV}" SKIP_RETURN_CODE 77 LABELS "paddle-lite;e2e"

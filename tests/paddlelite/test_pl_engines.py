@@ -1,0 +1,132 @@
+#!/usr/bin/env python3
+"""Paddle-Lite's own ARM and OpenCL kernels under cldiff (docs/paddle-lite-engines.md).
+
+`cldiff MODEL --backends paddle-lite-arm,paddle-lite-opencl` on three real models, with the SDKs
+that scripts/setup.sh unpacks into .paddle-lite/ (or CLDIFF_PL_ARM_SDK / CLDIFF_PL_OPENCL_SDK),
+qemu-aarch64 for the ARM library, the paddlelite wheel's Opt (.venv-pl) and PoCL:
+  * mask_detector: both engines agree layer by layer; verdict pass (exit 0); every report written;
+    the dump's runs say which engine, SDK and route ran;
+  * ppocr_v4_mobile_cls: Paddle-Lite's OpenCL fc is wrong: KERNEL FAULT at fc_0 (op #101), found by
+    the local check (cldiff's CPU on the OpenCL run's own inputs), exit 1;
+  * ppocr_v2.0_cls: Paddle-Lite's OpenCL run aborts; exit 5 naming op #7
+    fusion_elementwise_add_activation_0 (bisection over model prefixes), the layers before it kept;
+  * --fp16 with the OpenCL engine: exit 4 saying why (no cl_khr_fp16 here), not a faked run;
+  * `cldiff inspect --backends paddle-lite-opencl` lists what Opt placed where, without a run.
+Skips (exit 77, reason printed) where an SDK, qemu, the wheel or the shared models are missing.
+"""
+import json
+import os
+import platform
+import shutil
+import sys
+
+import h5py
+
+from pl_lib import SHARED, SKIP, SRC, Checks, cldiff, need_cldiff, need_model, pl_python, tmpdir
+
+V4 = os.path.join(SHARED, "ppocr_v4_mobile_cls_fp32_arm_v2.13rc.nb")
+V2 = os.path.join(SHARED, "ppocr_v2.0_cls_fp32_arm_v2.14rc.nb")
+MASK = os.path.join(SHARED, "mask_detector_fp32_arm_v2.10rc.nb")
+BACKENDS = "paddle-lite-arm,paddle-lite-opencl"
+
+
+def sdk(env, names):
+    p = os.environ.get(env)
+    if p:
+        return p
+    for n in names:
+        d = os.path.join(SRC, ".paddle-lite", n)
+        if os.path.isfile(os.path.join(d, "lib", "libpaddle_light_api_shared.so")):
+            return d
+    return None
+
+
+def need_engines():
+    why = []
+    if platform.machine() != "aarch64" and not shutil.which("qemu-aarch64"):
+        why.append("qemu-aarch64 (Debian qemu-user) is not installed")
+    if not sdk("CLDIFF_PL_ARM_SDK", ["sdk-armv8-armlinux"]):
+        why.append("no armv8 Paddle-Lite SDK (.paddle-lite/sdk-armv8-armlinux from scripts/setup.sh, or CLDIFF_PL_ARM_SDK)")
+    if not sdk("CLDIFF_PL_OPENCL_SDK", ["sdk-x86_64-ubuntu24", "sdk-x86_64-debian12"]):
+        why.append("no Paddle-Lite SDK with OpenCL (.paddle-lite/sdk-x86_64-*, or CLDIFF_PL_OPENCL_SDK)")
+    if not pl_python():
+        why.append("no .venv-pl with the paddlelite wheel (Opt)")
+    if why:
+        print("SKIP: " + "; ".join(why))
+        sys.exit(SKIP)
+
+
+def summary(out):
+    p = os.path.join(out, "summary.json")
+    return json.load(open(p)) if os.path.isfile(p) else {}
+
+
+def main():
+    need_cldiff()
+    for m in (MASK, V4, V2):
+        need_model(m)
+    need_engines()
+    c = Checks("pl_engines")
+    d = tmpdir("pl_engines")
+    c.cleanup_later(d)
+
+    out = os.path.join(d, "mask")
+    r = cldiff(MASK, "--backends", BACKENDS, "--out", out)
+    c.rc(r, 0, "mask_detector: Paddle-Lite ARM and OpenCL agree")
+    s = summary(out)
+    c.ok(s.get("verdict") == "pass", "mask_detector: verdict pass", str(s.get("verdict")))
+    c.ok("checked locally" in r.out, "mask_detector: every layer checked locally (CPU on the OpenCL run's inputs)",
+         r.out[-400:])
+    for f in ("layers.csv", "summary.json", "report.html", "junit.xml", "summary.md", "dump.h5"):
+        c.ok(os.path.isfile(os.path.join(out, f)), "mask_detector: %s written" % f)
+    with h5py.File(os.path.join(out, "dump.h5"), "r") as h:
+        runs = h["runs"]
+        c.ok("paddle-lite-arm" in runs and "paddle-lite-opencl" in runs and "paddle-lite-opencl_local" in runs,
+             "mask_detector: runs of both engines and the local run", str(list(runs)))
+        if "paddle-lite-opencl" in runs:
+            a = runs["paddle-lite-opencl"].attrs
+            route = a.get("engine_route", b"")
+            route = route.decode() if isinstance(route, bytes) else str(route)
+            c.ok("Opt places opencl,x86" in route and "on opencl" in route, "OpenCL run states export + Opt and the placement",
+                 route)
+            c.ok(len(h["tensors/paddle-lite-opencl"][()]) >= 25, "OpenCL run: every layer captured",
+                 str(len(h["tensors/paddle-lite-opencl"][()])))
+        if "paddle-lite-arm" in runs:
+            dev = runs["paddle-lite-arm"].attrs.get("device", b"")
+            dev = dev.decode() if isinstance(dev, bytes) else str(dev)
+            c.ok("ARM kernels" in dev, "ARM run names Paddle-Lite's ARM kernels", dev)
+
+    out = os.path.join(d, "v4")
+    r = cldiff(V4, "--shape", "x=1,3,48,192", "--backends", BACKENDS, "--out", out)
+    c.rc(r, 1, "ppocr_v4_mobile_cls: Paddle-Lite OpenCL out of tolerance")
+    s = summary(out)
+    fd = s.get("first_divergence") or {}
+    c.ok(fd.get("layer") == "fc_0" and fd.get("op_index") == 101 and fd.get("kind") == "local",
+         "ppocr_v4_mobile_cls: kernel fault at fc_0 (op #101)", str(fd)[:300])
+    c.ok("KERNEL FAULT at fc_0" in r.out, "ppocr_v4_mobile_cls: terminal verdict names fc_0", r.out[-600:])
+
+    out = os.path.join(d, "v2")
+    r = cldiff(V2, "--shape", "x=1,3,48,192", "--backends", BACKENDS, "--out", out)
+    c.rc(r, 5, "ppocr_v2.0_cls: Paddle-Lite OpenCL aborts: a finding (exit 5)")
+    c.ok("op #7 fusion_elementwise_add_activation_0" in r.err + r.out, "ppocr_v2.0_cls: names the op where it dies",
+         r.tail())
+    c.ok("target_wrapper.cc:28" in r.err + r.out, "ppocr_v2.0_cls: quotes Paddle-Lite's check", r.tail())
+    s = summary(out)
+    c.ok(s.get("verdict") == "crash", "ppocr_v2.0_cls: verdict crash in summary.json", str(s.get("verdict")))
+    with h5py.File(os.path.join(out, "dump.h5"), "r") as h:
+        n = len(h["tensors/paddle-lite-opencl"][()]) if "tensors/paddle-lite-opencl" in h else -1
+        c.ok(n >= 4, "ppocr_v2.0_cls: the layers before the abort are kept", "%d tensors" % n)
+
+    r = cldiff(MASK, "--backends", "cpu,paddle-lite-opencl", "--fp16", "--out", os.path.join(d, "fp16"))
+    c.rc(r, 4, "--fp16 with paddle-lite-opencl refused (no cl_khr_fp16 here)")
+    c.ok("cl_khr_fp16" in r.err, "--fp16: says why", r.tail())
+
+    r = cldiff("inspect", V4, "--shape", "x=1,3,48,192", "--backends", "paddle-lite-opencl")
+    c.rc(r, 0, "inspect --backends paddle-lite-opencl")
+    line = [x for x in r.out.splitlines() if " fc_0 " in x and "Opt" in x]
+    c.ok(line and "opencl" in line[0], "inspect: Opt's kernel for fc_0 listed", "\n".join(line) or r.out[-500:])
+    c.done()
+
+
+if __name__ == "__main__":
+    main()
