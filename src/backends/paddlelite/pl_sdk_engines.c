@@ -30,6 +30,7 @@
 #include "model/nb_reader.h"
 #include "model/pd_export.h"
 #include "util/npy.h"
+#include "util/sha256.h"
 
 extern char **environ;
 
@@ -37,6 +38,24 @@ static double now_ms(void) {
     struct timespec t;
     clock_gettime(CLOCK_MONOTONIC, &t);
     return (double)t.tv_sec * 1e3 + (double)t.tv_nsec / 1e6;
+}
+
+/* Copies a file; 0 on success. */
+static int copy_file(const char *from, const char *to) {
+    FILE *a = fopen(from, "rb");
+    if (!a) return -1;
+    FILE *b = fopen(to, "wb");
+    if (!b) { fclose(a); return -1; }
+    char buf[1 << 16];
+    size_t n;
+    int rc = 0;
+    while ((n = fread(buf, 1, sizeof buf, a)) > 0)
+        if (fwrite(buf, 1, n, b) != n) { rc = -1; break; }
+    if (ferror(a)) rc = -1;
+    fclose(a);
+    if (fclose(b) != 0) rc = -1;
+    if (rc) remove(to);
+    return rc;
 }
 
 /* One engine run's state. */
@@ -48,6 +67,7 @@ typedef struct eng {
     cd_pl_runner runner;
     cd_pl_env env;               /* the wheel's Python (Opt), when the route needs it */
     bool have_env;
+    bool opt_cached;             /* Opt's output came from the cache */
     char dir[PATH_MAX];          /* work folder */
     char places[128];            /* Opt places ("" : the model as given) */
     char route[600];             /* how the model reached the engine, for the report */
@@ -157,6 +177,36 @@ static cd_status route_export_opt(eng *e, const cd_graph *g, int n_ops, const ch
     free(extra);
     free(is_out);
     if (st) return cd_err_prefix(err, "%s: exporting the model for Opt: ", e->name);
+    /* Opt's output depends only on the exported program, its parameters and the places: kept in
+     * the cache (<cache>/pl-opt/<sha256>.nb), so a repeated run, or a machine without the wheel
+     * that got the cache folder, needs no Opt */
+    char key[65] = "", cached[PATH_MAX + 96] = "";
+    {
+        cd_sha256_ctx hc;
+        cd_sha256_init(&hc);
+        const char *files[] = {"model.pdmodel", "model.pdiparams"};
+        for (int i = 0; i < 2 && !st; i++) {
+            char fp[PATH_MAX + 32], hex[65];
+            snprintf(fp, sizeof fp, "%s/%s", exp, files[i]);
+            cd_error e2 = {0};
+            if (cd_sha256_file(fp, hex, &e2) == CD_OK) cd_sha256_update(&hc, hex, 64);
+        }
+        cd_sha256_update(&hc, e->places, strlen(e->places));
+        uint8_t dg[32];
+        cd_sha256_final(&hc, dg);
+        cd_sha256_hex(dg, key);
+        char root[PATH_MAX];
+        const char *c = getenv("CLDIFF_CACHE_DIR"), *x = getenv("XDG_CACHE_HOME"), *h = getenv("HOME");
+        if (c && *c) snprintf(root, sizeof root, "%s", c);
+        else if (x && *x) snprintf(root, sizeof root, "%s/cldiff", x);
+        else if (h && *h) snprintf(root, sizeof root, "%s/.cache/cldiff", h);
+        else snprintf(root, sizeof root, "/tmp/cldiff-cache-%u", (unsigned)getuid());
+        snprintf(cached, sizeof cached, "%s/pl-opt/%s.nb", root, key);
+        if (access(cached, R_OK) == 0 && copy_file(cached, nb) == 0) {
+            e->opt_cached = true;
+            return CD_OK;
+        }
+    }
     /* Opt, in the wheel's Python */
     if (!e->have_env) {
         if ((st = cd_pl_find(&e->env, err)))
@@ -181,6 +231,21 @@ static cd_status route_export_opt(eng *e, const cd_graph *g, int n_ops, const ch
         cd_pl_log_tail(logp, tail, sizeof tail);
         st = cd_err(err, CD_E_BACKEND, "%s: Paddle-Lite's Opt (paddlelite %s) could not optimize the exported model for "
                     "places %s: %s", e->name, e->env.version, e->places, tail[0] ? tail : "no message");
+    }
+    if (!st && cached[0]) {
+        /* into the cache: best effort (a read-only cache folder only costs the next run an Opt) */
+        char d1[PATH_MAX + 96];
+        snprintf(d1, sizeof d1, "%s", cached);
+        char *sl = strrchr(d1, '/');
+        if (sl) {
+            *sl = 0;
+            char *s2 = strrchr(d1, '/');
+            if (s2) { *s2 = 0; mkdir(d1, 0777); *s2 = '/'; }
+            mkdir(d1, 0777);
+        }
+        char tmp[PATH_MAX + 128];
+        snprintf(tmp, sizeof tmp, "%s.%d.tmp", cached, (int)getpid());
+        if (copy_file(nb, tmp) == 0) { if (rename(tmp, cached) != 0) remove(tmp); }
     }
     return st;
 }
@@ -493,9 +558,10 @@ static cd_status eng_run(cd_pl_engine_kind kind, const char *name, const cd_runn
     cd_run_attr_str(res, "engine_runner", "%s%s%s", e->runner.launcher, e->runner.launcher[0] ? " " : "", e->runner.exe);
     cd_run_attr_str(res, "engine_precision", "fp32");
     if (e->places[0])
-        snprintf(e->route, sizeof e->route, "cldiff export (probed tensors fetched) + Opt places %s (paddlelite wheel %s, "
-                 "Python %s): %d ops on opencl, %d on arm/x86, %d on host%s", e->places, e->env.version,
-                 e->env.python_version, e->place_count[0], e->place_count[1], e->place_count[2],
+        snprintf(e->route, sizeof e->route, "cldiff export (probed tensors fetched) + Opt places %s (%s%s%s%s): %d ops on "
+                 "opencl, %d on arm/x86, %d on host%s", e->places, e->opt_cached ? "cached Opt output" : "paddlelite wheel ",
+                 e->opt_cached ? "" : e->env.version, e->opt_cached ? "" : ", Python ",
+                 e->opt_cached ? "" : e->env.python_version, e->place_count[0], e->place_count[1], e->place_count[2],
                  e->place_count[3] ? ", some elsewhere" : "");
     else
         snprintf(e->route, sizeof e->route, "the model as given (%s kernel records), instrumented: every probed tensor "
