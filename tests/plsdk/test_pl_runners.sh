@@ -3,7 +3,9 @@
 # probes/paddle-lite/pl_probe_runner.cc against each engine's SDK (the armv8 SDK with
 # aarch64-linux-gnu-g++, the x86-64 OpenCL SDK with c++), runs each once with no arguments;
 # then each runner is run here directly (the armv8 one under qemu-aarch64) and must answer with
-# its usage and exit 2, and a second doctor takes both from the cache. An engine whose SDK,
+# its usage and exit 2, and a second doctor takes both from the cache; with a sysroot that
+# lacks libm.so.6 the armv8 runner is refused (not cached) naming the library and its package.
+# An engine whose SDK,
 # compiler or qemu is missing is skipped with the reason; exit 77 when both are.
 #   test_pl_runners.sh CLDIFF SOURCE_DIR
 set -u
@@ -68,6 +70,20 @@ engine() { # name skip-reason
     b2=$(block "$name" "$out2")
     grep -qF "runner $exe (cached)" <<<"$b2"
     check "$name: a second doctor takes the runner from the cache" $? "$b2"
+    if [ "$name" = paddle-lite-arm ] && [ "$host" = x86_64 ]; then
+        # a sysroot that lacks libm.so.6: the fresh runner does not load, is not cached, and the
+        # message names the library and its package
+        local fsr=$CACHE/sysroot-without-libm x
+        mkdir -p "$fsr/lib"
+        for x in "${QEMU_LD_PREFIX:-/usr/aarch64-linux-gnu}"/lib/*; do
+            case $(basename "$x") in libm.so*|libm-*) ;; *) ln -s "$x" "$fsr/lib/";; esac
+        done
+        b2=$(block "$name" "$(cd / && CLDIFF_CACHE_DIR=$CACHE/c2 QEMU_LD_PREFIX=$fsr "$CLDIFF" doctor --cl-lib /nonexistent/libOpenCL.so 2>&1)")
+        grep -q "FAILED runner: .*does not load: libm.so.6 is missing (Debian: apt-get install libc6-arm64-cross" <<<"$b2" &&
+            grep -q "=> $name NOT usable" <<<"$b2" && x=$(grep -o "$CACHE/c2/pl-runner/[0-9a-f]*/" <<<"$b2") &&
+            [ -n "$x" ] && [ ! -e "${x}pl_probe_runner" ]
+        check "$name: a sysroot without libm.so.6: runner refused, not cached, library and package named" $? "$b2"
+    fi
     if grep -q "=> $name usable" <<<"$b"; then echo "info $name: doctor says usable"
     else echo "info $name: doctor says not usable here: $(grep -E 'MISSING|FAILED' <<<"$b" | head -3)"; fi
 }
