@@ -5,8 +5,8 @@
 # then each runner is run here directly (the armv8 one under qemu-aarch64) and must answer with
 # its usage and exit 2, and a second doctor takes both from the cache; with a sysroot that
 # lacks libm.so.6 the armv8 runner is refused (not cached) naming the library and its package.
-# An engine whose SDK,
-# compiler or qemu is missing is skipped with the reason; exit 77 when both are.
+# An engine whose SDK, compiler or qemu is missing is skipped with the reason; exit 77 when
+# both are.
 #   test_pl_runners.sh CLDIFF SOURCE_DIR
 set -u
 CLDIFF=$(realpath "$1")
