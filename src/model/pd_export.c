@@ -136,7 +136,7 @@ static bool ends_with(const char *s, const char *suf) {
     return n >= m && !strcmp(s + n - m, suf);
 }
 
-/* <Slot><k>_scale (Input0_scale, Filter0_scale, Output0_scale, ...), nb-format §6.3. */
+/* <Slot><k>_scale (Input0_scale, Filter0_scale, Output0_scale, ...), docs/nb-format.md §6.3. */
 static bool slot_scale_attr(const char *n) {
     if (!ends_with(n, "_scale")) return false;
     size_t len = strlen(n) - 6;
@@ -377,7 +377,7 @@ static bool act_attr(const char *n) {
            !strcmp(n, "offset");
 }
 
-/* OpenCL-only fusion (nb-format §9): conv2d with SecondInput and fuse_elementwise_op_type
+/* OpenCL-only fusion (docs/nb-format.md §9): conv2d with SecondInput and fuse_elementwise_op_type
  * adds (or multiplies...) SecondInput after the activation. Paddle-Lite's x86 and ARM convs
  * ignore it, so it is exported as a separate elementwise op. Returns its type or NULL. */
 static const char *unfused_eltwise(const cd_op *op, const cd_pd_export_opts *o) {
