@@ -225,7 +225,7 @@ cd_status cd_local_check_layers(const cd_local_req *q, cd_analysis *an, cd_error
                          evidence ? "; free run off beyond bound + L sum|w||xB-xA| though the re-run passed "
                                     "(racy or state-dependent kernel?)" : "",
                          settled ? "; settled by the free run (its own output is within this bound; not run again)" : "",
-                         mag_run ? "; magnitude sum|w x|+|b| from a CPU run" : used_mag ? "; magnitude per element" : "", mel,
+                         mag_run ? (cd_local_allow_op(op) ? "; bound per element from the layer's inputs" : "; magnitude sum|w x|+|b| from a CPU run") : used_mag ? "; magnitude per element" : "", mel,
                          mnote[0] ? "; " : "", mnote, res.nonfinite ? "; NaN/Inf where the reference is finite" : "");
             }
         }

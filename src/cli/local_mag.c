@@ -139,6 +139,8 @@ cd_status cd_local_magnitude(const cd_local_req *q, const cd_layer_cmp *l, float
                            size_t note_len, cd_error *err) {
     cd_session *s = q->s;
     *mag = NULL;
+    /* rnn and the norms: the element's allowance from the layer's inputs (local_allow.c) */
+    if (cd_local_allow_op(&s->g->ops[l->op_index])) return cd_local_allowance(q, l, mag, nmag, note, note_len, err);
     op_inputs oi;
     cd_plan xp;
     bool have_plan = false;

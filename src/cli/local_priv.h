@@ -35,6 +35,11 @@ void cd_local_me_free(mag_elem *m);
 /* The whole magnitude run of layer l on the CPU (float32, |A's inputs|). */
 cd_status cd_local_magnitude(const cd_local_req *q, const cd_layer_cmp *l, float **mag, int64_t *nmag, char *note,
                              size_t note_len, cd_error *err);
+/* Ops whose bound is a per-element allowance from their own inputs (families recurrent, norm;
+ * local_allow.c), and that allowance for layer l: it stands where the magnitude array would. */
+bool cd_local_allow_op(const cd_op *op);
+cd_status cd_local_allowance(const cd_local_req *q, const cd_layer_cmp *l, float **mag, int64_t *nmag, char *note,
+                             size_t note_len, cd_error *err);
 /* Free-run evidence of a conv/fc layer run again whose local check passed (local_mag.c). */
 bool cd_local_free_evidence(const cd_local_req *q, const cd_layer_cmp *l, const cd_bound_spec *spec, const float *ref,
                             int64_t n, cd_local_result *r);

@@ -4,11 +4,14 @@
 #include <string.h>
 
 static const char *k_names[CD_FAM_COUNT] = {"exact", "elementwise", "transcendental", "accumulate",
-                                            "normalize", "rounding", "generic", "int8"};
+                                            "normalize", "rounding", "generic", "int8", "recurrent",
+                                            "norm", "detection", "interpolate"};
 
 const char *cd_bound_family_name(cd_bound_family f) {
     return f >= 0 && f < CD_FAM_COUNT ? k_names[f] : "unknown";
 }
+
+bool cd_bound_family_allowance(cd_bound_family f) { return f == CD_FAM_RECURRENT || f == CD_FAM_NORM; }
 
 double cd_gamma(int64_t k, double u) {
     double ku = (double)(k < 1 ? 1 : k) * u;
@@ -69,6 +72,18 @@ static double arith_part(const cd_bound_spec *s, double r, double mag, double x,
     }
     case CD_FAM_INT8:
         return int8_part(s, r, m, ur, ub, sf);
+    case CD_FAM_RECURRENT:
+    case CD_FAM_NORM:
+        /* the allowance already holds both sides and the safety factor (local_allow.c) */
+        return isnan(mag) ? 0 : mag;
+    case CD_FAM_DETECTION:
+        /* a few roundings of coordinates whose operands (centre, half size, prior) are at most
+         * twice the range of the box tensor */
+        return sf * s->ulps * (ur + ub) * (r + 2 * absmax);
+    case CD_FAM_INTERP:
+        /* weights from coordinates each side rounds (K = 8 + 4 extent, as bilinear): the
+         * output moves by at most the neighbours' difference, within twice the range */
+        return sf * (cd_gamma(s->K, ur) + cd_gamma(s->K, ub)) * (r + 2 * absmax);
     case CD_FAM_GENERIC:
     default:
         return sf * (cd_gamma(2 * s->K + 16, ur) + cd_gamma(2 * s->K + 16, ub)) * (r + absmax);

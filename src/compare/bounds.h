@@ -14,14 +14,27 @@ typedef enum {
     CD_FAM_ACCUMULATE,       /* sums of K products: conv, fc, matmul, avg pool, reductions */
     CD_FAM_NORMALIZE,        /* softmax: exp, a K-term sum of positive terms, a division */
     CD_FAM_ROUNDING,         /* fake quantisation (calib): exact except at ties */
-    CD_FAM_GENERIC,          /* everything else: conservative, scaled by K and the tensor's range */
+    CD_FAM_GENERIC,          /* an op type without a family, or a fused activation without a bounded
+                                slope: conservative, scaled by K and the tensor's range. No registered
+                                op type may land here (tests/unit/test_bounds.c walks the registry) */
     CD_FAM_INT8,             /* an int8 layer whose reference side ran integer arithmetic
                                 (--int8 arm): quantum = output scale (0: float output),
                                 abs_terms = absolute allowance for an input off the int8 grid */
+    CD_FAM_RECURRENT,        /* rnn (LSTM, GRU, simple RNN): each step recomputed exactly on B's own
+                                previous outputs, its rounding bound carried through the cell state
+                                (src/cli/local_allow.c); mag holds the element's allowance */
+    CD_FAM_NORM,             /* layer/instance/batch norm: mean, variance and 1/sqrt of the group as
+                                each side computes them (local_allow.c); mag holds the allowance */
+    CD_FAM_DETECTION,        /* box arithmetic of detection ops (prior boxes, box_coder, yolo_box): a few
+                                roundings of coordinates, relative to the tensor's range */
+    CD_FAM_INTERP,           /* grid_sampler: bilinear weights from sampled coordinates */
     CD_FAM_COUNT
 } cd_bound_family;
 
 const char *cd_bound_family_name(cd_bound_family f);
+/* Whether the family's arithmetic part is a per-element allowance computed from the layer's
+ * inputs (passed as mag; NaN: not had, the arithmetic part is then 0, a lower bound). */
+bool cd_bound_family_allowance(cd_bound_family f);
 
 typedef struct cd_arith {
     double u;                /* unit roundoff of the arithmetic: 2^-24 float, 2^-11 half */

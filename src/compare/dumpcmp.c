@@ -352,19 +352,26 @@ cd_status cd_local_store(cd_dump *d, const char *run_local, const cd_analysis *a
     int64_t n = an->n_layers;
     size_t rows = (size_t)(n ? n : 1);
     int64_t *opi = calloc(rows, sizeof *opi), *chk = calloc(rows, sizeof *chk), *pass = calloc(rows, sizeof *pass),
-            *exc = calloc(rows, sizeof *exc), *worst = calloc(rows, sizeof *worst), *nfm = calloc(rows, sizeof *nfm);
+            *exc = calloc(rows, sizeof *exc), *worst = calloc(rows, sizeof *worst), *nfm = calloc(rows, sizeof *nfm),
+            *nel = calloc(rows, sizeof *nel), *mfc = calloc(rows, sizeof *mfc), *mwi = calloc(rows, sizeof *mwi);
+    double *mf[5];
+    for (int k = 0; k < 5; k++) mf[k] = calloc(rows, sizeof(double));
     double *f[8];
     for (int k = 0; k < 8; k++) f[k] = calloc(rows, sizeof(double));
     const char **tensor = calloc(rows, sizeof *tensor), **layer = calloc(rows, sizeof *layer),
                **fam = calloc(rows, sizeof *fam), **note = calloc(rows, sizeof *note);
     cd_status st = CD_OK;
-    bool oom = !opi || !chk || !pass || !exc || !worst || !nfm || !tensor || !layer || !fam || !note;
+    bool oom = !opi || !chk || !pass || !exc || !worst || !nfm || !nel || !mfc || !mwi || !tensor || !layer || !fam || !note;
+    for (int k = 0; k < 5; k++) oom |= !mf[k];
     for (int k = 0; k < 8; k++) oom |= !f[k];
     if (oom) { st = cd_err(err, CD_E_NOMEM, "out of memory"); goto done; }
     for (int64_t i = 0; i < n; i++) {
         const cd_layer_cmp *l = &an->layers[i];
         opi[i] = l->op_index; chk[i] = l->has_local; pass[i] = l->loc_pass; exc[i] = l->loc_exceed;
-        worst[i] = l->loc_worst; nfm[i] = l->loc.nonfinite_mismatch;
+        worst[i] = l->loc_worst; nfm[i] = l->loc.nonfinite_mismatch; nel[i] = l->loc.n;
+        mfc[i] = l->loc.fail_count; mwi[i] = l->loc.worst_index;
+        double mv[5] = {l->loc.mean_abs, l->loc.max_rel, l->loc.snr_db, l->loc.max_ulp, l->loc.fail_fraction};
+        for (int k = 0; k < 5; k++) mf[k][i] = mv[k];
         tensor[i] = l->tensor; layer[i] = l->layer; fam[i] = l->family; note[i] = l->loc_note;
         double v[8] = {l->loc_err, l->loc_bound, l->loc_ratio, l->loc.max_abs, l->loc.cosine, l->loc.rmse,
                        l->loc.ref_rms, l->loc.ref_absmax};
@@ -377,6 +384,10 @@ cd_status cd_local_store(cd_dump *d, const char *run_local, const cd_analysis *a
         {"exceed", CD_COL_I64, exc}, {"worst_index", CD_COL_I64, worst}, {"max_abs", CD_COL_F64, f[3]},
         {"cosine", CD_COL_F64, f[4]}, {"rmse", CD_COL_F64, f[5]}, {"ref_rms", CD_COL_F64, f[6]},
         {"ref_absmax", CD_COL_F64, f[7]}, {"nonfinite_mismatch", CD_COL_I64, nfm}, {"note", CD_COL_STR, note},
+        /* appended: the compared element count ("N of M elements"; older dumps lack it) */
+        {"elements", CD_COL_I64, nel}, {"mean_abs", CD_COL_F64, mf[0]}, {"max_rel", CD_COL_F64, mf[1]},
+        {"snr_db", CD_COL_F64, mf[2]}, {"max_ulp", CD_COL_F64, mf[3]}, {"fail_fraction", CD_COL_F64, mf[4]},
+        {"fail_count", CD_COL_I64, mfc}, {"metric_worst", CD_COL_I64, mwi},
     };
     char path[256];
     snprintf(path, sizeof path, "/local/%s", run_local);
@@ -385,7 +396,8 @@ cd_status cd_local_store(cd_dump *d, const char *run_local, const cd_analysis *a
     if (!st) st = cd_dump_set_attr_str(d, path, "reference", an->local_ref, err);
     if (!st && an->local_inputs[0]) st = cd_dump_set_attr_str(d, path, "inputs", an->local_inputs, err);
 done:
-    free(opi); free(chk); free(pass); free(exc); free(worst); free(nfm);
+    free(opi); free(chk); free(pass); free(exc); free(worst); free(nfm); free(nel); free(mfc); free(mwi);
+    for (int k = 0; k < 5; k++) free(mf[k]);
     for (int k = 0; k < 8; k++) free(f[k]);
     free(tensor); free(layer); free(fam); free(note);
     return st;
@@ -438,5 +450,27 @@ cd_status cd_local_load(const cd_dump_reader *r, const char *run_local, cd_analy
         }
     }
     cd_dump_table_free(c, nc, nr);
+    /* the element counts, where the dump has them (appended column) */
+    cd_column ce[] = {{"elements", CD_COL_I64, NULL}, {"mean_abs", CD_COL_F64, NULL}, {"max_rel", CD_COL_F64, NULL},
+                      {"snr_db", CD_COL_F64, NULL}, {"max_ulp", CD_COL_F64, NULL}, {"fail_fraction", CD_COL_F64, NULL},
+                      {"fail_count", CD_COL_I64, NULL}, {"metric_worst", CD_COL_I64, NULL},
+                      {"op_index", CD_COL_I64, NULL}, {"tensor", CD_COL_STR, NULL}};
+    const int nce = (int)(sizeof ce / sizeof ce[0]);
+    cd_error e2 = {0};
+    if (cd_dump_read_table(r, path, ce, nce, &nr, &e2) == CD_OK) {
+        const int64_t *ne = ce[0].data, *fc = ce[6].data, *mw = ce[7].data, *o2 = ce[8].data;
+        const double *d1 = ce[1].data, *d2 = ce[2].data, *d3 = ce[3].data, *d4 = ce[4].data, *d5 = ce[5].data;
+        const char *const *t2 = ce[9].data;
+        for (int64_t k = 0; k < nr; k++)
+            for (int i = 0; i < an->n_layers; i++) {
+                cd_layer_cmp *l = &an->layers[i];
+                if (l->op_index != o2[k] || strcmp(l->tensor, t2[k] ? t2[k] : "")) continue;
+                l->loc.n = ne[k];
+                l->loc.mean_abs = d1[k]; l->loc.max_rel = d2[k]; l->loc.snr_db = d3[k]; l->loc.max_ulp = d4[k];
+                l->loc.fail_fraction = d5[k]; l->loc.fail_count = fc[k]; l->loc.worst_index = mw[k];
+                break;
+            }
+        cd_dump_table_free(ce, nce, nr);
+    }
     return CD_OK;
 }

@@ -1,0 +1,451 @@
+/* Per-element allowances computed from a layer's own inputs (docs/verdicts.md, families
+ * "recurrent" and "norm"): where the rounding a correct kernel may commit depends on values
+ * the output alone does not show (the gates and cell state of an LSTM step, the mean and
+ * deviation of a normalized group), the bound of each element is computed here from A's
+ * inputs, the parameters as the checked side has them, and (rnn) B's own outputs. The result
+ * stands where a magnitude would (cd_local_magnitude's array); bounds.c adds it as the
+ * arithmetic part of those families. */
+#include "cli/local_priv.h"
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ---------------------------------------------------------------- tensors of the op */
+
+/* The values of tensor id as A had them (double): a parameter or plan-time constant from the
+ * plan, a model input from /inputs, an activation from run `run` of the dump (producer op,
+ * tensor name). NULL with note set when it was not captured. */
+static double *tensor_vals(const cd_local_req *q, const char *run, int id, int64_t *n, char *note, size_t nlen,
+                           cd_error *err, cd_status *st) {
+    const cd_graph *g = q->s->g;
+    const cd_value *m = &q->s->plan.meta[id];
+    *n = 0;
+    if (m->data) {
+        int64_t k = cd_value_numel(m);
+        double *v = malloc((size_t)(k ? k : 1) * sizeof *v);
+        if (!v) { *st = cd_err(err, CD_E_NOMEM, "out of memory"); return NULL; }
+        for (int64_t i = 0; i < k; i++) v[i] = cd_value_get(m, i);
+        *n = k;
+        return v;
+    }
+    const cd_tensor *t = &g->tensors[id];
+    int prod = t->producer;
+    float *f = NULL;
+    int64_t k = 0;
+    if (prod < 0 || !strcmp(g->ops[prod].type, "feed")) {
+        cd_value in = {0};
+        if ((*st = cd_dump_read_input(q->r, t->name, &in, err))) return NULL;
+        k = cd_value_numel(&in);
+        double *v = malloc((size_t)(k ? k : 1) * sizeof *v);
+        if (!v) { cd_value_release(&in); *st = cd_err(err, CD_E_NOMEM, "out of memory"); return NULL; }
+        for (int64_t i = 0; i < k; i++) v[i] = cd_value_get(&in, i);
+        cd_value_release(&in);
+        *n = k;
+        return v;
+    }
+    cd_dump_tensor_info *tl = NULL;
+    int nt = 0;
+    if ((*st = cd_dump_list_tensors(q->r, run, &tl, &nt, err))) return NULL;
+    const cd_dump_tensor_info *ti = NULL;
+    for (int i = 0; i < nt && !ti; i++)
+        if (tl[i].op_index == prod && !strcmp(tl[i].tensor, t->name) && !tl[i].stats_only) ti = &tl[i];
+    if (!ti) {
+        snprintf(note, nlen, "input '%s' (from op #%d) was not captured in full; probe it (--layers all)", t->name, prod);
+        free(tl);
+        return NULL;
+    }
+    *st = cd_dump_read_f32(q->r, run, ti->dataset, &f, &k, err);
+    free(tl);
+    if (*st) return NULL;
+    double *v = malloc((size_t)(k ? k : 1) * sizeof *v);
+    if (!v) { free(f); *st = cd_err(err, CD_E_NOMEM, "out of memory"); return NULL; }
+    for (int64_t i = 0; i < k; i++) v[i] = f[i];
+    free(f);
+    *n = k;
+    return v;
+}
+
+/* Output `name` of op op_index as run `run` stored it (float); NULL when absent. */
+static float *op_output(const cd_local_req *q, const char *run, int op_index, const char *name, int64_t *n,
+                        cd_error *err, cd_status *st) {
+    cd_dump_tensor_info *tl = NULL;
+    int nt = 0;
+    float *f = NULL;
+    *n = 0;
+    if ((*st = cd_dump_list_tensors(q->r, run, &tl, &nt, err))) return NULL;
+    for (int i = 0; i < nt; i++)
+        if (tl[i].op_index == op_index && !strcmp(tl[i].tensor, name) && !tl[i].stats_only) {
+            *st = cd_dump_read_f32(q->r, run, tl[i].dataset, &f, n, err);
+            break;
+        }
+    free(tl);
+    return f;
+}
+
+/* ---------------------------------------------------------------- error of one nonlinearity */
+
+/* |f(z + e) - f(z)| for |e| <= dz: the derivative at z plus the largest second derivative
+ * times dz (mean value theorem), never above the global Lipschitz constant. */
+static double d_sig(double z, double dz) {
+    double s = 1 / (1 + exp(-z)), d = s * (1 - s) + 0.1 * dz;   /* |sigma''| <= 0.0962 */
+    return (d < 0.25 ? d : 0.25) * dz;
+}
+static double d_tanh(double z, double dz) {
+    double t = tanh(z), d = 1 - t * t + 0.77 * dz;              /* |tanh''| <= 0.7698 */
+    return (d < 1 ? d : 1) * dz;
+}
+
+/* ---------------------------------------------------------------- rnn */
+
+/* What B's arithmetic may do (docs/verdicts.md "recurrent"): ua the unit of its arithmetic,
+ * us the rounding of what it stores between steps (gate projections, cell state, hidden state:
+ * u16 where B stores half, else 0), ulf the float built-ins' unit. */
+typedef struct rnn_arith { double ua, us, ulf; } rnn_arith;
+
+typedef struct rnn_dims {
+    int mode, G, L, D;
+    int64_t H, T, N, I;
+} rnn_dims;
+
+/* One direction d of one layer, T steps. in/ein [T, N, il]: the layer input and a bound of
+ * B's deviation from it (0 for the model input); drive [T, N, D*H]: B's observed outputs of
+ * this layer (NULL: unforced, the recurrence carries its own bound); out/eout [T, N, D*H]:
+ * the exact step results and bounds of B's deviation from them; hT, cT, ehT, ecT [N, H]. */
+static void rnn_dir(const rnn_dims *r, int d, const rnn_arith *ar, const double *in, const double *ein, int64_t il,
+                    const double *wih, const double *whh, const double *bih, const double *bhh, const double *h0,
+                    const double *c0, const double *len, const float *drive, double *out, double *eout, double *hT,
+                    double *cT, double *ehT, double *ecT, double *scratch) {
+    const int64_t H = r->H, G = r->G, N = r->N, DH = (int64_t)r->D * H;
+    double *h = scratch, *eh = h + N * H, *c = eh + N * H, *ec = c + N * H, *z = ec + N * H, *dz = z + G * H,
+           *aux = dz + G * H, *hn = aux + G * H, *ehn = hn + H, *hl = ehn + H, *ehl = hl + N * H;
+    for (int64_t i = 0; i < N * H; i++) { h[i] = hl[i] = h0[i]; c[i] = c0 ? c0[i] : 0; eh[i] = ec[i] = ehl[i] = 0; }
+    const double ua = ar->ua, us = ar->us, ulf = ar->ulf;
+    for (int64_t s = 0; s < r->T; s++) {
+        int64_t t = d == 0 ? s : r->T - 1 - s;
+        for (int64_t n = 0; n < N; n++) {
+            double *o = out + (t * N + n) * DH + d * H, *eo = eout + (t * N + n) * DH + d * H;
+            if (len && (double)t >= len[n]) {   /* padding step: output zero, state held */
+                for (int64_t k = 0; k < H; k++) o[k] = eo[k] = 0;
+                continue;
+            }
+            const double *x = in + (t * N + n) * il, *ex = ein ? ein + (t * N + n) * il : NULL;
+            double *hp = h + n * H, *ehp = eh + n * H;
+            for (int64_t j = 0; j < G * H; j++) {
+                const double *wi = wih + j * il, *wh = whh + j * H;
+                double zx = bih[j], mx = fabs(bih[j]), exi = 0, zu = 0, mu = 0, ehu = 0;
+                for (int64_t i = 0; i < il; i++) {
+                    zx += x[i] * wi[i];
+                    mx += fabs(x[i] * wi[i]);
+                    if (ex) exi += fabs(wi[i]) * ex[i];
+                }
+                for (int64_t m = 0; m < H; m++) {
+                    zu += hp[m] * wh[m];
+                    mu += fabs(hp[m] * wh[m]);
+                    ehu += fabs(wh[m]) * ehp[m];
+                }
+                /* gx: an (il+1)-term dot product in B's arithmetic, stored (us); u: H terms; then
+                 * x + (u + b_hh), two roundings */
+                double gxe = cd_gamma(il + 1, ua) * mx, gxs = us * (fabs(zx) + gxe);
+                double ue = cd_gamma(H, ua) * mu;
+                z[j] = zx + zu + bhh[j];
+                aux[j] = zu + bhh[j];
+                dz[j] = gxe + gxs + ue + ua * (fabs(zu) + fabs(bhh[j])) + ua * (fabs(z[j]) + gxe + ue) + exi + ehu;
+            }
+            for (int64_t k = 0; k < H; k++) {
+                double hv, e;
+                if (r->mode == 0) {   /* LSTM i, f, c~, o */
+                    double zi = z[k], zf = z[H + k], zc = z[2 * H + k], zo = z[3 * H + k];
+                    double gi = 1 / (1 + exp(-zi)), gf = 1 / (1 + exp(-zf)), gc = tanh(zc), go = 1 / (1 + exp(-zo));
+                    /* built-ins in float (exp 3-4 ulp, divide 2.5, tanh 5) then cast to B's type */
+                    double ei = d_sig(zi, dz[k]) + (8 * ulf + ua) * gi, ef = d_sig(zf, dz[H + k]) + (8 * ulf + ua) * gf;
+                    double eg = d_tanh(zc, dz[2 * H + k]) + (6 * ulf + ua) * fabs(gc);
+                    double eo_ = d_sig(zo, dz[3 * H + k]) + (8 * ulf + ua) * go;
+                    double cp = c[n * H + k], cv = gf * cp + gi * gc;
+                    double ecv = (gf + ef) * ec[n * H + k] + fabs(cp) * ef + fabs(gc) * ei + (gi + ei) * eg +
+                                 2 * ua * (fabs(gf * cp) + fabs(gi * gc)) + us * fabs(cv);
+                    c[n * H + k] = cv;
+                    ec[n * H + k] = ecv;
+                    double tc = tanh(cv);
+                    hv = go * tc;
+                    e = fabs(tc) * eo_ + (go + eo_) * (d_tanh(cv, ecv) + (6 * ulf + ua) * fabs(tc)) + ua * fabs(hv);
+                } else if (r->mode == 1) {   /* GRU r, z, c~; reset after the matmul */
+                    double zr = z[k], zz = z[H + k];
+                    double gr = 1 / (1 + exp(-zr)), gz = 1 / (1 + exp(-zz));
+                    double er = d_sig(zr, dz[k]) + (8 * ulf + ua) * gr, ez = d_sig(zz, dz[H + k]) + (8 * ulf + ua) * gz;
+                    /* pre = x_c + r (u_c + b_c): dz of row 2H+k holds both parts' errors */
+                    double uc = aux[2 * H + k], xc = z[2 * H + k] - uc;
+                    double pre = xc + gr * uc;
+                    double epre = dz[2 * H + k] + fabs(uc) * er + ua * (fabs(gr * uc) + fabs(pre));
+                    double gc = tanh(pre), eg = d_tanh(pre, epre) + (6 * ulf + ua) * fabs(gc);
+                    double hp_k = hp[k];
+                    hv = gz * hp_k + (1 - gz) * gc;
+                    e = ez * fabs(hp_k - gc) + (1 - gz + ez) * eg + (gz + ez) * ehp[k] +
+                        2 * ua * (fabs(gz * hp_k) + fabs((1 - gz) * gc)) + ua * (1 - gz);
+                } else if (r->mode == 2) {
+                    double tz = tanh(z[k]);
+                    hv = tz;
+                    e = d_tanh(z[k], dz[k]) + (6 * ulf + ua) * fabs(tz);
+                } else {
+                    hv = z[k] > 0 ? z[k] : 0;
+                    e = dz[k];
+                }
+                o[k] = hv;
+                eo[k] = e;
+                hn[k] = hl[n * H + k] = hv;
+                ehn[k] = ehl[n * H + k] = e;
+            }
+            /* the next step reads B's stored h: observed (forced) or this bound plus its store */
+            for (int64_t k = 0; k < H; k++) {
+                if (drive) { hp[k] = drive[(t * N + n) * DH + d * H + k]; ehp[k] = 0; }
+                else { hp[k] = hn[k]; ehp[k] = ehn[k] + us * fabs(hn[k]); }
+            }
+        }
+    }
+    /* the last step's own result (the State output), not B's observed h that drove it */
+    for (int64_t i = 0; i < N * H; i++) { hT[i] = hl[i]; cT[i] = c[i]; ehT[i] = ehl[i]; ecT[i] = ec[i]; }
+}
+
+static int rnn_mode(const cd_op *op, int *G) {
+    const char *m = cd_attr_str(op, "mode", "");
+    if (!strcmp(m, "LSTM")) { *G = 4; return 0; }
+    if (!strcmp(m, "GRU")) { *G = 3; return 1; }
+    *G = 1;
+    return !strcmp(m, "RNN_TANH") ? 2 : 3;
+}
+
+/* The exact per-step results and their bounds for every output of the rnn op; the element
+ * allowance of output `tensor` is safety * bound + |exact - ref|. */
+static cd_status rnn_allowance(const cd_local_req *q, const cd_layer_cmp *l, const float *ref, int64_t nref,
+                               double **allow, char *note, size_t nlen, cd_error *err) {
+    const cd_graph *g = q->s->g;
+    const cd_op *op = &g->ops[l->op_index];
+    cd_status st = CD_OK;
+    rnn_dims r = {0};
+    r.mode = rnn_mode(op, &r.G);
+    r.L = (int)cd_attr_int(op, "num_layers", 1);
+    r.D = cd_attr_bool(op, "is_bidirec", false) ? 2 : 1;
+    r.H = cd_attr_int(op, "hidden_size", 0);
+    int xid = cd_op_in(op, "Input", 0), h0id = cd_op_in(op, "PreState", 0),
+        c0id = r.mode == 0 ? cd_op_in(op, "PreState", 1) : -1, sqid = cd_op_in(op, "SequenceLength", 0);
+    const cd_slot *ws = cd_op_in_slot(op, "WeightList");
+    if (xid < 0 || h0id < 0 || (r.mode == 0 && c0id < 0) || !ws || ws->n != 4 * r.L * r.D || r.H < 1) {
+        snprintf(note, nlen, "rnn inputs not as expected");
+        return CD_OK;
+    }
+    const cd_shape *xs = &q->s->plan.meta[xid].shape;
+    if (xs->rank != 3) { snprintf(note, nlen, "rnn input is not [T, N, I]"); return CD_OK; }
+    r.T = xs->d[0]; r.N = xs->d[1]; r.I = xs->d[2];
+    const int64_t H = r.H, N = r.N, T = r.T, DH = r.D * H, GH = r.G * H;
+    int64_t nx = 0, nh = 0, nc = 0, nsq = 0, nw = 0, nout = 0;
+    double *x = NULL, *h0 = NULL, *c0 = NULL, *sq = NULL, *w[4 * 2 * 64] = {0}, *y = NULL, *ey = NULL, *yin = NULL,
+           *eyin = NULL, *hT = NULL, *cT = NULL, *ehT = NULL, *ecT = NULL, *scr = NULL;
+    float *bout = NULL;
+    double *a = NULL;
+    if (r.L > 64) { snprintf(note, nlen, "rnn with more than 64 layers"); return CD_OK; }
+    x = tensor_vals(q, q->run_a, xid, &nx, note, nlen, err, &st);
+    if (!st && x) h0 = tensor_vals(q, q->run_a, h0id, &nh, note, nlen, err, &st);
+    if (!st && h0 && c0id >= 0) c0 = tensor_vals(q, q->run_a, c0id, &nc, note, nlen, err, &st);
+    if (!st && h0 && sqid >= 0) sq = tensor_vals(q, q->run_a, sqid, &nsq, note, nlen, err, &st);
+    for (int k = 0; !st && !note[0] && k < ws->n; k++) {
+        w[k] = tensor_vals(q, q->run_a, ws->ids[k], &nw, note, nlen, err, &st);
+        int lay = (k % (2 * r.L * r.D)) / (2 * r.D);
+        int64_t il = lay == 0 ? r.I : DH, want = k < 2 * r.L * r.D ? (k % 2 == 0 ? GH * il : GH * H) : GH;
+        if (w[k] && nw != want) snprintf(note, nlen, "rnn WeightList[%d] has %lld values, expected %lld", k, (long long)nw,
+                                         (long long)want);
+    }
+    if (st || note[0] || !x || !h0 || (c0id >= 0 && !c0) || (sqid >= 0 && !sq)) goto done;
+    if (nx != T * N * r.I || nh != (int64_t)r.L * r.D * N * H || (c0 && nc != nh) || (sq && nsq != N)) {
+        snprintf(note, nlen, "rnn inputs have unexpected sizes");
+        goto done;
+    }
+    /* B's Out drives the last layer's steps (forced); the State outputs come from it too */
+    int outid = cd_op_out(op, "Out", 0);
+    if (outid < 0) { snprintf(note, nlen, "rnn without Out"); goto done; }
+    bout = op_output(q, q->run_local, l->op_index, g->tensors[outid].name, &nout, err, &st);
+    if (st) goto done;
+    if (bout && nout != T * N * DH) { free(bout); bout = NULL; }
+    size_t big = (size_t)(T * N * (DH > r.I ? DH : r.I) + 1);
+    y = calloc(big, sizeof *y); ey = calloc(big, sizeof *ey); yin = calloc(big, sizeof *yin); eyin = calloc(big, sizeof *eyin);
+    size_t st_n = (size_t)(r.L * r.D * N * H + 1);
+    hT = calloc(st_n, sizeof *hT); cT = calloc(st_n, sizeof *cT); ehT = calloc(st_n, sizeof *ehT); ecT = calloc(st_n, sizeof *ecT);
+    scr = calloc((size_t)(6 * N * H + 3 * GH + 2 * H + 1), sizeof *scr);
+    if (!y || !ey || !yin || !eyin || !hT || !cT || !ehT || !ecT || !scr) { st = cd_err(err, CD_E_NOMEM, "out of memory"); goto done; }
+    rnn_arith ar = {.ua = q->b.u, .us = q->b.half_store ? CD_U16 : 0, .ulf = CD_U32};
+    int oid = -1;   /* which output l is: 0 Out, 1 State h, 2 State c */
+    if (!strcmp(l->tensor, g->tensors[outid].name)) oid = 0;
+    else if (cd_op_out(op, "State", 0) >= 0 && !strcmp(l->tensor, g->tensors[cd_op_out(op, "State", 0)].name)) oid = 1;
+    else if (r.mode == 0 && cd_op_out(op, "State", 1) >= 0 &&
+             !strcmp(l->tensor, g->tensors[cd_op_out(op, "State", 1)].name)) oid = 2;
+    if (oid < 0) { snprintf(note, nlen, "output '%s' of the rnn has no step bound (training scratch)", l->tensor); goto done; }
+    int64_t nv = oid == 0 ? T * N * DH : (int64_t)r.L * r.D * N * H;
+    if (nv != nref) { snprintf(note, nlen, "rnn output '%s' has %lld values, expected %lld", l->tensor, (long long)nref, (long long)nv); goto done; }
+    a = malloc((size_t)(nv ? nv : 1) * sizeof *a);
+    if (!a) { st = cd_err(err, CD_E_NOMEM, "out of memory"); goto done; }
+    /* Two bounds, each valid for a correct B; the element gets the smaller:
+     *   pass 0, forced: the last layer's steps recomputed on B's own previous outputs, so only
+     *     the step's own rounding (and the cell state's, through the forget gate) is bounded:
+     *     safety * bound + |exact step - ref|;
+     *   pass 1, carried: the exact recurrence from A's inputs with B's rounding bound carried
+     *     through every step: safety * bound + |exact - ref|. The first is tight on each step
+     *     but follows B wherever B drifts; the second holds B to the reference over the whole
+     *     sequence, tight where the recurrence does not amplify. */
+    for (int pass = bout ? 0 : 1; pass < 2; pass++) {
+        memcpy(yin, x, (size_t)nx * sizeof *x);
+        int64_t il = r.I;
+        for (int lay = 0; lay < r.L; lay++) {
+            bool top = lay == r.L - 1;
+            for (int d = 0; d < r.D; d++) {
+                int k = (lay * r.D + d) * 2, kb = 2 * r.L * r.D + k;
+                size_t so = (size_t)((int64_t)(lay * r.D + d) * N * H);
+                rnn_dir(&r, d, &ar, yin, lay ? eyin : NULL, il, w[k], w[k + 1], w[kb], w[kb + 1], h0 + so,
+                        c0 ? c0 + so : NULL, sq, top && pass == 0 ? bout : NULL, y, ey, hT + so, cT + so, ehT + so,
+                        ecT + so, scr);
+            }
+            /* this layer's output (and what B may be off from it) is the next layer's input */
+            memcpy(yin, y, (size_t)(T * N * DH) * sizeof *y);
+            for (int64_t i = 0; i < T * N * DH; i++) eyin[i] = ey[i] + ar.us * fabs(y[i]);
+            il = DH;
+        }
+        const double *val = oid == 0 ? y : oid == 1 ? hT : cT, *bnd = oid == 0 ? ey : oid == 1 ? ehT : ecT;
+        for (int64_t i = 0; i < nv; i++) {
+            double v = CD_BOUND_SAFETY * bnd[i] + fabs(val[i] - (double)ref[i]);
+            a[i] = pass == (bout ? 0 : 1) || v < a[i] ? v : a[i];
+        }
+    }
+    if (!bout) snprintf(note, nlen, "B's Out not in the dump: steps not forced (bound carried over all steps)");
+    *allow = a;
+    a = NULL;
+done:
+    free(a); free(x); free(h0); free(c0); free(sq);
+    for (int k = 0; k < 4 * 2 * 64; k++) free(w[k]);
+    free(y); free(ey); free(yin); free(eyin); free(hT); free(cT); free(ehT); free(ecT); free(scr); free(bout);
+    return st;
+}
+
+/* ---------------------------------------------------------------- norms */
+
+/* layer_norm, instance_norm, batch_norm, sync_batch_norm: per element, for each side (unit u),
+ * y = (x - mu) inv g + b with the group's mean, variance and inv = 1/sqrt(var + eps) computed
+ * by that side (docs/verdicts.md "norm"). */
+static cd_status norm_allowance(const cd_local_req *q, const cd_layer_cmp *l, const float *ref, int64_t nref,
+                                double **allow, char *note, size_t nlen, cd_error *err) {
+    const cd_graph *g = q->s->g;
+    const cd_op *op = &g->ops[l->op_index];
+    const char *t = op->type;
+    cd_status st = CD_OK;
+    bool bn = !strcmp(t, "batch_norm") || !strcmp(t, "sync_batch_norm");
+    int xid = cd_op_in(op, "X", 0), yid = cd_op_out(op, "Y", 0);
+    int sid = cd_op_in(op, "Scale", 0), bid = cd_op_in(op, "Bias", 0);
+    int mid = bn ? cd_op_in(op, "Mean", 0) : -1, vid = bn ? cd_op_in(op, "Variance", 0) : -1;
+    if (xid < 0 || yid < 0 || strcmp(l->tensor, g->tensors[yid].name)) {
+        snprintf(note, nlen, "%s output '%s': statistics output, no element bound", t, l->tensor);
+        return CD_OK;
+    }
+    const cd_shape *xs = &q->s->plan.meta[xid].shape;
+    int64_t nx = 0, ns = 0, nb = 0, nm = 0, nvv = 0;
+    double *x = NULL, *sc = NULL, *bi = NULL, *mu = NULL, *va = NULL;
+    x = tensor_vals(q, q->run_a, xid, &nx, note, nlen, err, &st);
+    if (!st && x && sid >= 0) sc = tensor_vals(q, q->run_a, sid, &ns, note, nlen, err, &st);
+    if (!st && x && bid >= 0) bi = tensor_vals(q, q->run_a, bid, &nb, note, nlen, err, &st);
+    if (!st && x && mid >= 0) mu = tensor_vals(q, q->run_a, mid, &nm, note, nlen, err, &st);
+    if (!st && x && vid >= 0) va = tensor_vals(q, q->run_a, vid, &nvv, note, nlen, err, &st);
+    double *a = NULL;
+    if (st || note[0] || !x) goto done;
+    if (nx != nref) { snprintf(note, nlen, "%s: %lld input values for %lld outputs", t, (long long)nx, (long long)nref); goto done; }
+    /* group = `len` consecutive values; param index of element i: (i / inner) % C */
+    int64_t len = 1, inner = 1, C = 1;
+    if (bn) {
+        int64_t axis = xs->rank >= 2 ? 1 : 0;
+        if (!strcmp(cd_attr_str(op, "data_layout", "NCHW"), "NHWC") && xs->rank >= 2) axis = xs->rank - 1;
+        C = xs->rank ? xs->d[axis] : 1;
+        for (int k = (int)axis + 1; k < xs->rank; k++) inner *= xs->d[k];
+        if (!mu || !va || !sc || !bi || nm != C || nvv != C || ns != C || nb != C) {
+            snprintf(note, nlen, "batch_norm parameters not as expected");
+            goto done;
+        }
+    } else if (!strcmp(t, "layer_norm")) {
+        int64_t b = cd_attr_int(op, "begin_norm_axis", 1);
+        for (int k = (int)b; k < xs->rank; k++) len *= xs->d[k];
+        inner = 1; C = len;   /* scale/bias over the normalized span */
+    } else {                  /* instance_norm: per (n, c) over the spatial extent */
+        for (int k = 2; k < xs->rank; k++) len *= xs->d[k];
+        C = xs->rank >= 2 ? xs->d[1] : 1;
+        inner = len;
+    }
+    if (len < 1) len = 1;
+    double eps = cd_attr_float(op, bn ? "epsilon" : "epsilon", 1e-5);
+    a = malloc((size_t)(nx ? nx : 1) * sizeof *a);
+    if (!a) { st = cd_err(err, CD_E_NOMEM, "out of memory"); goto done; }
+    const double u2 = q->ref.u + q->b.u;
+    for (int64_t g0 = 0; g0 < nx; g0 += bn ? nx : len) {
+        int64_t gl = bn ? nx : (g0 + len <= nx ? len : nx - g0);
+        double m = 0, sabs = 0, var = 0, sdev = 0;
+        if (!bn) {
+            for (int64_t i = 0; i < gl; i++) { m += x[g0 + i]; sabs += fabs(x[g0 + i]); }
+            m /= (double)gl;
+            for (int64_t i = 0; i < gl; i++) { double dv = x[g0 + i] - m; var += dv * dv; sdev += fabs(dv); }
+            var /= (double)gl;
+            sdev /= (double)gl;
+        }
+        /* each side: the mean off by gamma_{K+1} sum|x|/K; the variance (a K-term sum of
+         * squares of deviations that carry that error) by gamma_{K+2} var + 2 dmu mean|d|;
+         * inv by half the variance's relative error plus sqrt and divide (6 u) */
+        double gk = cd_gamma(gl + 2, q->ref.u) + cd_gamma(gl + 2, q->b.u);
+        double dmu = bn ? 0 : gk * sabs / (double)gl;
+        double dvar = bn ? 0 : gk * var + 2 * dmu * sdev + dmu * dmu;
+        for (int64_t i = 0; i < gl; i++) {
+            int64_t e = g0 + i, c = bn ? (e / inner) % C : (!strcmp(t, "layer_norm") ? i % C : (e / inner) % C);
+            double gm = sc && (bn || ns == C) ? sc[c] : 1, bb = bi && (bn || nb == C) ? bi[c] : 0;
+            double mean = bn ? mu[c] : m, vv = bn ? va[c] : var;
+            double inv = 1 / sqrt(vv + eps), dv = fabs(x[e] - mean);
+            double rel_inv = 0.5 * dvar / (vv + eps) + 6 * u2;
+            double err_y = fabs(gm) * ((dmu + u2 * (fabs(x[e]) + fabs(mean))) * inv + dv * inv * rel_inv) +
+                           3 * u2 * (fabs(gm) * dv * inv + fabs(bb));
+            a[e] = CD_BOUND_SAFETY * err_y;
+        }
+    }
+    *allow = a;
+    a = NULL;
+done:
+    free(a); free(x); free(sc); free(bi); free(mu); free(va);
+    return st;
+}
+
+/* ---------------------------------------------------------------- entry */
+
+bool cd_local_allow_op(const cd_op *op) {
+    static const char *const types[] = {"rnn", "layer_norm", "instance_norm", "batch_norm", "sync_batch_norm", NULL};
+    for (int i = 0; types[i]; i++)
+        if (!strcmp(op->type, types[i])) return true;
+    return false;
+}
+
+cd_status cd_local_allowance(const cd_local_req *q, const cd_layer_cmp *l, float **mag, int64_t *nmag, char *note,
+                             size_t note_len, cd_error *err) {
+    const cd_graph *g = q->s->g;
+    const cd_op *op = &g->ops[l->op_index];
+    *mag = NULL;
+    *nmag = 0;
+    /* the reference of this output: the local reference run (fp16) or A's run */
+    bool sep = strcmp(q->run_ref, q->run_a) != 0;
+    int64_t nref = 0;
+    cd_status st = CD_OK;
+    float *ref = NULL;
+    if (sep) ref = op_output(q, q->run_ref, l->op_index, l->tensor, &nref, err, &st);
+    else st = cd_dump_read_f32(q->r, q->run_a, l->dataset_a, &ref, &nref, err);
+    if (st) return st;
+    if (!ref) { snprintf(note, note_len, "the reference of '%s' is not in the dump", l->tensor); return CD_OK; }
+    double *a = NULL;
+    st = !strcmp(op->type, "rnn") ? rnn_allowance(q, l, ref, nref, &a, note, note_len, err)
+                                  : norm_allowance(q, l, ref, nref, &a, note, note_len, err);
+    free(ref);
+    if (st || !a) { free(a); return st; }
+    float *m = malloc((size_t)(nref ? nref : 1) * sizeof *m);
+    if (!m) { free(a); return cd_err(err, CD_E_NOMEM, "out of memory"); }
+    for (int64_t i = 0; i < nref; i++) m[i] = (float)(a[i] * (1 + 1e-6));   /* rounding up to float */
+    free(a);
+    *mag = m;
+    *nmag = nref;
+    return CD_OK;
+}
