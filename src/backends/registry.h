@@ -75,6 +75,9 @@ typedef struct cd_backend_def {
     bool op_by_op;
     /* an OpenCL backend: its fp16 runs may use half arithmetic (variant fp16-compute) */
     bool opencl;
+    /* runs int8 layers in float with dequantized weights: the CPU's local reference for it uses
+     * the float path too */
+    bool float_int8;
     const cd_backend_optdef *opts;    /* {NULL}-terminated */
     /* Fills the backend's fields of bo from its --backend-opt entries (bo->kv); may be NULL. */
     cd_status (*apply_opts)(cd_backend_opts *bo, cd_error *err);

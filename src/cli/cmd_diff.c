@@ -51,7 +51,8 @@ static cd_status diff_run_engine_b(diff_run *d, cd_forcing *rec, cd_error *err) 
     d->crashed = d->stb == CD_E_CRASH;
     if (!d->stb && d->local && rec) {
         cd_run_req ql = {.backend = "cpu", .prec = o->prec, .force = rec, .local_run = d->run_local,
-                         .forced_from = d->run_b, .local_only = true};
+                         .forced_from = d->run_b, .local_only = true,
+                         .int8_dequant = cd_backend_lookup(d->B)->float_int8};
         st = cd_session_run_req(&d->s, &ql, &d->rl, err);
         if (st) return st;
     }
@@ -158,7 +159,10 @@ static cd_status diff_runs(diff_run *d, cd_error *err) {
     }
     if (!st) st = diff_run_a_b(d, rec, err);
     if (!st) st = diff_run_refs(d, rec, err);
-    cd_forcing_free(rec);
+    /* a partial --layers selection leaves inputs of probed layers out of the dump: keep the
+     * record for the local check and the repro pack (freed with the run) */
+    if (!st && rec && o->layers && strcmp(o->layers, "all")) d->rec = rec;
+    else cd_forcing_free(rec);
     if (!st) st = diff_run_float_ref(d, err);
     if (!st && d->stb && !d->crashed) { st = d->stb; *err = d->eb; }
     return st;
@@ -274,6 +278,7 @@ static int diff_finish(diff_run *d) {
 }
 
 static void diff_free(diff_run *d) {
+    cd_forcing_free(d->rec);
     free(d->settled);
     free(d->settled_info);
     if (d->have_an) cd_analysis_free(&d->an);

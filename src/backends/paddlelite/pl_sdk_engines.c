@@ -68,6 +68,9 @@ typedef struct eng {
     cd_pl_env env;               /* the wheel's Python (Opt), when the route needs it */
     bool have_env;
     bool opt_cached;             /* Opt's output came from the cache */
+    bool dequant;                /* int8 weights exported dequantized (OpenCL has no int8 kernels) */
+    cd_shape *act_shape;         /* inferred activation shapes for the export (owned) */
+    bool act_shape_tried;
     char dir[PATH_MAX];          /* work folder */
     char places[128];            /* Opt places ("" : the model as given) */
     char route[600];             /* how the model reached the engine, for the report */
@@ -84,6 +87,7 @@ typedef struct eng {
 } eng;
 
 static void eng_free(eng *e) {
+    free(e->act_shape);
     if (e->have_in) cd_instrumented_free(&e->in);
     else free(e->fetch);
     for (int i = 0; e->kernel_of && i < e->n_ops; i++) free(e->kernel_of[i]);
@@ -136,15 +140,66 @@ static cd_status route_export_opt(eng *e, const cd_graph *g, int n_ops, const ch
     gg.n_ops = n_ops;
     if (!whole) gg.n_outputs = 0;
     cd_pd_export_opts o = {0};
+    float **pf32 = NULL;
+    if (e->dequant) {
+        /* Paddle-Lite has no OpenCL int8 kernels: the float program, weights dequantized by their
+         * stored scales (the plan holds them), calib ops passing values through */
+        pf32 = calloc((size_t)g->n_tensors + 1, sizeof *pf32);
+        if (!pf32) return cd_err(err, CD_E_NOMEM, "out of memory");
+        for (int t = 0; t < g->n_tensors; t++)
+            if (g->tensors[t].persistable && g->tensors[t].dtype != CD_F32 && plan->meta[t].dtype == CD_F32 &&
+                plan->meta[t].data)
+                pf32[t] = plan->meta[t].data;
+        o.param_f32 = pf32;
+        o.strip_quant = true;
+    }
     cd_dtype *dt = calloc((size_t)g->n_tensors + 1, sizeof *dt);
     int *extra = calloc((size_t)g->n_tensors + 1, sizeof *extra);
     free(e->fetch);
     e->fetch = calloc((size_t)g->n_tensors + (size_t)g->n_outputs + 1, sizeof *e->fetch);
     e->n_fetch = 0;
     if (!dt || !extra || !e->fetch) { free(dt); free(extra); return cd_err(err, CD_E_NOMEM, "out of memory"); }
-    cd_status st = cd_pd_export_dtypes(&gg, &o, dt, err);
+    cd_status st = CD_OK;
+    const char *ds = opt_str(e, "declared-shapes");
+    if (ds && strcmp(ds, "0")) e->act_shape_tried = true;   /* the .nb's declared shapes, as cldiff once did */
+    if (!e->act_shape && !e->act_shape_tried) {
+        /* declare every activation with cldiff's inferred shape, not the .nb's (reused names carry
+         * another tensor's shape, and Opt decides layouts and constant folding from it:
+         * docs/paddle-lite-findings.md) */
+        cd_shape *in = calloc((size_t)g->n_inputs + 1, sizeof *in);
+        if (!in) st = cd_err(err, CD_E_NOMEM, "out of memory");
+        for (int k = 0; in && k < g->n_inputs; k++) in[k] = plan->meta[g->inputs[k]].shape;
+        char note[512] = "";
+        if (!st) st = cd_pd_export_infer_shapes(g, in, &e->act_shape, note, sizeof note, err);
+        free(in);
+        e->act_shape_tried = true;
+        if (!st && note[0] && !e->q->quiet) fprintf(stderr, "cldiff: note: %s: %s\n", e->name, note);
+    }
+    o.act_shape = e->act_shape;
+    if (!st) st = cd_pd_export_dtypes(&gg, &o, dt, err);
     bool *is_out = calloc((size_t)g->n_tensors + 1, 1);
-    if (!st && !is_out) st = cd_err(err, CD_E_NOMEM, "out of memory");
+    bool *cst = calloc((size_t)g->n_tensors + 1, 1);
+    if (!st && (!is_out || !cst)) st = cd_err(err, CD_E_NOMEM, "out of memory");
+    /* constants (outputs of ops that read only parameters and constants) are not fetched: Opt
+     * folds them into parameters for OpenCL, and a fetch of a folded one crashes Paddle-Lite's
+     * layout op (docs/paddle-lite-findings.md, report C) */
+    for (int t = 0; !st && t < g->n_tensors; t++) cst[t] = g->tensors[t].persistable;
+    for (int oi = 0; !st && oi < n_ops; oi++) {
+        const cd_op *op = &g->ops[oi];
+        if (!strcmp(op->type, "feed")) continue;
+        bool all = true, any = false;
+        for (int si = 0; si < op->n_in; si++)
+            for (int k = 0; k < op->in[si].n; k++) {
+                int t = op->in[si].ids[k];
+                if (t < 0) continue;
+                any = true;
+                all &= cst[t];
+            }
+        if (!any || !all) continue;
+        for (int si = 0; si < op->n_out; si++)
+            for (int k = 0; k < op->out[si].n; k++)
+                if (op->out[si].ids[k] >= 0) cst[op->out[si].ids[k]] = true;
+    }
     for (int j = 0; !st && j < gg.n_outputs; j++) {
         int t = g->outputs[j], p = g->tensors[t].producer;
         is_out[t] = true;
@@ -160,7 +215,8 @@ static cd_status route_export_opt(eng *e, const cd_graph *g, int n_ops, const ch
             if (!strcmp(op->out[s].name, "XShape")) continue;
             for (int k = 0; k < op->out[s].n; k++) {
                 int t = op->out[s].ids[k];
-                if (t < 0 || g->tensors[t].persistable || is_out[t] || (dt[t] != CD_F32 && dt[t] != CD_F16)) continue;
+                if (t < 0 || g->tensors[t].persistable || is_out[t] || cst[t] || (dt[t] != CD_F32 && dt[t] != CD_F16))
+                    continue;
                 e->fetch[e->n_fetch++] = (cd_probe_fetch){.col = gg.n_outputs + n_extra, .op_index = oi, .tensor_id = t,
                                                           .probed = true, .dtype = plan->meta[t].dtype,
                                                           .shape = plan->meta[t].shape};
@@ -176,6 +232,8 @@ static cd_status route_export_opt(eng *e, const cd_graph *g, int n_ops, const ch
     free(dt);
     free(extra);
     free(is_out);
+    free(cst);
+    free(pf32);
     if (st) return cd_err_prefix(err, "%s: exporting the model for Opt: ", e->name);
     /* Opt's output depends only on the exported program, its parameters and the places: kept in
      * the cache (<cache>/pl-opt/<sha256>.nb), so a repeated run, or a machine without the wheel
@@ -459,6 +517,11 @@ static cd_status eng_run(cd_pl_engine_kind kind, const char *name, const cd_runn
         if (kind == CD_PL_ENGINE_OPENCL) snprintf(e->places, sizeof e->places, "%s", pl ? pl : "opencl,x86");
         else if (pl) snprintf(e->places, sizeof e->places, "%s", pl);
         else if (strcmp(target, "arm")) snprintf(e->places, sizeof e->places, "arm");
+        e->dequant = kind == CD_PL_ENGINE_OPENCL && q->plan->int8_dequantized;
+        if (e->dequant && !q->quiet)
+            fprintf(stderr, "cldiff: note: %s: Paddle-Lite has no OpenCL int8 kernels (an opencl,arm model keeps int8 "
+                            "layers on ARM, which this library lacks): the model's float program runs, int8 weights "
+                            "dequantized by their scales; its local check is against the CPU's float path\n", name);
         snprintf(e->dir, sizeof e->dir, "%s/.%s-XXXXXX", q->work_dir && *q->work_dir ? q->work_dir : "/tmp", name);
         if (!mkdtemp(e->dir)) st = cd_err(err, CD_E_IO, "cannot create a work folder %s: %s", e->dir, strerror(errno));
     }
@@ -556,10 +619,11 @@ static cd_status eng_run(cd_pl_engine_kind kind, const char *name, const cd_runn
     cd_run_attr_str(res, "engine_sdk", "%s", e->sdk.dir);
     cd_run_attr_str(res, "engine_sdk_from", "%s", e->sdk.from);
     cd_run_attr_str(res, "engine_runner", "%s%s%s", e->runner.launcher, e->runner.launcher[0] ? " " : "", e->runner.exe);
-    cd_run_attr_str(res, "engine_precision", "fp32");
+    cd_run_attr_str(res, "engine_precision", "%s", e->dequant ? "fp32 (int8 weights dequantized)" : "fp32");
     if (e->places[0])
-        snprintf(e->route, sizeof e->route, "cldiff export (probed tensors fetched) + Opt places %s (%s%s%s%s): %d ops on "
-                 "opencl, %d on arm/x86, %d on host%s", e->places, e->opt_cached ? "cached Opt output" : "paddlelite wheel ",
+        snprintf(e->route, sizeof e->route, "cldiff export (probed tensors fetched%s) + Opt places %s (%s%s%s%s): %d ops on "
+                 "opencl, %d on arm/x86, %d on host%s", e->act_shape ? "" : ", declared shapes", e->places,
+                 e->opt_cached ? "cached Opt output" : "paddlelite wheel ",
                  e->opt_cached ? "" : e->env.version, e->opt_cached ? "" : ", Python ",
                  e->opt_cached ? "" : e->env.python_version, e->place_count[0], e->place_count[1], e->place_count[2],
                  e->place_count[3] ? ", some elsewhere" : "");
@@ -617,6 +681,7 @@ static cd_status eng_placement(cd_pl_engine_kind kind, const char *name, const c
     if (kind == CD_PL_ENGINE_OPENCL) snprintf(e->places, sizeof e->places, "%s", pl ? pl : "opencl,x86");
     else if (pl) snprintf(e->places, sizeof e->places, "%s", pl);
     else if (strcmp(target, "arm")) snprintf(e->places, sizeof e->places, "arm");
+    e->dequant = kind == CD_PL_ENGINE_OPENCL && q->plan->int8_dequantized;
     cd_status st = CD_OK;
     if (e->places[0]) {
         snprintf(e->dir, sizeof e->dir, "%s/.%s-XXXXXX", q->work_dir && *q->work_dir ? q->work_dir : "/tmp", name);
@@ -687,6 +752,8 @@ static const cd_backend_optdef OCL_OPTS[] = {
     {"sdk", "DIR", "a Paddle-Lite SDK built with OpenCL for this machine; env CLDIFF_PL_OPENCL_SDK"},
     {"places", "LIST", "Opt's places for the model (default opencl,x86)"},
     {"vendors", "DIR", "OCL_ICD_VENDORS for the engine: Paddle-Lite takes the first OpenCL platform"},
+    {"declared-shapes", "0|1", "export activations with the .nb's declared shapes instead of inferred ones (shows "
+                               "what Opt builds from them: docs/paddle-lite-findings.md)"},
     {"keep", "0|1", "keep the work folder (exported and optimized model, inputs, outputs, logs)"},
     {NULL, NULL, NULL},
 };
@@ -702,6 +769,7 @@ const cd_backend_def cd_backend_def_paddle_lite_arm = {
 const cd_backend_def cd_backend_def_paddle_lite_opencl = {
     .name = "paddle-lite-opencl",
     .summary = "Paddle-Lite's own OpenCL kernels (an SDK with OpenCL; the model converted with Opt for OpenCL)",
+    .float_int8 = true,
     .opts = OCL_OPTS,
     .run = ocl_run,
     .placement = ocl_placement,
