@@ -15,7 +15,7 @@ scalings, the fault's size relative to that element's bound. Grades:
 
     scripts/fault_sweep.sh [--cldiff PATH] [--faultinj LIB] [--out DIR] [--models DIR]
                            [--only-models a,b] [--prec fp32,fp16] [--shapes s,..] [--per-type N]
-                           [--ladder] [--pins] [--ci] [--timeout SEC]
+                           [--ladder] [--pins] [--ci] [--timeout SEC] [--cldiff-args '...']
 
 Writes OUT/sweep.csv (one row per run) and OUT/sweep.md (op type x fault shape). Exit 0 as a
 benchmark; with --ci exit 1 when any run is a tool error or a wrong layer, or a fault above its
@@ -89,6 +89,7 @@ class Runner:
         for s in shapes:
             cmd += ["--shape", s]
         cmd += ["--out", rdir, "--quiet", "--cache-dir", self.cache, "--timeout", str(self.a.timeout)]
+        cmd += self.a.cldiff_args.split()
         cmd += list(extra)
         env = dict(os.environ)
         env.pop("CLDIFF_CL_GPU_KERNELS", None)
@@ -193,6 +194,7 @@ def main():
     ap.add_argument("--ladder", action="store_true", help="one-element scalings at 16x, 2x, 0.5x the element's bound")
     ap.add_argument("--pins", action="store_true", help="add --suggest-pins to the scale runs")
     ap.add_argument("--ci", action="store_true")
+    ap.add_argument("--cldiff-args", default="", help="extra cldiff options for every run, e.g. '--int8-placement gpu'")
     ap.add_argument("--timeout", type=int, default=300)
     a = ap.parse_args()
     if not a.faultinj:

@@ -151,8 +151,8 @@ static cd_status repro_texts(const char *run_a, const char *run_b, const cd_laye
     return cd_diff_write_text(path, readme, err);
 }
 
-static cd_status write_repro(cd_session *s, const cd_dump_reader *r, const char *run_a, const char *run_b,
-                             const cd_layer_cmp *l, const cd_analysis *an, const cd_report_env *env, const char *dir,
+static cd_status write_repro(cd_session *s, const cd_dump_reader *r, const cd_forcing *force, const char *run_a,
+                             const char *run_b, const cd_layer_cmp *l, const cd_analysis *an, const cd_report_env *env, const char *dir,
                              char *cmd_out, size_t cmd_n, cd_error *err) {
     const cd_graph *g = s->g;
     cd_status st = cd_make_dirs(dir, err);
@@ -166,7 +166,7 @@ static cd_status write_repro(cd_session *s, const cd_dump_reader *r, const char 
     if (!ins || !in_shapes) { st = cd_err(err, CD_E_NOMEM, "out of memory"); goto done; }
     snprintf(path, sizeof path, "%s/layer.nb", dir);
     if ((st = cd_nb_write(ex.g, path, err))) goto done;
-    if ((st = cd_local_load_inputs(g, &s->plan, r, run_a, &ex, ins, in_shapes, note, sizeof note, err))) goto done;
+    if ((st = cd_local_load_inputs(g, &s->plan, r, run_a, force, &ex, ins, in_shapes, note, sizeof note, err))) goto done;
     if (note[0]) { st = cd_err(err, CD_E_USAGE, "repro pack of %s: %s", l->layer, note); goto done; }
     snprintf(cmd, sizeof cmd, "cldiff layer.nb");
     if ((st = repro_inputs(g, &ex, ins, in_shapes, dir, cmd, sizeof cmd, err))) goto done;
@@ -195,7 +195,7 @@ void cd_diff_repro_pack(diff_run *d) {
     else snprintf(dir, sizeof dir, "%s/repro", o->out_dir);
     cd_error pe = {0};
     char cmd[4096] = "";
-    if (write_repro(&d->s, d->r, d->run_a, d->run_b, &an->layers[repro_at], an, &d->env, dir, cmd, sizeof cmd, &pe) == CD_OK) {
+    if (write_repro(&d->s, d->r, d->engine_b ? NULL : d->rec, d->run_a, d->run_b, &an->layers[repro_at], an, &d->env, dir, cmd, sizeof cmd, &pe) == CD_OK) {
         snprintf(an->repro_dir, sizeof an->repro_dir, "%s", dir);
         snprintf(an->repro_cmd, sizeof an->repro_cmd, "cd %s && %s", dir, cmd);
     } else if (!o->quiet) fprintf(stderr, "cldiff: warning: repro pack not written: %s\n", pe.msg);

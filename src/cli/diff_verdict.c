@@ -74,7 +74,7 @@ cd_status cd_diff_local_check(diff_run *d, cd_error *err) {
                        .run_local = d->run_local, .ref = side_arith(o->prec == CD_PREC_FP16 ? "opencl" : d->A, o->prec == CD_PREC_FP16 ? CD_PREC_FP32 : o->prec, d->ra.variant),
                        .b = side_arith(d->B, o->prec, d->rb.variant), .policy = &d->pol, .user_tol = d->pol.user,
                        .run_free = d->run_b, .settled = d->settled,
-                       .settled_info = d->settled_info};
+                       .settled_info = d->settled_info, .force = d->rec};
     if (o->prec == CD_PREC_FP16) lq.ref = (cd_arith){.u = CD_U32, .half_store = false};
     if (d->engine_b) {
         /* B's own output of each layer against cldiff's CPU on B's inputs (run <b>_local) */
@@ -86,6 +86,7 @@ cd_status cd_diff_local_check(diff_run *d, cd_error *err) {
         lq.run_free = NULL;
         lq.settled = NULL;
         lq.settled_info = NULL;
+        lq.force = NULL;
     }
     cd_status ls = cd_local_check_layers(&lq, &d->an, err);
     if (ls) return ls;

@@ -23,6 +23,9 @@ typedef struct cd_local_req {
     const char *run_free;    /* B's free run, and the ops settled by it (NULL: none) */
     const bool *settled;
     const cd_settle_info *settled_info;
+    /* A's forcing record when --layers left some layer's inputs out of the dump (NULL: none);
+     * the inputs of run_a that the dump lacks come from it */
+    const cd_forcing *force;
 } cd_local_req;
 
 /* Settling (fp32): B's free-run output of a probed op checked, in B's process, against A's
@@ -46,8 +49,9 @@ cd_status cd_local_check_layers(const cd_local_req *q, cd_analysis *an, cd_error
 void cd_local_spec(const cd_graph *g, const cd_plan *plan, int op_index, cd_arith ref, cd_arith b, cd_bound_spec *spec,
                    char *desc, size_t n);
 /* Reads the inputs of an extracted op from run A of the dump (model inputs from /inputs) as
- * float32; note is set (and CD_OK returned) when one was not captured in full. */
+ * float32; one the dump lacks (--layers left its producer out) comes from force, A's forcing
+ * record, when given. note is set (and CD_OK returned) when one was not captured in full. */
 cd_status cd_local_load_inputs(const cd_graph *g, const cd_plan *plan, const cd_dump_reader *r, const char *run_a,
-                               const cd_extracted *ex, cd_value *ins, cd_shape *in_shapes, char *note,
-                               size_t note_len, cd_error *err);
+                               const cd_forcing *force, const cd_extracted *ex, cd_value *ins, cd_shape *in_shapes,
+                               char *note, size_t note_len, cd_error *err);
 #endif

@@ -28,7 +28,8 @@ static cd_status op_inputs_load(const cd_local_req *q, int op_index, const char 
     o->ins = calloc((size_t)o->ex.n_inputs + 1, sizeof *o->ins);
     o->shp = calloc((size_t)o->ex.n_inputs + 1, sizeof *o->shp);
     if (!o->ins || !o->shp) return cd_err(err, CD_E_NOMEM, "out of memory");
-    return cd_local_load_inputs(s->g, &s->plan, q->r, run ? run : q->run_a, &o->ex, o->ins, o->shp, note, note_len, err);
+    return cd_local_load_inputs(s->g, &s->plan, q->r, run ? run : q->run_a, run ? NULL : q->force, &o->ex, o->ins,
+                                o->shp, note, note_len, err);
 }
 
 static void op_inputs_free(op_inputs *o) {

@@ -5,7 +5,8 @@ The fault injector (tests/faultinj, an OpenCL loader layer given by OPENCL_LAYER
 argv[1]) scales one channel of conv2d_1's output (op #4 of testdata/mobilenet_tiny.nb) after
 the kernel ran, in every execution of that op. Expected, fp32 and fp16: exit 1, KERNEL FAULT at
 conv2d_1 with the injector's log showing what changed; with --suggest-pins every pin trial runs
-without error; with --isolate all the same verdict. Then `cldiff report DUMP` rebuilt from the
+without error; with --isolate all the same verdict; with --layers conv2d_1 alone (its input is
+then not in the dump) the same verdict and a repro pack, from the forcing record. Then `cldiff report DUMP` rebuilt from the
 dump says what the live run said: the verdict line (error, bound, ratio, "N of M elements"),
 first_fault, every layer's acc_k, the model outputs (and their top-1/top-5), the inputs'
 description, the seed and the repro pack (it once said "1024 of 0 elements", K=0 everywhere,
@@ -93,6 +94,16 @@ def main():
                         env=dict(env, CLFI_LOG=os.path.join(work, "isolate.log.jsonl")))
             c.rc(r2, 1, "--isolate all: channel fault")
             c.ok("KERNEL FAULT at conv2d_1" in r2.out, "--isolate all: names conv2d_1", r2.tail())
+        # only the faulty layer probed: its input (bn.tmp, op #3) is not in the dump; the magnitude
+        # its bound needs and the repro pack come from the forcing record (was: "not checked",
+        # PASS, exit 0, with a local error 2e5 times the cheap bound)
+        env1 = dict(env, CLFI_SHAPE="scale", CLFI_EPS="1", CLFI_LOG=os.path.join(work, prec + "-one.log.jsonl"))
+        one = os.path.join(work, prec + "-one")
+        r3 = cldiff(TINY, "--" + prec, "--layers", "conv2d_1", "--out", one, env=env1)
+        c.rc(r3, 1, "%s --layers conv2d_1: one element doubled" % prec)
+        c.ok("KERNEL FAULT at conv2d_1" in r3.out, "%s --layers conv2d_1: names conv2d_1" % prec, r3.tail())
+        c.ok(os.path.isfile(os.path.join(one, "repro", "in0.npy")), "%s --layers conv2d_1: repro pack with its input" % prec,
+             r3.tail())
     model = os.path.join(SHARED, "ppocr_v2.0_cls_fp32_arm_v2.14rc.nb")
     if not os.path.isfile(model):
         print("SKIP part: %s absent (shared models)" % model)

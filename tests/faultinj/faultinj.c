@@ -29,6 +29,8 @@
  *   CLFI_EPS=e         for scale and channel (default 1 for scale, 0.5 for channel)
  *   CLFI_INDEX=j       the element for scale/nan/inf (default: the finite one of largest |y|)
  *   CLFI_CHANNEL=c     the channel (index along axis 1) for channel (default C/2)
+ *   CLFI_EXEC=k        only the k-th execution of the op (1 = cldiff's free run; a kernel
+ *                      that is wrong once, racy or state-dependent); default every execution
  *   CLFI_LOG=FILE      append one JSON line per applied fault (op, layer, shape, element,
  *                      old/new value, elements changed, largest change): the ground truth
  *   CLFI_TRACE=FILE    append "op<TAB>type<TAB>layer<TAB>dtype<TAB>dims" per hooked op and
@@ -72,6 +74,7 @@ static struct {
     const char *kernel; long long nth; int arg; int rank; int64_t dims[8];
     const char *needle, *replace;
     int quiet;
+    long long exec;  /* 0: every execution of the op */
 } C = {.op = -1, .index = -1, .channel = -1, .arg = -1};
 
 static void config(void) {
@@ -105,6 +108,7 @@ static void config(void) {
     C.needle = getenv("CLFI_SRC_NEEDLE");
     C.replace = getenv("CLFI_SRC_REPLACE");
     C.quiet = (s = getenv("CLFI_QUIET")) && !strcmp(s, "1");
+    if ((s = getenv("CLFI_EXEC")) && *s) C.exec = atoll(s);
 }
 
 /* ---- half <-> float ---- */
@@ -155,7 +159,7 @@ typedef struct {
 static target g_cur;     /* the op the hook named last */
 static cl_mem g_prev;    /* previous op's output (retained, for stale) */
 static size_t g_prev_bytes;
-static long long g_applied, g_kernel_seen;
+static long long g_applied, g_kernel_seen, g_exec;
 
 static int esize(int dtype) {
     static const int k[] = {4, 2, 1, 2, 4, 8, 1, 1, 8};
@@ -303,7 +307,8 @@ static void apply(target *t) {
     if (!why) {
         for (size_t i = 0; i < n; i++) {
             double a = get(orig, t->dtype, i), b = get(buf, t->dtype, i);
-            if (memcmp((char *)orig + i * es, (char *)buf + i * es, es) && !(isnan(a) && isnan(b))) {
+            /* a change of value: not a NaN payload, not 0 vs -0 */
+            if (!(a == b) && !(isnan(a) && isnan(b))) {
                 changed++;
                 double d = isnan(a) || isnan(b) || isinf(a) || isinf(b) ? INFINITY : fabs(b - a);
                 if (d > max_d || (changed == 1)) {
@@ -356,7 +361,7 @@ static void apply(target *t) {
  * target; remember its output as the previous op's bytes. */
 static void settle_current(void) {
     if (!g_cur.active) return;
-    if (g_cur.dirty && g_cur.op == C.op) apply(&g_cur);
+    if (g_cur.dirty && g_cur.op == C.op && (C.exec <= 0 || ++g_exec == C.exec)) apply(&g_cur);
     if (C.shape == SH_STALE && g_cur.dirty) {
         if (g_prev) T->clReleaseMemObject(g_prev);
         g_prev = g_cur.mem;
