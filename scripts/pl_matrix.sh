@@ -33,7 +33,7 @@ for pair in $pairs; do
     "$bin" "$f" --backends "$pair" --fp32 "${args[@]}" --out "$d" --no-repro "$@" > "$d.log" 2>&1
     rc=$?
     t1=$(date +%s.%N)
-    wall=$(echo "$t1 - $t0" | bc)
+    wall=$(python3 -c "print($t1 - $t0)")
     line=$(python3 - "$d/summary.json" "$d.log" <<'PY'
 import json, re, sys
 log = open(sys.argv[2], errors="replace").read()

@@ -529,6 +529,18 @@ static cd_status eng_run(cd_pl_engine_kind kind, const char *name, const cd_runn
     snprintf(nb, sizeof nb, "%s/model.nb", e->dir);
     if (!st) st = make_model(e, g->n_ops, nb, err);
     if (!st && e->places[0]) read_placement(e, g, nb);
+    if (!st && e->places[0] && getenv("CLDIFF_PL_OPT_PREFIXES")) {
+        /* fills the Opt cache with every prefix of the model, so that a machine without the
+         * wheel can bisect a crash (docs/paddle-lite-engines.md, "Another machine") */
+        char pnb[PATH_MAX + 32];
+        snprintf(pnb, sizeof pnb, "%s/prefix.nb", e->dir);
+        for (int k = 1; k < g->n_ops && !st; k++) {
+            cd_error e2 = {0};
+            cd_status ps = make_model(e, k, pnb, &e2);
+            if (ps == CD_E_INTERRUPTED) st = cd_err(err, ps, "%s", e2.msg);
+        }
+        if (!st) st = make_model(e, g->n_ops, nb, err);   /* the fetch list of the whole model again */
+    }
     for (int k = 0; k < g->n_inputs && !st; k++) {
         snprintf(p, sizeof p, "%s/input_%d.npy", e->dir, k);
         st = cd_npy_write(p, &q->inputs[k], err);
