@@ -470,6 +470,15 @@ static cd_status op_msgs(pbuf *blk, const cd_graph *g, int oi, const cd_pd_expor
         if (attr_msg(&a, op, oi, &op->attrs[i], err)) { free(a.b); free(q.b); free(pre); free(mid); return err->code; }
         pb_msg(&q, 4, &a);
     }
+    /* Attributes Opt's op descriptors require that a .nb may lack (Paddle-Lite's own runtime
+     * reads them with defaults): fill_constant's force_cpu (op_desc.h GetAttr aborts without) */
+    if (!strcmp(op->type, "fill_constant") && !cd_op_attr(op, "force_cpu")) {
+        pbuf a = {0};
+        pb_str(&a, 1, "force_cpu");
+        pb_int(&a, 2, CD_ATTR_BOOL);
+        pb_int(&a, 10, 0);
+        pb_msg(&q, 4, &a);
+    }
     pb_msg(blk, 4, &q);
     (*n_ops)++;
     if (act) {

@@ -285,10 +285,15 @@ static cd_status route_export_opt(eng *e, const cd_graph *g, int n_ops, const ch
     st = cd_pl_spawn_wait(argv, NULL, logp, 600, &ws, &to, e->q->xo->stop_flag, err);
     e->opt_ms += now_ms() - t0;
     if (!st && (to || !WIFEXITED(ws) || WEXITSTATUS(ws))) {
-        char tail[1024];
+        char tail[1024], how[64];
         cd_pl_log_tail(logp, tail, sizeof tail);
-        st = cd_err(err, CD_E_BACKEND, "%s: Paddle-Lite's Opt (paddlelite %s) could not optimize the exported model for "
-                    "places %s: %s", e->name, e->env.version, e->places, tail[0] ? tail : "no message");
+        const char *sn = WIFSIGNALED(ws) ? cd_signal_name(WTERMSIG(ws)) : NULL;
+        if (to) snprintf(how, sizeof how, "timed out");
+        else if (WIFSIGNALED(ws)) snprintf(how, sizeof how, "died with %s", sn ? sn : "a signal");
+        else snprintf(how, sizeof how, "failed (exit %d)", WEXITSTATUS(ws));
+        st = cd_err(err, CD_E_BACKEND, "%s: Paddle-Lite's Opt (paddlelite %s) %s optimizing the exported model for "
+                    "places %s (the model cannot run in this engine): %s", e->name, e->env.version, how, e->places,
+                    tail[0] ? tail : "no message");
     }
     if (!st && cached[0]) {
         /* into the cache: best effort (a read-only cache folder only costs the next run an Opt) */
