@@ -8,3 +8,12 @@ foreach(t pl_instrument pl_backend pl_import pl_runner pl_engines)
   set_tests_properties(${t} PROPERTIES ENVIRONMENT "${CD_E2E_ENV}" SKIP_RETURN_CODE 77 LABELS "paddle-lite;e2e"
                        TIMEOUT 600)
 endforeach()
+# Planted faults in Paddle-Lite's own OpenCL kernels (scripts/pl_planted.sh --ci: 2 plants on
+# mask_detector, each must be a KERNEL FAULT at the planted layer; skips without SDKs, qemu, the
+# wheel or libfaultinj).
+if(TARGET faultinj)
+  add_test(NAME pl_planted COMMAND ${CD_E2E_PYTHON} ${CMAKE_CURRENT_SOURCE_DIR}/paddlelite/test_pl_planted.py
+           WORKING_DIRECTORY ${CMAKE_BINARY_DIR})
+  set_tests_properties(pl_planted PROPERTIES ENVIRONMENT "${CD_E2E_ENV};CLDIFF_FAULTINJ=$<TARGET_FILE:faultinj>"
+                       SKIP_RETURN_CODE 77 LABELS "paddle-lite;e2e" TIMEOUT 300)
+endif()
