@@ -5,7 +5,8 @@
  * gemv_arm_int8.cc; scale folding in conv_gemmlike.cc / fc_compute.cc PrepareForRun):
  *   acc   = sum of int8 input * int8 weight, exact in int32
  *   fp32_out:  m = ws[oc] * in_s                      b = bias[oc]
- *   int8_out:  m = ws[oc] * in_s / out_s              b = bias[oc] / out_s
+ *   int8_out:  m, b folded as the released library computes them, which differs per kernel
+ *              (the armv8 library is built with -ffast-math: see pl_fold below)
  *   y     = fmaf((float)acc, m, b)                    (scvtf, then fmla onto the bias)
  *   y     = activation in float (relu6 clip, hard_swish offset/threshold/scale divided by
  *           out_s for int8_out; conv only)
@@ -222,6 +223,7 @@ typedef struct {
     act8 act;
     bool out8;
     float out_s, inv_out;
+    float accm; /* the sum as the kernel holds it: 4*S or 576*S for a Winograd conv (pl_fold), else 1 */
     /* conv SecondInput residual (fuse_elementwise_op_type), see conv8_run: added in float
      * after the activation computed on the real value, then relu for the add+act fusion */
     const float *second;
@@ -352,9 +354,61 @@ I8_HOT static void epi_row_res(const epi *e, int64_t oc, const float *acc, float
 
 static inline bool epi_fast(const epi *e) { return !e->residual && e->act.kind != A_OTHER; }
 
-/* Fills m/b (and mr/br) for nch output channels. */
+/* Which of Paddle-Lite's ARM kernels runs an int8 conv (lite/kernels/arm/conv_compute.cc
+ * ConvCompute<kInt8, *>::PrepareForRun): the kernel decides how the scales are folded. */
+typedef enum { PK_SRC, PK_GEMM, PK_DW, PK_DIRECT, PK_WINO2, PK_WINO4 } pl_kernel;
+
+/* How Paddle-Lite's armv8 library folds the scales of each kernel, read from the machine code of
+ * the released library (tiny publish: cmake/postproject.cmake adds -ffast-math -Ofast, so GCC
+ * reassociates the source's `ws * in / out` and turns divisions by a loop-invariant value into a
+ * multiplication by its reciprocal; docs/int8.md "Against Paddle-Lite's ARM kernels"):
+ *   kernel (source)                                   int8_out m            int8_out b     fp32_out m
+ *   GEMM     conv_gemmlike.cc:69,77                    ws * (in / out)       b / out        ws * in
+ *   depthwise conv_depthwise.cc:284,295  per channel   ws * (in * (1/out))   b * (1/out)    ws * in
+ *                                        one scale     (ws * (1/out)) * in
+ *   direct 3x3s2 conv_direct.h:147-175                 ws * (in / out)       b * (1/out)    ws * in
+ *   Winograd 3x3s1 conv_winograd.cc:177-240            ((ws*in)*(1/out))*c   b * (1/out)    (ws*in)*c
+ * with c = 0.25 (2x2 tiles: the kernel's sum is 4*S) or (float)(1/576) (4x4 tiles: 576*S). The
+ * relu6 clip and the hard_swish constants are real divisions by out in every kernel. PK_SRC (fc:
+ * its int8out folding was not read from the machine code, and no shared model has one) keeps the
+ * source's order, (ws * in) / out and b / out (fc_compute.cc:240,252). */
+static void pl_fold(pl_kernel pk, bool out8, int nws, float w, float in_s, float out_s, float bb, float *m,
+                    float *b) {
+    const float inv = 1.0f / out_s, c = pk == PK_WINO2 ? 0.25f : 1.0f / 576.0f;
+    if (!out8) {
+        *m = w * in_s;
+        if (pk == PK_WINO2 || pk == PK_WINO4) *m = *m * c;
+        *b = bb;
+        return;
+    }
+    switch (pk) {
+    case PK_DW:
+        *m = nws == 1 ? (w * inv) * in_s : w * (in_s * inv);
+        *b = bb * inv;
+        break;
+    case PK_DIRECT:
+        *m = w * (in_s / out_s);
+        *b = bb * inv;
+        break;
+    case PK_WINO2:
+    case PK_WINO4:
+        *m = ((w * in_s) * inv) * c;
+        *b = bb * inv;
+        break;
+    case PK_GEMM:
+        *m = w * (in_s / out_s);
+        *b = bb / out_s;
+        break;
+    default:
+        *m = (w * in_s) / out_s;
+        *b = bb / out_s;
+        break;
+    }
+}
+
+/* Fills m/b (and mr/br) for nch output channels; pk: the conv kernel (PK_GEMM for fc). */
 static cd_status epi_build(cd_op_ctx *c, epi *e, float *buf, int64_t nch, const double *ws, int nws, float in_s,
-                           const cd_value *bias, bool out8, float out_s) {
+                           const cd_value *bias, bool out8, float out_s, pl_kernel pk) {
     float *m = buf, *b = buf + nch, *mr = buf + 2 * nch, *br = buf + 3 * nch;
     int64_t nb = bias ? cd_value_numel(bias) : 0;
     if (bias && (bias->dtype != CD_F32 || (nb != nch && nb != 1)))
@@ -364,12 +418,11 @@ static cd_status epi_build(cd_op_ctx *c, epi *e, float *buf, int64_t nch, const 
     for (int64_t o = 0; o < nch; o++) {
         float w = (float)ws[nws == 1 ? 0 : o];
         float bb = bv ? bv[nb == 1 ? 0 : o] : 0.0f;
-        float wi = w * in_s;
-        mr[o] = wi;
-        br[o] = bb;
-        m[o] = out8 ? wi / out_s : wi;
-        b[o] = out8 ? bb / out_s : bb;
+        pl_fold(pk, false, nws, w, in_s, 1.0f, bb, &mr[o], &br[o]);
+        if (out8) pl_fold(pk, true, nws, w, in_s, out_s, bb, &m[o], &b[o]);
+        else m[o] = mr[o], b[o] = br[o];
     }
+    e->accm = pk == PK_WINO2 ? 4.0f : pk == PK_WINO4 ? 576.0f : 1.0f;
     e->m = m; e->b = b; e->mr = mr; e->br = br;
     e->out8 = out8;
     e->out_s = out_s;
@@ -408,6 +461,7 @@ static cd_status act8_build(cd_op_ctx *c, bool conv, bool out8, float out_s, act
 
 typedef struct {
     int64_t N, C, H, W, OC, OH, OW, KH, KW, sh, sw, dh, dw, pt, pl, G;
+    int64_t pb, pr; /* bottom and right padding (Paddle-Lite's kernel choice compares them) */
 } geo8;
 
 static cd_status ints2(cd_op_ctx *c, const char *name, int64_t dflt, int64_t *o, int max, int *n) {
@@ -442,14 +496,43 @@ static cd_status geo8_parse(cd_op_ctx *c, const cd_tensor *w, geo8 *g) {
             int64_t out = (in[i] + st[i] - 1) / st[i], tot = (out - 1) * st[i] + k[i] - in[i];
             if (tot < 0) tot = 0;
             pd[2 * i] = tot / 2;
+            pd[2 * i + 1] = tot - tot / 2;
         }
     }
-    g->sh = st[0]; g->sw = st[1]; g->dh = dl[0]; g->dw = dl[1]; g->pt = pd[0]; g->pl = pd[2];
+    g->sh = st[0]; g->sw = st[1]; g->dh = dl[0]; g->dw = dl[1]; g->pt = pd[0]; g->pl = pd[2]; g->pb = pd[1]; g->pr = pd[3];
     if (g->G <= 0 || g->C % g->G || g->OC % g->G || w->shape.d[0] != g->OC || w->shape.d[1] * g->G != g->C ||
         g->sh <= 0 || g->sw <= 0 || g->dh <= 0 || g->dw <= 0)
         return cd_op_fail(c, CD_E_MODEL, "int8 conv: inconsistent geometry (groups %lld, Cin %lld, Cout %lld)",
                           (long long)g->G, (long long)g->C, (long long)g->OC);
     return CD_OK;
+}
+
+/* Paddle-Lite's choice (conv_compute.cc PARAM_INIT and ConvCompute<kInt8, *>::PrepareForRun):
+ * depthwise for groups == Cin == Cout, 3x3 or 5x5, equal strides (1 or 2) and equal h/w padding,
+ * top == bottom and left == right, no dilation; for groups 1 and 3x3 (equal strides, equal
+ * top/bottom and left/right pads, no dilation) on a core without the dot-product instructions
+ * (ctx.has_dot() false: A53/A72/A73, and any core Paddle-Lite does not recognise, e.g. under
+ * qemu-user, where /proc/cpuinfo is the host's) the direct kernel for stride 2 and Winograd for
+ * stride 1 (2x2 tiles when OH*OW / (8 * threads) < 16, else 4x4: conv_winograd.cc:222); else
+ * the im2col GEMM. CLDIFF_INT8_ARM_DOTPROD=1 models a core with dot-product (A55, A76 and
+ * later: the GEMM for those 3x3 convs too). */
+static pl_kernel pl_kernel_of(const geo8 *g, int threads) {
+    bool pads_equal = g->pt == g->pb && g->pl == g->pr;
+    bool ks_equal = g->sh == g->sw && g->KH == g->KW, no_dil = g->dh == 1 && g->dw == 1;
+    bool kps_equal = g->pt == g->pl && ks_equal;
+    bool flag_dw = (g->KW == 3 && g->KH == 3) || (g->KW == 5 && g->KH == 5);
+    flag_dw = flag_dw && (g->sw == 1 || g->sw == 2);
+    if (g->G == g->C && g->C == g->OC && kps_equal && pads_equal && no_dil && flag_dw) return PK_DW;
+    const char *dp = getenv("CLDIFF_INT8_ARM_DOTPROD");
+    bool dot = dp && dp[0] == '1';
+    if (g->G == 1 && g->KW == 3 && no_dil && pads_equal && ks_equal && !dot) {
+        if (g->sw == 2 && g->sh == 2) return PK_DIRECT;
+        if (g->sw == 1) {
+            int64_t unit = g->OH * g->OW / (8 * (int64_t)(threads > 0 ? threads : 1));
+            return unit < 16 ? PK_WINO2 : PK_WINO4;
+        }
+    }
+    return PK_GEMM;
 }
 
 /* im2col of one group of one image: col[k][p], k = (ci, kh, kw), p = oh * OW + ow. */
@@ -524,6 +607,7 @@ typedef struct {
     epi e;             /* conv, fc: constants; e.second is set per run */
     geo8 g;            /* conv */
     bool dw, direct1x1, wf_ok;
+    pl_kernel pk;       /* conv: Paddle-Lite's kernel for it (pl_kernel_of) */
     bool vnni;          /* pointwise sums in integer SIMD (gemm_int8.h cd_pw8_*): wp, corr */
     const int32_t *wp, *corr;
     int64_t K, N;      /* conv: Cin/G * KH * KW; fc: W [K, N] */
@@ -618,7 +702,8 @@ static cd_status conv8_build(cd_op_ctx *c, i8_state **out) {
         s->residual_note = true;
         if ((st = act8_build(c, true, false, 1.0f, &s->e.act_real))) goto fail;
     }
-    if ((st = epi_build(c, &s->e, f, g.OC, ws, nws, in_s, bias, out8, out_s))) goto fail;
+    s->pk = pl_kernel_of(&g, c->threads);
+    if ((st = epi_build(c, &s->e, f, g.OC, ws, nws, in_s, bias, out8, out_s, s->pk))) goto fail;
     float *wf = f + 4 * g.OC;
     const int8_t *w = wt->data;
     if (vnni) {
@@ -643,6 +728,10 @@ fail:
  * index of its first element in the output (SecondInput). In the x86-64-v3 clone fmaf is one
  * instruction on the residual and other-activation paths too. */
 I8_HOT static void epi_channel(const epi *e, int64_t oc, const float *acc, float *out, int64_t P, int64_t base) {
+    if (e->accm != 1.0f) { /* Winograd: the kernel converts 4*S or 576*S (scvtf rounds as this does) */
+        for (int64_t p = 0; p < P; p++) out[p] = acc[p] * e->accm;
+        acc = out;
+    }
     if (epi_fast(e)) epi_row(e, oc, acc, out, P);
     else if (e->residual && e->act_real.kind != A_OTHER) epi_row_res(e, oc, acc, out, P, base);
     else if (e->residual)
@@ -700,7 +789,7 @@ static cd_status conv8_int_group(cd_op_ctx *c, const i8_state *s, const epi *e, 
             if (e->residual)
                 for (int64_t p = 0; p < np; p++) yo[p] = epi_residual(e, o0 + o, fa[p], (n * g->OC + o0 + o) * P + p0 + p);
             else
-                for (int64_t p = 0; p < np; p++) yo[p] = epi_apply(e, o0 + o, fa[p]);
+                for (int64_t p = 0; p < np; p++) yo[p] = epi_apply(e, o0 + o, fa[p] * e->accm);
         }
     });
     return CD_OK;
@@ -809,7 +898,7 @@ static cd_status fc8_build(cd_op_ctx *c, i8_state **out) {
     s->K = K;
     s->N = N;
     if ((st = act8_build(c, false, out8, out_s, &s->e.act)) ||
-        (st = epi_build(c, &s->e, state_floats(s), N, ws, nws, in_s, bias, out8, out_s))) {
+        (st = epi_build(c, &s->e, state_floats(s), N, ws, nws, in_s, bias, out8, out_s, PK_SRC))) {
         free(s);
         return st;
     }
