@@ -101,7 +101,7 @@ def conv_case(rng, i, big=None, pointwise=None):
     op = "depthwise_conv2d" if dw else "conv2d"
     rc, err, got = run(op, [("Input", "x", x, False), ("Filter", "w", wq, True), ("Bias", "b", bias, True)],
                        [("Output", "y")], attrs, 1 + i % 3)
-    want, _ = int8_ref.conv_layer(x, wq, bias, attrs, out8)
+    want, _ = int8_ref.conv_layer(x, wq, bias, attrs, out8, threads=1 + i % 3)
     desc = "%s n%d c%d %dx%d k%d s%d p%d d%d g%d oc%d %s %s" % (op, n, c, h, w, k, stride, pad, dil, groups, oc,
                                                             "int8_out" if out8 else "fp32_out", act or "no-act")
     return desc, rc, err, got.get("y"), want

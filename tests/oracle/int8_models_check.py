@@ -3,7 +3,9 @@
 exactly: int8 outputs (carried as q * scale) and float outputs to 0 ulp.
 
 usage: int8_models_check.py CLDIFF [MODELS_DIR] [--keep DIR]
-       int8_models_check.py --dump MODEL.nb DUMP.h5 MODELS_DIR   (check an existing dump)
+       int8_models_check.py --dump MODEL.nb DUMP.h5 MODELS_DIR [--run RUN]   (check an existing dump;
+           --run paddle-lite-arm checks the oracle against Paddle-Lite's own ARM kernels in a dump of
+           `cldiff MODEL --backends paddle-lite-arm,cpu`, each layer from Paddle-Lite's inputs)
 Exit 0 pass, 1 a mismatch, 77 skipped (no int8 model in the models folder; without the folder only
 the testdata model is checked, and the skip is printed)."""
 import os
@@ -39,7 +41,7 @@ def is_int8_model(ops):
                for o in ops)
 
 
-def check_model(cldiff, models_dir, fname, work, dump=None):
+def check_model(cldiff, models_dir, fname, work, dump=None, run_name="cpu"):
     """dump: an existing dump of this model (e.g. from another machine or ISA) instead of a run."""
     path = os.path.join(models_dir, fname)
     ops, params = nb_read.load(path)
@@ -55,12 +57,15 @@ def check_model(cldiff, models_dir, fname, work, dump=None):
             return False
         dump = os.path.join(out, "dump.h5")
     f = h5py.File(dump, "r")
-    run = f["runs/cpu"]
+    run = f["runs/" + run_name]
     if run.attrs.get("int8_mode", b"").decode() != "arm":
         print("FAIL %s: run attribute int8_mode is %r, want 'arm'" % (fname, run.attrs.get("int8_mode")))
         return False
     by_op = {}
     for t in cldiff_dump.tensors(run):
+        k = t["kernel"]
+        if "/int8_t/" in k:  # Paddle-Lite's kernel names (fp32_out/arm/int8_t/NCHW): as cldiff names them
+            t["kernel"] = "%s:int8:%s" % (t["op_type"], k.split("/")[0])
         by_op.setdefault(int(t["op_index"]), {})[t["tensor"]] = t
     inputs = {k: f["inputs"][k] for k in f["inputs"]}
     input_names = {inputs[k].attrs["tensor"].decode() if isinstance(inputs[k].attrs["tensor"], bytes) else inputs[k].attrs["tensor"]: k for k in inputs}
@@ -156,7 +161,8 @@ def check_cli(cldiff, models, work):
 def main():
     if "--dump" in sys.argv:  # int8_models_check.py --dump MODEL.nb DUMP.h5 MODELS_DIR
         i = sys.argv.index("--dump")
-        r = check_model(None, sys.argv[i + 3], sys.argv[i + 1], None, sys.argv[i + 2])
+        rn = sys.argv[sys.argv.index("--run") + 1] if "--run" in sys.argv else "cpu"
+        r = check_model(None, sys.argv[i + 3], sys.argv[i + 1], None, sys.argv[i + 2], rn)
         return 0 if r else 1
     args = [a for a in sys.argv[1:] if not a.startswith("--")]
     keep = None

@@ -14,6 +14,11 @@ cldiff's C code:
     (y * (1/scale)) * min(max(y + offset, 0), threshold), the three constants / out_scale for int8
     out: gemm_prepacked_int8.cc GEMM_INT8_HARD_SWISH and gemm_prepack_int8 alpha[]); int8 out
     converted as above.
+  * the scale folding as the released armv8 library computes it, per kernel (pl_kernel, pl_fold):
+    the library is built with -ffast-math (cmake/postproject.cmake:148, tiny publish), so GCC
+    reassociates the source's `ws * in_scale / out_scale` and multiplies by 1/out_scale; the forms
+    below were read from the library's machine code (docs/int8.md "Against Paddle-Lite's ARM
+    kernels"), and Winograd 3x3s1 convs (cores without dot-product) sum 4*S or 576*S.
 cldiff carries an int8 activation as float32(q) * float32(scale); `carried` gives that value.
 """
 from fractions import Fraction
@@ -158,22 +163,79 @@ def apply_act(y, a):
     return y
 
 
-def epilogue(acc, ch_axis, ws, in_s, bias, out8, out_s, act):
-    """acc: int32 array; per-channel multiplier along ch_axis. Returns (float32 result, int8 or None)."""
+def pl_kernel(x_shape, w_shape, attrs, threads, dotprod=False):
+    """Paddle-Lite's kernel for an int8 conv (lite/kernels/arm/conv_compute.cc PARAM_INIT and
+    ConvCompute<kInt8, *>::PrepareForRun; has_dot() false on cores it does not list, as under
+    qemu-user): 'dw', 'direct' (3x3 s2), 'wino2' / 'wino4' (3x3 s1, conv_winograd.cc:222:
+    OH*OW / (8 * threads) < 16 takes 2x2 tiles), or 'gemm'."""
+    n, c, h, w = x_shape
+    oc, cg, kh, kw = w_shape
+    g = int(attrs.get("groups", 1))
+    st = list(attrs.get("strides", [1, 1]))
+    (pt, pb, pl, pr), (dh, dw) = _pads(attrs, h, w, kh, kw, st[0], st[1])
+    pads_equal = pt == pb and pl == pr
+    ks_equal = st[0] == st[1] and kh == kw
+    no_dil = dh == 1 and dw == 1
+    kps_equal = pt == pl and ks_equal
+    flag_dw = (kh, kw) in ((3, 3), (5, 5)) and st[1] in (1, 2)
+    if g == c and c == oc and kps_equal and pads_equal and no_dil and flag_dw:
+        return "dw"
+    if g == 1 and kw == 3 and no_dil and pads_equal and ks_equal and not dotprod:
+        if st[0] == 2 and st[1] == 2:
+            return "direct"
+        if st[1] == 1:
+            oh = (h + pt + pb - (kh - 1) - 1) // st[0] + 1
+            ow = (w + pl + pr - (kw - 1) - 1) // st[1] + 1
+            return "wino2" if oh * ow // (8 * max(threads, 1)) < 16 else "wino4"
+    return "gemm"
+
+
+def pl_fold(kind, out8, ws, in_s, out_s, b):
+    """(multiplier, bias) per channel as the armv8 library folds them (float32 arrays ws, b):
+       kind    int8_out m                      int8_out b   fp32_out m
+       gemm    ws * (in / out)                 b / out      ws * in      conv_gemmlike.cc:69,77
+       dw      ws * (in * (1/out)); one scale: (ws * (1/out)) * in; b * (1/out)   conv_depthwise.cc:284,295
+       direct  ws * (in / out)                 b * (1/out)  ws * in      conv_direct.h:147-175
+       wino*   ((ws * in) * (1/out)) * c       b * (1/out)  (ws * in) * c  conv_winograd.cc:177-240
+       src     (ws * in) / out                 b / out      ws * in      (fc: the source's order)
+    c = 0.25 (2x2 tiles) or float32(1/576) (4x4 tiles)."""
+    in_s, out_s = F32(in_s), F32(out_s)
+    c = F32(0.25) if kind == "wino2" else F32(1) / F32(576)
+    wino = kind in ("wino2", "wino4")
+    if not out8:
+        m = ws * in_s
+        return (m * c if wino else m), b
+    inv = F32(1) / out_s
+    if kind == "dw":
+        m = (ws * inv) * in_s if ws.size == 1 else ws * (in_s * inv)
+        return m, b * inv
+    if kind == "direct":
+        return ws * (in_s / out_s), b * inv
+    if wino:
+        return ((ws * in_s) * inv) * c, b * inv
+    if kind == "gemm":
+        return ws * (in_s / out_s), b / out_s
+    return (ws * in_s) / out_s, b / out_s
+
+
+def epilogue(acc, ch_axis, ws, in_s, bias, out8, out_s, act, kind="src"):
+    """acc: int32 array; per-channel multiplier along ch_axis; kind: pl_kernel's answer ('src' for
+    fc). Returns (float32 result, int8 or None)."""
     nch = acc.shape[ch_axis]
     ws = np.asarray(ws, F32)
-    ws = np.full(nch, ws[0], F32) if ws.size == 1 else ws
-    m = ws * F32(in_s)
+    one = ws.size == 1
     b = np.zeros(nch, F32) if bias is None else np.asarray(bias, F32).reshape(-1)
     if b.size == 1:
         b = np.full(nch, b[0], F32)
     real = act[0] == "hard_sigmoid"  # applied in the real domain, see act_params
-    if out8 and not real:
-        m = m / F32(out_s)
-        b = b / F32(out_s)
+    m, b = pl_fold(kind, out8 and not real, ws, in_s, out_s, b)
+    m = np.full(nch, m[0], F32) if one else m
     shape = [1] * acc.ndim
     shape[ch_axis] = nch
-    y = fma32(acc.astype(F32), m.reshape(shape), b.reshape(shape))
+    a = acc.astype(F32)
+    if kind in ("wino2", "wino4"):  # the kernel's int32 is 4*S or 576*S; scvtf rounds it to nearest
+        a = (acc.astype(np.int64) * (4 if kind == "wino2" else 576)).astype(F32)
+    y = fma32(a, m.reshape(shape), b.reshape(shape))
     y = apply_act(y, act)
     if not out8:
         return y, None
@@ -183,17 +245,20 @@ def epilogue(acc, ch_axis, ws, in_s, bias, out8, out_s, act):
     return carried(q, out_s), q
 
 
-def conv_layer(x, wq, bias, attrs, out8, second=None):
+def conv_layer(x, wq, bias, attrs, out8, second=None, threads=2):
     """Float input x (cldiff's carried activation or a float tensor) -> (float32 out, int8 or None).
     second: the SecondInput of a conv+elementwise_add fusion (fuse_elementwise_op_type). Paddle-Lite's
     ARM kernels ignore it; cldiff's documented choice (docs/int8.md) adds it in float after the
-    activation computed on the real value, relu for fusion_elementwise_add_activation, then requantizes."""
+    activation computed on the real value, relu for fusion_elementwise_add_activation, then requantizes.
+    threads: cldiff's (and Paddle-Lite's) thread count, which picks the Winograd tile size."""
     in_s = attrs["Input0_scale"][0]
     out_s = attrs["Output0_scale"][0] if out8 else 1.0
+    kind = pl_kernel(np.shape(x), wq.shape, attrs, threads)
     acc = conv_acc(quantize(x, in_s), wq, attrs)
     fe = attrs.get("fuse_elementwise_op_type", "")
     if fe and second is not None:
-        y, _ = epilogue(acc, 1, attrs["Filter0_scale"], in_s, bias, False, 1.0, act_params(attrs, False, 1.0, True))
+        y, _ = epilogue(acc, 1, attrs["Filter0_scale"], in_s, bias, False, 1.0, act_params(attrs, False, 1.0, True),
+                        kind)
         y = y + np.asarray(second, F32).reshape(y.shape)
         if fe == "fusion_elementwise_add_activation":
             y = np.where(y > 0, y, F32(0))
@@ -201,7 +266,8 @@ def conv_layer(x, wq, bias, attrs, out8, second=None):
             return y, None
         q = q8(y * (F32(1) / F32(out_s)))
         return carried(q, out_s), q
-    return epilogue(acc, 1, attrs["Filter0_scale"], in_s, bias, out8, out_s, act_params(attrs, out8, out_s, True))
+    return epilogue(acc, 1, attrs["Filter0_scale"], in_s, bias, out8, out_s, act_params(attrs, out8, out_s, True),
+                    kind)
 
 
 def fc_layer(x, wq, bias, attrs, out8):
