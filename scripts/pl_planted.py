@@ -26,8 +26,9 @@ For each plant this script
 Grades: named (KERNEL FAULT at the expected layer), named-drift (the expected layer, but as output
 drift), elsewhere (another layer named), survivor (exit 0: no effect, or under the bound: the
 ratio at the expected layer says by how much), no-effect (the mutation changed no tensor on this
-input: not a detection miss, the kernel's bug is invisible here), crash (exit 5, the engine died),
-tool error (exit 3/4, or anything else).
+input: not a detection miss, the kernel's bug is invisible here), crash named (exit 5, the engine
+died at the op the plant says it must: crash_at), crash (exit 5 elsewhere), tool error (exit 3/4, or
+anything else); for control edits (not bugs: 1 ulp, a harmless mask) pass (control) or false alarm.
 
   scripts/pl_planted.sh [--cldiff PATH] [--faultinj PATH] [--out DIR] [--only ID,..] [--list]
                         [--check] [--ci] [--timeout SEC] [--keep]
@@ -155,6 +156,12 @@ PLANTS = [
          what="width boundary off by one: the last column of input 0 is taken from input 1",
          needle="if (w_idx < boundary0) {",
          replace="if (w_idx < boundary0 - 1) {"),
+    dict(id="slice_start", model="v4cls", file="buffer/slice_kernel.cl", kernel="slice", ops=("slice", "reshape2"),
+         crash_at="reshape2_0",
+         what="buffer kernel, start index off by one (cur_id + start + 1): the int32 shape slice feeding "
+              "reshape2's ShapeTensor takes dim 1 (200) instead of the batch (1)",
+         needle="src_id += (cur_id + real_starts[j]) * src_step[j];",
+         replace="src_id += (cur_id + real_starts[j] + 1) * src_step[j];"),
     # subtler bugs: precision, a missing barrier, masks that only matter on padding, the fetch path
     dict(id="fc_half_weights", model="mask", file="image/fc_kernel.cl", kernel="fc",
          what="weights read at half precision: 13 low mantissa bits dropped (an fp16 weight buffer in an fp32 kernel)",
@@ -575,9 +582,16 @@ def main():
             note = "layout kernel (no layer of its own): expected = first layer whose output changed"
         elif exp is None and first_changed is not None:
             note = "first change at %s, which does not run %s" % (first_changed["layer"], p["kernel"])
+        if exp is None and p.get("crash_at") and rc == 5:
+            note = ("the wrong value is an int32 shape tensor, not fetched on the OpenCL route; the engine aborts at "
+                    "its consumer %s" % p["crash_at"])
         lc = layers_csv(out)
         ratio_exp = lc.get(exp["layer"], {}).get("local_ratio") if exp else None
         crash = (s or {}).get("crash")
+        if rc == 5 and isinstance(crash, str):
+            m = re.search(r"at op #\d+ (\S+)", crash)
+            named = m.group(1) if m else named
+            kind = "crash"
         info = named if rc == 0 and named else ""
         if rc == 0:
             named = None
@@ -596,6 +610,8 @@ def main():
             grade = "no-effect"
         elif rc == 0:
             grade = "survivor"
+        elif rc == 5 and crash and p.get("crash_at") and named == p["crash_at"]:
+            grade = "crash named"
         elif rc == 5 and crash:
             grade = "crash"
         else:
@@ -604,13 +620,13 @@ def main():
                    edits=edits, runs_kernel=",".join(e["layer"] for e in runs_k[:6]) + (
                        ",..." if len(runs_k) > 6 else ""),
                    first_changed=first_changed["layer"] if first_changed else "-",
-                   expected=exp["layer"] if exp else "-", expected_delta=exp["delta"] if exp else None,
+                   expected=exp["layer"] if exp else (p.get("crash_at") or "-"), expected_delta=exp["delta"] if exp else None,
                    local_planted=exp["lp"] if exp else None, local_clean=exp["lc"] if exp else None,
                    rc=rc, verdict=(s or {}).get("verdict", "-"), kind=kind or "-", named=named or "-",
                    ratio_named=ratio_named or "-", divergence_info=info or "-", ratio_expected=ratio_exp or "-", grade=grade,
                    secs=round(dt, 1), note=note, needle_note=p.get("needle_note", ""))
         rows.append(row)
-        row["ratio"] = ratio_named if named else ("%s at %s" % (ratio_exp, exp["layer"]) if exp and ratio_exp else "-")
+        row["ratio"] = (ratio_named or "-") if named else ("%s at %s" % (ratio_exp, exp["layer"]) if exp and ratio_exp else "-")
         print("%-18s %-6s exit %d  %-14s expected %-20s named %-20s %-12s ratio %s (%.1f s, %d programs edited)" % (
             p["id"], p["model"], rc, grade, row["expected"], row["named"], row["kind"], row["ratio"], dt,
             edits), flush=True)
@@ -623,12 +639,12 @@ def main():
         w.writeheader()
         w.writerows(rows)
     faults = [r for r in rows if not r["grade"].endswith("(control)") and r["grade"] != "false alarm"]
-    n_named = sum(r["grade"] == "named" for r in faults)
+    n_named = sum(r["grade"] in ("named", "crash named") for r in faults)
     n_eff = sum(r["grade"] != "no-effect" for r in faults)
     n_ctl = len(rows) - len(faults)
     with open(os.path.join(a.out, "pl_planted.md"), "w") as f:
         f.write("# Planted faults in Paddle-Lite's OpenCL kernels\n\n")
-        f.write("%d of %d planted faults named at the planted layer as a KERNEL FAULT (%d changed a tensor); "
+        f.write("%d of %d planted faults named at the planted layer (as a KERNEL FAULT, or the crash of the engine there; %d changed a tensor); "
                 "%d control edit(s), graded pass when cldiff passes.\n\n" % (n_named, len(faults), n_eff, n_ctl))
         f.write("| plant | kernel (file) | bug | model | expected layer | local err planted / clean | verdict | "
                 "layer named | ratio | exit |\n")
@@ -637,7 +653,7 @@ def main():
             f.write("| %s | `%s` (%s) | %s | %s | %s | %s / %s | %s | %s | %s | %d |\n" % (
                 r["id"], r["kernel"], r["file"], r["what"], r["model"], r["expected"], fmt(r["local_planted"], "%.2g"),
                 fmt(r["local_clean"], "%.2g"), r["grade"], r["named"], r["ratio"], r["rc"]))
-    print("\n%d of %d planted faults named at the planted layer as a KERNEL FAULT (%d controls); table: %s" % (
+    print("\n%d of %d planted faults named at the planted layer (%d controls); table: %s" % (
         n_named, len(faults), n_ctl, os.path.join(a.out, "pl_planted.md")))
     if a.ci:
         bad = [r for r in rows if r["grade"] != "named"]
