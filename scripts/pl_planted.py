@@ -541,10 +541,12 @@ def main():
         kmap = align_kernels(dump, seq) if os.path.isfile(dump) else {}
         clean[key] = dict(rc=rc, out=out, dump=dump, kmap=kmap, secs=dt)
         print("clean %-6s exit %d (%.1f s), %d layers mapped to Paddle-Lite kernels" % (key, rc, dt, len(kmap)), flush=True)
+        # of the kept work folder only Paddle-Lite's log is needed (the model and outputs are large)
         for kp in glob.glob(os.path.join(out, ".paddle-lite-opencl-*")):
-            for f in glob.glob(os.path.join(kp, "*")):
-                if not f.endswith("out"):
-                    shutil.rmtree(f, ignore_errors=True) if os.path.isdir(f) else os.remove(f)
+            for f in glob.glob(os.path.join(kp, "*")) + glob.glob(os.path.join(kp, "out", "*")):
+                if f.endswith(os.path.join("out", "engine.log")) or f.endswith("out"):
+                    continue
+                shutil.rmtree(f, ignore_errors=True) if os.path.isdir(f) else os.remove(f)
         if rc != 0:
             print("  clean run of %s is not a pass: its plants are graded but mean little\n  %s" %
                   (key, (so + se).strip().splitlines()[-1:] or ""))
