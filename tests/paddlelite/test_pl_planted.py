@@ -9,7 +9,8 @@ the OpenCL tensors of the planted run against the clean run) and this test check
 exit code, the named layer and kind in summary.json, that exactly one program was edited, and that
 no layer before the planted one changed. Both needles are also checked against the SDK's embedded
 kernel sources (a rewritten kernel fails loudly, not silently as "no effect").
-About 30-40 s on 2 idle cores with a warm PoCL cache (the two mutated programs compile once).
+17-21 s on 2 busy cores with a warm PoCL cache, 57 s with an empty one (every program compiles,
+the two mutated ones once each).
 Skips (exit 77, reason printed) where an SDK, qemu, the wheel, libfaultinj or the model is missing.
 """
 import csv
