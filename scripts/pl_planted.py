@@ -168,6 +168,11 @@ PLANTS = [
          needle="CL_COMPUTE_DTYPE16 w = weights[c * out_c_blks + out_c];",
          replace="CL_COMPUTE_DTYPE16 w = as_float16(as_uint16(weights[c * out_c_blks + out_c]) & "
                  "(uint16)(0xFFFFE000u));"),
+    dict(id="fc_half_weights_se", model="v4cls", file="image/fc_kernel.cl", kernel="fc",
+         what="fc_half_weights on ppocr_v4_mobile_cls, whose SE convs (1x1 on 1x1 inputs, short K) run the fc kernel",
+         needle="CL_COMPUTE_DTYPE16 w = weights[c * out_c_blks + out_c];",
+         replace="CL_COMPUTE_DTYPE16 w = as_float16(as_uint16(weights[c * out_c_blks + out_c]) & "
+                 "(uint16)(0xFFFFE000u));"),
     dict(id="fc_bf16_weights", model="mask", file="image/fc_kernel.cl", kernel="fc",
          what="weights read with a bfloat16 mantissa: 16 low bits dropped (8x the error of fc_half_weights)",
          needle="CL_COMPUTE_DTYPE16 w = weights[c * out_c_blks + out_c];",
