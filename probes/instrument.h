@@ -16,7 +16,7 @@
  * fetch ops are appended after the model's own, with col = n_outputs + k. */
 #ifndef CD_INSTRUMENT_H
 #define CD_INSTRUMENT_H
-#include "engine/value.h"
+#include "util/value.h"
 #include "model/graph.h"
 
 typedef struct cd_probe_fetch {

@@ -3,6 +3,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "backends/opencl/isolate.h"
 #include "util/suggest.h"
 
 /* Every backend, defined in its own module. Adding a backend: its module defines a

@@ -13,7 +13,7 @@
 #define CD_BACKENDS_REGISTRY_H
 #include <stdbool.h>
 #include "engine/executor.h"
-#include "engine/isolate.h"
+#include "engine/crash.h"
 
 /* One key of --backend-opt NAME:key=value. */
 typedef struct cd_backend_optdef {

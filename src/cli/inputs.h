@@ -20,7 +20,8 @@
 #ifndef CD_INPUTS_H
 #define CD_INPUTS_H
 #include <stdint.h>
-#include "engine/value.h"
+#include "model/graph.h"
+#include "util/value.h"
 
 typedef struct cd_input_opts {
     uint64_t seed;              /* --seed */

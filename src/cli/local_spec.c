@@ -210,6 +210,8 @@ void cd_local_spec(const cd_graph *g, const cd_plan *plan, int op_index, cd_arit
             if (!strcmp(t, k_trans[i].type)) {
                 spec->fam = CD_FAM_TRANSCENDENTAL;
                 spec->ulps = k_trans[i].ulps;
+                if (ref.trans_ulps > spec->ulps) spec->ulps = ref.trans_ulps;
+                if (b.trans_ulps > spec->ulps) spec->ulps = b.trans_ulps;
                 spec->K = 2;
                 if (!strcmp(t, "hard_sigmoid")) {
                     spec->fam = CD_FAM_ELEMENTWISE;
@@ -232,6 +234,9 @@ void cd_local_spec(const cd_graph *g, const cd_plan *plan, int op_index, cd_arit
     if (an[0] && spec->fam != CD_FAM_EXACT && spec->fam != CD_FAM_GENERIC) {
         if (ai.L < 0) spec->fam = CD_FAM_GENERIC;
         else {
+            /* a transcendental activation (8 u or more in the table) as an engine computes it */
+            double tu = ref.trans_ulps > b.trans_ulps ? ref.trans_ulps : b.trans_ulps;
+            if (ai.ulps >= 8 && tu > ai.ulps) ai.ulps = tu;
             spec->lipschitz = ai.L;
             spec->act_ulps += ai.ulps;
             spec->abs_terms += ai.abs_terms;

@@ -4,7 +4,8 @@
 #define CD_SESSION_H
 #include "cli/cli.h"
 #include "cli/inputs.h"
-#include "engine/isolate.h"
+#include "engine/crash.h"
+#include "engine/executor.h"
 #include "store/dump.h"
 
 typedef struct cd_session {

@@ -39,6 +39,11 @@ bool cd_bound_family_allowance(cd_bound_family f);
 typedef struct cd_arith {
     double u;                /* unit roundoff of the arithmetic: 2^-24 float, 2^-11 half */
     bool half_store;         /* outputs stored in IEEE half */
+    /* transcendental functions (exp, sigmoid, tanh, ...) accurate only to this many u (0: the
+     * OpenCL built-in accuracy of the family table): an engine with its own approximations,
+     * e.g. Paddle-Lite ARM's NEON sigmoid, a reciprocal estimate refined by one Newton step
+     * (relative error about 2^-16 = 256 u; docs/verdicts.md "Engines") */
+    double trans_ulps;
 } cd_arith;
 
 #define CD_U32 5.9604644775390625e-08  /* 2^-24 */

@@ -5,7 +5,8 @@
  * output folder (or CLDIFF_SCRATCH_DIR), so nothing is left behind and memory stays bounded. */
 #ifndef CD_FORCING_H
 #define CD_FORCING_H
-#include "engine/value.h"
+#include "model/graph.h"
+#include "util/value.h"
 
 typedef struct cd_forcing cd_forcing;
 

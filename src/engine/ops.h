@@ -6,7 +6,8 @@
  * activation dtype, int8/int16 weights dequantized by their stored scales (engine/params.c). */
 #ifndef CD_OPS_H
 #define CD_OPS_H
-#include "engine/value.h"
+#include "model/graph.h"
+#include "util/value.h"
 #include <stdlib.h>
 
 typedef enum { CD_PREC_FP32 = 0, CD_PREC_FP16 = 1 } cd_precision;

@@ -4,7 +4,7 @@
  * inherited error) and to write repro packs. */
 #ifndef CD_EXTRACT_H
 #define CD_EXTRACT_H
-#include "engine/value.h"
+#include "util/value.h"
 #include "model/graph.h"
 
 typedef struct cd_extracted {

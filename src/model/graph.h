@@ -10,29 +10,13 @@
 #include <stddef.h>
 #include <stdint.h>
 #include "util/error.h"
+#include "util/value.h"
 
-#define CD_MAX_RANK 8
-
-typedef enum {
-    CD_F32 = 0, CD_F16, CD_I8, CD_I16, CD_I32, CD_I64, CD_U8, CD_BOOL, CD_F64, CD_DTYPE_COUNT
-} cd_dtype;
-size_t cd_dtype_size(cd_dtype t);
-const char *cd_dtype_name(cd_dtype t);
 /* FlatBuffers VarType_.Type (meta 1/2) -> cd_dtype; returns -1 when not an element type. */
 int cd_dtype_from_fb(int fb_type);
 int cd_dtype_to_fb(cd_dtype t);
 /* meta-0 numbering (docs/nb-format.md §1.6) -> cd_dtype; -1 when not an element type. */
 int cd_dtype_from_meta0(int t);
-
-typedef struct {
-    int rank;
-    int64_t d[CD_MAX_RANK];
-} cd_shape;
-/* Element count; returns -1 on overflow / negative dims (product capped at 2^62). */
-int64_t cd_shape_numel(const cd_shape *s);
-bool cd_shape_eq(const cd_shape *a, const cd_shape *b);
-/* Formats "[1,3,224,224]" into buf. */
-const char *cd_shape_str(const cd_shape *s, char *buf, size_t n);
 
 /* Attribute kinds: numbering of the FlatBuffers AttrType enum (§3.1). */
 typedef enum {

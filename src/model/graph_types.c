@@ -8,21 +8,6 @@
 #include "util/fp16.h"
 
 /* ---------------------------------------------------------------- dtypes and names */
-size_t cd_dtype_size(cd_dtype t) {
-    switch (t) {
-    case CD_F32: case CD_I32: return 4;
-    case CD_F16: case CD_I16: return 2;
-    case CD_I8: case CD_U8: case CD_BOOL: return 1;
-    case CD_I64: case CD_F64: return 8;
-    default: return 0;
-    }
-}
-
-const char *cd_dtype_name(cd_dtype t) {
-    static const char *n[] = {"float32", "float16", "int8", "int16", "int32", "int64", "uint8", "bool", "float64"};
-    return ((unsigned)t < CD_DTYPE_COUNT) ? n[t] : "unknown";
-}
-
 int cd_dtype_from_fb(int v) {
     switch (v) {
     case 0: return CD_BOOL;
@@ -87,46 +72,6 @@ const char *cd_layout_name(int l) {
     return (l >= 0 && l < (int)(sizeof n / sizeof *n)) ? n[l] : "unknown";
 }
 
-/* ---------------------------------------------------------------- shapes */
-int64_t cd_shape_numel(const cd_shape *s) {
-    const int64_t cap = (int64_t)1 << 62;
-    int64_t n = 1;
-    if (s->rank < 0 || s->rank > CD_MAX_RANK) return -1;
-    for (int i = 0; i < s->rank; i++) {
-        int64_t d = s->d[i];
-        if (d < 0) return -1;
-        if (d == 0) { n = 0; continue; }
-        if (n > cap / d) {
-            /* A zero later in the shape still makes the product 0. */
-            for (int j = i + 1; j < s->rank; j++)
-                if (s->d[j] == 0) return 0;
-            return -1;
-        }
-        n *= d;
-    }
-    return n;
-}
-
-bool cd_shape_eq(const cd_shape *a, const cd_shape *b) {
-    if (a->rank != b->rank) return false;
-    for (int i = 0; i < a->rank; i++)
-        if (a->d[i] != b->d[i]) return false;
-    return true;
-}
-
-const char *cd_shape_str(const cd_shape *s, char *buf, size_t n) {
-    if (!n) return buf;
-    size_t o = 0;
-    int w = snprintf(buf, n, "[");
-    if (w > 0) o = (size_t)w;
-    for (int i = 0; i < s->rank && o < n; i++) {
-        w = snprintf(buf + o, n - o, i ? ",%lld" : "%lld", (long long)s->d[i]);
-        if (w < 0) break;
-        o += (size_t)w;
-    }
-    if (o < n) snprintf(buf + o, n - o, "]");
-    return buf;
-}
 
 float *cd_tensor_to_f32(const cd_tensor *t, cd_error *err) {
     if (!t || !t->data) {

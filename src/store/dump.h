@@ -22,7 +22,8 @@
 #define CD_DUMP_H
 #include <stdbool.h>
 #include <stdint.h>
-#include "engine/value.h"
+#include "model/graph.h"
+#include "util/value.h"
 
 /* 2: tensor metadata in one table per run (/tensors/<run>), no per-dataset attributes;
  * 1: the same fields as attributes of each tensor dataset (still read). */

@@ -4,7 +4,7 @@
  * a malformed header is CD_E_MODEL with the byte offset and what to do. */
 #ifndef CD_NPY_H
 #define CD_NPY_H
-#include "engine/value.h"
+#include "util/value.h"
 
 /* Parses a whole .npy image held in memory. On success out holds a freshly malloc'ed copy
  * of the data (out->owned = true; release with cd_value_release). `what` names the source

@@ -1,0 +1,465 @@
+/* The isolating parent/child pair for OpenCL runs (see isolate.h). */
+#include <errno.h>
+#include <fcntl.h>
+#include <omp.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+#include "backends/opencl/backend_cl.h"
+#include "backends/opencl/isolate.h"
+
+enum { REC_PHASE = 1, REC_HIT = 2, REC_DONE = 3, REC_DESC = 4, REC_RESULT = 5, REC_SETTLED = 6 };
+
+typedef struct { uint32_t type, len; } rec_hdr;
+
+typedef struct {
+    int32_t op;
+    char kernel[64], variant[16], phase[16];
+} rec_phase;
+
+typedef struct {
+    int32_t op, tensor, dtype, rank;
+    int32_t local, pad_;     /* 1: a hit of the local pass (the parent's xopts->local_sink) */
+    int64_t dims[CD_MAX_RANK];
+    uint64_t nbytes;
+    cd_op_report rep;
+} rec_hit;          /* followed by nbytes of data */
+
+typedef struct {
+    int32_t op;
+    cd_op_report rep;
+} rec_done;
+
+typedef struct {
+    char device[256], driver[512];
+} rec_desc;
+
+typedef struct {
+    int32_t status;
+    char msg[CD_ERR_MSG];
+} rec_result;
+
+/* ------------------------------------------------------------------ child */
+
+typedef struct {
+    int fd;
+    bool broken;       /* the parent went away: stop writing, finish quietly */
+    int local;         /* tag of the hits sent through this context */
+} child_ctx;
+
+static void write_all(child_ctx *c, const void *p, size_t n) {
+    const char *s = p;
+    while (n && !c->broken) {
+        ssize_t w = write(c->fd, s, n);
+        if (w < 0) {
+            if (errno == EINTR) continue;
+            c->broken = true;
+            return;
+        }
+        s += w;
+        n -= (size_t)w;
+    }
+}
+
+static void send_rec(child_ctx *c, uint32_t type, const void *p, size_t n, const void *extra, size_t en) {
+    rec_hdr h = {type, (uint32_t)(n + en)};
+    write_all(c, &h, sizeof h);
+    write_all(c, p, n);
+    if (en) write_all(c, extra, en);
+}
+
+static void child_phase(void *user, int op, const char *kernel, const char *variant, const char *phase) {
+    rec_phase r;
+    memset(&r, 0, sizeof r);
+    r.op = op;
+    snprintf(r.kernel, sizeof r.kernel, "%s", kernel ? kernel : "");
+    snprintf(r.variant, sizeof r.variant, "%s", variant ? variant : "");
+    snprintf(r.phase, sizeof r.phase, "%s", phase ? phase : "");
+    send_rec(user, REC_PHASE, &r, sizeof r, NULL, 0);
+}
+
+static cd_status child_hit(void *user, int op, int tensor, const cd_value *host, const cd_op_report *rep,
+                           cd_error *err) {
+    child_ctx *c = user;
+    rec_hit h;
+    memset(&h, 0, sizeof h);
+    h.op = op;
+    h.tensor = tensor;
+    h.local = c->local;
+    h.dtype = (int32_t)host->dtype;
+    h.rank = host->shape.rank;
+    /* only the dims below the rank are defined (shape inference leaves the rest as it
+     * found them); the others stay 0 rather than carrying stack bytes to the parent */
+    for (int i = 0; i < host->shape.rank && i < CD_MAX_RANK; i++) h.dims[i] = host->shape.d[i];
+    h.nbytes = host->nbytes;
+    if (rep) h.rep = *rep;
+    if (host->nbytes > UINT32_MAX - sizeof h)
+        return cd_err(err, CD_E_NOMEM, "tensor of op #%d is %zu bytes, too large to stream to the parent", op,
+                      host->nbytes);
+    send_rec(c, REC_HIT, &h, sizeof h, host->data, host->nbytes);
+    return c->broken ? cd_err(err, CD_E_IO, "the parent process stopped reading") : CD_OK;
+}
+
+static void child_done(void *user, int op, const cd_op_report *rep) {
+    rec_done d;
+    memset(&d, 0, sizeof d);
+    d.op = op;
+    if (rep) d.rep = *rep;
+    send_rec(user, REC_DONE, &d, sizeof d, NULL, 0);
+}
+
+typedef struct {
+    int32_t op, pad_;
+    cd_settle_info info;
+} rec_settled;
+
+static void child_settled(void *user, int op, const cd_settle_info *info) {
+    rec_settled r;
+    memset(&r, 0, sizeof r);
+    r.op = op;
+    if (info) r.info = *info;
+    send_rec(user, REC_SETTLED, &r, sizeof r, NULL, 0);
+}
+
+static void child_result(child_ctx *c, cd_status st, const cd_error *err) {
+    rec_result r;
+    memset(&r, 0, sizeof r);
+    r.status = (int32_t)st;
+    if (st) snprintf(r.msg, sizeof r.msg, "%s", err->msg);
+    send_rec(c, REC_RESULT, &r, sizeof r, NULL, 0);
+}
+
+static void child_main(int fd, const cd_plan *plan, const cd_backend_opts *opts, const cd_value *inputs,
+                       const cd_exec_opts *xopts, bool want_hits) {
+    child_ctx c = {.fd = fd};
+    /* libgomp's thread pool does not survive fork(): parallel regions in the child would
+     * wait for threads that do not exist. CPU fallback ops run single-threaded here. */
+    omp_set_num_threads(1);
+    cd_backend_opts o = *opts;
+    o.threads = 1;
+    cd_error err;
+    cd_err_clear(&err);
+    child_phase(&c, -1, "", "", "setup");
+    cd_backend *b = NULL;
+    cd_status st = cd_opencl_backend_open(&o, &b, &err);
+    if (st) {
+        child_result(&c, st, &err);
+        _exit(0);
+    }
+    rec_desc d;
+    memset(&d, 0, sizeof d);
+    if (b->vt->describe) b->vt->describe(b, d.device, sizeof d.device, d.driver, sizeof d.driver);
+    send_rec(&c, REC_DESC, &d, sizeof d, NULL, 0);
+    cd_opencl_set_phase_hook(b, child_phase, &c);
+    child_phase(&c, -1, "", cd_cl_variant_name(cd_opencl_variant(b)), "prepare");
+    cd_probe_sink sink = {.user = &c, .hit = want_hits ? child_hit : NULL, .op_done = child_done};
+    /* the parent's local sink pointer means nothing here: local hits go through the pipe too,
+     * tagged (one writer, so the records never interleave) */
+    child_ctx lc = c;
+    lc.local = 1;
+    cd_probe_sink lsink = {.user = &lc, .hit = child_hit};
+    cd_exec_opts xo = xopts ? *xopts : (cd_exec_opts){0};
+    xo.local_sink = xo.force ? &lsink : NULL;
+    xo.record = NULL;   /* recording is the parent's business (the CPU run) */
+    /* settle itself runs here (fork kept its data); the parent hears of settled ops */
+    xo.on_settled = xo.on_settled ? child_settled : NULL;
+    xo.on_settled_user = &c;
+    st = cd_execute(plan, b, inputs, &xo, &sink, &err);
+    c.broken |= lc.broken;
+    child_phase(&c, -1, "", "", "close");
+    cd_backend_close(b);
+    child_result(&c, st, &err);
+    /* _exit: no atexit handlers (the parent's HDF5 library state, stdio buffers) may run
+     * in the child */
+    _exit(0);
+}
+
+/* ------------------------------------------------------------------ parent */
+
+static double mono_s(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+
+
+typedef struct {
+    char *buf;
+    size_t len, cap;
+} rbuf;
+
+static bool rbuf_read(rbuf *b, int fd, bool *eof) {
+    if (b->cap - b->len < 65536) {
+        size_t nc = b->cap ? b->cap * 2 : 262144;
+        while (nc - b->len < 65536) nc *= 2;
+        char *nb = realloc(b->buf, nc);
+        if (!nb) return false;
+        b->buf = nb;
+        b->cap = nc;
+    }
+    ssize_t r = read(fd, b->buf + b->len, b->cap - b->len);
+    if (r < 0) {
+        if (errno != EINTR && errno != EAGAIN) *eof = true;
+        return true;
+    }
+    if (r == 0) *eof = true;
+    b->len += (size_t)r;
+    return true;
+}
+
+typedef struct {
+    const cd_plan *plan;
+    cd_probe_sink *sink;
+    cd_probe_sink *local_sink;
+    const cd_exec_opts *xopts;
+    cd_isolated_run *run;
+    bool have_result;
+    rec_result result;
+    cd_status sink_status;
+    cd_error sink_err;
+} parent_ctx;
+
+static void set_phase(parent_ctx *p, const rec_phase *ph) {
+    cd_crash_info *c = &p->run->crash;
+    const cd_graph *g = p->plan->g;
+    c->op_index = ph->op >= 0 && ph->op < g->n_ops ? ph->op : -1;
+    snprintf(c->layer, sizeof c->layer, "%s", c->op_index >= 0 ? g->ops[c->op_index].name : "");
+    snprintf(c->op_type, sizeof c->op_type, "%s", c->op_index >= 0 ? g->ops[c->op_index].type : "");
+    snprintf(c->kernel, sizeof c->kernel, "%.63s", ph->kernel);
+    if (ph->variant[0]) snprintf(c->variant, sizeof c->variant, "%.15s", ph->variant);
+    snprintf(c->phase, sizeof c->phase, "%.15s", ph->phase);
+}
+
+/* Handles every complete record in b; returns false on a malformed stream. */
+static bool parse_records(parent_ctx *p, rbuf *b) {
+    size_t off = 0;
+    while (b->len - off >= sizeof(rec_hdr)) {
+        rec_hdr h;
+        memcpy(&h, b->buf + off, sizeof h);
+        if (b->len - off - sizeof h < h.len) break;
+        const char *pl = b->buf + off + sizeof h;
+        switch (h.type) {
+        case REC_PHASE: {
+            if (h.len != sizeof(rec_phase)) return false;
+            rec_phase ph;
+            memcpy(&ph, pl, sizeof ph);
+            ph.kernel[sizeof ph.kernel - 1] = ph.variant[sizeof ph.variant - 1] = ph.phase[sizeof ph.phase - 1] = 0;
+            set_phase(p, &ph);
+            break;
+        }
+        case REC_SETTLED: {
+            rec_settled r;
+            if (h.len != sizeof r) return false;
+            memcpy(&r, pl, sizeof r);
+            if (r.op < 0 || r.op >= p->plan->g->n_ops) return false;
+            if (p->xopts && p->xopts->on_settled) p->xopts->on_settled(p->xopts->on_settled_user, r.op, &r.info);
+            break;
+        }
+        case REC_HIT: {
+            rec_hit hh;
+            if (h.len < sizeof hh) return false;
+            memcpy(&hh, pl, sizeof hh);
+            if (h.len != sizeof hh + hh.nbytes || hh.rank < 0 || hh.rank > CD_MAX_RANK || hh.dtype < 0 ||
+                hh.dtype >= CD_DTYPE_COUNT)
+                return false;
+            cd_probe_sink *to = hh.local ? p->local_sink : p->sink;
+            if (!hh.local) p->run->crash.hits++;
+            if (p->sink_status || !to || !to->hit) break;
+            cd_value v;
+            memset(&v, 0, sizeof v);
+            v.dtype = (cd_dtype)hh.dtype;
+            v.shape.rank = hh.rank;
+            for (int i = 0; i < CD_MAX_RANK; i++) v.shape.d[i] = hh.dims[i];
+            v.nbytes = hh.nbytes;
+            v.data = (void *)(pl + sizeof hh);   /* borrowed: the sink copies what it keeps */
+            /* the payload sits at an arbitrary offset; kernels of the sink read it as
+             * typed arrays, so give them an aligned copy */
+            void *al = NULL;
+            if (((uintptr_t)v.data & 15u) && hh.nbytes) {
+                al = malloc(hh.nbytes);
+                if (!al) { p->sink_status = cd_err(&p->sink_err, CD_E_NOMEM, "out of memory receiving a tensor"); break; }
+                memcpy(al, v.data, hh.nbytes);
+                v.data = al;
+            }
+            hh.rep.where[sizeof hh.rep.where - 1] = hh.rep.kernel[sizeof hh.rep.kernel - 1] = 0;
+            hh.rep.note[sizeof hh.rep.note - 1] = 0;
+            p->sink_status = to->hit(to->user, hh.op, hh.tensor, &v, &hh.rep, &p->sink_err);
+            free(al);
+            break;
+        }
+        case REC_DONE: {
+            if (h.len != sizeof(rec_done)) return false;
+            rec_done d;
+            memcpy(&d, pl, sizeof d);
+            p->run->crash.ops_done = d.op + 1;
+            d.rep.where[sizeof d.rep.where - 1] = d.rep.kernel[sizeof d.rep.kernel - 1] = 0;
+            d.rep.note[sizeof d.rep.note - 1] = 0;
+            if (!p->sink_status && p->sink && p->sink->op_done) p->sink->op_done(p->sink->user, d.op, &d.rep);
+            break;
+        }
+        case REC_DESC: {
+            if (h.len != sizeof(rec_desc)) return false;
+            rec_desc d;
+            memcpy(&d, pl, sizeof d);
+            d.device[sizeof d.device - 1] = d.driver[sizeof d.driver - 1] = 0;
+            snprintf(p->run->device, sizeof p->run->device, "%s", d.device);
+            snprintf(p->run->driver, sizeof p->run->driver, "%s", d.driver);
+            break;
+        }
+        case REC_RESULT:
+            if (h.len != sizeof(rec_result)) return false;
+            memcpy(&p->result, pl, sizeof p->result);
+            p->result.msg[sizeof p->result.msg - 1] = 0;
+            p->have_result = true;
+            break;
+        default:
+            return false;
+        }
+        off += sizeof h + h.len;
+    }
+    if (off) {
+        memmove(b->buf, b->buf + off, b->len - off);
+        b->len -= off;
+    }
+    return true;
+}
+
+static void keep_tail(char *tail, size_t cap, const char *s, size_t n) {
+    size_t have = strlen(tail);
+    if (n >= cap - 1) {
+        memcpy(tail, s + n - (cap - 1), cap - 1);
+        tail[cap - 1] = 0;
+        return;
+    }
+    if (have + n >= cap) {
+        size_t drop = have + n - (cap - 1);
+        memmove(tail, tail + drop, have - drop + 1);
+        have -= drop;
+    }
+    memcpy(tail + have, s, n);
+    tail[have + n] = 0;
+}
+
+cd_status cd_run_isolated(const cd_plan *plan, const cd_backend_opts *opts, const cd_value *inputs,
+                          const cd_exec_opts *xopts, cd_probe_sink *sink, double timeout_s,
+                          cd_isolated_run *run, cd_error *err) {
+    memset(run, 0, sizeof *run);
+    run->crash.op_index = -1;
+    run->crash.exit_status = -1;
+    int dp[2], ep[2];
+    if (pipe(dp) != 0) return cd_err(err, CD_E_INTERNAL, "pipe() failed: %s", strerror(errno));
+    if (pipe(ep) != 0) {
+        close(dp[0]);
+        close(dp[1]);
+        return cd_err(err, CD_E_INTERNAL, "pipe() failed: %s", strerror(errno));
+    }
+    fflush(NULL);   /* buffered parent output must not be written twice */
+    double t0 = mono_s();
+    pid_t pid = fork();
+    if (pid < 0) {
+        close(dp[0]); close(dp[1]); close(ep[0]); close(ep[1]);
+        return cd_err(err, CD_E_NOMEM, "cannot start the OpenCL child process: fork failed: %s (run with "
+                      "--no-isolate to run OpenCL in this process)", strerror(errno));
+    }
+    if (pid == 0) {
+        close(dp[0]);
+        close(ep[0]);
+        signal(SIGPIPE, SIG_DFL);
+        dup2(ep[1], STDERR_FILENO);
+        close(ep[1]);
+        child_main(dp[1], plan, opts, inputs, xopts, sink && sink->hit);
+        _exit(0);
+    }
+    close(dp[1]);
+    close(ep[1]);
+    parent_ctx p = {.plan = plan, .sink = sink, .local_sink = xopts ? xopts->local_sink : NULL, .xopts = xopts, .run = run};
+    rbuf data = {0};
+    bool deof = false, eeof = false, killed = false, interrupted = false, bad_stream = false;
+    while (!deof || !eeof) {
+        struct pollfd fds[2];
+        int nf = 0, di = -1, ei = -1;
+        if (!deof) { fds[nf] = (struct pollfd){.fd = dp[0], .events = POLLIN}; di = nf++; }
+        if (!eeof) { fds[nf] = (struct pollfd){.fd = ep[0], .events = POLLIN}; ei = nf++; }
+        int wait_ms = 200;
+        if (timeout_s > 0 && !killed) {
+            double left = timeout_s - (mono_s() - t0);
+            if (left <= 0) {
+                kill(pid, SIGKILL);
+                killed = true;
+                run->crash.timed_out = true;
+            } else if (left * 1000 < wait_ms) wait_ms = (int)(left * 1000) + 1;
+        }
+        if (xopts && xopts->stop_flag && *xopts->stop_flag && !interrupted) {
+            /* the child stops between ops on its own copy of the flag; a terminal SIGINT
+             * reaches it directly, a signal sent to the parent alone is passed on */
+            kill(pid, SIGINT);
+            interrupted = true;
+        }
+        int r = poll(fds, (nfds_t)nf, wait_ms);
+        if (r < 0 && errno != EINTR) break;
+        if (r <= 0) continue;
+        if (di >= 0 && (fds[di].revents & (POLLIN | POLLHUP | POLLERR))) {
+            if (!rbuf_read(&data, dp[0], &deof)) {
+                kill(pid, SIGKILL);
+                killed = true;
+                p.sink_status = cd_err(&p.sink_err, CD_E_NOMEM, "out of memory receiving the OpenCL child's data");
+                deof = true;
+            } else if (!parse_records(&p, &data)) {
+                kill(pid, SIGKILL);
+                killed = true;
+                bad_stream = true;
+                deof = true;
+            }
+            if (p.sink_status && !killed) {   /* e.g. disk full while writing the dump */
+                kill(pid, SIGKILL);
+                killed = true;
+            }
+        }
+        if (ei >= 0 && (fds[ei].revents & (POLLIN | POLLHUP | POLLERR))) {
+            char tmp[4096];
+            ssize_t n = read(ep[0], tmp, sizeof tmp);
+            if (n <= 0) {
+                if (n == 0 || (errno != EINTR && errno != EAGAIN)) eeof = true;
+            } else {
+                fwrite(tmp, 1, (size_t)n, stderr);
+                keep_tail(run->crash.stderr_tail, sizeof run->crash.stderr_tail, tmp, (size_t)n);
+            }
+        }
+    }
+    close(dp[0]);
+    close(ep[0]);
+    free(data.buf);
+    int wst = 0;
+    while (waitpid(pid, &wst, 0) < 0 && errno == EINTR) {}
+    run->crash.elapsed_s = mono_s() - t0;
+    if (p.sink_status) {
+        if (err) *err = p.sink_err;
+        return p.sink_status;
+    }
+    if (bad_stream)
+        return cd_err(err, CD_E_INTERNAL, "the OpenCL child sent a malformed record (a cldiff bug; report it)");
+    if (p.have_result) {
+        if (p.result.status == CD_OK) return CD_OK;
+        return cd_err(err, (cd_status)p.result.status, "%s", p.result.msg);
+    }
+    cd_crash_info *c = &run->crash;
+    c->crashed = true;
+    if (WIFSIGNALED(wst)) {
+        c->signal = WTERMSIG(wst);
+        const char *sn = cd_signal_name(c->signal);
+        if (sn) snprintf(c->signal_name, sizeof c->signal_name, "%s", sn);
+        else snprintf(c->signal_name, sizeof c->signal_name, "signal %d", c->signal);
+    } else if (WIFEXITED(wst)) {
+        c->exit_status = WEXITSTATUS(wst);
+    }
+    char msg[1200];
+    cd_crash_describe(c, plan, msg, sizeof msg);
+    return cd_err(err, CD_E_CRASH, "OpenCL run crashed: %s", msg);
+}

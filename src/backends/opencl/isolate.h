@@ -1,0 +1,35 @@
+/* Running the OpenCL backend in a child process, so that a driver which crashes (SIGSEGV,
+ * SIGABRT inside clBuildProgram, "LLVM ERROR: Cannot select" on Mali) or hangs becomes a
+ * finding: which op, layer, kernel, variant, phase and signal. The child runs cd_execute
+ * and streams to the parent, through a pipe, a phase record before every risky step and
+ * every probe hit and op report right after its op; the parent hands them to its own probe
+ * sink, so everything captured before a crash is kept.
+ *
+ * Rules for callers: the parent must not have initialised the OpenCL driver before (a
+ * forked child inherits no driver threads), and the probe sink runs in the parent only. */
+#ifndef CD_CL_ISOLATE_H
+#define CD_CL_ISOLATE_H
+#include <stdbool.h>
+#include "engine/crash.h"
+#include "engine/executor.h"
+
+
+
+/* What the child found out about its device, for the dump's run attributes. */
+typedef struct cd_isolated_run {
+    char device[256];
+    char driver[512];
+    cd_crash_info crash;
+} cd_isolated_run;
+
+/* Runs the plan on the OpenCL backend (opts) in a child process. timeout_s <= 0: no limit;
+ * else the child is killed (SIGKILL) when the whole run takes longer. Returns CD_OK, the
+ * child's own error (status and message as the child saw them, e.g. CD_E_BACKEND when no
+ * OpenCL library was found), an error of the sink, or CD_E_CRASH with run->crash filled and
+ * a message such as "SIGABRT in clBuildProgram of kernel conv (fp16) for op #12 conv2d_3
+ * (conv2d)". The child's stderr is passed through to the parent's stderr. */
+cd_status cd_run_isolated(const cd_plan *plan, const cd_backend_opts *opts, const cd_value *inputs,
+                          const cd_exec_opts *xopts, cd_probe_sink *sink, double timeout_s,
+                          cd_isolated_run *run, cd_error *err);
+
+#endif
