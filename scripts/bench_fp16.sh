@@ -1,0 +1,108 @@
+#!/usr/bin/env bash
+# fp16 cost benchmark (docs/benchmarks.md, "fp16 cost"; issue 20 point 4): every model of
+# ../shared/models (or $MODELS) runs the default differential run `cldiff MODEL --fp32` and
+# `cldiff MODEL --fp16` (--layers all, local check on) N times, fp32 and fp16 interleaved, and
+# prints per model the median wall seconds and the median CPU seconds (user+sys of the process
+# and its children: the OpenCL child included) of each precision and their fp16/fp32 ratios.
+#
+#   scripts/bench_fp16.sh [--cldiff PATH] [--repeat N] [--only a.nb,b.nb] [--work DIR]
+#                         [--phases] [-- extra cldiff args, e.g. --cl-platform NVIDIA]
+#
+# --phases sets CLDIFF_PHASE_TIMES=1 (builds that print per-phase times keep them in
+# WORK/<model>-<prec>-<i>.log). Exit 0 unless an argument is wrong (2) or a run did not end
+# with exit 0/1 (3: the table marks it). On a shared machine compare medians, not single runs.
+set -u
+here="$(cd "$(dirname "$0")/.." && pwd)"
+bin=${CLDIFF:-$here/build/cldiff}
+models=${MODELS:-$here/../shared/models}
+repeat=3
+only=""
+work=""
+phases=0
+extra=()
+while [ $# -gt 0 ]; do
+    case "$1" in
+        --cldiff) bin=$2; shift 2 ;;
+        --repeat) repeat=$2; shift 2 ;;
+        --only) only=$2; shift 2 ;;
+        --work) work=$2; shift 2 ;;
+        --models) models=$2; shift 2 ;;
+        --phases) phases=1; shift ;;
+        --) shift; extra=("$@"); break ;;
+        -h|--help) sed -n '2,14p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+        *) echo "bench_fp16.sh: unknown argument '$1' (see --help)" >&2; exit 2 ;;
+    esac
+done
+case "$repeat" in ''|*[!0-9]*|0) echo "bench_fp16.sh: --repeat needs a positive count, got '$repeat'" >&2; exit 2 ;; esac
+[ -x "$bin" ] || { echo "bench_fp16.sh: cldiff binary '$bin' not found or not executable (--cldiff PATH)" >&2; exit 2; }
+[ -d "$models" ] || { echo "bench_fp16.sh: model folder '$models' not found (--models DIR)" >&2; exit 2; }
+[ -x /usr/bin/time ] || { echo "bench_fp16.sh: /usr/bin/time is missing (apt-get install time)" >&2; exit 2; }
+keep=1
+if [ -z "$work" ]; then work=$(mktemp -d /tmp/bench_fp16.XXXXXX); keep=0; fi
+mkdir -p "$work"
+# a private kernel cache, warmed by one untimed run per model and precision
+export XDG_CACHE_HOME="$work/cache"
+[ "$phases" = 1 ] && export CLDIFF_PHASE_TIMES=1
+
+list=()
+for f in "$models"/*.nb; do
+    b=$(basename "$f")
+    if [ -n "$only" ] && ! printf ',%s,' "$only" | grep -q ",$b,"; then continue; fi
+    list+=("$b")
+done
+[ ${#list[@]} -gt 0 ] || { echo "bench_fp16.sh: no model matched in '$models'" >&2; exit 2; }
+
+shape_args() {
+    [ -f "$models/shapes.txt" ] || return 0
+    awk -v m="$1" '$1 == m { for (i = 2; i <= NF; i++) printf "--shape\n%s\n", $i }' "$models/shapes.txt"
+}
+
+bad=0
+times="$work/times.tsv"
+: > "$times"
+one() { # model prec i -> appends "model prec i rc wall cpu"
+    local m=$1 p=$2 i=$3 out="$work/${1%.nb}-$2"
+    local -a sa
+    mapfile -t sa < <(shape_args "$m")
+    rm -rf "$out"
+    /usr/bin/time -f "%e %U %S" -o "$work/t" "$bin" "$models/$m" --$p "${sa[@]}" --out "$out" --quiet --no-repro \
+        "${extra[@]}" > "$work/${m%.nb}-$p-$i.log" 2>&1
+    local rc=$?
+    read -r w u s < <(tail -n 1 "$work/t")
+    printf '%s\t%s\t%s\t%s\t%s\t%s\n' "$m" "$p" "$i" "$rc" "$w" "$(awk "BEGIN{print $u + $s}")" >> "$times"
+    [ "$rc" -le 1 ] || bad=1
+}
+for m in "${list[@]}"; do
+    echo "== $m" >&2
+    for p in fp32 fp16; do one "$m" "$p" warm; done
+    for i in $(seq 1 "$repeat"); do
+        for p in fp32 fp16; do one "$m" "$p" "$i"; done
+    done
+done
+
+python3 - "$times" <<'PY'
+import sys, statistics
+rows = [l.rstrip("\n").split("\t") for l in open(sys.argv[1]) if l.strip()]
+models = []
+for r in rows:
+    if r[0] not in models: models.append(r[0])
+print("| model | fp32 wall s | fp16 wall s | wall fp16/fp32 | fp32 CPU s | fp16 CPU s | CPU fp16/fp32 | exits (fp32/fp16) |")
+print("|---|---:|---:|---:|---:|---:|---:|---|")
+worst = 0
+for m in models:
+    med = {}
+    ex = {}
+    for p in ("fp32", "fp16"):
+        rs = [r for r in rows if r[0] == m and r[1] == p and r[2] != "warm"]
+        ex[p] = ",".join(sorted(set(r[3] for r in rs)))
+        med[p] = (statistics.median(float(r[4]) for r in rs), statistics.median(float(r[5]) for r in rs)) if rs else (0, 0)
+    rw = med["fp16"][0] / med["fp32"][0] if med["fp32"][0] else 0
+    rc = med["fp16"][1] / med["fp32"][1] if med["fp32"][1] else 0
+    worst = max(worst, rw, rc)
+    print("| %s | %.2f | %.2f | %.2fx | %.2f | %.2f | %.2fx | %s / %s |" % (m[:-3], med["fp32"][0], med["fp16"][0], rw,
+          med["fp32"][1], med["fp16"][1], rc, ex["fp32"], ex["fp16"]))
+print("\nworst fp16/fp32 ratio: %.2fx (goal: 1.5x)" % worst)
+PY
+[ "$keep" = 1 ] || rm -rf "$work"
+[ "$bad" = 0 ] || { echo "bench_fp16.sh: some run exited with neither 0 nor 1 (see the exits column)" >&2; exit 3; }
+exit 0
