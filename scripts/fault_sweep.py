@@ -11,6 +11,8 @@ scalings, the fault's size relative to that element's bound. Grades:
   elsewhere  exit 1, but another layer named (or output drift only)
   survivor   exit 0 although the output was changed (with the fault/bound ratio)
   tool-error exit 3/4/5/other, a timeout, or a crash; also a failing `cldiff report` rebuild
+  nf-ref     exit 0/1 without naming it, where every changed element was NaN/Inf before (the
+             local check holds B to nothing where the reference is not finite)
   n/a        the fault changed nothing (e.g. rtz on fp32 storage, a row shift of a 1-row output)
 
     scripts/fault_sweep.sh [--cldiff PATH] [--faultinj LIB] [--out DIR] [--models DIR]
@@ -169,6 +171,10 @@ def grade(rc, s, log, layer, err):
         return "tool-error", named, kind, "; ".join(warn)[:300]
     if rc == 1 and kind == "kernel_fault" and named == layer:
         return "detected", named, kind, ""
+    if all(r.get("changed_finite", 1) == 0 for r in applied):
+        # every changed element was NaN/Inf: the local check holds B to nothing where the
+        # reference is not finite (docs/planted-bugs.md), so no layer is expected to be named
+        return "nf-ref", named, kind, "only elements whose value was NaN/Inf changed"
     if rc == 1:
         return "elsewhere", named, kind, ""
     return "survivor", named, kind, ""
@@ -326,13 +332,14 @@ def write_reports(a, rows, clean_rows, secs):
         sh = r["shape"]
         key = sh if "@" not in sh else "scale@bound x" + sh.split("_x")[-1]
         cell[(r["op_type"], key)][r["grade"]] += 1
-    abbrev = {"detected": "D", "elsewhere": "E", "survivor": "S", "tool-error": "T", "n/a": "-"}
+    abbrev = {"detected": "D", "elsewhere": "E", "survivor": "S", "tool-error": "T", "n/a": "-", "nf-ref": "N"}
     lines = ["# Fault sweep", "",
              "%d runs in %.0f s; %s" % (len(rows), secs, ", ".join("%s %d" % kv for kv in
                                                                    collections.Counter(r["grade"] for r in rows).items())),
              "", "Clean runs (the trace): " + "; ".join("%s %s rc %d (%d op types)" % (c["model"], c["prec"], c["rc"],
                                                                                      c["targets"]) for c in clean_rows),
-             "", "Cells: D detected at the faulted layer, E named elsewhere, S survivor, T tool error, - no change.", "",
+             "", "Cells: D detected at the faulted layer, E named elsewhere, S survivor, T tool error, - no change, "
+             "N only NaN/Inf elements changed (not named: no bound where the reference is not finite).", "",
              "| op type | " + " | ".join(cols) + " |", "| --- |" + " --- |" * len(cols)]
     for t in sorted({r["op_type"] for r in rows}):
         vals = []

@@ -41,9 +41,22 @@ static bool on_grid(const cd_graph *g, int id, float s) {
     return false;
 }
 
-/* max |x| of tensor id as A's run stored it (its statistics), or NAN when unknown. */
+/* max |x| of tensor id as A's run stored it (its statistics; a model input from /inputs), or
+ * NAN when unknown. */
 static double stored_absmax(const cd_graph *g, int id, const cd_dump_reader *r, const char *run) {
-    if (!r || !run || g->tensors[id].producer < 0) return NAN;
+    if (!r || !run) return NAN;
+    int prod = g->tensors[id].producer;
+    if (prod < 0 || !strcmp(g->ops[prod].type, "feed")) {
+        /* a model input is not a probed tensor: its values are in /inputs (was: unknown, so
+         * the first int8 layer of a model fed floats got an infinite bound) */
+        cd_value v = {0};
+        cd_error e = {0};
+        if (cd_dump_read_input(r, g->tensors[id].name, &v, &e) != CD_OK) return NAN;
+        double m = 0;
+        for (int64_t i = 0, n = cd_value_numel(&v); i < n; i++) m = fmax(m, fabs(cd_value_get(&v, i)));
+        cd_value_release(&v);
+        return m;
+    }
     cd_dump_tensor_info *t = NULL;
     int nt = 0;
     cd_error e = {0};

@@ -32,7 +32,8 @@
  *   CLFI_EXEC=k        only the k-th execution of the op (1 = cldiff's free run; a kernel
  *                      that is wrong once, racy or state-dependent); default every execution
  *   CLFI_LOG=FILE      append one JSON line per applied fault (op, layer, shape, element,
- *                      old/new value, elements changed, largest change): the ground truth
+ *                      old/new value, elements changed, of them where the value was finite,
+ *                      largest change): the ground truth
  *   CLFI_TRACE=FILE    append "op<TAB>type<TAB>layer<TAB>dtype<TAB>dims" per hooked op and
  *                      "k<TAB>op<TAB>kernel" per enqueue (which ops run which kernels)
  *   CLFI_SRC_NEEDLE / CLFI_SRC_REPLACE   the second mode: the program source given to
@@ -215,7 +216,7 @@ static void apply(target *t) {
     size_t es = (size_t)esize(t->dtype), n = t->bytes / es;
     const char *why = NULL;
     void *buf = n ? malloc(t->bytes) : NULL, *orig = n ? malloc(t->bytes) : NULL;
-    long long changed = 0, at = -1;
+    long long changed = 0, changed_finite = 0, at = -1;
     double old_v = 0, new_v = 0, max_d = 0, max_rel = 0;
     if (!n) why = "empty output";
     else if (!buf || !orig) why = "out of memory";
@@ -310,6 +311,7 @@ static void apply(target *t) {
             /* a change of value: not a NaN payload, not 0 vs -0 */
             if (!(a == b) && !(isnan(a) && isnan(b))) {
                 changed++;
+                changed_finite += isfinite(a);
                 double d = isnan(a) || isnan(b) || isinf(a) || isinf(b) ? INFINITY : fabs(b - a);
                 if (d > max_d || (changed == 1)) {
                     max_d = d;
@@ -339,7 +341,8 @@ static void apply(target *t) {
             jnum(f, C.eps);
             fprintf(f, ",\"dtype\":%d,\"numel\":%zu,\"dims\":[", t->dtype, n);
             for (int d = 0; d < t->rank; d++) fprintf(f, "%s%lld", d ? "," : "", (long long)t->dims[d]);
-            fprintf(f, "],\"applied\":%lld,\"at\":%lld,\"changed\":%lld,\"old\":", g_applied, at, why ? 0LL : changed);
+            fprintf(f, "],\"applied\":%lld,\"at\":%lld,\"changed\":%lld,\"changed_finite\":%lld,\"old\":", g_applied, at,
+                    why ? 0LL : changed, why ? 0LL : changed_finite);
             jnum(f, old_v);
             fputs(",\"new\":", f);
             jnum(f, new_v);
