@@ -38,7 +38,7 @@ SRC = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SHAPES_DEFAULT = ["scale", "nan", "inf", "row", "col", "channel", "stale", "rtz"]
 # the CI slice: writer-made models, few shapes, one layer per op type: (model, precision, shapes)
 CI_PLAN = [("mobilenet_tiny.nb", "fp32", ["scale", "nan", "row", "stale"]),
-           ("multi_input.nb", "fp32", ["scale", "nan", "row", "stale"]),
+           ("multi_input.nb", "fp32", ["scale", "row"]),
            ("mobilenet_tiny.nb", "fp16", ["scale", "rtz"])]
 
 
