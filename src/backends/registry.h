@@ -18,7 +18,7 @@
 /* One key of --backend-opt NAME:key=value. */
 typedef struct cd_backend_optdef {
     const char *key;
-    const char *value;   /* the value's form, e.g. "DIR", "0|1" */
+    const char *value; /* the value's form, e.g. "DIR", "0|1" */
     const char *help;
 } cd_backend_optdef;
 
@@ -34,23 +34,23 @@ typedef struct cd_run_attr {
 /* What a runner needs: the plan and inputs, the executor's options (probe mask, record,
  * forcing, settling), the sinks, the backend's options; engines also the model file. */
 typedef struct cd_runner_req {
-    const char *backend;          /* the registered name (as given: aliases resolved) */
+    const char *backend; /* the registered name (as given: aliases resolved) */
     const cd_plan *plan;
-    const cd_value *inputs;       /* model inputs, feed col order */
-    const cd_exec_opts *xo;       /* probe_mask, stop_flag, record, force, local sink, settle */
-    cd_probe_sink *sink;          /* the free run's probe hits; NULL with local_only */
+    const cd_value *inputs; /* model inputs, feed col order */
+    const cd_exec_opts *xo; /* probe_mask, stop_flag, record, force, local sink, settle */
+    cd_probe_sink *sink;    /* the free run's probe hits; NULL with local_only */
     const cd_backend_opts *bo;
     const char *model_path, *model_sha256;
-    const char *work_dir;         /* temporary files of engines go below it (the --out folder) */
-    double timeout_s;             /* <= 0: none */
+    const char *work_dir; /* temporary files of engines go below it (the --out folder) */
+    double timeout_s;     /* <= 0: none */
     bool quiet;
 } cd_runner_req;
 
 typedef struct cd_runner_result {
     char device[256], driver[512];
-    cd_crash_info crash;          /* crashed child or engine: what is known of where */
-    int n_hits;                   /* engines: probe hits handed to the sink */
-    bool has_hits;                /* n_hits is meaningful (else the session counts its sink) */
+    cd_crash_info crash; /* crashed child or engine: what is known of where */
+    int n_hits;          /* engines: probe hits handed to the sink */
+    bool has_hits;       /* n_hits is meaningful (else the session counts its sink) */
     cd_run_attr attrs[CD_RUN_MAX_ATTRS];
     int n_attrs;
 } cd_runner_result;
@@ -60,16 +60,16 @@ void cd_run_attr_num(cd_runner_result *r, const char *key, double v);
 
 /* Where one op will run on a backend, without running it. */
 typedef struct cd_op_place {
-    char where[32];      /* "cpu", "opencl", "cpu-fallback", "arm", "x86", "host", "?" */
-    char kernel[96];     /* kernel or family */
-    char why[256];       /* fallback reason, or how it was decided */
-    bool supported;      /* false: the backend cannot run it (the run would fail) */
+    char where[32];  /* "cpu", "opencl", "cpu-fallback", "arm", "x86", "host", "?" */
+    char kernel[96]; /* kernel or family */
+    char why[256];   /* fallback reason, or how it was decided */
+    bool supported;  /* false: the backend cannot run it (the run would fail) */
 } cd_op_place;
 
 typedef struct cd_backend_def {
     const char *name;
-    const char *aliases[3];           /* NULL-terminated */
-    const char *summary;              /* one line for --help and doctor */
+    const char *aliases[3]; /* NULL-terminated */
+    const char *summary;    /* one line for --help and doctor */
     /* can run one layer on given inputs (the local check, settling, pins); false for
      * whole-model engines */
     bool op_by_op;
@@ -78,7 +78,7 @@ typedef struct cd_backend_def {
     /* runs int8 layers in float with dequantized weights: the CPU's local reference for it uses
      * the float path too */
     bool float_int8;
-    const cd_backend_optdef *opts;    /* {NULL}-terminated */
+    const cd_backend_optdef *opts; /* {NULL}-terminated */
     /* Fills the backend's fields of bo from its --backend-opt entries (bo->kv); may be NULL. */
     cd_status (*apply_opts)(cd_backend_opts *bo, cd_error *err);
     /* Runs the model once (free run, and/or the local pass of xo). */

@@ -75,13 +75,6 @@ static bool has_quantized_params(const cd_graph *g) {
     return false;
 }
 
-static bool skip_fetch_op(const char *type) {
-    static const char *const t[] = {"feed", "fetch", "io_copy", "io_copy_once", "layout", "layout_once", "calib",
-                                    "calib_once", NULL};
-    for (int i = 0; t[i]; i++)
-        if (!strcmp(type, t[i])) return true;
-    return false;
-}
 
 /* Every float, non-parameter output of every op except XShape and constants; DIR/fetch.tsv
  * lists them. A constant is the output of an op that reads only parameters and constants
@@ -119,7 +112,7 @@ static cd_status write_fetch_list(const cd_graph *g, const cd_pd_export_opts *o,
     *n = 0;
     for (int oi = 0; oi < g->n_ops; oi++) {
         const cd_op *op = &g->ops[oi];
-        if (skip_fetch_op(op->type)) continue;
+        if (cd_pd_export_skips_fetch(op->type)) continue;
         for (int s = 0; s < op->n_out; s++) {
             if (!strcmp(op->out[s].name, "XShape")) continue;
             for (int k = 0; k < op->out[s].n; k++) {

@@ -838,3 +838,11 @@ cd_status cd_pd_export(const cd_graph *g, const cd_pd_export_opts *opts, const c
     free(par);
     return st;
 }
+
+bool cd_pd_export_skips_fetch(const char *type) {
+    static const char *const t[] = {"feed", "fetch", "io_copy", "io_copy_once", "layout", "layout_once", "calib",
+                                    "calib_once", NULL};
+    for (int i = 0; t[i]; i++)
+        if (!strcmp(type, t[i])) return true;
+    return false;
+}

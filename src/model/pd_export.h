@@ -58,6 +58,10 @@ typedef struct cd_pd_export_info {
     size_t program_bytes, params_bytes;
 } cd_pd_export_info;
 
+/* Ops whose outputs a layer-by-layer export does not fetch: feed/fetch, the host<->device copies
+ * and layout changes (left out of the export) and calib (a pass-through or int8). */
+bool cd_pd_export_skips_fetch(const char *op_type);
+
 /* io_copy, io_copy_once, layout, layout_once (and calib under strip_quant) are exported as
  * pass-throughs: their output is renamed to their input and the op is left out. */
 cd_status cd_pd_export_mem(const cd_graph *g, const cd_pd_export_opts *opts, uint8_t **program, size_t *program_len,

@@ -306,6 +306,23 @@ cd_status cd_pl_bridge_run(const cd_pl_env *env, const cd_pl_bridge_req *b, doub
     return st;
 }
 
+void cd_pl_kernel_str(const cd_kernel_rec *k, char *buf, size_t n) {
+    snprintf(buf, n, "%s/%s/%s/%s", k->alias, cd_target_name(k->target), cd_precision_name(k->precision),
+             cd_layout_name(k->layout));
+}
+
+void cd_pl_place_by_record(const cd_op *op, cd_op_place *o) {
+    o->supported = true;
+    if (op->kernel.present) {
+        snprintf(o->where, sizeof o->where, "%s", cd_target_name(op->kernel.target));
+        cd_pl_kernel_str(&op->kernel, o->kernel, sizeof o->kernel);
+        snprintf(o->why, sizeof o->why, "the model's kernel record");
+    } else {
+        snprintf(o->where, sizeof o->where, "?");
+        snprintf(o->why, sizeof o->why, "no kernel record: Paddle-Lite picks at load time");
+    }
+}
+
 cd_status cd_pl_collect(cd_pl_collect_req *cq, int *n_hits, int *n_shape_mismatch, int *n_dequantized,
                         cd_error *err) {
     const cd_plan *plan = cq->plan;
@@ -358,8 +375,7 @@ cd_status cd_pl_collect(cd_pl_collect_req *cq, int *n_hits, int *n_shape_mismatc
             if (cq->kernel_of && cq->kernel_of[f->op_index])
                 snprintf(rep.kernel, sizeof rep.kernel, "%s", cq->kernel_of[f->op_index]);
             else if (op->kernel.present)
-                snprintf(rep.kernel, sizeof rep.kernel, "%s/%s/%s/%s", op->kernel.alias, cd_target_name(op->kernel.target),
-                         cd_precision_name(op->kernel.precision), cd_layout_name(op->kernel.layout));
+                cd_pl_kernel_str(&op->kernel, rep.kernel, sizeof rep.kernel);
             st = cq->sink->hit(cq->sink->user, f->op_index, f->tensor_id, &v, &rep, err);
             if (!st) (*n_hits)++;
         }
@@ -519,19 +535,8 @@ static cd_status wheel_placement(const cd_runner_req *q, cd_op_place *out, char 
     (void)err;
     const cd_graph *g = q->plan->g;
     for (int i = 0; i < g->n_ops; i++) {
-        const cd_op *op = &g->ops[i];
-        cd_op_place *o = &out[i];
-        memset(o, 0, sizeof *o);
-        o->supported = true;
-        if (op->kernel.present) {
-            snprintf(o->where, sizeof o->where, "%s", cd_target_name(op->kernel.target));
-            snprintf(o->kernel, sizeof o->kernel, "%s/%s/%s", op->kernel.alias, cd_precision_name(op->kernel.precision),
-                     cd_layout_name(op->kernel.layout));
-            snprintf(o->why, sizeof o->why, "the model's kernel record");
-        } else {
-            snprintf(o->where, sizeof o->where, "?");
-            snprintf(o->why, sizeof o->why, "no kernel record: Paddle-Lite picks at load time");
-        }
+        memset(&out[i], 0, sizeof out[i]);
+        cd_pl_place_by_record(&g->ops[i], &out[i]);
     }
     snprintf(note, nn, "Paddle-Lite's x86 wheel (paddlelite on PyPI) runs the kernels the .nb records; a wheel holds "
                        "no ARM or OpenCL kernels (docs/paddle-lite.md)");

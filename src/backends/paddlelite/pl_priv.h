@@ -5,6 +5,7 @@
 #define CD_PL_PRIV_H
 #include <limits.h>
 #include "backends/paddlelite/pl_engine.h"
+#include "backends/registry.h"
 #include "probes/instrument.h"
 
 /* Starts argv (envp NULL: this process's environment) with stdout+stderr into log_path, waits
@@ -20,6 +21,11 @@ void cd_pl_rm_tree(const char *dir);
 int cd_pl_roots(char out[3][PATH_MAX]);
 /* The model's compute target: the most common non-host kernel target ("arm", "opencl", ...). */
 const char *cd_pl_model_target(const cd_graph *g);
+
+/* "alias/target/precision/layout" of a kernel record, e.g. "image2d/opencl/float16/ImageDefault". */
+void cd_pl_kernel_str(const cd_kernel_rec *k, char *buf, size_t n);
+/* Where an op runs by its own kernel record (placement of the engines that run the .nb as given). */
+void cd_pl_place_by_record(const cd_op *op, cd_op_place *o);
 
 /* Reads DIR/out_<col>.npy of every fetch and hands it on: into the record (every activation,
  * and the model inputs first) and, for probed ones, to the sink. partial: files that are not

@@ -45,12 +45,18 @@ static int copy_file(const char *from, const char *to) {
     FILE *a = fopen(from, "rb");
     if (!a) return -1;
     FILE *b = fopen(to, "wb");
-    if (!b) { fclose(a); return -1; }
+    if (!b) {
+        fclose(a);
+        return -1;
+    }
     char buf[1 << 16];
     size_t n;
     int rc = 0;
     while ((n = fread(buf, 1, sizeof buf, a)) > 0)
-        if (fwrite(buf, 1, n, b) != n) { rc = -1; break; }
+        if (fwrite(buf, 1, n, b) != n) {
+            rc = -1;
+            break;
+        }
     if (ferror(a)) rc = -1;
     fclose(a);
     if (fclose(b) != 0) rc = -1;
@@ -61,35 +67,37 @@ static int copy_file(const char *from, const char *to) {
 /* One engine run's state. */
 typedef struct eng {
     cd_pl_engine_kind kind;
-    const char *name;            /* registered backend name */
+    const char *name; /* registered backend name */
     const cd_runner_req *q;
     cd_pl_sdk sdk;
     cd_pl_runner runner;
-    cd_pl_env env;               /* the wheel's Python (Opt), when the route needs it */
+    cd_pl_env env; /* the wheel's Python (Opt), when the route needs it */
     bool have_env;
-    bool opt_cached;             /* Opt's output came from the cache */
-    bool dequant;                /* int8 weights exported dequantized (OpenCL has no int8 kernels) */
-    cd_shape *act_shape;         /* inferred activation shapes for the export (owned) */
+    bool opt_cached;     /* Opt's output came from the cache */
+    bool dequant;        /* int8 weights exported dequantized (OpenCL has no int8 kernels) */
+    cd_shape *act_shape; /* inferred activation shapes for the export (owned) */
     bool act_shape_tried;
-    char dir[PATH_MAX];          /* work folder */
-    char places[128];            /* Opt places ("" : the model as given) */
-    char route[600];             /* how the model reached the engine, for the report */
-    cd_probe_fetch *fetch;       /* fetch col -> op/tensor of the original graph */
+    char dir[PATH_MAX];    /* work folder */
+    char places[128];      /* Opt places ("" : the model as given) */
+    char route[600];       /* how the model reached the engine, for the report */
+    cd_probe_fetch *fetch; /* fetch col -> op/tensor of the original graph */
     int n_fetch;
-    cd_instrumented in;          /* the instrumentation route's description (owns fetch) */
+    cd_instrumented in; /* the instrumentation route's description (owns fetch) */
     bool have_in;
-    char **kernel_of;            /* per original op: the kernel Opt chose (OpenCL route) */
+    char **kernel_of; /* per original op: the kernel Opt chose (OpenCL route) */
     int n_ops;
-    int place_count[4];          /* ops Opt put on opencl, arm/x86, host, other */
+    int place_count[4]; /* ops Opt put on opencl, arm/x86, host, other */
     double prep_ms, opt_ms, run_ms, load_ms, wall_ms;
     char version[64];
-    char device_line[256];       /* "Using device: ..." from the engine's log */
+    char device_line[256]; /* "Using device: ..." from the engine's log */
 } eng;
 
 static void eng_free(eng *e) {
     free(e->act_shape);
-    if (e->have_in) cd_instrumented_free(&e->in);
-    else free(e->fetch);
+    if (e->have_in)
+        cd_instrumented_free(&e->in);
+    else
+        free(e->fetch);
     for (int i = 0; e->kernel_of && i < e->n_ops; i++) free(e->kernel_of[i]);
     free(e->kernel_of);
 }
@@ -115,15 +123,6 @@ static cd_status route_instrument(eng *e, const cd_graph *g, int n_ops, const ch
     e->fetch = e->in.fetch;
     e->n_fetch = e->in.n_fetch;
     return CD_OK;
-}
-
-/* Float outputs of the probed ops among the first n_ops (XShape and pass-throughs left out). */
-static bool skip_fetch_op(const char *type) {
-    static const char *const t[] = {"feed", "fetch", "io_copy", "io_copy_once", "layout", "layout_once", "calib",
-                                    "calib_once", NULL};
-    for (int i = 0; t[i]; i++)
-        if (!strcmp(type, t[i])) return true;
-    return false;
 }
 
 /* The export route: the graph's first n_ops as a Paddle program with probed tensors fetched,
@@ -158,10 +157,14 @@ static cd_status route_export_opt(eng *e, const cd_graph *g, int n_ops, const ch
     free(e->fetch);
     e->fetch = calloc((size_t)g->n_tensors + (size_t)g->n_outputs + 1, sizeof *e->fetch);
     e->n_fetch = 0;
-    if (!dt || !extra || !e->fetch) { free(dt); free(extra); return cd_err(err, CD_E_NOMEM, "out of memory"); }
+    if (!dt || !extra || !e->fetch) {
+        free(dt);
+        free(extra);
+        return cd_err(err, CD_E_NOMEM, "out of memory");
+    }
     cd_status st = CD_OK;
     const char *ds = opt_str(e, "declared-shapes");
-    if (ds && strcmp(ds, "0")) e->act_shape_tried = true;   /* the .nb's declared shapes, as cldiff once did */
+    if (ds && strcmp(ds, "0")) e->act_shape_tried = true; /* the .nb's declared shapes, as cldiff once did */
     if (!e->act_shape && !e->act_shape_tried) {
         /* declare every activation with cldiff's inferred shape, not the .nb's (reused names carry
          * another tensor's shape, and Opt decides layouts and constant folding from it:
@@ -203,22 +206,29 @@ static cd_status route_export_opt(eng *e, const cd_graph *g, int n_ops, const ch
     for (int j = 0; !st && j < gg.n_outputs; j++) {
         int t = g->outputs[j], p = g->tensors[t].producer;
         is_out[t] = true;
-        e->fetch[e->n_fetch++] = (cd_probe_fetch){.col = j, .op_index = p, .tensor_id = t, .model_output = true,
-                                                  .probed = p >= 0 && mask && mask[p], .dtype = plan->meta[t].dtype,
+        e->fetch[e->n_fetch++] = (cd_probe_fetch){.col = j,
+                                                  .op_index = p,
+                                                  .tensor_id = t,
+                                                  .model_output = true,
+                                                  .probed = p >= 0 && mask && mask[p],
+                                                  .dtype = plan->meta[t].dtype,
                                                   .shape = plan->meta[t].shape};
     }
     int n_extra = 0;
     for (int oi = 0; !st && oi < n_ops; oi++) {
         const cd_op *op = &g->ops[oi];
-        if ((mask && !mask[oi]) || skip_fetch_op(op->type)) continue;
+        if ((mask && !mask[oi]) || cd_pd_export_skips_fetch(op->type)) continue;
         for (int s = 0; s < op->n_out; s++) {
             if (!strcmp(op->out[s].name, "XShape")) continue;
             for (int k = 0; k < op->out[s].n; k++) {
                 int t = op->out[s].ids[k];
                 if (t < 0 || g->tensors[t].persistable || is_out[t] || cst[t] || (dt[t] != CD_F32 && dt[t] != CD_F16))
                     continue;
-                e->fetch[e->n_fetch++] = (cd_probe_fetch){.col = gg.n_outputs + n_extra, .op_index = oi, .tensor_id = t,
-                                                          .probed = true, .dtype = plan->meta[t].dtype,
+                e->fetch[e->n_fetch++] = (cd_probe_fetch){.col = gg.n_outputs + n_extra,
+                                                          .op_index = oi,
+                                                          .tensor_id = t,
+                                                          .probed = true,
+                                                          .dtype = plan->meta[t].dtype,
                                                           .shape = plan->meta[t].shape};
                 extra[n_extra++] = t;
             }
@@ -255,10 +265,14 @@ static cd_status route_export_opt(eng *e, const cd_graph *g, int n_ops, const ch
         cd_sha256_hex(dg, key);
         char root[PATH_MAX];
         const char *c = getenv("CLDIFF_CACHE_DIR"), *x = getenv("XDG_CACHE_HOME"), *h = getenv("HOME");
-        if (c && *c) snprintf(root, sizeof root, "%s", c);
-        else if (x && *x) snprintf(root, sizeof root, "%s/cldiff", x);
-        else if (h && *h) snprintf(root, sizeof root, "%s/.cache/cldiff", h);
-        else snprintf(root, sizeof root, "/tmp/cldiff-cache-%u", (unsigned)getuid());
+        if (c && *c)
+            snprintf(root, sizeof root, "%s", c);
+        else if (x && *x)
+            snprintf(root, sizeof root, "%s/cldiff", x);
+        else if (h && *h)
+            snprintf(root, sizeof root, "%s/.cache/cldiff", h);
+        else
+            snprintf(root, sizeof root, "/tmp/cldiff-cache-%u", (unsigned)getuid());
         snprintf(cached, sizeof cached, "%s/pl-opt/%s.nb", root, key);
         if (access(cached, R_OK) == 0 && copy_file(cached, nb) == 0) {
             e->opt_cached = true;
@@ -268,14 +282,17 @@ static cd_status route_export_opt(eng *e, const cd_graph *g, int n_ops, const ch
     /* Opt, in the wheel's Python */
     if (!e->have_env) {
         if ((st = cd_pl_find(&e->env, err)))
-            return cd_err_prefix(err, "%s needs Paddle-Lite's Opt (the paddlelite wheel) to optimize the model for %s: ",
-                                 e->name, e->places);
+            return cd_err_prefix(
+                err, "%s needs Paddle-Lite's Opt (the paddlelite wheel) to optimize the model for %s: ", e->name,
+                e->places);
         e->have_env = true;
     }
     char ocl[PATH_MAX];
     if (!cd_pl_find_helper("scripts/pl_ocl.py", ocl, sizeof ocl))
-        return cd_err(err, CD_E_BACKEND, "%s: scripts/pl_ocl.py not found next to cldiff, in share/cldiff or in its "
-                      "source tree (reinstall cldiff)", e->name);
+        return cd_err(err, CD_E_BACKEND,
+                      "%s: scripts/pl_ocl.py not found next to cldiff, in share/cldiff or in its "
+                      "source tree (reinstall cldiff)",
+                      e->name);
     char logp[PATH_MAX + 32];
     snprintf(logp, sizeof logp, "%s/opt.log", e->dir);
     char *argv[] = {e->env.python, ocl, "opt", exp, (char *)nb, "--places", e->places, NULL};
@@ -288,12 +305,16 @@ static cd_status route_export_opt(eng *e, const cd_graph *g, int n_ops, const ch
         char tail[1024], how[64];
         cd_pl_log_tail(logp, tail, sizeof tail);
         const char *sn = WIFSIGNALED(ws) ? cd_signal_name(WTERMSIG(ws)) : NULL;
-        if (to) snprintf(how, sizeof how, "timed out");
-        else if (WIFSIGNALED(ws)) snprintf(how, sizeof how, "died with %s", sn ? sn : "a signal");
-        else snprintf(how, sizeof how, "failed (exit %d)", WEXITSTATUS(ws));
-        st = cd_err(err, CD_E_BACKEND, "%s: Paddle-Lite's Opt (paddlelite %s) %s optimizing the exported model for "
-                    "places %s (the model cannot run in this engine): %s", e->name, e->env.version, how, e->places,
-                    tail[0] ? tail : "no message");
+        if (to)
+            snprintf(how, sizeof how, "timed out");
+        else if (WIFSIGNALED(ws))
+            snprintf(how, sizeof how, "died with %s", sn ? sn : "a signal");
+        else
+            snprintf(how, sizeof how, "failed (exit %d)", WEXITSTATUS(ws));
+        st = cd_err(err, CD_E_BACKEND,
+                    "%s: Paddle-Lite's Opt (paddlelite %s) %s optimizing the exported model for "
+                    "places %s (the model cannot run in this engine): %s",
+                    e->name, e->env.version, how, e->places, tail[0] ? tail : "no message");
     }
     if (!st && cached[0]) {
         /* into the cache: best effort (a read-only cache folder only costs the next run an Opt) */
@@ -303,12 +324,18 @@ static cd_status route_export_opt(eng *e, const cd_graph *g, int n_ops, const ch
         if (sl) {
             *sl = 0;
             char *s2 = strrchr(d1, '/');
-            if (s2) { *s2 = 0; mkdir(d1, 0777); *s2 = '/'; }
+            if (s2) {
+                *s2 = 0;
+                mkdir(d1, 0777);
+                *s2 = '/';
+            }
             mkdir(d1, 0777);
         }
         char tmp[PATH_MAX + 128];
         snprintf(tmp, sizeof tmp, "%s.%d.tmp", cached, (int)getpid());
-        if (copy_file(nb, tmp) == 0) { if (rename(tmp, cached) != 0) remove(tmp); }
+        if (copy_file(nb, tmp) == 0) {
+            if (rename(tmp, cached) != 0) remove(tmp);
+        }
     }
     return st;
 }
@@ -323,7 +350,7 @@ static void read_placement(eng *e, const cd_graph *g, const char *nb) {
     e->kernel_of = calloc((size_t)g->n_ops + 1, sizeof *e->kernel_of);
     for (int oi = 0; e->kernel_of && oi < og->n_ops; oi++) {
         const cd_op *op = &og->ops[oi];
-        if (!op->kernel.present || skip_fetch_op(op->type)) continue;
+        if (!op->kernel.present || cd_pd_export_skips_fetch(op->type)) continue;
         for (int s = 0; s < op->n_out; s++)
             for (int k = 0; k < op->out[s].n; k++) {
                 int t = op->out[s].ids[k];
@@ -342,8 +369,7 @@ static void read_placement(eng *e, const cd_graph *g, const char *nb) {
                     int po = x->producer;
                     if (e->kernel_of[po]) break;
                     char kb[160];
-                    snprintf(kb, sizeof kb, "%s/%s/%s/%s", op->kernel.alias, cd_target_name(op->kernel.target),
-                             cd_precision_name(op->kernel.precision), cd_layout_name(op->kernel.layout));
+                    cd_pl_kernel_str(&op->kernel, kb, sizeof kb);
                     e->kernel_of[po] = strdup(kb);
                     int tg = op->kernel.target;
                     e->place_count[tg == 5 ? 0 : (tg == 4 || tg == 2) ? 1 : tg == 1 ? 2 : 3]++;
@@ -360,7 +386,7 @@ typedef struct run_out {
     bool crashed, timed_out;
     int signal, exit_code;
     char tail[1024];
-    char phase[16];              /* "load" / "run" / "" as the runner last said */
+    char phase[16]; /* "load" / "run" / "" as the runner last said */
 } run_out;
 
 static void runner_phase(const char *logp, run_out *ro) {
@@ -369,7 +395,10 @@ static void runner_phase(const char *logp, run_out *ro) {
     char line[1024];
     while (fgets(line, sizeof line, f)) {
         const char *p = strstr(line, "pl_probe_runner: phase ");
-        if (p) { snprintf(ro->phase, sizeof ro->phase, "%s", p + 23); ro->phase[strcspn(ro->phase, " \r\n")] = 0; }
+        if (p) {
+            snprintf(ro->phase, sizeof ro->phase, "%s", p + 23);
+            ro->phase[strcspn(ro->phase, " \r\n")] = 0;
+        }
     }
     fclose(f);
 }
@@ -404,7 +433,10 @@ static cd_status run_runner(eng *e, const char *nb, const char *out_dir, run_out
     argv[n++] = out_dir;
     argv[n++] = "--threads";
     argv[n++] = threads;
-    if (e->kind == CD_PL_ENGINE_OPENCL) { argv[n++] = "--opencl-precision"; argv[n++] = "fp32"; }
+    if (e->kind == CD_PL_ENGINE_OPENCL) {
+        argv[n++] = "--opencl-precision";
+        argv[n++] = "fp32";
+    }
     argv[n] = NULL;
     char logp[PATH_MAX + 32], envbuf[PATH_MAX + 32];
     if (mkdir(out_dir, 0777) != 0 && errno != EEXIST)
@@ -417,7 +449,8 @@ static cd_status run_runner(eng *e, const char *nb, const char *out_dir, run_out
     int ws = 0;
     bool to = false;
     double t0 = now_ms();
-    cd_status st = cd_pl_spawn_wait((char *const *)argv, env, logp, e->q->timeout_s, &ws, &to, e->q->xo->stop_flag, err);
+    cd_status st =
+        cd_pl_spawn_wait((char *const *)argv, env, logp, e->q->timeout_s, &ws, &to, e->q->xo->stop_flag, err);
     e->wall_ms += now_ms() - t0;
     free(env);
     cd_pl_log_tail(logp, ro->tail, sizeof ro->tail);
@@ -426,15 +459,28 @@ static cd_status run_runner(eng *e, const char *nb, const char *out_dir, run_out
     char line[1024];
     while (f && fgets(line, sizeof line, f)) {
         const char *p = strstr(line, "Using device: ");
-        if (p) { snprintf(e->device_line, sizeof e->device_line, "%s", p + 14); e->device_line[strcspn(e->device_line, "\r\n")] = 0; }
+        if (p) {
+            snprintf(e->device_line, sizeof e->device_line, "%s", p + 14);
+            e->device_line[strcspn(e->device_line, "\r\n")] = 0;
+        }
     }
     if (f) fclose(f);
     if (st) return st;
-    if (to) { ro->crashed = ro->timed_out = true; return CD_OK; }
-    if (WIFSIGNALED(ws)) { ro->crashed = true; ro->signal = WTERMSIG(ws); return CD_OK; }
+    if (to) {
+        ro->crashed = ro->timed_out = true;
+        return CD_OK;
+    }
+    if (WIFSIGNALED(ws)) {
+        ro->crashed = true;
+        ro->signal = WTERMSIG(ws);
+        return CD_OK;
+    }
     ro->exit_code = WEXITSTATUS(ws);
     /* qemu reports the guest's signal as its own exit status 128+n or dies by it */
-    if (ro->exit_code >= 128 + 1 && ro->exit_code <= 128 + 31) { ro->crashed = true; ro->signal = ro->exit_code - 128; }
+    if (ro->exit_code >= 128 + 1 && ro->exit_code <= 128 + 31) {
+        ro->crashed = true;
+        ro->signal = ro->exit_code - 128;
+    }
     return CD_OK;
 }
 
@@ -444,9 +490,12 @@ static void read_run_txt(eng *e, const char *out_dir) {
     FILE *f = fopen(p, "rb");
     while (f && fgets(line, sizeof line, f)) {
         line[strcspn(line, "\r\n")] = 0;
-        if (!strncmp(line, "version ", 8)) snprintf(e->version, sizeof e->version, "%s", line + 8);
-        else if (!strncmp(line, "run_ms ", 7)) e->run_ms = atof(line + 7);
-        else if (!strncmp(line, "load_ms ", 8)) e->load_ms = atof(line + 8);
+        if (!strncmp(line, "version ", 8))
+            snprintf(e->version, sizeof e->version, "%s", line + 8);
+        else if (!strncmp(line, "run_ms ", 7))
+            e->run_ms = atof(line + 7);
+        else if (!strncmp(line, "load_ms ", 8))
+            e->load_ms = atof(line + 8);
     }
     if (f) fclose(f);
 }
@@ -454,7 +503,11 @@ static void read_run_txt(eng *e, const char *out_dir) {
 /* Writes the model (prefix of n_ops ops: the whole model when n_ops == g->n_ops) for the engine. */
 static cd_status make_model(eng *e, int n_ops, const char *nb, cd_error *err) {
     const cd_graph *g = e->q->plan->g;
-    if (e->have_in) { cd_instrumented_free(&e->in); e->have_in = false; e->fetch = NULL; }
+    if (e->have_in) {
+        cd_instrumented_free(&e->in);
+        e->have_in = false;
+        e->fetch = NULL;
+    }
     return e->places[0] ? route_export_opt(e, g, n_ops, nb, err) : route_instrument(e, g, n_ops, nb, err);
 }
 
@@ -463,7 +516,7 @@ static cd_status make_model(eng *e, int n_ops, const char *nb, cd_error *err) {
  * whose prefix dies (-1: not found, e.g. a prefix died for another reason). */
 static cd_status bisect_crash(eng *e, int *last_ok, int *tries, cd_error *err) {
     const cd_graph *g = e->q->plan->g;
-    int lo = 0, hi = g->n_ops;   /* prefix lo runs (trivially 0), prefix hi dies */
+    int lo = 0, hi = g->n_ops; /* prefix lo runs (trivially 0), prefix hi dies */
     *last_ok = -1;
     *tries = 0;
     char nb[PATH_MAX + 32], od[PATH_MAX + 32];
@@ -481,11 +534,18 @@ static cd_status bisect_crash(eng *e, int *last_ok, int *tries, cd_error *err) {
         (*tries)++;
         if (getenv("CLDIFF_PL_DEBUG"))
             fprintf(stderr, "cldiff: %s bisection: ops 0-%d: %s%s\n", e->name, mid - 1,
-                    st ? e2.msg : ro.crashed ? "dies" : ro.exit_code ? "fails: " : "runs", st || !ro.exit_code ? "" : ro.tail);
-        if (st) return CD_OK;   /* a prefix that cannot be made: leave it unknown */
-        if (ro.crashed) hi = mid;
-        else if (ro.exit_code == 0) lo = mid;
-        else return CD_OK;
+                    st                 ? e2.msg
+                        : ro.crashed   ? "dies"
+                        : ro.exit_code ? "fails: "
+                                       : "runs",
+                    st || !ro.exit_code ? "" : ro.tail);
+        if (st) return CD_OK; /* a prefix that cannot be made: leave it unknown */
+        if (ro.crashed)
+            hi = mid;
+        else if (ro.exit_code == 0)
+            lo = mid;
+        else
+            return CD_OK;
     }
     *last_ok = lo;
     return CD_OK;
@@ -496,16 +556,20 @@ static cd_status bisect_crash(eng *e, int *last_ok, int *tries, cd_error *err) {
 static cd_status check_fp16(eng *e, cd_error *err) {
     if (e->q->plan->prec != CD_PREC_FP16) return CD_OK;
     if (e->kind == CD_PL_ENGINE_OPENCL)
-        return cd_err(err, CD_E_BACKEND, "%s --fp16: Paddle-Lite's OpenCL fp16 (CL_PRECISION_FP16) needs a device with "
+        return cd_err(err, CD_E_BACKEND,
+                      "%s --fp16: Paddle-Lite's OpenCL fp16 (CL_PRECISION_FP16) needs a device with "
                       "cl_khr_fp16, and cldiff runs it in fp32 only: PoCL and NVIDIA's OpenCL offer no cl_khr_fp16, "
-                      "where Paddle-Lite aborts on CL_PRECISION_FP16; run --fp32", e->name);
-    return cd_err(err, CD_E_BACKEND, "%s --fp16: Paddle-Lite's ARM kernels compute in the precision the model's kernel "
-                  "records name (fp32 for this model); run --fp32", e->name);
+                      "where Paddle-Lite aborts on CL_PRECISION_FP16; run --fp32",
+                      e->name);
+    return cd_err(err, CD_E_BACKEND,
+                  "%s --fp16: Paddle-Lite's ARM kernels compute in the precision the model's kernel "
+                  "records name (fp32 for this model); run --fp32",
+                  e->name);
 }
 
 static cd_status eng_run(cd_pl_engine_kind kind, const char *name, const cd_runner_req *q, cd_runner_result *res,
                          cd_error *err) {
-    if (q->xo->local_only) return CD_OK;   /* a whole-model engine has no local pass */
+    if (q->xo->local_only) return CD_OK; /* a whole-model engine has no local pass */
     eng *e = calloc(1, sizeof *e);
     if (!e) return cd_err(err, CD_E_NOMEM, "out of memory");
     e->kind = kind;
@@ -519,14 +583,19 @@ static cd_status eng_run(cd_pl_engine_kind kind, const char *name, const cd_runn
     const char *target = cd_pl_model_target(g);
     if (!st) {
         const char *pl = opt_str(e, "places");
-        if (kind == CD_PL_ENGINE_OPENCL) snprintf(e->places, sizeof e->places, "%s", pl ? pl : "opencl,x86");
-        else if (pl) snprintf(e->places, sizeof e->places, "%s", pl);
-        else if (strcmp(target, "arm")) snprintf(e->places, sizeof e->places, "arm");
+        if (kind == CD_PL_ENGINE_OPENCL)
+            snprintf(e->places, sizeof e->places, "%s", pl ? pl : "opencl,x86");
+        else if (pl)
+            snprintf(e->places, sizeof e->places, "%s", pl);
+        else if (strcmp(target, "arm"))
+            snprintf(e->places, sizeof e->places, "arm");
         e->dequant = kind == CD_PL_ENGINE_OPENCL && q->plan->int8_dequantized;
         if (e->dequant && !q->quiet)
-            fprintf(stderr, "cldiff: note: %s: Paddle-Lite has no OpenCL int8 kernels (an opencl,arm model keeps int8 "
-                            "layers on ARM, which this library lacks): the model's float program runs, int8 weights "
-                            "dequantized by their scales; its local check is against the CPU's float path\n", name);
+            fprintf(stderr,
+                    "cldiff: note: %s: Paddle-Lite has no OpenCL int8 kernels (an opencl,arm model keeps int8 "
+                    "layers on ARM, which this library lacks): the model's float program runs, int8 weights "
+                    "dequantized by their scales; its local check is against the CPU's float path\n",
+                    name);
         snprintf(e->dir, sizeof e->dir, "%s/.%s-XXXXXX", q->work_dir && *q->work_dir ? q->work_dir : "/tmp", name);
         if (!mkdtemp(e->dir)) st = cd_err(err, CD_E_IO, "cannot create a work folder %s: %s", e->dir, strerror(errno));
     }
@@ -544,7 +613,7 @@ static cd_status eng_run(cd_pl_engine_kind kind, const char *name, const cd_runn
             cd_status ps = make_model(e, k, pnb, &e2);
             if (ps == CD_E_INTERRUPTED) st = cd_err(err, ps, "%s", e2.msg);
         }
-        if (!st) st = make_model(e, g->n_ops, nb, err);   /* the fetch list of the whole model again */
+        if (!st) st = make_model(e, g->n_ops, nb, err); /* the fetch list of the whole model again */
     }
     for (int k = 0; k < g->n_inputs && !st; k++) {
         snprintf(p, sizeof p, "%s/input_%d.npy", e->dir, k);
@@ -556,20 +625,32 @@ static cd_status eng_run(cd_pl_engine_kind kind, const char *name, const cd_runn
     snprintf(od, sizeof od, "%s/out", e->dir);
     if (!st) st = run_runner(e, nb, od, &ro, err);
     if (!st && !ro.crashed && ro.exit_code)
-        st = cd_err(err, ro.exit_code == 3 ? CD_E_MODEL : ro.exit_code == 2 ? CD_E_USAGE : CD_E_BACKEND,
-                    "%s: Paddle-Lite's runner failed (exit %d): %s", name, ro.exit_code, ro.tail[0] ? ro.tail : "no message");
+        st = cd_err(err,
+                    ro.exit_code == 3       ? CD_E_MODEL
+                        : ro.exit_code == 2 ? CD_E_USAGE
+                                            : CD_E_BACKEND,
+                    "%s: Paddle-Lite's runner failed (exit %d): %s", name, ro.exit_code,
+                    ro.tail[0] ? ro.tail : "no message");
     if (!st && !ro.crashed) {
         read_run_txt(e, od);
-        cd_pl_collect_req cq = {.plan = q->plan, .fetch = e->fetch, .n_fetch = e->n_fetch, .dir = od, .inputs = q->inputs,
-                                .record = q->xo->record, .sink = q->sink, .kernel_of = (const char *const *)e->kernel_of,
+        cd_pl_collect_req cq = {.plan = q->plan,
+                                .fetch = e->fetch,
+                                .n_fetch = e->n_fetch,
+                                .dir = od,
+                                .inputs = q->inputs,
+                                .record = q->xo->record,
+                                .sink = q->sink,
+                                .kernel_of = (const char *const *)e->kernel_of,
                                 .partial = true};
         int nm = 0, nd = 0;
         st = cd_pl_collect(&cq, &res->n_hits, &nm, &nd, err);
         cd_run_attr_num(res, "shape_differs_from_plan", nm);
         cd_run_attr_num(res, "fetches_unavailable", cq.n_missing);
         if (cq.n_missing && !q->quiet)
-            fprintf(stderr, "cldiff: note: %s: %d fetched tensors had no host data (Paddle-Lite kept them on the "
-                            "device); those layers are not compared\n", name, cq.n_missing);
+            fprintf(stderr,
+                    "cldiff: note: %s: %d fetched tensors had no host data (Paddle-Lite kept them on the "
+                    "device); those layers are not compared\n",
+                    name, cq.n_missing);
         cd_run_attr_num(res, "int8_dequantized", nd);
     } else if (!st && ro.crashed) {
         /* the finding: where it dies */
@@ -591,7 +672,8 @@ static cd_status eng_run(cd_pl_engine_kind kind, const char *name, const cd_runn
         if (fail_op >= 0) {
             snprintf(c->layer, sizeof c->layer, "%s", g->ops[fail_op].name);
             snprintf(c->op_type, sizeof c->op_type, "%s", g->ops[fail_op].type);
-            if (e->kernel_of && e->kernel_of[fail_op]) snprintf(c->kernel, sizeof c->kernel, "%s", e->kernel_of[fail_op]);
+            if (e->kernel_of && e->kernel_of[fail_op])
+                snprintf(c->kernel, sizeof c->kernel, "%s", e->kernel_of[fail_op]);
         }
         snprintf(c->variant, sizeof c->variant, "fp32");
         snprintf(c->phase, sizeof c->phase, "engine-%s", phase[0] ? phase : "run");
@@ -604,10 +686,17 @@ static cd_status eng_run(cd_pl_engine_kind kind, const char *name, const cd_runn
             snprintf(pod, sizeof pod, "%s/prefix", e->dir);
             cd_error e2 = {0};
             run_out r2;
-            if (!make_model(e, last_ok, pnb, &e2) && !run_runner(e, pnb, pod, &r2, &e2) && !r2.crashed && !r2.exit_code) {
-                cd_pl_collect_req cq = {.plan = q->plan, .fetch = e->fetch, .n_fetch = e->n_fetch, .dir = pod,
-                                        .inputs = q->inputs, .record = NULL, .sink = q->sink,
-                                        .kernel_of = (const char *const *)e->kernel_of, .partial = true};
+            if (!make_model(e, last_ok, pnb, &e2) && !run_runner(e, pnb, pod, &r2, &e2) && !r2.crashed &&
+                !r2.exit_code) {
+                cd_pl_collect_req cq = {.plan = q->plan,
+                                        .fetch = e->fetch,
+                                        .n_fetch = e->n_fetch,
+                                        .dir = pod,
+                                        .inputs = q->inputs,
+                                        .record = NULL,
+                                        .sink = q->sink,
+                                        .kernel_of = (const char *const *)e->kernel_of,
+                                        .partial = true};
                 int nm = 0, nd = 0;
                 if (cd_pl_collect(&cq, &res->n_hits, &nm, &nd, &e2)) res->n_hits = 0;
             }
@@ -616,9 +705,10 @@ static cd_status eng_run(cd_pl_engine_kind kind, const char *name, const cd_runn
         if (!st) {
             char where[400] = "";
             if (fail_op >= 0)
-                snprintf(where, sizeof where, " at op #%d %s (%s%s%s), the first op whose model prefix dies (ops 0-%d "
-                         "run; %d bisection runs)", fail_op, c->layer, c->op_type, c->kernel[0] ? ", kernel " : "",
-                         c->kernel, fail_op - 1, tries);
+                snprintf(where, sizeof where,
+                         " at op #%d %s (%s%s%s), the first op whose model prefix dies (ops 0-%d "
+                         "run; %d bisection runs)",
+                         fail_op, c->layer, c->op_type, c->kernel[0] ? ", kernel " : "", c->kernel, fail_op - 1, tries);
             else
                 snprintf(where, sizeof where, " (the failing op could not be isolated: %d bisection runs)", tries);
             st = cd_err(err, CD_E_CRASH, "%s: Paddle-Lite %s%s in its %s%s: %s", name,
@@ -627,26 +717,31 @@ static cd_status eng_run(cd_pl_engine_kind kind, const char *name, const cd_runn
         }
     }
     /* what ran, for the dump and the reports */
-    snprintf(res->device, sizeof res->device, "Paddle-Lite %s, %s kernels%s%s", e->version[0] ? e->version : "(version ?)",
-             kind == CD_PL_ENGINE_ARM ? "ARM" : "OpenCL", e->device_line[0] ? " on " : "", e->device_line);
+    snprintf(res->device, sizeof res->device, "Paddle-Lite %s, %s kernels%s%s",
+             e->version[0] ? e->version : "(version ?)", kind == CD_PL_ENGINE_ARM ? "ARM" : "OpenCL",
+             e->device_line[0] ? " on " : "", e->device_line);
     snprintf(res->driver, sizeof res->driver, "SDK %s (%s); runner %s%s%s", e->sdk.dir, e->sdk.from, e->runner.exe,
              e->runner.launcher[0] ? " under " : "", e->runner.launcher);
     cd_run_attr_str(res, "engine", "%s", name);
     cd_run_attr_str(res, "engine_version", "%s", e->version);
     cd_run_attr_str(res, "engine_sdk", "%s", e->sdk.dir);
     cd_run_attr_str(res, "engine_sdk_from", "%s", e->sdk.from);
-    cd_run_attr_str(res, "engine_runner", "%s%s%s", e->runner.launcher, e->runner.launcher[0] ? " " : "", e->runner.exe);
+    cd_run_attr_str(res, "engine_runner", "%s%s%s", e->runner.launcher, e->runner.launcher[0] ? " " : "",
+                    e->runner.exe);
     cd_run_attr_str(res, "engine_precision", "%s", e->dequant ? "fp32 (int8 weights dequantized)" : "fp32");
     if (e->places[0])
-        snprintf(e->route, sizeof e->route, "cldiff export (probed tensors fetched%s) + Opt places %s (%s%s%s%s): %d ops on "
-                 "opencl, %d on arm/x86, %d on host%s", e->act_shape ? "" : ", declared shapes", e->places,
-                 e->opt_cached ? "cached Opt output" : "paddlelite wheel ",
-                 e->opt_cached ? "" : e->env.version, e->opt_cached ? "" : ", Python ",
-                 e->opt_cached ? "" : e->env.python_version, e->place_count[0], e->place_count[1], e->place_count[2],
-                 e->place_count[3] ? ", some elsewhere" : "");
+        snprintf(e->route, sizeof e->route,
+                 "cldiff export (probed tensors fetched%s) + Opt places %s (%s%s%s%s): %d ops on "
+                 "opencl, %d on arm/x86, %d on host%s",
+                 e->act_shape ? "" : ", declared shapes", e->places,
+                 e->opt_cached ? "cached Opt output" : "paddlelite wheel ", e->opt_cached ? "" : e->env.version,
+                 e->opt_cached ? "" : ", Python ", e->opt_cached ? "" : e->env.python_version, e->place_count[0],
+                 e->place_count[1], e->place_count[2], e->place_count[3] ? ", some elsewhere" : "");
     else
-        snprintf(e->route, sizeof e->route, "the model as given (%s kernel records), instrumented: every probed tensor "
-                 "fetched", target);
+        snprintf(e->route, sizeof e->route,
+                 "the model as given (%s kernel records), instrumented: every probed tensor "
+                 "fetched",
+                 target);
     cd_run_attr_str(res, "engine_route", "%s", e->route);
     cd_run_attr_num(res, "engine_run_ms", e->run_ms);
     cd_run_attr_num(res, "engine_load_ms", e->load_ms);
@@ -655,8 +750,7 @@ static cd_status eng_run(cd_pl_engine_kind kind, const char *name, const cd_runn
     cd_run_attr_num(res, "engine_wall_ms", e->wall_ms);
     cd_run_attr_num(res, "fetched_tensors", e->n_fetch);
     res->has_hits = true;
-    if (!q->quiet && !st)
-        fprintf(stderr, "cldiff: note: %s: %s\n", name, e->route);
+    if (!q->quiet && !st) fprintf(stderr, "cldiff: note: %s: %s\n", name, e->route);
     const char *keep = getenv("CLDIFF_PL_KEEP");
     if ((keep && *keep && strcmp(keep, "0")) || (opt_str(e, "keep") && strcmp(opt_str(e, "keep"), "0")))
         fprintf(stderr, "cldiff: %s work folder kept: %s\n", name, e->dir);
@@ -695,9 +789,12 @@ static cd_status eng_placement(cd_pl_engine_kind kind, const char *name, const c
     e->q = q;
     const char *target = cd_pl_model_target(g);
     const char *pl = opt_str(e, "places");
-    if (kind == CD_PL_ENGINE_OPENCL) snprintf(e->places, sizeof e->places, "%s", pl ? pl : "opencl,x86");
-    else if (pl) snprintf(e->places, sizeof e->places, "%s", pl);
-    else if (strcmp(target, "arm")) snprintf(e->places, sizeof e->places, "arm");
+    if (kind == CD_PL_ENGINE_OPENCL)
+        snprintf(e->places, sizeof e->places, "%s", pl ? pl : "opencl,x86");
+    else if (pl)
+        snprintf(e->places, sizeof e->places, "%s", pl);
+    else if (strcmp(target, "arm"))
+        snprintf(e->places, sizeof e->places, "arm");
     e->dequant = kind == CD_PL_ENGINE_OPENCL && q->plan->int8_dequantized;
     cd_status st = CD_OK;
     if (e->places[0]) {
@@ -726,22 +823,21 @@ static cd_status eng_placement(cd_pl_engine_kind kind, const char *name, const c
             snprintf(o->kernel, sizeof o->kernel, "%s", k);
             snprintf(o->why, sizeof o->why, "Opt (places %s)", e->places);
         } else if (e->places[0]) {
-            snprintf(o->where, sizeof o->where, skip_fetch_op(op->type) ? "-" : "?");
-            snprintf(o->why, sizeof o->why, "%s", skip_fetch_op(op->type) ? "left out by the export (Opt places copies "
-                     "and layouts afresh)" : "no op of the optimized model writes its output (fused or removed by Opt)");
-        } else if (op->kernel.present) {
-            snprintf(o->where, sizeof o->where, "%s", cd_target_name(op->kernel.target));
-            snprintf(o->kernel, sizeof o->kernel, "%s/%s/%s/%s", op->kernel.alias, cd_target_name(op->kernel.target),
-                     cd_precision_name(op->kernel.precision), cd_layout_name(op->kernel.layout));
-            snprintf(o->why, sizeof o->why, "the model's kernel record");
+            snprintf(o->where, sizeof o->where, cd_pd_export_skips_fetch(op->type) ? "-" : "?");
+            snprintf(o->why, sizeof o->why, "%s",
+                     cd_pd_export_skips_fetch(op->type)
+                         ? "left out by the export (Opt places copies "
+                           "and layouts afresh)"
+                         : "no op of the optimized model writes its output (fused or removed by Opt)");
         } else {
-            snprintf(o->where, sizeof o->where, "?");
-            snprintf(o->why, sizeof o->why, "no kernel record");
+            cd_pl_place_by_record(op, o);
         }
     }
     if (!st)
-        snprintf(note, nn, "%s: %s", name, e->places[0] ? "Paddle-Lite's Opt places ops when cldiff converts the model "
-                 "(export + Opt); kernels as Opt chose them" : "Paddle-Lite's ARM kernels as the model's records name them");
+        snprintf(note, nn, "%s: %s", name,
+                 e->places[0] ? "Paddle-Lite's Opt places ops when cldiff converts the model "
+                                "(export + Opt); kernels as Opt chose them"
+                              : "Paddle-Lite's ARM kernels as the model's records name them");
     if (!st && e->places[0])
         snprintf(note + strlen(note), nn - strlen(note), " (places %s: %d opencl, %d arm/x86, %d host)", e->places,
                  e->place_count[0], e->place_count[1], e->place_count[2]);
@@ -769,8 +865,9 @@ static const cd_backend_optdef OCL_OPTS[] = {
     {"sdk", "DIR", "a Paddle-Lite SDK built with OpenCL for this machine; env CLDIFF_PL_OPENCL_SDK"},
     {"places", "LIST", "Opt's places for the model (default opencl,x86)"},
     {"vendors", "DIR", "OCL_ICD_VENDORS for the engine: Paddle-Lite takes the first OpenCL platform"},
-    {"declared-shapes", "0|1", "export activations with the .nb's declared shapes instead of inferred ones (shows "
-                               "what Opt builds from them: docs/paddle-lite-findings.md)"},
+    {"declared-shapes", "0|1",
+     "export activations with the .nb's declared shapes instead of inferred ones (shows "
+     "what Opt builds from them: docs/paddle-lite-findings.md)"},
     {"keep", "0|1", "keep the work folder (exported and optimized model, inputs, outputs, logs)"},
     {NULL, NULL, NULL},
 };
