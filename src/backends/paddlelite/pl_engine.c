@@ -1,4 +1,5 @@
 #include "backends/paddlelite/pl_priv.h"
+#include "backends/paddlelite/pl_sdk.h"
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -136,6 +137,8 @@ cd_status cd_pl_find(cd_pl_env *env, cd_error *err) {
         snprintf(p, sizeof p, "%s/scripts/pl_bridge.py", r[i]);
         if (is_file(p, false)) snprintf(env->bridge, sizeof env->bridge, "%s", p);
     }
+    /* an installed cldiff keeps its helpers in <prefix>/share/cldiff (pl_sdk.h) */
+    if (!env->bridge[0]) cd_pl_find_helper("scripts/pl_bridge.py", env->bridge, sizeof env->bridge);
     if (!env->bridge[0])
         return cd_err(err, CD_E_BACKEND, "backend paddle-lite unavailable: scripts/pl_bridge.py not found next to cldiff "
                       "or in its source tree (set CLDIFF_PL_BRIDGE=/path/to/pl_bridge.py)");
