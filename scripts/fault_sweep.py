@@ -167,6 +167,8 @@ def grade(rc, s, log, layer, err):
     for t in ((s.get("pins") or {}).get("tried") or []):
         if t.get("error"):
             warn.append("pin trial %s: %s" % (t.get("layers"), t.get("error")))
+    if kind == "kernel_fault" and not s.get("repro"):
+        warn.append("no repro pack for the kernel fault")
     if warn:
         return "tool-error", named, kind, "; ".join(warn)[:300]
     if rc == 1 and kind == "kernel_fault" and named == layer:
