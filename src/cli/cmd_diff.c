@@ -66,7 +66,21 @@ static cd_status diff_run_engine_b(diff_run *d, cd_forcing *rec, cd_error *err) 
     return CD_OK;
 }
 
-static cd_status diff_run_a_b(diff_run *d, cd_forcing *rec, cd_error *err) {
+/* fp16 local reference (run ref_local): the CPU's float32 kernel of every probed layer on A's
+ * half inputs, with the weights rounded to half as B has them. refrec (may be NULL) keeps its
+ * outputs for B's process to settle against. */
+static cd_status diff_run_ref_local(diff_run *d, cd_forcing *rec, cd_forcing *refrec, cd_error *err) {
+    cd_plan pref;
+    cd_status st = cd_diff_ref_plan(&d->s, &pref, err);
+    if (st) return st;
+    cd_run_req qr = {.backend = "cpu", .prec = CD_PREC_FP32, .plan = &pref, .force = rec, .local_run = "ref_local",
+                     .forced_from = d->run_a, .local_only = true, .int8_dequant = true, .record = refrec};
+    st = cd_session_run_req(&d->s, &qr, &d->rl, err);
+    cd_plan_free(&pref);
+    return st;
+}
+
+static cd_status diff_run_a_b(diff_run *d, cd_forcing *rec, cd_forcing *refrec, cd_error *err) {
     const cd_cli_opts *o = d->o;
     if (d->engine_b) return diff_run_engine_b(d, rec, err);
     cd_run_req qa = {.backend = d->A, .run = d->run_a, .prec = o->prec, .record = rec};
@@ -75,13 +89,23 @@ static cd_status diff_run_a_b(diff_run *d, cd_forcing *rec, cd_error *err) {
     cd_run_req qb = {.backend = d->B, .run = d->run_b, .prec = o->prec, .force = rec,
                      .local_run = d->local ? d->run_local : NULL, .forced_from = d->run_a};
     /* fp32: layers whose free-run output is already within their local bound of A's are
-     * settled by the free run and not run again (docs/verdicts.md); fp16 runs check every
-     * layer against the float32 reference on half inputs instead */
-    if (d->local && rec && o->prec == CD_PREC_FP32 && cd_backend_lookup(d->B)->opencl &&
+     * settled by the free run and not run again (docs/verdicts.md). fp16: the reference is
+     * the float32 kernel on A's half inputs, so ref_local runs first (its outputs kept in
+     * refrec) and B's process checks each re-run layer against them under the local check's
+     * bound (float32 reference, B's half storage): only layers over it store their tensors.
+     * fp16 free-run outputs are not offered (they almost never settle: B's inputs carry A's
+     * half-arithmetic error; docs/benchmarks.md, "fp16 cost"). */
+    bool fp16_settle = o->prec == CD_PREC_FP16 && refrec;
+    if (fp16_settle && (st = diff_run_ref_local(d, rec, refrec, err))) return st;
+    if (fp16_settle) d->ref_local_done = true;
+    if (d->local && rec && (o->prec == CD_PREC_FP32 || fp16_settle) && cd_backend_lookup(d->B)->opencl &&
         (d->settled = calloc((size_t)d->s.g->n_ops + 1, 1)) &&
         (d->settled_info = calloc((size_t)d->s.g->n_ops + 1, sizeof *d->settled_info))) {
         cd_arith f32 = {.u = CD_U32, .half_store = false};
-        d->settle = (cd_local_settle_ctx){.g = d->s.g, .plan = &d->s.plan, .ref = f32, .b = f32};
+        /* B in fp16: float (or half, fp16-compute) arithmetic on half storage */
+        cd_arith bh = {.u = o->fp16_compute ? CD_U16 : CD_U32, .half_store = true};
+        d->settle = (cd_local_settle_ctx){.g = d->s.g, .plan = &d->s.plan, .ref = f32, .b = fp16_settle ? bh : f32,
+                                          .ref_rec = fp16_settle ? refrec : NULL, .local_only = fp16_settle};
         qb.settle = cd_local_settle;
         qb.settle_user = &d->settle;
         qb.settled = d->settled;
@@ -109,15 +133,8 @@ static cd_status diff_run_refs(diff_run *d, cd_forcing *rec, cd_error *err) {
         cd_run_req qg = {.backend = "cpu", .run = "golden", .prec = CD_PREC_FP32, .int8_dequant = true};
         st = cd_session_run_req(&d->s, &qg, &d->rg, err);
     }
-    if (!st && !d->stb && d->local && o->prec == CD_PREC_FP16) {
-        cd_plan pref;
-        st = cd_diff_ref_plan(&d->s, &pref, err);
-        if (!st) {
-            cd_run_req qr = {.backend = "cpu", .prec = CD_PREC_FP32, .plan = &pref, .force = rec, .local_run = "ref_local",
-                             .forced_from = d->run_a, .local_only = true, .int8_dequant = true};
-            st = cd_session_run_req(&d->s, &qr, &d->rl, err);
-            cd_plan_free(&pref);
-        }
+    if (!st && !d->stb && d->local && o->prec == CD_PREC_FP16 && !d->ref_local_done) {
+        st = diff_run_ref_local(d, rec, NULL, err);
     }
     return st;
 }
@@ -150,14 +167,18 @@ static cd_status diff_runs(diff_run *d, cd_error *err) {
     const cd_cli_opts *o = d->o;
     cd_status st = CD_OK;
     d->local = cd_local_enabled(o);
-    cd_forcing *rec = NULL;
+    cd_forcing *rec = NULL, *refrec = NULL;
     if (d->local) {
         snprintf(d->run_local, sizeof d->run_local, "%s_local", d->run_b);
         /* the record lives beside the dump unless CLDIFF_SCRATCH_DIR names another disk */
         const char *sd = getenv("CLDIFF_SCRATCH_DIR");
         st = cd_forcing_new(sd && *sd ? sd : o->out_dir, d->s.g->n_tensors, &rec, err);
+        /* fp16 with an OpenCL B: the local reference's outputs, settled against in B's process */
+        if (!st && o->prec == CD_PREC_FP16 && !d->engine_b && cd_backend_lookup(d->B)->opencl)
+            st = cd_forcing_new(sd && *sd ? sd : o->out_dir, d->s.g->n_tensors, &refrec, err);
     }
-    if (!st) st = diff_run_a_b(d, rec, err);
+    if (!st) st = diff_run_a_b(d, rec, refrec, err);
+    cd_forcing_free(refrec);
     if (!st) st = diff_run_refs(d, rec, err);
     /* a partial --layers selection leaves inputs of probed layers out of the dump: keep the
      * record for the local check and the repro pack (freed with the run) */

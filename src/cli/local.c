@@ -82,14 +82,14 @@ cd_status cd_local_load_inputs(const cd_graph *g, const cd_plan *plan, const cd_
 
 /* A layer settled by the free run: B's own output was within the bound (checked in B's process,
  * cd_local_settle), so the local comparison is the free-run one. */
-static void settled_result(const cd_local_req *q, cd_layer_cmp *l, const cd_settle_info *si) {
+static void settled_result(const cd_local_req *q, cd_layer_cmp *l, const cd_settle_info *si, bool sep_ref) {
     cd_bound_spec spec;
     char desc[120];
     cd_local_spec(q->s->g, &q->s->plan, l->op_index, q->ref, q->b, &spec, desc, sizeof desc);
     snprintf(l->family, sizeof l->family, "%s", cd_bound_family_name(spec.fam));
     l->has_local = true;
     l->loc = l->m;
-    if (si->local) {   /* the local re-run's own comparison, made where it ran */
+    if (si->local || sep_ref) {   /* the comparison made where it ran (fp16: against ref_local, not A) */
         memset(&l->loc, 0, sizeof l->loc);
         l->loc.n = si->n;
         l->loc.max_abs = si->max_abs;
@@ -139,7 +139,7 @@ cd_status cd_local_check_layers(const cd_local_req *q, cd_analysis *an, cd_error
         const cd_dump_tensor_info *rr = sep_ref ? find_tensor(tr, nr, l->op_index, l->tensor) : NULL;
         /* settled by the free run: B's own output stands for the local one (it lies within the
          * bound on inputs that already differ from A's, docs/verdicts.md) */
-        bool settled = !v && !sep_ref && q->settled && q->settled[l->op_index] && q->run_free && l->dataset_b[0];
+        bool settled = !v && q->settled && q->settled[l->op_index] && q->run_free && l->dataset_b[0];
         if (!settled && (!v || v->stats_only || (sep_ref && (!rr || rr->stats_only)))) {
             snprintf(l->loc_note, sizeof l->loc_note, "%s", !v ? "not run locally: an input was not captured, or "
                      "its shape changed at run time (dynamic shapes)" : "not run locally: statistics-only dump");
@@ -147,11 +147,11 @@ cd_status cd_local_check_layers(const cd_local_req *q, cd_analysis *an, cd_error
         }
         if (settled && q->settled_info) {
             const cd_settle_info *si = &q->settled_info[l->op_index];
-            settled_result(q, l, si);
+            settled_result(q, l, si, sep_ref);
             an->n_local++;
-            if (si->local) {
+            if (si->local && !sep_ref) {
                 /* re-run and within its bound: the free run may still show a racy or
-                 * state-dependent kernel (free-run evidence) */
+                 * state-dependent kernel (free-run evidence; fp32: its bound is A's) */
                 cd_bound_spec spec;
                 cd_local_spec(g, &q->s->plan, l->op_index, q->ref, q->b, &spec, NULL, 0);
                 float *ref = NULL;
@@ -235,7 +235,8 @@ cd_status cd_local_check_layers(const cd_local_req *q, cd_analysis *an, cd_error
                 continue;
             }
             cd_local_result fe = {.worst = -1};
-            bool evidence = !st && res.pass && q->settled && !settled && cd_local_free_evidence(q, l, &spec, ref, n1, &fe);
+            bool evidence = !st && res.pass && q->settled && !settled && !sep_ref &&
+                            cd_local_free_evidence(q, l, &spec, ref, n1, &fe);
             if (evidence) res = (cd_local_result){.err = fe.err, .bound = fe.bound, .ratio = fe.ratio,
                                                   .exceed = fe.exceed, .worst = fe.worst, .pass = false};
             if (!st) {
@@ -289,8 +290,10 @@ static float *record_input(const cd_local_settle_ctx *c, const cd_forcing *force
 bool cd_local_settle(void *user, const cd_forcing *force, int op_index, int tensor, const cd_value *out,
                      cd_settle_info *info) {
     const cd_local_settle_ctx *c = user;
-    if (!force || out->dtype != CD_F32 || !cd_forcing_has(force, tensor)) return false;
-    const cd_shape *sh = cd_forcing_shape(force, tensor);
+    if (c->local_only && !(info && info->local)) return false;   /* a free-run output */
+    const cd_forcing *rf = c->ref_rec ? c->ref_rec : force;   /* the reference values */
+    if (!force || (out->dtype != CD_F32 && out->dtype != CD_F16) || !cd_forcing_has(rf, tensor)) return false;
+    const cd_shape *sh = cd_forcing_shape(rf, tensor);
     if (!sh || !cd_shape_eq(sh, &out->shape)) return false;
     const cd_op *op = &c->g->ops[op_index];
     cd_bound_spec spec;
@@ -300,11 +303,18 @@ bool cd_local_settle(void *user, const cd_forcing *force, int op_index, int tens
     int64_t n = cd_value_numel(out);
     cd_value a = {0};
     cd_error e2 = {0};
-    const float *ad = cd_forcing_peek(force, tensor, CD_F32);   /* in place when in memory */
+    const float *ad = cd_forcing_peek(rf, tensor, CD_F32);   /* in place when in memory */
     if (!ad) {
-        if (cd_forcing_get(force, tensor, CD_F32, false, &a, &e2)) return false;
+        if (cd_forcing_get(rf, tensor, CD_F32, false, &a, &e2)) return false;
         ad = a.data;
     }
+    float *ob = NULL;   /* B's half output as float */
+    if (out->dtype == CD_F16) {
+        if (!(ob = malloc((size_t)(n ? n : 1) * sizeof *ob))) { cd_value_release(&a); return false; }
+        const uint16_t *h = out->data;
+        for (int64_t i = 0; i < n; i++) ob[i] = cd_half_to_float(h[i]);
+    }
+    const float *od = ob ? ob : (const float *)out->data;
     float *x = spec.fam == CD_FAM_ROUNDING ? record_input(c, force, op, n) : NULL;
     mag_elem me = {.force = force, .g = c->g, .plan = c->plan, .op_index = op_index, .out_shape = out->shape, .n_out = n,
                    .budget = n / 8 + 4096};
@@ -319,7 +329,7 @@ bool cd_local_settle(void *user, const cd_forcing *force, int op_index, int tens
     if (ok) {
         /* pass or fail is all that settling needs: magnitudes only for elements over the
          * cheap bound (max_calls 0) */
-        cd_local_check_lazy(&spec, ad, out->data, mag, mag ? NULL : cd_local_mag_at, &me, x, n, -1, -1, 0, &res);
+        cd_local_check_lazy(&spec, ad, od, mag, mag ? NULL : cd_local_mag_at, &me, x, n, -1, -1, 0, &res);
         ok = res.pass && !res.needs_mag && res.nonfinite == 0;
         if (ok && info) {
             *info = (cd_settle_info){.err = res.err, .bound = res.bound, .ratio = res.ratio, .worst = res.worst,
@@ -327,7 +337,7 @@ bool cd_local_settle(void *user, const cd_forcing *force, int op_index, int tens
                                      .n = n};
             /* the comparison's summary (what a report shows beside the bound) */
             double d2 = 0, r2 = 0, v2 = 0, dot = 0;
-            const float *o = out->data;
+            const float *o = od;
             for (int64_t i = 0; i < n; i++) {
                 double a1 = ad[i], b1 = o[i], d = fabs(a1 - b1);
                 if (d > info->max_abs) info->max_abs = d;
@@ -343,6 +353,7 @@ bool cd_local_settle(void *user, const cd_forcing *force, int op_index, int tens
     cd_local_me_free(&me);
     free(mag);
     free(x);
+    free(ob);
     cd_value_release(&a);
     return ok;
 }

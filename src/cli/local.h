@@ -36,6 +36,12 @@ typedef struct cd_local_settle_ctx {
     const cd_graph *g;
     const cd_plan *plan;     /* B's plan (its parameters) */
     cd_arith ref, b;
+    /* fp16: the local reference's outputs (run ref_local, the float32 kernel on A's half
+     * inputs), checked against instead of A's own half values; NULL: A's record */
+    const cd_forcing *ref_rec;
+    /* only the local pass's re-runs are checked (the free run's outputs are not offered:
+     * in fp16 they almost never settle, docs/benchmarks.md "fp16 cost") */
+    bool local_only;
 } cd_local_settle_ctx;
 bool cd_local_settle(void *user, const cd_forcing *force, int op_index, int tensor, const cd_value *out,
                      cd_settle_info *info);

@@ -125,6 +125,25 @@ static cd_status record_outputs(const cd_plan *plan, cd_backend *b, int i, const
     return CD_OK;
 }
 
+/* Every probed output of op i (XShape aside) into rec. */
+static cd_status record_probed(const cd_plan *plan, cd_backend *b, int i, cd_forcing *rec, cd_error *err) {
+    const cd_op *op = &plan->g->ops[i];
+    for (int s = 0; s < op->n_out; s++) {
+        if (!strcmp(op->out[s].name, "XShape")) continue;
+        for (int k = 0; k < op->out[s].n; k++) {
+            int id = op->out[s].ids[k];
+            if (id < 0) continue;
+            cd_value host = {0};
+            cd_status st = b->vt->read(b, id, &host, err);
+            if (!st) st = cd_forcing_put(rec, id, &host, err);
+            cd_value_release(&host);
+            if (st) return cd_err_prefix(err, "recording output '%s' of op #%d %s: ", plan->g->tensors[id].name, i,
+                                         op->name);
+        }
+    }
+    return CD_OK;
+}
+
 /* Can op i run locally: every activation input recorded, with the planned shape. */
 static bool local_ready(const cd_plan *plan, const cd_forcing *f, int i) {
     const cd_op *op = &plan->g->ops[i];
@@ -164,7 +183,7 @@ static bool settle_local_outputs(const cd_plan *plan, cd_backend *b, int i, cons
             cd_value host = {0};
             cd_error e2 = {0};
             if (b->vt->read(b, id, &host, &e2)) return false;
-            cd_settle_info one = {0};
+            cd_settle_info one = {.local = 1};   /* tells settle that this is a re-run's output */
             all = o->settle(o->settle_user, o->force, i, id, &host, &one);
             cd_value_release(&host);
             if (all && (!any || one.ratio >= info->ratio)) *info = one;
@@ -204,6 +223,9 @@ static cd_status local_pass(const cd_plan *plan, cd_backend *b, const cd_exec_op
         cd_op_report rep;
         memset(&rep, 0, sizeof rep);
         if (!st) st = b->vt->run_op(b, i, &rep, err);
+        /* local_only with a record: each probed output kept for a later run (the fp16
+         * reference, settled against in B's process) */
+        if (!st && o->local_only && o->record) st = record_probed(plan, b, i, o->record, err);
         cd_settle_info li;
         if (!st && o->settle && o->on_settled && settle_local_outputs(plan, b, i, o, &li))
             o->on_settled(o->on_settled_user, i, &li);   /* within its bound: no tensor to store */
