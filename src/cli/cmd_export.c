@@ -87,23 +87,7 @@ static cd_status write_fetch_list(const cd_graph *g, const cd_pd_export_opts *o,
     cd_dtype *dt = cd_calloc((size_t)g->n_tensors + 1, sizeof *dt, err);
     bool *cst = cd_calloc((size_t)g->n_tensors + 1, sizeof *cst, err);
     if (!dt || !cst || cd_pd_export_dtypes(g, o, dt, err)) { free(dt); free(cst); return err->code; }
-    for (int t = 0; t < g->n_tensors; t++) cst[t] = g->tensors[t].persistable;
-    for (int oi = 0; oi < g->n_ops; oi++) {
-        const cd_op *op = &g->ops[oi];
-        if (!strcmp(op->type, "feed")) continue;
-        bool all = true, any = false;
-        for (int s = 0; s < op->n_in; s++)
-            for (int k = 0; k < op->in[s].n; k++) {
-                int t = op->in[s].ids[k];
-                if (t < 0) continue;
-                any = true;
-                if (!cst[t]) all = false;
-            }
-        if (!any || !all) continue;
-        for (int s = 0; s < op->n_out; s++)
-            for (int k = 0; k < op->out[s].n; k++)
-                if (op->out[s].ids[k] >= 0) cst[op->out[s].ids[k]] = true;
-    }
+    cd_pd_export_constants(g, g->n_ops, cst);
     char path[4096];
     snprintf(path, sizeof path, "%s/fetch.tsv", dir);
     FILE *f = fopen(path, "w");

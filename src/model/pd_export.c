@@ -846,3 +846,23 @@ bool cd_pd_export_skips_fetch(const char *type) {
         if (!strcmp(type, t[i])) return true;
     return false;
 }
+
+void cd_pd_export_constants(const cd_graph *g, int n_ops, bool *cst) {
+    for (int t = 0; t < g->n_tensors; t++) cst[t] = g->tensors[t].persistable;
+    for (int oi = 0; oi < n_ops && oi < g->n_ops; oi++) {
+        const cd_op *op = &g->ops[oi];
+        if (!strcmp(op->type, "feed")) continue;
+        bool all = true, any = false;
+        for (int s = 0; s < op->n_in; s++)
+            for (int k = 0; k < op->in[s].n; k++) {
+                int t = op->in[s].ids[k];
+                if (t < 0) continue;
+                any = true;
+                all &= cst[t];
+            }
+        if (!any || !all) continue;
+        for (int s = 0; s < op->n_out; s++)
+            for (int k = 0; k < op->out[s].n; k++)
+                if (op->out[s].ids[k] >= 0) cst[op->out[s].ids[k]] = true;
+    }
+}

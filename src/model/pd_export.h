@@ -62,6 +62,12 @@ typedef struct cd_pd_export_info {
  * and layout changes (left out of the export) and calib (a pass-through or int8). */
 bool cd_pd_export_skips_fetch(const char *op_type);
 
+/* cst[t] (g->n_tensors entries): tensor t is a parameter, or the output of one of the first n_ops
+ * ops that reads only parameters and constants (a reshape2 of a conv bias): Opt folds those into
+ * parameters for OpenCL, and a fetch of a folded one crashes Paddle-Lite's layout op
+ * (docs/paddle-lite-findings.md, report C), so layer-by-layer exports do not fetch them. */
+void cd_pd_export_constants(const cd_graph *g, int n_ops, bool *cst);
+
 /* io_copy, io_copy_once, layout, layout_once (and calib under strip_quant) are exported as
  * pass-throughs: their output is renamed to their input and the op is left out. */
 cd_status cd_pd_export_mem(const cd_graph *g, const cd_pd_export_opts *opts, uint8_t **program, size_t *program_len,

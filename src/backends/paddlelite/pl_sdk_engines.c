@@ -186,23 +186,7 @@ static cd_status route_export_opt(eng *e, const cd_graph *g, int n_ops, const ch
     /* constants (outputs of ops that read only parameters and constants) are not fetched: Opt
      * folds them into parameters for OpenCL, and a fetch of a folded one crashes Paddle-Lite's
      * layout op (docs/paddle-lite-findings.md, report C) */
-    for (int t = 0; !st && t < g->n_tensors; t++) cst[t] = g->tensors[t].persistable;
-    for (int oi = 0; !st && oi < n_ops; oi++) {
-        const cd_op *op = &g->ops[oi];
-        if (!strcmp(op->type, "feed")) continue;
-        bool all = true, any = false;
-        for (int si = 0; si < op->n_in; si++)
-            for (int k = 0; k < op->in[si].n; k++) {
-                int t = op->in[si].ids[k];
-                if (t < 0) continue;
-                any = true;
-                all &= cst[t];
-            }
-        if (!any || !all) continue;
-        for (int si = 0; si < op->n_out; si++)
-            for (int k = 0; k < op->out[si].n; k++)
-                if (op->out[si].ids[k] >= 0) cst[op->out[si].ids[k]] = true;
-    }
+    if (!st) cd_pd_export_constants(g, n_ops, cst);
     for (int j = 0; !st && j < gg.n_outputs; j++) {
         int t = g->outputs[j], p = g->tensors[t].producer;
         is_out[t] = true;
@@ -551,6 +535,19 @@ static cd_status bisect_crash(eng *e, int *last_ok, int *tries, cd_error *err) {
     return CD_OK;
 }
 
+/* How the model reaches the engine: Opt places (OpenCL always; ARM only for a model whose kernel
+ * records are not ARM's, or when the user names places), and whether int8 weights go dequantized. */
+static void choose_route(eng *e, const char *target) {
+    const char *pl = opt_str(e, "places");
+    if (e->kind == CD_PL_ENGINE_OPENCL)
+        snprintf(e->places, sizeof e->places, "%s", pl ? pl : "opencl,x86");
+    else if (pl)
+        snprintf(e->places, sizeof e->places, "%s", pl);
+    else if (strcmp(target, "arm"))
+        snprintf(e->places, sizeof e->places, "arm");
+    e->dequant = e->kind == CD_PL_ENGINE_OPENCL && e->q->plan->int8_dequantized;
+}
+
 /* ---------------------------------------------------------------- the runner interface */
 
 static cd_status check_fp16(eng *e, cd_error *err) {
@@ -582,14 +579,7 @@ static cd_status eng_run(cd_pl_engine_kind kind, const char *name, const cd_runn
     if (!st) st = cd_pl_runner_get(&e->sdk, &e->runner, err);
     const char *target = cd_pl_model_target(g);
     if (!st) {
-        const char *pl = opt_str(e, "places");
-        if (kind == CD_PL_ENGINE_OPENCL)
-            snprintf(e->places, sizeof e->places, "%s", pl ? pl : "opencl,x86");
-        else if (pl)
-            snprintf(e->places, sizeof e->places, "%s", pl);
-        else if (strcmp(target, "arm"))
-            snprintf(e->places, sizeof e->places, "arm");
-        e->dequant = kind == CD_PL_ENGINE_OPENCL && q->plan->int8_dequantized;
+        choose_route(e, target);
         if (e->dequant && !q->quiet)
             fprintf(stderr,
                     "cldiff: note: %s: Paddle-Lite has no OpenCL int8 kernels (an opencl,arm model keeps int8 "
@@ -788,14 +778,7 @@ static cd_status eng_placement(cd_pl_engine_kind kind, const char *name, const c
     e->name = name;
     e->q = q;
     const char *target = cd_pl_model_target(g);
-    const char *pl = opt_str(e, "places");
-    if (kind == CD_PL_ENGINE_OPENCL)
-        snprintf(e->places, sizeof e->places, "%s", pl ? pl : "opencl,x86");
-    else if (pl)
-        snprintf(e->places, sizeof e->places, "%s", pl);
-    else if (strcmp(target, "arm"))
-        snprintf(e->places, sizeof e->places, "arm");
-    e->dequant = kind == CD_PL_ENGINE_OPENCL && q->plan->int8_dequantized;
+    choose_route(e, target);
     cd_status st = CD_OK;
     if (e->places[0]) {
         snprintf(e->dir, sizeof e->dir, "%s/.%s-XXXXXX", q->work_dir && *q->work_dir ? q->work_dir : "/tmp", name);
