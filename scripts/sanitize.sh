@@ -60,7 +60,9 @@ if [ $do_asan = 1 ]; then
     # code is leak-checked by every other test, and the valgrind part below checks an
     # OpenCL run with suppressions naming the driver libraries.
     cl_tests='^(test_cl_loader|kernels_oclgrind|oracle_test_cl_conformance)$'
-    (cd "$b" && ctest --output-on-failure -j2 -E "^(fuzz_ci|hardening_aarch64|hardening_sanitize|test_cl_loader|kernels_oclgrind|oracle_test_cl_conformance)\$" \
+    # fault_sweep_ci and pl_planted grade verdicts over dozens of runs (the plain build runs them);
+    # the failure-only paths they drive run under ASan in e2e_fault_paths and pl_engines.
+    (cd "$b" && ctest --output-on-failure -j2 -E "^(fuzz_ci|hardening_aarch64|hardening_sanitize|test_cl_loader|kernels_oclgrind|oracle_test_cl_conformance|fault_sweep_ci|pl_planted)\$" \
         "${ctest_args[@]}") 2>&1 | tee "$b.ctest.log"
     [ "${PIPESTATUS[0]}" = 0 ] || rc=1
     (cd "$b" && ASAN_OPTIONS="$ASAN_OPTIONS:detect_leaks=0" ctest --output-on-failure -j2 -R "$cl_tests" \
