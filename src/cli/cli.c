@@ -205,12 +205,18 @@ static int add_backend_opt(cd_cli_opts *o, const char *cmd, const char *v) {
     char name[64];
     snprintf(name, sizeof name, "%.*s", (int)(colon - v), v);
     const char *canon = cd_backend_lookup(name)->name;
-    if (!strcmp(canon, name)) { o->backend_kv[o->n_backend_kv++] = v; return 0; }
-    size_t n = strlen(canon) + strlen(colon) + 1;
-    char *c = malloc(n);   /* lives as long as the process, like argv */
-    if (!c) return usage_error(cmd, "%s", "out of memory");
-    snprintf(c, n, "%s%s", canon, colon);
-    o->backend_kv[o->n_backend_kv++] = c;
+    if (!strcmp(canon, name)) {
+        o->backend_kv[o->n_backend_kv++] = v;
+    } else {
+        size_t n = strlen(canon) + strlen(colon) + 1;
+        char *c = malloc(n);   /* lives as long as the process, like argv */
+        if (!c) return usage_error(cmd, "%s", "out of memory");
+        snprintf(c, n, "%s%s", canon, colon);
+        o->backend_kv[o->n_backend_kv++] = c;
+    }
+    /* the value itself (a 0|1 flag that is neither): checked now, not ignored at run time */
+    cd_backend_opts bo = {.kv = o->backend_kv, .n_kv = o->n_backend_kv};
+    if (cd_backend_apply_opts(&bo, &e)) return usage_error(cmd, "%s", e.msg);
     return 0;
 }
 
