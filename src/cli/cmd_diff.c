@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "cli/diff_priv.h"
-#include "cli/local.h"
+#include "verdict/local.h"
 #include "diag/diag.h"
 #include "diag/pins.h"
 #include "backends/registry.h"

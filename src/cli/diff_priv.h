@@ -5,7 +5,7 @@
 #include "cli/session.h"
 #include "compare/dumpcmp.h"
 #include "report/report.h"
-#include "cli/local.h"
+#include "verdict/local.h"
 
 /* --inputs: per-layer values of each metric over every input, for worst/mean/p99. */
 typedef struct agg_state {

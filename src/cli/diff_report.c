@@ -7,7 +7,7 @@
 #include <time.h>
 #include <unistd.h>
 #include "cli/diff_priv.h"
-#include "cli/local.h"
+#include "verdict/local.h"
 #include "diag/diag.h"
 
 void cd_diff_iso_time(char *buf, size_t n) {

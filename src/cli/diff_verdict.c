@@ -4,7 +4,7 @@
 #include <stdio.h>
 #include <string.h>
 #include "cli/diff_priv.h"
-#include "cli/local.h"
+#include "verdict/local.h"
 #include "backends/registry.h"
 #include "diag/diag.h"
 #include "util/fp16.h"

@@ -1,7 +1,7 @@
 /* Error bounds derived from each op's arithmetic (docs/verdicts.md): how far a correct kernel
  * of backend B may be from the local reference when both compute one layer on the same
  * inputs. Pure functions over arrays; which op gets which family is decided by the caller
- * (src/cli/local.c) from the op type, its fused activation and its accumulation length. */
+ * (src/verdict/local.c) from the op type, its fused activation and its accumulation length. */
 #ifndef CD_BOUNDS_H
 #define CD_BOUNDS_H
 #include <stdbool.h>
@@ -22,7 +22,7 @@ typedef enum {
                                 abs_terms = absolute allowance for an input off the int8 grid */
     CD_FAM_RECURRENT,        /* rnn (LSTM, GRU, simple RNN): each step recomputed exactly on B's own
                                 previous outputs, its rounding bound carried through the cell state
-                                (src/cli/local_allow.c); mag holds the element's allowance */
+                                (src/verdict/local_allow.c); mag holds the element's allowance */
     CD_FAM_NORM,             /* layer/instance/batch norm: mean, variance and 1/sqrt of the group as
                                 each side computes them (local_allow.c); mag holds the allowance */
     CD_FAM_DETECTION,        /* box arithmetic of detection ops (prior boxes, box_coder, yolo_box): a few

@@ -1,5 +1,5 @@
-#include "cli/local_priv.h"
-#include "cli/local_int8.h"
+#include "verdict/local_priv.h"
+#include "verdict/local_int8.h"
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>

@@ -1,6 +1,6 @@
 /* The local check's op families (docs/verdicts.md): which bound each op type is held to, its
  * accumulation length and fused activation. */
-#include "cli/local_priv.h"
+#include "verdict/local_priv.h"
 #include <math.h>
 #include <stdio.h>
 #include <string.h>

@@ -1,8 +1,8 @@
 /* Magnitudes sum |w x| + |b| for the local check's bounds: the whole CPU magnitude run of a
  * layer, the same one element at a time from A's input (dump or forcing record), and the
  * free-run evidence built on them (docs/verdicts.md). */
-#include "cli/local_priv.h"
-#include "cli/local_int8.h"
+#include "verdict/local_priv.h"
+#include "verdict/local_int8.h"
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>

@@ -2,7 +2,7 @@
  * and the family helpers the parts share. Not a module interface. */
 #ifndef CD_LOCAL_PRIV_H
 #define CD_LOCAL_PRIV_H
-#include "cli/local.h"
+#include "verdict/local.h"
 
 /* Whether |ref| is a lower bound of the magnitude (the cheap check may pass a layer). */
 bool cd_local_cheap_valid(const cd_op *op);

@@ -1,5 +1,5 @@
 /* int8 layers in the local check (see local_int8.h). */
-#include "cli/local_int8.h"
+#include "verdict/local_int8.h"
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>

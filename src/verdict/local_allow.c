@@ -5,7 +5,7 @@
  * inputs, the parameters as the checked side has them, and (rnn) B's own outputs. The result
  * stands where a magnitude would (cd_local_magnitude's array); bounds.c adds it as the
  * arithmetic part of those families. */
-#include "cli/local_priv.h"
+#include "verdict/local_priv.h"
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
