@@ -6,11 +6,46 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
+#include <time.h>
 #include "cli/diff_priv.h"
 #include "verdict/local.h"
 #include "diag/diag.h"
 #include "diag/pins.h"
 #include "backends/registry.h"
+
+/* CLDIFF_PHASE_TIMES=1: the wall and CPU time (user + sys of this process and of its waited-for
+ * children, e.g. the OpenCL child) of each phase of the run, on stderr (docs/benchmarks.md,
+ * "fp16 cost"). Each phase_end() reports the time since the previous one. */
+static struct {
+    int on;
+    double wall, cpu;
+} phase = {.on = -1};
+
+static void phase_now(double *wall, double *cpu) {
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    *wall = (double)t.tv_sec * 1e3 + (double)t.tv_nsec / 1e6;
+    struct rusage a, b;
+    getrusage(RUSAGE_SELF, &a);
+    getrusage(RUSAGE_CHILDREN, &b);
+    *cpu = ((double)(a.ru_utime.tv_sec + a.ru_stime.tv_sec + b.ru_utime.tv_sec + b.ru_stime.tv_sec)) * 1e3 +
+           (double)(a.ru_utime.tv_usec + a.ru_stime.tv_usec + b.ru_utime.tv_usec + b.ru_stime.tv_usec) / 1e3;
+}
+
+static void phase_end(const char *name) {
+    if (phase.on < 0) {
+        const char *e = getenv("CLDIFF_PHASE_TIMES");
+        phase.on = e && *e && strcmp(e, "0");
+        if (phase.on) phase_now(&phase.wall, &phase.cpu);
+    }
+    if (!phase.on) return;
+    double w, c;
+    phase_now(&w, &c);
+    if (name) fprintf(stderr, "cldiff: phase %-12s wall %8.0f ms  cpu %8.0f ms\n", name, w - phase.wall, c - phase.cpu);
+    phase.wall = w;
+    phase.cpu = c;
+}
 
 /* The tolerance policy and the session; names the runs. */
 static cd_status diff_open(diff_run *d, cd_error *err) {
@@ -45,15 +80,18 @@ static cd_status diff_run_engine_b(diff_run *d, cd_forcing *rec, cd_error *err) 
     const cd_cli_opts *o = d->o;
     cd_run_req qa = {.backend = d->A, .run = d->run_a, .prec = o->prec};
     cd_status st = cd_session_run_req(&d->s, &qa, &d->ra, err);
+    phase_end("A");
     if (st) return st;
     cd_run_req qb = {.backend = d->B, .run = d->run_b, .prec = o->prec, .record = rec};
     d->stb = cd_session_run_req(&d->s, &qb, &d->rb, &d->eb);
+    phase_end("B");
     d->crashed = d->stb == CD_E_CRASH;
     if (!d->stb && d->local && rec) {
         cd_run_req ql = {.backend = "cpu", .prec = o->prec, .force = rec, .local_run = d->run_local,
                          .forced_from = d->run_b, .local_only = true,
                          .int8_dequant = cd_backend_lookup(d->B)->float_int8};
         st = cd_session_run_req(&d->s, &ql, &d->rl, err);
+        phase_end("B local");
         if (st) return st;
     }
     for (int r = 1; !d->stb && r < o->repeat; r++) {
@@ -63,6 +101,7 @@ static cd_status diff_run_engine_b(diff_run *d, cd_forcing *rec, cd_error *err) 
         d->wall_rep += d->rr.wall_ms;
         if (d->stb == CD_E_CRASH) d->crashed = true;
     }
+    if (o->repeat > 1) phase_end("B repeats");
     return CD_OK;
 }
 
@@ -85,6 +124,7 @@ static cd_status diff_run_a_b(diff_run *d, cd_forcing *rec, cd_forcing *refrec, 
     if (d->engine_b) return diff_run_engine_b(d, rec, err);
     cd_run_req qa = {.backend = d->A, .run = d->run_a, .prec = o->prec, .record = rec};
     cd_status st = cd_session_run_req(&d->s, &qa, &d->ra, err);
+    phase_end("A");
     if (st) return st;
     cd_run_req qb = {.backend = d->B, .run = d->run_b, .prec = o->prec, .force = rec,
                      .local_run = d->local ? d->run_local : NULL, .forced_from = d->run_a};
@@ -97,6 +137,7 @@ static cd_status diff_run_a_b(diff_run *d, cd_forcing *rec, cd_forcing *refrec, 
      * half-arithmetic error; docs/benchmarks.md, "fp16 cost"). */
     bool fp16_settle = o->prec == CD_PREC_FP16 && refrec;
     if (fp16_settle && (st = diff_run_ref_local(d, rec, refrec, err))) return st;
+    if (fp16_settle) phase_end("ref_local");
     if (fp16_settle) d->ref_local_done = true;
     if (d->local && rec && (o->prec == CD_PREC_FP32 || fp16_settle) && cd_backend_lookup(d->B)->opencl &&
         (d->settled = calloc((size_t)d->s.g->n_ops + 1, 1)) &&
@@ -112,6 +153,7 @@ static cd_status diff_run_a_b(diff_run *d, cd_forcing *rec, cd_forcing *refrec, 
         qb.settled_info = d->settled_info;
     }
     d->stb = cd_session_run_req(&d->s, &qb, &d->rb, &d->eb);
+    phase_end("B");
     d->crashed = d->stb == CD_E_CRASH;
     for (int r = 1; !d->stb && r < o->repeat; r++) {
         char rep[48];
@@ -120,6 +162,7 @@ static cd_status diff_run_a_b(diff_run *d, cd_forcing *rec, cd_forcing *refrec, 
         d->wall_rep += d->rr.wall_ms;
         if (d->stb == CD_E_CRASH) d->crashed = true;
     }
+    if (o->repeat > 1) phase_end("B repeats");
     return CD_OK;
 }
 
@@ -132,9 +175,11 @@ static cd_status diff_run_refs(diff_run *d, cd_forcing *rec, cd_error *err) {
         /* the fp16 runs' program in float32: int8 weights dequantized, as A's fp16 path has them */
         cd_run_req qg = {.backend = "cpu", .run = "golden", .prec = CD_PREC_FP32, .int8_dequant = true};
         st = cd_session_run_req(&d->s, &qg, &d->rg, err);
+        phase_end("golden");
     }
     if (!st && !d->stb && d->local && o->prec == CD_PREC_FP16 && !d->ref_local_done) {
         st = diff_run_ref_local(d, rec, NULL, err);
+        phase_end("ref_local");
     }
     return st;
 }
@@ -154,6 +199,7 @@ static cd_status diff_run_float_ref(diff_run *d, cd_error *err) {
     if (d->stb || d->crashed || !model_quantized(d) || !strcmp(d->o->dump_mode, "stats")) return CD_OK;
     cd_run_req q = {.backend = "cpu", .run = "float_ref", .prec = CD_PREC_FP32, .no_quant = true};
     cd_status st = cd_session_run_req(&d->s, &q, &d->rq, err);
+    phase_end("float_ref");
     cd_error e2 = {0};
     if (!st) st = cd_dump_set_attr_str(d->s.dump, "/runs/float_ref", "quantization", "none: calib passes values through",
                                        &e2);
@@ -232,14 +278,17 @@ static cd_status diff_compare(diff_run *d, cd_error *err) {
     d->an.auto_tol = d->auto_tol;
     cd_analyze(&d->an);
     cd_diag_rank_hazards(&d->an);
+    phase_end("comparison");
     /* The local check of every layer, then the verdict (docs/verdicts.md). */
     if ((st = cd_diff_local_check(d, err))) return st;
+    phase_end("local check");
     if (d->have_qref && (st = cd_compare_quant_ref(d->r, d->run_a, "float_ref", &d->an, err))) return st;
     if (o->prec == CD_PREC_FP16 && !d->crashed && cd_dump_find_run(d->r, "golden") >= 0 &&
         (st = cd_compare_golden_outputs(d->r, d->run_a, d->run_b, "golden", &d->an, err)))
         return st;
     cd_decide_verdict(&d->an, &d->pol);
     cd_classify_first(&d->an);
+    phase_end("outputs");
     return CD_OK;
 }
 
@@ -320,12 +369,15 @@ int cd_diff_core(const cd_cli_opts *o, diff_ctx *ctx) {
     cd_error err = {0};
     cd_status st;
     int rc;
+    phase_end(NULL);
     if (diff_open(&d, &err)) rc = cd_cli_fail(&err);
-    else if ((st = diff_runs(&d, &err))) rc = diff_runs_failed(&d, st, &err);
-    else if (cd_session_close(&d.s, true, &err) || diff_compare(&d, &err)) rc = cd_cli_fail(&err);
+    else if (phase_end("open"), (st = diff_runs(&d, &err))) rc = diff_runs_failed(&d, st, &err);
+    else if (cd_session_close(&d.s, true, &err) || (phase_end("close dump"), diff_compare(&d, &err)))
+        rc = cd_cli_fail(&err);
     else if (ctx->collect_only) rc = diff_hand_over(&d);
     else rc = diff_finish(&d);
     diff_free(&d);
+    phase_end("reports");
     return rc;
 }
 

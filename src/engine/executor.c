@@ -3,8 +3,11 @@
  * last reader. */
 #include "engine/executor.h"
 #include "util/fp16.h"
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
+#include <time.h>
 
 void cd_backend_close(cd_backend *b) {
     if (b && b->vt && b->vt->close) b->vt->close(b);
@@ -237,9 +240,29 @@ static cd_status local_pass(const cd_plan *plan, cd_backend *b, const cd_exec_op
     return CD_OK;
 }
 
+/* CLDIFF_PHASE_TIMES=1 (as src/cli/cmd_diff.c): a run with a local pass (B, in its own process
+ * when isolated) reports its free run and its local pass apart: wall and CPU ms of this process
+ * since *wall / *cpu, which are then reset. */
+static void exec_phase(const char *name, double *wall, double *cpu) {
+    const char *e = getenv("CLDIFF_PHASE_TIMES");
+    if (!e || !*e || !strcmp(e, "0")) return;
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    struct rusage u;
+    getrusage(RUSAGE_SELF, &u);
+    double w = (double)t.tv_sec * 1e3 + (double)t.tv_nsec / 1e6;
+    double c = (double)(u.ru_utime.tv_sec + u.ru_stime.tv_sec) * 1e3 +
+               (double)(u.ru_utime.tv_usec + u.ru_stime.tv_usec) / 1e3;
+    if (name) fprintf(stderr, "cldiff: phase   %-10s wall %8.0f ms  cpu %8.0f ms\n", name, w - *wall, c - *cpu);
+    *wall = w;
+    *cpu = c;
+}
+
 cd_status cd_execute(const cd_plan *plan, cd_backend *b, const cd_value *inputs, const cd_exec_opts *opts,
                      cd_probe_sink *sink, cd_error *err) {
     const cd_graph *g = plan->g;
+    double pw = 0, pc = 0;
+    if (opts && opts->force && !opts->local_only) exec_phase(NULL, &pw, &pc);
     cd_status st = b->vt->prepare(b, plan, err);
     if (st) return st;
     if (opts && opts->force && opts->local_only) return local_pass(plan, b, opts, NULL, NULL, err);
@@ -280,7 +303,9 @@ cd_status cd_execute(const cd_plan *plan, cd_backend *b, const cd_value *inputs,
     if (!st && opts && opts->force) {
         /* the free run's tensors are gone (released after their last reader); the local pass
          * allocates one op's tensors at a time */
+        exec_phase("free run", &pw, &pc);
         st = local_pass(plan, b, opts, settled, sinfo, err);
+        exec_phase("local pass", &pw, &pc);
     }
     free(settled);
     free(sinfo);
