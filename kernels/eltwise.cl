@@ -3,36 +3,11 @@
  * §7.21, §7.22). The host (cl_ops_eltwise.c) resolves broadcasting into merged dims and
  * element strides (0 = broadcast), so a kernel only walks an index.
  *
- * Activation kinds: 0..13 are cd_act_kind (engine/ops.h), 20.. the standalone-only ones.
+ * Activation kinds K_<TYPE> and binary op codes K_ELEMENTWISE_<OP>: the header generated from
+ * src/engine/op_list.def (prepended by the runtime); 0..13 are cd_act_kind (engine/ops.h),
+ * 20.. the standalone-only ones.
  * NaN handling mirrors the CPU kernels: relu-like clamps are written so that NaN passes. */
 
-#define K_NONE 0
-#define K_RELU 1
-#define K_RELU6 2
-#define K_LEAKY 3
-#define K_SIGMOID 4
-#define K_TANH 5
-#define K_SWISH 6
-#define K_HSWISH 7
-#define K_HSIGMOID 8
-#define K_PRELU 9
-#define K_ABS 10
-#define K_GELU 11
-#define K_EXP 12
-#define K_SQRT 13
-#define K_LOG 20
-#define K_RSQRT 21
-#define K_SQUARE 22
-#define K_RECIP 23
-#define K_FLOOR 24
-#define K_CEIL 25
-#define K_ERF 26
-#define K_SIGN 27
-#define K_ELU 28
-#define K_TRELU 29
-#define K_SOFTPLUS 30
-#define K_MISH 31
-#define K_CLIP 32
 
 /* One activation on an ACC value; transcendental ones are evaluated in float and rounded
  * once (like the CPU fp16 path). `al` is the prelu slope already fetched by the caller. */
@@ -44,16 +19,16 @@ ACC ew_act(int kind, ACC x, float a, float b, float c, ACC al) {
     case K_RELU6: return f < 0.0f ? ACC_ZERO : (f > a ? (ACC)a : x);
     /* min(max(x, lo), hi) as Paddle-Lite: lo > hi gives hi everywhere */
     case K_CLIP: return f < a ? (a > b ? (ACC)b : (ACC)a) : (f > b ? (ACC)b : x);
-    case K_LEAKY: return x < ACC_ZERO ? (ACC)(a * f) : x;
+    case K_LEAKY_RELU: return x < ACC_ZERO ? (ACC)(a * f) : x;
     case K_PRELU: return x < ACC_ZERO ? al * x : x;
     case K_SIGMOID: return (ACC)(1.0f / (1.0f + exp(-f)));
     case K_TANH: return (ACC)tanh(f);
     case K_SWISH: return (ACC)(f / (1.0f + exp(-a * f)));
-    case K_HSWISH: {
+    case K_HARD_SWISH: {
         float t = f + c;
         return (ACC)(f * (t < 0.0f ? 0.0f : (t > a ? a : t)) / b);
     }
-    case K_HSIGMOID: {
+    case K_HARD_SIGMOID: {
         float t = a * f + b;
         return (ACC)(t < 0.0f ? 0.0f : (t > 1.0f ? 1.0f : t));
     }
@@ -66,14 +41,14 @@ ACC ew_act(int kind, ACC x, float a, float b, float c, ACC al) {
     case K_LOG: return (ACC)log(f);
     case K_RSQRT: return (ACC)(1.0f / sqrt(f));
     case K_SQUARE: return x * x;
-    case K_RECIP: return (ACC)(1.0f / f);
+    case K_RECIPROCAL: return (ACC)(1.0f / f);
     case K_FLOOR: return (ACC)floor(f);
     case K_CEIL: return (ACC)ceil(f);
     case K_ERF: return (ACC)erf(f);
     case K_SIGN: return f > 0.0f ? ACC_ONE : (f < 0.0f ? -ACC_ONE : x);
     case K_ELU: return f > 0.0f ? x : (ACC)(a * expm1(f));
-    case K_TRELU: return f > a ? x : ACC_ZERO;
-    case K_SOFTPLUS: return (ACC)(b * f > c ? f : log1p(exp(b * f)) / b);
+    case K_THRESHOLDED_RELU: return f > a ? x : ACC_ZERO;
+    case K_SOFTPLUS: return (ACC)(a * f > b ? f : log1p(exp(a * f)) / a);
     case K_MISH: {
         float sp = f > a ? f : log1p(exp(f));
         return (ACC)(f * tanh(sp));
@@ -129,27 +104,19 @@ int ew_get(int8 v, int d) {
     return v.s7;
 }
 
-#define OP_ADD 0
-#define OP_SUB 1
-#define OP_MUL 2
-#define OP_DIV 3
-#define OP_MAX 4
-#define OP_MIN 5
-#define OP_POW 6
-#define OP_FLOORDIV 7
-#define OP_MOD 8
+/* op: K_ELEMENTWISE_<OP>, the same code for fusion_elementwise_<op>_activation */
 
 ACC ew_binop(int op, ACC x, ACC y) {
     switch (op) {
-    case OP_ADD: return x + y;
-    case OP_SUB: return x - y;
-    case OP_MUL: return x * y;
-    case OP_DIV: return x / y;
-    case OP_MAX: return x > y ? x : y;
-    case OP_MIN: return x < y ? x : y;
-    case OP_POW: return (ACC)pow((float)x, (float)y);
-    case OP_FLOORDIV: return (ACC)floor((float)(x / y));
-    case OP_MOD: {
+    case K_ELEMENTWISE_ADD: return x + y;
+    case K_ELEMENTWISE_SUB: return x - y;
+    case K_ELEMENTWISE_MUL: return x * y;
+    case K_ELEMENTWISE_DIV: return x / y;
+    case K_ELEMENTWISE_MAX: return x > y ? x : y;
+    case K_ELEMENTWISE_MIN: return x < y ? x : y;
+    case K_ELEMENTWISE_POW: return (ACC)pow((float)x, (float)y);
+    case K_ELEMENTWISE_FLOORDIV: return (ACC)floor((float)(x / y));
+    case K_ELEMENTWISE_MOD: {
         /* Paddle semantics: the remainder takes the divisor's sign */
         float r = fmod((float)x, (float)y);
         if (r != 0.0f && ((r < 0.0f) != ((float)y < 0.0f))) r += (float)y;

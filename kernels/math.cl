@@ -6,13 +6,7 @@
  * reduce_mean sum in float in every variant (LOADF), as the CPU kernels do. */
 #pragma OPENCL FP_CONTRACT OFF
 
-#define MK_SIN 0
-#define MK_COS 1
-#define MK_TAN 2
-#define MK_ASIN 3
-#define MK_ACOS 4
-#define MK_ATAN 5
-#define MK_POW 6
+/* kinds: K_SIN .. K_ATAN, K_POW (the header generated from src/engine/op_list.def) */
 
 /* Component d of an int8 vector (OpenCL C cannot index vectors with a variable). */
 int mx_get(int8 v, int d) {
@@ -30,12 +24,12 @@ __kernel void math_unary(__global const REAL *x, __global REAL *y, int n, int ki
     if (i >= n) return;
     float f = LOADF(x, i), r;
     switch (kind) {
-    case MK_SIN: r = sin(f); break;
-    case MK_COS: r = cos(f); break;
-    case MK_TAN: r = tan(f); break;
-    case MK_ASIN: r = asin(f); break;
-    case MK_ACOS: r = acos(f); break;
-    case MK_ATAN: r = atan(f); break;
+    case K_SIN: r = sin(f); break;
+    case K_COS: r = cos(f); break;
+    case K_TAN: r = tan(f); break;
+    case K_ASIN: r = asin(f); break;
+    case K_ACOS: r = acos(f); break;
+    case K_ATAN: r = atan(f); break;
     default: r = pow(f, ft ? LOADF(ft, 0) : factor); break;
     }
     STOREF(y, i, r);

@@ -1,10 +1,13 @@
 #!/bin/sh
-# Compile-checks every kernels/*.cl (with the kernels/common.h.cl prelude prepended, as the
-# runtime builds them) in the three precision variants with clang's OpenCL C front end:
+# Compile-checks every kernels/*.cl (with the kernels/common.h.cl prelude and the kernel-kind
+# header generated from src/engine/op_list.def prepended, as the runtime builds them) in the
+# three precision variants with clang's OpenCL C front end:
 #   fp32          -DCD_FP32
 #   fp16          -DCD_FP16          (half storage, float arithmetic; no extension needed)
 #   fp16-compute  -DCD_FP16_COMPUTE  with cl_khr_fp16 enabled
-# Usage: scripts/check_kernels.sh [KERNEL_DIR]   (default: kernels/ next to this script)
+# Usage: scripts/check_kernels.sh [KERNEL_DIR [KINDS_HEADER]]   (default: kernels/ next to this
+# script; the header as the build writes it, BUILD/generated/op_kinds.h.cl, or made here from
+# src/engine/op_list.def by scripts/embed_kernels.cmake)
 # Exit status: 0 when every file builds in every variant, 1 otherwise (each failure listed).
 set -u
 here=$(cd "$(dirname "$0")/.." && pwd)
@@ -26,6 +29,14 @@ if [ ! -f "$prelude" ]; then
 fi
 tmp=$(mktemp -d) || exit 1
 trap 'rm -rf "$tmp"' EXIT INT TERM
+kinds=${2:-}
+if [ -z "$kinds" ]; then
+    kinds=$tmp/op_kinds.h.cl
+    if ! cmake -DOP_LIST="$here/src/engine/op_list.def" -DKINDS_OUT="$kinds" -P "$here/scripts/embed_kernels.cmake"; then
+        echo "check_kernels: cannot generate the kernel-kind header from src/engine/op_list.def" >&2
+        exit 1
+    fi
+fi
 fail=0
 count=0
 for f in "$dir"/*.cl; do
@@ -34,8 +45,8 @@ for f in "$dir"/*.cl; do
     for v in FP32 FP16 FP16_COMPUTE; do
         ext=""
         [ "$v" = FP16_COMPUTE ] && ext="-Xclang -cl-ext=+cl_khr_fp16"
-        # one file, as the runtime builds it: prelude, then the family source
-        cat "$prelude" "$f" > "$tmp/$name.$v.cl"
+        # one file, as the runtime builds it: prelude, kinds, then the family source
+        cat "$prelude" "$kinds" "$f" > "$tmp/$name.$v.cl"
         # shellcheck disable=SC2086
         if ! "$clang" -x cl -cl-std=CL1.2 -Xclang -finclude-default-header $ext -DCD_$v -Werror \
                 -fsyntax-only "$tmp/$name.$v.cl" > "$tmp/log" 2>&1; then

@@ -1,4 +1,36 @@
-# Turns every kernels/*.cl into a C string table: cd_embedded_kernels[] = {name, source}.
+# Turns every kernels/*.cl into a C string table: cd_embedded_kernels[] = {name, source}; and
+# writes the kernels' kind numbers from the op table (OP_LIST, src/engine/op_list.def) as an
+# OpenCL header: "#define K_<TYPE> <kind>" for every entry whose kind is not -1, K_NONE 0 (no
+# activation) first. The header is cd_cl_op_kinds[] in the generated C file (the OpenCL
+# runtime prepends it to every kernel source, embedded or from --kernel-dir) and, when
+# KINDS_OUT is set, a file (scripts/check_kernels.sh prepends it the same way).
+# Modes: -DOUT=file.c -DSRC_DIR=kernels -DOP_LIST=op_list.def [-DKINDS_OUT=op_kinds.h.cl]
+#        -DOP_LIST=op_list.def -DKINDS_OUT=op_kinds.h.cl   (the header alone)
+file(STRINGS ${OP_LIST} rows REGEX "^CD_OP\\(")
+set(kinds "/* kernel kinds, generated from src/engine/op_list.def by scripts/embed_kernels.cmake */\n#define K_NONE 0\n")
+set(nkinds 0)
+foreach(row ${rows})
+  if(NOT row MATCHES "^CD_OP\\(([a-z0-9_]+), *([A-Z]+), *(-?[0-9]+),")
+    message(FATAL_ERROR "op_list.def: cannot read the type, group and kind of: ${row}")
+  endif()
+  set(type ${CMAKE_MATCH_1})
+  set(kind ${CMAKE_MATCH_3})
+  if(NOT kind STREQUAL "-1")
+    string(TOUPPER ${type} up)
+    string(APPEND kinds "#define K_${up} ${kind}\n")
+    math(EXPR nkinds "${nkinds}+1")
+  endif()
+endforeach()
+if(nkinds EQUAL 0)
+  message(FATAL_ERROR "op_list.def: no entry with a kernel kind (wrong file? ${OP_LIST})")
+endif()
+if(KINDS_OUT)
+  file(WRITE ${KINDS_OUT} "${kinds}")
+endif()
+if(NOT OUT)
+  return()
+endif()
+
 file(GLOB files ${SRC_DIR}/*.cl)
 list(SORT files)
 set(out "/* generated from the kernels folder by scripts/embed_kernels.cmake */\n#include <stddef.h>\n")
@@ -12,6 +44,9 @@ foreach(f ${files})
   string(APPEND table "  {\"${name}\", k${i}},\n")
   math(EXPR i "${i}+1")
 endforeach()
+string(HEX "${kinds}" hex)
+string(REGEX REPLACE "([0-9a-f][0-9a-f])" "0x\\1," hex "${hex}")
+string(APPEND out "const char cd_cl_op_kinds[] = {${hex}0x00};\n")
 string(APPEND out "typedef struct { const char *name; const char *source; } cd_embedded_kernel;\n")
 string(APPEND out "const cd_embedded_kernel cd_embedded_kernels[] = {\n${table}  {NULL, NULL}\n};\n")
 string(APPEND out "const int cd_embedded_kernel_count = ${i};\n")

@@ -10,7 +10,8 @@ of the paddlelite wheel, e.g. paddlelite==2.13rc0). Its table has one column per
 `Y` under kARM / kOpenCL means a kernel for that target is registered, under kHost a host
 kernel (which ARM and OpenCL models also run). cldiff's op types are read from the family
 tables of its sources (src/backends/cpu/ops_*_table.c for the CPU backend, the dispatcher
-tables of src/backends/opencl/cl_ops_*.c for the OpenCL one).
+tables of src/backends/opencl/cl_ops_*.c for the OpenCL one, and for both the ACT entries of
+the op table src/engine/op_list.def).
 """
 import glob
 import os
@@ -55,6 +56,10 @@ def cldiff_ops(src):
             cpu[name] = "pass" if "IDENTITY" in flags else "host" if ("HOST" in flags or "SHAPE" in flags) else "cpu"
     for f in glob.glob(os.path.join(src, "src/backends/opencl/cl_ops_*.c")):
         cl |= set(re.findall(r'\{"([a-z0-9_]+)",\s*"[a-z0-9_]+",\s*op_', open(f).read()))
+    # the op table's ACT entries: both backends register them from src/engine/op_list.def
+    for name in re.findall(r'^CD_OP\(([a-z0-9_]+),\s*ACT,', open(os.path.join(src, "src/engine/op_list.def")).read(), re.M):
+        cpu[name] = "cpu"
+        cl.add(name)
     return cpu, cl
 
 

@@ -1,7 +1,8 @@
 # OpenCL kernel checks (owner: clops).
 # 1. Every kernels/*.cl compiles (prelude prepended) in fp32, fp16 and fp16-compute with
-#    clang's OpenCL C front end.
-add_test(NAME kernels_compile COMMAND sh ${CMAKE_SOURCE_DIR}/scripts/check_kernels.sh ${CMAKE_SOURCE_DIR}/kernels)
+#    clang's OpenCL C front end (with the kernel-kind header the build generates).
+add_test(NAME kernels_compile COMMAND sh ${CMAKE_SOURCE_DIR}/scripts/check_kernels.sh ${CMAKE_SOURCE_DIR}/kernels
+         ${CD_OP_KINDS_CL})
 set_tests_properties(kernels_compile PROPERTIES LABELS opencl TIMEOUT 300)
 # 2. Small cases of every kernel family under oclgrind (fp32 and fp16-storage variants;
 #    oclgrind cannot run half arithmetic): fails on any error oclgrind reports (memory,

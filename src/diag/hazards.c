@@ -3,6 +3,7 @@
 #include <stdio.h>
 #include <string.h>
 #include "diag/diag.h"
+#include "engine/op_list.h"
 
 static const cd_shape *shape_of(const cd_plan *p, int id) { return id >= 0 ? &p->meta[id].shape : NULL; }
 
@@ -14,60 +15,66 @@ static int64_t prod(const cd_shape *s, int from, int to) {
 
 static int norm_axis(int64_t axis, int rank) { return (int)(axis < 0 ? axis + rank : axis); }
 
+/* The accumulation length K of a layer by its fp16 hazard class (the op table's `hazard`
+ * column, engine/op_list.def). */
 int64_t cd_diag_acc_len(const cd_plan *plan, int op_index) {
     const cd_op *op = &plan->g->ops[op_index];
     const char *t = op->type;
+    const cd_op_info *oi = cd_op_info_find(t);
+    cd_opl_hazard hz = oi ? oi->hazard : (!strncmp(t, "reduce_", 7) ? CD_ACC_REDUCE : CD_ACC_NONE);
     const cd_shape *x;
-    if (!strcmp(t, "conv2d") || !strcmp(t, "depthwise_conv2d") || !strcmp(t, "conv2d_transpose") ||
-        !strcmp(t, "depthwise_conv2d_transpose")) {
+    switch (hz) {
+    case CD_ACC_CONV:
+    case CD_ACC_CONVT: {
         const cd_shape *f = shape_of(plan, cd_op_in(op, "Filter", 0));
         if (!f || f->rank < 3) return 1;
         int64_t g = cd_attr_int(op, "groups", 1);
         if (g < 1) g = 1;
         /* transpose filters are [Cin, Cout/groups, KH, KW]: each output sums Cin/groups
          * channels over the window (an upper bound: strides skip some taps) */
-        if (strstr(t, "transpose")) return (f->d[0] / g > 0 ? f->d[0] / g : 1) * prod(f, 2, f->rank);
+        if (hz == CD_ACC_CONVT) return (f->d[0] / g > 0 ? f->d[0] / g : 1) * prod(f, 2, f->rank);
         return prod(f, 1, f->rank);
     }
-    if (!strcmp(t, "fc")) {
+    case CD_ACC_FC: {
         const cd_shape *w = shape_of(plan, cd_op_in(op, "W", 0));
         return w && w->rank >= 1 ? (w->d[0] > 0 ? w->d[0] : 1) : 1;
     }
-    if (!strcmp(t, "mul")) {
+    case CD_ACC_MUL: {
         const cd_shape *y = shape_of(plan, cd_op_in(op, "Y", 0));
         if (!y) return 1;
         int64_t yn = cd_attr_int(op, "y_num_col_dims", 1);
         return prod(y, 0, (int)(yn < 1 ? 1 : yn));
     }
-    if (!strcmp(t, "matmul") || !strcmp(t, "matmul_v2") || !strcmp(t, "bmm")) {
+    case CD_ACC_MATMUL:
+    case CD_ACC_MATMUL_V2: {
         x = shape_of(plan, cd_op_in(op, "X", 0));
         if (!x || x->rank < 1) return 1;
-        bool tx = cd_attr_bool(op, !strcmp(t, "matmul_v2") ? "trans_x" : "transpose_X", false);
+        bool tx = cd_attr_bool(op, hz == CD_ACC_MATMUL_V2 ? "trans_x" : "transpose_X", false);
         if (x->rank == 1) return x->d[0];
         return tx ? x->d[x->rank - 2] : x->d[x->rank - 1];
     }
-    if (!strcmp(t, "softmax") || !strcmp(t, "log_softmax") || !strcmp(t, "p_norm") || !strcmp(t, "norm")) {
+    case CD_ACC_AXIS: {
         x = shape_of(plan, cd_op_in(op, "X", 0));
         if (!x || x->rank < 1) return 1;
         int a = norm_axis(cd_attr_int(op, "axis", -1), x->rank);
         return a >= 0 && a < x->rank ? x->d[a] : 1;
     }
-    if (!strcmp(t, "layer_norm")) {
+    case CD_ACC_LAYER_NORM:
         x = shape_of(plan, cd_op_in(op, "X", 0));
         if (!x) return 1;
         return prod(x, (int)cd_attr_int(op, "begin_norm_axis", 1), x->rank);
-    }
-    if (!strcmp(t, "instance_norm") || !strcmp(t, "group_norm")) {
+    case CD_ACC_INSTANCE_NORM:
+    case CD_ACC_GROUP_NORM: {
         x = shape_of(plan, cd_op_in(op, "X", 0));
         if (!x || x->rank < 3) return 1;
         int64_t k = prod(x, 2, x->rank);
-        if (!strcmp(t, "group_norm")) {
+        if (hz == CD_ACC_GROUP_NORM) {
             int64_t g = cd_attr_int(op, "groups", 1);
             k *= x->d[1] / (g > 0 ? g : 1);
         }
         return k;
     }
-    if (!strcmp(t, "pool2d")) {
+    case CD_ACC_POOL: {
         x = shape_of(plan, cd_op_in(op, "X", 0));
         if (cd_attr_bool(op, "global_pooling", false) && x && x->rank == 4) return x->d[2] * x->d[3];
         const int64_t *ks = NULL;
@@ -76,10 +83,11 @@ int64_t cd_diag_acc_len(const cd_plan *plan, int op_index) {
             return ((x->d[2] + ks[0] - 1) / ks[0]) * ((x->d[3] + ks[1] - 1) / ks[1]);
         return n == 2 ? ks[0] * ks[1] : 1;
     }
-    if (!strncmp(t, "reduce_", 7) || !strcmp(t, "mean")) {
+    case CD_ACC_REDUCE:
+    case CD_ACC_ALL: {
         x = shape_of(plan, cd_op_in(op, "X", 0));
         if (!x) return 1;
-        if (!strcmp(t, "mean") || cd_attr_bool(op, "reduce_all", false)) return prod(x, 0, x->rank);
+        if (hz == CD_ACC_ALL || cd_attr_bool(op, "reduce_all", false)) return prod(x, 0, x->rank);
         const int64_t *dims = NULL;
         int n = cd_attr_ints(op, "dim", &dims);
         if (n == 0) return prod(x, 0, x->rank);
@@ -89,6 +97,8 @@ int64_t cd_diag_acc_len(const cd_plan *plan, int op_index) {
             if (a >= 0 && a < x->rank) k *= x->d[a];
         }
         return k;
+    }
+    case CD_ACC_NONE: break;
     }
     return 1;
 }

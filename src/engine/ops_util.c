@@ -1,6 +1,7 @@
 /* Helpers shared by op implementations: slot access, error messages naming the op,
  * fused activations (parsing from attributes and applying). */
 #include "engine/ops.h"
+#include "engine/op_list.h"
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -51,18 +52,21 @@ const char *cd_act_name(cd_act_kind k) {
     return "?";
 }
 
-/* Default parameters per kind: those of the standalone ops (docs/nb-format.md §7.21). */
+/* Default parameters per kind: those of the standalone op of that kind in the op table
+ * (engine/op_list.def; docs/nb-format.md §7.21). */
 static void act_defaults(cd_act *a, cd_act_kind k) {
-    a->kind = k;
-    a->a = a->b = a->c = 0.0f;
-    switch (k) {
-    case CD_ACT_RELU6: a->a = 6.0f; break;
-    case CD_ACT_LEAKY_RELU: a->a = 0.02f; break;
-    case CD_ACT_SWISH: a->a = 1.0f; break;
-    case CD_ACT_HARD_SWISH: a->a = 6.0f; a->b = 6.0f; a->c = 3.0f; break;
-    case CD_ACT_HARD_SIGMOID: a->a = 0.2f; a->b = 0.5f; break;
-    default: break;
+    cd_op_params p = {{0, 0, 0}};
+    for (int i = 0; i < CD_OPID_COUNT; i++) {
+        const cd_op_info *oi = cd_op_info_at((cd_op_id)i);
+        if (oi->kind == (int)k && (oi->group == CD_OPL_ACT || oi->id == CD_OPID_prelu)) {
+            cd_op_params_parse(NULL, oi, &p); /* no op: every slot its default */
+            break;
+        }
     }
+    a->kind = k;
+    a->a = k == CD_ACT_NONE ? 0.0f : p.v[0];
+    a->b = k == CD_ACT_NONE ? 0.0f : p.v[1];
+    a->c = k == CD_ACT_NONE ? 0.0f : p.v[2];
 }
 
 cd_status cd_act_from_name(cd_op_ctx *c, const char *name, cd_act *out) {
@@ -128,25 +132,14 @@ cd_status cd_act_from_op(cd_op_ctx *c, const char *kind_attr, cd_act *out) {
 }
 
 cd_status cd_act_from_standalone(cd_op_ctx *c, cd_act *out) {
-    const char *t = c->op->type;
-    cd_status s;
-    if (!strcmp(t, "silu")) { act_defaults(out, CD_ACT_SWISH); return CD_OK; }
-    if ((s = cd_act_from_name(c, t, out))) return s;
-    switch (out->kind) {
-    case CD_ACT_RELU6: return float_attr(c, "threshold", 6.0f, &out->a);
-    case CD_ACT_LEAKY_RELU: return float_attr(c, "alpha", 0.02f, &out->a);
-    case CD_ACT_SWISH: return float_attr(c, "beta", 1.0f, &out->a);
-    case CD_ACT_HARD_SWISH:
-        if ((s = float_attr(c, "threshold", 6.0f, &out->a))) return s;
-        if ((s = float_attr(c, "scale", 6.0f, &out->b))) return s;
-        if ((s = float_attr(c, "offset", 3.0f, &out->c))) return s;
-        return CD_OK; /* scale 0: +-Inf or NaN, as in Paddle-Lite */
-    case CD_ACT_HARD_SIGMOID:
-        if ((s = float_attr(c, "slope", 0.2f, &out->a))) return s;
-        return float_attr(c, "offset", 0.5f, &out->b);
-    case CD_ACT_GELU: out->a = cd_attr_bool(c->op, "approximate", false) ? 1.0f : 0.0f; return CD_OK;
-    default: return CD_OK;
-    }
+    const cd_op_info *oi = cd_op_info_find(c->op->type);
+    act_defaults(out, CD_ACT_NONE);
+    if (!oi || oi->group != CD_OPL_ACT || oi->kind < 0 || oi->kind > CD_ACT_SQRT)
+        return cd_op_fail(c, CD_E_UNSUPPORTED, "'%s' is not a standalone activation of the op table", c->op->type);
+    cd_op_params p;
+    cd_op_params_parse(c->op, oi, &p); /* the attributes and defaults of op_list.def */
+    *out = (cd_act){(cd_act_kind)oi->kind, p.v[0], p.v[1], p.v[2]};
+    return CD_OK;
 }
 
 float cd_act_apply(const cd_act *a, float x) {

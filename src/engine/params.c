@@ -1,15 +1,13 @@
 /* Parameter conversion and int8/int16 weight dequantization (see params.h). */
 #include "engine/params.h"
+#include "engine/op_list.h"
 #include "util/fp16.h"
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-static bool is_identity_copy(const char *type) {
-    return !strcmp(type, "io_copy") || !strcmp(type, "io_copy_once") || !strcmp(type, "layout") ||
-           !strcmp(type, "layout_once");
-}
+static bool is_identity_copy(const char *type) { return cd_op_is_placement(type); } /* io_copy, layout */
 
 /* Follows a tensor back through placement-only copies to the parameter it carries;
  * -1 when it is not (a copy of) a parameter. Bounded: SSA producers precede consumers. */
@@ -31,13 +29,17 @@ static int param_source(const cd_graph *g, int id) {
 typedef enum { AX_DIM0, AX_CONVT, AX_LAST, AX_ROW } scale_axis;
 
 static scale_axis axis_for(const cd_op *op) {
-    const char *t = op->type;
-    if (!strcmp(t, "conv2d_transpose") || !strcmp(t, "depthwise_conv2d_transpose")) return AX_CONVT;
-    if (!strcmp(t, "fc") || !strcmp(t, "mul") || !strcmp(t, "lookup_table") || !strcmp(t, "lookup_table_v2"))
-        return AX_LAST;
-    if (!strcmp(t, "matmul")) return cd_attr_bool(op, "transpose_Y", false) ? AX_ROW : AX_LAST;
-    if (!strcmp(t, "matmul_v2")) return cd_attr_bool(op, "trans_y", false) ? AX_ROW : AX_LAST;
-    return AX_DIM0;
+    switch (cd_op_id_of(op->type)) {
+    case CD_OPID_conv2d_transpose:
+    case CD_OPID_depthwise_conv2d_transpose: return AX_CONVT;
+    case CD_OPID_fc:
+    case CD_OPID_mul:
+    case CD_OPID_lookup_table:
+    case CD_OPID_lookup_table_v2: return AX_LAST;
+    case CD_OPID_matmul: return cd_attr_bool(op, "transpose_Y", false) ? AX_ROW : AX_LAST;
+    case CD_OPID_matmul_v2: return cd_attr_bool(op, "trans_y", false) ? AX_ROW : AX_LAST;
+    default: return AX_DIM0;
+    }
 }
 
 /* Dequantizes q (int8/int16 record of tensor t) into out[] floats. */

@@ -1,11 +1,12 @@
 /* Every op type cldiff runs has a bound family derived from its arithmetic (docs/verdicts.md):
  * the registry is walked and each type's family asked for; none may fall back to "generic". A
- * new op type without a row in src/verdict/local_spec.c fails here, not at run time with a bound
- * nobody derived. Also the arithmetic parts of the families added for it. */
+ * new op type whose entry in src/engine/op_list.def has no bound family (GENERIC) fails here, not
+ * at run time with a bound nobody derived. Also the arithmetic parts of the families added for it. */
 #include <criterion/criterion.h>
 #include <math.h>
+#include <stdio.h>
 #include <string.h>
-#include "verdict/local.h"
+#include "verdict/verdict.h"
 #include "compare/bounds.h"
 #include "engine/ops.h"
 
@@ -35,7 +36,7 @@ Test(families, every_registered_op_type_has_a_derived_family) {
         if (cd_bound_family_allowance(spec.fam)) cr_assert(spec.mag_run, "%s: allowance family without mag_run", defs[i]->type);
     }
     cd_graph_free(g);
-    cr_assert_eq(missing, 0, "op types without a bound family (add them to src/verdict/local_spec.c and "
+    cr_assert_eq(missing, 0, "op types without a bound family (give them one in src/engine/op_list.def and "
                              "docs/verdicts.md):%s", list);
 }
 

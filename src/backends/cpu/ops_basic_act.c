@@ -1,5 +1,7 @@
 /* Unary float ops: standalone activations (docs/nb-format.md §7.21), prelu, clip, scale (§7.10) and
- * dropout. Every kernel is one macro body instantiated for float and _Float16.
+ * dropout. The kernel is one body (ops_basic_act_tmpl.h) instantiated for float and _Float16;
+ * which op is which kind, and its attributes with their defaults, come from the op table
+ * (engine/op_list.def).
  *
  * Precision: affine ops (scale, dropout, prelu, square, reciprocal, clip) compute in the
  * tensor's own type, so fp16 runs use half arithmetic with one rounding per operation;
@@ -10,6 +12,7 @@
  * evaluated in a cancellation-free form (gelu_f) so small negative outputs stay accurate. */
 #include "backends/cpu/par.h"
 #include "engine/ops.h"
+#include "engine/op_list.h"
 #include <float.h>
 #include <math.h>
 #include <string.h>
@@ -18,11 +21,10 @@ typedef _Float16 f16;
 
 #define PAR_MIN 32768
 
-enum {
-    U_ACT = 0, /* a cd_act kind */
-    U_LOG, U_RSQRT, U_SQUARE, U_RECIP, U_FLOOR, U_CEIL, U_ERF, U_SIGN, U_ELU, U_THRELU, U_SOFTPLUS,
-    U_MISH, U_CLIP, U_AFFINE /* scale, dropout: x * p0 + p1 (bias first when p2 != 0) */, U_PRELU
-};
+/* un_cfg.kind: U_ACT (a cd_act kind), a standalone-only kind of the op table (CD_K_<type>,
+ * 20 and up: engine/op_list.def), U_AFFINE or U_PRELU. */
+enum { U_ACT = 0, U_AFFINE = 1000 /* scale, dropout: x * p0 + p1 (bias first when p2 != 0) */, U_PRELU };
+_Static_assert(CD_ACT_SQRT < 20, "the op table's standalone-only kinds start at 20");
 
 typedef struct {
     int kind;
@@ -58,83 +60,18 @@ static inline float softplus_f(float x, float beta, float thr) {
 #define FLOOP(T, EXPR) PFOR({ const float x = (float)in[i]; out[i] = (T)(EXPR); })
 #define TLOOP(T, EXPR) PFOR({ const T x = in[i]; out[i] = (EXPR); })
 
-#define DEF_UNARY(T, NAME)                                                                               \
-    static void NAME(const T *in, T *out, int64_t n, const un_cfg *u, int threads) {                   \
-        const cd_act A = u->act;                                                                        \
-        const float p0 = u->p0, p1 = u->p1;                                                             \
-        switch (u->kind) {                                                                              \
-        case U_ACT:                                                                                     \
-            switch (A.kind) {                                                                           \
-            case CD_ACT_NONE: TLOOP(T, x); break;                                                       \
-            case CD_ACT_RELU: TLOOP(T, x < (T)0 ? (T)0 : x); break;                                     \
-            case CD_ACT_RELU6: { const float t = A.a; FLOOP(T, x < 0.0f ? 0.0f : (x > t ? t : x)); break; } \
-            case CD_ACT_LEAKY_RELU: { const float a = A.a; FLOOP(T, x < 0.0f ? a * x : x); break; }     \
-            case CD_ACT_ABS: FLOOP(T, fabsf(x)); break;                                                 \
-            case CD_ACT_HARD_SIGMOID: {                                                                 \
-                const float a = A.a, b = A.b;                                                           \
-                FLOOP(T, (a * x + b) < 0.0f ? 0.0f : ((a * x + b) > 1.0f ? 1.0f : (a * x + b)));           \
-                break;                                                                                  \
-            }                                                                                           \
-            case CD_ACT_HARD_SWISH: {                                                                   \
-                const float th = A.a, sc = A.b, of = A.c;                                               \
-                FLOOP(T, x * ((x + of) < 0.0f ? 0.0f : ((x + of) > th ? th : (x + of))) / sc);          \
-                break;                                                                                  \
-            }                                                                                           \
-            case CD_ACT_GELU: { const bool ap = A.a != 0.0f; FLOOP(T, gelu_f(x, ap)); break; }     \
-            default: FLOOP(T, cd_act_apply(&A, x)); break;                                              \
-            }                                                                                           \
-            break;                                                                                      \
-        case U_LOG: FLOOP(T, logf(x)); break;                                                           \
-        case U_RSQRT: FLOOP(T, 1.0f / sqrtf(x)); break;                                                 \
-        case U_SQUARE: TLOOP(T, x * x); break;                                                          \
-        case U_RECIP: TLOOP(T, (T)1 / x); break;                                                        \
-        case U_FLOOR: FLOOP(T, floorf(x)); break;                                                       \
-        case U_CEIL: FLOOP(T, ceilf(x)); break;                                                         \
-        case U_ERF: FLOOP(T, erff(x)); break;                                                           \
-        case U_SIGN: FLOOP(T, x > 0.0f ? 1.0f : (x < 0.0f ? -1.0f : x)); break;                         \
-        case U_ELU: FLOOP(T, x > 0.0f ? x : p0 * expm1f(x)); break;                                     \
-        case U_THRELU: FLOOP(T, x > p0 ? x : 0.0f); break;                              \
-        case U_SOFTPLUS: FLOOP(T, softplus_f(x, p0, p1)); break;                                        \
-        case U_MISH: FLOOP(T, x * tanhf(softplus_f(x, 1.0f, p0))); break;                               \
-        case U_CLIP: { const T lo = (T)p0, hi = (T)p1, lc = lo > hi ? hi : lo; /* min(max(x, lo), hi) */ \
-            TLOOP(T, x < lo ? lc : (x > hi ? hi : x)); break; }                                         \
-        case U_AFFINE: {                                                                                \
-            const T s = (T)p0, b = (T)p1;                                                               \
-            if (u->p2 != 0.0f) TLOOP(T, (x + b) * s);                                                   \
-            else TLOOP(T, x * s + b);                                                                   \
-            if (A.kind != CD_ACT_NONE) {                                                                \
-                PFOR({ out[i] = (T)cd_act_apply(&A, (float)out[i]); });                                 \
-            }                                                                                           \
-            if (u->scaleact) {                                                                          \
-                const T s1 = (T)u->s1, b1 = (T)u->b1;                                                   \
-                PFOR({ out[i] = out[i] * s1 + b1; });                                                   \
-            }                                                                                           \
-            break;                                                                                      \
-        }                                                                                               \
-        case U_PRELU: {                                                                                 \
-            const T *al = u->alpha;                                                                     \
-            const int64_t inner = u->inner, ch = u->chans, ps = u->per_sample, mode = u->amode;         \
-            PFOR({                                                                                      \
-                const T x = in[i];                                                                      \
-                T a = mode == 0 ? al[0] : (mode == 1 ? al[(i / inner) % ch] : al[i % ps]);              \
-                out[i] = x < (T)0 ? a * x : x;                                                          \
-            });                                                                                         \
-            break;                                                                                      \
-        }                                                                                               \
-        }                                                                                               \
-    }
-
-DEF_UNARY(float, unary_f32)
-DEF_UNARY(f16, unary_f16)
+#define UN_T float
+#define UN_NAME unary_f32
+#include "ops_basic_act_tmpl.h"
+#undef UN_T
+#undef UN_NAME
+#define UN_T f16
+#define UN_NAME unary_f16
+#include "ops_basic_act_tmpl.h"
+#undef UN_T
+#undef UN_NAME
 
 /* ------------------------------------------------------------------ op glue */
-
-static const struct { const char *name; int kind; } k_unary[] = {
-    {"log", U_LOG}, {"rsqrt", U_RSQRT}, {"square", U_SQUARE}, {"reciprocal", U_RECIP}, {"floor", U_FLOOR},
-    {"ceil", U_CEIL}, {"erf", U_ERF}, {"sign", U_SIGN}, {"elu", U_ELU}, {"thresholded_relu", U_THRELU},
-    {"softplus", U_SOFTPLUS}, {"mish", U_MISH}, {"relu_clipped", U_CLIP}, {"clip", U_CLIP},
-    {"scale", U_AFFINE}, {"dropout", U_AFFINE}, {"prelu", U_PRELU},
-};
 
 static cd_status fattr(cd_op_ctx *c, const char *name, double dflt, bool required, float *out) {
     if (required && !cd_op_attr(c->op, name))
@@ -158,32 +95,30 @@ static cd_status scalar_input(cd_op_ctx *c, const char *slot, float *out) {
 static cd_status un_config(cd_op_ctx *c, const cd_value *x, un_cfg *u) {
     memset(u, 0, sizeof *u);
     const char *t = c->op->type;
+    const cd_op_info *oi = cd_op_info_find(t);
     cd_status s;
-    u->kind = -1;
-    for (size_t i = 0; i < sizeof k_unary / sizeof k_unary[0]; i++)
-        if (!strcmp(t, k_unary[i].name)) u->kind = k_unary[i].kind;
-    if (u->kind < 0) {
-        u->kind = U_ACT;
-        return cd_act_from_standalone(c, &u->act);
-    }
-    switch (u->kind) {
-    case U_ELU: return fattr(c, "alpha", 1.0, false, &u->p0);
-    case U_THRELU: return fattr(c, "threshold", 1.0, false, &u->p0);
-    case U_SOFTPLUS:
-        if ((s = fattr(c, "beta", 1.0, false, &u->p0))) return s; /* 0: the division gives Inf/NaN */
-        return fattr(c, "threshold", 20.0, false, &u->p1);
-    case U_MISH: return fattr(c, "threshold", 20.0, false, &u->p0);
-    case U_CLIP:
-        if (!strcmp(t, "relu_clipped")) {
-            u->p0 = 0.0f;
-            return fattr(c, "Relu_clipped_coef", 6.0, false, &u->p1);
+    if (oi && oi->group == CD_OPL_ACT) {
+        /* kind and attributes from the op table (engine/op_list.def), parsed once */
+        if (oi->kind <= CD_ACT_SQRT) {
+            u->kind = U_ACT;
+            return cd_act_from_standalone(c, &u->act);
         }
-        if ((s = fattr(c, "min", -FLT_MAX, false, &u->p0)) || (s = fattr(c, "max", FLT_MAX, false, &u->p1))) return s;
-        if ((s = scalar_input(c, "Min", &u->p0)) || (s = scalar_input(c, "Max", &u->p1))) return s;
-        /* min > max: Paddle-Lite computes min(max(x, min), max) = max everywhere; so does cldiff */
+        cd_op_params p;
+        cd_op_params_parse(c->op, oi, &p);
+        u->kind = oi->kind;
+        u->p0 = p.v[0];
+        u->p1 = p.v[1];
+        /* clip: Min / Max tensors override min / max; min > max: Paddle-Lite computes
+         * min(max(x, min), max) = max everywhere; so does cldiff. softplus beta 0: the
+         * division gives Inf/NaN */
+        if (oi->id == CD_OPID_clip && ((s = scalar_input(c, "Min", &u->p0)) || (s = scalar_input(c, "Max", &u->p1))))
+            return s;
         return CD_OK;
+    }
+    u->kind = oi && oi->id == CD_OPID_prelu ? U_PRELU : U_AFFINE; /* scale, dropout */
+    switch (u->kind) {
     case U_AFFINE:
-        if (!strcmp(t, "dropout")) {
+        if (oi && oi->id == CD_OPID_dropout) {
             float p = 0.5f;
             if ((s = fattr(c, "dropout_prob", 0.5, false, &p))) return s;
             /* lite/kernels/arm/dropout_compute.cc: upscale_in_train copies, any other value scales by
@@ -259,10 +194,10 @@ cd_status cd_basic_unary_infer(cd_op_ctx *c) {
     un_cfg u;
     cd_status s = un_config(c, x, &u);
     if (s) return s;
-    bool is_int = x->dtype == CD_I32 || x->dtype == CD_I64;
-    if (x->dtype != CD_F32 && x->dtype != CD_F16 && !(is_int && !strcmp(c->op->type, "scale")))
+    bool is_int = x->dtype == CD_I32 || x->dtype == CD_I64, is_scale = cd_op_id_of(c->op->type) == CD_OPID_scale;
+    if (x->dtype != CD_F32 && x->dtype != CD_F16 && !(is_int && is_scale))
         return cd_op_fail(c, CD_E_UNSUPPORTED, "element type %s is not supported (float32 or float16%s)",
-                          cd_dtype_name(x->dtype), !strcmp(c->op->type, "scale") ? ", int32, int64" : "");
+                          cd_dtype_name(x->dtype), is_scale ? ", int32, int64" : "");
     if (is_int && (u.act.kind != CD_ACT_NONE || u.scaleact))
         return cd_op_fail(c, CD_E_UNSUPPORTED, "a fused activation on an integer scale is not supported");
     o->shape = x->shape;

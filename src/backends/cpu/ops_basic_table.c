@@ -1,6 +1,7 @@
 /* The "basic" op family: elementwise arithmetic, activations, scale, placement/identity
  * ops, calib, interpolation, padding, shuffle_channel and arg_max (backends/cpu/ops_basic_*.c). */
 #include "engine/ops.h"
+#include "engine/op_list.h"
 
 /* defined in ops_basic_eltwise.c, ops_basic_act.c, ops_basic_misc.c, ops_basic_interp.c */
 cd_status cd_basic_eltwise_infer(cd_op_ctx *c);
@@ -26,6 +27,7 @@ cd_status cd_basic_interp_run(cd_op_ctx *c);
  * CD_OPF_SHAPE op only when nothing it reads is missing). */
 #define ELT(name) {name, cd_basic_eltwise_infer, cd_basic_eltwise_run, CD_OPF_SHAPE | CD_OPF_WRITES_ALL, cd_basic_eltwise_macs, NULL}
 #define UN(name) {name, cd_basic_unary_infer, cd_basic_unary_run, 0, NULL, NULL}
+#define UN_TYPE(type) UN(#type),
 #define IDENT(name) {name, cd_basic_identity_infer, cd_basic_identity_run, CD_OPF_IDENTITY, NULL, NULL}
 
 static const cd_op_def k_defs[] = {
@@ -35,10 +37,10 @@ static const cd_op_def k_defs[] = {
     ELT("fusion_elementwise_add_activation"), ELT("fusion_elementwise_sub_activation"),
     ELT("fusion_elementwise_mul_activation"), ELT("fusion_elementwise_div_activation"),
     ELT("fusion_elementwise_max_activation"), ELT("fusion_elementwise_min_activation"),
-    UN("relu"), UN("relu6"), UN("leaky_relu"), UN("sigmoid"), UN("tanh"), UN("swish"), UN("silu"),
-    UN("hard_swish"), UN("hard_sigmoid"), UN("abs"), UN("gelu"), UN("exp"), UN("sqrt"),
-    UN("log"), UN("rsqrt"), UN("square"), UN("reciprocal"), UN("floor"), UN("ceil"), UN("erf"), UN("sign"),
-    UN("elu"), UN("thresholded_relu"), UN("softplus"), UN("mish"), UN("relu_clipped"), UN("clip"),
+    /* every ACT op of the op table (engine/op_list.def): standalone activations and math functions */
+#define CD_OP(type, group, ...) CD_OPL_SELECT_##group(UN_TYPE, type)
+#include "engine/op_list.def"
+#undef CD_OP
     UN("prelu"), UN("dropout"),
     {"scale", cd_basic_unary_infer, cd_basic_unary_run, CD_OPF_SHAPE, NULL, NULL},
     IDENT("feed"), IDENT("fetch"), IDENT("io_copy"), IDENT("io_copy_once"), IDENT("layout"),

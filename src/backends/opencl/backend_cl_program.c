@@ -8,6 +8,7 @@
 #include <string.h>
 #include "backends/opencl/backend_cl.h"
 #include "backends/opencl/loader.h"
+#include "engine/op_list.h"
 
 static const cd_embedded_kernel *embedded(const char *file) {
     for (int i = 0; cd_embedded_kernels[i].name; i++)
@@ -150,9 +151,10 @@ char *cd_cl_program_source(const char *kernel_dir, const char *family, cd_cl_var
     char *src = cd_cl_kernel_source(kernel_dir, file, NULL, 0, err);
     if (!src) { free(pre); return NULL; }
     const char *pragma = v == CD_CLV_FP16_COMPUTE ? "#pragma OPENCL EXTENSION cl_khr_fp16 : enable\n" : "";
-    size_t n = strlen(pragma) + strlen(pre) + strlen(src) + strlen(file) + 64;
+    /* the kinds are this binary's (engine/op_list.h), whichever folder the kernels come from */
+    size_t n = strlen(pragma) + strlen(pre) + strlen(cd_cl_op_kinds) + strlen(src) + strlen(file) + 64;
     char *out = malloc(n);
-    if (out) snprintf(out, n, "%s%s\n#line 1 \"%s\"\n%s", pragma, pre, file, src);
+    if (out) snprintf(out, n, "%s%s\n%s#line 1 \"%s\"\n%s", pragma, pre, cd_cl_op_kinds, file, src);
     else cd_err(err, CD_E_NOMEM, "out of memory assembling kernel %s", file);
     free(pre);
     free(src);

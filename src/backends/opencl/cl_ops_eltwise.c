@@ -4,13 +4,10 @@
  * activation helpers of engine/ops_util.c). */
 #include "backends/cpu/ops_util.h"
 #include "backends/opencl/cl_ops_util.h"
+#include "engine/op_list.h"
 #include <float.h>
 #include <math.h>
 #include <string.h>
-
-/* Kernel-side kinds beyond cd_act_kind (must match eltwise.cl). */
-enum { K_LOG = 20, K_RSQRT, K_SQUARE, K_RECIP, K_FLOOR, K_CEIL, K_ERF, K_SIGN, K_ELU, K_TRELU, K_SOFTPLUS,
-       K_MISH, K_CLIP };
 
 typedef struct { int kind; float a, b, c; } ew_act;
 
@@ -33,48 +30,22 @@ static cd_status plan_scalar(cd_cl_ctx *c, const char *slot, float *out, cd_erro
     return CD_OK;
 }
 
-/* Activation of a standalone op: the engine's parser for the shared kinds, docs/nb-format.md §7.21 for the rest. */
+/* Activation of a standalone (ACT) op: its kernel kind and attributes from the op table
+ * (engine/op_list.def), parsed with the CPU's defaults; clip's Min / Max when known at plan time. */
 static cd_status standalone_act(cd_cl_ctx *c, ew_act *a, cd_error *err) {
-    const char *t = c->op->type;
-    static const struct { const char *name; int kind; } extra[] = {
-        {"log", K_LOG}, {"rsqrt", K_RSQRT}, {"square", K_SQUARE}, {"reciprocal", K_RECIP}, {"floor", K_FLOOR},
-        {"ceil", K_CEIL}, {"erf", K_ERF}, {"sign", K_SIGN}, {"elu", K_ELU}, {"thresholded_relu", K_TRELU},
-        {"softplus", K_SOFTPLUS}, {"mish", K_MISH}, {"relu_clipped", K_CLIP}, {"clip", K_CLIP},
-    };
-    a->a = a->b = a->c = 0.0f;
-    for (size_t i = 0; i < sizeof extra / sizeof extra[0]; i++) {
-        if (strcmp(t, extra[i].name)) continue;
-        a->kind = extra[i].kind;
-        switch (a->kind) {
-        case K_ELU: return float_attr(c, "alpha", 1.0, &a->a, err);
-        case K_TRELU: return float_attr(c, "threshold", 1.0, &a->a, err);
-        case K_MISH: return float_attr(c, "threshold", 20.0, &a->a, err);
-        case K_CLIP:
-            if (!strcmp(t, "relu_clipped")) return float_attr(c, "Relu_clipped_coef", 6.0, &a->b, err);
-            {
-                cd_status s = float_attr(c, "min", -FLT_MAX, &a->a, err);
-                if (!s) s = float_attr(c, "max", FLT_MAX, &a->b, err);
-                if (!s) s = plan_scalar(c, "Min", &a->a, err);
-                if (!s) s = plan_scalar(c, "Max", &a->b, err);
-                return s;
-            }
-        case K_SOFTPLUS: {
-            cd_status s = float_attr(c, "beta", 1.0, &a->b, err);
-            if (!s) s = float_attr(c, "threshold", 20.0, &a->c, err);
-            return s;
-        }
-        default: return CD_OK;
-        }
+    const cd_op_info *oi = cd_op_info_find(c->op->type);
+    if (!oi || oi->group != CD_OPL_ACT) return clu_fail(c, err, CD_E_INTERNAL, "not a standalone activation (op table)");
+    cd_op_params p;
+    cd_op_params_parse(c->op, oi, &p);
+    a->kind = oi->kind;
+    a->a = p.v[0];
+    a->b = p.v[1];
+    a->c = p.v[2];
+    if (oi->id == CD_OPID_clip) {
+        cd_status s = plan_scalar(c, "Min", &a->a, err);
+        if (!s) s = plan_scalar(c, "Max", &a->b, err);
+        return s;
     }
-    cd_op_ctx oc;
-    cd_act act;
-    clu_op_ctx(c, &oc, err);
-    cd_status s = cd_act_from_standalone(&oc, &act);
-    if (s) return s;
-    a->kind = (int)act.kind;
-    a->a = act.a;
-    a->b = act.b;
-    a->c = act.c;
     return CD_OK;
 }
 
@@ -126,7 +97,7 @@ static cd_status op_act(cd_cl_ctx *c, cd_error *err) {
     ew_act a;
     if ((s = clu_need_in(c, "X", 0, &x, err)) || (s = clu_need_out(c, "Out", 0, &y, err))) return s;
     if ((s = standalone_act(c, &a, err))) return s;
-    if (a.kind == K_CLIP && strcmp(c->op->type, "relu_clipped")) {
+    if (cd_op_id_of(c->op->type) == CD_OPID_clip) {
         /* Min / Max produced at run time: the kernel reads them from their device buffers */
         int tmin = clu_in(c, "Min", 0), tmax = clu_in(c, "Max", 0);
         if (tmin >= 0 && clu_meta(c, tmin)->data) tmin = -1;
@@ -208,15 +179,10 @@ static cd_status op_scale(cd_cl_ctx *c, cd_error *err) {
 
 /* ---- binary ops ---- */
 
+/* The binary kernel's op code (K_ELEMENTWISE_<OP>, the op table's kind); -1 for other types. */
 static int binop_code(const char *t) {
-    static const char *names[] = {"add", "sub", "mul", "div", "max", "min", "pow", "floordiv", "mod"};
-    const char *p = !strncmp(t, "fusion_elementwise_", 19) ? t + 19 : (!strncmp(t, "elementwise_", 12) ? t + 12 : NULL);
-    if (!p) return -1;
-    for (int i = 0; i < 9; i++) {
-        size_t l = strlen(names[i]);
-        if (!strncmp(p, names[i], l) && (p[l] == 0 || !strcmp(p + l, "_activation"))) return i;
-    }
-    return -1;
+    const cd_op_info *oi = cd_op_info_find(t);
+    return oi && oi->kind >= 0 && (!strncmp(t, "elementwise_", 12) || !strncmp(t, "fusion_elementwise_", 19)) ? oi->kind : -1;
 }
 
 /* Merged iteration dims and element strides (0 = broadcast) of out = X op Y, docs/nb-format.md §7.0. */
@@ -311,16 +277,12 @@ static cd_status op_binary(cd_cl_ctx *c, cd_error *err) {
     return clu_end(&g, n);
 }
 
+#define ACT_DEF(type) {#type, "eltwise", op_act},
 static const cd_cl_op_def defs[] = {
-    {"relu", "eltwise", op_act}, {"relu6", "eltwise", op_act}, {"leaky_relu", "eltwise", op_act},
-    {"sigmoid", "eltwise", op_act}, {"tanh", "eltwise", op_act}, {"swish", "eltwise", op_act},
-    {"silu", "eltwise", op_act}, {"hard_swish", "eltwise", op_act}, {"hard_sigmoid", "eltwise", op_act},
-    {"abs", "eltwise", op_act}, {"gelu", "eltwise", op_act}, {"exp", "eltwise", op_act},
-    {"sqrt", "eltwise", op_act}, {"log", "eltwise", op_act}, {"rsqrt", "eltwise", op_act},
-    {"square", "eltwise", op_act}, {"reciprocal", "eltwise", op_act}, {"floor", "eltwise", op_act},
-    {"ceil", "eltwise", op_act}, {"erf", "eltwise", op_act}, {"sign", "eltwise", op_act},
-    {"elu", "eltwise", op_act}, {"thresholded_relu", "eltwise", op_act}, {"softplus", "eltwise", op_act},
-    {"mish", "eltwise", op_act}, {"relu_clipped", "eltwise", op_act}, {"clip", "eltwise", op_act},
+    /* every ACT op of the op table (engine/op_list.def) */
+#define CD_OP(type, group, ...) CD_OPL_SELECT_##group(ACT_DEF, type)
+#include "engine/op_list.def"
+#undef CD_OP
     {"dropout", "eltwise", op_scale},
     {"prelu", "eltwise", op_prelu}, {"scale", "eltwise", op_scale},
     {"elementwise_add", "eltwise", op_binary}, {"elementwise_sub", "eltwise", op_binary},
