@@ -1,4 +1,6 @@
-/* Command-line front end: option parsing shared by every subcommand, and the commands. */
+/* Command-line front end (docs/design.md §1): cli.c dispatches to the command files (cmd_*.c,
+ * diff_*.c), which run the lower modules and print; parse.c parses the options they share and
+ * holds the helpers they share. Nothing under src/ outside cli/ includes this. */
 #ifndef CD_CLI_H
 #define CD_CLI_H
 #include <stdbool.h>
@@ -67,12 +69,14 @@ int cd_cli_unknown_option(const char *cmd, const char *opt, const char *const *c
 int cd_cli_bad_value(const char *cmd, const char *opt, const char *value, const char *const *values, int n);
 /* Prints "cldiff: <message>" with the exit code's meaning and returns the exit code. */
 int cd_cli_fail(const cd_error *err);
+/* "cldiff: <fmt with arg>", the usage text, and CD_E_USAGE. */
+int cd_cli_usage_error(const char *cmd, const char *fmt, const char *arg);
+void cd_cli_print_version(void);
 
 int cd_cmd_inspect(int argc, char **argv);
 int cd_cmd_doctor(int argc, char **argv);
 int cd_cmd_export(int argc, char **argv);
 int cd_cmd_run(const cd_cli_opts *o);
-int cd_cmd_diff(const cd_cli_opts *o);
 int cd_cmd_compare(const cd_cli_opts *o);
 int cd_cmd_report(const cd_cli_opts *o);
 /* Paddle-Lite's own runtime (docs/paddle-lite.md): instrument a model, import its outputs. */

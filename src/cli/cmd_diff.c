@@ -9,7 +9,7 @@
 #include <sys/resource.h>
 #include <time.h>
 #include "cli/diff_priv.h"
-#include "verdict/local.h"
+#include "verdict/verdict.h"
 #include "diag/diag.h"
 #include "diag/pins.h"
 #include "backends/registry.h"
@@ -110,7 +110,7 @@ static cd_status diff_run_engine_b(diff_run *d, cd_forcing *rec, cd_error *err) 
  * outputs for B's process to settle against. */
 static cd_status diff_run_ref_local(diff_run *d, cd_forcing *rec, cd_forcing *refrec, cd_error *err) {
     cd_plan pref;
-    cd_status st = cd_diff_ref_plan(&d->s, &pref, err);
+    cd_status st = cd_verdict_ref_plan(d->s.g, d->s.in_shapes, &d->s.plan, &pref, err);
     if (st) return st;
     cd_run_req qr = {.backend = "cpu", .prec = CD_PREC_FP32, .plan = &pref, .force = rec, .local_run = "ref_local",
                      .forced_from = d->run_a, .local_only = true, .int8_dequant = true, .record = refrec};
@@ -269,9 +269,9 @@ static cd_status diff_compare(diff_run *d, cd_error *err) {
                             .by_op_index = true, .half_ulps = o->prec == CD_PREC_FP16, .output_tensors = d->outs,
                             .n_outputs = d->outs ? g->n_outputs : 0, .acc_k = d->acck,
                             .n_acc_k = d->acck ? g->n_ops : 0, .fp16 = o->prec == CD_PREC_FP16};
-    if ((st = cd_diff_compare_runs(&d->q, d->auto_tol, &d->an, &d->um, &d->nu, err))) return st;
+    if ((st = cd_verdict_compare_runs(&d->q, d->auto_tol, &d->an, &d->um, &d->nu, err))) return st;
     d->have_an = true;
-    if (o->repeat > 1 && !d->crashed && (st = cd_diff_merge_repeats(&d->q, d->run_b, o->repeat, &d->an, err)))
+    if (o->repeat > 1 && !d->crashed && (st = cd_verdict_merge_repeats(&d->q, d->run_b, o->repeat, &d->an, err)))
         return st;
     if (d->crashed) d->an.verdict = CD_VERDICT_CRASH;
     d->an.noise_floor = o->prec == CD_PREC_FP16 ? 1e-3 : 1e-6;
@@ -297,7 +297,7 @@ static int diff_hand_over(diff_run *d) {
     *d->ctx->an_out = d->an;
     memset(&d->an, 0, sizeof d->an);
     d->have_an = false;
-    return cd_diff_verdict_code(d->ctx->an_out);
+    return cd_verdict_exit_code(d->ctx->an_out);
 }
 
 /* Reports from the dump (reopened: the comparison table is in it now), notes, exit code,
@@ -312,7 +312,7 @@ static int diff_write_outputs(diff_run *d) {
     for (int i = 0; i < d->nu && !o->quiet; i++)
         fprintf(stderr, "cldiff: note: tensor '%s' of %s (op #%d) is only in run %s\n", d->um[i].tensor,
                 d->um[i].layer, d->um[i].op_index, d->um[i].side == 'a' ? d->run_a : d->run_b);
-    int rc = cd_diff_verdict_code(&d->an);
+    int rc = cd_verdict_exit_code(&d->an);
     if (d->crashed && !o->quiet) fprintf(stderr, "cldiff: %s\n", d->eb.msg);
     if (o->baseline) {
         int nf = 0;
@@ -339,7 +339,10 @@ static int diff_finish(diff_run *d) {
     /* --suggest-pins: float32 CPU pins for failing layers inside the fp16 OpenCL run. */
     if (o->suggest_pins && !d->crashed) {
         cd_error pe = {0};
-        cd_status ps = cd_diag_suggest_pins(&d->s, &d->an, &d->pol, d->B, &pe);
+        cd_pins_run pr = {.g = d->s.g, .plan = &d->s.plan, .plan32 = d->s.have_plan32 ? &d->s.plan32 : NULL,
+                          .inputs = d->s.inputs.values, .opts = cd_session_backend_opts(o, o->prec), .prec = o->prec,
+                          .dump_path = d->s.dump_path, .ref_run = o->backends[0], .stop_flag = &cd_stop_flag};
+        cd_status ps = cd_diag_suggest_pins(&pr, &d->an, &d->pol, d->B, &pe);
         if (ps == CD_E_INTERRUPTED) return cd_cli_fail(&pe);
         if (ps) snprintf(d->an.pins_note, sizeof d->an.pins_note, "%s", pe.msg);
     }
@@ -379,18 +382,4 @@ int cd_diff_core(const cd_cli_opts *o, diff_ctx *ctx) {
     diff_free(&d);
     phase_end("reports");
     return rc;
-}
-
-int cd_cmd_diff(const cd_cli_opts *o) {
-    if (o->calibrate > 0) return cd_diff_calibrate(o);
-    if (o->inputs_dir) {
-        if (o->n_inputs) {
-            cd_error err = {0};
-            cd_err(&err, CD_E_USAGE, "--inputs DIR and --input cannot be combined (each file of DIR is the input)");
-            return cd_cli_fail(&err);
-        }
-        return cd_diff_inputs(o);
-    }
-    diff_ctx ctx = {0};
-    return cd_diff_core(o, &ctx);
 }

@@ -22,11 +22,6 @@ static double metric_of(const cd_layer_cmp *l, int k) {
     }
 }
 
-static int cmp_dbl(const void *a, const void *b) {
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
 static cd_status agg_add(agg_state *g, const char *name, const cd_analysis *an, cd_error *err) {
     if (!g->proto) {
         g->n_layers = an->n_layers;
@@ -61,48 +56,6 @@ static cd_status agg_add(agg_state *g, const char *name, const cd_analysis *an, 
         g->fail[(size_t)ii * (size_t)g->n_layers + (size_t)i] = l && !l->m.pass;
     }
     return CD_OK;
-}
-
-/* Fills the aggregate fields of an (the final, worst input's analysis). */
-void cd_diff_agg_apply(const agg_state *g, cd_analysis *an) {
-    double *tmp = malloc((size_t)(g->n_inputs + 1) * sizeof *tmp);
-    if (!tmp) return;
-    an->n_inputs_run = g->n_inputs;
-    for (int i = 0; i < an->n_layers; i++) {
-        cd_layer_cmp *l = &an->layers[i];
-        int pi = -1;
-        for (int j = 0; j < g->n_layers && pi < 0; j++)
-            if (g->proto[j].op_index == l->op_index && !strcmp(g->proto[j].tensor, l->tensor)) pi = j;
-        if (pi < 0) continue;
-        l->n_agg = g->n_inputs;
-        l->n_agg_fail = 0;
-        double worst_rel = -1;
-        for (int ii = 0; ii < g->n_inputs; ii++) {
-            size_t at = (size_t)ii * (size_t)g->n_layers + (size_t)pi;
-            l->n_agg_fail += g->fail[at];
-            double re = g->v[CD_AGG_REL_ERR][at];
-            if (!isnan(re) && re > worst_rel) { worst_rel = re; snprintf(l->worst_input, sizeof l->worst_input, "%s", g->names[ii]); }
-        }
-        for (int k = 0; k < 4; k++) {
-            int n = 0;
-            double sum = 0;
-            for (int ii = 0; ii < g->n_inputs; ii++) {
-                double v = g->v[k][(size_t)ii * (size_t)g->n_layers + (size_t)pi];
-                if (isnan(v)) continue;
-                tmp[n++] = v;
-                sum += v;
-            }
-            if (!n) continue;
-            qsort(tmp, (size_t)n, sizeof *tmp, cmp_dbl);
-            bool low_is_bad = k == CD_AGG_COSINE;  /* cosine: worst is the smallest */
-            l->agg_worst[k] = low_is_bad ? tmp[0] : tmp[n - 1];
-            l->agg_mean[k] = sum / n;
-            /* p99 by nearest rank on the bad side (p1 for cosine) */
-            int rank = (int)ceil(0.99 * n);
-            l->agg_p99[k] = low_is_bad ? tmp[n - rank] : tmp[rank - 1];
-        }
-    }
-    free(tmp);
 }
 
 static void agg_free(agg_state *g) {

@@ -5,7 +5,7 @@
 #include "cli/session.h"
 #include "compare/dumpcmp.h"
 #include "report/report.h"
-#include "verdict/local.h"
+#include "verdict/verdict.h"
 
 /* --inputs: per-layer values of each metric over every input, for worst/mean/p99. */
 typedef struct agg_state {
@@ -63,20 +63,14 @@ typedef struct diff_run {
 /* cmd_diff.c: the differential run (collect_only / agg passes of ctx included). */
 int cd_diff_core(const cd_cli_opts *o, diff_ctx *ctx);
 
-/* diff_verdict.c: tolerance policy, diagnosis hooks, local check and verdict glue. */
+/* diff_verdict.c: tolerance policy from the command line, the local check's run description
+ * (src/verdict/ decides), --baseline. */
 cd_status cd_diff_load_policy(const cd_cli_opts *o, cd_precision prec, cd_policy *p, cd_error *err);
 void cd_diff_policy_desc(const cd_policy *p, char *buf, size_t n);
-int cd_diff_verdict_code(const cd_analysis *an);
-/* cd_compare_runs with diag's rules plugged in (auto tolerance, golden hazards) and the
- * hazards ranked afterwards. */
-cd_status cd_diff_compare_runs(cd_cmp_request *q, bool auto_tol, cd_analysis *an, cd_cmp_unmatched **um, int *nu,
-                               cd_error *err);
-cd_status cd_diff_ref_plan(cd_session *s, cd_plan *out, cd_error *err);
-/* The isolation columns of earlier reports are the local check now. */
-void cd_diff_local_as_isolation(cd_analysis *an);
+/* Whether the differential run does the local check (--isolate/--local none and --dump
+ * stats turn it off). */
+bool cd_local_enabled(const cd_cli_opts *o);
 cd_status cd_diff_local_check(diff_run *d, cd_error *err);
-cd_status cd_diff_merge_repeats(const cd_cmp_request *q0, const char *run_b, int repeat, cd_analysis *an,
-                                cd_error *err);
 cd_status cd_diff_baseline_gate(const cd_cli_opts *o, const cd_dump_reader *r, const char *run,
                                 const cd_policy *pol, int *n_fail, cd_error *err);
 
@@ -93,8 +87,9 @@ int cd_diff_compare_and_report(const cd_cli_opts *o, cd_dump_reader *ra, cd_dump
 cd_status cd_diff_write_text(const char *path, const char *text, cd_error *err);
 void cd_diff_repro_pack(diff_run *d);
 
-/* diff_inputs.c: --inputs aggregation and --calibrate. */
+/* diff_report.c: the --inputs aggregates into the worst input's analysis, before its reports. */
 void cd_diff_agg_apply(const agg_state *g, cd_analysis *an);
+/* diff_inputs.c: --inputs and --calibrate (each calls cd_diff_core per input or seed). */
 int cd_diff_inputs(const cd_cli_opts *o);
 int cd_diff_calibrate(const cd_cli_opts *o);
 #endif

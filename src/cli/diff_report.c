@@ -1,14 +1,64 @@
 /* Report writing of the differential command, and the comparison behind `cldiff compare`
  * and `cldiff report`: runs are stored in the dump first, then compared from the dump, so
  * every report can be rebuilt later from the dump alone. */
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
 #include "cli/diff_priv.h"
-#include "verdict/local.h"
+#include "verdict/verdict.h"
 #include "diag/diag.h"
+
+/* ---------------------------------------------------------------- --inputs aggregates */
+
+static int cmp_dbl(const void *a, const void *b) {
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+/* Fills the aggregate fields of an (the final, worst input's analysis). */
+void cd_diff_agg_apply(const agg_state *g, cd_analysis *an) {
+    double *tmp = malloc((size_t)(g->n_inputs + 1) * sizeof *tmp);
+    if (!tmp) return;
+    an->n_inputs_run = g->n_inputs;
+    for (int i = 0; i < an->n_layers; i++) {
+        cd_layer_cmp *l = &an->layers[i];
+        int pi = -1;
+        for (int j = 0; j < g->n_layers && pi < 0; j++)
+            if (g->proto[j].op_index == l->op_index && !strcmp(g->proto[j].tensor, l->tensor)) pi = j;
+        if (pi < 0) continue;
+        l->n_agg = g->n_inputs;
+        l->n_agg_fail = 0;
+        double worst_rel = -1;
+        for (int ii = 0; ii < g->n_inputs; ii++) {
+            size_t at = (size_t)ii * (size_t)g->n_layers + (size_t)pi;
+            l->n_agg_fail += g->fail[at];
+            double re = g->v[CD_AGG_REL_ERR][at];
+            if (!isnan(re) && re > worst_rel) { worst_rel = re; snprintf(l->worst_input, sizeof l->worst_input, "%s", g->names[ii]); }
+        }
+        for (int k = 0; k < 4; k++) {
+            int n = 0;
+            double sum = 0;
+            for (int ii = 0; ii < g->n_inputs; ii++) {
+                double v = g->v[k][(size_t)ii * (size_t)g->n_layers + (size_t)pi];
+                if (isnan(v)) continue;
+                tmp[n++] = v;
+                sum += v;
+            }
+            if (!n) continue;
+            qsort(tmp, (size_t)n, sizeof *tmp, cmp_dbl);
+            bool low_is_bad = k == CD_AGG_COSINE;  /* cosine: worst is the smallest */
+            l->agg_worst[k] = low_is_bad ? tmp[0] : tmp[n - 1];
+            l->agg_mean[k] = sum / n;
+            /* p99 by nearest rank on the bad side (p1 for cosine) */
+            int rank = (int)ceil(0.99 * n);
+            l->agg_p99[k] = low_is_bad ? tmp[n - rank] : tmp[rank - 1];
+        }
+    }
+    free(tmp);
+}
 
 void cd_diff_iso_time(char *buf, size_t n) {
     time_t t = time(NULL);
@@ -219,7 +269,7 @@ static cd_status load_stored_local(const cd_dump_reader *rb, const char *run_b, 
     bool found = false;
     snprintf(lrun, sizeof lrun, "%s_local", run_b);
     cd_status st = cd_local_load(rb, lrun, an, &found, err);
-    if (!st && found) cd_diff_local_as_isolation(an);
+    if (!st && found) cd_verdict_local_as_isolation(an);
     return st;
 }
 
@@ -256,7 +306,7 @@ int cd_diff_compare_and_report(const cd_cli_opts *o, cd_dump_reader *ra, cd_dump
     cd_analysis an;
     cd_cmp_unmatched *um = NULL;
     int nu = 0;
-    if ((st = cd_diff_compare_runs(&q, o->tolerance_file && !strcmp(o->tolerance_file, "auto"), &an, &um, &nu, &err))) {
+    if ((st = cd_verdict_compare_runs(&q, o->tolerance_file && !strcmp(o->tolerance_file, "auto"), &an, &um, &nu, &err))) {
         cd_policy_free(&pol);
         stored_extra_free(&sx);
         return cd_cli_fail(&err);
@@ -299,7 +349,7 @@ int cd_diff_compare_and_report(const cd_cli_opts *o, cd_dump_reader *ra, cd_dump
                          .tolerance_desc = pdesc, .crash = se.crash[0] ? se.crash : NULL, .n_ops = an.n_layers, .created = created};
     int rc;
     if ((st = cd_diff_write_reports(&q, &an, &env, o->out_dir, o->quiet, &err))) rc = cd_cli_fail(&err);
-    else rc = cd_diff_verdict_code(&an);
+    else rc = cd_verdict_exit_code(&an);
     print_unmatched(o, um, nu, run_a, run_b, same);
     cd_analysis_free(&an);
     free(um);

@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "cli/diff_priv.h"
-#include "verdict/local.h"
+#include "verdict/verdict.h"
 #include "model/extract.h"
 #include "model/nb_writer.h"
 #include "util/npy.h"

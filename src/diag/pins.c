@@ -166,10 +166,10 @@ static cd_status out_hit(void *user, int op_index, int tensor_id, const cd_value
 }
 
 /* Runs one pin set and compares the model outputs with the reference run. */
-static cd_status trial(cd_session *s, const cd_analysis *an, const cd_policy *pol, const char *backend_b, const bool *pinned,
+static cd_status trial(const cd_pins_run *s, const cd_analysis *an, const cd_policy *pol, const char *backend_b, const bool *pinned,
                        const cd_dump_reader *r, const char *ref_run, cd_pin_result *res, cd_error *err) {
     const cd_graph *g = s->g;
-    cd_backend_opts bo = cd_session_backend_opts(s->o, s->o->prec);
+    cd_backend_opts bo = s->opts;
     bo.threads = 1; /* runs in a forked child: OpenMP teams of the parent do not survive fork */
     cd_backend *inner = NULL, *pb = NULL;
     const cd_backend_def *def = cd_backend_lookup(backend_b);
@@ -177,7 +177,7 @@ static cd_status trial(cd_session *s, const cd_analysis *an, const cd_policy *po
         return cd_err(err, CD_E_USAGE, "--suggest-pins needs a backend that runs op by op as B, not '%s'", backend_b);
     cd_status st = def->open(&bo, &inner, err);
     if (st) return st;
-    const cd_plan *p32 = s->have_plan32 ? &s->plan32 : &s->plan;
+    const cd_plan *p32 = s->plan32 ? s->plan32 : s->plan;
     if ((st = cd_pinned_backend_open(inner, p32, pinned, &bo, &pb, err))) { cd_backend_close(inner); return st; }
     bool *mask = calloc((size_t)g->n_ops + 1, 1);
     out_sink os = {.g = g};
@@ -187,8 +187,8 @@ static cd_status trial(cd_session *s, const cd_analysis *an, const cd_policy *po
         if (p >= 0) mask[p] = true;
     }
     cd_probe_sink sink = {.user = &os, .hit = out_hit};
-    cd_exec_opts xo = {.probe_mask = mask, .stop_flag = &cd_stop_flag};
-    if ((st = cd_execute(&s->plan, pb, s->inputs.values, &xo, &sink, err))) goto done;
+    cd_exec_opts xo = {.probe_mask = mask, .stop_flag = s->stop_flag};
+    if ((st = cd_execute(s->plan, pb, s->inputs, &xo, &sink, err))) goto done;
     cd_dump_tensor_info *tr = NULL;
     int nr = 0;
     if ((st = cd_dump_list_tensors(r, ref_run, &tr, &nr, err))) goto done;
@@ -213,7 +213,7 @@ static cd_status trial(cd_session *s, const cd_analysis *an, const cd_policy *po
         if ((st = cd_dump_read_f32(r, ref_run, ti->dataset, &ref, &n, err))) break;
         if (n != os.numel[k]) { free(ref); res->pass = false; continue; }
         cd_metrics m;
-        cd_metrics_compute(ref, os.data[k], n, &lc->shape, s->o->prec == CD_PREC_FP16, &lc->tol, &m);
+        cd_metrics_compute(ref, os.data[k], n, &lc->shape, s->prec == CD_PREC_FP16, &lc->tol, &m);
         free(ref);
         /* the verdict's output rule, yardsticks included (quantized models, fp16 vs golden) */
         double re = m.nonfinite_mismatch ? INFINITY : m.ref_absmax > 0 ? m.max_abs / m.ref_absmax : (m.max_abs > 0 ? INFINITY : 0);
@@ -241,7 +241,7 @@ typedef struct trial_msg {
     cd_error err;
 } trial_msg;
 
-static cd_status trial_forked(cd_session *s, const cd_analysis *an, const cd_policy *pol, const char *backend_b, const bool *pinned,
+static cd_status trial_forked(const cd_pins_run *s, const cd_analysis *an, const cd_policy *pol, const char *backend_b, const bool *pinned,
                               const cd_dump_reader *r, const char *ref_run, cd_pin_result *res, cd_error *err) {
     int fd[2];
     if (pipe(fd) != 0) return cd_err(err, CD_E_INTERNAL, "pipe() failed: %s", strerror(errno));
@@ -291,7 +291,7 @@ static int pin_order(const void *a, const void *b) {
     return (x->out_max_abs > y->out_max_abs) - (x->out_max_abs < y->out_max_abs);
 }
 
-cd_status cd_diag_suggest_pins(cd_session *s, cd_analysis *an, const cd_policy *pol, const char *backend_b, cd_error *err) {
+cd_status cd_diag_suggest_pins(const cd_pins_run *s, cd_analysis *an, const cd_policy *pol, const char *backend_b, cd_error *err) {
     const cd_graph *g = s->g;
     int cand[CD_PIN_MAX_CANDIDATES], nc = 0;
     for (int i = 0; i < an->n_layers && nc < CD_PIN_MAX_CANDIDATES; i++) {
@@ -305,7 +305,7 @@ cd_status cd_diag_suggest_pins(cd_session *s, cd_analysis *an, const cd_policy *
     cd_dump_reader *r = NULL;
     cd_status st = cd_dump_open(s->dump_path, &r, err);
     if (st) return st;
-    const char *ref_run = cd_dump_find_run(r, "golden") >= 0 ? "golden" : s->o->backends[0];
+    const char *ref_run = cd_dump_find_run(r, "golden") >= 0 ? "golden" : s->ref_run;
     int nt = nc + (nc > 1);
     an->pins = calloc((size_t)nt, sizeof *an->pins);
     bool *pinned = calloc((size_t)g->n_ops + 1, 1);

@@ -11,7 +11,7 @@
 cd_status cd_nb_load(const char *path, cd_graph **out, cd_error *err);
 cd_status cd_nb_load_mem(const uint8_t *buf, size_t len, cd_graph **out, cd_error *err);
 
-/* ---- shared between nb_reader.c and nb_meta0.c (not for other layers) ---- */
+/* ---- shared by nb_reader.c, nb_meta0.c and nb_build.c (not for other modules) ---- */
 #define CD_NB_HEADER 26
 /* Parses a meta-0 topology (buf = its bytes, base = its file offset) into g. */
 cd_status cd_nb_meta0_topology(cd_graph *g, const uint8_t *buf, size_t len, size_t base, cd_error *err);

@@ -1,7 +1,8 @@
-/* Private to the dump writer (dump.c: the file, datasets, inputs; dump_attr.c: attributes
- * and groups; dump_table.c: compound tables, /model/ops and the per-run tensors tables;
- * dump_run.c: runs and their tensors; dump_stats.c: tensor statistics). Other modules use
- * store/dump.h. */
+/* Private to the dump writer (dump.c: the file, inputs; dump_h5.c: HDF5 errors, escaping,
+ * datasets; dump_attr.c: attributes and groups; dump_table.c: compound tables, /model/ops and
+ * the per-run tensors tables; dump_run.c: runs and their tensors; dump_stats.c: tensor
+ * statistics). Calls run one way: dump.c -> dump_run.c -> dump_table.c -> dump_attr.c ->
+ * dump_h5.c. Other modules use store/dump.h. */
 #ifndef CD_DUMP_WRITER_H
 #define CD_DUMP_WRITER_H
 #include <hdf5.h>
@@ -51,7 +52,7 @@ static inline bool cd_dumpw_valid_path(const char *path) { return path && path[0
 /* Creates the groups along an absolute path that do not exist yet. */
 cd_status cd_dumpw_make_groups(cd_dump *d, const char *path, cd_error *err);
 
-/* ---- datasets (dump.c) ---- */
+/* ---- HDF5 errors, escaping, datasets (dump_h5.c) ---- */
 /* Creates and writes a dataset holding v under loc/name (stats_only: null dataspace). */
 hid_t cd_dumpw_write_values(cd_dump *d, hid_t loc, const char *name, const cd_value *v, bool stats_only,
                             cd_error *err);

@@ -9,75 +9,6 @@
 #include "model/extract.h"
 #include "util/fp16.h"
 
-/* ---------------------------------------------------------------- inputs from the dump */
-
-static const cd_dump_tensor_info *find_tensor(const cd_dump_tensor_info *t, int n, int op_index, const char *name) {
-    for (int i = 0; i < n; i++)
-        if (t[i].op_index == op_index && !strcmp(t[i].tensor, name)) return &t[i];
-    return NULL;
-}
-
-/* Run A's tensor table, read once for the whole check (cd_local_check_layers sets it while it
- * runs): each layer's magnitudes load their inputs through cd_local_load_inputs, and reading
- * the table from the dump per layer was the fp16 check's largest cost (docs/benchmarks.md,
- * "fp16 cost"). */
-static struct {
-    const cd_dump_reader *r;
-    char run[64];
-    cd_dump_tensor_info *t;
-    int n;
-} g_tab;
-
-static void tab_drop(void) {
-    free(g_tab.t);
-    memset(&g_tab, 0, sizeof g_tab);
-}
-
-cd_status cd_local_load_inputs(const cd_graph *g, const cd_plan *plan, const cd_dump_reader *r, const char *run_a,
-                               const cd_forcing *force, const cd_extracted *ex, cd_value *ins, cd_shape *in_shapes,
-                               char *note, size_t note_len, cd_error *err) {
-    cd_dump_tensor_info *ta = NULL;
-    int na = 0;
-    bool cached = g_tab.r && g_tab.r == r && !strcmp(g_tab.run, run_a);
-    cd_status st = CD_OK;
-    if (cached) { ta = g_tab.t; na = g_tab.n; }
-    else st = cd_dump_list_tensors(r, run_a, &ta, &na, err);
-    for (int k = 0; !st && k < ex->n_inputs; k++) {
-        int src = ex->src_inputs[k];
-        const cd_tensor *t = &g->tensors[src];
-        in_shapes[k] = plan->meta[src].shape;
-        int prod = t->producer;
-        const cd_op *pop = prod >= 0 ? &g->ops[prod] : NULL;
-        if (!pop || !strcmp(pop->type, "feed")) {
-            st = cd_dump_read_input(r, t->name, &ins[k], err);
-            continue;
-        }
-        const cd_dump_tensor_info *ti = find_tensor(ta, na, prod, t->name);
-        if ((!ti || ti->stats_only) && force && cd_forcing_has(force, src)) {
-            /* not probed, but recorded for the local re-run: the same values A computed */
-            if ((st = cd_forcing_get(force, src, CD_F32, false, &ins[k], err))) break;
-            in_shapes[k] = ins[k].shape;
-            continue;
-        }
-        if (!ti || ti->stats_only) {
-            snprintf(note, note_len, "input '%s' (from op #%d) was not captured in full; probe it (--layers all)",
-                     t->name, prod);
-            break;
-        }
-        float *f = NULL;
-        int64_t n = 0;
-        if ((st = cd_dump_read_f32(r, run_a, ti->dataset, &f, &n, err))) break;
-        ins[k].dtype = CD_F32;
-        ins[k].shape = ti->shape;
-        ins[k].data = f;
-        ins[k].nbytes = (size_t)n * sizeof(float);
-        ins[k].owned = true;
-    }
-    if (!cached) free(ta);
-    return st;
-}
-
-
 /* ---------------------------------------------------------------- the check */
 
 /* A layer settled by the free run: B's own output was within the bound (checked in B's process,
@@ -85,7 +16,7 @@ cd_status cd_local_load_inputs(const cd_graph *g, const cd_plan *plan, const cd_
 static void settled_result(const cd_local_req *q, cd_layer_cmp *l, const cd_settle_info *si, bool sep_ref) {
     cd_bound_spec spec;
     char desc[120];
-    cd_local_spec(q->s->g, &q->s->plan, l->op_index, q->ref, q->b, &spec, desc, sizeof desc);
+    cd_local_spec(q->g, q->plan, l->op_index, q->ref, q->b, &spec, desc, sizeof desc);
     snprintf(l->family, sizeof l->family, "%s", cd_bound_family_name(spec.fam));
     l->has_local = true;
     l->loc = l->m;
@@ -118,25 +49,20 @@ cd_status cd_local_check_layers(const cd_local_req *q, cd_analysis *an, cd_error
     cd_status st = cd_dump_list_tensors(q->r, q->run_local, &tl, &nl, err);
     if (!st && sep_ref) st = cd_dump_list_tensors(q->r, q->run_ref, &tr, &nr, err);
     if (st) { free(tl); free(tr); return st; }
-    tab_drop();
-    cd_error te = {0};   /* without the table, each layer reads it itself */
-    if (strlen(q->run_a) < sizeof g_tab.run && !cd_dump_list_tensors(q->r, q->run_a, &g_tab.t, &g_tab.n, &te)) {
-        g_tab.r = q->r;
-        snprintf(g_tab.run, sizeof g_tab.run, "%s", q->run_a);
-    }
+    cd_local_tab_keep(q->r, q->run_a);
     an->local_ran = true;
     snprintf(an->local_ref, sizeof an->local_ref, "%s", q->run_ref);
     snprintf(an->local_inputs, sizeof an->local_inputs, "%s", q->run_a);
     an->n_local = 0;
-    const cd_graph *g = q->s->g;
+    const cd_graph *g = q->g;
     bool int8_ref = cd_local_run_int8_arm(q->r, sep_ref ? q->run_ref : q->run_a); /* docs/int8.md */
     for (int i = 0; i < an->n_layers && !st; i++) {
         cd_layer_cmp *l = &an->layers[i];
         l->has_local = false;
         l->loc_worst = -1;
         if (l->op_index < 0 || l->op_index >= g->n_ops) continue;
-        const cd_dump_tensor_info *v = find_tensor(tl, nl, l->op_index, l->tensor);
-        const cd_dump_tensor_info *rr = sep_ref ? find_tensor(tr, nr, l->op_index, l->tensor) : NULL;
+        const cd_dump_tensor_info *v = cd_local_find_tensor(tl, nl, l->op_index, l->tensor);
+        const cd_dump_tensor_info *rr = sep_ref ? cd_local_find_tensor(tr, nr, l->op_index, l->tensor) : NULL;
         /* settled by the free run: B's own output stands for the local one (it lies within the
          * bound on inputs that already differ from A's, docs/verdicts.md) */
         bool settled = !v && q->settled && q->settled[l->op_index] && q->run_free && l->dataset_b[0];
@@ -153,7 +79,7 @@ cd_status cd_local_check_layers(const cd_local_req *q, cd_analysis *an, cd_error
                 /* re-run and within its bound: the free run may still show a racy or
                  * state-dependent kernel (free-run evidence; fp32: its bound is A's) */
                 cd_bound_spec spec;
-                cd_local_spec(g, &q->s->plan, l->op_index, q->ref, q->b, &spec, NULL, 0);
+                cd_local_spec(g, q->plan, l->op_index, q->ref, q->b, &spec, NULL, 0);
                 float *ref = NULL;
                 int64_t n1 = 0;
                 cd_local_result fe = {.worst = -1};
@@ -183,7 +109,7 @@ cd_status cd_local_check_layers(const cd_local_req *q, cd_analysis *an, cd_error
         } else if (!st) {
             cd_bound_spec spec;
             char desc[120];
-            cd_local_spec(g, &q->s->plan, l->op_index, q->ref, q->b, &spec, desc, sizeof desc);
+            cd_local_spec(g, q->plan, l->op_index, q->ref, q->b, &spec, desc, sizeof desc);
             if (int8_ref) cd_local_spec_int8(g, l->op_index, q->r, q->run_a, &spec, desc, sizeof desc);
             snprintf(l->family, sizeof l->family, "%s", cd_bound_family_name(spec.fam));
             double ua = -1, ur = -1;
@@ -196,7 +122,7 @@ cd_status cd_local_check_layers(const cd_local_req *q, cd_analysis *an, cd_error
             cd_local_result res;
             char mnote[256] = "";
             bool used_mag = false, mag_run = false;
-            mag_elem me = {.q = q, .g = g, .plan = &q->s->plan, .op_index = l->op_index, .out_shape = l->shape,
+            mag_elem me = {.q = q, .g = g, .plan = q->plan, .op_index = l->op_index, .out_shape = l->shape,
                            .n_out = n1, .budget = n1 / 8 + 4096};
             const cd_op *op = &g->ops[l->op_index];
             if (!st && spec.mag_run && !cd_local_cheap_valid(op)) {
@@ -263,7 +189,7 @@ cd_status cd_local_check_layers(const cd_local_req *q, cd_analysis *an, cd_error
         }
         free(ref); free(val); free(mag); free(x);
     }
-    tab_drop();
+    cd_local_tab_keep(NULL, NULL);
     free(tl);
     free(tr);
     return st;
@@ -356,10 +282,4 @@ bool cd_local_settle(void *user, const cd_forcing *force, int op_index, int tens
     free(ob);
     cd_value_release(&a);
     return ok;
-}
-
-bool cd_local_enabled(const cd_cli_opts *o) {
-    /* a whole-model engine as run B: cldiff's CPU runs each layer on B's inputs instead
-     * (docs/verdicts.md, "Engines"); the wheel engine keeps its own notes */
-    return strcmp(o->isolate_mode, "none") && strcmp(o->dump_mode, "stats");
 }

@@ -18,8 +18,8 @@
  * tensor name). NULL with note set when it was not captured. */
 static double *tensor_vals(const cd_local_req *q, const char *run, int id, int64_t *n, char *note, size_t nlen,
                            cd_error *err, cd_status *st) {
-    const cd_graph *g = q->s->g;
-    const cd_value *m = &q->s->plan.meta[id];
+    const cd_graph *g = q->g;
+    const cd_value *m = &q->plan->meta[id];
     *n = 0;
     if (m->data) {
         int64_t k = cd_value_numel(m);
@@ -218,7 +218,7 @@ static int rnn_mode(const cd_op *op, int *G) {
  * allowance of output `tensor` is safety * bound + |exact - ref|. */
 static cd_status rnn_allowance(const cd_local_req *q, const cd_layer_cmp *l, const float *ref, int64_t nref,
                                double **allow, char *note, size_t nlen, cd_error *err) {
-    const cd_graph *g = q->s->g;
+    const cd_graph *g = q->g;
     const cd_op *op = &g->ops[l->op_index];
     cd_status st = CD_OK;
     rnn_dims r = {0};
@@ -233,7 +233,7 @@ static cd_status rnn_allowance(const cd_local_req *q, const cd_layer_cmp *l, con
         snprintf(note, nlen, "rnn inputs not as expected");
         return CD_OK;
     }
-    const cd_shape *xs = &q->s->plan.meta[xid].shape;
+    const cd_shape *xs = &q->plan->meta[xid].shape;
     if (xs->rank != 3) { snprintf(note, nlen, "rnn input is not [T, N, I]"); return CD_OK; }
     r.T = xs->d[0]; r.N = xs->d[1]; r.I = xs->d[2];
     const int64_t H = r.H, N = r.N, T = r.T, DH = r.D * H, GH = r.G * H;
@@ -330,7 +330,7 @@ done:
  * by that side (docs/verdicts.md "norm"). */
 static cd_status norm_allowance(const cd_local_req *q, const cd_layer_cmp *l, const float *ref, int64_t nref,
                                 double **allow, char *note, size_t nlen, cd_error *err) {
-    const cd_graph *g = q->s->g;
+    const cd_graph *g = q->g;
     const cd_op *op = &g->ops[l->op_index];
     const char *t = op->type;
     cd_status st = CD_OK;
@@ -342,7 +342,7 @@ static cd_status norm_allowance(const cd_local_req *q, const cd_layer_cmp *l, co
         snprintf(note, nlen, "%s output '%s': statistics output, no element bound", t, l->tensor);
         return CD_OK;
     }
-    const cd_shape *xs = &q->s->plan.meta[xid].shape;
+    const cd_shape *xs = &q->plan->meta[xid].shape;
     int64_t nx = 0, ns = 0, nb = 0, nm = 0, nvv = 0;
     double *x = NULL, *sc = NULL, *bi = NULL, *mu = NULL, *va = NULL;
     x = tensor_vals(q, q->run_a, xid, &nx, note, nlen, err, &st);
@@ -423,7 +423,7 @@ bool cd_local_allow_op(const cd_op *op) {
 
 cd_status cd_local_allowance(const cd_local_req *q, const cd_layer_cmp *l, float **mag, int64_t *nmag, char *note,
                              size_t note_len, cd_error *err) {
-    const cd_graph *g = q->s->g;
+    const cd_graph *g = q->g;
     const cd_op *op = &g->ops[l->op_index];
     *mag = NULL;
     *nmag = 0;

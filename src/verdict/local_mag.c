@@ -21,15 +21,14 @@ typedef struct op_inputs {
 /* run NULL: A's run. note is set (CD_OK returned) when an input was not captured in full. */
 static cd_status op_inputs_load(const cd_local_req *q, int op_index, const char *run, op_inputs *o, char *note,
                                 size_t note_len, cd_error *err) {
-    cd_session *s = q->s;
     memset(o, 0, sizeof *o);
-    cd_status st = cd_graph_extract_op(s->g, op_index, s->plan.meta, &o->ex, err);
+    cd_status st = cd_graph_extract_op(q->g, op_index, q->plan->meta, &o->ex, err);
     if (st) return st;
     o->have_ex = true;
     o->ins = calloc((size_t)o->ex.n_inputs + 1, sizeof *o->ins);
     o->shp = calloc((size_t)o->ex.n_inputs + 1, sizeof *o->shp);
     if (!o->ins || !o->shp) return cd_err(err, CD_E_NOMEM, "out of memory");
-    return cd_local_load_inputs(s->g, &s->plan, q->r, run ? run : q->run_a, run ? NULL : q->force, &o->ex, o->ins,
+    return cd_local_load_inputs(q->g, q->plan, q->r, run ? run : q->run_a, run ? NULL : q->force, &o->ex, o->ins,
                                 o->shp, note, note_len, err);
 }
 
@@ -139,10 +138,9 @@ static cd_status make_magnitude_op(cd_graph *xg, cd_error *err) {
 /* sum |w x| + |b| per output element of layer l, on the CPU in float32 from A's inputs. */
 cd_status cd_local_magnitude(const cd_local_req *q, const cd_layer_cmp *l, float **mag, int64_t *nmag, char *note,
                            size_t note_len, cd_error *err) {
-    cd_session *s = q->s;
     *mag = NULL;
     /* rnn and the norms: the element's allowance from the layer's inputs (local_allow.c) */
-    if (cd_local_allow_op(&s->g->ops[l->op_index])) return cd_local_allowance(q, l, mag, nmag, note, note_len, err);
+    if (cd_local_allow_op(&q->g->ops[l->op_index])) return cd_local_allowance(q, l, mag, nmag, note, note_len, err);
     op_inputs oi;
     cd_plan xp;
     bool have_plan = false;
@@ -171,8 +169,8 @@ cd_status cd_local_magnitude(const cd_local_req *q, const cd_layer_cmp *l, float
     k.g = ex.g;
     k.want_op = target;
     cd_probe_sink sink = {.user = &k, .hit = keep1_hit};
-    cd_exec_opts xo = {.probe_mask = mask, .stop_flag = &cd_stop_flag};
-    cd_backend_opts bo = cd_session_backend_opts(s->o, CD_PREC_FP32);
+    cd_exec_opts xo = {.probe_mask = mask, .stop_flag = q->stop_flag};
+    cd_backend_opts bo = q->cpu_opts; /* the caller's, at fp32 */
     bo.int8_arm = false; /* magnitudes come from the float path: |w| |x| of dequantized weights */
     cd_backend *b = NULL;
     st = cd_cpu_backend_open(&bo, &b, err);
@@ -374,7 +372,7 @@ static int by_ratio_desc(const void *a, const void *b) {
  * the arithmetic on the larger magnitude. Returns whether some element exceeds it; fills r. */
 bool cd_local_free_evidence(const cd_local_req *q, const cd_layer_cmp *l, const cd_bound_spec *spec, const float *ref,
                           int64_t n, cd_local_result *r) {
-    const cd_op *op = &q->s->g->ops[l->op_index];
+    const cd_op *op = &q->g->ops[l->op_index];
     if (spec->fam != CD_FAM_ACCUMULATE || (strcmp(op->type, "conv2d") && strcmp(op->type, "depthwise_conv2d") &&
                                            strcmp(op->type, "fc") && strcmp(op->type, "mul")))
         return false;
@@ -399,7 +397,7 @@ bool cd_local_free_evidence(const cd_local_req *q, const cd_layer_cmp *l, const 
         if (!(b > 0) || e > b) cand[nc++] = (ranked){(float)(b > 0 ? e / b : INFINITY), i};
     }
     bool found = false;
-    mag_elem ma = {.q = q, .g = q->s->g, .plan = &q->s->plan, .op_index = l->op_index, .out_shape = l->shape, .n_out = n,
+    mag_elem ma = {.q = q, .g = q->g, .plan = q->plan, .op_index = l->op_index, .out_shape = l->shape, .n_out = n,
                    .budget = INT64_MAX};
     mag_elem md = ma, xa = ma;
     md.run = q->run_free;

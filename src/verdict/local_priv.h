@@ -1,8 +1,16 @@
-/* Private to the local check (local.c, local_spec.c, local_mag.c): the magnitude machinery
- * and the family helpers the parts share. Not a module interface. */
+/* Private to the verdict module (local.c, local_spec.c, local_mag.c, local_allow.c,
+ * local_inputs.c, local_int8.c): the magnitude machinery and the family helpers the parts
+ * share. Not a module interface: other modules include verdict/verdict.h. Calls run one way:
+ * verdict.c -> local.c -> local_mag.c -> local_allow.c -> local_inputs.c. */
 #ifndef CD_LOCAL_PRIV_H
 #define CD_LOCAL_PRIV_H
-#include "verdict/local.h"
+#include "verdict/verdict.h"
+
+/* Keeps run `run`'s tensor table of the dump while the check runs, for cd_local_load_inputs
+ * (local_inputs.c); r NULL drops it. */
+void cd_local_tab_keep(const cd_dump_reader *r, const char *run);
+/* The row of (op_index, tensor) in a run's tensor table, or NULL. */
+const cd_dump_tensor_info *cd_local_find_tensor(const cd_dump_tensor_info *t, int n, int op_index, const char *name);
 
 /* Whether |ref| is a lower bound of the magnitude (the cheap check may pass a layer). */
 bool cd_local_cheap_valid(const cd_op *op);

@@ -1,0 +1,127 @@
+/* The verdict of one differential run around the local check: how each side computes, the
+ * local check's request, the fp16 reference plan, the comparison with diag's rules, --repeat's
+ * nondeterminism and the exit code (docs/verdicts.md). */
+#include "verdict/verdict.h"
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "backends/registry.h"
+#include "diag/diag.h"
+#include "util/fp16.h"
+
+cd_arith cd_verdict_side_arith(const char *backend, cd_precision prec, const char *variant) {
+    if (prec != CD_PREC_FP16) return (cd_arith){.u = CD_U32, .half_store = false};
+    bool half_math = !strcmp(backend, "cpu") || (variant && !strcmp(variant, "fp16-compute"));
+    return (cd_arith){.u = half_math ? CD_U16 : CD_U32, .half_store = true};
+}
+
+cd_status cd_verdict_ref_plan(const cd_graph *g, const cd_shape *in_shapes, const cd_plan *plan16, cd_plan *out,
+                              cd_error *err) {
+    cd_status st = cd_plan_build(g, in_shapes, CD_PREC_FP32, out, err);
+    if (st) return st;
+    for (int t = 0; t < g->n_tensors; t++) {
+        cd_value *m = &out->meta[t];
+        if (!g->tensors[t].persistable || !m->data || m->dtype != CD_F32 || plan16->meta[t].dtype != CD_F16) continue;
+        float *x = m->data;
+        for (int64_t i = 0; i < cd_value_numel(m); i++) x[i] = cd_round_half(x[i]);
+    }
+    return CD_OK;
+}
+
+int cd_verdict_exit_code(const cd_analysis *an) {
+    if (an->verdict == CD_VERDICT_CRASH) return CD_E_CRASH;
+    return an->verdict == CD_VERDICT_FAIL ? CD_E_TOLERANCE : 0;
+}
+
+cd_status cd_verdict_compare_runs(cd_cmp_request *q, bool auto_tol, cd_analysis *an, cd_cmp_unmatched **um, int *nu,
+                                  cd_error *err) {
+    q->auto_tol = auto_tol ? cd_diag_auto_tol : NULL;
+    q->hazard_counts = cd_diag_hazard_counts;
+    cd_status st = cd_compare_runs(q, an, um, nu, err);
+    if (!st) cd_diag_rank_hazards(an);
+    return st;
+}
+
+void cd_verdict_local_as_isolation(cd_analysis *an) {
+    for (int i = 0; i < an->n_layers; i++) {
+        cd_layer_cmp *l = &an->layers[i];
+        l->isolated = l->has_local;
+        if (l->has_local) { l->iso = l->loc; l->iso.pass = l->loc_pass; }
+    }
+}
+
+void cd_verdict_local_req(const cd_verdict_run *v, cd_local_req *q) {
+    bool fp16 = v->prec == CD_PREC_FP16;
+    *q = (cd_local_req){.g = v->g, .plan = v->plan, .cpu_opts = v->cpu_opts, .stop_flag = v->stop_flag, .r = v->r,
+                        .run_a = v->run_a, .run_ref = fp16 ? "ref_local" : v->run_a, .run_local = v->run_local,
+                        .ref = cd_verdict_side_arith(v->a, v->prec, v->variant_a),
+                        .b = cd_verdict_side_arith(v->b, v->prec, v->variant_b), .policy = v->policy,
+                        .user_tol = v->policy && v->policy->user, .run_free = v->run_b, .settled = v->settled,
+                        .settled_info = v->settled_info, .force = v->force};
+    /* fp16: the reference is the float32 kernel on A's half inputs (run ref_local) */
+    if (fp16) q->ref = (cd_arith){.u = CD_U32, .half_store = false};
+    /* Paddle-Lite's own kernels approximate transcendental functions (NEON sigmoid: a reciprocal
+     * estimate and one Newton step, measured 128 u on picodet): 256 u where an engine is a side */
+    const cd_backend_def *da = cd_backend_lookup(v->a), *db = cd_backend_lookup(v->b);
+    double tu = (da && !da->op_by_op) || (db && !db->op_by_op) ? 256 : 0;
+    q->ref.trans_ulps = q->b.trans_ulps = tu;
+    if (v->engine_b) {
+        /* B's own output of each layer against cldiff's CPU on B's inputs (run <b>_local) */
+        q->run_a = v->run_b;
+        q->run_ref = v->run_local;
+        q->run_local = v->run_b;
+        q->ref = cd_verdict_side_arith("cpu", v->prec, "fp32");
+        q->b = (cd_arith){.u = CD_U32, .half_store = false};
+        q->ref.trans_ulps = q->b.trans_ulps = 256;
+        q->run_free = NULL;
+        q->settled = NULL;
+        q->settled_info = NULL;
+        q->force = NULL;
+    }
+}
+
+cd_status cd_verdict_local(const cd_verdict_run *v, cd_analysis *an, cd_error *err) {
+    cd_local_req q;
+    cd_verdict_local_req(v, &q);
+    cd_status st = cd_local_check_layers(&q, an, err);
+    if (st) return st;
+    cd_verdict_local_as_isolation(an);
+    return CD_OK;
+}
+
+cd_status cd_verdict_merge_repeats(const cd_cmp_request *q0, const char *run_b, int repeat, cd_analysis *an,
+                                   cd_error *err) {
+    cd_policy zero;
+    cd_policy_init(&zero, CD_PREC_FP32);
+    zero.base = (cd_tol){.atol = 0, .rtol = 0, .max_fail_fraction = 0, .min_cos = 0};
+    an->repeat_n = repeat;
+    for (int i = 0; i < an->n_layers; i++) an->layers[i].has_repeat = repeat > 1;
+    for (int r = 1; r < repeat; r++) {
+        char rep[48];
+        snprintf(rep, sizeof rep, "%s_rep%d", run_b, r);
+        cd_cmp_request q = {.ra = q0->rb, .rb = q0->rb, .run_a = run_b, .run_b = rep, .policy = &zero,
+                            .by_op_index = true, .half_ulps = q0->half_ulps};
+        cd_analysis ar;
+        cd_cmp_unmatched *um = NULL;
+        int nu = 0;
+        cd_status st = cd_compare_runs(&q, &ar, &um, &nu, err);
+        free(um);
+        if (st) { cd_policy_free(&zero); return st; }
+        for (int j = 0; j < ar.n_layers; j++) {
+            const cd_layer_cmp *x = &ar.layers[j];
+            for (int i = 0; i < an->n_layers; i++) {
+                cd_layer_cmp *l = &an->layers[i];
+                if (l->op_index != x->op_index || strcmp(l->tensor, x->tensor)) continue;
+                double sp = x->m.nonfinite_mismatch ? INFINITY : x->m.max_abs;
+                if (sp > l->spread) l->spread = sp;
+                if (x->m.fail_count > l->spread_count) l->spread_count = x->m.fail_count;
+                if (sp > 0) l->nondet = true;
+                break;
+            }
+        }
+        cd_analysis_free(&ar);
+    }
+    cd_policy_free(&zero);
+    return CD_OK;
+}

@@ -1,0 +1,130 @@
+/* The verdict (docs/verdicts.md, docs/design.md §5): the module's one public header.
+ *
+ * Given a dump with runs A and B (and B's local run), the model and B's plan, it decides for
+ * every probed layer whether B's kernel is wrong or the layer only inherited error:
+ *
+ * - the comparison of the free runs with diag's rules plugged in (automatic tolerance, golden
+ *   hazards) and --repeat's nondeterminism (cd_verdict_compare_runs, cd_verdict_merge_repeats);
+ * - the local check: B's run of each layer on A's exact inputs held to the error bound of its
+ *   op family (bound specs, magnitudes sum |w x|, the int8 bounds, settling by the free run);
+ *   cd_verdict_local builds the request from the run's sides, cd_local_check_layers runs it;
+ * - the exit code of a decided analysis (compare/analysis.h decides the kind of fault and
+ *   applies the output yardsticks).
+ *
+ * Nothing here parses a command line or prints: the caller (src/cli/) fills the structs below
+ * and reports. The per-layer results go into the analysis; cd_local_store (compare/dumpcmp.h)
+ * keeps them in the dump so that `cldiff report` reads them back without the model. */
+#ifndef CD_VERDICT_H
+#define CD_VERDICT_H
+#include "compare/analysis.h"
+#include "compare/bounds.h"
+#include "compare/dumpcmp.h"
+#include "compare/policy.h"
+#include "engine/backend.h"
+#include "engine/executor.h"
+#include "model/extract.h"
+
+/* ---------------------------------------------------------------- the local check */
+
+typedef struct cd_local_req {
+    const cd_graph *g;       /* the model */
+    const cd_plan *plan;     /* B's plan at the run's precision: the parameters as B has them */
+    /* options of the CPU magnitude runs (threads; the float path is forced) and the flag that
+     * stops them (NULL: none) */
+    cd_backend_opts cpu_opts;
+    volatile int *stop_flag;
+    const cd_dump_reader *r;
+    const char *run_a;       /* A's free run: where the inputs of each layer come from */
+    const char *run_ref;     /* the local reference: run_a (fp32) or "ref_local" (fp16) */
+    const char *run_local;   /* B's local run */
+    cd_arith ref, b;         /* how each side computes */
+    const cd_policy *policy; /* user tolerances: extra local allowance where given */
+    bool user_tol;           /* the policy holds user values (command line or file) */
+    const char *run_free;    /* B's free run, and the ops settled by it (NULL: none) */
+    const bool *settled;
+    const cd_settle_info *settled_info;
+    /* A's forcing record when --layers left some layer's inputs out of the dump (NULL: none);
+     * the inputs of run_a that the dump lacks come from it */
+    const cd_forcing *force;
+} cd_local_req;
+
+/* Settling (fp32): B's free-run output of a probed op checked, in B's process, against A's
+ * recorded value under the op's local bound; an op so settled is not run again by the local
+ * pass, its free-run output stands for the local one. Conservative: whatever cannot be
+ * decided cheaply (a whole magnitude run needed, shapes changed, NaN/Inf) does not settle. */
+typedef struct cd_local_settle_ctx {
+    const cd_graph *g;
+    const cd_plan *plan;     /* B's plan (its parameters) */
+    cd_arith ref, b;
+    /* fp16: the local reference's outputs (run ref_local, the float32 kernel on A's half
+     * inputs), checked against instead of A's own half values; NULL: A's record */
+    const cd_forcing *ref_rec;
+    /* only the local pass's re-runs are checked (the free run's outputs are not offered:
+     * in fp16 they almost never settle, docs/benchmarks.md "fp16 cost") */
+    bool local_only;
+} cd_local_settle_ctx;
+bool cd_local_settle(void *user, const cd_forcing *force, int op_index, int tensor, const cd_value *out,
+                     cd_settle_info *info);
+
+/* Fills the local fields of every layer of an (matched by op index + tensor). */
+cd_status cd_local_check_layers(const cd_local_req *q, cd_analysis *an, cd_error *err);
+/* The bound spec of op i (exposed for tests and docs). */
+void cd_local_spec(const cd_graph *g, const cd_plan *plan, int op_index, cd_arith ref, cd_arith b, cd_bound_spec *spec,
+                   char *desc, size_t n);
+/* Reads the inputs of an extracted op from run A of the dump (model inputs from /inputs) as
+ * float32; one the dump lacks (--layers left its producer out) comes from force, A's forcing
+ * record, when given. note is set (and CD_OK returned) when one was not captured in full. */
+cd_status cd_local_load_inputs(const cd_graph *g, const cd_plan *plan, const cd_dump_reader *r, const char *run_a,
+                               const cd_forcing *force, const cd_extracted *ex, cd_value *ins, cd_shape *in_shapes,
+                               char *note, size_t note_len, cd_error *err);
+
+/* ---------------------------------------------------------------- one differential run */
+
+/* How a side computes (docs/verdicts.md): the CPU's fp16 path rounds every operation to half;
+ * OpenCL computes in float on half storage unless it ran the fp16-compute variant. */
+cd_arith cd_verdict_side_arith(const char *backend, cd_precision prec, const char *variant);
+
+/* What the local check of a differential run needs: the model and B's plan, the dump and its
+ * runs, and which backends made them. Filled by the caller; nothing is owned. */
+typedef struct cd_verdict_run {
+    const cd_graph *g;
+    const cd_plan *plan;              /* B's plan at prec */
+    cd_backend_opts cpu_opts;         /* the CPU magnitude runs' options */
+    volatile int *stop_flag;
+    const cd_dump_reader *r;
+    cd_precision prec;
+    const char *a, *b;                /* backend names of runs A and B */
+    bool engine_b;                    /* B is a whole-model engine: the CPU ran each layer on B's inputs */
+    const char *variant_a, *variant_b; /* the variants the runs report ("fp32", "fp16-compute", ...) */
+    const char *run_a, *run_b, *run_local; /* dump runs: A's and B's free runs, B's local run */
+    const cd_policy *policy;
+    const bool *settled;              /* fp32: ops settled by B's free run (NULL: none) */
+    const cd_settle_info *settled_info;
+    const cd_forcing *force;          /* A's forcing record (NULL: none) */
+} cd_verdict_run;
+
+/* The local check's request for run v: which runs are compared and how each side computes
+ * (fp16: the float32 reference; an engine as B: its own output against cldiff's CPU on its
+ * inputs; 256 ulps for transcendental functions where an engine is a side). */
+void cd_verdict_local_req(const cd_verdict_run *v, cd_local_req *q);
+/* The local check of every layer of an, then its results copied to the isolation columns
+ * that earlier reports read (cd_verdict_local_as_isolation). */
+cd_status cd_verdict_local(const cd_verdict_run *v, cd_analysis *an, cd_error *err);
+void cd_verdict_local_as_isolation(cd_analysis *an);
+
+/* The fp16 local reference's plan: the float32 plan with every parameter that plan16 keeps
+ * in half rounded to half, so it sees exactly the weights B sees. */
+cd_status cd_verdict_ref_plan(const cd_graph *g, const cd_shape *in_shapes, const cd_plan *plan16, cd_plan *out,
+                              cd_error *err);
+
+/* cd_compare_runs with diag's rules plugged in (automatic tolerance, golden hazards) and the
+ * hazards ranked afterwards. */
+cd_status cd_verdict_compare_runs(cd_cmp_request *q, bool auto_tol, cd_analysis *an, cd_cmp_unmatched **um, int *nu,
+                                  cd_error *err);
+/* --repeat: compares every repeat of B (runs <run_b>_rep<r>) with its first run, exactly: any
+ * change marks the layer nondeterministic (a race or an uninitialised read). */
+cd_status cd_verdict_merge_repeats(const cd_cmp_request *q0, const char *run_b, int repeat, cd_analysis *an,
+                                   cd_error *err);
+/* The exit code of a decided analysis (docs/design.md §6): crash, tolerance or 0. */
+int cd_verdict_exit_code(const cd_analysis *an);
+#endif
