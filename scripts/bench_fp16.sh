@@ -8,8 +8,8 @@
 #   scripts/bench_fp16.sh [--cldiff PATH] [--repeat N] [--only a.nb,b.nb] [--work DIR]
 #                         [--phases] [-- extra cldiff args, e.g. --cl-platform NVIDIA]
 #
-# --phases sets CLDIFF_PHASE_TIMES=1 (builds that print per-phase times keep them in
-# WORK/<model>-<prec>-<i>.log). Exit 0 unless an argument is wrong (2) or a run did not end
+# --phases sets CLDIFF_PHASE_TIMES=1: cldiff prints each phase's wall and CPU ms, kept in
+# WORK/<model>-<prec>-<i>.log, and a second table gives their medians. Exit 0 unless an argument is wrong (2) or a run did not end
 # with exit 0/1 (3: the table marks it). On a shared machine compare medians, not single runs.
 set -u
 here="$(cd "$(dirname "$0")/.." && pwd)"
@@ -80,8 +80,8 @@ for m in "${list[@]}"; do
     done
 done
 
-python3 - "$times" <<'PY'
-import sys, statistics
+python3 - "$times" "$work" "$phases" <<'PY'
+import sys, statistics, re, os
 rows = [l.rstrip("\n").split("\t") for l in open(sys.argv[1]) if l.strip()]
 models = []
 for r in rows:
@@ -102,6 +102,31 @@ for m in models:
     print("| %s | %.2f | %.2f | %.2fx | %.2f | %.2f | %.2fx | %s / %s |" % (m[:-3], med["fp32"][0], med["fp16"][0], rw,
           med["fp32"][1], med["fp16"][1], rc, ex["fp32"], ex["fp16"]))
 print("\nworst fp16/fp32 ratio: %.2fx (goal: 1.5x)" % worst)
+if sys.argv[3] == "1":
+    # per-phase medians (CLDIFF_PHASE_TIMES lines of each timed run's log): CPU ms (wall ms)
+    pat = re.compile(r"^cldiff: phase (\s*\S.*?)\s+wall\s+(\d+) ms\s+cpu\s+(\d+) ms")
+    print("\nper phase, median CPU ms (wall ms); \"B's ...\": parts of B, in B's own process")
+    for m in models:
+        ph, order = {}, []
+        for r in rows:
+            if r[0] != m or r[2] == "warm": continue
+            log = os.path.join(sys.argv[2], "%s-%s-%s.log" % (m[:-3], r[1], r[2]))
+            seen = {}
+            for line in open(log, errors="replace"):
+                g = pat.match(line)
+                if not g: continue
+                name = g.group(1).rstrip()
+                seen[name] = seen.get(name, (0, 0))
+                seen[name] = (seen[name][0] + int(g.group(2)), seen[name][1] + int(g.group(3)))
+                if name not in order: order.append(name)
+            for name, (w, c) in seen.items(): ph.setdefault((name, r[1]), []).append((w, c))
+        print("\n| %s | fp32 | fp16 |\n|---|---:|---:|" % m[:-3])
+        for name in order:
+            cells = []
+            for p in ("fp32", "fp16"):
+                v = ph.get((name, p))
+                cells.append("%.0f (%.0f)" % (statistics.median(c for w, c in v), statistics.median(w for w, c in v)) if v else "-")
+            print("| %s | %s | %s |" % ("B's " + name.strip() if name.startswith(" ") else name, cells[0], cells[1]))
 PY
 [ "$keep" = 1 ] || rm -rf "$work"
 [ "$bad" = 0 ] || { echo "bench_fp16.sh: some run exited with neither 0 nor 1 (see the exits column)" >&2; exit 3; }

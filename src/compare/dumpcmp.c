@@ -170,18 +170,17 @@ static void output_task(const cd_dump_tensor_info *a, float *fa, float *fb, int6
     l->is_output = true;
 }
 
-/* Both sides against the golden run's tensor (read into *fg), and its half-range hazards. */
+/* The golden run's tensor (read into *fg: the reference of NaN/Inf origins) and its half-range
+ * hazards. (Per-layer metrics of A and B against it were computed here and read by nothing:
+ * the golden distances that reports show are the outputs', cd_compare_golden_outputs.) */
 static cd_status golden_metrics(const cd_cmp_request *q, const cd_dump_tensor_info *a, const cd_dump_tensor_info *tg,
-                                int ng, bool *usedg, const float *fa, const float *fb, int64_t n1, float **fg,
-                                cd_layer_cmp *l, cd_error *err) {
+                                int ng, bool *usedg, int64_t n1, float **fg, cd_layer_cmp *l, cd_error *err) {
     int gj = find_match(a, tg, ng, usedg, q->by_op_index);
     if (gj < 0 || tg[gj].stats_only) return CD_OK;
     usedg[gj] = true;
     int64_t n3 = 0;
     cd_status st = cd_dump_read_f32(q->rg, q->run_g, tg[gj].dataset, fg, &n3, err);
     if (!st && n3 == n1) {
-        cd_metrics_compute(*fg, fa, n1, &a->shape, q->half_ulps, &l->tol, &l->ga);
-        cd_metrics_compute(*fg, fb, n1, &a->shape, q->half_ulps, &l->tol, &l->gb);
         l->has_golden = true;
         if (q->hazard_counts) {
             q->hazard_counts(*fg, n1, &l->g_over, &l->g_under, &l->g_absmax);
@@ -231,7 +230,7 @@ static cd_status compare_layer(const cd_cmp_request *q, const cd_dump_tensor_inf
             if (strcmp(q->output_tensors[k], a->tensor) || a->shape.rank < 1) continue;
             output_task(a, fa, fb, n1, n2, l);
         }
-        if (q->rg) st = golden_metrics(q, a, tg, ng, usedg, fa, fb, n1, &fg, l, err);
+        if (q->rg) st = golden_metrics(q, a, tg, ng, usedg, n1, &fg, l, err);
         count_new_nonfinite(fa, fb, fg, n1, l);
     }
     free(fa); free(fb); free(fg);
