@@ -1,4 +1,6 @@
-/* layers.csv, summary.json, junit.xml, summary.md and the terminal summary. */
+/* layers.csv, summary.json, junit.xml, summary.md and the terminal summary, and cd_report_all,
+ * which writes every report (html.c for report.html). The helpers every reporter reads the
+ * verdict through are in report_common.c. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -8,40 +10,6 @@
 static const char *verdict_str(cd_verdict v) { return v == CD_VERDICT_PASS ? "pass" : v == CD_VERDICT_FAIL ? "fail" : "crash"; }
 
 static const char *shape_s(const cd_shape *s, char *b, size_t n) { return cd_shape_str(s, b, n); }
-
-bool cd_report_kind(const cd_report_input *in, cd_verdict_kind *kind) {
-    const cd_analysis *an = in->an;
-    *kind = an->kind;
-    if (an->verdict == CD_VERDICT_CRASH || in->env->crash) { *kind = CD_KIND_CRASH; return true; }
-    if ((unsigned)an->kind > CD_KIND_NONDET) return false;
-    if (an->kind != CD_KIND_PASS || an->verdict == CD_VERDICT_PASS) return true;
-    /* A failing verdict the analysis left unclassified: only nondeterminism keeps its old meaning. */
-    if (an->n_nondet && !an->n_fail) { *kind = CD_KIND_NONDET; return true; }
-    return false;
-}
-
-const char *cd_report_kind_name(cd_verdict_kind k) {
-    switch (k) {
-    case CD_KIND_PASS: return "pass";
-    case CD_KIND_FAULT: return "kernel_fault";
-    case CD_KIND_DRIFT: return "output_drift";
-    case CD_KIND_CRASH: return "crash";
-    case CD_KIND_NONDET: return "nondeterministic";
-    }
-    return "unknown";
-}
-
-const cd_layer_cmp *cd_report_layer(const cd_analysis *an, int i) {
-    return i >= 0 && i < an->n_layers ? &an->layers[i] : NULL;
-}
-
-const cd_layer_cmp *cd_report_first_fault(const cd_analysis *an) {
-    return an->kind == CD_KIND_FAULT ? cd_report_layer(an, an->first_fault) : NULL;
-}
-
-double cd_report_rel_local(const cd_layer_cmp *l) { return l->loc.ref_rms > 0 ? l->loc.rmse / l->loc.ref_rms : l->loc.rmse; }
-
-bool cd_report_outputs_judged(const cd_analysis *an) { return an->n_outputs > 0; }
 
 /* Whether the layer's junit testcase fails: its local check when one ran, else the free run. */
 static bool layer_fails(const cd_analysis *an, const cd_layer_cmp *l) {
