@@ -135,28 +135,36 @@ static int print_placement(const cd_graph *g, const cd_plan *plan, const char *l
     return 0;
 }
 
-int cd_cmd_inspect(int argc, char **argv) {
-    const char *model = NULL, *shapes[MAX_SHAPES], *backends = NULL, *kv[MAX_SHAPES];
-    int n_shapes = 0, n_kv = 0;
+/* The command line of `cldiff inspect`; returns -1 to go on, else the exit code. */
+typedef struct inspect_args {
+    const char *model, *shapes[MAX_SHAPES], *backends, *kv[MAX_SHAPES];
+    int n_shapes, n_kv;
+} inspect_args;
+
+static int parse_args(int argc, char **argv, inspect_args *ia) {
+    memset(ia, 0, sizeof *ia);
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         if (!strcmp(a, "--help") || !strcmp(a, "-h")) { usage(stdout); return 0; }
         if (!strcmp(a, "--shape") || !strncmp(a, "--shape=", 8)) {
             const char *v = a[7] == '=' ? a + 8 : (i + 1 < argc ? argv[++i] : NULL);
             if (!v || !*v) { fprintf(stderr, "cldiff inspect: --shape needs NAME=dims\n\n"); usage(stderr); return 2; }
-            if (n_shapes == MAX_SHAPES) { fprintf(stderr, "cldiff inspect: too many --shape options\n"); return 2; }
-            shapes[n_shapes++] = v;
+            if (ia->n_shapes == MAX_SHAPES) { fprintf(stderr, "cldiff inspect: too many --shape options\n"); return 2; }
+            ia->shapes[ia->n_shapes++] = v;
             continue;
         }
         if (!strcmp(a, "--backends") || !strcmp(a, "--backend-opt")) {
             const char *v = i + 1 < argc ? argv[++i] : NULL;
             if (!v || !*v) { fprintf(stderr, "cldiff inspect: %s needs a value\n", a); return 2; }
-            if (!strcmp(a, "--backends")) backends = v;
+            if (!strcmp(a, "--backends")) ia->backends = v;
             else {
                 cd_error e = {0};
                 if (cd_backend_opt_check(v, &e)) { fprintf(stderr, "cldiff inspect: %s\n", e.msg); return 2; }
-                if (n_kv == MAX_SHAPES) { fprintf(stderr, "cldiff inspect: too many --backend-opt options\n"); return 2; }
-                kv[n_kv++] = v;
+                if (ia->n_kv == MAX_SHAPES) {
+                    fprintf(stderr, "cldiff inspect: too many --backend-opt options\n");
+                    return 2;
+                }
+                ia->kv[ia->n_kv++] = v;
             }
             continue;
         }
@@ -164,46 +172,25 @@ int cd_cmd_inspect(int argc, char **argv) {
             static const char *const opts[] = {"--shape", "--help", "-h", "--backends", "--backend-opt"};
             return cd_cli_unknown_option("inspect", a, opts, 5);
         }
-        if (model) {
-            fprintf(stderr, "cldiff inspect: more than one model given ('%s', '%s')\n\n", model, a);
+        if (ia->model) {
+            fprintf(stderr, "cldiff inspect: more than one model given ('%s', '%s')\n\n", ia->model, a);
             usage(stderr);
             return 2;
         }
-        model = a;
+        ia->model = a;
     }
-    if (!model) { fprintf(stderr, "cldiff inspect: no model file given\n\n"); usage(stderr); return 2; }
+    if (!ia->model) { fprintf(stderr, "cldiff inspect: no model file given\n\n"); usage(stderr); return 2; }
+    return -1;
+}
 
-    cd_error err = {0};
-    cd_graph *g = NULL;
-    if (cd_nb_load(model, &g, &err)) return cd_cli_fail(&err);
-
-    /* Shapes: plan with the user's / declared shapes; a failure is reported, not fatal. */
-    cd_shape *in_shapes = calloc((size_t)(g->n_inputs ? g->n_inputs : 1), sizeof *in_shapes);
-    cd_plan plan;
-    memset(&plan, 0, sizeof plan);
-    bool planned = false;
-    char notice[2048] = "", plan_problem[CD_ERR_MSG + 64] = "";
-    if (!in_shapes) { cd_graph_free(g); cd_err(&err, CD_E_NOMEM, "out of memory"); return cd_cli_fail(&err); }
-    cd_error perr = {0};
-    cd_status st = cd_resolve_input_shapes(g, shapes, n_shapes, in_shapes, notice, sizeof notice, &perr);
-    if (st == CD_E_USAGE && n_shapes) {
-        /* A malformed or unknown --shape is the user's mistake, not the model's. */
-        free(in_shapes);
-        cd_graph_free(g);
-        return cd_cli_fail(&perr);
-    }
-    if (!st) {
-        st = cd_plan_build(g, in_shapes, CD_PREC_FP32, &plan, &perr);
-        if (!st) planned = true;
-    }
-    if (st) snprintf(plan_problem, sizeof plan_problem, "%s", perr.msg);
-
-    /* ---- header ---- */
+/* The model's header, parameters, inputs and outputs; fills pcount (parameter tensors per dtype). */
+static void print_header(const char *model, const cd_graph *g, const cd_plan *pp, bool planned, const char *notice,
+                         int64_t *pcount) {
     printf("model: %s\n", model);
     printf("  meta_version %d, opt version '%s', program version %lld\n", g->meta_version,
            g->opt_version[0] ? g->opt_version : "(empty)", (long long)g->program_version);
     int n_params = 0;
-    int64_t pbytes[CD_DTYPE_COUNT] = {0}, pcount[CD_DTYPE_COUNT] = {0}, total = 0;
+    int64_t pbytes[CD_DTYPE_COUNT] = {0}, total = 0;
     for (int t = 0; t < g->n_tensors; t++) {
         const cd_tensor *ts = &g->tensors[t];
         if (!ts->persistable) continue;
@@ -229,7 +216,7 @@ int cd_cmd_inspect(int argc, char **argv) {
     for (int k = 0; k < g->n_inputs; k++) {
         const cd_tensor *t = &g->tensors[g->inputs[k]];
         printf("  #%d %s %s declared %s", k, t->name, cd_dtype_name(t->dtype), cd_shape_str(&t->shape, b, sizeof b));
-        if (planned) printf(", planned %s", cd_shape_str(&plan.meta[g->inputs[k]].shape, b2, sizeof b2));
+        if (planned) printf(", planned %s", cd_shape_str(&pp->meta[g->inputs[k]].shape, b2, sizeof b2));
         printf("\n");
     }
     printf("outputs:\n");
@@ -237,16 +224,22 @@ int cd_cmd_inspect(int argc, char **argv) {
         int id = g->outputs[k];
         const cd_tensor *t = &g->tensors[id];
         printf("  #%d %s %s declared %s", k, t->name,
-               cd_dtype_name(planned ? plan.meta[id].dtype : t->dtype), cd_shape_str(&t->shape, b, sizeof b));
-        if (planned) printf(", planned %s", cd_shape_str(&plan.meta[id].shape, b2, sizeof b2));
+               cd_dtype_name(planned ? pp->meta[id].dtype : t->dtype), cd_shape_str(&t->shape, b, sizeof b));
+        if (planned) printf(", planned %s", cd_shape_str(&pp->meta[id].shape, b2, sizeof b2));
         printf("\n");
     }
+}
 
-    /* ---- ops ---- */
+/* What the op listing counts for the summary and the warnings. */
+typedef struct op_counts {
+    tally *unknown;
+    int n_unknown, n_boundary, n_no_record, tcount[20], odd_targets;
+} op_counts;
+
+/* Every op with its kernel record, slots (planned shapes when pp) and attributes. */
+static void print_ops(const cd_graph *g, const cd_plan *pp, bool planned, op_counts *c) {
     printf("ops:%s\n", planned ? "" : " (declared shapes; see warnings)");
-    tally *unknown = calloc((size_t)g->n_ops + 1, sizeof *unknown);
-    int n_unknown = 0, n_boundary = 0, n_no_record = 0;
-    int tcount[20] = {0}, odd_targets = 0;
+    c->unknown = calloc((size_t)g->n_ops + 1, sizeof *c->unknown);
     for (int i = 0; i < g->n_ops; i++) {
         const cd_op *op = &g->ops[i];
         printf("  %4d %-28s %-20s", i, op->name, op->type);
@@ -255,9 +248,9 @@ int cd_cmd_inspect(int argc, char **argv) {
                    cd_layout_name(op->kernel.layout), op->kernel.alias);
         else printf(" [no kernel record]");
         printf("\n       ");
-        print_slots(g, planned ? &plan : NULL, op->in, op->n_in);
+        print_slots(g, pp, op->in, op->n_in);
         printf(" -> ");
-        print_slots(g, planned ? &plan : NULL, op->out, op->n_out);
+        print_slots(g, pp, op->out, op->n_out);
         printf("\n");
         bool any = false;
         for (int a = 0; a < op->n_attr; a++) {
@@ -267,44 +260,49 @@ int cd_cmd_inspect(int argc, char **argv) {
             print_attr(&op->attrs[a]);
         }
         if (any) printf("\n");
-        if (unknown && !cd_op_find(op->type)) tally_add(unknown, &n_unknown, op->type);
+        if (c->unknown && !cd_op_find(op->type)) tally_add(c->unknown, &c->n_unknown, op->type);
         if (!strcmp(op->type, "io_copy") || !strcmp(op->type, "io_copy_once") || !strcmp(op->type, "layout") ||
             !strcmp(op->type, "layout_once") || !strcmp(op->type, "calib") || !strcmp(op->type, "calib_once"))
-            n_boundary++;
-        if (!op->kernel.present) { n_no_record++; continue; }
+            c->n_boundary++;
+        if (!op->kernel.present) { c->n_no_record++; continue; }
         int t = op->kernel.target;
-        if (t >= 0 && t < 20) tcount[t]++;
-        if (t != 1 && t != 4 && t != 5 && t != 6) odd_targets++;
+        if (t >= 0 && t < 20) c->tcount[t]++;
+        if (t != 1 && t != 4 && t != 5 && t != 6) c->odd_targets++;
     }
+}
 
+/* The target summary and the warnings after the op listing. */
+static void print_summary(const cd_graph *g, op_counts *c, const int64_t *pcount, const char *plan_problem) {
+    const int *tcount = c->tcount;
     /* ---- summary ---- */
     printf("kernel targets:");
     for (int t = 0; t < 20; t++)
         if (tcount[t]) printf(" %s %d", cd_target_name(t), tcount[t]);
-    if (n_no_record) printf(" (none recorded) %d", n_no_record);
+    if (c->n_no_record) printf(" (none recorded) %d", c->n_no_record);
     printf("\n");
-    if (n_boundary) printf("placement/precision boundary ops (io_copy/layout/calib): %d\n", n_boundary);
+    if (c->n_boundary) printf("placement/precision boundary ops (io_copy/layout/calib): %d\n", c->n_boundary);
 
     /* ---- warnings ---- */
     int nw = 0;
     printf("warnings:\n");
-    if (n_unknown) {
+    if (c->n_unknown) {
         printf("  - ops cldiff cannot run (no implementation):");
-        for (int i = 0; i < n_unknown; i++) printf("%s %s x%d", i ? "," : "", unknown[i].key, unknown[i].count);
+        for (int i = 0; i < c->n_unknown; i++) printf("%s %s x%d", i ? "," : "", c->unknown[i].key, c->unknown[i].count);
         printf("\n");
         nw++;
     }
-    free(unknown);
-    if (odd_targets && !tcount[4] && !tcount[5]) {
+    free(c->unknown);
+    c->unknown = NULL;
+    if (c->odd_targets && !tcount[4] && !tcount[5]) {
         printf("  - the kernel records target");
         for (int t = 0; t < 20; t++)
             if (tcount[t] && t != 1 && t != 4 && t != 5 && t != 6) printf(" %s (%d ops)", cd_target_name(t), tcount[t]);
         printf(", not ARM or OpenCL: Paddle-Lite on an ARM device will refuse this model or crash "
                "loading it; cldiff runs it anyway with its own kernels\n");
         nw++;
-    } else if (odd_targets) {
+    } else if (c->odd_targets) {
         printf("  - %d ops have kernel records for targets other than host/arm/opencl; cldiff runs them with its "
-               "own kernels\n", odd_targets);
+               "own kernels\n", c->odd_targets);
         nw++;
     }
     if (pcount[CD_I8] || pcount[CD_I16]) {
@@ -333,8 +331,45 @@ int cd_cmd_inspect(int argc, char **argv) {
         }
     }
     if (!nw) printf("  (none)\n");
+}
+
+int cd_cmd_inspect(int argc, char **argv) {
+    inspect_args ia;
+    int prc = parse_args(argc, argv, &ia);
+    if (prc >= 0) return prc;
+    const char *model = ia.model, *backends = ia.backends;
+    cd_error err = {0};
+    cd_graph *g = NULL;
+    if (cd_nb_load(model, &g, &err)) return cd_cli_fail(&err);
+
+    /* Shapes: plan with the user's / declared shapes; a failure is reported, not fatal. */
+    cd_shape *in_shapes = calloc((size_t)(g->n_inputs ? g->n_inputs : 1), sizeof *in_shapes);
+    cd_plan plan;
+    memset(&plan, 0, sizeof plan);
+    bool planned = false;
+    char notice[2048] = "", plan_problem[CD_ERR_MSG + 64] = "";
+    if (!in_shapes) { cd_graph_free(g); cd_err(&err, CD_E_NOMEM, "out of memory"); return cd_cli_fail(&err); }
+    cd_error perr = {0};
+    cd_status st = cd_resolve_input_shapes(g, ia.shapes, ia.n_shapes, in_shapes, notice, sizeof notice, &perr);
+    if (st == CD_E_USAGE && ia.n_shapes) {
+        /* A malformed or unknown --shape is the user's mistake, not the model's. */
+        free(in_shapes);
+        cd_graph_free(g);
+        return cd_cli_fail(&perr);
+    }
+    if (!st) {
+        st = cd_plan_build(g, in_shapes, CD_PREC_FP32, &plan, &perr);
+        if (!st) planned = true;
+    }
+    if (st) snprintf(plan_problem, sizeof plan_problem, "%s", perr.msg);
+
+    int64_t pcount[CD_DTYPE_COUNT] = {0};
+    print_header(model, g, &plan, planned, notice, pcount);
+    op_counts oc = {0};
+    print_ops(g, planned ? &plan : NULL, planned, &oc);
+    print_summary(g, &oc, pcount, plan_problem);
     int rc = 0;
-    if (backends) rc = print_placement(g, planned ? &plan : NULL, backends, kv, n_kv, model);
+    if (backends) rc = print_placement(g, planned ? &plan : NULL, backends, ia.kv, ia.n_kv, model);
     if (planned) cd_plan_free(&plan);
     free(in_shapes);
     cd_graph_free(g);
