@@ -45,6 +45,10 @@
 #define CD_GEMM_X86 1
 #endif
 
+#ifdef CD_GEMM_X86
+#include <immintrin.h>
+#endif
+
 #define BCAST16(x) {x, x, x, x, x, x, x, x, x, x, x, x, x, x, x, x}
 
 static inline int imin(int a, int b) { return a < b ? a : b; }
@@ -62,6 +66,7 @@ static inline int imin(int a, int b) { return a < b ? a : b; }
 #define G_VEC_TAIL 1
 #define G_LANE_INT int /* integer of the element's size (shuffle masks) */
 #define G_DIRECT 1   /* the direct paths (small products, short-K convs) */
+#define G_HALF 0     /* the AVX2 + F16C half micro-kernel and the forcing hook: half only */
 /* alpha * acc is rounded on its own: the compiler may not fuse it into the following add
  * (whether it would depends on the surrounding code; the NEON kernel does the same) */
 #define G_ROUNDED(v) __asm__("" : "+m"(v))
@@ -77,6 +82,7 @@ static inline int imin(int a, int b) { return a < b ? a : b; }
 #undef G_VEC_TAIL
 #undef G_LANE_INT
 #undef G_DIRECT
+#undef G_HALF
 #undef G_ROUNDED
 #undef GT
 #undef GS
@@ -102,6 +108,7 @@ static inline int imin(int a, int b) { return a < b ? a : b; }
 /* half: no direct paths (the emulated half arithmetic of the non-FP16 ISA levels makes
  * their unrolled tiles huge); every half product takes the packed path */
 #define G_DIRECT 0
+#define G_HALF 1
 #define G_ROUNDED(v) (void)0 /* fp-contract is off for half anyway */
 #include "gemm.c"
 #undef G_NAME_FAST
@@ -109,6 +116,7 @@ static inline int imin(int a, int b) { return a < b ? a : b; }
 #undef G_VEC_TAIL
 #undef G_LANE_INT
 #undef G_DIRECT
+#undef G_HALF
 #undef G_ROUNDED
 #undef GT
 #undef GS
@@ -197,14 +205,93 @@ __attribute__((unused)) static void F(micro_default) MICRO_ARGS { MICRO_CALL; }
 __attribute__((target(G_ISA_FAST))) static void F(micro_fast) MICRO_ARGS { MICRO_CALL; }
 __attribute__((target(G_ISA_MID))) static void F(micro_mid) MICRO_ARGS { MICRO_CALL; }
 #endif
+#if G_HALF && defined(CD_GEMM_X86)
+/* The half micro-kernel for AVX2 machines (no AVX-512): F(micro_body)'s arithmetic, element
+ * for element, on 8 columns at a time. There GCC compiles the vector-extension half code
+ * lane by lane (a scalar convert, multiply, convert back, convert, add, convert back per
+ * element); here every one of those steps is one 8-lane F16C / AVX instruction. Per output
+ * element and k in order, as the portable kernel: p = half(a * b), acc = half(p + acc) with
+ * acc starting at +0, each rounding in the current MXCSR mode (imm 4, as GCC's conversions).
+ * A float product of two halves is exact and a float sum of two halves rounded to half is
+ * the correctly rounded half sum (24 >= 2 * 11 + 2 bits), so this is IEEE half arithmetic.
+ * The operands keep GCC's order (a first in the multiply, the product first in the add):
+ * where both are NaN, x86 returns the first one's payload. Accumulators hold the half
+ * values widened to float; the epilogue is F(store_row), as in every other kernel. The two
+ * 8-column halves of the panel run one after the other, so the 8 accumulators, the B vector
+ * and the temporaries fit in 16 registers. */
+#define RH(x) _mm256_cvtph_ps(_mm256_cvtps_ph((x), _MM_FROUND_CUR_DIRECTION))
+__attribute__((target("avx2,f16c"))) static void F(micro_avx2) MICRO_ARGS {
+    float af[KC * MR] __attribute__((aligned(32))); /* the A panel widened once, for both halves */
+    for (int k = 0; k < kc; k++)
+        _mm256_store_ps(af + (size_t)k * MR, _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(a + (size_t)k * MR))));
+    F(vec) out[MR];
+    for (int h = 0; h < NR / 8; h++) {
+        __m256 c0 = _mm256_setzero_ps(), c1 = c0, c2 = c0, c3 = c0, c4 = c0, c5 = c0, c6 = c0, c7 = c0;
+        const GT *bh = b + 8 * h;
+        for (int k = 0; k < kc; k++) {
+            const __m256 bv = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(bh + (size_t)k * NR)));
+            const float *ak = af + (size_t)k * MR;
+#define STEP(ACC, I) ACC = RH(_mm256_add_ps(RH(_mm256_mul_ps(_mm256_broadcast_ss(ak + (I)), bv)), ACC))
+            STEP(c0, 0); STEP(c1, 1); STEP(c2, 2); STEP(c3, 3);
+            STEP(c4, 4); STEP(c5, 5); STEP(c6, 6); STEP(c7, 7);
+#undef STEP
+        }
+#define PUT(ACC, I) _mm_storeu_si128((__m128i *)((char *)&out[I] + 16 * h), _mm256_cvtps_ph(ACC, _MM_FROUND_CUR_DIRECTION))
+        PUT(c0, 0); PUT(c1, 1); PUT(c2, 2); PUT(c3, 3);
+        PUT(c4, 4); PUT(c5, 5); PUT(c6, 6); PUT(c7, 7);
+#undef PUT
+    }
+    for (int i = 0; i < mr; i++) F(store_row)(c + (size_t)i * ldc, &out[i], nr, alpha, beta, first);
+}
+#undef RH
+#endif
 #undef MICRO_ARGS
 #undef MICRO_CALL
+
+#if G_HALF
+/* The half kernel levels, best first; each one's results are the portable kernel's, bit for
+ * bit (test_gemm compares them). cd_gemm_f16_force_kernel / CLDIFF_GEMM_F16_KERNEL pick one. */
+typedef struct {
+    const char *name;
+    F(micro_fn) fn;
+} F(level);
+static int F(levels)(F(level) *out) {
+    int n = 0;
+#ifdef CD_GEMM_X86
+    __builtin_cpu_init();
+    if (G_ISA_FAST_CHECK) out[n++] = (F(level)){G_NAME_FAST, F(micro_fast)};
+    if (G_ISA_MID_CHECK) out[n++] = (F(level)){G_NAME_MID, F(micro_mid)};
+    if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("f16c"))
+        out[n++] = (F(level)){"avx2-f16c", F(micro_avx2)};
+#endif
+    out[n++] = (F(level)){"generic", F(micro_default)};
+    return n;
+}
+static const char *F(forced); /* cd_gemm_f16_force_kernel's choice; NULL: none */
+
+bool cd_gemm_f16_force_kernel(const char *name) {
+    if (!name) { F(forced) = NULL; return true; }
+    F(level) lv[4];
+    int n = F(levels)(lv);
+    for (int i = 0; i < n; i++)
+        if (!strcmp(lv[i].name, name)) { F(forced) = lv[i].name; return true; }
+    return false;
+}
+#endif
 
 /* The micro-kernel for this machine, and its name (cd_gemm_kernel_name). */
 static F(micro_fn) F(pick_micro)(const char **name) {
 #if defined(G_MICRO_ARCH)
     *name = G_NAME_ARCH;
     return G_MICRO_ARCH;
+#elif G_HALF
+    F(level) lv[4];
+    int n = F(levels)(lv);
+    const char *want = F(forced) ? F(forced) : getenv("CLDIFF_GEMM_F16_KERNEL");
+    for (int i = 0; want && i < n; i++)
+        if (!strcmp(lv[i].name, want)) { *name = lv[i].name; return lv[i].fn; }
+    *name = lv[0].name; /* no such level here (or none asked for): the best one */
+    return lv[0].fn;
 #else
 #ifdef CD_GEMM_X86
     __builtin_cpu_init();

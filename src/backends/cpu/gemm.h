@@ -70,9 +70,16 @@ cd_status cd_nn_depthwise_sums_f32(struct cd_op_ctx *c, const cd_conv_direct_geo
                                    const float *w, float *out, float qinv);
 
 /* Name of the micro-kernel this machine runs for the fp32 / fp16 GEMM: "neon-4x16"
- * (aarch64 NEON intrinsics), "avx512", "avx2-fma", "avx512fp16", "avx512f-f16c", or
- * "generic" (portable vector-extension code). cd_gemm_kernel_name() is the fp32 one. */
+ * (aarch64 NEON intrinsics), "avx512", "avx2-fma", "avx512fp16", "avx512f-f16c", "avx2-f16c",
+ * or "generic" (portable vector-extension code). cd_gemm_kernel_name() is the fp32 one. */
 const char *cd_gemm_kernel_name(void);
 const char *cd_gemm_kernel_name_f32(void);
 const char *cd_gemm_kernel_name_f16(void);
+
+/* Runs every later fp16 GEMM on the named micro-kernel level (one of the names above that
+ * this machine supports), NULL: back to the best one. Returns false (nothing changed) for a
+ * level this build or CPU lacks. Without a call, the environment variable
+ * CLDIFF_GEMM_F16_KERNEL names one the same way (ignored where unsupported). The levels give
+ * the same bits; this is for tests and measurements. Not thread-safe: call between GEMMs. */
+bool cd_gemm_f16_force_kernel(const char *name);
 #endif
