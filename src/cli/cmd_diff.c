@@ -107,15 +107,31 @@ static cd_status diff_run_engine_b(diff_run *d, cd_forcing *rec, cd_error *err) 
 
 /* fp16 local reference (run ref_local): the CPU's float32 kernel of every probed layer on A's
  * half inputs, with the weights rounded to half as B has them. refrec (may be NULL) keeps its
- * outputs for B's process to settle against. */
+ * outputs for B's process to check its re-runs against; then they go to the dump after B, and
+ * only for the layers whose re-run B's process did not find within its bound (the local check
+ * reads no others: diff_store_ref_local). */
+static cd_run_req ref_local_req(diff_run *d, cd_forcing *rec, cd_forcing *refrec, const cd_plan *pref) {
+    return (cd_run_req){.backend = "cpu", .prec = CD_PREC_FP32, .plan = pref, .force = rec, .local_run = "ref_local",
+                        .forced_from = d->run_a, .local_only = true, .int8_dequant = true, .record = refrec,
+                        .threads = cd_session_helper_threads(d->o), .record_only = refrec != NULL};
+}
+
 static cd_status diff_run_ref_local(diff_run *d, cd_forcing *rec, cd_forcing *refrec, cd_error *err) {
     cd_plan pref;
     cd_status st = cd_verdict_ref_plan(d->s.g, d->s.in_shapes, &d->s.plan, &pref, err);
     if (st) return st;
-    cd_run_req qr = {.backend = "cpu", .prec = CD_PREC_FP32, .plan = &pref, .force = rec, .local_run = "ref_local",
-                     .forced_from = d->run_a, .local_only = true, .int8_dequant = true, .record = refrec};
+    cd_run_req qr = ref_local_req(d, rec, refrec, &pref);
     st = cd_session_run_req(&d->s, &qr, &d->rl, err);
     cd_plan_free(&pref);
+    return st;
+}
+
+/* The dump's run ref_local from refrec: the layers not settled in B's process (all of them when
+ * B did not report). The float32 plan has the reference plan's dtypes. */
+static cd_status diff_store_ref_local(diff_run *d, cd_forcing *refrec, cd_error *err) {
+    cd_run_req qr = ref_local_req(d, NULL, refrec, NULL);
+    cd_status st = cd_session_store_local(&d->s, &qr, &d->rl, refrec, d->settled, err);
+    phase_end("ref_local store");
     return st;
 }
 
@@ -155,6 +171,7 @@ static cd_status diff_run_a_b(diff_run *d, cd_forcing *rec, cd_forcing *refrec, 
     d->stb = cd_session_run_req(&d->s, &qb, &d->rb, &d->eb);
     phase_end("B");
     d->crashed = d->stb == CD_E_CRASH;
+    if (fp16_settle && (st = diff_store_ref_local(d, refrec, err))) return st;
     for (int r = 1; !d->stb && r < o->repeat; r++) {
         char rep[48];
         snprintf(rep, sizeof rep, "%s_rep%d", d->run_b, r);
@@ -173,7 +190,8 @@ static cd_status diff_run_refs(diff_run *d, cd_forcing *rec, cd_error *err) {
     cd_status st = CD_OK;
     if ((d->stb == CD_OK || d->crashed) && o->prec == CD_PREC_FP16) {
         /* the fp16 runs' program in float32: int8 weights dequantized, as A's fp16 path has them */
-        cd_run_req qg = {.backend = "cpu", .run = "golden", .prec = CD_PREC_FP32, .int8_dequant = true};
+        cd_run_req qg = {.backend = "cpu", .run = "golden", .prec = CD_PREC_FP32, .int8_dequant = true,
+                         .threads = cd_session_helper_threads(o)};
         st = cd_session_run_req(&d->s, &qg, &d->rg, err);
         phase_end("golden");
     }
@@ -197,7 +215,8 @@ static bool model_quantized(const diff_run *d) {
  * through): run float_ref, the yardstick of a quantized model's outputs. */
 static cd_status diff_run_float_ref(diff_run *d, cd_error *err) {
     if (d->stb || d->crashed || !model_quantized(d) || !strcmp(d->o->dump_mode, "stats")) return CD_OK;
-    cd_run_req q = {.backend = "cpu", .run = "float_ref", .prec = CD_PREC_FP32, .no_quant = true};
+    cd_run_req q = {.backend = "cpu", .run = "float_ref", .prec = CD_PREC_FP32, .no_quant = true,
+                    .threads = cd_session_helper_threads(d->o)};
     cd_status st = cd_session_run_req(&d->s, &q, &d->rq, err);
     phase_end("float_ref");
     cd_error e2 = {0};

@@ -77,6 +77,12 @@ cd_backend_opts cd_session_backend_opts(const cd_cli_opts *o, cd_precision prec)
     return b;
 }
 
+int cd_session_helper_threads(const cd_cli_opts *o) {
+    if (o->threads != 2) return o->threads;
+    long n = sysconf(_SC_NPROCESSORS_ONLN) / 2;
+    return n > 8 ? 8 : n > 2 ? (int)n : 2;
+}
+
 /* /model/macs: multiply-accumulates per op from the plan (conv, fc, matmul...), so GFLOP/s
  * can be computed from any dump together with the per-layer times. */
 static cd_status write_macs(cd_session *s, cd_error *err) {
@@ -234,9 +240,9 @@ static void on_op_done(void *user, int op_index, const cd_op_report *rep) {
 
 /* Begins a dump run and its sink. */
 static cd_status open_run(cd_session *s, const char *run, const char *backend, const char *variant, bool cl,
-                          const char *int8_mode, cd_dump_sink **sink, cd_error *err) {
+                          const char *int8_mode, int threads, cd_dump_sink **sink, cd_error *err) {
     cd_run_info info = {.backend = backend, .precision = variant, .device = cl ? "" : "host CPU",
-                        .platform = "", .driver = "", .library_path = "", .threads = s->o->threads};
+                        .platform = "", .driver = "", .library_path = "", .threads = threads};
     cd_status st = cd_dump_begin_run(s->dump, run, &info, err);
     if (st) return st;
     if (s->plan.int8_dequantized) { /* which int8 arithmetic this run used (docs/int8.md) */
@@ -315,8 +321,10 @@ cd_status cd_session_run_req(cd_session *s, const cd_run_req *q, cd_run_result *
     cd_status st = CD_OK;
     /* runs that must not use the int8 kernels: the unquantized model, float references */
     const char *i8 = q->no_quant ? "float (unquantized model)" : q->int8_dequant ? "dequant" : NULL;
-    if (free_run && (st = open_run(s, q->run, q->backend, res->variant, cl, i8, &sink, err))) return st;
-    if (local && (st = open_run(s, q->local_run, q->backend, res->variant, cl, i8, &lsink, err))) {
+    int threads = q->threads > 0 ? q->threads : s->o->threads;
+    if (free_run && (st = open_run(s, q->run, q->backend, res->variant, cl, i8, threads, &sink, err))) return st;
+    if (local && !q->record_only &&
+        (st = open_run(s, q->local_run, q->backend, res->variant, cl, i8, threads, &lsink, err))) {
         if (sink) cd_dump_sink_free(sink);
         return st;
     }
@@ -334,6 +342,7 @@ cd_status cd_session_run_req(cd_session *s, const cd_run_req *q, cd_run_result *
     cd_backend_opts bo = cd_session_backend_opts(s->o, prec);
     if (q->no_quant || q->int8_dequant) bo.int8_arm = false;
     bo.no_quant = q->no_quant;
+    bo.threads = threads;
     cd_runner_req rq = {.backend = def->name, .plan = plan, .inputs = s->inputs.values, .xo = &xo, .sink = main_sink,
                         .bo = &bo, .model_path = s->o->model, .model_sha256 = s->sha256, .work_dir = s->o->out_dir,
                         .timeout_s = s->o->timeout_s, .quiet = s->o->quiet};
@@ -376,6 +385,41 @@ cd_status cd_session_run_req(cd_session *s, const cd_run_req *q, cd_run_result *
     free(rr);
     if (st) return st;
     if (s3) { *err = e2; return s3; }
+    return s2;
+}
+
+cd_status cd_session_store_local(cd_session *s, const cd_run_req *q, const cd_run_result *ran, const cd_forcing *rec,
+                                 const bool *skip, cd_error *err) {
+    const cd_graph *g = s->g;
+    const cd_plan *plan = q->plan ? q->plan : (q->prec == CD_PREC_FP32 && s->have_plan32) ? &s->plan32 : &s->plan;
+    const char *i8 = q->no_quant ? "float (unquantized model)" : q->int8_dequant ? "dequant" : NULL;
+    int threads = q->threads > 0 ? q->threads : s->o->threads;
+    cd_dump_sink *sink = NULL;
+    cd_status st = open_run(s, q->local_run, q->backend, ran->variant, false, i8, threads, &sink, err);
+    if (st) return st;
+    cd_probe_sink *ps = cd_dump_sink_probe(sink);
+    cd_op_report rep = {.kernel_us = -1};
+    snprintf(rep.where, sizeof rep.where, "cpu");
+    for (int i = 0; i < g->n_ops && !st; i++) {
+        const cd_op *op = &g->ops[i];
+        if (!s->mask[i] || (skip && skip[i]) || !strcmp(op->type, "feed") || !strcmp(op->type, "fetch")) continue;
+        for (int o = 0; o < op->n_out && !st; o++) {
+            if (!strcmp(op->out[o].name, "XShape")) continue;
+            for (int k = 0; k < op->out[o].n && !st; k++) {
+                int id = op->out[o].ids[k];
+                if (id < 0 || !cd_forcing_has(rec, id)) continue;
+                cd_value v;
+                if (!(st = cd_forcing_get(rec, id, plan->meta[id].dtype, false, &v, err))) {
+                    st = ps->hit(ps->user, i, id, &v, &rep, err);
+                    cd_value_release(&v);
+                }
+            }
+        }
+    }
+    cd_error e2 = {0};
+    cd_status s2 = close_run(s, q->local_run, sink, ran, 0, st == CD_OK && ran->complete, q->forced_from, NULL, &e2);
+    if (st) return st;
+    if (s2) *err = e2;
     return s2;
 }
 
