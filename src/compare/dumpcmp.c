@@ -170,11 +170,10 @@ static void output_task(const cd_dump_tensor_info *a, float *fa, float *fb, int6
     l->is_output = true;
 }
 
-/* The golden run's tensor (read into *fg: the reference of NaN/Inf origins) and its half-range
- * hazards. (Per-layer metrics of A and B against it were computed here and read by nothing:
- * the golden distances that reports show are the outputs', cd_compare_golden_outputs.) */
-static cd_status golden_metrics(const cd_cmp_request *q, const cd_dump_tensor_info *a, const cd_dump_tensor_info *tg,
-                                int ng, bool *usedg, int64_t n1, float **fg, cd_layer_cmp *l, cd_error *err) {
+/* The golden run's tensor matched to a (read into *fg: the reference of each side's distance
+ * from float32 and of NaN/Inf origins) and its half-range hazards. */
+static cd_status golden_read(const cd_cmp_request *q, const cd_dump_tensor_info *a, const cd_dump_tensor_info *tg,
+                             int ng, bool *usedg, int64_t n1, float **fg, cd_layer_cmp *l, cd_error *err) {
     int gj = find_match(a, tg, ng, usedg, q->by_op_index);
     if (gj < 0 || tg[gj].stats_only) return CD_OK;
     usedg[gj] = true;
@@ -188,6 +187,27 @@ static cd_status golden_metrics(const cd_cmp_request *q, const cd_dump_tensor_in
         }
     }
     return st;
+}
+
+/* A against B, and with a golden tensor each side against it: three independent passes, each
+ * the same sequential loop whoever runs it, so the metrics do not depend on q->threads. */
+static void layer_metrics(const cd_cmp_request *q, const float *fa, const float *fb, const float *fg, int64_t n1,
+                          const cd_shape *shape, cd_layer_cmp *l) {
+    int nt = q->threads < 1 ? 1 : (q->threads > 3 ? 3 : q->threads);
+    if (!fg || !l->has_golden || nt < 2 || n1 < ((int64_t)1 << 15)) {
+        cd_metrics_compute(fa, fb, n1, shape, q->half_ulps, &l->tol, &l->m);
+        if (fg && l->has_golden) {
+            cd_metrics_compute(fg, fa, n1, shape, q->half_ulps, &l->tol, &l->ga);
+            cd_metrics_compute(fg, fb, n1, shape, q->half_ulps, &l->tol, &l->gb);
+        }
+        return;
+    }
+#pragma omp parallel for num_threads(nt) schedule(static, 1)
+    for (int k = 0; k < 3; k++) {
+        const float *ref = k == 0 ? fa : fg, *val = k == 2 ? fb : (k == 0 ? fb : fa);
+        cd_metrics *m = k == 0 ? &l->m : (k == 1 ? &l->ga : &l->gb);
+        cd_metrics_compute(ref, val, n1, shape, q->half_ulps, &l->tol, m);
+    }
 }
 
 /* NaN/Inf where the reference is finite: the golden run when there is one (both fp16 sides
@@ -225,12 +245,14 @@ static cd_status compare_layer(const cd_cmp_request *q, const cd_dump_tensor_inf
     if (!st && n1 != n2) st = cd_err(err, CD_E_MODEL, "tensor %s: %lld values in run %s but %lld in run %s", a->tensor, (long long)n1, q->run_a, (long long)n2, q->run_b);
     if (!st) {
         if (q->auto_tol) apply_auto_tol(q, fa, n1, l);
-        cd_metrics_compute(fa, fb, n1, &a->shape, q->half_ulps, &l->tol, &l->m);
+        if (q->rg) st = golden_read(q, a, tg, ng, usedg, n1, &fg, l, err);
+    }
+    if (!st) {
+        layer_metrics(q, fa, fb, fg, n1, &a->shape, l);
         for (int k = 0; k < q->n_outputs; k++) {
             if (strcmp(q->output_tensors[k], a->tensor) || a->shape.rank < 1) continue;
             output_task(a, fa, fb, n1, n2, l);
         }
-        if (q->rg) st = golden_metrics(q, a, tg, ng, usedg, n1, &fg, l, err);
         count_new_nonfinite(fa, fb, fg, n1, l);
     }
     free(fa); free(fb); free(fg);

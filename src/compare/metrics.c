@@ -5,22 +5,33 @@
 #include "util/fp16.h"
 
 /* Maps a float to an integer line where adjacent representable values differ by one. */
-static int64_t ordered_bits32(float f) {
+static inline int64_t ordered_bits32(float f) {
     int32_t i;
     memcpy(&i, &f, 4);
     return i < 0 ? (int64_t)INT32_MIN - i : i;
 }
 
-static int64_t ordered_bits16(float f) {
+static inline int64_t ordered_bits16(float f) {
     uint16_t h = cd_float_to_half(f);
     int32_t i = (h & 0x8000) ? -(int32_t)(h & 0x7fff) : (int32_t)h;
     return i;
 }
 
-double cd_ulp_distance(float a, float b, bool half) {
-    if (isnan(a) || isnan(b)) return (isnan(a) && isnan(b)) ? 0 : INFINITY;
+/* The ULP distance of two finite floats (the metrics loop's hot path). */
+static inline double ulp_finite(float a, float b, bool half) {
     int64_t d = half ? ordered_bits16(a) - ordered_bits16(b) : ordered_bits32(a) - ordered_bits32(b);
     return (double)(d < 0 ? -d : d);
+}
+
+double cd_ulp_distance(float a, float b, bool half) {
+    if (isnan(a) || isnan(b)) return (isnan(a) && isnan(b)) ? 0 : INFINITY;
+    return ulp_finite(a, b, half);
+}
+
+static inline bool finite_bits(float f) {
+    uint32_t x;
+    memcpy(&x, &f, 4);
+    return (x & 0x7f800000u) != 0x7f800000u;
 }
 
 void cd_metrics_compute(const float *ref, const float *val, int64_t n, const cd_shape *shape,
@@ -40,16 +51,19 @@ void cd_metrics_compute(const float *ref, const float *val, int64_t n, const cd_
      * RMS we divide by that floor instead (and by the smallest normal float if all zero). */
     m->rel_floor = m->ref_rms > 0 ? 1e-3 * m->ref_rms : 1.17549435e-38;
     double sum_abs = 0, sum_d2 = 0, dot = 0, sv2 = 0;
-    double atol = tol->atol + tol->range_atol * absmax;
-    int64_t finite_n = 0;
+    double atol = tol->atol + tol->range_atol * absmax, rtol = tol->rtol, rel_floor = m->rel_floor;
+    /* The running maxima and counts live in locals (the compiler cannot keep m's fields in
+     * registers across the loads of ref and val); the arithmetic and its order are those of
+     * the one-pass definition, so every metric is bit-identical to it. */
+    double max_abs = 0, max_rel = 0, max_ulp = 0;
+    int64_t worst = -1, fail = 0, finite_n = 0;
     for (int64_t i = 0; i < n; i++) {
         float r = ref[i], v = val[i];
-        bool rf = isfinite(r), vf = isfinite(v);
-        if (isnan(r)) m->nan_ref++; else if (isinf(r)) m->inf_ref++;
-        if (isnan(v)) m->nan_val++; else if (isinf(v)) m->inf_val++;
-        if (!rf || !vf) {
+        if (!finite_bits(r) || !finite_bits(v)) {
+            if (isnan(r)) m->nan_ref++; else if (isinf(r)) m->inf_ref++;
+            if (isnan(v)) m->nan_val++; else if (isinf(v)) m->inf_val++;
             bool same = (isnan(r) && isnan(v)) || (isinf(r) && isinf(v) && (r > 0) == (v > 0));
-            if (!same) { m->nonfinite_mismatch++; m->fail_count++; }
+            if (!same) { m->nonfinite_mismatch++; fail++; }
             continue;
         }
         double d = fabs((double)r - (double)v);
@@ -58,13 +72,21 @@ void cd_metrics_compute(const float *ref, const float *val, int64_t n, const cd_
         sum_d2 += d * d;
         dot += (double)r * v;
         sv2 += (double)v * v;
-        if (d > m->max_abs || m->worst_index < 0) { m->max_abs = d; m->worst_index = i; }
-        double den = fabs((double)r) > m->rel_floor ? fabs((double)r) : m->rel_floor;
-        if (d / den > m->max_rel) m->max_rel = d / den;
-        double u = cd_ulp_distance(r, v, half_ulps);
-        if (u > m->max_ulp) m->max_ulp = u;
-        if (d > atol + tol->rtol * fabs((double)r)) m->fail_count++;
+        if (d > max_abs || worst < 0) { max_abs = d; worst = i; }
+        double ar = fabs((double)r);
+        double den = ar > rel_floor ? ar : rel_floor;
+        if (d / den > max_rel) max_rel = d / den;
+        if (d != 0) { /* equal values are 0 ULPs apart (+0 and -0 included) */
+            double u = ulp_finite(r, v, half_ulps);
+            if (u > max_ulp) max_ulp = u;
+        }
+        if (d > atol + rtol * ar) fail++;
     }
+    m->max_abs = max_abs;
+    m->max_rel = max_rel;
+    m->max_ulp = max_ulp;
+    m->worst_index = worst;
+    m->fail_count = fail;
     if (m->nonfinite_mismatch) {  /* a NaN/Inf mismatch is the worst element */
         for (int64_t i = 0; i < n; i++) {
             bool rf = isfinite(ref[i]), vf = isfinite(val[i]);
