@@ -75,7 +75,14 @@ void cd_metrics_compute(const float *ref, const float *val, int64_t n, const cd_
         if (d > max_abs || worst < 0) { max_abs = d; worst = i; }
         double ar = fabs((double)r);
         double den = ar > rel_floor ? ar : rel_floor;
-        if (d / den > max_rel) max_rel = d / den;
+        /* d / den > max_rel can only hold where d > max_rel * den; the product, shrunk by more
+         * than its rounding error, filters out the division (a long one) for almost every
+         * element without changing which quotient wins */
+        double lim = max_rel * den;
+        if (d > lim * (1.0 - 0x1p-50) || lim < 0x1p-1000) {
+            double q = d / den;
+            if (q > max_rel) max_rel = q;
+        }
         if (d != 0) { /* equal values are 0 ULPs apart (+0 and -0 included) */
             double u = ulp_finite(r, v, half_ulps);
             if (u > max_ulp) max_ulp = u;
