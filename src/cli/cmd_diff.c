@@ -287,7 +287,8 @@ static cd_status diff_compare(diff_run *d, cd_error *err) {
                             .rg = o->prec == CD_PREC_FP16 ? d->r : NULL, .run_g = "golden", .policy = &d->pol,
                             .by_op_index = true, .half_ulps = o->prec == CD_PREC_FP16, .output_tensors = d->outs,
                             .n_outputs = d->outs ? g->n_outputs : 0, .acc_k = d->acck,
-                            .n_acc_k = d->acck ? g->n_ops : 0, .fp16 = o->prec == CD_PREC_FP16};
+                            .n_acc_k = d->acck ? g->n_ops : 0, .fp16 = o->prec == CD_PREC_FP16,
+                            .threads = cd_session_helper_threads(o)};
     if ((st = cd_verdict_compare_runs(&d->q, d->auto_tol, &d->an, &d->um, &d->nu, err))) return st;
     d->have_an = true;
     if (o->repeat > 1 && !d->crashed && (st = cd_verdict_merge_repeats(&d->q, d->run_b, o->repeat, &d->an, err)))

@@ -293,7 +293,8 @@ int cd_diff_compare_and_report(const cd_cli_opts *o, cd_dump_reader *ra, cd_dump
     cd_status st = cd_diff_load_policy(o, p, &pol, &err);
     if (st) return cd_cli_fail(&err);
     cd_cmp_request q = {.ra = ra, .rb = rb, .run_a = run_a, .run_b = run_b, .rg = rg, .run_g = "golden",
-                        .policy = &pol, .by_op_index = same, .half_ulps = p == CD_PREC_FP16, .fp16 = p == CD_PREC_FP16};
+                        .policy = &pol, .by_op_index = same, .half_ulps = p == CD_PREC_FP16, .fp16 = p == CD_PREC_FP16,
+                        .threads = cd_session_helper_threads(o)};
     /* `cldiff report`: what the live run knew from the model, as the dump recorded it */
     stored_extra sx = {0};
     if (same) {
