@@ -6,11 +6,14 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define AF(name, dflt) {CD_OPA_FLOAT, name, dflt}
-#define AB(name, dflt) {CD_OPA_BOOL, name, dflt}
-#define AC(value) {CD_OPA_CONST, NULL, value}
+#define AF(name, dflt)                                                                                                 \
+    { CD_OPA_FLOAT, name, dflt }
+#define AB(name, dflt)                                                                                                 \
+    { CD_OPA_BOOL, name, dflt }
+#define AC(value)                                                                                                      \
+    { CD_OPA_CONST, NULL, value }
 static const cd_op_info k_ops[CD_OPID_COUNT] = {
-#define CD_OP(type, group, kind, bound, ulps, hazard, flags, ...)                                                  \
+#define CD_OP(type, group, kind, bound, ulps, hazard, flags, ...)                                                      \
     {#type, CD_OPID_##type, CD_OPL_##group, kind, CD_OPB_##bound, ulps, CD_ACC_##hazard, flags, {__VA_ARGS__}},
 #include "engine/op_list.def"
 #undef CD_OP
@@ -21,7 +24,8 @@ static const cd_op_info k_ops[CD_OPID_COUNT] = {
 
 /* The fused-activation kinds are cd_act_kind (engine/ops.h): conv, fc and the elementwise
  * fusions hand them to the same kernels' switches. */
-#define SAME_KIND(type, act) _Static_assert((int)CD_K_##type == (int)(act), "op_list.def: " #type "'s kind must be " #act)
+#define SAME_KIND(type, act)                                                                                           \
+    _Static_assert((int)CD_K_##type == (int)(act), "op_list.def: " #type "'s kind must be " #act)
 SAME_KIND(relu, CD_ACT_RELU);
 SAME_KIND(relu6, CD_ACT_RELU6);
 SAME_KIND(leaky_relu, CD_ACT_LEAKY_RELU);
@@ -38,7 +42,7 @@ SAME_KIND(exp, CD_ACT_EXP);
 SAME_KIND(sqrt, CD_ACT_SQRT);
 _Static_assert(CD_ACT_SQRT < 20, "the standalone-only kinds start at 20, after every cd_act_kind");
 /* An ACT entry has a kind in the eltwise `act` kernel's switch. */
-#define ACT_HAS_KIND(type, group, kind, ...) \
+#define ACT_HAS_KIND(type, group, kind, ...)                                                                           \
     _Static_assert(CD_OPL_##group != CD_OPL_ACT || (kind) >= 0, "op_list.def: ACT op " #type " needs a kind");
 #define CD_OP ACT_HAS_KIND
 #include "engine/op_list.def"
@@ -63,8 +67,10 @@ const cd_op_info *cd_op_info_find(const char *type) {
     while (lo <= hi) {
         int mid = (lo + hi) / 2, c = strcmp(type, g_sorted[mid]->type);
         if (c == 0) return g_sorted[mid];
-        if (c < 0) hi = mid - 1;
-        else lo = mid + 1;
+        if (c < 0)
+            hi = mid - 1;
+        else
+            lo = mid + 1;
     }
     return NULL;
 }
@@ -87,8 +93,12 @@ void cd_op_params_parse(const cd_op *op, const cd_op_info *info, cd_op_params *o
         out->v[i] = 0.0f;
         if (!a) continue;
         switch (a->kind) {
-        case CD_OPA_FLOAT: out->v[i] = (float)(op ? cd_attr_float(op, a->name, a->dflt) : a->dflt); break; /* NaN/Inf as stored */
-        case CD_OPA_BOOL: out->v[i] = (op ? cd_attr_bool(op, a->name, a->dflt != 0) : a->dflt != 0) ? 1.0f : 0.0f; break;
+        case CD_OPA_FLOAT:
+            out->v[i] = (float)(op ? cd_attr_float(op, a->name, a->dflt) : a->dflt);
+            break; /* NaN/Inf as stored */
+        case CD_OPA_BOOL:
+            out->v[i] = (op ? cd_attr_bool(op, a->name, a->dflt != 0) : a->dflt != 0) ? 1.0f : 0.0f;
+            break;
         case CD_OPA_CONST: out->v[i] = (float)a->dflt; break;
         case CD_OPA_NONE: break;
         }

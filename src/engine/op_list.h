@@ -10,17 +10,40 @@
 
 typedef enum { CD_OPL_OWN = 0, CD_OPL_ACT } cd_opl_group;
 typedef enum {
-    CD_OPB_GENERIC = 0, CD_OPB_EXACT, CD_OPB_ELEMENTWISE, CD_OPB_TRANSCENDENTAL, CD_OPB_ACCUMULATE,
-    CD_OPB_NORMALIZE, CD_OPB_RECURRENT, CD_OPB_NORM, CD_OPB_DETECTION, CD_OPB_SPECIAL
+    CD_OPB_GENERIC = 0,
+    CD_OPB_EXACT,
+    CD_OPB_ELEMENTWISE,
+    CD_OPB_TRANSCENDENTAL,
+    CD_OPB_ACCUMULATE,
+    CD_OPB_NORMALIZE,
+    CD_OPB_RECURRENT,
+    CD_OPB_NORM,
+    CD_OPB_DETECTION,
+    CD_OPB_SPECIAL
 } cd_opl_bound;
 typedef enum {
-    CD_ACC_NONE = 0, CD_ACC_CONV, CD_ACC_CONVT, CD_ACC_FC, CD_ACC_MUL, CD_ACC_MATMUL, CD_ACC_MATMUL_V2,
-    CD_ACC_AXIS, CD_ACC_LAYER_NORM, CD_ACC_INSTANCE_NORM, CD_ACC_GROUP_NORM, CD_ACC_POOL, CD_ACC_REDUCE,
+    CD_ACC_NONE = 0,
+    CD_ACC_CONV,
+    CD_ACC_CONVT,
+    CD_ACC_FC,
+    CD_ACC_MUL,
+    CD_ACC_MATMUL,
+    CD_ACC_MATMUL_V2,
+    CD_ACC_AXIS,
+    CD_ACC_LAYER_NORM,
+    CD_ACC_INSTANCE_NORM,
+    CD_ACC_GROUP_NORM,
+    CD_ACC_POOL,
+    CD_ACC_REDUCE,
     CD_ACC_ALL
 } cd_opl_hazard;
 enum { CD_OPL_LINEAR = 1, CD_OPL_NOCPU = 2, CD_OPL_PLACEMENT = 4 };
 typedef enum { CD_OPA_NONE = 0, CD_OPA_FLOAT, CD_OPA_BOOL, CD_OPA_CONST } cd_opa_kind;
-typedef struct { cd_opa_kind kind; const char *name; double dflt; } cd_op_attrdef;
+typedef struct {
+    cd_opa_kind kind;
+    const char *name;
+    double dflt;
+} cd_op_attrdef;
 #define CD_OP_MAX_ATTRS 3
 
 /* CD_OPID_<type>: the entry's index in the list. A type listed twice is a build error. */
@@ -61,7 +84,9 @@ bool cd_op_is_placement(const char *type);
 /* An op's attributes read once by its schema: v[i] = slot i (FLOAT as stored, NaN/Inf
  * included; BOOLEAN 1 or 0; a constant; 0 for unused slots), defaults where absent (op
  * NULL: every slot its default). */
-typedef struct { float v[CD_OP_MAX_ATTRS]; } cd_op_params;
+typedef struct {
+    float v[CD_OP_MAX_ATTRS];
+} cd_op_params;
 void cd_op_params_parse(const cd_op *op, const cd_op_info *info, cd_op_params *out);
 
 /* Selectors for registries generated from the list: CD_OPL_SELECT_##group(M, type) expands

@@ -120,7 +120,8 @@ void cd_local_spec(const cd_graph *g, const cd_plan *plan, int op_index, cd_arit
         spec->mag_run = true;
         /* the source coordinate is computed in float on each side: its rounding moves the
          * interpolation weights by about u * (input extent) */
-        if (id == CD_OPID_bilinear_interp || id == CD_OPID_bilinear_interp_v2) spec->K = 4 + 4 * spatial_extent(op, plan);
+        if (id == CD_OPID_bilinear_interp || id == CD_OPID_bilinear_interp_v2)
+            spec->K = 4 + 4 * spatial_extent(op, plan);
         break;
     case CD_OPB_ELEMENTWISE: /* few correctly rounded operations per element: ulps relative to |y| */
         spec->fam = CD_FAM_ELEMENTWISE;
@@ -166,7 +167,9 @@ void cd_local_spec(const cd_graph *g, const cd_plan *plan, int op_index, cd_arit
         if (spec->b.half_store && spec->b.u < CD_U16) spec->b.u = CD_U16;
         spec->K = 2;
         break;
-    case CD_OPB_GENERIC: spec->fam = CD_FAM_GENERIC; break; /* unreachable for a registered op type (test_families) */
+    case CD_OPB_GENERIC: /* unreachable for a registered op type (test_families) */
+        spec->fam = CD_FAM_GENERIC;
+        break;
     }
     /* a fused activation after an accumulation or an elementwise op */
     if (an[0] && spec->fam != CD_FAM_EXACT && spec->fam != CD_FAM_GENERIC) {

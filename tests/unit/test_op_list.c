@@ -42,8 +42,8 @@ Test(op_list, every_cpu_op_has_an_entry_and_every_entry_a_cpu_op) {
     for (int i = 0; i < CD_OPID_COUNT; i++) {
         const cd_op_info *oi = cd_op_info_at((cd_op_id)i);
         if (!(oi->flags & CD_OPL_NOCPU))
-            cr_assert_not_null(cd_op_find(oi->type), "'%s' is in op_list.def without CD_OPL_NOCPU but has no CPU kernel",
-                               oi->type);
+            cr_assert_not_null(cd_op_find(oi->type),
+                               "'%s' is in op_list.def without CD_OPL_NOCPU but has no CPU kernel", oi->type);
     }
 }
 
@@ -64,7 +64,7 @@ Test(op_list, columns_are_consistent) {
     for (int i = 0; i < CD_OPID_COUNT; i++) {
         const cd_op_info *oi = cd_op_info_at((cd_op_id)i);
         bool budget = oi->bound == CD_OPB_ELEMENTWISE || oi->bound == CD_OPB_TRANSCENDENTAL ||
-                      oi->bound == CD_OPB_NORMALIZE || oi->bound == CD_OPB_DETECTION;
+            oi->bound == CD_OPB_NORMALIZE || oi->bound == CD_OPB_DETECTION;
         /* a budget only where the family has one (0 is one: a selection such as elementwise_max) */
         cr_assert(budget ? oi->ulps >= 0 : oi->ulps == 0, "%s: ulps %g does not go with its bound family", oi->type,
                   oi->ulps);
@@ -72,7 +72,8 @@ Test(op_list, columns_are_consistent) {
                   oi->type);
         for (int a = 0; a < CD_OP_MAX_ATTRS; a++) {
             const cd_op_attrdef *d = &oi->attrs[a];
-            cr_assert((d->kind == CD_OPA_FLOAT || d->kind == CD_OPA_BOOL) == (d->name != NULL), "%s attr %d", oi->type, a);
+            cr_assert((d->kind == CD_OPA_FLOAT || d->kind == CD_OPA_BOOL) == (d->name != NULL), "%s attr %d", oi->type,
+                      a);
             cr_assert(oi->group == CD_OPL_ACT || d->kind == CD_OPA_NONE, "%s: attributes are for ACT ops", oi->type);
         }
     }
@@ -89,7 +90,11 @@ Test(op_list, generated_kernel_kinds_match_the_table) {
         cr_assert_eq(sscanf(p, "#define K_%127s %d", name, &kind), 2, "malformed line: %.60s", p);
         p += 10;
         lines++;
-        if (!strcmp(name, "NONE")) { cr_assert_eq(kind, 0); none = true; continue; }
+        if (!strcmp(name, "NONE")) {
+            cr_assert_eq(kind, 0);
+            none = true;
+            continue;
+        }
         char lower[128];
         for (size_t i = 0; i <= strlen(name); i++) lower[i] = (char)tolower((unsigned char)name[i]);
         const cd_op_info *oi = cd_op_info_find(lower);

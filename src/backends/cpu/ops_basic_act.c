@@ -111,7 +111,8 @@ static cd_status un_config(cd_op_ctx *c, const cd_value *x, un_cfg *u) {
         /* clip: Min / Max tensors override min / max; min > max: Paddle-Lite computes
          * min(max(x, min), max) = max everywhere; so does cldiff. softplus beta 0: the
          * division gives Inf/NaN */
-        if (oi->id == CD_OPID_clip && ((s = scalar_input(c, "Min", &u->p0)) || (s = scalar_input(c, "Max", &u->p1))))
+        if (oi->id == CD_OPID_clip &&
+            ((s = scalar_input(c, "Min", &u->p0)) || (s = scalar_input(c, "Max", &u->p1))))
             return s;
         return CD_OK;
     }

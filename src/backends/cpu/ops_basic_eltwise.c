@@ -113,41 +113,6 @@ static inline void bcast_row(const bcast *b, int64_t row, int64_t *ox, int64_t *
 
 #define PAR_MIN 32768 /* below this many elements threads cost more than they save */
 
-/* One kernel per (type, op): the inner loop is specialised for the stride pattern so the
- * compiler vectorises the common cases. */
-#define DEF_BIN(T, NAME, EXPR)                                                                           \
-    static void NAME(const bcast *b, const T *X, const T *Y, T *O, int threads) {                       \
-        const int64_t inner = b->dim[b->nd - 1], rows = b->numel / (inner ? inner : 1);                 \
-        const int64_t ix = b->sx[b->nd - 1], iy = b->sy[b->nd - 1];                                     \
-        if (b->numel == 0) return;                                                                       \
-        if (rows == 1) {                                                                                 \
-            CD_PAR_FOR(inner >= PAR_MIN, threads, int64_t, i, inner, {                                  \
-                T x = X[i * ix], y = Y[i * iy];                                                          \
-                O[i] = (EXPR);                                                                           \
-            });                                                                                          \
-            return;                                                                                      \
-        }                                                                                                \
-        CD_PAR_FOR(b->numel >= PAR_MIN, threads, int64_t, r, rows, {                                    \
-            int64_t ox, oy;                                                                              \
-            bcast_row(b, r, &ox, &oy);                                                                   \
-            const T *xp = X + ox, *yp = Y + oy;                                                          \
-            T *op = O + r * inner;                                                                       \
-            if (ix && iy) {                                                                              \
-                for (int64_t i = 0; i < inner; i++) { T x = xp[i], y = yp[i]; op[i] = (EXPR); }          \
-            } else if (ix) {                                                                             \
-                const T y = yp[0];                                                                       \
-                for (int64_t i = 0; i < inner; i++) { T x = xp[i]; op[i] = (EXPR); }                     \
-            } else if (iy) {                                                                             \
-                const T x = xp[0];                                                                       \
-                for (int64_t i = 0; i < inner; i++) { T y = yp[i]; op[i] = (EXPR); }                     \
-            } else {                                                                                     \
-                T x = xp[0], y = yp[0];                                                                  \
-                T v = (EXPR);                                                                            \
-                for (int64_t i = 0; i < inner; i++) op[i] = v;                                           \
-            }                                                                                            \
-        });                                                                                              \
-    }
-
 /* float helpers: NaN-propagating max/min like the frameworks' a > b ? a : b */
 #define FMAX(x, y) ((x) > (y) ? (x) : (y))
 #define FMIN(x, y) ((x) < (y) ? (x) : (y))
@@ -188,46 +153,124 @@ static inline int64_t i64_pow(int64_t x, int64_t y, int64_t lo, int64_t hi) {
     return (int64_t)llrint(v);
 }
 
-DEF_BIN(float, add_f32, x + y)
-DEF_BIN(float, sub_f32, x - y)
-DEF_BIN(float, mul_f32, x * y)
-DEF_BIN(float, div_f32, x / y)
-DEF_BIN(float, max_f32, FMAX(x, y))
-DEF_BIN(float, min_f32, FMIN(x, y))
-DEF_BIN(float, pow_f32, powf(x, y))
-DEF_BIN(float, floordiv_f32, fl_floordiv(x, y))
-DEF_BIN(float, mod_f32, fl_mod(x, y))
-
-DEF_BIN(f16, add_f16, x + y)
-DEF_BIN(f16, sub_f16, x - y)
-DEF_BIN(f16, mul_f16, x * y)
-DEF_BIN(f16, div_f16, x / y)
-DEF_BIN(f16, max_f16, FMAX(x, y))
-DEF_BIN(f16, min_f16, FMIN(x, y))
-DEF_BIN(f16, pow_f16, (f16)powf((float)x, (float)y))
-DEF_BIN(f16, floordiv_f16, h_floordiv(x, y))
-DEF_BIN(f16, mod_f16, h_mod(x, y))
-
+/* One kernel per (type, op): ops_basic_eltwise_tmpl.h with BIN_T, BIN_NAME and BIN_EXPR defined. */
+#define BIN_T float
+#define BIN_NAME add_f32
+#define BIN_EXPR x + y
+#include "ops_basic_eltwise_tmpl.h"
+#define BIN_NAME sub_f32
+#define BIN_EXPR x - y
+#include "ops_basic_eltwise_tmpl.h"
+#define BIN_NAME mul_f32
+#define BIN_EXPR x * y
+#include "ops_basic_eltwise_tmpl.h"
+#define BIN_NAME div_f32
+#define BIN_EXPR x / y
+#include "ops_basic_eltwise_tmpl.h"
+#define BIN_NAME max_f32
+#define BIN_EXPR FMAX(x, y)
+#include "ops_basic_eltwise_tmpl.h"
+#define BIN_NAME min_f32
+#define BIN_EXPR FMIN(x, y)
+#include "ops_basic_eltwise_tmpl.h"
+#define BIN_NAME pow_f32
+#define BIN_EXPR powf(x, y)
+#include "ops_basic_eltwise_tmpl.h"
+#define BIN_NAME floordiv_f32
+#define BIN_EXPR fl_floordiv(x, y)
+#include "ops_basic_eltwise_tmpl.h"
+#define BIN_NAME mod_f32
+#define BIN_EXPR fl_mod(x, y)
+#include "ops_basic_eltwise_tmpl.h"
+#undef BIN_T
+#define BIN_T f16
+#define BIN_NAME add_f16
+#define BIN_EXPR x + y
+#include "ops_basic_eltwise_tmpl.h"
+#define BIN_NAME sub_f16
+#define BIN_EXPR x - y
+#include "ops_basic_eltwise_tmpl.h"
+#define BIN_NAME mul_f16
+#define BIN_EXPR x * y
+#include "ops_basic_eltwise_tmpl.h"
+#define BIN_NAME div_f16
+#define BIN_EXPR x / y
+#include "ops_basic_eltwise_tmpl.h"
+#define BIN_NAME max_f16
+#define BIN_EXPR FMAX(x, y)
+#include "ops_basic_eltwise_tmpl.h"
+#define BIN_NAME min_f16
+#define BIN_EXPR FMIN(x, y)
+#include "ops_basic_eltwise_tmpl.h"
+#define BIN_NAME pow_f16
+#define BIN_EXPR (f16)powf((float)x, (float)y)
+#include "ops_basic_eltwise_tmpl.h"
+#define BIN_NAME floordiv_f16
+#define BIN_EXPR h_floordiv(x, y)
+#include "ops_basic_eltwise_tmpl.h"
+#define BIN_NAME mod_f16
+#define BIN_EXPR h_mod(x, y)
+#include "ops_basic_eltwise_tmpl.h"
+#undef BIN_T
 /* Integer add/sub/mul wrap (computed unsigned: signed overflow is UB in C). */
-DEF_BIN(int32_t, add_i32, (int32_t)((uint32_t)x + (uint32_t)y))
-DEF_BIN(int32_t, sub_i32, (int32_t)((uint32_t)x - (uint32_t)y))
-DEF_BIN(int32_t, mul_i32, (int32_t)((uint32_t)x * (uint32_t)y))
-DEF_BIN(int32_t, div_i32, IDIV(int32_t, x, y))
-DEF_BIN(int32_t, max_i32, FMAX(x, y))
-DEF_BIN(int32_t, min_i32, FMIN(x, y))
-DEF_BIN(int32_t, pow_i32, (int32_t)i64_pow(x, y, INT32_MIN, INT32_MAX))
-DEF_BIN(int32_t, floordiv_i32, (int32_t)i64_floordiv(x, y))
-DEF_BIN(int32_t, mod_i32, (int32_t)i64_mod(x, y))
-
-DEF_BIN(int64_t, add_i64, (int64_t)((uint64_t)x + (uint64_t)y))
-DEF_BIN(int64_t, sub_i64, (int64_t)((uint64_t)x - (uint64_t)y))
-DEF_BIN(int64_t, mul_i64, (int64_t)((uint64_t)x * (uint64_t)y))
-DEF_BIN(int64_t, div_i64, IDIV(int64_t, x, y))
-DEF_BIN(int64_t, max_i64, FMAX(x, y))
-DEF_BIN(int64_t, min_i64, FMIN(x, y))
-DEF_BIN(int64_t, pow_i64, i64_pow(x, y, INT64_MIN, INT64_MAX))
-DEF_BIN(int64_t, floordiv_i64, i64_floordiv(x, y))
-DEF_BIN(int64_t, mod_i64, i64_mod(x, y))
+#define BIN_T int32_t
+#define BIN_NAME add_i32
+#define BIN_EXPR (int32_t)((uint32_t)x + (uint32_t)y)
+#include "ops_basic_eltwise_tmpl.h"
+#define BIN_NAME sub_i32
+#define BIN_EXPR (int32_t)((uint32_t)x - (uint32_t)y)
+#include "ops_basic_eltwise_tmpl.h"
+#define BIN_NAME mul_i32
+#define BIN_EXPR (int32_t)((uint32_t)x * (uint32_t)y)
+#include "ops_basic_eltwise_tmpl.h"
+#define BIN_NAME div_i32
+#define BIN_EXPR IDIV(int32_t, x, y)
+#include "ops_basic_eltwise_tmpl.h"
+#define BIN_NAME max_i32
+#define BIN_EXPR FMAX(x, y)
+#include "ops_basic_eltwise_tmpl.h"
+#define BIN_NAME min_i32
+#define BIN_EXPR FMIN(x, y)
+#include "ops_basic_eltwise_tmpl.h"
+#define BIN_NAME pow_i32
+#define BIN_EXPR (int32_t)i64_pow(x, y, INT32_MIN, INT32_MAX)
+#include "ops_basic_eltwise_tmpl.h"
+#define BIN_NAME floordiv_i32
+#define BIN_EXPR (int32_t)i64_floordiv(x, y)
+#include "ops_basic_eltwise_tmpl.h"
+#define BIN_NAME mod_i32
+#define BIN_EXPR (int32_t)i64_mod(x, y)
+#include "ops_basic_eltwise_tmpl.h"
+#undef BIN_T
+#define BIN_T int64_t
+#define BIN_NAME add_i64
+#define BIN_EXPR (int64_t)((uint64_t)x + (uint64_t)y)
+#include "ops_basic_eltwise_tmpl.h"
+#define BIN_NAME sub_i64
+#define BIN_EXPR (int64_t)((uint64_t)x - (uint64_t)y)
+#include "ops_basic_eltwise_tmpl.h"
+#define BIN_NAME mul_i64
+#define BIN_EXPR (int64_t)((uint64_t)x * (uint64_t)y)
+#include "ops_basic_eltwise_tmpl.h"
+#define BIN_NAME div_i64
+#define BIN_EXPR IDIV(int64_t, x, y)
+#include "ops_basic_eltwise_tmpl.h"
+#define BIN_NAME max_i64
+#define BIN_EXPR FMAX(x, y)
+#include "ops_basic_eltwise_tmpl.h"
+#define BIN_NAME min_i64
+#define BIN_EXPR FMIN(x, y)
+#include "ops_basic_eltwise_tmpl.h"
+#define BIN_NAME pow_i64
+#define BIN_EXPR i64_pow(x, y, INT64_MIN, INT64_MAX)
+#include "ops_basic_eltwise_tmpl.h"
+#define BIN_NAME floordiv_i64
+#define BIN_EXPR i64_floordiv(x, y)
+#include "ops_basic_eltwise_tmpl.h"
+#define BIN_NAME mod_i64
+#define BIN_EXPR i64_mod(x, y)
+#include "ops_basic_eltwise_tmpl.h"
+#undef BIN_T
 
 /* ------------------------------------------------------------------ op logic */
 

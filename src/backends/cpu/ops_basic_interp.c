@@ -168,31 +168,16 @@ static void axis_taps(const interp_cfg *k, int64_t in, int64_t out, float ratio,
     }
 }
 
-#define DEF_INTERP(T, NAME)                                                                          \
-    static void NAME(const interp_cfg *k, int64_t planes, const T *in, T *out, const int32_t *y0,      \
-                     const int32_t *y1, const float *ly, const int32_t *x0, const int32_t *x1,         \
-                     const float *lx, int threads) {                                                   \
-        const int64_t IH = k->in_h, IW = k->in_w, OH = k->out_h, OW = k->out_w;                        \
-        const bool bil = k->bilinear;                                                                  \
-        CD_PAR_FOR(planes * OH * OW >= 16384, threads, int64_t, r, planes * OH, {                                                    \
-            const int64_t p = r / OH, y = r % OH;                                                      \
-            const T *r0 = in + (p * IH + y0[y]) * IW, *r1 = in + (p * IH + y1[y]) * IW;                \
-            T *o = out + r * OW;                                                                       \
-            if (!bil) {                                                                                \
-                for (int64_t x = 0; x < OW; x++) o[x] = r0[x0[x]];                                     \
-                continue;                                                                              \
-            }                                                                                          \
-            const float wy = ly[y], vy = 1.0f - wy;                                                    \
-            for (int64_t x = 0; x < OW; x++) {                                                         \
-                const float wx = lx[x], vx = 1.0f - wx;                                                \
-                float v = vy * (vx * (float)r0[x0[x]] + wx * (float)r0[x1[x]]) +                       \
-                          wy * (vx * (float)r1[x0[x]] + wx * (float)r1[x1[x]]);                        \
-                o[x] = (T)v;                                                                           \
-            }                                                                                          \
-        });                                                                                              \
-    }
-DEF_INTERP(float, interp_f32)
-DEF_INTERP(f16, interp_f16)
+#define IP_T float
+#define IP_NAME interp_f32
+#include "ops_basic_interp_tmpl.h"
+#undef IP_T
+#undef IP_NAME
+#define IP_T f16
+#define IP_NAME interp_f16
+#include "ops_basic_interp_tmpl.h"
+#undef IP_T
+#undef IP_NAME
 
 cd_status cd_basic_interp_run(cd_op_ctx *c) {
     cd_value *x = cd_in(c, "X", 0), *o = cd_out(c, "Out", 0);

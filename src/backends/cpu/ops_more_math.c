@@ -23,6 +23,7 @@
 #pragma GCC optimize("fp-contract=off")
 #include "backends/cpu/par.h"
 #include "backends/cpu/ops_util.h"
+#include "engine/op_list.h"
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
@@ -39,13 +40,17 @@ static inline void stf(void *p, cd_dtype t, int64_t i, float v) {
 
 /* ------------------------------------------------------------------ trig and pow */
 
-enum { T_SIN, T_COS, T_TAN, T_ASIN, T_ACOS, T_ATAN, T_POW };
+/* The functions' numbers are their kinds in the op table (engine/op_list.def), which math.cl's
+ * math_unary switches on as K_SIN .. K_POW. */
+enum { T_SIN = CD_K_sin, T_COS = CD_K_cos, T_TAN = CD_K_tan, T_ASIN = CD_K_asin, T_ACOS = CD_K_acos,
+       T_ATAN = CD_K_atan, T_POW = CD_K_pow };
 
 int cd_more_unary_code(const char *t) {
-    static const char *names[] = {"sin", "cos", "tan", "asin", "acos", "atan", "pow"};
-    for (int i = 0; i < 7; i++)
-        if (!strcmp(t, names[i])) return i;
-    return -1;
+    switch (cd_op_id_of(t)) {
+    case CD_OPID_sin: case CD_OPID_cos: case CD_OPID_tan: case CD_OPID_asin: case CD_OPID_acos: case CD_OPID_atan:
+    case CD_OPID_pow: return cd_op_info_find(t)->kind;
+    default: return -1;
+    }
 }
 
 /* pow's exponent: FactorTensor (1 element, read when it holds data) over FLOAT factor. */

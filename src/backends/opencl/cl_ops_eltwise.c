@@ -34,7 +34,8 @@ static cd_status plan_scalar(cd_cl_ctx *c, const char *slot, float *out, cd_erro
  * (engine/op_list.def), parsed with the CPU's defaults; clip's Min / Max when known at plan time. */
 static cd_status standalone_act(cd_cl_ctx *c, ew_act *a, cd_error *err) {
     const cd_op_info *oi = cd_op_info_find(c->op->type);
-    if (!oi || oi->group != CD_OPL_ACT) return clu_fail(c, err, CD_E_INTERNAL, "not a standalone activation (op table)");
+    if (!oi || oi->group != CD_OPL_ACT)
+        return clu_fail(c, err, CD_E_INTERNAL, "not a standalone activation (op table)");
     cd_op_params p;
     cd_op_params_parse(c->op, oi, &p);
     a->kind = oi->kind;
@@ -182,7 +183,8 @@ static cd_status op_scale(cd_cl_ctx *c, cd_error *err) {
 /* The binary kernel's op code (K_ELEMENTWISE_<OP>, the op table's kind); -1 for other types. */
 static int binop_code(const char *t) {
     const cd_op_info *oi = cd_op_info_find(t);
-    return oi && oi->kind >= 0 && (!strncmp(t, "elementwise_", 12) || !strncmp(t, "fusion_elementwise_", 19)) ? oi->kind : -1;
+    bool binary = !strncmp(t, "elementwise_", 12) || !strncmp(t, "fusion_elementwise_", 19);
+    return oi && oi->kind >= 0 && binary ? oi->kind : -1;
 }
 
 /* Merged iteration dims and element strides (0 = broadcast) of out = X op Y, docs/nb-format.md §7.0. */
