@@ -49,6 +49,7 @@ ACC ew_act(int kind, ACC x, float a, float b, float c, ACC al) {
     case K_ELU: return f > 0.0f ? x : (ACC)(a * expm1(f));
     case K_THRESHOLDED_RELU: return f > a ? x : ACC_ZERO;
     case K_SOFTPLUS: return (ACC)(a * f > b ? f : log1p(exp(a * f)) / a);
+    case K_SOFTSIGN: return (ACC)(f / (1.0f + fabs(f)));
     case K_MISH: {
         float sp = f > a ? f : log1p(exp(f));
         return (ACC)(f * tanh(sp));

@@ -184,6 +184,7 @@ for prec in PRECS:
           ort_node("ThresholdedRelu", ["x"], ["o"], alpha=0.5), prec)
     check("softplus", un("softplus"), {"x": xa}, ort_node("Softplus", ["x"], ["o"]), prec)
     check("mish", un("mish"), {"x": xa}, ort_node("Mish", ["x"], ["o"], opset=18), prec)
+    check("softsign", un("softsign"), {"x": xa}, ort_node("Softsign", ["x"], ["o"]), prec)
     check("clip attrs", un("clip", min=-1.0, max=2.5), {"x": xa}, lambda i: np.clip(i["x"], -1, 2.5), prec)
     check("dropout downgrade_in_infer", un("dropout", dropout_prob=0.3), {"x": xa},
           lambda i: i["x"] * np.float32(0.7) if prec == "fp32" else

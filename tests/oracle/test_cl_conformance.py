@@ -197,7 +197,7 @@ if not SMALL:
     for op, attrs in [("relu", {}), ("relu6", {"threshold": 0.5}), ("leaky_relu", {"alpha": 0.1}), ("sigmoid", {}),
                       ("tanh", {}), ("swish", {"beta": 1.5}), ("hard_swish", {}), ("hard_sigmoid", {}),
                       ("abs", {}), ("gelu", {}), ("exp", {}), ("square", {}), ("elu", {"alpha": 0.7}),
-                      ("softplus", {}), ("mish", {})]:
+                      ("softplus", {}), ("mish", {}), ("softsign", {})]:
         # gelu = 0.5 x (1 + erf(x/sqrt 2)): for x << 0 the sum cancels, so one ulp of erf near -1
         # (2^-24, OpenCL's erf vs glibc's erff) is an absolute error of up to 2^-24 |x| in the result
         # (k = 2 terms, magnitude |x|), far above 1e-5 of the tiny result.

@@ -48,6 +48,7 @@ static void UN_NAME(const UN_T *in, UN_T *out, int64_t n, const un_cfg *u, int t
     case CD_K_thresholded_relu: FLOOP(UN_T, x > p0 ? x : 0.0f); break;
     case CD_K_softplus: FLOOP(UN_T, softplus_f(x, p0, p1)); break;
     case CD_K_mish: FLOOP(UN_T, x * tanhf(softplus_f(x, 1.0f, p0))); break;
+    case CD_K_softsign: FLOOP(UN_T, x / (1.0f + fabsf(x))); break;
     case CD_K_clip: { /* also relu_clipped: min(max(x, lo), hi) */
         const UN_T lo = (UN_T)p0, hi = (UN_T)p1, lc = lo > hi ? hi : lo;
         TLOOP(UN_T, x < lo ? lc : (x > hi ? hi : x));
