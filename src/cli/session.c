@@ -78,6 +78,9 @@ cd_backend_opts cd_session_backend_opts(const cd_cli_opts *o, cd_precision prec)
 }
 
 int cd_session_helper_threads(const cd_cli_opts *o) {
+    const char *e = getenv("CLDIFF_HELPER_THREADS");   /* e.g. to time the runs with 2 */
+    int v = e ? atoi(e) : 0;
+    if (v >= 1 && v <= 256) return v;
     if (o->threads != 2) return o->threads;
     long n = sysconf(_SC_NPROCESSORS_ONLN) / 2;
     return n > 8 ? 8 : n > 2 ? (int)n : 2;

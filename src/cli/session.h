@@ -79,7 +79,8 @@ void cd_session_free(cd_session *s);
 cd_backend_opts cd_session_backend_opts(const cd_cli_opts *o, cd_precision prec);
 /* Threads of the CPU runs a differential run makes for itself (fp16 golden and ref_local, the
  * quantized models' float_ref): --threads, or with the default --threads 2 on a machine with
- * more cores, half the online cores up to 8 (CPU results do not depend on the thread count). */
+ * more cores, half the online cores up to 8 (CPU results do not depend on the thread count);
+ * CLDIFF_HELPER_THREADS=N sets N. */
 int cd_session_helper_threads(const cd_cli_opts *o);
 /* mkdir -p; CD_E_IO when it cannot be created or written. */
 cd_status cd_make_dirs(const char *path, cd_error *err);
