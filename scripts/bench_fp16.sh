@@ -5,20 +5,24 @@
 # prints per model the median wall seconds and the median CPU seconds (user+sys of the process
 # and its children: the OpenCL child included) of each precision and their fp16/fp32 ratios.
 #
-#   scripts/bench_fp16.sh [--cldiff PATH] [--base PATH] [--repeat N] [--only a.nb,b.nb] [--work DIR]
-#                         [--phases] [-- extra cldiff args, e.g. --cl-platform NVIDIA]
+#   scripts/bench_fp16.sh [--cldiff PATH] [--base PATH [--warm-each]] [--repeat N] [--only a.nb,b.nb]
+#                         [--work DIR] [--phases] [-- extra cldiff args, e.g. --cl-platform NVIDIA]
 #
 # --base PATH: a second binary ("before"; --cldiff is "after"), run interleaved with the first in
-# every round (before fp32, before fp16, after fp32, after fp16), one table per binary.
+# every round (before fp32, before fp16, after fp32, after fp16), one table per binary. The first
+# binary's untimed warm-up fills the kernel cache for both; --warm-each warms with each (when
+# their kernels differ).
 # --phases sets CLDIFF_PHASE_TIMES=1: cldiff prints each phase's wall and CPU ms, kept in
-# WORK/<model>-<prec>-<i>.log, and a second table gives their medians. Exit 0 unless an argument is wrong (2) or a run did not end
-# with exit 0/1 (3: the table marks it). On a shared machine compare medians, not single runs.
+# WORK/<model>-<prec>-<i>-<after|before>.log, and a second table gives their medians. Exit 0
+# unless an argument is wrong (2) or a run did not end with exit 0/1 (3: the table marks it). On a
+# shared machine compare medians, not single runs.
 set -u
 here="$(cd "$(dirname "$0")/.." && pwd)"
 bin=${CLDIFF:-$here/build/cldiff}
 models=${MODELS:-$here/../shared/models}
 repeat=3
 base=""
+warm_each=0
 only=""
 work=""
 phases=0
@@ -27,13 +31,14 @@ while [ $# -gt 0 ]; do
     case "$1" in
         --cldiff) bin=$2; shift 2 ;;
         --base) base=$2; shift 2 ;;
+        --warm-each) warm_each=1; shift ;;
         --repeat) repeat=$2; shift 2 ;;
         --only) only=$2; shift 2 ;;
         --work) work=$2; shift 2 ;;
         --models) models=$2; shift 2 ;;
         --phases) phases=1; shift ;;
         --) shift; extra=("$@"); break ;;
-        -h|--help) sed -n '2,17p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+        -h|--help) sed -n '2,19p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
         *) echo "bench_fp16.sh: unknown argument '$1' (see --help)" >&2; exit 2 ;;
     esac
 done
@@ -81,7 +86,8 @@ one() { # label binary model prec i -> appends "model prec i rc wall cpu label"
 }
 for m in "${list[@]}"; do
     echo "== $m" >&2
-    for k in "${!bins[@]}"; do   # each binary warms the kernel cache (its kernels may differ)
+    for k in "${!bins[@]}"; do   # the kernel cache, warmed by the first binary (--warm-each: each)
+        [ "$k" = 0 ] || [ "$warm_each" = 1 ] || continue
         for p in fp32 fp16; do one "${labels[$k]}" "${bins[$k]}" "$m" "$p" warm; done
     done
     for i in $(seq 1 "$repeat"); do
