@@ -189,24 +189,15 @@ static cd_status golden_read(const cd_cmp_request *q, const cd_dump_tensor_info 
     return st;
 }
 
-/* A against B, and with a golden tensor each side against it: three independent passes, each
- * the same sequential loop whoever runs it, so the metrics do not depend on q->threads. */
+/* A against B, and with a golden tensor each side against it, each pass on up to q->threads
+ * threads (the metrics do not depend on the count: cd_metrics_compute_mt). */
 static void layer_metrics(const cd_cmp_request *q, const float *fa, const float *fb, const float *fg, int64_t n1,
                           const cd_shape *shape, cd_layer_cmp *l) {
-    int nt = q->threads < 1 ? 1 : (q->threads > 3 ? 3 : q->threads);
-    if (!fg || !l->has_golden || nt < 2 || n1 < ((int64_t)1 << 15)) {
-        cd_metrics_compute(fa, fb, n1, shape, q->half_ulps, &l->tol, &l->m);
-        if (fg && l->has_golden) {
-            cd_metrics_compute(fg, fa, n1, shape, q->half_ulps, &l->tol, &l->ga);
-            cd_metrics_compute(fg, fb, n1, shape, q->half_ulps, &l->tol, &l->gb);
-        }
-        return;
-    }
-#pragma omp parallel for num_threads(nt) schedule(static, 1)
-    for (int k = 0; k < 3; k++) {
-        const float *ref = k == 0 ? fa : fg, *val = k == 2 ? fb : (k == 0 ? fb : fa);
-        cd_metrics *m = k == 0 ? &l->m : (k == 1 ? &l->ga : &l->gb);
-        cd_metrics_compute(ref, val, n1, shape, q->half_ulps, &l->tol, m);
+    int nt = q->threads < 1 ? 1 : q->threads;
+    cd_metrics_compute_mt(fa, fb, n1, shape, q->half_ulps, &l->tol, &l->m, nt);
+    if (fg && l->has_golden) {
+        cd_metrics_compute_mt(fg, fa, n1, shape, q->half_ulps, &l->tol, &l->ga, nt);
+        cd_metrics_compute_mt(fg, fb, n1, shape, q->half_ulps, &l->tol, &l->gb, nt);
     }
 }
 

@@ -31,8 +31,8 @@ typedef struct cd_cmp_request {
     /* with a golden run: its values beyond the half range (cd_diag_hazard_counts); sets has_hazard */
     void (*hazard_counts)(const float *golden, int64_t n, int64_t *over, int64_t *under, double *absmax);
     bool fp16;                      /* precision of the compared runs (auto tolerance, hazards) */
-    int threads;                    /* a layer's metric passes (A-B, golden-A, golden-B) run on up to
-                                       this many threads (0 or 1: one); the results do not depend on it */
+    int threads;                    /* each metric pass runs on up to this many threads (0 or 1: one);
+                                       the results do not depend on it */
 } cd_cmp_request;
 
 cd_status cd_compare_runs(const cd_cmp_request *q, cd_analysis *an, cd_cmp_unmatched **unmatched,

@@ -34,36 +34,48 @@ static inline bool finite_bits(float f) {
     return (x & 0x7f800000u) != 0x7f800000u;
 }
 
-void cd_metrics_compute(const float *ref, const float *val, int64_t n, const cd_shape *shape,
-                        bool half_ulps, const cd_tol *tol, cd_metrics *m) {
-    memset(m, 0, sizeof *m);
-    m->n = n;
-    m->worst_index = -1;
-    /* Pass 1 gives the reference scale for the relative-error guard; both passes stream. */
-    double sum_ref2 = 0, absmax = 0;
-    for (int64_t i = 0; i < n; i++) {
+/* The metrics are defined over fixed blocks of CD_METRICS_BLOCK elements: each block's sums,
+ * maxima and counts, then the blocks combined in index order. A block's arithmetic is the same
+ * whoever computes it, so the result does not depend on the thread count (and the blocked sums
+ * are no less accurate than one running sum). */
+#define CD_METRICS_BLOCK ((int64_t)1 << 16)
+
+typedef struct pass2_part {
+    double sum_abs, sum_d2, dot, sv2, max_abs, max_rel, max_ulp;
+    int64_t worst, fail, finite_n, nan_ref, nan_val, inf_ref, inf_val, nonfinite_mismatch;
+} pass2_part;
+
+typedef struct pass2_args {
+    const float *ref, *val;
+    bool half_ulps;
+    double atol, rtol, rel_floor;
+} pass2_args;
+
+static void pass1_block(const float *ref, int64_t lo, int64_t hi, double *sum_ref2, double *absmax) {
+    double s2 = 0, mx = 0;
+    for (int64_t i = lo; i < hi; i++) {
         double r = ref[i];
-        if (isfinite(r)) { sum_ref2 += r * r; if (fabs(r) > absmax) absmax = fabs(r); }
+        if (isfinite(r)) { s2 += r * r; if (fabs(r) > mx) mx = fabs(r); }
     }
-    m->ref_absmax = absmax;
-    m->ref_rms = n ? sqrt(sum_ref2 / (double)n) : 0;
-    /* Relative error is meaningless where the reference is ~0; below 1e-3 of the tensor's
-     * RMS we divide by that floor instead (and by the smallest normal float if all zero). */
-    m->rel_floor = m->ref_rms > 0 ? 1e-3 * m->ref_rms : 1.17549435e-38;
-    double sum_abs = 0, sum_d2 = 0, dot = 0, sv2 = 0;
-    double atol = tol->atol + tol->range_atol * absmax, rtol = tol->rtol, rel_floor = m->rel_floor;
-    /* The running maxima and counts live in locals (the compiler cannot keep m's fields in
-     * registers across the loads of ref and val); the arithmetic and its order are those of
-     * the one-pass definition, so every metric is bit-identical to it. */
-    double max_abs = 0, max_rel = 0, max_ulp = 0;
+    *sum_ref2 = s2;
+    *absmax = mx;
+}
+
+static void pass2_block(const pass2_args *a, int64_t lo, int64_t hi, pass2_part *p) {
+    memset(p, 0, sizeof *p);
+    p->worst = -1;
+    const float *ref = a->ref, *val = a->val;
+    const double atol = a->atol, rtol = a->rtol, rel_floor = a->rel_floor;
+    /* running maxima and counts in locals: the compiler keeps them in registers */
+    double sum_abs = 0, sum_d2 = 0, dot = 0, sv2 = 0, max_abs = 0, max_rel = 0, max_ulp = 0;
     int64_t worst = -1, fail = 0, finite_n = 0;
-    for (int64_t i = 0; i < n; i++) {
+    for (int64_t i = lo; i < hi; i++) {
         float r = ref[i], v = val[i];
         if (!finite_bits(r) || !finite_bits(v)) {
-            if (isnan(r)) m->nan_ref++; else if (isinf(r)) m->inf_ref++;
-            if (isnan(v)) m->nan_val++; else if (isinf(v)) m->inf_val++;
+            if (isnan(r)) p->nan_ref++; else if (isinf(r)) p->inf_ref++;
+            if (isnan(v)) p->nan_val++; else if (isinf(v)) p->inf_val++;
             bool same = (isnan(r) && isnan(v)) || (isinf(r) && isinf(v) && (r > 0) == (v > 0));
-            if (!same) { m->nonfinite_mismatch++; fail++; }
+            if (!same) { p->nonfinite_mismatch++; fail++; }
             continue;
         }
         double d = fabs((double)r - (double)v);
@@ -84,16 +96,95 @@ void cd_metrics_compute(const float *ref, const float *val, int64_t n, const cd_
             if (q > max_rel) max_rel = q;
         }
         if (d != 0) { /* equal values are 0 ULPs apart (+0 and -0 included) */
-            double u = ulp_finite(r, v, half_ulps);
+            double u = ulp_finite(r, v, a->half_ulps);
             if (u > max_ulp) max_ulp = u;
         }
         if (d > atol + rtol * ar) fail++;
     }
-    m->max_abs = max_abs;
-    m->max_rel = max_rel;
-    m->max_ulp = max_ulp;
-    m->worst_index = worst;
-    m->fail_count = fail;
+    p->sum_abs = sum_abs; p->sum_d2 = sum_d2; p->dot = dot; p->sv2 = sv2;
+    p->max_abs = max_abs; p->max_rel = max_rel; p->max_ulp = max_ulp;
+    p->worst = worst; p->fail = fail; p->finite_n = finite_n;
+}
+
+void cd_metrics_compute(const float *ref, const float *val, int64_t n, const cd_shape *shape,
+                        bool half_ulps, const cd_tol *tol, cd_metrics *m) {
+    cd_metrics_compute_mt(ref, val, n, shape, half_ulps, tol, m, 1);
+}
+
+void cd_metrics_compute_mt(const float *ref, const float *val, int64_t n, const cd_shape *shape,
+                           bool half_ulps, const cd_tol *tol, cd_metrics *m, int threads) {
+    memset(m, 0, sizeof *m);
+    m->n = n;
+    m->worst_index = -1;
+    int64_t nb = n > 0 ? (n + CD_METRICS_BLOCK - 1) / CD_METRICS_BLOCK : 0;
+    pass2_part one;
+    double one1[2];
+    pass2_part *parts = nb > 1 ? malloc((size_t)nb * sizeof *parts) : &one;
+    double *p1 = nb > 1 ? malloc((size_t)nb * 2 * sizeof *p1) : one1;
+    if (!parts || !p1) { /* no memory for the partials: one thread, the same blocks in turn */
+        if (parts != &one) free(parts);
+        if (p1 != one1) free(p1);
+        parts = NULL;
+        p1 = NULL;
+    }
+    int nt = threads > 1 && nb > 1 && parts ? threads : 1;
+    /* Pass 1 gives the reference scale for the relative-error guard; both passes stream. */
+    double sum_ref2 = 0, absmax = 0;
+    if (parts) {
+#pragma omp parallel for num_threads(nt) schedule(static) if (nt > 1)
+        for (int64_t b = 0; b < nb; b++) {
+            int64_t lo = b * CD_METRICS_BLOCK, hi = lo + CD_METRICS_BLOCK < n ? lo + CD_METRICS_BLOCK : n;
+            pass1_block(ref, lo, hi, &p1[2 * b], &p1[2 * b + 1]);
+        }
+    }
+    for (int64_t b = 0; b < nb; b++) {
+        double s2, mx;
+        if (p1) { s2 = p1[2 * b]; mx = p1[2 * b + 1]; }
+        else {
+            int64_t lo = b * CD_METRICS_BLOCK, hi = lo + CD_METRICS_BLOCK < n ? lo + CD_METRICS_BLOCK : n;
+            pass1_block(ref, lo, hi, &s2, &mx);
+        }
+        sum_ref2 += s2;
+        if (mx > absmax) absmax = mx;
+    }
+    m->ref_absmax = absmax;
+    m->ref_rms = n ? sqrt(sum_ref2 / (double)n) : 0;
+    /* Relative error is meaningless where the reference is ~0; below 1e-3 of the tensor's
+     * RMS we divide by that floor instead (and by the smallest normal float if all zero). */
+    m->rel_floor = m->ref_rms > 0 ? 1e-3 * m->ref_rms : 1.17549435e-38;
+    pass2_args args = {.ref = ref, .val = val, .half_ulps = half_ulps,
+                       .atol = tol->atol + tol->range_atol * absmax, .rtol = tol->rtol, .rel_floor = m->rel_floor};
+    if (parts) {
+#pragma omp parallel for num_threads(nt) schedule(static) if (nt > 1)
+        for (int64_t b = 0; b < nb; b++) {
+            int64_t lo = b * CD_METRICS_BLOCK, hi = lo + CD_METRICS_BLOCK < n ? lo + CD_METRICS_BLOCK : n;
+            pass2_block(&args, lo, hi, &parts[b]);
+        }
+    }
+    double sum_abs = 0, sum_d2 = 0, dot = 0, sv2 = 0;
+    int64_t finite_n = 0;
+    for (int64_t b = 0; b < nb; b++) {
+        pass2_part q;
+        const pass2_part *p = parts ? &parts[b] : &q;
+        if (!parts) {
+            int64_t lo = b * CD_METRICS_BLOCK, hi = lo + CD_METRICS_BLOCK < n ? lo + CD_METRICS_BLOCK : n;
+            pass2_block(&args, lo, hi, &q);
+        }
+        sum_abs += p->sum_abs; sum_d2 += p->sum_d2; dot += p->dot; sv2 += p->sv2;
+        finite_n += p->finite_n;
+        if (p->worst >= 0 && (p->max_abs > m->max_abs || m->worst_index < 0)) {
+            m->max_abs = p->max_abs;
+            m->worst_index = p->worst;
+        }
+        if (p->max_rel > m->max_rel) m->max_rel = p->max_rel;
+        if (p->max_ulp > m->max_ulp) m->max_ulp = p->max_ulp;
+        m->fail_count += p->fail;
+        m->nan_ref += p->nan_ref; m->nan_val += p->nan_val;
+        m->inf_ref += p->inf_ref; m->inf_val += p->inf_val;
+        m->nonfinite_mismatch += p->nonfinite_mismatch;
+    }
+    if (parts && parts != &one) free(parts);
+    if (p1 && p1 != one1) free(p1);
     if (m->nonfinite_mismatch) {  /* a NaN/Inf mismatch is the worst element */
         for (int64_t i = 0; i < n; i++) {
             bool rf = isfinite(ref[i]), vf = isfinite(val[i]);

@@ -38,6 +38,10 @@ typedef struct cd_metrics {
  * coordinates of the worst element; half_ulps measures ULPs in binary16. */
 void cd_metrics_compute(const float *ref, const float *val, int64_t n, const cd_shape *shape,
                         bool half_ulps, const cd_tol *tol, cd_metrics *m);
+/* The same on up to `threads` OpenMP threads: the metrics are defined blockwise (fixed blocks
+ * combined in order), so the result is the same for every thread count. */
+void cd_metrics_compute_mt(const float *ref, const float *val, int64_t n, const cd_shape *shape,
+                           bool half_ulps, const cd_tol *tol, cd_metrics *m, int threads);
 /* ULP distance between two floats in float32 or binary16 (after rounding to half). */
 double cd_ulp_distance(float a, float b, bool half);
 /* Top-k agreement of the last axis (classifier heads): fraction of rows whose top-1 index

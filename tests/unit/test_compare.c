@@ -72,6 +72,43 @@ Test(metrics, relative_error_guard_near_zero) {
     cr_assert_float_eq(m.max_rel, 1e-6 / (1e-3 * sqrt(0.75)), 1e-9);
 }
 
+/* The metrics are defined blockwise: any thread count gives every field bit for bit, on a
+ * tensor spanning several blocks with ties for the worst element, NaN/Inf on both sides,
+ * +0/-0 and values near zero (the relative-error floor). */
+Test(metrics, same_for_every_thread_count) {
+    const int64_t n = 300007;
+    float *r = malloc((size_t)n * sizeof *r), *v = malloc((size_t)n * sizeof *v);
+    cr_assert(r && v);
+    uint32_t x = 12345;
+    for (int64_t i = 0; i < n; i++) {
+        x = x * 1664525u + 1013904223u;
+        float a = ((float)(x >> 8) / 16777216.0f - 0.5f) * 8.0f;
+        r[i] = a;
+        v[i] = cd_round_half(a * (1.0f + ((x & 7) - 3.5f) * 1e-4f));
+    }
+    v[70000] = r[70000] + 3.0f;     /* the worst element, tied at a later block */
+    v[200000] = r[200000] + 3.0f;
+    r[5] = 0.0f; v[5] = -0.0f;
+    r[9] = 1e-30f;
+    for (int pass = 0; pass < 2; pass++) {
+        if (pass) { r[131073] = INFINITY; v[131073] = INFINITY; v[4] = NAN; }
+        cd_tol tol = {.atol = 1e-3, .rtol = 1e-3, .max_fail_fraction = 0.01, .min_cos = 0.99};
+        cd_shape s1 = {.rank = 1, .d = {n}};
+        cd_metrics m1, mt;
+        cd_metrics_compute_mt(r, v, n, &s1, true, &tol, &m1, 1);
+        cr_expect_eq(m1.worst_index, pass ? 4 : 70000);
+        for (int t = 2; t <= 7; t += 5) {
+            cd_metrics_compute_mt(r, v, n, &s1, true, &tol, &mt, t);
+            cr_expect(memcmp(&m1, &mt, sizeof m1) == 0, "threads %d differ from 1 (pass %d)", t, pass);
+        }
+        cd_metrics plain;
+        cd_metrics_compute(r, v, n, &s1, true, &tol, &plain);
+        cr_expect(memcmp(&m1, &plain, sizeof m1) == 0);
+    }
+    free(r);
+    free(v);
+}
+
 Test(metrics, topk) {
     float r[10] = {0.1f, 0.9f, 0.3f, 0.2f, 0.5f, 1, 0, 0, 0, 0};
     float v[10] = {0.1f, 0.9f, 0.3f, 0.2f, 0.5f, 0, 1, 0, 0, 0};
