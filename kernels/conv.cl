@@ -12,18 +12,19 @@
 
 #define TK 16
 
-/* Fused activation kinds: the cd_act_kind numbers of engine/ops.h. */
-#define A_NONE 0
-#define A_RELU 1
-#define A_RELU6 2
-#define A_LEAKY 3
-#define A_SIGMOID 4
-#define A_TANH 5
-#define A_SWISH 6
-#define A_HSWISH 7
-#define A_HSIGMOID 8
-#define A_PRELU 9
-#define A_ABS 10
+/* Fused activation kinds: the op table's K_<TYPE> (the cd_act_kind numbers of engine/ops.h, from
+ * the header generated from src/engine/op_list.def), under this file's short names. */
+#define A_NONE K_NONE
+#define A_RELU K_RELU
+#define A_RELU6 K_RELU6
+#define A_LEAKY K_LEAKY_RELU
+#define A_SIGMOID K_SIGMOID
+#define A_TANH K_TANH
+#define A_SWISH K_SWISH
+#define A_HSWISH K_HARD_SWISH
+#define A_HSIGMOID K_HARD_SIGMOID
+#define A_PRELU K_PRELU
+#define A_ABS K_ABS
 
 ACC cv_act(int kind, ACC x, float a, float b, float c, ACC al) {
     float f = (float)x;

@@ -8,10 +8,10 @@
 
 ACC mm_act(int kind, ACC x, float a, ACC al) {
     switch (kind) {
-    case 1: return x < ACC_ZERO ? ACC_ZERO : x;                                     /* relu */
-    case 2: return (float)x < 0.0f ? ACC_ZERO : ((float)x > a ? (ACC)a : x);       /* relu6 */
-    case 3: return x < ACC_ZERO ? (ACC)(a * (float)x) : x;                          /* leaky_relu */
-    case 9: return x < ACC_ZERO ? al * x : x;                                       /* prelu */
+    case K_RELU: return x < ACC_ZERO ? ACC_ZERO : x;
+    case K_RELU6: return (float)x < 0.0f ? ACC_ZERO : ((float)x > a ? (ACC)a : x);
+    case K_LEAKY_RELU: return x < ACC_ZERO ? (ACC)(a * (float)x) : x;
+    case K_PRELU: return x < ACC_ZERO ? al * x : x;
     }
     return x;
 }

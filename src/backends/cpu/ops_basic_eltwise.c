@@ -17,6 +17,7 @@
  * of 0 or 1, so same-shape, per-channel and trailing broadcasts run as flat inner loops. */
 #include "backends/cpu/par.h"
 #include "backends/cpu/ops_util.h"
+#include "engine/op_list.h"
 #include <limits.h>
 #include <math.h>
 #include <stdio.h>
@@ -274,25 +275,17 @@ static inline int64_t i64_pow(int64_t x, int64_t y, int64_t lo, int64_t hi) {
 
 /* ------------------------------------------------------------------ op logic */
 
-enum { OP_ADD, OP_SUB, OP_MUL, OP_DIV, OP_MAX, OP_MIN, OP_POW, OP_FLOORDIV, OP_MOD, OP_COUNT };
-
-static const struct {
-    const char *name;
-    int op;
-    bool fused;
-} k_types[] = {
-    {"elementwise_add", OP_ADD, false},       {"elementwise_sub", OP_SUB, false},
-    {"elementwise_mul", OP_MUL, false},       {"elementwise_div", OP_DIV, false},
-    {"elementwise_max", OP_MAX, false},       {"elementwise_min", OP_MIN, false},
-    {"elementwise_pow", OP_POW, false},       {"elementwise_floordiv", OP_FLOORDIV, false},
-    {"elementwise_mod", OP_MOD, false},
-    {"fusion_elementwise_add_activation", OP_ADD, true},
-    {"fusion_elementwise_sub_activation", OP_SUB, true},
-    {"fusion_elementwise_mul_activation", OP_MUL, true},
-    {"fusion_elementwise_div_activation", OP_DIV, true},
-    {"fusion_elementwise_max_activation", OP_MAX, true},
-    {"fusion_elementwise_min_activation", OP_MIN, true},
+/* The op codes are the op table's kinds (engine/op_list.def: elementwise_<op> and
+ * fusion_elementwise_<op>_activation share one), as eltwise.cl's binary kernel reads them. */
+enum {
+    OP_ADD = CD_K_elementwise_add, OP_SUB = CD_K_elementwise_sub, OP_MUL = CD_K_elementwise_mul,
+    OP_DIV = CD_K_elementwise_div, OP_MAX = CD_K_elementwise_max, OP_MIN = CD_K_elementwise_min,
+    OP_POW = CD_K_elementwise_pow, OP_FLOORDIV = CD_K_elementwise_floordiv, OP_MOD = CD_K_elementwise_mod,
+    OP_COUNT = 9
 };
+_Static_assert(OP_ADD == 0 && OP_SUB == 1 && OP_MUL == 2 && OP_DIV == 3 && OP_MAX == 4 && OP_MIN == 5 && OP_POW == 6 &&
+                   OP_FLOORDIV == 7 && OP_MOD == 8,
+               "op_list.def: the elementwise kinds index the kernel tables below (0 .. OP_COUNT - 1)");
 
 typedef void (*bin_fn)(const bcast *, const void *, const void *, void *, int);
 #define K(f) ((bin_fn)(void (*)(void))(f))
@@ -331,8 +324,10 @@ typedef struct {
 static cd_status elt_config(cd_op_ctx *c, elt_cfg *e) {
     memset(e, 0, sizeof *e);
     e->op = -1;
-    for (size_t i = 0; i < sizeof k_types / sizeof k_types[0]; i++)
-        if (!strcmp(c->op->type, k_types[i].name)) { e->op = k_types[i].op; e->fused = k_types[i].fused; }
+    const cd_op_info *oi = cd_op_info_find(c->op->type);
+    e->fused = !strncmp(c->op->type, "fusion_elementwise_", 19);
+    if (oi && oi->kind >= 0 && oi->kind < OP_COUNT && (e->fused || !strncmp(c->op->type, "elementwise_", 12)))
+        e->op = oi->kind;
     if (e->op < 0) return cd_op_fail(c, CD_E_INTERNAL, "not an elementwise op type");
     const cd_attr *ax = cd_op_attr(c->op, "axis");
     if (!ax) return cd_op_fail(c, CD_E_MODEL, "required INT attribute 'axis' is missing (use -1 for trailing alignment)");

@@ -141,7 +141,7 @@ static cd_status op_scale(cd_cl_ctx *c, cd_error *err) {
     cd_op_ctx oc;
     cd_act act = {CD_ACT_NONE, 0, 0, 0};
     clu_op_ctx(c, &oc, err);
-    if (!strcmp(c->op->type, "dropout")) {
+    if (cd_op_id_of(c->op->type) == CD_OPID_dropout) {
         /* downgrade_in_infer scales by 1 - p at inference; upscale_in_train is the identity */
         float p;
         if ((s = float_attr(c, "dropout_prob", 0.5, &p, err))) return s;
