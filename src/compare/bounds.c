@@ -24,9 +24,16 @@ double cd_gamma(int64_t k, double u) {
  * magnitude). The checked side sums the same products of dequantized floats (gamma_{K+2}). An
  * int8 output adds half a quantum (the requantization) and is clamped to +-127 quanta: an
  * element on the rail bounds nothing (the float side may lie anywhere beyond it). */
+static bool int8_rail(const cd_bound_spec *s, double r) {
+    return s->fam == CD_FAM_INT8 && s->quantum > 0 && r >= 127 * s->quantum * (1 - 8 * s->ref.u);
+}
+
+/* On the rail the bound is one-sided (check_core): B beyond the rail on its side bounds nothing,
+ * B inside is held to the bound below, which holds for the unclamped value too: A' >= A = 127 q
+ * > B gives |A - B| <= |A' - B|. (It was infinite on both sides: a rail element turned to the
+ * other sign or to 0 passed.) */
 static double int8_part(const cd_bound_spec *s, double r, double m, double ur, double ub, double sf) {
     double L = s->lipschitz > 0 ? s->lipschitz : 1, q = s->quantum > 0 ? s->quantum : 0;
-    if (q > 0 && r >= 127 * q * (1 - 8 * ur)) return INFINITY;
     double a = sf * (L * (cd_gamma(s->K + 2, ub) + 4 * ur) * m + s->act_ulps * (ur + ub) * r) + L * s->abs_terms;
     return q > 0 ? a + 0.5 * q + sf * 4 * ur * r : a;
 }
@@ -139,7 +146,9 @@ void cd_local_check_lazy(const cd_bound_spec *s, const float *ref, const float *
     for (int64_t i = 0; i < n; i++) {
         m2[i] = -1;
         double a = ref[i], v = val[i];
-        if (!isfinite(a) || !isfinite(v) || a == v) continue;
+        if (a == v || (isnan(a) && isnan(v))) continue;
+        if (!isfinite(a) || !isfinite(v)) { count[LAZY_BUCKETS - 1]++; m2[i] = LAZY_BUCKETS - 1; continue; }
+        if (int8_rail(s, fabs(a)) && (v > 0) == (a > 0) && fabs(v) >= fabs(a)) continue;
         double b = cd_bound_elem(s, a, NAN, x ? (double)x[i] : NAN, absmax);
         double ratio = b > 0 ? fabs(a - v) / b : INFINITY;
         int k = 0, e2;
@@ -171,6 +180,41 @@ void cd_local_check_lazy(const cd_bound_spec *s, const float *ref, const float *
     free(m2);
 }
 
+/* NaN/Inf in either side where the two differ (NaN against NaN and Inf against an Inf of the
+ * same sign agree). Two correct kernels on the same inputs differ there only in two ways:
+ * - the range: a value within its bound of the largest finite number of the arithmetic or the
+ *   storage of the side that overflowed (an fp16 output beyond 65504 stores as Inf: a range
+ *   hazard, which the fp16 hazards report, not a wrong kernel), with the same sign;
+ * - the magnitude (sum |w x| + |b|, sum |operands|, or an allowance) reaching that range: the
+ *   partial sums may then overflow in one order and not in another, to either sign, and Inf -
+ *   Inf makes NaN. For an accumulation a non-finite magnitude (an Inf input) may hide such
+ *   terms among the infinite ones; a sum of operands that are themselves NaN/Inf follows IEEE
+ *   rules on both sides alike.
+ * Anything else (a sign flip of an Inf, NaN against Inf, a finite value where the reference
+ * overflowed far from the range, NaN/Inf where the reference is finite) is a wrong kernel.
+ * The magnitude is asked for where it could explain the difference; NF_NEEDS_MAG where it
+ * could and was not had. */
+typedef enum { NF_FAULT, NF_EXPLAINED, NF_NEEDS_MAG } nf_why;
+
+static double range_of(const cd_arith *a) {
+    return a->half_store || a->u >= CD_U16 ? CD_HALF_MAX : 3.4028234663852886e38;
+}
+
+static nf_why nonfinite_why(const cd_bound_spec *s, double a, double v, double m, double x, double absmax) {
+    double tr = range_of(&s->ref), tb = range_of(&s->b), t = tr < tb ? tr : tb;
+    /* the range: one side finite, the other an Inf of its sign beyond what that side holds */
+    bool same_sign = (a > 0) == (v > 0);
+    if (isfinite(a) && isinf(v) && same_sign && fabs(a) + cd_bound_elem(s, a, m, x, absmax) >= tb) return NF_EXPLAINED;
+    if (isfinite(v) && isinf(a) && same_sign && fabs(v) + cd_bound_elem(s, v, m, x, absmax) >= tr) return NF_EXPLAINED;
+    if (!s->mag_run) return NF_FAULT;   /* |ref| is the magnitude: nothing more to learn */
+    if (isnan(m)) return isfinite(a) ? NF_FAULT : NF_NEEDS_MAG;
+    bool allow = s->fam == CD_FAM_RECURRENT || s->fam == CD_FAM_NORM;
+    if (isinf(m)) return s->fam == CD_FAM_ELEMENTWISE ? NF_FAULT : NF_EXPLAINED;
+    /* the magnitude in (half of) the range: partial sums may overflow (an allowance that large
+     * bounds nothing either) */
+    return (allow ? m + fabs(isfinite(a) ? a : v) : 2 * m) >= t ? NF_EXPLAINED : NF_FAULT;
+}
+
 /* The check; mag_at (may be NULL) is asked for the magnitude of an element over its cheap
  * bound, one by one, as it is met. */
 static void check_core(const cd_bound_spec *s, const float *ref, const float *val, const float *mag, cd_mag_at_fn mag_at,
@@ -179,17 +223,17 @@ static void check_core(const cd_bound_spec *s, const float *ref, const float *va
     memset(r, 0, sizeof *r);
     r->worst = -1;
     double absmax = ref_absmax(ref, n);
-    bool half = s->b.half_store;
     for (int64_t i = 0; i < n; i++) {
         double a = ref[i], v = val[i];
         bool af = isfinite(a), vf = isfinite(v);
         if (!af || !vf) {
-            bool same = (isnan(a) && isnan(v)) || (isinf(a) && isinf(v) && (a > 0) == (v > 0));
-            /* a half-storing side turns values beyond the half range into Inf: a range
-             * hazard (reported as such), not a wrong kernel */
-            bool overflow = half && af && isinf(v) && fabs(a) >= CD_HALF_MAX && (a > 0) == (v > 0);
-            if (same || overflow) continue;
-            if (!af) continue;  /* the reference itself is NaN/Inf: nothing to hold B to */
+            if ((isnan(a) && isnan(v)) || (isinf(a) && isinf(v) && (a > 0) == (v > 0))) continue;
+            double m = mag ? (double)mag[i] : NAN;
+            if (isnan(m) && mag_at && s->mag_run && !isnan(m = mag_at(mag_user, i))) r->mag_elems++;
+            nf_why why = nonfinite_why(s, a, v, m, x ? (double)x[i] : NAN, absmax);
+            if (why == NF_EXPLAINED) continue;
+            /* NaN/Inf that no correct pair of kernels explains: an element over its bound */
+            if (why == NF_NEEDS_MAG) r->needs_mag = true;
             r->nonfinite++;
             r->exceed++;
             if (r->ratio != INFINITY || r->worst < 0) { r->ratio = INFINITY; r->worst = i; r->err = INFINITY; r->bound = 0; }
@@ -197,6 +241,8 @@ static void check_core(const cd_bound_spec *s, const float *ref, const float *va
         }
         double e = fabs(a - v);
         if (e == 0) continue;
+        /* an int8 output on its +-127 quanta rail: A saturated, so B beyond it says nothing */
+        if (int8_rail(s, fabs(a)) && (v > 0) == (a > 0) && fabs(v) >= fabs(a)) continue;
         double m = mag ? (double)mag[i] : NAN;
         double xi = x ? (double)x[i] : NAN;
         double b = cd_bound_elem(s, a, m, xi, absmax);
