@@ -89,7 +89,7 @@ static int cal_collect(const cd_cli_opts *o, const char *work, cal **out, int *n
     cd_cli_opts o2 = *o;
     o2.calibrate = 0;
     o2.no_repro = true;
-    o2.isolate_mode = "none";
+    /* the local check stays on: a tolerance measured on a wrong kernel would bless it */
     o2.quiet = true;
     o2.out_dir = work;
     cal *c = NULL;
@@ -102,6 +102,17 @@ static int cal_collect(const cd_cli_opts *o, const char *work, cal **out, int *n
         if (!o->quiet) fprintf(stderr, "calibrate: run %d/%d (seed %llu)\n", i + 1, o->calibrate, (unsigned long long)o2.seed);
         rc = cd_diff_core(&o2, &ctx);
         if (rc != 0 && rc != CD_E_TOLERANCE) { cd_analysis_free(&an); free(c); return rc; }
+        if (an.kind == CD_KIND_FAULT && an.first_fault >= 0 && an.first_fault < an.n_layers) {
+            /* a kernel over its bound is no noise floor: refuse, write nothing */
+            const cd_layer_cmp *l = &an.layers[an.first_fault];
+            fprintf(stderr, "cldiff: calibrate: run %d (seed %llu): KERNEL FAULT at %s (%s, op #%d): local error %.4g, "
+                    "bound %.4g, ratio %.3g; no tolerance file written (calibrating would bless the fault; "
+                    "its dump: %s/dump.h5, which cldiff report reads)\n", i + 1, (unsigned long long)o2.seed, l->layer,
+                    l->op_type, l->op_index, l->loc_err, l->loc_bound, l->loc_ratio, work);
+            cd_analysis_free(&an);
+            free(c);
+            return CD_E_TOLERANCE;
+        }
         if (!c) { c = calloc((size_t)an.n_layers + 1, sizeof *c); nc = an.n_layers; if (!c) { cd_analysis_free(&an); return CD_E_NOMEM; } }
         cal_add(c, nc, &an, i == 0);
         cd_analysis_free(&an);
