@@ -91,7 +91,8 @@ cd_status cd_local_check_layers(const cd_local_req *q, cd_analysis *an, cd_error
                     l->loc_exceed = fe.exceed;
                     l->loc_worst = fe.worst;
                     l->loc_pass = false;
-                    snprintf(l->loc_note, sizeof l->loc_note, "%s; free run off beyond bound + L sum|w||xB-xA| though "
+                    snprintf(l->loc_note, sizeof l->loc_note, "%s; free run off beyond what its bound and B's own "
+                             "inputs explain though "
                              "the re-run passed (racy or state-dependent kernel?)", l->family);
                 }
                 free(ref);
@@ -180,7 +181,8 @@ cd_status cd_local_check_layers(const cd_local_req *q, cd_analysis *an, cd_error
                     snprintf(mel, sizeof mel, "; magnitude sum|w x|+|b| of the %lld elements nearest the bound%s",
                              (long long)res.mag_elems, res.ratio_upper ? " (ratio: an upper bound)" : "");
                 snprintf(l->loc_note, sizeof l->loc_note, "%s%s%s%s%s%s%s%s", desc,
-                         evidence ? "; free run off beyond bound + L sum|w||xB-xA| though the re-run passed "
+                         evidence ? "; free run off beyond what its bound and B's own inputs explain though the "
+                                    "re-run passed "
                                     "(racy or state-dependent kernel?)" : "",
                          settled ? "; settled by the free run (its own output is within this bound; not run again)" : "",
                          mag_run ? (cd_local_allow_op(op) ? "; bound per element from the layer's inputs" : "; magnitude sum|w x|+|b| from a CPU run") : used_mag ? "; magnitude per element" : "", mel,

@@ -54,6 +54,7 @@ typedef struct keep1 {
     int want_op;
     float *data;
     int64_t n;
+    bool keep_sign;   /* the values as they are (a CPU run), not |values| (a magnitude run) */
 } keep1;
 
 static cd_status keep1_hit(void *user, int op_index, int tensor_id, const cd_value *host, const cd_op_report *rep,
@@ -66,9 +67,10 @@ static cd_status keep1_hit(void *user, int op_index, int tensor_id, const cd_val
     if (!k->data) return cd_err(err, CD_E_NOMEM, "out of memory");
     if (host->dtype == CD_F32) {
         const float *x = host->data;
-        for (int64_t i = 0; i < n; i++) k->data[i] = fabsf(x[i]);
+        for (int64_t i = 0; i < n; i++) k->data[i] = k->keep_sign ? x[i] : fabsf(x[i]);
     } else {
-        for (int64_t i = 0; i < n; i++) k->data[i] = (float)fabs(cd_value_get(host, i));
+        for (int64_t i = 0; i < n; i++)
+            k->data[i] = (float)(k->keep_sign ? cd_value_get(host, i) : fabs(cd_value_get(host, i)));
     }
     k->n = n;
     return CD_OK;
@@ -135,29 +137,35 @@ static cd_status make_magnitude_op(cd_graph *xg, cd_error *err) {
     return CD_OK;
 }
 
-/* sum |w x| + |b| per output element of layer l, on the CPU in float32 from A's inputs. */
-cd_status cd_local_magnitude(const cd_local_req *q, const cd_layer_cmp *l, float **mag, int64_t *nmag, char *note,
-                           size_t note_len, cd_error *err) {
-    *mag = NULL;
-    /* rnn and the norms: the element's allowance from the layer's inputs (local_allow.c) */
-    if (cd_local_allow_op(&q->g->ops[l->op_index])) return cd_local_allowance(q, l, mag, nmag, note, note_len, err);
+/* Layer l alone on the CPU in float32, on the inputs of dump run `run` (NULL: A's): its output,
+ * or with magnitude its sum |w x| + |b| per output element (|inputs|, |parameters|, no
+ * activation). x, when not NULL, gets a copy of the first float input holding as many values
+ * as the output (rounding ops: where the ties are). */
+static cd_status run_op_cpu(const cd_local_req *q, const cd_layer_cmp *l, const char *run, bool magnitude, float **out,
+                            int64_t *nout, float **x, char *note, size_t note_len, cd_error *err) {
+    *out = NULL;
     op_inputs oi;
     cd_plan xp;
     bool have_plan = false;
     bool *mask = NULL;
-    keep1 k = {.tensor = l->tensor, .want_op = -1};
-    cd_status st = op_inputs_load(q, l->op_index, NULL, &oi, note, note_len, err);
+    keep1 k = {.tensor = l->tensor, .want_op = -1, .keep_sign = !magnitude};
+    cd_status st = op_inputs_load(q, l->op_index, run, &oi, note, note_len, err);
     if (st || note[0]) goto done;
     cd_extracted ex = oi.ex;
     cd_value *ins = oi.ins;
     cd_shape *shp = oi.shp;
-    for (int i = 0; i < ex.n_inputs; i++) {
+    for (int i = 0; x && !*x && i < ex.n_inputs; i++)
+        if (ins[i].dtype == CD_F32 && cd_value_numel(&ins[i]) == cd_shape_numel(&l->shape)) {
+            int64_t ne = cd_value_numel(&ins[i]);
+            if ((*x = malloc((size_t)(ne ? ne : 1) * sizeof **x))) memcpy(*x, ins[i].data, (size_t)ne * sizeof **x);
+        }
+    for (int i = 0; magnitude && i < ex.n_inputs; i++) {
         if (ins[i].dtype != CD_F32) continue;
-        float *x = ins[i].data;
+        float *xi = ins[i].data;
         int64_t ne = cd_value_numel(&ins[i]);
-        for (int64_t e = 0; e < ne; e++) x[e] = fabsf(x[e]);
+        for (int64_t e = 0; e < ne; e++) xi[e] = fabsf(xi[e]);
     }
-    if ((st = make_magnitude_op(ex.g, err))) goto done;
+    if (magnitude && (st = make_magnitude_op(ex.g, err))) goto done;
     if ((st = cd_plan_build(ex.g, shp, CD_PREC_FP32, &xp, err))) goto done;
     have_plan = true;
     int target = -1;
@@ -171,14 +179,15 @@ cd_status cd_local_magnitude(const cd_local_req *q, const cd_layer_cmp *l, float
     cd_probe_sink sink = {.user = &k, .hit = keep1_hit};
     cd_exec_opts xo = {.probe_mask = mask, .stop_flag = q->stop_flag};
     cd_backend_opts bo = q->cpu_opts; /* the caller's, at fp32 */
-    bo.int8_arm = false; /* magnitudes come from the float path: |w| |x| of dequantized weights */
+    if (magnitude) bo.int8_arm = false; /* magnitudes come from the float path: |w| |x| of dequantized weights */
     cd_backend *b = NULL;
     st = cd_cpu_backend_open(&bo, &b, err);
     if (!st) st = cd_execute(&xp, b, ins, &xo, &sink, err);
     if (b) cd_backend_close(b);
-    if (!st && !k.data) snprintf(note, note_len, "the magnitude run produced no '%s'", l->tensor);
-    *mag = k.data;
-    *nmag = k.n;
+    if (!st && !k.data)
+        snprintf(note, note_len, "the %s run produced no '%s'", magnitude ? "magnitude" : "CPU", l->tensor);
+    *out = k.data;
+    *nout = k.n;
     k.data = NULL;
 done:
     free(k.data);
@@ -186,6 +195,15 @@ done:
     if (have_plan) cd_plan_free(&xp);
     op_inputs_free(&oi);
     return st;
+}
+
+/* sum |w x| + |b| per output element of layer l, on the CPU in float32 from A's inputs. */
+cd_status cd_local_magnitude(const cd_local_req *q, const cd_layer_cmp *l, float **mag, int64_t *nmag, char *note,
+                             size_t note_len, cd_error *err) {
+    *mag = NULL;
+    /* rnn and the norms: the element's allowance from the layer's inputs (local_allow.c) */
+    if (cd_local_allow_op(&q->g->ops[l->op_index])) return cd_local_allowance(q, l, mag, nmag, note, note_len, err);
+    return run_op_cpu(q, l, NULL, true, mag, nmag, NULL, note, note_len, err);
 }
 
 /* ---------------------------------------------------------------- magnitude per element */
@@ -370,12 +388,55 @@ static int by_ratio_desc(const void *a, const void *b) {
  * (at most 4096), |B_free - A| is held to the local bound on A's inputs plus the bound of what
  * the input difference can do through the op: L * sum |w| |x_B - x_A| (the bias cancels), with
  * the arithmetic on the larger magnitude. Returns whether some element exceeds it; fills r. */
+/* Every other op type: B's free-run output against the CPU's output of the op on B's own
+ * free-run inputs (read back from the dump), under the layer's local bound (the magnitude, where
+ * the family needs one, from the same inputs). Both sides then compute on the same inputs, as
+ * in the local check, so a correct kernel is within the bound; asked only where B's free-run
+ * output is not already within the bound of A's. Not for the allowance families (rnn, norms:
+ * their allowance reads A's inputs) nor for int8 kernels (their grid, below). */
+static bool free_evidence_on_b_inputs(const cd_local_req *q, const cd_layer_cmp *l, const cd_bound_spec *spec,
+                                      const float *ref, int64_t n, cd_local_result *r) {
+    if (cd_bound_family_allowance(spec->fam) || spec->fam == CD_FAM_INT8) return false;
+    float *vb = NULL, *yb = NULL, *x = NULL, *mag = NULL;
+    int64_t nb = 0, ny = 0, nm = 0;
+    cd_error e2 = {0};
+    bool found = false;
+    char note[256] = "";
+    cd_local_result res;
+    if (cd_dump_read_f32(q->r, q->run_free, l->dataset_b, &vb, &nb, &e2) || nb != n) goto done;
+    /* within the bound of A's output already (NaN/Inf rules included): nothing to find */
+    cd_local_check(spec, ref, vb, NULL, NULL, n, -1, -1, &res);
+    if (res.pass && !res.needs_mag) goto done;
+    float **xp = spec->fam == CD_FAM_ROUNDING ? &x : NULL;
+    if (run_op_cpu(q, l, q->run_free, false, &yb, &ny, xp, note, sizeof note, &e2) || note[0] || ny != n ||
+        (xp && !x))
+        goto done;
+    cd_local_check(spec, yb, vb, NULL, x, n, -1, -1, &res);
+    if (!res.pass && res.needs_mag) {
+        note[0] = 0;
+        if (run_op_cpu(q, l, q->run_free, true, &mag, &nm, NULL, note, sizeof note, &e2) || note[0] || nm != n)
+            goto done;
+        cd_local_check(spec, yb, vb, mag, x, n, -1, -1, &res);
+    }
+    if (!res.pass && !res.needs_mag) {
+        *r = res;
+        found = true;
+    }
+done:
+    free(vb);
+    free(yb);
+    free(x);
+    free(mag);
+    return found;
+}
+
 bool cd_local_free_evidence(const cd_local_req *q, const cd_layer_cmp *l, const cd_bound_spec *spec, const float *ref,
                           int64_t n, cd_local_result *r) {
     const cd_op *op = &q->g->ops[l->op_index];
+    if (op->kernel.present && op->kernel.precision == 2 && cd_local_run_int8_arm(q->r, q->run_a)) return false;
     if (spec->fam != CD_FAM_ACCUMULATE || (strcmp(op->type, "conv2d") && strcmp(op->type, "depthwise_conv2d") &&
                                            strcmp(op->type, "fc") && strcmp(op->type, "mul")))
-        return false;
+        return free_evidence_on_b_inputs(q, l, spec, ref, n, r);
     /* A layer run with Paddle-Lite ARM's int8 kernels rounds onto a grid: an input off by a
      * little flips an output by a whole quantum, which the float bound + L sum|w||dx| cannot
      * hold (a false "racy kernel" on picodet conv2d_52 on the H100, 5 elements one quantum off);
