@@ -13,7 +13,7 @@
   add_in/input_0.npy           x [1,2,3,4]; add_expected.npy: x + bias
   fetch_folded/                reshape_fold_right plus a second fetch of the reshape2 output
 
-Written with a small protobuf encoder (framework.proto field numbers, as src/model/pd_export.c
+Written with a small protobuf encoder (framework.proto field numbers, as src/backends/paddlelite/pd_export.c
 lists them); the params file as Paddle-Lite's LoadCombinedParamsPb reads it (names sorted).
 """
 import os, struct, sys

@@ -3,7 +3,6 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "backends/opencl/isolate.h"
 #include "util/suggest.h"
 
 /* Every backend, defined in its own module. Adding a backend: its module defines a
@@ -101,45 +100,4 @@ cd_status cd_backend_apply_opts(cd_backend_opts *bo, cd_error *err) {
             if (st) return st;
         }
     return CD_OK;
-}
-
-void cd_run_attr_str(cd_runner_result *r, const char *key, const char *fmt, ...) {
-    if (r->n_attrs >= CD_RUN_MAX_ATTRS) return;
-    cd_run_attr *a = &r->attrs[r->n_attrs++];
-    memset(a, 0, sizeof *a);
-    snprintf(a->key, sizeof a->key, "%s", key);
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(a->str, sizeof a->str, fmt, ap);
-    va_end(ap);
-}
-
-void cd_run_attr_num(cd_runner_result *r, const char *key, double v) {
-    if (r->n_attrs >= CD_RUN_MAX_ATTRS) return;
-    cd_run_attr *a = &r->attrs[r->n_attrs++];
-    memset(a, 0, sizeof *a);
-    snprintf(a->key, sizeof a->key, "%s", key);
-    a->is_num = true;
-    a->num = v;
-}
-
-cd_status cd_runner_inproc(const cd_backend_def *def, const cd_runner_req *q, cd_runner_result *res, cd_error *err) {
-    cd_backend *b = NULL;
-    cd_status st = def->open(q->bo, &b, err);
-    if (!st) {
-        if (b->vt->describe) b->vt->describe(b, res->device, sizeof res->device, res->driver, sizeof res->driver);
-        st = cd_execute(q->plan, b, q->inputs, q->xo, q->sink, err);
-    }
-    if (b) cd_backend_close(b);
-    return st;
-}
-
-cd_status cd_runner_isolated(const cd_runner_req *q, cd_runner_result *res, cd_error *err) {
-    cd_isolated_run ir;
-    memset(&ir, 0, sizeof ir);
-    cd_status st = cd_run_isolated(q->plan, q->bo, q->inputs, q->xo, q->sink, q->timeout_s, &ir, err);
-    snprintf(res->device, sizeof res->device, "%s", ir.device);
-    snprintf(res->driver, sizeof res->driver, "%s", ir.driver);
-    res->crash = ir.crash;
-    return st;
 }

@@ -12,83 +12,7 @@
 #ifndef CD_BACKENDS_REGISTRY_H
 #define CD_BACKENDS_REGISTRY_H
 #include <stdbool.h>
-#include "engine/executor.h"
-#include "engine/crash.h"
-
-/* One key of --backend-opt NAME:key=value. */
-typedef struct cd_backend_optdef {
-    const char *key;
-    const char *value; /* the value's form, e.g. "DIR", "0|1" */
-    const char *help;
-} cd_backend_optdef;
-
-/* A run attribute an engine reports for the dump (/runs/<run> attributes). */
-typedef struct cd_run_attr {
-    char key[40];
-    bool is_num;
-    double num;
-    char str[512];
-} cd_run_attr;
-#define CD_RUN_MAX_ATTRS 32
-
-/* What a runner needs: the plan and inputs, the executor's options (probe mask, record,
- * forcing, settling), the sinks, the backend's options; engines also the model file. */
-typedef struct cd_runner_req {
-    const char *backend; /* the registered name (as given: aliases resolved) */
-    const cd_plan *plan;
-    const cd_value *inputs; /* model inputs, feed col order */
-    const cd_exec_opts *xo; /* probe_mask, stop_flag, record, force, local sink, settle */
-    cd_probe_sink *sink;    /* the free run's probe hits; NULL with local_only */
-    const cd_backend_opts *bo;
-    const char *model_path, *model_sha256;
-    const char *work_dir; /* temporary files of engines go below it (the --out folder) */
-    double timeout_s;     /* <= 0: none */
-    bool quiet;
-} cd_runner_req;
-
-typedef struct cd_runner_result {
-    char device[256], driver[512];
-    cd_crash_info crash; /* crashed child or engine: what is known of where */
-    int n_hits;          /* engines: probe hits handed to the sink */
-    bool has_hits;       /* n_hits is meaningful (else the session counts its sink) */
-    cd_run_attr attrs[CD_RUN_MAX_ATTRS];
-    int n_attrs;
-} cd_runner_result;
-
-void cd_run_attr_str(cd_runner_result *r, const char *key, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-void cd_run_attr_num(cd_runner_result *r, const char *key, double v);
-
-/* Where one op will run on a backend, without running it. */
-typedef struct cd_op_place {
-    char where[32];  /* "cpu", "opencl", "cpu-fallback", "arm", "x86", "host", "?" */
-    char kernel[96]; /* kernel or family */
-    char why[256];   /* fallback reason, or how it was decided */
-    bool supported;  /* false: the backend cannot run it (the run would fail) */
-} cd_op_place;
-
-typedef struct cd_backend_def {
-    const char *name;
-    const char *aliases[3]; /* NULL-terminated */
-    const char *summary;    /* one line for --help and doctor */
-    /* can run one layer on given inputs (the local check, settling, pins); false for
-     * whole-model engines */
-    bool op_by_op;
-    /* an OpenCL backend: its fp16 runs may use half arithmetic (variant fp16-compute) */
-    bool opencl;
-    /* runs int8 layers in float with dequantized weights: the CPU's local reference for it uses
-     * the float path too */
-    bool float_int8;
-    const cd_backend_optdef *opts; /* {NULL}-terminated */
-    /* Fills the backend's fields of bo from its --backend-opt entries (bo->kv); may be NULL. */
-    cd_status (*apply_opts)(cd_backend_opts *bo, cd_error *err);
-    /* Runs the model once (free run, and/or the local pass of xo). */
-    cd_status (*run)(const cd_runner_req *q, cd_runner_result *res, cd_error *err);
-    /* op-by-op backends: an in-process instance (diag pins, trials); NULL for engines */
-    cd_status (*open)(const cd_backend_opts *bo, cd_backend **out, cd_error *err);
-    /* Where each op of the plan will run (out: plan->g->n_ops entries), without running the
-     * model. Engines may do their preparation (conversion, placement) for this. */
-    cd_status (*placement)(const cd_runner_req *q, cd_op_place *out, char *note, size_t note_len, cd_error *err);
-} cd_backend_def;
+#include "engine/backend_def.h"
 
 /* By name or alias; NULL when unknown. */
 const cd_backend_def *cd_backend_lookup(const char *name);
@@ -103,8 +27,4 @@ cd_status cd_backend_opt_check(const char *entry, cd_error *err);
 /* Applies every registered backend's options to bo (bo->kv set by the caller). */
 cd_status cd_backend_apply_opts(cd_backend_opts *bo, cd_error *err);
 
-/* The plain runners the op-by-op backends share: open the backend in this process and run
- * the executor (cd_runner_inproc), or run it in an isolated child (cd_runner_isolated). */
-cd_status cd_runner_inproc(const cd_backend_def *def, const cd_runner_req *q, cd_runner_result *res, cd_error *err);
-cd_status cd_runner_isolated(const cd_runner_req *q, cd_runner_result *res, cd_error *err);
 #endif

@@ -12,7 +12,7 @@
 #include "engine/params.h"
 #include "engine/plan.h"
 #include "model/nb_reader.h"
-#include "model/pd_export.h"
+#include "backends/paddlelite/pd_export.h"
 
 static void usage(FILE *f) {
     fprintf(f,

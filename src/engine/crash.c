@@ -23,7 +23,7 @@ void cd_crash_describe(const cd_crash_info *c, const cd_plan *plan, char *buf, s
     else if (!strcmp(c->phase, "read-back"))
         snprintf(where, sizeof where, " while reading back tensor '%s' (%s)%s%s", c->kernel, c->variant,
                  c->op_index >= 0 ? " of " : "", opdesc);
-    else if (!strncmp(c->phase, "engine", 6))   /* a whole-model engine (src/backends/registry.h) */
+    else if (!strncmp(c->phase, "engine", 6))   /* a whole-model engine (engine/backend_def.h) */
         snprintf(where, sizeof where, " in the engine's %s%s%s%s", !strcmp(c->phase, "engine-load") ? "model load"
                  : !strcmp(c->phase, "engine-fetch") ? "output fetch" : "run", c->op_index >= 0 ? " at " : "", opdesc,
                  c->op_index >= 0 ? " (the first op whose model prefix dies)" : "");

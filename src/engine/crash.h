@@ -1,6 +1,6 @@
 /* What is known of a run that died: a crashed or hung OpenCL child (src/backends/opencl/isolate.h)
  * or a whole-model engine that aborted (src/backends/paddlelite/): which op, layer, kernel,
- * phase and signal. Shared by every runner (src/backends/registry.h) and the reports. */
+ * phase and signal. Shared by every runner (engine/backend_def.h) and the reports. */
 #ifndef CD_CRASH_H
 #define CD_CRASH_H
 #include <stdbool.h>

@@ -2,7 +2,7 @@
  * op kernels from the registry (engine/ops.h), threads via OpenMP. */
 #include "engine/backend.h"
 #include "backends/cpu/ops_int8.h"
-#include "backends/registry.h"
+#include "engine/backend_def.h"
 #include <omp.h>
 #include <stdio.h>
 #include <stdlib.h>

@@ -22,6 +22,8 @@ typedef struct clprog {
 } clprog;
 
 enum { MODE_FEED, MODE_IDENTITY, MODE_KERNEL, MODE_HOST, MODE_FALLBACK, MODE_ARM_INT8 };
+/* How op i of plan runs on this backend (MODE_*), and its kernel family when MODE_KERNEL. */
+int cd_cl_op_mode(const cd_plan *plan, const cd_backend_opts *o, int i, const cd_cl_op_def **cldef);
 
 typedef struct clrt {
     cd_backend *b;

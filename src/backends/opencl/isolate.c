@@ -463,3 +463,13 @@ cd_status cd_run_isolated(const cd_plan *plan, const cd_backend_opts *opts, cons
     cd_crash_describe(c, plan, msg, sizeof msg);
     return cd_err(err, CD_E_CRASH, "OpenCL run crashed: %s", msg);
 }
+
+cd_status cd_runner_isolated(const cd_runner_req *q, cd_runner_result *res, cd_error *err) {
+    cd_isolated_run ir;
+    memset(&ir, 0, sizeof ir);
+    cd_status st = cd_run_isolated(q->plan, q->bo, q->inputs, q->xo, q->sink, q->timeout_s, &ir, err);
+    snprintf(res->device, sizeof res->device, "%s", ir.device);
+    snprintf(res->driver, sizeof res->driver, "%s", ir.driver);
+    res->crash = ir.crash;
+    return st;
+}

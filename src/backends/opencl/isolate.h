@@ -11,6 +11,7 @@
 #define CD_CL_ISOLATE_H
 #include <stdbool.h>
 #include "engine/crash.h"
+#include "engine/backend_def.h"
 #include "engine/executor.h"
 
 
@@ -32,4 +33,7 @@ cd_status cd_run_isolated(const cd_plan *plan, const cd_backend_opts *opts, cons
                           const cd_exec_opts *xopts, cd_probe_sink *sink, double timeout_s,
                           cd_isolated_run *run, cd_error *err);
 
+/* The OpenCL backend's runner in an isolated child (cd_run_isolated), as engine/backend_def.h's
+ * runner interface. */
+cd_status cd_runner_isolated(const cd_runner_req *q, cd_runner_result *res, cd_error *err);
 #endif

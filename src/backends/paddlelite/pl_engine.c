@@ -16,7 +16,7 @@
 #include "probes/instrument.h"
 #include "util/json.h"
 #include "util/npy.h"
-#include "backends/registry.h"
+#include "engine/backend_def.h"
 
 extern char **environ;
 

@@ -5,7 +5,7 @@
 #define CD_PL_PRIV_H
 #include <limits.h>
 #include "backends/paddlelite/pl_engine.h"
-#include "backends/registry.h"
+#include "engine/backend_def.h"
 #include "probes/instrument.h"
 
 /* Starts argv (envp NULL: this process's environment) with stdout+stderr into log_path, waits

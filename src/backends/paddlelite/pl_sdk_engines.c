@@ -8,7 +8,7 @@
  *   - ARM: the user's ARM .nb, instrumented (probes/instrument.h). A model whose kernels are not
  *     ARM's (an opencl,arm or x86 .nb) goes the OpenCL route with Opt places "arm".
  *   - OpenCL: Paddle-Lite's OpenCL library needs a model optimized for OpenCL places: cldiff
- *     exports the graph as a Paddle program (model/pd_export.h) with a fetch op for every probed
+ *     exports the graph as a Paddle program (backends/paddlelite/pd_export.h) with a fetch op for every probed
  *     float tensor, and Opt (the paddlelite wheel, scripts/pl_ocl.py opt) optimizes it for
  *     "opencl,x86" (or the places given). What Opt placed where is read back from the optimized
  *     model's kernel records and reported per layer.
@@ -26,9 +26,9 @@
 #include <unistd.h>
 #include "backends/paddlelite/pl_priv.h"
 #include "backends/paddlelite/pl_sdk.h"
-#include "backends/registry.h"
+#include "engine/backend_def.h"
 #include "model/nb_reader.h"
-#include "model/pd_export.h"
+#include "backends/paddlelite/pd_export.h"
 #include "util/npy.h"
 #include "util/sha256.h"
 

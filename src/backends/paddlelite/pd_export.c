@@ -22,7 +22,7 @@
  * Parameter record (lite/model_parser/pb/tensor_io.cc, LoDTensorDeserializer):
  *   u32 version 0 | u64 lod_level 0 | u32 tensor version 0 | i32 desc size |
  *   TensorDesc bytes | raw data (numel * element size, little-endian) */
-#include "model/pd_export.h"
+#include "backends/paddlelite/pd_export.h"
 #include "engine/plan.h"
 #include <errno.h>
 #include <stdio.h>
