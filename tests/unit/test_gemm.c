@@ -416,7 +416,7 @@ Test(gemm, f32_one_column_path_matches_packed_bits) {
 
 /* ---- fp16 micro-kernel levels: each one's bits against the portable kernel's ----
  * Every level this machine has (AVX512-FP16, AVX-512 + F16C, AVX2 + F16C) is forced in turn
- * (cd_gemm_f16_force_kernel) and its C compared byte for byte with the "generic" level's on
+ * (CLDIFF_GEMM_F16_KERNEL) and its C compared byte for byte with the "generic" level's on
  * the same inputs: odd and tile-edge M/N, K across the KC slices up to 4608, transposes,
  * alpha/beta, 1 and 2 threads, and values that round in every step, overflow to inf,
  * underflow into subnormals, and NaN / inf entries (random bit patterns, payloads included). */
@@ -444,6 +444,16 @@ static _Float16 hval(int cls) {
     return v;
 }
 
+/* Forces the fp16 micro-kernel level (NULL: none); true when that level is the one now picked. */
+static bool force_f16(const char *level) {
+    if (!level) {
+        unsetenv("CLDIFF_GEMM_F16_KERNEL");
+        return true;
+    }
+    setenv("CLDIFF_GEMM_F16_KERNEL", level, 1);
+    return !strcmp(cd_gemm_kernel_name_f16(), level);
+}
+
 static int f16_level_case(const char *level, int M, int N, int K, bool ta, bool tb, float alpha, float beta, int cls,
                           int threads) {
     int lda = ta ? M : K, ldb = tb ? K : N, ldc = N + 3;
@@ -454,12 +464,11 @@ static int f16_level_case(const char *level, int M, int N, int K, bool ta, bool 
     for (size_t i = 0; i < nc; i++) C0[i] = hval(cls == 4 ? 3 : cls);
     memcpy(C1, C0, nc * 2);
     memcpy(C2, C0, nc * 2);
-    cr_assert(cd_gemm_f16_force_kernel("generic"));
+    cr_assert(force_f16("generic"));
     cd_gemm_f16(M, N, K, (_Float16)alpha, A, lda, ta, B, ldb, tb, (_Float16)beta, C1, ldc, threads);
-    cr_assert(cd_gemm_f16_force_kernel(level));
-    cr_assert_str_eq(cd_gemm_kernel_name_f16(), level);
+    cr_assert(force_f16(level));
     cd_gemm_f16(M, N, K, (_Float16)alpha, A, lda, ta, B, ldb, tb, (_Float16)beta, C2, ldc, threads);
-    cr_assert(cd_gemm_f16_force_kernel(NULL));
+    force_f16(NULL);
     int special = 0;
     for (size_t i = 0; i < nc; i++) {
         uint16_t g, l;
@@ -476,19 +485,21 @@ static int f16_level_case(const char *level, int M, int N, int K, bool ta, bool 
 
 Test(gemm, f16_levels_give_the_generic_bits) {
     static const char *levels[] = {"avx512fp16", "avx512f-f16c", "avx2-f16c"};
-    cr_assert(!cd_gemm_f16_force_kernel("no-such-level"));
-    cr_assert(cd_gemm_f16_force_kernel("generic"));
-    cr_assert_str_eq(cd_gemm_kernel_name_f16(), "generic");
-    cr_assert(cd_gemm_f16_force_kernel(NULL));
+    const char *best = cd_gemm_kernel_name_f16();
+    cr_assert(!force_f16("no-such-level"));
+    cr_assert_str_eq(cd_gemm_kernel_name_f16(), best, "an unknown level falls back to the best one");
+    cr_assert(force_f16("generic"));
+    force_f16(NULL);
     static const int ms[] = {1, 3, 7, 8, 9, 17, 33}, ns[] = {1, 5, 15, 16, 17, 31, 33, 70};
     static const int ks[] = {1, 2, 7, 255, 256, 257, 600, 1000, 2304, 4608};
     int tested = 0;
     for (size_t l = 0; l < sizeof levels / sizeof levels[0]; l++) {
-        if (!cd_gemm_f16_force_kernel(levels[l])) {
+        bool have = force_f16(levels[l]);
+        force_f16(NULL);
+        if (!have) {
             fprintf(stderr, "[gemm] fp16 level %s: not on this machine\n", levels[l]);
             continue;
         }
-        cd_gemm_f16_force_kernel(NULL);
         int cases = 0, special = 0;
         for (int a = 0; a < 7; a++)
             for (int b = 0; b < 8; b++)

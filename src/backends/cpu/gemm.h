@@ -76,10 +76,8 @@ const char *cd_gemm_kernel_name(void);
 const char *cd_gemm_kernel_name_f32(void);
 const char *cd_gemm_kernel_name_f16(void);
 
-/* Runs every later fp16 GEMM on the named micro-kernel level (one of the names above that
- * this machine supports), NULL: back to the best one. Returns false (nothing changed) for a
- * level this build or CPU lacks. Without a call, the environment variable
- * CLDIFF_GEMM_F16_KERNEL names one the same way (ignored where unsupported). The levels give
- * the same bits; this is for tests and measurements. Not thread-safe: call between GEMMs. */
-bool cd_gemm_f16_force_kernel(const char *name);
+/* The environment variable CLDIFF_GEMM_F16_KERNEL, read at every fp16 GEMM, runs it on the
+ * named micro-kernel level (one of the names above) where this build and CPU have it, and on
+ * the best one otherwise; cd_gemm_kernel_name_f16() says which runs. The levels give the same
+ * bits; this is for tests and measurements. */
 #endif

@@ -7,12 +7,13 @@
  * Per element this is the arithmetic of the other paths (one product-sum chain in k order
  * per KC slice, the same epilogue), so the same bits.
  *
- * A part of gemm.c's template body, not a header: gemm.c includes it in the instantiations
- * with the direct paths (G_DIRECT: float), with GT, GS and the G_* parameters defined and
- * F(vec), F(store_row), F(store_tile) and the other helpers before the include in scope.
+ * A part of gemm_tmpl.h's template body, not a header on its own: gemm_tmpl.h includes it
+ * in the instantiations with the direct paths (G_DIRECT: float), with GT, GS and the G_*
+ * parameters defined and F(vec), F(store_row), F(store_tile) and the other helpers before
+ * the include in scope.
  * Include it nowhere else. */
 #ifndef GT
-#error "a part of gemm.c's template body: included by gemm.c only"
+#error "a part of gemm_tmpl.h's template body: included by gemm_tmpl.h only"
 #endif
 
 #define GV_NV 4
