@@ -1,12 +1,11 @@
 /* fc, mul, matmul (v1), matmul_v2 (docs/nb-format.md §7.6-§7.9) on the blocked GEMM, in float and
- * _Float16 (one template body, instantiated twice).
+ * _Float16 (one template body, ops_nn_matmul_tmpl.h, instantiated twice).
  *
  * Batched matmul broadcasts batch dims NumPy-style for both versions; that is a superset of
  * the v1 rule (other operand rank 2 or identical batch dims). A 1-D operand is a row (X) or
  * column (Y) vector and its added dim is dropped from the result; transposing a 1-D
  * operand is a no-op, except for v1 with both operands 1-D and both flags set, which is
  * the outer product [Kx, Ky] of §7.8. */
-#ifndef NN_T
 #include "backends/cpu/gemm.h"
 #include "backends/cpu/matmul_geo.h"
 #include "backends/cpu/par.h"
@@ -268,14 +267,10 @@ static cd_status check_in_dtype(cd_op_ctx *c, const char *const *slots, int n) {
 
 #define NN_T float
 #define NN_S f32
-#include "ops_nn_matmul.c"
-#undef NN_T
-#undef NN_S
+#include "ops_nn_matmul_tmpl.h"
 #define NN_T _Float16
 #define NN_S f16
-#include "ops_nn_matmul.c"
-#undef NN_T
-#undef NN_S
+#include "ops_nn_matmul_tmpl.h"
 
 CD_PREPARE_FROM_PARSE(cd_nn_fc_prepare, fc_geo, fc_parse)
 
@@ -309,73 +304,3 @@ cd_status cd_nn_matmul_run(cd_op_ctx *c) {
     if (c->prec == CD_PREC_FP16) mm_run_f16(c, &g); else mm_run_f32(c, &g);
     return CD_OK;
 }
-
-#else /* ---------------- template: NN_T, NN_S ---------------- */
-#define CAT_(a, b) a##_##b
-#define CAT(a, b) CAT_(a, b)
-#define F(name) CAT(name, NN_S)
-#define GEMM CAT(cd_gemm, NN_S)
-
-static void F(fc_run)(cd_op_ctx *c, const fc_geo *g) {
-    const NN_T *x = cd_in(c, "Input", 0)->data, *w = cd_in(c, "W", 0)->data;
-    cd_value *bv = cd_in(c, "Bias", 0), *av = cd_in(c, "Alpha", 0);
-    const NN_T *bias = bv ? bv->data : NULL, *alpha = av && g->act.kind == CD_ACT_PRELU ? av->data : NULL;
-    NN_T *y = cd_out(c, "Out", 0)->data;
-    GEMM((int)g->M, (int)g->N, (int)g->K, (NN_T)1, x, (int)g->K, false, w, (int)g->N, false, (NN_T)0, y, (int)g->N, c->threads);
-    if (!bias && g->act.kind == CD_ACT_NONE) return;
-    const int64_t M = g->M, N = g->N;
-    const int64_t inner = prod(&g->out, 2, g->out.rank), C1 = g->out.d[1], per_sample = prod(&g->out, 1, g->out.rank);
-    const cd_act act = g->act;
-    const int threads = c->threads;
-    CD_PAR_FOR(M * N > 65536, threads, int64_t, i, M, {
-        NN_T *row = y + i * N;
-        cd_act a = act;
-        for (int64_t j = 0; j < N; j++) {
-            NN_T v = row[j];
-            if (bias) v = v + bias[j];
-            if (act.kind == CD_ACT_RELU) v = v < (NN_T)0 ? (NN_T)0 : v;
-            else if (act.kind == CD_ACT_PRELU) {
-                int64_t e = i * N + j;
-                a.a = (float)(g->prelu_mode == 0 ? alpha[0] : g->prelu_mode == 1 ? alpha[(e / inner) % C1] : alpha[e % per_sample]);
-                v = (NN_T)cd_act_apply(&a, (float)v);
-            } else if (act.kind != CD_ACT_NONE) v = (NN_T)cd_act_apply(&a, (float)v);
-            row[j] = v;
-        }
-    });
-}
-
-static void F(mul_run)(cd_op_ctx *c, const mul_geo *g) {
-    const NN_T *x = cd_in(c, "X", 0)->data, *w = cd_in(c, "Y", 0)->data;
-    NN_T *y = cd_out(c, "Out", 0)->data;
-    GEMM((int)g->M, (int)g->N, (int)g->K, (NN_T)1, x, (int)g->K, false, w, (int)g->N, false, (NN_T)0, y, (int)g->N, c->threads);
-}
-
-static void F(mm_core)(const mm_geo *g, const NN_T *x, const NN_T *w, NN_T *out, NN_T alpha, int threads) {
-    if (g->outer) {
-        GEMM((int)g->M, (int)g->N, 1, alpha, x, 1, false, w, (int)g->N, false, (NN_T)0, out, (int)g->N, threads);
-        return;
-    }
-    const int64_t M = g->M, N = g->N, K = g->K, xsz = M * K, ysz = K * N;
-    /* leading dims of the stored (untransposed) matrices */
-    const int lda = g->tx ? (int)M : (int)K, ldb = g->ty ? (int)K : (int)N;
-    const int64_t batches = g->batches;
-    /* many small products: one thread per product; few large ones: threads inside GEMM */
-    const bool small = M * N * K < 32768 && batches > 1;
-    CD_PAR_FOR(small, threads, int64_t, b, batches, {
-        int64_t xo, yo;
-        cd_mm_batch(g, b, &xo, &yo);
-        GEMM((int)M, (int)N, (int)K, alpha, x + xo * xsz, lda, g->tx, w + yo * ysz, ldb, g->ty, (NN_T)0,
-             out + b * M * N, (int)N, small ? 1 : threads);
-    });
-}
-
-static void F(mm_run)(cd_op_ctx *c, const mm_geo *g) {
-    F(mm_core)(g, cd_in(c, "X", 0)->data, cd_in(c, "Y", 0)->data, cd_out(c, "Out", 0)->data, (NN_T)g->alpha,
-               c->threads);
-}
-
-#undef CAT_
-#undef CAT
-#undef F
-#undef GEMM
-#endif

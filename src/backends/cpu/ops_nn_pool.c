@@ -1,5 +1,6 @@
 /* pool2d (docs/nb-format.md §7.5): max / avg, global, adaptive, exclusive, ceil_mode, 2/4-value
- * paddings, SAME/VALID/EXPLICIT. One template body for float and _Float16.
+ * paddings, SAME/VALID/EXPLICIT. One template body for float and _Float16
+ * (ops_nn_pool_tmpl.h).
  *
  * fp16 average pooling sums the window in float and rounds the mean to half once. A half
  * running sum overflows to Inf once it passes 65504 even though the mean is in range:
@@ -15,7 +16,6 @@
  * non-exclusive divisor clips the window to the padded extent using the actual trailing
  * padding (identical to Lite's leading-pad rule for the symmetric paddings real models
  * use, and to ONNX count_include_pad for asymmetric ones); max propagates NaN. */
-#ifndef NN_T
 #include "backends/cpu/par.h"
 #include "engine/ops.h"
 #include <stdlib.h>
@@ -128,14 +128,10 @@ static inline void pool_window(const pool_geo *g, bool rows, int64_t o, int64_t 
 
 #define NN_T float
 #define NN_S f32
-#include "ops_nn_pool.c"
-#undef NN_T
-#undef NN_S
+#include "ops_nn_pool_tmpl.h"
 #define NN_T _Float16
 #define NN_S f16
-#include "ops_nn_pool.c"
-#undef NN_T
-#undef NN_S
+#include "ops_nn_pool_tmpl.h"
 
 cd_status cd_nn_pool_run(cd_op_ctx *c) {
     pool_geo g;
@@ -148,72 +144,3 @@ cd_status cd_nn_pool_run(cd_op_ctx *c) {
     else pool_run_f32(&g, x->data, o->data, c->threads);
     return CD_OK;
 }
-
-#else /* ---------------- template: NN_T, NN_S ---------------- */
-#define CAT_(a, b) a##_##b
-#define CAT(a, b) CAT_(a, b)
-#define F(name) CAT(name, NN_S)
-
-/* Global average of one plane: float sum with 16 partial sums (vectorisable; the
- * order differs from a sequential sum only within float rounding). */
-static inline float F(plane_sum)(const NN_T *x, int64_t n) {
-    float part[16] = {0};
-    int64_t i = 0;
-    for (; i + 16 <= n; i += 16)
-        for (int j = 0; j < 16; j++) part[j] += (float)x[i + j];
-    float s = 0;
-    for (; i < n; i++) s += (float)x[i];
-    for (int j = 0; j < 16; j++) s += part[j];
-    return s;
-}
-
-static void F(pool_run)(const pool_geo *g, const NN_T *in, NN_T *out, int threads) {
-    const int64_t total = g->N * g->C, HW = g->H * g->W;
-    const bool par = threads > 1 && total > 1 && total * HW >= ((int64_t)1 << 18);
-    if (g->global && !g->is_max) {
-        CD_PAR_FOR(par, threads, int64_t, t, total, { out[t] = (NN_T)(F(plane_sum)(in + t * HW, HW) / (float)HW); });
-        return;
-    }
-    /* column windows are the same for every row and plane */
-    int64_t *wwin = malloc((size_t)g->Wo * 3 * sizeof(int64_t));
-    if (wwin)
-        for (int64_t ox = 0; ox < g->Wo; ox++) pool_window(g, false, ox, &wwin[3 * ox], &wwin[3 * ox + 1], &wwin[3 * ox + 2]);
-    CD_PAR_FOR(par, threads, int64_t, t, total, {
-        const NN_T *x = in + t * HW;
-        NN_T *y = out + t * g->Ho * g->Wo;
-        for (int64_t oy = 0; oy < g->Ho; oy++) {
-            int64_t hs, he, hcnt;
-            pool_window(g, true, oy, &hs, &he, &hcnt);
-            for (int64_t ox = 0; ox < g->Wo; ox++) {
-                int64_t ws, we, wcnt;
-                if (wwin) { ws = wwin[3 * ox]; we = wwin[3 * ox + 1]; wcnt = wwin[3 * ox + 2]; }
-                else pool_window(g, false, ox, &ws, &we, &wcnt);
-                NN_T r = (NN_T)0;
-                if (he > hs && we > ws) {
-                    if (g->is_max) {
-                        NN_T m = x[hs * g->W + ws];
-                        for (int64_t iy = hs; iy < he; iy++)
-                            for (int64_t ix = ws; ix < we; ix++) {
-                                NN_T v = x[iy * g->W + ix];
-                                if (v > m || v != v) m = v;
-                            }
-                        r = m;
-                    } else {
-                        float sum = 0; /* float even for half storage: see the file header */
-                        for (int64_t iy = hs; iy < he; iy++)
-                            for (int64_t ix = ws; ix < we; ix++) sum += (float)x[iy * g->W + ix];
-                        int64_t cnt = (g->exclusive || g->adaptive) ? (he - hs) * (we - ws) : hcnt * wcnt;
-                        r = (NN_T)(sum / (float)cnt);
-                    }
-                }
-                y[oy * g->Wo + ox] = r;
-            }
-        }
-    });
-    free(wwin);
-}
-
-#undef CAT_
-#undef CAT
-#undef F
-#endif

@@ -1,5 +1,5 @@
 /* softmax (docs/nb-format.md §7.11, axis default -1, eleminate_success) and log_softmax (Paddle: axis
- * default -1). One template body for float and _Float16: max and x - max run in the
+ * default -1). One template body for float and _Float16 (ops_nn_softmax_tmpl.h): max and x - max run in the
  * storage type; exp and log are evaluated in float on the half value and rounded once, as
  * a half math library does. The sum of exponentials is accumulated in float in both
  * precisions and used unrounded by the final division (rounded once to the storage type):
@@ -9,7 +9,6 @@
  *
  * The axis is processed as rows of `inner` contiguous values, so softmax over channels of
  * an NCHW tensor walks memory sequentially instead of striding by H*W. */
-#ifndef NN_T
 #include "engine/ops.h"
 #include <math.h>
 #include <stdlib.h>
@@ -55,14 +54,10 @@ cd_status cd_nn_softmax_infer(cd_op_ctx *c) {
 
 #define NN_T float
 #define NN_S f32
-#include "ops_nn_softmax.c"
-#undef NN_T
-#undef NN_S
+#include "ops_nn_softmax_tmpl.h"
 #define NN_T _Float16
 #define NN_S f16
-#include "ops_nn_softmax.c"
-#undef NN_T
-#undef NN_S
+#include "ops_nn_softmax_tmpl.h"
 
 cd_status cd_nn_softmax_run(cd_op_ctx *c) {
     sm_geo g;
@@ -75,79 +70,3 @@ cd_status cd_nn_softmax_run(cd_op_ctx *c) {
     if (!ok) return cd_op_fail(c, CD_E_NOMEM, "out of memory for softmax scratch rows");
     return CD_OK;
 }
-
-#else /* ---------------- template: NN_T, NN_S ---------------- */
-#define CAT_(a, b) a##_##b
-#define CAT(a, b) CAT_(a, b)
-#define F(name) CAT(name, NN_S)
-
-#define SM_BLOCK 1024 /* inner values processed together (scratch per thread) */
-
-/* Softmax of one task t: outer index t / nblk, inner values of block t % nblk, with the
- * thread's scratch (sum, mx: SM_BLOCK each). */
-static void F(sm_task)(const sm_geo *g, const NN_T *in, NN_T *out, int64_t t, int64_t nblk, float *sum, NN_T *mx) {
-    int64_t o = t / nblk, i0 = (t % nblk) * SM_BLOCK, bw = g->inner - i0 < SM_BLOCK ? g->inner - i0 : SM_BLOCK;
-    const NN_T *x = in + o * g->n * g->inner + i0;
-    NN_T *y = out + o * g->n * g->inner + i0;
-    for (int64_t i = 0; i < bw; i++) { mx[i] = x[i]; sum[i] = 0.0f; }
-    for (int64_t a = 1; a < g->n; a++) {
-        const NN_T *xr = x + a * g->inner;
-        for (int64_t i = 0; i < bw; i++)
-            if (xr[i] > mx[i] || xr[i] != xr[i]) mx[i] = xr[i];
-    }
-    for (int64_t a = 0; a < g->n; a++) {
-        const NN_T *xr = x + a * g->inner;
-        NN_T *yr = y + a * g->inner;
-        for (int64_t i = 0; i < bw; i++) {
-            NN_T d = xr[i] - mx[i];
-            NN_T e = (NN_T)expf((float)d);
-            sum[i] += (float)e;
-            yr[i] = g->log ? d : e;
-        }
-    }
-    if (g->log) {
-        /* log of the sum rounded to the storage type, then one subtraction in it */
-        for (int64_t i = 0; i < bw; i++) mx[i] = (NN_T)logf(sum[i]);
-        for (int64_t a = 0; a < g->n; a++) {
-            NN_T *yr = y + a * g->inner;
-            for (int64_t i = 0; i < bw; i++) yr[i] = yr[i] - mx[i];
-        }
-    } else {
-        for (int64_t a = 0; a < g->n; a++) {
-            NN_T *yr = y + a * g->inner;
-            for (int64_t i = 0; i < bw; i++) yr[i] = (NN_T)((float)yr[i] / sum[i]);
-        }
-    }
-}
-
-static bool F(sm_run)(const sm_geo *g, const NN_T *in, NN_T *out, int threads) {
-    const int64_t nblk = (g->inner + SM_BLOCK - 1) / SM_BLOCK, tasks = g->outer * nblk;
-    bool ok = true;
-    if (threads < 2 || g->outer * g->n * g->inner <= 16384) { /* no OpenMP region (backends/cpu/par.h) */
-        float *sum = malloc(SM_BLOCK * (sizeof(float) + sizeof(NN_T)));
-        if (!sum) return false;
-        for (int64_t t = 0; t < tasks; t++) F(sm_task)(g, in, out, t, nblk, sum, (NN_T *)(sum + SM_BLOCK));
-        free(sum);
-        return true;
-    }
-#pragma omp parallel num_threads(threads)
-    {
-        float *sum = malloc(SM_BLOCK * (sizeof(float) + sizeof(NN_T)));
-        NN_T *mx = sum ? (NN_T *)(sum + SM_BLOCK) : NULL;
-        if (!mx) {
-#pragma omp atomic write
-            ok = false;
-        }
-#pragma omp for schedule(static)
-        for (int64_t t = 0; t < tasks; t++)
-            if (mx) F(sm_task)(g, in, out, t, nblk, sum, mx);
-        free(sum);
-    }
-    return ok;
-}
-
-#undef SM_BLOCK
-#undef CAT_
-#undef CAT
-#undef F
-#endif

@@ -169,108 +169,15 @@ double cd_rnn_macs(const cd_op_ctx *c) {
 
 static inline float sigmoid_f(float x) { return 1.0f / (1.0f + expf(-x)); }
 
-/* One direction of one layer over the whole sequence.
- *   in [T, N, in_l]; out column block d*H of [T, N, D*H]; h, cst [N, H] hold the initial
- *   state on entry and the final state on exit; gx [T*N, G*H], gh [N, G*H] scratch. */
-#define RNN_DIRECTION(T, SUF, GEMM)                                                                        \
-    static void rnn_dir_##SUF(const rnn_cfg *r, int d, const T *in, int64_t in_l, const T *w_ih,          \
-                              const T *w_hh, const T *b_ih, const T *b_hh, const int64_t *len, T *out,    \
-                              T *h, T *cst, T *gx, T *gh, int threads) {                                  \
-        const int64_t H = r->hidden, G = r->gates, GH = G * H, N = r->n, DH = r->dirs * H;               \
-        /* All input projections at once: gx = in * W_ih^T + b_ih. */                                     \
-        if (r->t * N > 0)                                                                                  \
-            GEMM((int)(r->t * N), (int)GH, (int)in_l, (T)1, in, (int)in_l, false, w_ih, (int)in_l, true,  \
-                 (T)0, gx, (int)GH, threads);                                                              \
-        for (int64_t i = 0; i < r->t * N; i++)                                                             \
-            for (int64_t j = 0; j < GH; j++) gx[i * GH + j] += b_ih[j];                                    \
-        for (int64_t s = 0; s < r->t; s++) {                                                               \
-            int64_t t = d == 0 ? s : r->t - 1 - s;                                                         \
-            if (N > 0)                                                                                     \
-                GEMM((int)N, (int)GH, (int)H, (T)1, h, (int)H, false, w_hh, (int)H, true, (T)0, gh,       \
-                     (int)GH, threads);                                                                    \
-            for (int64_t n = 0; n < N; n++) {                                                              \
-                T *o = out + (t * N + n) * DH + d * H;                                                     \
-                if (len && t >= len[n]) { /* padding step: state held, output zero */                      \
-                    for (int64_t k = 0; k < H; k++) o[k] = (T)0;                                           \
-                    continue;                                                                              \
-                }                                                                                          \
-                const T *x = gx + (t * N + n) * GH;                                                        \
-                const T *u = gh + n * GH;                                                                  \
-                T *hn = h + n * H;                                                                         \
-                for (int64_t k = 0; k < H; k++) {                                                          \
-                    T hv;                                                                                  \
-                    switch (r->mode) {                                                                     \
-                    case RNN_LSTM: {                                                                       \
-                        T gi = (T)sigmoid_f((float)(x[k] + (u[k] + b_hh[k])));                             \
-                        T gf = (T)sigmoid_f((float)(x[H + k] + (u[H + k] + b_hh[H + k])));                 \
-                        T gc = (T)tanhf((float)(x[2 * H + k] + (u[2 * H + k] + b_hh[2 * H + k])));         \
-                        T go = (T)sigmoid_f((float)(x[3 * H + k] + (u[3 * H + k] + b_hh[3 * H + k])));     \
-                        T cv = gf * cst[n * H + k] + gi * gc;                                              \
-                        cst[n * H + k] = cv;                                                               \
-                        hv = go * (T)tanhf((float)cv);                                                     \
-                        break;                                                                             \
-                    }                                                                                      \
-                    case RNN_GRU: {                                                                        \
-                        T gr = (T)sigmoid_f((float)(x[k] + (u[k] + b_hh[k])));                             \
-                        T gz = (T)sigmoid_f((float)(x[H + k] + (u[H + k] + b_hh[H + k])));                 \
-                        T gc = (T)tanhf((float)(x[2 * H + k] + gr * (u[2 * H + k] + b_hh[2 * H + k])));    \
-                        hv = gz * hn[k] + ((T)1 - gz) * gc;                                                \
-                        break;                                                                             \
-                    }                                                                                      \
-                    case RNN_TANH: hv = (T)tanhf((float)(x[k] + (u[k] + b_hh[k]))); break;                 \
-                    default: {                                                                             \
-                        T a = x[k] + (u[k] + b_hh[k]);                                                     \
-                        hv = a < (T)0 ? (T)0 : a;                                                          \
-                        break;                                                                             \
-                    }                                                                                      \
-                    }                                                                                      \
-                    o[k] = hv;                                                                             \
-                }                                                                                          \
-                /* h is read by every k above (GRU: hn[k] only, but the gemm of the next step reads   \
-                 * all of h), so the new state is copied in after the row is complete. */              \
-                memcpy(hn, o, (size_t)H * sizeof(T));                                                      \
-            }                                                                                              \
-        }                                                                                                  \
-    }
-
-RNN_DIRECTION(float, f32, cd_gemm_f32)
-RNN_DIRECTION(_Float16, f16, cd_gemm_f16)
-
-/* The whole op for one element type: layers, directions, state copies. */
-#define RNN_RUN(T, SUF)                                                                                    \
-    static cd_status rnn_run_##SUF(cd_op_ctx *c, const rnn_cfg *r, const int64_t *len) {                  \
-        const int64_t H = r->hidden, N = r->n, GH = (int64_t)r->gates * H, DH = (int64_t)r->dirs * H;     \
-        const int64_t TN = r->t * N;                                                                       \
-        size_t words = (size_t)(TN * DH /* ping-pong layer buffer */ + TN * GH + N * GH + 2 * N * H);   \
-        T *buf = cd_malloc((words ? words : 1) * sizeof(T), c->err);                                      \
-        if (!buf) return CD_E_NOMEM;                                                                       \
-        T *mid = buf, *gx = mid + TN * DH, *gh = gx + TN * GH, *h = gh + N * GH, *cs = h + N * H;       \
-        const T *h0 = r->h0->data, *c0 = r->c0 ? r->c0->data : NULL;                                       \
-        T *hs = r->h_out ? r->h_out->data : NULL, *csout = r->c_out ? r->c_out->data : NULL;             \
-        const T *in = r->x->data;                                                                          \
-        /* Layer outputs alternate between the scratch buffer and Out so that the last layer            \
-         * lands in Out: layer l writes Out when (layers - 1 - l) is even. */                          \
-        for (int l = 0; l < r->layers; l++) {                                                              \
-            T *dst = ((r->layers - 1 - l) % 2 == 0) ? (T *)r->out->data : mid;                             \
-            int64_t in_l = l == 0 ? r->in : DH;                                                            \
-            for (int d = 0; d < r->dirs; d++) {                                                            \
-                int k = (l * r->dirs + d) * 2, kb = 2 * r->layers * r->dirs + k;                          \
-                int64_t sidx = (int64_t)l * r->dirs + d;                                                   \
-                memcpy(h, h0 + sidx * N * H, (size_t)(N * H) * sizeof(T));                                 \
-                if (c0) memcpy(cs, c0 + sidx * N * H, (size_t)(N * H) * sizeof(T));                        \
-                rnn_dir_##SUF(r, d, in, in_l, r->w[k]->data, r->w[k + 1]->data, r->w[kb]->data,           \
-                              r->w[kb + 1]->data, len, dst, h, cs, gx, gh, c->threads);                    \
-                if (hs) memcpy(hs + sidx * N * H, h, (size_t)(N * H) * sizeof(T));                         \
-                if (csout) memcpy(csout + sidx * N * H, cs, (size_t)(N * H) * sizeof(T));                  \
-            }                                                                                              \
-            in = dst;                                                                                      \
-        }                                                                                                  \
-        free(buf);                                                                                         \
-        return CD_OK;                                                                                      \
-    }
-
-RNN_RUN(float, f32)
-RNN_RUN(_Float16, f16)
+/* rnn_dir_f32 / rnn_run_f32 and their _f16 twins (the op body, one template). */
+#define RNN_T float
+#define RNN_S f32
+#define RNN_GEMM cd_gemm_f32
+#include "ops_rnn_tmpl.h"
+#define RNN_T _Float16
+#define RNN_S f16
+#define RNN_GEMM cd_gemm_f16
+#include "ops_rnn_tmpl.h"
 
 cd_status cd_rnn_run(cd_op_ctx *c) {
     rnn_cfg r;

@@ -276,22 +276,18 @@ cd_status cd_shape_transpose_infer(cd_op_ctx *c) {
 
 /* Walks the output in order; the input offset advances by the permuted strides. The
  * innermost loop is specialised on element size so it compiles to plain moves. */
-#define DEF_TRANSPOSE(T, NAME)                                                                    \
-    static void NAME(const T *in, T *out, const int64_t *od, const int64_t *is, int r, int64_t rows, \
-                     int threads) {                                                               \
-        const int64_t W = od[r - 1], sW = is[r - 1];                                              \
-        CD_PAR_FOR(rows * W >= 65536, threads, int64_t, row, rows, {                                                \
-            int64_t rem = row, off = 0;                                                           \
-            for (int d = r - 2; d >= 0; d--) { off += (rem % od[d]) * is[d]; rem /= od[d]; }      \
-            const T *src = in + off;                                                              \
-            T *dst = out + row * W;                                                               \
-            for (int64_t j = 0; j < W; j++) dst[j] = src[j * sW];                                 \
-        });                                                                                         \
-    }
-DEF_TRANSPOSE(uint8_t, transpose_1)
-DEF_TRANSPOSE(uint16_t, transpose_2)
-DEF_TRANSPOSE(uint32_t, transpose_4)
-DEF_TRANSPOSE(uint64_t, transpose_8)
+#define TR_T uint8_t
+#define TR_NAME transpose_1
+#include "ops_shape_transpose_tmpl.h"
+#define TR_T uint16_t
+#define TR_NAME transpose_2
+#include "ops_shape_transpose_tmpl.h"
+#define TR_T uint32_t
+#define TR_NAME transpose_4
+#include "ops_shape_transpose_tmpl.h"
+#define TR_T uint64_t
+#define TR_NAME transpose_8
+#include "ops_shape_transpose_tmpl.h"
 
 cd_status cd_shape_transpose_run(cd_op_ctx *c) {
     cd_value *x = need_in(c, "X"), *o = need_out(c, "Out");

@@ -1,0 +1,666 @@
+/* The body of ops_nn_conv.c's float and _Float16 variants (the *_tmpl.h idiom, docs/design.md
+ * §7): ops_nn_conv.c includes it once per element type after defining NN_T, NN_S,
+ * NN_IS_HALF, NN_ISA_FAST, NN_ISA_FAST_CHECK, NN_ISA_MID, NN_ISA_MID_CHECK; it #undefs them
+ * at its end. Include it nowhere else. */
+#ifndef NN_T
+#error "ops_nn_conv_tmpl.h: define NN_T and NN_S, then include (ops_nn_conv.c does)"
+#endif
+#define CAT_(a, b) a##_##b
+#define CAT(a, b) CAT_(a, b)
+#define F(name) CAT(name, NN_S)
+#define GEMM CAT(cd_gemm, NN_S)
+#define GEMM_PB CAT(cd_gemm, CAT(NN_S, packed_b))
+typedef NN_T F(real);
+
+typedef struct {
+    const NN_T *in; /* first channel of the group, batch n */
+    int H, W, KH, KW, sh, sw, dh, dw, pt, pl, Wo;
+} F(im2col_ctx);
+
+/* One output-row segment of a panel column run: d[j] = tap (ky, kx) of output pixel
+ * (oy, ox0 + j), j < len, 0 where the tap falls in padding. The valid j range is computed
+ * once, so the copy has no per-element bounds test (and is a fixed-size copy when a whole
+ * stride-1 panel is inside the row). */
+static inline void F(im2col_seg)(const F(im2col_ctx) *x, const NN_T *plane, int oy, int ox0, int len, int ky,
+                                 int kx, NN_T *d) {
+    const int W = x->W, sw = x->sw;
+    const int iy = oy * x->sh - x->pt + ky * x->dh;
+    if (iy < 0 || iy >= x->H) {
+        for (int j = 0; j < len; j++) d[j] = (NN_T)0;
+        return;
+    }
+    const NN_T *row = plane + (size_t)iy * W;
+    const int ixs = ox0 * sw - x->pl + kx * x->dw;
+    int jlo, jhi;
+    /* jhi is clamped at 0 when the segment starts past the right edge (ixs > W: right
+     * padding of 2 or more): negative, the zero fill below would write before d, over the
+     * previous tap's lanes */
+    if (sw == 1) {
+        jlo = ixs >= 0 ? 0 : -ixs;
+        jhi = ixs > W ? 0 : W - ixs;
+    } else {
+        jlo = ixs >= 0 ? 0 : (-ixs + sw - 1) / sw;
+        jhi = ixs > W - 1 ? 0 : (W - 1 - ixs) / sw + 1;
+    }
+    if (jhi > len) jhi = len;
+    if (jlo > jhi) jlo = jhi;
+    if (sw == 1 && jlo == 0 && jhi == CD_GEMM_NR) {
+        memcpy(d, row + ixs, CD_GEMM_NR * sizeof(NN_T));
+        return;
+    }
+    for (int j = 0; j < jlo; j++) d[j] = (NN_T)0;
+    if (sw == 1) memcpy(d + jlo, row + ixs + jlo, (size_t)(jhi - jlo) * sizeof(NN_T));
+    else
+        for (int j = jlo; j < jhi; j++) d[j] = row[ixs + j * sw];
+    for (int j = jhi; j < len; j++) d[j] = (NN_T)0;
+}
+
+/* cd_gemm_pack_fn: B[k][j] = input tap k = (ic, ky, kx) of output pixel j, 0 in padding.
+ * A panel's NR pixels may span several output rows; each row segment is filled on its own. */
+static void F(pack_im2col)(const void *ctxv, int k0, int kc, int n0, int nc, void *dstv) {
+    const F(im2col_ctx) *x = ctxv;
+    NN_T *dst = dstv;
+    const int NR = CD_GEMM_NR, KHW = x->KH * x->KW, Wo = x->Wo;
+    for (int p = 0; p * NR < nc; p++) {
+        int j0 = n0 + p * NR, nr = nc - p * NR < NR ? nc - p * NR : NR;
+        int seg_oy[CD_GEMM_NR], seg_ox[CD_GEMM_NR], seg_j[CD_GEMM_NR + 1], nseg = 0;
+        for (int j = 0; j < nr;) {
+            int oy = (j0 + j) / Wo, ox = (j0 + j) % Wo;
+            seg_oy[nseg] = oy; seg_ox[nseg] = ox; seg_j[nseg] = j;
+            nseg++;
+            j += Wo - ox;
+        }
+        seg_j[nseg] = nr;
+        int ic = k0 / KHW, r = k0 % KHW, ky = r / x->KW, kx = r % x->KW;
+        NN_T *d = dst + (size_t)p * kc * NR;
+        for (int kk = 0; kk < kc; kk++, d += NR) {
+            const NN_T *plane = x->in + (size_t)ic * x->H * x->W;
+            for (int sgi = 0; sgi < nseg; sgi++) {
+                int js = seg_j[sgi], je = seg_j[sgi + 1] < nr ? seg_j[sgi + 1] : nr;
+                F(im2col_seg)(x, plane, seg_oy[sgi], seg_ox[sgi], je - js, ky, kx, d + js);
+            }
+            for (int j = nr; j < NR; j++) d[j] = (NN_T)0;
+            if (++kx == x->KW) { kx = 0; if (++ky == x->KH) { ky = 0; ic++; } }
+        }
+    }
+}
+
+/* ---- depthwise (groups with one input channel, channel multiplier m = Cout / groups) ----
+ * Direct kernel, one output plane per task. The input plane is first copied into a
+ * zero-padded scratch plane (padding, plus slack so the last vector of a row may read
+ * past Wo), so every output column takes the same branch-free vector path: DW_VL columns
+ * per vector, up to 8 vectors in flight (FMA latency), and for every tap (ky outer, kx
+ * inner) acc = acc + w * x, x being a contiguous load (stride 1), an even-lane shuffle of
+ * two loads (stride 2) or a lane-by-lane gather (other strides). Tap rows that fall wholly
+ * in the top or bottom padding are skipped, as the OpenCL kernel and Paddle-Lite's skip
+ * padding taps (on the 1- and 2-row maps of the text classifiers a 5x5 filter has 3-4 of
+ * its 5 rows there); taps in the left and right padding add w * 0. Skipping a w * 0 term
+ * changes nothing but, in the one case of a -0 sum followed by a +0 term, the sign of that
+ * zero (and a NaN or Inf weight over padding no longer poisons the sum). fp16: one rounding per multiply and per add
+ * (contraction off), so the bits do not depend on the ISA level chosen at run time. */
+#define DW_VL 16
+typedef NN_T F(dwvec) __attribute__((vector_size(DW_VL * sizeof(NN_T))));
+
+typedef struct {
+    int Ho, Wo, KH, KW, sh, sw, dh, dw;
+    int Wp;          /* scratch row length */
+    const int *kyr;  /* per output row oy: tap rows [kyr[2 oy], kyr[2 oy + 1]) are not all padding */
+} F(dw_geo);
+
+static inline __attribute__((always_inline)) void F(dw_load)(const NN_T *p, int sw, F(dwvec) *out) {
+    F(dwvec) v;
+    if (sw == 1) {
+        memcpy(&v, p, sizeof v);
+    } else if (sw == 2) {
+        F(dwvec) a, b;
+        memcpy(&a, p, sizeof a);
+        memcpy(&b, p + DW_VL, sizeof b);
+#if NN_IS_HALF
+        typedef short F(dwidx) __attribute__((vector_size(DW_VL * sizeof(short))));
+#else
+        typedef int F(dwidx) __attribute__((vector_size(DW_VL * sizeof(int))));
+#endif
+#if defined(__clang__)   /* clang spells the two-vector shuffle differently */
+        v = __builtin_shufflevector(a, b, 0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
+#else
+        const F(dwidx) even = {0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30};
+        v = __builtin_shuffle(a, b, even);
+#endif
+    } else {
+        for (int j = 0; j < DW_VL; j++) v[j] = p[(size_t)j * sw];
+    }
+    *out = v;
+}
+
+/* One run of nv (1..DW_NVMAX) vectors of output row yr, starting at the scratch position
+ * xr0 (row oy*sh, column ox*sw); ncols (<= nv*DW_VL) columns are stored. Called with nv and
+ * sw constant, so after inlining the accumulators are registers and the loads branch-free
+ * (a version with a runtime vector count kept them on the stack: a store-forward round
+ * trip per multiply-add). Every column gets acc = acc + w * x over the taps, ky outer,
+ * kx inner, whatever run it belongs to. */
+#define DW_NVMAX 8
+static inline __attribute__((always_inline)) void
+F(dw_run)(const F(dw_geo) *d, const NN_T *restrict xr0, const NN_T *restrict wk, NN_T *restrict yr,
+          const int nv, const int sw, int ncols, int ky0, int ky1) {
+    const int KW = d->KW, dw = d->dw;
+    const size_t rstep = (size_t)d->dh * d->Wp;
+    F(dwvec) acc[DW_NVMAX];
+#pragma GCC unroll 8
+    for (int v = 0; v < nv; v++) acc[v] = (F(dwvec)){0};
+    for (int ky = ky0; ky < ky1; ky++) {
+        const NN_T *xr = xr0 + (size_t)ky * rstep;
+        for (int kx = 0; kx < KW; kx++) {
+            const NN_T wt = wk[ky * KW + kx];
+            const F(dwvec) wv = {wt, wt, wt, wt, wt, wt, wt, wt, wt, wt, wt, wt, wt, wt, wt, wt};
+            const NN_T *xk = xr + kx * dw;
+#pragma GCC unroll 8
+            for (int v = 0; v < nv; v++) {
+                F(dwvec) xv;
+                F(dw_load)(xk + v * DW_VL * sw, sw, &xv);
+                acc[v] = acc[v] + wv * xv;
+            }
+        }
+    }
+#pragma GCC unroll 8
+    for (int v = 0; v < nv; v++) {
+        int n = ncols - v * DW_VL;
+        if (n >= DW_VL) memcpy(yr + v * DW_VL, &acc[v], sizeof acc[v]);
+        else
+            for (int j = 0; j < n; j++) yr[v * DW_VL + j] = acc[v][j];
+    }
+}
+
+#define DW_RUN_NV(SW)                                                                              \
+    switch (nv) {                                                                                  \
+    case 1: F(dw_run)(d, xr0, wk, yr, 1, SW, ncols, ky0, ky1); break;                                        \
+    case 2: F(dw_run)(d, xr0, wk, yr, 2, SW, ncols, ky0, ky1); break;                                        \
+    case 3: F(dw_run)(d, xr0, wk, yr, 3, SW, ncols, ky0, ky1); break;                                        \
+    case 4: F(dw_run)(d, xr0, wk, yr, 4, SW, ncols, ky0, ky1); break;                                        \
+    case 5: F(dw_run)(d, xr0, wk, yr, 5, SW, ncols, ky0, ky1); break;                                        \
+    case 6: F(dw_run)(d, xr0, wk, yr, 6, SW, ncols, ky0, ky1); break;                                        \
+    case 7: F(dw_run)(d, xr0, wk, yr, 7, SW, ncols, ky0, ky1); break;                                        \
+    default: F(dw_run)(d, xr0, wk, yr, 8, SW, ncols, ky0, ky1); break;                                       \
+    }
+
+/* xp: padded plane (row oy*sh + ky*dh, column ox*sw + kx*dw holds the tap). Each output row
+ * is cut into runs of at most nvmax vectors (8 with 32 vector registers, fewer where a
+ * 16-lane vector takes several registers). */
+static inline __attribute__((always_inline)) void
+F(dw_plane_body)(const F(dw_geo) *d, const NN_T *restrict xp, const NN_T *restrict wk, NN_T *restrict y,
+                 const int nvmax) {
+    const int Wo = d->Wo, sw = d->sw, Wp = d->Wp;
+    for (int oy = 0; oy < d->Ho; oy++) {
+        NN_T *yrow = y + (size_t)oy * Wo;
+        const int ky0 = d->kyr[2 * oy], ky1 = d->kyr[2 * oy + 1];
+        for (int ox = 0; ox < Wo;) {
+            int nv = (Wo - ox + DW_VL - 1) / DW_VL;
+            if (nv > nvmax) nv = nvmax;
+            const int ncols = Wo - ox < nv * DW_VL ? Wo - ox : nv * DW_VL;
+            const NN_T *xr0 = xp + (size_t)oy * d->sh * Wp + (size_t)ox * sw;
+            NN_T *yr = yrow + ox;
+            if (sw == 1) { DW_RUN_NV(1) }
+            else if (sw == 2) { DW_RUN_NV(2) }
+            else { DW_RUN_NV(sw) }
+            ox += nv * DW_VL;
+        }
+    }
+}
+#undef DW_RUN_NV
+
+/* Everything a run of output planes needs: the geometry, the tensors and the scratch
+ * layout (see F(conv_direct)). */
+typedef struct {
+    F(dw_geo) d;
+    const NN_T *in, *w;
+    NN_T *out;
+    int64_t Cin, Cout, m, H, W, HW, HWo, KHW, pt, pl, Wp, Hc;
+    float qinv; /* fp32, int8 layers (cd_nn_depthwise_sums_f32): the copy quantizes (x * qinv), 0: copies */
+} F(dw_job);
+
+/* Output planes [t0, t1) with the thread's scratch plane xp. Each plane's input channel is
+ * copied into the scratch (zeros stay in the padding; only the input window is rewritten)
+ * unless the previous plane used the same one (channel multiplier > 1). One call per
+ * thread and op: a call per plane through a function pointer cost as much as a plane of a
+ * 1x50 map. */
+static inline __attribute__((always_inline)) void F(dw_planes_body)(const F(dw_job) *j, int64_t t0, int64_t t1,
+                                                                    NN_T *restrict xp, const int nvmax) {
+    int64_t last_ic = -1;
+    const int64_t cols = imin64(j->W, j->Wp - j->pl);
+    for (int64_t t = t0; t < t1; t++) {
+        const int64_t n = t / j->Cout, oc = t % j->Cout, ic = n * j->Cin + oc / j->m;
+        if (ic != last_ic) {
+            const NN_T *x = j->in + ic * j->HW;
+            for (int64_t iy = imax64(0, -j->pt); iy < j->Hc; iy++) {
+#if !NN_IS_HALF
+                if (j->qinv != 0.0f) {
+                    /* the int8 layer's own quantization, done in this copy (int8_quant.h) */
+                    cd_q8f_row(xp + (iy + j->pt) * j->Wp + j->pl, x + iy * j->W, cols, j->qinv);
+                    continue;
+                }
+#endif
+                memcpy(xp + (iy + j->pt) * j->Wp + j->pl, x + iy * j->W, (size_t)cols * sizeof(NN_T));
+            }
+            last_ic = ic;
+        }
+        F(dw_plane_body)(&j->d, xp, j->w + oc * j->KHW, j->out + t * j->HWo, nvmax);
+    }
+}
+
+typedef void (*F(dw_planes_fn))(const F(dw_job) *, int64_t, int64_t, NN_T *restrict);
+#define DW_ARGS (const F(dw_job) *j, int64_t t0, int64_t t1, NN_T *restrict xp)
+static void F(dw_planes_default) DW_ARGS { F(dw_planes_body)(j, t0, t1, xp, 2); }
+#ifdef NN_X86
+__attribute__((target(NN_ISA_FAST))) static void F(dw_planes_fast) DW_ARGS { F(dw_planes_body)(j, t0, t1, xp, DW_NVMAX); }
+__attribute__((target(NN_ISA_MID))) static void F(dw_planes_mid) DW_ARGS { F(dw_planes_body)(j, t0, t1, xp, 4); }
+#endif
+#undef DW_ARGS
+
+static cd_status F(conv_direct)(cd_op_ctx *c, const conv_geo *g, const NN_T *in, const NN_T *w, NN_T *out,
+                                float qinv) {
+    const int threads = c->threads;
+    /* scratch geometry: rows cover every tap row, columns every tap column of every vector
+     * (including the part of the last vector past Wo) plus the stride-2 load's extra value */
+    const int64_t Wo_v = (g->Wo + DW_VL - 1) / DW_VL * DW_VL;
+    const int64_t Hp = (g->Ho - 1) * g->sh + (g->KH - 1) * g->dh + 1;
+    int64_t Wp = (Wo_v - 1) * g->sw + (g->KW - 1) * g->dw + 1 + (g->sw == 2 ? 1 : 0);
+    if (Wp < g->pl + g->W) Wp = g->pl + g->W;
+    const int64_t Hc = imin64(g->H, Hp - g->pt); /* input rows that land in the scratch */
+    if (Hp * Wp > INT32_MAX)
+        return cd_op_fail(c, CD_E_UNSUPPORTED, "depthwise padded plane %lldx%lld is too large", (long long)Hp, (long long)Wp);
+    /* per output row, the tap rows whose scratch row oy*sh + ky*dh is an input row, i.e. in
+     * [pt, pt + H): the same for every plane, so computed once here */
+    int *kyr = malloc((size_t)g->Ho * 2 * sizeof(int));
+    if (!kyr) return cd_op_fail(c, CD_E_NOMEM, "out of memory for the depthwise row table");
+    for (int64_t oy = 0; oy < g->Ho; oy++) {
+        const int64_t r0 = oy * g->sh, lo = g->pt - r0, hi = g->pt + g->H - r0;
+        const int64_t ky0 = lo <= 0 ? 0 : (lo + g->dh - 1) / g->dh, ky1 = hi <= 0 ? 0 : (hi + g->dh - 1) / g->dh;
+        kyr[2 * oy] = (int)imin64(ky0, g->KH);
+        kyr[2 * oy + 1] = (int)imin64(ky1, g->KH);
+    }
+    F(dw_job) j = {{(int)g->Ho, (int)g->Wo, (int)g->KH, (int)g->KW, (int)g->sh, (int)g->sw, (int)g->dh, (int)g->dw, (int)Wp,
+                    kyr},
+                   in, w, out, g->Cin, g->Cout, g->Cout / g->groups, g->H, g->W, g->H * g->W, g->Ho * g->Wo,
+                   g->KH * g->KW, g->pt, g->pl, Wp, Hc, qinv};
+    F(dw_planes_fn) planes = F(dw_planes_default);
+#ifdef NN_X86
+    __builtin_cpu_init();
+    if (NN_ISA_FAST_CHECK) planes = F(dw_planes_fast);
+    else if (NN_ISA_MID_CHECK) planes = F(dw_planes_mid);
+#endif
+    const int64_t total = g->N * g->Cout;
+    const bool par = threads > 1 && total > 1 && total * j.HWo * j.KHW >= NN_DW_PAR_MIN_MACS;
+    bool ok = true;
+    if (!par) { /* no OpenMP region at all (backends/cpu/par.h) */
+        NN_T *xp = calloc((size_t)(Hp * Wp), sizeof(NN_T));
+        ok = xp != NULL;
+        if (ok) planes(&j, 0, total, xp);
+        free(xp);
+    } else {
+        /* planes in chunks of 8, handed out dynamically (layers are small and threads may be
+         * delayed); every plane is computed the same way whichever thread takes it */
+        const int64_t chunks = (total + 7) / 8;
+#pragma omp parallel num_threads(threads)
+        {
+            NN_T *xp = calloc((size_t)(Hp * Wp), sizeof(NN_T));
+            if (!xp) {
+#pragma omp atomic write
+                ok = false;
+            }
+#pragma omp for schedule(dynamic, 1)
+            for (int64_t k = 0; k < chunks; k++)
+                if (xp) planes(&j, k * 8, imin64(total, (k + 1) * 8), xp);
+            free(xp);
+        }
+    }
+    free(kyr);
+    if (!ok) return cd_op_fail(c, CD_E_NOMEM, "out of memory for the %lldx%lld depthwise scratch plane", (long long)Hp, (long long)Wp);
+    return CD_OK;
+}
+
+/* Bias, activation, residual add: one pass per output plane, per element in this order
+ * y = act(y + bias) (+ SecondInput, then relu for the add+activation fusion). */
+typedef struct {
+    const NN_T *bias, *alpha, *second;
+    cd_act act;
+    int prelu_mode;
+    bool residual_relu;
+    int64_t HWo, Cout;
+} F(epi_ctx);
+
+#define EPI_LOOP(ACT)                                                                              \
+    for (int64_t i = 0; i < HWo; i++) {                                                            \
+        NN_T v = y[i];                                                                             \
+        if (bias) v = v + b;                                                                       \
+        ACT;                                                                                       \
+        if (s2) {                                                                                  \
+            v = v + s2[i];                                                                         \
+            if (rr) v = v < (NN_T)0 ? (NN_T)0 : v;                                                 \
+        }                                                                                          \
+        y[i] = v;                                                                                  \
+    }
+
+#if !NN_IS_HALF
+/* fp32 planes without a residual input, for the activations below: written with 16-lane
+ * vectors and a partial last vector, because on the narrow maps of mobile networks (50 or
+ * 100 values per plane) the compiler's vectorised loop left a third of each plane to its
+ * scalar remainder loop (a division per element for hard_swish). Per lane this is exactly
+ * the scalar EPI_LOOP expression: the same operations in the same order, comparisons that
+ * are false for NaN keep v, and the contraction rules of cd_act_apply (EPI_NOFMA below). */
+typedef float F(ev) __attribute__((vector_size(64)));
+typedef int F(evi) __attribute__((vector_size(64)));
+#define EV_SEL(m, a, b) ((F(ev))(((m) & (F(evi))(a)) | (~(m) & (F(evi))(b))))
+/* The activation of one vector, in place (bias already added). Vectors go by pointer: a
+ * 64-byte vector returned by value would have an ABI that depends on the ISA level. */
+static inline __attribute__((always_inline)) void F(ev_act)(const F(epi_ctx) *e, F(ev) *vp) {
+    const F(ev) z = {0}, v = *vp;
+    switch (e->act.kind) {
+    case CD_ACT_RELU: *vp = EV_SEL(v < z, z, v); break;
+    case CD_ACT_RELU6: {
+        const F(ev) th = z + e->act.a;
+        *vp = EV_SEL(v < z, z, EV_SEL(v > th, th, v));
+        break;
+    }
+    case CD_ACT_HARD_SWISH: {
+        const F(ev) th = z + e->act.a, sc = z + e->act.b, off = z + e->act.c;
+        F(ev) tt = v + off;
+        tt = EV_SEL(tt < z, z, EV_SEL(tt > th, th, tt));
+        *vp = v * tt / sc;
+        break;
+    }
+    case CD_ACT_HARD_SIGMOID: {
+        const F(ev) sa = z + e->act.a, sb = z + e->act.b, one = z + 1.0f;
+        const F(ev) tt = sa * v + sb;
+        *vp = EV_SEL(tt < z, z, EV_SEL(tt > one, one, tt));
+        break;
+    }
+    case CD_ACT_LEAKY_RELU: *vp = EV_SEL(v < z, (z + e->act.a) * v, v); break;
+    default: break; /* CD_ACT_NONE (F(epi_vec_ok) admits no other kind) */
+    }
+}
+
+static inline __attribute__((always_inline)) bool F(epi_vec_ok)(const F(epi_ctx) *e) {
+    switch (e->act.kind) {
+    case CD_ACT_NONE: case CD_ACT_RELU: case CD_ACT_RELU6: case CD_ACT_HARD_SWISH: case CD_ACT_HARD_SIGMOID:
+    case CD_ACT_LEAKY_RELU: return !e->second;
+    default: return false;
+    }
+}
+
+/* Plane t (HWo values at y). With at least 16 values the last vector is the 16 ending the
+ * plane, loaded before the full vectors are written and stored after them: the values it
+ * shares with the last full vector are computed twice from the same inputs. Shorter planes
+ * go through one partial vector. */
+static inline __attribute__((always_inline)) void F(epi_plane_vec)(const F(epi_ctx) *e, int64_t t, float *restrict y) {
+    const int64_t HWo = e->HWo;
+    const bool hb = e->bias != NULL;
+    const float b = hb ? e->bias[t % e->Cout] : 0.0f;
+    F(ev) v;
+    if (HWo >= 16) {
+        F(ev) last;
+        memcpy(&last, y + HWo - 16, sizeof last);
+        if (hb) last = last + b;
+        F(ev_act)(e, &last);
+        for (int64_t i = 0; i + 16 < HWo; i += 16) {
+            memcpy(&v, y + i, sizeof v);
+            if (hb) v = v + b;
+            F(ev_act)(e, &v);
+            memcpy(y + i, &v, sizeof v);
+        }
+        memcpy(y + HWo - 16, &last, sizeof last);
+    } else {
+        const size_t n = (size_t)HWo * sizeof(float);
+        v = (F(ev)){0};
+        memcpy(&v, y, n);
+        if (hb) v = v + b;
+        F(ev_act)(e, &v);
+        memcpy(y, &v, n);
+    }
+}
+
+/* Planes [t0, t1) of one value each (1x1 maps), contiguous in y = out + t0: 16 planes per
+ * vector with their 16 biases, within one batch item; the rest one by one. */
+static inline __attribute__((always_inline)) void F(epi_flat_vec)(const F(epi_ctx) *e, int64_t t0, int64_t t1, float *restrict out) {
+    const int64_t C = e->Cout;
+    int64_t t = t0;
+    while (t < t1) {
+        const int64_t oc = t % C;
+        if (oc + 16 <= C && t + 16 <= t1) {
+            F(ev) v, bv = {0};
+            memcpy(&v, out + t, sizeof v);
+            if (e->bias) {
+                memcpy(&bv, e->bias + oc, sizeof bv);
+                v = v + bv;
+            }
+            F(ev_act)(e, &v);
+            memcpy(out + t, &v, sizeof v);
+            t += 16;
+        } else {
+            F(epi_plane_vec)(e, t, out + t);
+            t++;
+        }
+    }
+}
+#undef EV_SEL
+#endif
+
+static inline __attribute__((always_inline)) void F(epi_plane_body)(const F(epi_ctx) *e, int64_t t, NN_T *restrict y) {
+#if !NN_IS_HALF
+    if (F(epi_vec_ok)(e)) {
+        F(epi_plane_vec)(e, t, y);
+        return;
+    }
+#endif
+    const int64_t HWo = e->HWo, oc = t % e->Cout;
+    const NN_T *bias = e->bias, *s2 = e->second ? e->second + t * HWo : NULL;
+    const NN_T b = bias ? bias[oc] : (NN_T)0;
+    const bool rr = e->residual_relu;
+    switch (e->act.kind) {
+    case CD_ACT_NONE: EPI_LOOP((void)0) break;
+    case CD_ACT_RELU: EPI_LOOP(v = v < (NN_T)0 ? (NN_T)0 : v) break;
+    case CD_ACT_RELU6: {
+        const NN_T th = (NN_T)e->act.a;
+        EPI_LOOP(v = v < (NN_T)0 ? (NN_T)0 : (v > th ? th : v))
+        break;
+    }
+    /* hard_swish and leaky_relu inline, in float exactly as cd_act_apply writes them (no
+     * multiply-add pair that could be contracted): the call per element dominated small
+     * convs. */
+    case CD_ACT_HARD_SWISH: {
+        const float hs_th = e->act.a, hs_scale = e->act.b, hs_off = e->act.c;
+        EPI_LOOP(float xf = (float)v; float tt = xf + hs_off;
+                 tt = tt < 0.0f ? 0.0f : (tt > hs_th ? hs_th : tt); v = (NN_T)(xf * tt / hs_scale))
+        break;
+    }
+    case CD_ACT_LEAKY_RELU: {
+        const float lr = e->act.a;
+        EPI_LOOP(float xf = (float)v; v = (NN_T)(xf < 0.0f ? lr * xf : xf))
+        break;
+    }
+    case CD_ACT_HARD_SIGMOID: { /* multiply and add with cd_act_apply's contraction (EPI_NOFMA) */
+        const float hs_a = e->act.a, hs_b = e->act.b;
+        EPI_LOOP(float tt = hs_a * (float)v + hs_b; v = (NN_T)(tt < 0.0f ? 0.0f : (tt > 1.0f ? 1.0f : tt)))
+        break;
+    }
+    case CD_ACT_PRELU: {
+        cd_act a = e->act;
+        const NN_T *al = e->alpha;
+        const int mode = e->prelu_mode;
+        EPI_LOOP(a.a = (float)(mode == 0 ? al[0] : mode == 1 ? al[oc] : al[oc * HWo + i]);
+                 v = (NN_T)cd_act_apply(&a, (float)v))
+        break;
+    }
+    default: {
+        const cd_act a = e->act;
+        EPI_LOOP(v = (NN_T)cd_act_apply(&a, (float)v))
+    }
+    }
+}
+#undef EPI_LOOP
+
+/* Planes [t0, t1) of out. One call per thread: the per-plane call through a function
+ * pointer cost as much as a 50-value plane's arithmetic. */
+static inline __attribute__((always_inline)) void F(epi_range_body)(const F(epi_ctx) *e, int64_t t0, int64_t t1,
+                                                                    NN_T *restrict out) {
+#if !NN_IS_HALF
+    if (e->HWo == 1 && F(epi_vec_ok)(e)) {
+        F(epi_flat_vec)(e, t0, t1, out);
+        return;
+    }
+#endif
+    for (int64_t t = t0; t < t1; t++) F(epi_plane_body)(e, t, out + t * e->HWo);
+}
+
+typedef void (*F(epi_range_fn))(const F(epi_ctx) *, int64_t, int64_t, NN_T *restrict);
+/* A multiply-add written in an activation (hard_sigmoid) is rounded as in cd_act_apply,
+ * whichever ISA level the epilogue is built for. On x86-64 cd_act_apply is built for the
+ * baseline ISA, which has no FMA, so the epilogue's AVX2/AVX-512 builds must not contract
+ * either. Elsewhere (aarch64: FMA in the baseline) the epilogue is built for the same ISA as
+ * cd_act_apply and contracts as it does (the aarch64 cross test checks it under qemu). */
+#ifdef NN_X86
+#define EPI_NOFMA __attribute__((optimize("fp-contract=off")))
+#else
+#define EPI_NOFMA
+#endif
+#define EPI_ARGS (const F(epi_ctx) *e, int64_t t0, int64_t t1, NN_T *restrict out)
+EPI_NOFMA static void F(epi_range_default) EPI_ARGS { F(epi_range_body)(e, t0, t1, out); }
+/* The half epilogue is not built for AVX512-FP16: GCC 12 turns its scalar selects into
+ * masked vmovsh forms the installed assembler rejects; the F16C build (convert, add in
+ * float, round to half: exact for one half + half) is as fast for this memory-bound pass. */
+#if defined(NN_X86) && !NN_IS_HALF
+EPI_NOFMA __attribute__((target(NN_ISA_FAST))) static void F(epi_range_fast) EPI_ARGS { F(epi_range_body)(e, t0, t1, out); }
+#endif
+#ifdef NN_X86
+EPI_NOFMA __attribute__((target(NN_ISA_MID))) static void F(epi_range_mid) EPI_ARGS { F(epi_range_body)(e, t0, t1, out); }
+#endif
+#undef EPI_ARGS
+
+static void F(epilogue)(cd_op_ctx *c, const conv_geo *g, NN_T *out) {
+    cd_value *bv = cd_in(c, "Bias", 0), *av = cd_in(c, "Prelu_alpha", 0), *sv = cd_in(c, "SecondInput", 0);
+    F(epi_ctx) e = {bv ? bv->data : NULL, av ? av->data : NULL, g->residual ? sv->data : NULL, g->act,
+                    g->prelu_mode, g->residual_relu, g->Ho * g->Wo, g->Cout};
+    if (!e.bias && e.act.kind == CD_ACT_NONE && !e.second) return;
+    F(epi_range_fn) range = F(epi_range_default);
+#ifdef NN_X86
+    __builtin_cpu_init();
+#if !NN_IS_HALF
+    if (NN_ISA_FAST_CHECK) range = F(epi_range_fast);
+    else
+#endif
+    if (NN_ISA_MID_CHECK) range = F(epi_range_mid);
+#endif
+    const int64_t total = g->N * g->Cout;
+    const int threads = c->threads;
+    const bool par = threads > 1 && total > 1 && total * e.HWo >= NN_PAR_MIN_WORK;
+    const int64_t parts = par ? threads : 1;
+    CD_PAR_FOR(par, threads, int64_t, p, parts, { range(&e, total * p / parts, total * (p + 1) / parts, out); });
+}
+
+static cd_status F(conv_fwd)(cd_op_ctx *c, const conv_geo *g, const NN_T *in, const NN_T *w, NN_T *out) {
+    const int64_t cig = g->Cin / g->groups, cog = g->Cout / g->groups, HWo = g->Ho * g->Wo;
+    const int K = (int)(cig * g->KH * g->KW);
+    if (cig == 1 && g->groups > 1) {
+        return F(conv_direct)(c, g, in, w, out, 0.0f);
+    }
+    bool pointwise = conv_pointwise(g);
+    /* Short reductions (a first layer over 3 channels: K = 27) run the direct kernel: building
+     * im2col panels cost more than the arithmetic. Same bits as the GEMM path
+     * (cd_conv_direct_f32). */
+#if !NN_IS_HALF
+    const bool direct = !pointwise && K <= CONV_DIRECT_MAX_K;
+#endif
+    for (int64_t n = 0; n < g->N; n++)
+        for (int64_t gr = 0; gr < g->groups; gr++) {
+            const NN_T *x = in + (n * g->Cin + gr * cig) * g->H * g->W;
+            const NN_T *a = w + gr * cog * K;
+            NN_T *y = out + (n * g->Cout + gr * cog) * HWo;
+#if !NN_IS_HALF
+            if (direct) {
+                cd_conv_direct_geo dg = {x, (int)cig, (int)g->H, (int)g->W, (int)g->KH, (int)g->KW, (int)g->sh,
+                                         (int)g->sw, (int)g->dh, (int)g->dw, (int)g->pt, (int)g->pl, (int)g->Ho,
+                                         (int)g->Wo};
+                if (!cd_conv_direct_f32(&dg, (int)cog, a, y, c->threads))
+                    return cd_op_fail(c, CD_E_NOMEM, "out of memory for the direct conv's scratch rows");
+                continue;
+            }
+#endif
+#if !NN_IS_HALF
+            const float *wt = c->state ? ((const conv_state *)c->state)->wt : NULL;
+            if (wt) { /* prepared: the filter k-major, for the one-column product */
+                GEMM((int)cog, 1, K, (NN_T)1, wt, (int)g->Cout, true, x, 1, false, (NN_T)0, y, 1, c->threads);
+                continue;
+            }
+#endif
+            if (pointwise) {
+                GEMM((int)cog, (int)HWo, K, (NN_T)1, a, K, false, x, (int)HWo, false, (NN_T)0, y, (int)HWo, c->threads);
+            } else {
+                F(im2col_ctx) ix = {x, (int)g->H, (int)g->W, (int)g->KH, (int)g->KW, (int)g->sh, (int)g->sw,
+                                    (int)g->dh, (int)g->dw, (int)g->pt, (int)g->pl, (int)g->Wo};
+                GEMM_PB((int)cog, (int)HWo, K, (NN_T)1, a, K, false, F(pack_im2col), &ix, (NN_T)0, y, (int)HWo, c->threads);
+            }
+        }
+    return CD_OK;
+}
+
+/* Transposed conv: per group, col[(oc,ky,kx)][pixel] = W_g^T x X_g over chunks of input
+ * pixels, then col2im scatters the taps into the output. */
+static cd_status F(conv_transpose_fwd)(cd_op_ctx *c, const conv_geo *g, const NN_T *in, const NN_T *w, NN_T *out) {
+    const int64_t cig = g->Cin / g->groups, cog = g->Cout / g->groups, HW = g->H * g->W, HWo = g->Ho * g->Wo;
+    const int64_t Mrows = cog * g->KH * g->KW;
+    /* bound the column buffer to ~16 MiB of elements */
+    int64_t chunk = imax64(1, imin64(HW, (int64_t)(4 << 20) / imax64(1, Mrows)));
+    NN_T *col = malloc((size_t)Mrows * chunk * sizeof(NN_T));
+    if (!col) return cd_op_fail(c, CD_E_NOMEM, "out of memory for the %lld x %lld column buffer", (long long)Mrows, (long long)chunk);
+    for (int64_t i = 0; i < g->N * g->Cout * HWo; i++) out[i] = (NN_T)0;
+    for (int64_t n = 0; n < g->N; n++)
+        for (int64_t gr = 0; gr < g->groups; gr++) {
+            const NN_T *x = in + (n * g->Cin + gr * cig) * HW;
+            const NN_T *a = w + gr * cig * Mrows; /* [cig x Mrows] row-major */
+            NN_T *y = out + (n * g->Cout + gr * cog) * HWo;
+            for (int64_t p0 = 0; p0 < HW; p0 += chunk) {
+                int64_t pc = imin64(chunk, HW - p0);
+                GEMM((int)Mrows, (int)pc, (int)cig, (NN_T)1, a, (int)Mrows, true, x + p0, (int)HW, false,
+                     (NN_T)0, col, (int)pc, c->threads);
+                const int threads = c->threads;
+                /* parallel over output channels: each writes only its own plane */
+#pragma omp parallel for num_threads(threads) schedule(static)
+                for (int64_t oc = 0; oc < cog; oc++) {
+                    NN_T *yp = y + oc * HWo;
+                    for (int64_t ky = 0; ky < g->KH; ky++)
+                        for (int64_t kx = 0; kx < g->KW; kx++) {
+                            const NN_T *cr = col + ((oc * g->KH + ky) * g->KW + kx) * pc;
+                            int64_t iy = p0 / g->W, ix = p0 % g->W;
+                            for (int64_t q = 0; q < pc; q++) {
+                                int64_t oy = iy * g->sh - g->pt + ky * g->dh, ox = ix * g->sw - g->pl + kx * g->dw;
+                                if (oy >= 0 && oy < g->Ho && ox >= 0 && ox < g->Wo) yp[oy * g->Wo + ox] += cr[q];
+                                if (++ix == g->W) { ix = 0; iy++; }
+                            }
+                        }
+                }
+            }
+        }
+    free(col);
+    return CD_OK;
+}
+
+static cd_status F(conv_run)(cd_op_ctx *c, const conv_geo *g) {
+    const NN_T *in = cd_in(c, "Input", 0)->data, *w = cd_in(c, "Filter", 0)->data;
+    NN_T *out = cd_out(c, "Output", 0)->data;
+    cd_status s = g->transpose ? F(conv_transpose_fwd)(c, g, in, w, out) : F(conv_fwd)(c, g, in, w, out);
+    if (s) return s;
+    F(epilogue)(c, g, out);
+    return CD_OK;
+}
+
+#undef CAT_
+#undef CAT
+#undef F
+#undef GEMM
+#undef GEMM_PB
+
+#undef NN_T
+#undef NN_S
+#undef NN_IS_HALF
+#undef NN_ISA_FAST
+#undef NN_ISA_FAST_CHECK
+#undef NN_ISA_MID
+#undef NN_ISA_MID_CHECK

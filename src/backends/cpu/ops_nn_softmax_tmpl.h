@@ -1,0 +1,82 @@
+/* The body of ops_nn_softmax.c's float and _Float16 variants (the *_tmpl.h idiom, docs/design.md
+ * §7): ops_nn_softmax.c includes it once per element type after defining NN_T, NN_S;
+ * it #undefs them at its end. Include it nowhere else. */
+#ifndef NN_T
+#error "ops_nn_softmax_tmpl.h: define NN_T and NN_S, then include (ops_nn_softmax.c does)"
+#endif
+#define CAT_(a, b) a##_##b
+#define CAT(a, b) CAT_(a, b)
+#define F(name) CAT(name, NN_S)
+
+#define SM_BLOCK 1024 /* inner values processed together (scratch per thread) */
+
+/* Softmax of one task t: outer index t / nblk, inner values of block t % nblk, with the
+ * thread's scratch (sum, mx: SM_BLOCK each). */
+static void F(sm_task)(const sm_geo *g, const NN_T *in, NN_T *out, int64_t t, int64_t nblk, float *sum, NN_T *mx) {
+    int64_t o = t / nblk, i0 = (t % nblk) * SM_BLOCK, bw = g->inner - i0 < SM_BLOCK ? g->inner - i0 : SM_BLOCK;
+    const NN_T *x = in + o * g->n * g->inner + i0;
+    NN_T *y = out + o * g->n * g->inner + i0;
+    for (int64_t i = 0; i < bw; i++) { mx[i] = x[i]; sum[i] = 0.0f; }
+    for (int64_t a = 1; a < g->n; a++) {
+        const NN_T *xr = x + a * g->inner;
+        for (int64_t i = 0; i < bw; i++)
+            if (xr[i] > mx[i] || xr[i] != xr[i]) mx[i] = xr[i];
+    }
+    for (int64_t a = 0; a < g->n; a++) {
+        const NN_T *xr = x + a * g->inner;
+        NN_T *yr = y + a * g->inner;
+        for (int64_t i = 0; i < bw; i++) {
+            NN_T d = xr[i] - mx[i];
+            NN_T e = (NN_T)expf((float)d);
+            sum[i] += (float)e;
+            yr[i] = g->log ? d : e;
+        }
+    }
+    if (g->log) {
+        /* log of the sum rounded to the storage type, then one subtraction in it */
+        for (int64_t i = 0; i < bw; i++) mx[i] = (NN_T)logf(sum[i]);
+        for (int64_t a = 0; a < g->n; a++) {
+            NN_T *yr = y + a * g->inner;
+            for (int64_t i = 0; i < bw; i++) yr[i] = yr[i] - mx[i];
+        }
+    } else {
+        for (int64_t a = 0; a < g->n; a++) {
+            NN_T *yr = y + a * g->inner;
+            for (int64_t i = 0; i < bw; i++) yr[i] = (NN_T)((float)yr[i] / sum[i]);
+        }
+    }
+}
+
+static bool F(sm_run)(const sm_geo *g, const NN_T *in, NN_T *out, int threads) {
+    const int64_t nblk = (g->inner + SM_BLOCK - 1) / SM_BLOCK, tasks = g->outer * nblk;
+    bool ok = true;
+    if (threads < 2 || g->outer * g->n * g->inner <= 16384) { /* no OpenMP region (backends/cpu/par.h) */
+        float *sum = malloc(SM_BLOCK * (sizeof(float) + sizeof(NN_T)));
+        if (!sum) return false;
+        for (int64_t t = 0; t < tasks; t++) F(sm_task)(g, in, out, t, nblk, sum, (NN_T *)(sum + SM_BLOCK));
+        free(sum);
+        return true;
+    }
+#pragma omp parallel num_threads(threads)
+    {
+        float *sum = malloc(SM_BLOCK * (sizeof(float) + sizeof(NN_T)));
+        NN_T *mx = sum ? (NN_T *)(sum + SM_BLOCK) : NULL;
+        if (!mx) {
+#pragma omp atomic write
+            ok = false;
+        }
+#pragma omp for schedule(static)
+        for (int64_t t = 0; t < tasks; t++)
+            if (mx) F(sm_task)(g, in, out, t, nblk, sum, mx);
+        free(sum);
+    }
+    return ok;
+}
+
+#undef SM_BLOCK
+#undef CAT_
+#undef CAT
+#undef F
+
+#undef NN_T
+#undef NN_S

@@ -1,0 +1,113 @@
+/* The float and _Float16 bodies of the RNN op (ops_rnn.c), the *_tmpl.h idiom (docs/design.md
+ * §7): ops_rnn.c includes it once per element type after defining RNN_T (element type),
+ * RNN_S (name suffix) and RNN_GEMM (the GEMM of that type); it #undefs them at its end.
+ * Include it nowhere else. */
+#ifndef RNN_T
+#error "ops_rnn_tmpl.h: define RNN_T, RNN_S and RNN_GEMM, then include (ops_rnn.c does)"
+#endif
+#define CAT_(a, b) a##_##b
+#define CAT(a, b) CAT_(a, b)
+#define F(name) CAT(name, RNN_S)
+
+/* One direction of one layer over the whole sequence.
+ *   in [T, N, in_l]; out column block d*H of [T, N, D*H]; h, cst [N, H] hold the initial
+ *   state on entry and the final state on exit; gx [T*N, G*H], gh [N, G*H] scratch. */
+static void F(rnn_dir)(const rnn_cfg *r, int d, const RNN_T *in, int64_t in_l, const RNN_T *w_ih, const RNN_T *w_hh,
+                       const RNN_T *b_ih, const RNN_T *b_hh, const int64_t *len, RNN_T *out, RNN_T *h, RNN_T *cst,
+                       RNN_T *gx, RNN_T *gh, int threads) {
+    const int64_t H = r->hidden, G = r->gates, GH = G * H, N = r->n, DH = r->dirs * H;
+    /* All input projections at once: gx = in * W_ih^T + b_ih. */
+    if (r->t * N > 0)
+        RNN_GEMM((int)(r->t * N), (int)GH, (int)in_l, (RNN_T)1, in, (int)in_l, false, w_ih, (int)in_l, true,
+                 (RNN_T)0, gx, (int)GH, threads);
+    for (int64_t i = 0; i < r->t * N; i++)
+        for (int64_t j = 0; j < GH; j++) gx[i * GH + j] += b_ih[j];
+    for (int64_t s = 0; s < r->t; s++) {
+        int64_t t = d == 0 ? s : r->t - 1 - s;
+        if (N > 0)
+            RNN_GEMM((int)N, (int)GH, (int)H, (RNN_T)1, h, (int)H, false, w_hh, (int)H, true, (RNN_T)0, gh,
+                     (int)GH, threads);
+        for (int64_t n = 0; n < N; n++) {
+            RNN_T *o = out + (t * N + n) * DH + d * H;
+            if (len && t >= len[n]) { /* padding step: state held, output zero */
+                for (int64_t k = 0; k < H; k++) o[k] = (RNN_T)0;
+                continue;
+            }
+            const RNN_T *x = gx + (t * N + n) * GH;
+            const RNN_T *u = gh + n * GH;
+            RNN_T *hn = h + n * H;
+            for (int64_t k = 0; k < H; k++) {
+                RNN_T hv;
+                switch (r->mode) {
+                case RNN_LSTM: {
+                    RNN_T gi = (RNN_T)sigmoid_f((float)(x[k] + (u[k] + b_hh[k])));
+                    RNN_T gf = (RNN_T)sigmoid_f((float)(x[H + k] + (u[H + k] + b_hh[H + k])));
+                    RNN_T gc = (RNN_T)tanhf((float)(x[2 * H + k] + (u[2 * H + k] + b_hh[2 * H + k])));
+                    RNN_T go = (RNN_T)sigmoid_f((float)(x[3 * H + k] + (u[3 * H + k] + b_hh[3 * H + k])));
+                    RNN_T cv = gf * cst[n * H + k] + gi * gc;
+                    cst[n * H + k] = cv;
+                    hv = go * (RNN_T)tanhf((float)cv);
+                    break;
+                }
+                case RNN_GRU: {
+                    RNN_T gr = (RNN_T)sigmoid_f((float)(x[k] + (u[k] + b_hh[k])));
+                    RNN_T gz = (RNN_T)sigmoid_f((float)(x[H + k] + (u[H + k] + b_hh[H + k])));
+                    RNN_T gc = (RNN_T)tanhf((float)(x[2 * H + k] + gr * (u[2 * H + k] + b_hh[2 * H + k])));
+                    hv = gz * hn[k] + ((RNN_T)1 - gz) * gc;
+                    break;
+                }
+                case RNN_TANH: hv = (RNN_T)tanhf((float)(x[k] + (u[k] + b_hh[k]))); break;
+                default: {
+                    RNN_T a = x[k] + (u[k] + b_hh[k]);
+                    hv = a < (RNN_T)0 ? (RNN_T)0 : a;
+                    break;
+                }
+                }
+                o[k] = hv;
+            }
+            /* h is read by every k above (GRU: hn[k] only, but the gemm of the next step reads
+             * all of h), so the new state is copied in after the row is complete. */
+            memcpy(hn, o, (size_t)H * sizeof(RNN_T));
+        }
+    }
+}
+
+/* The whole op for one element type: layers, directions, state copies. */
+static cd_status F(rnn_run)(cd_op_ctx *c, const rnn_cfg *r, const int64_t *len) {
+    const int64_t H = r->hidden, N = r->n, GH = (int64_t)r->gates * H, DH = (int64_t)r->dirs * H;
+    const int64_t TN = r->t * N;
+    size_t words = (size_t)(TN * DH /* ping-pong layer buffer */ + TN * GH + N * GH + 2 * N * H);
+    RNN_T *buf = cd_malloc((words ? words : 1) * sizeof(RNN_T), c->err);
+    if (!buf) return CD_E_NOMEM;
+    RNN_T *mid = buf, *gx = mid + TN * DH, *gh = gx + TN * GH, *h = gh + N * GH, *cs = h + N * H;
+    const RNN_T *h0 = r->h0->data, *c0 = r->c0 ? r->c0->data : NULL;
+    RNN_T *hs = r->h_out ? r->h_out->data : NULL, *csout = r->c_out ? r->c_out->data : NULL;
+    const RNN_T *in = r->x->data;
+    /* Layer outputs alternate between the scratch buffer and Out so that the last layer
+     * lands in Out: layer l writes Out when (layers - 1 - l) is even. */
+    for (int l = 0; l < r->layers; l++) {
+        RNN_T *dst = ((r->layers - 1 - l) % 2 == 0) ? (RNN_T *)r->out->data : mid;
+        int64_t in_l = l == 0 ? r->in : DH;
+        for (int d = 0; d < r->dirs; d++) {
+            int k = (l * r->dirs + d) * 2, kb = 2 * r->layers * r->dirs + k;
+            int64_t sidx = (int64_t)l * r->dirs + d;
+            memcpy(h, h0 + sidx * N * H, (size_t)(N * H) * sizeof(RNN_T));
+            if (c0) memcpy(cs, c0 + sidx * N * H, (size_t)(N * H) * sizeof(RNN_T));
+            F(rnn_dir)(r, d, in, in_l, r->w[k]->data, r->w[k + 1]->data, r->w[kb]->data,
+                          r->w[kb + 1]->data, len, dst, h, cs, gx, gh, c->threads);
+            if (hs) memcpy(hs + sidx * N * H, h, (size_t)(N * H) * sizeof(RNN_T));
+            if (csout) memcpy(csout + sidx * N * H, cs, (size_t)(N * H) * sizeof(RNN_T));
+        }
+        in = dst;
+    }
+    free(buf);
+    return CD_OK;
+}
+
+#undef CAT_
+#undef CAT
+#undef F
+
+#undef RNN_T
+#undef RNN_S
+#undef RNN_GEMM
