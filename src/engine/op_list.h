@@ -37,7 +37,7 @@ typedef enum {
     CD_ACC_REDUCE,
     CD_ACC_ALL
 } cd_opl_hazard;
-enum { CD_OPL_LINEAR = 1, CD_OPL_NOCPU = 2, CD_OPL_PLACEMENT = 4 };
+enum { CD_OPL_LINEAR = 1, CD_OPL_NOCPU = 2, CD_OPL_PLACEMENT = 4, CD_OPL_FUSED_ACT = 8 };
 typedef enum { CD_OPA_NONE = 0, CD_OPA_FLOAT, CD_OPA_BOOL, CD_OPA_CONST } cd_opa_kind;
 typedef struct {
     cd_opa_kind kind;

@@ -37,46 +37,37 @@ cd_value *cd_in_req(cd_op_ctx *c, const char *slot, int idx) {
 
 /* ---- fused activations ---- */
 
-static const struct { const char *name; cd_act_kind kind; } k_act_names[] = {
-    {"relu", CD_ACT_RELU}, {"relu6", CD_ACT_RELU6}, {"leaky_relu", CD_ACT_LEAKY_RELU},
-    {"sigmoid", CD_ACT_SIGMOID}, {"tanh", CD_ACT_TANH}, {"swish", CD_ACT_SWISH},
-    {"hard_swish", CD_ACT_HARD_SWISH}, {"hard_sigmoid", CD_ACT_HARD_SIGMOID},
-    {"prelu", CD_ACT_PRELU}, {"abs", CD_ACT_ABS}, {"gelu", CD_ACT_GELU}, {"exp", CD_ACT_EXP},
-    {"sqrt", CD_ACT_SQRT},
-};
+/* The fused activations are the op table's CD_OPL_FUSED_ACT entries (engine/op_list.def): their
+ * names, kinds (cd_act_kind) and the defaults of their standalone ops (docs/nb-format.md §7.21). */
+static const cd_op_info *fused_act(cd_act_kind k) {
+    for (int i = 0; i < CD_OPID_COUNT; i++) {
+        const cd_op_info *oi = cd_op_info_at((cd_op_id)i);
+        if ((oi->flags & CD_OPL_FUSED_ACT) && oi->kind == (int)k) return oi;
+    }
+    return NULL;
+}
 
 const char *cd_act_name(cd_act_kind k) {
     if (k == CD_ACT_NONE) return "none";
-    for (size_t i = 0; i < sizeof k_act_names / sizeof k_act_names[0]; i++)
-        if (k_act_names[i].kind == k) return k_act_names[i].name;
-    return "?";
+    const cd_op_info *oi = fused_act(k);
+    return oi ? oi->type : "?";
 }
 
-/* Default parameters per kind: those of the standalone op of that kind in the op table
- * (engine/op_list.def; docs/nb-format.md §7.21). */
 static void act_defaults(cd_act *a, cd_act_kind k) {
     cd_op_params p = {{0, 0, 0}};
-    for (int i = 0; i < CD_OPID_COUNT; i++) {
-        const cd_op_info *oi = cd_op_info_at((cd_op_id)i);
-        if (oi->kind == (int)k && (oi->group == CD_OPL_ACT || oi->id == CD_OPID_prelu)) {
-            cd_op_params_parse(NULL, oi, &p); /* no op: every slot its default */
-            break;
-        }
-    }
-    a->kind = k;
-    a->a = k == CD_ACT_NONE ? 0.0f : p.v[0];
-    a->b = k == CD_ACT_NONE ? 0.0f : p.v[1];
-    a->c = k == CD_ACT_NONE ? 0.0f : p.v[2];
+    const cd_op_info *oi = k == CD_ACT_NONE ? NULL : fused_act(k);
+    if (oi) cd_op_params_parse(NULL, oi, &p); /* no op: every slot its default */
+    *a = (cd_act){k, p.v[0], p.v[1], p.v[2]};
 }
 
 cd_status cd_act_from_name(cd_op_ctx *c, const char *name, cd_act *out) {
     act_defaults(out, CD_ACT_NONE);
     if (!name || !name[0]) return CD_OK;
-    for (size_t i = 0; i < sizeof k_act_names / sizeof k_act_names[0]; i++)
-        if (!strcmp(name, k_act_names[i].name)) {
-            act_defaults(out, k_act_names[i].kind);
-            return CD_OK;
-        }
+    const cd_op_info *oi = cd_op_info_find(name);
+    if (oi && (oi->flags & CD_OPL_FUSED_ACT)) {
+        act_defaults(out, (cd_act_kind)oi->kind);
+        return CD_OK;
+    }
     return cd_op_fail(c, CD_E_UNSUPPORTED,
                       "unknown fused activation '%s' (known: relu, relu6, leaky_relu, sigmoid, tanh, "
                       "swish, hard_swish, hard_sigmoid, prelu, abs, gelu, exp, sqrt)", name);

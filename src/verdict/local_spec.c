@@ -18,27 +18,30 @@ typedef struct act_info { double L, ulps, abs_terms; bool shrinks; } act_info;
 /* The fused activation's Lipschitz constant, own rounding, and whether |act(y)| <= |y| (then
  * |ref| is a lower bound of the pre-activation magnitude: the cheap check is valid). */
 static act_info act_of(const cd_op *op, const char *name) {
-    if (!name || !name[0] || !strcmp(name, "relu") || !strcmp(name, "relu6") || !strcmp(name, "abs"))
-        return (act_info){1, 0, 0, true};
-    if (!strcmp(name, "leaky_relu")) return (act_info){1, 1, 0, true};
-    if (!strcmp(name, "prelu")) return (act_info){1, 1, 0, false};
-    if (!strcmp(name, "hard_swish")) {
+    if (!name || !name[0]) return (act_info){1, 0, 0, true};
+    switch (cd_op_id_of(name)) {
+    case CD_OPID_relu:
+    case CD_OPID_relu6:
+    case CD_OPID_abs: return (act_info){1, 0, 0, true};
+    case CD_OPID_leaky_relu: return (act_info){1, 1, 0, true};
+    case CD_OPID_prelu: return (act_info){1, 1, 0, false};
+    case CD_OPID_hard_swish: {
         double th = cd_attr_float(op, "hard_swish_threshold", 6), sc = cd_attr_float(op, "hard_swish_scale", 6),
                off = cd_attr_float(op, "hard_swish_offset", 3);
         double L = sc != 0 ? fabs((2 * th - off) / sc) : 1;
         if (!(L >= 1)) L = 1;
         return (act_info){L, 6, fabs(off), th <= sc};
     }
-    if (!strcmp(name, "hard_sigmoid")) {
+    case CD_OPID_hard_sigmoid: {
         double sl = cd_attr_float(op, "slope", 0.2), off = cd_attr_float(op, "offset", 0.5);
         return (act_info){fabs(sl), 2, 1 + 2 * fabs(off), false};
     }
-    if (!strcmp(name, "sigmoid")) return (act_info){0.25, 8, 0, false};
-    if (!strcmp(name, "tanh")) return (act_info){1, 8, 0, true};
-    if (!strcmp(name, "swish")) return (act_info){1.1, 10, 0, true};
-    if (!strcmp(name, "gelu")) return (act_info){1.13, 20, 0, true};
-    /* exp, sqrt and unknown fused activations: no bounded slope */
-    return (act_info){-1, 0, 0, false};
+    case CD_OPID_sigmoid: return (act_info){0.25, 8, 0, false};
+    case CD_OPID_tanh: return (act_info){1, 8, 0, true};
+    case CD_OPID_swish: return (act_info){1.1, 10, 0, true};
+    case CD_OPID_gelu: return (act_info){1.13, 20, 0, true};
+    default: return (act_info){-1, 0, 0, false}; /* exp, sqrt and unknown fused activations: no bounded slope */
+    }
 }
 
 static const char *fused_act_name(const cd_op *op) {

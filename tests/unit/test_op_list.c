@@ -156,3 +156,18 @@ Test(op_list, params_parse_defaults_and_attributes) {
     cr_assert(p.v[0] == 0.0f);
     cd_graph_free(g);
 }
+
+/* The fused activations (conv's act_type, fc's activation_type, ...) are the CD_OPL_FUSED_ACT
+ * entries: one per cd_act_kind 1..CD_ACT_SQRT, named by cd_act_name. */
+Test(op_list, fused_activations_are_the_cd_act_kinds) {
+    int seen[CD_ACT_SQRT + 1] = {0};
+    for (int i = 0; i < CD_OPID_COUNT; i++) {
+        const cd_op_info *oi = cd_op_info_at((cd_op_id)i);
+        if (!(oi->flags & CD_OPL_FUSED_ACT)) continue;
+        cr_assert(oi->kind >= 1 && oi->kind <= CD_ACT_SQRT, "%s: kind %d is not a cd_act_kind", oi->type, oi->kind);
+        seen[oi->kind]++;
+        cr_assert_str_eq(cd_act_name((cd_act_kind)oi->kind), oi->type);
+    }
+    for (int k = 1; k <= CD_ACT_SQRT; k++) cr_assert_eq(seen[k], 1, "cd_act_kind %d: %d FUSED_ACT entries", k, seen[k]);
+    cr_assert(!(cd_op_info_find("silu")->flags & CD_OPL_FUSED_ACT), "silu is no fused activation name");
+}
