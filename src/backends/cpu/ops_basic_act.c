@@ -63,13 +63,9 @@ static inline float softplus_f(float x, float beta, float thr) {
 #define UN_T float
 #define UN_NAME unary_f32
 #include "ops_basic_act_tmpl.h"
-#undef UN_T
-#undef UN_NAME
 #define UN_T f16
 #define UN_NAME unary_f16
 #include "ops_basic_act_tmpl.h"
-#undef UN_T
-#undef UN_NAME
 
 /* ------------------------------------------------------------------ op glue */
 

@@ -2,7 +2,8 @@
  *
  * A part of ops_basic_act.c's template body, not a header: ops_basic_act.c includes it once
  * per storage type with UN_T (float, _Float16) and UN_NAME (the function's name) defined, and
- * un_cfg, PFOR/FLOOP/TLOOP, gelu_f and softplus_f in scope. Include it nowhere else.
+ * un_cfg, PFOR/FLOOP/TLOOP, gelu_f and softplus_f in scope; it #undefs UN_T and UN_NAME at its
+ * end. Include it nowhere else.
  *
  * Cases: U_ACT (the cd_act kinds, engine/ops.h), the standalone-only kinds of the op table
  * (CD_K_<type>, engine/op_list.def: the same numbers as the kernels' K_<TYPE>), U_AFFINE
@@ -79,3 +80,6 @@ static void UN_NAME(const UN_T *in, UN_T *out, int64_t n, const un_cfg *u, int t
     }
     }
 }
+
+#undef UN_T
+#undef UN_NAME

@@ -159,119 +159,147 @@ static inline int64_t i64_pow(int64_t x, int64_t y, int64_t lo, int64_t hi) {
 #define BIN_NAME add_f32
 #define BIN_EXPR x + y
 #include "ops_basic_eltwise_tmpl.h"
+#define BIN_T float
 #define BIN_NAME sub_f32
 #define BIN_EXPR x - y
 #include "ops_basic_eltwise_tmpl.h"
+#define BIN_T float
 #define BIN_NAME mul_f32
 #define BIN_EXPR x * y
 #include "ops_basic_eltwise_tmpl.h"
+#define BIN_T float
 #define BIN_NAME div_f32
 #define BIN_EXPR x / y
 #include "ops_basic_eltwise_tmpl.h"
+#define BIN_T float
 #define BIN_NAME max_f32
 #define BIN_EXPR FMAX(x, y)
 #include "ops_basic_eltwise_tmpl.h"
+#define BIN_T float
 #define BIN_NAME min_f32
 #define BIN_EXPR FMIN(x, y)
 #include "ops_basic_eltwise_tmpl.h"
+#define BIN_T float
 #define BIN_NAME pow_f32
 #define BIN_EXPR powf(x, y)
 #include "ops_basic_eltwise_tmpl.h"
+#define BIN_T float
 #define BIN_NAME floordiv_f32
 #define BIN_EXPR fl_floordiv(x, y)
 #include "ops_basic_eltwise_tmpl.h"
+#define BIN_T float
 #define BIN_NAME mod_f32
 #define BIN_EXPR fl_mod(x, y)
 #include "ops_basic_eltwise_tmpl.h"
-#undef BIN_T
 #define BIN_T f16
 #define BIN_NAME add_f16
 #define BIN_EXPR x + y
 #include "ops_basic_eltwise_tmpl.h"
+#define BIN_T f16
 #define BIN_NAME sub_f16
 #define BIN_EXPR x - y
 #include "ops_basic_eltwise_tmpl.h"
+#define BIN_T f16
 #define BIN_NAME mul_f16
 #define BIN_EXPR x * y
 #include "ops_basic_eltwise_tmpl.h"
+#define BIN_T f16
 #define BIN_NAME div_f16
 #define BIN_EXPR x / y
 #include "ops_basic_eltwise_tmpl.h"
+#define BIN_T f16
 #define BIN_NAME max_f16
 #define BIN_EXPR FMAX(x, y)
 #include "ops_basic_eltwise_tmpl.h"
+#define BIN_T f16
 #define BIN_NAME min_f16
 #define BIN_EXPR FMIN(x, y)
 #include "ops_basic_eltwise_tmpl.h"
+#define BIN_T f16
 #define BIN_NAME pow_f16
 #define BIN_EXPR (f16)powf((float)x, (float)y)
 #include "ops_basic_eltwise_tmpl.h"
+#define BIN_T f16
 #define BIN_NAME floordiv_f16
 #define BIN_EXPR h_floordiv(x, y)
 #include "ops_basic_eltwise_tmpl.h"
+#define BIN_T f16
 #define BIN_NAME mod_f16
 #define BIN_EXPR h_mod(x, y)
 #include "ops_basic_eltwise_tmpl.h"
-#undef BIN_T
 /* Integer add/sub/mul wrap (computed unsigned: signed overflow is UB in C). */
 #define BIN_T int32_t
 #define BIN_NAME add_i32
 #define BIN_EXPR (int32_t)((uint32_t)x + (uint32_t)y)
 #include "ops_basic_eltwise_tmpl.h"
+#define BIN_T int32_t
 #define BIN_NAME sub_i32
 #define BIN_EXPR (int32_t)((uint32_t)x - (uint32_t)y)
 #include "ops_basic_eltwise_tmpl.h"
+#define BIN_T int32_t
 #define BIN_NAME mul_i32
 #define BIN_EXPR (int32_t)((uint32_t)x * (uint32_t)y)
 #include "ops_basic_eltwise_tmpl.h"
+#define BIN_T int32_t
 #define BIN_NAME div_i32
 #define BIN_EXPR IDIV(int32_t, x, y)
 #include "ops_basic_eltwise_tmpl.h"
+#define BIN_T int32_t
 #define BIN_NAME max_i32
 #define BIN_EXPR FMAX(x, y)
 #include "ops_basic_eltwise_tmpl.h"
+#define BIN_T int32_t
 #define BIN_NAME min_i32
 #define BIN_EXPR FMIN(x, y)
 #include "ops_basic_eltwise_tmpl.h"
+#define BIN_T int32_t
 #define BIN_NAME pow_i32
 #define BIN_EXPR (int32_t)i64_pow(x, y, INT32_MIN, INT32_MAX)
 #include "ops_basic_eltwise_tmpl.h"
+#define BIN_T int32_t
 #define BIN_NAME floordiv_i32
 #define BIN_EXPR (int32_t)i64_floordiv(x, y)
 #include "ops_basic_eltwise_tmpl.h"
+#define BIN_T int32_t
 #define BIN_NAME mod_i32
 #define BIN_EXPR (int32_t)i64_mod(x, y)
 #include "ops_basic_eltwise_tmpl.h"
-#undef BIN_T
 #define BIN_T int64_t
 #define BIN_NAME add_i64
 #define BIN_EXPR (int64_t)((uint64_t)x + (uint64_t)y)
 #include "ops_basic_eltwise_tmpl.h"
+#define BIN_T int64_t
 #define BIN_NAME sub_i64
 #define BIN_EXPR (int64_t)((uint64_t)x - (uint64_t)y)
 #include "ops_basic_eltwise_tmpl.h"
+#define BIN_T int64_t
 #define BIN_NAME mul_i64
 #define BIN_EXPR (int64_t)((uint64_t)x * (uint64_t)y)
 #include "ops_basic_eltwise_tmpl.h"
+#define BIN_T int64_t
 #define BIN_NAME div_i64
 #define BIN_EXPR IDIV(int64_t, x, y)
 #include "ops_basic_eltwise_tmpl.h"
+#define BIN_T int64_t
 #define BIN_NAME max_i64
 #define BIN_EXPR FMAX(x, y)
 #include "ops_basic_eltwise_tmpl.h"
+#define BIN_T int64_t
 #define BIN_NAME min_i64
 #define BIN_EXPR FMIN(x, y)
 #include "ops_basic_eltwise_tmpl.h"
+#define BIN_T int64_t
 #define BIN_NAME pow_i64
 #define BIN_EXPR i64_pow(x, y, INT64_MIN, INT64_MAX)
 #include "ops_basic_eltwise_tmpl.h"
+#define BIN_T int64_t
 #define BIN_NAME floordiv_i64
 #define BIN_EXPR i64_floordiv(x, y)
 #include "ops_basic_eltwise_tmpl.h"
+#define BIN_T int64_t
 #define BIN_NAME mod_i64
 #define BIN_EXPR i64_mod(x, y)
 #include "ops_basic_eltwise_tmpl.h"
-#undef BIN_T
 
 /* ------------------------------------------------------------------ op logic */
 

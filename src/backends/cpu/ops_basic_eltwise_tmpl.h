@@ -5,7 +5,7 @@
  * A part of ops_basic_eltwise.c's template body, not a header: ops_basic_eltwise.c includes it
  * once per (storage type, op) with BIN_T (the type), BIN_NAME (the function's name) and
  * BIN_EXPR (the expression of x and y, in BIN_T) defined, and bcast, bcast_row and PAR_MIN in
- * scope; it undefines BIN_NAME and BIN_EXPR (BIN_T stays for the next op of the same type).
+ * scope; it #undefs BIN_T, BIN_NAME and BIN_EXPR at its end.
  * Include it nowhere else. */
 #ifndef BIN_T
 #error "a part of ops_basic_eltwise.c's template body: included by ops_basic_eltwise.c only"
@@ -43,5 +43,6 @@ static void BIN_NAME(const bcast *b, const BIN_T *X, const BIN_T *Y, BIN_T *O, i
     });
 }
 
+#undef BIN_T
 #undef BIN_NAME
 #undef BIN_EXPR

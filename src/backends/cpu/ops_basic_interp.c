@@ -171,13 +171,9 @@ static void axis_taps(const interp_cfg *k, int64_t in, int64_t out, float ratio,
 #define IP_T float
 #define IP_NAME interp_f32
 #include "ops_basic_interp_tmpl.h"
-#undef IP_T
-#undef IP_NAME
 #define IP_T f16
 #define IP_NAME interp_f16
 #include "ops_basic_interp_tmpl.h"
-#undef IP_T
-#undef IP_NAME
 
 cd_status cd_basic_interp_run(cd_op_ctx *c) {
     cd_value *x = cd_in(c, "X", 0), *o = cd_out(c, "Out", 0);

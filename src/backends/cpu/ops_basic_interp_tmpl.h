@@ -3,7 +3,7 @@
  *
  * A part of ops_basic_interp.c's template body, not a header: ops_basic_interp.c includes it
  * once per storage type with IP_T (float, _Float16) and IP_NAME (the function's name) defined
- * and interp_cfg in scope. Include it nowhere else. */
+ * and interp_cfg in scope; it #undefs IP_T and IP_NAME at its end. Include it nowhere else. */
 #ifndef IP_T
 #error "a part of ops_basic_interp.c's template body: included by ops_basic_interp.c only"
 #endif
@@ -30,3 +30,6 @@ static void IP_NAME(const interp_cfg *k, int64_t planes, const IP_T *in, IP_T *o
         }
     });
 }
+
+#undef IP_T
+#undef IP_NAME
