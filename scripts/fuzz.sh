@@ -2,7 +2,7 @@
 # Builds the libFuzzer harnesses (tests/fuzz/fuzz_*.c) in a separate clang configuration
 # (CLDIFF_FUZZ=ON: libFuzzer + AddressSanitizer + UndefinedBehaviorSanitizer) and runs them.
 #
-#   scripts/fuzz.sh --ci                 each fuzzer 10 s after replaying its seeds and regressions
+#   scripts/fuzz.sh --ci                 each fuzzer 3 s after replaying its seeds and regressions
 #                                        (CI; ctest entry fuzz_ci), fails on any crash
 #   scripts/fuzz.sh --long SECONDS       each fuzzer SECONDS: the real fuzzing, on demand (e.g.
 #                                        --long 3600 overnight; corpora grow and persist)
@@ -20,12 +20,12 @@
 set -u
 here="$(cd "$(dirname "$0")/.." && pwd)"
 mode=ci
-secs=10
+secs=3
 build="$here/build-fuzz"
 only="nb dump policy npy png"
 while [ $# -gt 0 ]; do
     case "$1" in
-        --ci) mode=ci; secs=10 ;;
+        --ci) mode=ci; secs=3 ;;
         --long) mode=long; secs=${2:?--long needs SECONDS}; shift ;;
         --regress) mode=regress ;;
         --build) build=${2:?--build needs DIR}; shift ;;
