@@ -78,17 +78,16 @@ cd_status cd_fb_field(cd_fb *fb, const cd_fb_table *t, int slot, size_t size, si
     return CD_OK;
 }
 
-#define SCALAR_GETTER(fn, T, SZ)                                                              \
-    cd_status fn(cd_fb *fb, const cd_fb_table *t, int slot, T dflt, T *out, cd_error *err) { \
-        size_t o;                                                                             \
-        *out = dflt;                                                                          \
-        if (cd_fb_field(fb, t, slot, SZ, &o, err)) return err ? err->code : CD_E_MODEL;       \
-        if (o) memcpy(out, fb->buf + o, SZ);                                                  \
-        return CD_OK;                                                                         \
-    }
-SCALAR_GETTER(cd_fb_i32, int32_t, 4)
-SCALAR_GETTER(cd_fb_i64, int64_t, 8)
-SCALAR_GETTER(cd_fb_u8, uint8_t, 1)
+/* The integer field getters, one body per type (fb_getter_tmpl.h). */
+#define FG_NAME cd_fb_i32
+#define FG_T int32_t
+#include "fb_getter_tmpl.h"
+#define FG_NAME cd_fb_i64
+#define FG_T int64_t
+#include "fb_getter_tmpl.h"
+#define FG_NAME cd_fb_u8
+#define FG_T uint8_t
+#include "fb_getter_tmpl.h"
 
 cd_status cd_fb_f32(cd_fb *fb, const cd_fb_table *t, int slot, float *out, cd_error *err) {
     size_t o;

@@ -209,16 +209,17 @@ cd_status cd_basic_unary_infer(cd_op_ctx *c) {
 }
 
 /* Integer scale: computed in double, truncated toward zero and saturated (Paddle casts the
- * float result back to the integer type). */
-#define DEF_ISCALE(T, NAME, LO, HI)                                                                    \
-    static void NAME(const T *in, T *out, int64_t n, const un_cfg *u) {                                \
-        for (int64_t i = 0; i < n; i++) {                                                              \
-            double v = u->p2 != 0.0f ? ((double)in[i] + u->p1) * u->p0 : (double)in[i] * u->p0 + u->p1; \
-            out[i] = v <= (double)(LO) ? (LO) : (v >= (double)(HI) ? (HI) : (T)v);                     \
-        }                                                                                              \
-    }
-DEF_ISCALE(int32_t, iscale_i32, INT32_MIN, INT32_MAX)
-DEF_ISCALE(int64_t, iscale_i64, INT64_MIN, INT64_MAX)
+ * float result back to the integer type; ops_basic_act_iscale_tmpl.h). */
+#define IS_T int32_t
+#define IS_NAME iscale_i32
+#define IS_LO INT32_MIN
+#define IS_HI INT32_MAX
+#include "ops_basic_act_iscale_tmpl.h"
+#define IS_T int64_t
+#define IS_NAME iscale_i64
+#define IS_LO INT64_MIN
+#define IS_HI INT64_MAX
+#include "ops_basic_act_iscale_tmpl.h"
 
 cd_status cd_basic_unary_run(cd_op_ctx *c) {
     cd_value *x = cd_in(c, "X", 0), *o = cd_out(c, "Out", 0);

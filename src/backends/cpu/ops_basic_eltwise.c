@@ -417,20 +417,14 @@ static inline float gelu_f(float x, bool approx) {
     return 0.5f * x * erfcf(-x * 0.7071067811865476f);
 }
 
-/* Fused post-stage on a float/half output: optional affine then activation, in float. */
-#define DEF_POST(T, NAME)                                                                             \
-    static void NAME(T *o, int64_t n, const elt_cfg *e, int threads) {                               \
-        const cd_act a = e->act;                                                                     \
-        const float sc = e->scale, bi = e->bias;                                                     \
-        const bool aff = e->fuse_scale;                                                              \
-        CD_PAR_FOR(n >= PAR_MIN, threads, int64_t, i, n, {                                           \
-            float v = (float)o[i];                                                                   \
-            if (aff) v = sc * v + bi;                                                                \
-            o[i] = (T)(a.kind == CD_ACT_GELU ? gelu_f(v, a.a != 0.0f) : cd_act_apply(&a, v));         \
-        });                                                                                          \
-    }
-DEF_POST(float, post_f32)
-DEF_POST(f16, post_f16)
+/* Fused post-stage on a float/half output: optional affine then activation, in float
+ * (ops_basic_eltwise_post_tmpl.h). */
+#define PS_T float
+#define PS_NAME post_f32
+#include "ops_basic_eltwise_post_tmpl.h"
+#define PS_T f16
+#define PS_NAME post_f16
+#include "ops_basic_eltwise_post_tmpl.h"
 
 static bool has_zero(const cd_value *v) {
     int64_t n = cd_value_numel(v);

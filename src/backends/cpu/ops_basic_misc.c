@@ -128,17 +128,13 @@ cd_status cd_basic_calib_infer(cd_op_ctx *c) {
     return CD_OK;
 }
 
-/* round half away from zero, as the int8 kernels quantise */
-#define DEF_FAKEQ(T, NAME)                                                                     \
-    static void NAME(const T *in, T *out, int64_t n, float scale, int threads) {              \
-        CD_PAR_FOR(n >= PAR_MIN, threads, int64_t, i, n, {                                                      \
-            float q = roundf((float)in[i] / scale);                                            \
-            q = q < -127.0f ? -127.0f : (q > 127.0f ? 127.0f : q);                             \
-            out[i] = (T)(q * scale);                                                           \
-        });                                                                                      \
-    }
-DEF_FAKEQ(float, fakeq_f32)
-DEF_FAKEQ(f16, fakeq_f16)
+/* round half away from zero, as the int8 kernels quantise (ops_basic_misc_fakeq_tmpl.h) */
+#define FQ_T float
+#define FQ_NAME fakeq_f32
+#include "ops_basic_misc_fakeq_tmpl.h"
+#define FQ_T f16
+#define FQ_NAME fakeq_f16
+#include "ops_basic_misc_fakeq_tmpl.h"
 
 cd_status cd_basic_calib_run(cd_op_ctx *c) {
     cd_value *x = cd_in(c, "Input", 0), *o = cd_out(c, "Out", 0);
@@ -284,27 +280,23 @@ cd_status cd_basic_argmax_infer(cd_op_ctx *c) {
     return CD_OK;
 }
 
-/* First index of the maximum (ties -> lowest index); NaN never wins. */
-#define DEF_ARGMAX(T, NAME)                                                                    \
-    static void NAME(const T *x, const argmax_cfg *a, cd_value *o) {                           \
-        for (int64_t p = 0; p < a->outer; p++)                                                 \
-            for (int64_t q = 0; q < a->inner; q++) {                                           \
-                const T *b = x + p * a->len * a->inner + q;                                    \
-                int64_t best = 0;                                                              \
-                T bv = b[0];                                                                   \
-                for (int64_t k = 1; k < a->len; k++) {                                         \
-                    T v = b[k * a->inner];                                                     \
-                    if (v > bv || (bv != bv && v == v)) { bv = v; best = k; }                  \
-                }                                                                              \
-                int64_t oi = p * a->inner + q;                                                 \
-                if (o->dtype == CD_I64) ((int64_t *)o->data)[oi] = best;                       \
-                else ((int32_t *)o->data)[oi] = (int32_t)best;                                 \
-            }                                                                                  \
-    }
-DEF_ARGMAX(float, argmax_f32)
-DEF_ARGMAX(f16, argmax_f16)
-DEF_ARGMAX(int32_t, argmax_i32)
-DEF_ARGMAX(int64_t, argmax_i64)
+/* First index of the maximum (ties -> lowest index); NaN never wins (ops_basic_misc_argmax_tmpl.h). */
+#define AM_T float
+#define AM_NAME argmax_f32
+#define AM_ISNAN(v) ((v) != (v))
+#include "ops_basic_misc_argmax_tmpl.h"
+#define AM_T f16
+#define AM_NAME argmax_f16
+#define AM_ISNAN(v) ((v) != (v))
+#include "ops_basic_misc_argmax_tmpl.h"
+#define AM_T int32_t
+#define AM_NAME argmax_i32
+#define AM_ISNAN(v) 0
+#include "ops_basic_misc_argmax_tmpl.h"
+#define AM_T int64_t
+#define AM_NAME argmax_i64
+#define AM_ISNAN(v) 0
+#include "ops_basic_misc_argmax_tmpl.h"
 
 cd_status cd_basic_argmax_run(cd_op_ctx *c) {
     cd_value *x = cd_in(c, "X", 0), *o = cd_out(c, "Out", 0);
