@@ -253,6 +253,7 @@ static inline int64_t imax64(int64_t a, int64_t b) { return a > b ? a : b; }
  * AVX512-FP16 code where the machine has it. */
 #if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
 #define NN_X86 1
+#include <immintrin.h>
 #endif
 /* Below this many multiply-adds an op runs on one thread: a parallel region costs a
  * thread wake-up and a join, which on a loaded machine can exceed the whole op. */

@@ -170,6 +170,68 @@ F(dw_run)(const F(dw_geo) *d, const NN_T *restrict xr0, const NN_T *restrict wk,
     }
 }
 
+#if NN_IS_HALF && defined(NN_X86)
+/* F(dw_run) for stride 1 on AVX2 + F16C machines, the way gemm_tmpl.h's micro_avx2 does the
+ * half GEMM: GCC compiles the 16-lane half vector code of F(dw_run) lane by lane there; this
+ * does every step on 8 lanes with one instruction, with the same arithmetic per column: for
+ * each tap (ky outer, kx inner) p = half(w * x), acc = half(p + acc), acc from +0, the
+ * conversions in the current MXCSR mode. NV vectors of 16 columns = 2 * NV float registers.
+ * Where both operands of a multiply or an add are NaN, x86 returns the first one's payload:
+ * the operand order is pinned (asm) to the one GCC gives the lane-by-lane code, x * w and
+ * p + acc, which it would otherwise choose freely. */
+#define RH(x) _mm256_cvtph_ps(_mm256_cvtps_ph((x), _MM_FROUND_CUR_DIRECTION))
+#define DW_OP2(OP, A, B)                                                                           \
+    ({                                                                                             \
+        __m256 r_;                                                                                 \
+        __asm__(OP " %2, %1, %0" : "=x"(r_) : "x"(A), "x"(B));                                     \
+        r_;                                                                                        \
+    })
+static inline __attribute__((always_inline)) void F(dw_run_f16c_nv)(const F(dw_geo) *d, const NN_T *restrict xr0,
+                                                                    const NN_T *restrict wk, NN_T *restrict yr,
+                                                                    const int nv, int ncols, int ky0, int ky1) {
+    const int KW = d->KW, dw = d->dw;
+    const size_t rstep = (size_t)d->dh * d->Wp;
+    __m256 acc[2 * DW_NVMAX / 2];
+#pragma GCC unroll 8
+    for (int u = 0; u < 2 * nv; u++) acc[u] = _mm256_setzero_ps();
+    for (int ky = ky0; ky < ky1; ky++) {
+        const NN_T *xr = xr0 + (size_t)ky * rstep;
+        for (int kx = 0; kx < KW; kx++) {
+            const __m256 wv = _mm256_set1_ps((float)wk[ky * KW + kx]);
+            const NN_T *xk = xr + kx * dw;
+#pragma GCC unroll 8
+            for (int u = 0; u < 2 * nv; u++) {
+                const __m256 xv = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(xk + 8 * u)));
+                acc[u] = RH(DW_OP2("vaddps", RH(DW_OP2("vmulps", xv, wv)), acc[u]));
+            }
+        }
+    }
+#pragma GCC unroll 8
+    for (int u = 0; u < 2 * nv; u++) {
+        const int n = ncols - 8 * u;
+        const __m128i h = _mm256_cvtps_ph(acc[u], _MM_FROUND_CUR_DIRECTION);
+        if (n >= 8) _mm_storeu_si128((__m128i *)(yr + 8 * u), h);
+        else if (n > 0) {
+            NN_T t[8];
+            _mm_storeu_si128((__m128i *)t, h);
+            memcpy(yr + 8 * u, t, (size_t)n * sizeof(NN_T));
+        }
+    }
+}
+#undef RH
+#undef DW_OP2
+__attribute__((target("avx2,f16c"), noinline)) static void F(dw_run_f16c)(const F(dw_geo) *d, const NN_T *restrict xr0,
+                                                                           const NN_T *restrict wk, NN_T *restrict yr,
+                                                                           int nv, int ncols, int ky0, int ky1) {
+    switch (nv) {
+    case 1: F(dw_run_f16c_nv)(d, xr0, wk, yr, 1, ncols, ky0, ky1); break;
+    case 2: F(dw_run_f16c_nv)(d, xr0, wk, yr, 2, ncols, ky0, ky1); break;
+    case 3: F(dw_run_f16c_nv)(d, xr0, wk, yr, 3, ncols, ky0, ky1); break;
+    default: F(dw_run_f16c_nv)(d, xr0, wk, yr, 4, ncols, ky0, ky1); break;
+    }
+}
+#endif
+
 #define DW_RUN_NV(SW)                                                                              \
     switch (nv) {                                                                                  \
     case 1: F(dw_run)(d, xr0, wk, yr, 1, SW, ncols, ky0, ky1); break;                                        \
@@ -187,7 +249,7 @@ F(dw_run)(const F(dw_geo) *d, const NN_T *restrict xr0, const NN_T *restrict wk,
  * 16-lane vector takes several registers). */
 static inline __attribute__((always_inline)) void
 F(dw_plane_body)(const F(dw_geo) *d, const NN_T *restrict xp, const NN_T *restrict wk, NN_T *restrict y,
-                 const int nvmax) {
+                 const int nvmax, const int f16c) {
     const int Wo = d->Wo, sw = d->sw, Wp = d->Wp;
     for (int oy = 0; oy < d->Ho; oy++) {
         NN_T *yrow = y + (size_t)oy * Wo;
@@ -198,6 +260,10 @@ F(dw_plane_body)(const F(dw_geo) *d, const NN_T *restrict xp, const NN_T *restri
             const int ncols = Wo - ox < nv * DW_VL ? Wo - ox : nv * DW_VL;
             const NN_T *xr0 = xp + (size_t)oy * d->sh * Wp + (size_t)ox * sw;
             NN_T *yr = yrow + ox;
+#if NN_IS_HALF && defined(NN_X86)
+            if (f16c && sw == 1) F(dw_run_f16c)(d, xr0, wk, yr, nv, ncols, ky0, ky1);
+            else
+#endif
             if (sw == 1) { DW_RUN_NV(1) }
             else if (sw == 2) { DW_RUN_NV(2) }
             else { DW_RUN_NV(sw) }
@@ -223,7 +289,7 @@ typedef struct {
  * thread and op: a call per plane through a function pointer cost as much as a plane of a
  * 1x50 map. */
 static inline __attribute__((always_inline)) void F(dw_planes_body)(const F(dw_job) *j, int64_t t0, int64_t t1,
-                                                                    NN_T *restrict xp, const int nvmax) {
+                                                                    NN_T *restrict xp, const int nvmax, const int f16c) {
     int64_t last_ic = -1;
     const int64_t cols = imin64(j->W, j->Wp - j->pl);
     for (int64_t t = t0; t < t1; t++) {
@@ -242,16 +308,19 @@ static inline __attribute__((always_inline)) void F(dw_planes_body)(const F(dw_j
             }
             last_ic = ic;
         }
-        F(dw_plane_body)(&j->d, xp, j->w + oc * j->KHW, j->out + t * j->HWo, nvmax);
+        F(dw_plane_body)(&j->d, xp, j->w + oc * j->KHW, j->out + t * j->HWo, nvmax, f16c);
     }
 }
 
 typedef void (*F(dw_planes_fn))(const F(dw_job) *, int64_t, int64_t, NN_T *restrict);
 #define DW_ARGS (const F(dw_job) *j, int64_t t0, int64_t t1, NN_T *restrict xp)
-static void F(dw_planes_default) DW_ARGS { F(dw_planes_body)(j, t0, t1, xp, 2); }
+static void F(dw_planes_default) DW_ARGS { F(dw_planes_body)(j, t0, t1, xp, 2, 0); }
 #ifdef NN_X86
-__attribute__((target(NN_ISA_FAST))) static void F(dw_planes_fast) DW_ARGS { F(dw_planes_body)(j, t0, t1, xp, DW_NVMAX); }
-__attribute__((target(NN_ISA_MID))) static void F(dw_planes_mid) DW_ARGS { F(dw_planes_body)(j, t0, t1, xp, 4); }
+__attribute__((target(NN_ISA_FAST))) static void F(dw_planes_fast) DW_ARGS {
+    F(dw_planes_body)(j, t0, t1, xp, DW_NVMAX, 0);
+}
+/* half: NN_ISA_MID is AVX2 + F16C, whose stride-1 runs go through F(dw_run_f16c) */
+__attribute__((target(NN_ISA_MID))) static void F(dw_planes_mid) DW_ARGS { F(dw_planes_body)(j, t0, t1, xp, 4, NN_IS_HALF); }
 #endif
 #undef DW_ARGS
 
