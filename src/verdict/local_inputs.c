@@ -12,25 +12,46 @@ const cd_dump_tensor_info *cd_local_find_tensor(const cd_dump_tensor_info *t, in
     return NULL;
 }
 
-/* Run A's tensor table, read once for the whole check (cd_local_check_layers sets it while it
- * runs): each layer's magnitudes load their inputs through cd_local_load_inputs, and reading
- * the table from the dump per layer was the fp16 check's largest cost (docs/benchmarks.md,
- * "fp16 cost"). */
-static struct {
-    const cd_dump_reader *r;
+/* The tensor tables of the dump's runs, each read once for the whole check
+ * (cd_local_check_layers opens the cache while it runs): each layer's magnitudes load their
+ * inputs through cd_local_load_inputs from run A, and free-run evidence from B's free run;
+ * reading a table from the dump per layer was the check's largest cost (docs/benchmarks.md,
+ * "fp16 cost"), quadratic in the layer count. */
+#define TAB_SLOTS 4
+static struct tab_slot {
     char run[64];
     cd_dump_tensor_info *t;
     int n;
-} g_tab;
+} g_tab[TAB_SLOTS];
+static const cd_dump_reader *g_tab_r;
+
+static void tab_clear(void) {
+    for (int i = 0; i < TAB_SLOTS; i++) free(g_tab[i].t);
+    memset(g_tab, 0, sizeof g_tab);
+    g_tab_r = NULL;
+}
+
+/* run's table from the cache, read into a free slot on first use; NULL (the caller reads it
+ * itself) outside a check, for another reader, or when every slot is taken. */
+static const struct tab_slot *tab_get(const cd_dump_reader *r, const char *run) {
+    if (!g_tab_r || g_tab_r != r || strlen(run) >= sizeof g_tab[0].run) return NULL;
+    for (int i = 0; i < TAB_SLOTS; i++) {
+        if (g_tab[i].run[0] && !strcmp(g_tab[i].run, run)) return &g_tab[i];
+        if (!g_tab[i].run[0]) {
+            cd_error te = {0};
+            if (cd_dump_list_tensors(r, run, &g_tab[i].t, &g_tab[i].n, &te)) return NULL;
+            snprintf(g_tab[i].run, sizeof g_tab[i].run, "%s", run);
+            return &g_tab[i];
+        }
+    }
+    return NULL;
+}
 
 void cd_local_tab_keep(const cd_dump_reader *r, const char *run) {
-    free(g_tab.t);
-    memset(&g_tab, 0, sizeof g_tab);
-    cd_error te = {0};   /* without the table, each layer reads it itself */
-    if (r && strlen(run) < sizeof g_tab.run && !cd_dump_list_tensors(r, run, &g_tab.t, &g_tab.n, &te)) {
-        g_tab.r = r;
-        snprintf(g_tab.run, sizeof g_tab.run, "%s", run);
-    }
+    tab_clear();
+    if (!r) return;
+    g_tab_r = r;
+    (void)tab_get(r, run);   /* without the table, each layer reads it itself */
 }
 
 cd_status cd_local_load_inputs(const cd_graph *g, const cd_plan *plan, const cd_dump_reader *r, const char *run_a,
@@ -38,9 +59,10 @@ cd_status cd_local_load_inputs(const cd_graph *g, const cd_plan *plan, const cd_
                                char *note, size_t note_len, cd_error *err) {
     cd_dump_tensor_info *ta = NULL;
     int na = 0;
-    bool cached = g_tab.r && g_tab.r == r && !strcmp(g_tab.run, run_a);
+    const struct tab_slot *ts = tab_get(r, run_a);
+    bool cached = ts != NULL;
     cd_status st = CD_OK;
-    if (cached) { ta = g_tab.t; na = g_tab.n; }
+    if (cached) { ta = ts->t; na = ts->n; }
     else st = cd_dump_list_tensors(r, run_a, &ta, &na, err);
     for (int k = 0; !st && k < ex->n_inputs; k++) {
         int src = ex->src_inputs[k];
