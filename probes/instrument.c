@@ -24,9 +24,16 @@ static cd_status copy_attr(cd_graph *ng, const cd_attr *a, const cd_retarget *rt
     cd_attr c = *a;
     c.name = cd_strdup(a->name);
     c.s = a->s ? cd_strdup(a->s) : NULL;
-    c.ints = NULL; c.floats = NULL; c.strings = NULL;
-    if (!c.name || (a->s && !c.s)) { free(c.name); free(c.s); return cd_err(err, CD_E_NOMEM, "out of memory"); }
-    if (a->ints && a->n && (c.ints = malloc((size_t)a->n * sizeof *c.ints))) memcpy(c.ints, a->ints, (size_t)a->n * sizeof *c.ints);
+    c.ints = NULL;
+    c.floats = NULL;
+    c.strings = NULL;
+    if (!c.name || (a->s && !c.s)) {
+        free(c.name);
+        free(c.s);
+        return cd_err(err, CD_E_NOMEM, "out of memory");
+    }
+    if (a->ints && a->n && (c.ints = malloc((size_t)a->n * sizeof *c.ints)))
+        memcpy(c.ints, a->ints, (size_t)a->n * sizeof *c.ints);
     if (a->floats && a->n && (c.floats = malloc((size_t)a->n * sizeof *c.floats)))
         memcpy(c.floats, a->floats, (size_t)a->n * sizeof *c.floats);
     if (a->strings && a->n && (c.strings = calloc((size_t)a->n, sizeof *c.strings)))
@@ -47,7 +54,8 @@ static cd_status copy_attr(cd_graph *ng, const cd_attr *a, const cd_retarget *rt
             const char *prec = !to_host && !strcmp(f[3], "4") ? "1" : f[3];
             /* ARM names some typed kernels "<type>_<op>" (slice: int32_slice) where x86 says "<type>" */
             size_t la = strlen(f[1]), lo = strlen(f[0]);
-            if (!to_host && la > lo + 1 && f[1][la - lo - 1] == '_' && !strcmp(f[1] + la - lo, f[0])) f[1][la - lo - 1] = 0;
+            if (!to_host && la > lo + 1 && f[1][la - lo - 1] == '_' && !strcmp(f[1] + la - lo, f[0]))
+                f[1][la - lo - 1] = 0;
             snprintf(nb, sizeof nb, "%s/%s/%d/%s/%s", f[0], f[1], to_host ? 1 : rt->target, prec, f[4]);
             free(c.s);
             c.s = cd_strdup(nb);
@@ -73,13 +81,18 @@ cd_status cd_instrument(const cd_graph *g, const bool *mask, const cd_value *met
     memset(out, 0, sizeof *out);
     for (int i = 0; i < g->n_ops; i++)
         if (cd_op_attr(&g->ops[i], "sub_block"))
-            return cd_err(err, CD_E_UNSUPPORTED, "instrumenting the model: op #%d %s (%s) runs a sub-block; models with "
-                          "control flow cannot be instrumented yet (the writer keeps block 0 only)", i, g->ops[i].name,
-                          g->ops[i].type);
+            return cd_err(err, CD_E_UNSUPPORTED,
+                          "instrumenting the model: op #%d %s (%s) runs a sub-block; models with "
+                          "control flow cannot be instrumented yet (the writer keeps block 0 only)",
+                          i, g->ops[i].name, g->ops[i].type);
     int nt = g->n_tensors;
     char **names = cd_calloc((size_t)nt + 1, sizeof *names, err);
     bool *keep = cd_calloc((size_t)nt + 1, 1, err);
-    if (!names || !keep) { free(names); free(keep); return CD_E_NOMEM; }
+    if (!names || !keep) {
+        free(names);
+        free(keep);
+        return CD_E_NOMEM;
+    }
     cd_status st = CD_OK;
     /* Which activations keep their names: params, feed/fetch, model inputs and outputs, and
      * every name written once. */
@@ -93,8 +106,9 @@ cd_status cd_instrument(const cd_graph *g, const bool *mask, const cd_value *met
     for (int k = 0; k < g->n_outputs; k++) keep[g->outputs[k]] = true;
     for (int t = 0; t < nt && !st; t++) {
         const cd_tensor *x = &g->tensors[t];
-        if (keep[t]) { names[t] = cd_strdup(x->name); }
-        else {
+        if (keep[t]) {
+            names[t] = cd_strdup(x->name);
+        } else {
             size_t l = strlen(x->name) + 32;
             if ((names[t] = malloc(l))) snprintf(names[t], l, "%s.cldiff%d", x->name, x->version);
             out->n_renamed++;
@@ -119,7 +133,10 @@ cd_status cd_instrument(const cd_graph *g, const bool *mask, const cd_value *met
             const cd_op *op = &g->ops[f->op_index];
             for (int s = 0; s < op->n_out; s++)
                 for (int j = 0; j < op->out[s].n; j++)
-                    if (op->out[s].ids[j] == id) { f->slot = op->out[s].name; f->slot_index = j; }
+                    if (op->out[s].ids[j] == id) {
+                        f->slot = op->out[s].name;
+                        f->slot_index = j;
+                    }
             f->probed = mask && mask[f->op_index] && !cd_select_never_probed(op);
         }
     }
@@ -137,7 +154,10 @@ cd_status cd_instrument(const cd_graph *g, const bool *mask, const cd_value *met
                 if (out->n_fetch == cap) {
                     cap *= 2;
                     cd_probe_fetch *nf = realloc(out->fetch, sizeof *nf * (size_t)cap);
-                    if (!nf) { st = cd_err(err, CD_E_NOMEM, "out of memory"); break; }
+                    if (!nf) {
+                        st = cd_err(err, CD_E_NOMEM, "out of memory");
+                        break;
+                    }
                     out->fetch = nf;
                 }
                 cd_probe_fetch *f = &out->fetch[out->n_fetch];
@@ -173,13 +193,19 @@ cd_status cd_instrument(const cd_graph *g, const bool *mask, const cd_value *met
     for (int i = 0; i < g->n_ops && !st; i++) {
         const cd_op *op = &g->ops[i];
         if (!strcmp(op->type, "fetch") && !fetch_kernel) fetch_kernel = cd_op_attr(op, KERNEL_ATTR);
-        if (!cd_graph_add_op(ng, op->type, err)) { st = err->code; break; }
+        if (!cd_graph_add_op(ng, op->type, err)) {
+            st = err->code;
+            break;
+        }
         for (int pass = 0; pass < 2 && !st; pass++) {
             const cd_slot *sl = pass ? op->out : op->in;
             int ns = pass ? op->n_out : op->n_in;
             for (int s = 0; s < ns && !st; s++) {
                 const char **v = cd_calloc((size_t)sl[s].n + 1, sizeof *v, err);
-                if (!v) { st = CD_E_NOMEM; break; }
+                if (!v) {
+                    st = CD_E_NOMEM;
+                    break;
+                }
                 for (int j = 0; j < sl[s].n; j++) v[j] = sl[s].ids[j] >= 0 ? names[sl[s].ids[j]] : "";
                 st = pass ? cd_op_add_output(ng, sl[s].name, v, sl[s].n, err)
                           : cd_op_add_input(ng, sl[s].name, v, sl[s].n, err);
@@ -202,7 +228,10 @@ cd_status cd_instrument(const cd_graph *g, const bool *mask, const cd_value *met
         for (int step = image ? 0 : 1; step < 2 && !st; step++) {
             size_t l = strlen(f->fetch_name) + 16;
             char *nn = malloc(l);
-            if (!nn) { st = cd_err(err, CD_E_NOMEM, "out of memory"); break; }
+            if (!nn) {
+                st = cd_err(err, CD_E_NOMEM, "out of memory");
+                break;
+            }
             snprintf(nn, l, "%s/%s", f->fetch_name, step ? "cldiff_host" : "cldiff_nchw");
             st = cd_graph_declare_var(ng, nn, f->dtype, f->shape.d, f->shape.rank, false, err);
             if (!st && !cd_graph_add_op(ng, step ? "io_copy" : "layout", err)) st = err->code;
@@ -210,9 +239,10 @@ cd_status cd_instrument(const cd_graph *g, const bool *mask, const cd_value *met
             if (!st) st = cd_op_add_input(ng, "Input", &in_name, 1, err);
             if (!st) st = cd_op_add_output(ng, "Out", &out_name, 1, err);
             char rec[96];
-            snprintf(rec, sizeof rec, "%s", step ? "io_copy/device_to_host/5/4/2"
-                                          : op->kernel.layout == 5 ? "layout/ImageFolder_to_NCHW/5/4/1"
-                                                                   : "layout/ImageDefault_to_NCHW/5/4/1");
+            snprintf(rec, sizeof rec, "%s",
+                     step                         ? "io_copy/device_to_host/5/4/2"
+                         : op->kernel.layout == 5 ? "layout/ImageFolder_to_NCHW/5/4/1"
+                                                  : "layout/ImageDefault_to_NCHW/5/4/1");
             cd_attr kr = {.name = KERNEL_ATTR, .type = CD_ATTR_STRING, .s = rec};
             if (!st) st = copy_attr(ng, &kr, NULL, err);
             free(f->fetch_name);
@@ -222,7 +252,10 @@ cd_status cd_instrument(const cd_graph *g, const bool *mask, const cd_value *met
     }
     for (int k = g->n_outputs; k < out->n_fetch && !st; k++) {
         const cd_probe_fetch *f = &out->fetch[k];
-        if (!cd_graph_add_op(ng, "fetch", err)) { st = err->code; break; }
+        if (!cd_graph_add_op(ng, "fetch", err)) {
+            st = err->code;
+            break;
+        }
         const char *x = f->fetch_name, *fv = "fetch";
         st = cd_op_add_input(ng, "X", &x, 1, err);
         if (!st) st = cd_op_add_output(ng, "Out", &fv, 1, err);
@@ -243,14 +276,17 @@ cd_status cd_instrument(const cd_graph *g, const bool *mask, const cd_value *met
     for (int t = 0; t < nt; t++) free(names[t]);
     free(names);
     free(keep);
-    if (st) { cd_instrumented_free(out); return cd_err_prefix(err, "instrumenting the model: "); }
+    if (st) {
+        cd_instrumented_free(out);
+        return cd_err_prefix(err, "instrumenting the model: ");
+    }
     return CD_OK;
 }
 
 /* ------------------------------------------------------------------ manifest */
 
-static const char *const DT_NAMES[CD_DTYPE_COUNT] = {"float32", "float16", "int8", "int16", "int32",
-                                                      "int64", "uint8", "bool", "float64"};
+static const char *const DT_NAMES[CD_DTYPE_COUNT] = {"float32", "float16", "int8", "int16",  "int32",
+                                                     "int64",   "uint8",   "bool", "float64"};
 
 const char *cd_manifest_dtype_name(cd_dtype t) { return (int)t >= 0 && t < CD_DTYPE_COUNT ? DT_NAMES[t] : "unknown"; }
 
@@ -263,9 +299,12 @@ int cd_manifest_dtype_parse(const char *s) {
 static void put_str(FILE *f, const char *s) {
     fputc('"', f);
     for (const unsigned char *p = (const unsigned char *)(s ? s : ""); *p; p++) {
-        if (*p == '"' || *p == '\\') fprintf(f, "\\%c", *p);
-        else if (*p < 0x20) fprintf(f, "\\u%04x", *p);
-        else fputc(*p, f);
+        if (*p == '"' || *p == '\\')
+            fprintf(f, "\\%c", *p);
+        else if (*p < 0x20)
+            fprintf(f, "\\u%04x", *p);
+        else
+            fputc(*p, f);
     }
     fputc('"', f);
 }
@@ -367,9 +406,17 @@ cd_status cd_manifest_read(const char *path, cd_manifest *out, cd_error *err) {
     for (;;) {
         if (len + 65536 > cap) {
             cap = cap ? cap * 2 : 65536;
-            if (cap > ((size_t)256 << 20)) { free(buf); fclose(f); return cd_err(err, CD_E_MODEL, "manifest '%s' is larger than 256 MiB", path); }
+            if (cap > ((size_t)256 << 20)) {
+                free(buf);
+                fclose(f);
+                return cd_err(err, CD_E_MODEL, "manifest '%s' is larger than 256 MiB", path);
+            }
             char *nb = realloc(buf, cap);
-            if (!nb) { free(buf); fclose(f); return cd_err(err, CD_E_NOMEM, "out of memory"); }
+            if (!nb) {
+                free(buf);
+                fclose(f);
+                return cd_err(err, CD_E_NOMEM, "out of memory");
+            }
             buf = nb;
         }
         size_t r = fread(buf + len, 1, cap - len, f);
@@ -378,23 +425,32 @@ cd_status cd_manifest_read(const char *path, cd_manifest *out, cd_error *err) {
     }
     bool rerr = ferror(f) != 0;
     fclose(f);
-    if (rerr) { free(buf); return cd_err(err, CD_E_MODEL, "cannot read the manifest '%s'", path); }
+    if (rerr) {
+        free(buf);
+        return cd_err(err, CD_E_MODEL, "cannot read the manifest '%s'", path);
+    }
     cd_json j;
     cd_status st = cd_json_parse(buf, len, path, &j, err);
     free(buf);
     if (st) return st;
     const cd_json *fmt = cd_json_get(&j, "format"), *fe = cd_json_get(&j, "fetch");
-    if (!fmt || fmt->kind != CD_JSON_STR || strcmp(fmt->str, "cldiff-probe-manifest") || !fe || fe->kind != CD_JSON_ARR) {
+    if (!fmt || fmt->kind != CD_JSON_STR || strcmp(fmt->str, "cldiff-probe-manifest") || !fe ||
+        fe->kind != CD_JSON_ARR) {
         cd_json_free(&j);
-        return cd_err(err, CD_E_MODEL, "%s is not a cldiff probe manifest (no \"format\": \"cldiff-probe-manifest\" "
-                      "and \"fetch\" list; `cldiff instrument` writes one beside probed.nb)", path);
+        return cd_err(err, CD_E_MODEL,
+                      "%s is not a cldiff probe manifest (no \"format\": \"cldiff-probe-manifest\" "
+                      "and \"fetch\" list; `cldiff instrument` writes one beside probed.nb)",
+                      path);
     }
     get_str(&j, "model", out->model_path, sizeof out->model_path);
     get_str(&j, "model_sha256", out->model_sha256, sizeof out->model_sha256);
     get_str(&j, "instrumented", out->instrumented, sizeof out->instrumented);
     if (!get_int(&j, "n_model_outputs", &out->n_model_outputs)) out->n_model_outputs = 0;
     out->e = cd_calloc((size_t)fe->n + 1, sizeof *out->e, err);
-    if (!out->e) { cd_json_free(&j); return CD_E_NOMEM; }
+    if (!out->e) {
+        cd_json_free(&j);
+        return CD_E_NOMEM;
+    }
     for (int k = 0; k < fe->n && !st; k++) {
         const cd_json *o = &fe->items[k];
         cd_manifest_entry *e = &out->e[k];
@@ -403,11 +459,16 @@ cd_status cd_manifest_read(const char *path, cd_manifest *out, cd_error *err) {
         if (o->kind != CD_JSON_OBJ || !get_int(o, "col", &e->col) || !get_int(o, "op_index", &e->op_index) ||
             !get_str(o, "tensor", e->tensor, sizeof e->tensor) || !get_str(o, "dtype", dt, sizeof dt) ||
             !get_shape(o, "shape", &e->shape) || e->col < 0 || e->op_index < -1) {
-            st = cd_err(err, CD_E_MODEL, "%s: fetch entry %d lacks a valid col, op_index, tensor, dtype or shape", path, k);
+            st = cd_err(err, CD_E_MODEL, "%s: fetch entry %d lacks a valid col, op_index, tensor, dtype or shape", path,
+                        k);
             break;
         }
         int d = cd_manifest_dtype_parse(dt);
-        if (d < 0) { st = cd_err(err, CD_E_MODEL, "%s: fetch entry %d (tensor '%s') has unknown dtype '%s'", path, k, e->tensor, dt); break; }
+        if (d < 0) {
+            st = cd_err(err, CD_E_MODEL, "%s: fetch entry %d (tensor '%s') has unknown dtype '%s'", path, k, e->tensor,
+                        dt);
+            break;
+        }
         e->dtype = (cd_dtype)d;
         get_str(o, "layer", e->layer, sizeof e->layer);
         get_str(o, "op_type", e->op_type, sizeof e->op_type);
@@ -428,8 +489,10 @@ cd_status cd_manifest_read(const char *path, cd_manifest *out, cd_error *err) {
 
 void cd_manifest_path_for(const char *nb_path, char *out, size_t n) {
     size_t l = strlen(nb_path);
-    if (l > 3 && !strcmp(nb_path + l - 3, ".nb")) snprintf(out, n, "%.*s.manifest.json", (int)(l - 3), nb_path);
-    else snprintf(out, n, "%s.manifest.json", nb_path);
+    if (l > 3 && !strcmp(nb_path + l - 3, ".nb"))
+        snprintf(out, n, "%.*s.manifest.json", (int)(l - 3), nb_path);
+    else
+        snprintf(out, n, "%s.manifest.json", nb_path);
 }
 
 int cd_target_from_name(const char *s) {
@@ -448,19 +511,30 @@ cd_status cd_write_instrumented(const cd_graph *g, const bool *mask, const cd_va
     cd_status st = cd_instrument(g, mask, meta, retarget, &in, err);
     if (st) return st;
     st = cd_nb_write(in.g, out_nb, err);
-    if (st) { cd_instrumented_free(&in); return st; }
+    if (st) {
+        cd_instrumented_free(&in);
+        return st;
+    }
     char mpath[1100];
     cd_manifest_path_for(out_nb, mpath, sizeof mpath);
     const char **names = calloc((size_t)g->n_inputs + 1, sizeof *names);
-    if (!names) { cd_instrumented_free(&in); return cd_err(err, CD_E_NOMEM, "out of memory"); }
+    if (!names) {
+        cd_instrumented_free(&in);
+        return cd_err(err, CD_E_NOMEM, "out of memory");
+    }
     for (int k = 0; k < g->n_inputs; k++) names[k] = g->tensors[g->inputs[k]].name;
-    cd_manifest_info mi = {.model_path = model_path, .model_sha256 = sha256, .instrumented_path = out_nb,
-                           .n_inputs = g->n_inputs, .input_names = names, .input_shapes = in_shapes};
+    cd_manifest_info mi = {.model_path = model_path,
+                           .model_sha256 = sha256,
+                           .instrumented_path = out_nb,
+                           .n_inputs = g->n_inputs,
+                           .input_names = names,
+                           .input_shapes = in_shapes};
     st = cd_manifest_write(mpath, g, &in, &mi, err);
     free(names);
     if (manifest_out) snprintf(manifest_out, mn, "%s", mpath);
-    if (!st && keep) *keep = in;
-    else cd_instrumented_free(&in);
+    if (!st && keep)
+        *keep = in;
+    else
+        cd_instrumented_free(&in);
     return st;
 }
-

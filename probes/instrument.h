@@ -20,34 +20,34 @@
 #include "model/graph.h"
 
 typedef struct cd_probe_fetch {
-    int col;            /* output index in the instrumented model */
-    int op_index;       /* producing op in the original (and instrumented) model */
-    int tensor_id;      /* tensor id in the original graph */
-    const char *slot;   /* output slot of the op ("Out", "Output", ...) */
+    int col;          /* output index in the instrumented model */
+    int op_index;     /* producing op in the original (and instrumented) model */
+    int tensor_id;    /* tensor id in the original graph */
+    const char *slot; /* output slot of the op ("Out", "Output", ...) */
     int slot_index;
-    char *fetch_name;   /* variable name in the instrumented model (owned) */
-    bool model_output;  /* one of the model's own outputs (col < n_model_outputs) */
-    bool probed;        /* selected by --layers (model outputs that are not are listed too) */
-    cd_dtype dtype;     /* planned dtype and shape (meta), else the declared ones */
+    char *fetch_name;  /* variable name in the instrumented model (owned) */
+    bool model_output; /* one of the model's own outputs (col < n_model_outputs) */
+    bool probed;       /* selected by --layers (model outputs that are not are listed too) */
+    cd_dtype dtype;    /* planned dtype and shape (meta), else the declared ones */
     cd_shape shape;
 } cd_probe_fetch;
 
 typedef struct cd_instrumented {
-    cd_graph *g;            /* the instrumented model (owned) */
-    int n_model_outputs;    /* the original model's outputs keep cols 0..n-1 */
-    int n_fetch;            /* all fetches: model outputs then probes */
-    cd_probe_fetch *fetch;  /* [n_fetch] */
-    int n_renamed;          /* activations that got a name of their own */
+    cd_graph *g;           /* the instrumented model (owned) */
+    int n_model_outputs;   /* the original model's outputs keep cols 0..n-1 */
+    int n_fetch;           /* all fetches: model outputs then probes */
+    cd_probe_fetch *fetch; /* [n_fetch] */
+    int n_renamed;         /* activations that got a name of their own */
 } cd_instrumented;
 
 /* Kernel-record rewriting (an experiment): every ARM (4) record gets target `target`, or Host
  * (1) when its op type is in the comma list host_ops (ops this build has only on Host); Host
  * records of ops in target_ops (ops this build lacks on Host) get `target`. */
 typedef struct cd_retarget {
-    int target;             /* -1: no rewriting */
+    int target; /* -1: no rewriting */
     const char *host_ops;
     const char *target_ops;
-    bool keep_names;        /* skip the renaming (to show what reused names do to probes) */
+    bool keep_names; /* skip the renaming (to show what reused names do to probes) */
 } cd_retarget;
 
 /* mask[i]: probe op i's outputs (XShape outputs are skipped as the executor skips them;

@@ -38,7 +38,10 @@ static void suggestions(const cd_graph *g, const char *model, const char *item, 
     for (int i = 0; names && i < g->n_ops; i++) {
         const cd_op *op = &g->ops[i];
         if (cd_select_never_probed(op)) continue;
-        if (types) { names[nn++] = op->type; continue; }
+        if (types) {
+            names[nn++] = op->type;
+            continue;
+        }
         names[nn++] = op->name;
         for (int s = 0; s < op->n_out; s++)
             for (int k = 0; k < op->out[s].n; k++) {
@@ -61,8 +64,10 @@ list:;
     for (int i = 0; i < nb && o < n; i++) o += (size_t)snprintf(buf + o, n - o, "%s%s", i ? ", " : "", names[idx[i]]);
     free(names);
     if (o < n)
-        snprintf(buf + o, n - o, "; `cldiff inspect %s` lists all %d layers (--layers syntax: all, outputs, NAME, "
-                 "GLOB*, op:TYPE, #N, #A-B)", model ? model : "MODEL", g->n_ops);
+        snprintf(buf + o, n - o,
+                 "; `cldiff inspect %s` lists all %d layers (--layers syntax: all, outputs, NAME, "
+                 "GLOB*, op:TYPE, #N, #A-B)",
+                 model ? model : "MODEL", g->n_ops);
 }
 
 /* "#5" or "#3-17" */
@@ -78,8 +83,7 @@ static cd_status parse_range(const cd_graph *g, const char *item, int *lo, int *
         b = strtol(p, &end, 10);
     }
     if (*end) goto bad;
-    if (a > b)
-        return cd_err(err, CD_E_USAGE, "--layers: range '%s' is backwards (write #%ld-%ld)", item, b, a);
+    if (a > b) return cd_err(err, CD_E_USAGE, "--layers: range '%s' is backwards (write #%ld-%ld)", item, b, a);
     if (b >= g->n_ops)
         return cd_err(err, CD_E_USAGE, "--layers: op index %ld in '%s' is out of range: the model has %d ops (#0-%d)",
                       b, item, g->n_ops, g->n_ops - 1);
@@ -105,7 +109,8 @@ static cd_status select_item(const cd_graph *g, const char *model, const char *i
             int p = id >= 0 && id < g->n_tensors ? g->tensors[id].producer : -1;
             if (p >= 0 && p < g->n_ops && !cd_select_never_probed(&g->ops[p])) mask[p] = true, hits++;
         }
-        if (!hits) return cd_err(err, CD_E_USAGE, "--layers outputs: no op produces a model output (outputs are fed inputs)");
+        if (!hits)
+            return cd_err(err, CD_E_USAGE, "--layers outputs: no op produces a model output (outputs are fed inputs)");
         return CD_OK;
     }
     if (item[0] == '#') {
@@ -140,7 +145,8 @@ static cd_status select_item(const cd_graph *g, const char *model, const char *i
         if (!cd_select_never_probed(op)) mask[i] = true, hits++;
     }
     if (hits) return CD_OK;
-    if (raw_hits) return cd_err(err, CD_E_USAGE, "--layers: '%s' names only feed/fetch ops, which are never probed", item);
+    if (raw_hits)
+        return cd_err(err, CD_E_USAGE, "--layers: '%s' names only feed/fetch ops, which are never probed", item);
     suggestions(g, model, item, false, sug, sizeof sug);
     if (glob)
         return cd_err(err, CD_E_USAGE, "--layers: pattern '%s' matches no layer or tensor in %s%s", item,

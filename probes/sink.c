@@ -43,8 +43,9 @@ static cd_status sink_hit(void *user, int op_index, int tensor_id, const cd_valu
         .stats = &st,
     };
     cd_status r = cd_dump_write_tensor(s->d, s->run, &rec, host, s->mode == CD_SINK_STATS, err);
-    if (r) return cd_err_prefix(err, "while storing op %d (%s) output '%s': ", op_index, op->name ? op->name : "?",
-                                rec.tensor ? rec.tensor : "?");
+    if (r)
+        return cd_err_prefix(err, "while storing op %d (%s) output '%s': ", op_index, op->name ? op->name : "?",
+                             rec.tensor ? rec.tensor : "?");
     if ((st.nan_count || st.inf_count)) {
         s->n_nonfinite++;
         if (s->first_nonfinite < 0) s->first_nonfinite = op_index;
@@ -62,7 +63,7 @@ cd_status cd_dump_sink_new(cd_dump *d, const char *run, const cd_graph *g, cd_si
                            cd_error *err) {
     *out = NULL;
     if (!d || !g || !run) return cd_err(err, CD_E_INTERNAL, "cd_dump_sink_new: missing dump, graph or run");
-    if (strlen(run) >= sizeof ((cd_dump_sink *)0)->run) return cd_err(err, CD_E_INTERNAL, "run name too long");
+    if (strlen(run) >= sizeof((cd_dump_sink *)0)->run) return cd_err(err, CD_E_INTERNAL, "run name too long");
     cd_dump_sink *s = cd_calloc(1, sizeof *s, err);
     if (!s) return CD_E_NOMEM;
     s->d = d;

@@ -28,7 +28,8 @@ static const char *JS =
     "t.dataset.dir=d==1?c:'';r.sort(function(x,y){var a=x.cells[c].dataset.v||x.cells[c].textContent,"
     "z=y.cells[c].dataset.v||y.cells[c].textContent,p=parseFloat(a),q=parseFloat(z);"
     "if(!isNaN(p)&&!isNaN(q))return (p-q)*d;return a.localeCompare(z)*d;});r.forEach(function(e){b.appendChild(e)});}"
-    "document.querySelectorAll('th').forEach(function(h,i){h.onclick=function(){sortTable(h.closest('table'),h.cellIndex)}});";
+    "document.querySelectorAll('th').forEach(function(h,i){h.onclick=function(){sortTable(h.closest('table'),h."
+    "cellIndex)}});";
 
 static void h(FILE *f, const char *s) { cd_put_xml(f, s); }
 
@@ -40,7 +41,8 @@ static void bar_chart(FILE *f, const char *label, const char *const *names, cons
     if (n <= 0) return;
     const int W = 700, row = 18, L = 180, H = n * row + 30;
     double hi = ref_line > 0 ? ref_line : 0;
-    for (int i = 0; i < n; i++) if (isfinite(vals[i]) && vals[i] > hi) hi = vals[i];
+    for (int i = 0; i < n; i++)
+        if (isfinite(vals[i]) && vals[i] > hi) hi = vals[i];
     double lo = hi > 0 ? hi * 1e-6 : 1e-12;
     if (!(hi > 0)) hi = 1;
 #define BX(v) (L + (W - L - 20) * (clamp_log(v > lo ? v : lo) - log10(lo)) / (log10(hi) - log10(lo) + 1e-12))
@@ -51,15 +53,16 @@ static void bar_chart(FILE *f, const char *label, const char *const *names, cons
         double v = isfinite(vals[i]) ? vals[i] : hi;
         fprintf(f, "<text x=\"%d\" y=\"%d\" text-anchor=\"end\">", L - 6, 14 + i * row);
         h(f, names[i]);
-        fprintf(f, "</text><rect x=\"%d\" y=\"%d\" width=\"%.1f\" height=\"%d\" fill=\"#bf8700\"><title>", L, 4 + i * row,
-                BX(v) - L, row - 5);
+        fprintf(f, "</text><rect x=\"%d\" y=\"%d\" width=\"%.1f\" height=\"%d\" fill=\"#bf8700\"><title>", L,
+                4 + i * row, BX(v) - L, row - 5);
         h(f, tips[i]);
         fputs("</title></rect>\n", f);
     }
     if (ref_line > 0)
-        fprintf(f, "<line x1=\"%.1f\" x2=\"%.1f\" y1=\"0\" y2=\"%d\" stroke=\"#cf222e\" stroke-dasharray=\"5 3\"/>"
-                   "<text x=\"%.1f\" y=\"%d\" fill=\"#cf222e\">%s</text>\n", BX(ref_line), BX(ref_line), H - 14,
-                BX(ref_line) - 40, H - 2, ref_label);
+        fprintf(f,
+                "<line x1=\"%.1f\" x2=\"%.1f\" y1=\"0\" y2=\"%d\" stroke=\"#cf222e\" stroke-dasharray=\"5 3\"/>"
+                "<text x=\"%.1f\" y=\"%d\" fill=\"#cf222e\">%s</text>\n",
+                BX(ref_line), BX(ref_line), H - 14, BX(ref_line) - 40, H - 2, ref_label);
 #undef BX
     fputs("</svg>\n", f);
 }
@@ -75,13 +78,17 @@ static void diag_cards(FILE *f, const cd_report_input *in) {
         const cd_layer_cmp *l = &an->layers[an->nonfinite_origin];
         fputs("<div class=\"card fail\" id=\"nonfinite\"><b>NaN/Inf origin</b>: <b>", f);
         h(f, l->layer);
-        fprintf(f, "</b> (op #%d, %s) produced NaN/Inf where the reference is finite (A: %lld, B: %lld values); "
-                   "%d layer(s) hold such values — later layers may absorb them.</div>\n",
+        fprintf(f,
+                "</b> (op #%d, %s) produced NaN/Inf where the reference is finite (A: %lld, B: %lld values); "
+                "%d layer(s) hold such values — later layers may absorb them.</div>\n",
                 l->op_index, l->op_type, (long long)l->nf_new_a, (long long)l->nf_new_b, an->n_nonfinite_hard);
     }
     if (an->n_at_risk) {
-        fprintf(f, "<div class=\"card fail\" id=\"fp16-hazards\"><b>FP16 hazards</b> (from the float32 golden run): %d layer(s) at risk"
-                   "<ol>", an->n_at_risk);
+        fprintf(f,
+                "<div class=\"card fail\" id=\"fp16-hazards\"><b>FP16 hazards</b> (from the float32 golden run): %d "
+                "layer(s) at risk"
+                "<ol>",
+                an->n_at_risk);
         int n = 0;
         for (int rank = 1; rank <= an->n_at_risk; rank++)
             for (int i = 0; i < an->n_layers; i++) {
@@ -96,7 +103,8 @@ static void diag_cards(FILE *f, const cd_report_input *in) {
                 if (n < 24) {
                     nm[n] = l->layer;
                     val[n] = l->g_absmax;
-                    snprintf(tips[n], sizeof tips[n], "%s: max |golden| %.4g, K %lld", l->layer, l->g_absmax, (long long)l->acc_k);
+                    snprintf(tips[n], sizeof tips[n], "%s: max |golden| %.4g, K %lld", l->layer, l->g_absmax,
+                             (long long)l->acc_k);
                     tip[n] = tips[n];
                     n++;
                 }
@@ -108,7 +116,8 @@ static void diag_cards(FILE *f, const cd_report_input *in) {
     if (an->repeat_n > 1) {
         fprintf(f, "<div class=\"card %s\" id=\"nondeterminism\"><b>Nondeterminism</b> over %d runs of %s: ",
                 an->n_nondet ? "fail" : "pass", an->repeat_n, in->env->backend_b);
-        if (!an->n_nondet) fputs("every layer bit-identical.</div>\n", f);
+        if (!an->n_nondet)
+            fputs("every layer bit-identical.</div>\n", f);
         else {
             fprintf(f, "%d layer(s) changed between runs (race or uninitialised read); first: <b>", an->n_nondet);
             h(f, an->layers[an->first_nondet].layer);
@@ -119,7 +128,8 @@ static void diag_cards(FILE *f, const cd_report_input *in) {
                 if (!l->nondet) continue;
                 nm[n] = l->layer;
                 val[n] = l->spread;
-                snprintf(tips[n], sizeof tips[n], "%s: spread %.4g, %lld elements changed", l->layer, l->spread, (long long)l->spread_count);
+                snprintf(tips[n], sizeof tips[n], "%s: spread %.4g, %lld elements changed", l->layer, l->spread,
+                         (long long)l->spread_count);
                 tip[n] = tips[n];
                 n++;
             }
@@ -132,8 +142,10 @@ static void diag_cards(FILE *f, const cd_report_input *in) {
         h(f, an->inputs_dir);
         fputs("; worst input <b>", f);
         h(f, an->worst_input);
-        fputs("</b> (tensors kept for it).<table><tr><th>layer</th><th>failed on</th><th>worst input</th><th>worst rel err</th>"
-              "<th>mean rel err</th><th>p99 rel err</th></tr>", f);
+        fputs("</b> (tensors kept for it).<table><tr><th>layer</th><th>failed on</th><th>worst input</th><th>worst rel "
+              "err</th>"
+              "<th>mean rel err</th><th>p99 rel err</th></tr>",
+              f);
         for (int i = 0; i < an->n_layers; i++) {
             const cd_layer_cmp *l = &an->layers[i];
             if (!l->n_agg_fail) continue;
@@ -162,7 +174,10 @@ static void diag_cards(FILE *f, const cd_report_input *in) {
             fputs("<tr><td>", f);
             h(f, p->layers);
             fprintf(f, "</td><td>%s", p->pass ? "within tolerance" : "out of tolerance");
-            if (p->error[0]) { fputs(": ", f); h(f, p->error); }
+            if (p->error[0]) {
+                fputs(": ", f);
+                h(f, p->error);
+            }
             fprintf(f, "</td><td>%.4g</td><td>%.8f</td></tr>", p->out_max_abs, p->out_cosine);
         }
         fputs("</table></div>\n", f);
@@ -195,13 +210,17 @@ static void depth_chart(FILE *f, const cd_analysis *an) {
     if (hi <= lo) hi = lo + 1;
 #define X(i) (L + (n > 1 ? (double)(i) * (W - L - R) / (n - 1) : (W - L - R) / 2.0))
 #define Y(v) (T + (hi - (v)) * (H - T - B) / (hi - lo))
-    fprintf(f, "<svg width=\"%d\" height=\"%d\" viewBox=\"0 0 %d %d\" role=\"img\" aria-label=\"relative error versus depth\">\n", W, H, W, H);
+    fprintf(f,
+            "<svg width=\"%d\" height=\"%d\" viewBox=\"0 0 %d %d\" role=\"img\" aria-label=\"relative error versus "
+            "depth\">\n",
+            W, H, W, H);
     for (double d = lo; d <= hi + 1e-9; d += 1) {
         fprintf(f, "<line x1=\"%d\" x2=\"%d\" y1=\"%.1f\" y2=\"%.1f\" stroke=\"#e3e7eb\"/>", L, W - R, Y(d), Y(d));
         fprintf(f, "<text x=\"%d\" y=\"%.1f\" text-anchor=\"end\">1e%d</text>\n", L - 6, Y(d) + 4, (int)d);
     }
-    fprintf(f, "<line x1=\"%d\" x2=\"%d\" y1=\"%.1f\" y2=\"%.1f\" stroke=\"#cf222e\" stroke-dasharray=\"6 4\"/>"
-               "<text x=\"%d\" y=\"%.1f\" fill=\"#cf222e\" text-anchor=\"end\">rtol %.0e</text>\n",
+    fprintf(f,
+            "<line x1=\"%d\" x2=\"%d\" y1=\"%.1f\" y2=\"%.1f\" stroke=\"#cf222e\" stroke-dasharray=\"6 4\"/>"
+            "<text x=\"%d\" y=\"%.1f\" fill=\"#cf222e\" text-anchor=\"end\">rtol %.0e</text>\n",
             L, W - R, Y(ty), Y(ty), W - R, Y(ty) - 4, tol);
     fputs("<polyline fill=\"none\" stroke=\"#0969da\" stroke-width=\"1.5\" points=\"", f);
     for (int i = 0; i < n; i++) fprintf(f, "%.1f,%.1f ", X(i), Y(clamp_log(an->layers[i].rel_err)));
@@ -209,15 +228,17 @@ static void depth_chart(FILE *f, const cd_analysis *an) {
     for (int i = 0; i < n; i++) {
         const cd_layer_cmp *l = &an->layers[i];
         const char *c = !l->m.pass ? "#cf222e" : l->jump ? "#bf8700" : "#0969da";
-        fprintf(f, "<circle cx=\"%.1f\" cy=\"%.1f\" r=\"%d\" fill=\"%s\"><title>#%d ", X(i),
-                Y(clamp_log(l->rel_err)), i == an->first_fail ? 6 : 3, c, l->op_index);
+        fprintf(f, "<circle cx=\"%.1f\" cy=\"%.1f\" r=\"%d\" fill=\"%s\"><title>#%d ", X(i), Y(clamp_log(l->rel_err)),
+                i == an->first_fail ? 6 : 3, c, l->op_index);
         h(f, l->layer);
         fprintf(f, " (%s)\nrel err %.3g, growth x%.3g\nmax abs %.4g, cosine %.8f%s</title></circle>\n", l->op_type,
                 l->rel_err, l->growth, l->m.max_abs, l->m.cosine, l->m.pass ? "" : "\nOUT OF TOLERANCE");
     }
-    fprintf(f, "<text x=\"%d\" y=\"%d\" text-anchor=\"middle\">layer (execution order)</text>"
-               "<text x=\"14\" y=\"%d\" transform=\"rotate(-90 14 %d)\" text-anchor=\"middle\">RMSE / RMS(ref)</text></svg>\n",
-            (L + W - R) / 2, H - 8, H / 2, H / 2);
+    fprintf(
+        f,
+        "<text x=\"%d\" y=\"%d\" text-anchor=\"middle\">layer (execution order)</text>"
+        "<text x=\"14\" y=\"%d\" transform=\"rotate(-90 14 %d)\" text-anchor=\"middle\">RMSE / RMS(ref)</text></svg>\n",
+        (L + W - R) / 2, H - 8, H / 2, H / 2);
 #undef X
 #undef Y
 }
@@ -228,7 +249,11 @@ static void channel_chart(FILE *f, const cd_layer_cmp *l, const float *a, const 
     int64_t n = cd_shape_numel(s);
     int64_t C = s->rank >= 2 ? s->d[1] : 1, inner = 1, outer = s->rank >= 1 ? s->d[0] : 1;
     for (int k = 2; k < s->rank; k++) inner *= s->d[k];
-    if (s->rank < 2) { C = 1; inner = n; outer = 1; }
+    if (s->rank < 2) {
+        C = 1;
+        inner = n;
+        outer = 1;
+    }
     if (C <= 0 || C > 4096) return;
     double *mx = calloc((size_t)C, sizeof *mx);
     if (!mx) return;
@@ -241,7 +266,8 @@ static void channel_chart(FILE *f, const cd_layer_cmp *l, const float *a, const 
                 if (d > mx[c]) mx[c] = d;
             }
     double top = 0;
-    for (int64_t c = 0; c < C; c++) if (isfinite(mx[c]) && mx[c] > top) top = mx[c];
+    for (int64_t c = 0; c < C; c++)
+        if (isfinite(mx[c]) && mx[c] > top) top = mx[c];
     if (top <= 0) top = 1;
     const int W = 600, H = 160;
     double bw = (double)(W - 50) / (double)C;
@@ -250,7 +276,9 @@ static void channel_chart(FILE *f, const cd_layer_cmp *l, const float *a, const 
     for (int64_t c = 0; c < C; c++) {
         double v = isfinite(mx[c]) ? mx[c] / top : 1;
         double bh = v * (H - 40);
-        fprintf(f, "<rect x=\"%.2f\" y=\"%.1f\" width=\"%.2f\" height=\"%.1f\" fill=\"%s\"><title>channel %lld: %.4g</title></rect>",
+        fprintf(f,
+                "<rect x=\"%.2f\" y=\"%.1f\" width=\"%.2f\" height=\"%.1f\" fill=\"%s\"><title>channel %lld: "
+                "%.4g</title></rect>",
                 40 + c * bw, H - 20 - bh, bw > 1.5 ? bw - 0.5 : bw, bh, isfinite(mx[c]) ? "#0969da" : "#cf222e",
                 (long long)c, mx[c]);
     }
@@ -299,8 +327,10 @@ static void heatmap(FILE *f, const cd_layer_cmp *l, const float *a, const float 
     if (cd_heatmap_png(v, W, H, scale, &png, &len, &e) == CD_OK) {
         char *b64 = cd_base64(png, len);
         if (b64) {
-            fprintf(f, "<div class=\"heat\"><div>|a-b| over the %lldx%lld plane holding the worst element (offset %lld)%s</div>"
-                       "<img alt=\"error heatmap\" src=\"data:image/png;base64,%s\"></div>\n",
+            fprintf(f,
+                    "<div class=\"heat\"><div>|a-b| over the %lldx%lld plane holding the worst element (offset "
+                    "%lld)%s</div>"
+                    "<img alt=\"error heatmap\" src=\"data:image/png;base64,%s\"></div>\n",
                     (long long)hh, (long long)ww, (long long)base, sh > 1 || sw > 1 ? ", max-pooled" : "", b64);
             free(b64);
         }
@@ -321,8 +351,11 @@ static void verdict_card(FILE *f, const cd_report_input *in) {
     const cd_report_env *e = in->env;
     cd_verdict_kind kind;
     if (!cd_report_kind(in, &kind)) {
-        fprintf(f, "<div class=\"card fail verdict\" id=\"verdict\"><b>FAIL</b> (not classified): %d of %d layers beyond the "
-                   "element tolerance in the free run; no local-check verdict.</div>\n", an->n_fail, an->n_layers);
+        fprintf(
+            f,
+            "<div class=\"card fail verdict\" id=\"verdict\"><b>FAIL</b> (not classified): %d of %d layers beyond the "
+            "element tolerance in the free run; no local-check verdict.</div>\n",
+            an->n_fail, an->n_layers);
         return;
     }
     static const char *const cls[] = {"pass", "fail", "drift", "crash", "fail"};
@@ -330,7 +363,10 @@ static void verdict_card(FILE *f, const cd_report_input *in) {
     switch (kind) {
     case CD_KIND_FAULT: {
         const cd_layer_cmp *l = cd_report_first_fault(an);
-        if (!l) { fprintf(f, "<b>KERNEL FAULT</b>: %d layer(s) over their local error bound.", an->n_faults); break; }
+        if (!l) {
+            fprintf(f, "<b>KERNEL FAULT</b>: %d layer(s) over their local error bound.", an->n_faults);
+            break;
+        }
         fprintf(f, "<b>KERNEL FAULT</b> at <b>#%d ", l->op_index);
         h(f, l->layer);
         fputs("</b> (", f);
@@ -350,11 +386,18 @@ static void verdict_card(FILE *f, const cd_report_input *in) {
             h(f, an->local_inputs[0] ? an->local_inputs : e->backend_a);
             fputs("'s exact inputs, the layer's error exceeds the bound of its arithmetic.<table>", f);
         }
-        fputs("<tr><td>family</td><td>", f); h(f, l->family); fputs("</td></tr>", f);
-        fprintf(f, "<tr><td>local error</td><td>%.4g</td></tr><tr><td>bound</td><td>%.4g</td></tr><tr><td>ratio</td><td>%.4g</td></tr>"
-                   "<tr><td>elements over the bound</td><td>%lld of %lld</td></tr><tr><td>worst element</td><td>%lld</td></tr>",
-                l->loc_err, l->loc_bound, l->loc_ratio, (long long)l->loc_exceed, (long long)l->loc.n, (long long)l->loc_worst);
-        fprintf(f, "<tr><td>max |a-b|, cosine</td><td>%.4g, %.8f</td></tr><tr><td>reference</td><td>", l->loc.max_abs, l->loc.cosine);
+        fputs("<tr><td>family</td><td>", f);
+        h(f, l->family);
+        fputs("</td></tr>", f);
+        fprintf(f,
+                "<tr><td>local "
+                "error</td><td>%.4g</td></tr><tr><td>bound</td><td>%.4g</td></tr><tr><td>ratio</td><td>%.4g</td></tr>"
+                "<tr><td>elements over the bound</td><td>%lld of %lld</td></tr><tr><td>worst "
+                "element</td><td>%lld</td></tr>",
+                l->loc_err, l->loc_bound, l->loc_ratio, (long long)l->loc_exceed, (long long)l->loc.n,
+                (long long)l->loc_worst);
+        fprintf(f, "<tr><td>max |a-b|, cosine</td><td>%.4g, %.8f</td></tr><tr><td>reference</td><td>", l->loc.max_abs,
+                l->loc.cosine);
         h(f, an->local_ref[0] ? an->local_ref : e->backend_a);
         fputs("</td></tr><tr><td>bound made from</td><td>", f);
         h(f, l->loc_note);
@@ -374,14 +417,24 @@ static void verdict_card(FILE *f, const cd_report_input *in) {
     }
     case CD_KIND_DRIFT: {
         fputs("<b>OUTPUT DRIFT</b>: ", f);
-        if (an->n_out_fail) fprintf(f, "%d of %d model output(s) beyond the output tolerance", an->n_out_fail, an->n_outputs);
-        else fputs("model output(s) beyond the output tolerance", f);
-        if (!an->local_ran) fputs("; no local check ran.", f);
-        else if (an->n_local < an->n_layers) fprintf(f, "; no checked layer (%d of %d) is wrong on its own inputs.", an->n_local, an->n_layers);
-        else fputs("; no layer is wrong on its own inputs.", f);
+        if (an->n_out_fail)
+            fprintf(f, "%d of %d model output(s) beyond the output tolerance", an->n_out_fail, an->n_outputs);
+        else
+            fputs("model output(s) beyond the output tolerance", f);
+        if (!an->local_ran)
+            fputs("; no local check ran.", f);
+        else if (an->n_local < an->n_layers)
+            fprintf(f, "; no checked layer (%d of %d) is wrong on its own inputs.", an->n_local, an->n_layers);
+        else
+            fputs("; no layer is wrong on its own inputs.", f);
         fputs(" The error grows through the model; no layer is blamed.", f);
-        if (an->out_tol_desc[0]) { fputs("<br>Output tolerance: ", f); h(f, an->out_tol_desc); }
-        fputs("<table><thead><tr><th>output</th><th>layer</th><th>range error</th><th>cosine</th><th>rule</th></tr></thead><tbody>", f);
+        if (an->out_tol_desc[0]) {
+            fputs("<br>Output tolerance: ", f);
+            h(f, an->out_tol_desc);
+        }
+        fputs("<table><thead><tr><th>output</th><th>layer</th><th>range "
+              "error</th><th>cosine</th><th>rule</th></tr></thead><tbody>",
+              f);
         for (int i = 0; i < an->n_layers; i++) {
             const cd_layer_cmp *l = &an->layers[i];
             if (!l->is_output || l->out_pass) continue;
@@ -396,7 +449,9 @@ static void verdict_card(FILE *f, const cd_report_input *in) {
         fputs("</tbody></table>", f);
         if (an->n_amplifiers) {
             fputs("<b>Where the error is amplified</b> (free run; each layer within its local bound):"
-                  "<table><thead><tr><th>op</th><th>layer</th><th>type</th><th>growth</th><th>rel err</th></tr></thead><tbody>", f);
+                  "<table><thead><tr><th>op</th><th>layer</th><th>type</th><th>growth</th><th>rel "
+                  "err</th></tr></thead><tbody>",
+                  f);
             for (int j = 0; j < an->n_amplifiers && j < 8; j++) {
                 const cd_layer_cmp *l = cd_report_layer(an, an->amplifiers[j]);
                 if (!l) continue;
@@ -410,7 +465,9 @@ static void verdict_card(FILE *f, const cd_report_input *in) {
         }
         if (an->n_contributors) {
             fputs("<b>Largest local errors</b> (each within its bound):"
-                  "<table><thead><tr><th>op</th><th>layer</th><th>type</th><th>ratio to bound</th><th>local rel err</th></tr></thead><tbody>", f);
+                  "<table><thead><tr><th>op</th><th>layer</th><th>type</th><th>ratio to bound</th><th>local rel "
+                  "err</th></tr></thead><tbody>",
+                  f);
             for (int j = 0; j < an->n_contributors && j < 8; j++) {
                 const cd_layer_cmp *l = cd_report_layer(an, an->contributors[j]);
                 if (!l) continue;
@@ -426,11 +483,15 @@ static void verdict_card(FILE *f, const cd_report_input *in) {
     }
     case CD_KIND_PASS:
         fputs("<b>PASS</b>: ", f);
-        if (an->local_ran) fprintf(f, "%d layers checked locally, all within their bounds", an->n_local);
-        else fprintf(f, "%d layers compared, no local check", an->n_layers);
+        if (an->local_ran)
+            fprintf(f, "%d layers checked locally, all within their bounds", an->n_local);
+        else
+            fprintf(f, "%d layers compared, no local check", an->n_layers);
         if (cd_report_outputs_judged(an)) fprintf(f, "; %d output(s) within the output tolerance", an->n_outputs);
         if (an->n_drift)
-            fprintf(f, "; %d intermediate layer(s) drifted beyond the element tolerance in the free run (information, not a failure)",
+            fprintf(f,
+                    "; %d intermediate layer(s) drifted beyond the element tolerance in the free run (information, not "
+                    "a failure)",
                     an->n_drift);
         fputc('.', f);
         break;
@@ -438,7 +499,11 @@ static void verdict_card(FILE *f, const cd_report_input *in) {
         fputs("<b>CRASH</b>: ", f);
         h(f, e->backend_b);
         fputs(" did not finish", f);
-        if (e->crash) { fputs(" (", f); h(f, e->crash); fputc(')', f); }
+        if (e->crash) {
+            fputs(" (", f);
+            h(f, e->crash);
+            fputc(')', f);
+        }
         fputs("; layers before the crash are compared below.", f);
         break;
     case CD_KIND_NONDET: {
@@ -446,7 +511,11 @@ static void verdict_card(FILE *f, const cd_report_input *in) {
         fprintf(f, "<b>NONDETERMINISTIC</b>: %d layer(s) changed between %d runs of ", an->n_nondet, an->repeat_n);
         h(f, e->backend_b);
         fputs(" (race or uninitialised read)", f);
-        if (l) { fputs("; first <b>", f); h(f, l->layer); fputs("</b>", f); }
+        if (l) {
+            fputs("; first <b>", f);
+            h(f, l->layer);
+            fputs("</b>", f);
+        }
         fputc('.', f);
         break;
     }
@@ -461,10 +530,16 @@ static void outputs_card(FILE *f, const cd_analysis *an) {
     if (!n) return;
     bool judged = cd_report_outputs_judged(an);
     fputs("<div class=\"card\" id=\"outputs\"><b>Outputs</b>", f);
-    if (an->out_tol_desc[0]) { fputs(" — output tolerance: ", f); h(f, an->out_tol_desc); }
-    fputs("<table><thead><tr><th>output</th><th>layer</th><th>task</th><th>range error</th><th>cosine</th><th>SNR dB</th>"
-          "<th>max abs</th><th>top-1</th><th>top-5</th><th>detections matched</th><th>within tolerance</th><th>rule</th></tr>"
-          "</thead><tbody>", f);
+    if (an->out_tol_desc[0]) {
+        fputs(" — output tolerance: ", f);
+        h(f, an->out_tol_desc);
+    }
+    fputs(
+        "<table><thead><tr><th>output</th><th>layer</th><th>task</th><th>range error</th><th>cosine</th><th>SNR dB</th>"
+        "<th>max abs</th><th>top-1</th><th>top-5</th><th>detections matched</th><th>within "
+        "tolerance</th><th>rule</th></tr>"
+        "</thead><tbody>",
+        f);
     for (int i = 0; i < an->n_layers; i++) {
         const cd_layer_cmp *l = &an->layers[i];
         if (!l->is_output) continue;
@@ -477,10 +552,14 @@ static void outputs_card(FILE *f, const cd_analysis *an) {
         fputs("</td><td>", f);
         if (judged) fprintf(f, "%.4g", l->out_range_err);
         fprintf(f, "</td><td>%.8f</td><td>%.1f</td><td>%.4g</td><td>", l->m.cosine, l->m.snr_db, l->m.max_abs);
-        if (l->has_topk) fprintf(f, "%.4f</td><td>%.4f", l->top1, l->top5); else fputs("</td><td>", f);
+        if (l->has_topk)
+            fprintf(f, "%.4f</td><td>%.4f", l->top1, l->top5);
+        else
+            fputs("</td><td>", f);
         fputs("</td><td>", f);
         if (!strcmp(l->task, "detection"))
-            fprintf(f, "%lld of %lld (B: %lld)", (long long)l->det_matched, (long long)l->det_ref, (long long)l->det_val);
+            fprintf(f, "%lld of %lld (B: %lld)", (long long)l->det_matched, (long long)l->det_ref,
+                    (long long)l->det_val);
         fprintf(f, "</td><td>%s</td><td class=\"mono\">", !judged ? "" : l->out_pass ? "yes" : "<b>no</b>");
         h(f, l->out_rule);
         fputs("</td></tr>", f);
@@ -512,12 +591,21 @@ cd_status cd_report_html(const cd_report_input *in, const char *dir, cd_error *e
     verdict_card(f, in);
     outputs_card(f, an);
     if (an->local_ran)
-        fprintf(f, "<div class=\"card %s\" id=\"free-run\"><b>Free run</b> — %d of %d layers beyond the element tolerance "
-                   "(information unless a kernel fault is named above).<br>\n", an->n_fail ? "info" : "pass", an->n_fail, an->n_layers);
+        fprintf(f,
+                "<div class=\"card %s\" id=\"free-run\"><b>Free run</b> — %d of %d layers beyond the element tolerance "
+                "(information unless a kernel fault is named above).<br>\n",
+                an->n_fail ? "info" : "pass", an->n_fail, an->n_layers);
     else
         fprintf(f, "<div class=\"card %s\"><b>%s</b> — %d of %d layers out of tolerance.<br>\n", v,
-                an->verdict == CD_VERDICT_PASS ? "PASS" : an->verdict == CD_VERDICT_FAIL ? "FAIL" : "CRASH", an->n_fail, an->n_layers);
-    if (e->crash) { fputs("Backend B crashed: ", f); h(f, e->crash); fputs("<br>\n", f); }
+                an->verdict == CD_VERDICT_PASS       ? "PASS"
+                    : an->verdict == CD_VERDICT_FAIL ? "FAIL"
+                                                     : "CRASH",
+                an->n_fail, an->n_layers);
+    if (e->crash) {
+        fputs("Backend B crashed: ", f);
+        h(f, e->crash);
+        fputs("<br>\n", f);
+    }
     if (an->first_fail >= 0) {
         const cd_layer_cmp *l = &an->layers[an->first_fail];
         fprintf(f, "First divergence%s: <b>#%d ", classified && !fault ? " (information)" : "", l->op_index);
@@ -529,19 +617,26 @@ cd_status cd_report_html(const cd_report_input *in, const char *dir, cd_error *e
         h(f, l->rule);
         fputs(").<br>\n", f);
         if (an->local_ran && l->has_local)
-            fprintf(f, "<b>Local check</b>: on %s's inputs its error is %.4g against a bound of %.4g (ratio %.3g): %s.\n",
+            fprintf(f,
+                    "<b>Local check</b>: on %s's inputs its error is %.4g against a bound of %.4g (ratio %.3g): %s.\n",
                     an->local_inputs[0] ? an->local_inputs : e->backend_a, l->loc_err, l->loc_bound, l->loc_ratio,
                     l->loc_pass ? "within its bound, so the divergence is accumulated error, not a fault of this layer"
                                 : "over its bound, a kernel fault");
         else if (an->local_ran) {
             fputs("Not checked locally", f);
-            if (l->loc_note[0]) { fputs(": ", f); h(f, l->loc_note); }
+            if (l->loc_note[0]) {
+                fputs(": ", f);
+                h(f, l->loc_note);
+            }
             fputs(".\n", f);
         } else if (l->isolated)
-            fprintf(f, "<b>%s error</b>: re-run on %s's inputs gives max |a-b| %.4g (%s tolerance) vs %.4g in the full run.\n",
-                    !strcmp(an->first_kind, "local") ? "Local" : "Inherited", e->backend_a, l->iso.max_abs,
-                    l->iso.pass ? "within" : "out of", l->m.max_abs);
-        else fputs("Not isolated: local vs inherited unknown.\n", f);
+            fprintf(
+                f,
+                "<b>%s error</b>: re-run on %s's inputs gives max |a-b| %.4g (%s tolerance) vs %.4g in the full run.\n",
+                !strcmp(an->first_kind, "local") ? "Local" : "Inherited", e->backend_a, l->iso.max_abs,
+                l->iso.pass ? "within" : "out of", l->m.max_abs);
+        else
+            fputs("Not isolated: local vs inherited unknown.\n", f);
     }
     if (an->nonfinite_origin >= 0) {
         fputs("<br>NaN/Inf first appears in ", f);
@@ -562,10 +657,11 @@ cd_status cd_report_html(const cd_report_input *in, const char *dir, cd_error *e
     env_row(f, "model", e->model_path);
     env_row(f, "format", e->model_format);
     env_row(f, "sha256", e->model_sha256);
-    snprintf(buf, sizeof buf, "%s — %s %s", e->backend_a, e->device_a ? e->device_a : "", e->driver_a ? e->driver_a : "");
+    snprintf(buf, sizeof buf, "%s — %s %s", e->backend_a, e->device_a ? e->device_a : "",
+             e->driver_a ? e->driver_a : "");
     env_row(f, "backend A", buf);
-    snprintf(buf, sizeof buf, "%s — %s %s (%s)", e->backend_b, e->device_b ? e->device_b : "", e->driver_b ? e->driver_b : "",
-             e->variant_b ? e->variant_b : "");
+    snprintf(buf, sizeof buf, "%s — %s %s (%s)", e->backend_b, e->device_b ? e->device_b : "",
+             e->driver_b ? e->driver_b : "", e->variant_b ? e->variant_b : "");
     env_row(f, "backend B", buf);
     env_row(f, "precision", e->precision);
     env_row(f, "inputs", e->input_desc);
@@ -580,42 +676,63 @@ cd_status cd_report_html(const cd_report_input *in, const char *dir, cd_error *e
     for (int d = 0; d < in->n_details; d++) {
         const cd_layer_cmp *l = &an->layers[in->details[d].layer];
         const cd_layer_cmp *ff = cd_report_first_fault(an);
-        const char *what = ff == l ? "Kernel fault" : in->details[d].layer == an->first_fail ? (classified && !fault ? "First divergence" : "First failing layer") : "Worst layer";
+        const char *what = ff == l ? "Kernel fault"
+            : in->details[d].layer == an->first_fail
+            ? (classified && !fault ? "First divergence" : "First failing layer")
+            : "Worst layer";
         fprintf(f, "<h2>%s #%d ", what, l->op_index);
         h(f, l->layer);
         fprintf(f, " (%s)</h2>\n", l->op_type);
         channel_chart(f, l, in->details[d].ref, in->details[d].val);
         heatmap(f, l, in->details[d].ref, in->details[d].val);
     }
-    fputs("<h2>Layers</h2><p>Click a header to sort.</p><table id=\"layers\"><thead><tr><th>op</th><th>layer</th><th>type</th>"
-          "<th>shape</th><th>max abs</th><th>mean abs</th><th>max rel</th><th>cosine</th><th>SNR dB</th><th>max ULP</th>"
-          "<th>fail %</th><th>rel err</th><th>growth</th><th>NaN/Inf</th><th>B ran on</th><th>B µs</th>"
-          "<th>K</th><th>rule</th><th>fp16 risk</th><th>repeat spread</th><th>inputs failed</th>"
-          "<th>family</th><th>local err</th><th>bound</th><th>local ratio</th><th>local pass</th>", f);
+    fputs(
+        "<h2>Layers</h2><p>Click a header to sort.</p><table "
+        "id=\"layers\"><thead><tr><th>op</th><th>layer</th><th>type</th>"
+        "<th>shape</th><th>max abs</th><th>mean abs</th><th>max rel</th><th>cosine</th><th>SNR dB</th><th>max ULP</th>"
+        "<th>fail %</th><th>rel err</th><th>growth</th><th>NaN/Inf</th><th>B ran on</th><th>B µs</th>"
+        "<th>K</th><th>rule</th><th>fp16 risk</th><th>repeat spread</th><th>inputs failed</th>"
+        "<th>family</th><th>local err</th><th>bound</th><th>local ratio</th><th>local pass</th>",
+        f);
     bool golden = an->n_layers && an->layers[0].has_golden;
     if (golden) fputs("<th>A vs fp32</th><th>B vs fp32</th>", f);
     fputs("</tr></thead><tbody>\n", f);
     for (int i = 0; i < an->n_layers; i++) {
         const cd_layer_cmp *l = &an->layers[i];
         char sh[128];
-        const char *rc = an->local_ran ? (l->has_local && !l->loc_pass ? "fault" : l->m.pass ? "" : "drift")
-                                       : i == an->first_fail ? "first" : l->m.pass ? "" : "bad";
+        const char *rc = an->local_ran ? (l->has_local && !l->loc_pass ? "fault"
+                                              : l->m.pass              ? ""
+                                                                       : "drift")
+            : i == an->first_fail      ? "first"
+            : l->m.pass                ? ""
+                                       : "bad";
         fprintf(f, "<tr class=\"%s\"><td>%d</td><td>", rc, l->op_index);
         h(f, l->layer);
-        fprintf(f, "</td><td>%s</td><td>%s</td><td>%.4g</td><td>%.4g</td><td>%.4g</td><td>%.8f</td><td>%.1f</td><td>%.0f</td>"
-                   "<td>%.3g</td><td>%.3g</td><td>%.3g</td><td>%lld/%lld</td><td>%s</td><td>%.1f</td>",
-                l->op_type, cd_shape_str(&l->shape, sh, sizeof sh), l->m.max_abs, l->m.mean_abs, l->m.max_rel, l->m.cosine,
-                l->m.snr_db, l->m.max_ulp, 100 * l->m.fail_fraction, l->rel_err, l->growth,
-                (long long)(l->m.nan_ref + l->m.inf_ref), (long long)(l->m.nan_val + l->m.inf_val), l->where_b,
-                l->kernel_us_b >= 0 ? l->kernel_us_b : l->us_b);
+        fprintf(
+            f,
+            "</td><td>%s</td><td>%s</td><td>%.4g</td><td>%.4g</td><td>%.4g</td><td>%.8f</td><td>%.1f</td><td>%.0f</td>"
+            "<td>%.3g</td><td>%.3g</td><td>%.3g</td><td>%lld/%lld</td><td>%s</td><td>%.1f</td>",
+            l->op_type, cd_shape_str(&l->shape, sh, sizeof sh), l->m.max_abs, l->m.mean_abs, l->m.max_rel, l->m.cosine,
+            l->m.snr_db, l->m.max_ulp, 100 * l->m.fail_fraction, l->rel_err, l->growth,
+            (long long)(l->m.nan_ref + l->m.inf_ref), (long long)(l->m.nan_val + l->m.inf_val), l->where_b,
+            l->kernel_us_b >= 0 ? l->kernel_us_b : l->us_b);
         fprintf(f, "<td>%lld</td><td class=\"mono\">", (long long)l->acc_k);
         h(f, l->rule);
         fputs("</td><td>", f);
-        if (l->risk_rank) { fprintf(f, "#%d ", l->risk_rank); h(f, l->risk_reason); }
+        if (l->risk_rank) {
+            fprintf(f, "#%d ", l->risk_rank);
+            h(f, l->risk_reason);
+        }
         fputs("</td><td>", f);
         if (l->has_repeat) fprintf(f, "%s%.3g", l->nondet ? "NONDET " : "", l->spread);
         fputs("</td><td>", f);
-        if (l->n_agg) { fprintf(f, "%d/%d ", l->n_agg_fail, l->n_agg); if (l->n_agg_fail) { fputs("worst ", f); h(f, l->worst_input); } }
+        if (l->n_agg) {
+            fprintf(f, "%d/%d ", l->n_agg_fail, l->n_agg);
+            if (l->n_agg_fail) {
+                fputs("worst ", f);
+                h(f, l->worst_input);
+            }
+        }
         fputs("</td><td>", f);
         h(f, l->family);
         if (l->has_local)

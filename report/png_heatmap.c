@@ -4,7 +4,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-typedef struct membuf { uint8_t *p; size_t n, cap; bool oom; } membuf;
+typedef struct membuf {
+    uint8_t *p;
+    size_t n, cap;
+    bool oom;
+} membuf;
 
 static void write_mem(png_structp png, png_bytep data, png_size_t len) {
     membuf *m = png_get_io_ptr(png);
@@ -13,7 +17,10 @@ static void write_mem(png_structp png, png_bytep data, png_size_t len) {
         size_t nc = (m->cap ? m->cap * 2 : 4096);
         while (nc < m->n + len) nc *= 2;
         uint8_t *np = realloc(m->p, nc);
-        if (!np) { m->oom = true; return; }
+        if (!np) {
+            m->oom = true;
+            return;
+        }
         m->p = np;
         m->cap = nc;
     }
@@ -41,7 +48,8 @@ cd_status cd_heatmap_png(const float *v, int w, int h, int scale, uint8_t **out,
     if (w <= 0 || h <= 0 || scale <= 0 || (int64_t)w * scale > 4096 || (int64_t)h * scale > 4096)
         return cd_err(err, CD_E_INTERNAL, "heatmap size %dx%d (scale %d) out of range", w, h, scale);
     float mx = 0;
-    for (int64_t i = 0; i < (int64_t)w * h; i++) if (v[i] > mx) mx = v[i];
+    for (int64_t i = 0; i < (int64_t)w * h; i++)
+        if (v[i] > mx) mx = v[i];
     int W = w * scale, H = h * scale;
     uint8_t *row = malloc((size_t)W * 3);
     membuf m = {0};
@@ -69,7 +77,10 @@ cd_status cd_heatmap_png(const float *v, int w, int h, int scale, uint8_t **out,
     png_write_end(png, NULL);
     png_destroy_write_struct(&png, &info);
     free(row);
-    if (m.oom) { free(m.p); return cd_err(err, CD_E_NOMEM, "out of memory rendering a heatmap"); }
+    if (m.oom) {
+        free(m.p);
+        return cd_err(err, CD_E_NOMEM, "out of memory rendering a heatmap");
+    }
     *out = m.p;
     *len = m.n;
     return CD_OK;
@@ -82,11 +93,15 @@ char *cd_base64(const uint8_t *d, size_t n) {
     size_t i = 0;
     for (; i + 2 < n; i += 3) {
         uint32_t v = (uint32_t)d[i] << 16 | (uint32_t)d[i + 1] << 8 | d[i + 2];
-        *p++ = tbl[v >> 18]; *p++ = tbl[(v >> 12) & 63]; *p++ = tbl[(v >> 6) & 63]; *p++ = tbl[v & 63];
+        *p++ = tbl[v >> 18];
+        *p++ = tbl[(v >> 12) & 63];
+        *p++ = tbl[(v >> 6) & 63];
+        *p++ = tbl[v & 63];
     }
     if (i < n) {
         uint32_t v = (uint32_t)d[i] << 16 | (i + 1 < n ? (uint32_t)d[i + 1] << 8 : 0);
-        *p++ = tbl[v >> 18]; *p++ = tbl[(v >> 12) & 63];
+        *p++ = tbl[v >> 18];
+        *p++ = tbl[(v >> 12) & 63];
         *p++ = i + 1 < n ? tbl[(v >> 6) & 63] : '=';
         *p++ = '=';
     }

@@ -12,24 +12,24 @@ typedef struct cd_report_env {
     const char *model_path;
     const char *model_sha256;
     const char *model_format;
-    const char *precision;       /* "fp32" / "fp16" */
-    const char *backend_a, *backend_b;   /* "cpu", "opencl" */
+    const char *precision;             /* "fp32" / "fp16" */
+    const char *backend_a, *backend_b; /* "cpu", "opencl" */
     const char *device_a, *driver_a, *device_b, *driver_b;
-    const char *variant_b;       /* OpenCL variant used: fp32, fp16 (storage), fp16-compute */
+    const char *variant_b; /* OpenCL variant used: fp32, fp16 (storage), fp16-compute */
     unsigned long long seed;
-    const char *input_desc;      /* e.g. "x: random uniform[-1,1) seed=1 [1,3,64,64]" */
+    const char *input_desc; /* e.g. "x: random uniform[-1,1) seed=1 [1,3,64,64]" */
     double wall_ms_a, wall_ms_b, wall_ms_total;
-    const char *tolerance_desc;  /* e.g. "fp32 default atol=1e-4 rtol=1e-4 ..." */
-    const char *crash;           /* non-NULL: crash/hang description of backend B */
-    int n_ops;                   /* ops in the model */
-    const char *created;         /* UTC ISO time */
+    const char *tolerance_desc; /* e.g. "fp32 default atol=1e-4 rtol=1e-4 ..." */
+    const char *crash;          /* non-NULL: crash/hang description of backend B */
+    int n_ops;                  /* ops in the model */
+    const char *created;        /* UTC ISO time */
 } cd_report_env;
 
 /* Per-channel error and heatmap data for the first failing layer and the worst layers
  * (the caller reads both tensors back from the dump). */
 typedef struct cd_report_detail {
-    int layer;                   /* index into analysis->layers */
-    const float *ref, *val;      /* full tensors, shape = layers[layer].shape */
+    int layer;              /* index into analysis->layers */
+    const float *ref, *val; /* full tensors, shape = layers[layer].shape */
 } cd_report_detail;
 
 typedef struct cd_report_input {

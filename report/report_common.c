@@ -6,11 +6,17 @@
 bool cd_report_kind(const cd_report_input *in, cd_verdict_kind *kind) {
     const cd_analysis *an = in->an;
     *kind = an->kind;
-    if (an->verdict == CD_VERDICT_CRASH || in->env->crash) { *kind = CD_KIND_CRASH; return true; }
+    if (an->verdict == CD_VERDICT_CRASH || in->env->crash) {
+        *kind = CD_KIND_CRASH;
+        return true;
+    }
     if ((unsigned)an->kind > CD_KIND_NONDET) return false;
     if (an->kind != CD_KIND_PASS || an->verdict == CD_VERDICT_PASS) return true;
     /* A failing verdict the analysis left unclassified: only nondeterminism keeps its old meaning. */
-    if (an->n_nondet && !an->n_fail) { *kind = CD_KIND_NONDET; return true; }
+    if (an->n_nondet && !an->n_fail) {
+        *kind = CD_KIND_NONDET;
+        return true;
+    }
     return false;
 }
 
@@ -33,6 +39,8 @@ const cd_layer_cmp *cd_report_first_fault(const cd_analysis *an) {
     return an->kind == CD_KIND_FAULT ? cd_report_layer(an, an->first_fault) : NULL;
 }
 
-double cd_report_rel_local(const cd_layer_cmp *l) { return l->loc.ref_rms > 0 ? l->loc.rmse / l->loc.ref_rms : l->loc.rmse; }
+double cd_report_rel_local(const cd_layer_cmp *l) {
+    return l->loc.ref_rms > 0 ? l->loc.rmse / l->loc.ref_rms : l->loc.rmse;
+}
 
 bool cd_report_outputs_judged(const cd_analysis *an) { return an->n_outputs > 0; }

@@ -7,7 +7,9 @@
 #include "report/atomic.h"
 #include "report/report.h"
 
-static const char *verdict_str(cd_verdict v) { return v == CD_VERDICT_PASS ? "pass" : v == CD_VERDICT_FAIL ? "fail" : "crash"; }
+static const char *verdict_str(cd_verdict v) {
+    return v == CD_VERDICT_PASS ? "pass" : v == CD_VERDICT_FAIL ? "fail" : "crash";
+}
 
 static const char *shape_s(const cd_shape *s, char *b, size_t n) { return cd_shape_str(s, b, n); }
 
@@ -39,16 +41,19 @@ cd_status cd_report_csv(const cd_report_input *in, const char *dir, cd_error *er
     fputs("order,op_index,layer,op_type,tensor,shape,pass,max_abs,mean_abs,rmse,max_rel,cosine,snr_db,max_ulp,"
           "fail_count,fail_fraction,worst_index,worst_coord,worst_ref,worst_val,nan_a,nan_b,inf_a,inf_b,"
           "nonfinite_mismatch,rel_err,growth,jump,atol,rtol,min_cos,max_fail_fraction,rule,where_a,where_b,"
-          "note_b,us_a,us_b,kernel_us_b,isolated,iso_max_abs,iso_pass,top1,top5", f);
+          "note_b,us_a,us_b,kernel_us_b,isolated,iso_max_abs,iso_pass,top1,top5",
+          f);
     if (golden) fputs(",a_vs_golden_max_abs,a_vs_golden_rel_rmse,b_vs_golden_max_abs,b_vs_golden_rel_rmse", f);
     /* diagnosis columns (docs/diagnosis.md), always present, appended after the others */
     fputs(",acc_k,golden_over,golden_under,golden_absmax,fp16_risk,risk_rank,risk_reason,nonfinite_new_a,"
           "nonfinite_new_b,nonfinite_hard,repeat_spread,repeat_changed,nondeterministic,inputs,inputs_failed,"
           "worst_input,worst_max_abs,mean_max_abs,p99_max_abs,worst_rel_err,mean_rel_err,p99_rel_err,"
-          "worst_fail_fraction,mean_fail_fraction,p99_fail_fraction,worst_cosine,mean_cosine,p1_cosine", f);
+          "worst_fail_fraction,mean_fail_fraction,p99_fail_fraction,worst_cosine,mean_cosine,p1_cosine",
+          f);
     /* local check and output tolerance (docs/verdicts.md), appended after the others */
     fputs(",local_family,local_err,local_bound,local_ratio,local_exceed,local_pass,local_note,drift,is_output,"
-          "out_range_err,out_pass", f);
+          "out_range_err,out_pass",
+          f);
     fputc('\n', f);
     for (int i = 0; i < an->n_layers; i++) {
         const cd_layer_cmp *l = &an->layers[i];
@@ -58,63 +63,96 @@ cd_status cd_report_csv(const cd_report_input *in, const char *dir, cd_error *er
         for (int k = 0; k < l->shape.rank && o < sizeof wc; k++)
             o += (size_t)snprintf(wc + o, sizeof wc - o, "%s%lld", k ? " " : "", (long long)m->worst_coord[k]);
         fprintf(f, "%d,%d,", i, l->op_index);
-        cd_put_csv(f, l->layer); fputc(',', f);
-        cd_put_csv(f, l->op_type); fputc(',', f);
-        cd_put_csv(f, l->tensor); fputc(',', f);
+        cd_put_csv(f, l->layer);
+        fputc(',', f);
+        cd_put_csv(f, l->op_type);
+        fputc(',', f);
+        cd_put_csv(f, l->tensor);
+        fputc(',', f);
         cd_put_csv(f, shape_s(&l->shape, sh, sizeof sh));
-        fprintf(f, ",%d,%.9g,%.9g,%.9g,%.9g,%.9g,%.6g,%.0f,%lld,%.9g,%lld,%s,%.9g,%.9g,%lld,%lld,%lld,%lld,%lld,%.9g,%.6g,%d,%g,%g,%g,%g,",
+        fprintf(f,
+                ",%d,%.9g,%.9g,%.9g,%.9g,%.9g,%.6g,%.0f,%lld,%.9g,%lld,%s,%.9g,%.9g,%lld,%lld,%lld,%lld,%lld,%.9g,%.6g,"
+                "%d,%g,%g,%g,%g,",
                 m->pass, m->max_abs, m->mean_abs, m->rmse, m->max_rel, m->cosine, m->snr_db, m->max_ulp,
                 (long long)m->fail_count, m->fail_fraction, (long long)m->worst_index, wc, m->worst_ref, m->worst_val,
                 (long long)m->nan_ref, (long long)m->nan_val, (long long)m->inf_ref, (long long)m->inf_val,
                 (long long)m->nonfinite_mismatch, l->rel_err, l->growth, l->jump, l->tol.atol, l->tol.rtol,
                 l->tol.min_cos, l->tol.max_fail_fraction);
-        cd_put_csv(f, l->rule); fputc(',', f);
-        cd_put_csv(f, l->where_a); fputc(',', f);
-        cd_put_csv(f, l->where_b); fputc(',', f);
+        cd_put_csv(f, l->rule);
+        fputc(',', f);
+        cd_put_csv(f, l->where_a);
+        fputc(',', f);
+        cd_put_csv(f, l->where_b);
+        fputc(',', f);
         cd_put_csv(f, l->note_b);
         fprintf(f, ",%.1f,%.1f,%.1f,%d,", l->us_a, l->us_b, l->kernel_us_b, l->isolated);
-        if (l->isolated) fprintf(f, "%.9g,%d,", l->iso.max_abs, l->iso.pass); else fputs(",,", f);
-        if (l->has_topk) fprintf(f, "%.4f,%.4f", l->top1, l->top5); else fputc(',', f);
+        if (l->isolated)
+            fprintf(f, "%.9g,%d,", l->iso.max_abs, l->iso.pass);
+        else
+            fputs(",,", f);
+        if (l->has_topk)
+            fprintf(f, "%.4f,%.4f", l->top1, l->top5);
+        else
+            fputc(',', f);
         if (golden) {
             if (l->has_golden)
-                fprintf(f, ",%.9g,%.9g,%.9g,%.9g", l->ga.max_abs, l->ga.ref_rms > 0 ? l->ga.rmse / l->ga.ref_rms : l->ga.rmse,
-                        l->gb.max_abs, l->gb.ref_rms > 0 ? l->gb.rmse / l->gb.ref_rms : l->gb.rmse);
-            else fputs(",,,,", f);
+                fprintf(f, ",%.9g,%.9g,%.9g,%.9g", l->ga.max_abs,
+                        l->ga.ref_rms > 0 ? l->ga.rmse / l->ga.ref_rms : l->ga.rmse, l->gb.max_abs,
+                        l->gb.ref_rms > 0 ? l->gb.rmse / l->gb.ref_rms : l->gb.rmse);
+            else
+                fputs(",,,,", f);
         }
         fprintf(f, ",%lld,", (long long)l->acc_k);
-        if (l->has_hazard) fprintf(f, "%lld,%lld,%.9g,%.4g,%d,", (long long)l->g_over, (long long)l->g_under, l->g_absmax, l->risk, l->risk_rank);
-        else fputs(",,,,,", f);
+        if (l->has_hazard)
+            fprintf(f, "%lld,%lld,%.9g,%.4g,%d,", (long long)l->g_over, (long long)l->g_under, l->g_absmax, l->risk,
+                    l->risk_rank);
+        else
+            fputs(",,,,,", f);
         cd_put_csv(f, l->risk_reason);
         fprintf(f, ",%lld,%lld,%d,", (long long)l->nf_new_a, (long long)l->nf_new_b, l->nf_hard);
-        if (l->has_repeat) fprintf(f, "%.9g,%lld,%d,", l->spread, (long long)l->spread_count, l->nondet);
-        else fputs(",,,", f);
+        if (l->has_repeat)
+            fprintf(f, "%.9g,%lld,%d,", l->spread, (long long)l->spread_count, l->nondet);
+        else
+            fputs(",,,", f);
         if (l->n_agg) {
             fprintf(f, "%d,%d,", l->n_agg, l->n_agg_fail);
             cd_put_csv(f, l->worst_input);
             for (int k = 0; k < 4; k++) fprintf(f, ",%.9g,%.9g,%.9g", l->agg_worst[k], l->agg_mean[k], l->agg_p99[k]);
-        } else fputs(",,,,,,,,,,,,,,", f);
+        } else
+            fputs(",,,,,,,,,,,,,,", f);
         fputc(',', f);
         cd_put_csv(f, l->family);
         if (l->has_local)
-            fprintf(f, ",%.9g,%.9g,%.9g,%lld,%d,", l->loc_err, l->loc_bound, l->loc_ratio, (long long)l->loc_exceed, l->loc_pass);
-        else fputs(",,,,,,", f);
+            fprintf(f, ",%.9g,%.9g,%.9g,%lld,%d,", l->loc_err, l->loc_bound, l->loc_ratio, (long long)l->loc_exceed,
+                    l->loc_pass);
+        else
+            fputs(",,,,,,", f);
         cd_put_csv(f, l->loc_note);
         fprintf(f, ",%d,%d,", l->drift, l->is_output);
-        if (l->is_output && cd_report_outputs_judged(an)) fprintf(f, "%.9g,%d", l->out_range_err, l->out_pass);
-        else fputc(',', f);
+        if (l->is_output && cd_report_outputs_judged(an))
+            fprintf(f, "%.9g,%d", l->out_range_err, l->out_pass);
+        else
+            fputc(',', f);
         fputc('\n', f);
     }
     return cd_afile_commit(&a, err);
 }
 
 static void json_metrics(FILE *f, const cd_metrics *m) {
-    fputs("{\"max_abs\":", f); cd_put_json_num(f, m->max_abs);
-    fputs(",\"mean_abs\":", f); cd_put_json_num(f, m->mean_abs);
-    fputs(",\"rmse\":", f); cd_put_json_num(f, m->rmse);
-    fputs(",\"max_rel\":", f); cd_put_json_num(f, m->max_rel);
-    fputs(",\"cosine\":", f); cd_put_json_num(f, m->cosine);
-    fputs(",\"snr_db\":", f); cd_put_json_num(f, m->snr_db);
-    fputs(",\"max_ulp\":", f); cd_put_json_num(f, m->max_ulp);
+    fputs("{\"max_abs\":", f);
+    cd_put_json_num(f, m->max_abs);
+    fputs(",\"mean_abs\":", f);
+    cd_put_json_num(f, m->mean_abs);
+    fputs(",\"rmse\":", f);
+    cd_put_json_num(f, m->rmse);
+    fputs(",\"max_rel\":", f);
+    cd_put_json_num(f, m->max_rel);
+    fputs(",\"cosine\":", f);
+    cd_put_json_num(f, m->cosine);
+    fputs(",\"snr_db\":", f);
+    cd_put_json_num(f, m->snr_db);
+    fputs(",\"max_ulp\":", f);
+    cd_put_json_num(f, m->max_ulp);
     fprintf(f, ",\"fail_count\":%lld,\"fail_fraction\":", (long long)m->fail_count);
     cd_put_json_num(f, m->fail_fraction);
     fprintf(f, ",\"worst_index\":%lld,\"nan\":[%lld,%lld],\"inf\":[%lld,%lld],\"nonfinite_mismatch\":%lld,\"pass\":%s}",
@@ -132,10 +170,12 @@ static void diag_json(FILE *f, const cd_analysis *an) {
             if (l->risk_rank != rank) continue;
             fprintf(f, "%s{\"rank\": %d, \"op_index\": %d, \"layer\": ", shown++ ? ", " : "", rank, l->op_index);
             cd_put_json_str(f, l->layer);
-            fprintf(f, ", \"acc_k\": %lld, \"golden_over\": %lld, \"golden_under\": %lld, \"risk\": ",
-                    (long long)l->acc_k, (long long)l->g_over, (long long)l->g_under);
+            fprintf(f,
+                    ", \"acc_k\": %lld, \"golden_over\": %lld, \"golden_under\": %lld, \"risk\": ", (long long)l->acc_k,
+                    (long long)l->g_over, (long long)l->g_under);
             cd_put_json_num(f, l->risk);
-            fputs(", \"reason\": ", f); cd_put_json_str(f, l->risk_reason);
+            fputs(", \"reason\": ", f);
+            cd_put_json_str(f, l->risk_reason);
             fprintf(f, ", \"failed\": %s}", l->m.pass ? "false" : "true");
         }
     fprintf(f, "],\n  \"nondeterminism\": {\"repeat\": %d, \"layers\": [", an->repeat_n);
@@ -145,16 +185,21 @@ static void diag_json(FILE *f, const cd_analysis *an) {
         if (!l->nondet) continue;
         fprintf(f, "%s{\"op_index\": %d, \"layer\": ", shown++ ? ", " : "", l->op_index);
         cd_put_json_str(f, l->layer);
-        fputs(", \"spread\": ", f); cd_put_json_num(f, l->spread);
+        fputs(", \"spread\": ", f);
+        cd_put_json_num(f, l->spread);
         fprintf(f, ", \"changed\": %lld, \"diagnosis\": \"race or uninitialised read\"}", (long long)l->spread_count);
     }
     fputs("], \"first\": ", f);
-    if (an->first_nondet >= 0) cd_put_json_str(f, an->layers[an->first_nondet].layer); else fputs("null", f);
+    if (an->first_nondet >= 0)
+        cd_put_json_str(f, an->layers[an->first_nondet].layer);
+    else
+        fputs("null", f);
     fputs("},\n  \"inputs\": ", f);
     if (an->n_inputs_run) {
         fprintf(f, "{\"count\": %d, \"dir\": ", an->n_inputs_run);
         cd_put_json_str(f, an->inputs_dir);
-        fputs(", \"worst_input\": ", f); cd_put_json_str(f, an->worst_input);
+        fputs(", \"worst_input\": ", f);
+        cd_put_json_str(f, an->worst_input);
         fputs(", \"failing_layers\": [", f);
         shown = 0;
         for (int i = 0; i < an->n_layers; i++) {
@@ -164,32 +209,42 @@ static void diag_json(FILE *f, const cd_analysis *an) {
             cd_put_json_str(f, l->layer);
             fprintf(f, ", \"failed_inputs\": %d, \"worst_input\": ", l->n_agg_fail);
             cd_put_json_str(f, l->worst_input);
-            fputs(", \"worst_rel_err\": ", f); cd_put_json_num(f, l->agg_worst[CD_AGG_REL_ERR]);
+            fputs(", \"worst_rel_err\": ", f);
+            cd_put_json_num(f, l->agg_worst[CD_AGG_REL_ERR]);
             fputc('}', f);
         }
         fputs("]}", f);
-    } else fputs("null", f);
+    } else
+        fputs("null", f);
     fputs(",\n  \"repro\": ", f);
     if (an->repro_dir[0]) {
-        fputs("{\"dir\": ", f); cd_put_json_str(f, an->repro_dir);
-        fputs(", \"command\": ", f); cd_put_json_str(f, an->repro_cmd);
+        fputs("{\"dir\": ", f);
+        cd_put_json_str(f, an->repro_dir);
+        fputs(", \"command\": ", f);
+        cd_put_json_str(f, an->repro_cmd);
         fputc('}', f);
-    } else fputs("null", f);
+    } else
+        fputs("null", f);
     fputs(",\n  \"pins\": ", f);
     if (an->n_pins || an->pins_note[0]) {
-        fputs("{\"note\": ", f); cd_put_json_str(f, an->pins_note);
+        fputs("{\"note\": ", f);
+        cd_put_json_str(f, an->pins_note);
         fputs(", \"tried\": [", f);
         for (int i = 0; i < an->n_pins; i++) {
             const cd_pin_result *p = &an->pins[i];
-            fputs(i ? ", {\"layers\": " : "{\"layers\": ", f); cd_put_json_str(f, p->layers);
+            fputs(i ? ", {\"layers\": " : "{\"layers\": ", f);
+            cd_put_json_str(f, p->layers);
             fprintf(f, ", \"n\": %d, \"pass\": %s, \"out_max_abs\": ", p->n_pinned, p->pass ? "true" : "false");
             cd_put_json_num(f, p->out_max_abs);
-            fputs(", \"out_cosine\": ", f); cd_put_json_num(f, p->out_cosine);
-            fputs(", \"error\": ", f); cd_put_json_str(f, p->error);
+            fputs(", \"out_cosine\": ", f);
+            cd_put_json_num(f, p->out_cosine);
+            fputs(", \"error\": ", f);
+            cd_put_json_str(f, p->error);
             fputc('}', f);
         }
         fputs("]}", f);
-    } else fputs("null", f);
+    } else
+        fputs("null", f);
     fprintf(f, ",\n  \"auto_tolerance\": %s", an->auto_tol ? "true" : "false");
 }
 
@@ -199,13 +254,18 @@ static void diag_text(const cd_report_input *in, FILE *f, bool md) {
     const char *q = md ? "`" : "";
     if (an->nonfinite_origin >= 0) {
         const cd_layer_cmp *l = &an->layers[an->nonfinite_origin];
-        const char *side = !strcmp(an->nonfinite_side, "a") ? in->env->backend_a : !strcmp(an->nonfinite_side, "b") ? in->env->backend_b : "both sides";
-        fprintf(f, "%sNaN/Inf origin%s: %s%s%s (op #%d, %s) on %s where the reference is finite (%lld on A, %lld on B); %d layer(s) hold such values.\n",
+        const char *side = !strcmp(an->nonfinite_side, "a") ? in->env->backend_a
+            : !strcmp(an->nonfinite_side, "b")              ? in->env->backend_b
+                                                            : "both sides";
+        fprintf(f,
+                "%sNaN/Inf origin%s: %s%s%s (op #%d, %s) on %s where the reference is finite (%lld on A, %lld on B); "
+                "%d layer(s) hold such values.\n",
                 md ? "**" : "", md ? "**" : "", q, l->layer, q, l->op_index, l->op_type, side, (long long)l->nf_new_a,
                 (long long)l->nf_new_b, an->n_nonfinite_hard);
     }
     if (an->n_at_risk) {
-        fprintf(f, "%sFP16 hazards%s (from the float32 golden run), %d layer(s) at risk:", md ? "**" : "", md ? "**" : "", an->n_at_risk);
+        fprintf(f, "%sFP16 hazards%s (from the float32 golden run), %d layer(s) at risk:", md ? "**" : "",
+                md ? "**" : "", an->n_at_risk);
         for (int rank = 1; rank <= an->n_at_risk && rank <= 5; rank++)
             for (int i = 0; i < an->n_layers; i++)
                 if (an->layers[i].risk_rank == rank)
@@ -215,8 +275,8 @@ static void diag_text(const cd_report_input *in, FILE *f, bool md) {
     }
     if (an->repeat_n > 1) {
         if (an->n_nondet) {
-            fprintf(f, "%sNondeterministic%s over %d runs of %s (race or uninitialised read), %d layer(s):", md ? "**" : "",
-                    md ? "**" : "", an->repeat_n, in->env->backend_b, an->n_nondet);
+            fprintf(f, "%sNondeterministic%s over %d runs of %s (race or uninitialised read), %d layer(s):",
+                    md ? "**" : "", md ? "**" : "", an->repeat_n, in->env->backend_b, an->n_nondet);
             for (int i = 0, k = 0; i < an->n_layers && k < 8; i++)
                 if (an->layers[i].nondet) {
                     k++;
@@ -224,11 +284,12 @@ static void diag_text(const cd_report_input *in, FILE *f, bool md) {
                             (long long)an->layers[i].spread_count);
                 }
             fputc('\n', f);
-        } else fprintf(f, "Deterministic: %d runs of %s gave bit-identical layers.\n", an->repeat_n, in->env->backend_b);
+        } else
+            fprintf(f, "Deterministic: %d runs of %s gave bit-identical layers.\n", an->repeat_n, in->env->backend_b);
     }
     if (an->n_inputs_run) {
-        fprintf(f, "Inputs: %d from %s; worst input %s%s%s (its tensors are kept).", an->n_inputs_run, an->inputs_dir, q,
-                an->worst_input, q);
+        fprintf(f, "Inputs: %d from %s; worst input %s%s%s (its tensors are kept).", an->n_inputs_run, an->inputs_dir,
+                q, an->worst_input, q);
         for (int i = 0, k = 0; i < an->n_layers && k < 8; i++) {
             const cd_layer_cmp *l = &an->layers[i];
             if (!l->n_agg_fail) continue;
@@ -242,7 +303,8 @@ static void diag_text(const cd_report_input *in, FILE *f, bool md) {
         fprintf(f, "Pins (float32 on the CPU): %s.", an->pins_note);
         for (int i = 0; i < an->n_pins && i < 6; i++)
             fprintf(f, " [%s] %s%s (out max |d| %.3g)%s", an->pins[i].layers, an->pins[i].pass ? "PASS" : "fail",
-                    an->pins[i].error[0] ? " error" : "", an->pins[i].out_max_abs, i + 1 < an->n_pins && i < 5 ? ";" : "");
+                    an->pins[i].error[0] ? " error" : "", an->pins[i].out_max_abs,
+                    i + 1 < an->n_pins && i < 5 ? ";" : "");
         fputc('\n', f);
     }
 }
@@ -254,20 +316,29 @@ static void verdict_json(FILE *f, const cd_report_input *in) {
     const cd_analysis *an = in->an;
     cd_verdict_kind kind;
     fputs("  \"verdict_kind\": ", f);
-    if (cd_report_kind(in, &kind)) fprintf(f, "\"%s\"", cd_report_kind_name(kind)); else fputs("null", f);
+    if (cd_report_kind(in, &kind))
+        fprintf(f, "\"%s\"", cd_report_kind_name(kind));
+    else
+        fputs("null", f);
     fputs(",\n  \"first_fault\": ", f);
     const cd_layer_cmp *l = cd_report_first_fault(an);
     if (l) {
         fprintf(f, "{\"op_index\": %d, \"layer\": ", l->op_index);
         cd_put_json_str(f, l->layer);
-        fputs(", \"op_type\": ", f); cd_put_json_str(f, l->op_type);
-        fputs(", \"tensor\": ", f); cd_put_json_str(f, l->tensor);
-        fputs(", \"family\": ", f); cd_put_json_str(f, l->family);
-        fputs(", \"error\": ", f); cd_put_json_num(f, l->loc_err);
-        fputs(", \"bound\": ", f); cd_put_json_num(f, l->loc_bound);
-        fputs(", \"ratio\": ", f); cd_put_json_num(f, l->loc_ratio);
-        fprintf(f, ", \"exceed\": %lld, \"elements\": %lld, \"worst_index\": %lld, \"worst_coord\": ", (long long)l->loc_exceed,
-                (long long)l->loc.n, (long long)l->loc_worst);
+        fputs(", \"op_type\": ", f);
+        cd_put_json_str(f, l->op_type);
+        fputs(", \"tensor\": ", f);
+        cd_put_json_str(f, l->tensor);
+        fputs(", \"family\": ", f);
+        cd_put_json_str(f, l->family);
+        fputs(", \"error\": ", f);
+        cd_put_json_num(f, l->loc_err);
+        fputs(", \"bound\": ", f);
+        cd_put_json_num(f, l->loc_bound);
+        fputs(", \"ratio\": ", f);
+        cd_put_json_num(f, l->loc_ratio);
+        fprintf(f, ", \"exceed\": %lld, \"elements\": %lld, \"worst_index\": %lld, \"worst_coord\": ",
+                (long long)l->loc_exceed, (long long)l->loc.n, (long long)l->loc_worst);
         int64_t c[CD_MAX_RANK];
         int r;
         unravel(&l->shape, l->loc_worst, c, &r);
@@ -275,10 +346,13 @@ static void verdict_json(FILE *f, const cd_report_input *in) {
             fputc('[', f);
             for (int k = 0; k < r; k++) fprintf(f, "%s%lld", k ? "," : "", (long long)c[k]);
             fputc(']', f);
-        } else fputs("null", f);
-        fputs(", \"note\": ", f); cd_put_json_str(f, l->loc_note);
+        } else
+            fputs("null", f);
+        fputs(", \"note\": ", f);
+        cd_put_json_str(f, l->loc_note);
         fputc('}', f);
-    } else fputs("null", f);
+    } else
+        fputs("null", f);
     fprintf(f, ",\n  \"local_check\": {\"ran\": %s, \"reference\": ", jbool(an->local_ran));
     cd_put_json_str(f, an->local_ref);
     fprintf(f, ", \"layers_checked\": %d, \"faults\": %d},\n  \"layers_drifted\": %d,\n  \"output_tolerance\": ",
@@ -292,32 +366,48 @@ static void verdict_json(FILE *f, const cd_report_input *in) {
         if (!o->is_output) continue;
         fprintf(f, "%s{\"layer\": ", shown++ ? ", " : "");
         cd_put_json_str(f, o->layer);
-        fputs(", \"tensor\": ", f); cd_put_json_str(f, o->tensor);
+        fputs(", \"tensor\": ", f);
+        cd_put_json_str(f, o->tensor);
         fprintf(f, ", \"op_index\": %d, \"range_err\": ", o->op_index);
-        if (judged) cd_put_json_num(f, o->out_range_err); else fputs("null", f);
-        fputs(", \"cosine\": ", f); cd_put_json_num(f, o->m.cosine);
-        fputs(", \"snr_db\": ", f); cd_put_json_num(f, o->m.snr_db);
-        fputs(", \"max_abs\": ", f); cd_put_json_num(f, o->m.max_abs);
+        if (judged)
+            cd_put_json_num(f, o->out_range_err);
+        else
+            fputs("null", f);
+        fputs(", \"cosine\": ", f);
+        cd_put_json_num(f, o->m.cosine);
+        fputs(", \"snr_db\": ", f);
+        cd_put_json_num(f, o->m.snr_db);
+        fputs(", \"max_abs\": ", f);
+        cd_put_json_num(f, o->m.max_abs);
         fprintf(f, ", \"pass\": %s, \"rule\": ", judged ? jbool(o->out_pass) : "null");
         cd_put_json_str(f, o->out_rule);
-        fputs(", \"task\": ", f); cd_put_json_str(f, o->task);
+        fputs(", \"task\": ", f);
+        cd_put_json_str(f, o->task);
         if (o->has_topk) {
-            fputs(", \"top1\": ", f); cd_put_json_num(f, o->top1);
-            fputs(", \"top5\": ", f); cd_put_json_num(f, o->top5);
+            fputs(", \"top1\": ", f);
+            cd_put_json_num(f, o->top1);
+            fputs(", \"top5\": ", f);
+            cd_put_json_num(f, o->top5);
         }
         if (!strcmp(o->task, "detection"))
             fprintf(f, ", \"detections\": {\"ref\": %lld, \"val\": %lld, \"matched\": %lld}", (long long)o->det_ref,
                     (long long)o->det_val, (long long)o->det_matched);
-        if (o->gref_b.has) {   /* fp16: B against the float32 golden run */
-            fputs(", \"b_vs_golden\": {\"range_err\": ", f); cd_put_json_num(f, o->gref_b.range_err);
-            fputs(", \"cosine\": ", f); cd_put_json_num(f, o->gref_b.cos);
-            fputs("}, \"a_vs_golden\": {\"range_err\": ", f); cd_put_json_num(f, o->gref_a.range_err);
-            fputs(", \"cosine\": ", f); cd_put_json_num(f, o->gref_a.cos);
+        if (o->gref_b.has) { /* fp16: B against the float32 golden run */
+            fputs(", \"b_vs_golden\": {\"range_err\": ", f);
+            cd_put_json_num(f, o->gref_b.range_err);
+            fputs(", \"cosine\": ", f);
+            cd_put_json_num(f, o->gref_b.cos);
+            fputs("}, \"a_vs_golden\": {\"range_err\": ", f);
+            cd_put_json_num(f, o->gref_a.range_err);
+            fputs(", \"cosine\": ", f);
+            cd_put_json_num(f, o->gref_a.cos);
             fputc('}', f);
         }
-        if (o->qref.has) {   /* A against the unquantized float model: the quantization error */
-            fputs(", \"quantization_error\": {\"range_err\": ", f); cd_put_json_num(f, o->qref.range_err);
-            fputs(", \"cosine\": ", f); cd_put_json_num(f, o->qref.cos);
+        if (o->qref.has) { /* A against the unquantized float model: the quantization error */
+            fputs(", \"quantization_error\": {\"range_err\": ", f);
+            cd_put_json_num(f, o->qref.range_err);
+            fputs(", \"cosine\": ", f);
+            cd_put_json_num(f, o->qref.cos);
             fputc('}', f);
         }
         fputc('}', f);
@@ -329,9 +419,12 @@ static void verdict_json(FILE *f, const cd_report_input *in) {
         if (!a) continue;
         fprintf(f, "%s{\"layer\": ", shown++ ? ", " : "");
         cd_put_json_str(f, a->layer);
-        fputs(", \"op_type\": ", f); cd_put_json_str(f, a->op_type);
-        fputs(", \"growth\": ", f); cd_put_json_num(f, a->growth);
-        fputs(", \"rel_err\": ", f); cd_put_json_num(f, a->rel_err);
+        fputs(", \"op_type\": ", f);
+        cd_put_json_str(f, a->op_type);
+        fputs(", \"growth\": ", f);
+        cd_put_json_num(f, a->growth);
+        fputs(", \"rel_err\": ", f);
+        cd_put_json_num(f, a->rel_err);
         fputc('}', f);
     }
     fputs("],\n  \"contributors\": [", f);
@@ -341,9 +434,12 @@ static void verdict_json(FILE *f, const cd_report_input *in) {
         if (!c) continue;
         fprintf(f, "%s{\"layer\": ", shown++ ? ", " : "");
         cd_put_json_str(f, c->layer);
-        fputs(", \"op_type\": ", f); cd_put_json_str(f, c->op_type);
-        fputs(", \"ratio\": ", f); cd_put_json_num(f, c->loc_ratio);
-        fputs(", \"rel_local\": ", f); cd_put_json_num(f, cd_report_rel_local(c));
+        fputs(", \"op_type\": ", f);
+        cd_put_json_str(f, c->op_type);
+        fputs(", \"ratio\": ", f);
+        cd_put_json_num(f, c->loc_ratio);
+        fputs(", \"rel_local\": ", f);
+        cd_put_json_num(f, cd_report_rel_local(c));
         fputc('}', f);
     }
     fputs("],\n", f);
@@ -354,18 +450,27 @@ static void local_json(FILE *f, const cd_layer_cmp *l) {
     fputs(", \"local\": ", f);
     if (!l->has_local) {
         fputs("null", f);
-        if (l->loc_note[0]) { fputs(", \"local_note\": ", f); cd_put_json_str(f, l->loc_note); }
+        if (l->loc_note[0]) {
+            fputs(", \"local_note\": ", f);
+            cd_put_json_str(f, l->loc_note);
+        }
     } else {
-        fputs("{\"family\": ", f); cd_put_json_str(f, l->family);
-        fputs(", \"error\": ", f); cd_put_json_num(f, l->loc_err);
-        fputs(", \"bound\": ", f); cd_put_json_num(f, l->loc_bound);
-        fputs(", \"ratio\": ", f); cd_put_json_num(f, l->loc_ratio);
+        fputs("{\"family\": ", f);
+        cd_put_json_str(f, l->family);
+        fputs(", \"error\": ", f);
+        cd_put_json_num(f, l->loc_err);
+        fputs(", \"bound\": ", f);
+        cd_put_json_num(f, l->loc_bound);
+        fputs(", \"ratio\": ", f);
+        cd_put_json_num(f, l->loc_ratio);
         /* the ratio sits on a cheap bound (docs/verdicts.md): exact ratio <= this */
         fprintf(f, ", \"ratio_upper\": %s", jbool(strstr(l->loc_note, "ratio: an upper bound") != NULL));
         fprintf(f, ", \"exceed\": %lld, \"pass\": %s, \"max_abs\": ", (long long)l->loc_exceed, jbool(l->loc_pass));
         cd_put_json_num(f, l->loc.max_abs);
-        fputs(", \"cosine\": ", f); cd_put_json_num(f, l->loc.cosine);
-        fputs(", \"note\": ", f); cd_put_json_str(f, l->loc_note);
+        fputs(", \"cosine\": ", f);
+        cd_put_json_num(f, l->loc.cosine);
+        fputs(", \"note\": ", f);
+        cd_put_json_str(f, l->loc_note);
         fputc('}', f);
     }
     fprintf(f, ", \"drift\": %s, \"is_output\": %s", jbool(l->drift), jbool(l->is_output));
@@ -393,25 +498,38 @@ cd_status cd_report_json(const cd_report_input *in, const char *dir, cd_error *e
         const cd_layer_cmp *l = &an->layers[an->first_fail];
         fprintf(f, "{\"op_index\": %d, \"layer\": ", l->op_index);
         cd_put_json_str(f, l->layer);
-        fputs(", \"op_type\": ", f); cd_put_json_str(f, l->op_type);
-        fputs(", \"tensor\": ", f); cd_put_json_str(f, l->tensor);
+        fputs(", \"op_type\": ", f);
+        cd_put_json_str(f, l->op_type);
+        fputs(", \"tensor\": ", f);
+        cd_put_json_str(f, l->tensor);
         fprintf(f, ", \"kind\": \"%s\", \"metrics\": ", an->first_kind);
         json_metrics(f, &l->m);
         fputs(", \"isolated\": ", f);
-        if (l->isolated) json_metrics(f, &l->iso); else fputs("null", f);
-        fputs(", \"rule\": ", f); cd_put_json_str(f, l->rule);
+        if (l->isolated)
+            json_metrics(f, &l->iso);
+        else
+            fputs("null", f);
+        fputs(", \"rule\": ", f);
+        cd_put_json_str(f, l->rule);
         fputs("},\n", f);
-    } else fputs("null,\n", f);
+    } else
+        fputs("null,\n", f);
     fputs("  \"nonfinite_origin\": ", f);
-    if (an->nonfinite_origin >= 0) cd_put_json_str(f, an->layers[an->nonfinite_origin].layer); else fputs("null", f);
+    if (an->nonfinite_origin >= 0)
+        cd_put_json_str(f, an->layers[an->nonfinite_origin].layer);
+    else
+        fputs("null", f);
     fputs(",\n  \"nonfinite\": {\"origin\": ", f);
     if (an->nonfinite_origin >= 0) {
         const cd_layer_cmp *l = &an->layers[an->nonfinite_origin];
         fprintf(f, "{\"op_index\": %d, \"layer\": ", l->op_index);
         cd_put_json_str(f, l->layer);
-        fputs(", \"op_type\": ", f); cd_put_json_str(f, l->op_type);
-        fprintf(f, ", \"side\": \"%s\", \"new_a\": %lld, \"new_b\": %lld}", an->nonfinite_side, (long long)l->nf_new_a, (long long)l->nf_new_b);
-    } else fputs("null", f);
+        fputs(", \"op_type\": ", f);
+        cd_put_json_str(f, l->op_type);
+        fprintf(f, ", \"side\": \"%s\", \"new_a\": %lld, \"new_b\": %lld}", an->nonfinite_side, (long long)l->nf_new_a,
+                (long long)l->nf_new_b);
+    } else
+        fputs("null", f);
     fprintf(f, ", \"hard_failures\": %d}", an->n_nonfinite_hard);
     diag_json(f, an);
     fputs(",\n  \"growth_jumps\": [", f);
@@ -419,12 +537,17 @@ cd_status cd_report_json(const cd_report_input *in, const char *dir, cd_error *e
         const cd_layer_cmp *l = &an->layers[an->jumps[j]];
         fprintf(f, "%s{\"layer\": ", j ? ", " : "");
         cd_put_json_str(f, l->layer);
-        fputs(", \"growth\": ", f); cd_put_json_num(f, l->growth);
-        fputs(", \"rel_err\": ", f); cd_put_json_num(f, l->rel_err);
+        fputs(", \"growth\": ", f);
+        cd_put_json_num(f, l->growth);
+        fputs(", \"rel_err\": ", f);
+        cd_put_json_num(f, l->rel_err);
         fputc('}', f);
     }
     fputs("],\n  \"crash\": ", f);
-    if (e->crash) cd_put_json_str(f, e->crash); else fputs("null", f);
+    if (e->crash)
+        cd_put_json_str(f, e->crash);
+    else
+        fputs("null", f);
     fputs(",\n  \"environment\": {", f);
     json_kv(f, "tool_version", e->tool_version, false);
     json_kv(f, "command_line", e->command_line, true);
@@ -443,25 +566,41 @@ cd_status cd_report_json(const cd_report_input *in, const char *dir, cd_error *e
     json_kv(f, "tolerance", e->tolerance_desc, true);
     json_kv(f, "created", e->created, true);
     fprintf(f, ",\n    \"seed\": %llu\n  },\n", e->seed);
-    fputs("  \"timings_ms\": {\"a\": ", f); cd_put_json_num(f, e->wall_ms_a);
-    fputs(", \"b\": ", f); cd_put_json_num(f, e->wall_ms_b);
-    fputs(", \"total\": ", f); cd_put_json_num(f, e->wall_ms_total);
+    fputs("  \"timings_ms\": {\"a\": ", f);
+    cd_put_json_num(f, e->wall_ms_a);
+    fputs(", \"b\": ", f);
+    cd_put_json_num(f, e->wall_ms_b);
+    fputs(", \"total\": ", f);
+    cd_put_json_num(f, e->wall_ms_total);
     fputs("},\n  \"layers\": [", f);
     for (int i = 0; i < an->n_layers; i++) {
         const cd_layer_cmp *l = &an->layers[i];
         fprintf(f, "%s\n    {\"op_index\": %d, \"layer\": ", i ? "," : "", l->op_index);
         cd_put_json_str(f, l->layer);
-        fputs(", \"op_type\": ", f); cd_put_json_str(f, l->op_type);
-        fputs(", \"where_b\": ", f); cd_put_json_str(f, l->where_b);
-        fputs(", \"rel_err\": ", f); cd_put_json_num(f, l->rel_err);
-        fputs(", \"growth\": ", f); cd_put_json_num(f, l->growth);
-        fputs(", \"metrics\": ", f); json_metrics(f, &l->m);
+        fputs(", \"op_type\": ", f);
+        cd_put_json_str(f, l->op_type);
+        fputs(", \"where_b\": ", f);
+        cd_put_json_str(f, l->where_b);
+        fputs(", \"rel_err\": ", f);
+        cd_put_json_num(f, l->rel_err);
+        fputs(", \"growth\": ", f);
+        cd_put_json_num(f, l->growth);
+        fputs(", \"metrics\": ", f);
+        json_metrics(f, &l->m);
         if (l->has_golden) {
-            fputs(", \"a_vs_golden\": ", f); json_metrics(f, &l->ga);
-            fputs(", \"b_vs_golden\": ", f); json_metrics(f, &l->gb);
+            fputs(", \"a_vs_golden\": ", f);
+            json_metrics(f, &l->ga);
+            fputs(", \"b_vs_golden\": ", f);
+            json_metrics(f, &l->gb);
         }
-        if (l->has_topk) { fputs(", \"top1\": ", f); cd_put_json_num(f, l->top1); fputs(", \"top5\": ", f); cd_put_json_num(f, l->top5); }
-        fputs(", \"rule\": ", f); cd_put_json_str(f, l->rule);
+        if (l->has_topk) {
+            fputs(", \"top1\": ", f);
+            cd_put_json_num(f, l->top1);
+            fputs(", \"top5\": ", f);
+            cd_put_json_num(f, l->top5);
+        }
+        fputs(", \"rule\": ", f);
+        cd_put_json_str(f, l->rule);
         local_json(f, l);
         fprintf(f, ", \"acc_k\": %lld, \"nonfinite_new\": [%lld,%lld], \"nonfinite_hard\": %s", (long long)l->acc_k,
                 (long long)l->nf_new_a, (long long)l->nf_new_b, l->nf_hard ? "true" : "false");
@@ -469,23 +608,29 @@ cd_status cd_report_json(const cd_report_input *in, const char *dir, cd_error *e
             fprintf(f, ", \"fp16_hazard\": {\"golden_over\": %lld, \"golden_under\": %lld, \"golden_absmax\": ",
                     (long long)l->g_over, (long long)l->g_under);
             cd_put_json_num(f, l->g_absmax);
-            fputs(", \"risk\": ", f); cd_put_json_num(f, l->risk);
+            fputs(", \"risk\": ", f);
+            cd_put_json_num(f, l->risk);
             fprintf(f, ", \"risk_rank\": %d, \"reason\": ", l->risk_rank);
             cd_put_json_str(f, l->risk_reason);
             fputc('}', f);
         }
         if (l->has_repeat) {
-            fputs(", \"repeat\": {\"spread\": ", f); cd_put_json_num(f, l->spread);
-            fprintf(f, ", \"changed\": %lld, \"nondeterministic\": %s}", (long long)l->spread_count, l->nondet ? "true" : "false");
+            fputs(", \"repeat\": {\"spread\": ", f);
+            cd_put_json_num(f, l->spread);
+            fprintf(f, ", \"changed\": %lld, \"nondeterministic\": %s}", (long long)l->spread_count,
+                    l->nondet ? "true" : "false");
         }
         if (l->n_agg) {
             static const char *const names[4] = {"max_abs", "rel_err", "fail_fraction", "cosine"};
             fprintf(f, ", \"inputs\": {\"count\": %d, \"failed\": %d, \"worst_input\": ", l->n_agg, l->n_agg_fail);
             cd_put_json_str(f, l->worst_input);
             for (int k = 0; k < 4; k++) {
-                fprintf(f, ", \"%s\": {\"worst\": ", names[k]); cd_put_json_num(f, l->agg_worst[k]);
-                fputs(", \"mean\": ", f); cd_put_json_num(f, l->agg_mean[k]);
-                fprintf(f, ", \"%s\": ", k == CD_AGG_COSINE ? "p1" : "p99"); cd_put_json_num(f, l->agg_p99[k]);
+                fprintf(f, ", \"%s\": {\"worst\": ", names[k]);
+                cd_put_json_num(f, l->agg_worst[k]);
+                fputs(", \"mean\": ", f);
+                cd_put_json_num(f, l->agg_mean[k]);
+                fprintf(f, ", \"%s\": ", k == CD_AGG_COSINE ? "p1" : "p99");
+                cd_put_json_num(f, l->agg_p99[k]);
                 fputc('}', f);
             }
             fputc('}', f);
@@ -512,8 +657,9 @@ static int junit_layer_failures(const cd_analysis *an) {
 static void junit_free_run(FILE *f, const cd_layer_cmp *l) {
     fputs("tensor ", f);
     cd_put_xml(f, l->tensor);
-    fprintf(f, ": max_abs=%.9g mean_abs=%.9g rmse=%.9g max_rel=%.9g cosine=%.9g snr_db=%.3f max_ulp=%.0f "
-               "fail_count=%lld worst_index=%lld (ref %.9g, got %.9g) nan=%lld/%lld inf=%lld/%lld rule=",
+    fprintf(f,
+            ": max_abs=%.9g mean_abs=%.9g rmse=%.9g max_rel=%.9g cosine=%.9g snr_db=%.3f max_ulp=%.0f "
+            "fail_count=%lld worst_index=%lld (ref %.9g, got %.9g) nan=%lld/%lld inf=%lld/%lld rule=",
             l->m.max_abs, l->m.mean_abs, l->m.rmse, l->m.max_rel, l->m.cosine, l->m.snr_db, l->m.max_ulp,
             (long long)l->m.fail_count, (long long)l->m.worst_index, l->m.worst_ref, l->m.worst_val,
             (long long)l->m.nan_ref, (long long)l->m.nan_val, (long long)l->m.inf_ref, (long long)l->m.inf_val);
@@ -524,8 +670,12 @@ static void junit_free_run(FILE *f, const cd_layer_cmp *l) {
 static void junit_diag(FILE *f, const cd_analysis *an, int i) {
     const cd_layer_cmp *l = &an->layers[i];
     if (i == an->first_fail) fprintf(f, " first-divergence kind=%s", an->first_kind);
-    if (l->nf_hard) fprintf(f, " nonfinite-where-reference-finite=%lld/%lld", (long long)l->nf_new_a, (long long)l->nf_new_b);
-    if (l->risk_rank) { fprintf(f, " fp16-risk-rank=%d ", l->risk_rank); cd_put_xml(f, l->risk_reason); }
+    if (l->nf_hard)
+        fprintf(f, " nonfinite-where-reference-finite=%lld/%lld", (long long)l->nf_new_a, (long long)l->nf_new_b);
+    if (l->risk_rank) {
+        fprintf(f, " fp16-risk-rank=%d ", l->risk_rank);
+        cd_put_xml(f, l->risk_reason);
+    }
 }
 
 /* Model outputs against the output tolerance: one testcase each. */
@@ -533,7 +683,10 @@ static void junit_output_suite(FILE *f, const cd_report_input *in) {
     const cd_analysis *an = in->an;
     int tests = 0, failures = 0;
     for (int i = 0; i < an->n_layers; i++)
-        if (an->layers[i].is_output) { tests++; failures += !an->layers[i].out_pass; }
+        if (an->layers[i].is_output) {
+            tests++;
+            failures += !an->layers[i].out_pass;
+        }
     if (!tests) return;
     fputs("  <testsuite name=\"cldiff ", f);
     cd_put_xml(f, in->env->model_path);
@@ -544,8 +697,12 @@ static void junit_output_suite(FILE *f, const cd_report_input *in) {
         fputs("    <testcase classname=\"cldiff.output\" name=\"output ", f);
         cd_put_xml(f, l->tensor);
         fputc('"', f);
-        if (l->out_pass) { fputs("/>\n", f); continue; }
-        fprintf(f, ">\n      <failure message=\"output drift: range error %.6g beyond the output tolerance (", l->out_range_err);
+        if (l->out_pass) {
+            fputs("/>\n", f);
+            continue;
+        }
+        fprintf(f, ">\n      <failure message=\"output drift: range error %.6g beyond the output tolerance (",
+                l->out_range_err);
         cd_put_xml(f, l->out_rule);
         fputs(")\">layer ", f);
         cd_put_xml(f, l->layer);
@@ -553,8 +710,8 @@ static void junit_output_suite(FILE *f, const cd_report_input *in) {
                 l->m.cosine, l->m.snr_db, l->m.max_abs);
         if (l->has_topk) fprintf(f, ", top1 %.4f, top5 %.4f", l->top1, l->top5);
         if (!strcmp(l->task, "detection"))
-            fprintf(f, ", detections %lld matched of %lld (B found %lld)", (long long)l->det_matched, (long long)l->det_ref,
-                    (long long)l->det_val);
+            fprintf(f, ", detections %lld matched of %lld (B found %lld)", (long long)l->det_matched,
+                    (long long)l->det_ref, (long long)l->det_val);
         fputs("; tolerance: ", f);
         cd_put_xml(f, an->out_tol_desc);
         fputs("</failure>\n    </testcase>\n", f);
@@ -587,7 +744,9 @@ cd_status cd_report_junit(const cd_report_input *in, const char *dir, cd_error *
         fprintf(f, "\" time=\"%.6f\"", l->us_b / 1e6);
         bool fails = layer_fails(an, l);
         if (l->nondet && !fails) {
-            fprintf(f, ">\n      <failure message=\"nondeterministic: spread %.6g over %d runs (race or uninitialised read)\"/>\n    </testcase>\n",
+            fprintf(f,
+                    ">\n      <failure message=\"nondeterministic: spread %.6g over %d runs (race or uninitialised "
+                    "read)\"/>\n    </testcase>\n",
                     l->spread, an->repeat_n);
             continue;
         }
@@ -595,28 +754,40 @@ cd_status cd_report_junit(const cd_report_input *in, const char *dir, cd_error *
             /* Passing: free-run drift (and why the layer was not checked locally) is information. */
             bool drift = an->local_ran && !l->m.pass, unchecked = an->local_ran && !l->has_local && l->loc_note[0],
                  diag = an->local_ran && (l->nf_hard || l->risk_rank);
-            if (!drift && !unchecked && !diag) { fputs("/>\n", f); continue; }
+            if (!drift && !unchecked && !diag) {
+                fputs("/>\n", f);
+                continue;
+            }
             fputs(">\n      <system-out>", f);
-            if (unchecked) { fputs("not checked locally: ", f); cd_put_xml(f, l->loc_note); fputs(drift || diag ? "\n" : "", f); }
-            if (drift) { fputs("free-run drift beyond the element tolerance (information): ", f); junit_free_run(f, l); }
+            if (unchecked) {
+                fputs("not checked locally: ", f);
+                cd_put_xml(f, l->loc_note);
+                fputs(drift || diag ? "\n" : "", f);
+            }
+            if (drift) {
+                fputs("free-run drift beyond the element tolerance (information): ", f);
+                junit_free_run(f, l);
+            }
             if (drift || diag) junit_diag(f, an, i);
             fputs("</system-out>\n    </testcase>\n", f);
             continue;
         }
         if (an->local_ran) {
-            fprintf(f, ">\n      <failure message=\"kernel fault: local error %.6g &gt; bound %.6g (ratio %.4g, %lld of %lld elements, family ",
+            fprintf(f,
+                    ">\n      <failure message=\"kernel fault: local error %.6g &gt; bound %.6g (ratio %.4g, %lld of "
+                    "%lld elements, family ",
                     l->loc_err, l->loc_bound, l->loc_ratio, (long long)l->loc_exceed, (long long)l->loc.n);
             cd_put_xml(f, l->family);
             fputs(")\">", f);
             fprintf(f, "%slocal check on %s's inputs: max_abs=%.9g cosine=%.9g worst_index=%lld bound: ",
-                    i == an->first_fault ? "first kernel fault; " : "", in->env->backend_a, l->loc.max_abs, l->loc.cosine,
-                    (long long)l->loc_worst);
+                    i == an->first_fault ? "first kernel fault; " : "", in->env->backend_a, l->loc.max_abs,
+                    l->loc.cosine, (long long)l->loc_worst);
             cd_put_xml(f, l->loc_note);
             fputs("\nfree run: ", f);
             junit_free_run(f, l);
         } else {
-            fprintf(f, ">\n      <failure message=\"max_abs=%.6g cosine=%.8f fail_fraction=%.6g (atol=%g rtol=%g)\">", l->m.max_abs,
-                    l->m.cosine, l->m.fail_fraction, l->tol.atol, l->tol.rtol);
+            fprintf(f, ">\n      <failure message=\"max_abs=%.6g cosine=%.8f fail_fraction=%.6g (atol=%g rtol=%g)\">",
+                    l->m.max_abs, l->m.cosine, l->m.fail_fraction, l->tol.atol, l->tol.rtol);
             junit_free_run(f, l);
         }
         junit_diag(f, an, i);
@@ -643,8 +814,8 @@ static void verdict_text(const cd_report_input *in, FILE *f, bool md, const char
     const char *q = md ? "`" : "", *b0 = md ? "**" : on, *b1 = md ? "**" : off, *item = md ? "- " : "  ";
     cd_verdict_kind kind;
     if (!cd_report_kind(in, &kind)) {
-        fprintf(f, "%sverdict: FAIL%s (not classified: %d of %d layers beyond the element tolerance in the free run)\n", b0, b1,
-                an->n_fail, an->n_layers);
+        fprintf(f, "%sverdict: FAIL%s (not classified: %d of %d layers beyond the element tolerance in the free run)\n",
+                b0, b1, an->n_fail, an->n_layers);
         return;
     }
     switch (kind) {
@@ -654,7 +825,9 @@ static void verdict_text(const cd_report_input *in, FILE *f, bool md, const char
             fprintf(f, "%sverdict: KERNEL FAULT%s (%d layer(s) over their local error bound)\n", b0, b1, an->n_faults);
             break;
         }
-        fprintf(f, "%sverdict: KERNEL FAULT%s at %s%s%s (%s, op #%d): local error %.1e > bound %.1e (ratio %.3g, %lld of %lld elements)",
+        fprintf(f,
+                "%sverdict: KERNEL FAULT%s at %s%s%s (%s, op #%d): local error %.1e > bound %.1e (ratio %.3g, %lld of "
+                "%lld elements)",
                 b0, b1, q, l->layer, q, l->op_type, l->op_index, l->loc_err, l->loc_bound, l->loc_ratio,
                 (long long)l->loc_exceed, (long long)l->loc.n);
         if (an->n_faults > 1) fprintf(f, "; %d layers fail their local check", an->n_faults);
@@ -666,7 +839,8 @@ static void verdict_text(const cd_report_input *in, FILE *f, bool md, const char
             fprintf(f, "; %s's own output against cldiff's CPU on the same inputs (run %s)\n", an->local_inputs,
                     an->local_ref);
         else
-            fprintf(f, "; measured on %s's inputs against %s\n", an->local_inputs[0] ? an->local_inputs : in->env->backend_a,
+            fprintf(f, "; measured on %s's inputs against %s\n",
+                    an->local_inputs[0] ? an->local_inputs : in->env->backend_a,
                     an->local_ref[0] ? an->local_ref : in->env->backend_a);
         break;
     }
@@ -675,9 +849,12 @@ static void verdict_text(const cd_report_input *in, FILE *f, bool md, const char
         fprintf(f, "%sverdict: OUTPUT DRIFT%s", b0, b1);
         if (o) fprintf(f, ": output %s%s%s range error %.1e > tolerance", q, o->tensor, q, o->out_range_err);
         if (an->n_out_fail > 1) fprintf(f, " (%d of %d outputs)", an->n_out_fail, an->n_outputs);
-        if (!an->local_ran) fputs("; no local check ran", f);
-        else if (an->n_local < an->n_layers) fprintf(f, "; no checked layer (%d of %d) is wrong on its own inputs", an->n_local, an->n_layers);
-        else fputs("; no layer is wrong on its own inputs", f);
+        if (!an->local_ran)
+            fputs("; no local check ran", f);
+        else if (an->n_local < an->n_layers)
+            fprintf(f, "; no checked layer (%d of %d) is wrong on its own inputs", an->n_local, an->n_layers);
+        else
+            fputs("; no layer is wrong on its own inputs", f);
         for (int j = 0, k = 0; j < an->n_amplifiers && j < 8 && k < 4; j++) {
             const cd_layer_cmp *l = cd_report_layer(an, an->amplifiers[j]);
             if (!l) continue;
@@ -689,8 +866,9 @@ static void verdict_text(const cd_report_input *in, FILE *f, bool md, const char
         for (int j = 0; j < an->n_contributors && j < 8 && k < 4; j++) {
             const cd_layer_cmp *l = cd_report_layer(an, an->contributors[j]);
             if (!l) continue;
-            fprintf(f, "%s%s (ratio %.3g, local rel err %.2g)", k++ ? ", " : "  largest local errors (within their bounds): ",
-                    l->layer, l->loc_ratio, cd_report_rel_local(l));
+            fprintf(f, "%s%s (ratio %.3g, local rel err %.2g)",
+                    k++ ? ", " : "  largest local errors (within their bounds): ", l->layer, l->loc_ratio,
+                    cd_report_rel_local(l));
         }
         if (k) fputc('\n', f);
         if (an->out_tol_desc[0]) fprintf(f, "  output tolerance: %s\n", an->out_tol_desc);
@@ -698,20 +876,24 @@ static void verdict_text(const cd_report_input *in, FILE *f, bool md, const char
     }
     case CD_KIND_PASS:
         fprintf(f, "%sverdict: PASS%s (", b0, b1);
-        if (an->local_ran) fprintf(f, "%d layers checked locally, all within their bounds", an->n_local);
-        else fprintf(f, "%d layers compared, no local check", an->n_layers);
+        if (an->local_ran)
+            fprintf(f, "%d layers checked locally, all within their bounds", an->n_local);
+        else
+            fprintf(f, "%d layers compared, no local check", an->n_layers);
         if (cd_report_outputs_judged(an)) fprintf(f, "; %d output(s) within the output tolerance", an->n_outputs);
         if (an->n_drift)
             fprintf(f, "; %d intermediate layer(s) drifted beyond the element tolerance: information", an->n_drift);
         fputs(")\n", f);
         break;
     case CD_KIND_CRASH:
-        fprintf(f, "%sverdict: CRASH%s: %s did not finish; layers before the crash are compared below\n", b0, b1, in->env->backend_b);
+        fprintf(f, "%sverdict: CRASH%s: %s did not finish; layers before the crash are compared below\n", b0, b1,
+                in->env->backend_b);
         break;
     case CD_KIND_NONDET: {
         const cd_layer_cmp *l = cd_report_layer(an, an->first_nondet);
-        fprintf(f, "%sverdict: NONDETERMINISTIC%s: %d layer(s) changed between %d runs of %s (race or uninitialised read)", b0, b1,
-                an->n_nondet, an->repeat_n, in->env->backend_b);
+        fprintf(f,
+                "%sverdict: NONDETERMINISTIC%s: %d layer(s) changed between %d runs of %s (race or uninitialised read)",
+                b0, b1, an->n_nondet, an->repeat_n, in->env->backend_b);
         if (l) fprintf(f, ", first %s%s%s (op #%d)", q, l->layer, q, l->op_index);
         fputc('\n', f);
         break;
@@ -733,10 +915,14 @@ static void first_sentence(const cd_report_input *in, FILE *f, bool md) {
     }
     const cd_layer_cmp *l = &an->layers[an->first_fail];
     if (info)
-        fprintf(f, "First divergence (information): %s%s%s (op #%d, %s), max |a-b| = %.4g, cosine = %.6f, %.3g%% of elements beyond the element tolerance in the free run.\n",
+        fprintf(f,
+                "First divergence (information): %s%s%s (op #%d, %s), max |a-b| = %.4g, cosine = %.6f, %.3g%% of "
+                "elements beyond the element tolerance in the free run.\n",
                 q, l->layer, q, l->op_index, l->op_type, l->m.max_abs, l->m.cosine, 100 * l->m.fail_fraction);
     else
-        fprintf(f, "First layer out of tolerance: %s%s%s (op #%d, %s), max |a-b| = %.4g, cosine = %.6f, %.3g%% of elements out.\n",
+        fprintf(f,
+                "First layer out of tolerance: %s%s%s (op #%d, %s), max |a-b| = %.4g, cosine = %.6f, %.3g%% of "
+                "elements out.\n",
                 q, l->layer, q, l->op_index, l->op_type, l->m.max_abs, l->m.cosine, 100 * l->m.fail_fraction);
     if (an->local_ran && l->has_local)
         fprintf(f, "Local check: on %s's inputs its error is %.2g against a bound of %.2g (ratio %.3g): %s.\n",
@@ -746,10 +932,14 @@ static void first_sentence(const cd_report_input *in, FILE *f, bool md) {
     else if (an->local_ran)
         fprintf(f, "Not checked locally%s%s.\n", l->loc_note[0] ? ": " : "", l->loc_note);
     else if (l->nf_hard && an->first_fail == an->nonfinite_origin)
-        fprintf(f, "Local error: the layer turns finite inputs into NaN/Inf where the reference is finite (%lld values on A, %lld on B).\n",
+        fprintf(f,
+                "Local error: the layer turns finite inputs into NaN/Inf where the reference is finite (%lld values on "
+                "A, %lld on B).\n",
                 (long long)l->nf_new_a, (long long)l->nf_new_b);
     else if (l->isolated)
-        fprintf(f, "%s: on %s's inputs the %s result is %s tolerance (max |a-b| = %.4g vs %.4g in the full run), so the layer %s.\n",
+        fprintf(f,
+                "%s: on %s's inputs the %s result is %s tolerance (max |a-b| = %.4g vs %.4g in the full run), so the "
+                "layer %s.\n",
                 !strcmp(an->first_kind, "local") ? "Local error" : "Inherited error", in->env->backend_a,
                 in->env->backend_b, l->iso.pass ? "within" : "out of", l->iso.max_abs, l->m.max_abs,
                 !strcmp(an->first_kind, "local") ? "itself is wrong" : "only inherits error from earlier layers");
@@ -764,44 +954,62 @@ static void md_verdict_tables(const cd_report_input *in, FILE *f) {
     cd_verdict_kind kind;
     if (!cd_report_kind(in, &kind)) return;
     if (kind == CD_KIND_FAULT && an->n_faults > 1) {
-        fputs("\n| # | layer | type | family | local error | bound | ratio | elements over |\n|---|---|---|---|---|---|---|---|\n", f);
+        fputs("\n| # | layer | type | family | local error | bound | ratio | elements over "
+              "|\n|---|---|---|---|---|---|---|---|\n",
+              f);
         for (int i = 0, k = 0; i < an->n_layers && k < 10; i++) {
             const cd_layer_cmp *l = &an->layers[i];
             if (!l->has_local || l->loc_pass) continue;
             k++;
-            fprintf(f, "| %d | `%s` | %s | %s | %.3g | %.3g | %.3g | %lld |\n", l->op_index, l->layer, l->op_type, l->family,
-                    l->loc_err, l->loc_bound, l->loc_ratio, (long long)l->loc_exceed);
+            fprintf(f, "| %d | `%s` | %s | %s | %.3g | %.3g | %.3g | %lld |\n", l->op_index, l->layer, l->op_type,
+                    l->family, l->loc_err, l->loc_bound, l->loc_ratio, (long long)l->loc_exceed);
         }
     }
     if (kind != CD_KIND_DRIFT && kind != CD_KIND_PASS) return;
     if (cd_report_outputs_judged(an)) {
-        fputs("\n| output | layer | range error | cosine | SNR dB | top-1 | top-5 | detections matched | within tolerance |\n"
-              "|---|---|---|---|---|---|---|---|---|\n", f);
+        fputs("\n| output | layer | range error | cosine | SNR dB | top-1 | top-5 | detections matched | within "
+              "tolerance |\n"
+              "|---|---|---|---|---|---|---|---|---|\n",
+              f);
         for (int i = 0; i < an->n_layers; i++) {
             const cd_layer_cmp *l = &an->layers[i];
             if (!l->is_output) continue;
-            fprintf(f, "| `%s` | `%s` | %.3g | %.6f | %.1f | ", l->tensor, l->layer, l->out_range_err, l->m.cosine, l->m.snr_db);
-            if (l->has_topk) fprintf(f, "%.4f | %.4f | ", l->top1, l->top5); else fputs(" | | ", f);
+            fprintf(f, "| `%s` | `%s` | %.3g | %.6f | %.1f | ", l->tensor, l->layer, l->out_range_err, l->m.cosine,
+                    l->m.snr_db);
+            if (l->has_topk)
+                fprintf(f, "%.4f | %.4f | ", l->top1, l->top5);
+            else
+                fputs(" | | ", f);
             if (!strcmp(l->task, "detection"))
-                fprintf(f, "%lld of %lld (B: %lld) | ", (long long)l->det_matched, (long long)l->det_ref, (long long)l->det_val);
-            else fputs(" | ", f);
+                fprintf(f, "%lld of %lld (B: %lld) | ", (long long)l->det_matched, (long long)l->det_ref,
+                        (long long)l->det_val);
+            else
+                fputs(" | ", f);
             fprintf(f, "%s |\n", l->out_pass ? "yes" : "**no**");
         }
         if (an->out_tol_desc[0]) fprintf(f, "\nOutput tolerance: %s\n", an->out_tol_desc);
     }
     if (kind != CD_KIND_DRIFT) return;
     if (an->n_amplifiers) {
-        fputs("\nWhere the error is amplified (free run):\n\n| # | layer | type | growth | rel err |\n|---|---|---|---|---|\n", f);
+        fputs("\nWhere the error is amplified (free run):\n\n| # | layer | type | growth | rel err "
+              "|\n|---|---|---|---|---|\n",
+              f);
         for (int j = 0; j < an->n_amplifiers && j < 8; j++) {
             const cd_layer_cmp *l = cd_report_layer(an, an->amplifiers[j]);
-            if (l) fprintf(f, "| %d | `%s` | %s | x%.3g | %.3g |\n", l->op_index, l->layer, l->op_type, l->growth, l->rel_err);
+            if (l)
+                fprintf(f, "| %d | `%s` | %s | x%.3g | %.3g |\n", l->op_index, l->layer, l->op_type, l->growth,
+                        l->rel_err);
         }
     }
     if (an->n_contributors) {
-        fputs("\nLargest local errors (each within its bound):\n\n| # | layer | type | ratio to bound | local rel err |\n|---|---|---|---|---|\n", f);
+        fputs("\nLargest local errors (each within its bound):\n\n| # | layer | type | ratio to bound | local rel err "
+              "|\n|---|---|---|---|---|\n",
+              f);
         for (int j = 0; j < an->n_contributors && j < 8; j++) {
             const cd_layer_cmp *l = cd_report_layer(an, an->contributors[j]);
-            if (l) fprintf(f, "| %d | `%s` | %s | %.3g | %.3g |\n", l->op_index, l->layer, l->op_type, l->loc_ratio, cd_report_rel_local(l));
+            if (l)
+                fprintf(f, "| %d | `%s` | %s | %.3g | %.3g |\n", l->op_index, l->layer, l->op_type, l->loc_ratio,
+                        cd_report_rel_local(l));
         }
     }
 }
@@ -821,16 +1029,19 @@ cd_status cd_report_markdown(const cd_report_input *in, const char *dir, cd_erro
     first_sentence(in, f, true);
     fputc('\n', f);
     diag_text(in, f, true);
-    fprintf(f, "\n| | |\n|---|---|\n| model | `%s` (%s, sha256 `%.16s…`) |\n", e->model_path, e->model_format, e->model_sha256 ? e->model_sha256 : "");
+    fprintf(f, "\n| | |\n|---|---|\n| model | `%s` (%s, sha256 `%.16s…`) |\n", e->model_path, e->model_format,
+            e->model_sha256 ? e->model_sha256 : "");
     fprintf(f, "| A | %s: %s %s |\n| B | %s: %s %s (%s) |\n", e->backend_a, e->device_a ? e->device_a : "",
-            e->driver_a ? e->driver_a : "", e->backend_b, e->device_b ? e->device_b : "", e->driver_b ? e->driver_b : "",
-            e->variant_b ? e->variant_b : "");
+            e->driver_a ? e->driver_a : "", e->backend_b, e->device_b ? e->device_b : "",
+            e->driver_b ? e->driver_b : "", e->variant_b ? e->variant_b : "");
     fprintf(f, "| inputs | %s |\n| tolerance | %s |\n| cldiff | %s, `%s` |\n\n", e->input_desc ? e->input_desc : "",
             e->tolerance_desc ? e->tolerance_desc : "", e->tool_version, e->command_line ? e->command_line : "");
     fprintf(f, "%d of %d layers out of tolerance%s.\n\n", an->n_fail, an->n_layers,
             an->local_ran ? " in the free run (information unless a kernel fault is named above)" : "");
     if (an->n_fail) {
-        fputs("| # | layer | type | max abs | cosine | fail % | rel err | growth | local ratio |\n|---|---|---|---|---|---|---|---|---|\n", f);
+        fputs("| # | layer | type | max abs | cosine | fail % | rel err | growth | local ratio "
+              "|\n|---|---|---|---|---|---|---|---|---|\n",
+              f);
         int shown = 0;
         for (int i = 0; i < an->n_layers && shown < 10; i++) {
             const cd_layer_cmp *l = &an->layers[i];
@@ -838,8 +1049,10 @@ cd_status cd_report_markdown(const cd_report_input *in, const char *dir, cd_erro
             shown++;
             fprintf(f, "| %d | `%s` | %s | %.4g | %.6f | %.3g | %.3g | %.3g | ", l->op_index, l->layer, l->op_type,
                     l->m.max_abs, l->m.cosine, 100 * l->m.fail_fraction, l->rel_err, l->growth);
-            if (l->has_local) fprintf(f, "%.3g%s |\n", l->loc_ratio, l->loc_pass ? "" : " **fault**");
-            else fputs("|\n", f);
+            if (l->has_local)
+                fprintf(f, "%.3g%s |\n", l->loc_ratio, l->loc_pass ? "" : " **fault**");
+            else
+                fputs("|\n", f);
         }
         if (an->n_fail > shown) fprintf(f, "\n(%d more in layers.csv)\n", an->n_fail - shown);
     }
@@ -859,8 +1072,8 @@ void cd_report_terminal(const cd_report_input *in, FILE *f, bool color) {
     const cd_analysis *an = in->an;
     const char *red = color ? "\033[31;1m" : "", *green = color ? "\033[32;1m" : "", *yellow = color ? "\033[33m" : "",
                *dim = color ? "\033[2m" : "", *off = color ? "\033[0m" : "";
-    fprintf(f, "\n%-5s %-28s %-22s %11s %11s %9s %8s %8s\n", "op", "layer", "type", "max_abs", "cosine", "fail%", "growth",
-            "local");
+    fprintf(f, "\n%-5s %-28s %-22s %11s %11s %9s %8s %8s\n", "op", "layer", "type", "max_abs", "cosine", "fail%",
+            "growth", "local");
     /* Long models: show every failing layer up to 40 lines and the first/last passing context.
      * With a local check, red marks a kernel fault and yellow free-run drift (information). */
     int shown = 0;
@@ -868,23 +1081,29 @@ void cd_report_terminal(const cd_report_input *in, FILE *f, bool color) {
         const cd_layer_cmp *l = &an->layers[i];
         bool fault = an->local_ran && l->has_local && !l->loc_pass;
         bool show = an->n_layers <= 40 || !l->m.pass || fault || i == an->n_layers - 1 ||
-                    (an->first_fail >= 0 && abs(i - an->first_fail) <= 2);
+            (an->first_fail >= 0 && abs(i - an->first_fail) <= 2);
         if (!show || shown >= 60) continue;
         shown++;
         const char *c = !an->local_ran ? (l->m.pass ? "" : red) : fault ? red : l->m.pass ? "" : yellow;
         char ratio[16] = "-";
         if (l->has_local) snprintf(ratio, sizeof ratio, "%.3g", l->loc_ratio);
         fprintf(f, "%s%-5d %-28.28s %-22.22s %11.4g %11.8f %9.4g %8.3g %8s%s%s%s%s%s%s%s\n", c, l->op_index, l->layer,
-                l->op_type, l->m.max_abs, l->m.cosine, 100 * l->m.fail_fraction, l->growth, ratio, fault ? " FAULT" : "",
-                l->jump ? " jump" : "", strcmp(l->where_b, "cpu-fallback") ? "" : " (B on cpu)",
+                l->op_type, l->m.max_abs, l->m.cosine, 100 * l->m.fail_fraction, l->growth, ratio,
+                fault ? " FAULT" : "", l->jump ? " jump" : "", strcmp(l->where_b, "cpu-fallback") ? "" : " (B on cpu)",
                 l->nf_hard ? " NaN/Inf" : "", l->nondet ? " NONDETERMINISTIC" : "",
-                l->is_output && cd_report_outputs_judged(an) ? (l->out_pass ? " output" : " OUTPUT DRIFT") : "", *c ? off : "");
+                l->is_output && cd_report_outputs_judged(an) ? (l->out_pass ? " output" : " OUTPUT DRIFT") : "",
+                *c ? off : "");
     }
-    if (shown < an->n_layers) fprintf(f, "%s(%d of %d layers shown; all in layers.csv)%s\n", dim, shown, an->n_layers, off);
+    if (shown < an->n_layers)
+        fprintf(f, "%s(%d of %d layers shown; all in layers.csv)%s\n", dim, shown, an->n_layers, off);
     fputc('\n', f);
     cd_verdict_kind kind;
     bool classified = cd_report_kind(in, &kind);
-    verdict_text(in, f, false, classified && kind == CD_KIND_PASS ? green : classified && kind == CD_KIND_DRIFT ? yellow : red, off);
+    verdict_text(in, f, false,
+                 classified && kind == CD_KIND_PASS        ? green
+                     : classified && kind == CD_KIND_DRIFT ? yellow
+                                                           : red,
+                 off);
     first_sentence(in, f, false);
     if (an->n_jumps) {
         fprintf(f, "Error growth jumps at:");
@@ -894,7 +1113,10 @@ void cd_report_terminal(const cd_report_input *in, FILE *f, bool color) {
     }
     if (an->nonfinite_origin >= 0)
         fprintf(f, "%sNaN/Inf first appears in %s on %s%s\n", red, an->layers[an->nonfinite_origin].layer,
-                !strcmp(an->nonfinite_side, "a") ? in->env->backend_a : !strcmp(an->nonfinite_side, "a+b") ? "both sides" : in->env->backend_b, off);
+                !strcmp(an->nonfinite_side, "a")         ? in->env->backend_a
+                    : !strcmp(an->nonfinite_side, "a+b") ? "both sides"
+                                                         : in->env->backend_b,
+                off);
     diag_text(in, f, false);
     fprintf(f, "%sreports: layers.csv summary.json report.html junit.xml summary.md dump.h5%s\n", dim, off);
 }

@@ -29,7 +29,7 @@ demo_pkgs=(build-essential cmake pkg-config libhdf5-dev libpng-dev
 # installed man page and its test), and the hardening tools: valgrind, clang-15 (libFuzzer;
 # clang-14 lacks _Float16 on x86-64) with libomp, the aarch64 cross toolchain and qemu-user
 # (docs/hardening.md).
-test_pkgs=(libcriterion-dev hdf5-tools clinfo oclgrind clang zlib1g-dev
+test_pkgs=(libcriterion-dev hdf5-tools clinfo oclgrind clang clang-format zlib1g-dev
            python3 python3-venv python3-pip help2man
            valgrind clang-15 libclang-common-15-dev libomp-15-dev
            gcc-aarch64-linux-gnu libc6-dev-arm64-cross qemu-user

@@ -35,10 +35,19 @@ static int cmd_diff(const cd_cli_opts *o) {
 }
 
 int cd_cli_main(int argc, char **argv) {
-    if (argc < 2) { cd_cli_usage(stderr, NULL); return CD_E_USAGE; }
+    if (argc < 2) {
+        cd_cli_usage(stderr, NULL);
+        return CD_E_USAGE;
+    }
     const char *cmd = argv[1];
-    if (!strcmp(cmd, "--version")) { cd_cli_print_version(); return 0; }
-    if (!strcmp(cmd, "--help") || !strcmp(cmd, "-h") || !strcmp(cmd, "help")) { cd_cli_usage(stdout, NULL); return 0; }
+    if (!strcmp(cmd, "--version")) {
+        cd_cli_print_version();
+        return 0;
+    }
+    if (!strcmp(cmd, "--help") || !strcmp(cmd, "-h") || !strcmp(cmd, "help")) {
+        cd_cli_usage(stdout, NULL);
+        return 0;
+    }
     if (!strcmp(cmd, "inspect")) return cd_cmd_inspect(argc - 1, argv + 1);
     if (!strcmp(cmd, "doctor")) return cd_cmd_doctor(argc - 1, argv + 1);
     if (!strcmp(cmd, "instrument")) return cd_cmd_instrument(argc - 1, argv + 1);
@@ -47,8 +56,8 @@ int cd_cli_main(int argc, char **argv) {
     bool sub = !strcmp(cmd, "run") || !strcmp(cmd, "compare") || !strcmp(cmd, "report");
     if (!sub && cmd[0] != '-' && !strpbrk(cmd, "./") && access(cmd, F_OK) != 0) {
         /* "cldiff inspcet m.nb": a mistyped command, not a model file */
-        static const char *const cmds[] = {"run", "inspect", "doctor", "compare", "report", "instrument", "import",
-                                           "export", "help"};
+        static const char *const cmds[] = {"run",        "inspect", "doctor", "compare", "report",
+                                           "instrument", "import",  "export", "help"};
         const char *near = cd_suggest(cmd, cmds, (int)(sizeof cmds / sizeof *cmds));
         if (near) {
             fprintf(stderr, "cldiff: unknown command '%s'; did you mean %s? (cldiff --help lists the commands)\n", cmd,
@@ -62,21 +71,45 @@ int cd_cli_main(int argc, char **argv) {
     char *line = join_argv(argc, argv);
     o.command_line = line ? line : "";
     if (!strcmp(cmd, "run")) {
-        if (o.n_positional != 1) { free(line); return cd_cli_usage_error(cmd, "run expects exactly one model file%s", ""); }
+        if (o.n_positional != 1) {
+            free(line);
+            return cd_cli_usage_error(cmd, "run expects exactly one model file%s", "");
+        }
         o.model = o.positional[0];
-        if (!o.n_backends) { o.backends[0] = "cpu"; o.n_backends = 1; }
+        if (!o.n_backends) {
+            o.backends[0] = "cpu";
+            o.n_backends = 1;
+        }
         rc = cd_cmd_run(&o);
     } else if (!strcmp(cmd, "compare")) {
-        if (o.n_positional != 2) { free(line); return cd_cli_usage_error(cmd, "compare expects two dump files%s", ""); }
+        if (o.n_positional != 2) {
+            free(line);
+            return cd_cli_usage_error(cmd, "compare expects two dump files%s", "");
+        }
         rc = cd_cmd_compare(&o);
     } else if (!strcmp(cmd, "report")) {
-        if (o.n_positional != 1) { free(line); return cd_cli_usage_error(cmd, "report expects one dump file%s", ""); }
+        if (o.n_positional != 1) {
+            free(line);
+            return cd_cli_usage_error(cmd, "report expects one dump file%s", "");
+        }
         rc = cd_cmd_report(&o);
     } else {
-        if (o.n_positional != 1) { free(line); return cd_cli_usage_error(NULL, "expected one model file (or a command: run, inspect, doctor, compare, report)%s", ""); }
+        if (o.n_positional != 1) {
+            free(line);
+            return cd_cli_usage_error(
+                NULL, "expected one model file (or a command: run, inspect, doctor, compare, report)%s", "");
+        }
         o.model = o.positional[0];
-        if (!o.n_backends) { o.backends[0] = "cpu"; o.backends[1] = "opencl"; o.n_backends = 2; }
-        if (o.n_backends != 2) { free(line); return cd_cli_usage_error(NULL, "the comparison needs two backends (--backends A,B), got one: '%s'", o.backends[0]); }
+        if (!o.n_backends) {
+            o.backends[0] = "cpu";
+            o.backends[1] = "opencl";
+            o.n_backends = 2;
+        }
+        if (o.n_backends != 2) {
+            free(line);
+            return cd_cli_usage_error(NULL, "the comparison needs two backends (--backends A,B), got one: '%s'",
+                                      o.backends[0]);
+        }
         rc = cmd_diff(&o);
     }
     free(line);

@@ -12,46 +12,46 @@
 
 typedef struct cd_cli_opts {
     const char *model;
-    const char *out_dir;           /* --out DIR (default cldiff-out) */
-    const char *layers;            /* --layers SPEC (default all) */
-    cd_precision prec;             /* --fp32 (default) / --fp16 */
-    const char *backends[2];       /* --backends A,B */
+    const char *out_dir;     /* --out DIR (default cldiff-out) */
+    const char *layers;      /* --layers SPEC (default all) */
+    cd_precision prec;       /* --fp32 (default) / --fp16 */
+    const char *backends[2]; /* --backends A,B */
     int n_backends;
-    int threads;                   /* --threads N (default 2) */
-    uint64_t seed;                 /* --seed N (default 1) */
-    const char *inputs[CD_CLI_MAX_LIST];  /* --input [NAME=]SPEC */
+    int threads;                         /* --threads N (default 2) */
+    uint64_t seed;                       /* --seed N (default 1) */
+    const char *inputs[CD_CLI_MAX_LIST]; /* --input [NAME=]SPEC */
     int n_inputs;
-    const char *shapes[CD_CLI_MAX_LIST];  /* --shape NAME=dims */
+    const char *shapes[CD_CLI_MAX_LIST]; /* --shape NAME=dims */
     int n_shapes;
     const char *mean, *std, *channel_order; /* PNG preprocessing */
     bool no_resize;
-    const char *dump_mode;         /* --dump full|stats */
-    int64_t max_memory;            /* --max-memory SIZE in bytes (0: 80% of physical memory) */
-    int deflate;                   /* --compress N: 0 none (default), 1-9 deflate level */
-    double timeout_s;              /* --timeout SEC (OpenCL child) */
+    const char *dump_mode; /* --dump full|stats */
+    int64_t max_memory;    /* --max-memory SIZE in bytes (0: 80% of physical memory) */
+    int deflate;           /* --compress N: 0 none (default), 1-9 deflate level */
+    double timeout_s;      /* --timeout SEC (OpenCL child) */
     bool quiet;
-    bool fp16_compute;             /* --fp16-compute: allow half arithmetic on OpenCL */
-    const char *int8_mode;         /* --int8 arm|dequant (default arm: docs/int8.md) */
-    const char *int8_placement;    /* --int8-placement arm|gpu (default arm: docs/int8.md) */
+    bool fp16_compute;          /* --fp16-compute: allow half arithmetic on OpenCL */
+    const char *int8_mode;      /* --int8 arm|dequant (default arm: docs/int8.md) */
+    const char *int8_placement; /* --int8-placement arm|gpu (default arm: docs/int8.md) */
     const char *cl_lib, *cl_platform, *cl_device, *kernel_dir, *cache_dir;
     bool no_cache;
-    bool isolate_child;            /* --no-isolate turns it off (debugging) */
+    bool isolate_child;                      /* --no-isolate turns it off (debugging) */
     const char *backend_kv[CD_CLI_MAX_LIST]; /* --backend-opt NAME:key=value (NAME canonical) */
     int n_backend_kv;
     /* comparison */
-    const char *tolerance_file;    /* --tolerance FILE */
+    const char *tolerance_file;                    /* --tolerance FILE */
     double atol, rtol, min_cos, max_fail_fraction; /* <0: precision default */
-    const char *isolate_mode;      /* --isolate first|all|none */
-    const char *baseline;          /* --baseline OLD.h5 */
-    const char *command_line;      /* joined argv for the dump */
+    const char *isolate_mode;                      /* --isolate first|all|none */
+    const char *baseline;                          /* --baseline OLD.h5 */
+    const char *command_line;                      /* joined argv for the dump */
     /* diagnosis (docs/diagnosis.md) */
-    int repeat;                    /* --repeat N: run B N times (default 1) */
-    int calibrate;                 /* --calibrate N: measure the noise floor over N runs (0 off) */
-    double calibrate_safety;       /* --calibrate-safety X (default 4) */
-    const char *repro_dir;         /* --repro DIR (default <out>/repro on failure) */
-    bool no_repro;                 /* --no-repro */
-    const char *inputs_dir;        /* --inputs DIR */
-    bool suggest_pins;             /* --suggest-pins */
+    int repeat;              /* --repeat N: run B N times (default 1) */
+    int calibrate;           /* --calibrate N: measure the noise floor over N runs (0 off) */
+    double calibrate_safety; /* --calibrate-safety X (default 4) */
+    const char *repro_dir;   /* --repro DIR (default <out>/repro on failure) */
+    bool no_repro;           /* --no-repro */
+    const char *inputs_dir;  /* --inputs DIR */
+    bool suggest_pins;       /* --suggest-pins */
     const char *positional[4];
     int n_positional;
 } cd_cli_opts;

@@ -30,7 +30,7 @@ static void phase_now(double *wall, double *cpu) {
     getrusage(RUSAGE_SELF, &a);
     getrusage(RUSAGE_CHILDREN, &b);
     *cpu = ((double)(a.ru_utime.tv_sec + a.ru_stime.tv_sec + b.ru_utime.tv_sec + b.ru_stime.tv_sec)) * 1e3 +
-           (double)(a.ru_utime.tv_usec + a.ru_stime.tv_usec + b.ru_utime.tv_usec + b.ru_stime.tv_usec) / 1e3;
+        (double)(a.ru_utime.tv_usec + a.ru_stime.tv_usec + b.ru_utime.tv_usec + b.ru_stime.tv_usec) / 1e3;
 }
 
 static void phase_end(const char *name) {
@@ -87,8 +87,12 @@ static cd_status diff_run_engine_b(diff_run *d, cd_forcing *rec, cd_error *err) 
     phase_end("B");
     d->crashed = d->stb == CD_E_CRASH;
     if (!d->stb && d->local && rec) {
-        cd_run_req ql = {.backend = "cpu", .prec = o->prec, .force = rec, .local_run = d->run_local,
-                         .forced_from = d->run_b, .local_only = true,
+        cd_run_req ql = {.backend = "cpu",
+                         .prec = o->prec,
+                         .force = rec,
+                         .local_run = d->run_local,
+                         .forced_from = d->run_b,
+                         .local_only = true,
                          .int8_dequant = cd_backend_lookup(d->B)->float_int8};
         st = cd_session_run_req(&d->s, &ql, &d->rl, err);
         phase_end("B local");
@@ -111,9 +115,17 @@ static cd_status diff_run_engine_b(diff_run *d, cd_forcing *rec, cd_error *err) 
  * only for the layers whose re-run B's process did not find within its bound (the local check
  * reads no others: diff_store_ref_local). */
 static cd_run_req ref_local_req(diff_run *d, cd_forcing *rec, cd_forcing *refrec, const cd_plan *pref) {
-    return (cd_run_req){.backend = "cpu", .prec = CD_PREC_FP32, .plan = pref, .force = rec, .local_run = "ref_local",
-                        .forced_from = d->run_a, .local_only = true, .int8_dequant = true, .record = refrec,
-                        .threads = cd_session_helper_threads(d->o), .record_only = refrec != NULL};
+    return (cd_run_req){.backend = "cpu",
+                        .prec = CD_PREC_FP32,
+                        .plan = pref,
+                        .force = rec,
+                        .local_run = "ref_local",
+                        .forced_from = d->run_a,
+                        .local_only = true,
+                        .int8_dequant = true,
+                        .record = refrec,
+                        .threads = cd_session_helper_threads(d->o),
+                        .record_only = refrec != NULL};
 }
 
 static cd_status diff_run_ref_local(diff_run *d, cd_forcing *rec, cd_forcing *refrec, cd_error *err) {
@@ -142,8 +154,12 @@ static cd_status diff_run_a_b(diff_run *d, cd_forcing *rec, cd_forcing *refrec, 
     cd_status st = cd_session_run_req(&d->s, &qa, &d->ra, err);
     phase_end("A");
     if (st) return st;
-    cd_run_req qb = {.backend = d->B, .run = d->run_b, .prec = o->prec, .force = rec,
-                     .local_run = d->local ? d->run_local : NULL, .forced_from = d->run_a};
+    cd_run_req qb = {.backend = d->B,
+                     .run = d->run_b,
+                     .prec = o->prec,
+                     .force = rec,
+                     .local_run = d->local ? d->run_local : NULL,
+                     .forced_from = d->run_a};
     /* fp32: layers whose free-run output is already within their local bound of A's are
      * settled by the free run and not run again (docs/verdicts.md). fp16: the reference is
      * the float32 kernel on A's half inputs, so ref_local runs first (its outputs kept in
@@ -161,8 +177,12 @@ static cd_status diff_run_a_b(diff_run *d, cd_forcing *rec, cd_forcing *refrec, 
         cd_arith f32 = {.u = CD_U32, .half_store = false};
         /* B in fp16: float (or half, fp16-compute) arithmetic on half storage */
         cd_arith bh = {.u = o->fp16_compute ? CD_U16 : CD_U32, .half_store = true};
-        d->settle = (cd_local_settle_ctx){.g = d->s.g, .plan = &d->s.plan, .ref = f32, .b = fp16_settle ? bh : f32,
-                                          .ref_rec = fp16_settle ? refrec : NULL, .local_only = fp16_settle};
+        d->settle = (cd_local_settle_ctx){.g = d->s.g,
+                                          .plan = &d->s.plan,
+                                          .ref = f32,
+                                          .b = fp16_settle ? bh : f32,
+                                          .ref_rec = fp16_settle ? refrec : NULL,
+                                          .local_only = fp16_settle};
         qb.settle = cd_local_settle;
         qb.settle_user = &d->settle;
         qb.settled = d->settled;
@@ -190,7 +210,10 @@ static cd_status diff_run_refs(diff_run *d, cd_forcing *rec, cd_error *err) {
     cd_status st = CD_OK;
     if ((d->stb == CD_OK || d->crashed) && o->prec == CD_PREC_FP16) {
         /* the fp16 runs' program in float32: int8 weights dequantized, as A's fp16 path has them */
-        cd_run_req qg = {.backend = "cpu", .run = "golden", .prec = CD_PREC_FP32, .int8_dequant = true,
+        cd_run_req qg = {.backend = "cpu",
+                         .run = "golden",
+                         .prec = CD_PREC_FP32,
+                         .int8_dequant = true,
                          .threads = cd_session_helper_threads(o)};
         st = cd_session_run_req(&d->s, &qg, &d->rg, err);
         phase_end("golden");
@@ -215,13 +238,17 @@ static bool model_quantized(const diff_run *d) {
  * through): run float_ref, the yardstick of a quantized model's outputs. */
 static cd_status diff_run_float_ref(diff_run *d, cd_error *err) {
     if (d->stb || d->crashed || !model_quantized(d) || !strcmp(d->o->dump_mode, "stats")) return CD_OK;
-    cd_run_req q = {.backend = "cpu", .run = "float_ref", .prec = CD_PREC_FP32, .no_quant = true,
+    cd_run_req q = {.backend = "cpu",
+                    .run = "float_ref",
+                    .prec = CD_PREC_FP32,
+                    .no_quant = true,
                     .threads = cd_session_helper_threads(d->o)};
     cd_status st = cd_session_run_req(&d->s, &q, &d->rq, err);
     phase_end("float_ref");
     cd_error e2 = {0};
-    if (!st) st = cd_dump_set_attr_str(d->s.dump, "/runs/float_ref", "quantization", "none: calib passes values through",
-                                       &e2);
+    if (!st)
+        st = cd_dump_set_attr_str(d->s.dump, "/runs/float_ref", "quantization", "none: calib passes values through",
+                                  &e2);
     if (st && !err->msg[0]) *err = e2;
     d->have_qref = !st;
     return st;
@@ -247,10 +274,15 @@ static cd_status diff_runs(diff_run *d, cd_error *err) {
     if (!st) st = diff_run_refs(d, rec, err);
     /* a partial --layers selection leaves inputs of probed layers out of the dump: keep the
      * record for the local check and the repro pack (freed with the run) */
-    if (!st && rec && o->layers && strcmp(o->layers, "all")) d->rec = rec;
-    else cd_forcing_free(rec);
+    if (!st && rec && o->layers && strcmp(o->layers, "all"))
+        d->rec = rec;
+    else
+        cd_forcing_free(rec);
     if (!st) st = diff_run_float_ref(d, err);
-    if (!st && d->stb && !d->crashed) { st = d->stb; *err = d->eb; }
+    if (!st && d->stb && !d->crashed) {
+        st = d->stb;
+        *err = d->eb;
+    }
     return st;
 }
 
@@ -283,11 +315,20 @@ static cd_status diff_compare(diff_run *d, cd_error *err) {
     for (int k = 0; d->outs && k < g->n_outputs; k++) d->outs[k] = g->tensors[g->outputs[k]].name;
     d->acck = calloc((size_t)g->n_ops + 1, sizeof *d->acck);
     for (int i = 0; d->acck && i < g->n_ops; i++) d->acck[i] = cd_diag_acc_len(&d->s.plan, i);
-    d->q = (cd_cmp_request){.ra = d->r, .rb = d->r, .run_a = d->run_a, .run_b = d->run_b,
-                            .rg = o->prec == CD_PREC_FP16 ? d->r : NULL, .run_g = "golden", .policy = &d->pol,
-                            .by_op_index = true, .half_ulps = o->prec == CD_PREC_FP16, .output_tensors = d->outs,
-                            .n_outputs = d->outs ? g->n_outputs : 0, .acc_k = d->acck,
-                            .n_acc_k = d->acck ? g->n_ops : 0, .fp16 = o->prec == CD_PREC_FP16,
+    d->q = (cd_cmp_request){.ra = d->r,
+                            .rb = d->r,
+                            .run_a = d->run_a,
+                            .run_b = d->run_b,
+                            .rg = o->prec == CD_PREC_FP16 ? d->r : NULL,
+                            .run_g = "golden",
+                            .policy = &d->pol,
+                            .by_op_index = true,
+                            .half_ulps = o->prec == CD_PREC_FP16,
+                            .output_tensors = d->outs,
+                            .n_outputs = d->outs ? g->n_outputs : 0,
+                            .acc_k = d->acck,
+                            .n_acc_k = d->acck ? g->n_ops : 0,
+                            .fp16 = o->prec == CD_PREC_FP16,
                             .threads = cd_session_helper_threads(o)};
     if ((st = cd_verdict_compare_runs(&d->q, d->auto_tol, &d->an, &d->um, &d->nu, err))) return st;
     d->have_an = true;
@@ -330,16 +371,18 @@ static int diff_write_outputs(diff_run *d) {
     if (d->q.rg) d->q.rg = d->r;
     if (cd_diff_write_reports(&d->q, &d->an, &d->env, o->out_dir, o->quiet, &err)) return cd_cli_fail(&err);
     for (int i = 0; i < d->nu && !o->quiet; i++)
-        fprintf(stderr, "cldiff: note: tensor '%s' of %s (op #%d) is only in run %s\n", d->um[i].tensor,
-                d->um[i].layer, d->um[i].op_index, d->um[i].side == 'a' ? d->run_a : d->run_b);
+        fprintf(stderr, "cldiff: note: tensor '%s' of %s (op #%d) is only in run %s\n", d->um[i].tensor, d->um[i].layer,
+                d->um[i].op_index, d->um[i].side == 'a' ? d->run_a : d->run_b);
     int rc = cd_verdict_exit_code(&d->an);
     if (d->crashed && !o->quiet) fprintf(stderr, "cldiff: %s\n", d->eb.msg);
     if (o->baseline) {
         int nf = 0;
         cd_error be = {0};
         cd_status bs = cd_diff_baseline_gate(o, d->r, d->run_b, &d->pol, &nf, &be);
-        if (bs) rc = cd_cli_fail(&be);
-        else if (nf && !rc) rc = CD_E_TOLERANCE;
+        if (bs)
+            rc = cd_cli_fail(&be);
+        else if (nf && !rc)
+            rc = CD_E_TOLERANCE;
     }
     return rc;
 }
@@ -359,9 +402,15 @@ static int diff_finish(diff_run *d) {
     /* --suggest-pins: float32 CPU pins for failing layers inside the fp16 OpenCL run. */
     if (o->suggest_pins && !d->crashed) {
         cd_error pe = {0};
-        cd_pins_run pr = {.g = d->s.g, .plan = &d->s.plan, .plan32 = d->s.have_plan32 ? &d->s.plan32 : NULL,
-                          .inputs = d->s.inputs.values, .opts = cd_session_backend_opts(o, o->prec), .prec = o->prec,
-                          .dump_path = d->s.dump_path, .ref_run = o->backends[0], .stop_flag = &cd_stop_flag};
+        cd_pins_run pr = {.g = d->s.g,
+                          .plan = &d->s.plan,
+                          .plan32 = d->s.have_plan32 ? &d->s.plan32 : NULL,
+                          .inputs = d->s.inputs.values,
+                          .opts = cd_session_backend_opts(o, o->prec),
+                          .prec = o->prec,
+                          .dump_path = d->s.dump_path,
+                          .ref_run = o->backends[0],
+                          .stop_flag = &cd_stop_flag};
         cd_status ps = cd_diag_suggest_pins(&pr, &d->an, &d->pol, d->B, &pe);
         if (ps == CD_E_INTERRUPTED) return cd_cli_fail(&pe);
         if (ps) snprintf(d->an.pins_note, sizeof d->an.pins_note, "%s", pe.msg);
@@ -393,12 +442,16 @@ int cd_diff_core(const cd_cli_opts *o, diff_ctx *ctx) {
     cd_status st;
     int rc;
     phase_end(NULL);
-    if (diff_open(&d, &err)) rc = cd_cli_fail(&err);
-    else if (phase_end("open"), (st = diff_runs(&d, &err))) rc = diff_runs_failed(&d, st, &err);
+    if (diff_open(&d, &err))
+        rc = cd_cli_fail(&err);
+    else if (phase_end("open"), (st = diff_runs(&d, &err)))
+        rc = diff_runs_failed(&d, st, &err);
     else if (cd_session_close(&d.s, true, &err) || (phase_end("close dump"), diff_compare(&d, &err)))
         rc = cd_cli_fail(&err);
-    else if (ctx->collect_only) rc = diff_hand_over(&d);
-    else rc = diff_finish(&d);
+    else if (ctx->collect_only)
+        rc = diff_hand_over(&d);
+    else
+        rc = diff_finish(&d);
     diff_free(&d);
     phase_end("reports");
     return rc;

@@ -22,10 +22,10 @@
 #include "cli/cli.h"
 
 typedef struct {
-    char *out;           /* what the child wrote to its result pipe */
+    char *out; /* what the child wrote to its result pipe */
     size_t out_len;
-    char err[2048];      /* tail of its stderr */
-    int sig;             /* terminating signal, 0 if none */
+    char err[2048]; /* tail of its stderr */
+    int sig;        /* terminating signal, 0 if none */
     int exit_code;
     bool timed_out;
 } child_res;
@@ -34,7 +34,11 @@ typedef void (*child_fn)(int fd, void *arg);
 
 static void tail_append(char *tail, size_t cap, const char *s, size_t n) {
     size_t have = strlen(tail);
-    if (n >= cap - 1) { memcpy(tail, s + n - (cap - 1), cap - 1); tail[cap - 1] = 0; return; }
+    if (n >= cap - 1) {
+        memcpy(tail, s + n - (cap - 1), cap - 1);
+        tail[cap - 1] = 0;
+        return;
+    }
     if (have + n >= cap) {
         size_t drop = have + n - (cap - 1);
         memmove(tail, tail + drop, have - drop + 1);
@@ -56,10 +60,20 @@ static int run_child(child_fn fn, void *arg, double timeout_s, bool echo_err, ch
     memset(r, 0, sizeof *r);
     int dp[2], ep[2];
     if (pipe(dp) != 0) return -1;
-    if (pipe(ep) != 0) { close(dp[0]); close(dp[1]); return -1; }
+    if (pipe(ep) != 0) {
+        close(dp[0]);
+        close(dp[1]);
+        return -1;
+    }
     fflush(NULL);
     pid_t pid = fork();
-    if (pid < 0) { close(dp[0]); close(dp[1]); close(ep[0]); close(ep[1]); return -1; }
+    if (pid < 0) {
+        close(dp[0]);
+        close(dp[1]);
+        close(ep[0]);
+        close(ep[1]);
+        return -1;
+    }
     if (pid == 0) {
         close(dp[0]);
         close(ep[0]);
@@ -77,8 +91,14 @@ static int run_child(child_fn fn, void *arg, double timeout_s, bool echo_err, ch
     while (!deof || !eeof) {
         struct pollfd f[2];
         int nf = 0, di = -1, ei = -1;
-        if (!deof) { f[nf] = (struct pollfd){.fd = dp[0], .events = POLLIN}; di = nf++; }
-        if (!eeof) { f[nf] = (struct pollfd){.fd = ep[0], .events = POLLIN}; ei = nf++; }
+        if (!deof) {
+            f[nf] = (struct pollfd){.fd = dp[0], .events = POLLIN};
+            di = nf++;
+        }
+        if (!eeof) {
+            f[nf] = (struct pollfd){.fd = ep[0], .events = POLLIN};
+            ei = nf++;
+        }
         if (!killed && timeout_s > 0 && mono() - t0 > timeout_s) {
             kill(pid, SIGKILL);
             killed = r->timed_out = true;
@@ -88,12 +108,16 @@ static int run_child(child_fn fn, void *arg, double timeout_s, bool echo_err, ch
         char buf[4096];
         if (di >= 0 && (f[di].revents & (POLLIN | POLLHUP | POLLERR))) {
             ssize_t n = read(dp[0], buf, sizeof buf);
-            if (n <= 0) { if (n == 0 || errno != EINTR) deof = true; }
-            else {
+            if (n <= 0) {
+                if (n == 0 || errno != EINTR) deof = true;
+            } else {
                 if (r->out_len + (size_t)n + 1 > cap) {
                     size_t nc = (cap ? cap * 2 : 8192) + (size_t)n;
                     char *no = realloc(r->out, nc);
-                    if (!no) { deof = true; continue; }
+                    if (!no) {
+                        deof = true;
+                        continue;
+                    }
                     r->out = no;
                     cap = nc;
                 }
@@ -104,8 +128,9 @@ static int run_child(child_fn fn, void *arg, double timeout_s, bool echo_err, ch
         }
         if (ei >= 0 && (f[ei].revents & (POLLIN | POLLHUP | POLLERR))) {
             ssize_t n = read(ep[0], buf, sizeof buf);
-            if (n <= 0) { if (n == 0 || errno != EINTR) eeof = true; }
-            else {
+            if (n <= 0) {
+                if (n == 0 || errno != EINTR) eeof = true;
+            } else {
                 if (echo_err) fwrite(buf, 1, (size_t)n, stderr);
                 tail_append(r->err, sizeof r->err, buf, (size_t)n);
             }
@@ -115,14 +140,16 @@ static int run_child(child_fn fn, void *arg, double timeout_s, bool echo_err, ch
     close(ep[0]);
     int st = 0;
     while (waitpid(pid, &st, 0) < 0 && errno == EINTR) {}
-    if (WIFSIGNALED(st)) r->sig = WTERMSIG(st);
-    else if (WIFEXITED(st)) r->exit_code = WEXITSTATUS(st);
+    if (WIFSIGNALED(st))
+        r->sig = WTERMSIG(st);
+    else if (WIFEXITED(st))
+        r->exit_code = WEXITSTATUS(st);
     return 0;
 }
 
 typedef struct {
     const cd_cli_opts *o;
-    cd_cl_devinfo info;  /* chosen device (filled by the enumeration child) */
+    cd_cl_devinfo info; /* chosen device (filled by the enumeration child) */
     const char *file;
     cd_cl_variant v;
 } doc_ctx;
@@ -131,7 +158,10 @@ static void write_str(int fd, const char *s) {
     size_t n = strlen(s);
     while (n) {
         ssize_t w = write(fd, s, n);
-        if (w < 0) { if (errno == EINTR) continue; return; }
+        if (w < 0) {
+            if (errno == EINTR) continue;
+            return;
+        }
         s += w;
         n -= (size_t)w;
     }
@@ -143,10 +173,18 @@ static void enum_child(int fd, void *arg) {
     cd_clfn cl;
     cd_error err;
     cd_err_clear(&err);
-    if (cd_cl_load(d->o->cl_lib, &cl, NULL, &err)) { write_str(fd, "E"); write_str(fd, err.msg); return; }
+    if (cd_cl_load(d->o->cl_lib, &cl, NULL, &err)) {
+        write_str(fd, "E");
+        write_str(fd, err.msg);
+        return;
+    }
     cd_cl_platform *ps;
     int np;
-    if (cd_cl_platforms(&cl, &ps, &np, &err)) { write_str(fd, "E"); write_str(fd, err.msg); return; }
+    if (cd_cl_platforms(&cl, &ps, &np, &err)) {
+        write_str(fd, "E");
+        write_str(fd, err.msg);
+        return;
+    }
     printf("\nPlatforms and devices:\n");
     for (int i = 0; i < np; i++) {
         printf("  platform %d: %s\n    vendor: %s\n    version: %s\n", i, ps[i].name, ps[i].vendor, ps[i].version);
@@ -174,7 +212,10 @@ static void enum_child(int fd, void *arg) {
     size_t n = sizeof info;
     while (n) {
         ssize_t w = write(fd, p, n);
-        if (w < 0) { if (errno == EINTR) continue; return; }
+        if (w < 0) {
+            if (errno == EINTR) continue;
+            return;
+        }
         p += w;
         n -= (size_t)w;
     }
@@ -204,11 +245,16 @@ static void build_child(int fd, void *arg) {
         return;
     }
     char *src = cd_cl_program_source(d->o->kernel_dir, d->file, d->v, &err);
-    if (!src) { write_str(fd, "FAIL "); write_str(fd, err.msg); return; }
+    if (!src) {
+        write_str(fd, "FAIL ");
+        write_str(fd, err.msg);
+        return;
+    }
     cl_program prog;
     char *log = NULL;
     /* no cache: the point is to exercise the compiler */
-    cd_status st = cd_cl_build_program(&cl, ctx, did, &info, src, cd_cl_build_options(d->v, &info), NULL, &prog, &log, &err);
+    cd_status st =
+        cd_cl_build_program(&cl, ctx, did, &info, src, cd_cl_build_options(d->v, &info), NULL, &prog, &log, &err);
     if (st) {
         write_str(fd, "FAIL ");
         write_str(fd, err.msg);
@@ -236,7 +282,10 @@ static void print_lines(const char *s, int max_lines, const char *indent) {
         bool blank = true;
         for (size_t i = 0; i < l; i++)
             if (s[i] != ' ' && s[i] != '\t' && s[i] != '\r') blank = false;
-        if (!blank) { printf("%s%.*s\n", indent, (int)(l > 200 ? 200 : l), s); n++; }
+        if (!blank) {
+            printf("%s%.*s\n", indent, (int)(l > 200 ? 200 : l), s);
+            n++;
+        }
         s += l;
         if (*s) s++;
     }
@@ -252,8 +301,10 @@ static const char *given_sdk(int argc, char **argv, const char *engine) {
     snprintf(pre, sizeof pre, "%s:sdk=", engine);
     for (int i = 1; i < argc; i++) {
         const char *v = NULL;
-        if (!strcmp(argv[i], "--backend-opt") && i + 1 < argc) v = argv[++i];
-        else if (!strncmp(argv[i], "--backend-opt=", 14)) v = argv[i] + 14;
+        if (!strcmp(argv[i], "--backend-opt") && i + 1 < argc)
+            v = argv[++i];
+        else if (!strncmp(argv[i], "--backend-opt=", 14))
+            v = argv[i] + 14;
         if (v && !strncmp(v, pre, strlen(pre))) got = v + strlen(pre);
     }
     return got;
@@ -265,8 +316,10 @@ static void doctor_paddle_lite(int argc, char **argv) {
                                           "probes/paddle-lite/pl_probe_runner.cc"};
     for (size_t i = 0; i < sizeof helpers / sizeof *helpers; i++) {
         char p[4096];
-        if (cd_pl_find_helper(helpers[i], p, sizeof p)) printf("  helper  %s: %s\n", helpers[i], p);
-        else printf("  MISSING helper %s: not beside cldiff, in ../share/cldiff or in the source tree\n", helpers[i]);
+        if (cd_pl_find_helper(helpers[i], p, sizeof p))
+            printf("  helper  %s: %s\n", helpers[i], p);
+        else
+            printf("  MISSING helper %s: not beside cldiff, in ../share/cldiff or in the source tree\n", helpers[i]);
     }
     for (int k = CD_PL_ENGINE_ARM; k <= CD_PL_ENGINE_OPENCL; k++) {
         printf("%s:\n", cd_pl_engine_name((cd_pl_engine_kind)k));
@@ -322,7 +375,9 @@ static int doctor_opencl(int argc, char **argv, bool *parsed) {
     }
     if (r.sig || r.timed_out || !r.out_len) {
         printf("\nThe OpenCL driver %s while listing platforms and devices%s%s\n",
-               r.timed_out ? "hung (killed after the timeout)" : r.sig ? "crashed" : "exited without an answer",
+               r.timed_out ? "hung (killed after the timeout)"
+                   : r.sig ? "crashed"
+                           : "exited without an answer",
                r.sig ? ": " : "", r.sig ? signame(r.sig) : "");
         if (r.err[0]) print_lines(r.err, 5, "  driver: ");
         free(r.out);
@@ -336,12 +391,15 @@ static int doctor_opencl(int argc, char **argv, bool *parsed) {
     }
     memcpy(&d.info, r.out + 1, sizeof d.info);
     free(r.out);
-    printf("\nChosen device: platform %d device %d: %s (%s), driver %s\n", d.info.platform_index,
-           d.info.device_index, d.info.name, d.info.platform, d.info.driver);
+    printf("\nChosen device: platform %d device %d: %s (%s), driver %s\n", d.info.platform_index, d.info.device_index,
+           d.info.name, d.info.platform, d.info.driver);
 
     char **files;
     int nf = cd_cl_kernel_files(o.kernel_dir, &files, &err);
-    if (nf < 0) { fprintf(stderr, "cldiff doctor: %s\n", err.msg); return err.code; }
+    if (nf < 0) {
+        fprintf(stderr, "cldiff doctor: %s\n", err.msg);
+        return err.code;
+    }
     printf("\nKernel builds (%d file(s)%s%s, each in a child process):\n", nf,
            o.kernel_dir ? ", --kernel-dir " : ", embedded", o.kernel_dir ? o.kernel_dir : "");
     printf("  %-24s %-13s %s\n", "kernel", "variant", "result");
@@ -365,8 +423,10 @@ static int doctor_opencl(int argc, char **argv, bool *parsed) {
             }
             if (r.sig || r.timed_out) {
                 n_crash++;
-                if (r.timed_out) printf("HUNG: clBuildProgram did not return within %.0f s (killed)\n", limit);
-                else printf("CRASHED with %s in the driver\n", signame(r.sig));
+                if (r.timed_out)
+                    printf("HUNG: clBuildProgram did not return within %.0f s (killed)\n", limit);
+                else
+                    printf("CRASHED with %s in the driver\n", signame(r.sig));
                 if (r.err[0]) print_lines(r.err, 4, "      driver: ");
             } else if (r.out && !strncmp(r.out, "OK", 2)) {
                 n_ok++;

@@ -61,7 +61,11 @@ static int make_dirs(const char *dir) {
     for (char *c = p + 1; *c; c++) {
         if (*c != '/') continue;
         *c = 0;
-        if (mkdir(p, 0777) != 0 && errno != EEXIST) { int e = errno; free(p); return e; }
+        if (mkdir(p, 0777) != 0 && errno != EEXIST) {
+            int e = errno;
+            free(p);
+            return e;
+        }
         *c = '/';
     }
     int e = mkdir(p, 0777) != 0 && errno != EEXIST ? errno : 0;
@@ -75,7 +79,6 @@ static bool has_quantized_params(const cd_graph *g) {
     return false;
 }
 
-
 /* Every float, non-parameter output of every op except XShape and constants; DIR/fetch.tsv
  * lists them. A constant is the output of an op that reads only parameters and constants
  * (ppocr_v2.0_cls: reshape2 of a conv bias): Opt folds such ops into parameters for OpenCL
@@ -86,12 +89,20 @@ static cd_status write_fetch_list(const cd_graph *g, const cd_pd_export_opts *o,
                                   cd_error *err) {
     cd_dtype *dt = cd_calloc((size_t)g->n_tensors + 1, sizeof *dt, err);
     bool *cst = cd_calloc((size_t)g->n_tensors + 1, sizeof *cst, err);
-    if (!dt || !cst || cd_pd_export_dtypes(g, o, dt, err)) { free(dt); free(cst); return err->code; }
+    if (!dt || !cst || cd_pd_export_dtypes(g, o, dt, err)) {
+        free(dt);
+        free(cst);
+        return err->code;
+    }
     cd_pd_export_constants(g, g->n_ops, cst);
     char path[4096];
     snprintf(path, sizeof path, "%s/fetch.tsv", dir);
     FILE *f = fopen(path, "w");
-    if (!f) { free(dt); free(cst); return cd_err(err, CD_E_IO, "cannot create '%s': %s", path, strerror(errno)); }
+    if (!f) {
+        free(dt);
+        free(cst);
+        return cd_err(err, CD_E_IO, "cannot create '%s': %s", path, strerror(errno));
+    }
     fprintf(f, "col\top_index\top_name\top_type\ttensor\n");
     *n = 0;
     for (int oi = 0; oi < g->n_ops; oi++) {
@@ -123,7 +134,10 @@ int cd_cmd_export(int argc, char **argv) {
     cd_shape *act_shape = NULL;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
-        if (!strcmp(a, "--help") || !strcmp(a, "-h")) { usage(stdout); return 0; }
+        if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
+            usage(stdout);
+            return 0;
+        }
         if (!strcmp(a, "-o") || !strcmp(a, "--out")) {
             if (i + 1 >= argc) return fail_usage("missing value for ", a);
             dir = argv[++i];
@@ -149,9 +163,17 @@ int cd_cmd_export(int argc, char **argv) {
             if (n_shapes == 64) return fail_usage("more than 64 --shape options at ", a);
             shapes[n_shapes++] = a + 8;
         } else if (a[0] == '-' && a[1]) {
-            static const char *const opts[] = {"-o", "--out", "--dequant", "--fetch-all", "--int8-marker",
-                                               "--keep-fused-act", "--keep-kernel-attrs", "--shape", "--declared-shapes",
-                                               "--help", "-h"};
+            static const char *const opts[] = {"-o",
+                                               "--out",
+                                               "--dequant",
+                                               "--fetch-all",
+                                               "--int8-marker",
+                                               "--keep-fused-act",
+                                               "--keep-kernel-attrs",
+                                               "--shape",
+                                               "--declared-shapes",
+                                               "--help",
+                                               "-h"};
             return cd_cli_unknown_option("export", a, opts, (int)(sizeof opts / sizeof *opts));
         } else if (!model) {
             model = a;
@@ -184,15 +206,19 @@ int cd_cmd_export(int argc, char **argv) {
         o.param_f32 = f32;
         o.strip_quant = true;
     } else if (has_quantized_params(g)) {
-        fprintf(stderr, "cldiff export: note: %s holds int8/int16 weights, exported as stored with the int8 "
-                        "attributes of their ops (the form opt itself wrote); --dequant exports the float program\n",
+        fprintf(stderr,
+                "cldiff export: note: %s holds int8/int16 weights, exported as stored with the int8 "
+                "attributes of their ops (the form opt itself wrote); --dequant exports the float program\n",
                 model);
     }
     if (!declared_shapes) {
         cd_shape *given = NULL;
         if (n_shapes) {
             given = cd_calloc((size_t)g->n_inputs + 1, sizeof *given, &err);
-            if (!given || cd_resolve_input_shapes(g, shapes, n_shapes, given, NULL, 0, &err)) { free(given); goto fail; }
+            if (!given || cd_resolve_input_shapes(g, shapes, n_shapes, given, NULL, 0, &err)) {
+                free(given);
+                goto fail;
+            }
         }
         char note[512];
         e = cd_pd_export_infer_shapes(g, given, &act_shape, note, sizeof note, &err);
@@ -212,19 +238,19 @@ int cd_cmd_export(int argc, char **argv) {
            "%d params)%s\n",
            model, dir, info.program_bytes, info.n_ops, info.n_vars, info.n_renamed, dir, info.params_bytes,
            info.n_params, dequant ? ", dequantized" : "");
-    printf("  activation shapes: %s\n", act_shape ? "cldiff's shape inference (dynamic dims -1)"
-                                                : "as the .nb declares them");
-    if (info.n_unfused) printf("  %d convs with fused activation/SecondInput exported as separate ops (--keep-fused-act keeps them)\n",
-                               info.n_unfused);
-    if (info.n_dropped_ops) printf("  %d io_copy/layout%s ops left out as pass-throughs\n", info.n_dropped_ops,
-                                   dequant ? "/calib" : "");
+    printf("  activation shapes: %s\n",
+           act_shape ? "cldiff's shape inference (dynamic dims -1)" : "as the .nb declares them");
+    if (info.n_unfused)
+        printf("  %d convs with fused activation/SecondInput exported as separate ops (--keep-fused-act keeps them)\n",
+               info.n_unfused);
+    if (info.n_dropped_ops)
+        printf("  %d io_copy/layout%s ops left out as pass-throughs\n", info.n_dropped_ops, dequant ? "/calib" : "");
     for (int i = 0; i < g->n_inputs; i++) {
         char b[160];
         const cd_tensor *t = &g->tensors[g->inputs[i]];
         printf("  input %d: %s %s %s\n", i, t->name, cd_dtype_name(t->dtype), cd_shape_str(&t->shape, b, sizeof b));
     }
-    for (int i = 0; i < g->n_outputs; i++)
-        printf("  output %d: %s\n", i, g->tensors[g->outputs[i]].name);
+    for (int i = 0; i < g->n_outputs; i++) printf("  output %d: %s\n", i, g->tensors[g->outputs[i]].name);
     if (o.n_extra_fetch) printf("  %d extra fetch ops: %s/fetch.tsv\n", o.n_extra_fetch, dir);
     if (meta)
         for (int t = 0; t < g->n_tensors; t++) cd_value_release(&meta[t]);

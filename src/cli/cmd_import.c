@@ -42,8 +42,9 @@ static void profiler_path(const char *dir, const char *tensor, char *out, size_t
 
 static cd_status read_profiler_txt(const char *path, const cd_manifest_entry *e, cd_value *v, cd_error *err) {
     FILE *f = fopen(path, "r");
-    if (!f) return cd_err(err, CD_E_MODEL, "missing tensor '%s' (col %d, op #%d %s): cannot open %s: %s", e->tensor,
-                          e->col, e->op_index, e->layer, path, strerror(errno));
+    if (!f)
+        return cd_err(err, CD_E_MODEL, "missing tensor '%s' (col %d, op #%d %s): cannot open %s: %s", e->tensor, e->col,
+                      e->op_index, e->layer, path, strerror(errno));
     size_t cap = 1024, n = 0;
     float *x = malloc(cap * sizeof *x);
     char line[256];
@@ -56,21 +57,29 @@ static cd_status read_profiler_txt(const char *path, const cd_manifest_entry *e,
         char c;
         if (sscanf(line, " [%ld] %lf %c", &idx, &val, &c) != 2 || idx != (long)n) {
             if (strspn(line, " \t\r\n") == strlen(line)) continue;
-            st = cd_err(err, CD_E_MODEL, "%s:%ld: expected \"[%zu] value\" (Paddle-Lite precision-profiler tensor file "
-                        "of '%s'), got \"%.60s\"", path, ln, n, e->tensor, line);
+            st = cd_err(err, CD_E_MODEL,
+                        "%s:%ld: expected \"[%zu] value\" (Paddle-Lite precision-profiler tensor file "
+                        "of '%s'), got \"%.60s\"",
+                        path, ln, n, e->tensor, line);
             break;
         }
         if (n == cap) {
             cap *= 2;
             float *nx = realloc(x, cap * sizeof *nx);
-            if (!nx) { st = cd_err(err, CD_E_NOMEM, "out of memory"); break; }
+            if (!nx) {
+                st = cd_err(err, CD_E_NOMEM, "out of memory");
+                break;
+            }
             x = nx;
         }
         x[n++] = (float)val;
     }
     if (!st && ferror(f)) st = cd_err(err, CD_E_MODEL, "cannot read %s", path);
     fclose(f);
-    if (st) { free(x); return st; }
+    if (st) {
+        free(x);
+        return st;
+    }
     memset(v, 0, sizeof *v);
     v->dtype = CD_F32;
     v->data = x;
@@ -81,9 +90,11 @@ static cd_status read_profiler_txt(const char *path, const cd_manifest_entry *e,
         if (cd_shape_numel(&e->shape) != (int64_t)n) {
             char a[96];
             cd_value_release(v);
-            return cd_err(err, CD_E_MODEL, "wrong element count for tensor '%s' (col %d, op #%d %s): %s holds %zu values, "
-                          "the manifest's shape %s needs %lld", e->tensor, e->col, e->op_index, e->layer, path, n,
-                          cd_shape_str(&e->shape, a, sizeof a), (long long)cd_shape_numel(&e->shape));
+            return cd_err(err, CD_E_MODEL,
+                          "wrong element count for tensor '%s' (col %d, op #%d %s): %s holds %zu values, "
+                          "the manifest's shape %s needs %lld",
+                          e->tensor, e->col, e->op_index, e->layer, path, n, cd_shape_str(&e->shape, a, sizeof a),
+                          (long long)cd_shape_numel(&e->shape));
         }
     } else {
         v->shape.rank = 1;
@@ -117,40 +128,50 @@ int cd_cmd_import(int argc, char **argv) {
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         if ((!strcmp(a, "--manifest") || !strcmp(a, "-o") || !strcmp(a, "--out") || !strcmp(a, "--run") ||
-             !strcmp(a, "--model") || !strcmp(a, "--from")) && !v) {
+             !strcmp(a, "--model") || !strcmp(a, "--from")) &&
+            !v) {
             fprintf(stderr, "cldiff: option %s needs a value\n", a);
             return CD_E_USAGE;
         }
-        if (!strcmp(a, "--manifest")) manifest = argv[++i];
-        else if (!strcmp(a, "-o") || !strcmp(a, "--out")) out = argv[++i];
-        else if (!strcmp(a, "--run")) run = argv[++i];
-        else if (!strcmp(a, "--model")) model = argv[++i];
-        else if (!strcmp(a, "--from")) from = argv[++i];
-        else if (!strcmp(a, "--quiet") || !strcmp(a, "-q")) quiet = true;
+        if (!strcmp(a, "--manifest"))
+            manifest = argv[++i];
+        else if (!strcmp(a, "-o") || !strcmp(a, "--out"))
+            out = argv[++i];
+        else if (!strcmp(a, "--run"))
+            run = argv[++i];
+        else if (!strcmp(a, "--model"))
+            model = argv[++i];
+        else if (!strcmp(a, "--from"))
+            from = argv[++i];
+        else if (!strcmp(a, "--quiet") || !strcmp(a, "-q"))
+            quiet = true;
         else if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
             printf("usage: cldiff import DIR --manifest probed.manifest.json [-o dump.h5] [--run NAME] "
                    "[--model MODEL.nb] [--from npy|profiler]\n"
                    "  DIR: out_<col>.npy per fetch column (probes/paddle-lite runner, scripts/pl_bridge.py), or\n"
                    "  Paddle-Lite's precision-profiler tensor files <tensor>.txt (docs/paddle-lite.md)\n");
             return 0;
-        }
-        else if (a[0] == '-') {
-            static const char *const opts[] = {"--manifest", "-o", "--out", "--run", "--model", "--from", "--quiet",
-                                               "-q", "--help", "-h"};
+        } else if (a[0] == '-') {
+            static const char *const opts[] = {"--manifest", "-o",      "--out", "--run",  "--model",
+                                               "--from",     "--quiet", "-q",    "--help", "-h"};
             return cd_cli_unknown_option("import", a, opts, (int)(sizeof opts / sizeof *opts));
+        } else if (!dir)
+            dir = a;
+        else {
+            fprintf(stderr, "cldiff: import: one folder expected, got '%s' too\n", a);
+            return CD_E_USAGE;
         }
-        else if (!dir) dir = a;
-        else { fprintf(stderr, "cldiff: import: one folder expected, got '%s' too\n", a); return CD_E_USAGE; }
     }
     if (from && strcmp(from, "npy") && strcmp(from, "profiler")) {
         static const char *const vals[] = {"npy", "profiler"};
         return cd_cli_bad_value("import", "--from", from, vals, 2);
     }
     if (!dir || !manifest) {
-        fprintf(stderr, "usage: cldiff import DIR --manifest probed.manifest.json [-o dump.h5] [--run NAME] "
-                        "[--model MODEL.nb] [--from npy|profiler]\n"
-                        "  DIR: out_<col>.npy per fetch column (probes/paddle-lite runner), or Paddle-Lite's\n"
-                        "  precision-profiler tensor files <tensor>.txt\n");
+        fprintf(stderr,
+                "usage: cldiff import DIR --manifest probed.manifest.json [-o dump.h5] [--run NAME] "
+                "[--model MODEL.nb] [--from npy|profiler]\n"
+                "  DIR: out_<col>.npy per fetch column (probes/paddle-lite runner), or Paddle-Lite's\n"
+                "  precision-profiler tensor files <tensor>.txt\n");
         return CD_E_USAGE;
     }
     cd_error err = {0};
@@ -166,7 +187,11 @@ int cd_cmd_import(int argc, char **argv) {
     }
     bool npy = !strcmp(from, "npy");
     DIR *dd = opendir(dir);
-    if (!dd) { cd_manifest_free(&m); cd_err(&err, CD_E_USAGE, "cannot open folder '%s': %s", dir, strerror(errno)); return cd_cli_fail(&err); }
+    if (!dd) {
+        cd_manifest_free(&m);
+        cd_err(&err, CD_E_USAGE, "cannot open folder '%s': %s", dir, strerror(errno));
+        return cd_cli_fail(&err);
+    }
     closedir(dd);
     if (npy) {
         int max_col, n = count_npy_outputs(dir, &max_col);
@@ -177,15 +202,20 @@ int cd_cmd_import(int argc, char **argv) {
             char p[1200];
             snprintf(p, sizeof p, "%s/out_%d.npy", dir, m.e[k].col);
             FILE *f = fopen(p, "rb");
-            if (f) { fclose(f); continue; }
-            cd_err(&err, CD_E_MODEL, "missing tensor '%s' (col %d, op #%d %s): no %s (%d of the manifest's %d fetch "
-                   "columns are in %s; did the runner save every output?)", m.e[k].tensor, m.e[k].col, m.e[k].op_index,
-                   m.e[k].layer, p, n, want, dir);
+            if (f) {
+                fclose(f);
+                continue;
+            }
+            cd_err(&err, CD_E_MODEL,
+                   "missing tensor '%s' (col %d, op #%d %s): no %s (%d of the manifest's %d fetch "
+                   "columns are in %s; did the runner save every output?)",
+                   m.e[k].tensor, m.e[k].col, m.e[k].op_index, m.e[k].layer, p, n, want, dir);
             cd_manifest_free(&m);
             return cd_cli_fail(&err);
         }
         if (n != want || max_col != want - 1) {
-            cd_err(&err, CD_E_MODEL, "wrong output count: %s holds %d out_<col>.npy files (highest col %d) but the manifest "
+            cd_err(&err, CD_E_MODEL,
+                   "wrong output count: %s holds %d out_<col>.npy files (highest col %d) but the manifest "
                    "%s lists %d fetch columns: the outputs come from another instrumented model",
                    dir, n, max_col, manifest, want);
             cd_manifest_free(&m);
@@ -200,30 +230,48 @@ int cd_cmd_import(int argc, char **argv) {
         cd_error ge = {0};
         if (cd_nb_load(mp, &g, &ge) == CD_OK && cd_sha256_file(mp, sha, &ge) == CD_OK) {
             if (m.model_sha256[0] && strcmp(sha, m.model_sha256)) {
-                cd_err(&err, CD_E_MODEL, "model %s (sha256 %.12s...) is not the one the manifest was made from (%.12s...)",
-                       mp, sha, m.model_sha256);
+                cd_err(&err, CD_E_MODEL,
+                       "model %s (sha256 %.12s...) is not the one the manifest was made from (%.12s...)", mp, sha,
+                       m.model_sha256);
                 cd_graph_free(g);
                 cd_manifest_free(&m);
                 return cd_cli_fail(&err);
             }
         } else {
-            if (model) { cd_manifest_free(&m); return cd_cli_fail(&ge); }
+            if (model) {
+                cd_manifest_free(&m);
+                return cd_cli_fail(&ge);
+            }
             if (g) cd_graph_free(g);
             g = NULL;
-            if (!quiet) fprintf(stderr, "cldiff: note: model %s not readable (%s); the dump has no /model tables\n", mp, ge.msg);
+            if (!quiet)
+                fprintf(stderr, "cldiff: note: model %s not readable (%s); the dump has no /model tables\n", mp,
+                        ge.msg);
         }
     }
     /* output folder */
     char odir[1024];
     snprintf(odir, sizeof odir, "%s", out);
     char *slash = strrchr(odir, '/');
-    if (slash) { *slash = 0; if (odir[0] && (st = cd_make_dirs(odir, &err))) { if (g) cd_graph_free(g); cd_manifest_free(&m); return cd_cli_fail(&err); } }
+    if (slash) {
+        *slash = 0;
+        if (odir[0] && (st = cd_make_dirs(odir, &err))) {
+            if (g) cd_graph_free(g);
+            cd_manifest_free(&m);
+            return cd_cli_fail(&err);
+        }
+    }
     char cl[2048];
     size_t off = (size_t)snprintf(cl, sizeof cl, "cldiff import");
-    for (int i = 1; i < argc && off < sizeof cl; i++) off += (size_t)snprintf(cl + off, sizeof cl - off, " %s", argv[i]);
-    cd_dump_meta meta = {.command_line = cl, .model_path = m.model_path, .model_sha256 = m.model_sha256,
-                         .model_format = npy ? "paddle-lite nb, outputs imported (npy)" : "paddle-lite nb, imported from the precision profiler",
-                         .precision = "fp32", .seed = 0};
+    for (int i = 1; i < argc && off < sizeof cl; i++)
+        off += (size_t)snprintf(cl + off, sizeof cl - off, " %s", argv[i]);
+    cd_dump_meta meta = {.command_line = cl,
+                         .model_path = m.model_path,
+                         .model_sha256 = m.model_sha256,
+                         .model_format = npy ? "paddle-lite nb, outputs imported (npy)"
+                                             : "paddle-lite nb, imported from the precision profiler",
+                         .precision = "fp32",
+                         .seed = 0};
     cd_dump *d = NULL;
     st = cd_dump_create(out, &meta, &d, &err);
     if (!st && g) st = cd_dump_write_model(d, g, &err);
@@ -237,8 +285,13 @@ int cd_cmd_import(int argc, char **argv) {
             cd_value_release(&v);
         }
     }
-    cd_run_info info = {.backend = "paddle-lite", .precision = "fp32", .device = "imported", .platform = "",
-                        .driver = "", .library_path = "", .threads = 0};
+    cd_run_info info = {.backend = "paddle-lite",
+                        .precision = "fp32",
+                        .device = "imported",
+                        .platform = "",
+                        .driver = "",
+                        .library_path = "",
+                        .threads = 0};
     if (!st) st = cd_dump_begin_run(d, run, &info, &err);
     char rp[256];
     snprintf(rp, sizeof rp, "/runs/%s", run);
@@ -267,7 +320,8 @@ int cd_cmd_import(int argc, char **argv) {
                 /* dynamic outputs (nms) may come back smaller than cldiff's planned upper bound */
                 bool dyn = e->op_type[0] && strstr(e->op_type, "nms");
                 if (!dyn) {
-                    st = cd_err(&err, CD_E_MODEL, "wrong shape for tensor '%s' (col %d, op #%d %s): %s holds %s, the "
+                    st = cd_err(&err, CD_E_MODEL,
+                                "wrong shape for tensor '%s' (col %d, op #%d %s): %s holds %s, the "
                                 "manifest says %s (was the model run on another input shape? instrument with --shape)",
                                 e->tensor, e->col, e->op_index, e->layer, p, cd_shape_str(&v.shape, a, sizeof a),
                                 cd_shape_str(&e->shape, b, sizeof b));
@@ -280,9 +334,16 @@ int cd_cmd_import(int argc, char **argv) {
             if ((st = read_profiler_txt(p, e, &v, &err))) break;
         }
         cd_tensor_stats ts;
-        cd_tensor_rec rec = {.op_index = e->op_index, .op_type = e->op_type, .layer = e->layer, .tensor = e->tensor,
-                             .elapsed_us = 0, .kernel_us = -1, .where = "paddle-lite", .kernel = "",
-                             .note = npy ? "" : "precision profiler (%f text)", .stats = &ts};
+        cd_tensor_rec rec = {.op_index = e->op_index,
+                             .op_type = e->op_type,
+                             .layer = e->layer,
+                             .tensor = e->tensor,
+                             .elapsed_us = 0,
+                             .kernel_us = -1,
+                             .where = "paddle-lite",
+                             .kernel = "",
+                             .note = npy ? "" : "precision profiler (%f text)",
+                             .stats = &ts};
         st = cd_dump_write_tensor(d, run, &rec, &v, false, &err);
         cd_value_release(&v);
         stored++;

@@ -28,9 +28,19 @@ static void usage(FILE *f) {
 
 /* Training-time or bookkeeping attributes that never influence inference (docs/nb-format.md §4.3). */
 static bool boring_attr(const char *n) {
-    static const char *skip[] = {"use_cudnn", "use_mkldnn", "data_format", "is_test", "use_quantizer",
-                                 "mkldnn_data_type", "fuse_relu_before_depthwise_conv", "workspace_size_MB",
-                                 "exhaustive_search", "force_fp32_output", "use_addto", "name", NULL};
+    static const char *skip[] = {"use_cudnn",
+                                 "use_mkldnn",
+                                 "data_format",
+                                 "is_test",
+                                 "use_quantizer",
+                                 "mkldnn_data_type",
+                                 "fuse_relu_before_depthwise_conv",
+                                 "workspace_size_MB",
+                                 "exhaustive_search",
+                                 "force_fp32_output",
+                                 "use_addto",
+                                 "name",
+                                 NULL};
     if (!strncmp(n, "__@", 3)) return true;
     for (int i = 0; skip[i]; i++)
         if (!strcmp(n, skip[i])) return true;
@@ -41,16 +51,23 @@ static void print_attr(const cd_attr *a) {
     printf(" %s=", a->name);
     int lim = a->n < 8 ? a->n : 8;
     switch (a->type) {
-    case CD_ATTR_INT: case CD_ATTR_LONG: case CD_ATTR_BLOCK: printf("%lld", (long long)a->i); break;
+    case CD_ATTR_INT:
+    case CD_ATTR_LONG:
+    case CD_ATTR_BLOCK: printf("%lld", (long long)a->i); break;
     case CD_ATTR_BOOL: printf("%s", a->i ? "true" : "false"); break;
-    case CD_ATTR_FLOAT: case CD_ATTR_FLOAT64: printf("%g", a->f); break;
+    case CD_ATTR_FLOAT:
+    case CD_ATTR_FLOAT64: printf("%g", a->f); break;
     case CD_ATTR_STRING: printf("\"%.40s%s\"", a->s ? a->s : "", a->s && strlen(a->s) > 40 ? "..." : ""); break;
-    case CD_ATTR_INTS: case CD_ATTR_LONGS: case CD_ATTR_BOOLS: case CD_ATTR_BLOCKS:
+    case CD_ATTR_INTS:
+    case CD_ATTR_LONGS:
+    case CD_ATTR_BOOLS:
+    case CD_ATTR_BLOCKS:
         printf("[");
         for (int i = 0; i < lim; i++) printf("%s%lld", i ? "," : "", (long long)a->ints[i]);
         printf("%s]", a->n > lim ? ",..." : "");
         break;
-    case CD_ATTR_FLOATS: case CD_ATTR_FLOAT64S:
+    case CD_ATTR_FLOATS:
+    case CD_ATTR_FLOAT64S:
         printf("[");
         for (int i = 0; i < lim; i++) printf("%s%g", i ? "," : "", a->floats[i]);
         printf("%s]", a->n > lim ? ",..." : "");
@@ -75,18 +92,27 @@ static void print_slots(const cd_graph *g, const cd_plan *plan, const cd_slot *s
         for (int k = 0; k < s[i].n; k++) {
             int id = s[i].ids[k];
             if (k) printf(",");
-            if (id < 0) { printf("-"); continue; }
+            if (id < 0) {
+                printf("-");
+                continue;
+            }
             char b[200];
             printf("%s%s", g->tensors[id].name, cd_shape_str(shape_of(g, plan, id), b, sizeof b));
         }
     }
 }
 
-typedef struct { const char *key; int count; } tally;
+typedef struct {
+    const char *key;
+    int count;
+} tally;
 
 static void tally_add(tally *t, int *n, const char *key) {
     for (int i = 0; i < *n; i++)
-        if (!strcmp(t[i].key, key)) { t[i].count++; return; }
+        if (!strcmp(t[i].key, key)) {
+            t[i].count++;
+            return;
+        }
     t[*n].key = key;
     t[*n].count = 1;
     (*n)++;
@@ -110,24 +136,40 @@ static int print_placement(const cd_graph *g, const cd_plan *plan, const char *l
             fprintf(stderr, "cldiff inspect: unknown backend '%s' (known: %s)\n", tok, names);
             return 2;
         }
-        cd_backend_opts bo = {.prec = CD_PREC_FP32, .threads = 1, .int8_arm = true, .int8_on_arm = true, .isolate = true,
-                              .kv = kv, .n_kv = n_kv};
+        cd_backend_opts bo = {.prec = CD_PREC_FP32,
+                              .threads = 1,
+                              .int8_arm = true,
+                              .int8_on_arm = true,
+                              .isolate = true,
+                              .kv = kv,
+                              .n_kv = n_kv};
         cd_error e = {0};
-        if (cd_backend_apply_opts(&bo, &e)) { fprintf(stderr, "cldiff inspect: %s\n", e.msg); return 2; }
+        if (cd_backend_apply_opts(&bo, &e)) {
+            fprintf(stderr, "cldiff inspect: %s\n", e.msg);
+            return 2;
+        }
         cd_exec_opts xo = {0};
-        cd_runner_req q = {.backend = d->name, .plan = plan, .xo = &xo, .bo = &bo, .model_path = model, .work_dir = "/tmp"};
+        cd_runner_req q = {
+            .backend = d->name, .plan = plan, .xo = &xo, .bo = &bo, .model_path = model, .work_dir = "/tmp"};
         cd_op_place *pl = calloc((size_t)g->n_ops + 1, sizeof *pl);
         char note[512] = "";
-        if (!pl) { cd_err(&e, CD_E_NOMEM, "out of memory"); return cd_cli_fail(&e); }
+        if (!pl) {
+            cd_err(&e, CD_E_NOMEM, "out of memory");
+            return cd_cli_fail(&e);
+        }
         cd_status st = d->placement ? d->placement(&q, pl, note, sizeof note, &e)
                                     : cd_err(&e, CD_E_UNSUPPORTED, "backend %s cannot say where ops run", d->name);
-        if (st) { free(pl); return cd_cli_fail(&e); }
+        if (st) {
+            free(pl);
+            return cd_cli_fail(&e);
+        }
         printf("\nplacement on %s: %s\n", d->name, note);
         int unsupported = 0;
         for (int i = 0; i < g->n_ops; i++) {
             const cd_op_place *o = &pl[i];
             unsupported += !o->supported;
-            printf("  %4d %-28s %-24s %-12s %-36s %s\n", i, g->ops[i].name, g->ops[i].type, o->where, o->kernel, o->why);
+            printf("  %4d %-28s %-24s %-12s %-36s %s\n", i, g->ops[i].name, g->ops[i].type, o->where, o->kernel,
+                   o->why);
         }
         if (unsupported) printf("  %d ops this backend cannot run\n", unsupported);
         free(pl);
@@ -145,21 +187,38 @@ static int parse_args(int argc, char **argv, inspect_args *ia) {
     memset(ia, 0, sizeof *ia);
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
-        if (!strcmp(a, "--help") || !strcmp(a, "-h")) { usage(stdout); return 0; }
+        if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
+            usage(stdout);
+            return 0;
+        }
         if (!strcmp(a, "--shape") || !strncmp(a, "--shape=", 8)) {
             const char *v = a[7] == '=' ? a + 8 : (i + 1 < argc ? argv[++i] : NULL);
-            if (!v || !*v) { fprintf(stderr, "cldiff inspect: --shape needs NAME=dims\n\n"); usage(stderr); return 2; }
-            if (ia->n_shapes == MAX_SHAPES) { fprintf(stderr, "cldiff inspect: too many --shape options\n"); return 2; }
+            if (!v || !*v) {
+                fprintf(stderr, "cldiff inspect: --shape needs NAME=dims\n\n");
+                usage(stderr);
+                return 2;
+            }
+            if (ia->n_shapes == MAX_SHAPES) {
+                fprintf(stderr, "cldiff inspect: too many --shape options\n");
+                return 2;
+            }
             ia->shapes[ia->n_shapes++] = v;
             continue;
         }
         if (!strcmp(a, "--backends") || !strcmp(a, "--backend-opt")) {
             const char *v = i + 1 < argc ? argv[++i] : NULL;
-            if (!v || !*v) { fprintf(stderr, "cldiff inspect: %s needs a value\n", a); return 2; }
-            if (!strcmp(a, "--backends")) ia->backends = v;
+            if (!v || !*v) {
+                fprintf(stderr, "cldiff inspect: %s needs a value\n", a);
+                return 2;
+            }
+            if (!strcmp(a, "--backends"))
+                ia->backends = v;
             else {
                 cd_error e = {0};
-                if (cd_backend_opt_check(v, &e)) { fprintf(stderr, "cldiff inspect: %s\n", e.msg); return 2; }
+                if (cd_backend_opt_check(v, &e)) {
+                    fprintf(stderr, "cldiff inspect: %s\n", e.msg);
+                    return 2;
+                }
                 if (ia->n_kv == MAX_SHAPES) {
                     fprintf(stderr, "cldiff inspect: too many --backend-opt options\n");
                     return 2;
@@ -179,7 +238,11 @@ static int parse_args(int argc, char **argv, inspect_args *ia) {
         }
         ia->model = a;
     }
-    if (!ia->model) { fprintf(stderr, "cldiff inspect: no model file given\n\n"); usage(stderr); return 2; }
+    if (!ia->model) {
+        fprintf(stderr, "cldiff inspect: no model file given\n\n");
+        usage(stderr);
+        return 2;
+    }
     return -1;
 }
 
@@ -223,8 +286,8 @@ static void print_header(const char *model, const cd_graph *g, const cd_plan *pp
     for (int k = 0; k < g->n_outputs; k++) {
         int id = g->outputs[k];
         const cd_tensor *t = &g->tensors[id];
-        printf("  #%d %s %s declared %s", k, t->name,
-               cd_dtype_name(planned ? pp->meta[id].dtype : t->dtype), cd_shape_str(&t->shape, b, sizeof b));
+        printf("  #%d %s %s declared %s", k, t->name, cd_dtype_name(planned ? pp->meta[id].dtype : t->dtype),
+               cd_shape_str(&t->shape, b, sizeof b));
         if (planned) printf(", planned %s", cd_shape_str(&pp->meta[id].shape, b2, sizeof b2));
         printf("\n");
     }
@@ -246,7 +309,8 @@ static void print_ops(const cd_graph *g, const cd_plan *pp, bool planned, op_cou
         if (op->kernel.present)
             printf(" [%s/%s/%s alias=%s]", cd_target_name(op->kernel.target), cd_precision_name(op->kernel.precision),
                    cd_layout_name(op->kernel.layout), op->kernel.alias);
-        else printf(" [no kernel record]");
+        else
+            printf(" [no kernel record]");
         printf("\n       ");
         print_slots(g, pp, op->in, op->n_in);
         printf(" -> ");
@@ -264,7 +328,10 @@ static void print_ops(const cd_graph *g, const cd_plan *pp, bool planned, op_cou
         if (!strcmp(op->type, "io_copy") || !strcmp(op->type, "io_copy_once") || !strcmp(op->type, "layout") ||
             !strcmp(op->type, "layout_once") || !strcmp(op->type, "calib") || !strcmp(op->type, "calib_once"))
             c->n_boundary++;
-        if (!op->kernel.present) { c->n_no_record++; continue; }
+        if (!op->kernel.present) {
+            c->n_no_record++;
+            continue;
+        }
         int t = op->kernel.target;
         if (t >= 0 && t < 20) c->tcount[t]++;
         if (t != 1 && t != 4 && t != 5 && t != 6) c->odd_targets++;
@@ -287,7 +354,8 @@ static void print_summary(const cd_graph *g, op_counts *c, const int64_t *pcount
     printf("warnings:\n");
     if (c->n_unknown) {
         printf("  - ops cldiff cannot run (no implementation):");
-        for (int i = 0; i < c->n_unknown; i++) printf("%s %s x%d", i ? "," : "", c->unknown[i].key, c->unknown[i].count);
+        for (int i = 0; i < c->n_unknown; i++)
+            printf("%s %s x%d", i ? "," : "", c->unknown[i].key, c->unknown[i].count);
         printf("\n");
         nw++;
     }
@@ -302,7 +370,8 @@ static void print_summary(const cd_graph *g, op_counts *c, const int64_t *pcount
         nw++;
     } else if (c->odd_targets) {
         printf("  - %d ops have kernel records for targets other than host/arm/opencl; cldiff runs them with its "
-               "own kernels\n", c->odd_targets);
+               "own kernels\n",
+               c->odd_targets);
         nw++;
     }
     if (pcount[CD_I8] || pcount[CD_I16]) {
@@ -348,7 +417,11 @@ int cd_cmd_inspect(int argc, char **argv) {
     memset(&plan, 0, sizeof plan);
     bool planned = false;
     char notice[2048] = "", plan_problem[CD_ERR_MSG + 64] = "";
-    if (!in_shapes) { cd_graph_free(g); cd_err(&err, CD_E_NOMEM, "out of memory"); return cd_cli_fail(&err); }
+    if (!in_shapes) {
+        cd_graph_free(g);
+        cd_err(&err, CD_E_NOMEM, "out of memory");
+        return cd_cli_fail(&err);
+    }
     cd_error perr = {0};
     cd_status st = cd_resolve_input_shapes(g, ia.shapes, ia.n_shapes, in_shapes, notice, sizeof notice, &perr);
     if (st == CD_E_USAGE && ia.n_shapes) {

@@ -29,9 +29,18 @@ int cd_cmd_instrument(int argc, char **argv) {
             free(av);
             return CD_E_USAGE;
         }
-        if (!strcmp(argv[i], "--host-ops") && i + 1 < argc) { rt.host_ops = argv[++i]; continue; }
-        if (!strcmp(argv[i], "--target-ops") && i + 1 < argc) { rt.target_ops = argv[++i]; continue; }
-        if (!strcmp(argv[i], "--keep-names")) { rt.keep_names = true; continue; }
+        if (!strcmp(argv[i], "--host-ops") && i + 1 < argc) {
+            rt.host_ops = argv[++i];
+            continue;
+        }
+        if (!strcmp(argv[i], "--target-ops") && i + 1 < argc) {
+            rt.target_ops = argv[++i];
+            continue;
+        }
+        if (!strcmp(argv[i], "--keep-names")) {
+            rt.keep_names = true;
+            continue;
+        }
         if (!strcmp(argv[i], "--retarget")) {
             if ((rt.target = cd_target_from_name(argv[i + 1])) < 0) {
                 static const char *const vals[] = {"x86", "arm", "host", "opencl"};
@@ -45,19 +54,26 @@ int cd_cmd_instrument(int argc, char **argv) {
     }
     cd_cli_opts o;
     int rc = cd_cli_parse(ac, av, 1, &o, "instrument");
-    if (rc) { free(av); return rc; }
+    if (rc) {
+        free(av);
+        return rc;
+    }
     cd_error err = {0};
     if (o.n_positional != 1) {
         free(av);
-        fprintf(stderr, "usage: cldiff instrument MODEL.nb [--layers SPEC] [--shape NAME=dims] [-o probed.nb] "
-                        "[--retarget x86 [--host-ops OP,OP] [--target-ops OP,OP]] [--keep-names]\n");
+        fprintf(stderr,
+                "usage: cldiff instrument MODEL.nb [--layers SPEC] [--shape NAME=dims] [-o probed.nb] "
+                "[--retarget x86 [--host-ops OP,OP] [--target-ops OP,OP]] [--keep-names]\n");
         return CD_E_USAGE;
     }
     const char *model = o.positional[0];
     char out_nb[1024];
     if (!strcmp(o.out_dir, "cldiff-out")) {
         cd_status st = cd_make_dirs("cldiff-out", &err);
-        if (st) { free(av); return cd_cli_fail(&err); }
+        if (st) {
+            free(av);
+            return cd_cli_fail(&err);
+        }
         snprintf(out_nb, sizeof out_nb, "cldiff-out/probed.nb");
     } else {
         snprintf(out_nb, sizeof out_nb, "%s", o.out_dir);
@@ -67,7 +83,10 @@ int cd_cmd_instrument(int argc, char **argv) {
         if (sl && sl != parent) {
             *sl = 0;
             cd_status st = cd_make_dirs(parent, &err);
-            if (st) { free(av); return cd_cli_fail(&err); }
+            if (st) {
+                free(av);
+                return cd_cli_fail(&err);
+            }
         }
     }
     cd_graph *g = NULL;
@@ -79,7 +98,8 @@ int cd_cmd_instrument(int argc, char **argv) {
     bool have_plan = false;
     int n_sel = 0;
     if (!st) st = cd_sha256_file(model, sha, &err);
-    if (!st && !(shapes = calloc((size_t)g->n_inputs + 1, sizeof *shapes))) st = cd_err(&err, CD_E_NOMEM, "out of memory");
+    if (!st && !(shapes = calloc((size_t)g->n_inputs + 1, sizeof *shapes)))
+        st = cd_err(&err, CD_E_NOMEM, "out of memory");
     bool shapes_known = false;
     if (!st) {
         /* without --shape (or an --input file with a shape) for dynamic dims the manifest lists
@@ -93,10 +113,11 @@ int cd_cmd_instrument(int argc, char **argv) {
                  strcmp(se.msg, de.msg)) {
             err = se;
             st = se.code;
-        }
-        else {
+        } else {
             for (int k = 0; k < g->n_inputs; k++) shapes[k] = g->tensors[g->inputs[k]].shape;
-            if (!o.quiet) fprintf(stderr, "cldiff: note: dynamic input dims and no --shape: the manifest lists declared shapes\n");
+            if (!o.quiet)
+                fprintf(stderr,
+                        "cldiff: note: dynamic input dims and no --shape: the manifest lists declared shapes\n");
         }
     }
     if (!st && notice[0] && !o.quiet) fprintf(stderr, "cldiff: note: %s\n", notice);
@@ -106,28 +127,33 @@ int cd_cmd_instrument(int argc, char **argv) {
         /* shapes and dtypes for the manifest come from cldiff's plan; a model cldiff cannot
          * plan is still instrumented, with the declared shapes */
         cd_error pe = {0};
-        if (cd_plan_build(g, shapes, CD_PREC_FP32, &plan, &pe) == CD_OK) have_plan = true;
-        else if (!o.quiet) fprintf(stderr, "cldiff: note: no plan (%s); the manifest lists declared shapes\n", pe.msg);
+        if (cd_plan_build(g, shapes, CD_PREC_FP32, &plan, &pe) == CD_OK)
+            have_plan = true;
+        else if (!o.quiet)
+            fprintf(stderr, "cldiff: note: no plan (%s); the manifest lists declared shapes\n", pe.msg);
     }
     cd_instrumented in;
     memset(&in, 0, sizeof in);
-    if (!st) st = cd_write_instrumented(g, mask, have_plan ? plan.meta : NULL, &rt, model, sha, shapes, out_nb,
-                                        mpath, sizeof mpath, &in, &err);
+    if (!st)
+        st = cd_write_instrumented(g, mask, have_plan ? plan.meta : NULL, &rt, model, sha, shapes, out_nb, mpath,
+                                   sizeof mpath, &in, &err);
     /* The input the device should run, beside probed.nb as the runner reads it (input_<k>.npy):
      * --input as everywhere (random with --seed by default, .npy, .png with --mean/--std), so
      * `cldiff run --input x=DIR/input_0.npy` feeds the reference the very same values. */
     int n_written = 0;
     if (!st && shapes_known) {
-        cd_input_opts io = {.seed = o.seed, .resize = !o.no_resize, .mean = o.mean, .std = o.std,
-                            .channel_order = o.channel_order};
+        cd_input_opts io = {
+            .seed = o.seed, .resize = !o.no_resize, .mean = o.mean, .std = o.std, .channel_order = o.channel_order};
         cd_input_set set;
         memset(&set, 0, sizeof set);
         st = cd_inputs_build(g, shapes, o.inputs, o.n_inputs, &io, &set, &err);
         char dir[1024];
         snprintf(dir, sizeof dir, "%s", out_nb);
         char *sl = strrchr(dir, '/');
-        if (sl) *sl = 0;
-        else snprintf(dir, sizeof dir, ".");
+        if (sl)
+            *sl = 0;
+        else
+            snprintf(dir, sizeof dir, ".");
         for (int k = 0; !st && k < set.n; k++) {
             char p[1100];
             snprintf(p, sizeof p, "%s/input_%d.npy", dir, k);
@@ -138,9 +164,11 @@ int cd_cmd_instrument(int argc, char **argv) {
         cd_inputs_free(&set);
     }
     if (!st && !o.quiet) {
-        printf("cldiff instrument: %s -> %s (%d ops, %d probed layers, %d fetched tensors: %d model outputs + %d probes, "
-               "%d activations renamed)\n", model, out_nb, g->n_ops, n_sel, in.n_fetch, in.n_model_outputs,
-               in.n_fetch - in.n_model_outputs, in.n_renamed);
+        printf(
+            "cldiff instrument: %s -> %s (%d ops, %d probed layers, %d fetched tensors: %d model outputs + %d probes, "
+            "%d activations renamed)\n",
+            model, out_nb, g->n_ops, n_sel, in.n_fetch, in.n_model_outputs, in.n_fetch - in.n_model_outputs,
+            in.n_renamed);
         printf("  manifest: %s\n", mpath);
         if (rt.target >= 0)
             printf("  kernel records with target arm rewritten to %s%s%s\n", cd_target_name(rt.target),

@@ -8,10 +8,13 @@ int cd_cmd_run(const cd_cli_opts *o) {
     cd_session s;
     cd_error err = {0};
     cd_status st = cd_session_open(&s, o, &err);
-    if (st) { cd_session_free(&s); return cd_cli_fail(&err); }
+    if (st) {
+        cd_session_free(&s);
+        return cd_cli_fail(&err);
+    }
     if (!o->quiet)
-        printf("cldiff %s: %s (%s), %d ops, %d probed, %s\n", CLDIFF_VERSION, o->model, s.model_format,
-               s.g->n_ops, s.n_probed, o->prec == CD_PREC_FP16 ? "fp16" : "fp32");
+        printf("cldiff %s: %s (%s), %d ops, %d probed, %s\n", CLDIFF_VERSION, o->model, s.model_format, s.g->n_ops,
+               s.n_probed, o->prec == CD_PREC_FP16 ? "fp16" : "fp32");
     bool all_ok = true;
     cd_status first_err = CD_OK;
     cd_error ferr = {0};
@@ -24,7 +27,10 @@ int cd_cmd_run(const cd_cli_opts *o) {
                    r.wall_ms, r.device[0] ? " on " : "", r.device);
         if (st) {
             all_ok = false;
-            if (!first_err) { first_err = st; ferr = e; }
+            if (!first_err) {
+                first_err = st;
+                ferr = e;
+            }
             if (st == CD_E_INTERRUPTED || st == CD_E_IO || st == CD_E_NOMEM) break;
         }
     }

@@ -68,16 +68,24 @@ static void agg_free(agg_state *g) {
 
 /* ---------------------------------------------------------------- --calibrate */
 
-typedef struct { int op; char layer[128], type[64], tensor[256]; double max_abs, min_cos, rms; } cal;
+typedef struct {
+    int op;
+    char layer[128], type[64], tensor[256];
+    double max_abs, min_cos, rms;
+} cal;
 
 /* Folds one run's analysis into the per-layer worst errors (layer identities from run 0). */
 static void cal_add(cal *c, int nc, const cd_analysis *an, bool first) {
     for (int j = 0; j < an->n_layers && j < nc; j++) {
         const cd_layer_cmp *l = &an->layers[j];
-        if (first) { c[j].op = l->op_index; snprintf(c[j].layer, sizeof c[j].layer, "%s", l->layer);
-                     snprintf(c[j].type, sizeof c[j].type, "%s", l->op_type); snprintf(c[j].tensor, sizeof c[j].tensor, "%s", l->tensor);
-                     c[j].min_cos = 1; }
-        if (l->m.nonfinite_mismatch || l->nf_hard) continue;  /* NaN/Inf is never noise */
+        if (first) {
+            c[j].op = l->op_index;
+            snprintf(c[j].layer, sizeof c[j].layer, "%s", l->layer);
+            snprintf(c[j].type, sizeof c[j].type, "%s", l->op_type);
+            snprintf(c[j].tensor, sizeof c[j].tensor, "%s", l->tensor);
+            c[j].min_cos = 1;
+        }
+        if (l->m.nonfinite_mismatch || l->nf_hard) continue; /* NaN/Inf is never noise */
         if (l->m.max_abs > c[j].max_abs) c[j].max_abs = l->m.max_abs;
         if (l->m.cosine < c[j].min_cos) c[j].min_cos = l->m.cosine;
         if (l->m.ref_rms > c[j].rms) c[j].rms = l->m.ref_rms;
@@ -99,21 +107,35 @@ static int cal_collect(const cd_cli_opts *o, const char *work, cal **out, int *n
         cd_analysis an;
         memset(&an, 0, sizeof an);
         diff_ctx ctx = {.collect_only = true, .an_out = &an};
-        if (!o->quiet) fprintf(stderr, "calibrate: run %d/%d (seed %llu)\n", i + 1, o->calibrate, (unsigned long long)o2.seed);
+        if (!o->quiet)
+            fprintf(stderr, "calibrate: run %d/%d (seed %llu)\n", i + 1, o->calibrate, (unsigned long long)o2.seed);
         rc = cd_diff_core(&o2, &ctx);
-        if (rc != 0 && rc != CD_E_TOLERANCE) { cd_analysis_free(&an); free(c); return rc; }
+        if (rc != 0 && rc != CD_E_TOLERANCE) {
+            cd_analysis_free(&an);
+            free(c);
+            return rc;
+        }
         if (an.kind == CD_KIND_FAULT && an.first_fault >= 0 && an.first_fault < an.n_layers) {
             /* a kernel over its bound is no noise floor: refuse, write nothing */
             const cd_layer_cmp *l = &an.layers[an.first_fault];
-            fprintf(stderr, "cldiff: calibrate: run %d (seed %llu): KERNEL FAULT at %s (%s, op #%d): local error %.4g, "
+            fprintf(stderr,
+                    "cldiff: calibrate: run %d (seed %llu): KERNEL FAULT at %s (%s, op #%d): local error %.4g, "
                     "bound %.4g, ratio %.3g; no tolerance file written (calibrating would bless the fault; "
-                    "its dump: %s/dump.h5, which cldiff report reads)\n", i + 1, (unsigned long long)o2.seed, l->layer,
-                    l->op_type, l->op_index, l->loc_err, l->loc_bound, l->loc_ratio, work);
+                    "its dump: %s/dump.h5, which cldiff report reads)\n",
+                    i + 1, (unsigned long long)o2.seed, l->layer, l->op_type, l->op_index, l->loc_err, l->loc_bound,
+                    l->loc_ratio, work);
             cd_analysis_free(&an);
             free(c);
             return CD_E_TOLERANCE;
         }
-        if (!c) { c = calloc((size_t)an.n_layers + 1, sizeof *c); nc = an.n_layers; if (!c) { cd_analysis_free(&an); return CD_E_NOMEM; } }
+        if (!c) {
+            c = calloc((size_t)an.n_layers + 1, sizeof *c);
+            nc = an.n_layers;
+            if (!c) {
+                cd_analysis_free(&an);
+                return CD_E_NOMEM;
+            }
+        }
         cal_add(c, nc, &an, i == 0);
         cd_analysis_free(&an);
     }
@@ -128,12 +150,12 @@ static char *cal_text(const cd_cli_opts *o, const cal *c, int nc) {
     size_t cap = 4096 + (size_t)nc * 400, off = 0;
     char *txt = malloc(cap);
     if (!txt) return NULL;
-    off += (size_t)snprintf(txt + off, cap - off,
-                            "# cldiff tolerance file written by --calibrate %d (safety factor %g), %s, %s vs %s\n"
-                            "# model %s\n# per layer: atol = %g x worst max|a-b| over the runs (at least %g x u x rms(ref)),\n"
-                            "# min_cos = 1 - %g x worst (1 - cosine); load with --tolerance FILE\n",
-                            o->calibrate, S, o->prec == CD_PREC_FP16 ? "fp16" : "fp32", o->backends[0], o->backends[1],
-                            o->model, S, S, S);
+    off += (size_t)snprintf(
+        txt + off, cap - off,
+        "# cldiff tolerance file written by --calibrate %d (safety factor %g), %s, %s vs %s\n"
+        "# model %s\n# per layer: atol = %g x worst max|a-b| over the runs (at least %g x u x rms(ref)),\n"
+        "# min_cos = 1 - %g x worst (1 - cosine); load with --tolerance FILE\n",
+        o->calibrate, S, o->prec == CD_PREC_FP16 ? "fp16" : "fp32", o->backends[0], o->backends[1], o->model, S, S, S);
     for (int j = 0; j < nc; j++) {
         /* a layer name is a glob: escape its metacharacters so it matches only itself */
         char pat[300];
@@ -150,8 +172,9 @@ static char *cal_text(const cd_cli_opts *o, const cal *c, int nc) {
         double mc = 1 - S * (1 - c[j].min_cos) - 1e-12;
         if (mc < 0) mc = 0;
         if (off + 400 < cap)
-            off += (size_t)snprintf(txt + off, cap - off, "layer:%s atol=%.6g rtol=0 min_cos=%.12g max_fail_fraction=0  # %s #%d %s\n",
-                                    pat, atol, mc, c[j].type, c[j].op, c[j].tensor);
+            off += (size_t)snprintf(txt + off, cap - off,
+                                    "layer:%s atol=%.6g rtol=0 min_cos=%.12g max_fail_fraction=0  # %s #%d %s\n", pat,
+                                    atol, mc, c[j].type, c[j].op, c[j].tensor);
     }
     return txt;
 }
@@ -184,7 +207,8 @@ int cd_diff_calibrate(const cd_cli_opts *o) {
 
 static bool input_file(const char *n) {
     const char *dot = strrchr(n, '.');
-    return dot && (!strcasecmp(dot, ".png") || !strcasecmp(dot, ".npy") || !strcasecmp(dot, ".h5") || !strcasecmp(dot, ".hdf5"));
+    return dot &&
+        (!strcasecmp(dot, ".png") || !strcasecmp(dot, ".npy") || !strcasecmp(dot, ".h5") || !strcasecmp(dot, ".hdf5"));
 }
 
 static int name_cmp(const void *a, const void *b) { return strcmp(*(char *const *)a, *(char *const *)b); }
@@ -204,7 +228,10 @@ static double badness(const cd_analysis *an) {
 static int list_inputs(const char *dir_path, char ***out, int *n_out) {
     cd_error err = {0};
     DIR *d = opendir(dir_path);
-    if (!d) { cd_err(&err, CD_E_USAGE, "--inputs: cannot open folder '%s': %s", dir_path, strerror(errno)); return cd_cli_fail(&err); }
+    if (!d) {
+        cd_err(&err, CD_E_USAGE, "--inputs: cannot open folder '%s': %s", dir_path, strerror(errno));
+        return cd_cli_fail(&err);
+    }
     char **files = NULL;
     int nf = 0;
     for (struct dirent *e; (e = readdir(d));) {
@@ -243,7 +270,7 @@ int cd_diff_inputs(const cd_cli_opts *o) {
     cd_cli_opts o2 = *o;
     o2.n_inputs = 1;
     o2.no_repro = true;
-    o2.suggest_pins = false;  /* the per-run layer progress bar stays on (silent when quiet) */
+    o2.suggest_pins = false; /* the per-run layer progress bar stays on (silent when quiet) */
     o2.isolate_mode = "none";
     char work[1100];
     snprintf(work, sizeof work, "%s/inputs-work", o->out_dir);
@@ -253,16 +280,26 @@ int cd_diff_inputs(const cd_cli_opts *o) {
     bool tty = !o->quiet && isatty(2) && !getenv("CLDIFF_NO_PROGRESS");
     for (int i = 0; i < nf; i++) {
         o2.inputs[0] = files[i];
-        if (!o->quiet) fprintf(stderr, "%sinput %d/%d: %s%s", tty ? "\r\033[K" : "", i + 1, nf, files[i], tty ? "" : "\n");
+        if (!o->quiet)
+            fprintf(stderr, "%sinput %d/%d: %s%s", tty ? "\r\033[K" : "", i + 1, nf, files[i], tty ? "" : "\n");
         cd_analysis an;
         memset(&an, 0, sizeof an);
         diff_ctx ctx = {.collect_only = true, .an_out = &an};
         rc = cd_diff_core(&o2, &ctx);
-        if (rc != 0 && rc != CD_E_TOLERANCE) { cd_analysis_free(&an); goto done; }
+        if (rc != 0 && rc != CD_E_TOLERANCE) {
+            cd_analysis_free(&an);
+            goto done;
+        }
         const char *base = strrchr(files[i], '/');
-        if ((rc = agg_add(&agg, base ? base + 1 : files[i], &an, &err) ? cd_cli_fail(&err) : 0)) { cd_analysis_free(&an); goto done; }
+        if ((rc = agg_add(&agg, base ? base + 1 : files[i], &an, &err) ? cd_cli_fail(&err) : 0)) {
+            cd_analysis_free(&an);
+            goto done;
+        }
         double b = badness(&an);
-        if (b > worst_bad) { worst_bad = b; worst = i; }
+        if (b > worst_bad) {
+            worst_bad = b;
+            worst = i;
+        }
         if (!o->quiet)
             fprintf(stderr, "%s  %d of %d layers out of tolerance%s%s\n", tty ? "\r\033[K" : "", an.n_fail, an.n_layers,
                     an.first_fail >= 0 ? ", first " : "", an.first_fail >= 0 ? an.layers[an.first_fail].layer : "");

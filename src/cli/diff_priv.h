@@ -12,15 +12,15 @@ typedef struct agg_state {
     int n_inputs, cap;
     char (*names)[256];
     int n_layers;
-    cd_layer_cmp *proto;        /* layer identities (from the first input) */
-    double *v[4];               /* [input * n_layers + layer] */
+    cd_layer_cmp *proto; /* layer identities (from the first input) */
+    double *v[4];        /* [input * n_layers + layer] */
     bool *fail;
 } agg_state;
 
 typedef struct diff_ctx {
-    bool collect_only;          /* --inputs pass: run and compare, keep the analysis, no reports */
-    cd_analysis *an_out;        /* collect_only: receives the analysis */
-    const agg_state *agg;       /* final pass of --inputs */
+    bool collect_only;    /* --inputs pass: run and compare, keep the analysis, no reports */
+    cd_analysis *an_out;  /* collect_only: receives the analysis */
+    const agg_state *agg; /* final pass of --inputs */
     const char *worst_input;
 } diff_ctx;
 
@@ -29,33 +29,33 @@ typedef struct diff_run {
     const cd_cli_opts *o;
     diff_ctx *ctx;
     cd_session s;
-    bool session_open;          /* cd_session_open was called: cd_session_free is due */
+    bool session_open; /* cd_session_open was called: cd_session_free is due */
     cd_policy pol;
     bool have_pol;
     bool auto_tol, local, crashed;
-    bool engine_b;              /* B is a whole-model engine: the CPU runs each layer on B's inputs */
+    bool engine_b; /* B is a whole-model engine: the CPU runs each layer on B's inputs */
     const char *A, *B;
     char run_a[32], run_b[32], run_local[48];
     cd_run_result ra, rb, rg, rr, rl, rq;
-    bool have_qref;             /* run float_ref (the unquantized model) is in the dump */
+    bool have_qref; /* run float_ref (the unquantized model) is in the dump */
     double wall_rep;
-    cd_status stb;              /* run B (and its repeats) */
+    cd_status stb; /* run B (and its repeats) */
     cd_error eb;
     cd_dump_reader *r;
     const char **outs;
     int64_t *acck;
     cd_cmp_request q;
     cd_analysis an;
-    bool have_an;               /* an holds an analysis to free */
+    bool have_an; /* an holds an analysis to free */
     cd_cmp_unmatched *um;
     int nu;
     char pdesc[512], created[32], crash_desc[512];
     cd_report_env env;
-    bool *settled;              /* fp32 local check: ops settled by B's free run (n_ops) */
+    bool *settled; /* fp32 local check: ops settled by B's free run (n_ops) */
     cd_settle_info *settled_info;
     cd_local_settle_ctx settle;
-    bool ref_local_done;        /* fp16: ref_local ran before B (B checked its re-runs against it) */
-    cd_forcing *rec;            /* the forcing record, kept past the runs when --layers probes only some
+    bool ref_local_done; /* fp16: ref_local ran before B (B checked its re-runs against it) */
+    cd_forcing *rec;     /* the forcing record, kept past the runs when --layers probes only some
                                  * layers: the local check's magnitudes and the repro pack read the
                                  * inputs the dump lacks from it (NULL otherwise) */
 } diff_run;
@@ -71,8 +71,8 @@ void cd_diff_policy_desc(const cd_policy *p, char *buf, size_t n);
  * stats turn it off). */
 bool cd_local_enabled(const cd_cli_opts *o);
 cd_status cd_diff_local_check(diff_run *d, cd_error *err);
-cd_status cd_diff_baseline_gate(const cd_cli_opts *o, const cd_dump_reader *r, const char *run,
-                                const cd_policy *pol, int *n_fail, cd_error *err);
+cd_status cd_diff_baseline_gate(const cd_cli_opts *o, const cd_dump_reader *r, const char *run, const cd_policy *pol,
+                                int *n_fail, cd_error *err);
 
 /* diff_report.c: report writing, and the compare / report commands' comparison. */
 void cd_diff_iso_time(char *buf, size_t n);

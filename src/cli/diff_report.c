@@ -36,7 +36,10 @@ void cd_diff_agg_apply(const agg_state *g, cd_analysis *an) {
             size_t at = (size_t)ii * (size_t)g->n_layers + (size_t)pi;
             l->n_agg_fail += g->fail[at];
             double re = g->v[CD_AGG_REL_ERR][at];
-            if (!isnan(re) && re > worst_rel) { worst_rel = re; snprintf(l->worst_input, sizeof l->worst_input, "%s", g->names[ii]); }
+            if (!isnan(re) && re > worst_rel) {
+                worst_rel = re;
+                snprintf(l->worst_input, sizeof l->worst_input, "%s", g->names[ii]);
+            }
         }
         for (int k = 0; k < 4; k++) {
             int n = 0;
@@ -49,7 +52,7 @@ void cd_diff_agg_apply(const agg_state *g, cd_analysis *an) {
             }
             if (!n) continue;
             qsort(tmp, (size_t)n, sizeof *tmp, cmp_dbl);
-            bool low_is_bad = k == CD_AGG_COSINE;  /* cosine: worst is the smallest */
+            bool low_is_bad = k == CD_AGG_COSINE; /* cosine: worst is the smallest */
             l->agg_worst[k] = low_is_bad ? tmp[0] : tmp[n - 1];
             l->agg_mean[k] = sum / n;
             /* p99 by nearest rank on the bad side (p1 for cosine) */
@@ -93,7 +96,10 @@ cd_status cd_diff_write_reports(const cd_cmp_request *q, const cd_analysis *an, 
     cd_report_input in = {.env = env, .an = an, .details = det, .n_details = nd};
     cd_status st = cd_report_all(&in, out_dir, err);
     if (!quiet) cd_report_terminal(&in, stdout, isatty(1) && !getenv("NO_COLOR"));
-    for (int j = 0; j < nd; j++) { free((void *)det[j].ref); free((void *)det[j].val); }
+    for (int j = 0; j < nd; j++) {
+        free((void *)det[j].ref);
+        free((void *)det[j].val);
+    }
     return st;
 }
 
@@ -102,18 +108,34 @@ void cd_diff_fill_env(diff_run *d) {
     const cd_cli_opts *o = d->o;
     cd_diff_policy_desc(&d->pol, d->pdesc, sizeof d->pdesc);
     if (d->auto_tol)
-        snprintf(d->pdesc, sizeof d->pdesc, "auto: atol = %g*u*sqrt(K)*rms(ref), rtol = %g*u, u = %s; min_cos=%g max_fail_fraction=%g",
-                 CD_AUTO_C, CD_AUTO_C, o->prec == CD_PREC_FP16 ? "2^-11" : "2^-24", d->pol.base.min_cos, d->pol.base.max_fail_fraction);
+        snprintf(d->pdesc, sizeof d->pdesc,
+                 "auto: atol = %g*u*sqrt(K)*rms(ref), rtol = %g*u, u = %s; min_cos=%g max_fail_fraction=%g", CD_AUTO_C,
+                 CD_AUTO_C, o->prec == CD_PREC_FP16 ? "2^-11" : "2^-24", d->pol.base.min_cos,
+                 d->pol.base.max_fail_fraction);
     d->crash_desc[0] = 0;
     cd_diff_iso_time(d->created, sizeof d->created);
     if (d->crashed) cd_crash_describe(&d->rb.crash, &d->s.plan, d->crash_desc, sizeof d->crash_desc);
-    d->env = (cd_report_env){.tool_version = CLDIFF_VERSION, .command_line = o->command_line, .model_path = o->model,
-                             .model_sha256 = d->s.sha256, .model_format = d->s.model_format,
-                             .precision = o->prec == CD_PREC_FP16 ? "fp16" : "fp32", .backend_a = d->A, .backend_b = d->B,
-                             .device_a = d->ra.device, .driver_a = d->ra.driver, .device_b = d->rb.device, .driver_b = d->rb.driver,
-                             .variant_b = d->rb.variant, .seed = o->seed, .input_desc = d->s.input_desc, .wall_ms_a = d->ra.wall_ms,
-                             .wall_ms_b = d->rb.wall_ms, .wall_ms_total = d->ra.wall_ms + d->rb.wall_ms + d->rg.wall_ms + d->wall_rep,
-                             .tolerance_desc = d->pdesc, .crash = d->crashed ? d->crash_desc : NULL, .n_ops = d->s.g->n_ops,
+    d->env = (cd_report_env){.tool_version = CLDIFF_VERSION,
+                             .command_line = o->command_line,
+                             .model_path = o->model,
+                             .model_sha256 = d->s.sha256,
+                             .model_format = d->s.model_format,
+                             .precision = o->prec == CD_PREC_FP16 ? "fp16" : "fp32",
+                             .backend_a = d->A,
+                             .backend_b = d->B,
+                             .device_a = d->ra.device,
+                             .driver_a = d->ra.driver,
+                             .device_b = d->rb.device,
+                             .driver_b = d->rb.driver,
+                             .variant_b = d->rb.variant,
+                             .seed = o->seed,
+                             .input_desc = d->s.input_desc,
+                             .wall_ms_a = d->ra.wall_ms,
+                             .wall_ms_b = d->rb.wall_ms,
+                             .wall_ms_total = d->ra.wall_ms + d->rb.wall_ms + d->rg.wall_ms + d->wall_rep,
+                             .tolerance_desc = d->pdesc,
+                             .crash = d->crashed ? d->crash_desc : NULL,
+                             .n_ops = d->s.g->n_ops,
                              .created = d->created};
 }
 
@@ -126,7 +148,8 @@ void cd_diff_store_table(diff_run *d) {
         if (!cs && d->an.local_ran) cs = cd_local_store(dd, d->run_local, &d->an, &e2);
         cd_dump_close(dd, cs == CD_OK, &e2);
     }
-    if (e2.code && !d->o->quiet) fprintf(stderr, "cldiff: warning: comparison table not stored in the dump: %s\n", e2.msg);
+    if (e2.code && !d->o->quiet)
+        fprintf(stderr, "cldiff: warning: comparison table not stored in the dump: %s\n", e2.msg);
 }
 
 /* ---------------------------------------------------------------- compare / report */
@@ -140,12 +163,12 @@ static const char *pick_run(const cd_dump_reader *r, const char *prefer) {
 /* What the dump recorded of two runs: the command, the model, devices, drivers, a crash. */
 typedef struct stored_env {
     char cmd[2048], model[1024], sha[80], fmt[320], dev_a[256], dev_b[256], drv_a[512], drv_b[512], crash[512];
-    bool crash_read;            /* crash_message was read */
-    double wa, wb, wg;   /* wall_ms of A, B and the golden run (0 when absent) */
+    bool crash_read;   /* crash_message was read */
+    double wa, wb, wg; /* wall_ms of A, B and the golden run (0 when absent) */
 } stored_env;
 
-static void read_stored_env(cd_dump_reader *ra, cd_dump_reader *rb, const char *run_a, const char *run_b,
-                            stored_env *e, cd_error *err) {
+static void read_stored_env(cd_dump_reader *ra, cd_dump_reader *rb, const char *run_a, const char *run_b, stored_env *e,
+                            cd_error *err) {
     char runpath[128];
     memset(e, 0, sizeof *e);
     cd_dump_attr_str(ra, "/", "command_line", e->cmd, sizeof e->cmd, err);
@@ -179,7 +202,7 @@ typedef struct stored_extra {
     char input_desc[1024];
 } stored_extra;
 
-static void stored_extra_free(stored_extra *x) {   /* the arrays; seed and input_desc stay */
+static void stored_extra_free(stored_extra *x) { /* the arrays; seed and input_desc stay */
     for (int i = 0; i < x->n_outs; i++) free(x->outs[i]);
     free(x->outs);
     free(x->acck);
@@ -215,10 +238,12 @@ static void read_stored_extra(cd_dump_reader *r, const char *run_a, const char *
     if (cd_dump_has(r, path) && cd_dump_read_table(r, path, ck, 2, &nr, &e) == CD_OK) {
         const int64_t *oi = ck[0].data, *k = ck[1].data;
         int64_t mx = -1;
-        for (int64_t i = 0; i < nr; i++) if (oi[i] > mx && oi[i] < (1 << 24)) mx = oi[i];
+        for (int64_t i = 0; i < nr; i++)
+            if (oi[i] > mx && oi[i] < (1 << 24)) mx = oi[i];
         if (mx >= 0 && (x->acck = calloc((size_t)mx + 1, sizeof *x->acck))) {
             x->n_acck = (int)mx + 1;
-            for (int64_t i = 0; i < nr; i++) if (oi[i] >= 0 && oi[i] <= mx) x->acck[oi[i]] = k[i];
+            for (int64_t i = 0; i < nr; i++)
+                if (oi[i] >= 0 && oi[i] <= mx) x->acck[oi[i]] = k[i];
         }
         cd_dump_table_free(ck, 2, nr);
     }
@@ -250,8 +275,10 @@ static void read_stored_extra(cd_dump_reader *r, const char *run_a, const char *
 static void find_stored_repro(const char *dump_path, cd_analysis *an) {
     char dir[1100], path[1200], cmd[2048];
     const char *slash = strrchr(dump_path, '/');
-    if (slash) snprintf(dir, sizeof dir, "%.*s/repro", (int)(slash - dump_path), dump_path);
-    else snprintf(dir, sizeof dir, "repro");
+    if (slash)
+        snprintf(dir, sizeof dir, "%.*s/repro", (int)(slash - dump_path), dump_path);
+    else
+        snprintf(dir, sizeof dir, "repro");
     snprintf(path, sizeof path, "%s/command.txt", dir);
     FILE *f = fopen(path, "r");
     if (!f) return;
@@ -292,8 +319,16 @@ int cd_diff_compare_and_report(const cd_cli_opts *o, cd_dump_reader *ra, cd_dump
     cd_policy pol;
     cd_status st = cd_diff_load_policy(o, p, &pol, &err);
     if (st) return cd_cli_fail(&err);
-    cd_cmp_request q = {.ra = ra, .rb = rb, .run_a = run_a, .run_b = run_b, .rg = rg, .run_g = "golden",
-                        .policy = &pol, .by_op_index = same, .half_ulps = p == CD_PREC_FP16, .fp16 = p == CD_PREC_FP16,
+    cd_cmp_request q = {.ra = ra,
+                        .rb = rb,
+                        .run_a = run_a,
+                        .run_b = run_b,
+                        .rg = rg,
+                        .run_g = "golden",
+                        .policy = &pol,
+                        .by_op_index = same,
+                        .half_ulps = p == CD_PREC_FP16,
+                        .fp16 = p == CD_PREC_FP16,
                         .threads = cd_session_helper_threads(o)};
     /* `cldiff report`: what the live run knew from the model, as the dump recorded it */
     stored_extra sx = {0};
@@ -307,12 +342,13 @@ int cd_diff_compare_and_report(const cd_cli_opts *o, cd_dump_reader *ra, cd_dump
     cd_analysis an;
     cd_cmp_unmatched *um = NULL;
     int nu = 0;
-    if ((st = cd_verdict_compare_runs(&q, o->tolerance_file && !strcmp(o->tolerance_file, "auto"), &an, &um, &nu, &err))) {
+    if ((st = cd_verdict_compare_runs(&q, o->tolerance_file && !strcmp(o->tolerance_file, "auto"), &an, &um, &nu,
+                                      &err))) {
         cd_policy_free(&pol);
         stored_extra_free(&sx);
         return cd_cli_fail(&err);
     }
-    stored_extra_free(&sx);   /* the comparison copied what it needs */
+    stored_extra_free(&sx); /* the comparison copied what it needs */
     q.output_tensors = NULL;
     q.n_outputs = 0;
     q.acc_k = NULL;
@@ -322,18 +358,29 @@ int cd_diff_compare_and_report(const cd_cli_opts *o, cd_dump_reader *ra, cd_dump
     if (se.crash_read && se.crash[0]) an.verdict = CD_VERDICT_CRASH;
     an.noise_floor = p == CD_PREC_FP16 ? 1e-3 : 1e-6;
     cd_analyze(&an);
-    if ((st = load_stored_local(rb, run_b, &an, &err))) { cd_analysis_free(&an); free(um); cd_policy_free(&pol); return cd_cli_fail(&err); }
+    if ((st = load_stored_local(rb, run_b, &an, &err))) {
+        cd_analysis_free(&an);
+        free(um);
+        cd_policy_free(&pol);
+        return cd_cli_fail(&err);
+    }
     /* the local table has no element count: the local output has the free-run layer's elements */
     for (int i = 0; i < an.n_layers; i++)
         if (an.layers[i].has_local && !an.layers[i].loc.n) an.layers[i].loc.n = an.layers[i].m.n;
     /* a quantized model's yardstick: the unquantized float model, when the dump holds it */
     if (ra == rb && cd_dump_find_run(ra, "float_ref") >= 0 &&
         (st = cd_compare_quant_ref(ra, run_a, "float_ref", &an, &err))) {
-        cd_analysis_free(&an); free(um); cd_policy_free(&pol); return cd_cli_fail(&err);
+        cd_analysis_free(&an);
+        free(um);
+        cd_policy_free(&pol);
+        return cd_cli_fail(&err);
     }
     if (ra == rb && p == CD_PREC_FP16 && cd_dump_find_run(ra, "golden") >= 0 &&
         (st = cd_compare_golden_outputs(ra, run_a, run_b, "golden", &an, &err))) {
-        cd_analysis_free(&an); free(um); cd_policy_free(&pol); return cd_cli_fail(&err);
+        cd_analysis_free(&an);
+        free(um);
+        cd_policy_free(&pol);
+        return cd_cli_fail(&err);
     }
     cd_decide_verdict(&an, &pol);
     cd_classify_first(&an);
@@ -342,15 +389,33 @@ int cd_diff_compare_and_report(const cd_cli_opts *o, cd_dump_reader *ra, cd_dump
     cd_diff_iso_time(created, sizeof created);
     cd_diff_policy_desc(&pol, pdesc, sizeof pdesc);
     snprintf(cl, sizeof cl, "%s", o->command_line);
-    cd_report_env env = {.tool_version = CLDIFF_VERSION, .command_line = same ? se.cmd : cl, .model_path = se.model,
-                         .model_sha256 = se.sha, .model_format = se.fmt, .precision = prec, .backend_a = run_a,
-                         .backend_b = run_b, .device_a = se.dev_a, .driver_a = se.drv_a, .device_b = se.dev_b, .driver_b = se.drv_b,
-                         .variant_b = prec, .seed = (unsigned long long)sx.seed, .input_desc = sx.input_desc, .wall_ms_a = se.wa,
-                         .wall_ms_b = se.wb, .wall_ms_total = se.wa + se.wb + se.wg,
-                         .tolerance_desc = pdesc, .crash = se.crash[0] ? se.crash : NULL, .n_ops = an.n_layers, .created = created};
+    cd_report_env env = {.tool_version = CLDIFF_VERSION,
+                         .command_line = same ? se.cmd : cl,
+                         .model_path = se.model,
+                         .model_sha256 = se.sha,
+                         .model_format = se.fmt,
+                         .precision = prec,
+                         .backend_a = run_a,
+                         .backend_b = run_b,
+                         .device_a = se.dev_a,
+                         .driver_a = se.drv_a,
+                         .device_b = se.dev_b,
+                         .driver_b = se.drv_b,
+                         .variant_b = prec,
+                         .seed = (unsigned long long)sx.seed,
+                         .input_desc = sx.input_desc,
+                         .wall_ms_a = se.wa,
+                         .wall_ms_b = se.wb,
+                         .wall_ms_total = se.wa + se.wb + se.wg,
+                         .tolerance_desc = pdesc,
+                         .crash = se.crash[0] ? se.crash : NULL,
+                         .n_ops = an.n_layers,
+                         .created = created};
     int rc;
-    if ((st = cd_diff_write_reports(&q, &an, &env, o->out_dir, o->quiet, &err))) rc = cd_cli_fail(&err);
-    else rc = cd_verdict_exit_code(&an);
+    if ((st = cd_diff_write_reports(&q, &an, &env, o->out_dir, o->quiet, &err)))
+        rc = cd_cli_fail(&err);
+    else
+        rc = cd_verdict_exit_code(&an);
     print_unmatched(o, um, nu, run_a, run_b, same);
     cd_analysis_free(&an);
     free(um);
@@ -364,14 +429,19 @@ int cd_cmd_compare(const cd_cli_opts *o) {
     cd_status st = cd_dump_open_untrusted(o->positional[0], &ra, &err);
     if (!st) st = cd_dump_open_untrusted(o->positional[1], &rb, &err);
     if (!st) st = cd_make_dirs(o->out_dir, &err);
-    if (st) { if (ra) cd_dump_reader_close(ra); if (rb) cd_dump_reader_close(rb); return cd_cli_fail(&err); }
+    if (st) {
+        if (ra) cd_dump_reader_close(ra);
+        if (rb) cd_dump_reader_close(rb);
+        return cd_cli_fail(&err);
+    }
     const char *run_a = pick_run(ra, NULL), *run_b = run_a ? pick_run(rb, run_a) : NULL;
     int rc;
     if (!run_a || !run_b) {
         cd_err(&err, CD_E_MODEL, "%s holds no runs to compare", !run_a ? o->positional[0] : o->positional[1]);
         rc = cd_cli_fail(&err);
     } else {
-        if (!o->quiet) printf("comparing %s (run %s) with %s (run %s)\n", o->positional[0], run_a, o->positional[1], run_b);
+        if (!o->quiet)
+            printf("comparing %s (run %s) with %s (run %s)\n", o->positional[0], run_a, o->positional[1], run_b);
         rc = cd_diff_compare_and_report(o, ra, rb, run_a, run_b, NULL, false);
     }
     cd_dump_reader_close(ra);
@@ -384,7 +454,10 @@ int cd_cmd_report(const cd_cli_opts *o) {
     cd_dump_reader *r = NULL;
     cd_status st = cd_dump_open_untrusted(o->positional[0], &r, &err);
     if (!st) st = cd_make_dirs(o->out_dir, &err);
-    if (st) { if (r) cd_dump_reader_close(r); return cd_cli_fail(&err); }
+    if (st) {
+        if (r) cd_dump_reader_close(r);
+        return cd_cli_fail(&err);
+    }
     int n = cd_dump_n_runs(r);
     const char *run_a = NULL, *run_b = NULL;
     for (int i = 0; i < n; i++) {
@@ -395,20 +468,30 @@ int cd_cmd_report(const cd_cli_opts *o) {
         if (!strcmp(nm, "golden") || (l > 6 && !strcmp(nm + l - 6, "_local")) ||
             (rep && rep[4] >= '0' && rep[4] <= '9'))
             continue;
-        if (!run_a) run_a = nm;
-        else if (!run_b) run_b = nm;
+        if (!run_a)
+            run_a = nm;
+        else if (!run_b)
+            run_b = nm;
     }
     if (run_a && run_b) {
         /* B is the run that has a local run (<b>_local): `--backends paddle-lite,cpu` stores
          * runs paddle-lite, cpu and cpu_local */
         char loc[160];
         snprintf(loc, sizeof loc, "%s_local", run_a);
-        if (cd_dump_find_run(r, loc) >= 0) { const char *t = run_a; run_a = run_b; run_b = t; }
+        if (cd_dump_find_run(r, loc) >= 0) {
+            const char *t = run_a;
+            run_a = run_b;
+            run_b = t;
+        }
     }
-    if (cd_dump_find_run(r, "cpu") >= 0 && cd_dump_find_run(r, "opencl") >= 0) { run_a = "cpu"; run_b = "opencl"; }
+    if (cd_dump_find_run(r, "cpu") >= 0 && cd_dump_find_run(r, "opencl") >= 0) {
+        run_a = "cpu";
+        run_b = "opencl";
+    }
     int rc;
     if (!run_a || !run_b) {
-        cd_err(&err, CD_E_MODEL, "%s holds %d run(s); a report needs two (run cldiff MODEL to make them)", o->positional[0], n);
+        cd_err(&err, CD_E_MODEL, "%s holds %d run(s); a report needs two (run cldiff MODEL to make them)",
+               o->positional[0], n);
         rc = cd_cli_fail(&err);
     } else {
         rc = cd_diff_compare_and_report(o, r, r, run_a, run_b, cd_dump_find_run(r, "golden") >= 0 ? r : NULL, true);

@@ -19,11 +19,17 @@ static void sh_quote(char *buf, size_t n, const char *s) {
     bool plain = s[0] != 0;
     for (const char *p = s; *p; p++)
         if (!(isalnum((unsigned char)*p) || strchr("_-./=:,@+%", *p))) plain = false;
-    if (plain) { snprintf(buf + o, n - o, "%s", s); return; }
+    if (plain) {
+        snprintf(buf + o, n - o, "%s", s);
+        return;
+    }
     buf[o++] = '\'';
     for (const char *p = s; *p && o + 6 < n; p++) {
-        if (*p == '\'') { memcpy(buf + o, "'\\''", 4); o += 4; }
-        else buf[o++] = *p;
+        if (*p == '\'') {
+            memcpy(buf + o, "'\\''", 4);
+            o += 4;
+        } else
+            buf[o++] = *p;
     }
     buf[o++] = '\'';
     buf[o] = 0;
@@ -32,7 +38,11 @@ static void sh_quote(char *buf, size_t n, const char *s) {
 static void cat_arg(char *buf, size_t n, const char *opt, const char *val) {
     size_t o = strlen(buf);
     snprintf(buf + o, n - o, " %s", opt);
-    if (val) { o = strlen(buf); snprintf(buf + o, n - o, " "); sh_quote(buf, n, val); }
+    if (val) {
+        o = strlen(buf);
+        snprintf(buf + o, n - o, " ");
+        sh_quote(buf, n, val);
+    }
 }
 
 cd_status cd_diff_write_text(const char *path, const char *text, cd_error *err) {
@@ -78,13 +88,28 @@ static void repro_options(const cd_cli_opts *o, char *cmd, size_t cmd_n) {
     if (o->cl_device) cat_arg(cmd, cmd_n, "--cl-device", o->cl_device);
     if (o->tolerance_file) {
         char abs_[PATH_MAX];
-        cat_arg(cmd, cmd_n, "--tolerance", !strcmp(o->tolerance_file, "auto") ? "auto" : realpath(o->tolerance_file, abs_) ? abs_ : o->tolerance_file);
+        cat_arg(cmd, cmd_n, "--tolerance",
+                !strcmp(o->tolerance_file, "auto")      ? "auto"
+                    : realpath(o->tolerance_file, abs_) ? abs_
+                                                        : o->tolerance_file);
     }
     char num[64];
-    if (o->atol >= 0) { snprintf(num, sizeof num, "%.17g", o->atol); cat_arg(cmd, cmd_n, "--atol", num); }
-    if (o->rtol >= 0) { snprintf(num, sizeof num, "%.17g", o->rtol); cat_arg(cmd, cmd_n, "--rtol", num); }
-    if (o->min_cos >= 0) { snprintf(num, sizeof num, "%.17g", o->min_cos); cat_arg(cmd, cmd_n, "--min-cos", num); }
-    if (o->max_fail_fraction >= 0) { snprintf(num, sizeof num, "%.17g", o->max_fail_fraction); cat_arg(cmd, cmd_n, "--max-fail-fraction", num); }
+    if (o->atol >= 0) {
+        snprintf(num, sizeof num, "%.17g", o->atol);
+        cat_arg(cmd, cmd_n, "--atol", num);
+    }
+    if (o->rtol >= 0) {
+        snprintf(num, sizeof num, "%.17g", o->rtol);
+        cat_arg(cmd, cmd_n, "--rtol", num);
+    }
+    if (o->min_cos >= 0) {
+        snprintf(num, sizeof num, "%.17g", o->min_cos);
+        cat_arg(cmd, cmd_n, "--min-cos", num);
+    }
+    if (o->max_fail_fraction >= 0) {
+        snprintf(num, sizeof num, "%.17g", o->max_fail_fraction);
+        cat_arg(cmd, cmd_n, "--max-fail-fraction", num);
+    }
     cat_arg(cmd, cmd_n, "--no-repro", NULL);
     cat_arg(cmd, cmd_n, "--out", "repro-out");
 }
@@ -122,38 +147,43 @@ static cd_status repro_texts(const char *run_a, const char *run_b, const cd_laye
         if ((st = cd_diff_write_text(path, line, err))) return st;
     }
     char sh[96];
-    snprintf(readme, sizeof readme,
-             "# cldiff repro pack: %s (%s, op #%d of %s)\n\n"
-             "Finding: layer `%s` is out of tolerance (%s error%s): max |a-b| = %.6g, cosine = %.9f, "
-             "%lld of %lld elements out (%s vs %s, %s).\n\n"
-             "Reproduce (from this folder):\n\n    %s\n\n"
-             "Expected: exit 1 and `%s` named as the first divergence in repro-out/summary.json.\n\n"
-             "Files:\n- `layer.nb`: the op alone (params included), inputs declared as model inputs\n"
-             "- `in<k>.npy`: its exact inputs as backend %s computed them (float32)\n"
-             "- `out_%s.npy`, `out_%s.npy`: the layer's output on both backends in the full run, shape %s\n"
-             "- `command.txt`: the command above\n\n"
-             "Environment:\n- A: %s: %s %s\n- B: %s: %s %s (%s)\n- model: %s (sha256 %s)\n- cldiff %s: `%s`\n",
-             l->layer, l->op_type, l->op_index, env->model_path, l->layer,
-             !strcmp(an->first_kind, "local") ? "local" : !strcmp(an->first_kind, "inherited") ? "inherited" : "unclassified",
-             !strcmp(an->first_kind, "inherited") ? "; on A's inputs this layer is within tolerance, so the pack may pass" : "",
-             l->m.max_abs, l->m.cosine, (long long)l->m.fail_count, (long long)l->m.n, run_a, run_b, env->precision, cmd,
-             l->layer, run_a, run_a, run_b, cd_shape_str(&l->shape, sh, sizeof sh), env->backend_a,
-             env->device_a ? env->device_a : "", env->driver_a ? env->driver_a : "", env->backend_b,
-             env->device_b ? env->device_b : "", env->driver_b ? env->driver_b : "", env->variant_b ? env->variant_b : "",
-             env->model_path, env->model_sha256, env->tool_version, env->command_line ? env->command_line : "");
+    snprintf(
+        readme, sizeof readme,
+        "# cldiff repro pack: %s (%s, op #%d of %s)\n\n"
+        "Finding: layer `%s` is out of tolerance (%s error%s): max |a-b| = %.6g, cosine = %.9f, "
+        "%lld of %lld elements out (%s vs %s, %s).\n\n"
+        "Reproduce (from this folder):\n\n    %s\n\n"
+        "Expected: exit 1 and `%s` named as the first divergence in repro-out/summary.json.\n\n"
+        "Files:\n- `layer.nb`: the op alone (params included), inputs declared as model inputs\n"
+        "- `in<k>.npy`: its exact inputs as backend %s computed them (float32)\n"
+        "- `out_%s.npy`, `out_%s.npy`: the layer's output on both backends in the full run, shape %s\n"
+        "- `command.txt`: the command above\n\n"
+        "Environment:\n- A: %s: %s %s\n- B: %s: %s %s (%s)\n- model: %s (sha256 %s)\n- cldiff %s: `%s`\n",
+        l->layer, l->op_type, l->op_index, env->model_path, l->layer,
+        !strcmp(an->first_kind, "local")           ? "local"
+            : !strcmp(an->first_kind, "inherited") ? "inherited"
+                                                   : "unclassified",
+        !strcmp(an->first_kind, "inherited") ? "; on A's inputs this layer is within tolerance, so the pack may pass"
+                                             : "",
+        l->m.max_abs, l->m.cosine, (long long)l->m.fail_count, (long long)l->m.n, run_a, run_b, env->precision, cmd,
+        l->layer, run_a, run_a, run_b, cd_shape_str(&l->shape, sh, sizeof sh), env->backend_a,
+        env->device_a ? env->device_a : "", env->driver_a ? env->driver_a : "", env->backend_b,
+        env->device_b ? env->device_b : "", env->driver_b ? env->driver_b : "", env->variant_b ? env->variant_b : "",
+        env->model_path, env->model_sha256, env->tool_version, env->command_line ? env->command_line : "");
     snprintf(path, sizeof path, "%s/README.md", dir);
     if ((st = cd_diff_write_text(path, readme, err))) return st;
     snprintf(path, sizeof path, "%s/device.txt", dir);
-    snprintf(readme, sizeof readme, "A %s\ndevice_a %s\ndriver_a %s\nB %s\ndevice_b %s\ndriver_b %s\nvariant_b %s\nprecision %s\n",
+    snprintf(readme, sizeof readme,
+             "A %s\ndevice_a %s\ndriver_a %s\nB %s\ndevice_b %s\ndriver_b %s\nvariant_b %s\nprecision %s\n",
              env->backend_a, env->device_a ? env->device_a : "", env->driver_a ? env->driver_a : "", env->backend_b,
-             env->device_b ? env->device_b : "", env->driver_b ? env->driver_b : "", env->variant_b ? env->variant_b : "",
-             env->precision);
+             env->device_b ? env->device_b : "", env->driver_b ? env->driver_b : "",
+             env->variant_b ? env->variant_b : "", env->precision);
     return cd_diff_write_text(path, readme, err);
 }
 
 static cd_status write_repro(cd_session *s, const cd_dump_reader *r, const cd_forcing *force, const char *run_a,
-                             const char *run_b, const cd_layer_cmp *l, const cd_analysis *an, const cd_report_env *env, const char *dir,
-                             char *cmd_out, size_t cmd_n, cd_error *err) {
+                             const char *run_b, const cd_layer_cmp *l, const cd_analysis *an, const cd_report_env *env,
+                             const char *dir, char *cmd_out, size_t cmd_n, cd_error *err) {
     const cd_graph *g = s->g;
     cd_status st = cd_make_dirs(dir, err);
     if (st) return st;
@@ -163,11 +193,18 @@ static cd_status write_repro(cd_session *s, const cd_dump_reader *r, const cd_fo
     cd_value *ins = calloc((size_t)ex.n_inputs + 1, sizeof *ins);
     cd_shape *in_shapes = calloc((size_t)ex.n_inputs + 1, sizeof *in_shapes);
     char path[1200], note[256] = "", cmd[4096] = "";
-    if (!ins || !in_shapes) { st = cd_err(err, CD_E_NOMEM, "out of memory"); goto done; }
+    if (!ins || !in_shapes) {
+        st = cd_err(err, CD_E_NOMEM, "out of memory");
+        goto done;
+    }
     snprintf(path, sizeof path, "%s/layer.nb", dir);
     if ((st = cd_nb_write(ex.g, path, err))) goto done;
-    if ((st = cd_local_load_inputs(g, &s->plan, r, run_a, force, &ex, ins, in_shapes, note, sizeof note, err))) goto done;
-    if (note[0]) { st = cd_err(err, CD_E_USAGE, "repro pack of %s: %s", l->layer, note); goto done; }
+    if ((st = cd_local_load_inputs(g, &s->plan, r, run_a, force, &ex, ins, in_shapes, note, sizeof note, err)))
+        goto done;
+    if (note[0]) {
+        st = cd_err(err, CD_E_USAGE, "repro pack of %s: %s", l->layer, note);
+        goto done;
+    }
     snprintf(cmd, sizeof cmd, "cldiff layer.nb");
     if ((st = repro_inputs(g, &ex, ins, in_shapes, dir, cmd, sizeof cmd, err))) goto done;
     repro_options(s->o, cmd, sizeof cmd);
@@ -188,15 +225,21 @@ void cd_diff_repro_pack(diff_run *d) {
     const cd_cli_opts *o = d->o;
     cd_analysis *an = &d->an;
     int repro_at = an->kind == CD_KIND_FAULT ? an->first_fault
-                   : an->nonfinite_origin >= 0 ? an->nonfinite_origin : o->repro_dir ? an->first_fail : -1;
+        : an->nonfinite_origin >= 0          ? an->nonfinite_origin
+        : o->repro_dir                       ? an->first_fail
+                                             : -1;
     if (repro_at < 0 || d->crashed || o->no_repro) return;
     char dir[1100];
-    if (o->repro_dir) snprintf(dir, sizeof dir, "%s", o->repro_dir);
-    else snprintf(dir, sizeof dir, "%s/repro", o->out_dir);
+    if (o->repro_dir)
+        snprintf(dir, sizeof dir, "%s", o->repro_dir);
+    else
+        snprintf(dir, sizeof dir, "%s/repro", o->out_dir);
     cd_error pe = {0};
     char cmd[4096] = "";
-    if (write_repro(&d->s, d->r, d->engine_b ? NULL : d->rec, d->run_a, d->run_b, &an->layers[repro_at], an, &d->env, dir, cmd, sizeof cmd, &pe) == CD_OK) {
+    if (write_repro(&d->s, d->r, d->engine_b ? NULL : d->rec, d->run_a, d->run_b, &an->layers[repro_at], an, &d->env,
+                    dir, cmd, sizeof cmd, &pe) == CD_OK) {
         snprintf(an->repro_dir, sizeof an->repro_dir, "%s", dir);
         snprintf(an->repro_cmd, sizeof an->repro_cmd, "cd %s && %s", dir, cmd);
-    } else if (!o->quiet) fprintf(stderr, "cldiff: warning: repro pack not written: %s\n", pe.msg);
+    } else if (!o->quiet)
+        fprintf(stderr, "cldiff: warning: repro pack not written: %s\n", pe.msg);
 }

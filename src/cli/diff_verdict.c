@@ -6,9 +6,9 @@
 #include "cli/diff_priv.h"
 
 void cd_diff_policy_desc(const cd_policy *p, char *buf, size_t n) {
-    snprintf(buf, n, "%s: atol=%g rtol=%g range_atol=%g min_cos=%g max_fail_fraction=%g%s%s", p->base_source, p->base.atol,
-             p->base.rtol, p->base.range_atol, p->base.min_cos, p->base.max_fail_fraction, p->n_rules ? "; rules from " : "",
-             p->n_rules ? p->file : "");
+    snprintf(buf, n, "%s: atol=%g rtol=%g range_atol=%g min_cos=%g max_fail_fraction=%g%s%s", p->base_source,
+             p->base.atol, p->base.rtol, p->base.range_atol, p->base.min_cos, p->base.max_fail_fraction,
+             p->n_rules ? "; rules from " : "", p->n_rules ? p->file : "");
 }
 
 cd_status cd_diff_load_policy(const cd_cli_opts *o, cd_precision prec, cd_policy *p, cd_error *err) {
@@ -23,11 +23,24 @@ cd_status cd_diff_load_policy(const cd_cli_opts *o, cd_precision prec, cd_policy
 cd_status cd_diff_local_check(diff_run *d, cd_error *err) {
     const cd_cli_opts *o = d->o;
     if (!d->local || d->crashed || d->stb) return CD_OK;
-    cd_verdict_run v = {.g = d->s.g, .plan = &d->s.plan, .cpu_opts = cd_session_backend_opts(o, CD_PREC_FP32),
-                        .stop_flag = &cd_stop_flag, .r = d->r, .prec = o->prec, .a = d->A, .b = d->B,
-                        .engine_b = d->engine_b, .variant_a = d->ra.variant, .variant_b = d->rb.variant,
-                        .run_a = d->run_a, .run_b = d->run_b, .run_local = d->run_local, .policy = &d->pol,
-                        .settled = d->settled, .settled_info = d->settled_info, .force = d->rec};
+    cd_verdict_run v = {.g = d->s.g,
+                        .plan = &d->s.plan,
+                        .cpu_opts = cd_session_backend_opts(o, CD_PREC_FP32),
+                        .stop_flag = &cd_stop_flag,
+                        .r = d->r,
+                        .prec = o->prec,
+                        .a = d->A,
+                        .b = d->B,
+                        .engine_b = d->engine_b,
+                        .variant_a = d->ra.variant,
+                        .variant_b = d->rb.variant,
+                        .run_a = d->run_a,
+                        .run_b = d->run_b,
+                        .run_local = d->run_local,
+                        .policy = &d->pol,
+                        .settled = d->settled,
+                        .settled_info = d->settled_info,
+                        .force = d->rec};
     return cd_verdict_local(&v, &d->an, err);
 }
 
@@ -46,8 +59,16 @@ cd_status cd_diff_baseline_gate(const cd_cli_opts *o, const cd_dump_reader *r, c
     cd_status st = cd_dump_open_untrusted(o->baseline, &rb, err);
     if (st) return st;
     const char *brun = cd_dump_find_run(rb, run) >= 0 ? run : (cd_dump_n_runs(rb) ? cd_dump_run_name(rb, 0) : NULL);
-    if (!brun) { cd_dump_reader_close(rb); return cd_err(err, CD_E_MODEL, "baseline '%s' holds no runs", o->baseline); }
-    cd_cmp_request q = {.ra = rb, .rb = r, .run_a = brun, .run_b = run, .policy = pol, .by_op_index = false,
+    if (!brun) {
+        cd_dump_reader_close(rb);
+        return cd_err(err, CD_E_MODEL, "baseline '%s' holds no runs", o->baseline);
+    }
+    cd_cmp_request q = {.ra = rb,
+                        .rb = r,
+                        .run_a = brun,
+                        .run_b = run,
+                        .policy = pol,
+                        .by_op_index = false,
                         .half_ulps = o->prec == CD_PREC_FP16};
     cd_analysis an;
     cd_cmp_unmatched *um = NULL;

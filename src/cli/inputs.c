@@ -16,7 +16,9 @@
 
 /* ---------------- random ---------------- */
 
-typedef struct { uint64_t state, inc; } pcg32;
+typedef struct {
+    uint64_t state, inc;
+} pcg32;
 
 static uint32_t pcg32_next(pcg32 *r) {
     uint64_t old = r->state;
@@ -58,8 +60,10 @@ cd_status cd_parse_float_list(const char *opt, const char *s, float *out, int ma
         if (*n >= max) return cd_err(err, CD_E_USAGE, "%s '%s': at most %d values", opt, s, max);
         out[(*n)++] = v;
         while (*end == ' ') end++;
-        if (*end == ',') end++;
-        else if (*end) return cd_err(err, CD_E_USAGE, "%s '%s': unexpected '%s'", opt, s, end);
+        if (*end == ',')
+            end++;
+        else if (*end)
+            return cd_err(err, CD_E_USAGE, "%s '%s': unexpected '%s'", opt, s, end);
         p = end;
         while (*p == ' ') p++;
     }
@@ -109,8 +113,7 @@ static cd_status shape_mismatch(const char *name, const cd_shape *want, const ch
 
 static cd_status need_file(const char *path, cd_error *err) {
     struct stat st;
-    if (stat(path, &st) != 0)
-        return cd_err(err, CD_E_USAGE, "input file '%s': %s", path, strerror(errno));
+    if (stat(path, &st) != 0) return cd_err(err, CD_E_USAGE, "input file '%s': %s", path, strerror(errno));
     if (!S_ISREG(st.st_mode)) return cd_err(err, CD_E_USAGE, "input file '%s' is not a regular file", path);
     return CD_OK;
 }
@@ -127,10 +130,14 @@ static cd_status from_npy(const char *name, const cd_shape *shape, const char *p
         cd_value_release(&v);
         return st;
     }
-    if ((st = alloc_f32(shape, out, name, err))) { cd_value_release(&v); return st; }
+    if ((st = alloc_f32(shape, out, name, err))) {
+        cd_value_release(&v);
+        return st;
+    }
     int64_t n = cd_shape_numel(shape);
     float *x = out->data;
-    if (v.dtype == CD_F32) memcpy(x, v.data, (size_t)n * 4);
+    if (v.dtype == CD_F32)
+        memcpy(x, v.data, (size_t)n * 4);
     else if (v.dtype == CD_F16)
         for (int64_t i = 0; i < n; i++) x[i] = cd_half_to_float(((const uint16_t *)v.data)[i]);
     else
@@ -155,7 +162,10 @@ static cd_status from_bin(const char *name, const cd_shape *shape, const char *p
                       "input '%s' expects %s (%lld values = %lld bytes of float32) but %s holds %ld bytes", name,
                       cd_shape_str(shape, sb, sizeof sb), (long long)n, (long long)n * 4, path, sz);
     }
-    if ((st = alloc_f32(shape, out, name, err))) { fclose(f); return st; }
+    if ((st = alloc_f32(shape, out, name, err))) {
+        fclose(f);
+        return st;
+    }
     unsigned char *b = out->data;
     size_t got = fread(b, 1, (size_t)n * 4, f);
     fclose(f);
@@ -168,8 +178,12 @@ static cd_status from_bin(const char *name, const cd_shape *shape, const char *p
     if (*(const unsigned char *)&probe == 0)
         for (int64_t i = 0; i < n; i++) {
             unsigned char t;
-            t = b[4 * i]; b[4 * i] = b[4 * i + 3]; b[4 * i + 3] = t;
-            t = b[4 * i + 1]; b[4 * i + 1] = b[4 * i + 2]; b[4 * i + 2] = t;
+            t = b[4 * i];
+            b[4 * i] = b[4 * i + 3];
+            b[4 * i + 3] = t;
+            t = b[4 * i + 1];
+            b[4 * i + 1] = b[4 * i + 2];
+            b[4 * i + 2] = t;
         }
     return CD_OK;
 }
@@ -183,7 +197,8 @@ static cd_status from_h5_read(const char *name, const cd_shape *shape, const cha
         return cd_err(err, CD_E_MODEL, "input file '%s' is not an HDF5 file", path);
     }
     char dpath[600];
-    if (dset && *dset) snprintf(dpath, sizeof dpath, "%s", dset);
+    if (dset && *dset)
+        snprintf(dpath, sizeof dpath, "%s", dset);
     else {
         char esc[512];
         if (!cd_dump_escape(name, esc, sizeof esc)) return cd_err(err, CD_E_MODEL, "input name too long");
@@ -205,7 +220,8 @@ static cd_status from_h5_read(const char *name, const cd_shape *shape, const cha
     int rank = H5Sget_simple_extent_ndims(sp);
     H5T_class_t cls = H5Tget_class(t);
     if (rank < 0 || rank > CD_MAX_RANK || (cls != H5T_FLOAT && cls != H5T_INTEGER)) {
-        st = cd_err(err, CD_E_MODEL, "dataset '%s' in '%s' is not a numeric array of rank <= %d", dpath, path, CD_MAX_RANK);
+        st = cd_err(err, CD_E_MODEL, "dataset '%s' in '%s' is not a numeric array of rank <= %d", dpath, path,
+                    CD_MAX_RANK);
     } else {
         hsize_t dims[CD_MAX_RANK];
         H5Sget_simple_extent_dims(sp, dims, NULL);
@@ -215,7 +231,8 @@ static cd_status from_h5_read(const char *name, const cd_shape *shape, const cha
             st = shape_mismatch(name, shape, source, &fs, err);
     }
     if (!st) st = alloc_f32(shape, out, name, err);
-    if (!st && cd_shape_numel(shape) > 0 && H5Dread(ds, H5T_NATIVE_FLOAT, H5S_ALL, H5S_ALL, H5P_DEFAULT, out->data) < 0) {
+    if (!st && cd_shape_numel(shape) > 0 &&
+        H5Dread(ds, H5T_NATIVE_FLOAT, H5S_ALL, H5S_ALL, H5P_DEFAULT, out->data) < 0) {
         st = cd_dump_h5_error(err, CD_E_MODEL, "cannot read dataset '%s' of '%s'", dpath, path);
         cd_value_release(out);
     }
@@ -284,8 +301,10 @@ static cd_status from_png(const char *name, const cd_shape *shape, const char *p
     if (st) return st;
     char sb[160];
     int64_t N = 1, C, H, W;
-    if (shape->rank == 4) N = shape->d[0], C = shape->d[1], H = shape->d[2], W = shape->d[3];
-    else if (shape->rank == 3) C = shape->d[0], H = shape->d[1], W = shape->d[2];
+    if (shape->rank == 4)
+        N = shape->d[0], C = shape->d[1], H = shape->d[2], W = shape->d[3];
+    else if (shape->rank == 3)
+        C = shape->d[0], H = shape->d[1], W = shape->d[2];
     else
         return cd_err(err, CD_E_MODEL, "input '%s' has shape %s; an image input needs [N,C,H,W] or [C,H,W]", name,
                       cd_shape_str(shape, sb, sizeof sb));
@@ -299,19 +318,23 @@ static cd_status from_png(const char *name, const cd_shape *shape, const char *p
     int nm = 0, ns = 0;
     if (o && o->mean) {
         if ((st = cd_parse_float_list("--mean", o->mean, mean, 4, &nm, err))) return st;
-        if (nm != 1 && nm != C) return cd_err(err, CD_E_USAGE, "--mean has %d values; input '%s' has %lld channels", nm, name, (long long)C);
+        if (nm != 1 && nm != C)
+            return cd_err(err, CD_E_USAGE, "--mean has %d values; input '%s' has %lld channels", nm, name,
+                          (long long)C);
         if (nm == 1) mean[1] = mean[2] = mean[0];
     }
     if (o && o->std) {
         if ((st = cd_parse_float_list("--std", o->std, stdv, 4, &ns, err))) return st;
-        if (ns != 1 && ns != C) return cd_err(err, CD_E_USAGE, "--std has %d values; input '%s' has %lld channels", ns, name, (long long)C);
+        if (ns != 1 && ns != C)
+            return cd_err(err, CD_E_USAGE, "--std has %d values; input '%s' has %lld channels", ns, name, (long long)C);
         if (ns == 1) stdv[1] = stdv[2] = stdv[0];
         for (int k = 0; k < C; k++)
             if (stdv[k] == 0) return cd_err(err, CD_E_USAGE, "--std value %d is 0", k + 1);
     }
     bool bgr = false;
     if (o && o->channel_order) {
-        if (!strcasecmp(o->channel_order, "bgr")) bgr = true;
+        if (!strcasecmp(o->channel_order, "bgr"))
+            bgr = true;
         else if (strcasecmp(o->channel_order, "rgb"))
             return cd_err(err, CD_E_USAGE, "--channel-order '%s': use rgb or bgr", o->channel_order);
     }
@@ -324,36 +347,50 @@ static cd_status from_png(const char *name, const cd_shape *shape, const char *p
     int ih = (int)img.height, iw = (int)img.width;
     if (img.height > 32768 || img.width > 32768) {
         png_image_free(&img);
-        return cd_err(err, CD_E_MODEL, "PNG '%s' is %ux%u; images up to 32768x32768 are read", path, img.width, img.height);
+        return cd_err(err, CD_E_MODEL, "PNG '%s' is %ux%u; images up to 32768x32768 are read", path, img.width,
+                      img.height);
     }
     size_t bytes = PNG_IMAGE_SIZE(img);
     /* zeroed: an alpha channel is composited onto this buffer, i.e. onto black */
     png_bytep px = cd_calloc(bytes, 1, err);
-    if (!px) { png_image_free(&img); return CD_E_NOMEM; }
+    if (!px) {
+        png_image_free(&img);
+        return CD_E_NOMEM;
+    }
     if (!png_image_finish_read(&img, NULL, px, 0, NULL)) {
         free(px);
         return cd_err(err, CD_E_MODEL, "cannot decode PNG '%s': %s", path, img.message);
     }
     if ((ih != H || iw != W) && !(o && o->resize)) {
         free(px);
-        return cd_err(err, CD_E_MODEL, "input '%s' expects %lldx%lld images (shape %s) but %s is %dx%d; "
-                      "allow resizing (drop --no-resize) or resize the image", name, (long long)W, (long long)H,
-                      cd_shape_str(shape, sb, sizeof sb), path, iw, ih);
+        return cd_err(err, CD_E_MODEL,
+                      "input '%s' expects %lldx%lld images (shape %s) but %s is %dx%d; "
+                      "allow resizing (drop --no-resize) or resize the image",
+                      name, (long long)W, (long long)H, cd_shape_str(shape, sb, sizeof sb), path, iw, ih);
     }
     int c = (int)C;
     float *hwc = malloc(sizeof(float) * (size_t)ih * (size_t)iw * (size_t)c);
     float *rs = NULL;
-    if (!hwc) { free(px); return cd_err(err, CD_E_NOMEM, "out of memory decoding '%s'", path); }
+    if (!hwc) {
+        free(px);
+        return cd_err(err, CD_E_NOMEM, "out of memory decoding '%s'", path);
+    }
     for (size_t i = 0; i < (size_t)ih * (size_t)iw * (size_t)c; i++) hwc[i] = (float)px[i] / 255.0f;
     free(px);
     if (ih != H || iw != W) {
         rs = malloc(sizeof(float) * (size_t)H * (size_t)W * (size_t)c);
-        if (!rs) { free(hwc); return cd_err(err, CD_E_NOMEM, "out of memory resizing '%s'", path); }
+        if (!rs) {
+            free(hwc);
+            return cd_err(err, CD_E_NOMEM, "out of memory resizing '%s'", path);
+        }
         resize_bilinear(hwc, ih, iw, c, rs, (int)H, (int)W);
         free(hwc);
         hwc = rs;
     }
-    if ((st = alloc_f32(shape, out, name, err))) { free(hwc); return st; }
+    if ((st = alloc_f32(shape, out, name, err))) {
+        free(hwc);
+        return st;
+    }
     float *x = out->data;
     size_t plane = (size_t)H * (size_t)W;
     for (int k = 0; k < c; k++) {
@@ -404,7 +441,8 @@ cd_status cd_input_from_spec(const char *name, int index, const cd_shape *shape,
     if (ends_with(spec, ".npy")) return from_npy(name, shape, spec, out, err);
     if (ends_with(spec, ".bin") || ends_with(spec, ".raw")) return from_bin(name, shape, spec, out, err);
     if (ends_with(spec, ".png")) return from_png(name, shape, spec, o, out, source, sn, err);
-    if (ends_with(spec, ".h5") || ends_with(spec, ".hdf5")) return from_h5(name, shape, spec, NULL, out, source, sn, err);
+    if (ends_with(spec, ".h5") || ends_with(spec, ".hdf5"))
+        return from_h5(name, shape, spec, NULL, out, source, sn, err);
     /* FILE.h5:/dataset */
     const char *colon = strstr(spec, ".h5:");
     size_t skip = 4;
@@ -421,7 +459,8 @@ cd_status cd_input_from_spec(const char *name, int index, const cd_shape *shape,
     }
     return cd_err(err, CD_E_USAGE,
                   "--input %s=%s: unknown input spec (use random, random:SEED, const:VALUE, FILE.npy, FILE.bin, "
-                  "FILE.h5:/DATASET, FILE.h5 (a cldiff dump) or FILE.png)", name, spec);
+                  "FILE.h5:/DATASET, FILE.h5 (a cldiff dump) or FILE.png)",
+                  name, spec);
 }
 
 void cd_inputs_free(cd_input_set *s) {
@@ -455,17 +494,21 @@ static cd_status assign_specs(const cd_graph *g, const char *const *specs, int n
         if (eq) {
             for (int k = 0; k < n; k++) {
                 const char *nm = g->tensors[g->inputs[k]].name;
-                if (strlen(nm) == (size_t)(eq - s) && !strncmp(nm, s, (size_t)(eq - s))) { which = k; spec = eq + 1; }
+                if (strlen(nm) == (size_t)(eq - s) && !strncmp(nm, s, (size_t)(eq - s))) {
+                    which = k;
+                    spec = eq + 1;
+                }
             }
         }
         if (which < 0) {
-            if (n == 1) which = 0;
+            if (n == 1)
+                which = 0;
             else if (eq)
                 st = cd_err(err, CD_E_USAGE, "--input %s: the model has no input '%.*s' (inputs: %s)", s, (int)(eq - s),
                             s, names);
             else
-                st = cd_err(err, CD_E_USAGE, "--input %s: the model has %d inputs; write --input NAME=SPEC (inputs: %s)",
-                            s, n, names);
+                st = cd_err(err, CD_E_USAGE,
+                            "--input %s: the model has %d inputs; write --input NAME=SPEC (inputs: %s)", s, n, names);
         }
         if (!st && chosen[which])
             st = cd_err(err, CD_E_USAGE, "--input given twice for '%s' ('%s' and '%s')",
@@ -486,8 +529,10 @@ cd_status cd_inputs_build(const cd_graph *g, const cd_shape *shapes, const char 
         out->values = cd_calloc((size_t)(n ? n : 1), sizeof *out->values, err);
         out->names = cd_calloc((size_t)(n ? n : 1), sizeof *out->names, err);
         out->sources = cd_calloc((size_t)(n ? n : 1), sizeof *out->sources, err);
-        if (!out->values || !out->names || !out->sources) st = CD_E_NOMEM;
-        else out->n = n;
+        if (!out->values || !out->names || !out->sources)
+            st = CD_E_NOMEM;
+        else
+            out->n = n;
     }
     for (int k = 0; k < n && !st; k++) {
         const char *nm = g->tensors[g->inputs[k]].name;
@@ -514,7 +559,8 @@ static cd_status h5_shape_read(const char *name, const char *path, const char *d
         return cd_err(err, CD_E_MODEL, "input file '%s' is not an HDF5 file", path);
     }
     char dpath[600];
-    if (dset && *dset) snprintf(dpath, sizeof dpath, "%s", dset);
+    if (dset && *dset)
+        snprintf(dpath, sizeof dpath, "%s", dset);
     else {
         char esc[512];
         if (!cd_dump_escape(name, esc, sizeof esc)) return cd_err(err, CD_E_MODEL, "input name too long");
@@ -547,7 +593,9 @@ static cd_status h5_shape_read(const char *name, const char *path, const char *d
     return st;
 }
 
-typedef struct { const char *name, *path, *dset; } h5_shape_args;
+typedef struct {
+    const char *name, *path, *dset;
+} h5_shape_args;
 
 static void h5_shape_child(void *p) {
     const h5_shape_args *a = p;
@@ -619,13 +667,12 @@ static bool fit_shape(const cd_shape *declared, const cd_shape *file, cd_shape *
     return true;
 }
 
-cd_status cd_inputs_resolve_shapes(const cd_graph *g, const char *const *shapes, int n_shapes,
-                                   const char *const *specs, int n_specs, cd_shape *out, char *notice,
-                                   size_t notice_len, cd_error *err) {
+cd_status cd_inputs_resolve_shapes(const cd_graph *g, const char *const *shapes, int n_shapes, const char *const *specs,
+                                   int n_specs, cd_shape *out, char *notice, size_t notice_len, cd_error *err) {
     int n = g->n_inputs;
     const char **chosen = cd_calloc((size_t)(n ? n : 1), sizeof *chosen, err);
     const char **all = cd_calloc((size_t)(n_shapes + n + 1), sizeof *all, err);
-    char (*made)[CD_MAX_RANK * 24 + 600] = cd_calloc((size_t)(n ? n : 1), sizeof *made, err);
+    char(*made)[CD_MAX_RANK * 24 + 600] = cd_calloc((size_t)(n ? n : 1), sizeof *made, err);
     char note[1024] = "";
     size_t nl = 0;
     cd_status st = !chosen || !all || !made ? CD_E_NOMEM : assign_specs(g, specs, n_specs, chosen, err);
@@ -641,7 +688,10 @@ cd_status cd_inputs_resolve_shapes(const cd_graph *g, const char *const *shapes,
         if (!dynamic || given || !chosen[k]) continue;
         cd_shape fs, fit;
         int has = spec_file_shape(t->name, chosen[k], &fs, err);
-        if (has < 0) { st = err ? err->code : CD_E_MODEL; break; }
+        if (has < 0) {
+            st = err ? err->code : CD_E_MODEL;
+            break;
+        }
         if (!has) continue;
         char a[160], b[160], why[96];
         int bad;
@@ -653,9 +703,10 @@ cd_status cd_inputs_resolve_shapes(const cd_graph *g, const char *const *shapes,
                 snprintf(why, sizeof why, "a scalar, and the model declares no shape; give --shape %s=DIMS", t->name);
             else
                 snprintf(why, sizeof why, "rank %d where the model has %d", fs.rank, ds->rank);
-            st = cd_err(err, CD_E_MODEL, "input '%s' is declared %s but %s holds %s: %s (only the -1 dims may "
-                        "differ)", t->name, cd_shape_str(ds, a, sizeof a), chosen[k], cd_shape_str(&fs, b, sizeof b),
-                        why);
+            st = cd_err(err, CD_E_MODEL,
+                        "input '%s' is declared %s but %s holds %s: %s (only the -1 dims may "
+                        "differ)",
+                        t->name, cd_shape_str(ds, a, sizeof a), chosen[k], cd_shape_str(&fs, b, sizeof b), why);
             break;
         }
         int o = snprintf(made[k], sizeof made[k], "%s=", t->name);

@@ -24,18 +24,18 @@
 #include "util/value.h"
 
 typedef struct cd_input_opts {
-    uint64_t seed;              /* --seed */
-    bool resize;                /* PNG: bilinear resize to the model's H x W (else mismatch error) */
-    const char *mean;           /* PNG: "0.485,0.456,0.406" (1 or C values, model channel order); NULL = 0 */
-    const char *std;            /* PNG: same form; NULL = 1 */
-    const char *channel_order;  /* PNG: "rgb" (default) or "bgr": order of the model's channels */
+    uint64_t seed;             /* --seed */
+    bool resize;               /* PNG: bilinear resize to the model's H x W (else mismatch error) */
+    const char *mean;          /* PNG: "0.485,0.456,0.406" (1 or C values, model channel order); NULL = 0 */
+    const char *std;           /* PNG: same form; NULL = 1 */
+    const char *channel_order; /* PNG: "rgb" (default) or "bgr": order of the model's channels */
 } cd_input_opts;
 
 typedef struct cd_input_set {
-    int n;                      /* = g->n_inputs */
-    cd_value *values;           /* float32, owned */
-    char **names;               /* tensor names */
-    char **sources;             /* where each came from, e.g. "x.npy" or "random uniform[-1,1) seed=1 stream=0" */
+    int n;            /* = g->n_inputs */
+    cd_value *values; /* float32, owned */
+    char **names;     /* tensor names */
+    char **sources;   /* where each came from, e.g. "x.npy" or "random uniform[-1,1) seed=1 stream=0" */
 } cd_input_set;
 
 /* shapes[k] is the plan shape of model input k (graph->inputs[k]). specs are the raw
@@ -52,14 +52,12 @@ void cd_inputs_free(cd_input_set *s);
  * must match (else CD_E_MODEL naming both shapes). notice gets the usual notes and one line
  * per shape so taken ("input 'x': shape [1,3,48,192] taken from x.npy (declared [-1,3,-1,-1])").
  * A spec naming no model input, or given twice, is CD_E_USAGE as in cd_inputs_build. */
-cd_status cd_inputs_resolve_shapes(const cd_graph *g, const char *const *shapes, int n_shapes,
-                                   const char *const *specs, int n_specs, cd_shape *out, char *notice,
-                                   size_t notice_len, cd_error *err);
+cd_status cd_inputs_resolve_shapes(const cd_graph *g, const char *const *shapes, int n_shapes, const char *const *specs,
+                                   int n_specs, cd_shape *out, char *notice, size_t notice_len, cd_error *err);
 
 /* Builds one input from one spec (no NAME= prefix). index = model input index (random stream). */
 cd_status cd_input_from_spec(const char *name, int index, const cd_shape *shape, const char *spec,
-                             const cd_input_opts *o, cd_value *out, char *source, size_t source_len,
-                             cd_error *err);
+                             const cd_input_opts *o, cd_value *out, char *source, size_t source_len, cd_error *err);
 /* The random generator documented above. */
 void cd_fill_random(float *x, int64_t n, uint64_t seed, uint64_t stream);
 /* Parses "a,b,c" (at most max values) for option `opt`; CD_E_USAGE on junk. */

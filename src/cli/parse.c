@@ -110,13 +110,55 @@ void cd_cli_print_version(void) {
 
 /* Every option cd_cli_parse accepts: the candidates of "did you mean" (e2e_errors checks that
  * each option `cldiff --help` documents is among them). */
-static const char *const SHARED_OPTIONS[] = {
-    "--help", "-h", "--version", "--fp32", "--fp16", "--fp16-compute", "--int8", "--int8-placement", "--quiet", "-q",
-    "--no-cache", "--no-resize", "--no-isolate", "--no-repro", "--suggest-pins", "--repro", "--inputs", "--repeat",
-    "--calibrate", "--calibrate-safety", "--out", "-o", "--layers", "--backends", "--backend-opt", "--threads",
-    "--seed", "--input", "--shape", "--mean", "--std", "--channel-order", "--dump", "--max-memory", "--compress",
-    "--timeout", "--cl-lib", "--cl-platform", "--cl-device", "--kernel-dir", "--cache-dir", "--tolerance",
-    "--baseline", "--isolate", "--local", "--atol", "--rtol", "--min-cos", "--max-fail-fraction"};
+static const char *const SHARED_OPTIONS[] = {"--help",
+                                             "-h",
+                                             "--version",
+                                             "--fp32",
+                                             "--fp16",
+                                             "--fp16-compute",
+                                             "--int8",
+                                             "--int8-placement",
+                                             "--quiet",
+                                             "-q",
+                                             "--no-cache",
+                                             "--no-resize",
+                                             "--no-isolate",
+                                             "--no-repro",
+                                             "--suggest-pins",
+                                             "--repro",
+                                             "--inputs",
+                                             "--repeat",
+                                             "--calibrate",
+                                             "--calibrate-safety",
+                                             "--out",
+                                             "-o",
+                                             "--layers",
+                                             "--backends",
+                                             "--backend-opt",
+                                             "--threads",
+                                             "--seed",
+                                             "--input",
+                                             "--shape",
+                                             "--mean",
+                                             "--std",
+                                             "--channel-order",
+                                             "--dump",
+                                             "--max-memory",
+                                             "--compress",
+                                             "--timeout",
+                                             "--cl-lib",
+                                             "--cl-platform",
+                                             "--cl-device",
+                                             "--kernel-dir",
+                                             "--cache-dir",
+                                             "--tolerance",
+                                             "--baseline",
+                                             "--isolate",
+                                             "--local",
+                                             "--atol",
+                                             "--rtol",
+                                             "--min-cos",
+                                             "--max-fail-fraction"};
 /* instrument's own options (cmd_instrument.c takes them out before cd_cli_parse) */
 static const char *const INSTRUMENT_OPTIONS[] = {"--retarget", "--host-ops", "--target-ops", "--keep-names"};
 
@@ -144,12 +186,11 @@ int cd_cli_bad_value(const char *cmd, const char *opt, const char *value, const 
 }
 
 /* --dump fulll: the one-line refusal naming the nearest value */
-#define BAD_VALUE(opt, ...)                                                                                          \
-    do {                                                                                                             \
-        static const char *const vals_[] = {__VA_ARGS__};                                                            \
-        return cd_cli_bad_value(cmd, opt, v, vals_, (int)(sizeof vals_ / sizeof vals_[0]));                           \
+#define BAD_VALUE(opt, ...)                                                                                            \
+    do {                                                                                                               \
+        static const char *const vals_[] = {__VA_ARGS__};                                                              \
+        return cd_cli_bad_value(cmd, opt, v, vals_, (int)(sizeof vals_ / sizeof vals_[0]));                            \
     } while (0)
-
 
 static bool parse_double(const char *s, double *out) {
     char *end;
@@ -187,8 +228,10 @@ static int split_backends(cd_cli_opts *o, const char *cmd, const char *arg) {
                 for (int k = 0; k < 3 && bd->aliases[k]; k++) names[nn++] = bd->aliases[k];
             }
             const char *near = cd_suggest(tok, names, nn);
-            snprintf(msg, sizeof msg, "--backends: unknown backend '%s'%s%s%s (known: %s; `cldiff doctor` says which "
-                     "are usable here)", tok, near ? "; did you mean " : "", near ? near : "", near ? "?" : "", list);
+            snprintf(msg, sizeof msg,
+                     "--backends: unknown backend '%s'%s%s%s (known: %s; `cldiff doctor` says which "
+                     "are usable here)",
+                     tok, near ? "; did you mean " : "", near ? near : "", near ? "?" : "", list);
             return cd_cli_usage_error(cmd, "%s", msg);
         }
         if (o->n_backends == 2) return cd_cli_usage_error(cmd, "--backends takes at most two backends: '%s'", arg);
@@ -203,7 +246,8 @@ static int split_backends(cd_cli_opts *o, const char *cmd, const char *arg) {
 static int add_backend_opt(cd_cli_opts *o, const char *cmd, const char *v) {
     cd_error e = {0};
     if (cd_backend_opt_check(v, &e)) return cd_cli_usage_error(cmd, "%s", e.msg);
-    if (o->n_backend_kv >= CD_CLI_MAX_LIST) return cd_cli_usage_error(cmd, "too many --backend-opt options (at most %s)", "64");
+    if (o->n_backend_kv >= CD_CLI_MAX_LIST)
+        return cd_cli_usage_error(cmd, "too many --backend-opt options (at most %s)", "64");
     const char *colon = strchr(v, ':');
     char name[64];
     snprintf(name, sizeof name, "%.*s", (int)(colon - v), v);
@@ -212,7 +256,7 @@ static int add_backend_opt(cd_cli_opts *o, const char *cmd, const char *v) {
         o->backend_kv[o->n_backend_kv++] = v;
     } else {
         size_t n = strlen(canon) + strlen(colon) + 1;
-        char *c = malloc(n);   /* lives as long as the process, like argv */
+        char *c = malloc(n); /* lives as long as the process, like argv */
         if (!c) return cd_cli_usage_error(cmd, "%s", "out of memory");
         snprintf(c, n, "%s%s", canon, colon);
         o->backend_kv[o->n_backend_kv++] = c;
@@ -228,7 +272,7 @@ int cd_cli_parse(int argc, char **argv, int first, cd_cli_opts *o, const char *c
     o->out_dir = "cldiff-out";
     o->layers = "all";
     o->prec = CD_PREC_FP32;
-    o->n_backends = 0;  /* each command picks its default */
+    o->n_backends = 0; /* each command picks its default */
     o->threads = 2;
     o->seed = 1;
     o->dump_mode = "full";
@@ -242,50 +286,87 @@ int cd_cli_parse(int argc, char **argv, int first, cd_cli_opts *o, const char *c
     for (int i = first; i < argc; i++) {
         const char *a = argv[i];
         const char *v = i + 1 < argc ? argv[i + 1] : NULL;
-#define NEEDV() do { if (!v) return cd_cli_usage_error(cmd, "option %s needs a value", a); i++; } while (0)
-        if (!strcmp(a, "--help") || !strcmp(a, "-h")) { cd_cli_usage(stdout, cmd); exit(0); }
-        else if (!strcmp(a, "--version")) { cd_cli_print_version(); exit(0); }
-        else if (!strcmp(a, "--fp32")) o->prec = CD_PREC_FP32;
-        else if (!strcmp(a, "--fp16")) o->prec = CD_PREC_FP16;
-        else if (!strcmp(a, "--fp16-compute")) o->fp16_compute = true;
+#define NEEDV()                                                                                                        \
+    do {                                                                                                               \
+        if (!v) return cd_cli_usage_error(cmd, "option %s needs a value", a);                                          \
+        i++;                                                                                                           \
+    } while (0)
+        if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
+            cd_cli_usage(stdout, cmd);
+            exit(0);
+        } else if (!strcmp(a, "--version")) {
+            cd_cli_print_version();
+            exit(0);
+        } else if (!strcmp(a, "--fp32"))
+            o->prec = CD_PREC_FP32;
+        else if (!strcmp(a, "--fp16"))
+            o->prec = CD_PREC_FP16;
+        else if (!strcmp(a, "--fp16-compute"))
+            o->fp16_compute = true;
         else if (!strcmp(a, "--int8")) {
             NEEDV();
             if (strcmp(v, "arm") && strcmp(v, "dequant")) BAD_VALUE("--int8", "arm", "dequant");
             o->int8_mode = v;
-        }
-        else if (!strcmp(a, "--int8-placement")) {
+        } else if (!strcmp(a, "--int8-placement")) {
             NEEDV();
             if (strcmp(v, "arm") && strcmp(v, "gpu")) BAD_VALUE("--int8-placement", "arm", "gpu");
             o->int8_placement = v;
-        }
-        else if (!strcmp(a, "--quiet") || !strcmp(a, "-q")) o->quiet = true;
-        else if (!strcmp(a, "--no-cache")) o->no_cache = true;
-        else if (!strcmp(a, "--no-resize")) o->no_resize = true;
-        else if (!strcmp(a, "--no-isolate")) o->isolate_child = false;
-        else if (!strcmp(a, "--no-repro")) o->no_repro = true;
-        else if (!strcmp(a, "--suggest-pins")) o->suggest_pins = true;
-        else if (!strcmp(a, "--repro")) { NEEDV(); o->repro_dir = v; }
-        else if (!strcmp(a, "--inputs")) { NEEDV(); o->inputs_dir = v; }
-        else if (!strcmp(a, "--repeat") || !strcmp(a, "--calibrate")) {
-            NEEDV(); long n;
+        } else if (!strcmp(a, "--quiet") || !strcmp(a, "-q"))
+            o->quiet = true;
+        else if (!strcmp(a, "--no-cache"))
+            o->no_cache = true;
+        else if (!strcmp(a, "--no-resize"))
+            o->no_resize = true;
+        else if (!strcmp(a, "--no-isolate"))
+            o->isolate_child = false;
+        else if (!strcmp(a, "--no-repro"))
+            o->no_repro = true;
+        else if (!strcmp(a, "--suggest-pins"))
+            o->suggest_pins = true;
+        else if (!strcmp(a, "--repro")) {
+            NEEDV();
+            o->repro_dir = v;
+        } else if (!strcmp(a, "--inputs")) {
+            NEEDV();
+            o->inputs_dir = v;
+        } else if (!strcmp(a, "--repeat") || !strcmp(a, "--calibrate")) {
+            NEEDV();
+            long n;
             if (!parse_int(v, 1, 64, &n)) return cd_cli_usage_error(cmd, "expected a count 1..64, got '%s'", v);
-            if (!strcmp(a, "--repeat")) o->repeat = (int)n; else o->calibrate = (int)n;
+            if (!strcmp(a, "--repeat"))
+                o->repeat = (int)n;
+            else
+                o->calibrate = (int)n;
         } else if (!strcmp(a, "--calibrate-safety")) {
             NEEDV();
-            if (!parse_double(v, &o->calibrate_safety) || !(o->calibrate_safety >= 1)) return cd_cli_usage_error(cmd, "--calibrate-safety expects a number >= 1, got '%s'", v);
-        }
-        else if (!strcmp(a, "--out") || !strcmp(a, "-o")) { NEEDV(); o->out_dir = v; }
-        else if (!strcmp(a, "--layers")) { NEEDV(); o->layers = v; }
-        else if (!strcmp(a, "--backends")) { NEEDV(); int r = split_backends(o, cmd, v); if (r) return r; }
-        else if (!strcmp(a, "--backend-opt")) { NEEDV(); int r = add_backend_opt(o, cmd, v); if (r) return r; }
-        else if (!strcmp(a, "--threads")) {
-            NEEDV(); long n;
+            if (!parse_double(v, &o->calibrate_safety) || !(o->calibrate_safety >= 1))
+                return cd_cli_usage_error(cmd, "--calibrate-safety expects a number >= 1, got '%s'", v);
+        } else if (!strcmp(a, "--out") || !strcmp(a, "-o")) {
+            NEEDV();
+            o->out_dir = v;
+        } else if (!strcmp(a, "--layers")) {
+            NEEDV();
+            o->layers = v;
+        } else if (!strcmp(a, "--backends")) {
+            NEEDV();
+            int r = split_backends(o, cmd, v);
+            if (r) return r;
+        } else if (!strcmp(a, "--backend-opt")) {
+            NEEDV();
+            int r = add_backend_opt(o, cmd, v);
+            if (r) return r;
+        } else if (!strcmp(a, "--threads")) {
+            NEEDV();
+            long n;
             if (!parse_int(v, 1, 256, &n)) return cd_cli_usage_error(cmd, "--threads expects 1..256, got '%s'", v);
             o->threads = (int)n;
         } else if (!strcmp(a, "--seed")) {
-            NEEDV(); char *end; errno = 0;
+            NEEDV();
+            char *end;
+            errno = 0;
             unsigned long long s = strtoull(v, &end, 10);
-            if (errno || end == v || *end) return cd_cli_usage_error(cmd, "--seed expects a non-negative integer, got '%s'", v);
+            if (errno || end == v || *end)
+                return cd_cli_usage_error(cmd, "--seed expects a non-negative integer, got '%s'", v);
             o->seed = s;
         } else if (!strcmp(a, "--input")) {
             NEEDV();
@@ -296,9 +377,13 @@ int cd_cli_parse(int argc, char **argv, int first, cd_cli_opts *o, const char *c
             if (o->n_shapes == CD_CLI_MAX_LIST) return cd_cli_usage_error(cmd, "too many --shape options (%s)", v);
             if (!strchr(v, '=')) return cd_cli_usage_error(cmd, "--shape expects NAME=d0,d1,..., got '%s'", v);
             o->shapes[o->n_shapes++] = v;
-        } else if (!strcmp(a, "--mean")) { NEEDV(); o->mean = v; }
-        else if (!strcmp(a, "--std")) { NEEDV(); o->std = v; }
-        else if (!strcmp(a, "--channel-order")) {
+        } else if (!strcmp(a, "--mean")) {
+            NEEDV();
+            o->mean = v;
+        } else if (!strcmp(a, "--std")) {
+            NEEDV();
+            o->std = v;
+        } else if (!strcmp(a, "--channel-order")) {
             NEEDV();
             if (strcmp(v, "rgb") && strcmp(v, "bgr")) BAD_VALUE("--channel-order", "rgb", "bgr");
             o->channel_order = v;
@@ -307,43 +392,72 @@ int cd_cli_parse(int argc, char **argv, int first, cd_cli_opts *o, const char *c
             if (strcmp(v, "full") && strcmp(v, "stats")) BAD_VALUE("--dump", "full", "stats");
             o->dump_mode = v;
         } else if (!strcmp(a, "--max-memory")) {
-            NEEDV(); char *end; errno = 0;
+            NEEDV();
+            char *end;
+            errno = 0;
             double x = strtod(v, &end);
             double mul = 1;
-            if (*end == 'k' || *end == 'K') mul = 1024.0, end++;
-            else if (*end == 'm' || *end == 'M') mul = 1024.0 * 1024, end++;
-            else if (*end == 'g' || *end == 'G') mul = 1024.0 * 1024 * 1024, end++;
-            else if (*end == 't' || *end == 'T') mul = 1024.0 * 1024 * 1024 * 1024, end++;
+            if (*end == 'k' || *end == 'K')
+                mul = 1024.0, end++;
+            else if (*end == 'm' || *end == 'M')
+                mul = 1024.0 * 1024, end++;
+            else if (*end == 'g' || *end == 'G')
+                mul = 1024.0 * 1024 * 1024, end++;
+            else if (*end == 't' || *end == 'T')
+                mul = 1024.0 * 1024 * 1024 * 1024, end++;
             if (*end == 'i' || *end == 'B') end++;
             if (*end == 'B') end++;
             if (errno || end == v || *end || !(x > 0) || x * mul > 9e18)
                 return cd_cli_usage_error(cmd, "--max-memory expects a size such as 512M or 8G, got '%s'", v);
             o->max_memory = (int64_t)(x * mul);
         } else if (!strcmp(a, "--compress")) {
-            NEEDV(); long n;
-            if (!parse_int(v, 0, 9, &n)) return cd_cli_usage_error(cmd, "--compress expects a level 0..9 (0 = none), got '%s'", v);
+            NEEDV();
+            long n;
+            if (!parse_int(v, 0, 9, &n))
+                return cd_cli_usage_error(cmd, "--compress expects a level 0..9 (0 = none), got '%s'", v);
             o->deflate = n == 0 ? -1 : (int)n;
         } else if (!strcmp(a, "--timeout")) {
             NEEDV();
-            if (!parse_double(v, &o->timeout_s) || o->timeout_s <= 0) return cd_cli_usage_error(cmd, "--timeout expects seconds > 0, got '%s'", v);
-        } else if (!strcmp(a, "--cl-lib")) { NEEDV(); o->cl_lib = v; }
-        else if (!strcmp(a, "--cl-platform")) { NEEDV(); o->cl_platform = v; }
-        else if (!strcmp(a, "--cl-device")) { NEEDV(); o->cl_device = v; }
-        else if (!strcmp(a, "--kernel-dir")) { NEEDV(); o->kernel_dir = v; }
-        else if (!strcmp(a, "--cache-dir")) { NEEDV(); o->cache_dir = v; }
-        else if (!strcmp(a, "--tolerance")) { NEEDV(); o->tolerance_file = v; }
-        else if (!strcmp(a, "--baseline")) { NEEDV(); o->baseline = v; }
-        else if (!strcmp(a, "--isolate") || !strcmp(a, "--local")) {
+            if (!parse_double(v, &o->timeout_s) || o->timeout_s <= 0)
+                return cd_cli_usage_error(cmd, "--timeout expects seconds > 0, got '%s'", v);
+        } else if (!strcmp(a, "--cl-lib")) {
+            NEEDV();
+            o->cl_lib = v;
+        } else if (!strcmp(a, "--cl-platform")) {
+            NEEDV();
+            o->cl_platform = v;
+        } else if (!strcmp(a, "--cl-device")) {
+            NEEDV();
+            o->cl_device = v;
+        } else if (!strcmp(a, "--kernel-dir")) {
+            NEEDV();
+            o->kernel_dir = v;
+        } else if (!strcmp(a, "--cache-dir")) {
+            NEEDV();
+            o->cache_dir = v;
+        } else if (!strcmp(a, "--tolerance")) {
+            NEEDV();
+            o->tolerance_file = v;
+        } else if (!strcmp(a, "--baseline")) {
+            NEEDV();
+            o->baseline = v;
+        } else if (!strcmp(a, "--isolate") || !strcmp(a, "--local")) {
             NEEDV();
             if (strcmp(v, "first") && strcmp(v, "all") && strcmp(v, "none")) BAD_VALUE(a, "all", "none", "first");
             o->isolate_mode = v;
-        } else if (!strcmp(a, "--atol") || !strcmp(a, "--rtol") || !strcmp(a, "--min-cos") || !strcmp(a, "--max-fail-fraction")) {
-            NEEDV(); double d;
+        } else if (!strcmp(a, "--atol") || !strcmp(a, "--rtol") || !strcmp(a, "--min-cos") ||
+                   !strcmp(a, "--max-fail-fraction")) {
+            NEEDV();
+            double d;
             if (!parse_double(v, &d) || d < 0) return cd_cli_usage_error(cmd, "expected a number >= 0, got '%s'", v);
-            if (!strcmp(a, "--atol")) o->atol = d;
-            else if (!strcmp(a, "--rtol")) o->rtol = d;
-            else if (!strcmp(a, "--min-cos")) o->min_cos = d;
-            else o->max_fail_fraction = d;
+            if (!strcmp(a, "--atol"))
+                o->atol = d;
+            else if (!strcmp(a, "--rtol"))
+                o->rtol = d;
+            else if (!strcmp(a, "--min-cos"))
+                o->min_cos = d;
+            else
+                o->max_fail_fraction = d;
         } else if (a[0] == '-' && a[1]) {
             if (cmd && !strcmp(cmd, "instrument")) {
                 const char *c[sizeof SHARED_OPTIONS / sizeof *SHARED_OPTIONS + 4];
@@ -361,4 +475,3 @@ int cd_cli_parse(int argc, char **argv, int first, cd_cli_opts *o, const char *c
     }
     return 0;
 }
-

@@ -37,12 +37,13 @@ cd_status cd_make_dirs(const char *path, cd_error *err) {
     char buf[1024];
     if (strlen(path) >= sizeof buf) return cd_err(err, CD_E_USAGE, "--out path too long");
     strcpy(buf, path);
-    for (char *p = buf + 1; ; p++) {
+    for (char *p = buf + 1;; p++) {
         if (*p == '/' || *p == 0) {
             char c = *p;
             *p = 0;
             if (mkdir(buf, 0777) != 0 && errno != EEXIST)
-                return cd_err(err, CD_E_IO, "cannot create output folder '%s': %s (choose a writable --out DIR)", buf, strerror(errno));
+                return cd_err(err, CD_E_IO, "cannot create output folder '%s': %s (choose a writable --out DIR)", buf,
+                              strerror(errno));
             *p = c;
             if (!c) break;
         }
@@ -51,7 +52,8 @@ cd_status cd_make_dirs(const char *path, cd_error *err) {
     if (stat(path, &st) != 0 || !S_ISDIR(st.st_mode))
         return cd_err(err, CD_E_IO, "output path '%s' is not a folder (choose another --out DIR)", path);
     if (access(path, W_OK) != 0)
-        return cd_err(err, CD_E_IO, "output folder '%s' is not writable: %s (choose a writable --out DIR)", path, strerror(errno));
+        return cd_err(err, CD_E_IO, "output folder '%s' is not writable: %s (choose a writable --out DIR)", path,
+                      strerror(errno));
     return CD_OK;
 }
 
@@ -78,7 +80,7 @@ cd_backend_opts cd_session_backend_opts(const cd_cli_opts *o, cd_precision prec)
 }
 
 int cd_session_helper_threads(const cd_cli_opts *o) {
-    const char *e = getenv("CLDIFF_HELPER_THREADS");   /* e.g. to time the runs with 2 */
+    const char *e = getenv("CLDIFF_HELPER_THREADS"); /* e.g. to time the runs with 2 */
     int v = e ? atoi(e) : 0;
     if (v >= 1 && v <= 256) return v;
     if (o->threads != 2) return o->threads;
@@ -97,8 +99,13 @@ static cd_status write_macs(cd_session *s, cd_error *err) {
     for (int i = 0; i < n && !st; i++) {
         const cd_op_def *d = s->plan.defs[i];
         cd_error e = {0};
-        cd_op_ctx c = {.g = s->g, .op = &s->g->ops[i], .op_index = i, .vals = s->plan.meta, .prec = s->plan.prec,
-                       .threads = 1, .err = &e};
+        cd_op_ctx c = {.g = s->g,
+                       .op = &s->g->ops[i],
+                       .op_index = i,
+                       .vals = s->plan.meta,
+                       .prec = s->plan.prec,
+                       .threads = 1,
+                       .err = &e};
         idx[i] = i;
         macs[i] = d && d->macs ? d->macs(&c) : 0;
     }
@@ -126,7 +133,8 @@ static cd_status check_memory(cd_session *s, cd_error *err) {
         int64_t b = n < 0 ? -1 : n * (int64_t)cd_dtype_size(p->meta[t].dtype);
         if (n < 0 || b < 0 || b / (int64_t)cd_dtype_size(p->meta[t].dtype) != n || b > limit) {
             char sh[160];
-            return cd_err(err, CD_E_NOMEM, "tensor '%s' would need %s bytes (shape %s), more than the memory budget "
+            return cd_err(err, CD_E_NOMEM,
+                          "tensor '%s' would need %s bytes (shape %s), more than the memory budget "
                           "of %.1f MiB; check the input shapes (--shape) or raise --max-memory",
                           s->g->tensors[t].name, n < 0 ? "an overflowing number of" : "too many",
                           cd_shape_str(&p->meta[t].shape, sh, sizeof sh), (double)limit / 1048576.0);
@@ -136,10 +144,12 @@ static cd_status check_memory(cd_session *s, cd_error *err) {
     double need = (double)p->param_bytes + (double)p->act_bytes_peak + 3.0 * (double)biggest;
     if (s->have_plan32) need += (double)s->plan32.param_bytes;
     if (need > (double)limit)
-        return cd_err(err, CD_E_NOMEM, "the run needs about %.1f MiB (params %.1f MiB, peak activations %.1f MiB, "
+        return cd_err(err, CD_E_NOMEM,
+                      "the run needs about %.1f MiB (params %.1f MiB, peak activations %.1f MiB, "
                       "largest tensor %.1f MiB), over the memory budget of %.1f MiB; use smaller --shape values, "
-                      "--dump stats, or raise --max-memory", need / 1048576.0, (double)p->param_bytes / 1048576.0,
-                      (double)p->act_bytes_peak / 1048576.0, (double)biggest / 1048576.0, (double)limit / 1048576.0);
+                      "--dump stats, or raise --max-memory",
+                      need / 1048576.0, (double)p->param_bytes / 1048576.0, (double)p->act_bytes_peak / 1048576.0,
+                      (double)biggest / 1048576.0, (double)limit / 1048576.0);
     return CD_OK;
 }
 
@@ -172,44 +182,50 @@ cd_status cd_session_open(cd_session *s, const cd_cli_opts *o, cd_error *err) {
         cd_backend_opts bo = cd_session_backend_opts(o, CD_PREC_FP32);
         bool arm = bo.int8_arm, on_arm = bo.int8_on_arm;
         snprintf(s->model_format + l, sizeof s->model_format - l, "%s",
-                 !arm ? "; int8/int16 weights dequantized by their stored scales (--int8 dequant)"
-                 : on_arm ? "; int8 layers: integer arithmetic as Paddle-Lite ARM (--int8 arm), on the CPU side "
-                            "and, as Paddle-Lite places them, in the OpenCL run (--int8-placement arm)"
-                          : "; int8 layers: CPU integer arithmetic as Paddle-Lite ARM (--int8 arm), OpenCL float "
-                            "with dequantized weights (--int8-placement gpu)");
+                 !arm         ? "; int8/int16 weights dequantized by their stored scales (--int8 dequant)"
+                     : on_arm ? "; int8 layers: integer arithmetic as Paddle-Lite ARM (--int8 arm), on the CPU side "
+                                "and, as Paddle-Lite places them, in the OpenCL run (--int8-placement arm)"
+                              : "; int8 layers: CPU integer arithmetic as Paddle-Lite ARM (--int8 arm), OpenCL float "
+                                "with dequantized weights (--int8-placement gpu)");
         if (!o->quiet)
             fprintf(stderr, "cldiff: note: %s\n",
                     !arm ? "int8/int16 weights are dequantized by their stored scales and run in float (--int8 "
                            "dequant); activations keep the model's calib ops"
-                    : on_arm ? "int8 layers run in integer arithmetic as Paddle-Lite's ARM int8 kernels, in both runs: "
-                               "Paddle-Lite keeps them on ARM in an OpenCL model (--int8-placement gpu runs them as "
-                               "float OpenCL kernels; --int8 dequant for float everywhere)"
-                             : "int8 layers run on the CPU in integer arithmetic as Paddle-Lite's ARM int8 kernels "
-                               "(--int8 arm); the OpenCL run computes them in float with dequantized weights "
-                               "(--int8-placement gpu)");
+                        : on_arm
+                        ? "int8 layers run in integer arithmetic as Paddle-Lite's ARM int8 kernels, in both runs: "
+                          "Paddle-Lite keeps them on ARM in an OpenCL model (--int8-placement gpu runs them as "
+                          "float OpenCL kernels; --int8 dequant for float everywhere)"
+                        : "int8 layers run on the CPU in integer arithmetic as Paddle-Lite's ARM int8 kernels "
+                          "(--int8 arm); the OpenCL run computes them in float with dequantized weights "
+                          "(--int8-placement gpu)");
     }
     if (o->prec == CD_PREC_FP16) {
         if ((st = cd_plan_build(s->g, s->in_shapes, CD_PREC_FP32, &s->plan32, err))) return st;
         s->have_plan32 = true;
     }
     if ((st = check_memory(s, err))) return st;
-    cd_input_opts io = {.seed = o->seed, .resize = !o->no_resize, .mean = o->mean, .std = o->std,
-                        .channel_order = o->channel_order};
+    cd_input_opts io = {
+        .seed = o->seed, .resize = !o->no_resize, .mean = o->mean, .std = o->std, .channel_order = o->channel_order};
     if ((st = cd_inputs_build(s->g, s->in_shapes, o->inputs, o->n_inputs, &io, &s->inputs, err))) return st;
     size_t off = 0;
     for (int k = 0; k < s->inputs.n && off < sizeof s->input_desc; k++) {
         char sh[96];
-        off += (size_t)snprintf(s->input_desc + off, sizeof s->input_desc - off, "%s%s: %s %s", k ? "; " : "",
-                                s->inputs.names[k], s->inputs.sources[k], cd_shape_str(&s->in_shapes[k], sh, sizeof sh));
+        off +=
+            (size_t)snprintf(s->input_desc + off, sizeof s->input_desc - off, "%s%s: %s %s", k ? "; " : "",
+                             s->inputs.names[k], s->inputs.sources[k], cd_shape_str(&s->in_shapes[k], sh, sizeof sh));
     }
     s->mask = calloc((size_t)(s->g->n_ops ? s->g->n_ops : 1), sizeof *s->mask);
     if (!s->mask) return cd_err(err, CD_E_NOMEM, "out of memory");
     if ((st = cd_select_layers_in(s->g, o->model, o->layers, s->mask, &s->n_probed, err))) return st;
     if ((st = cd_make_dirs(o->out_dir, err))) return st;
     snprintf(s->dump_path, sizeof s->dump_path, "%s/dump.h5", o->out_dir);
-    cd_dump_meta meta = {.command_line = o->command_line, .model_path = o->model, .model_sha256 = s->sha256,
-                         .model_format = s->model_format, .precision = o->prec == CD_PREC_FP16 ? "fp16" : "fp32",
-                         .seed = o->seed, .deflate = o->deflate};
+    cd_dump_meta meta = {.command_line = o->command_line,
+                         .model_path = o->model,
+                         .model_sha256 = s->sha256,
+                         .model_format = s->model_format,
+                         .precision = o->prec == CD_PREC_FP16 ? "fp16" : "fp32",
+                         .seed = o->seed,
+                         .deflate = o->deflate};
     if ((st = cd_dump_create(s->dump_path, &meta, &s->dump, err))) return st;
     if ((st = cd_dump_write_model(s->dump, s->g, err))) return st;
     if ((st = write_macs(s, err))) return st;
@@ -244,15 +260,24 @@ static void on_op_done(void *user, int op_index, const cd_op_report *rep) {
 /* Begins a dump run and its sink. */
 static cd_status open_run(cd_session *s, const char *run, const char *backend, const char *variant, bool cl,
                           const char *int8_mode, int threads, cd_dump_sink **sink, cd_error *err) {
-    cd_run_info info = {.backend = backend, .precision = variant, .device = cl ? "" : "host CPU",
-                        .platform = "", .driver = "", .library_path = "", .threads = threads};
+    cd_run_info info = {.backend = backend,
+                        .precision = variant,
+                        .device = cl ? "" : "host CPU",
+                        .platform = "",
+                        .driver = "",
+                        .library_path = "",
+                        .threads = threads};
     cd_status st = cd_dump_begin_run(s->dump, run, &info, err);
     if (st) return st;
     if (s->plan.int8_dequantized) { /* which int8 arithmetic this run used (docs/int8.md) */
         char path[256];
         snprintf(path, sizeof path, "/runs/%s", run);
         bool arm = !cl && !strcmp(variant, "fp32") && cd_session_backend_opts(s->o, CD_PREC_FP32).int8_arm;
-        if ((st = cd_dump_set_attr_str(s->dump, path, "int8_mode", int8_mode ? int8_mode : arm ? "arm" : "dequant", err)))
+        if ((st = cd_dump_set_attr_str(s->dump, path, "int8_mode",
+                                       int8_mode ? int8_mode
+                                           : arm ? "arm"
+                                                 : "dequant",
+                                       err)))
             return st;
     }
     return cd_dump_sink_new(s->dump, run, s->g, !strcmp(s->o->dump_mode, "stats") ? CD_SINK_STATS : CD_SINK_FULL, sink,
@@ -287,7 +312,10 @@ static cd_status close_run(cd_session *s, const char *run, cd_dump_sink *sink, c
     cd_dump_set_attr_str(s->dump, path, "driver", res->driver, &e2);
     if (forced_from) cd_dump_set_attr_str(s->dump, path, "forced_from", forced_from, &e2);
     cd_status s3 = cd_dump_end_run(s->dump, run, wall_ms, complete, err);
-    if (s2) { *err = e2; return s2; }
+    if (s2) {
+        *err = e2;
+        return s2;
+    }
     return s3;
 }
 
@@ -298,8 +326,10 @@ static void write_run_attrs(cd_session *s, const char *run, const cd_runner_resu
     snprintf(path, sizeof path, "/runs/%s", run);
     for (int i = 0; i < rr->n_attrs; i++) {
         const cd_run_attr *a = &rr->attrs[i];
-        if (a->is_num) cd_dump_set_attr_f64(s->dump, path, a->key, a->num, &e);
-        else cd_dump_set_attr_str(s->dump, path, a->key, a->str, &e);
+        if (a->is_num)
+            cd_dump_set_attr_f64(s->dump, path, a->key, a->num, &e);
+        else
+            cd_dump_set_attr_str(s->dump, path, a->key, a->str, &e);
     }
 }
 
@@ -316,7 +346,8 @@ cd_status cd_session_run_req(cd_session *s, const cd_run_req *q, cd_run_result *
     const cd_backend_def *def = cd_backend_lookup(q->backend);
     if (!def) return cd_err(err, CD_E_USAGE, "unknown backend '%s'", q->backend);
     bool cl = def->opencl;
-    snprintf(res->variant, sizeof res->variant, "%s", prec == CD_PREC_FP16 ? (cl && s->o->fp16_compute ? "fp16-compute" : "fp16") : "fp32");
+    snprintf(res->variant, sizeof res->variant, "%s",
+             prec == CD_PREC_FP16 ? (cl && s->o->fp16_compute ? "fp16-compute" : "fp16") : "fp32");
     bool free_run = !q->local_only;
     bool local = q->force && q->local_run;
     const char *run = free_run ? q->run : q->local_run;
@@ -331,10 +362,16 @@ cd_status cd_session_run_req(cd_session *s, const cd_run_req *q, cd_run_result *
         if (sink) cd_dump_sink_free(sink);
         return st;
     }
-    progress pr = {.run = run, .n_ops = s->g->n_ops, .tty = free_run && !s->o->quiet && isatty(2) && !getenv("CLDIFF_NO_PROGRESS")};
+    progress pr = {.run = run,
+                   .n_ops = s->g->n_ops,
+                   .tty = free_run && !s->o->quiet && isatty(2) && !getenv("CLDIFF_NO_PROGRESS")};
     if (sink) cd_dump_sink_on_op_done(sink, on_op_done, &pr);
-    cd_exec_opts xo = {.probe_mask = s->mask, .stop_flag = &cd_stop_flag, .record = q->record, .force = local ? q->force : NULL,
-                       .local_only = q->local_only, .local_sink = lsink ? cd_dump_sink_probe(lsink) : NULL};
+    cd_exec_opts xo = {.probe_mask = s->mask,
+                       .stop_flag = &cd_stop_flag,
+                       .record = q->record,
+                       .force = local ? q->force : NULL,
+                       .local_only = q->local_only,
+                       .local_sink = lsink ? cd_dump_sink_probe(lsink) : NULL};
     if (local && q->settle && q->settled) {
         xo.settle = q->settle;
         xo.settle_user = q->settle_user;
@@ -346,9 +383,17 @@ cd_status cd_session_run_req(cd_session *s, const cd_run_req *q, cd_run_result *
     if (q->no_quant || q->int8_dequant) bo.int8_arm = false;
     bo.no_quant = q->no_quant;
     bo.threads = threads;
-    cd_runner_req rq = {.backend = def->name, .plan = plan, .inputs = s->inputs.values, .xo = &xo, .sink = main_sink,
-                        .bo = &bo, .model_path = s->o->model, .model_sha256 = s->sha256, .work_dir = s->o->out_dir,
-                        .timeout_s = s->o->timeout_s, .quiet = s->o->quiet};
+    cd_runner_req rq = {.backend = def->name,
+                        .plan = plan,
+                        .inputs = s->inputs.values,
+                        .xo = &xo,
+                        .sink = main_sink,
+                        .bo = &bo,
+                        .model_path = s->o->model,
+                        .model_sha256 = s->sha256,
+                        .work_dir = s->o->out_dir,
+                        .timeout_s = s->o->timeout_s,
+                        .quiet = s->o->quiet};
     cd_runner_result *rr = calloc(1, sizeof *rr);
     if (!rr) st = cd_err(err, CD_E_NOMEM, "out of memory");
     double t0 = now_ms();
@@ -387,7 +432,10 @@ cd_status cd_session_run_req(cd_session *s, const cd_run_req *q, cd_run_result *
     if (rr && rr->has_hits) res->n_hits = rr->n_hits;
     free(rr);
     if (st) return st;
-    if (s3) { *err = e2; return s3; }
+    if (s3) {
+        *err = e2;
+        return s3;
+    }
     return s2;
 }
 
@@ -426,8 +474,8 @@ cd_status cd_session_store_local(cd_session *s, const cd_run_req *q, const cd_ru
     return s2;
 }
 
-cd_status cd_session_run(cd_session *s, const char *backend, const char *run, cd_precision prec,
-                         cd_run_result *res, cd_error *err) {
+cd_status cd_session_run(cd_session *s, const char *backend, const char *run, cd_precision prec, cd_run_result *res,
+                         cd_error *err) {
     cd_run_req q = {.backend = backend, .run = run, .prec = prec};
     return cd_session_run_req(s, &q, res, err);
 }

@@ -12,9 +12,9 @@ typedef struct cd_session {
     const cd_cli_opts *o;
     cd_graph *g;
     cd_shape *in_shapes;
-    cd_plan plan;            /* at o->prec */
+    cd_plan plan; /* at o->prec */
     bool have_plan;
-    cd_plan plan32;          /* float32 golden plan (fp16 runs only) */
+    cd_plan plan32; /* float32 golden plan (fp16 runs only) */
     bool have_plan32;
     cd_input_set inputs;
     bool *mask;
@@ -29,11 +29,11 @@ typedef struct cd_session {
 /* Per-run outcome. */
 typedef struct cd_run_result {
     double wall_ms;
-    double local_ms;         /* of it, the local pass (teacher forcing), 0 when none ran */
+    double local_ms; /* of it, the local pass (teacher forcing), 0 when none ran */
     int n_local_hits;
     bool complete;
     char device[256], driver[512], variant[16];
-    cd_crash_info crash;     /* when the OpenCL child crashed or hung */
+    cd_crash_info crash; /* when the OpenCL child crashed or hung */
     int n_hits;
 } cd_run_result;
 
@@ -41,12 +41,12 @@ cd_status cd_session_open(cd_session *s, const cd_cli_opts *o, cd_error *err);
 /* Runs one backend ("cpu" or "opencl") at precision prec into /runs/<run>. A crashed
  * OpenCL child returns CD_E_CRASH with res->crash filled; the run stays marked incomplete
  * while everything captured before the crash is kept. */
-cd_status cd_session_run(cd_session *s, const char *backend, const char *run, cd_precision prec,
-                         cd_run_result *res, cd_error *err);
+cd_status cd_session_run(cd_session *s, const char *backend, const char *run, cd_precision prec, cd_run_result *res,
+                         cd_error *err);
 /* A run with the local check's extras (docs/verdicts.md). */
 typedef struct cd_run_req {
-    const char *backend;     /* "cpu" or "opencl" */
-    const char *run;         /* dump run of the free run (NULL with local_only) */
+    const char *backend; /* "cpu" or "opencl" */
+    const char *run;     /* dump run of the free run (NULL with local_only) */
     cd_precision prec;
     const cd_plan *plan;     /* NULL: the session's plan for prec */
     cd_forcing *record;      /* keep the activations probed ops read (run A) */
@@ -56,15 +56,14 @@ typedef struct cd_run_req {
     bool local_only;         /* no free run: only the local pass */
     /* with force: ops whose free-run outputs settle (cd_exec_opts.settle) skip the local pass;
      * settled[op] (n_ops entries, the caller's) is set for each */
-    bool (*settle)(void *user, const cd_forcing *force, int op, int tensor, const cd_value *out,
-                   cd_settle_info *info);
+    bool (*settle)(void *user, const cd_forcing *force, int op, int tensor, const cd_value *out, cd_settle_info *info);
     void *settle_user;
     bool *settled;
-    cd_settle_info *settled_info;   /* n_ops entries: the settle summary of each settled op */
-    bool no_quant;           /* cpu: the unquantized float model (float int8 weights, calib identity) */
-    bool int8_dequant;       /* cpu: int8 weights dequantized, float arithmetic (not --int8 arm) */
-    int threads;             /* cpu: threads of this run; 0: --threads (cd_session_helper_threads) */
-    bool record_only;        /* local_only with record: the local pass's outputs go to the record alone,
+    cd_settle_info *settled_info; /* n_ops entries: the settle summary of each settled op */
+    bool no_quant;                /* cpu: the unquantized float model (float int8 weights, calib identity) */
+    bool int8_dequant;            /* cpu: int8 weights dequantized, float arithmetic (not --int8 arm) */
+    int threads;                  /* cpu: threads of this run; 0: --threads (cd_session_helper_threads) */
+    bool record_only;             /* local_only with record: the local pass's outputs go to the record alone,
                               * no dump run yet (cd_session_store_local writes the layers wanted) */
 } cd_run_req;
 cd_status cd_session_run_req(cd_session *s, const cd_run_req *q, cd_run_result *res, cd_error *err);

@@ -18,9 +18,12 @@ void cd_analyze(cd_analysis *a) {
     for (int i = 0; i < a->n_layers; i++) {
         cd_layer_cmp *l = &a->layers[i];
         const cd_metrics *m = &l->m;
-        if (m->nonfinite_mismatch) l->rel_err = INFINITY;
-        else if (m->ref_rms > 0) l->rel_err = m->rmse / m->ref_rms;
-        else l->rel_err = m->rmse;
+        if (m->nonfinite_mismatch)
+            l->rel_err = INFINITY;
+        else if (m->ref_rms > 0)
+            l->rel_err = m->rmse / m->ref_rms;
+        else
+            l->rel_err = m->rmse;
         /* Growth relative to the previous layer, both floored at the rounding-noise level,
          * so that going from exact (0) to a few ulps is not reported as a jump. */
         double base = prev > floor_ ? prev : floor_, cur = l->rel_err > floor_ ? l->rel_err : floor_;
@@ -39,7 +42,9 @@ void cd_analyze(cd_analysis *a) {
             if (a->nonfinite_origin < 0) {
                 a->nonfinite_origin = i;
                 snprintf(a->nonfinite_side, sizeof a->nonfinite_side, "%s",
-                         l->nf_new_a && l->nf_new_b ? "a+b" : l->nf_new_a ? "a" : "b");
+                         l->nf_new_a && l->nf_new_b ? "a+b"
+                             : l->nf_new_a          ? "a"
+                                                    : "b");
             }
         }
         if (l->nondet) {
@@ -54,7 +59,10 @@ void cd_analyze(cd_analysis *a) {
         if (k == 7 && a->n_jumps == 8 && a->layers[a->jumps[7]].growth >= a->layers[i].growth) continue;
         a->jumps[k] = i;
         while (k > 0 && a->layers[a->jumps[k - 1]].growth < a->layers[a->jumps[k]].growth) {
-            int t = a->jumps[k - 1]; a->jumps[k - 1] = a->jumps[k]; a->jumps[k] = t; k--;
+            int t = a->jumps[k - 1];
+            a->jumps[k - 1] = a->jumps[k];
+            a->jumps[k] = t;
+            k--;
         }
     }
     /* A nondeterministic layer fails the run even when every repeat is within tolerance. */
@@ -74,24 +82,34 @@ void cd_classify_first(cd_analysis *a) {
     }
     /* The local check when it ran (docs/verdicts.md), else the older isolation: within its
      * bound on A's inputs, the layer is right and only inherits error. */
-    if (l->has_local) { snprintf(a->first_kind, sizeof a->first_kind, "%s", l->loc_pass ? "inherited" : "local"); return; }
+    if (l->has_local) {
+        snprintf(a->first_kind, sizeof a->first_kind, "%s", l->loc_pass ? "inherited" : "local");
+        return;
+    }
     if (!l->isolated) return;
     snprintf(a->first_kind, sizeof a->first_kind, "%s", l->iso.pass ? "inherited" : "local");
 }
 
-static void top_by(cd_analysis *a, int *out, int *n, double (*key)(const cd_layer_cmp *), bool (*want)(const cd_layer_cmp *)) {
+static void top_by(cd_analysis *a, int *out, int *n, double (*key)(const cd_layer_cmp *),
+                   bool (*want)(const cd_layer_cmp *)) {
     *n = 0;
     for (int i = 0; i < a->n_layers; i++) {
         const cd_layer_cmp *l = &a->layers[i];
         double k = key(l);
         if (!want(l) || !(k > 0)) continue;
         int pos;
-        if (*n < 8) pos = (*n)++;
-        else if (key(&a->layers[out[7]]) < k) pos = 7;
-        else continue;
+        if (*n < 8)
+            pos = (*n)++;
+        else if (key(&a->layers[out[7]]) < k)
+            pos = 7;
+        else
+            continue;
         out[pos] = i;
         while (pos > 0 && key(&a->layers[out[pos - 1]]) < key(&a->layers[out[pos]])) {
-            int t = out[pos - 1]; out[pos - 1] = out[pos]; out[pos] = t; pos--;
+            int t = out[pos - 1];
+            out[pos - 1] = out[pos];
+            out[pos] = t;
+            pos--;
         }
     }
 }
@@ -119,7 +137,8 @@ bool cd_output_yardstick(const cd_layer_cmp *l, const cd_policy *p, double range
      * (A against the unquantized float model, run float_ref): two quantized evaluations each
      * that close to the float model are within twice that of each other */
     if (!l->qref.has) return false;
-    return range_err <= 2 * l->qref.range_err + p->out_range && 1 - cosine <= 2 * (1 - l->qref.cos) + (1 - p->out_min_cos);
+    return range_err <= 2 * l->qref.range_err + p->out_range &&
+        1 - cosine <= 2 * (1 - l->qref.cos) + (1 - p->out_min_cos);
 }
 
 void cd_decide_verdict(cd_analysis *a, const cd_policy *p) {
@@ -139,8 +158,9 @@ void cd_decide_verdict(cd_analysis *a, const cd_policy *p) {
         if (pe.out_min_cos > 0.999) pe.out_min_cos = 0.999;
     }
     p = &pe;
-    snprintf(a->out_tol_desc, sizeof a->out_tol_desc, p->user ? "user tolerance (element rule of --atol/--rtol/--tolerance)"
-             : "max|a-b| <= %.3g x max|ref|, cosine >= %g, no NaN/Inf where the reference is finite%s",
+    snprintf(a->out_tol_desc, sizeof a->out_tol_desc,
+             p->user ? "user tolerance (element rule of --atol/--rtol/--tolerance)"
+                     : "max|a-b| <= %.3g x max|ref|, cosine >= %g, no NaN/Inf where the reference is finite%s",
              p->out_range, p->out_min_cos, quantized ? " (quantised model: 4 int8 quanta of the range)" : "");
     /* A reused name may be written by several ops: the model output is the last of them. */
     for (int i = 0; i < a->n_layers; i++) {
@@ -148,7 +168,10 @@ void cd_decide_verdict(cd_analysis *a, const cd_policy *p) {
         if (!l->is_output) continue;
         for (int j = 0; j < a->n_layers; j++)
             if (j != i && a->layers[j].is_output && !strcmp(a->layers[j].tensor, l->tensor) &&
-                a->layers[j].op_index > l->op_index) { l->is_output = false; break; }
+                a->layers[j].op_index > l->op_index) {
+                l->is_output = false;
+                break;
+            }
     }
     for (int i = 0; i < a->n_layers; i++) {
         cd_layer_cmp *l = &a->layers[i];
@@ -161,14 +184,17 @@ void cd_decide_verdict(cd_analysis *a, const cd_policy *p) {
         if (!l->is_output) continue;
         a->n_outputs++;
         l->out_range_err = l->m.nonfinite_mismatch ? INFINITY
-                           : l->m.ref_absmax > 0 ? l->m.max_abs / l->m.ref_absmax : (l->m.max_abs > 0 ? INFINITY : 0);
+            : l->m.ref_absmax > 0                  ? l->m.max_abs / l->m.ref_absmax
+                                                   : (l->m.max_abs > 0 ? INFINITY : 0);
         if (!strcmp(l->task, "detection")) {
             l->out_pass = l->det_ref == l->det_val && l->det_matched == l->det_ref && !l->nf_hard;
             snprintf(l->out_rule, sizeof l->out_rule, "detection: every box matched (IoU >= 0.5, same class)");
         } else {
             l->out_pass = cd_policy_output_pass(p, &l->m) && !l->nf_hard;
-            if (p->user) snprintf(l->out_rule, sizeof l->out_rule, "%s", l->rule);
-            else snprintf(l->out_rule, sizeof l->out_rule, "output: range %g, cosine %g", p->out_range, p->out_min_cos);
+            if (p->user)
+                snprintf(l->out_rule, sizeof l->out_rule, "%s", l->rule);
+            else
+                snprintf(l->out_rule, sizeof l->out_rule, "output: range %g, cosine %g", p->out_range, p->out_min_cos);
         }
         /* A quantized model's output means something only to within its own quantization
          * error: A against the unquantized float model (run float_ref). Two quantized
@@ -178,27 +204,36 @@ void cd_decide_verdict(cd_analysis *a, const cd_policy *p) {
         if (!l->out_pass && !l->nf_hard && !p->user) {
             if (l->gref_b.has && cd_output_yardstick(l, p, l->gref_b.range_err, l->gref_b.cos, true)) {
                 l->out_pass = true;
-                snprintf(l->out_rule, sizeof l->out_rule,
-                         "fp16: B no further from the float32 golden run (range %.3g, cosine %.6f) than the tolerance or "
-                         "A (range %.3g, cosine %.6f)", l->gref_b.range_err, l->gref_b.cos, l->gref_a.range_err, l->gref_a.cos);
+                snprintf(
+                    l->out_rule, sizeof l->out_rule,
+                    "fp16: B no further from the float32 golden run (range %.3g, cosine %.6f) than the tolerance or "
+                    "A (range %.3g, cosine %.6f)",
+                    l->gref_b.range_err, l->gref_b.cos, l->gref_a.range_err, l->gref_a.cos);
             } else if (!l->m.nonfinite_mismatch && cd_output_yardstick(l, p, l->out_range_err, l->m.cosine, false)) {
                 l->out_pass = true;
                 snprintf(l->out_rule, sizeof l->out_rule,
                          "quantized: within twice the model's own quantization error (A vs float model: range %.3g, "
-                         "cosine %.6f)", l->qref.range_err, l->qref.cos);
+                         "cosine %.6f)",
+                         l->qref.range_err, l->qref.cos);
             }
         }
         if (!l->out_pass) a->n_out_fail++;
     }
     top_by(a, a->amplifiers, &a->n_amplifiers, growth_key, amp_want);
     top_by(a, a->contributors, &a->n_contributors, contrib_key, contrib_want);
-    if (a->verdict == CD_VERDICT_CRASH) { a->kind = CD_KIND_CRASH; return; }
+    if (a->verdict == CD_VERDICT_CRASH) {
+        a->kind = CD_KIND_CRASH;
+        return;
+    }
     if (a->first_fault >= 0) a->kind = CD_KIND_FAULT;
     /* NaN/Inf where the float32 golden run is finite (fp16 range overflow) is never noise:
      * a correct kernel cannot fix it, so it is drift of the model in that precision */
-    else if (a->n_out_fail || a->n_nonfinite_hard) a->kind = CD_KIND_DRIFT;
-    else if (a->n_nondet) a->kind = CD_KIND_NONDET;
-    else a->kind = CD_KIND_PASS;
+    else if (a->n_out_fail || a->n_nonfinite_hard)
+        a->kind = CD_KIND_DRIFT;
+    else if (a->n_nondet)
+        a->kind = CD_KIND_NONDET;
+    else
+        a->kind = CD_KIND_PASS;
     a->verdict = a->kind == CD_KIND_PASS ? CD_VERDICT_PASS : CD_VERDICT_FAIL;
 }
 

@@ -3,13 +3,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-static const char *k_names[CD_FAM_COUNT] = {"exact", "elementwise", "transcendental", "accumulate",
-                                            "normalize", "rounding", "generic", "int8", "recurrent",
-                                            "norm", "detection", "interpolate"};
+static const char *k_names[CD_FAM_COUNT] = {"exact",     "elementwise", "transcendental", "accumulate",
+                                            "normalize", "rounding",    "generic",        "int8",
+                                            "recurrent", "norm",        "detection",      "interpolate"};
 
-const char *cd_bound_family_name(cd_bound_family f) {
-    return f >= 0 && f < CD_FAM_COUNT ? k_names[f] : "unknown";
-}
+const char *cd_bound_family_name(cd_bound_family f) { return f >= 0 && f < CD_FAM_COUNT ? k_names[f] : "unknown"; }
 
 bool cd_bound_family_allowance(cd_bound_family f) { return f == CD_FAM_RECURRENT || f == CD_FAM_NORM; }
 
@@ -44,16 +42,14 @@ static double arith_part(const cd_bound_spec *s, double r, double mag, double x,
     double ur = s->ref.u, ub = s->b.u, sf = s->safety > 0 ? s->safety : 1;
     double m = isnan(mag) ? r : mag;
     switch (s->fam) {
-    case CD_FAM_EXACT:
-        return 0;
+    case CD_FAM_EXACT: return 0;
     case CD_FAM_ELEMENTWISE:
-    case CD_FAM_TRANSCENDENTAL:
-        return sf * (s->ulps * (ur + ub) * m + s->abs_terms * (ur + ub));
+    case CD_FAM_TRANSCENDENTAL: return sf * (s->ulps * (ur + ub) * m + s->abs_terms * (ur + ub));
     case CD_FAM_ACCUMULATE: {
         double L = s->lipschitz > 0 ? s->lipschitz : 1;
         /* K products, the bias and a fused residual: K + 2 roundings on each side */
-        return sf * (L * (cd_gamma(s->K + 2, ur) + cd_gamma(s->K + 2, ub)) * m +
-                     (s->act_ulps * r + s->abs_terms) * (ur + ub));
+        return sf *
+            (L * (cd_gamma(s->K + 2, ur) + cd_gamma(s->K + 2, ub)) * m + (s->act_ulps * r + s->abs_terms) * (ur + ub));
     }
     case CD_FAM_NORMALIZE: {
         /* y = exp(x - max) / sum: x - max rounds (relative error |x - max| u in exp's result,
@@ -68,7 +64,8 @@ static double arith_part(const cd_bound_spec *s, double r, double mag, double x,
         double q = s->quantum > 0 ? s->quantum : 0;
         double allow = 0;
         if (q > 0) {
-            if (isnan(x)) allow = q;
+            if (isnan(x))
+                allow = q;
             else {
                 double t = fabs(x) / q, frac = t - floor(t);
                 double zone = sf * 4 * (ur + ub) * (t + 1);
@@ -77,8 +74,7 @@ static double arith_part(const cd_bound_spec *s, double r, double mag, double x,
         }
         return allow + sf * 2 * (ur + ub) * r;
     }
-    case CD_FAM_INT8:
-        return int8_part(s, r, m, ur, ub, sf);
+    case CD_FAM_INT8: return int8_part(s, r, m, ur, ub, sf);
     case CD_FAM_RECURRENT:
     case CD_FAM_NORM:
         /* the allowance already holds both sides and the safety factor (local_allow.c) */
@@ -92,8 +88,7 @@ static double arith_part(const cd_bound_spec *s, double r, double mag, double x,
          * output moves by at most the neighbours' difference, within twice the range */
         return sf * (cd_gamma(s->K, ur) + cd_gamma(s->K, ub)) * (r + 2 * absmax);
     case CD_FAM_GENERIC:
-    default:
-        return sf * (cd_gamma(2 * s->K + 16, ur) + cd_gamma(2 * s->K + 16, ub)) * (r + absmax);
+    default: return sf * (cd_gamma(2 * s->K + 16, ur) + cd_gamma(2 * s->K + 16, ub)) * (r + absmax);
     }
 }
 
@@ -119,11 +114,11 @@ static double ref_absmax(const float *ref, int64_t n) {
     return absmax;
 }
 
-static void check_core(const cd_bound_spec *s, const float *ref, const float *val, const float *mag, cd_mag_at_fn mag_at,
-                       void *mag_user, const float *x, int64_t n, double user_atol, double user_rtol,
-                       cd_local_result *r);
+static void check_core(const cd_bound_spec *s, const float *ref, const float *val, const float *mag,
+                       cd_mag_at_fn mag_at, void *mag_user, const float *x, int64_t n, double user_atol,
+                       double user_rtol, cd_local_result *r);
 
-enum { LAZY_BUCKETS = 64, LAZY_OFFSET = 40 };  /* bucket k holds cheap ratios in [2^(k-40), 2^(k-39)) */
+enum { LAZY_BUCKETS = 64, LAZY_OFFSET = 40 }; /* bucket k holds cheap ratios in [2^(k-40), 2^(k-39)) */
 
 void cd_local_check_lazy(const cd_bound_spec *s, const float *ref, const float *val, const float *mag,
                          cd_mag_at_fn mag_at, void *mag_user, const float *x, int64_t n, double user_atol,
@@ -135,7 +130,10 @@ void cd_local_check_lazy(const cd_bound_spec *s, const float *ref, const float *
     }
     float *m2 = NULL;
     if (!mag && mag_at && s->mag_run && n > 0) m2 = malloc((size_t)n * sizeof *m2);
-    if (!m2) { cd_local_check(s, ref, val, mag, x, n, user_atol, user_rtol, r); return; }
+    if (!m2) {
+        cd_local_check(s, ref, val, mag, x, n, user_atol, user_rtol, r);
+        return;
+    }
     /* Pass 1: every element's ratio to its cheap bound (|ref| standing for the magnitude, an
      * upper bound of the true ratio), in power-of-two buckets. The exact magnitudes then go to
      * the elements with the largest cheap ratios, as many as max_calls allows: every element
@@ -147,14 +145,19 @@ void cd_local_check_lazy(const cd_bound_spec *s, const float *ref, const float *
         m2[i] = -1;
         double a = ref[i], v = val[i];
         if (a == v || (isnan(a) && isnan(v))) continue;
-        if (!isfinite(a) || !isfinite(v)) { count[LAZY_BUCKETS - 1]++; m2[i] = LAZY_BUCKETS - 1; continue; }
+        if (!isfinite(a) || !isfinite(v)) {
+            count[LAZY_BUCKETS - 1]++;
+            m2[i] = LAZY_BUCKETS - 1;
+            continue;
+        }
         if (int8_rail(s, fabs(a)) && (v > 0) == (a > 0) && fabs(v) >= fabs(a)) continue;
         double b = cd_bound_elem(s, a, NAN, x ? (double)x[i] : NAN, absmax);
         double ratio = b > 0 ? fabs(a - v) / b : INFINITY;
         int k = 0, e2;
-        if (ratio >= 1e300) k = LAZY_BUCKETS - 1;
+        if (ratio >= 1e300)
+            k = LAZY_BUCKETS - 1;
         else if (ratio >= 1 || (max_calls > 0 && ratio > 0)) {
-            frexp(ratio, &e2);   /* ratio = f 2^e2, f in [0.5, 1): floor(log2 ratio) = e2 - 1 */
+            frexp(ratio, &e2); /* ratio = f 2^e2, f in [0.5, 1): floor(log2 ratio) = e2 - 1 */
             k = e2 - 1 + LAZY_OFFSET;
         }
         if (k < 0) k = 0;
@@ -170,7 +173,10 @@ void cd_local_check_lazy(const cd_bound_spec *s, const float *ref, const float *
     int64_t calls = 0;
     for (int64_t i = 0; i < n; i++) {
         double m = NAN;
-        if (m2[i] >= cut) { m = mag_at(mag_user, i); calls += !isnan(m); }
+        if (m2[i] >= cut) {
+            m = mag_at(mag_user, i);
+            calls += !isnan(m);
+        }
         m2[i] = (float)m;
     }
     cd_local_check(s, ref, val, m2, x, n, user_atol, user_rtol, r);
@@ -206,7 +212,7 @@ static nf_why nonfinite_why(const cd_bound_spec *s, double a, double v, double m
     bool same_sign = (a > 0) == (v > 0);
     if (isfinite(a) && isinf(v) && same_sign && fabs(a) + cd_bound_elem(s, a, m, x, absmax) >= tb) return NF_EXPLAINED;
     if (isfinite(v) && isinf(a) && same_sign && fabs(v) + cd_bound_elem(s, v, m, x, absmax) >= tr) return NF_EXPLAINED;
-    if (!s->mag_run) return NF_FAULT;   /* |ref| is the magnitude: nothing more to learn */
+    if (!s->mag_run) return NF_FAULT; /* |ref| is the magnitude: nothing more to learn */
     if (isnan(m)) return isfinite(a) ? NF_FAULT : NF_NEEDS_MAG;
     bool allow = s->fam == CD_FAM_RECURRENT || s->fam == CD_FAM_NORM;
     if (isinf(m)) return s->fam == CD_FAM_ELEMENTWISE ? NF_FAULT : NF_EXPLAINED;
@@ -217,9 +223,9 @@ static nf_why nonfinite_why(const cd_bound_spec *s, double a, double v, double m
 
 /* The check; mag_at (may be NULL) is asked for the magnitude of an element over its cheap
  * bound, one by one, as it is met. */
-static void check_core(const cd_bound_spec *s, const float *ref, const float *val, const float *mag, cd_mag_at_fn mag_at,
-                       void *mag_user, const float *x, int64_t n, double user_atol, double user_rtol,
-                       cd_local_result *r) {
+static void check_core(const cd_bound_spec *s, const float *ref, const float *val, const float *mag,
+                       cd_mag_at_fn mag_at, void *mag_user, const float *x, int64_t n, double user_atol,
+                       double user_rtol, cd_local_result *r) {
     memset(r, 0, sizeof *r);
     r->worst = -1;
     double absmax = ref_absmax(ref, n);
@@ -236,7 +242,12 @@ static void check_core(const cd_bound_spec *s, const float *ref, const float *va
             if (why == NF_NEEDS_MAG) r->needs_mag = true;
             r->nonfinite++;
             r->exceed++;
-            if (r->ratio != INFINITY || r->worst < 0) { r->ratio = INFINITY; r->worst = i; r->err = INFINITY; r->bound = 0; }
+            if (r->ratio != INFINITY || r->worst < 0) {
+                r->ratio = INFINITY;
+                r->worst = i;
+                r->err = INFINITY;
+                r->bound = 0;
+            }
             continue;
         }
         double e = fabs(a - v);
@@ -253,7 +264,10 @@ static void check_core(const cd_bound_spec *s, const float *ref, const float *va
             ratio = b > 0 ? e / b : INFINITY;
         }
         if (ratio > r->ratio || r->worst < 0) {
-            r->ratio = ratio; r->worst = i; r->err = e; r->bound = b;
+            r->ratio = ratio;
+            r->worst = i;
+            r->err = e;
+            r->bound = b;
             r->ratio_upper = s->mag_run && isnan(m);
         }
         if (ratio > 1) {

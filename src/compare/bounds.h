@@ -8,26 +8,26 @@
 #include <stdint.h>
 
 typedef enum {
-    CD_FAM_EXACT = 0,        /* data movement, selection (max pool, relu, nearest): bit-exact */
-    CD_FAM_ELEMENTWISE,      /* a few correctly rounded operations per element */
-    CD_FAM_TRANSCENDENTAL,   /* built-ins with an ulp budget (OpenCL accuracy tables) */
-    CD_FAM_ACCUMULATE,       /* sums of K products: conv, fc, matmul, avg pool, reductions */
-    CD_FAM_NORMALIZE,        /* softmax: exp, a K-term sum of positive terms, a division */
-    CD_FAM_ROUNDING,         /* fake quantisation (calib): exact except at ties */
-    CD_FAM_GENERIC,          /* an op type without a family, or a fused activation without a bounded
+    CD_FAM_EXACT = 0,      /* data movement, selection (max pool, relu, nearest): bit-exact */
+    CD_FAM_ELEMENTWISE,    /* a few correctly rounded operations per element */
+    CD_FAM_TRANSCENDENTAL, /* built-ins with an ulp budget (OpenCL accuracy tables) */
+    CD_FAM_ACCUMULATE,     /* sums of K products: conv, fc, matmul, avg pool, reductions */
+    CD_FAM_NORMALIZE,      /* softmax: exp, a K-term sum of positive terms, a division */
+    CD_FAM_ROUNDING,       /* fake quantisation (calib): exact except at ties */
+    CD_FAM_GENERIC,        /* an op type without a family, or a fused activation without a bounded
                                 slope: conservative, scaled by K and the tensor's range. No registered
                                 op type may land here (tests/unit/test_bounds.c walks the registry) */
-    CD_FAM_INT8,             /* an int8 layer whose reference side ran integer arithmetic
+    CD_FAM_INT8,           /* an int8 layer whose reference side ran integer arithmetic
                                 (--int8 arm): quantum = output scale (0: float output),
                                 abs_terms = absolute allowance for an input off the int8 grid */
-    CD_FAM_RECURRENT,        /* rnn (LSTM, GRU, simple RNN): each step recomputed exactly on B's own
+    CD_FAM_RECURRENT,      /* rnn (LSTM, GRU, simple RNN): each step recomputed exactly on B's own
                                 previous outputs, its rounding bound carried through the cell state
                                 (src/verdict/local_allow.c); mag holds the element's allowance */
-    CD_FAM_NORM,             /* layer/instance/batch norm: mean, variance and 1/sqrt of the group as
+    CD_FAM_NORM,           /* layer/instance/batch norm: mean, variance and 1/sqrt of the group as
                                 each side computes them (local_allow.c); mag holds the allowance */
-    CD_FAM_DETECTION,        /* box arithmetic of detection ops (prior boxes, box_coder, yolo_box): a few
+    CD_FAM_DETECTION,      /* box arithmetic of detection ops (prior boxes, box_coder, yolo_box): a few
                                 roundings of coordinates, relative to the tensor's range */
-    CD_FAM_INTERP,           /* grid_sampler: bilinear weights from sampled coordinates */
+    CD_FAM_INTERP,         /* grid_sampler: bilinear weights from sampled coordinates */
     CD_FAM_COUNT
 } cd_bound_family;
 
@@ -37,8 +37,8 @@ const char *cd_bound_family_name(cd_bound_family f);
 bool cd_bound_family_allowance(cd_bound_family f);
 
 typedef struct cd_arith {
-    double u;                /* unit roundoff of the arithmetic: 2^-24 float, 2^-11 half */
-    bool half_store;         /* outputs stored in IEEE half */
+    double u;        /* unit roundoff of the arithmetic: 2^-24 float, 2^-11 half */
+    bool half_store; /* outputs stored in IEEE half */
     /* transcendental functions (exp, sigmoid, tanh, ...) accurate only to this many u (0: the
      * OpenCL built-in accuracy of the family table): an engine with its own approximations,
      * e.g. Paddle-Lite ARM's NEON sigmoid, a reciprocal estimate refined by one Newton step
@@ -46,23 +46,23 @@ typedef struct cd_arith {
     double trans_ulps;
 } cd_arith;
 
-#define CD_U32 5.9604644775390625e-08  /* 2^-24 */
-#define CD_U16 4.8828125e-04           /* 2^-11 */
+#define CD_U32 5.9604644775390625e-08   /* 2^-24 */
+#define CD_U16 4.8828125e-04            /* 2^-11 */
 #define CD_ETA32 1.1754943508222875e-38 /* 2^-126: a flushed float denormal */
 #define CD_ETA16 6.103515625e-05        /* 2^-14: a flushed half denormal */
 #define CD_HALF_MAX 65504.0
 
 typedef struct cd_bound_spec {
     cd_bound_family fam;
-    int64_t K;               /* terms per output (accumulate, normalize, generic); >= 1 */
-    double ulps;             /* elementwise/transcendental: rounding budget per side, in u, relative */
-    double abs_terms;        /* elementwise: absolute magnitude of intermediate terms (e.g. an offset) */
-    double lipschitz;        /* fused activation after an accumulation (1 without) */
-    double act_ulps;         /* the fused activation's own rounding, in u relative to |y| */
-    double quantum;          /* rounding: the quantisation step */
-    cd_arith ref, b;         /* the reference side and the checked side */
-    double safety;           /* factor on the arithmetic terms (CD_BOUND_SAFETY) */
-    bool mag_run;            /* a magnitude run (|inputs|, |weights|, no activation) gives the
+    int64_t K;        /* terms per output (accumulate, normalize, generic); >= 1 */
+    double ulps;      /* elementwise/transcendental: rounding budget per side, in u, relative */
+    double abs_terms; /* elementwise: absolute magnitude of intermediate terms (e.g. an offset) */
+    double lipschitz; /* fused activation after an accumulation (1 without) */
+    double act_ulps;  /* the fused activation's own rounding, in u relative to |y| */
+    double quantum;   /* rounding: the quantisation step */
+    cd_arith ref, b;  /* the reference side and the checked side */
+    double safety;    /* factor on the arithmetic terms (CD_BOUND_SAFETY) */
+    bool mag_run;     /* a magnitude run (|inputs|, |weights|, no activation) gives the
                                 true magnitude; without it |ref| stands in (a lower bound) */
 } cd_bound_spec;
 
@@ -79,15 +79,15 @@ double cd_gamma(int64_t k, double u);
 double cd_bound_elem(const cd_bound_spec *s, double ref, double mag, double x, double absmax);
 
 typedef struct cd_local_result {
-    double err, bound;       /* at the element with the largest ratio */
-    double ratio;            /* max error / bound; 0 when every error is 0; inf when a bound is 0 */
-    int64_t exceed;          /* elements over their bound (and not allowed by the user tolerance) */
-    int64_t worst;           /* index of the largest ratio, -1 none */
-    int64_t nonfinite;       /* NaN/Inf in val where ref is finite (and not a half overflow) */
+    double err, bound; /* at the element with the largest ratio */
+    double ratio;      /* max error / bound; 0 when every error is 0; inf when a bound is 0 */
+    int64_t exceed;    /* elements over their bound (and not allowed by the user tolerance) */
+    int64_t worst;     /* index of the largest ratio, -1 none */
+    int64_t nonfinite; /* NaN/Inf in val where ref is finite (and not a half overflow) */
     bool pass;
-    bool needs_mag;          /* an element failed the cheap check and no magnitude was had for it */
-    int64_t mag_elems;       /* elements whose magnitude came from mag_at (the lazy per-element path) */
-    bool ratio_upper;        /* the worst ratio is on a cheap bound: an upper bound of the exact one */
+    bool needs_mag;    /* an element failed the cheap check and no magnitude was had for it */
+    int64_t mag_elems; /* elements whose magnitude came from mag_at (the lazy per-element path) */
+    bool ratio_upper;  /* the worst ratio is on a cheap bound: an upper bound of the exact one */
 } cd_local_result;
 
 /* The magnitude of element i (sum |w x| + |b| for an accumulation), computed on demand; NaN

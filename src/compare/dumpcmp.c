@@ -9,8 +9,7 @@ static bool same_shape(const cd_shape *a, const cd_shape *b) { return cd_shape_e
 
 /* Index of the tensor in list b matching a: same op index and tensor name (same model),
  * or the next unused one with the same tensor name and shape (different models). */
-static int find_match(const cd_dump_tensor_info *a, const cd_dump_tensor_info *b, int nb, bool *used,
-                      bool by_op) {
+static int find_match(const cd_dump_tensor_info *a, const cd_dump_tensor_info *b, int nb, bool *used, bool by_op) {
     for (int j = 0; j < nb; j++) {
         if (used[j]) continue;
         if (by_op && b[j].op_index != a->op_index) continue;
@@ -38,7 +37,11 @@ cd_status cd_compare_read_pair(const cd_cmp_request *q, const cd_layer_cmp *l, f
     cd_status st = cd_dump_read_f32(q->ra, q->run_a, l->dataset_a, ref, &n1, err);
     if (!st) st = cd_dump_read_f32(q->rb, q->run_b, l->dataset_b, val, &n2, err);
     if (!st && n1 != n2) st = cd_err(err, CD_E_MODEL, "tensor %s: sizes differ between runs", l->tensor);
-    if (st) { free(*ref); free(*val); *ref = *val = NULL; }
+    if (st) {
+        free(*ref);
+        free(*val);
+        *ref = *val = NULL;
+    }
     return st;
 }
 
@@ -67,7 +70,8 @@ static cd_status outputs_against(const cd_dump_reader *r, const char *run_x, boo
             cd_metrics_compute(f, x, nx, &l->shape, false, &none, &m);
             set[i] = true;
             range_err[i] = m.nonfinite_mismatch ? INFINITY
-                           : m.ref_absmax > 0 ? m.max_abs / m.ref_absmax : (m.max_abs > 0 ? INFINITY : 0);
+                : m.ref_absmax > 0              ? m.max_abs / m.ref_absmax
+                                                : (m.max_abs > 0 ? INFINITY : 0);
             cosv[i] = m.cosine;
         }
         free(x);
@@ -131,7 +135,10 @@ static void apply_auto_tol(const cd_cmp_request *q, const float *fa, int64_t n1,
     double s2 = 0;
     int64_t nfin = 0;
     for (int64_t e = 0; e < n1; e++)
-        if (isfinite(fa[e])) { s2 += (double)fa[e] * fa[e]; nfin++; }
+        if (isfinite(fa[e])) {
+            s2 += (double)fa[e] * fa[e];
+            nfin++;
+        }
     l->tol = q->auto_tol(&l->tol, q->fp16, l->acc_k, nfin ? sqrt(s2 / (double)nfin) : 0, l->rule, sizeof l->rule);
 }
 
@@ -152,11 +159,14 @@ static void output_task(const cd_dump_tensor_info *a, float *fa, float *fb, int6
             for (int64_t rr = 0; rr < nr; rr++) {
                 float *bx = d + rr * wd + (wd - 4);
                 for (int c = 0; c < 2; c++)
-                    if (bx[c + 2] < bx[c]) { float t = bx[c]; bx[c] = bx[c + 2]; bx[c + 2] = t; }
+                    if (bx[c + 2] < bx[c]) {
+                        float t = bx[c];
+                        bx[c] = bx[c + 2];
+                        bx[c + 2] = t;
+                    }
             }
         }
-        if (rows >= 0 && rows_b >= 0 &&
-            cd_detection_match(fa, rows, fb, rows_b, wd, 0.5, 0.0, &ds) == CD_OK) {
+        if (rows >= 0 && rows_b >= 0 && cd_detection_match(fa, rows, fb, rows_b, wd, 0.5, 0.0, &ds) == CD_OK) {
             snprintf(l->task, sizeof l->task, "detection");
             l->det_ref = ds.n_ref;
             l->det_val = ds.n_val;
@@ -219,7 +229,7 @@ static void count_new_nonfinite(const float *fa, const float *fb, const float *f
     }
     if (l->nf_new_a || l->nf_new_b) {
         l->nf_hard = true;
-        l->m.pass = false;  /* a hard failure whatever the tolerance says */
+        l->m.pass = false; /* a hard failure whatever the tolerance says */
     }
 }
 
@@ -233,7 +243,9 @@ static cd_status compare_layer(const cd_cmp_request *q, const cd_dump_tensor_inf
     int64_t n1 = 0, n2 = 0;
     cd_status st = cd_dump_read_f32(q->ra, q->run_a, a->dataset, &fa, &n1, err);
     if (!st) st = cd_dump_read_f32(q->rb, q->run_b, b->dataset, &fb, &n2, err);
-    if (!st && n1 != n2) st = cd_err(err, CD_E_MODEL, "tensor %s: %lld values in run %s but %lld in run %s", a->tensor, (long long)n1, q->run_a, (long long)n2, q->run_b);
+    if (!st && n1 != n2)
+        st = cd_err(err, CD_E_MODEL, "tensor %s: %lld values in run %s but %lld in run %s", a->tensor, (long long)n1,
+                    q->run_a, (long long)n2, q->run_b);
     if (!st) {
         if (q->auto_tol) apply_auto_tol(q, fa, n1, l);
         if (q->rg) st = golden_read(q, a, tg, ng, usedg, n1, &fg, l, err);
@@ -246,12 +258,14 @@ static cd_status compare_layer(const cd_cmp_request *q, const cd_dump_tensor_inf
         }
         count_new_nonfinite(fa, fb, fg, n1, l);
     }
-    free(fa); free(fb); free(fg);
+    free(fa);
+    free(fb);
+    free(fg);
     return st;
 }
 
-cd_status cd_compare_runs(const cd_cmp_request *q, cd_analysis *an, cd_cmp_unmatched **unmatched,
-                          int *n_unmatched, cd_error *err) {
+cd_status cd_compare_runs(const cd_cmp_request *q, cd_analysis *an, cd_cmp_unmatched **unmatched, int *n_unmatched,
+                          cd_error *err) {
     memset(an, 0, sizeof *an);
     *unmatched = NULL;
     *n_unmatched = 0;
@@ -265,11 +279,17 @@ cd_status cd_compare_runs(const cd_cmp_request *q, cd_analysis *an, cd_cmp_unmat
     used = calloc((size_t)nb + 1, 1);
     usedg = calloc((size_t)ng + 1, 1);
     an->layers = calloc((size_t)na + 1, sizeof *an->layers);
-    if (!used || !usedg || !an->layers) { st = cd_err(err, CD_E_NOMEM, "out of memory"); goto done; }
+    if (!used || !usedg || !an->layers) {
+        st = cd_err(err, CD_E_NOMEM, "out of memory");
+        goto done;
+    }
     for (int i = 0; i < na && !st; i++) {
         const cd_dump_tensor_info *a = &ta[i];
         int j = find_match(a, tb, nb, used, q->by_op_index);
-        if (j < 0) { add_unmatched(unmatched, n_unmatched, 'a', a); continue; }
+        if (j < 0) {
+            add_unmatched(unmatched, n_unmatched, 'a', a);
+            continue;
+        }
         used[j] = true;
         const cd_dump_tensor_info *b = &tb[j];
         if (a->stats_only || b->stats_only) continue;
@@ -280,7 +300,11 @@ cd_status cd_compare_runs(const cd_cmp_request *q, cd_analysis *an, cd_cmp_unmat
         if (!used[j]) add_unmatched(unmatched, n_unmatched, 'b', &tb[j]);
     if (!st) cd_analyze(an);
 done:
-    free(ta); free(tb); free(tg); free(used); free(usedg);
+    free(ta);
+    free(tb);
+    free(tg);
+    free(used);
+    free(usedg);
     if (st) cd_analysis_free(an);
     return st;
 }
@@ -300,8 +324,10 @@ cd_status cd_compare_store(cd_dump *d, const char *run_a, const char *run_b, con
                **tensor = calloc(rows, sizeof *tensor), **rule = calloc(rows, sizeof *rule),
                **wb = calloc(rows, sizeof *wb);
     cd_status st = CD_OK;
-    for (int k = 0; k < 12; k++) if (!cols[k]) st = CD_E_NOMEM;
-    for (int k = 0; k < 7; k++) if (!ext[k]) st = CD_E_NOMEM;
+    for (int k = 0; k < 12; k++)
+        if (!cols[k]) st = CD_E_NOMEM;
+    for (int k = 0; k < 7; k++)
+        if (!ext[k]) st = CD_E_NOMEM;
     if (!spread || !risk) st = CD_E_NOMEM;
     if (st || !opi || !pass || !fails || !worst || !nf || !layer || !type || !tensor || !rule || !wb) {
         st = cd_err(err, CD_E_NOMEM, "out of memory");
@@ -309,11 +335,18 @@ cd_status cd_compare_store(cd_dump *d, const char *run_a, const char *run_b, con
     }
     for (int64_t i = 0; i < n; i++) {
         const cd_layer_cmp *l = &an->layers[i];
-        opi[i] = l->op_index; pass[i] = l->m.pass; fails[i] = l->m.fail_count; worst[i] = l->m.worst_index;
+        opi[i] = l->op_index;
+        pass[i] = l->m.pass;
+        fails[i] = l->m.fail_count;
+        worst[i] = l->m.worst_index;
         nf[i] = l->m.nonfinite_mismatch;
-        layer[i] = l->layer; type[i] = l->op_type; tensor[i] = l->tensor; rule[i] = l->rule; wb[i] = l->where_b;
-        double v[12] = {l->m.max_abs, l->m.mean_abs, l->m.rmse, l->m.max_rel, l->m.cosine, l->m.snr_db,
-                        l->m.max_ulp, l->m.fail_fraction, l->rel_err, l->growth, l->tol.atol, l->tol.rtol};
+        layer[i] = l->layer;
+        type[i] = l->op_type;
+        tensor[i] = l->tensor;
+        rule[i] = l->rule;
+        wb[i] = l->where_b;
+        double v[12] = {l->m.max_abs, l->m.mean_abs,      l->m.rmse,  l->m.max_rel, l->m.cosine, l->m.snr_db,
+                        l->m.max_ulp, l->m.fail_fraction, l->rel_err, l->growth,    l->tol.atol, l->tol.rtol};
         for (int k = 0; k < 12; k++) cols[k][i] = v[k];
         int64_t e[7] = {l->acc_k, l->g_over, l->g_under, l->nf_new_a, l->nf_new_b, l->nondet, l->risk_rank};
         for (int k = 0; k < 7; k++) ext[k][i] = e[k];
@@ -321,19 +354,38 @@ cd_status cd_compare_store(cd_dump *d, const char *run_a, const char *run_b, con
         risk[i] = l->risk;
     }
     cd_column c[] = {
-        {"op_index", CD_COL_I64, opi}, {"layer", CD_COL_STR, layer}, {"op_type", CD_COL_STR, type},
-        {"tensor", CD_COL_STR, tensor}, {"pass", CD_COL_I64, pass}, {"max_abs", CD_COL_F64, cols[0]},
-        {"mean_abs", CD_COL_F64, cols[1]}, {"rmse", CD_COL_F64, cols[2]}, {"max_rel", CD_COL_F64, cols[3]},
-        {"cosine", CD_COL_F64, cols[4]}, {"snr_db", CD_COL_F64, cols[5]}, {"max_ulp", CD_COL_F64, cols[6]},
-        {"fail_count", CD_COL_I64, fails}, {"fail_fraction", CD_COL_F64, cols[7]},
-        {"worst_index", CD_COL_I64, worst}, {"nonfinite_mismatch", CD_COL_I64, nf},
-        {"rel_err", CD_COL_F64, cols[8]}, {"growth", CD_COL_F64, cols[9]}, {"atol", CD_COL_F64, cols[10]},
-        {"rtol", CD_COL_F64, cols[11]}, {"rule", CD_COL_STR, rule}, {"where_b", CD_COL_STR, wb},
+        {"op_index", CD_COL_I64, opi},
+        {"layer", CD_COL_STR, layer},
+        {"op_type", CD_COL_STR, type},
+        {"tensor", CD_COL_STR, tensor},
+        {"pass", CD_COL_I64, pass},
+        {"max_abs", CD_COL_F64, cols[0]},
+        {"mean_abs", CD_COL_F64, cols[1]},
+        {"rmse", CD_COL_F64, cols[2]},
+        {"max_rel", CD_COL_F64, cols[3]},
+        {"cosine", CD_COL_F64, cols[4]},
+        {"snr_db", CD_COL_F64, cols[5]},
+        {"max_ulp", CD_COL_F64, cols[6]},
+        {"fail_count", CD_COL_I64, fails},
+        {"fail_fraction", CD_COL_F64, cols[7]},
+        {"worst_index", CD_COL_I64, worst},
+        {"nonfinite_mismatch", CD_COL_I64, nf},
+        {"rel_err", CD_COL_F64, cols[8]},
+        {"growth", CD_COL_F64, cols[9]},
+        {"atol", CD_COL_F64, cols[10]},
+        {"rtol", CD_COL_F64, cols[11]},
+        {"rule", CD_COL_STR, rule},
+        {"where_b", CD_COL_STR, wb},
         /* diagnosis columns (appended; docs/diagnosis.md) */
-        {"acc_k", CD_COL_I64, ext[0]}, {"golden_over", CD_COL_I64, ext[1]}, {"golden_under", CD_COL_I64, ext[2]},
-        {"nonfinite_new_a", CD_COL_I64, ext[3]}, {"nonfinite_new_b", CD_COL_I64, ext[4]},
-        {"nondeterministic", CD_COL_I64, ext[5]}, {"risk_rank", CD_COL_I64, ext[6]},
-        {"repeat_spread", CD_COL_F64, spread}, {"fp16_risk", CD_COL_F64, risk},
+        {"acc_k", CD_COL_I64, ext[0]},
+        {"golden_over", CD_COL_I64, ext[1]},
+        {"golden_under", CD_COL_I64, ext[2]},
+        {"nonfinite_new_a", CD_COL_I64, ext[3]},
+        {"nonfinite_new_b", CD_COL_I64, ext[4]},
+        {"nondeterministic", CD_COL_I64, ext[5]},
+        {"risk_rank", CD_COL_I64, ext[6]},
+        {"repeat_spread", CD_COL_F64, spread},
+        {"fp16_risk", CD_COL_F64, risk},
     };
     char path[256];
     snprintf(path, sizeof path, "/compare/%s__%s", run_a, run_b);
@@ -342,21 +394,44 @@ cd_status cd_compare_store(cd_dump *d, const char *run_a, const char *run_b, con
     snprintf(tpath, sizeof tpath, "%s/table", path);
     if (!st) st = cd_dump_write_table(d, tpath, c, (int)(sizeof c / sizeof c[0]), n, err);
     if (!st) st = cd_dump_set_attr_str(d, path, "policy", policy_desc ? policy_desc : "", err);
-    if (!st) st = cd_dump_set_attr_str(d, path, "verdict", an->verdict == CD_VERDICT_PASS ? "pass" : an->verdict == CD_VERDICT_FAIL ? "fail" : "crash", err);
-    if (!st) st = cd_dump_set_attr_str(d, path, "first_divergence", an->first_fail >= 0 ? an->layers[an->first_fail].layer : "", err);
-    if (!st) st = cd_dump_set_attr_i64(d, path, "first_divergence_op", an->first_fail >= 0 ? an->layers[an->first_fail].op_index : -1, err);
+    if (!st)
+        st = cd_dump_set_attr_str(d, path, "verdict",
+                                  an->verdict == CD_VERDICT_PASS       ? "pass"
+                                      : an->verdict == CD_VERDICT_FAIL ? "fail"
+                                                                       : "crash",
+                                  err);
+    if (!st)
+        st = cd_dump_set_attr_str(d, path, "first_divergence",
+                                  an->first_fail >= 0 ? an->layers[an->first_fail].layer : "", err);
+    if (!st)
+        st = cd_dump_set_attr_i64(d, path, "first_divergence_op",
+                                  an->first_fail >= 0 ? an->layers[an->first_fail].op_index : -1, err);
     if (!st) st = cd_dump_set_attr_str(d, path, "first_divergence_kind", an->first_kind, err);
-    if (!st) st = cd_dump_set_attr_str(d, path, "nonfinite_origin", an->nonfinite_origin >= 0 ? an->layers[an->nonfinite_origin].layer : "", err);
+    if (!st)
+        st = cd_dump_set_attr_str(d, path, "nonfinite_origin",
+                                  an->nonfinite_origin >= 0 ? an->layers[an->nonfinite_origin].layer : "", err);
     if (!st) st = cd_dump_set_attr_i64(d, path, "repeat", an->repeat_n, err);
     static const char *kinds[] = {"pass", "kernel_fault", "output_drift", "crash", "nondeterministic"};
     if (!st) st = cd_dump_set_attr_str(d, path, "verdict_kind", kinds[an->kind], err);
-    if (!st) st = cd_dump_set_attr_str(d, path, "first_fault", an->first_fault >= 0 ? an->layers[an->first_fault].layer : "", err);
+    if (!st)
+        st = cd_dump_set_attr_str(d, path, "first_fault", an->first_fault >= 0 ? an->layers[an->first_fault].layer : "",
+                                  err);
     if (!st) st = cd_dump_set_attr_i64(d, path, "nondeterministic_layers", an->n_nondet, err);
 done:
-    free(opi); free(pass); free(fails); free(worst); free(nf); free(spread); free(risk);
+    free(opi);
+    free(pass);
+    free(fails);
+    free(worst);
+    free(nf);
+    free(spread);
+    free(risk);
     for (int k = 0; k < 7; k++) free(ext[k]);
     for (int k = 0; k < 12; k++) free(cols[k]);
-    free(layer); free(type); free(tensor); free(rule); free(wb);
+    free(layer);
+    free(type);
+    free(tensor);
+    free(rule);
+    free(wb);
     return st;
 }
 
@@ -373,33 +448,63 @@ cd_status cd_local_store(cd_dump *d, const char *run_local, const cd_analysis *a
     const char **tensor = calloc(rows, sizeof *tensor), **layer = calloc(rows, sizeof *layer),
                **fam = calloc(rows, sizeof *fam), **note = calloc(rows, sizeof *note);
     cd_status st = CD_OK;
-    bool oom = !opi || !chk || !pass || !exc || !worst || !nfm || !nel || !mfc || !mwi || !tensor || !layer || !fam || !note;
+    bool oom =
+        !opi || !chk || !pass || !exc || !worst || !nfm || !nel || !mfc || !mwi || !tensor || !layer || !fam || !note;
     for (int k = 0; k < 5; k++) oom |= !mf[k];
     for (int k = 0; k < 8; k++) oom |= !f[k];
-    if (oom) { st = cd_err(err, CD_E_NOMEM, "out of memory"); goto done; }
+    if (oom) {
+        st = cd_err(err, CD_E_NOMEM, "out of memory");
+        goto done;
+    }
     for (int64_t i = 0; i < n; i++) {
         const cd_layer_cmp *l = &an->layers[i];
-        opi[i] = l->op_index; chk[i] = l->has_local; pass[i] = l->loc_pass; exc[i] = l->loc_exceed;
-        worst[i] = l->loc_worst; nfm[i] = l->loc.nonfinite_mismatch; nel[i] = l->loc.n;
-        mfc[i] = l->loc.fail_count; mwi[i] = l->loc.worst_index;
+        opi[i] = l->op_index;
+        chk[i] = l->has_local;
+        pass[i] = l->loc_pass;
+        exc[i] = l->loc_exceed;
+        worst[i] = l->loc_worst;
+        nfm[i] = l->loc.nonfinite_mismatch;
+        nel[i] = l->loc.n;
+        mfc[i] = l->loc.fail_count;
+        mwi[i] = l->loc.worst_index;
         double mv[5] = {l->loc.mean_abs, l->loc.max_rel, l->loc.snr_db, l->loc.max_ulp, l->loc.fail_fraction};
         for (int k = 0; k < 5; k++) mf[k][i] = mv[k];
-        tensor[i] = l->tensor; layer[i] = l->layer; fam[i] = l->family; note[i] = l->loc_note;
-        double v[8] = {l->loc_err, l->loc_bound, l->loc_ratio, l->loc.max_abs, l->loc.cosine, l->loc.rmse,
-                       l->loc.ref_rms, l->loc.ref_absmax};
+        tensor[i] = l->tensor;
+        layer[i] = l->layer;
+        fam[i] = l->family;
+        note[i] = l->loc_note;
+        double v[8] = {l->loc_err,    l->loc_bound, l->loc_ratio,   l->loc.max_abs,
+                       l->loc.cosine, l->loc.rmse,  l->loc.ref_rms, l->loc.ref_absmax};
         for (int k = 0; k < 8; k++) f[k][i] = v[k];
     }
     cd_column c[] = {
-        {"op_index", CD_COL_I64, opi}, {"tensor", CD_COL_STR, tensor}, {"layer", CD_COL_STR, layer},
-        {"checked", CD_COL_I64, chk}, {"family", CD_COL_STR, fam}, {"pass", CD_COL_I64, pass},
-        {"error", CD_COL_F64, f[0]}, {"bound", CD_COL_F64, f[1]}, {"ratio", CD_COL_F64, f[2]},
-        {"exceed", CD_COL_I64, exc}, {"worst_index", CD_COL_I64, worst}, {"max_abs", CD_COL_F64, f[3]},
-        {"cosine", CD_COL_F64, f[4]}, {"rmse", CD_COL_F64, f[5]}, {"ref_rms", CD_COL_F64, f[6]},
-        {"ref_absmax", CD_COL_F64, f[7]}, {"nonfinite_mismatch", CD_COL_I64, nfm}, {"note", CD_COL_STR, note},
+        {"op_index", CD_COL_I64, opi},
+        {"tensor", CD_COL_STR, tensor},
+        {"layer", CD_COL_STR, layer},
+        {"checked", CD_COL_I64, chk},
+        {"family", CD_COL_STR, fam},
+        {"pass", CD_COL_I64, pass},
+        {"error", CD_COL_F64, f[0]},
+        {"bound", CD_COL_F64, f[1]},
+        {"ratio", CD_COL_F64, f[2]},
+        {"exceed", CD_COL_I64, exc},
+        {"worst_index", CD_COL_I64, worst},
+        {"max_abs", CD_COL_F64, f[3]},
+        {"cosine", CD_COL_F64, f[4]},
+        {"rmse", CD_COL_F64, f[5]},
+        {"ref_rms", CD_COL_F64, f[6]},
+        {"ref_absmax", CD_COL_F64, f[7]},
+        {"nonfinite_mismatch", CD_COL_I64, nfm},
+        {"note", CD_COL_STR, note},
         /* appended: the compared element count ("N of M elements"; older dumps lack it) */
-        {"elements", CD_COL_I64, nel}, {"mean_abs", CD_COL_F64, mf[0]}, {"max_rel", CD_COL_F64, mf[1]},
-        {"snr_db", CD_COL_F64, mf[2]}, {"max_ulp", CD_COL_F64, mf[3]}, {"fail_fraction", CD_COL_F64, mf[4]},
-        {"fail_count", CD_COL_I64, mfc}, {"metric_worst", CD_COL_I64, mwi},
+        {"elements", CD_COL_I64, nel},
+        {"mean_abs", CD_COL_F64, mf[0]},
+        {"max_rel", CD_COL_F64, mf[1]},
+        {"snr_db", CD_COL_F64, mf[2]},
+        {"max_ulp", CD_COL_F64, mf[3]},
+        {"fail_fraction", CD_COL_F64, mf[4]},
+        {"fail_count", CD_COL_I64, mfc},
+        {"metric_worst", CD_COL_I64, mwi},
     };
     char path[256];
     snprintf(path, sizeof path, "/local/%s", run_local);
@@ -408,10 +513,21 @@ cd_status cd_local_store(cd_dump *d, const char *run_local, const cd_analysis *a
     if (!st) st = cd_dump_set_attr_str(d, path, "reference", an->local_ref, err);
     if (!st && an->local_inputs[0]) st = cd_dump_set_attr_str(d, path, "inputs", an->local_inputs, err);
 done:
-    free(opi); free(chk); free(pass); free(exc); free(worst); free(nfm); free(nel); free(mfc); free(mwi);
+    free(opi);
+    free(chk);
+    free(pass);
+    free(exc);
+    free(worst);
+    free(nfm);
+    free(nel);
+    free(mfc);
+    free(mwi);
     for (int k = 0; k < 5; k++) free(mf[k]);
     for (int k = 0; k < 8; k++) free(f[k]);
-    free(tensor); free(layer); free(fam); free(note);
+    free(tensor);
+    free(layer);
+    free(fam);
+    free(note);
     return st;
 }
 
@@ -421,12 +537,15 @@ cd_status cd_local_load(const cd_dump_reader *r, const char *run_local, cd_analy
     *found = false;
     if (!cd_dump_has(r, path)) return CD_OK;
     cd_column c[] = {
-        {"op_index", CD_COL_I64, NULL}, {"tensor", CD_COL_STR, NULL}, {"checked", CD_COL_I64, NULL},
-        {"family", CD_COL_STR, NULL}, {"pass", CD_COL_I64, NULL}, {"error", CD_COL_F64, NULL},
-        {"bound", CD_COL_F64, NULL}, {"ratio", CD_COL_F64, NULL}, {"exceed", CD_COL_I64, NULL},
-        {"worst_index", CD_COL_I64, NULL}, {"max_abs", CD_COL_F64, NULL}, {"cosine", CD_COL_F64, NULL},
-        {"rmse", CD_COL_F64, NULL}, {"ref_rms", CD_COL_F64, NULL}, {"ref_absmax", CD_COL_F64, NULL},
-        {"nonfinite_mismatch", CD_COL_I64, NULL}, {"note", CD_COL_STR, NULL},
+        {"op_index", CD_COL_I64, NULL},   {"tensor", CD_COL_STR, NULL},
+        {"checked", CD_COL_I64, NULL},    {"family", CD_COL_STR, NULL},
+        {"pass", CD_COL_I64, NULL},       {"error", CD_COL_F64, NULL},
+        {"bound", CD_COL_F64, NULL},      {"ratio", CD_COL_F64, NULL},
+        {"exceed", CD_COL_I64, NULL},     {"worst_index", CD_COL_I64, NULL},
+        {"max_abs", CD_COL_F64, NULL},    {"cosine", CD_COL_F64, NULL},
+        {"rmse", CD_COL_F64, NULL},       {"ref_rms", CD_COL_F64, NULL},
+        {"ref_absmax", CD_COL_F64, NULL}, {"nonfinite_mismatch", CD_COL_I64, NULL},
+        {"note", CD_COL_STR, NULL},
     };
     int nc = (int)(sizeof c / sizeof c[0]);
     int64_t nr = 0;
@@ -436,7 +555,7 @@ cd_status cd_local_load(const cd_dump_reader *r, const char *run_local, cd_analy
     an->local_ran = true;
     cd_dump_attr_str(r, path, "reference", an->local_ref, sizeof an->local_ref, err);
     if (cd_dump_attr_str(r, path, "inputs", an->local_inputs, sizeof an->local_inputs, err) != CD_OK) {
-        an->local_inputs[0] = 0;   /* dumps before the attribute: run A's inputs */
+        an->local_inputs[0] = 0; /* dumps before the attribute: run A's inputs */
         memset(err, 0, sizeof *err);
     }
     an->n_local = 0;
@@ -453,20 +572,29 @@ cd_status cd_local_load(const cd_dump_reader *r, const char *run_local, cd_analy
             l->loc_pass = pass[k] != 0;
             snprintf(l->family, sizeof l->family, "%s", fam[k] ? fam[k] : "");
             snprintf(l->loc_note, sizeof l->loc_note, "%s", note[k] ? note[k] : "");
-            l->loc_err = e[k]; l->loc_bound = b[k]; l->loc_ratio = ra[k]; l->loc_exceed = exc[k];
+            l->loc_err = e[k];
+            l->loc_bound = b[k];
+            l->loc_ratio = ra[k];
+            l->loc_exceed = exc[k];
             l->loc_worst = worst[k];
-            l->loc.max_abs = ma[k]; l->loc.cosine = co[k]; l->loc.rmse = rm[k]; l->loc.ref_rms = rr[k];
-            l->loc.ref_absmax = rx[k]; l->loc.nonfinite_mismatch = nfm[k]; l->loc.pass = l->loc_pass;
+            l->loc.max_abs = ma[k];
+            l->loc.cosine = co[k];
+            l->loc.rmse = rm[k];
+            l->loc.ref_rms = rr[k];
+            l->loc.ref_absmax = rx[k];
+            l->loc.nonfinite_mismatch = nfm[k];
+            l->loc.pass = l->loc_pass;
             an->n_local += l->has_local;
             break;
         }
     }
     cd_dump_table_free(c, nc, nr);
     /* the element counts, where the dump has them (appended column) */
-    cd_column ce[] = {{"elements", CD_COL_I64, NULL}, {"mean_abs", CD_COL_F64, NULL}, {"max_rel", CD_COL_F64, NULL},
-                      {"snr_db", CD_COL_F64, NULL}, {"max_ulp", CD_COL_F64, NULL}, {"fail_fraction", CD_COL_F64, NULL},
+    cd_column ce[] = {{"elements", CD_COL_I64, NULL},   {"mean_abs", CD_COL_F64, NULL},
+                      {"max_rel", CD_COL_F64, NULL},    {"snr_db", CD_COL_F64, NULL},
+                      {"max_ulp", CD_COL_F64, NULL},    {"fail_fraction", CD_COL_F64, NULL},
                       {"fail_count", CD_COL_I64, NULL}, {"metric_worst", CD_COL_I64, NULL},
-                      {"op_index", CD_COL_I64, NULL}, {"tensor", CD_COL_STR, NULL}};
+                      {"op_index", CD_COL_I64, NULL},   {"tensor", CD_COL_STR, NULL}};
     const int nce = (int)(sizeof ce / sizeof ce[0]);
     cd_error e2 = {0};
     if (cd_dump_read_table(r, path, ce, nce, &nr, &e2) == CD_OK) {
@@ -478,8 +606,13 @@ cd_status cd_local_load(const cd_dump_reader *r, const char *run_local, cd_analy
                 cd_layer_cmp *l = &an->layers[i];
                 if (l->op_index != o2[k] || strcmp(l->tensor, t2[k] ? t2[k] : "")) continue;
                 l->loc.n = ne[k];
-                l->loc.mean_abs = d1[k]; l->loc.max_rel = d2[k]; l->loc.snr_db = d3[k]; l->loc.max_ulp = d4[k];
-                l->loc.fail_fraction = d5[k]; l->loc.fail_count = fc[k]; l->loc.worst_index = mw[k];
+                l->loc.mean_abs = d1[k];
+                l->loc.max_rel = d2[k];
+                l->loc.snr_db = d3[k];
+                l->loc.max_ulp = d4[k];
+                l->loc.fail_fraction = d5[k];
+                l->loc.fail_count = fc[k];
+                l->loc.worst_index = mw[k];
                 break;
             }
         cd_dump_table_free(ce, nce, nr);

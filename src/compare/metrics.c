@@ -55,7 +55,10 @@ static void pass1_block(const float *ref, int64_t lo, int64_t hi, double *sum_re
     double s2 = 0, mx = 0;
     for (int64_t i = lo; i < hi; i++) {
         double r = ref[i];
-        if (isfinite(r)) { s2 += r * r; if (fabs(r) > mx) mx = fabs(r); }
+        if (isfinite(r)) {
+            s2 += r * r;
+            if (fabs(r) > mx) mx = fabs(r);
+        }
     }
     *sum_ref2 = s2;
     *absmax = mx;
@@ -72,10 +75,19 @@ static void pass2_block(const pass2_args *a, int64_t lo, int64_t hi, pass2_part 
     for (int64_t i = lo; i < hi; i++) {
         float r = ref[i], v = val[i];
         if (!finite_bits(r) || !finite_bits(v)) {
-            if (isnan(r)) p->nan_ref++; else if (isinf(r)) p->inf_ref++;
-            if (isnan(v)) p->nan_val++; else if (isinf(v)) p->inf_val++;
+            if (isnan(r))
+                p->nan_ref++;
+            else if (isinf(r))
+                p->inf_ref++;
+            if (isnan(v))
+                p->nan_val++;
+            else if (isinf(v))
+                p->inf_val++;
             bool same = (isnan(r) && isnan(v)) || (isinf(r) && isinf(v) && (r > 0) == (v > 0));
-            if (!same) { p->nonfinite_mismatch++; fail++; }
+            if (!same) {
+                p->nonfinite_mismatch++;
+                fail++;
+            }
             continue;
         }
         double d = fabs((double)r - (double)v);
@@ -84,7 +96,10 @@ static void pass2_block(const pass2_args *a, int64_t lo, int64_t hi, pass2_part 
         sum_d2 += d * d;
         dot += (double)r * v;
         sv2 += (double)v * v;
-        if (d > max_abs || worst < 0) { max_abs = d; worst = i; }
+        if (d > max_abs || worst < 0) {
+            max_abs = d;
+            worst = i;
+        }
         double ar = fabs((double)r);
         double den = ar > rel_floor ? ar : rel_floor;
         /* d / den > max_rel can only hold where d > max_rel * den; the product, shrunk by more
@@ -101,18 +116,25 @@ static void pass2_block(const pass2_args *a, int64_t lo, int64_t hi, pass2_part 
         }
         if (d > atol + rtol * ar) fail++;
     }
-    p->sum_abs = sum_abs; p->sum_d2 = sum_d2; p->dot = dot; p->sv2 = sv2;
-    p->max_abs = max_abs; p->max_rel = max_rel; p->max_ulp = max_ulp;
-    p->worst = worst; p->fail = fail; p->finite_n = finite_n;
+    p->sum_abs = sum_abs;
+    p->sum_d2 = sum_d2;
+    p->dot = dot;
+    p->sv2 = sv2;
+    p->max_abs = max_abs;
+    p->max_rel = max_rel;
+    p->max_ulp = max_ulp;
+    p->worst = worst;
+    p->fail = fail;
+    p->finite_n = finite_n;
 }
 
-void cd_metrics_compute(const float *ref, const float *val, int64_t n, const cd_shape *shape,
-                        bool half_ulps, const cd_tol *tol, cd_metrics *m) {
+void cd_metrics_compute(const float *ref, const float *val, int64_t n, const cd_shape *shape, bool half_ulps,
+                        const cd_tol *tol, cd_metrics *m) {
     cd_metrics_compute_mt(ref, val, n, shape, half_ulps, tol, m, 1);
 }
 
-void cd_metrics_compute_mt(const float *ref, const float *val, int64_t n, const cd_shape *shape,
-                           bool half_ulps, const cd_tol *tol, cd_metrics *m, int threads) {
+void cd_metrics_compute_mt(const float *ref, const float *val, int64_t n, const cd_shape *shape, bool half_ulps,
+                           const cd_tol *tol, cd_metrics *m, int threads) {
     memset(m, 0, sizeof *m);
     m->n = n;
     m->worst_index = -1;
@@ -139,8 +161,10 @@ void cd_metrics_compute_mt(const float *ref, const float *val, int64_t n, const 
     }
     for (int64_t b = 0; b < nb; b++) {
         double s2, mx;
-        if (p1) { s2 = p1[2 * b]; mx = p1[2 * b + 1]; }
-        else {
+        if (p1) {
+            s2 = p1[2 * b];
+            mx = p1[2 * b + 1];
+        } else {
             int64_t lo = b * CD_METRICS_BLOCK, hi = lo + CD_METRICS_BLOCK < n ? lo + CD_METRICS_BLOCK : n;
             pass1_block(ref, lo, hi, &s2, &mx);
         }
@@ -152,8 +176,12 @@ void cd_metrics_compute_mt(const float *ref, const float *val, int64_t n, const 
     /* Relative error is meaningless where the reference is ~0; below 1e-3 of the tensor's
      * RMS we divide by that floor instead (and by the smallest normal float if all zero). */
     m->rel_floor = m->ref_rms > 0 ? 1e-3 * m->ref_rms : 1.17549435e-38;
-    pass2_args args = {.ref = ref, .val = val, .half_ulps = half_ulps,
-                       .atol = tol->atol + tol->range_atol * absmax, .rtol = tol->rtol, .rel_floor = m->rel_floor};
+    pass2_args args = {.ref = ref,
+                       .val = val,
+                       .half_ulps = half_ulps,
+                       .atol = tol->atol + tol->range_atol * absmax,
+                       .rtol = tol->rtol,
+                       .rel_floor = m->rel_floor};
     if (parts) {
 #pragma omp parallel for num_threads(nt) schedule(static) if (nt > 1)
         for (int64_t b = 0; b < nb; b++) {
@@ -170,7 +198,10 @@ void cd_metrics_compute_mt(const float *ref, const float *val, int64_t n, const 
             int64_t lo = b * CD_METRICS_BLOCK, hi = lo + CD_METRICS_BLOCK < n ? lo + CD_METRICS_BLOCK : n;
             pass2_block(&args, lo, hi, &q);
         }
-        sum_abs += p->sum_abs; sum_d2 += p->sum_d2; dot += p->dot; sv2 += p->sv2;
+        sum_abs += p->sum_abs;
+        sum_d2 += p->sum_d2;
+        dot += p->dot;
+        sv2 += p->sv2;
         finite_n += p->finite_n;
         if (p->worst >= 0 && (p->max_abs > m->max_abs || m->worst_index < 0)) {
             m->max_abs = p->max_abs;
@@ -179,27 +210,36 @@ void cd_metrics_compute_mt(const float *ref, const float *val, int64_t n, const 
         if (p->max_rel > m->max_rel) m->max_rel = p->max_rel;
         if (p->max_ulp > m->max_ulp) m->max_ulp = p->max_ulp;
         m->fail_count += p->fail;
-        m->nan_ref += p->nan_ref; m->nan_val += p->nan_val;
-        m->inf_ref += p->inf_ref; m->inf_val += p->inf_val;
+        m->nan_ref += p->nan_ref;
+        m->nan_val += p->nan_val;
+        m->inf_ref += p->inf_ref;
+        m->inf_val += p->inf_val;
         m->nonfinite_mismatch += p->nonfinite_mismatch;
     }
     if (parts && parts != &one) free(parts);
     if (p1 && p1 != one1) free(p1);
-    if (m->nonfinite_mismatch) {  /* a NaN/Inf mismatch is the worst element */
+    if (m->nonfinite_mismatch) { /* a NaN/Inf mismatch is the worst element */
         for (int64_t i = 0; i < n; i++) {
             bool rf = isfinite(ref[i]), vf = isfinite(val[i]);
-            if (rf != vf || (!rf && !vf && !(isnan(ref[i]) && isnan(val[i])) &&
-                             !(isinf(ref[i]) && isinf(val[i]) && (ref[i] > 0) == (val[i] > 0)))) {
-                m->worst_index = i; m->max_abs = INFINITY; break;
+            if (rf != vf ||
+                (!rf && !vf && !(isnan(ref[i]) && isnan(val[i])) &&
+                 !(isinf(ref[i]) && isinf(val[i]) && (ref[i] > 0) == (val[i] > 0)))) {
+                m->worst_index = i;
+                m->max_abs = INFINITY;
+                break;
             }
         }
     }
     m->mean_abs = finite_n ? sum_abs / (double)finite_n : 0;
     m->rmse = finite_n ? sqrt(sum_d2 / (double)finite_n) : 0;
-    if (sum_d2 == 0 && finite_n == n) m->cosine = 1; /* identical: exactly 1, not rounded */
-    else if (sum_ref2 == 0 && sv2 == 0) m->cosine = 1;
-    else if (sum_ref2 == 0 || sv2 == 0) m->cosine = 0;
-    else m->cosine = dot / (sqrt(sum_ref2) * sqrt(sv2));
+    if (sum_d2 == 0 && finite_n == n)
+        m->cosine = 1; /* identical: exactly 1, not rounded */
+    else if (sum_ref2 == 0 && sv2 == 0)
+        m->cosine = 1;
+    else if (sum_ref2 == 0 || sv2 == 0)
+        m->cosine = 0;
+    else
+        m->cosine = dot / (sqrt(sum_ref2) * sqrt(sv2));
     if (m->cosine > 1) m->cosine = 1;
     m->snr_db = sum_d2 == 0 ? INFINITY : (sum_ref2 == 0 ? -INFINITY : 10 * log10(sum_ref2 / sum_d2));
     m->fail_fraction = n ? (double)m->fail_count / (double)n : 0;
@@ -213,8 +253,7 @@ void cd_metrics_compute_mt(const float *ref, const float *val, int64_t n, const 
             rem /= dk;
         }
     }
-    m->pass = m->fail_fraction <= tol->max_fail_fraction && m->cosine >= tol->min_cos &&
-              m->nonfinite_mismatch == 0;
+    m->pass = m->fail_fraction <= tol->max_fail_fraction && m->cosine >= tol->min_cos && m->nonfinite_mismatch == 0;
 }
 
 static void topk_idx(const float *row, int64_t w, int k, int64_t *out) {
@@ -231,8 +270,7 @@ static void topk_idx(const float *row, int64_t w, int k, int64_t *out) {
     }
 }
 
-void cd_topk_agreement(const float *ref, const float *val, int64_t rows, int64_t width,
-                       double *top1, double *top5) {
+void cd_topk_agreement(const float *ref, const float *val, int64_t rows, int64_t width, double *top1, double *top5) {
     int k = width < 5 ? (int)width : 5;
     int64_t a1 = 0, a5 = 0;
     for (int64_t r = 0; r < rows; r++) {

@@ -73,7 +73,10 @@ int64_t cd_detection_rows(const cd_shape *shape, const float *data, int64_t n, i
     int64_t rows = -1;
     if (known_dims(shape)) {
         rows = det_shape(shape, &w);
-        if (rows < 0 && n == 1 && is_empty_sentinel(shape, data)) { rows = 0; w = 6; }
+        if (rows < 0 && n == 1 && is_empty_sentinel(shape, data)) {
+            rows = 0;
+            w = 6;
+        }
     }
     if (width) *width = rows >= 0 ? w : 0;
     return rows;
@@ -126,12 +129,11 @@ static int64_t collect(const float *d, int64_t rows, int w, double score_min, de
     return k;
 }
 
-cd_status cd_detection_match(const float *ref, int64_t rows_ref, const float *val, int64_t rows_val,
-                             int w, double iou_min, double score_min, cd_det_summary *out) {
+cd_status cd_detection_match(const float *ref, int64_t rows_ref, const float *val, int64_t rows_val, int w,
+                             double iou_min, double score_min, cd_det_summary *out) {
     memset(out, 0, sizeof *out);
     out->mean_iou = 1;
-    if ((w != 6 && w != 7) || rows_ref < 0 || rows_val < 0 || (rows_ref > 0 && !ref) ||
-        (rows_val > 0 && !val))
+    if ((w != 6 && w != 7) || rows_ref < 0 || rows_val < 0 || (rows_ref > 0 && !ref) || (rows_val > 0 && !val))
         return CD_E_INTERNAL;
     out->n_ref = collect(ref, rows_ref, w, score_min, NULL);
     out->n_val = collect(val, rows_val, w, score_min, NULL);
@@ -141,7 +143,9 @@ cd_status cd_detection_match(const float *ref, int64_t rows_ref, const float *va
     det_item *iv = malloc((size_t)out->n_val * sizeof *iv);
     bool *used = calloc((size_t)out->n_val, sizeof *used);
     if (!ir || !iv || !used) {
-        free(ir); free(iv); free(used);
+        free(ir);
+        free(iv);
+        free(used);
         return CD_E_NOMEM;
     }
     collect(ref, rows_ref, w, score_min, ir);
@@ -159,7 +163,10 @@ cd_status cd_detection_match(const float *ref, int64_t rows_ref, const float *va
             if (b[w - 6] != a[w - 6] || (w == 7 && b[0] != a[0])) continue;
             double iou = cd_box_iou(a + w - 4, b + w - 4);
             if (!(iou >= iou_min)) continue;
-            if (best < 0 || iou > best_iou) { best = j; best_iou = iou; }
+            if (best < 0 || iou > best_iou) {
+                best = j;
+                best_iou = iou;
+            }
         }
         if (best < 0) continue;
         used[best] = true;
@@ -172,6 +179,8 @@ cd_status cd_detection_match(const float *ref, int64_t rows_ref, const float *va
     out->matched = matched;
     out->mean_iou = matched ? iou_sum / (double)matched : 1;
     out->max_score_diff = max_diff;
-    free(ir); free(iv); free(used);
+    free(ir);
+    free(iv);
+    free(used);
     return CD_OK;
 }

@@ -38,10 +38,10 @@ cd_task cd_output_task(const cd_shape *shape, const float *ref, int64_t n);
 int64_t cd_detection_rows(const cd_shape *shape, const float *data, int64_t n, int *width);
 
 typedef struct cd_det_summary {
-    int64_t n_ref, n_val;     /* boxes with score >= score_min (and label >= 0) */
-    int64_t matched;          /* greedy one-to-one matches: same label, IoU >= iou_min; highest score first */
-    double mean_iou;          /* over matched pairs, 1 when none */
-    double max_score_diff;    /* |score_ref - score_val| over matched pairs (0 when none) */
+    int64_t n_ref, n_val;  /* boxes with score >= score_min (and label >= 0) */
+    int64_t matched;       /* greedy one-to-one matches: same label, IoU >= iou_min; highest score first */
+    double mean_iou;       /* over matched pairs, 1 when none */
+    double max_score_diff; /* |score_ref - score_val| over matched pairs (0 when none) */
 } cd_det_summary;
 
 /* Rows of width w (6: [label, score, x1, y1, x2, y2]; 7: [batch, label, score, box]); ref
@@ -55,8 +55,8 @@ typedef struct cd_det_summary {
  * Returns CD_OK; CD_E_INTERNAL for w not 6/7, negative row counts or NULL data with rows > 0
  * (out zeroed, mean_iou 1); CD_E_NOMEM when the index arrays cannot be allocated (out then
  * holds only n_ref and n_val; matched 0, mean_iou 1, max_score_diff 0). */
-cd_status cd_detection_match(const float *ref, int64_t rows_ref, const float *val, int64_t rows_val,
-                             int w, double iou_min, double score_min, cd_det_summary *out);
+cd_status cd_detection_match(const float *ref, int64_t rows_ref, const float *val, int64_t rows_val, int w,
+                             double iou_min, double score_min, cd_det_summary *out);
 
 /* IoU of two [x1, y1, x2, y2] boxes, in double: Paddle's normalized-coordinate convention
  * (multiclass_nms with normalized = true): width x2 - x1 and height y2 - y1, no +1 pixel.

@@ -13,7 +13,7 @@
 #include "engine/ops.h"
 
 typedef struct cd_tol_rule {
-    int kind;              /* 0 default, 1 op type, 2 layer glob */
+    int kind; /* 0 default, 1 op type, 2 layer glob */
     char pattern[128];
     double atol, rtol, min_cos, max_fail_fraction; /* < 0: not set by this rule */
     double range_atol;
@@ -21,14 +21,14 @@ typedef struct cd_tol_rule {
 } cd_tol_rule;
 
 typedef struct cd_policy {
-    cd_tol base;           /* precision defaults, then command-line overrides */
+    cd_tol base; /* precision defaults, then command-line overrides */
     /* The output tolerance (docs/verdicts.md): a model output passes when
      * max|a-b| <= out_range * max|ref| and cosine >= out_min_cos (and no NaN/Inf where the
      * reference is finite). With user tolerances (user = true) outputs take the element rule
      * of `base`/the file instead, and the same values are extra local allowances. */
     double out_range, out_min_cos;
     bool user;
-    char base_source[64];  /* "fp32 default", "fp16 default", "command line" */
+    char base_source[64]; /* "fp32 default", "fp16 default", "command line" */
     cd_tol_rule *rules;
     int n_rules;
     char file[512];

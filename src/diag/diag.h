@@ -15,8 +15,8 @@ int64_t cd_diag_acc_len(const cd_plan *plan, int op_index);
 /* Half-precision limits used by the hazard counts. */
 #define CD_HALF_MAX 65504.0
 #define CD_HALF_MIN_NORMAL 6.103515625e-05 /* 2^-14 */
-#define CD_U_FP32 5.9604644775390625e-08 /* 2^-24 */
-#define CD_U_FP16 4.8828125e-04          /* 2^-11 */
+#define CD_U_FP32 5.9604644775390625e-08   /* 2^-24 */
+#define CD_U_FP16 4.8828125e-04            /* 2^-11 */
 
 /* Counts golden values that overflow half (|x| > 65504) and that fall below the smallest
  * normal half (0 < |x| < 2^-14), and the largest finite |x|. */

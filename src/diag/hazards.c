@@ -110,8 +110,10 @@ void cd_diag_hazard_counts(const float *g, int64_t n, int64_t *over, int64_t *un
         double a = fabs((double)g[i]);
         if (!isfinite(a)) continue;
         if (a > mx) mx = a;
-        if (a > CD_HALF_MAX) o++;
-        else if (a > 0 && a < CD_HALF_MIN_NORMAL) u++;
+        if (a > CD_HALF_MAX)
+            o++;
+        else if (a > 0 && a < CD_HALF_MIN_NORMAL)
+            u++;
     }
     *over = o;
     *under = u;
@@ -135,16 +137,14 @@ void cd_diag_rank_hazards(cd_analysis *a) {
         double acc = CD_U_FP16 * sqrt((double)(l->acc_k > 0 ? l->acc_k : 1));
         if (l->g_over > 0) {
             l->risk = 3 + log10(1 + (double)l->g_over);
-            snprintf(l->risk_reason, sizeof l->risk_reason, "overflow: %lld values above 65504",
-                     (long long)l->g_over);
+            snprintf(l->risk_reason, sizeof l->risk_reason, "overflow: %lld values above 65504", (long long)l->g_over);
         } else if (l->g_absmax > CD_HALF_MAX / 8) {
             l->risk = 2 + l->g_absmax / CD_HALF_MAX;
             snprintf(l->risk_reason, sizeof l->risk_reason, "near overflow: max |x| = %.4g (headroom %.2gx)",
                      l->g_absmax, CD_HALF_MAX / l->g_absmax);
         } else if (ufrac > 1e-3) {
             l->risk = 1 + ufrac;
-            snprintf(l->risk_reason, sizeof l->risk_reason, "underflow: %.3g%% of values below 2^-14",
-                     100 * ufrac);
+            snprintf(l->risk_reason, sizeof l->risk_reason, "underflow: %.3g%% of values below 2^-14", 100 * ufrac);
         } else if (l->tol.rtol > 0 && acc > l->tol.rtol) {
             l->risk = fmin(0.999, acc / l->tol.rtol / 100);
             snprintf(l->risk_reason, sizeof l->risk_reason, "long accumulation: K = %lld, u*sqrt(K) = %.3g > rtol",

@@ -29,8 +29,10 @@ static cd_status convert(const cd_value *in, cd_dtype to, cd_value *out, cd_erro
     cd_status st = cd_value_alloc(out, err);
     if (st) return st;
     int64_t n = cd_value_numel(in);
-    if (in->dtype == to) { if (out->nbytes) memcpy(out->data, in->data, out->nbytes); }
-    else for (int64_t i = 0; i < n; i++) cd_value_set(out, i, cd_value_get(in, i));
+    if (in->dtype == to) {
+        if (out->nbytes) memcpy(out->data, in->data, out->nbytes);
+    } else
+        for (int64_t i = 0; i < n; i++) cd_value_set(out, i, cd_value_get(in, i));
     return CD_OK;
 }
 
@@ -114,8 +116,14 @@ static void pin_describe(cd_backend *b, char *dev, size_t dn, char *drv, size_t 
 }
 
 static const cd_backend_vt k_pin_vt = {
-    .name = "pinned", .prepare = pin_prepare, .set_input = pin_set_input, .run_op = pin_run_op,
-    .read = pin_read, .release = pin_release, .close = pin_close, .describe = pin_describe,
+    .name = "pinned",
+    .prepare = pin_prepare,
+    .set_input = pin_set_input,
+    .run_op = pin_run_op,
+    .read = pin_read,
+    .release = pin_release,
+    .close = pin_close,
+    .describe = pin_describe,
 };
 
 cd_status cd_pinned_backend_open(cd_backend *inner, const cd_plan *plan32, const bool *pinned,
@@ -123,11 +131,19 @@ cd_status cd_pinned_backend_open(cd_backend *inner, const cd_plan *plan32, const
     *out = NULL;
     cd_backend *b = calloc(1, sizeof *b);
     pin_impl *im = calloc(1, sizeof *im);
-    if (!b || !im) { free(b); free(im); return cd_err(err, CD_E_NOMEM, "out of memory"); }
+    if (!b || !im) {
+        free(b);
+        free(im);
+        return cd_err(err, CD_E_NOMEM, "out of memory");
+    }
     cd_backend_opts co = *cpu_opts;
     co.prec = CD_PREC_FP32;
     cd_status st = cd_cpu_backend_open(&co, &im->cpu, err);
-    if (st) { free(b); free(im); return st; }
+    if (st) {
+        free(b);
+        free(im);
+        return st;
+    }
     im->inner = inner;
     im->plan32 = plan32;
     im->pinned = pinned;
@@ -150,7 +166,8 @@ typedef struct out_sink {
 
 static cd_status out_hit(void *user, int op_index, int tensor_id, const cd_value *host, const cd_op_report *rep,
                          cd_error *err) {
-    (void)op_index; (void)rep;
+    (void)op_index;
+    (void)rep;
     out_sink *k = user;
     bool is_out = false;
     for (int j = 0; j < k->g->n_outputs; j++) is_out |= k->g->outputs[j] == tensor_id;
@@ -166,8 +183,9 @@ static cd_status out_hit(void *user, int op_index, int tensor_id, const cd_value
 }
 
 /* Runs one pin set and compares the model outputs with the reference run. */
-static cd_status trial(const cd_pins_run *s, const cd_analysis *an, const cd_policy *pol, const char *backend_b, const bool *pinned,
-                       const cd_dump_reader *r, const char *ref_run, cd_pin_result *res, cd_error *err) {
+static cd_status trial(const cd_pins_run *s, const cd_analysis *an, const cd_policy *pol, const char *backend_b,
+                       const bool *pinned, const cd_dump_reader *r, const char *ref_run, cd_pin_result *res,
+                       cd_error *err) {
     const cd_graph *g = s->g;
     cd_backend_opts bo = s->opts;
     bo.threads = 1; /* runs in a forked child: OpenMP teams of the parent do not survive fork */
@@ -178,10 +196,16 @@ static cd_status trial(const cd_pins_run *s, const cd_analysis *an, const cd_pol
     cd_status st = def->open(&bo, &inner, err);
     if (st) return st;
     const cd_plan *p32 = s->plan32 ? s->plan32 : s->plan;
-    if ((st = cd_pinned_backend_open(inner, p32, pinned, &bo, &pb, err))) { cd_backend_close(inner); return st; }
+    if ((st = cd_pinned_backend_open(inner, p32, pinned, &bo, &pb, err))) {
+        cd_backend_close(inner);
+        return st;
+    }
     bool *mask = calloc((size_t)g->n_ops + 1, 1);
     out_sink os = {.g = g};
-    if (!mask) { st = cd_err(err, CD_E_NOMEM, "out of memory"); goto done; }
+    if (!mask) {
+        st = cd_err(err, CD_E_NOMEM, "out of memory");
+        goto done;
+    }
     for (int j = 0; j < g->n_outputs; j++) {
         int p = g->tensors[g->outputs[j]].producer;
         if (p >= 0) mask[p] = true;
@@ -211,14 +235,21 @@ static cd_status trial(const cd_pins_run *s, const cd_analysis *an, const cd_pol
         float *ref = NULL;
         int64_t n = 0;
         if ((st = cd_dump_read_f32(r, ref_run, ti->dataset, &ref, &n, err))) break;
-        if (n != os.numel[k]) { free(ref); res->pass = false; continue; }
+        if (n != os.numel[k]) {
+            free(ref);
+            res->pass = false;
+            continue;
+        }
         cd_metrics m;
         cd_metrics_compute(ref, os.data[k], n, &lc->shape, s->prec == CD_PREC_FP16, &lc->tol, &m);
         free(ref);
         /* the verdict's output rule, yardsticks included (quantized models, fp16 vs golden) */
-        double re = m.nonfinite_mismatch ? INFINITY : m.ref_absmax > 0 ? m.max_abs / m.ref_absmax : (m.max_abs > 0 ? INFINITY : 0);
+        double re = m.nonfinite_mismatch ? INFINITY
+            : m.ref_absmax > 0           ? m.max_abs / m.ref_absmax
+                                         : (m.max_abs > 0 ? INFINITY : 0);
         if (!cd_policy_output_pass(pol, &m) &&
-            (pol->user || m.nonfinite_mismatch || !cd_output_yardstick(lc, pol, re, m.cosine, !strcmp(ref_run, "golden"))))
+            (pol->user || m.nonfinite_mismatch ||
+             !cd_output_yardstick(lc, pol, re, m.cosine, !strcmp(ref_run, "golden"))))
             res->pass = false;
         if (m.max_abs > res->out_max_abs || isnan(m.max_abs)) res->out_max_abs = m.max_abs;
         if (m.cosine < res->out_cosine) res->out_cosine = m.cosine;
@@ -241,13 +272,18 @@ typedef struct trial_msg {
     cd_error err;
 } trial_msg;
 
-static cd_status trial_forked(const cd_pins_run *s, const cd_analysis *an, const cd_policy *pol, const char *backend_b, const bool *pinned,
-                              const cd_dump_reader *r, const char *ref_run, cd_pin_result *res, cd_error *err) {
+static cd_status trial_forked(const cd_pins_run *s, const cd_analysis *an, const cd_policy *pol, const char *backend_b,
+                              const bool *pinned, const cd_dump_reader *r, const char *ref_run, cd_pin_result *res,
+                              cd_error *err) {
     int fd[2];
     if (pipe(fd) != 0) return cd_err(err, CD_E_INTERNAL, "pipe() failed: %s", strerror(errno));
     fflush(NULL);
     pid_t pid = fork();
-    if (pid < 0) { close(fd[0]); close(fd[1]); return cd_err(err, CD_E_INTERNAL, "fork() failed: %s", strerror(errno)); }
+    if (pid < 0) {
+        close(fd[0]);
+        close(fd[1]);
+        return cd_err(err, CD_E_INTERNAL, "fork() failed: %s", strerror(errno));
+    }
     if (pid == 0) {
         close(fd[0]);
         static trial_msg m;
@@ -257,8 +293,12 @@ static cd_status trial_forked(const cd_pins_run *s, const cd_analysis *an, const
         size_t left = sizeof m;
         while (left) {
             ssize_t w = write(fd[1], p, left);
-            if (w <= 0) { if (w < 0 && errno == EINTR) continue; _exit(3); }
-            p += w; left -= (size_t)w;
+            if (w <= 0) {
+                if (w < 0 && errno == EINTR) continue;
+                _exit(3);
+            }
+            p += w;
+            left -= (size_t)w;
         }
         _exit(0);
     }
@@ -276,8 +316,10 @@ static cd_status trial_forked(const cd_pins_run *s, const cd_analysis *an, const
     while (waitpid(pid, &ws, 0) < 0 && errno == EINTR) {}
     if (got != sizeof m) {
         if (WIFSIGNALED(ws))
-            return cd_err(err, CD_E_CRASH, "pin trial crashed with signal %d (%s)", WTERMSIG(ws), strsignal(WTERMSIG(ws)));
-        return cd_err(err, CD_E_CRASH, "pin trial ended without a result (exit status %d)", WIFEXITED(ws) ? WEXITSTATUS(ws) : -1);
+            return cd_err(err, CD_E_CRASH, "pin trial crashed with signal %d (%s)", WTERMSIG(ws),
+                          strsignal(WTERMSIG(ws)));
+        return cd_err(err, CD_E_CRASH, "pin trial ended without a result (exit status %d)",
+                      WIFEXITED(ws) ? WEXITSTATUS(ws) : -1);
     }
     *res = m.res;
     if (m.st) *err = m.err;
@@ -291,7 +333,8 @@ static int pin_order(const void *a, const void *b) {
     return (x->out_max_abs > y->out_max_abs) - (x->out_max_abs < y->out_max_abs);
 }
 
-cd_status cd_diag_suggest_pins(const cd_pins_run *s, cd_analysis *an, const cd_policy *pol, const char *backend_b, cd_error *err) {
+cd_status cd_diag_suggest_pins(const cd_pins_run *s, cd_analysis *an, const cd_policy *pol, const char *backend_b,
+                               cd_error *err) {
     const cd_graph *g = s->g;
     int cand[CD_PIN_MAX_CANDIDATES], nc = 0;
     for (int i = 0; i < an->n_layers && nc < CD_PIN_MAX_CANDIDATES; i++) {
@@ -301,7 +344,10 @@ cd_status cd_diag_suggest_pins(const cd_pins_run *s, cd_analysis *an, const cd_p
         for (int j = 0; j < nc; j++) dup |= an->layers[cand[j]].op_index == l->op_index;
         if (!dup) cand[nc++] = i;
     }
-    if (!nc) { snprintf(an->pins_note, sizeof an->pins_note, "no failing layer: nothing to pin"); return CD_OK; }
+    if (!nc) {
+        snprintf(an->pins_note, sizeof an->pins_note, "no failing layer: nothing to pin");
+        return CD_OK;
+    }
     cd_dump_reader *r = NULL;
     cd_status st = cd_dump_open(s->dump_path, &r, err);
     if (st) return st;
@@ -309,7 +355,10 @@ cd_status cd_diag_suggest_pins(const cd_pins_run *s, cd_analysis *an, const cd_p
     int nt = nc + (nc > 1);
     an->pins = calloc((size_t)nt, sizeof *an->pins);
     bool *pinned = calloc((size_t)g->n_ops + 1, 1);
-    if (!an->pins || !pinned) { st = cd_err(err, CD_E_NOMEM, "out of memory"); goto done; }
+    if (!an->pins || !pinned) {
+        st = cd_err(err, CD_E_NOMEM, "out of memory");
+        goto done;
+    }
     for (int t = 0; t < nt && !st; t++) {
         memset(pinned, 0, (size_t)g->n_ops);
         cd_pin_result *res = &an->pins[an->n_pins];
@@ -325,17 +374,26 @@ cd_status cd_diag_suggest_pins(const cd_pins_run *s, cd_analysis *an, const cd_p
         }
         cd_error te = {0};
         cd_status ts = trial_forked(s, an, pol, backend_b, pinned, r, ref_run, res, &te);
-        if (ts == CD_E_INTERRUPTED) { st = ts; *err = te; break; }
-        if (ts) { res->pass = false; snprintf(res->error, sizeof res->error, "%s", te.msg); }
+        if (ts == CD_E_INTERRUPTED) {
+            st = ts;
+            *err = te;
+            break;
+        }
+        if (ts) {
+            res->pass = false;
+            snprintf(res->error, sizeof res->error, "%s", te.msg);
+        }
         an->n_pins++;
     }
     if (!st) {
         qsort(an->pins, (size_t)an->n_pins, sizeof *an->pins, pin_order);
-        snprintf(an->pins_note, sizeof an->pins_note, "%s", an->n_pins && an->pins[0].pass
-                 ? "pinning the listed layers to float32 on the CPU brings every output within tolerance of the float32 golden run"
-                 : "no tried pin set brings the outputs within tolerance");
+        snprintf(an->pins_note, sizeof an->pins_note, "%s",
+                 an->n_pins && an->pins[0].pass ? "pinning the listed layers to float32 on the CPU brings every output "
+                                                  "within tolerance of the float32 golden run"
+                                                : "no tried pin set brings the outputs within tolerance");
         if (strcmp(ref_run, "golden"))
-            snprintf(an->pins_note + strlen(an->pins_note), sizeof an->pins_note - strlen(an->pins_note), " (reference: run %s)", ref_run);
+            snprintf(an->pins_note + strlen(an->pins_note), sizeof an->pins_note - strlen(an->pins_note),
+                     " (reference: run %s)", ref_run);
     }
 done:
     free(pinned);

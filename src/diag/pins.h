@@ -17,14 +17,14 @@
  * run (else ref_run) the outputs are held to. Filled by the caller; nothing is owned. */
 typedef struct cd_pins_run {
     const cd_graph *g;
-    const cd_plan *plan;          /* B's plan at prec */
-    const cd_plan *plan32;        /* the float32 plan the pinned ops run (NULL: plan) */
-    const cd_value *inputs;       /* the model inputs, as the runs were fed */
-    cd_backend_opts opts;         /* B's options at prec */
+    const cd_plan *plan;    /* B's plan at prec */
+    const cd_plan *plan32;  /* the float32 plan the pinned ops run (NULL: plan) */
+    const cd_value *inputs; /* the model inputs, as the runs were fed */
+    cd_backend_opts opts;   /* B's options at prec */
     cd_precision prec;
     const char *dump_path;
-    const char *ref_run;          /* the reference when the dump holds no golden run (run A) */
-    volatile int *stop_flag;      /* NULL: none */
+    const char *ref_run;     /* the reference when the dump holds no golden run (run A) */
+    volatile int *stop_flag; /* NULL: none */
 } cd_pins_run;
 struct cd_policy;
 cd_status cd_diag_suggest_pins(const cd_pins_run *s, cd_analysis *an, const struct cd_policy *pol,

@@ -7,11 +7,11 @@
 
 /* Where and how an op ran; stored as dataset attributes in the dump. */
 typedef struct cd_op_report {
-    double elapsed_us;     /* host wall time of run_op (includes queue/finish) */
-    double kernel_us;      /* device time from profiling events, -1 when not measured */
-    char where[16];        /* "cpu", "opencl", "cpu-fallback", "host" */
-    char kernel[64];       /* kernel name / variant that ran, e.g. "conv2d_3x3:fp16" */
-    char note[256];        /* why a fallback happened, etc. */
+    double elapsed_us; /* host wall time of run_op (includes queue/finish) */
+    double kernel_us;  /* device time from profiling events, -1 when not measured */
+    char where[16];    /* "cpu", "opencl", "cpu-fallback", "host" */
+    char kernel[64];   /* kernel name / variant that ran, e.g. "conv2d_3x3:fp16" */
+    char note[256];    /* why a fallback happened, etc. */
 } cd_op_report;
 
 typedef struct cd_backend_opts {
@@ -24,14 +24,14 @@ typedef struct cd_backend_opts {
     const char *kernel_dir;
     const char *cache_dir;
     bool no_cache;
-    bool fp16_compute;     /* allow half arithmetic where cl_khr_fp16 exists */
+    bool fp16_compute; /* allow half arithmetic where cl_khr_fp16 exists */
     /* CPU: int8 layers (ARM int8 kernel records) in integer arithmetic as Paddle-Lite's ARM
      * kernels do (backends/cpu/ops_int8.h); false: dequantized weights in float */
     bool int8_arm;
-    bool no_quant;           /* cpu: calib fake quantization as identity (cd_op_ctx.no_quant) */
-    bool int8_on_arm;        /* opencl: ops with int8 kernels run on the CPU int8 kernels, as
+    bool no_quant;    /* cpu: calib fake quantization as identity (cd_op_ctx.no_quant) */
+    bool int8_on_arm; /* opencl: ops with int8 kernels run on the CPU int8 kernels, as
                                 Paddle-Lite places them (no OpenCL int8 kernels; docs/int8.md) */
-    bool isolate;            /* opencl: run in a child process (default; --no-isolate) */
+    bool isolate;     /* opencl: run in a child process (default; --no-isolate) */
     /* --backend-opt NAME:key=value entries of every backend, as given; each backend reads its
      * own (cd_backend_opt) */
     const char *const *kv;

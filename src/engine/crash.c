@@ -13,8 +13,7 @@ void cd_crash_describe(const cd_crash_info *c, const cd_plan *plan, char *buf, s
     else
         snprintf(what, sizeof what, "OpenCL child exited with status %d without a result", c->exit_status);
     char opdesc[240] = "";
-    if (c->op_index >= 0)
-        snprintf(opdesc, sizeof opdesc, "op #%d %s (%s)", c->op_index, c->layer, c->op_type);
+    if (c->op_index >= 0) snprintf(opdesc, sizeof opdesc, "op #%d %s (%s)", c->op_index, c->layer, c->op_type);
     if (!strcmp(c->phase, "build"))
         snprintf(where, sizeof where, "%s in clBuildProgram of kernel %s (%s) for %s", c->timed_out ? " stuck" : "",
                  c->kernel, c->variant, opdesc);
@@ -23,9 +22,12 @@ void cd_crash_describe(const cd_crash_info *c, const cd_plan *plan, char *buf, s
     else if (!strcmp(c->phase, "read-back"))
         snprintf(where, sizeof where, " while reading back tensor '%s' (%s)%s%s", c->kernel, c->variant,
                  c->op_index >= 0 ? " of " : "", opdesc);
-    else if (!strncmp(c->phase, "engine", 6))   /* a whole-model engine (engine/backend_def.h) */
-        snprintf(where, sizeof where, " in the engine's %s%s%s%s", !strcmp(c->phase, "engine-load") ? "model load"
-                 : !strcmp(c->phase, "engine-fetch") ? "output fetch" : "run", c->op_index >= 0 ? " at " : "", opdesc,
+    else if (!strncmp(c->phase, "engine", 6)) /* a whole-model engine (engine/backend_def.h) */
+        snprintf(where, sizeof where, " in the engine's %s%s%s%s",
+                 !strcmp(c->phase, "engine-load")        ? "model load"
+                     : !strcmp(c->phase, "engine-fetch") ? "output fetch"
+                                                         : "run",
+                 c->op_index >= 0 ? " at " : "", opdesc,
                  c->op_index >= 0 ? " (the first op whose model prefix dies)" : "");
     else if (!strcmp(c->phase, "setup"))
         snprintf(where, sizeof where, " while loading the OpenCL library and opening the device");
@@ -44,6 +46,6 @@ void cd_crash_describe(const cd_crash_info *c, const cd_plan *plan, char *buf, s
         snprintf(tail, sizeof tail, "; the driver printed: \"%.*s\"", (int)(e - s > 300 ? 300 : e - s), s);
     }
     (void)plan;
-    snprintf(buf, n, "%s%s; %d op(s) completed, %d layer(s) captured before it are kept%s", what, where,
-             c->ops_done, c->hits, tail);
+    snprintf(buf, n, "%s%s; %d op(s) completed, %d layer(s) captured before it are kept%s", what, where, c->ops_done,
+             c->hits, tail);
 }

@@ -8,21 +8,21 @@
 #include "engine/plan.h"
 
 typedef struct cd_crash_info {
-    bool crashed;          /* the child died by a signal, exited without a result, or timed out */
-    bool timed_out;        /* killed by the parent after timeout_s */
-    int signal;            /* signal that ended the child (SIGKILL after a timeout), 0 if none */
-    char signal_name[16];  /* "SIGABRT" */
-    int exit_status;       /* exit status when it exited without a result, else -1 */
-    int op_index;          /* op in flight, -1 when the crash came before the first op */
-    char layer[128];       /* op name, e.g. "conv2d_3" */
+    bool crashed;         /* the child died by a signal, exited without a result, or timed out */
+    bool timed_out;       /* killed by the parent after timeout_s */
+    int signal;           /* signal that ended the child (SIGKILL after a timeout), 0 if none */
+    char signal_name[16]; /* "SIGABRT" */
+    int exit_status;      /* exit status when it exited without a result, else -1 */
+    int op_index;         /* op in flight, -1 when the crash came before the first op */
+    char layer[128];      /* op name, e.g. "conv2d_3" */
     char op_type[64];
-    char kernel[64];       /* kernel family (build) or kernel name (run), or tensor (read-back) */
-    char variant[16];      /* "fp32", "fp16", "fp16-compute" */
-    char phase[16];        /* "setup", "prepare", "build", "run", "read-back" */
-    int ops_done;          /* ops that completed before the crash */
-    int hits;              /* probe hits received (layers kept in the dump) */
-    double elapsed_s;      /* wall time of the child until it ended */
-    char stderr_tail[1024];/* last lines the driver printed (e.g. "LLVM ERROR: Cannot select") */
+    char kernel[64];        /* kernel family (build) or kernel name (run), or tensor (read-back) */
+    char variant[16];       /* "fp32", "fp16", "fp16-compute" */
+    char phase[16];         /* "setup", "prepare", "build", "run", "read-back" */
+    int ops_done;           /* ops that completed before the crash */
+    int hits;               /* probe hits received (layers kept in the dump) */
+    double elapsed_s;       /* wall time of the child until it ended */
+    char stderr_tail[1024]; /* last lines the driver printed (e.g. "LLVM ERROR: Cannot select") */
 } cd_crash_info;
 
 /* Formats the crash as the one-line message a runner puts in err. */

@@ -46,11 +46,13 @@ static cd_status convert_input(const cd_plan *plan, int k, const cd_value *in, c
 
 /* settled (may be NULL): set to whether every probed output of op i passed opts->settle;
  * info keeps the summary of its worst output. */
-static cd_status probe_outputs(const cd_plan *plan, cd_backend *b, int i, const cd_op_report *rep,
-                               cd_probe_sink *sink, const cd_exec_opts *opts, bool *settled, cd_settle_info *info,
-                               cd_error *err) {
+static cd_status probe_outputs(const cd_plan *plan, cd_backend *b, int i, const cd_op_report *rep, cd_probe_sink *sink,
+                               const cd_exec_opts *opts, bool *settled, cd_settle_info *info, cd_error *err) {
     const cd_op *op = &plan->g->ops[i];
-    if (settled) { *settled = true; memset(info, 0, sizeof *info); }
+    if (settled) {
+        *settled = true;
+        memset(info, 0, sizeof *info);
+    }
     for (int s = 0; s < op->n_out; s++) {
         /* XShape (reshape2, transpose2, flatten2, squeeze2...) only carries the input's shape
          * for training: no data worth a dataset or a comparison row. */
@@ -60,8 +62,9 @@ static cd_status probe_outputs(const cd_plan *plan, cd_backend *b, int i, const 
             if (id < 0) continue;
             cd_value host = {0};
             cd_status st = b->vt->read(b, id, &host, err);
-            if (st) return cd_err_prefix(err, "reading output '%s' of op #%d %s (%s): ",
-                                         plan->g->tensors[id].name, i, op->name, op->type);
+            if (st)
+                return cd_err_prefix(err, "reading output '%s' of op #%d %s (%s): ", plan->g->tensors[id].name, i,
+                                     op->name, op->type);
             if (settled && *settled) {
                 cd_settle_info one = {0};
                 *settled = opts->settle(opts->settle_user, opts->force, i, id, &host, &one);
@@ -122,8 +125,9 @@ static cd_status record_outputs(const cd_plan *plan, cd_backend *b, int i, const
             cd_status st = b->vt->read(b, id, &host, err);
             if (!st) st = cd_forcing_put(rec, id, &host, err);
             cd_value_release(&host);
-            if (st) return cd_err_prefix(err, "recording output '%s' of op #%d %s: ", plan->g->tensors[id].name, i,
-                                         op->name);
+            if (st)
+                return cd_err_prefix(err, "recording output '%s' of op #%d %s: ", plan->g->tensors[id].name, i,
+                                     op->name);
         }
     return CD_OK;
 }
@@ -140,8 +144,9 @@ static cd_status record_probed(const cd_plan *plan, cd_backend *b, int i, cd_for
             cd_status st = b->vt->read(b, id, &host, err);
             if (!st) st = cd_forcing_put(rec, id, &host, err);
             cd_value_release(&host);
-            if (st) return cd_err_prefix(err, "recording output '%s' of op #%d %s: ", plan->g->tensors[id].name, i,
-                                         op->name);
+            if (st)
+                return cd_err_prefix(err, "recording output '%s' of op #%d %s: ", plan->g->tensors[id].name, i,
+                                     op->name);
         }
     }
     return CD_OK;
@@ -186,7 +191,7 @@ static bool settle_local_outputs(const cd_plan *plan, cd_backend *b, int i, cons
             cd_value host = {0};
             cd_error e2 = {0};
             if (b->vt->read(b, id, &host, &e2)) return false;
-            cd_settle_info one = {.local = 1};   /* tells settle that this is a re-run's output */
+            cd_settle_info one = {.local = 1}; /* tells settle that this is a re-run's output */
             all = o->settle(o->settle_user, o->force, i, id, &host, &one);
             cd_value_release(&host);
             if (all && (!any || one.ratio >= info->ratio)) *info = one;
@@ -231,7 +236,7 @@ static cd_status local_pass(const cd_plan *plan, cd_backend *b, const cd_exec_op
         if (!st && o->local_only && o->record) st = record_probed(plan, b, i, o->record, err);
         cd_settle_info li;
         if (!st && o->settle && o->on_settled && settle_local_outputs(plan, b, i, o, &li))
-            o->on_settled(o->on_settled_user, i, &li);   /* within its bound: no tensor to store */
+            o->on_settled(o->on_settled_user, i, &li); /* within its bound: no tensor to store */
         else if (!st && o->local_sink && o->local_sink->hit)
             st = probe_outputs(plan, b, i, &rep, o->local_sink, o, NULL, NULL, err);
         release_op_tensors(plan, b, i);
@@ -251,8 +256,8 @@ static void exec_phase(const char *name, double *wall, double *cpu) {
     struct rusage u;
     getrusage(RUSAGE_SELF, &u);
     double w = (double)t.tv_sec * 1e3 + (double)t.tv_nsec / 1e6;
-    double c = (double)(u.ru_utime.tv_sec + u.ru_stime.tv_sec) * 1e3 +
-               (double)(u.ru_utime.tv_usec + u.ru_stime.tv_usec) / 1e3;
+    double c =
+        (double)(u.ru_utime.tv_sec + u.ru_stime.tv_sec) * 1e3 + (double)(u.ru_utime.tv_usec + u.ru_stime.tv_usec) / 1e3;
     if (name) fprintf(stderr, "cldiff: phase   %-10s wall %8.0f ms  cpu %8.0f ms\n", name, w - *wall, c - *cpu);
     *wall = w;
     *cpu = c;
@@ -285,8 +290,8 @@ cd_status cd_execute(const cd_plan *plan, cd_backend *b, const cd_value *inputs,
     }
     for (int i = 0; i < g->n_ops && !st; i++) {
         if (opts && opts->stop_flag && *opts->stop_flag) {
-            st = cd_err(err, CD_E_INTERRUPTED, "interrupted before op #%d %s (%s); %d of %d ops ran", i,
-                        g->ops[i].name, g->ops[i].type, i, g->n_ops);
+            st = cd_err(err, CD_E_INTERRUPTED, "interrupted before op #%d %s (%s); %d of %d ops ran", i, g->ops[i].name,
+                        g->ops[i].type, i, g->n_ops);
             break;
         }
         cd_op_report rep;
@@ -294,7 +299,8 @@ cd_status cd_execute(const cd_plan *plan, cd_backend *b, const cd_value *inputs,
         if ((st = b->vt->run_op(b, i, &rep, err))) break;
         if (sink && sink->hit && opts && opts->probe_mask && opts->probe_mask[i])
             if ((st = probe_outputs(plan, b, i, &rep, sink, opts, settled ? &settled[i] : NULL,
-                                   sinfo ? &sinfo[i] : NULL, err))) break;
+                                    sinfo ? &sinfo[i] : NULL, err)))
+                break;
         if (need && (st = record_outputs(plan, b, i, need, opts->record, err))) break;
         if (sink && sink->op_done) sink->op_done(sink->user, i, &rep);
         release_dead(plan, b, i);

@@ -10,8 +10,8 @@ typedef struct cd_probe_sink {
     void *user;
     /* Called for each output tensor of a probed op, right after the op ran.
      * host holds the tensor in its plan dtype. */
-    cd_status (*hit)(void *user, int op_index, int tensor_id, const cd_value *host,
-                     const cd_op_report *rep, cd_error *err);
+    cd_status (*hit)(void *user, int op_index, int tensor_id, const cd_value *host, const cd_op_report *rep,
+                     cd_error *err);
     /* Called after every op (probed or not), e.g. for progress; may be NULL. */
     void (*op_done)(void *user, int op_index, const cd_op_report *rep);
 } cd_probe_sink;
@@ -21,14 +21,14 @@ typedef struct cd_settle_info {
     double err, bound, ratio;
     int64_t worst;
     int32_t ratio_upper;
-    int32_t local;           /* 1: the local re-run's output, checked where it ran (not stored) */
-    int64_t n;               /* elements; and the comparison's summary */
+    int32_t local; /* 1: the local re-run's output, checked where it ran (not stored) */
+    int64_t n;     /* elements; and the comparison's summary */
     double max_abs, cosine, rmse, ref_rms, ref_absmax;
 } cd_settle_info;
 
 typedef struct cd_exec_opts {
-    const bool *probe_mask;   /* per op: capture its outputs; NULL = none */
-    volatile int *stop_flag;  /* set by a signal handler to stop between ops; may be NULL */
+    const bool *probe_mask;  /* per op: capture its outputs; NULL = none */
+    volatile int *stop_flag; /* set by a signal handler to stop between ops; may be NULL */
     /* Local check (docs/verdicts.md). record: the free run keeps, in this record, every
      * activation that a probed op reads. force: after the free run (or instead of it, with
      * local_only) a local pass runs every probed op once more on the recorded values of its
@@ -44,8 +44,7 @@ typedef struct cd_exec_opts {
      * docs/verdicts.md). on_settled hears of each op the local pass so skips, and of each op
      * the local pass re-ran whose outputs settle the same way (info.local = 1): those are not
      * handed to local_sink. */
-    bool (*settle)(void *user, const cd_forcing *force, int op, int tensor, const cd_value *out,
-                   cd_settle_info *info);
+    bool (*settle)(void *user, const cd_forcing *force, int op, int tensor, const cd_value *out, cd_settle_info *info);
     void *settle_user;
     void (*on_settled)(void *user, int op, const cd_settle_info *info);
     void *on_settled_user;
@@ -56,6 +55,6 @@ typedef struct cd_exec_opts {
 bool cd_exec_is_activation(const cd_plan *plan, int id);
 
 /* inputs[k] is the host value of model input k. */
-cd_status cd_execute(const cd_plan *plan, cd_backend *b, const cd_value *inputs,
-                     const cd_exec_opts *opts, cd_probe_sink *sink, cd_error *err);
+cd_status cd_execute(const cd_plan *plan, cd_backend *b, const cd_value *inputs, const cd_exec_opts *opts,
+                     cd_probe_sink *sink, cd_error *err);
 #endif

@@ -11,17 +11,17 @@ typedef struct entry {
     bool kept;
     cd_dtype dtype;
     cd_shape shape;
-    void *mem;         /* in memory (a forked child reads it without a copy) ... */
-    int64_t off;       /* ... or at this offset of the scratch file */
+    void *mem;   /* in memory (a forked child reads it without a copy) ... */
+    int64_t off; /* ... or at this offset of the scratch file */
     size_t nbytes;
 } entry;
 
 struct cd_forcing {
-    int fd;            /* -1 until the first value that does not fit the memory budget */
+    int fd; /* -1 until the first value that does not fit the memory budget */
     char dir[1024];
     int n;
     entry *e;
-    int64_t end;       /* file bytes */
+    int64_t end; /* file bytes */
     int64_t mem_used, mem_budget;
 };
 
@@ -32,7 +32,7 @@ static int64_t mem_budget(void) {
     if (v && *v) {
         char *end;
         long long b = strtoll(v, &end, 10);
-        return b >= 0 && !*end ? (int64_t)b : -1;   /* -1: not a byte count */
+        return b >= 0 && !*end ? (int64_t)b : -1; /* -1: not a byte count */
     }
     long pages = sysconf(_SC_PHYS_PAGES), psz = sysconf(_SC_PAGESIZE);
     int64_t q = pages > 0 && psz > 0 ? (int64_t)pages * psz / 4 : 0;
@@ -44,8 +44,10 @@ static cd_status open_file(cd_forcing *f, cd_error *err) {
     snprintf(path, sizeof path, "%s/.cldiff-forcing-XXXXXX", f->dir);
     f->fd = mkstemp(path);
     if (f->fd < 0)
-        return cd_err(err, CD_E_IO, "cannot create the local-check scratch file in '%s': %s (choose a writable "
-                      "--out DIR or CLDIFF_SCRATCH_DIR, or --local none)", f->dir, strerror(errno));
+        return cd_err(err, CD_E_IO,
+                      "cannot create the local-check scratch file in '%s': %s (choose a writable "
+                      "--out DIR or CLDIFF_SCRATCH_DIR, or --local none)",
+                      f->dir, strerror(errno));
     unlink(path);
     return CD_OK;
 }
@@ -55,7 +57,10 @@ cd_status cd_forcing_new(const char *dir, int n_tensors, cd_forcing **out, cd_er
     cd_forcing *f = calloc(1, sizeof *f);
     if (!f) return cd_err(err, CD_E_NOMEM, "out of memory");
     f->e = calloc((size_t)(n_tensors > 0 ? n_tensors : 1), sizeof *f->e);
-    if (!f->e) { free(f); return cd_err(err, CD_E_NOMEM, "out of memory"); }
+    if (!f->e) {
+        free(f);
+        return cd_err(err, CD_E_NOMEM, "out of memory");
+    }
     f->n = n_tensors;
     f->fd = -1;
     snprintf(f->dir, sizeof f->dir, "%s", dir);
@@ -63,13 +68,19 @@ cd_status cd_forcing_new(const char *dir, int n_tensors, cd_forcing **out, cd_er
     if (f->mem_budget < 0) {
         free(f->e);
         free(f);
-        return cd_err(err, CD_E_USAGE, "CLDIFF_SCRATCH_MEM='%s' is not a number of bytes (0 keeps the local check's "
-                      "record in the scratch file)", getenv("CLDIFF_SCRATCH_MEM"));
+        return cd_err(err, CD_E_USAGE,
+                      "CLDIFF_SCRATCH_MEM='%s' is not a number of bytes (0 keeps the local check's "
+                      "record in the scratch file)",
+                      getenv("CLDIFF_SCRATCH_MEM"));
     }
     /* no memory budget: the file from the start, so that its folder is checked up front */
     if (f->mem_budget <= 0) {
         cd_status st = open_file(f, err);
-        if (st) { free(f->e); free(f); return st; }
+        if (st) {
+            free(f->e);
+            free(f);
+            return st;
+        }
     }
     *out = f;
     return CD_OK;
@@ -100,8 +111,10 @@ cd_status cd_forcing_put(cd_forcing *f, int id, const cd_value *v, cd_error *err
         ssize_t w = pwrite(f->fd, p, left, (off_t)off);
         if (w < 0) {
             if (errno == EINTR) continue;
-            return cd_err(err, CD_E_IO, "cannot write the local-check scratch file: %s (disk full? free space in "
-                          "the --out folder, or run with --local none)", strerror(errno));
+            return cd_err(err, CD_E_IO,
+                          "cannot write the local-check scratch file: %s (disk full? free space in "
+                          "the --out folder, or run with --local none)",
+                          strerror(errno));
         }
         p += w;
         off += w;
@@ -118,9 +131,7 @@ cd_status cd_forcing_put(cd_forcing *f, int id, const cd_value *v, cd_error *err
 
 bool cd_forcing_has(const cd_forcing *f, int id) { return f && id >= 0 && id < f->n && f->e[id].kept; }
 
-const cd_shape *cd_forcing_shape(const cd_forcing *f, int id) {
-    return cd_forcing_has(f, id) ? &f->e[id].shape : NULL;
-}
+const cd_shape *cd_forcing_shape(const cd_forcing *f, int id) { return cd_forcing_has(f, id) ? &f->e[id].shape : NULL; }
 
 int64_t cd_forcing_bytes(const cd_forcing *f) { return f ? f->end + f->mem_used : 0; }
 
@@ -160,7 +171,10 @@ cd_status cd_forcing_get(const cd_forcing *f, int id, cd_dtype want, bool absval
         left -= (size_t)r;
     }
     int64_t n = cd_value_numel(&raw);
-    if (want == raw.dtype && !absval) { *out = raw; return CD_OK; }
+    if (want == raw.dtype && !absval) {
+        *out = raw;
+        return CD_OK;
+    }
     if (want == raw.dtype && raw.dtype == CD_F32) {
         float *x = raw.data;
         for (int64_t i = 0; i < n; i++) x[i] = fabsf(x[i]);
@@ -168,11 +182,17 @@ cd_status cd_forcing_get(const cd_forcing *f, int id, cd_dtype want, bool absval
         return CD_OK;
     }
     cd_value cv = {.dtype = want, .shape = raw.shape};
-    if ((st = cd_value_alloc(&cv, err))) { cd_value_release(&raw); return st; }
+    if ((st = cd_value_alloc(&cv, err))) {
+        cd_value_release(&raw);
+        return st;
+    }
     if (raw.dtype == CD_F16 && want == CD_F32) {
         const uint16_t *h = raw.data;
         float *x = cv.data;
-        for (int64_t i = 0; i < n; i++) { float v = cd_half_to_float(h[i]); x[i] = absval ? fabsf(v) : v; }
+        for (int64_t i = 0; i < n; i++) {
+            float v = cd_half_to_float(h[i]);
+            x[i] = absval ? fabsf(v) : v;
+        }
     } else if (raw.dtype == CD_F32 && want == CD_F16) {
         const float *x = raw.data;
         uint16_t *h = cv.data;

@@ -16,8 +16,8 @@ typedef struct cd_op_ctx {
     const cd_graph *g;
     const cd_op *op;
     int op_index;
-    cd_value *vals;        /* indexed by tensor id; inputs hold data, outputs are allocated */
-    cd_precision prec;     /* activation precision of this run */
+    cd_value *vals;    /* indexed by tensor id; inputs hold data, outputs are allocated */
+    cd_precision prec; /* activation precision of this run */
     int threads;
     cd_error *err;
     /* What the op's prepare hook made of its attributes and planned shapes (NULL when it has
@@ -46,20 +46,19 @@ typedef cd_status (*cd_run_fn)(cd_op_ctx *c);
  * the run, given no state, parses again and reports it. */
 typedef cd_status (*cd_prepare_fn)(cd_op_ctx *c, void **state);
 /* A prepare hook that keeps the result of PARSE(c, GEO_T *) (the same parse run uses). */
-#define CD_PREPARE_FROM_PARSE(NAME, GEO_T, PARSE)                 \
-    cd_status NAME(cd_op_ctx *c, void **state) {                  \
-        GEO_T g;                                                  \
-        cd_status s_ = PARSE(c, &g);                              \
-        if (s_) return s_;                                        \
-        GEO_T *p = malloc(sizeof g);                              \
-        if (!p) return CD_E_NOMEM;                                \
-        *p = g;                                                   \
-        *state = p;                                               \
-        return CD_OK;                                             \
+#define CD_PREPARE_FROM_PARSE(NAME, GEO_T, PARSE)                                                                      \
+    cd_status NAME(cd_op_ctx *c, void **state) {                                                                       \
+        GEO_T g;                                                                                                       \
+        cd_status s_ = PARSE(c, &g);                                                                                   \
+        if (s_) return s_;                                                                                             \
+        GEO_T *p = malloc(sizeof g);                                                                                   \
+        if (!p) return CD_E_NOMEM;                                                                                     \
+        *p = g;                                                                                                        \
+        *state = p;                                                                                                    \
+        return CD_OK;                                                                                                  \
     }
 /* In a run: G = the prepared GEO_T, or PARSE(c, &G) when there is none. */
-#define CD_PARSED(c, GEO_T, PARSE, G) \
-    ((c)->state ? (G = *(const GEO_T *)(c)->state, CD_OK) : PARSE(c, &G))
+#define CD_PARSED(c, GEO_T, PARSE, G) ((c)->state ? (G = *(const GEO_T *)(c)->state, CD_OK) : PARSE(c, &G))
 
 enum {
     CD_OPF_IDENTITY = 1,   /* output = input (feed, fetch, io_copy, layout, dropout...) */
@@ -86,7 +85,10 @@ const cd_op_def *cd_op_find(const char *type);
 int cd_op_all(const cd_op_def *const **out);
 
 /* Each op family file exports a table, collected by ops_registry.c. */
-typedef struct { const cd_op_def *defs; int n; } cd_op_table;
+typedef struct {
+    const cd_op_def *defs;
+    int n;
+} cd_op_table;
 
 /* ---- helpers for op implementations (engine/ops_util.c) ---- */
 /* Input value of slot[idx] or NULL when not connected. */
@@ -101,11 +103,25 @@ static inline cd_dtype cd_act_dtype(const cd_op_ctx *c) { return c->prec == CD_P
 
 /* Fused activation description shared by conv, fc, elementwise fusion, etc. */
 typedef enum {
-    CD_ACT_NONE = 0, CD_ACT_RELU, CD_ACT_RELU6, CD_ACT_LEAKY_RELU, CD_ACT_SIGMOID, CD_ACT_TANH,
-    CD_ACT_SWISH, CD_ACT_HARD_SWISH, CD_ACT_HARD_SIGMOID, CD_ACT_PRELU, CD_ACT_ABS, CD_ACT_GELU,
-    CD_ACT_EXP, CD_ACT_SQRT
+    CD_ACT_NONE = 0,
+    CD_ACT_RELU,
+    CD_ACT_RELU6,
+    CD_ACT_LEAKY_RELU,
+    CD_ACT_SIGMOID,
+    CD_ACT_TANH,
+    CD_ACT_SWISH,
+    CD_ACT_HARD_SWISH,
+    CD_ACT_HARD_SIGMOID,
+    CD_ACT_PRELU,
+    CD_ACT_ABS,
+    CD_ACT_GELU,
+    CD_ACT_EXP,
+    CD_ACT_SQRT
 } cd_act_kind;
-typedef struct { cd_act_kind kind; float a, b, c; } cd_act; /* params per kind, see ops_util.c */
+typedef struct {
+    cd_act_kind kind;
+    float a, b, c;
+} cd_act; /* params per kind, see ops_util.c */
 float cd_act_apply(const cd_act *a, float x);
 /* ---- appended by the engine (engine/ops_util.c, engine/ops_registry.c) ----
  * cd_act parameters per kind (a, b, c; unlisted = unused):

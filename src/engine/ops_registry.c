@@ -16,7 +16,7 @@ extern const cd_op_table cd_ops_more;
 
 static const cd_op_def **g_sorted;
 static int g_count;
-static char g_dup[512];   /* set when two tables define the same type: a build bug */
+static char g_dup[512]; /* set when two tables define the same type: a build bug */
 static pthread_once_t g_once = PTHREAD_ONCE_INIT;
 
 static int cmp_def(const void *a, const void *b) {
@@ -25,22 +25,21 @@ static int cmp_def(const void *a, const void *b) {
 }
 
 static void build_index(void) {
-    const cd_op_table *tabs[] = {&cd_ops_nn, &cd_ops_basic, &cd_ops_shape, &cd_ops_detect, &cd_ops_rnn,
-                                 &cd_ops_more};
+    const cd_op_table *tabs[] = {&cd_ops_nn, &cd_ops_basic, &cd_ops_shape, &cd_ops_detect, &cd_ops_rnn, &cd_ops_more};
     int total = 0;
-    for (size_t t = 0; t < sizeof tabs / sizeof tabs[0]; t++)
-        total += tabs[t]->n;
+    for (size_t t = 0; t < sizeof tabs / sizeof tabs[0]; t++) total += tabs[t]->n;
     g_sorted = calloc((size_t)(total ? total : 1), sizeof *g_sorted);
     if (!g_sorted) return;
     for (size_t t = 0; t < sizeof tabs / sizeof tabs[0]; t++)
         for (int i = 0; i < tabs[t]->n; i++)
-                if (tabs[t]->defs[i].type) g_sorted[g_count++] = &tabs[t]->defs[i];
+            if (tabs[t]->defs[i].type) g_sorted[g_count++] = &tabs[t]->defs[i];
     qsort(g_sorted, (size_t)g_count, sizeof *g_sorted, cmp_def);
     for (int i = 1; i < g_count; i++)
         if (!strcmp(g_sorted[i]->type, g_sorted[i - 1]->type) && !g_dup[0])
             snprintf(g_dup, sizeof g_dup,
                      "internal error: op type '%s' is defined by two op family tables; "
-                     "every type must be registered once (report this bug)", g_sorted[i]->type);
+                     "every type must be registered once (report this bug)",
+                     g_sorted[i]->type);
 }
 
 /* Non-empty when the registry is inconsistent; the planner turns it into CD_E_INTERNAL. */
@@ -57,7 +56,10 @@ const cd_op_def *cd_op_find(const char *type) {
     while (lo <= hi) {
         int mid = (lo + hi) / 2, c = strcmp(type, g_sorted[mid]->type);
         if (c == 0) return g_sorted[mid];
-        if (c < 0) hi = mid - 1; else lo = mid + 1;
+        if (c < 0)
+            hi = mid - 1;
+        else
+            lo = mid + 1;
     }
     return NULL;
 }

@@ -30,8 +30,10 @@ cd_status cd_op_fail(cd_op_ctx *c, cd_status code, const char *fmt, ...) {
 cd_value *cd_in_req(cd_op_ctx *c, const char *slot, int idx) {
     cd_value *v = cd_in(c, slot, idx);
     if (!v)
-        cd_op_fail(c, CD_E_MODEL, "required input %s[%d] is not connected; the model is malformed "
-                   "(check the converter output)", slot, idx);
+        cd_op_fail(c, CD_E_MODEL,
+                   "required input %s[%d] is not connected; the model is malformed "
+                   "(check the converter output)",
+                   slot, idx);
     return v;
 }
 
@@ -70,7 +72,8 @@ cd_status cd_act_from_name(cd_op_ctx *c, const char *name, cd_act *out) {
     }
     return cd_op_fail(c, CD_E_UNSUPPORTED,
                       "unknown fused activation '%s' (known: relu, relu6, leaky_relu, sigmoid, tanh, "
-                      "swish, hard_swish, hard_sigmoid, prelu, abs, gelu, exp, sqrt)", name);
+                      "swish, hard_swish, hard_sigmoid, prelu, abs, gelu, exp, sqrt)",
+                      name);
 }
 
 /* A FLOAT attribute as stored. NaN and Inf are taken as they are, as Paddle-Lite computes with
@@ -107,8 +110,9 @@ cd_status cd_act_from_conv(cd_op_ctx *c, cd_act *out) {
             return cd_op_fail(c, CD_E_MODEL, "prelu_mode '%s' is not one of all, channel, element", m);
         return CD_OK;
     }
-    case CD_ACT_GELU: case CD_ACT_EXP: case CD_ACT_SQRT:
-        return cd_op_fail(c, CD_E_UNSUPPORTED, "act_type '%s' is not a conv fused activation", t);
+    case CD_ACT_GELU:
+    case CD_ACT_EXP:
+    case CD_ACT_SQRT: return cd_op_fail(c, CD_E_UNSUPPORTED, "act_type '%s' is not a conv fused activation", t);
     default: return CD_OK;
     }
 }
@@ -139,7 +143,8 @@ float cd_act_apply(const cd_act *a, float x) {
     /* Comparisons written so that NaN propagates (x > 0 is false for NaN -> returns x). */
     case CD_ACT_RELU: return x < 0.0f ? 0.0f : x;
     case CD_ACT_RELU6: return x < 0.0f ? 0.0f : (x > a->a ? a->a : x);
-    case CD_ACT_LEAKY_RELU: case CD_ACT_PRELU: return x < 0.0f ? a->a * x : x;
+    case CD_ACT_LEAKY_RELU:
+    case CD_ACT_PRELU: return x < 0.0f ? a->a * x : x;
     case CD_ACT_SIGMOID: return 1.0f / (1.0f + expf(-x));
     case CD_ACT_TANH: return tanhf(x);
     case CD_ACT_SWISH: return x / (1.0f + expf(-a->a * x));

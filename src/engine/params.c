@@ -43,8 +43,8 @@ static scale_axis axis_for(const cd_op *op) {
 }
 
 /* Dequantizes q (int8/int16 record of tensor t) into out[] floats. */
-static cd_status dequant(const cd_graph *g, int op_index, const cd_tensor *t, const char *attr_name,
-                         const double *sc, int ns, float *out, cd_error *err) {
+static cd_status dequant(const cd_graph *g, int op_index, const cd_tensor *t, const char *attr_name, const double *sc,
+                         int ns, float *out, cd_error *err) {
     const cd_op *op = &g->ops[op_index];
     int64_t n = cd_shape_numel(&t->shape);
     const cd_shape *s = &t->shape;
@@ -58,8 +58,9 @@ static cd_status dequant(const cd_graph *g, int op_index, const cd_tensor *t, co
     int64_t d0 = s->rank > 0 ? s->d[0] : 1, d1 = s->rank > 1 ? s->d[1] : 1;
     int64_t groups = cd_attr_int(op, "groups", 1);
     if (ax == AX_CONVT && (groups < 1 || s->rank < 2 || d0 % groups))
-        return cd_err(err, CD_E_MODEL, "op #%d %s (%s): cannot dequantize filter '%s': groups %lld invalid for filter dims",
-                      op_index, op->name, op->type, t->name, (long long)groups);
+        return cd_err(err, CD_E_MODEL,
+                      "op #%d %s (%s): cannot dequantize filter '%s': groups %lld invalid for filter dims", op_index,
+                      op->name, op->type, t->name, (long long)groups);
     int64_t last = s->rank > 0 ? s->d[s->rank - 1] : 1, row = s->rank > 1 ? s->d[s->rank - 2] : 1;
     switch (ax) {
     case AX_DIM0: ch = d0; break;
@@ -71,8 +72,9 @@ static cd_status dequant(const cd_graph *g, int op_index, const cd_tensor *t, co
         char b[128];
         return cd_err(err, CD_E_MODEL,
                       "op #%d %s (%s): weight '%s' %s has %d scales in %s but %lld channels (or 1 scale) are "
-                      "required; the quantized model is inconsistent", op_index, op->name, op->type, t->name,
-                      cd_shape_str(s, b, sizeof b), ns, attr_name, (long long)ch);
+                      "required; the quantized model is inconsistent",
+                      op_index, op->name, op->type, t->name, cd_shape_str(s, b, sizeof b), ns, attr_name,
+                      (long long)ch);
     }
     int64_t inner0 = d0 > 0 ? n / d0 : 1, inner1 = (d0 > 0 && d1 > 0) ? n / d0 / d1 : 1;
     int64_t cin_g = ax == AX_CONVT ? d0 / groups : 1;
@@ -81,7 +83,11 @@ static cd_status dequant(const cd_graph *g, int op_index, const cd_tensor *t, co
         int64_t c = 0;
         if (ns > 1) switch (ax) {
             case AX_DIM0: c = i / inner0; break;
-            case AX_CONVT: { int64_t ic = i / inner0, j = (i / inner1) % d1; c = (ic / cin_g) * d1 + j; break; }
+            case AX_CONVT: {
+                int64_t ic = i / inner0, j = (i / inner1) % d1;
+                c = (ic / cin_g) * d1 + j;
+                break;
+            }
             case AX_LAST: c = i % last; break;
             case AX_ROW: c = (i / last) % row; break;
             }
@@ -121,11 +127,11 @@ static cd_status check_bits(const cd_graph *g, int oi, const cd_tensor *t, cd_er
         if (!cd_op_attr(op, names[i])) continue;
         int64_t b = cd_attr_int(op, names[i], want);
         if (b != 8 && b != 16)
-            return cd_err(err, CD_E_MODEL, "op #%d %s (%s): %s = %lld; only 8 and 16 are valid", oi, op->name,
-                          op->type, names[i], (long long)b);
+            return cd_err(err, CD_E_MODEL, "op #%d %s (%s): %s = %lld; only 8 and 16 are valid", oi, op->name, op->type,
+                          names[i], (long long)b);
         if (b != want)
-            return cd_err(err, CD_E_MODEL, "op #%d %s (%s): %s = %lld but weight '%s' is stored as %s",
-                          oi, op->name, op->type, names[i], (long long)b, t->name, cd_dtype_name(t->dtype));
+            return cd_err(err, CD_E_MODEL, "op #%d %s (%s): %s = %lld but weight '%s' is stored as %s", oi, op->name,
+                          op->type, names[i], (long long)b, t->name, cd_dtype_name(t->dtype));
     }
     return CD_OK;
 }
@@ -172,11 +178,14 @@ cd_status cd_params_prepare(const cd_graph *g, cd_precision prec, cd_value *meta
                 if (st) return st;
                 int64_t n = cd_shape_numel(&t->shape);
                 if (n < 0 || (size_t)n * cd_dtype_size(t->dtype) != t->nbytes)
-                    return cd_err(err, CD_E_MODEL, "parameter '%s': %zu data bytes do not match its shape",
-                                  t->name, t->nbytes);
+                    return cd_err(err, CD_E_MODEL, "parameter '%s': %zu data bytes do not match its shape", t->name,
+                                  t->nbytes);
                 float *f = cd_malloc((size_t)(n ? n : 1) * sizeof(float), err);
                 if (!f) return CD_E_NOMEM;
-                if ((st = dequant(g, oi, t, an, sc, ns, f, err))) { free(f); return st; }
+                if ((st = dequant(g, oi, t, an, sc, ns, f, err))) {
+                    free(f);
+                    return st;
+                }
                 meta[pid].shape = t->shape;
                 if ((st = store_floats(&meta[pid], f, n, prec, err))) return st;
                 *dequantized = true;
@@ -191,33 +200,41 @@ cd_status cd_params_prepare(const cd_graph *g, cd_precision prec, cd_value *meta
             v->shape = t->shape;
             int64_t n = cd_shape_numel(&t->shape);
             if (n < 0 || (size_t)n * cd_dtype_size(t->dtype) != t->nbytes || (n > 0 && !t->data))
-                return cd_err(err, CD_E_MODEL, "parameter '%s': %zu data bytes do not match its shape",
-                              t->name, t->nbytes);
+                return cd_err(err, CD_E_MODEL, "parameter '%s': %zu data bytes do not match its shape", t->name,
+                              t->nbytes);
             switch (t->dtype) {
-            case CD_I8: case CD_I16:
+            case CD_I8:
+            case CD_I16:
                 return cd_err(err, CD_E_MODEL,
                               "parameter '%s' is stored as %s but no op that reads it carries a dequantization "
                               "scale (<Slot><k>_scale or %s_quant_scale); cannot interpret quantized weights",
                               t->name, cd_dtype_name(t->dtype), t->name);
             case CD_F32:
                 if (prec == CD_PREC_FP32) { /* borrow: the graph outlives the plan */
-                    v->dtype = CD_F32; v->data = t->data; v->nbytes = t->nbytes; v->owned = false;
+                    v->dtype = CD_F32;
+                    v->data = t->data;
+                    v->nbytes = t->nbytes;
+                    v->owned = false;
                     break;
                 }
                 /* fall through */
-            case CD_F16: case CD_F64: {
+            case CD_F16:
+            case CD_F64: {
                 float *f = cd_malloc((size_t)(n ? n : 1) * sizeof(float), err);
                 if (!f) return CD_E_NOMEM;
                 for (int64_t i = 0; i < n; i++)
                     f[i] = t->dtype == CD_F32 ? ((const float *)t->data)[i]
-                         : t->dtype == CD_F16 ? cd_half_to_float(((const uint16_t *)t->data)[i])
+                        : t->dtype == CD_F16  ? cd_half_to_float(((const uint16_t *)t->data)[i])
                                               : (float)((const double *)t->data)[i];
                 cd_status st = store_floats(v, f, n, prec, err);
                 if (st) return st;
                 break;
             }
             default: /* integer tables stay as stored */
-                v->dtype = t->dtype; v->data = t->data; v->nbytes = t->nbytes; v->owned = false;
+                v->dtype = t->dtype;
+                v->data = t->data;
+                v->nbytes = t->nbytes;
+                v->owned = false;
                 break;
             }
         }

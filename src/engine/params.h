@@ -17,6 +17,6 @@
 
 /* meta has g->n_tensors entries; fills meta[id] for every persistable tensor (data owned
  * by meta, or borrowed from the graph when no conversion is needed). */
-cd_status cd_params_prepare(const cd_graph *g, cd_precision prec, cd_value *meta,
-                            int64_t *param_bytes, bool *dequantized, cd_error *err);
+cd_status cd_params_prepare(const cd_graph *g, cd_precision prec, cd_value *meta, int64_t *param_bytes,
+                            bool *dequantized, cd_error *err);
 #endif

@@ -17,7 +17,10 @@
 static bool is_float(cd_dtype t) { return t == CD_F32 || t == CD_F16 || t == CD_F64; }
 
 /* Growing text buffer for messages that list many items. */
-typedef struct { char *p; size_t len, cap; } sbuf;
+typedef struct {
+    char *p;
+    size_t len, cap;
+} sbuf;
 static void sb_printf(sbuf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 static void sb_printf(sbuf *b, const char *fmt, ...) {
     va_list ap;
@@ -26,7 +29,10 @@ static void sb_printf(sbuf *b, const char *fmt, ...) {
         va_start(ap, fmt);
         int n = b->p ? vsnprintf(b->p + b->len, room, fmt, ap) : -2;
         va_end(ap);
-        if (n >= 0 && (size_t)n < room) { b->len += (size_t)n; return; }
+        if (n >= 0 && (size_t)n < room) {
+            b->len += (size_t)n;
+            return;
+        }
         size_t nc = b->cap ? b->cap * 2 : 512;
         if (n >= 0 && nc < b->len + (size_t)n + 1) nc = b->len + (size_t)n + 1;
         char *q = realloc(b->p, nc);
@@ -64,8 +70,8 @@ static cd_status check_support(const cd_graph *g, cd_plan *plan, cd_error *err) 
     cd_err(err, CD_E_UNSUPPORTED,
            "%d op%s in this model %s not supported by cldiff (nothing was run):\n%s%s\n"
            "Run `cldiff ops` to list supported op types; a model converted with a different "
-           "Paddle-Lite opt configuration may avoid them.", bad, bad == 1 ? "" : "s",
-           bad == 1 ? "is" : "are", b.p ? b.p : "", bad > 50 ? "\n  ..." : "");
+           "Paddle-Lite opt configuration may avoid them.",
+           bad, bad == 1 ? "" : "s", bad == 1 ? "is" : "are", b.p ? b.p : "", bad > 50 ? "\n  ..." : "");
     free(b.p);
     return CD_E_UNSUPPORTED;
 }
@@ -117,7 +123,10 @@ static bool *reused_names(const cd_graph *g) {
     int n = g->n_tensors;
     bool *reused = calloc((size_t)(n ? n : 1), sizeof *reused);
     int *idx = malloc(sizeof(int) * (size_t)(n ? n : 1));
-    if (!reused || !idx) { free(idx); return reused; }
+    if (!reused || !idx) {
+        free(idx);
+        return reused;
+    }
     for (int i = 0; i < n; i++) idx[i] = i;
     qsort_r(idx, (size_t)n, sizeof *idx, cmp_tensor_name, (void *)g);
     for (int a = 0; a < n;) {
@@ -133,8 +142,7 @@ static bool *reused_names(const cd_graph *g) {
     return reused;
 }
 
-static cd_status infer_op(const cd_graph *g, cd_plan *plan, int i, sbuf *warn, const bool *reused,
-                          cd_error *err) {
+static cd_status infer_op(const cd_graph *g, cd_plan *plan, int i, sbuf *warn, const bool *reused, cd_error *err) {
     const cd_op *op = &g->ops[i];
     const cd_op_def *def = plan->defs[i];
     cd_op_ctx c = {.g = g, .op = op, .op_index = i, .vals = plan->meta, .prec = plan->prec, .threads = 1, .err = err};
@@ -143,8 +151,10 @@ static cd_status infer_op(const cd_graph *g, cd_plan *plan, int i, sbuf *warn, c
             for (int k = 0; k < op->out[s].n; k++) {
                 int id = op->out[s].ids[k];
                 if (id >= 0 && plan->meta[id].shape.rank < 0)
-                    return cd_op_fail(&c, CD_E_MODEL, "feeds '%s', which is not a model input (col attribute "
-                                      "inconsistent)", g->tensors[id].name);
+                    return cd_op_fail(&c, CD_E_MODEL,
+                                      "feeds '%s', which is not a model input (col attribute "
+                                      "inconsistent)",
+                                      g->tensors[id].name);
             }
         return CD_OK;
     }
@@ -180,8 +190,8 @@ static cd_status infer_op(const cd_graph *g, cd_plan *plan, int i, sbuf *warn, c
                 if (decl->d[d] < 0) declared = false;
             if (declared && !cd_shape_eq(decl, &v->shape)) {
                 char a[160], b[160];
-                sb_printf(warn, "op #%d %s (%s): output '%s' has inferred shape %s but the model declares %s\n",
-                          i, op->name, op->type, g->tensors[id].name, cd_shape_str(&v->shape, a, sizeof a),
+                sb_printf(warn, "op #%d %s (%s): output '%s' has inferred shape %s but the model declares %s\n", i,
+                          op->name, op->type, g->tensors[id].name, cd_shape_str(&v->shape, a, sizeof a),
                           cd_shape_str(decl, b, sizeof b));
             }
         }
@@ -248,22 +258,29 @@ cd_status cd_plan_build(const cd_graph *g, const cd_shape *input_shapes, cd_prec
     plan->meta = cd_calloc((size_t)nt, sizeof *plan->meta, err);
     plan->defs = cd_calloc((size_t)g->n_ops, sizeof *plan->defs, err);
     plan->last_use = cd_calloc((size_t)nt, sizeof *plan->last_use, err);
-    if (!plan->meta || !plan->defs || !plan->last_use) { cd_plan_free(plan); return CD_E_NOMEM; }
+    if (!plan->meta || !plan->defs || !plan->last_use) {
+        cd_plan_free(plan);
+        return CD_E_NOMEM;
+    }
     cd_status st = check_support(g, plan, err);
-    if (st) { cd_plan_free(plan); return st; }
+    if (st) {
+        cd_plan_free(plan);
+        return st;
+    }
     for (int t = 0; t < nt; t++) {
         plan->meta[t].shape.rank = -1; /* unknown until an input, param or producer sets it */
-        plan->meta[t].dtype = is_float(g->tensors[t].dtype) ? (prec == CD_PREC_FP16 ? CD_F16 : CD_F32)
-                                                            : g->tensors[t].dtype;
+        plan->meta[t].dtype =
+            is_float(g->tensors[t].dtype) ? (prec == CD_PREC_FP16 ? CD_F16 : CD_F32) : g->tensors[t].dtype;
     }
     for (int k = 0; k < g->n_inputs; k++) {
         int id = g->inputs[k];
         char b[160];
         if (!shape_valid(&input_shapes[k]) || input_shapes[k].rank == 0) {
             cd_plan_free(plan);
-            return cd_err(err, CD_E_USAGE, "input %d '%s': shape %s is not a valid concrete shape "
-                          "(give positive dims, e.g. --shape %s=1,3,224,224)", k, g->tensors[id].name,
-                          cd_shape_str(&input_shapes[k], b, sizeof b), g->tensors[id].name);
+            return cd_err(err, CD_E_USAGE,
+                          "input %d '%s': shape %s is not a valid concrete shape "
+                          "(give positive dims, e.g. --shape %s=1,3,224,224)",
+                          k, g->tensors[id].name, cd_shape_str(&input_shapes[k], b, sizeof b), g->tensors[id].name);
         }
         plan->meta[id].shape = input_shapes[k];
     }
@@ -280,9 +297,10 @@ cd_status cd_plan_build(const cd_graph *g, const cd_shape *input_shapes, cd_prec
             for (int k = 0; k < op->in[s].n; k++) {
                 int id = op->in[s].ids[k];
                 if (id >= 0 && plan->meta[id].shape.rank < 0) {
-                    st = cd_err(err, CD_E_MODEL, "op #%d %s (%s): input %s[%d] '%s' is read before any op "
-                                "writes it and it is neither a parameter nor a model input", i, op->name,
-                                op->type, op->in[s].name, k, g->tensors[id].name);
+                    st = cd_err(err, CD_E_MODEL,
+                                "op #%d %s (%s): input %s[%d] '%s' is read before any op "
+                                "writes it and it is neither a parameter nor a model input",
+                                i, op->name, op->type, op->in[s].name, k, g->tensors[id].name);
                     break;
                 }
             }
@@ -291,7 +309,10 @@ cd_status cd_plan_build(const cd_graph *g, const cd_shape *input_shapes, cd_prec
     free(reused);
     if (warn.p && !st) cd_graph_warn((cd_graph *)g, "%s", warn.p); /* warnings live in the graph by design */
     free(warn.p);
-    if (st) { cd_plan_free(plan); return st; }
+    if (st) {
+        cd_plan_free(plan);
+        return st;
+    }
     compute_lifetimes(g, plan);
     return CD_OK;
 }
@@ -300,8 +321,7 @@ cd_status cd_plan_build(const cd_graph *g, const cd_shape *input_shapes, cd_prec
 
 static cd_status parse_override(const cd_graph *g, const char *ov, int *which, cd_shape *out, cd_error *err) {
     const char *eq = strchr(ov, '=');
-    if (!eq || eq == ov)
-        return cd_err(err, CD_E_USAGE, "shape override '%s' must look like NAME=1,3,224,224", ov);
+    if (!eq || eq == ov) return cd_err(err, CD_E_USAGE, "shape override '%s' must look like NAME=1,3,224,224", ov);
     size_t nl = (size_t)(eq - ov);
     *which = -1;
     for (int k = 0; k < g->n_inputs; k++) {
@@ -311,8 +331,8 @@ static cd_status parse_override(const cd_graph *g, const char *ov, int *which, c
     if (*which < 0) {
         sbuf b = {0};
         for (int k = 0; k < g->n_inputs; k++) sb_printf(&b, "%s'%s'", k ? ", " : "", g->tensors[g->inputs[k]].name);
-        cd_err(err, CD_E_USAGE, "shape override '%s' names '%.*s', which is not a model input; inputs are: %s",
-               ov, (int)nl, ov, b.p ? b.p : "(none)");
+        cd_err(err, CD_E_USAGE, "shape override '%s' names '%.*s', which is not a model input; inputs are: %s", ov,
+               (int)nl, ov, b.p ? b.p : "(none)");
         free(b.p);
         return CD_E_USAGE;
     }
@@ -353,7 +373,10 @@ cd_status cd_resolve_input_shapes(const cd_graph *g, const char *const *override
         int k = -1;
         cd_shape s;
         st = parse_override(g, overrides[o], &k, &s, err);
-        if (!st) { shapes_out[k] = s; given[k] = true; }
+        if (!st) {
+            shapes_out[k] = s;
+            given[k] = true;
+        }
     }
     sbuf dyn = {0}, note = {0};
     int ndyn = 0;
@@ -378,12 +401,13 @@ cd_status cd_resolve_input_shapes(const cd_graph *g, const char *const *override
             if (s.d[d] < 0) sb_printf(&which, "%s%d", nw++ ? "," : "", d);
         if (nw) {
             sb_printf(&dyn, "\n  input '%s' declared %s: dim%s %s %s dynamic; give --shape %s=", t->name,
-                      cd_shape_str(&t->shape, b, sizeof b), nw > 1 ? "s" : "", which.p, nw > 1 ? "are" : "is",
-                      t->name);
+                      cd_shape_str(&t->shape, b, sizeof b), nw > 1 ? "s" : "", which.p, nw > 1 ? "are" : "is", t->name);
             /* the known dims in place, so the user only fills in the blanks */
             for (int d = 0; d < s.rank; d++) {
-                if (s.d[d] < 0) sb_printf(&dyn, "%s<d%d>", d ? "," : "", d);
-                else sb_printf(&dyn, "%s%lld", d ? "," : "", (long long)s.d[d]);
+                if (s.d[d] < 0)
+                    sb_printf(&dyn, "%s<d%d>", d ? "," : "", d);
+                else
+                    sb_printf(&dyn, "%s%lld", d ? "," : "", (long long)s.d[d]);
             }
             ndyn++;
         }
@@ -391,8 +415,8 @@ cd_status cd_resolve_input_shapes(const cd_graph *g, const char *const *override
         shapes_out[k] = s;
     }
     if (!st && ndyn) {
-        st = cd_err(err, CD_E_USAGE, "%d model input%s %s dynamic dimensions that need a concrete size:%s",
-                    ndyn, ndyn > 1 ? "s" : "", ndyn > 1 ? "have" : "has", dyn.p ? dyn.p : "");
+        st = cd_err(err, CD_E_USAGE, "%d model input%s %s dynamic dimensions that need a concrete size:%s", ndyn,
+                    ndyn > 1 ? "s" : "", ndyn > 1 ? "have" : "has", dyn.p ? dyn.p : "");
     }
     if (!st && notice && notice_len && note.p) snprintf(notice, notice_len, "%s", note.p);
     free(dyn.p);

@@ -8,20 +8,20 @@
 typedef struct cd_plan {
     const cd_graph *g;
     cd_precision prec;
-    cd_value *meta;          /* per tensor id: dtype + shape; data set only for params
+    cd_value *meta;         /* per tensor id: dtype + shape; data set only for params
                                 (converted, see params.h) and plan-time integer values */
-    const cd_op_def **defs;  /* per op */
-    int *last_use;           /* per tensor: index of the last op reading it, -1 if none;
+    const cd_op_def **defs; /* per op */
+    int *last_use;          /* per tensor: index of the last op reading it, -1 if none;
                                 model outputs: n_ops */
-    int64_t act_bytes_peak;  /* peak live activation bytes */
+    int64_t act_bytes_peak; /* peak live activation bytes */
     int64_t param_bytes;
-    bool int8_dequantized;   /* some weights were int8/int16 and were dequantized */
+    bool int8_dequantized; /* some weights were int8/int16 and were dequantized */
 } cd_plan;
 
 /* input_shapes[k] is the shape for model input k (graph->inputs[k]). Converts params to the
  * run's dtype, dequantizes int8/int16 weights, runs every op's shape rule in order. */
-cd_status cd_plan_build(const cd_graph *g, const cd_shape *input_shapes, cd_precision prec,
-                        cd_plan *plan, cd_error *err);
+cd_status cd_plan_build(const cd_graph *g, const cd_shape *input_shapes, cd_precision prec, cd_plan *plan,
+                        cd_error *err);
 void cd_plan_free(cd_plan *plan);
 
 /* Shapes the user did not give: returns the declared shape of input k with a leading -1

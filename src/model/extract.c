@@ -7,7 +7,9 @@ static cd_status copy_attr(cd_graph *ng, const cd_attr *a, cd_error *err) {
     cd_attr c = *a;
     c.name = cd_strdup(a->name);
     c.s = a->s ? cd_strdup(a->s) : NULL;
-    c.ints = NULL; c.floats = NULL; c.strings = NULL;
+    c.ints = NULL;
+    c.floats = NULL;
+    c.strings = NULL;
     if (a->ints && a->n) {
         c.ints = malloc((size_t)a->n * sizeof *c.ints);
         if (c.ints) memcpy(c.ints, a->ints, (size_t)a->n * sizeof *c.ints);
@@ -18,7 +20,8 @@ static cd_status copy_attr(cd_graph *ng, const cd_attr *a, cd_error *err) {
     }
     if (a->strings && a->n) {
         c.strings = calloc((size_t)a->n, sizeof *c.strings);
-        if (c.strings) for (int i = 0; i < a->n; i++) c.strings[i] = cd_strdup(a->strings[i] ? a->strings[i] : "");
+        if (c.strings)
+            for (int i = 0; i < a->n; i++) c.strings[i] = cd_strdup(a->strings[i] ? a->strings[i] : "");
     }
     return cd_op_add_attr(ng, &c, err);
 }
@@ -31,10 +34,10 @@ static cd_dtype run_dtype(const cd_graph *g, const cd_value *meta, int id) {
     return t == CD_F16 || t == CD_F64 ? CD_F32 : t;
 }
 
-cd_status cd_graph_extract_op(const cd_graph *g, int op_index, const cd_value *meta, cd_extracted *out,
-                              cd_error *err) {
+cd_status cd_graph_extract_op(const cd_graph *g, int op_index, const cd_value *meta, cd_extracted *out, cd_error *err) {
     memset(out, 0, sizeof *out);
-    if (op_index < 0 || op_index >= g->n_ops) return cd_err(err, CD_E_USAGE, "no op #%d in this model (it has %d ops)", op_index, g->n_ops);
+    if (op_index < 0 || op_index >= g->n_ops)
+        return cd_err(err, CD_E_USAGE, "no op #%d in this model (it has %d ops)", op_index, g->n_ops);
     const cd_op *op = &g->ops[op_index];
     cd_graph *ng = cd_graph_new();
     if (!ng) return cd_err(err, CD_E_NOMEM, "out of memory");
@@ -49,17 +52,24 @@ cd_status cd_graph_extract_op(const cd_graph *g, int op_index, const cd_value *m
             const cd_tensor *t = &g->tensors[id];
             if (is_param(g, id)) {
                 st = cd_graph_declare_var(ng, t->name, t->dtype, t->shape.d, t->shape.rank, true, err);
-                if (!st) st = cd_graph_set_param(ng, t->name, t->dtype, t->shape.d, t->shape.rank, t->data, t->nbytes, err);
+                if (!st)
+                    st = cd_graph_set_param(ng, t->name, t->dtype, t->shape.d, t->shape.rank, t->data, t->nbytes, err);
                 continue;
             }
             bool seen = false;
             for (int j = 0; j < out->n_inputs; j++) seen |= !strcmp(g->tensors[out->src_inputs[j]].name, t->name);
             if (seen) continue;
-            if (out->n_inputs == 64) { st = cd_err(err, CD_E_UNSUPPORTED, "op #%d has more than 64 inputs", op_index); break; }
+            if (out->n_inputs == 64) {
+                st = cd_err(err, CD_E_UNSUPPORTED, "op #%d has more than 64 inputs", op_index);
+                break;
+            }
             const cd_shape *sh = meta ? &meta[id].shape : &t->shape;
             st = cd_graph_declare_var(ng, t->name, run_dtype(g, meta, id), sh->d, sh->rank, false, err);
             if (st) break;
-            if (!cd_graph_add_op(ng, "feed", err)) { st = err->code; break; }
+            if (!cd_graph_add_op(ng, "feed", err)) {
+                st = err->code;
+                break;
+            }
             const char *feedv = "feed", *nm = t->name;
             st = cd_op_add_input(ng, "X", &feedv, 1, err);
             if (!st) st = cd_op_add_output(ng, "Out", &nm, 1, err);
@@ -96,7 +106,10 @@ cd_status cd_graph_extract_op(const cd_graph *g, int op_index, const cd_value *m
         for (int k = 0; k < op->out[s].n && !st; k++) {
             int id = op->out[s].ids[k];
             if (id < 0 || out->n_outputs == 64) continue;
-            if (!cd_graph_add_op(ng, "fetch", err)) { st = err->code; break; }
+            if (!cd_graph_add_op(ng, "fetch", err)) {
+                st = err->code;
+                break;
+            }
             const char *nm = g->tensors[id].name, *fetchv = "fetch";
             st = cd_op_add_input(ng, "X", &nm, 1, err);
             if (!st) st = cd_op_add_output(ng, "Out", &fetchv, 1, err);
@@ -107,7 +120,10 @@ cd_status cd_graph_extract_op(const cd_graph *g, int op_index, const cd_value *m
         }
     }
     if (!st) st = cd_graph_finalize(ng, err);
-    if (st) { cd_graph_free(ng); return cd_err_prefix(err, "extracting op #%d %s: ", op_index, op->name); }
+    if (st) {
+        cd_graph_free(ng);
+        return cd_err_prefix(err, "extracting op #%d %s: ", op_index, op->name);
+    }
     ng->meta_version = g->meta_version;
     memcpy(ng->opt_version, g->opt_version, sizeof ng->opt_version);
     out->g = ng;

@@ -13,8 +13,8 @@ cd_status cd_fb_fail(cd_fb *fb, size_t pos, cd_error *err, const char *fmt, ...)
     va_start(ap, fmt);
     vsnprintf(m, sizeof m, fmt, ap);
     va_end(ap);
-    return cd_err(err, CD_E_MODEL, "corrupt %s FlatBuffer: %s (buffer offset %zu, file offset %zu)", fb->what, m,
-                  pos, fb->base + pos);
+    return cd_err(err, CD_E_MODEL, "corrupt %s FlatBuffer: %s (buffer offset %zu, file offset %zu)", fb->what, m, pos,
+                  fb->base + pos);
 }
 
 cd_status cd_fb_init(cd_fb *fb, const uint8_t *buf, size_t len, size_t base, const char *what, cd_error *err) {
@@ -47,7 +47,8 @@ cd_status cd_fb_table_at(cd_fb *fb, size_t pos, int depth, cd_fb_table *t, cd_er
     if (v & 1) return cd_fb_fail(fb, pos, err, "vtable at %lld is not 2-byte aligned", (long long)v);
     uint16_t vs = cd_ld_u16(fb->buf + v), os = cd_ld_u16(fb->buf + v + 2);
     if ((vs & 1) || vs < 4) return cd_fb_fail(fb, (size_t)v, err, "vtable size %u is invalid", vs);
-    if ((uint64_t)v + vs > fb->len) return cd_fb_fail(fb, (size_t)v, err, "vtable of %u bytes runs past the buffer end", vs);
+    if ((uint64_t)v + vs > fb->len)
+        return cd_fb_fail(fb, (size_t)v, err, "vtable of %u bytes runs past the buffer end", vs);
     if (os < 4) return cd_fb_fail(fb, pos, err, "table object size %u is smaller than 4", os);
     if ((uint64_t)pos + os > fb->len) return cd_fb_fail(fb, pos, err, "table of %u bytes runs past the buffer end", os);
     t->pos = pos;
@@ -144,8 +145,7 @@ static cd_status string_at(cd_fb *fb, size_t p, const char **s, uint32_t *len, c
     if (p & 3) return cd_fb_fail(fb, p, err, "string length prefix is not 4-byte aligned");
     if (p > fb->len || fb->len - p < 4) return cd_fb_fail(fb, p, err, "string length prefix lies outside the buffer");
     uint32_t n = cd_ld_u32(fb->buf + p);
-    if ((uint64_t)n + 5 > fb->len - p)
-        return cd_fb_fail(fb, p, err, "string of %u bytes runs past the buffer end", n);
+    if ((uint64_t)n + 5 > fb->len - p) return cd_fb_fail(fb, p, err, "string of %u bytes runs past the buffer end", n);
     const char *c = (const char *)fb->buf + p + 4;
     if (c[n] != 0) return cd_fb_fail(fb, p, err, "string is not NUL-terminated");
     if (memchr(c, 0, n)) return cd_fb_fail(fb, p, err, "string contains an embedded NUL byte");

@@ -16,21 +16,33 @@
 typedef struct cd_fb {
     const uint8_t *buf;
     size_t len;
-    size_t base;        /* file offset of buf[0] */
-    const char *what;   /* "topology", "parameter record 3", ... */
-    long visits;        /* tables + strings + vectors opened so far */
+    size_t base;      /* file offset of buf[0] */
+    const char *what; /* "topology", "parameter record 3", ... */
+    long visits;      /* tables + strings + vectors opened so far */
 } cd_fb;
 
 typedef struct cd_fb_table {
-    size_t pos;          /* table start */
-    size_t vt;           /* vtable start */
+    size_t pos; /* table start */
+    size_t vt;  /* vtable start */
     uint16_t vt_size, obj_size;
     int depth;
 } cd_fb_table;
 
-static inline uint16_t cd_ld_u16(const uint8_t *p) { uint16_t v; __builtin_memcpy(&v, p, 2); return v; }
-static inline uint32_t cd_ld_u32(const uint8_t *p) { uint32_t v; __builtin_memcpy(&v, p, 4); return v; }
-static inline uint64_t cd_ld_u64(const uint8_t *p) { uint64_t v; __builtin_memcpy(&v, p, 8); return v; }
+static inline uint16_t cd_ld_u16(const uint8_t *p) {
+    uint16_t v;
+    __builtin_memcpy(&v, p, 2);
+    return v;
+}
+static inline uint32_t cd_ld_u32(const uint8_t *p) {
+    uint32_t v;
+    __builtin_memcpy(&v, p, 4);
+    return v;
+}
+static inline uint64_t cd_ld_u64(const uint8_t *p) {
+    uint64_t v;
+    __builtin_memcpy(&v, p, 8);
+    return v;
+}
 
 /* Checks size limits; len must be >= 12 and < 2^31-1. */
 cd_status cd_fb_init(cd_fb *fb, const uint8_t *buf, size_t len, size_t base, const char *what, cd_error *err);

@@ -27,7 +27,10 @@ typedef struct {
 
 static uint64_t str_hash(const char *s) {
     uint64_t h = 1469598103934665603ull; /* FNV-1a */
-    for (; *s; s++) { h ^= (unsigned char)*s; h *= 1099511628211ull; }
+    for (; *s; s++) {
+        h ^= (unsigned char)*s;
+        h *= 1099511628211ull;
+    }
     return h;
 }
 
@@ -46,7 +49,11 @@ static bool map_put(strmap *m, char *k, int v) {
         size_t nc = m->cap ? m->cap * 2 : 64;
         char **nk = calloc(nc, sizeof *nk);
         int *nv = calloc(nc, sizeof *nv);
-        if (!nk || !nv) { free(nk); free(nv); return false; }
+        if (!nk || !nv) {
+            free(nk);
+            free(nv);
+            return false;
+        }
         for (size_t i = 0; i < m->cap; i++) {
             if (!m->keys[i]) continue;
             size_t j = (size_t)str_hash(m->keys[i]) & (nc - 1);
@@ -54,19 +61,31 @@ static bool map_put(strmap *m, char *k, int v) {
             nk[j] = m->keys[i];
             nv[j] = m->vals[i];
         }
-        free(m->keys); free(m->vals);
-        m->keys = nk; m->vals = nv; m->cap = nc;
+        free(m->keys);
+        free(m->vals);
+        m->keys = nk;
+        m->vals = nv;
+        m->cap = nc;
     }
     size_t i = (size_t)str_hash(k) & (m->cap - 1);
     while (m->keys[i]) {
-        if (!strcmp(m->keys[i], k)) { m->vals[i] = v; return true; }
+        if (!strcmp(m->keys[i], k)) {
+            m->vals[i] = v;
+            return true;
+        }
         i = (i + 1) & (m->cap - 1);
     }
-    m->keys[i] = k; m->vals[i] = v; m->n++;
+    m->keys[i] = k;
+    m->vals[i] = v;
+    m->n++;
     return true;
 }
 
-static void map_free(strmap *m) { free(m->keys); free(m->vals); memset(m, 0, sizeof *m); }
+static void map_free(strmap *m) {
+    free(m->keys);
+    free(m->vals);
+    memset(m, 0, sizeof *m);
+}
 
 /* ---------------------------------------------------------------- private state */
 typedef struct {
@@ -74,10 +93,10 @@ typedef struct {
     cd_dtype dtype;
     cd_shape shape;
     bool persistable;
-    int cur;        /* current SSA tensor id, -1 before the first read/write */
-    int nver;       /* tensors created with this name so far */
-    int param;      /* tensor holding the record's data, -1 if none yet */
-    bool written;   /* some op writes this name */
+    int cur;      /* current SSA tensor id, -1 before the first read/write */
+    int nver;     /* tensors created with this name so far */
+    int param;    /* tensor holding the record's data, -1 if none yet */
+    bool written; /* some op writes this name */
 } var_t;
 
 typedef struct {
@@ -112,7 +131,10 @@ cd_graph *cd_graph_new(void) {
     cd_graph *g = calloc(1, sizeof *g);
     if (!g) return NULL;
     g->priv = calloc(1, sizeof(priv_t));
-    if (!g->priv) { free(g); return NULL; }
+    if (!g->priv) {
+        free(g);
+        return NULL;
+    }
     g->meta_version = 2;
     return g;
 }
@@ -131,23 +153,37 @@ void cd_graph_free(cd_graph *g) {
     if (!g) return;
     for (int i = 0; i < g->n_ops; i++) {
         cd_op *op = &g->ops[i];
-        free(op->type); free(op->name);
-        for (int k = 0; k < op->n_in; k++) { free(op->in[k].name); free(op->in[k].ids); }
-        for (int k = 0; k < op->n_out; k++) { free(op->out[k].name); free(op->out[k].ids); }
+        free(op->type);
+        free(op->name);
+        for (int k = 0; k < op->n_in; k++) {
+            free(op->in[k].name);
+            free(op->in[k].ids);
+        }
+        for (int k = 0; k < op->n_out; k++) {
+            free(op->out[k].name);
+            free(op->out[k].ids);
+        }
         for (int k = 0; k < op->n_attr; k++) attr_free(&op->attrs[k]);
-        free(op->in); free(op->out); free(op->attrs);
+        free(op->in);
+        free(op->out);
+        free(op->attrs);
     }
     free(g->ops);
-    for (int i = 0; i < g->n_tensors; i++) { free(g->tensors[i].name); free(g->tensors[i].data); }
+    for (int i = 0; i < g->n_tensors; i++) {
+        free(g->tensors[i].name);
+        free(g->tensors[i].data);
+    }
     free(g->tensors);
-    free(g->inputs); free(g->outputs);
+    free(g->inputs);
+    free(g->outputs);
     free(g->warnings);
     priv_t *p = P(g);
     if (p) {
         for (int i = 0; i < p->n_vars; i++) free(p->vars[i].name);
         free(p->vars);
         map_free(&p->names);
-        free(p->pend_var); free(p->pend_tid);
+        free(p->pend_var);
+        free(p->pend_tid);
         free(p);
     }
     free(g);
@@ -188,8 +224,7 @@ void cd_graph_warn(cd_graph *g, const char *fmt, ...) {
 /* ---------------------------------------------------------------- builder */
 static cd_status check_open(cd_graph *g, cd_error *err) {
     if (!g || !g->priv) return cd_err(err, CD_E_INTERNAL, "graph builder used on a NULL graph");
-    if (P(g)->finalized)
-        return cd_err(err, CD_E_INTERNAL, "graph builder used after cd_graph_finalize");
+    if (P(g)->finalized) return cd_err(err, CD_E_INTERNAL, "graph builder used after cd_graph_finalize");
     return CD_OK;
 }
 
@@ -268,9 +303,9 @@ cd_status cd_graph_set_param(cd_graph *g, const char *name, cd_dtype dtype, cons
     if (!v->persistable)
         return cd_err(err, CD_E_MODEL,
                       "parameter record '%s' belongs to a variable that is not persistable; the model is "
-                      "inconsistent", name);
-    if (v->param >= 0)
-        return cd_err(err, CD_E_MODEL, "duplicate parameter record '%s'", name);
+                      "inconsistent",
+                      name);
+    if (v->param >= 0) return cd_err(err, CD_E_MODEL, "duplicate parameter record '%s'", name);
     if ((unsigned)dtype >= CD_DTYPE_COUNT || !cd_dtype_size(dtype))
         return cd_err(err, CD_E_MODEL, "parameter '%s' has unknown element type %d", name, (int)dtype);
     cd_shape s;
@@ -285,13 +320,12 @@ cd_status cd_graph_set_param(cd_graph *g, const char *name, cd_dtype dtype, cons
         return cd_err(err, CD_E_MODEL, "parameter '%s' (%s %s) needs %zu bytes but its record holds %zu", name,
                       cd_dtype_name(dtype), cd_shape_str(&s, sb, sizeof sb), need, nbytes);
     if (nbytes > need)
-        cd_graph_warn(g, "parameter '%s': record holds %zu bytes, shape needs %zu; excess ignored", name, nbytes,
-                      need);
+        cd_graph_warn(g, "parameter '%s': record holds %zu bytes, shape needs %zu; excess ignored", name, nbytes, need);
     /* The declared shape is a hint; the record is authoritative (docs/nb-format.md §8.5 rule 39). */
     if (v->shape.rank > 0 && cd_shape_numel(&v->shape) >= 0 && !cd_shape_eq(&v->shape, &s)) {
         char vb[160];
-        cd_graph_warn(g, "parameter '%s': declared shape %s differs from record shape %s; using the record",
-                      name, cd_shape_str(&v->shape, vb, sizeof vb), cd_shape_str(&s, sb, sizeof sb));
+        cd_graph_warn(g, "parameter '%s': declared shape %s differs from record shape %s; using the record", name,
+                      cd_shape_str(&v->shape, vb, sizeof vb), cd_shape_str(&s, sb, sizeof sb));
     }
     void *copy = malloc(need ? need : 1);
     if (!copy) return cd_err(err, CD_E_NOMEM, "out of memory (%zu bytes) for parameter '%s'", need, name);
@@ -302,7 +336,10 @@ cd_status cd_graph_set_param(cd_graph *g, const char *name, cd_dtype dtype, cons
     } else {
         int keep = v->cur;
         tid = new_tensor(g, v, -1, err);
-        if (tid < 0) { free(copy); return err ? err->code : CD_E_NOMEM; }
+        if (tid < 0) {
+            free(copy);
+            return err ? err->code : CD_E_NOMEM;
+        }
         /* If an op wrote the name first the param is not the live version; keep the map. */
         v->cur = keep >= 0 ? keep : tid;
     }
@@ -352,8 +389,7 @@ cd_op *cd_graph_add_op(cd_graph *g, const char *type, cd_error *err) {
     return op;
 }
 
-static cd_status add_slot(cd_graph *g, bool out, const char *slot, const char *const *names, int n,
-                          cd_error *err) {
+static cd_status add_slot(cd_graph *g, bool out, const char *slot, const char *const *names, int n, cd_error *err) {
     if (check_open(g, err)) return err ? err->code : CD_E_INTERNAL;
     priv_t *p = P(g);
     if (g->n_ops == 0) return cd_err(err, CD_E_INTERNAL, "slot added before any op");
@@ -372,32 +408,46 @@ static cd_status add_slot(cd_graph *g, bool out, const char *slot, const char *c
     cd_slot *na = realloc(*arr, sizeof(cd_slot) * (size_t)(*cnt + 1));
     if (na) *arr = na;
     if (!ids || !sname || !na) {
-        free(ids); free(sname);
+        free(ids);
+        free(sname);
         return cd_err(err, CD_E_NOMEM, "out of memory adding slot '%s' to op #%d", slot, oi);
     }
     for (int i = 0; i < n; i++) {
         const char *nm = names[i];
-        if (!nm || !*nm) { ids[i] = -1; continue; }
+        if (!nm || !*nm) {
+            ids[i] = -1;
+            continue;
+        }
         int vi = map_get(&p->names, nm);
         if (vi < 0) {
-            free(ids); free(sname);
-            return cd_err(err, CD_E_MODEL, "op #%d (%s): %s slot '%s' refers to undeclared variable '%s'", oi,
-                          op->type, kind, slot, nm);
+            free(ids);
+            free(sname);
+            return cd_err(err, CD_E_MODEL, "op #%d (%s): %s slot '%s' refers to undeclared variable '%s'", oi, op->type,
+                          kind, slot, nm);
         }
         var_t *v = &p->vars[vi];
         int tid;
         if (out) {
             tid = new_tensor(g, v, oi, err);
-            if (tid < 0) { free(ids); free(sname); return err ? err->code : CD_E_NOMEM; }
+            if (tid < 0) {
+                free(ids);
+                free(sname);
+                return err ? err->code : CD_E_NOMEM;
+            }
             v = &p->vars[vi];
             v->written = true;
             if (!grow((void **)&p->pend_var, &p->cap_pend, p->n_pend + 1, sizeof(int))) {
-                free(ids); free(sname);
+                free(ids);
+                free(sname);
                 return cd_err(err, CD_E_NOMEM, "out of memory");
             }
             /* pend_tid grows in lock step with pend_var, sized by cap_pend. */
             int *nt = realloc(p->pend_tid, sizeof(int) * (size_t)p->cap_pend);
-            if (!nt) { free(ids); free(sname); return cd_err(err, CD_E_NOMEM, "out of memory"); }
+            if (!nt) {
+                free(ids);
+                free(sname);
+                return cd_err(err, CD_E_NOMEM, "out of memory");
+            }
             p->pend_tid = nt;
             p->pend_var[p->n_pend] = vi;
             p->pend_tid[p->n_pend] = tid;
@@ -405,7 +455,11 @@ static cd_status add_slot(cd_graph *g, bool out, const char *slot, const char *c
         } else {
             if (v->cur < 0) {
                 tid = new_tensor(g, v, -1, err);
-                if (tid < 0) { free(ids); free(sname); return err ? err->code : CD_E_NOMEM; }
+                if (tid < 0) {
+                    free(ids);
+                    free(sname);
+                    return err ? err->code : CD_E_NOMEM;
+                }
                 v = &p->vars[vi];
                 v->cur = tid;
             }
@@ -429,10 +483,17 @@ cd_status cd_op_add_output(cd_graph *g, const char *slot, const char *const *nam
 }
 
 cd_status cd_op_add_attr(cd_graph *g, cd_attr *a, cd_error *err) {
-    if (check_open(g, err)) { attr_free(a); memset(a, 0, sizeof *a); return err ? err->code : CD_E_INTERNAL; }
+    if (check_open(g, err)) {
+        attr_free(a);
+        memset(a, 0, sizeof *a);
+        return err ? err->code : CD_E_INTERNAL;
+    }
     cd_status st = CD_OK;
     int oi = g->n_ops - 1;
-    if (oi < 0) { st = cd_err(err, CD_E_INTERNAL, "attribute added before any op"); goto fail; }
+    if (oi < 0) {
+        st = cd_err(err, CD_E_INTERNAL, "attribute added before any op");
+        goto fail;
+    }
     cd_op *op = &g->ops[oi];
     if (!a->name || !*a->name) {
         st = cd_err(err, CD_E_MODEL, "op #%d (%s): attribute with an empty name", oi, op->type);
@@ -449,7 +510,10 @@ cd_status cd_op_add_attr(cd_graph *g, cd_attr *a, cd_error *err) {
             goto fail;
         }
     cd_attr *na = realloc(op->attrs, sizeof(cd_attr) * (size_t)(op->n_attr + 1));
-    if (!na) { st = cd_err(err, CD_E_NOMEM, "out of memory adding attribute '%s'", a->name); goto fail; }
+    if (!na) {
+        st = cd_err(err, CD_E_NOMEM, "out of memory adding attribute '%s'", a->name);
+        goto fail;
+    }
     op->attrs = na;
     op->attrs[op->n_attr++] = *a;
     memset(a, 0, sizeof *a);
@@ -488,14 +552,17 @@ static void parse_kernel(cd_graph *g, int oi) {
     const char *s = a->s;
     for (;;) {
         const char *e = strchr(s, '/');
-        if (nf < 5) { f[nf] = s; len[nf] = e ? (size_t)(e - s) : strlen(s); }
+        if (nf < 5) {
+            f[nf] = s;
+            len[nf] = e ? (size_t)(e - s) : strlen(s);
+        }
         nf++;
         if (!e) break;
         s = e + 1;
     }
     if (nf != 5) {
-        cd_graph_warn(g, "op #%d %s: kernel record '%s' does not have 5 '/'-separated fields; ignored", oi,
-                      op->name, a->s);
+        cd_graph_warn(g, "op #%d %s: kernel record '%s' does not have 5 '/'-separated fields; ignored", oi, op->name,
+                      a->s);
         return;
     }
     op->kernel.present = true;
@@ -510,8 +577,8 @@ static void parse_kernel(cd_graph *g, int oi) {
     if (!len[1]) cd_graph_warn(g, "op #%d %s: kernel record '%s' has an empty alias", oi, op->name, a->s);
     if (op->kernel.target < 0 || op->kernel.target > 18 || op->kernel.precision < 0 || op->kernel.precision > 10 ||
         op->kernel.layout < 0 || op->kernel.layout > 8)
-        cd_graph_warn(g, "op #%d %s: kernel record '%s' has unknown target/precision/layout numbers", oi,
-                      op->name, a->s);
+        cd_graph_warn(g, "op #%d %s: kernel record '%s' has unknown target/precision/layout numbers", oi, op->name,
+                      a->s);
 }
 
 static cd_status find_io(cd_graph *g, bool feed, cd_error *err) {
@@ -547,8 +614,13 @@ static cd_status find_io(cd_graph *g, bool feed, cd_error *err) {
         }
         ids[c->i] = data->ids[0];
     }
-    if (feed) { g->inputs = ids; g->n_inputs = n; }
-    else { g->outputs = ids; g->n_outputs = n; }
+    if (feed) {
+        g->inputs = ids;
+        g->n_inputs = n;
+    } else {
+        g->outputs = ids;
+        g->n_outputs = n;
+    }
     return CD_OK;
 }
 
@@ -562,18 +634,25 @@ cd_status cd_graph_finalize(cd_graph *g, cd_error *err) {
         cd_op *op = &g->ops[i];
         int k = map_get(&cnt, op->type);
         if (k < 0) k = 0;
-        if (!map_put(&cnt, op->type, k + 1)) { map_free(&cnt); return cd_err(err, CD_E_NOMEM, "out of memory"); }
+        if (!map_put(&cnt, op->type, k + 1)) {
+            map_free(&cnt);
+            return cd_err(err, CD_E_NOMEM, "out of memory");
+        }
         char buf[64];
         snprintf(buf, sizeof buf, "_%d", k);
         size_t tl = strlen(op->type);
         op->name = malloc(tl + strlen(buf) + 1);
-        if (!op->name) { map_free(&cnt); return cd_err(err, CD_E_NOMEM, "out of memory"); }
+        if (!op->name) {
+            map_free(&cnt);
+            return cd_err(err, CD_E_NOMEM, "out of memory");
+        }
         memcpy(op->name, op->type, tl);
         strcpy(op->name + tl, buf);
     }
     map_free(&cnt);
     for (int i = 0; i < g->n_ops; i++) parse_kernel(g, i);
-    free(g->inputs); free(g->outputs);
+    free(g->inputs);
+    free(g->outputs);
     g->inputs = g->outputs = NULL;
     g->n_inputs = g->n_outputs = 0;
     if (find_io(g, true, err) || find_io(g, false, err)) return err ? err->code : CD_E_MODEL;
@@ -595,7 +674,8 @@ cd_status cd_graph_finalize(cd_graph *g, cd_error *err) {
             free(read_initial);
             return cd_err(err, CD_E_MODEL,
                           "persistable variable '%s' has no parameter record (the file is truncated or was "
-                          "written by a broken tool)", v->name);
+                          "written by a broken tool)",
+                          v->name);
         }
     }
     free(read_initial);
@@ -604,8 +684,8 @@ cd_status cd_graph_finalize(cd_graph *g, cd_error *err) {
         if (!ts->persistable) continue;
         int64_t ne = cd_shape_numel(&ts->shape);
         if (ne < 0 || (size_t)ne * cd_dtype_size(ts->dtype) != ts->nbytes)
-            return cd_err(err, CD_E_INTERNAL, "parameter '%s' holds %zu bytes, inconsistent with its shape",
-                          ts->name, ts->nbytes);
+            return cd_err(err, CD_E_INTERNAL, "parameter '%s' holds %zu bytes, inconsistent with its shape", ts->name,
+                          ts->nbytes);
     }
     /* Reads of activations nobody wrote (rule 30): warn, the engine will see no producer. */
     for (int i = 0; i < g->n_ops; i++) {
@@ -617,8 +697,8 @@ cd_status cd_graph_finalize(cd_graph *g, cd_error *err) {
                 if (id < 0) continue;
                 cd_tensor *ts = &g->tensors[id];
                 if (ts->producer < 0 && !ts->persistable)
-                    cd_graph_warn(g, "op #%d %s reads '%s' (slot %s) which no earlier op writes", i, op->name,
-                                  ts->name, op->in[s].name);
+                    cd_graph_warn(g, "op #%d %s reads '%s' (slot %s) which no earlier op writes", i, op->name, ts->name,
+                                  op->in[s].name);
             }
     }
     p->finalized = true;

@@ -20,22 +20,34 @@ int cd_dtype_from_meta0(int t);
 
 /* Attribute kinds: numbering of the FlatBuffers AttrType enum (§3.1). */
 typedef enum {
-    CD_ATTR_INT = 0, CD_ATTR_FLOAT = 1, CD_ATTR_STRING = 2, CD_ATTR_INTS = 3, CD_ATTR_FLOATS = 4,
-    CD_ATTR_STRINGS = 5, CD_ATTR_BOOL = 6, CD_ATTR_BOOLS = 7, CD_ATTR_BLOCK = 8, CD_ATTR_LONG = 9,
-    CD_ATTR_BLOCKS = 10, CD_ATTR_LONGS = 11, CD_ATTR_FLOAT64S = 12, CD_ATTR_VAR = 13,
-    CD_ATTR_VARS = 14, CD_ATTR_FLOAT64 = 15
+    CD_ATTR_INT = 0,
+    CD_ATTR_FLOAT = 1,
+    CD_ATTR_STRING = 2,
+    CD_ATTR_INTS = 3,
+    CD_ATTR_FLOATS = 4,
+    CD_ATTR_STRINGS = 5,
+    CD_ATTR_BOOL = 6,
+    CD_ATTR_BOOLS = 7,
+    CD_ATTR_BLOCK = 8,
+    CD_ATTR_LONG = 9,
+    CD_ATTR_BLOCKS = 10,
+    CD_ATTR_LONGS = 11,
+    CD_ATTR_FLOAT64S = 12,
+    CD_ATTR_VAR = 13,
+    CD_ATTR_VARS = 14,
+    CD_ATTR_FLOAT64 = 15
 } cd_attr_type;
 
 typedef struct cd_attr {
     char *name;
     cd_attr_type type;
-    int64_t i;        /* INT, BOOL, BLOCK, LONG */
-    double f;         /* FLOAT, FLOAT64 (FLOAT stored exactly as its float value) */
-    char *s;          /* STRING */
-    int n;            /* element count of the list kinds */
-    int64_t *ints;    /* INTS, LONGS, BOOLS, BLOCKS */
-    double *floats;   /* FLOATS, FLOAT64S */
-    char **strings;   /* STRINGS */
+    int64_t i;      /* INT, BOOL, BLOCK, LONG */
+    double f;       /* FLOAT, FLOAT64 (FLOAT stored exactly as its float value) */
+    char *s;        /* STRING */
+    int n;          /* element count of the list kinds */
+    int64_t *ints;  /* INTS, LONGS, BOOLS, BLOCKS */
+    double *floats; /* FLOATS, FLOAT64S */
+    char **strings; /* STRINGS */
 } cd_attr;
 
 /* One named input/output slot of an op: ordered tensor ids, -1 = not connected. */
@@ -56,8 +68,8 @@ const char *cd_precision_name(int p);
 const char *cd_layout_name(int l);
 
 typedef struct cd_op {
-    char *type;        /* op type string, e.g. "conv2d" */
-    char *name;        /* layer name: "<type>_<k>", k counting ops of that type from 0 */
+    char *type; /* op type string, e.g. "conv2d" */
+    char *name; /* layer name: "<type>_<k>", k counting ops of that type from 0 */
     int n_in, n_out, n_attr;
     cd_slot *in, *out;
     cd_attr *attrs;
@@ -65,14 +77,14 @@ typedef struct cd_op {
 } cd_op;
 
 typedef struct cd_tensor {
-    char *name;          /* variable name in the model (not unique across tensors) */
-    cd_dtype dtype;      /* declared element type (params: the stored record's type) */
-    cd_shape shape;      /* declared shape (may contain -1); params: the record's shape */
-    bool persistable;    /* a parameter: data holds its bytes */
-    void *data;          /* parameter bytes in dtype, row-major; NULL for activations */
+    char *name;       /* variable name in the model (not unique across tensors) */
+    cd_dtype dtype;   /* declared element type (params: the stored record's type) */
+    cd_shape shape;   /* declared shape (may contain -1); params: the record's shape */
+    bool persistable; /* a parameter: data holds its bytes */
+    void *data;       /* parameter bytes in dtype, row-major; NULL for activations */
     size_t nbytes;
-    int producer;        /* op index that writes it, -1 for inputs and params */
-    int version;         /* how many earlier tensors had this name (SSA version) */
+    int producer; /* op index that writes it, -1 for inputs and params */
+    int version;  /* how many earlier tensors had this name (SSA version) */
 } cd_tensor;
 
 typedef struct cd_graph {
@@ -84,8 +96,8 @@ typedef struct cd_graph {
     int n_ops, cap_ops;
     cd_op *ops;
     int n_inputs, n_outputs;
-    int *inputs;   /* tensor ids of model inputs in feed `col` order */
-    int *outputs;  /* tensor ids of model outputs in fetch `col` order */
+    int *inputs;  /* tensor ids of model inputs in feed `col` order */
+    int *outputs; /* tensor ids of model outputs in fetch `col` order */
     /* builder state (name -> current tensor id), private to graph.c */
     void *priv;
     /* warnings collected while reading (unknown attrs, oddities); one per line */
@@ -98,11 +110,11 @@ cd_graph *cd_graph_new(void);
 void cd_graph_free(cd_graph *g);
 /* Declares a variable of block 0 (dims may hold -1). Later declarations of the same name
  * are ignored. persistable=true marks a parameter that needs data (cd_graph_set_param). */
-cd_status cd_graph_declare_var(cd_graph *g, const char *name, cd_dtype dtype, const int64_t *dims,
-                               int rank, bool persistable, cd_error *err);
+cd_status cd_graph_declare_var(cd_graph *g, const char *name, cd_dtype dtype, const int64_t *dims, int rank,
+                               bool persistable, cd_error *err);
 /* Stores parameter data (copied). dtype/shape of the record are authoritative. */
-cd_status cd_graph_set_param(cd_graph *g, const char *name, cd_dtype dtype, const int64_t *dims,
-                             int rank, const void *data, size_t nbytes, cd_error *err);
+cd_status cd_graph_set_param(cd_graph *g, const char *name, cd_dtype dtype, const int64_t *dims, int rank,
+                             const void *data, size_t nbytes, cd_error *err);
 /* Appends an op; the returned pointer is valid until the next cd_graph_add_op. */
 cd_op *cd_graph_add_op(cd_graph *g, const char *type, cd_error *err);
 /* Binds a slot of the last-added op to variable names (empty string = not connected). */

@@ -14,7 +14,10 @@ int64_t cd_attr_int(const cd_op *op, const char *name, int64_t dflt) {
     const cd_attr *a = cd_op_attr(op, name);
     if (!a) return dflt;
     switch (a->type) {
-    case CD_ATTR_INT: case CD_ATTR_BOOL: case CD_ATTR_LONG: case CD_ATTR_BLOCK: return a->i;
+    case CD_ATTR_INT:
+    case CD_ATTR_BOOL:
+    case CD_ATTR_LONG:
+    case CD_ATTR_BLOCK: return a->i;
     default: return dflt;
     }
 }
@@ -23,7 +26,9 @@ bool cd_attr_bool(const cd_op *op, const char *name, bool dflt) {
     const cd_attr *a = cd_op_attr(op, name);
     if (!a) return dflt;
     switch (a->type) {
-    case CD_ATTR_INT: case CD_ATTR_BOOL: case CD_ATTR_LONG: return a->i != 0;
+    case CD_ATTR_INT:
+    case CD_ATTR_BOOL:
+    case CD_ATTR_LONG: return a->i != 0;
     default: return dflt;
     }
 }
@@ -32,8 +37,10 @@ double cd_attr_float(const cd_op *op, const char *name, double dflt) {
     const cd_attr *a = cd_op_attr(op, name);
     if (!a) return dflt;
     switch (a->type) {
-    case CD_ATTR_FLOAT: case CD_ATTR_FLOAT64: return a->f;
-    case CD_ATTR_INT: case CD_ATTR_LONG: return (double)a->i;
+    case CD_ATTR_FLOAT:
+    case CD_ATTR_FLOAT64: return a->f;
+    case CD_ATTR_INT:
+    case CD_ATTR_LONG: return (double)a->i;
     default: return dflt;
     }
 }
@@ -49,7 +56,10 @@ int cd_attr_ints(const cd_op *op, const char *name, const int64_t **out) {
     if (out) *out = NULL;
     if (!a) return 0;
     switch (a->type) {
-    case CD_ATTR_INTS: case CD_ATTR_LONGS: case CD_ATTR_BOOLS: case CD_ATTR_BLOCKS:
+    case CD_ATTR_INTS:
+    case CD_ATTR_LONGS:
+    case CD_ATTR_BOOLS:
+    case CD_ATTR_BLOCKS:
         if (out) *out = a->ints;
         return a->n;
     default: return 0;

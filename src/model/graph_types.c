@@ -54,24 +54,40 @@ int cd_dtype_from_meta0(int v) {
 }
 
 const char *cd_target_name(int t) {
-    static const char *n[] = {"unk", "host", "x86", "cuda", "arm", "opencl", "any", "fpga", "npu", "xpu",
-                              "bm", "mlu", "rknpu", "apu", "huawei_ascend_npu", "imagination_nna",
-                              "intel_fpga", "metal", "nnadapter"};
+    static const char *n[] = {"unk",
+                              "host",
+                              "x86",
+                              "cuda",
+                              "arm",
+                              "opencl",
+                              "any",
+                              "fpga",
+                              "npu",
+                              "xpu",
+                              "bm",
+                              "mlu",
+                              "rknpu",
+                              "apu",
+                              "huawei_ascend_npu",
+                              "imagination_nna",
+                              "intel_fpga",
+                              "metal",
+                              "nnadapter"};
     return (t >= 0 && t < (int)(sizeof n / sizeof *n)) ? n[t] : "unknown";
 }
 
 const char *cd_precision_name(int p) {
-    static const char *n[] = {"unk", "float", "int8_t", "int32_t", "any", "float16", "bool", "int64_t",
-                              "int16_t", "uint8_t", "double"};
+    static const char *n[] = {"unk",  "float",   "int8_t",  "int32_t", "any",   "float16",
+                              "bool", "int64_t", "int16_t", "uint8_t", "double"};
     return (p >= 0 && p < (int)(sizeof n / sizeof *n)) ? n[p] : "unknown";
 }
 
 const char *cd_layout_name(int l) {
-    static const char *n[] = {"unk", "NCHW", "any", "NHWC", "ImageDefault", "ImageFolder", "ImageNW",
-                              "MetalTexture2DArray", "MetalTexture2D"};
+    static const char *n[] = {"unk",           "NCHW",        "any",     "NHWC",
+                              "ImageDefault",  "ImageFolder", "ImageNW", "MetalTexture2DArray",
+                              "MetalTexture2D"};
     return (l >= 0 && l < (int)(sizeof n / sizeof *n)) ? n[l] : "unknown";
 }
-
 
 float *cd_tensor_to_f32(const cd_tensor *t, cd_error *err) {
     if (!t || !t->data) {
@@ -79,23 +95,54 @@ float *cd_tensor_to_f32(const cd_tensor *t, cd_error *err) {
         return NULL;
     }
     size_t es = cd_dtype_size(t->dtype);
-    if (!es) { cd_err(err, CD_E_MODEL, "tensor '%s' has an unknown element type", t->name); return NULL; }
+    if (!es) {
+        cd_err(err, CD_E_MODEL, "tensor '%s' has an unknown element type", t->name);
+        return NULL;
+    }
     size_t n = t->nbytes / es;
-    if (n > SIZE_MAX / sizeof(float)) { cd_err(err, CD_E_NOMEM, "tensor '%s' too large", t->name); return NULL; }
+    if (n > SIZE_MAX / sizeof(float)) {
+        cd_err(err, CD_E_NOMEM, "tensor '%s' too large", t->name);
+        return NULL;
+    }
     float *o = cd_malloc(n * sizeof(float), err);
     if (!o) return NULL;
     const unsigned char *b = t->data;
     for (size_t i = 0; i < n; i++) {
         switch (t->dtype) {
         case CD_F32: memcpy(&o[i], b + 4 * i, 4); break;
-        case CD_F16: { uint16_t h; memcpy(&h, b + 2 * i, 2); o[i] = cd_half_to_float(h); break; }
+        case CD_F16: {
+            uint16_t h;
+            memcpy(&h, b + 2 * i, 2);
+            o[i] = cd_half_to_float(h);
+            break;
+        }
         case CD_I8: o[i] = (float)(int8_t)b[i]; break;
         case CD_U8: o[i] = (float)b[i]; break;
         case CD_BOOL: o[i] = b[i] ? 1.0f : 0.0f; break;
-        case CD_I16: { int16_t v; memcpy(&v, b + 2 * i, 2); o[i] = (float)v; break; }
-        case CD_I32: { int32_t v; memcpy(&v, b + 4 * i, 4); o[i] = (float)v; break; }
-        case CD_I64: { int64_t v; memcpy(&v, b + 8 * i, 8); o[i] = (float)v; break; }
-        case CD_F64: { double v; memcpy(&v, b + 8 * i, 8); o[i] = (float)v; break; }
+        case CD_I16: {
+            int16_t v;
+            memcpy(&v, b + 2 * i, 2);
+            o[i] = (float)v;
+            break;
+        }
+        case CD_I32: {
+            int32_t v;
+            memcpy(&v, b + 4 * i, 4);
+            o[i] = (float)v;
+            break;
+        }
+        case CD_I64: {
+            int64_t v;
+            memcpy(&v, b + 8 * i, 8);
+            o[i] = (float)v;
+            break;
+        }
+        case CD_F64: {
+            double v;
+            memcpy(&v, b + 8 * i, 8);
+            o[i] = (float)v;
+            break;
+        }
         default: break;
         }
     }

@@ -32,8 +32,8 @@ cd_status cd_nb_param(cd_graph *g, const char *name, int dtype, const int64_t *d
                       uint64_t data_len, size_t file_off, cd_error *err) {
     if (!*name) return cd_err(err, CD_E_MODEL, "parameter record with an empty name (file offset %zu)", file_off);
     if (dtype < 0 || dtype == CD_F64)
-        return cd_err(err, CD_E_MODEL,
-                      "parameter '%s' has an element type Paddle-Lite cannot store (file offset %zu)", name, file_off);
+        return cd_err(err, CD_E_MODEL, "parameter '%s' has an element type Paddle-Lite cannot store (file offset %zu)",
+                      name, file_off);
     if (rank > CD_MAX_RANK)
         return cd_err(err, CD_E_MODEL, "parameter '%s' has rank %d, over the limit %d (file offset %zu)", name, rank,
                       CD_MAX_RANK, file_off);

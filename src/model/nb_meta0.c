@@ -8,10 +8,10 @@
 #include "model/nb_reader.h"
 
 /* Smallest encodings, for count sanity checks. */
-#define MIN_BLOCK 28   /* i32 idx, i32 parent, u64 vars, u64 ops, i32 fwd */
-#define MIN_VAR 73     /* string 8 + VarType 64 + bool 1 */
-#define MIN_OP 33      /* string 8 + 3 lists + bool */
-#define MIN_SLOT 16    /* string 8 + list 8 */
+#define MIN_BLOCK 28 /* i32 idx, i32 parent, u64 vars, u64 ops, i32 fwd */
+#define MIN_VAR 73   /* string 8 + VarType 64 + bool 1 */
+#define MIN_OP 33    /* string 8 + 3 lists + bool */
+#define MIN_SLOT 16  /* string 8 + list 8 */
 #define MIN_ATTR 95
 #define MIN_PARAM 52
 
@@ -110,7 +110,10 @@ static cd_status var_desc(cur_t *c, cd_graph *g, bool build) {
     cd_status st;
     if ((st = str(c, build ? &name : NULL, "VarDesc.name"))) return st;
     if ((st = rd(c, &kind, 4, "VarType.type"))) goto out;
-    if (!v0_kind_ok(kind)) { st = fail(c, "unsupported variable kind in ", "VarType.type"); goto out; }
+    if (!v0_kind_ok(kind)) {
+        st = fail(c, "unsupported variable kind in ", "VarType.type");
+        goto out;
+    }
     if ((st = tensor_desc(c, &dt2, dd, &r2, false, "VarType.selected_rows"))) goto out;
     if ((st = lod_tensor_desc(c, &dt, dims, &rank, "VarType.lod_tensor"))) goto out;
     if ((st = lod_tensor_desc(c, &dt2, dd, &r2, "VarType.tensor_array"))) goto out;
@@ -144,16 +147,23 @@ static cd_status slots(cur_t *c, cd_graph *g, bool build, bool out, int oi) {
         uint64_t na;
         cd_status st;
         if ((st = str(c, build ? &param : NULL, "Var.parameter"))) return st;
-        if ((st = count(c, 8, &na, "Var.arguments"))) { free(param); return st; }
+        if ((st = count(c, 8, &na, "Var.arguments"))) {
+            free(param);
+            return st;
+        }
         char **names = build ? calloc(na ? na : 1, sizeof *names) : NULL;
-        if (build && !names) { free(param); return cd_err(c->err, CD_E_NOMEM, "out of memory"); }
+        if (build && !names) {
+            free(param);
+            return cd_err(c->err, CD_E_NOMEM, "out of memory");
+        }
         for (uint64_t k = 0; k < na && !st; k++) st = str(c, build ? &names[k] : NULL, "Var.arguments");
         if (!st && build) {
             st = out ? cd_op_add_output(g, param, (const char *const *)names, (int)na, c->err)
                      : cd_op_add_input(g, param, (const char *const *)names, (int)na, c->err);
             if (st) cd_err_prefix(c->err, "op #%d, file offset %zu: ", oi, start);
         }
-        if (names) for (uint64_t k = 0; k < na; k++) free(names[k]);
+        if (names)
+            for (uint64_t k = 0; k < na; k++) free(names[k]);
         free(names);
         free(param);
         if (st) return st;
@@ -162,7 +172,10 @@ static cd_status slots(cur_t *c, cd_graph *g, bool build, bool out, int oi) {
 }
 
 static void attr_release(cd_attr *a) {
-    free(a->name); free(a->s); free(a->ints); free(a->floats);
+    free(a->name);
+    free(a->s);
+    free(a->ints);
+    free(a->floats);
     if (a->strings)
         for (int k = 0; k < a->n; k++) free(a->strings[k]);
     free(a->strings);
@@ -189,19 +202,30 @@ static cd_status attr(cur_t *c, cd_graph *g, bool build, int oi, int n_blocks) {
     if ((st = rd(c, &i32, 4, "Attr.i")) || (st = rd(c, &f, 4, "Attr.f")) || (st = str(c, &s, "Attr.s"))) goto bad;
     if (a.type == CD_ATTR_INT) a.i = i32;
     if (a.type == CD_ATTR_FLOAT) a.f = f;
-    if (a.type == CD_ATTR_STRING) { a.s = s; s = NULL; }
+    if (a.type == CD_ATTR_STRING) {
+        a.s = s;
+        s = NULL;
+    }
     /* Lists: ints, floats, strings, (b), bools, (block_idx), (l), blocks_idx, longs. */
     if ((st = count(c, 4, &n, "Attr.ints"))) goto bad;
     if (a.type == CD_ATTR_INTS) {
         if (!(a.ints = malloc(8 * (n ? n : 1)))) goto nomem;
-        for (uint64_t k = 0; k < n; k++) { int32_t v; memcpy(&v, c->b + c->pos + 4 * k, 4); a.ints[k] = v; }
+        for (uint64_t k = 0; k < n; k++) {
+            int32_t v;
+            memcpy(&v, c->b + c->pos + 4 * k, 4);
+            a.ints[k] = v;
+        }
         a.n = (int)n;
     }
     c->pos += 4 * n;
     if ((st = count(c, 4, &n, "Attr.floats"))) goto bad;
     if (a.type == CD_ATTR_FLOATS) {
         if (!(a.floats = malloc(8 * (n ? n : 1)))) goto nomem;
-        for (uint64_t k = 0; k < n; k++) { float v; memcpy(&v, c->b + c->pos + 4 * k, 4); a.floats[k] = v; }
+        for (uint64_t k = 0; k < n; k++) {
+            float v;
+            memcpy(&v, c->b + c->pos + 4 * k, 4);
+            a.floats[k] = v;
+        }
         a.n = (int)n;
     }
     c->pos += 4 * n;
@@ -227,7 +251,11 @@ static cd_status attr(cur_t *c, cd_graph *g, bool build, int oi, int n_blocks) {
     if ((st = count(c, 4, &n, "Attr.blocks_idx"))) goto bad;
     if (a.type == CD_ATTR_BLOCKS) {
         if (!(a.ints = malloc(8 * (n ? n : 1)))) goto nomem;
-        for (uint64_t k = 0; k < n; k++) { int32_t v; memcpy(&v, c->b + c->pos + 4 * k, 4); a.ints[k] = v; }
+        for (uint64_t k = 0; k < n; k++) {
+            int32_t v;
+            memcpy(&v, c->b + c->pos + 4 * k, 4);
+            a.ints[k] = v;
+        }
         a.n = (int)n;
     }
     c->pos += 4 * n;
@@ -239,7 +267,10 @@ static cd_status attr(cur_t *c, cd_graph *g, bool build, int oi, int n_blocks) {
     }
     c->pos += 8 * n;
     free(s);
-    if (!build) { attr_release(&a); return CD_OK; }
+    if (!build) {
+        attr_release(&a);
+        return CD_OK;
+    }
     if ((st = cd_nb_add_attr(g, oi, &a, n_blocks, c->err)))
         return cd_err_prefix(c->err, "op #%d, file offset %zu: ", oi, start);
     return CD_OK;
@@ -296,8 +327,8 @@ cd_status cd_nb_meta0_topology(cd_graph *g, const uint8_t *buf, size_t len, size
     if ((st = rd(&c, &ver, 8, "ProgramDesc.version"))) return st;
     g->program_version = ver;
     if (c.pos != len)
-        return cd_err(err, CD_E_MODEL, "meta-0 topology ends at file offset %zu but topo_size says %zu",
-                      base + c.pos, base + len);
+        return cd_err(err, CD_E_MODEL, "meta-0 topology ends at file offset %zu but topo_size says %zu", base + c.pos,
+                      base + len);
     return CD_OK;
 }
 
@@ -322,7 +353,11 @@ cd_status cd_nb_meta0_params(cd_graph *g, const uint8_t *buf, size_t len, size_t
             if ((st = skip_list(&c, 8, "lod level"))) goto out;
         if (lod_level || nl) cd_graph_warn(g, "parameter '%s' carries LoD information; ignored", name);
         if ((st = rd(&c, &tv, 4, "tensor_version"))) goto out;
-        if (tv != 0) { c.pos -= 4; st = fail(&c, "tensor_version must be 0 in ", "the parameter record"); goto out; }
+        if (tv != 0) {
+            c.pos -= 4;
+            st = fail(&c, "tensor_version must be 0 in ", "the parameter record");
+            goto out;
+        }
         if ((st = tensor_desc(&c, &dt, dims, &rank, true, "ParamDesc.tensor_desc"))) goto out;
         if ((st = count(&c, 1, &nd, "parameter data"))) goto out;
         {

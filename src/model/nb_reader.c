@@ -20,7 +20,8 @@ static cd_status read_i64_vec(cd_fb *fb, const cd_fb_table *t, int slot, const c
     size_t d;
     uint32_t c;
     if (cd_fb_vec(fb, t, slot, field, 8, &d, &c, err)) return err->code;
-    if (c > (uint32_t)max) return cd_fb_fail(fb, d - 4, err, "'%s' has %u entries, over the rank limit %d", field, c, max);
+    if (c > (uint32_t)max)
+        return cd_fb_fail(fb, d - 4, err, "'%s' has %u entries, over the rank limit %d", field, c, max);
     for (uint32_t i = 0; i < c; i++) out[i] = (int64_t)cd_ld_u64(fb->buf + d + 8 * i);
     *n = (int)c;
     return CD_OK;
@@ -74,8 +75,12 @@ static cd_status read_slots(cd_graph *g, cd_fb *fb, const cd_fb_table *ot, int s
         const char **names = cd_calloc(ac ? ac : 1, sizeof *names, err);
         if (!names) return err->code;
         for (uint32_t k = 0; k < ac; k++)
-            if (cd_fb_vec_str(fb, ad, k, &names[k], NULL, err)) { free(names); return err->code; }
-        cd_status st = out ? cd_op_add_output(g, param, names, (int)ac, err) : cd_op_add_input(g, param, names, (int)ac, err);
+            if (cd_fb_vec_str(fb, ad, k, &names[k], NULL, err)) {
+                free(names);
+                return err->code;
+            }
+        cd_status st =
+            out ? cd_op_add_output(g, param, names, (int)ac, err) : cd_op_add_input(g, param, names, (int)ac, err);
         free(names);
         if (st) return cd_err_prefix(err, "file offset %zu: ", fb->base + vt.pos);
     }
@@ -98,18 +103,31 @@ static cd_status attr_vec(cd_fb *fb, const cd_fb_table *at, int slot, const char
     }
     const uint8_t *p = fb->buf + d;
     for (uint32_t i = 0; i < c; i++) {
-        if (is_float && es == 4) { float f; memcpy(&f, p + 4 * i, 4); a->floats[i] = f; }
-        else if (is_float) { double f; memcpy(&f, p + 8 * i, 8); a->floats[i] = f; }
-        else if (es == 1) a->ints[i] = p[i] != 0;
-        else if (es == 4) a->ints[i] = (int32_t)cd_ld_u32(p + 4 * i);
-        else a->ints[i] = (int64_t)cd_ld_u64(p + 8 * i);
+        if (is_float && es == 4) {
+            float f;
+            memcpy(&f, p + 4 * i, 4);
+            a->floats[i] = f;
+        } else if (is_float) {
+            double f;
+            memcpy(&f, p + 8 * i, 8);
+            a->floats[i] = f;
+        } else if (es == 1)
+            a->ints[i] = p[i] != 0;
+        else if (es == 4)
+            a->ints[i] = (int32_t)cd_ld_u32(p + 4 * i);
+        else
+            a->ints[i] = (int64_t)cd_ld_u64(p + 8 * i);
     }
     return CD_OK;
 }
 
 static void attr_clear(cd_attr *a) {
-    free(a->name); free(a->s); free(a->ints); free(a->floats);
-    if (a->strings) for (int i = 0; i < a->n; i++) free(a->strings[i]);
+    free(a->name);
+    free(a->s);
+    free(a->ints);
+    free(a->floats);
+    if (a->strings)
+        for (int i = 0; i < a->n; i++) free(a->strings[i]);
     free(a->strings);
     memset(a, 0, sizeof *a);
 }
@@ -249,9 +267,11 @@ static cd_status read_param_desc(cd_graph *g, cd_fb *fb, const cd_fb_table *pt, 
     uint8_t vtype;
     if (cd_fb_u8(fb, pt, 2, 0, &vtype, err)) return err->code;
     if (vtype != 1)
-        return cd_fb_fail(fb, pt->pos, err, "parameter '%s' has variable_type %u, expected 1 (LoDTensorDesc)", name, vtype);
+        return cd_fb_fail(fb, pt->pos, err, "parameter '%s' has variable_type %u, expected 1 (LoDTensorDesc)", name,
+                          vtype);
     cd_fb_table lt;
-    if (cd_fb_sub(fb, pt, 3, "ParamDesc.variable", true, NULL, &lt, err)) return cd_err_prefix(err, "parameter '%s': ", name);
+    if (cd_fb_sub(fb, pt, 3, "ParamDesc.variable", true, NULL, &lt, err))
+        return cd_err_prefix(err, "parameter '%s': ", name);
     int32_t lod_level, dt;
     if (cd_fb_i32(fb, &lt, 0, 0, &lod_level, err) || cd_fb_i32(fb, &lt, 3, 0, &dt, err)) return err->code;
     size_t ld, dd;
@@ -260,11 +280,13 @@ static cd_status read_param_desc(cd_graph *g, cd_fb *fb, const cd_fb_table *pt, 
     if (lod_level != 0 || lc != 0) cd_graph_warn(g, "parameter '%s' carries LoD information; ignored", name);
     int64_t dims[CD_MAX_RANK];
     int rank;
-    if (read_i64_vec(fb, &lt, 2, "dim", dims, CD_MAX_RANK, &rank, err)) return cd_err_prefix(err, "parameter '%s': ", name);
+    if (read_i64_vec(fb, &lt, 2, "dim", dims, CD_MAX_RANK, &rank, err))
+        return cd_err_prefix(err, "parameter '%s': ", name);
     static const int ok_types[] = {0, 1, 2, 3, 4, 5, 20, 21};
     bool ok = false;
     for (size_t i = 0; i < sizeof ok_types / sizeof *ok_types; i++) ok |= dt == ok_types[i];
-    if (!ok) return cd_fb_fail(fb, lt.pos, err, "parameter '%s' has data_type %d, not a parameter element type", name, dt);
+    if (!ok)
+        return cd_fb_fail(fb, lt.pos, err, "parameter '%s' has data_type %d, not a parameter element type", name, dt);
     if (cd_fb_vec(fb, &lt, 4, "data", 1, &dd, &dc, err)) return err->code;
     if (max_data != UINT32_MAX && dc > max_data)
         cd_graph_warn(g, "parameter '%s' holds %u bytes, more than the header's max_data_bytes %u", name, dc, max_data);
@@ -274,10 +296,10 @@ static cd_status read_param_desc(cd_graph *g, cd_fb *fb, const cd_fb_table *pt, 
 
 static cd_status read_params_meta2(cd_graph *g, const uint8_t *b, size_t len, size_t ps, cd_error *err) {
     size_t p = ps;
-#define NEED(n, what) \
-    if (len - p < (size_t)(n)) \
-        return cd_err(err, CD_E_MODEL, "parameter section truncated: %s needs %zu bytes at file offset %zu, %zu left", \
-                      what, (size_t)(n), p, len - p)
+#define NEED(n, what)                                                                                                  \
+    if (len - p < (size_t)(n))                                                                                         \
+    return cd_err(err, CD_E_MODEL, "parameter section truncated: %s needs %zu bytes at file offset %zu, %zu left",     \
+                  what, (size_t)(n), p, len - p)
     NEED(4, "format version and reserved length");
     uint16_t pfv = cd_ld_u16(b + p), rl = cd_ld_u16(b + p + 2);
     if (pfv != 0)
@@ -296,13 +318,15 @@ static cd_status read_params_meta2(cd_graph *g, const uint8_t *b, size_t len, si
     for (uint32_t i = 0; i < count; i++) {
         size_t rp = p;
         if (len - p < 8)
-            return cd_err(err, CD_E_MODEL, "parameter record %u of %u: header truncated at file offset %zu", i, count, p);
+            return cd_err(err, CD_E_MODEL, "parameter record %u of %u: header truncated at file offset %zu", i, count,
+                          p);
         uint32_t rec_len = cd_ld_u32(b + p), fb_start = cd_ld_u32(b + p + 4);
         p += 4; /* offsets count from the fb_start field */
         if (fb_start < 4 || fb_start > rec_len || rec_len - fb_start < 12 || rec_len > len - p)
             return cd_err(err, CD_E_MODEL,
                           "parameter record %u of %u at file offset %zu: record_len %u / fb_start %u are inconsistent "
-                          "(%zu bytes left in the file)", i, count, rp, rec_len, fb_start, len - p);
+                          "(%zu bytes left in the file)",
+                          i, count, rp, rec_len, fb_start, len - p);
         char what[64];
         snprintf(what, sizeof what, "parameter record %u", i);
         cd_fb fb;
@@ -313,8 +337,10 @@ static cd_status read_params_meta2(cd_graph *g, const uint8_t *b, size_t len, si
         p += rec_len;
     }
     if (p != len)
-        cd_graph_warn(g, "%zu trailing bytes after the last parameter record (file offset %zu); the parameter count "
-                      "may have wrapped past 65535", len - p, p);
+        cd_graph_warn(g,
+                      "%zu trailing bytes after the last parameter record (file offset %zu); the parameter count "
+                      "may have wrapped past 65535",
+                      len - p, p);
     return CD_OK;
 #undef NEED
 }
@@ -322,7 +348,8 @@ static cd_status read_params_meta2(cd_graph *g, const uint8_t *b, size_t len, si
 static cd_status read_params_meta1(cd_graph *g, const uint8_t *b, size_t len, size_t ps, cd_error *err) {
     cd_fb fb;
     cd_fb_table root;
-    if (cd_fb_init(&fb, b + ps, len - ps, ps, "combined parameters", err) || cd_fb_root(&fb, &root, err)) return err->code;
+    if (cd_fb_init(&fb, b + ps, len - ps, ps, "combined parameters", err) || cd_fb_root(&fb, &root, err))
+        return err->code;
     size_t d;
     uint32_t c;
     if (cd_fb_vec(&fb, &root, 0, "CombinedParamsDesc.params", 4, &d, &c, err)) return err->code;
@@ -343,11 +370,14 @@ cd_status cd_nb_load_mem(const uint8_t *b, size_t len, cd_graph **out, cd_error 
     if (meta > 2)
         return cd_err(err, CD_E_MODEL,
                       "unknown meta_version %u at file offset 0 (expected 0, 1 or 2): not a Paddle-Lite .nb model or "
-                      "written by a newer opt", meta);
+                      "written by a newer opt",
+                      meta);
     uint64_t topo = cd_ld_u64(b + 18);
     if (topo > len - CD_NB_HEADER)
-        return cd_err(err, CD_E_MODEL, "topology size %llu at file offset 18 exceeds the %zu bytes after the header "
-                      "(file truncated?)", (unsigned long long)topo, len - CD_NB_HEADER);
+        return cd_err(err, CD_E_MODEL,
+                      "topology size %llu at file offset 18 exceeds the %zu bytes after the header "
+                      "(file truncated?)",
+                      (unsigned long long)topo, len - CD_NB_HEADER);
     if (topo < 12)
         return cd_err(err, CD_E_MODEL, "topology size %llu at file offset 18 is too small", (unsigned long long)topo);
     if (meta != 0 && topo >= 0x7fffffffu)
@@ -370,11 +400,14 @@ cd_status cd_nb_load_mem(const uint8_t *b, size_t len, cd_graph **out, cd_error 
     } else {
         st = read_topology(g, b + CD_NB_HEADER, (size_t)topo, CD_NB_HEADER, err);
         if (!st) {
-            if (meta == 2) st = read_params_meta2(g, b, len, ps, err);
+            if (meta == 2)
+                st = read_params_meta2(g, b, len, ps, err);
             else if (len - ps < 12 || len - ps >= 0x7fffffffu)
-                st = cd_err(err, CD_E_MODEL, "meta 1 parameter FlatBuffer at file offset %zu is %zu bytes (need 12 .. 2^31-2)",
-                            ps, len - ps);
-            else st = read_params_meta1(g, b, len, ps, err);
+                st = cd_err(err, CD_E_MODEL,
+                            "meta 1 parameter FlatBuffer at file offset %zu is %zu bytes (need 12 .. 2^31-2)", ps,
+                            len - ps);
+            else
+                st = read_params_meta1(g, b, len, ps, err);
         }
     }
     if (!st) st = cd_graph_finalize(g, err);

@@ -21,9 +21,9 @@ typedef struct {
     uint8_t *b;
     size_t len, cap;
     bool oom;
-    size_t *vt;        /* positions of written vtables */
+    size_t *vt; /* positions of written vtables */
     int n_vt, cap_vt;
-    size_t *es;        /* fields that must point at the shared empty string */
+    size_t *es; /* fields that must point at the shared empty string */
     int n_es, cap_es;
 } bld;
 
@@ -33,7 +33,10 @@ static void reserve(bld *b, size_t n) {
     size_t nc = b->cap ? b->cap : 4096;
     while (nc < b->len + n) nc *= 2;
     uint8_t *p = realloc(b->b, nc);
-    if (!p) { b->oom = true; return; }
+    if (!p) {
+        b->oom = true;
+        return;
+    }
     b->b = p;
     b->cap = nc;
 }
@@ -42,8 +45,10 @@ static size_t put(bld *b, const void *d, size_t n) {
     reserve(b, n);
     if (b->oom) return 0;
     size_t pos = b->len;
-    if (d) memcpy(b->b + pos, d, n);
-    else memset(b->b + pos, 0, n);
+    if (d)
+        memcpy(b->b + pos, d, n);
+    else
+        memset(b->b + pos, 0, n);
     b->len += n;
     return pos;
 }
@@ -72,9 +77,9 @@ static bool push_pos(size_t **arr, int *n, int *cap, size_t v) {
 
 typedef struct {
     int slot;
-    uint8_t size;   /* 1, 4 or 8 */
-    uint64_t bits;  /* scalar value (little-endian low bytes) */
-    size_t pos;     /* out: absolute position of the field */
+    uint8_t size;  /* 1, 4 or 8 */
+    uint64_t bits; /* scalar value (little-endian low bytes) */
+    size_t pos;    /* out: absolute position of the field */
 } fld;
 
 /* Writes a table with the given present fields (references as size-4 zero placeholders). */
@@ -89,7 +94,9 @@ static size_t table(bld *b, fld *f, int n) {
     /* Larger fields first keeps every scalar naturally aligned. */
     for (int i = 1; i < n; i++)
         for (int j = i; j > 0 && f[order[j]].size > f[order[j - 1]].size; j--) {
-            int t = order[j]; order[j] = order[j - 1]; order[j - 1] = t;
+            int t = order[j];
+            order[j] = order[j - 1];
+            order[j - 1] = t;
         }
     uint16_t off[32] = {0};
     size_t cur = 4;
@@ -108,7 +115,10 @@ static size_t table(bld *b, fld *f, int n) {
         size_t p = b->vt[i];
         uint16_t sz;
         memcpy(&sz, b->b + p, 2);
-        if (sz == vtab[0] && !memcmp(b->b + p, vtab, sz)) { vpos = p; break; }
+        if (sz == vtab[0] && !memcmp(b->b + p, vtab, sz)) {
+            vpos = p;
+            break;
+        }
     }
     if (vpos == SIZE_MAX) {
         pad_to(b, 2, 0);
@@ -169,17 +179,34 @@ static void finish(bld *b) {
     pad_to(b, 8, 0);
 }
 
-static void bld_free(bld *b) { free(b->b); free(b->vt); free(b->es); memset(b, 0, sizeof *b); }
+static void bld_free(bld *b) {
+    free(b->b);
+    free(b->vt);
+    free(b->es);
+    memset(b, 0, sizeof *b);
+}
 
-static fld F(int slot, uint8_t size, uint64_t bits) { fld f = {slot, size, bits, 0}; return f; }
-static uint64_t f32bits(double d) { float f = (float)d; uint32_t u; memcpy(&u, &f, 4); return u; }
-static uint64_t f64bits(double d) { uint64_t u; memcpy(&u, &d, 8); return u; }
+static fld F(int slot, uint8_t size, uint64_t bits) {
+    fld f = {slot, size, bits, 0};
+    return f;
+}
+static uint64_t f32bits(double d) {
+    float f = (float)d;
+    uint32_t u;
+    memcpy(&u, &f, 4);
+    return u;
+}
+static uint64_t f64bits(double d) {
+    uint64_t u;
+    memcpy(&u, &d, 8);
+    return u;
+}
 
 /* ------------------------------------------------------------------ topology */
 typedef struct {
     const char *name;
-    int tid;     /* first tensor of this name (carries declared dtype/shape) */
-    int kind;    /* FB var type */
+    int tid;  /* first tensor of this name (carries declared dtype/shape) */
+    int kind; /* FB var type */
     bool persistable;
 } wvar;
 
@@ -190,16 +217,25 @@ static cd_status write_attr(bld *b, const cd_op *op, int oi, const cd_attr *a, s
     f[n++] = F(0, 4, 0);
     if (a->type != CD_ATTR_INT) f[n++] = F(1, 4, (uint32_t)a->type);
     switch (a->type) {
-    case CD_ATTR_INT: case CD_ATTR_BLOCK:
+    case CD_ATTR_INT:
+    case CD_ATTR_BLOCK:
         if (a->i < INT32_MIN || a->i > INT32_MAX)
             return cd_err(err, CD_E_MODEL, "op #%d %s: attribute '%s' value %lld does not fit an INT", oi, op->name,
                           a->name, (long long)a->i);
         if (a->i) f[n++] = F(a->type == CD_ATTR_INT ? 2 : 10, 4, (uint32_t)(int32_t)a->i);
         break;
-    case CD_ATTR_FLOAT: if ((float)a->f != 0.0f) f[n++] = F(3, 4, f32bits(a->f)); break;
-    case CD_ATTR_BOOL: if (a->i) f[n++] = F(8, 1, 1); break;
-    case CD_ATTR_LONG: if (a->i) f[n++] = F(11, 8, (uint64_t)a->i); break;
-    case CD_ATTR_FLOAT64: if (a->f != 0.0) f[n++] = F(14, 8, f64bits(a->f)); break;
+    case CD_ATTR_FLOAT:
+        if ((float)a->f != 0.0f) f[n++] = F(3, 4, f32bits(a->f));
+        break;
+    case CD_ATTR_BOOL:
+        if (a->i) f[n++] = F(8, 1, 1);
+        break;
+    case CD_ATTR_LONG:
+        if (a->i) f[n++] = F(11, 8, (uint64_t)a->i);
+        break;
+    case CD_ATTR_FLOAT64:
+        if (a->f != 0.0) f[n++] = F(14, 8, f64bits(a->f));
+        break;
     default: break;
     }
     /* --force-empty: every string/vector field is present. */
@@ -213,10 +249,17 @@ static cd_status write_attr(bld *b, const cd_op *op, int oi, const cd_attr *a, s
     for (int i = 0; i < 8; i++) {
         int slot = vslots[i];
         size_t fp = f[vfirst + i].pos;
-        cd_attr_type want = slot == 5 ? CD_ATTR_INTS : slot == 6 ? CD_ATTR_FLOATS : slot == 7 ? CD_ATTR_STRINGS
-                          : slot == 9 ? CD_ATTR_BOOLS : slot == 12 ? CD_ATTR_BLOCKS : slot == 13 ? CD_ATTR_LONGS
-                          : CD_ATTR_FLOAT64S;
-        if (slot == 4) { str_field(b, fp, a->type == CD_ATTR_STRING ? a->s : ""); continue; }
+        cd_attr_type want = slot == 5 ? CD_ATTR_INTS
+            : slot == 6               ? CD_ATTR_FLOATS
+            : slot == 7               ? CD_ATTR_STRINGS
+            : slot == 9               ? CD_ATTR_BOOLS
+            : slot == 12              ? CD_ATTR_BLOCKS
+            : slot == 13              ? CD_ATTR_LONGS
+                                      : CD_ATTR_FLOAT64S;
+        if (slot == 4) {
+            str_field(b, fp, a->type == CD_ATTR_STRING ? a->s : "");
+            continue;
+        }
         uint32_t cnt = a->type == want ? (uint32_t)a->n : 0;
         size_t vp;
         if (slot == 7) {
@@ -259,12 +302,17 @@ static cd_status write_attr(bld *b, const cd_op *op, int oi, const cd_attr *a, s
 
 static void write_slots(bld *b, const cd_graph *g, const cd_slot *slots, int n, size_t field) {
     const cd_slot **s = malloc(sizeof *s * (size_t)(n ? n : 1));
-    if (!s) { b->oom = true; return; }
+    if (!s) {
+        b->oom = true;
+        return;
+    }
     for (int i = 0; i < n; i++) s[i] = &slots[i];
     /* Sorted by slot name (byte-wise), like Paddle-Lite's keyed vectors. */
     for (int i = 1; i < n; i++)
         for (int j = i; j > 0 && strcmp(s[j]->name, s[j - 1]->name) < 0; j--) {
-            const cd_slot *t = s[j]; s[j] = s[j - 1]; s[j - 1] = t;
+            const cd_slot *t = s[j];
+            s[j] = s[j - 1];
+            s[j - 1] = t;
         }
     size_t vp = ref_vec(b, (uint32_t)n);
     patch_ref(b, field, vp);
@@ -296,12 +344,17 @@ static cd_status write_op(bld *b, const cd_graph *g, int oi, size_t elem, cd_err
     for (int i = 0; i < op->n_attr; i++) as[i] = &op->attrs[i];
     for (int i = 1; i < op->n_attr; i++)
         for (int j = i; j > 0 && strcmp(as[j]->name, as[j - 1]->name) < 0; j--) {
-            const cd_attr *x = as[j]; as[j] = as[j - 1]; as[j - 1] = x;
+            const cd_attr *x = as[j];
+            as[j] = as[j - 1];
+            as[j - 1] = x;
         }
     size_t vp = ref_vec(b, (uint32_t)op->n_attr);
     patch_ref(b, f[3].pos, vp);
     for (int i = 0; i < op->n_attr; i++)
-        if (write_attr(b, op, oi, as[i], vp + 4 + 4 * (size_t)i, err)) { free(as); return err->code; }
+        if (write_attr(b, op, oi, as[i], vp + 4 + 4 * (size_t)i, err)) {
+            free(as);
+            return err->code;
+        }
     free(as);
     return b->oom ? cd_err(err, CD_E_NOMEM, "out of memory writing the model") : CD_OK;
 }
@@ -338,7 +391,11 @@ static void write_var(bld *b, const cd_graph *g, const wvar *v, size_t elem) {
 static cd_status collect_vars(const cd_graph *g, wvar **out, int *n_out, cd_error *err) {
     wvar *v = cd_calloc((size_t)g->n_tensors + 1, sizeof *v, err);
     char **seen = cd_calloc((size_t)g->n_tensors + 1, sizeof *seen, err);
-    if (!v || !seen) { free(v); free(seen); return err->code; }
+    if (!v || !seen) {
+        free(v);
+        free(seen);
+        return err->code;
+    }
     int n = 0;
     /* First tensor of every name, in tensor-creation order (= order of first use). */
     for (int t = 0; t < g->n_tensors; t++) {
@@ -352,16 +409,28 @@ static cd_status collect_vars(const cd_graph *g, wvar **out, int *n_out, cd_erro
     for (int t = 0; t < g->n_tensors; t++) {
         if (!g->tensors[t].persistable) continue;
         for (int i = 0; i < n; i++)
-            if (!strcmp(v[i].name, g->tensors[t].name)) { v[i].persistable = true; v[i].tid = t; }
+            if (!strcmp(v[i].name, g->tensors[t].name)) {
+                v[i].persistable = true;
+                v[i].tid = t;
+            }
     }
     for (int oi = 0; oi < g->n_ops; oi++) {
         const cd_op *op = &g->ops[oi];
         int id = -1, kind = 0;
-        if (!strcmp(op->type, "feed")) { id = cd_op_in(op, "X", 0); kind = FB_FEED; }
-        if (!strcmp(op->type, "fetch")) { id = cd_op_out(op, "Out", 0); kind = FB_FETCH; }
+        if (!strcmp(op->type, "feed")) {
+            id = cd_op_in(op, "X", 0);
+            kind = FB_FEED;
+        }
+        if (!strcmp(op->type, "fetch")) {
+            id = cd_op_out(op, "Out", 0);
+            kind = FB_FETCH;
+        }
         if (id < 0) continue;
         for (int i = 0; i < n; i++)
-            if (!strcmp(v[i].name, g->tensors[id].name)) { v[i].kind = kind; v[i].persistable = true; }
+            if (!strcmp(v[i].name, g->tensors[id].name)) {
+                v[i].kind = kind;
+                v[i].persistable = true;
+            }
     }
     free(seen);
     *out = v;
@@ -455,23 +524,34 @@ cd_status cd_nb_write_mem_meta(const cd_graph *g, int meta_version, uint8_t **ou
     *out = NULL;
     *len = 0;
     bld topo = {0}, all = {0};
-    if (write_topology(g, &topo, err)) { bld_free(&topo); return err->code; }
-    if (topo.len >= 0x7fffffffu) { bld_free(&topo); return cd_err(err, CD_E_MODEL, "topology too large for FlatBuffers"); }
+    if (write_topology(g, &topo, err)) {
+        bld_free(&topo);
+        return err->code;
+    }
+    if (topo.len >= 0x7fffffffu) {
+        bld_free(&topo);
+        return cd_err(err, CD_E_MODEL, "topology too large for FlatBuffers");
+    }
     const cd_tensor **ps = cd_calloc((size_t)g->n_tensors + 1, sizeof *ps, err);
-    if (!ps) { bld_free(&topo); return err->code; }
+    if (!ps) {
+        bld_free(&topo);
+        return err->code;
+    }
     int np = 0;
     uint32_t max_data = 0;
     for (int t = 0; t < g->n_tensors; t++)
         if (g->tensors[t].persistable && g->tensors[t].data) {
             ps[np++] = &g->tensors[t];
             if (g->tensors[t].nbytes > UINT32_MAX - 64) {
-                free(ps); bld_free(&topo);
+                free(ps);
+                bld_free(&topo);
                 return cd_err(err, CD_E_MODEL, "parameter '%s' is too large for the .nb format", g->tensors[t].name);
             }
             if (g->tensors[t].nbytes > max_data) max_data = (uint32_t)g->tensors[t].nbytes;
         }
     if (np > 65535) {
-        free(ps); bld_free(&topo);
+        free(ps);
+        bld_free(&topo);
         return cd_err(err, CD_E_MODEL, "%d parameters: the .nb format holds at most 65535", np);
     }
     qsort(ps, (size_t)np, sizeof *ps, cmp_tensor_name);
@@ -490,8 +570,14 @@ cd_status cd_nb_write_mem_meta(const cd_graph *g, int meta_version, uint8_t **ou
         put(&all, pb.b, pb.len);
         bld_free(&pb);
         free(ps);
-        if (st) { bld_free(&all); return st; }
-        if (all.oom) { bld_free(&all); return cd_err(err, CD_E_NOMEM, "out of memory writing the model"); }
+        if (st) {
+            bld_free(&all);
+            return st;
+        }
+        if (all.oom) {
+            bld_free(&all);
+            return cd_err(err, CD_E_NOMEM, "out of memory writing the model");
+        }
         *out = all.b;
         *len = all.len;
         free(all.vt);
@@ -503,14 +589,22 @@ cd_status cd_nb_write_mem_meta(const cd_graph *g, int meta_version, uint8_t **ou
     put(&all, &max_data, 4);
     for (int i = 0; i < np; i++) {
         bld pb = {0};
-        if (write_param(&pb, ps[i], err)) { bld_free(&pb); bld_free(&all); free(ps); return err->code; }
+        if (write_param(&pb, ps[i], err)) {
+            bld_free(&pb);
+            bld_free(&all);
+            free(ps);
+            return err->code;
+        }
         uint32_t rec[2] = {(uint32_t)pb.len + 4, 4};
         put(&all, rec, 8);
         put(&all, pb.b, pb.len);
         bld_free(&pb);
     }
     free(ps);
-    if (all.oom) { bld_free(&all); return cd_err(err, CD_E_NOMEM, "out of memory writing the model"); }
+    if (all.oom) {
+        bld_free(&all);
+        return cd_err(err, CD_E_NOMEM, "out of memory writing the model");
+    }
     *out = all.b;
     *len = all.len;
     free(all.vt);

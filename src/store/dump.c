@@ -36,7 +36,9 @@ static cd_dump *dump_alloc(const char *path, cd_error *err) {
     size_t n = strlen(path) + 32;
     d->tmp = malloc(n);
     if (!d->path || !d->tmp) {
-        free(d->path); free(d->tmp); free(d);
+        free(d->path);
+        free(d->tmp);
+        free(d);
         cd_err(err, CD_E_NOMEM, "out of memory opening dump '%s'", path);
         return NULL;
     }
@@ -118,7 +120,10 @@ cd_status cd_dump_create(const char *path, const cd_dump_meta *meta, cd_dump **o
     r |= cd_dumpw_attr_i64(root, "complete", 0);
     cd_status st = r < 0 ? cd_dump_h5_error(err, CD_E_IO, "cannot write root attributes of dump '%s'", d->tmp) : CD_OK;
     if (!st) st = cd_dumpw_make_groups(d, "/runs", err);
-    if (st) { cd_dump_discard(d); return st; }
+    if (st) {
+        cd_dump_discard(d);
+        return st;
+    }
     *out = d;
     return CD_OK;
 }
@@ -127,8 +132,7 @@ cd_status cd_dump_open_append(const char *path, cd_dump **out, cd_error *err) {
     *out = NULL;
     cd_dump_h5_quiet();
     if (access(path, F_OK) != 0) return cd_err(err, CD_E_USAGE, "dump '%s' does not exist", path);
-    if (access(path, W_OK) != 0)
-        return cd_err(err, CD_E_IO, "cannot write to dump '%s': %s", path, strerror(errno));
+    if (access(path, W_OK) != 0) return cd_err(err, CD_E_IO, "cannot write to dump '%s': %s", path, strerror(errno));
     cd_dump *d = dump_alloc(path, err);
     if (!d) return CD_E_NOMEM;
     d->append = true;
@@ -191,8 +195,7 @@ static herr_t shape_attrs(hid_t o, const cd_value *v) {
     return r;
 }
 
-cd_status cd_dump_write_input(cd_dump *d, const char *name, const cd_value *v, const char *source,
-                              cd_error *err) {
+cd_status cd_dump_write_input(cd_dump *d, const char *name, const cd_value *v, const char *source, cd_error *err) {
     cd_status st = cd_dumpw_make_groups(d, "/inputs", err);
     if (st) return st;
     char esc[512];
@@ -202,7 +205,10 @@ cd_status cd_dump_write_input(cd_dump *d, const char *name, const cd_value *v, c
     if (g < 0) return cd_dump_h5_error(err, CD_E_IO, "cannot open /inputs in dump '%s'", d->tmp);
     if (H5Lexists(g, esc, H5P_DEFAULT) > 0) H5Ldelete(g, esc, H5P_DEFAULT);
     hid_t ds = cd_dumpw_write_values(d, g, esc, v, false, err);
-    if (ds < 0) { H5Gclose(g); return err ? err->code : CD_E_IO; }
+    if (ds < 0) {
+        H5Gclose(g);
+        return err ? err->code : CD_E_IO;
+    }
     cd_dumpw_attr_fresh = true;
     herr_t r = cd_dumpw_attr_str(ds, "tensor", name);
     r |= shape_attrs(ds, v);

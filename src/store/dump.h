@@ -35,11 +35,11 @@ typedef struct cd_dump cd_dump;
 typedef struct cd_dump_meta {
     const char *command_line;
     const char *model_path;
-    const char *model_sha256;   /* hex, see util/sha256.h */
-    const char *model_format;   /* e.g. "paddle-lite nb meta 2, opt v2.10" */
-    const char *precision;      /* "fp32", "fp16" */
-    uint64_t seed;              /* input seed */
-    int deflate;                /* tensor compression: 0 or -1 = none (contiguous, the default),
+    const char *model_sha256; /* hex, see util/sha256.h */
+    const char *model_format; /* e.g. "paddle-lite nb meta 2, opt v2.10" */
+    const char *precision;    /* "fp32", "fp16" */
+    uint64_t seed;            /* input seed */
+    int deflate;              /* tensor compression: 0 or -1 = none (contiguous, the default),
                                    1..9 = chunked, shuffle + deflate at that level
                                    (the fastest dump: zlib writes ~30 MB/s on a small core) */
 } cd_dump_meta;
@@ -61,13 +61,12 @@ cd_status cd_dump_write_model(cd_dump *d, const cd_graph *g, cd_error *err);
 
 /* /inputs/<escaped name>: the exact input fed to every run; attrs tensor (raw name), shape,
  * dtype, source (free text, e.g. "random uniform[-1,1) seed=1"). */
-cd_status cd_dump_write_input(cd_dump *d, const char *name, const cd_value *v, const char *source,
-                              cd_error *err);
+cd_status cd_dump_write_input(cd_dump *d, const char *name, const cd_value *v, const char *source, cd_error *err);
 
 /* Run group attributes (NULL strings stored as ""). */
 typedef struct cd_run_info {
-    const char *backend;       /* "cpu", "opencl" */
-    const char *precision;     /* "fp32", "fp16", "fp16-compute" */
+    const char *backend;   /* "cpu", "opencl" */
+    const char *precision; /* "fp32", "fp16", "fp16-compute" */
     const char *device;
     const char *platform;
     const char *driver;
@@ -83,7 +82,7 @@ cd_status cd_dump_end_run(cd_dump *d, const char *run, double wall_ms, bool comp
 /* Running statistics of a probed tensor over its values (half widened exactly). min/max/mean
  * are over the finite values (NaN when there are none). */
 typedef struct cd_tensor_stats {
-    int64_t count;      /* elements */
+    int64_t count; /* elements */
     int64_t nan_count, inf_count;
     double min, max, mean;
 } cd_tensor_stats;
@@ -93,8 +92,8 @@ void cd_tensor_stats_compute(const cd_value *v, cd_tensor_stats *s);
 typedef struct cd_tensor_rec {
     int op_index;
     const char *op_type;
-    const char *layer;         /* op name, e.g. conv2d_3 */
-    const char *tensor;        /* raw tensor name */
+    const char *layer;  /* op name, e.g. conv2d_3 */
+    const char *tensor; /* raw tensor name */
     double elapsed_us, kernel_us;
     const char *where, *kernel, *note;
     /* Optional: when set, the statistics of v are computed here into *stats and stored in
@@ -138,8 +137,7 @@ cd_status cd_dump_make_group(cd_dump *d, const char *path, cd_error *err);
 cd_status cd_dump_set_attr_str(cd_dump *d, const char *path, const char *name, const char *value, cd_error *err);
 cd_status cd_dump_set_attr_i64(cd_dump *d, const char *path, const char *name, int64_t value, cd_error *err);
 cd_status cd_dump_set_attr_f64(cd_dump *d, const char *path, const char *name, double value, cd_error *err);
-cd_status cd_dump_set_attr_i64s(cd_dump *d, const char *path, const char *name, const int64_t *v, int n,
-                                cd_error *err);
+cd_status cd_dump_set_attr_i64s(cd_dump *d, const char *path, const char *name, const int64_t *v, int n, cd_error *err);
 
 /* ======================= reading (dump_read.c) ======================= */
 typedef struct cd_dump_reader cd_dump_reader;
@@ -167,23 +165,21 @@ int cd_dump_find_run(const cd_dump_reader *r, const char *run);
  * Missing attribute -> CD_E_MODEL naming the path. */
 cd_status cd_dump_attr_str(const cd_dump_reader *r, const char *path, const char *name, char *buf, size_t n,
                            cd_error *err);
-cd_status cd_dump_attr_f64(const cd_dump_reader *r, const char *path, const char *name, double *out,
-                           cd_error *err);
-cd_status cd_dump_attr_i64(const cd_dump_reader *r, const char *path, const char *name, int64_t *out,
-                           cd_error *err);
+cd_status cd_dump_attr_f64(const cd_dump_reader *r, const char *path, const char *name, double *out, cd_error *err);
+cd_status cd_dump_attr_i64(const cd_dump_reader *r, const char *path, const char *name, int64_t *out, cd_error *err);
 bool cd_dump_has(const cd_dump_reader *r, const char *path);
 
 /* One stored tensor of a run. */
 typedef struct cd_dump_tensor_info {
-    char dataset[320];       /* link name within the run group */
-    char tensor[256];        /* raw tensor name */
+    char dataset[320]; /* link name within the run group */
+    char tensor[256];  /* raw tensor name */
     int op_index;
     char op_type[64];
     char layer[128];
-    cd_dtype dtype;          /* dtype as stored */
+    cd_dtype dtype; /* dtype as stored */
     cd_shape shape;
     int64_t numel;
-    bool stats_only;         /* no values stored (--dump stats) */
+    bool stats_only; /* no values stored (--dump stats) */
     bool has_stats;
     cd_tensor_stats stats;
     double elapsed_us, kernel_us;
@@ -197,8 +193,8 @@ cd_status cd_dump_list_tensors(const cd_dump_reader *r, const char *run, cd_dump
                                cd_error *err);
 /* Reads a tensor of a run as float32 (half widened exactly, integers converted).
  * *data is malloc'ed with *numel values. A stats-only entry -> CD_E_USAGE. */
-cd_status cd_dump_read_f32(const cd_dump_reader *r, const char *run, const char *dataset, float **data,
-                           int64_t *numel, cd_error *err);
+cd_status cd_dump_read_f32(const cd_dump_reader *r, const char *run, const char *dataset, float **data, int64_t *numel,
+                           cd_error *err);
 /* Reads any dataset by absolute path as float32, with its shape. */
 cd_status cd_dump_read_path_f32(const cd_dump_reader *r, const char *path, float **data, cd_shape *shape,
                                 cd_error *err);
@@ -208,8 +204,8 @@ cd_status cd_dump_read_input(const cd_dump_reader *r, const char *name, cd_value
 /* Reads a compound table written by cd_dump_write_table: cols[] names the wanted columns
  * and their types (data is filled with a malloc'ed array per column; strings are
  * malloc'ed too; free with cd_dump_table_free). */
-cd_status cd_dump_read_table(const cd_dump_reader *r, const char *path, cd_column *cols, int ncols,
-                             int64_t *nrows, cd_error *err);
+cd_status cd_dump_read_table(const cd_dump_reader *r, const char *path, cd_column *cols, int ncols, int64_t *nrows,
+                             cd_error *err);
 void cd_dump_table_free(cd_column *cols, int ncols, int64_t nrows);
 
 /* Names of the links in the group at path, in name order (*names malloc'ed; free with
@@ -245,6 +241,5 @@ cd_status cd_dump_open_untrusted(const char *path, cd_dump_reader **out, cd_erro
 void cd_dump_h5_quiet(void);
 /* Internal: fills err with code and the message, followed by the innermost HDF5 error of
  * the current stack (then cleared). Returns code. */
-cd_status cd_dump_h5_error(cd_error *err, cd_status code, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
+cd_status cd_dump_h5_error(cd_error *err, cd_status code, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 #endif

@@ -80,7 +80,8 @@ herr_t cd_dumpw_attr_i64s(hid_t obj, const char *name, const int64_t *v, int n) 
 /* ---------------- groups ---------------- */
 
 cd_status cd_dumpw_make_groups(cd_dump *d, const char *path, cd_error *err) {
-    if (!cd_dumpw_valid_path(path)) return cd_err(err, CD_E_INTERNAL, "dump path '%s' must be absolute", path ? path : "");
+    if (!cd_dumpw_valid_path(path))
+        return cd_err(err, CD_E_INTERNAL, "dump path '%s' must be absolute", path ? path : "");
     char buf[1024];
     size_t len = strlen(path);
     if (len >= sizeof buf) return cd_err(err, CD_E_INTERNAL, "dump path too long: %.100s...", path);

@@ -18,11 +18,17 @@
  * discarded) explicitly; nothing needs HDF5's exit handler. */
 void cd_dump_h5_quiet(void) {
     static int once;
-    if (!once) { once = 1; H5dont_atexit(); }
+    if (!once) {
+        once = 1;
+        H5dont_atexit();
+    }
     H5Eset_auto2(H5E_DEFAULT, NULL, NULL);
 }
 
-typedef struct { char desc[600]; int n; } h5_walk;
+typedef struct {
+    char desc[600];
+    int n;
+} h5_walk;
 
 static herr_t walk_cb(unsigned n, const H5E_error2_t *e, void *ud) {
     h5_walk *w = ud;
@@ -55,9 +61,17 @@ bool cd_dump_escape(const char *name, char *out, size_t n) {
     for (const unsigned char *p = (const unsigned char *)name; *p; p++) {
         bool keep = *p >= 0x21 && *p <= 0x7e && *p != '/' && *p != '%';
         size_t need = keep ? 1 : 3;
-        if (o + need >= n) { if (n) out[n - 1 > o ? o : n - 1] = 0; return false; }
-        if (keep) out[o++] = (char)*p;
-        else { out[o++] = '%'; out[o++] = hex[*p >> 4]; out[o++] = hex[*p & 15]; }
+        if (o + need >= n) {
+            if (n) out[n - 1 > o ? o : n - 1] = 0;
+            return false;
+        }
+        if (keep)
+            out[o++] = (char)*p;
+        else {
+            out[o++] = '%';
+            out[o++] = hex[*p >> 4];
+            out[o++] = hex[*p & 15];
+        }
     }
     if (o >= n) return false;
     out[o] = 0;
@@ -101,14 +115,39 @@ static hid_t half_type(hid_t base) {
 /* File and memory types for a dtype; both must be closed by the caller. */
 static bool dtype_types(cd_dtype dt, hid_t *ftype, hid_t *mtype) {
     switch (dt) {
-    case CD_F32: *ftype = H5Tcopy(H5T_IEEE_F32LE); *mtype = H5Tcopy(H5T_NATIVE_FLOAT); return true;
-    case CD_F16: *ftype = half_type(H5T_IEEE_F32LE); *mtype = half_type(H5T_NATIVE_FLOAT); return true;
-    case CD_F64: *ftype = H5Tcopy(H5T_IEEE_F64LE); *mtype = H5Tcopy(H5T_NATIVE_DOUBLE); return true;
-    case CD_I8: *ftype = H5Tcopy(H5T_STD_I8LE); *mtype = H5Tcopy(H5T_NATIVE_INT8); return true;
-    case CD_I16: *ftype = H5Tcopy(H5T_STD_I16LE); *mtype = H5Tcopy(H5T_NATIVE_INT16); return true;
-    case CD_I32: *ftype = H5Tcopy(H5T_STD_I32LE); *mtype = H5Tcopy(H5T_NATIVE_INT32); return true;
-    case CD_I64: *ftype = H5Tcopy(H5T_STD_I64LE); *mtype = H5Tcopy(H5T_NATIVE_INT64); return true;
-    case CD_U8: case CD_BOOL: *ftype = H5Tcopy(H5T_STD_U8LE); *mtype = H5Tcopy(H5T_NATIVE_UINT8); return true;
+    case CD_F32:
+        *ftype = H5Tcopy(H5T_IEEE_F32LE);
+        *mtype = H5Tcopy(H5T_NATIVE_FLOAT);
+        return true;
+    case CD_F16:
+        *ftype = half_type(H5T_IEEE_F32LE);
+        *mtype = half_type(H5T_NATIVE_FLOAT);
+        return true;
+    case CD_F64:
+        *ftype = H5Tcopy(H5T_IEEE_F64LE);
+        *mtype = H5Tcopy(H5T_NATIVE_DOUBLE);
+        return true;
+    case CD_I8:
+        *ftype = H5Tcopy(H5T_STD_I8LE);
+        *mtype = H5Tcopy(H5T_NATIVE_INT8);
+        return true;
+    case CD_I16:
+        *ftype = H5Tcopy(H5T_STD_I16LE);
+        *mtype = H5Tcopy(H5T_NATIVE_INT16);
+        return true;
+    case CD_I32:
+        *ftype = H5Tcopy(H5T_STD_I32LE);
+        *mtype = H5Tcopy(H5T_NATIVE_INT32);
+        return true;
+    case CD_I64:
+        *ftype = H5Tcopy(H5T_STD_I64LE);
+        *mtype = H5Tcopy(H5T_NATIVE_INT64);
+        return true;
+    case CD_U8:
+    case CD_BOOL:
+        *ftype = H5Tcopy(H5T_STD_U8LE);
+        *mtype = H5Tcopy(H5T_NATIVE_UINT8);
+        return true;
     default: return false;
     }
 }
@@ -122,7 +161,8 @@ static void chunk_dims(const cd_shape *s, hsize_t *c) {
     for (int i = 0; i < s->rank; i++) {
         int64_t d = s->d[i] > 0 ? s->d[i] : 1;
         rest /= d;
-        if (rest >= target) c[i] = 1;
+        if (rest >= target)
+            c[i] = 1;
         else {
             int64_t k = target / rest;
             c[i] = (hsize_t)(k < d ? k : d);
@@ -134,7 +174,7 @@ static void chunk_dims(const cd_shape *s, hsize_t *c) {
 
 /* Creates and writes a dataset holding v under loc/name (stats_only: null dataspace). */
 hid_t cd_dumpw_write_values(cd_dump *d, hid_t loc, const char *name, const cd_value *v, bool stats_only,
-                          cd_error *err) {
+                            cd_error *err) {
     /* the dtype's types are made on first use and kept (copying them per tensor was a
      * measurable part of storing a small one) */
     if ((unsigned)v->dtype >= CD_DTYPE_COUNT ||
@@ -158,9 +198,12 @@ hid_t cd_dumpw_write_values(cd_dump *d, hid_t loc, const char *name, const cd_va
     hid_t sp;
     hsize_t dims[CD_MAX_RANK];
     for (int i = 0; i < v->shape.rank; i++) dims[i] = (hsize_t)v->shape.d[i];
-    if (stats_only) sp = H5Screate(H5S_NULL);
-    else if (v->shape.rank == 0) sp = H5Screate(H5S_SCALAR);
-    else sp = H5Screate_simple(v->shape.rank, dims, NULL);
+    if (stats_only)
+        sp = H5Screate(H5S_NULL);
+    else if (v->shape.rank == 0)
+        sp = H5Screate(H5S_SCALAR);
+    else
+        sp = H5Screate_simple(v->shape.rank, dims, NULL);
     hid_t dcpl = d->dcpl_plain;
     bool own_dcpl = false;
     /* Uncompressed (the default): contiguous, written straight from the caller's buffer with

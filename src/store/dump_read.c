@@ -25,9 +25,7 @@ struct cd_dump_reader {
 bool cd_dump_reader_complete(const cd_dump_reader *r) { return r->complete; }
 int cd_dump_reader_format_version(const cd_dump_reader *r) { return r->format_version; }
 int cd_dump_n_runs(const cd_dump_reader *r) { return r->n_runs; }
-const char *cd_dump_run_name(const cd_dump_reader *r, int i) {
-    return i >= 0 && i < r->n_runs ? r->runs[i] : NULL;
-}
+const char *cd_dump_run_name(const cd_dump_reader *r, int i) { return i >= 0 && i < r->n_runs ? r->runs[i] : NULL; }
 int cd_dump_find_run(const cd_dump_reader *r, const char *run) {
     for (int i = 0; i < r->n_runs; i++)
         if (!strcmp(r->runs[i], run)) return i;
@@ -48,7 +46,10 @@ bool cd_dump_has(const cd_dump_reader *r, const char *path) {
         buf[i] = 0;
         htri_t ex = H5Lexists(r->file, buf, H5P_DEFAULT);
         buf[i] = save;
-        if (ex <= 0) { H5Eclear2(H5E_DEFAULT); return false; }
+        if (ex <= 0) {
+            H5Eclear2(H5E_DEFAULT);
+            return false;
+        }
     }
     return true;
 }
@@ -63,8 +64,8 @@ static hid_t open_attr(const cd_dump_reader *r, const char *path, const char *na
     htri_t ex = H5Aexists_by_name(r->file, path, name, H5P_DEFAULT);
     if (ex <= 0) {
         H5Eclear2(H5E_DEFAULT);
-        cd_err(err, CD_E_MODEL, "dump '%s': '%s' lacks attribute '%s' (not a cldiff dump, or damaged)", r->path,
-               path, name);
+        cd_err(err, CD_E_MODEL, "dump '%s': '%s' lacks attribute '%s' (not a cldiff dump, or damaged)", r->path, path,
+               name);
         return -1;
     }
     hid_t a = H5Aopen_by_name(r->file, path, name, H5P_DEFAULT, H5P_DEFAULT);
@@ -84,16 +85,19 @@ cd_status cd_dump_attr_str(const cd_dump_reader *r, const char *path, const char
     } else if (H5Tis_variable_str(t) != 0) {
         /* cldiff writes fixed-length strings; a variable-length one is read through HDF5's
          * global heap, which a crafted file turns into an out-of-bounds copy (HDF5 1.10). */
-        st = cd_err(err, CD_E_MODEL, "dump '%s': attribute '%s' of '%s' is a variable-length string; cldiff "
+        st = cd_err(err, CD_E_MODEL,
+                    "dump '%s': attribute '%s' of '%s' is a variable-length string; cldiff "
                     "dumps store fixed-length strings (not a cldiff dump, or written by another tool)",
                     r->path, name, path);
     } else {
         size_t sz = H5Tget_size(t);
         char *tmp = sz <= (1u << 20) ? malloc(sz + 1) : NULL;
         hid_t mt = H5Tcopy(t);
-        if (!tmp) st = cd_err(err, CD_E_NOMEM, "out of memory");
+        if (!tmp)
+            st = cd_err(err, CD_E_NOMEM, "out of memory");
         else if (H5Aread(a, mt, tmp) < 0)
-            st = cd_dump_h5_error(err, CD_E_MODEL, "dump '%s': cannot read attribute '%s' of '%s'", r->path, name, path);
+            st =
+                cd_dump_h5_error(err, CD_E_MODEL, "dump '%s': cannot read attribute '%s' of '%s'", r->path, name, path);
         else {
             tmp[sz] = 0;
             if (n) snprintf(buf, n, "%s", tmp);
@@ -124,20 +128,19 @@ static cd_status attr_num(const cd_dump_reader *r, const char *path, const char 
     return st;
 }
 
-cd_status cd_dump_attr_f64(const cd_dump_reader *r, const char *path, const char *name, double *out,
-                           cd_error *err) {
+cd_status cd_dump_attr_f64(const cd_dump_reader *r, const char *path, const char *name, double *out, cd_error *err) {
     return attr_num(r, path, name, H5T_NATIVE_DOUBLE, out, err);
 }
 
-cd_status cd_dump_attr_i64(const cd_dump_reader *r, const char *path, const char *name, int64_t *out,
-                           cd_error *err) {
+cd_status cd_dump_attr_i64(const cd_dump_reader *r, const char *path, const char *name, int64_t *out, cd_error *err) {
     return attr_num(r, path, name, H5T_NATIVE_INT64, out, err);
 }
 
 /* ---------------- open / close ---------------- */
 
 static herr_t collect_cb(hid_t g, const char *name, const H5L_info_t *info, void *ud) {
-    (void)g; (void)info;
+    (void)g;
+    (void)info;
     cd_dump_reader *r = ud;
     char **nr = realloc(r->runs, sizeof(char *) * (size_t)(r->n_runs + 1));
     if (!nr) return -1;
@@ -160,7 +163,8 @@ void cd_dump_reader_close(cd_dump_reader *r) {
 cd_status cd_dump_open(const char *path, cd_dump_reader **out, cd_error *err) {
     *out = NULL;
     cd_dump_h5_quiet();
-    if (access(path, R_OK) != 0) return cd_err(err, CD_E_USAGE, "cannot read dump '%s': no such file or no permission", path);
+    if (access(path, R_OK) != 0)
+        return cd_err(err, CD_E_USAGE, "cannot read dump '%s': no such file or no permission", path);
     htri_t is = H5Fis_hdf5(path);
     if (is <= 0) {
         H5Eclear2(H5E_DEFAULT);
@@ -184,11 +188,15 @@ cd_status cd_dump_open(const char *path, cd_dump_reader **out, cd_error *err) {
     }
     if (fv < 1 || fv > CD_DUMP_FORMAT_VERSION) {
         cd_dump_reader_close(r);
-        return cd_err(err, CD_E_MODEL, "dump '%s' has format_version %lld; this cldiff reads version %d (upgrade cldiff)",
-                      path, (long long)fv, CD_DUMP_FORMAT_VERSION);
+        return cd_err(err, CD_E_MODEL,
+                      "dump '%s' has format_version %lld; this cldiff reads version %d (upgrade cldiff)", path,
+                      (long long)fv, CD_DUMP_FORMAT_VERSION);
     }
     r->format_version = (int)fv;
-    if (cd_dump_attr_i64(r, "/", "complete", &complete, err)) { cd_dump_reader_close(r); return CD_E_MODEL; }
+    if (cd_dump_attr_i64(r, "/", "complete", &complete, err)) {
+        cd_dump_reader_close(r);
+        return CD_E_MODEL;
+    }
     r->complete = complete != 0;
     if (cd_dump_has(r, "/runs")) {
         hsize_t idx = 0;
@@ -254,7 +262,8 @@ static cd_status tensor_info(const cd_dump_reader *r, const char *run, const cha
     if ((st = cd_dump_attr_str(r, path, "layer", ti->layer, sizeof ti->layer, err))) return st;
     if ((st = cd_dump_attr_str(r, path, "dtype", dt, sizeof dt, err))) return st;
     ti->dtype = dtype_from_name(dt);
-    if (ti->dtype == CD_DTYPE_COUNT) return cd_err(err, CD_E_MODEL, "dump '%s': '%s' has unknown dtype '%s'", r->path, path, dt);
+    if (ti->dtype == CD_DTYPE_COUNT)
+        return cd_err(err, CD_E_MODEL, "dump '%s': '%s' has unknown dtype '%s'", r->path, path, dt);
     if ((st = read_shape_attr(r, path, &ti->shape, err))) return st;
     ti->numel = cd_shape_numel(&ti->shape);
     if (ti->numel < 0) return cd_err(err, CD_E_MODEL, "dump '%s': '%s' has a bad shape", r->path, path);
@@ -280,12 +289,16 @@ static cd_status tensor_info(const cd_dump_reader *r, const char *run, const cha
 }
 
 static herr_t list_cb(hid_t g, const char *name, const H5L_info_t *info, void *ud) {
-    (void)g; (void)info;
+    (void)g;
+    (void)info;
     list_ctx *c = ud;
     if (c->n == c->cap) {
         int nc = c->cap ? c->cap * 2 : 64;
         cd_dump_tensor_info *nv = realloc(c->v, sizeof *nv * (size_t)nc);
-        if (!nv) { c->st = cd_err(c->err, CD_E_NOMEM, "out of memory listing run '%s'", c->run); return -1; }
+        if (!nv) {
+            c->st = cd_err(c->err, CD_E_NOMEM, "out of memory listing run '%s'", c->run);
+            return -1;
+        }
         c->v = nv;
         c->cap = nc;
     }
@@ -320,23 +333,45 @@ static cd_status parse_shape(const char *txt, cd_shape *s) {
     }
 }
 
-enum { TC_DATASET, TC_OP_INDEX, TC_OP_TYPE, TC_LAYER, TC_TENSOR, TC_DTYPE, TC_SHAPE, TC_ELAPSED, TC_KERNEL_US,
-       TC_WHERE, TC_KERNEL, TC_NOTE, TC_STATS_ONLY, TC_COUNT, TC_MIN, TC_MAX, TC_MEAN, TC_NAN, TC_INF, TC_N };
+enum {
+    TC_DATASET,
+    TC_OP_INDEX,
+    TC_OP_TYPE,
+    TC_LAYER,
+    TC_TENSOR,
+    TC_DTYPE,
+    TC_SHAPE,
+    TC_ELAPSED,
+    TC_KERNEL_US,
+    TC_WHERE,
+    TC_KERNEL,
+    TC_NOTE,
+    TC_STATS_ONLY,
+    TC_COUNT,
+    TC_MIN,
+    TC_MAX,
+    TC_MEAN,
+    TC_NAN,
+    TC_INF,
+    TC_N
+};
 
 static cd_status list_from_table(const cd_dump_reader *r, const char *run, cd_dump_tensor_info **out, int *n,
                                  cd_error *err) {
     char path[160];
     snprintf(path, sizeof path, "/tensors/%s", run);
     if (!cd_dump_has(r, path))
-        return cd_err(err, CD_E_MODEL, "dump '%s': run '%s' has no tensors table (%s): the run was cut short or the "
-                      "file was not written by cldiff", r->path, run, path);
+        return cd_err(err, CD_E_MODEL,
+                      "dump '%s': run '%s' has no tensors table (%s): the run was cut short or the "
+                      "file was not written by cldiff",
+                      r->path, run, path);
     cd_column cols[TC_N] = {
-        {"dataset", CD_COL_STR, NULL},    {"op_index", CD_COL_I64, NULL}, {"op_type", CD_COL_STR, NULL},
-        {"layer", CD_COL_STR, NULL},      {"tensor", CD_COL_STR, NULL},   {"dtype", CD_COL_STR, NULL},
+        {"dataset", CD_COL_STR, NULL},    {"op_index", CD_COL_I64, NULL},   {"op_type", CD_COL_STR, NULL},
+        {"layer", CD_COL_STR, NULL},      {"tensor", CD_COL_STR, NULL},     {"dtype", CD_COL_STR, NULL},
         {"shape", CD_COL_STR, NULL},      {"elapsed_us", CD_COL_F64, NULL}, {"kernel_us", CD_COL_F64, NULL},
-        {"where", CD_COL_STR, NULL},      {"kernel", CD_COL_STR, NULL},   {"note", CD_COL_STR, NULL},
-        {"stats_only", CD_COL_I64, NULL}, {"count", CD_COL_I64, NULL},    {"min", CD_COL_F64, NULL},
-        {"max", CD_COL_F64, NULL},        {"mean", CD_COL_F64, NULL},     {"nan_count", CD_COL_I64, NULL},
+        {"where", CD_COL_STR, NULL},      {"kernel", CD_COL_STR, NULL},     {"note", CD_COL_STR, NULL},
+        {"stats_only", CD_COL_I64, NULL}, {"count", CD_COL_I64, NULL},      {"min", CD_COL_F64, NULL},
+        {"max", CD_COL_F64, NULL},        {"mean", CD_COL_F64, NULL},       {"nan_count", CD_COL_I64, NULL},
         {"inf_count", CD_COL_I64, NULL},
     };
     int64_t rows = 0;
@@ -347,7 +382,10 @@ static cd_status list_from_table(const cd_dump_reader *r, const char *run, cd_du
         return cd_err(err, CD_E_MODEL, "dump '%s': %s has %lld rows", r->path, path, (long long)rows);
     }
     cd_dump_tensor_info *v = cd_calloc((size_t)(rows ? rows : 1), sizeof *v, err);
-    if (!v) { cd_dump_table_free(cols, TC_N, rows); return CD_E_NOMEM; }
+    if (!v) {
+        cd_dump_table_free(cols, TC_N, rows);
+        return CD_E_NOMEM;
+    }
 #define COL_S(c) (((char **)cols[c].data)[i])
 #define COL_I(c) (((int64_t *)cols[c].data)[i])
 #define COL_F(c) (((double *)cols[c].data)[i])
@@ -395,7 +433,10 @@ static cd_status list_from_table(const cd_dump_reader *r, const char *run, cd_du
 #undef COL_I
 #undef COL_F
     cd_dump_table_free(cols, TC_N, rows);
-    if (st) { free(v); return st; }
+    if (st) {
+        free(v);
+        return st;
+    }
     if (rows > 1) qsort(v, (size_t)rows, sizeof *v, by_op);
     *out = v;
     *n = (int)rows;
@@ -420,7 +461,8 @@ cd_status cd_dump_list_tensors(const cd_dump_reader *r, const char *run, cd_dump
     hsize_t idx = 0;
     herr_t h = H5Literate_by_name(r->file, path, H5_INDEX_NAME, H5_ITER_INC, &idx, list_cb, &c, H5P_DEFAULT);
     if (h < 0 || c.st) {
-        cd_status st = c.st ? c.st : cd_dump_h5_error(err, CD_E_MODEL, "cannot list run '%s' of dump '%s'", run, r->path);
+        cd_status st =
+            c.st ? c.st : cd_dump_h5_error(err, CD_E_MODEL, "cannot list run '%s' of dump '%s'", run, r->path);
         H5Eclear2(H5E_DEFAULT);
         free(c.v);
         return st;
@@ -459,7 +501,8 @@ static cd_status read_f32(const cd_dump_reader *r, const char *path, float **dat
     H5S_class_t cls = H5Sget_simple_extent_type(sp);
     cd_shape s = {0};
     if (cls == H5S_NULL) {
-        st = cd_err(err, CD_E_USAGE, "dump '%s': '%s' holds statistics only (run was made with --dump stats)", r->path, path);
+        st = cd_err(err, CD_E_USAGE, "dump '%s': '%s' holds statistics only (run was made with --dump stats)", r->path,
+                    path);
     } else {
         int rank = H5Sget_simple_extent_ndims(sp);
         if (rank < 0 || rank > CD_MAX_RANK) {
@@ -486,8 +529,10 @@ static cd_status read_f32(const cd_dump_reader *r, const char *path, float **dat
         if (pl >= 0) H5Pclose(pl);
         double need = (double)n * (double)(es ? es : 1), have = (double)H5Dget_storage_size(ds);
         if (nf < 0 || have * (nf > 0 ? 1100.0 : 1.0) < need)
-            st = cd_err(err, CD_E_MODEL, "dump '%s': dataset '%s' declares %lld elements but the file stores only %.0f "
-                        "bytes of it (damaged or truncated dump)", r->path, path, (long long)n, have);
+            st = cd_err(err, CD_E_MODEL,
+                        "dump '%s': dataset '%s' declares %lld elements but the file stores only %.0f "
+                        "bytes of it (damaged or truncated dump)",
+                        r->path, path, (long long)n, have);
     }
     float *buf = NULL;
     if (!st) {
@@ -516,15 +561,18 @@ static cd_status read_f32(const cd_dump_reader *r, const char *path, float **dat
     H5Tclose(t);
     H5Sclose(sp);
     H5Dclose(ds);
-    if (st) { free(buf); return st; }
+    if (st) {
+        free(buf);
+        return st;
+    }
     *data = buf;
     if (shape) *shape = s;
     if (numel) *numel = n;
     return CD_OK;
 }
 
-cd_status cd_dump_read_f32(const cd_dump_reader *r, const char *run, const char *dataset, float **data,
-                           int64_t *numel, cd_error *err) {
+cd_status cd_dump_read_f32(const cd_dump_reader *r, const char *run, const char *dataset, float **data, int64_t *numel,
+                           cd_error *err) {
     char path[512];
     snprintf(path, sizeof path, "/runs/%s/%s", run, dataset);
     return read_f32(r, path, data, NULL, numel, err);
@@ -540,7 +588,8 @@ cd_status cd_dump_read_input(const cd_dump_reader *r, const char *name, cd_value
     memset(out, 0, sizeof *out);
     if (!cd_dump_escape(name, esc, sizeof esc)) return cd_err(err, CD_E_MODEL, "input name too long");
     snprintf(path, sizeof path, "/inputs/%s", esc);
-    if (!cd_dump_has(r, path)) return cd_err(err, CD_E_MODEL, "dump '%s' holds no input '%s' (%s)", r->path, name, path);
+    if (!cd_dump_has(r, path))
+        return cd_err(err, CD_E_MODEL, "dump '%s' holds no input '%s' (%s)", r->path, name, path);
     float *d;
     cd_shape s;
     int64_t n;
@@ -567,8 +616,8 @@ void cd_dump_table_free(cd_column *cols, int ncols, int64_t nrows) {
     }
 }
 
-cd_status cd_dump_read_table(const cd_dump_reader *r, const char *path, cd_column *cols, int ncols,
-                             int64_t *nrows, cd_error *err) {
+cd_status cd_dump_read_table(const cd_dump_reader *r, const char *path, cd_column *cols, int ncols, int64_t *nrows,
+                             cd_error *err) {
     *nrows = 0;
     for (int c = 0; c < ncols; c++) cols[c].data = NULL;
     if (!cd_dump_has(r, path)) return cd_err(err, CD_E_MODEL, "dump '%s' has no table '%s'", r->path, path);
@@ -586,8 +635,10 @@ cd_status cd_dump_read_table(const cd_dump_reader *r, const char *path, cd_colum
         if (pl >= 0) H5Pclose(pl);
         double need = (double)n * (double)H5Tget_size(ft), have = (double)H5Dget_storage_size(ds);
         if (nf < 0 || have * (nf > 0 ? 1100.0 : 1.0) < need)
-            st = cd_err(err, CD_E_MODEL, "dump '%s': table '%s' declares %lld rows but the file stores only %.0f bytes "
-                        "of it (damaged or truncated dump)", r->path, path, (long long)n, have);
+            st = cd_err(err, CD_E_MODEL,
+                        "dump '%s': table '%s' declares %lld rows but the file stores only %.0f bytes "
+                        "of it (damaged or truncated dump)",
+                        r->path, path, (long long)n, have);
     }
     for (int c = 0; !st && c < ncols; c++) {
         int idx = H5Tget_member_index(ft, cols[c].name);
@@ -599,8 +650,10 @@ cd_status cd_dump_read_table(const cd_dump_reader *r, const char *path, cd_colum
         /* read one column at a time through a one-member memory compound */
         size_t esz = 8;
         hid_t mt_member;
-        if (cols[c].type == CD_COL_I64) mt_member = H5Tcopy(H5T_NATIVE_INT64);
-        else if (cols[c].type == CD_COL_F64) mt_member = H5Tcopy(H5T_NATIVE_DOUBLE);
+        if (cols[c].type == CD_COL_I64)
+            mt_member = H5Tcopy(H5T_NATIVE_INT64);
+        else if (cols[c].type == CD_COL_F64)
+            mt_member = H5Tcopy(H5T_NATIVE_DOUBLE);
         else {
             hid_t mtype = H5Tget_member_type(ft, (unsigned)idx);
             if (H5Tget_class(mtype) != H5T_STRING || H5Tis_variable_str(mtype) > 0) {
@@ -616,10 +669,11 @@ cd_status cd_dump_read_table(const cd_dump_reader *r, const char *path, cd_colum
         hid_t mt = H5Tcreate(H5T_COMPOUND, esz);
         H5Tinsert(mt, cols[c].name, 0, mt_member);
         unsigned char *raw = cd_calloc((size_t)(n ? n : 1), esz, err);
-        if (!raw) st = CD_E_NOMEM;
+        if (!raw)
+            st = CD_E_NOMEM;
         else if (n > 0 && H5Dread(ds, mt, H5S_ALL, H5S_ALL, H5P_DEFAULT, raw) < 0)
-            st = cd_dump_h5_error(err, CD_E_MODEL, "dump '%s': cannot read column '%s' of '%s'", r->path,
-                                  cols[c].name, path);
+            st = cd_dump_h5_error(err, CD_E_MODEL, "dump '%s': cannot read column '%s' of '%s'", r->path, cols[c].name,
+                                  path);
         if (!st) {
             if (cols[c].type != CD_COL_STR) {
                 cols[c].data = raw;
@@ -629,7 +683,10 @@ cd_status cd_dump_read_table(const cd_dump_reader *r, const char *path, cd_colum
                 if (!s) st = CD_E_NOMEM;
                 for (hssize_t i = 0; !st && i < n; i++) {
                     s[i] = cd_malloc(esz + 1, err);
-                    if (!s[i]) { st = CD_E_NOMEM; break; }
+                    if (!s[i]) {
+                        st = CD_E_NOMEM;
+                        break;
+                    }
                     memcpy(s[i], raw + (size_t)i * esz, esz);
                     s[i][esz] = 0;
                 }
@@ -660,7 +717,8 @@ typedef struct {
 } name_list;
 
 static herr_t name_cb(hid_t g, const char *name, const H5L_info_t *info, void *ud) {
-    (void)g; (void)info;
+    (void)g;
+    (void)info;
     name_list *l = ud;
     char **nv = realloc(l->v, sizeof(char *) * (size_t)(l->n + 1));
     if (!nv || !(nv[l->n] = cd_strdup(name))) {
@@ -686,7 +744,10 @@ cd_status cd_dump_list_group(const cd_dump_reader *r, const char *path, char ***
     hsize_t idx = 0;
     if (H5Literate_by_name(r->file, path, H5_INDEX_NAME, H5_ITER_INC, &idx, name_cb, &l, H5P_DEFAULT) < 0) {
         cd_dump_names_free(l.v, l.n);
-        if (l.oom) { H5Eclear2(H5E_DEFAULT); return cd_err(err, CD_E_NOMEM, "out of memory listing '%s'", path); }
+        if (l.oom) {
+            H5Eclear2(H5E_DEFAULT);
+            return cd_err(err, CD_E_NOMEM, "out of memory listing '%s'", path);
+        }
         return cd_dump_h5_error(err, CD_E_MODEL, "dump '%s': cannot list group '%s'", r->path, path);
     }
     *names = l.v;
@@ -722,9 +783,14 @@ static herr_t attr_walk_cb(hid_t loc, const char *name, const H5A_info_t *info, 
     cd_error e;
     cd_status st = CD_OK;
     /* the readers cldiff uses: fixed strings and numbers (others it never reads) */
-    if (cls == H5T_STRING && !vlen) st = cd_dump_attr_str(w->r, w->path, name, buf, sizeof buf, &e);
-    else if ((cls == H5T_INTEGER || cls == H5T_FLOAT) && np == 1) st = cd_dump_attr_f64(w->r, w->path, name, &f, &e);
-    if (st && !w->st) { w->st = st; *w->err = e; }
+    if (cls == H5T_STRING && !vlen)
+        st = cd_dump_attr_str(w->r, w->path, name, buf, sizeof buf, &e);
+    else if ((cls == H5T_INTEGER || cls == H5T_FLOAT) && np == 1)
+        st = cd_dump_attr_f64(w->r, w->path, name, &f, &e);
+    if (st && !w->st) {
+        w->st = st;
+        *w->err = e;
+    }
     return 0;
 }
 

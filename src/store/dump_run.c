@@ -106,14 +106,17 @@ cd_status cd_dump_write_tensor(cd_dump *d, const char *run, const cd_tensor_rec 
         } else {
 #pragma omp parallel num_threads(2)
             {
-                if (omp_get_thread_num() == 0) ds = cd_dumpw_write_values(d, d->run, name, v, stats_only, err);
-                else cd_tensor_stats_compute(v, rec->stats);
+                if (omp_get_thread_num() == 0)
+                    ds = cd_dumpw_write_values(d, d->run, name, v, stats_only, err);
+                else
+                    cd_tensor_stats_compute(v, rec->stats);
             }
         }
     } else {
         ds = cd_dumpw_write_values(d, d->run, name, v, stats_only, err);
     }
     if (ds < 0) return err ? err->code : CD_E_IO;
-    if (H5Dclose(ds) < 0) return cd_dump_h5_error(err, CD_E_IO, "cannot write '%s' in run '%s' (disk full?)", name, run);
+    if (H5Dclose(ds) < 0)
+        return cd_dump_h5_error(err, CD_E_IO, "cannot write '%s' in run '%s' (disk full?)", name, run);
     return cd_dumpw_add_row(rr, name, rec, v, stats_only, stats, err);
 }

@@ -12,65 +12,70 @@ typedef float stats_v8f __attribute__((vector_size(32)));
 typedef int32_t stats_v8i __attribute__((vector_size(32)));
 typedef double stats_v8d __attribute__((vector_size(64)));
 #define STATS_SEL(m, a, b) ((stats_v8f)(((stats_v8i)(a) & (m)) | ((stats_v8i)(b) & ~(m))))
-#define STATS_BLOCKS_BODY                                                                              \
-    {                                                                                                  \
-        stats_v8f vmn, vmx;                                                                            \
-        stats_v8d acc;                                                                                 \
-        memcpy(&vmn, mn, sizeof vmn);                                                                  \
-        memcpy(&vmx, mx, sizeof vmx);                                                                  \
-        for (int j = 0; j < 8; j++) acc[j] = lane[j];                                                  \
-        const stats_v8i em = {0x7f800000, 0x7f800000, 0x7f800000, 0x7f800000,                         \
-                              0x7f800000, 0x7f800000, 0x7f800000, 0x7f800000};                         \
-        for (int64_t b = 0; b < nblk; b++) {                                                           \
-            const float *q = p + b * 64;                                                               \
-            stats_v8f bmn = vmn, bmx = vmx;                                                            \
-            stats_v8d bacc = acc;                                                                      \
-            stats_v8i bad = {0};                                                                       \
-            for (int k = 0; k < 8; k++) {                                                              \
-                stats_v8f x;                                                                           \
-                memcpy(&x, q + 8 * k, sizeof x);                                                       \
-                bad |= ((stats_v8i)x & em) == em;                                                      \
-                stats_v8i m1 = x < bmn, m2 = x > bmx;                                                  \
-                bmn = STATS_SEL(m1, x, bmn);                                                           \
-                bmx = STATS_SEL(m2, x, bmx);                                                           \
-                bacc += __builtin_convertvector(x, stats_v8d);                                         \
-            }                                                                                          \
-            int any = 0;                                                                               \
-            for (int j = 0; j < 8; j++) any |= bad[j];                                                 \
-            if (!any) {                                                                                \
-                vmn = bmn;                                                                             \
-                vmx = bmx;                                                                             \
-                acc = bacc;                                                                            \
-                *fin += 64;                                                                            \
-                continue;                                                                              \
-            }                                                                                          \
-            for (int j = 0; j < 64; j++) {                                                             \
-                float y = q[j];                                                                        \
-                if (isnan(y)) { (*nanc)++; continue; }                                                 \
-                if (isinf(y)) { (*infc)++; continue; }                                                 \
-                int l = j & 7;                                                                         \
-                vmn[l] = y < vmn[l] ? y : vmn[l];                                                      \
-                vmx[l] = y > vmx[l] ? y : vmx[l];                                                      \
-                acc[l] += y;                                                                           \
-                (*fin)++;                                                                              \
-            }                                                                                          \
-        }                                                                                              \
-        memcpy(mn, &vmn, sizeof vmn);                                                                  \
-        memcpy(mx, &vmx, sizeof vmx);                                                                  \
-        for (int j = 0; j < 8; j++) lane[j] = acc[j];                                                  \
+#define STATS_BLOCKS_BODY                                                                                              \
+    {                                                                                                                  \
+        stats_v8f vmn, vmx;                                                                                            \
+        stats_v8d acc;                                                                                                 \
+        memcpy(&vmn, mn, sizeof vmn);                                                                                  \
+        memcpy(&vmx, mx, sizeof vmx);                                                                                  \
+        for (int j = 0; j < 8; j++) acc[j] = lane[j];                                                                  \
+        const stats_v8i em = {0x7f800000, 0x7f800000, 0x7f800000, 0x7f800000,                                          \
+                              0x7f800000, 0x7f800000, 0x7f800000, 0x7f800000};                                         \
+        for (int64_t b = 0; b < nblk; b++) {                                                                           \
+            const float *q = p + b * 64;                                                                               \
+            stats_v8f bmn = vmn, bmx = vmx;                                                                            \
+            stats_v8d bacc = acc;                                                                                      \
+            stats_v8i bad = {0};                                                                                       \
+            for (int k = 0; k < 8; k++) {                                                                              \
+                stats_v8f x;                                                                                           \
+                memcpy(&x, q + 8 * k, sizeof x);                                                                       \
+                bad |= ((stats_v8i)x & em) == em;                                                                      \
+                stats_v8i m1 = x<bmn, m2 = x> bmx;                                                                     \
+                bmn = STATS_SEL(m1, x, bmn);                                                                           \
+                bmx = STATS_SEL(m2, x, bmx);                                                                           \
+                bacc += __builtin_convertvector(x, stats_v8d);                                                         \
+            }                                                                                                          \
+            int any = 0;                                                                                               \
+            for (int j = 0; j < 8; j++) any |= bad[j];                                                                 \
+            if (!any) {                                                                                                \
+                vmn = bmn;                                                                                             \
+                vmx = bmx;                                                                                             \
+                acc = bacc;                                                                                            \
+                *fin += 64;                                                                                            \
+                continue;                                                                                              \
+            }                                                                                                          \
+            for (int j = 0; j < 64; j++) {                                                                             \
+                float y = q[j];                                                                                        \
+                if (isnan(y)) {                                                                                        \
+                    (*nanc)++;                                                                                         \
+                    continue;                                                                                          \
+                }                                                                                                      \
+                if (isinf(y)) {                                                                                        \
+                    (*infc)++;                                                                                         \
+                    continue;                                                                                          \
+                }                                                                                                      \
+                int l = j & 7;                                                                                         \
+                vmn[l] = y < vmn[l] ? y : vmn[l];                                                                      \
+                vmx[l] = y > vmx[l] ? y : vmx[l];                                                                      \
+                acc[l] += y;                                                                                           \
+                (*fin)++;                                                                                              \
+            }                                                                                                          \
+        }                                                                                                              \
+        memcpy(mn, &vmn, sizeof vmn);                                                                                  \
+        memcpy(mx, &vmx, sizeof vmx);                                                                                  \
+        for (int j = 0; j < 8; j++) lane[j] = acc[j];                                                                  \
     }
-#define STATS_BLOCKS_ARGS                                                                              \
-    (const float *p, int64_t nblk, float *mn, float *mx, double *lane, int64_t *fin, int64_t *nanc,    \
-     int64_t *infc)
+#define STATS_BLOCKS_ARGS                                                                                              \
+    (const float *p, int64_t nblk, float *mn, float *mx, double *lane, int64_t *fin, int64_t *nanc, int64_t *infc)
 #if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
 __attribute__((target("avx2"))) static void stats_blocks_avx2 STATS_BLOCKS_ARGS STATS_BLOCKS_BODY
 #else
 static void stats_blocks_generic STATS_BLOCKS_ARGS STATS_BLOCKS_BODY
 #endif
 
-/* false: not run (x86-64 without AVX2, where 8-wide double vectors are emulated slowly and
+    /* false: not run (x86-64 without AVX2, where 8-wide double vectors are emulated slowly and
  * the scalar loop is faster) */
-static bool stats_blocks STATS_BLOCKS_ARGS {
+    static bool stats_blocks STATS_BLOCKS_ARGS {
 #if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
     static int avx2 = -1;
     if (avx2 < 0) avx2 = __builtin_cpu_supports("avx2") ? 1 : 0;
@@ -86,7 +91,10 @@ void cd_tensor_stats_compute(const cd_value *v, cd_tensor_stats *s) {
     int64_t n = cd_shape_numel(&v->shape);
     memset(s, 0, sizeof *s);
     s->min = s->max = s->mean = NAN;
-    if (n <= 0 || !v->data) { s->count = n > 0 ? n : 0; return; }
+    if (n <= 0 || !v->data) {
+        s->count = n > 0 ? n : 0;
+        return;
+    }
     s->count = n;
     double mn = INFINITY, mx = -INFINITY, sum = 0;
     int64_t fin = 0;
@@ -99,7 +107,10 @@ void cd_tensor_stats_compute(const cd_value *v, cd_tensor_stats *s) {
         float fmn = INFINITY, fmx = -INFINITY;
         double lane[8] = {0};
         float lmn[8], lmx[8];
-        for (int j = 0; j < 8; j++) { lmn[j] = INFINITY; lmx[j] = -INFINITY; }
+        for (int j = 0; j < 8; j++) {
+            lmn[j] = INFINITY;
+            lmx[j] = -INFINITY;
+        }
         int64_t i = 0, nanc = 0, infc = 0;
         if (stats_blocks(p, n / 64, lmn, lmx, lane, &fin, &nanc, &infc)) i = (n / 64) * 64;
         s->nan_count = nanc;
@@ -127,8 +138,14 @@ void cd_tensor_stats_compute(const cd_value *v, cd_tensor_stats *s) {
             }
             for (int j = 0; j < 8; j++) {
                 float x = p[i + j];
-                if (isnan(x)) { s->nan_count++; continue; }
-                if (isinf(x)) { s->inf_count++; continue; }
+                if (isnan(x)) {
+                    s->nan_count++;
+                    continue;
+                }
+                if (isinf(x)) {
+                    s->inf_count++;
+                    continue;
+                }
                 fmn = x < fmn ? x : fmn;
                 fmx = x > fmx ? x : fmx;
                 lane[j] += x;
@@ -137,8 +154,14 @@ void cd_tensor_stats_compute(const cd_value *v, cd_tensor_stats *s) {
         }
         for (; i < n; i++) {
             float x = p[i];
-            if (isnan(x)) { s->nan_count++; continue; }
-            if (isinf(x)) { s->inf_count++; continue; }
+            if (isnan(x)) {
+                s->nan_count++;
+                continue;
+            }
+            if (isinf(x)) {
+                s->inf_count++;
+                continue;
+            }
             fmn = x < fmn ? x : fmn;
             fmx = x > fmx ? x : fmx;
             lane[0] += x;
@@ -150,13 +173,23 @@ void cd_tensor_stats_compute(const cd_value *v, cd_tensor_stats *s) {
     } else {
         for (int64_t i = 0; i < n; i++) {
             double x = cd_value_get(v, i);
-            if (isnan(x)) { s->nan_count++; continue; }
-            if (isinf(x)) { s->inf_count++; continue; }
+            if (isnan(x)) {
+                s->nan_count++;
+                continue;
+            }
+            if (isinf(x)) {
+                s->inf_count++;
+                continue;
+            }
             if (x < mn) mn = x;
             if (x > mx) mx = x;
             sum += x;
             fin++;
         }
     }
-    if (fin) { s->min = mn; s->max = mx; s->mean = sum / (double)fin; }
+    if (fin) {
+        s->min = mn;
+        s->max = mx;
+        s->mean = sum / (double)fin;
+    }
 }

@@ -33,7 +33,11 @@ cd_status cd_dump_write_table(cd_dump *d, const char *path, const cd_column *col
     }
     size_t *off = cd_calloc((size_t)ncols, sizeof *off, err);
     size_t *len = cd_calloc((size_t)ncols, sizeof *len, err);
-    if (!off || !len) { free(off); free(len); return CD_E_NOMEM; }
+    if (!off || !len) {
+        free(off);
+        free(len);
+        return CD_E_NOMEM;
+    }
     size_t row = 0;
     for (int c = 0; c < ncols; c++) {
         off[c] = row;
@@ -54,7 +58,8 @@ cd_status cd_dump_write_table(cd_dump *d, const char *path, const cd_column *col
     cd_status st = CD_OK;
     for (int c = 0; c < ncols && !st; c++) {
         hid_t ft = cols[c].type == CD_COL_I64 ? H5Tcopy(H5T_NATIVE_INT64)
-                   : cols[c].type == CD_COL_F64 ? H5Tcopy(H5T_NATIVE_DOUBLE) : fixed_str_type(len[c]);
+            : cols[c].type == CD_COL_F64      ? H5Tcopy(H5T_NATIVE_DOUBLE)
+                                              : fixed_str_type(len[c]);
         if (H5Tinsert(ct, cols[c].name, off[c], ft) < 0)
             st = cd_dump_h5_error(err, CD_E_INTERNAL, "bad column '%s' in table '%s'", cols[c].name, path);
         H5Tclose(ft);
@@ -67,8 +72,10 @@ cd_status cd_dump_write_table(cd_dump *d, const char *path, const cd_column *col
     for (int64_t i = 0; !st && i < nrows; i++) {
         unsigned char *r = buf + (size_t)i * row;
         for (int c = 0; c < ncols; c++) {
-            if (cols[c].type == CD_COL_I64) memcpy(r + off[c], (const int64_t *)cols[c].data + i, 8);
-            else if (cols[c].type == CD_COL_F64) memcpy(r + off[c], (const double *)cols[c].data + i, 8);
+            if (cols[c].type == CD_COL_I64)
+                memcpy(r + off[c], (const int64_t *)cols[c].data + i, 8);
+            else if (cols[c].type == CD_COL_F64)
+                memcpy(r + off[c], (const double *)cols[c].data + i, 8);
             else {
                 const char *s = ((const char *const *)cols[c].data)[i];
                 if (s) memcpy(r + off[c], s, strlen(s));
@@ -107,14 +114,19 @@ static char *slots_str(const cd_graph *g, const cd_slot *slots, int n) {
     for (int i = 0; i < n; i++) {
         for (int k = -1; k < slots[i].n; k++) {
             const char *txt = "";
-            if (k < 0) txt = slots[i].name ? slots[i].name : "";
-            else if (slots[i].ids[k] >= 0 && slots[i].ids[k] < g->n_tensors) txt = g->tensors[slots[i].ids[k]].name;
+            if (k < 0)
+                txt = slots[i].name ? slots[i].name : "";
+            else if (slots[i].ids[k] >= 0 && slots[i].ids[k] < g->n_tensors)
+                txt = g->tensors[slots[i].ids[k]].name;
             const char *sep = k < 0 ? (i ? ";" : "") : (k == 0 ? "=" : ",");
             size_t need = len + strlen(sep) + strlen(txt) + 1;
             if (need > cap) {
                 while (cap < need) cap *= 2;
                 char *ns = realloc(s, cap);
-                if (!ns) { free(s); return NULL; }
+                if (!ns) {
+                    free(s);
+                    return NULL;
+                }
                 s = ns;
             }
             len += (size_t)sprintf(s + len, "%s%s", sep, txt);
@@ -130,7 +142,8 @@ cd_status cd_dump_write_model(cd_dump *d, const cd_graph *g, cd_error *err) {
     for (int c = 0; c < 8; c++) cols_s[c] = cd_calloc((size_t)n, sizeof(char *), err);
     char **owned = cd_calloc((size_t)n * 2, sizeof(char *), err);
     cd_status st = CD_OK;
-    for (int c = 0; c < 8; c++) if (!cols_s[c]) st = CD_E_NOMEM;
+    for (int c = 0; c < 8; c++)
+        if (!cols_s[c]) st = CD_E_NOMEM;
     if (!idx || !owned) st = CD_E_NOMEM;
     for (int i = 0; !st && i < n; i++) {
         const cd_op *op = &g->ops[i];
@@ -139,7 +152,10 @@ cd_status cd_dump_write_model(cd_dump *d, const cd_graph *g, cd_error *err) {
         cols_s[1][i] = op->type;
         owned[2 * i] = slots_str(g, op->in, op->n_in);
         owned[2 * i + 1] = slots_str(g, op->out, op->n_out);
-        if (!owned[2 * i] || !owned[2 * i + 1]) { st = cd_err(err, CD_E_NOMEM, "out of memory"); break; }
+        if (!owned[2 * i] || !owned[2 * i + 1]) {
+            st = cd_err(err, CD_E_NOMEM, "out of memory");
+            break;
+        }
         cols_s[2][i] = owned[2 * i];
         cols_s[3][i] = owned[2 * i + 1];
         cols_s[4][i] = op->kernel.present ? op->kernel.alias : "";
@@ -148,12 +164,15 @@ cd_status cd_dump_write_model(cd_dump *d, const cd_graph *g, cd_error *err) {
         cols_s[7][i] = op->kernel.present ? cd_layout_name(op->kernel.layout) : "";
     }
     if (!st) {
-        cd_column cols[9] = {
-            {"index", CD_COL_I64, idx},           {"name", CD_COL_STR, cols_s[0]},
-            {"type", CD_COL_STR, cols_s[1]},      {"inputs", CD_COL_STR, cols_s[2]},
-            {"outputs", CD_COL_STR, cols_s[3]},   {"kernel_alias", CD_COL_STR, cols_s[4]},
-            {"kernel_target", CD_COL_STR, cols_s[5]}, {"kernel_precision", CD_COL_STR, cols_s[6]},
-            {"kernel_layout", CD_COL_STR, cols_s[7]}};
+        cd_column cols[9] = {{"index", CD_COL_I64, idx},
+                             {"name", CD_COL_STR, cols_s[0]},
+                             {"type", CD_COL_STR, cols_s[1]},
+                             {"inputs", CD_COL_STR, cols_s[2]},
+                             {"outputs", CD_COL_STR, cols_s[3]},
+                             {"kernel_alias", CD_COL_STR, cols_s[4]},
+                             {"kernel_target", CD_COL_STR, cols_s[5]},
+                             {"kernel_precision", CD_COL_STR, cols_s[6]},
+                             {"kernel_layout", CD_COL_STR, cols_s[7]}};
         st = cd_dump_write_table(d, "/model/ops", cols, 9, n, err);
     }
     if (!st) {
@@ -167,7 +186,8 @@ cd_status cd_dump_write_model(cd_dump *d, const cd_graph *g, cd_error *err) {
         }
         if (r < 0) st = cd_dump_h5_error(err, CD_E_IO, "cannot write /model attributes to dump '%s'", d->tmp);
     }
-    if (owned) for (int i = 0; i < 2 * n; i++) free(owned[i]);
+    if (owned)
+        for (int i = 0; i < 2 * n; i++) free(owned[i]);
     free(owned);
     for (int c = 0; c < 8; c++) free(cols_s[c]);
     free(idx);
@@ -179,8 +199,15 @@ cd_status cd_dump_write_model(cd_dump *d, const cd_graph *g, cd_error *err) {
 void cd_dumpw_rows_free(run_rows *rr) {
     for (int i = 0; i < rr->n; i++) {
         tensor_row *t = &rr->rows[i];
-        free(t->dataset); free(t->op_type); free(t->layer); free(t->tensor); free(t->dtype);
-        free(t->shape); free(t->where); free(t->kernel); free(t->note);
+        free(t->dataset);
+        free(t->op_type);
+        free(t->layer);
+        free(t->tensor);
+        free(t->dtype);
+        free(t->shape);
+        free(t->where);
+        free(t->kernel);
+        free(t->note);
     }
     free(rr->rows);
     rr->rows = NULL;
@@ -217,19 +244,33 @@ cd_status cd_dumpw_flush_run(cd_dump *d, run_rows *rr, cd_error *err) {
     } else {
         for (int64_t i = 0; i < n; i++) {
             const tensor_row *t = &rr->rows[i];
-            sv[0][i] = t->dataset; sv[1][i] = t->op_type; sv[2][i] = t->layer; sv[3][i] = t->tensor;
-            sv[4][i] = t->dtype; sv[5][i] = t->shape; sv[6][i] = t->where; sv[7][i] = t->kernel; sv[8][i] = t->note;
-            iv[0][i] = t->op_index; iv[1][i] = t->stats_only; iv[2][i] = t->count;
-            iv[3][i] = t->nan_count; iv[4][i] = t->inf_count;
-            fv[0][i] = t->elapsed_us; fv[1][i] = t->kernel_us; fv[2][i] = t->min; fv[3][i] = t->max; fv[4][i] = t->mean;
+            sv[0][i] = t->dataset;
+            sv[1][i] = t->op_type;
+            sv[2][i] = t->layer;
+            sv[3][i] = t->tensor;
+            sv[4][i] = t->dtype;
+            sv[5][i] = t->shape;
+            sv[6][i] = t->where;
+            sv[7][i] = t->kernel;
+            sv[8][i] = t->note;
+            iv[0][i] = t->op_index;
+            iv[1][i] = t->stats_only;
+            iv[2][i] = t->count;
+            iv[3][i] = t->nan_count;
+            iv[4][i] = t->inf_count;
+            fv[0][i] = t->elapsed_us;
+            fv[1][i] = t->kernel_us;
+            fv[2][i] = t->min;
+            fv[3][i] = t->max;
+            fv[4][i] = t->mean;
         }
         const cd_column cols[] = {
-            {"dataset", CD_COL_STR, sv[0]},    {"op_index", CD_COL_I64, iv[0]},  {"op_type", CD_COL_STR, sv[1]},
-            {"layer", CD_COL_STR, sv[2]},      {"tensor", CD_COL_STR, sv[3]},    {"dtype", CD_COL_STR, sv[4]},
+            {"dataset", CD_COL_STR, sv[0]},    {"op_index", CD_COL_I64, iv[0]},   {"op_type", CD_COL_STR, sv[1]},
+            {"layer", CD_COL_STR, sv[2]},      {"tensor", CD_COL_STR, sv[3]},     {"dtype", CD_COL_STR, sv[4]},
             {"shape", CD_COL_STR, sv[5]},      {"elapsed_us", CD_COL_F64, fv[0]}, {"kernel_us", CD_COL_F64, fv[1]},
-            {"where", CD_COL_STR, sv[6]},      {"kernel", CD_COL_STR, sv[7]},    {"note", CD_COL_STR, sv[8]},
-            {"stats_only", CD_COL_I64, iv[1]}, {"count", CD_COL_I64, iv[2]},     {"min", CD_COL_F64, fv[2]},
-            {"max", CD_COL_F64, fv[3]},        {"mean", CD_COL_F64, fv[4]},      {"nan_count", CD_COL_I64, iv[3]},
+            {"where", CD_COL_STR, sv[6]},      {"kernel", CD_COL_STR, sv[7]},     {"note", CD_COL_STR, sv[8]},
+            {"stats_only", CD_COL_I64, iv[1]}, {"count", CD_COL_I64, iv[2]},      {"min", CD_COL_F64, fv[2]},
+            {"max", CD_COL_F64, fv[3]},        {"mean", CD_COL_F64, fv[4]},       {"nan_count", CD_COL_I64, iv[3]},
             {"inf_count", CD_COL_I64, iv[4]},
         };
         char path[160];
@@ -237,7 +278,10 @@ cd_status cd_dumpw_flush_run(cd_dump *d, run_rows *rr, cd_error *err) {
         st = cd_dump_write_table(d, path, cols, (int)(sizeof cols / sizeof cols[0]), n, err);
     }
     for (int k = 0; k < 9; k++) free(sv[k]);
-    for (int k = 0; k < 5; k++) { free(iv[k]); free(fv[k]); }
+    for (int k = 0; k < 5; k++) {
+        free(iv[k]);
+        free(fv[k]);
+    }
     /* forget the rows either way: a failed write is reported, not retried */
     cd_dumpw_rows_free(rr);
     int at = (int)(rr - d->pend);
@@ -260,7 +304,7 @@ static char *dup_or_empty(const char *s, bool *oom) {
 }
 
 cd_status cd_dumpw_add_row(run_rows *rr, const char *dataset, const cd_tensor_rec *rec, const cd_value *v,
-                         bool stats_only, const cd_tensor_stats *stats, cd_error *err) {
+                           bool stats_only, const cd_tensor_stats *stats, cd_error *err) {
     if (rr->n == rr->cap) {
         int nc = rr->cap ? rr->cap * 2 : 256;
         tensor_row *nr = realloc(rr->rows, sizeof *nr * (size_t)nc);
@@ -275,16 +319,25 @@ cd_status cd_dumpw_add_row(run_rows *rr, const char *dataset, const cd_tensor_re
         o += (size_t)snprintf(shp + o, sizeof shp - o, "%s%lld", i ? "," : "", (long long)v->shape.d[i]);
     bool oom = false;
     tensor_row t = {
-        .dataset = dup_or_empty(dataset, &oom), .op_type = dup_or_empty(rec->op_type, &oom),
-        .layer = dup_or_empty(rec->layer, &oom), .tensor = dup_or_empty(rec->tensor, &oom),
-        .dtype = dup_or_empty(cd_dtype_name(v->dtype), &oom), .shape = dup_or_empty(shp, &oom),
-        .where = dup_or_empty(rec->where, &oom), .kernel = dup_or_empty(rec->kernel, &oom),
+        .dataset = dup_or_empty(dataset, &oom),
+        .op_type = dup_or_empty(rec->op_type, &oom),
+        .layer = dup_or_empty(rec->layer, &oom),
+        .tensor = dup_or_empty(rec->tensor, &oom),
+        .dtype = dup_or_empty(cd_dtype_name(v->dtype), &oom),
+        .shape = dup_or_empty(shp, &oom),
+        .where = dup_or_empty(rec->where, &oom),
+        .kernel = dup_or_empty(rec->kernel, &oom),
         .note = dup_or_empty(rec->note, &oom),
-        .op_index = rec->op_index, .stats_only = stats_only ? 1 : 0,
-        .count = stats ? stats->count : -1, .nan_count = stats ? stats->nan_count : 0,
+        .op_index = rec->op_index,
+        .stats_only = stats_only ? 1 : 0,
+        .count = stats ? stats->count : -1,
+        .nan_count = stats ? stats->nan_count : 0,
         .inf_count = stats ? stats->inf_count : 0,
-        .elapsed_us = rec->elapsed_us, .kernel_us = rec->kernel_us,
-        .min = stats ? stats->min : NAN, .max = stats ? stats->max : NAN, .mean = stats ? stats->mean : NAN,
+        .elapsed_us = rec->elapsed_us,
+        .kernel_us = rec->kernel_us,
+        .min = stats ? stats->min : NAN,
+        .max = stats ? stats->max : NAN,
+        .mean = stats ? stats->mean : NAN,
     };
     rr->rows[rr->n++] = t;
     if (oom) return cd_err(err, CD_E_NOMEM, "out of memory recording tensor '%s'", dataset);

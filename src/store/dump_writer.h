@@ -26,14 +26,14 @@ typedef struct {
 
 struct cd_dump {
     hid_t file;
-    run_rows *pend;           /* runs whose tensors table is not written yet */
+    run_rows *pend; /* runs whose tensors table is not written yet */
     int n_pend;
-    hid_t gcpl, dcpl_plain;   /* creation properties without modification times */
+    hid_t gcpl, dcpl_plain; /* creation properties without modification times */
     char *path, *tmp;
     bool append;
-    char run_name[128];       /* cached open run group */
+    char run_name[128]; /* cached open run group */
     hid_t run;
-    int deflate;              /* 0 = uncompressed (contiguous), else deflate level of chunks */
+    int deflate; /* 0 = uncompressed (contiguous), else deflate level of chunks */
     hid_t ftype[CD_DTYPE_COUNT], mtype[CD_DTYPE_COUNT]; /* file/memory types per dtype, made once */
 };
 
@@ -54,8 +54,7 @@ cd_status cd_dumpw_make_groups(cd_dump *d, const char *path, cd_error *err);
 
 /* ---- HDF5 errors, escaping, datasets (dump_h5.c) ---- */
 /* Creates and writes a dataset holding v under loc/name (stats_only: null dataspace). */
-hid_t cd_dumpw_write_values(cd_dump *d, hid_t loc, const char *name, const cd_value *v, bool stats_only,
-                            cd_error *err);
+hid_t cd_dumpw_write_values(cd_dump *d, hid_t loc, const char *name, const cd_value *v, bool stats_only, cd_error *err);
 
 /* ---- the per-run tensors tables (dump_table.c) ---- */
 run_rows *cd_dumpw_find_rows(cd_dump *d, const char *run, bool create);

@@ -34,7 +34,10 @@ cd_status cd_err_prefix(cd_error *err, const char *fmt, ...) {
 }
 
 void cd_err_clear(cd_error *err) {
-    if (err) { err->code = CD_OK; err->msg[0] = 0; }
+    if (err) {
+        err->code = CD_OK;
+        err->msg[0] = 0;
+    }
 }
 
 const char *cd_status_name(cd_status s) {

@@ -6,15 +6,15 @@
 
 typedef enum {
     CD_OK = 0,
-    CD_E_TOLERANCE = 1,  /* a layer out of tolerance (exit 1) */
-    CD_E_USAGE = 2,      /* bad command line, missing file (exit 2) */
-    CD_E_MODEL = 3,      /* bad model or input data (exit 3) */
-    CD_E_BACKEND = 4,    /* backend unavailable (exit 4) */
-    CD_E_CRASH = 5,      /* backend crashed or hung (exit 5) */
-    CD_E_IO = 6,         /* cannot write output (disk full, read-only) (exit 6) */
-    CD_E_NOMEM = 7,      /* out of memory / over --max-memory (exit 7) */
-    CD_E_UNSUPPORTED = 8,/* an op or feature cldiff cannot run (exit 8) */
-    CD_E_INTERNAL = 9,   /* a bug in cldiff (exit 9) */
+    CD_E_TOLERANCE = 1,    /* a layer out of tolerance (exit 1) */
+    CD_E_USAGE = 2,        /* bad command line, missing file (exit 2) */
+    CD_E_MODEL = 3,        /* bad model or input data (exit 3) */
+    CD_E_BACKEND = 4,      /* backend unavailable (exit 4) */
+    CD_E_CRASH = 5,        /* backend crashed or hung (exit 5) */
+    CD_E_IO = 6,           /* cannot write output (disk full, read-only) (exit 6) */
+    CD_E_NOMEM = 7,        /* out of memory / over --max-memory (exit 7) */
+    CD_E_UNSUPPORTED = 8,  /* an op or feature cldiff cannot run (exit 8) */
+    CD_E_INTERNAL = 9,     /* a bug in cldiff (exit 9) */
     CD_E_INTERRUPTED = 130 /* SIGINT/SIGTERM (exit 130) */
 } cd_status;
 
@@ -25,8 +25,7 @@ typedef struct cd_error {
 } cd_error;
 
 /* Sets err (if not NULL) and returns code. printf-style message. */
-cd_status cd_err(cd_error *err, cd_status code, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
+cd_status cd_err(cd_error *err, cd_status code, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 /* Prefixes the existing message with context ("while reading op 12: ..."). */
 cd_status cd_err_prefix(cd_error *err, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 void cd_err_clear(cd_error *err);

@@ -8,10 +8,14 @@ static inline float cd_half_to_float(uint16_t h) {
     uint32_t sign = (uint32_t)(h & 0x8000u) << 16;
     uint32_t exp = (h >> 10) & 0x1fu, man = h & 0x3ffu, bits;
     if (exp == 0) {
-        if (man == 0) bits = sign;
+        if (man == 0)
+            bits = sign;
         else { /* subnormal: normalise */
             int e = -1;
-            do { e++; man <<= 1; } while (!(man & 0x400u));
+            do {
+                e++;
+                man <<= 1;
+            } while (!(man & 0x400u));
             bits = sign | ((uint32_t)(127 - 15 - e) << 23) | ((man & 0x3ffu) << 13);
         }
     } else if (exp == 31) {
@@ -32,8 +36,8 @@ static inline uint16_t cd_float_to_half(float f) {
     if (ax >= 0x7f800000u) /* inf or nan (keep nan quiet) */
         return (uint16_t)(sign | 0x7c00u | (ax > 0x7f800000u ? 0x200u | ((ax >> 13) & 0x3ffu) : 0));
     if (ax >= 0x477ff000u) return (uint16_t)(sign | 0x7c00u); /* rounds to >= 65520 -> inf */
-    if (ax < 0x38800000u) { /* below smallest normal half: subnormal or zero */
-        if (ax < 0x33000000u) return sign; /* < 2^-25 rounds to 0 */
+    if (ax < 0x38800000u) {                                   /* below smallest normal half: subnormal or zero */
+        if (ax < 0x33000000u) return sign;                    /* < 2^-25 rounds to 0 */
         uint32_t e = ax >> 23, m = (ax & 0x7fffffu) | 0x800000u;
         uint32_t shift = 126u - e; /* 14..24 */
         uint32_t r = m >> shift, rem = m & ((1u << shift) - 1u), half = 1u << (shift - 1);

@@ -33,14 +33,23 @@ static cd_status parse_string(jp *p, char **out) {
     char *s = malloc(cap);
     if (!s) return cd_err(p->err, CD_E_NOMEM, "out of memory");
     for (;;) {
-        if (p->pos >= p->len) { free(s); return fail(p, "unterminated string"); }
+        if (p->pos >= p->len) {
+            free(s);
+            return fail(p, "unterminated string");
+        }
         unsigned char c = (unsigned char)p->b[p->pos++];
         char enc[4];
         int ne = 0;
         if (c == '"') break;
-        if (c < 0x20) { free(s); return fail(p, "control character in a string"); }
+        if (c < 0x20) {
+            free(s);
+            return fail(p, "control character in a string");
+        }
         if (c == '\\') {
-            if (p->pos >= p->len) { free(s); return fail(p, "unterminated escape"); }
+            if (p->pos >= p->len) {
+                free(s);
+                return fail(p, "unterminated escape");
+            }
             char e = p->b[p->pos++];
             switch (e) {
             case '"': enc[ne++] = '"'; break;
@@ -52,19 +61,31 @@ static cd_status parse_string(jp *p, char **out) {
             case 'r': enc[ne++] = '\r'; break;
             case 't': enc[ne++] = '\t'; break;
             case 'u': {
-                if (p->pos + 4 > p->len) { free(s); return fail(p, "short \\u escape"); }
+                if (p->pos + 4 > p->len) {
+                    free(s);
+                    return fail(p, "short \\u escape");
+                }
                 unsigned cp = 0;
                 for (int k = 0; k < 4; k++) {
                     int h = hexval(p->b[p->pos + (size_t)k]);
-                    if (h < 0) { free(s); return fail(p, "bad \\u escape"); }
+                    if (h < 0) {
+                        free(s);
+                        return fail(p, "bad \\u escape");
+                    }
                     cp = cp * 16 + (unsigned)h;
                 }
                 p->pos += 4;
-                if (cp == 0) { free(s); return fail(p, "\\u0000 in a string"); }
+                if (cp == 0) {
+                    free(s);
+                    return fail(p, "\\u0000 in a string");
+                }
                 /* surrogates are kept as their (invalid) 3-byte forms: names here are ASCII */
-                if (cp < 0x80) enc[ne++] = (char)cp;
-                else if (cp < 0x800) { enc[ne++] = (char)(0xC0 | (cp >> 6)); enc[ne++] = (char)(0x80 | (cp & 0x3F)); }
-                else {
+                if (cp < 0x80)
+                    enc[ne++] = (char)cp;
+                else if (cp < 0x800) {
+                    enc[ne++] = (char)(0xC0 | (cp >> 6));
+                    enc[ne++] = (char)(0x80 | (cp & 0x3F));
+                } else {
                     enc[ne++] = (char)(0xE0 | (cp >> 12));
                     enc[ne++] = (char)(0x80 | ((cp >> 6) & 0x3F));
                     enc[ne++] = (char)(0x80 | (cp & 0x3F));
@@ -79,7 +100,10 @@ static cd_status parse_string(jp *p, char **out) {
         if (n + (size_t)ne + 1 > cap) {
             while (n + (size_t)ne + 1 > cap) cap *= 2;
             char *t = realloc(s, cap);
-            if (!t) { free(s); return cd_err(p->err, CD_E_NOMEM, "out of memory"); }
+            if (!t) {
+                free(s);
+                return cd_err(p->err, CD_E_NOMEM, "out of memory");
+            }
             s = t;
         }
         memcpy(s + n, enc, (size_t)ne);
@@ -116,7 +140,10 @@ static cd_status parse_container(jp *p, cd_json *out, int depth, bool obj) {
     int cap = 0;
     p->pos++;
     skip_ws(p);
-    if (p->pos < p->len && p->b[p->pos] == (obj ? '}' : ']')) { p->pos++; return CD_OK; }
+    if (p->pos < p->len && p->b[p->pos] == (obj ? '}' : ']')) {
+        p->pos++;
+        return CD_OK;
+    }
     for (;;) {
         char *key = NULL;
         skip_ws(p);
@@ -125,14 +152,21 @@ static cd_status parse_container(jp *p, cd_json *out, int depth, bool obj) {
             cd_status st = parse_string(p, &key);
             if (st) return st;
             skip_ws(p);
-            if (p->pos >= p->len || p->b[p->pos] != ':') { free(key); return fail(p, "expected ':'"); }
+            if (p->pos >= p->len || p->b[p->pos] != ':') {
+                free(key);
+                return fail(p, "expected ':'");
+            }
             p->pos++;
         }
         cd_json v;
         memset(&v, 0, sizeof v);
         cd_status st = parse_value(p, &v, depth + 1);
         if (!st) st = push(p, out, &cap, &v, key);
-        if (st) { free(key); cd_json_free(&v); return st; }
+        if (st) {
+            free(key);
+            cd_json_free(&v);
+            return st;
+        }
         skip_ws(p);
         if (p->pos >= p->len) return fail(p, obj ? "unterminated object" : "unterminated array");
         char c = p->b[p->pos++];
@@ -150,7 +184,10 @@ static cd_status parse_value(jp *p, cd_json *out, int depth) {
     if (p->pos >= p->len) return fail(p, "unexpected end of input");
     char c = p->b[p->pos];
     if (c == '{' || c == '[') return parse_container(p, out, depth, c == '{');
-    if (c == '"') { out->kind = CD_JSON_STR; return parse_string(p, &out->str); }
+    if (c == '"') {
+        out->kind = CD_JSON_STR;
+        return parse_string(p, &out->str);
+    }
     static const char *const words[] = {"null", "true", "false"};
     for (int w = 0; w < 3; w++) {
         size_t l = strlen(words[w]);
@@ -164,7 +201,8 @@ static cd_status parse_value(jp *p, cd_json *out, int depth) {
     if (c == '-' || (c >= '0' && c <= '9')) {
         char tmp[64];
         size_t n = 0;
-        while (p->pos + n < p->len && n < sizeof tmp - 1 && strchr("+-0123456789.eE", p->b[p->pos + n]) && p->b[p->pos + n])
+        while (p->pos + n < p->len && n < sizeof tmp - 1 && strchr("+-0123456789.eE", p->b[p->pos + n]) &&
+               p->b[p->pos + n])
             n++;
         memcpy(tmp, p->b + p->pos, n);
         tmp[n] = 0;
@@ -185,7 +223,10 @@ cd_status cd_json_parse(const char *buf, size_t len, const char *what, cd_json *
         skip_ws(&p);
         if (p.pos != p.len) st = fail(&p, "trailing characters after the value");
     }
-    if (st) { cd_json_free(out); memset(out, 0, sizeof *out); }
+    if (st) {
+        cd_json_free(out);
+        memset(out, 0, sizeof *out);
+    }
     return st;
 }
 

@@ -10,11 +10,11 @@ typedef enum { CD_JSON_NULL, CD_JSON_BOOL, CD_JSON_NUM, CD_JSON_STR, CD_JSON_ARR
 
 typedef struct cd_json {
     cd_json_kind kind;
-    double num;             /* NUM, BOOL (0/1) */
-    char *str;              /* STR */
-    int n;                  /* ARR/OBJ: element count */
-    struct cd_json *items;  /* ARR/OBJ: elements */
-    char **keys;            /* OBJ: keys */
+    double num;            /* NUM, BOOL (0/1) */
+    char *str;             /* STR */
+    int n;                 /* ARR/OBJ: element count */
+    struct cd_json *items; /* ARR/OBJ: elements */
+    char **keys;           /* OBJ: keys */
 } cd_json;
 
 /* Parses buf[0..len). what names the source in messages. Malformed -> CD_E_MODEL. */

@@ -7,12 +7,28 @@
 #include <stdlib.h>
 #include <string.h>
 
-static const struct { const char *descr; cd_dtype t; } DESCRS[] = {
-    {"<f4", CD_F32}, {"<f2", CD_F16}, {"<f8", CD_F64}, {"<i2", CD_I16}, {"<i4", CD_I32},
-    {"<i8", CD_I64}, {"|u1", CD_U8},  {"|i1", CD_I8},  {"|b1", CD_BOOL},
-    /* equivalent spellings numpy accepts for one-byte types and native order on LE hosts */
-    {"<u1", CD_U8},  {"<i1", CD_I8},  {"<b1", CD_BOOL}, {"=f4", CD_F32}, {"=f2", CD_F16},
-    {"=f8", CD_F64}, {"=i2", CD_I16}, {"=i4", CD_I32}, {"=i8", CD_I64}};
+static const struct {
+    const char *descr;
+    cd_dtype t;
+} DESCRS[] = {{"<f4", CD_F32},
+              {"<f2", CD_F16},
+              {"<f8", CD_F64},
+              {"<i2", CD_I16},
+              {"<i4", CD_I32},
+              {"<i8", CD_I64},
+              {"|u1", CD_U8},
+              {"|i1", CD_I8},
+              {"|b1", CD_BOOL},
+              /* equivalent spellings numpy accepts for one-byte types and native order on LE hosts */
+              {"<u1", CD_U8},
+              {"<i1", CD_I8},
+              {"<b1", CD_BOOL},
+              {"=f4", CD_F32},
+              {"=f2", CD_F16},
+              {"=f8", CD_F64},
+              {"=i2", CD_I16},
+              {"=i4", CD_I32},
+              {"=i8", CD_I64}};
 
 const char *cd_npy_descr(cd_dtype t) {
     for (size_t i = 0; i < sizeof DESCRS / sizeof DESCRS[0]; i++)
@@ -22,7 +38,7 @@ const char *cd_npy_descr(cd_dtype t) {
 
 typedef struct {
     const char *p, *end, *start;
-    size_t base;          /* file offset of start, for messages */
+    size_t base; /* file offset of start, for messages */
     const char *what;
     cd_error *err;
 } cursor;
@@ -30,9 +46,8 @@ typedef struct {
 static cd_status bad(cursor *c, const char *fmt, const char *detail) {
     char d[160];
     snprintf(d, sizeof d, fmt, detail);
-    return cd_err(c->err, CD_E_MODEL,
-                  "%s: bad .npy header at byte %zu: %s (re-save the array with numpy.save)", c->what,
-                  c->base + (size_t)(c->p - c->start), d);
+    return cd_err(c->err, CD_E_MODEL, "%s: bad .npy header at byte %zu: %s (re-save the array with numpy.save)",
+                  c->what, c->base + (size_t)(c->p - c->start), d);
 }
 
 static void skip_ws(cursor *c) {
@@ -41,7 +56,10 @@ static void skip_ws(cursor *c) {
 
 static bool eat(cursor *c, char ch) {
     skip_ws(c);
-    if (c->p < c->end && *c->p == ch) { c->p++; return true; }
+    if (c->p < c->end && *c->p == ch) {
+        c->p++;
+        return true;
+    }
     return false;
 }
 
@@ -98,16 +116,20 @@ static cd_status parse_header(cursor *c, cd_dtype *dt, cd_shape *shape) {
             for (i = 0; i < sizeof DESCRS / sizeof DESCRS[0]; i++)
                 if (!strcmp(d, DESCRS[i].descr)) break;
             if (i == sizeof DESCRS / sizeof DESCRS[0])
-                return bad(c, "unsupported dtype '%s' (supported: <f4 <f2 <f8 <i2 <i4 <i8 |u1 |i1 |b1; "
-                              "big-endian and structured arrays must be converted, e.g. a.astype('<f4'))", d);
+                return bad(c,
+                           "unsupported dtype '%s' (supported: <f4 <f2 <f8 <i2 <i4 <i8 |u1 |i1 |b1; "
+                           "big-endian and structured arrays must be converted, e.g. a.astype('<f4'))",
+                           d);
             *dt = DESCRS[i].t;
             have_descr = true;
         } else if (!strcmp(key, "fortran_order")) {
             skip_ws(c);
-            if ((size_t)(c->end - c->p) >= 5 && !memcmp(c->p, "False", 5)) c->p += 5;
+            if ((size_t)(c->end - c->p) >= 5 && !memcmp(c->p, "False", 5))
+                c->p += 5;
             else if ((size_t)(c->end - c->p) >= 4 && !memcmp(c->p, "True", 4))
                 return bad(c, "fortran_order True is not supported%s; save with np.ascontiguousarray(a)", "");
-            else return bad(c, "fortran_order must be False%s", "");
+            else
+                return bad(c, "fortran_order must be False%s", "");
             have_order = true;
         } else if (!strcmp(key, "shape")) {
             if (parse_shape(c, shape)) return c->err ? c->err->code : CD_E_MODEL;
@@ -169,9 +191,10 @@ cd_status cd_npy_parse(const void *buf, size_t len, const char *what, cd_value *
     size_t nb = (size_t)numel * es;
     if (nb != avail) {
         char sb[160];
-        return cd_err(err, CD_E_MODEL, "%s: header says %s %s (%zu bytes) but %zu data bytes follow; the file is "
-                      "corrupt or not a single array", what, cd_dtype_name(dt), cd_shape_str(&shape, sb, sizeof sb),
-                      nb, avail);
+        return cd_err(err, CD_E_MODEL,
+                      "%s: header says %s %s (%zu bytes) but %zu data bytes follow; the file is "
+                      "corrupt or not a single array",
+                      what, cd_dtype_name(dt), cd_shape_str(&shape, sb, sizeof sb), nb, avail);
     }
     void *data = cd_malloc(nb, err);
     if (!data) return CD_E_NOMEM;
@@ -188,12 +211,21 @@ cd_status cd_npy_read(const char *path, cd_value *out, cd_error *err) {
     memset(out, 0, sizeof *out);
     FILE *f = fopen(path, "rb");
     if (!f) return cd_err(err, CD_E_USAGE, "cannot open '%s': %s", path, strerror(errno));
-    if (fseek(f, 0, SEEK_END) != 0) { fclose(f); return cd_err(err, CD_E_USAGE, "cannot seek in '%s'", path); }
+    if (fseek(f, 0, SEEK_END) != 0) {
+        fclose(f);
+        return cd_err(err, CD_E_USAGE, "cannot seek in '%s'", path);
+    }
     long sz = ftell(f);
-    if (sz < 0) { fclose(f); return cd_err(err, CD_E_USAGE, "cannot determine the size of '%s'", path); }
+    if (sz < 0) {
+        fclose(f);
+        return cd_err(err, CD_E_USAGE, "cannot determine the size of '%s'", path);
+    }
     rewind(f);
     unsigned char *buf = cd_malloc((size_t)sz, err);
-    if (!buf) { fclose(f); return CD_E_NOMEM; }
+    if (!buf) {
+        fclose(f);
+        return CD_E_NOMEM;
+    }
     size_t got = fread(buf, 1, (size_t)sz, f);
     fclose(f);
     if (got != (size_t)sz) {
@@ -233,7 +265,10 @@ cd_status cd_npy_write(const char *path, const cd_value *v, cd_error *err) {
     if (!f) return cd_err(err, CD_E_IO, "cannot create '%s': %s", path, strerror(errno));
     bool ok = fwrite(hdr, 1, padded, f) == padded && (nb == 0 || fwrite(v->data, 1, nb, f) == nb);
     int e = errno;
-    if (fclose(f) != 0 && ok) { ok = false; e = errno; }
+    if (fclose(f) != 0 && ok) {
+        ok = false;
+        e = errno;
+    }
     if (!ok) return cd_err(err, CD_E_IO, "cannot write '%s': %s (disk full?)", path, strerror(e));
     return CD_OK;
 }

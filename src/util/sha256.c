@@ -20,7 +20,7 @@ static void block(uint32_t h[8], const uint8_t *p) {
     uint32_t w[64];
     for (int i = 0; i < 16; i++)
         w[i] = (uint32_t)p[4 * i] << 24 | (uint32_t)p[4 * i + 1] << 16 | (uint32_t)p[4 * i + 2] << 8 |
-               (uint32_t)p[4 * i + 3];
+            (uint32_t)p[4 * i + 3];
     for (int i = 16; i < 64; i++) {
         uint32_t s0 = ror(w[i - 15], 7) ^ ror(w[i - 15], 18) ^ (w[i - 15] >> 3);
         uint32_t s1 = ror(w[i - 2], 17) ^ ror(w[i - 2], 19) ^ (w[i - 2] >> 10);
@@ -30,9 +30,23 @@ static void block(uint32_t h[8], const uint8_t *p) {
     for (int i = 0; i < 64; i++) {
         uint32_t t1 = hh + (ror(e, 6) ^ ror(e, 11) ^ ror(e, 25)) + ((e & f) ^ (~e & g)) + K[i] + w[i];
         uint32_t t2 = (ror(a, 2) ^ ror(a, 13) ^ ror(a, 22)) + ((a & b) ^ (a & c) ^ (b & c));
-        hh = g; g = f; f = e; e = d + t1; d = c; c = b; b = a; a = t1 + t2;
+        hh = g;
+        g = f;
+        f = e;
+        e = d + t1;
+        d = c;
+        c = b;
+        b = a;
+        a = t1 + t2;
     }
-    h[0] += a; h[1] += b; h[2] += c; h[3] += d; h[4] += e; h[5] += f; h[6] += g; h[7] += hh;
+    h[0] += a;
+    h[1] += b;
+    h[2] += c;
+    h[3] += d;
+    h[4] += e;
+    h[5] += f;
+    h[6] += g;
+    h[7] += hh;
 }
 
 void cd_sha256_init(cd_sha256_ctx *c) {
@@ -49,7 +63,9 @@ void cd_sha256_update(cd_sha256_ctx *c, const void *data, size_t n) {
     if (c->used) {
         size_t take = 64 - c->used < n ? 64 - c->used : n;
         memcpy(c->buf + c->used, p, take);
-        c->used += take; p += take; n -= take;
+        c->used += take;
+        p += take;
+        n -= take;
         if (c->used < 64) return;
         block(c->h, c->buf);
         c->used = 0;

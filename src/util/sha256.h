@@ -7,9 +7,9 @@
 
 typedef struct cd_sha256_ctx {
     uint32_t h[8];
-    uint64_t total;      /* bytes hashed so far */
+    uint64_t total; /* bytes hashed so far */
     uint8_t buf[64];
-    size_t used;         /* bytes pending in buf */
+    size_t used; /* bytes pending in buf */
 } cd_sha256_ctx;
 
 void cd_sha256_init(cd_sha256_ctx *c);

@@ -9,10 +9,15 @@
 /* ---------------------------------------------------------------- dtypes */
 size_t cd_dtype_size(cd_dtype t) {
     switch (t) {
-    case CD_F32: case CD_I32: return 4;
-    case CD_F16: case CD_I16: return 2;
-    case CD_I8: case CD_U8: case CD_BOOL: return 1;
-    case CD_I64: case CD_F64: return 8;
+    case CD_F32:
+    case CD_I32: return 4;
+    case CD_F16:
+    case CD_I16: return 2;
+    case CD_I8:
+    case CD_U8:
+    case CD_BOOL: return 1;
+    case CD_I64:
+    case CD_F64: return 8;
     default: return 0;
     }
 }
@@ -30,7 +35,10 @@ int64_t cd_shape_numel(const cd_shape *s) {
     for (int i = 0; i < s->rank; i++) {
         int64_t d = s->d[i];
         if (d < 0) return -1;
-        if (d == 0) { n = 0; continue; }
+        if (d == 0) {
+            n = 0;
+            continue;
+        }
         if (n > cap / d) {
             /* A zero later in the shape still makes the product 0. */
             for (int j = i + 1; j < s->rank; j++)

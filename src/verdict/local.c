@@ -20,7 +20,7 @@ static void settled_result(const cd_local_req *q, cd_layer_cmp *l, const cd_sett
     snprintf(l->family, sizeof l->family, "%s", cd_bound_family_name(spec.fam));
     l->has_local = true;
     l->loc = l->m;
-    if (si->local || sep_ref) {   /* the comparison made where it ran (fp16: against ref_local, not A) */
+    if (si->local || sep_ref) { /* the comparison made where it ran (fp16: against ref_local, not A) */
         memset(&l->loc, 0, sizeof l->loc);
         l->loc.n = si->n;
         l->loc.max_abs = si->max_abs;
@@ -48,7 +48,11 @@ cd_status cd_local_check_layers(const cd_local_req *q, cd_analysis *an, cd_error
     bool sep_ref = strcmp(q->run_ref, q->run_a) != 0;
     cd_status st = cd_dump_list_tensors(q->r, q->run_local, &tl, &nl, err);
     if (!st && sep_ref) st = cd_dump_list_tensors(q->r, q->run_ref, &tr, &nr, err);
-    if (st) { free(tl); free(tr); return st; }
+    if (st) {
+        free(tl);
+        free(tr);
+        return st;
+    }
     cd_local_tab_keep(q->r, q->run_a);
     an->local_ran = true;
     snprintf(an->local_ref, sizeof an->local_ref, "%s", q->run_ref);
@@ -67,8 +71,10 @@ cd_status cd_local_check_layers(const cd_local_req *q, cd_analysis *an, cd_error
          * bound on inputs that already differ from A's, docs/verdicts.md) */
         bool settled = !v && q->settled && q->settled[l->op_index] && q->run_free && l->dataset_b[0];
         if (!settled && (!v || v->stats_only || (sep_ref && (!rr || rr->stats_only)))) {
-            snprintf(l->loc_note, sizeof l->loc_note, "%s", !v ? "not run locally: an input was not captured, or "
-                     "its shape changed at run time (dynamic shapes)" : "not run locally: statistics-only dump");
+            snprintf(l->loc_note, sizeof l->loc_note, "%s",
+                     !v ? "not run locally: an input was not captured, or "
+                          "its shape changed at run time (dynamic shapes)"
+                        : "not run locally: statistics-only dump");
             continue;
         }
         if (settled && q->settled_info) {
@@ -91,9 +97,11 @@ cd_status cd_local_check_layers(const cd_local_req *q, cd_analysis *an, cd_error
                     l->loc_exceed = fe.exceed;
                     l->loc_worst = fe.worst;
                     l->loc_pass = false;
-                    snprintf(l->loc_note, sizeof l->loc_note, "%s; free run off beyond what its bound and B's own "
+                    snprintf(l->loc_note, sizeof l->loc_note,
+                             "%s; free run off beyond what its bound and B's own "
                              "inputs explain though "
-                             "the re-run passed (racy or state-dependent kernel?)", l->family);
+                             "the re-run passed (racy or state-dependent kernel?)",
+                             l->family);
                 }
                 free(ref);
             }
@@ -101,9 +109,11 @@ cd_status cd_local_check_layers(const cd_local_req *q, cd_analysis *an, cd_error
         }
         float *ref = NULL, *val = NULL, *mag = NULL, *x = NULL;
         int64_t n1 = 0, n2 = 0, nm = 0;
-        st = cd_dump_read_f32(q->r, sep_ref ? q->run_ref : q->run_a, sep_ref ? rr->dataset : l->dataset_a, &ref, &n1, err);
-        if (!st) st = cd_dump_read_f32(q->r, settled ? q->run_free : q->run_local, settled ? l->dataset_b : v->dataset, &val,
-                                       &n2, err);
+        st = cd_dump_read_f32(q->r, sep_ref ? q->run_ref : q->run_a, sep_ref ? rr->dataset : l->dataset_a, &ref, &n1,
+                              err);
+        if (!st)
+            st = cd_dump_read_f32(q->r, settled ? q->run_free : q->run_local, settled ? l->dataset_b : v->dataset, &val,
+                                  &n2, err);
         if (!st && n1 != n2) {
             snprintf(l->loc_note, sizeof l->loc_note, "not comparable: %lld values locally, %lld in the reference",
                      (long long)n2, (long long)n1);
@@ -123,8 +133,13 @@ cd_status cd_local_check_layers(const cd_local_req *q, cd_analysis *an, cd_error
             cd_local_result res;
             char mnote[256] = "";
             bool used_mag = false, mag_run = false;
-            mag_elem me = {.q = q, .g = g, .plan = q->plan, .op_index = l->op_index, .out_shape = l->shape,
-                           .n_out = n1, .budget = n1 / 8 + 4096};
+            mag_elem me = {.q = q,
+                           .g = g,
+                           .plan = q->plan,
+                           .op_index = l->op_index,
+                           .out_shape = l->shape,
+                           .n_out = n1,
+                           .budget = n1 / 8 + 4096};
             const cd_op *op = &g->ops[l->op_index];
             if (!st && spec.mag_run && !cd_local_cheap_valid(op)) {
                 /* |ref| is no lower bound here: every element needs its magnitude */
@@ -132,7 +147,10 @@ cd_status cd_local_check_layers(const cd_local_req *q, cd_analysis *an, cd_error
                     me.budget = n1;
                     for (int64_t e = 0; e < n1; e++) mag[e] = (float)cd_local_mag_at(&me, e);
                     used_mag = me.state > 0;
-                    if (!used_mag) { free(mag); mag = NULL; }
+                    if (!used_mag) {
+                        free(mag);
+                        mag = NULL;
+                    }
                 }
                 if (!used_mag) {
                     st = cd_local_magnitude(q, l, &mag, &nm, mnote, sizeof mnote, err);
@@ -140,8 +158,8 @@ cd_status cd_local_check_layers(const cd_local_req *q, cd_analysis *an, cd_error
                 }
             }
             if (!st)
-                cd_local_check_lazy(&spec, ref, val, used_mag ? mag : NULL, used_mag ? NULL : cd_local_mag_at, &me, x, n1, ua,
-                                    ur, me.budget, &res);
+                cd_local_check_lazy(&spec, ref, val, used_mag ? mag : NULL, used_mag ? NULL : cd_local_mag_at, &me, x,
+                                    n1, ua, ur, me.budget, &res);
             if (!st && res.needs_mag && !used_mag) {
                 /* some element's magnitude could not be had one by one: the whole run */
                 st = cd_local_magnitude(q, l, &mag, &nm, mnote, sizeof mnote, err);
@@ -155,17 +173,26 @@ cd_status cd_local_check_layers(const cd_local_req *q, cd_analysis *an, cd_error
                 /* over the cheap bound, and the magnitude that would decide cannot be had (an
                  * input of the layer is not in the dump: --layers left its producer out). No
                  * bound, no verdict: the layer is reported unchecked, not blamed. */
-                snprintf(l->loc_note, sizeof l->loc_note, "not checked: over |ref|'s bound and the magnitude needs "
+                snprintf(l->loc_note, sizeof l->loc_note,
+                         "not checked: over |ref|'s bound and the magnitude needs "
                          "inputs not in the dump (%.90s); probe the producing layers (--layers all)",
                          mnote[0] ? mnote : "not captured");
-                free(ref); free(val); free(mag); free(x);
+                free(ref);
+                free(val);
+                free(mag);
+                free(x);
                 continue;
             }
             cd_local_result fe = {.worst = -1};
             bool evidence = !st && res.pass && q->settled && !settled && !sep_ref &&
-                            cd_local_free_evidence(q, l, &spec, ref, n1, &fe);
-            if (evidence) res = (cd_local_result){.err = fe.err, .bound = fe.bound, .ratio = fe.ratio,
-                                                  .exceed = fe.exceed, .worst = fe.worst, .pass = false};
+                cd_local_free_evidence(q, l, &spec, ref, n1, &fe);
+            if (evidence)
+                res = (cd_local_result){.err = fe.err,
+                                        .bound = fe.bound,
+                                        .ratio = fe.ratio,
+                                        .exceed = fe.exceed,
+                                        .worst = fe.worst,
+                                        .pass = false};
             if (!st) {
                 l->has_local = true;
                 an->n_local++;
@@ -180,16 +207,24 @@ cd_status cd_local_check_layers(const cd_local_req *q, cd_analysis *an, cd_error
                 if (!used_mag && res.mag_elems)
                     snprintf(mel, sizeof mel, "; magnitude sum|w x|+|b| of the %lld elements nearest the bound%s",
                              (long long)res.mag_elems, res.ratio_upper ? " (ratio: an upper bound)" : "");
-                snprintf(l->loc_note, sizeof l->loc_note, "%s%s%s%s%s%s%s%s", desc,
-                         evidence ? "; free run off beyond what its bound and B's own inputs explain though the "
-                                    "re-run passed "
-                                    "(racy or state-dependent kernel?)" : "",
-                         settled ? "; settled by the free run (its own output is within this bound; not run again)" : "",
-                         mag_run ? (cd_local_allow_op(op) ? "; bound per element from the layer's inputs" : "; magnitude sum|w x|+|b| from a CPU run") : used_mag ? "; magnitude per element" : "", mel,
-                         mnote[0] ? "; " : "", mnote, res.nonfinite ? "; NaN/Inf where the reference is finite" : "");
+                snprintf(
+                    l->loc_note, sizeof l->loc_note, "%s%s%s%s%s%s%s%s", desc,
+                    evidence ? "; free run off beyond what its bound and B's own inputs explain though the "
+                               "re-run passed "
+                               "(racy or state-dependent kernel?)"
+                             : "",
+                    settled ? "; settled by the free run (its own output is within this bound; not run again)" : "",
+                    mag_run        ? (cd_local_allow_op(op) ? "; bound per element from the layer's inputs"
+                                                            : "; magnitude sum|w x|+|b| from a CPU run")
+                        : used_mag ? "; magnitude per element"
+                                   : "",
+                    mel, mnote[0] ? "; " : "", mnote, res.nonfinite ? "; NaN/Inf where the reference is finite" : "");
             }
         }
-        free(ref); free(val); free(mag); free(x);
+        free(ref);
+        free(val);
+        free(mag);
+        free(x);
     }
     cd_local_tab_keep(NULL, NULL);
     free(tl);
@@ -218,8 +253,8 @@ static float *record_input(const cd_local_settle_ctx *c, const cd_forcing *force
 bool cd_local_settle(void *user, const cd_forcing *force, int op_index, int tensor, const cd_value *out,
                      cd_settle_info *info) {
     const cd_local_settle_ctx *c = user;
-    if (c->local_only && !(info && info->local)) return false;   /* a free-run output */
-    const cd_forcing *rf = c->ref_rec ? c->ref_rec : force;   /* the reference values */
+    if (c->local_only && !(info && info->local)) return false; /* a free-run output */
+    const cd_forcing *rf = c->ref_rec ? c->ref_rec : force;    /* the reference values */
     if (!force || (out->dtype != CD_F32 && out->dtype != CD_F16) || !cd_forcing_has(rf, tensor)) return false;
     const cd_shape *sh = cd_forcing_shape(rf, tensor);
     if (!sh || !cd_shape_eq(sh, &out->shape)) return false;
@@ -227,24 +262,32 @@ bool cd_local_settle(void *user, const cd_forcing *force, int op_index, int tens
     cd_bound_spec spec;
     cd_local_spec(c->g, c->plan, op_index, c->ref, c->b, &spec, NULL, 0);
     bool dense = spec.mag_run && !cd_local_cheap_valid(op);
-    if (dense && strcmp(op->type, "scale")) return false;   /* would need a whole magnitude run */
+    if (dense && strcmp(op->type, "scale")) return false; /* would need a whole magnitude run */
     int64_t n = cd_value_numel(out);
     cd_value a = {0};
     cd_error e2 = {0};
-    const float *ad = cd_forcing_peek(rf, tensor, CD_F32);   /* in place when in memory */
+    const float *ad = cd_forcing_peek(rf, tensor, CD_F32); /* in place when in memory */
     if (!ad) {
         if (cd_forcing_get(rf, tensor, CD_F32, false, &a, &e2)) return false;
         ad = a.data;
     }
-    float *ob = NULL;   /* B's half output as float */
+    float *ob = NULL; /* B's half output as float */
     if (out->dtype == CD_F16) {
-        if (!(ob = malloc((size_t)(n ? n : 1) * sizeof *ob))) { cd_value_release(&a); return false; }
+        if (!(ob = malloc((size_t)(n ? n : 1) * sizeof *ob))) {
+            cd_value_release(&a);
+            return false;
+        }
         const uint16_t *h = out->data;
         for (int64_t i = 0; i < n; i++) ob[i] = cd_half_to_float(h[i]);
     }
     const float *od = ob ? ob : (const float *)out->data;
     float *x = spec.fam == CD_FAM_ROUNDING ? record_input(c, force, op, n) : NULL;
-    mag_elem me = {.force = force, .g = c->g, .plan = c->plan, .op_index = op_index, .out_shape = out->shape, .n_out = n,
+    mag_elem me = {.force = force,
+                   .g = c->g,
+                   .plan = c->plan,
+                   .op_index = op_index,
+                   .out_shape = out->shape,
+                   .n_out = n,
                    .budget = n / 8 + 4096};
     float *mag = NULL;
     bool ok = !(spec.fam == CD_FAM_ROUNDING && !x);
@@ -260,7 +303,10 @@ bool cd_local_settle(void *user, const cd_forcing *force, int op_index, int tens
         cd_local_check_lazy(&spec, ad, od, mag, mag ? NULL : cd_local_mag_at, &me, x, n, -1, -1, 0, &res);
         ok = res.pass && !res.needs_mag && res.nonfinite == 0;
         if (ok && info) {
-            *info = (cd_settle_info){.err = res.err, .bound = res.bound, .ratio = res.ratio, .worst = res.worst,
+            *info = (cd_settle_info){.err = res.err,
+                                     .bound = res.bound,
+                                     .ratio = res.ratio,
+                                     .worst = res.worst,
                                      .ratio_upper = res.ratio_upper || (!mag && res.mag_elems == 0 && spec.mag_run),
                                      .n = n};
             /* the comparison's summary (what a report shows beside the bound) */
@@ -270,7 +316,10 @@ bool cd_local_settle(void *user, const cd_forcing *force, int op_index, int tens
                 double a1 = ad[i], b1 = o[i], d = fabs(a1 - b1);
                 if (d > info->max_abs) info->max_abs = d;
                 if (fabs(a1) > info->ref_absmax) info->ref_absmax = fabs(a1);
-                d2 += d * d; r2 += a1 * a1; v2 += b1 * b1; dot += a1 * b1;
+                d2 += d * d;
+                r2 += a1 * a1;
+                v2 += b1 * b1;
+                dot += a1 * b1;
             }
             info->rmse = n ? sqrt(d2 / (double)n) : 0;
             info->ref_rms = n ? sqrt(r2 / (double)n) : 0;

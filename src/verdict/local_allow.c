@@ -24,7 +24,10 @@ static double *tensor_vals(const cd_local_req *q, const char *run, int id, int64
     if (m->data) {
         int64_t k = cd_value_numel(m);
         double *v = malloc((size_t)(k ? k : 1) * sizeof *v);
-        if (!v) { *st = cd_err(err, CD_E_NOMEM, "out of memory"); return NULL; }
+        if (!v) {
+            *st = cd_err(err, CD_E_NOMEM, "out of memory");
+            return NULL;
+        }
         for (int64_t i = 0; i < k; i++) v[i] = cd_value_get(m, i);
         *n = k;
         return v;
@@ -38,7 +41,11 @@ static double *tensor_vals(const cd_local_req *q, const char *run, int id, int64
         if ((*st = cd_dump_read_input(q->r, t->name, &in, err))) return NULL;
         k = cd_value_numel(&in);
         double *v = malloc((size_t)(k ? k : 1) * sizeof *v);
-        if (!v) { cd_value_release(&in); *st = cd_err(err, CD_E_NOMEM, "out of memory"); return NULL; }
+        if (!v) {
+            cd_value_release(&in);
+            *st = cd_err(err, CD_E_NOMEM, "out of memory");
+            return NULL;
+        }
         for (int64_t i = 0; i < k; i++) v[i] = cd_value_get(&in, i);
         cd_value_release(&in);
         *n = k;
@@ -51,7 +58,8 @@ static double *tensor_vals(const cd_local_req *q, const char *run, int id, int64
     for (int i = 0; i < nt && !ti; i++)
         if (tl[i].op_index == prod && !strcmp(tl[i].tensor, t->name) && !tl[i].stats_only) ti = &tl[i];
     if (!ti) {
-        snprintf(note, nlen, "input '%s' (from op #%d) was not captured in full; probe it (--layers all)", t->name, prod);
+        snprintf(note, nlen, "input '%s' (from op #%d) was not captured in full; probe it (--layers all)", t->name,
+                 prod);
         free(tl);
         return NULL;
     }
@@ -59,7 +67,11 @@ static double *tensor_vals(const cd_local_req *q, const char *run, int id, int64
     free(tl);
     if (*st) return NULL;
     double *v = malloc((size_t)(k ? k : 1) * sizeof *v);
-    if (!v) { free(f); *st = cd_err(err, CD_E_NOMEM, "out of memory"); return NULL; }
+    if (!v) {
+        free(f);
+        *st = cd_err(err, CD_E_NOMEM, "out of memory");
+        return NULL;
+    }
     for (int64_t i = 0; i < k; i++) v[i] = f[i];
     free(f);
     *n = k;
@@ -88,11 +100,11 @@ static float *op_output(const cd_local_req *q, const char *run, int op_index, co
 /* |f(z + e) - f(z)| for |e| <= dz: the derivative at z plus the largest second derivative
  * times dz (mean value theorem), never above the global Lipschitz constant. */
 static double d_sig(double z, double dz) {
-    double s = 1 / (1 + exp(-z)), d = s * (1 - s) + 0.1 * dz;   /* |sigma''| <= 0.0962 */
+    double s = 1 / (1 + exp(-z)), d = s * (1 - s) + 0.1 * dz; /* |sigma''| <= 0.0962 */
     return (d < 0.25 ? d : 0.25) * dz;
 }
 static double d_tanh(double z, double dz) {
-    double t = tanh(z), d = 1 - t * t + 0.77 * dz;              /* |tanh''| <= 0.7698 */
+    double t = tanh(z), d = 1 - t * t + 0.77 * dz; /* |tanh''| <= 0.7698 */
     return (d < 1 ? d : 1) * dz;
 }
 
@@ -101,7 +113,9 @@ static double d_tanh(double z, double dz) {
 /* What B's arithmetic may do (docs/verdicts.md "recurrent"): ua the unit of its arithmetic,
  * us the rounding of what it stores between steps (gate projections, cell state, hidden state:
  * u16 where B stores half, else 0), ulf the float built-ins' unit. */
-typedef struct rnn_arith { double ua, us, ulf; } rnn_arith;
+typedef struct rnn_arith {
+    double ua, us, ulf;
+} rnn_arith;
 
 typedef struct rnn_dims {
     int mode, G, L, D;
@@ -119,13 +133,17 @@ static void rnn_dir(const rnn_dims *r, int d, const rnn_arith *ar, const double 
     const int64_t H = r->H, G = r->G, N = r->N, DH = (int64_t)r->D * H;
     double *h = scratch, *eh = h + N * H, *c = eh + N * H, *ec = c + N * H, *z = ec + N * H, *dz = z + G * H,
            *aux = dz + G * H, *hn = aux + G * H, *ehn = hn + H, *hl = ehn + H, *ehl = hl + N * H;
-    for (int64_t i = 0; i < N * H; i++) { h[i] = hl[i] = h0[i]; c[i] = c0 ? c0[i] : 0; eh[i] = ec[i] = ehl[i] = 0; }
+    for (int64_t i = 0; i < N * H; i++) {
+        h[i] = hl[i] = h0[i];
+        c[i] = c0 ? c0[i] : 0;
+        eh[i] = ec[i] = ehl[i] = 0;
+    }
     const double ua = ar->ua, us = ar->us, ulf = ar->ulf;
     for (int64_t s = 0; s < r->T; s++) {
         int64_t t = d == 0 ? s : r->T - 1 - s;
         for (int64_t n = 0; n < N; n++) {
             double *o = out + (t * N + n) * DH + d * H, *eo = eout + (t * N + n) * DH + d * H;
-            if (len && (double)t >= len[n]) {   /* padding step: output zero, state held */
+            if (len && (double)t >= len[n]) { /* padding step: output zero, state held */
                 for (int64_t k = 0; k < H; k++) o[k] = eo[k] = 0;
                 continue;
             }
@@ -154,7 +172,7 @@ static void rnn_dir(const rnn_dims *r, int d, const rnn_arith *ar, const double 
             }
             for (int64_t k = 0; k < H; k++) {
                 double hv, e;
-                if (r->mode == 0) {   /* LSTM i, f, c~, o */
+                if (r->mode == 0) { /* LSTM i, f, c~, o */
                     double zi = z[k], zf = z[H + k], zc = z[2 * H + k], zo = z[3 * H + k];
                     double gi = 1 / (1 + exp(-zi)), gf = 1 / (1 + exp(-zf)), gc = tanh(zc), go = 1 / (1 + exp(-zo));
                     /* built-ins in float (exp 3-4 ulp, divide 2.5, tanh 5) then cast to B's type */
@@ -163,13 +181,13 @@ static void rnn_dir(const rnn_dims *r, int d, const rnn_arith *ar, const double 
                     double eo_ = d_sig(zo, dz[3 * H + k]) + (8 * ulf + ua) * go;
                     double cp = c[n * H + k], cv = gf * cp + gi * gc;
                     double ecv = (gf + ef) * ec[n * H + k] + fabs(cp) * ef + fabs(gc) * ei + (gi + ei) * eg +
-                                 2 * ua * (fabs(gf * cp) + fabs(gi * gc)) + us * fabs(cv);
+                        2 * ua * (fabs(gf * cp) + fabs(gi * gc)) + us * fabs(cv);
                     c[n * H + k] = cv;
                     ec[n * H + k] = ecv;
                     double tc = tanh(cv);
                     hv = go * tc;
                     e = fabs(tc) * eo_ + (go + eo_) * (d_tanh(cv, ecv) + (6 * ulf + ua) * fabs(tc)) + ua * fabs(hv);
-                } else if (r->mode == 1) {   /* GRU r, z, c~; reset after the matmul */
+                } else if (r->mode == 1) { /* GRU r, z, c~; reset after the matmul */
                     double zr = z[k], zz = z[H + k];
                     double gr = 1 / (1 + exp(-zr)), gz = 1 / (1 + exp(-zz));
                     double er = d_sig(zr, dz[k]) + (8 * ulf + ua) * gr, ez = d_sig(zz, dz[H + k]) + (8 * ulf + ua) * gz;
@@ -197,19 +215,35 @@ static void rnn_dir(const rnn_dims *r, int d, const rnn_arith *ar, const double 
             }
             /* the next step reads B's stored h: observed (forced) or this bound plus its store */
             for (int64_t k = 0; k < H; k++) {
-                if (drive) { hp[k] = drive[(t * N + n) * DH + d * H + k]; ehp[k] = 0; }
-                else { hp[k] = hn[k]; ehp[k] = ehn[k] + us * fabs(hn[k]); }
+                if (drive) {
+                    hp[k] = drive[(t * N + n) * DH + d * H + k];
+                    ehp[k] = 0;
+                } else {
+                    hp[k] = hn[k];
+                    ehp[k] = ehn[k] + us * fabs(hn[k]);
+                }
             }
         }
     }
     /* the last step's own result (the State output), not B's observed h that drove it */
-    for (int64_t i = 0; i < N * H; i++) { hT[i] = hl[i]; cT[i] = c[i]; ehT[i] = ehl[i]; ecT[i] = ec[i]; }
+    for (int64_t i = 0; i < N * H; i++) {
+        hT[i] = hl[i];
+        cT[i] = c[i];
+        ehT[i] = ehl[i];
+        ecT[i] = ec[i];
+    }
 }
 
 static int rnn_mode(const cd_op *op, int *G) {
     const char *m = cd_attr_str(op, "mode", "");
-    if (!strcmp(m, "LSTM")) { *G = 4; return 0; }
-    if (!strcmp(m, "GRU")) { *G = 3; return 1; }
+    if (!strcmp(m, "LSTM")) {
+        *G = 4;
+        return 0;
+    }
+    if (!strcmp(m, "GRU")) {
+        *G = 3;
+        return 1;
+    }
     *G = 1;
     return !strcmp(m, "RNN_TANH") ? 2 : 3;
 }
@@ -234,15 +268,23 @@ static cd_status rnn_allowance(const cd_local_req *q, const cd_layer_cmp *l, con
         return CD_OK;
     }
     const cd_shape *xs = &q->plan->meta[xid].shape;
-    if (xs->rank != 3) { snprintf(note, nlen, "rnn input is not [T, N, I]"); return CD_OK; }
-    r.T = xs->d[0]; r.N = xs->d[1]; r.I = xs->d[2];
+    if (xs->rank != 3) {
+        snprintf(note, nlen, "rnn input is not [T, N, I]");
+        return CD_OK;
+    }
+    r.T = xs->d[0];
+    r.N = xs->d[1];
+    r.I = xs->d[2];
     const int64_t H = r.H, N = r.N, T = r.T, DH = r.D * H, GH = r.G * H;
     int64_t nx = 0, nh = 0, nc = 0, nsq = 0, nw = 0, nout = 0;
     double *x = NULL, *h0 = NULL, *c0 = NULL, *sq = NULL, *w[4 * 2 * 64] = {0}, *y = NULL, *ey = NULL, *yin = NULL,
            *eyin = NULL, *hT = NULL, *cT = NULL, *ehT = NULL, *ecT = NULL, *scr = NULL;
     float *bout = NULL;
     double *a = NULL;
-    if (r.L > 64) { snprintf(note, nlen, "rnn with more than 64 layers"); return CD_OK; }
+    if (r.L > 64) {
+        snprintf(note, nlen, "rnn with more than 64 layers");
+        return CD_OK;
+    }
     x = tensor_vals(q, q->run_a, xid, &nx, note, nlen, err, &st);
     if (!st && x) h0 = tensor_vals(q, q->run_a, h0id, &nh, note, nlen, err, &st);
     if (!st && h0 && c0id >= 0) c0 = tensor_vals(q, q->run_a, c0id, &nc, note, nlen, err, &st);
@@ -251,8 +293,9 @@ static cd_status rnn_allowance(const cd_local_req *q, const cd_layer_cmp *l, con
         w[k] = tensor_vals(q, q->run_a, ws->ids[k], &nw, note, nlen, err, &st);
         int lay = (k % (2 * r.L * r.D)) / (2 * r.D);
         int64_t il = lay == 0 ? r.I : DH, want = k < 2 * r.L * r.D ? (k % 2 == 0 ? GH * il : GH * H) : GH;
-        if (w[k] && nw != want) snprintf(note, nlen, "rnn WeightList[%d] has %lld values, expected %lld", k, (long long)nw,
-                                         (long long)want);
+        if (w[k] && nw != want)
+            snprintf(note, nlen, "rnn WeightList[%d] has %lld values, expected %lld", k, (long long)nw,
+                     (long long)want);
     }
     if (st || note[0] || !x || !h0 || (c0id >= 0 && !c0) || (sqid >= 0 && !sq)) goto done;
     if (nx != T * N * r.I || nh != (int64_t)r.L * r.D * N * H || (c0 && nc != nh) || (sq && nsq != N)) {
@@ -261,27 +304,55 @@ static cd_status rnn_allowance(const cd_local_req *q, const cd_layer_cmp *l, con
     }
     /* B's Out drives the last layer's steps (forced); the State outputs come from it too */
     int outid = cd_op_out(op, "Out", 0);
-    if (outid < 0) { snprintf(note, nlen, "rnn without Out"); goto done; }
+    if (outid < 0) {
+        snprintf(note, nlen, "rnn without Out");
+        goto done;
+    }
     bout = op_output(q, q->run_local, l->op_index, g->tensors[outid].name, &nout, err, &st);
     if (st) goto done;
-    if (bout && nout != T * N * DH) { free(bout); bout = NULL; }
+    if (bout && nout != T * N * DH) {
+        free(bout);
+        bout = NULL;
+    }
     size_t big = (size_t)(T * N * (DH > r.I ? DH : r.I) + 1);
-    y = calloc(big, sizeof *y); ey = calloc(big, sizeof *ey); yin = calloc(big, sizeof *yin); eyin = calloc(big, sizeof *eyin);
+    y = calloc(big, sizeof *y);
+    ey = calloc(big, sizeof *ey);
+    yin = calloc(big, sizeof *yin);
+    eyin = calloc(big, sizeof *eyin);
     size_t st_n = (size_t)(r.L * r.D * N * H + 1);
-    hT = calloc(st_n, sizeof *hT); cT = calloc(st_n, sizeof *cT); ehT = calloc(st_n, sizeof *ehT); ecT = calloc(st_n, sizeof *ecT);
+    hT = calloc(st_n, sizeof *hT);
+    cT = calloc(st_n, sizeof *cT);
+    ehT = calloc(st_n, sizeof *ehT);
+    ecT = calloc(st_n, sizeof *ecT);
     scr = calloc((size_t)(6 * N * H + 3 * GH + 2 * H + 1), sizeof *scr);
-    if (!y || !ey || !yin || !eyin || !hT || !cT || !ehT || !ecT || !scr) { st = cd_err(err, CD_E_NOMEM, "out of memory"); goto done; }
+    if (!y || !ey || !yin || !eyin || !hT || !cT || !ehT || !ecT || !scr) {
+        st = cd_err(err, CD_E_NOMEM, "out of memory");
+        goto done;
+    }
     rnn_arith ar = {.ua = q->b.u, .us = q->b.half_store ? CD_U16 : 0, .ulf = CD_U32};
-    int oid = -1;   /* which output l is: 0 Out, 1 State h, 2 State c */
-    if (!strcmp(l->tensor, g->tensors[outid].name)) oid = 0;
-    else if (cd_op_out(op, "State", 0) >= 0 && !strcmp(l->tensor, g->tensors[cd_op_out(op, "State", 0)].name)) oid = 1;
+    int oid = -1; /* which output l is: 0 Out, 1 State h, 2 State c */
+    if (!strcmp(l->tensor, g->tensors[outid].name))
+        oid = 0;
+    else if (cd_op_out(op, "State", 0) >= 0 && !strcmp(l->tensor, g->tensors[cd_op_out(op, "State", 0)].name))
+        oid = 1;
     else if (r.mode == 0 && cd_op_out(op, "State", 1) >= 0 &&
-             !strcmp(l->tensor, g->tensors[cd_op_out(op, "State", 1)].name)) oid = 2;
-    if (oid < 0) { snprintf(note, nlen, "output '%s' of the rnn has no step bound (training scratch)", l->tensor); goto done; }
+             !strcmp(l->tensor, g->tensors[cd_op_out(op, "State", 1)].name))
+        oid = 2;
+    if (oid < 0) {
+        snprintf(note, nlen, "output '%s' of the rnn has no step bound (training scratch)", l->tensor);
+        goto done;
+    }
     int64_t nv = oid == 0 ? T * N * DH : (int64_t)r.L * r.D * N * H;
-    if (nv != nref) { snprintf(note, nlen, "rnn output '%s' has %lld values, expected %lld", l->tensor, (long long)nref, (long long)nv); goto done; }
+    if (nv != nref) {
+        snprintf(note, nlen, "rnn output '%s' has %lld values, expected %lld", l->tensor, (long long)nref,
+                 (long long)nv);
+        goto done;
+    }
     a = malloc((size_t)(nv ? nv : 1) * sizeof *a);
-    if (!a) { st = cd_err(err, CD_E_NOMEM, "out of memory"); goto done; }
+    if (!a) {
+        st = cd_err(err, CD_E_NOMEM, "out of memory");
+        goto done;
+    }
     /* Two bounds, each valid for a correct B; the element gets the smaller:
      *   pass 0, forced: the last layer's steps recomputed on B's own previous outputs, so only
      *     the step's own rounding (and the cell state's, through the forget gate) is bounded:
@@ -317,9 +388,22 @@ static cd_status rnn_allowance(const cd_local_req *q, const cd_layer_cmp *l, con
     *allow = a;
     a = NULL;
 done:
-    free(a); free(x); free(h0); free(c0); free(sq);
+    free(a);
+    free(x);
+    free(h0);
+    free(c0);
+    free(sq);
     for (int k = 0; k < 4 * 2 * 64; k++) free(w[k]);
-    free(y); free(ey); free(yin); free(eyin); free(hT); free(cT); free(ehT); free(ecT); free(scr); free(bout);
+    free(y);
+    free(ey);
+    free(yin);
+    free(eyin);
+    free(hT);
+    free(cT);
+    free(ehT);
+    free(ecT);
+    free(scr);
+    free(bout);
     return st;
 }
 
@@ -352,7 +436,10 @@ static cd_status norm_allowance(const cd_local_req *q, const cd_layer_cmp *l, co
     if (!st && x && vid >= 0) va = tensor_vals(q, q->run_a, vid, &nvv, note, nlen, err, &st);
     double *a = NULL;
     if (st || note[0] || !x) goto done;
-    if (nx != nref) { snprintf(note, nlen, "%s: %lld input values for %lld outputs", t, (long long)nx, (long long)nref); goto done; }
+    if (nx != nref) {
+        snprintf(note, nlen, "%s: %lld input values for %lld outputs", t, (long long)nx, (long long)nref);
+        goto done;
+    }
     /* group = `len` consecutive values; param index of element i: (i / inner) % C */
     int64_t len = 1, inner = 1, C = 1;
     if (bn) {
@@ -367,8 +454,9 @@ static cd_status norm_allowance(const cd_local_req *q, const cd_layer_cmp *l, co
     } else if (!strcmp(t, "layer_norm")) {
         int64_t b = cd_attr_int(op, "begin_norm_axis", 1);
         for (int k = (int)b; k < xs->rank; k++) len *= xs->d[k];
-        inner = 1; C = len;   /* scale/bias over the normalized span */
-    } else {                  /* instance_norm: per (n, c) over the spatial extent */
+        inner = 1;
+        C = len; /* scale/bias over the normalized span */
+    } else {     /* instance_norm: per (n, c) over the spatial extent */
         for (int k = 2; k < xs->rank; k++) len *= xs->d[k];
         C = xs->rank >= 2 ? xs->d[1] : 1;
         inner = len;
@@ -376,15 +464,25 @@ static cd_status norm_allowance(const cd_local_req *q, const cd_layer_cmp *l, co
     if (len < 1) len = 1;
     double eps = cd_attr_float(op, bn ? "epsilon" : "epsilon", 1e-5);
     a = malloc((size_t)(nx ? nx : 1) * sizeof *a);
-    if (!a) { st = cd_err(err, CD_E_NOMEM, "out of memory"); goto done; }
+    if (!a) {
+        st = cd_err(err, CD_E_NOMEM, "out of memory");
+        goto done;
+    }
     const double u2 = q->ref.u + q->b.u;
     for (int64_t g0 = 0; g0 < nx; g0 += bn ? nx : len) {
         int64_t gl = bn ? nx : (g0 + len <= nx ? len : nx - g0);
         double m = 0, sabs = 0, var = 0, sdev = 0;
         if (!bn) {
-            for (int64_t i = 0; i < gl; i++) { m += x[g0 + i]; sabs += fabs(x[g0 + i]); }
+            for (int64_t i = 0; i < gl; i++) {
+                m += x[g0 + i];
+                sabs += fabs(x[g0 + i]);
+            }
             m /= (double)gl;
-            for (int64_t i = 0; i < gl; i++) { double dv = x[g0 + i] - m; var += dv * dv; sdev += fabs(dv); }
+            for (int64_t i = 0; i < gl; i++) {
+                double dv = x[g0 + i] - m;
+                var += dv * dv;
+                sdev += fabs(dv);
+            }
             var /= (double)gl;
             sdev /= (double)gl;
         }
@@ -401,14 +499,19 @@ static cd_status norm_allowance(const cd_local_req *q, const cd_layer_cmp *l, co
             double inv = 1 / sqrt(vv + eps), dv = fabs(x[e] - mean);
             double rel_inv = 0.5 * dvar / (vv + eps) + 6 * u2;
             double err_y = fabs(gm) * ((dmu + u2 * (fabs(x[e]) + fabs(mean))) * inv + dv * inv * rel_inv) +
-                           3 * u2 * (fabs(gm) * dv * inv + fabs(bb));
+                3 * u2 * (fabs(gm) * dv * inv + fabs(bb));
             a[e] = CD_BOUND_SAFETY * err_y;
         }
     }
     *allow = a;
     a = NULL;
 done:
-    free(a); free(x); free(sc); free(bi); free(mu); free(va);
+    free(a);
+    free(x);
+    free(sc);
+    free(bi);
+    free(mu);
+    free(va);
     return st;
 }
 
@@ -432,18 +535,29 @@ cd_status cd_local_allowance(const cd_local_req *q, const cd_layer_cmp *l, float
     int64_t nref = 0;
     cd_status st = CD_OK;
     float *ref = NULL;
-    if (sep) ref = op_output(q, q->run_ref, l->op_index, l->tensor, &nref, err, &st);
-    else st = cd_dump_read_f32(q->r, q->run_a, l->dataset_a, &ref, &nref, err);
+    if (sep)
+        ref = op_output(q, q->run_ref, l->op_index, l->tensor, &nref, err, &st);
+    else
+        st = cd_dump_read_f32(q->r, q->run_a, l->dataset_a, &ref, &nref, err);
     if (st) return st;
-    if (!ref) { snprintf(note, note_len, "the reference of '%s' is not in the dump", l->tensor); return CD_OK; }
+    if (!ref) {
+        snprintf(note, note_len, "the reference of '%s' is not in the dump", l->tensor);
+        return CD_OK;
+    }
     double *a = NULL;
     st = !strcmp(op->type, "rnn") ? rnn_allowance(q, l, ref, nref, &a, note, note_len, err)
                                   : norm_allowance(q, l, ref, nref, &a, note, note_len, err);
     free(ref);
-    if (st || !a) { free(a); return st; }
+    if (st || !a) {
+        free(a);
+        return st;
+    }
     float *m = malloc((size_t)(nref ? nref : 1) * sizeof *m);
-    if (!m) { free(a); return cd_err(err, CD_E_NOMEM, "out of memory"); }
-    for (int64_t i = 0; i < nref; i++) m[i] = (float)(a[i] * (1 + 1e-6));   /* rounding up to float */
+    if (!m) {
+        free(a);
+        return cd_err(err, CD_E_NOMEM, "out of memory");
+    }
+    for (int64_t i = 0; i < nref; i++) m[i] = (float)(a[i] * (1 + 1e-6)); /* rounding up to float */
     free(a);
     *mag = m;
     *nmag = nref;

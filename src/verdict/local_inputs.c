@@ -51,7 +51,7 @@ void cd_local_tab_keep(const cd_dump_reader *r, const char *run) {
     tab_clear();
     if (!r) return;
     g_tab_r = r;
-    (void)tab_get(r, run);   /* without the table, each layer reads it itself */
+    (void)tab_get(r, run); /* without the table, each layer reads it itself */
 }
 
 cd_status cd_local_load_inputs(const cd_graph *g, const cd_plan *plan, const cd_dump_reader *r, const char *run_a,
@@ -62,8 +62,11 @@ cd_status cd_local_load_inputs(const cd_graph *g, const cd_plan *plan, const cd_
     const struct tab_slot *ts = tab_get(r, run_a);
     bool cached = ts != NULL;
     cd_status st = CD_OK;
-    if (cached) { ta = ts->t; na = ts->n; }
-    else st = cd_dump_list_tensors(r, run_a, &ta, &na, err);
+    if (cached) {
+        ta = ts->t;
+        na = ts->n;
+    } else
+        st = cd_dump_list_tensors(r, run_a, &ta, &na, err);
     for (int k = 0; !st && k < ex->n_inputs; k++) {
         int src = ex->src_inputs[k];
         const cd_tensor *t = &g->tensors[src];

@@ -28,7 +28,10 @@ static bool on_grid(const cd_graph *g, int id, float s) {
         int p = g->tensors[id].producer;
         if (p < 0) return false;
         const cd_op *op = &g->ops[p];
-        if (is_copy(op->type)) { id = op->n_in > 0 && op->in[0].n > 0 ? op->in[0].ids[0] : -1; continue; }
+        if (is_copy(op->type)) {
+            id = op->n_in > 0 && op->in[0].n > 0 ? op->in[0].ids[0] : -1;
+            continue;
+        }
         const char *al = op->kernel.present ? op->kernel.alias : "";
         if (!strcmp(op->type, "calib")) return strstr(al, "_to_int8") && (float)cd_attr_float(op, "scale", 0) == s;
         if (strstr(al, "int8")) {
@@ -78,8 +81,10 @@ static double mm_column_sums(const cd_op *op, const cd_tensor *w, const double *
     int r = w->shape.rank;
     int64_t numel = cd_shape_numel(&w->shape), N = 1, K = w->shape.d[r - 1];
     bool outer = r == 1 && !v2 && ty && cd_attr_bool(op, "transpose_X", false);
-    if (r >= 2) N = ty ? w->shape.d[r - 2] : w->shape.d[r - 1];
-    else if (outer) N = w->shape.d[0];
+    if (r >= 2)
+        N = ty ? w->shape.d[r - 2] : w->shape.d[r - 1];
+    else if (outer)
+        N = w->shape.d[0];
     double *sum = calloc((size_t)(N > 0 ? N : 1), sizeof(double)), best = 0;
     if (!sum) return INFINITY;
     const int8_t *q = w->data;
@@ -124,8 +129,10 @@ bool cd_local_spec_int8(const cd_graph *g, int op_index, const cd_dump_reader *r
         if (mm) grid = mm_column_sums(op, w, ws, nws);
         for (int64_t c = 0; c < nch && numel > 0 && !mm; c++) {
             double sum = 0, sc = fabs(ws[nws == 1 ? 0 : c]);
-            if (conv) for (int64_t k = c * (numel / nch); k < (c + 1) * (numel / nch); k++) sum += abs(q[k]);
-            else for (int64_t k = c; k < numel; k += nch) sum += abs(q[k]);
+            if (conv)
+                for (int64_t k = c * (numel / nch); k < (c + 1) * (numel / nch); k++) sum += abs(q[k]);
+            else
+                for (int64_t k = c; k < numel; k += nch) sum += abs(q[k]);
             if (sum * sc > grid) grid = sum * sc;
         }
         grid *= ein;

@@ -54,7 +54,7 @@ typedef struct keep1 {
     int want_op;
     float *data;
     int64_t n;
-    bool keep_sign;   /* the values as they are (a CPU run), not |values| (a magnitude run) */
+    bool keep_sign; /* the values as they are (a CPU run), not |values| (a magnitude run) */
 } keep1;
 
 static cd_status keep1_hit(void *user, int op_index, int tensor_id, const cd_value *host, const cd_op_report *rep,
@@ -103,14 +103,13 @@ static cd_status make_magnitude_op(cd_graph *xg, cd_error *err) {
     clear_attr_str(op, "activation_type");
     /* A fused elementwise op without its activation is the plain elementwise op (the fused
      * type itself requires act_type, so clearing it would make the op unrunnable). */
-    static const char *const plain[][2] = {
-        {"elementwise_sub", "elementwise_add"},
-        {"fusion_elementwise_sub_activation", "elementwise_add"},
-        {"fusion_elementwise_add_activation", "elementwise_add"},
-        {"fusion_elementwise_mul_activation", "elementwise_mul"},
-        {"fusion_elementwise_div_activation", "elementwise_div"},
-        {"fusion_elementwise_max_activation", "elementwise_max"},
-        {"fusion_elementwise_min_activation", "elementwise_min"}};
+    static const char *const plain[][2] = {{"elementwise_sub", "elementwise_add"},
+                                           {"fusion_elementwise_sub_activation", "elementwise_add"},
+                                           {"fusion_elementwise_add_activation", "elementwise_add"},
+                                           {"fusion_elementwise_mul_activation", "elementwise_mul"},
+                                           {"fusion_elementwise_div_activation", "elementwise_div"},
+                                           {"fusion_elementwise_max_activation", "elementwise_max"},
+                                           {"fusion_elementwise_min_activation", "elementwise_min"}};
     for (size_t k = 0; k < sizeof plain / sizeof plain[0]; k++)
         if (!strcmp(op->type, plain[k][0])) {
             char *nt = cd_strdup(plain[k][1]);
@@ -127,10 +126,26 @@ static cd_status make_magnitude_op(cd_graph *xg, cd_error *err) {
         if (!tt->persistable || !tt->data) continue;
         size_t n = tt->nbytes / (cd_dtype_size(tt->dtype) ? cd_dtype_size(tt->dtype) : 1);
         switch (tt->dtype) {
-        case CD_F32: { float *x = tt->data; for (size_t i = 0; i < n; i++) x[i] = fabsf(x[i]); break; }
-        case CD_F16: { uint16_t *x = tt->data; for (size_t i = 0; i < n; i++) x[i] &= 0x7fff; break; }
-        case CD_I8: { int8_t *x = tt->data; for (size_t i = 0; i < n; i++) x[i] = x[i] == -128 ? 127 : (int8_t)(x[i] < 0 ? -x[i] : x[i]); break; }
-        case CD_I16: { int16_t *x = tt->data; for (size_t i = 0; i < n; i++) x[i] = x[i] == INT16_MIN ? INT16_MAX : (int16_t)(x[i] < 0 ? -x[i] : x[i]); break; }
+        case CD_F32: {
+            float *x = tt->data;
+            for (size_t i = 0; i < n; i++) x[i] = fabsf(x[i]);
+            break;
+        }
+        case CD_F16: {
+            uint16_t *x = tt->data;
+            for (size_t i = 0; i < n; i++) x[i] &= 0x7fff;
+            break;
+        }
+        case CD_I8: {
+            int8_t *x = tt->data;
+            for (size_t i = 0; i < n; i++) x[i] = x[i] == -128 ? 127 : (int8_t)(x[i] < 0 ? -x[i] : x[i]);
+            break;
+        }
+        case CD_I16: {
+            int16_t *x = tt->data;
+            for (size_t i = 0; i < n; i++) x[i] = x[i] == INT16_MIN ? INT16_MAX : (int16_t)(x[i] < 0 ? -x[i] : x[i]);
+            break;
+        }
         default: break;
         }
     }
@@ -172,13 +187,16 @@ static cd_status run_op_cpu(const cd_local_req *q, const cd_layer_cmp *l, const 
     for (int i = 0; i < ex.g->n_ops; i++)
         if (strcmp(ex.g->ops[i].type, "feed") && strcmp(ex.g->ops[i].type, "fetch")) target = i;
     mask = calloc((size_t)ex.g->n_ops + 1, 1);
-    if (!mask) { st = cd_err(err, CD_E_NOMEM, "out of memory"); goto done; }
+    if (!mask) {
+        st = cd_err(err, CD_E_NOMEM, "out of memory");
+        goto done;
+    }
     mask[target] = true;
     k.g = ex.g;
     k.want_op = target;
     cd_probe_sink sink = {.user = &k, .hit = keep1_hit};
     cd_exec_opts xo = {.probe_mask = mask, .stop_flag = q->stop_flag};
-    cd_backend_opts bo = q->cpu_opts; /* the caller's, at fp32 */
+    cd_backend_opts bo = q->cpu_opts;   /* the caller's, at fp32 */
     if (magnitude) bo.int8_arm = false; /* magnitudes come from the float path: |w| |x| of dequantized weights */
     cd_backend *b = NULL;
     st = cd_cpu_backend_open(&bo, &b, err);
@@ -213,7 +231,6 @@ cd_status cd_local_magnitude(const cd_local_req *q, const cd_layer_cmp *l, float
  * on the first request; any shape or dtype it does not recognise makes it answer NaN, and the
  * caller falls back to the whole magnitude run. */
 
-
 static float *param_f32(const cd_plan *p, int id, int64_t want) {
     if (id < 0 || !p->meta[id].data || cd_value_numel(&p->meta[id]) != want) return NULL;
     float *f = malloc((size_t)(want ? want : 1) * sizeof *f);
@@ -237,29 +254,38 @@ static bool me_conv(mag_elem *m, const cd_op *op, const cd_plan *p, const cd_val
     if (x->shape.rank != 4 || fid < 0 || p->meta[fid].shape.rank != 4 || cd_op_in(op, "ResidualData", 0) >= 0)
         return false;
     const cd_shape *fs = &p->meta[fid].shape;
-    m->N = x->shape.d[0]; m->C = x->shape.d[1]; m->H = x->shape.d[2]; m->W = x->shape.d[3];
-    m->O = fs->d[0]; m->KH = fs->d[2]; m->KW = fs->d[3];
+    m->N = x->shape.d[0];
+    m->C = x->shape.d[1];
+    m->H = x->shape.d[2];
+    m->W = x->shape.d[3];
+    m->O = fs->d[0];
+    m->KH = fs->d[2];
+    m->KW = fs->d[3];
     m->G = cd_attr_int(op, "groups", 1);
-    m->sh = ints_at(op, "strides", 0, 1); m->sw = ints_at(op, "strides", 1, 1);
-    m->dh = ints_at(op, "dilations", 0, 1); m->dw = ints_at(op, "dilations", 1, 1);
+    m->sh = ints_at(op, "strides", 0, 1);
+    m->sw = ints_at(op, "strides", 1, 1);
+    m->dh = ints_at(op, "dilations", 0, 1);
+    m->dw = ints_at(op, "dilations", 1, 1);
     const int64_t *pv;
     int np = cd_attr_ints(op, "paddings", &pv);
     m->pt = np > 0 ? pv[0] : 0;
     m->pl = np == 4 ? pv[2] : np >= 2 ? pv[1] : m->pt;
     const char *alg = cd_attr_str(op, "padding_algorithm", "EXPLICIT");
-    if (!strcmp(alg, "VALID")) m->pt = m->pl = 0;
+    if (!strcmp(alg, "VALID"))
+        m->pt = m->pl = 0;
     else if (!strcmp(alg, "SAME")) {
         m->dh = m->dw = 1;
         same_pad1(m->H, m->sh, m->KH, &m->pt);
         same_pad1(m->W, m->sw, m->KW, &m->pl);
     }
-    if (m->G <= 0 || m->C % m->G || m->O % m->G || fs->d[1] * m->G != m->C || m->sh <= 0 || m->sw <= 0 ||
-        m->dh <= 0 || m->dw <= 0)
+    if (m->G <= 0 || m->C % m->G || m->O % m->G || fs->d[1] * m->G != m->C || m->sh <= 0 || m->sw <= 0 || m->dh <= 0 ||
+        m->dw <= 0)
         return false;
     /* the output extent from the layer's own shape: [N, O, Ho, Wo] */
     const cd_shape *os = &m->out_shape;
     if (os->rank != 4 || os->d[0] != m->N || os->d[1] != m->O) return false;
-    m->Ho = os->d[2]; m->Wo = os->d[3];
+    m->Ho = os->d[2];
+    m->Wo = os->d[3];
     if (!(m->w = param_f32(p, fid, cd_shape_numel(fs)))) return false;
     if (bid >= 0 && !(m->b = param_f32(p, bid, m->O))) return false;
     return true;
@@ -312,7 +338,9 @@ void cd_local_me_setup(mag_elem *m) {
     const cd_op *op = &m->g->ops[m->op_index];
     const char *t = op->type;
     me_kind kind = !strcmp(t, "conv2d") || !strcmp(t, "depthwise_conv2d") ? ME_CONV
-                 : !strcmp(t, "fc") || !strcmp(t, "mul") ? ME_FC : !strcmp(t, "scale") ? ME_SCALE : 0;
+        : !strcmp(t, "fc") || !strcmp(t, "mul")                           ? ME_FC
+        : !strcmp(t, "scale")                                             ? ME_SCALE
+                                                                          : 0;
     if (!kind) return;
     if (kind == ME_SCALE && cd_op_in(op, "ScaleTensor", 0) >= 0) return;
     int xid = cd_op_in(op, kind == ME_CONV ? "Input" : kind == ME_FC ? (strcmp(t, "fc") ? "X" : "Input") : "X", 0);
@@ -320,8 +348,10 @@ void cd_local_me_setup(mag_elem *m) {
     if (xid < 0 || !me_load_x(m, xid, &x)) return;
     bool ok;
     m->kind = kind;
-    if (kind == ME_CONV) ok = me_conv(m, op, m->plan, &x);
-    else if (kind == ME_FC) ok = me_fc(m, op, m->plan, &x);
+    if (kind == ME_CONV)
+        ok = me_conv(m, op, m->plan, &x);
+    else if (kind == ME_FC)
+        ok = me_fc(m, op, m->plan, &x);
     else {
         m->sc = fabs(cd_attr_float(op, "scale", 1));
         m->bi = fabs(cd_attr_float(op, "bias", 0));
@@ -329,7 +359,7 @@ void cd_local_me_setup(mag_elem *m) {
         ok = cd_value_numel(&x) == m->n_out;
     }
     if (ok) {
-        m->x = x.data;   /* |x| already (x itself with keep_sign) */
+        m->x = x.data; /* |x| already (x itself with keep_sign) */
         x.owned = false;
         m->state = 1;
     }
@@ -376,7 +406,10 @@ void cd_local_me_free(mag_elem *m) {
 
 /* ---------------------------------------------------------------- free-run evidence */
 
-typedef struct { float r; int64_t i; } ranked;
+typedef struct {
+    float r;
+    int64_t i;
+} ranked;
 static int by_ratio_desc(const void *a, const void *b) {
     float x = ((const ranked *)a)->r, y = ((const ranked *)b)->r;
     return (x < y) - (x > y);
@@ -408,8 +441,7 @@ static bool free_evidence_on_b_inputs(const cd_local_req *q, const cd_layer_cmp 
     cd_local_check(spec, ref, vb, NULL, NULL, n, -1, -1, &res);
     if (res.pass && !res.needs_mag) goto done;
     float **xp = spec->fam == CD_FAM_ROUNDING ? &x : NULL;
-    if (run_op_cpu(q, l, q->run_free, false, &yb, &ny, xp, note, sizeof note, &e2) || note[0] || ny != n ||
-        (xp && !x))
+    if (run_op_cpu(q, l, q->run_free, false, &yb, &ny, xp, note, sizeof note, &e2) || note[0] || ny != n || (xp && !x))
         goto done;
     cd_local_check(spec, yb, vb, NULL, x, n, -1, -1, &res);
     if (!res.pass && res.needs_mag) {
@@ -431,11 +463,12 @@ done:
 }
 
 bool cd_local_free_evidence(const cd_local_req *q, const cd_layer_cmp *l, const cd_bound_spec *spec, const float *ref,
-                          int64_t n, cd_local_result *r) {
+                            int64_t n, cd_local_result *r) {
     const cd_op *op = &q->g->ops[l->op_index];
     if (op->kernel.present && op->kernel.precision == 2 && cd_local_run_int8_arm(q->r, q->run_a)) return false;
-    if (spec->fam != CD_FAM_ACCUMULATE || (strcmp(op->type, "conv2d") && strcmp(op->type, "depthwise_conv2d") &&
-                                           strcmp(op->type, "fc") && strcmp(op->type, "mul")))
+    if (spec->fam != CD_FAM_ACCUMULATE ||
+        (strcmp(op->type, "conv2d") && strcmp(op->type, "depthwise_conv2d") && strcmp(op->type, "fc") &&
+         strcmp(op->type, "mul")))
         return free_evidence_on_b_inputs(q, l, spec, ref, n, r);
     /* A layer run with Paddle-Lite ARM's int8 kernels rounds onto a grid: an input off by a
      * little flips an output by a whole quantum, which the float bound + L sum|w||dx| cannot
@@ -445,7 +478,10 @@ bool cd_local_free_evidence(const cd_local_req *q, const cd_layer_cmp *l, const 
     float *vb = NULL;
     int64_t nb = 0;
     cd_error e2 = {0};
-    if (cd_dump_read_f32(q->r, q->run_free, l->dataset_b, &vb, &nb, &e2) || nb != n) { free(vb); return false; }
+    if (cd_dump_read_f32(q->r, q->run_free, l->dataset_b, &vb, &nb, &e2) || nb != n) {
+        free(vb);
+        return false;
+    }
     double absmax = 0;
     for (int64_t i = 0; i < n; i++)
         if (isfinite(ref[i]) && fabs(ref[i]) > absmax) absmax = fabs(ref[i]);
@@ -453,26 +489,34 @@ bool cd_local_free_evidence(const cd_local_req *q, const cd_layer_cmp *l, const 
     int64_t nc = 0;
     for (int64_t i = 0; cand && i < n; i++) {
         double a = ref[i], e = fabs(a - (double)vb[i]);
-        if (!isfinite(a) || !isfinite(vb[i]) || e == 0) continue;   /* NaN/Inf: the free compare's business */
+        if (!isfinite(a) || !isfinite(vb[i]) || e == 0) continue; /* NaN/Inf: the free compare's business */
         double b = cd_bound_elem(spec, a, NAN, NAN, absmax);
         if (!(b > 0) || e > b) cand[nc++] = (ranked){(float)(b > 0 ? e / b : INFINITY), i};
     }
     bool found = false;
-    mag_elem ma = {.q = q, .g = q->g, .plan = q->plan, .op_index = l->op_index, .out_shape = l->shape, .n_out = n,
+    mag_elem ma = {.q = q,
+                   .g = q->g,
+                   .plan = q->plan,
+                   .op_index = l->op_index,
+                   .out_shape = l->shape,
+                   .n_out = n,
                    .budget = INT64_MAX};
     mag_elem md = ma, xa = ma;
     md.run = q->run_free;
     md.keep_sign = xa.keep_sign = true;
     if (nc) {
-        if (nc > 4096) { qsort(cand, (size_t)nc, sizeof *cand, by_ratio_desc); nc = 4096; }
+        if (nc > 4096) {
+            qsort(cand, (size_t)nc, sizeof *cand, by_ratio_desc);
+            nc = 4096;
+        }
         cd_local_me_setup(&ma);
         cd_local_me_setup(&md);
         cd_local_me_setup(&xa);
         int64_t nx = ma.kind == ME_CONV ? ma.N * ma.C * ma.H * ma.W : ma.M * ma.K;
         bool ok = ma.state > 0 && md.state > 0 && xa.state > 0 && md.kind == ma.kind &&
-                  (md.kind == ME_CONV ? md.N * md.C * md.H * md.W : md.M * md.K) == nx;
+            (md.kind == ME_CONV ? md.N * md.C * md.H * md.W : md.M * md.K) == nx;
         if (ok) {
-            for (int64_t k = 0; k < nx; k++) md.x[k] = fabsf(md.x[k] - xa.x[k]);   /* |x_B - x_A| */
+            for (int64_t k = 0; k < nx; k++) md.x[k] = fabsf(md.x[k] - xa.x[k]); /* |x_B - x_A| */
             free(md.b);
             md.b = NULL;
         }
@@ -485,7 +529,12 @@ bool cd_local_free_evidence(const cd_local_req *q, const cd_layer_cmp *l, const 
             double e = fabs((double)ref[i] - vb[i]), ratio = allowed > 0 ? e / allowed : INFINITY;
             if (ratio > 1) {
                 r->exceed++;
-                if (!found || ratio > r->ratio) { r->ratio = ratio; r->err = e; r->bound = allowed; r->worst = i; }
+                if (!found || ratio > r->ratio) {
+                    r->ratio = ratio;
+                    r->err = e;
+                    r->bound = allowed;
+                    r->worst = i;
+                }
                 found = true;
             }
         }
@@ -509,4 +558,3 @@ cd_status cd_local_op_input(const cd_local_req *q, const cd_layer_cmp *l, int64_
     op_inputs_free(&oi);
     return st;
 }
-

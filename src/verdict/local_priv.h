@@ -17,20 +17,20 @@ bool cd_local_cheap_valid(const cd_op *op);
 
 typedef enum { ME_CONV = 1, ME_FC, ME_SCALE } me_kind;
 typedef struct mag_elem {
-    const cd_local_req *q;     /* A's input from the dump (the check after the runs), or ... */
-    const cd_forcing *force;   /* ... from the forcing record (settling, in B's process) */
+    const cd_local_req *q;   /* A's input from the dump (the check after the runs), or ... */
+    const cd_forcing *force; /* ... from the forcing record (settling, in B's process) */
     const cd_graph *g;
-    const cd_plan *plan;       /* parameters, as the checked side has them */
+    const cd_plan *plan; /* parameters, as the checked side has them */
     int op_index;
     cd_shape out_shape;
-    const char *run;           /* the dump run of the input (NULL: q->run_a) */
-    bool keep_sign;            /* x as it is, not |x| */
-    int state;                 /* 0 not set up, 1 ready, -1 unavailable */
+    const char *run; /* the dump run of the input (NULL: q->run_a) */
+    bool keep_sign;  /* x as it is, not |x| */
+    int state;       /* 0 not set up, 1 ready, -1 unavailable */
     me_kind kind;
-    float *x, *w, *b;          /* owned: A's input, weights, bias (float) */
+    float *x, *w, *b; /* owned: A's input, weights, bias (float) */
     int64_t n_out;
     int64_t N, C, H, W, O, Ho, Wo, KH, KW, G, sh, sw, pt, pl, dh, dw;
-    int64_t M, K;              /* fc/mul: rows and depth (O columns) */
+    int64_t M, K; /* fc/mul: rows and depth (O columns) */
     double sc, bi;
     bool bias_after;
     int64_t calls, budget;

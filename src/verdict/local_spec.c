@@ -13,7 +13,10 @@
  * `ulps` columns (engine/op_list.def); the SPECIAL ones are derived below from attributes and
  * shapes. */
 
-typedef struct act_info { double L, ulps, abs_terms; bool shrinks; } act_info;
+typedef struct act_info {
+    double L, ulps, abs_terms;
+    bool shrinks;
+} act_info;
 
 /* The fused activation's Lipschitz constant, own rounding, and whether |act(y)| <= |y| (then
  * |ref| is a lower bound of the pre-activation magnitude: the cheap check is valid). */
@@ -55,7 +58,8 @@ static const char *fused_act_name(const cd_op *op) {
 static bool calib_fakequant(const cd_op *op) {
     if (strcmp(op->type, "calib") && strcmp(op->type, "calib_once")) return false;
     const char *al = op->kernel.present ? op->kernel.alias : "";
-    return strstr(al, "_to_int8") || strstr(al, "_to_int16") || (!strstr(al, "_to_") && cd_attr_float(op, "scale", 0) > 0);
+    return strstr(al, "_to_int8") || strstr(al, "_to_int16") ||
+        (!strstr(al, "_to_") && cd_attr_float(op, "scale", 0) > 0);
 }
 
 /* The largest of the last two dimensions of op's inputs (an interpolation's source extent). */
@@ -77,8 +81,13 @@ static int64_t spatial_extent(const cd_op *op, const cd_plan *plan) {
 static void special_family(const cd_op *op, cd_op_id id, const cd_plan *plan, cd_bound_spec *spec) {
     switch (id) {
     case CD_OPID_pool2d:
-        if (!strcmp(cd_attr_str(op, "pooling_type", "max"), "max")) spec->fam = CD_FAM_EXACT;
-        else { spec->fam = CD_FAM_ACCUMULATE; spec->mag_run = true; spec->act_ulps = 1; }
+        if (!strcmp(cd_attr_str(op, "pooling_type", "max"), "max"))
+            spec->fam = CD_FAM_EXACT;
+        else {
+            spec->fam = CD_FAM_ACCUMULATE;
+            spec->mag_run = true;
+            spec->act_ulps = 1;
+        }
         return;
     case CD_OPID_calib:
     case CD_OPID_calib_once:
@@ -152,11 +161,14 @@ void cd_local_spec(const cd_graph *g, const cd_plan *plan, int op_index, cd_arit
          * cancels), alpha times exp's 4 ulp and the subtraction's */
         if (id == CD_OPID_elu) spec->abs_terms = 6 * fabs(cd_attr_float(op, "alpha", 1));
         break;
-    case CD_OPB_NORMALIZE: spec->fam = CD_FAM_NORMALIZE; spec->ulps = oi->ulps; break;
+    case CD_OPB_NORMALIZE:
+        spec->fam = CD_FAM_NORMALIZE;
+        spec->ulps = oi->ulps;
+        break;
     case CD_OPB_RECURRENT:
     case CD_OPB_NORM: /* the bound is computed per element from the layer's inputs (local_allow.c) */
         spec->fam = oi->bound == CD_OPB_RECURRENT ? CD_FAM_RECURRENT : CD_FAM_NORM;
-        spec->mag_run = true;   /* the allowance stands where the magnitude would */
+        spec->mag_run = true; /* the allowance stands where the magnitude would */
         if (spec->fam == CD_FAM_RECURRENT) {
             int xid = cd_op_in(op, "Input", 0);
             int64_t in = xid >= 0 && plan && plan->meta[xid].shape.rank == 3 ? plan->meta[xid].shape.d[2] : 1;
@@ -170,13 +182,12 @@ void cd_local_spec(const cd_graph *g, const cd_plan *plan, int op_index, cd_arit
         if (spec->b.half_store && spec->b.u < CD_U16) spec->b.u = CD_U16;
         spec->K = 2;
         break;
-    case CD_OPB_GENERIC: /* unreachable for a registered op type (test_families) */
-        spec->fam = CD_FAM_GENERIC;
-        break;
+    case CD_OPB_GENERIC: /* unreachable for a registered op type (test_families) */ spec->fam = CD_FAM_GENERIC; break;
     }
     /* a fused activation after an accumulation or an elementwise op */
     if (an[0] && spec->fam != CD_FAM_EXACT && spec->fam != CD_FAM_GENERIC) {
-        if (ai.L < 0) spec->fam = CD_FAM_GENERIC;
+        if (ai.L < 0)
+            spec->fam = CD_FAM_GENERIC;
         else {
             /* a transcendental activation (8 u or more in the table) as an engine computes it */
             double tu = ref.trans_ulps > b.trans_ulps ? ref.trans_ulps : b.trans_ulps;
@@ -193,14 +204,15 @@ void cd_local_spec(const cd_graph *g, const cd_plan *plan, int op_index, cd_arit
             spec->fam == CD_FAM_RECURRENT || spec->fam == CD_FAM_NORM || spec->fam == CD_FAM_INTERP)
             w += snprintf(desc + w, n > (size_t)w ? n - (size_t)w : 0, " K=%lld", (long long)spec->K);
         if (an[0] && (size_t)w < n) w += snprintf(desc + w, n - (size_t)w, " act=%s L=%g", an, spec->lipschitz);
-        if (spec->fam == CD_FAM_ROUNDING && (size_t)w < n) snprintf(desc + w, n - (size_t)w, " quantum=%g", spec->quantum);
+        if (spec->fam == CD_FAM_ROUNDING && (size_t)w < n)
+            snprintf(desc + w, n - (size_t)w, " quantum=%g", spec->quantum);
     }
     (void)ai.shrinks;
 }
 
 /* Whether |ref| is a lower bound of the magnitude (the cheap check may pass a layer). */
 bool cd_local_cheap_valid(const cd_op *op) {
-    if (cd_local_allow_op(op)) return false;   /* every element needs its allowance */
+    if (cd_local_allow_op(op)) return false; /* every element needs its allowance */
     const char *an = fused_act_name(op);
     return act_of(op, an).shrinks && strcmp(op->type, "scale");
 }

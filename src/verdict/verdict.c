@@ -47,18 +47,31 @@ void cd_verdict_local_as_isolation(cd_analysis *an) {
     for (int i = 0; i < an->n_layers; i++) {
         cd_layer_cmp *l = &an->layers[i];
         l->isolated = l->has_local;
-        if (l->has_local) { l->iso = l->loc; l->iso.pass = l->loc_pass; }
+        if (l->has_local) {
+            l->iso = l->loc;
+            l->iso.pass = l->loc_pass;
+        }
     }
 }
 
 void cd_verdict_local_req(const cd_verdict_run *v, cd_local_req *q) {
     bool fp16 = v->prec == CD_PREC_FP16;
-    *q = (cd_local_req){.g = v->g, .plan = v->plan, .cpu_opts = v->cpu_opts, .stop_flag = v->stop_flag, .r = v->r,
-                        .run_a = v->run_a, .run_ref = fp16 ? "ref_local" : v->run_a, .run_local = v->run_local,
+    *q = (cd_local_req){.g = v->g,
+                        .plan = v->plan,
+                        .cpu_opts = v->cpu_opts,
+                        .stop_flag = v->stop_flag,
+                        .r = v->r,
+                        .run_a = v->run_a,
+                        .run_ref = fp16 ? "ref_local" : v->run_a,
+                        .run_local = v->run_local,
                         .ref = cd_verdict_side_arith(v->a, v->prec, v->variant_a),
-                        .b = cd_verdict_side_arith(v->b, v->prec, v->variant_b), .policy = v->policy,
-                        .user_tol = v->policy && v->policy->user, .run_free = v->run_b, .settled = v->settled,
-                        .settled_info = v->settled_info, .force = v->force};
+                        .b = cd_verdict_side_arith(v->b, v->prec, v->variant_b),
+                        .policy = v->policy,
+                        .user_tol = v->policy && v->policy->user,
+                        .run_free = v->run_b,
+                        .settled = v->settled,
+                        .settled_info = v->settled_info,
+                        .force = v->force};
     /* fp16: the reference is the float32 kernel on A's half inputs (run ref_local) */
     if (fp16) q->ref = (cd_arith){.u = CD_U32, .half_store = false};
     /* Paddle-Lite's own kernels approximate transcendental functions (NEON sigmoid: a reciprocal
@@ -100,14 +113,22 @@ cd_status cd_verdict_merge_repeats(const cd_cmp_request *q0, const char *run_b, 
     for (int r = 1; r < repeat; r++) {
         char rep[48];
         snprintf(rep, sizeof rep, "%s_rep%d", run_b, r);
-        cd_cmp_request q = {.ra = q0->rb, .rb = q0->rb, .run_a = run_b, .run_b = rep, .policy = &zero,
-                            .by_op_index = true, .half_ulps = q0->half_ulps};
+        cd_cmp_request q = {.ra = q0->rb,
+                            .rb = q0->rb,
+                            .run_a = run_b,
+                            .run_b = rep,
+                            .policy = &zero,
+                            .by_op_index = true,
+                            .half_ulps = q0->half_ulps};
         cd_analysis ar;
         cd_cmp_unmatched *um = NULL;
         int nu = 0;
         cd_status st = cd_compare_runs(&q, &ar, &um, &nu, err);
         free(um);
-        if (st) { cd_policy_free(&zero); return st; }
+        if (st) {
+            cd_policy_free(&zero);
+            return st;
+        }
         for (int j = 0; j < ar.n_layers; j++) {
             const cd_layer_cmp *x = &ar.layers[j];
             for (int i = 0; i < an->n_layers; i++) {

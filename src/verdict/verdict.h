@@ -27,8 +27,8 @@
 /* ---------------------------------------------------------------- the local check */
 
 typedef struct cd_local_req {
-    const cd_graph *g;       /* the model */
-    const cd_plan *plan;     /* B's plan at the run's precision: the parameters as B has them */
+    const cd_graph *g;   /* the model */
+    const cd_plan *plan; /* B's plan at the run's precision: the parameters as B has them */
     /* options of the CPU magnitude runs (threads; the float path is forced) and the flag that
      * stops them (NULL: none) */
     cd_backend_opts cpu_opts;
@@ -54,7 +54,7 @@ typedef struct cd_local_req {
  * decided cheaply (a whole magnitude run needed, shapes changed, NaN/Inf) does not settle. */
 typedef struct cd_local_settle_ctx {
     const cd_graph *g;
-    const cd_plan *plan;     /* B's plan (its parameters) */
+    const cd_plan *plan; /* B's plan (its parameters) */
     cd_arith ref, b;
     /* fp16: the local reference's outputs (run ref_local, the float32 kernel on A's half
      * inputs), checked against instead of A's own half values; NULL: A's record */
@@ -88,19 +88,19 @@ cd_arith cd_verdict_side_arith(const char *backend, cd_precision prec, const cha
  * runs, and which backends made them. Filled by the caller; nothing is owned. */
 typedef struct cd_verdict_run {
     const cd_graph *g;
-    const cd_plan *plan;              /* B's plan at prec */
-    cd_backend_opts cpu_opts;         /* the CPU magnitude runs' options */
+    const cd_plan *plan;      /* B's plan at prec */
+    cd_backend_opts cpu_opts; /* the CPU magnitude runs' options */
     volatile int *stop_flag;
     const cd_dump_reader *r;
     cd_precision prec;
-    const char *a, *b;                /* backend names of runs A and B */
-    bool engine_b;                    /* B is a whole-model engine: the CPU ran each layer on B's inputs */
-    const char *variant_a, *variant_b; /* the variants the runs report ("fp32", "fp16-compute", ...) */
+    const char *a, *b;                     /* backend names of runs A and B */
+    bool engine_b;                         /* B is a whole-model engine: the CPU ran each layer on B's inputs */
+    const char *variant_a, *variant_b;     /* the variants the runs report ("fp32", "fp16-compute", ...) */
     const char *run_a, *run_b, *run_local; /* dump runs: A's and B's free runs, B's local run */
     const cd_policy *policy;
-    const bool *settled;              /* fp32: ops settled by B's free run (NULL: none) */
+    const bool *settled; /* fp32: ops settled by B's free run (NULL: none) */
     const cd_settle_info *settled_info;
-    const cd_forcing *force;          /* A's forcing record (NULL: none) */
+    const cd_forcing *force; /* A's forcing record (NULL: none) */
 } cd_verdict_run;
 
 /* The local check's request for run v: which runs are compared and how each side computes

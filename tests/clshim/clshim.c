@@ -46,16 +46,18 @@ static void *sym(const char *name) {
 }
 
 #define REAL(name) ((__typeof__(&name))sym(#name))
-#define FWD(ret, name, params, args) \
+#define FWD(ret, name, params, args)                                                                                   \
     CL_API_ENTRY ret CL_API_CALL name params { return REAL(name) args; }
 
 /* Programs created from source, with the substring test already answered. */
 #define MAX_PROGS 1024
-static struct { cl_program p; int fail, abort_; } g_progs[MAX_PROGS];
+static struct {
+    cl_program p;
+    int fail, abort_;
+} g_progs[MAX_PROGS];
 static int g_nprogs;
-static const char k_fake_log[] =
-    "<clshim>:1:1: error: injected build failure (CLSHIM_FAIL_BUILD)\n"
-    "note: this log comes from the fault-injection shim, not from a compiler\n";
+static const char k_fake_log[] = "<clshim>:1:1: error: injected build failure (CLSHIM_FAIL_BUILD)\n"
+                                 "note: this log comes from the fault-injection shim, not from a compiler\n";
 
 static int env_match(const char *var, const char *src) {
     const char *s = getenv(var);
@@ -71,8 +73,8 @@ CL_API_ENTRY cl_int CL_API_CALL clGetPlatformIDs(cl_uint n, cl_platform_id *p, c
     return REAL(clGetPlatformIDs)(n, p, np);
 }
 
-CL_API_ENTRY cl_program CL_API_CALL clCreateProgramWithSource(cl_context c, cl_uint n, const char **s,
-                                                              const size_t *l, cl_int *rc) {
+CL_API_ENTRY cl_program CL_API_CALL clCreateProgramWithSource(cl_context c, cl_uint n, const char **s, const size_t *l,
+                                                              cl_int *rc) {
     cl_program p = REAL(clCreateProgramWithSource)(c, n, s, l, rc);
     if (!p) return p;
     int fail = 0, ab = 0;
@@ -103,7 +105,10 @@ static int prog_flags(cl_program p, int *ab) {
     *ab = 0;
     pthread_mutex_lock(&g_lock);
     for (int i = 0; i < g_nprogs; i++)
-        if (g_progs[i].p == p) { fail = g_progs[i].fail; *ab = g_progs[i].abort_; }
+        if (g_progs[i].p == p) {
+            fail = g_progs[i].fail;
+            *ab = g_progs[i].abort_;
+        }
     pthread_mutex_unlock(&g_lock);
     return fail;
 }
@@ -136,8 +141,8 @@ CL_API_ENTRY cl_int CL_API_CALL clGetProgramBuildInfo(cl_program p, cl_device_id
 
 static int g_enqueues;
 CL_API_ENTRY cl_int CL_API_CALL clEnqueueNDRangeKernel(cl_command_queue q, cl_kernel k, cl_uint dims, const size_t *off,
-                                                       const size_t *g, const size_t *l, cl_uint nw,
-                                                       const cl_event *w, cl_event *ev) {
+                                                       const size_t *g, const size_t *l, cl_uint nw, const cl_event *w,
+                                                       cl_event *ev) {
     const char *e = getenv("CLSHIM_ENQUEUE_OOR");
     int n = __atomic_add_fetch(&g_enqueues, 1, __ATOMIC_SEQ_CST);
     if (e && *e && atoi(e) == n) return CL_OUT_OF_RESOURCES;
@@ -152,13 +157,14 @@ CL_API_ENTRY cl_int CL_API_CALL clFinish(cl_command_queue q) {
             FILE *f = fopen(m, "w");
             if (f) fclose(f);
         }
-        for (;;) pause();   /* a GPU that never signals completion */
+        for (;;) pause(); /* a GPU that never signals completion */
     }
     return REAL(clFinish)(q);
 }
 
 FWD(cl_int, clGetPlatformInfo, (cl_platform_id p, cl_platform_info w, size_t n, void *v, size_t *r), (p, w, n, v, r))
-FWD(cl_int, clGetDeviceIDs, (cl_platform_id p, cl_device_type t, cl_uint n, cl_device_id *d, cl_uint *r), (p, t, n, d, r))
+FWD(cl_int, clGetDeviceIDs, (cl_platform_id p, cl_device_type t, cl_uint n, cl_device_id *d, cl_uint *r),
+    (p, t, n, d, r))
 FWD(cl_int, clGetDeviceInfo, (cl_device_id d, cl_device_info w, size_t n, void *v, size_t *r), (d, w, n, v, r))
 FWD(cl_context, clCreateContext,
     (const cl_context_properties *p, cl_uint n, const cl_device_id *d,

@@ -66,13 +66,17 @@ static void finish(cd_graph *g, const char *last, const char *path, cd_error *e)
 }
 
 int main(int argc, char **argv) {
-    if (argc != 2) { fprintf(stderr, "usage: diag_gen OUT_DIR\n"); return 2; }
+    if (argc != 2) {
+        fprintf(stderr, "usage: diag_gen OUT_DIR\n");
+        return 2;
+    }
     cd_error e = {0};
     char p[1024];
     int64_t xd[4] = {1, 4, 8, 8}, wd[4] = {4, 4, 3, 3};
     /* overflow.nb */
     cd_graph *g = begin(xd, &e);
-    if (cd_graph_declare_var(g, "w", CD_F32, wd, 4, true, &e) || cd_graph_declare_var(g, "c", CD_F32, xd, 4, false, &e) ||
+    if (cd_graph_declare_var(g, "w", CD_F32, wd, 4, true, &e) ||
+        cd_graph_declare_var(g, "c", CD_F32, xd, 4, false, &e) ||
         cd_graph_declare_var(g, "y", CD_F32, xd, 4, false, &e))
         die(&e, "declare");
     cd_graph_add_op(g, "conv2d", &e);
@@ -92,7 +96,8 @@ int main(int argc, char **argv) {
     finish(g, "y", p, &e);
     /* scale.nb */
     g = begin(xd, &e);
-    if (cd_graph_declare_var(g, "s", CD_F32, xd, 4, false, &e) || cd_graph_declare_var(g, "y", CD_F32, xd, 4, false, &e))
+    if (cd_graph_declare_var(g, "s", CD_F32, xd, 4, false, &e) ||
+        cd_graph_declare_var(g, "y", CD_F32, xd, 4, false, &e))
         die(&e, "declare");
     cd_graph_add_op(g, "scale", &e);
     io(g, "X", "x", "Out", "s", &e);
@@ -111,7 +116,7 @@ int main(int argc, char **argv) {
     const char *names[3] = {"small_a.npy", "big.npy", "small_b.npy"};
     for (int k = 0; k < 3; k++) {
         for (int i = 0; i < 256; i++) {
-            double t = sin(0.37 * i + k);  /* deterministic, in [-1, 1] */
+            double t = sin(0.37 * i + k); /* deterministic, in [-1, 1] */
             buf[i] = (float)(k == 1 ? (i % 5 == 0 ? 150 + 50 * t : t) : t);
         }
         snprintf(p, sizeof p, "%s/inputs/%s", argv[1], names[k]);

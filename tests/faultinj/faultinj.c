@@ -59,23 +59,27 @@
 #define EXPORT __attribute__((visibility("default")))
 
 static struct _cl_icd_dispatch g_disp;
-static const struct _cl_icd_dispatch *T;   /* the next layer down (the driver) */
+static const struct _cl_icd_dispatch *T; /* the next layer down (the driver) */
 static pthread_mutex_t g_lock = PTHREAD_MUTEX_INITIALIZER;
 
 /* ---- configuration ---- */
 enum { SH_NONE, SH_SCALE, SH_NAN, SH_INF, SH_ROW, SH_COL, SH_CHANNEL, SH_STALE, SH_RTZ };
 static const char *const k_shape_names[] = {"none", "scale", "nan", "inf", "row", "col", "channel", "stale", "rtz"};
 static struct {
-    int op;          /* -1: none */
+    int op; /* -1: none */
     int shape;
     double eps;
     long long index; /* -1: largest |y| */
     long long channel;
     const char *log, *trace;
-    const char *kernel; long long nth; int arg; int rank; int64_t dims[8];
+    const char *kernel;
+    long long nth;
+    int arg;
+    int rank;
+    int64_t dims[8];
     const char *needle, *replace;
     int quiet;
-    long long exec;  /* 0: every execution of the op */
+    long long exec; /* 0: every execution of the op */
 } C = {.op = -1, .index = -1, .channel = -1, .arg = -1};
 
 static void config(void) {
@@ -96,7 +100,10 @@ static void config(void) {
     C.log = getenv("CLFI_LOG");
     C.trace = getenv("CLFI_TRACE");
     C.kernel = getenv("CLFI_KERNEL");
-    if ((s = getenv("CLFI_NTH")) && *s) C.nth = atoll(s); else C.nth = 1;
+    if ((s = getenv("CLFI_NTH")) && *s)
+        C.nth = atoll(s);
+    else
+        C.nth = 1;
     if ((s = getenv("CLFI_ARG")) && *s) C.arg = atoi(s);
     if ((s = getenv("CLFI_DIMS")) && *s) {
         char *e;
@@ -116,26 +123,29 @@ static void config(void) {
 static float h2f(uint16_t h) {
     uint32_t s = (uint32_t)(h >> 15) << 31, e = (h >> 10) & 31, m = h & 1023, b;
     if (e == 0) {
-        if (!m) b = s;
-        else {   /* subnormal */
+        if (!m)
+            b = s;
+        else { /* subnormal */
             float v = ldexpf((float)m, -24);
             return s ? -v : v;
         }
-    } else if (e == 31) b = s | 0x7f800000u | (m << 13);
-    else b = s | ((e + 112) << 23) | (m << 13);
+    } else if (e == 31)
+        b = s | 0x7f800000u | (m << 13);
+    else
+        b = s | ((e + 112) << 23) | (m << 13);
     float f;
     memcpy(&f, &b, 4);
     return f;
 }
-static uint16_t f2h(float f) {   /* round to nearest even */
+static uint16_t f2h(float f) { /* round to nearest even */
     uint32_t b;
     memcpy(&b, &f, 4);
     uint16_t s = (uint16_t)((b >> 16) & 0x8000);
     uint32_t a = b & 0x7fffffffu;
     if (a > 0x7f800000u) return s | 0x7e00;
-    if (a >= 0x477ff000u) return s | 0x7c00;   /* rounds to >= 65520: inf */
-    if (a < 0x38800000u) {                       /* below the smallest normal half */
-        float v = fabsf(f) * 16777216.0f;        /* in units of 2^-24 */
+    if (a >= 0x477ff000u) return s | 0x7c00; /* rounds to >= 65520: inf */
+    if (a < 0x38800000u) {                   /* below the smallest normal half */
+        float v = fabsf(f) * 16777216.0f;    /* in units of 2^-24 */
         return s | (uint16_t)lrintf(v);
     }
     uint32_t e = (a >> 23) - 112, m = a & 0x7fffff;
@@ -151,14 +161,14 @@ typedef struct {
     char type[64], layer[128];
     cl_mem mem;
     size_t bytes;
-    int dtype;   /* cd_dtype: 0 f32, 1 f16, 2 i8, 3 i16, 4 i32, 5 i64, 6 u8, 7 bool */
+    int dtype; /* cd_dtype: 0 f32, 1 f16, 2 i8, 3 i16, 4 i32, 5 i64, 6 u8, 7 bool */
     int rank;
     int64_t dims[8];
-    int dirty;   /* a kernel was enqueued for it */
+    int dirty; /* a kernel was enqueued for it */
     cl_command_queue q;
 } target;
-static target g_cur;     /* the op the hook named last */
-static cl_mem g_prev;    /* previous op's output (retained, for stale) */
+static target g_cur;  /* the op the hook named last */
+static cl_mem g_prev; /* previous op's output (retained, for stale) */
 static size_t g_prev_bytes;
 static long long g_applied, g_kernel_seen, g_exec;
 
@@ -206,9 +216,12 @@ static void jstr(FILE *f, const char *s) {
     fputc('"', f);
 }
 static void jnum(FILE *f, double v) {
-    if (isnan(v)) fputs("\"nan\"", f);
-    else if (isinf(v)) fputs(v > 0 ? "\"inf\"" : "\"-inf\"", f);
-    else fprintf(f, "%.9g", v);
+    if (isnan(v))
+        fputs("\"nan\"", f);
+    else if (isinf(v))
+        fputs(v > 0 ? "\"inf\"" : "\"-inf\"", f);
+    else
+        fprintf(f, "%.9g", v);
 }
 
 /* Corrupts t's output buffer (read, change, write back); logs what changed. */
@@ -218,8 +231,10 @@ static void apply(target *t) {
     void *buf = n ? malloc(t->bytes) : NULL, *orig = n ? malloc(t->bytes) : NULL;
     long long changed = 0, changed_finite = 0, at = -1;
     double old_v = 0, new_v = 0, max_d = 0, max_rel = 0;
-    if (!n) why = "empty output";
-    else if (!buf || !orig) why = "out of memory";
+    if (!n)
+        why = "empty output";
+    else if (!buf || !orig)
+        why = "out of memory";
     else if (T->clEnqueueReadBuffer(t->q, t->mem, CL_TRUE, 0, t->bytes, buf, 0, NULL, NULL) != CL_SUCCESS)
         why = "read-back failed";
     if (!why) {
@@ -227,37 +242,59 @@ static void apply(target *t) {
         /* layout: W = last dim, H = the one before, planes = the rest */
         int64_t W = t->rank >= 1 ? t->dims[t->rank - 1] : (int64_t)n;
         int64_t H = t->rank >= 2 ? t->dims[t->rank - 2] : 1;
-        if (W <= 0 || H <= 0 || (size_t)(W * H) > n) { W = (int64_t)n; H = 1; }
+        if (W <= 0 || H <= 0 || (size_t)(W * H) > n) {
+            W = (int64_t)n;
+            H = 1;
+        }
         int64_t planes = (int64_t)n / (W * H);
         switch (C.shape) {
-        case SH_SCALE: case SH_NAN: case SH_INF: {
+        case SH_SCALE:
+        case SH_NAN:
+        case SH_INF: {
             size_t j = 0;
-            if (C.index >= 0) j = (size_t)C.index < n ? (size_t)C.index : n - 1;
+            if (C.index >= 0)
+                j = (size_t)C.index < n ? (size_t)C.index : n - 1;
             else {
                 double best = -1;
                 for (size_t i = 0; i < n; i++) {
                     double v = fabs(get(buf, t->dtype, i));
-                    if (v > best && isfinite(v)) { best = v; j = i; }
+                    if (v > best && isfinite(v)) {
+                        best = v;
+                        j = i;
+                    }
                 }
-                if (best < 0) { why = "no finite element"; break; }
+                if (best < 0) {
+                    why = "no finite element";
+                    break;
+                }
             }
             at = (long long)j;
             double v = get(buf, t->dtype, j);
             if (!is_float(t->dtype)) {
-                if (C.shape == SH_SCALE) put(buf, t->dtype, j, v + 1);
-                else why = "NaN/Inf need a float output";
-            } else if (C.shape == SH_SCALE) put(buf, t->dtype, j, v * (1.0 + C.eps));
-            else put(buf, t->dtype, j, C.shape == SH_NAN ? NAN : INFINITY);
+                if (C.shape == SH_SCALE)
+                    put(buf, t->dtype, j, v + 1);
+                else
+                    why = "NaN/Inf need a float output";
+            } else if (C.shape == SH_SCALE)
+                put(buf, t->dtype, j, v * (1.0 + C.eps));
+            else
+                put(buf, t->dtype, j, C.shape == SH_NAN ? NAN : INFINITY);
             break;
         }
         case SH_ROW:
-            if (H < 2) { why = "no second row"; break; }
+            if (H < 2) {
+                why = "no second row";
+                break;
+            }
             for (int64_t p = 0; p < planes; p++)
                 for (int64_t x = 0; x < W; x++)
                     copy_elem(buf, (int)es, (size_t)((p * H + H - 1) * W + x), (size_t)((p * H + H - 2) * W + x));
             break;
         case SH_COL:
-            if (W < 2) { why = "no second column"; break; }
+            if (W < 2) {
+                why = "no second column";
+                break;
+            }
             for (int64_t p = 0; p < planes; p++)
                 for (int64_t y = 0; y < H; y++)
                     copy_elem(buf, (int)es, (size_t)((p * H + y) * W + W - 1), (size_t)((p * H + y) * W + W - 2));
@@ -266,7 +303,11 @@ static void apply(target *t) {
             /* axis 1 (NCHW channel, [N,F] feature); rank 1: the whole tensor */
             int64_t C1 = t->rank >= 2 ? t->dims[1] : 1, inner = 1, outer = t->rank >= 1 ? t->dims[0] : 1;
             for (int d = 2; d < t->rank; d++) inner *= t->dims[d];
-            if (t->rank < 2) { C1 = 1; inner = (int64_t)n; outer = 1; }
+            if (t->rank < 2) {
+                C1 = 1;
+                inner = (int64_t)n;
+                outer = 1;
+            }
             int64_t c = C.channel >= 0 ? (C.channel < C1 ? C.channel : C1 - 1) : C1 / 2;
             at = c;
             for (int64_t o = 0; o < outer; o++)
@@ -289,14 +330,19 @@ static void apply(target *t) {
             for (int64_t y = H - th; y < H; y++)
                 for (int64_t x = W - tw; x < W; x++) {
                     size_t i = (size_t)(y * W + x), off = i * es;
-                    if (pv && off + es <= g_prev_bytes) memcpy((char *)buf + off, (char *)pv + off, es);
-                    else memset((char *)buf + off, 0, es);   /* no previous bytes there: zeros */
+                    if (pv && off + es <= g_prev_bytes)
+                        memcpy((char *)buf + off, (char *)pv + off, es);
+                    else
+                        memset((char *)buf + off, 0, es); /* no previous bytes there: zeros */
                 }
             free(pv);
             break;
         }
         case SH_RTZ:
-            if (t->dtype != 1) { why = "rtz applies to half storage (fp16 runs)"; break; }
+            if (t->dtype != 1) {
+                why = "rtz applies to half storage (fp16 runs)";
+                break;
+            }
             for (size_t i = 0; i < n; i++) {
                 uint16_t h = ((uint16_t *)buf)[i];
                 uint32_t hash = (uint32_t)i * 2654435761u;
@@ -328,8 +374,8 @@ static void apply(target *t) {
     }
     g_applied++;
     if (!C.quiet)
-        fprintf(stderr, "faultinj: op #%d %s: %s%s%s, %lld elements changed\n", t->op, t->layer,
-                k_shape_names[C.shape], why ? ": not applied, " : "", why ? why : "", why ? 0LL : changed);
+        fprintf(stderr, "faultinj: op #%d %s: %s%s%s, %lld elements changed\n", t->op, t->layer, k_shape_names[C.shape],
+                why ? ": not applied, " : "", why ? why : "", why ? 0LL : changed);
     if (C.log && *C.log) {
         FILE *f = fopen(C.log, "a");
         if (f) {
@@ -341,8 +387,8 @@ static void apply(target *t) {
             jnum(f, C.eps);
             fprintf(f, ",\"dtype\":%d,\"numel\":%zu,\"dims\":[", t->dtype, n);
             for (int d = 0; d < t->rank; d++) fprintf(f, "%s%lld", d ? "," : "", (long long)t->dims[d]);
-            fprintf(f, "],\"applied\":%lld,\"at\":%lld,\"changed\":%lld,\"changed_finite\":%lld,\"old\":", g_applied, at,
-                    why ? 0LL : changed, why ? 0LL : changed_finite);
+            fprintf(f, "],\"applied\":%lld,\"at\":%lld,\"changed\":%lld,\"changed_finite\":%lld,\"old\":", g_applied,
+                    at, why ? 0LL : changed, why ? 0LL : changed_finite);
             jnum(f, old_v);
             fputs(",\"new\":", f);
             jnum(f, new_v);
@@ -413,7 +459,11 @@ EXPORT void cldiff_faultinj_op(int op, const char *type, const char *layer, void
 
 /* ---- kernel-name mode (no hook): remembered buffer arguments per kernel ---- */
 #define MAX_KARGS 4096
-static struct { cl_kernel k; cl_uint idx; cl_mem m; } g_args[MAX_KARGS];
+static struct {
+    cl_kernel k;
+    cl_uint idx;
+    cl_mem m;
+} g_args[MAX_KARGS];
 static int g_nargs;
 
 static cl_int CL_API_CALL fi_SetKernelArg(cl_kernel k, cl_uint idx, size_t sz, const void *v) {
@@ -520,7 +570,10 @@ static cl_program CL_API_CALL fi_CreateProgramWithSource(cl_context c, cl_uint n
     }
     size_t nl = strlen(C.needle), rl = strlen(C.replace);
     char *ed = malloc(u - nl + rl + 1);
-    if (!ed) { free(all); return T->clCreateProgramWithSource(c, n, s, l, rc); }
+    if (!ed) {
+        free(all);
+        return T->clCreateProgramWithSource(c, n, s, l, rc);
+    }
     size_t pre = (size_t)(hit - all);
     memcpy(ed, all, pre);
     memcpy(ed + pre, C.replace, rl);
@@ -528,7 +581,10 @@ static cl_program CL_API_CALL fi_CreateProgramWithSource(cl_context c, cl_uint n
     if (!C.quiet) fprintf(stderr, "faultinj: program source edited (CLFI_SRC_NEEDLE)\n");
     if (C.log && *C.log) {
         FILE *f = fopen(C.log, "a");
-        if (f) { fputs("{\"source_edit\":1}\n", f); fclose(f); }
+        if (f) {
+            fputs("{\"source_edit\":1}\n", f);
+            fclose(f);
+        }
     }
     const char *one = ed;
     cl_program p = T->clCreateProgramWithSource(c, 1, &one, NULL, rc);
@@ -578,7 +634,8 @@ EXPORT CL_API_ENTRY cl_int CL_API_CALL clInitLayer(cl_uint n, const cl_icd_dispa
     /* the loader opened this library privately: make cldiff_faultinj_op visible to
      * dlsym(RTLD_DEFAULT, ...) in the program */
     Dl_info di;
-    if (dladdr((void *)&cldiff_faultinj_op, &di) && di.dli_fname) dlopen(di.dli_fname, RTLD_NOW | RTLD_NOLOAD | RTLD_GLOBAL);
+    if (dladdr((void *)&cldiff_faultinj_op, &di) && di.dli_fname)
+        dlopen(di.dli_fname, RTLD_NOW | RTLD_NOLOAD | RTLD_GLOBAL);
     if (!C.quiet && C.op >= 0)
         fprintf(stderr, "faultinj: armed: op #%d, %s, eps %g\n", C.op, k_shape_names[C.shape], C.eps);
     return CL_SUCCESS;

@@ -74,8 +74,12 @@ static void read_all(void *arg) {
         if (cd_dump_n_runs(r) >= 2) {
             cd_policy pol;
             cd_policy_init(&pol, CD_PREC_FP32);
-            cd_cmp_request q = {.ra = r, .rb = r, .run_a = cd_dump_run_name(r, 0), .run_b = cd_dump_run_name(r, 1),
-                                .policy = &pol, .by_op_index = true};
+            cd_cmp_request q = {.ra = r,
+                                .rb = r,
+                                .run_a = cd_dump_run_name(r, 0),
+                                .run_b = cd_dump_run_name(r, 1),
+                                .policy = &pol,
+                                .by_op_index = true};
             cd_analysis an;
             cd_cmp_unmatched *um = NULL;
             int nu = 0;

@@ -11,7 +11,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     cd_error err = {0};
     cd_status st = cd_nb_load_mem(data, size, &g, &err);
     if (st == CD_OK) {
-        if (!g) { fprintf(stderr, "fuzz_nb: CD_OK without a graph\n"); abort(); }
+        if (!g) {
+            fprintf(stderr, "fuzz_nb: CD_OK without a graph\n");
+            abort();
+        }
         cd_graph_free(g);
     } else {
         /* every failure must explain itself */

@@ -11,7 +11,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     char *text = malloc(size + 1);
     if (!text) return 0;
     memcpy(text, data, size);
-    text[size] = 0;   /* the parser takes a C string: embedded NULs end it early, as in a file */
+    text[size] = 0; /* the parser takes a C string: embedded NULs end it early, as in a file */
     cd_policy p;
     cd_policy_init(&p, (size & 1) ? CD_PREC_FP16 : CD_PREC_FP32);
     cd_error err = {0};

@@ -12,15 +12,28 @@
 
 static int run_file(const char *path) {
     FILE *f = fopen(path, "rb");
-    if (!f) { fprintf(stderr, "replay: cannot open %s\n", path); return 1; }
+    if (!f) {
+        fprintf(stderr, "replay: cannot open %s\n", path);
+        return 1;
+    }
     size_t cap = 1 << 16, len = 0;
     uint8_t *buf = malloc(cap);
     for (size_t r; buf && (r = fread(buf + len, 1, cap - len, f)) > 0;) {
         len += r;
-        if (len == cap) { uint8_t *nb = realloc(buf, cap *= 2); if (!nb) { free(buf); buf = NULL; } else buf = nb; }
+        if (len == cap) {
+            uint8_t *nb = realloc(buf, cap *= 2);
+            if (!nb) {
+                free(buf);
+                buf = NULL;
+            } else
+                buf = nb;
+        }
     }
     fclose(f);
-    if (!buf) { fprintf(stderr, "replay: out of memory reading %s\n", path); return 1; }
+    if (!buf) {
+        fprintf(stderr, "replay: out of memory reading %s\n", path);
+        return 1;
+    }
     fprintf(stderr, "replay: %s (%zu bytes)\n", path, len);
     LLVMFuzzerTestOneInput(buf, len);
     free(buf);
@@ -31,15 +44,29 @@ int main(int argc, char **argv) {
     int n = 0, bad = 0;
     for (int i = 1; i < argc; i++) {
         struct stat st;
-        if (stat(argv[i], &st) != 0) { fprintf(stderr, "replay: missing %s\n", argv[i]); bad++; continue; }
-        if (!S_ISDIR(st.st_mode)) { bad += run_file(argv[i]); n++; continue; }
+        if (stat(argv[i], &st) != 0) {
+            fprintf(stderr, "replay: missing %s\n", argv[i]);
+            bad++;
+            continue;
+        }
+        if (!S_ISDIR(st.st_mode)) {
+            bad += run_file(argv[i]);
+            n++;
+            continue;
+        }
         DIR *d = opendir(argv[i]);
-        if (!d) { bad++; continue; }
+        if (!d) {
+            bad++;
+            continue;
+        }
         for (struct dirent *e; (e = readdir(d));) {
-            if (e->d_name[0] == '.') continue;   /* also skips .gitkeep */
+            if (e->d_name[0] == '.') continue; /* also skips .gitkeep */
             char p[4096];
             snprintf(p, sizeof p, "%s/%s", argv[i], e->d_name);
-            if (stat(p, &st) == 0 && S_ISREG(st.st_mode)) { bad += run_file(p); n++; }
+            if (stat(p, &st) == 0 && S_ISREG(st.st_mode)) {
+                bad += run_file(p);
+                n++;
+            }
         }
         closedir(d);
     }

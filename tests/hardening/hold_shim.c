@@ -33,9 +33,9 @@ typedef int (*sigaction_fn)(int, const struct sigaction *, struct sigaction *);
 typedef hid_t (*dcreate_fn)(hid_t, const char *, hid_t, hid_t, hid_t, hid_t, hid_t);
 typedef ssize_t (*getname_fn)(hid_t, char *, size_t);
 
-static struct sigaction g_user[2];      /* cldiff's own actions for SIGINT, SIGTERM */
+static struct sigaction g_user[2]; /* cldiff's own actions for SIGINT, SIGTERM */
 static int g_wrapped[2];
-static int g_wake[2] = {-1, -1};        /* a byte per handled signal */
+static int g_wake[2] = {-1, -1}; /* a byte per handled signal */
 static const char *g_group;
 static long g_at = 1, g_seen;
 static int g_fd = -1, g_done;
@@ -43,7 +43,7 @@ static int g_fd = -1, g_done;
 static int slot(int sig) { return sig == SIGINT ? 0 : sig == SIGTERM ? 1 : -1; }
 
 __attribute__((constructor)) static void hold_init(void) {
-    unsetenv("LD_PRELOAD");   /* not for the compilers and linkers PoCL may execute */
+    unsetenv("LD_PRELOAD"); /* not for the compilers and linkers PoCL may execute */
     g_group = getenv("CDHOLD_GROUP");
     const char *at = getenv("CDHOLD_AT"), *fd = getenv("CDHOLD_FD");
     if (at && *at) g_at = strtol(at, NULL, 10);
@@ -58,11 +58,14 @@ static void wrapper(int sig, siginfo_t *si, void *uc) {
     int saved = errno, s = slot(sig);
     if (s >= 0) {
         const struct sigaction *a = &g_user[s];
-        if (a->sa_flags & SA_SIGINFO) a->sa_sigaction(sig, si, uc);
-        else if (a->sa_handler != SIG_DFL && a->sa_handler != SIG_IGN) a->sa_handler(sig);
+        if (a->sa_flags & SA_SIGINFO)
+            a->sa_sigaction(sig, si, uc);
+        else if (a->sa_handler != SIG_DFL && a->sa_handler != SIG_IGN)
+            a->sa_handler(sig);
     }
     char c = (char)sig;
-    if (g_wake[1] >= 0 && write(g_wake[1], &c, 1) < 0) { /* nothing to do in a handler */ }
+    if (g_wake[1] >= 0 && write(g_wake[1], &c, 1) < 0) { /* nothing to do in a handler */
+    }
     errno = saved;
 }
 
@@ -82,12 +85,14 @@ int sigaction(int sig, const struct sigaction *act, struct sigaction *old) {
         w.sa_sigaction = wrapper;
         g_user[s] = *act;
         rc = real(sig, &w, old);
-        if (rc == 0) g_wrapped[s] = 1;
-        else g_user[s] = prev_user;
+        if (rc == 0)
+            g_wrapped[s] = 1;
+        else
+            g_user[s] = prev_user;
     } else {
         rc = real(sig, NULL, old);
     }
-    if (rc == 0 && old && was_wrapped) *old = prev_user;   /* cldiff sees its own handler */
+    if (rc == 0 && old && was_wrapped) *old = prev_user; /* cldiff sees its own handler */
     return rc;
 }
 
@@ -110,7 +115,7 @@ static void wait_for_handled_signal(void) {
         ssize_t r = read(g_wake[0], &c, 1);
         if (r == 1) return;
         if (r < 0 && errno == EINTR) continue;
-        return;   /* the pipe is gone: do not hold forever */
+        return; /* the pipe is gone: do not hold forever */
     }
 }
 

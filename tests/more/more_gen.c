@@ -108,7 +108,7 @@ int main(int argc, char **argv) {
     var("out10", CD_F32, 2, (const int64_t[]){2, 12});
     /* parameters */
     float grid[72], fac[1] = {1.5f}, y12[12], sc[2] = {1.5f, 0.75f}, bi[2] = {0.1f, -0.2f}, mu[2] = {0.3f, -0.1f},
-          va[2] = {0.5f, 2.0f};
+                    va[2] = {0.5f, 2.0f};
     for (int i = 0; i < 72; i++) grid[i] = (float)(1.2 * sin(0.7 * i + 0.3));
     for (int i = 0; i < 12; i++) y12[i] = (float)(0.2 * cos(1.3 * i));
     int64_t idx[2] = {1, 0};
@@ -197,7 +197,8 @@ int main(int argc, char **argv) {
     a_ints("shape", 1, twelve);
     a_int("dtype", 5);
     {
-        cd_attr a = {.name = strdup("fp32_values"), .type = CD_ATTR_FLOATS, .n = 12, .floats = malloc(12 * sizeof(double))};
+        cd_attr a = {
+            .name = strdup("fp32_values"), .type = CD_ATTR_FLOATS, .n = 12, .floats = malloc(12 * sizeof(double))};
         for (int i = 0; i < 12; i++) a.floats[i] = (float)(0.3 * sin(0.9 * i));
         check(cd_op_add_attr(g, &a, &e), "fp32_values");
     }

@@ -23,7 +23,10 @@ static double now(void) {
 static void bench(int M, int N, int K, int threads) {
     float *A = malloc((size_t)M * K * 4), *B = malloc((size_t)K * N * 4), *C = malloc((size_t)M * N * 4);
     _Float16 *Ah = malloc((size_t)M * K * 2), *Bh = malloc((size_t)K * N * 2), *Ch = malloc((size_t)M * N * 2);
-    if (!A || !B || !C || !Ah || !Bh || !Ch) { fprintf(stderr, "out of memory\n"); exit(7); }
+    if (!A || !B || !C || !Ah || !Bh || !Ch) {
+        fprintf(stderr, "out of memory\n");
+        exit(7);
+    }
     for (size_t i = 0; i < (size_t)M * K; i++) Ah[i] = (_Float16)(A[i] = (float)(i % 7) * 0.1f);
     for (size_t i = 0; i < (size_t)K * N; i++) Bh[i] = (_Float16)(B[i] = (float)(i % 5) * 0.1f);
     double flop = 2.0 * M * N * K, t0, best32 = 1e9, best16 = 1e9;
@@ -41,7 +44,12 @@ static void bench(int M, int N, int K, int threads) {
     }
     printf("M=%5d N=%6d K=%5d threads=%d  f32 %7.2f GFLOP/s  f16 %7.2f GFLOP/s\n", M, N, K, threads,
            flop / best32 * 1e-9, flop / best16 * 1e-9);
-    free(A); free(B); free(C); free(Ah); free(Bh); free(Ch);
+    free(A);
+    free(B);
+    free(C);
+    free(Ah);
+    free(Bh);
+    free(Ch);
 }
 
 static int cmp_double(const void *a, const void *b) {
@@ -52,9 +60,15 @@ static int cmp_double(const void *a, const void *b) {
 static int bench_model(const char *path, const char *shape, int threads, bool fp16, int reps) {
     cd_error err = {0};
     cd_graph *g = NULL;
-    if (cd_nb_load(path, &g, &err)) { fprintf(stderr, "%s\n", err.msg); return err.code; }
+    if (cd_nb_load(path, &g, &err)) {
+        fprintf(stderr, "%s\n", err.msg);
+        return err.code;
+    }
     cd_shape in[8];
-    if (g->n_inputs > 8) { fprintf(stderr, "too many inputs\n"); return 2; }
+    if (g->n_inputs > 8) {
+        fprintf(stderr, "too many inputs\n");
+        return 2;
+    }
     for (int i = 0; i < g->n_inputs; i++) {
         in[i] = g->tensors[g->inputs[i]].shape;
         if (in[i].rank > 0 && in[i].d[0] < 0) in[i].d[0] = 1;
@@ -69,7 +83,10 @@ static int bench_model(const char *path, const char *shape, int threads, bool fp
     }
     cd_plan plan;
     memset(&plan, 0, sizeof plan);
-    if (cd_plan_build(g, in, fp16 ? CD_PREC_FP16 : CD_PREC_FP32, &plan, &err)) { fprintf(stderr, "%s\n", err.msg); return err.code; }
+    if (cd_plan_build(g, in, fp16 ? CD_PREC_FP16 : CD_PREC_FP32, &plan, &err)) {
+        fprintf(stderr, "%s\n", err.msg);
+        return err.code;
+    }
     cd_value *vals = calloc((size_t)g->n_tensors, sizeof *vals);
     double total_macs = 0, total_t = 0;
     for (int i = 0; i < g->n_ops; i++) {
@@ -90,11 +107,24 @@ static int bench_model(const char *path, const char *shape, int threads, bool fp
         bool ok = true;
         for (int k = 0; k < n; k++) {
             vals[ids[k]].data = NULL;
-            if (cd_value_alloc(&vals[ids[k]], &err)) { ok = false; break; }
-            for (int64_t e = 0; e < cd_value_numel(&vals[ids[k]]); e++) cd_value_set(&vals[ids[k]], e, (double)(e % 13) * 0.05 - 0.3);
+            if (cd_value_alloc(&vals[ids[k]], &err)) {
+                ok = false;
+                break;
+            }
+            for (int64_t e = 0; e < cd_value_numel(&vals[ids[k]]); e++)
+                cd_value_set(&vals[ids[k]], e, (double)(e % 13) * 0.05 - 0.3);
         }
-        if (!ok) { fprintf(stderr, "%s\n", err.msg); return err.code; }
-        cd_op_ctx c = {.g = g, .op = op, .op_index = i, .vals = vals, .prec = fp16 ? CD_PREC_FP16 : CD_PREC_FP32, .threads = threads, .err = &err};
+        if (!ok) {
+            fprintf(stderr, "%s\n", err.msg);
+            return err.code;
+        }
+        cd_op_ctx c = {.g = g,
+                       .op = op,
+                       .op_index = i,
+                       .vals = vals,
+                       .prec = fp16 ? CD_PREC_FP16 : CD_PREC_FP32,
+                       .threads = threads,
+                       .err = &err};
         double macs = plan.defs[i]->macs ? plan.defs[i]->macs(&c) : 0;
         /* median of `reps` runs: the machine is shared, single runs are noisy */
         double ts[64];
@@ -104,7 +134,10 @@ static int bench_model(const char *path, const char *shape, int threads, bool fp
             st = plan.defs[i]->run(&c);
             ts[r] = now() - t0;
         }
-        if (st) { fprintf(stderr, "%s\n", err.msg); return st; }
+        if (st) {
+            fprintf(stderr, "%s\n", err.msg);
+            return st;
+        }
         qsort(ts, (size_t)reps, sizeof ts[0], cmp_double);
         double t = ts[reps / 2];
         total_macs += macs;
@@ -113,9 +146,11 @@ static int bench_model(const char *path, const char *shape, int threads, bool fp
         int xin = cd_op_in(op, "Input", 0), yo = cd_op_out(op, "Output", 0);
         printf("%-28s %-18s -> %-18s %8.2f MMAC %8.3f ms %7.2f GFLOP/s\n", op->name,
                xin >= 0 ? cd_shape_str(&vals[xin].shape, b1, sizeof b1) : "?",
-               yo >= 0 ? cd_shape_str(&vals[yo].shape, b2, sizeof b2) : "?", macs * 1e-6, t * 1e3,
-               2 * macs / t * 1e-9);
-        for (int k = 0; k < n; k++) { vals[ids[k]].owned = true; cd_value_release(&vals[ids[k]]); }
+               yo >= 0 ? cd_shape_str(&vals[yo].shape, b2, sizeof b2) : "?", macs * 1e-6, t * 1e3, 2 * macs / t * 1e-9);
+        for (int k = 0; k < n; k++) {
+            vals[ids[k]].owned = true;
+            cd_value_release(&vals[ids[k]]);
+        }
     }
     printf("conv total: %.1f MMAC in %.1f ms = %.2f GFLOP/s (%d threads, %s, median of %d)\n", total_macs * 1e-6,
            total_t * 1e3, 2 * total_macs / total_t * 1e-9, threads, fp16 ? "fp16" : "fp32", reps);
@@ -131,10 +166,14 @@ int main(int argc, char **argv) {
         int threads = 2, reps = 5;
         bool fp16 = false;
         for (int i = 3; i < argc; i++) {
-            if (!strcmp(argv[i], "--shape") && i + 1 < argc) shape = argv[++i];
-            else if (!strcmp(argv[i], "--threads") && i + 1 < argc) threads = atoi(argv[++i]);
-            else if (!strcmp(argv[i], "--fp16")) fp16 = true;
-            else if (!strcmp(argv[i], "--reps") && i + 1 < argc) reps = atoi(argv[++i]);
+            if (!strcmp(argv[i], "--shape") && i + 1 < argc)
+                shape = argv[++i];
+            else if (!strcmp(argv[i], "--threads") && i + 1 < argc)
+                threads = atoi(argv[++i]);
+            else if (!strcmp(argv[i], "--fp16"))
+                fp16 = true;
+            else if (!strcmp(argv[i], "--reps") && i + 1 < argc)
+                reps = atoi(argv[++i]);
         }
         if (reps < 1) reps = 1;
         if (reps > 64) reps = 64;
@@ -145,7 +184,8 @@ int main(int argc, char **argv) {
         for (int i = 2; i + 2 < argc; i += 3) bench(atoi(argv[i]), atoi(argv[i + 1]), atoi(argv[i + 2]), threads);
         return 0;
     }
-    int d[][3] = {{16, 25600, 27}, {64, 6400, 576}, {128, 1600, 1152}, {256, 400, 256}, {512, 100, 4608}, {1, 1000, 1280}};
+    int d[][3] = {{16, 25600, 27}, {64, 6400, 576},  {128, 1600, 1152},
+                  {256, 400, 256}, {512, 100, 4608}, {1, 1000, 1280}};
     for (size_t i = 0; i < sizeof d / sizeof d[0]; i++) bench(d[i][0], d[i][1], d[i][2], threads);
     return 0;
 }

@@ -32,11 +32,15 @@
 #include <stdlib.h>
 #include <string.h>
 
-
 #define MAX_ARGS 64
 #define MAX_LINE 65536
 
-typedef struct { char slot[64]; char file[1024]; char name[256]; bool param, none; } arg_t;
+typedef struct {
+    char slot[64];
+    char file[1024];
+    char name[256];
+    bool param, none;
+} arg_t;
 
 typedef struct {
     char op[64];
@@ -86,24 +90,43 @@ static cd_status npy_load(const char *path, cd_value *v, cd_error *err) {
         goto out;
     }
     size_t hl;
-    if (pre[6] == 1) hl = pre[8] | (size_t)pre[9] << 8;
+    if (pre[6] == 1)
+        hl = pre[8] | (size_t)pre[9] << 8;
     else if (pre[6] == 2 || pre[6] == 3) {
-        if (fread(pre + 10, 1, 2, f) != 2) { st = cd_err(err, CD_E_MODEL, "%s: truncated header", path); goto out; }
+        if (fread(pre + 10, 1, 2, f) != 2) {
+            st = cd_err(err, CD_E_MODEL, "%s: truncated header", path);
+            goto out;
+        }
         hl = pre[8] | (size_t)pre[9] << 8 | (size_t)pre[10] << 16 | (size_t)pre[11] << 24;
     } else {
         st = cd_err(err, CD_E_MODEL, "%s: unsupported .npy version %d", path, pre[6]);
         goto out;
     }
-    if (hl > 1 << 20) { st = cd_err(err, CD_E_MODEL, "%s: header length %zu too large", path, hl); goto out; }
+    if (hl > 1 << 20) {
+        st = cd_err(err, CD_E_MODEL, "%s: header length %zu too large", path, hl);
+        goto out;
+    }
     hdr = calloc(hl + 1, 1);
-    if (!hdr || fread(hdr, 1, hl, f) != hl) { st = cd_err(err, CD_E_MODEL, "%s: truncated header", path); goto out; }
+    if (!hdr || fread(hdr, 1, hl, f) != hl) {
+        st = cd_err(err, CD_E_MODEL, "%s: truncated header", path);
+        goto out;
+    }
     char *d = strstr(hdr, "'descr'"), *fo = strstr(hdr, "'fortran_order'"), *sh = strstr(hdr, "'shape'");
-    if (!d || !fo || !sh) { st = cd_err(err, CD_E_MODEL, "%s: header lacks descr/fortran_order/shape", path); goto out; }
+    if (!d || !fo || !sh) {
+        st = cd_err(err, CD_E_MODEL, "%s: header lacks descr/fortran_order/shape", path);
+        goto out;
+    }
     char descr[16] = {0};
     char *q = strchr(d + 7, '\'');
-    if (!q || sscanf(q + 1, "%15[^']", descr) != 1) { st = cd_err(err, CD_E_MODEL, "%s: bad descr", path); goto out; }
+    if (!q || sscanf(q + 1, "%15[^']", descr) != 1) {
+        st = cd_err(err, CD_E_MODEL, "%s: bad descr", path);
+        goto out;
+    }
     int dt = dtype_from_descr(descr);
-    if (dt < 0) { st = cd_err(err, CD_E_MODEL, "%s: unsupported dtype '%s'", path, descr); goto out; }
+    if (dt < 0) {
+        st = cd_err(err, CD_E_MODEL, "%s: unsupported dtype '%s'", path, descr);
+        goto out;
+    }
     char *fv = strchr(fo + 15, ':');
     while (fv && (*fv == ':' || *fv == ' ')) fv++;
     if (!fv || !strncmp(fv, "True", 4)) {
@@ -111,7 +134,10 @@ static cd_status npy_load(const char *path, cd_value *v, cd_error *err) {
         goto out;
     }
     char *p = strchr(sh, '(');
-    if (!p) { st = cd_err(err, CD_E_MODEL, "%s: bad shape", path); goto out; }
+    if (!p) {
+        st = cd_err(err, CD_E_MODEL, "%s: bad shape", path);
+        goto out;
+    }
     p++;
     memset(v, 0, sizeof *v);
     v->dtype = (cd_dtype)dt;
@@ -161,10 +187,13 @@ static cd_status npy_save(const char *path, const cd_value *v, cd_error *err) {
     n += pad;
     hdr[n++] = '\n';
     FILE *f = fopen(path, "wb");
-    if (!f) { cd_value_release(&w); return cd_err(err, CD_E_IO, "cannot create %s: %s", path, strerror(errno)); }
+    if (!f) {
+        cd_value_release(&w);
+        return cd_err(err, CD_E_IO, "cannot create %s: %s", path, strerror(errno));
+    }
     unsigned char pre[10] = {0x93, 'N', 'U', 'M', 'P', 'Y', 1, 0, (unsigned char)(n & 255), (unsigned char)(n >> 8)};
     bool ok = fwrite(pre, 1, 10, f) == 10 && fwrite(hdr, 1, (size_t)n, f) == (size_t)n &&
-              (!src->nbytes || fwrite(src->data, 1, src->nbytes, f) == src->nbytes);
+        (!src->nbytes || fwrite(src->data, 1, src->nbytes, f) == src->nbytes);
     ok = (fclose(f) == 0) && ok;
     cd_value_release(&w);
     return ok ? CD_OK : cd_err(err, CD_E_IO, "cannot write %s", path);
@@ -192,11 +221,14 @@ static cd_status parse_attr(cd_graph *g, char **tok, int nt, int lineno, cd_erro
     const char *k = tok[2];
     int nv = nt - 3;
     char **vals = tok + 3;
-    struct { const char *name; cd_attr_type t; bool list; } kinds[] = {
-        {"int", CD_ATTR_INT, 0}, {"long", CD_ATTR_LONG, 0}, {"bool", CD_ATTR_BOOL, 0}, {"float", CD_ATTR_FLOAT, 0},
-        {"float64", CD_ATTR_FLOAT64, 0}, {"string", CD_ATTR_STRING, 0}, {"ints", CD_ATTR_INTS, 1},
-        {"longs", CD_ATTR_LONGS, 1}, {"bools", CD_ATTR_BOOLS, 1}, {"floats", CD_ATTR_FLOATS, 1},
-        {"float64s", CD_ATTR_FLOAT64S, 1}, {"strings", CD_ATTR_STRINGS, 1}};
+    struct {
+        const char *name;
+        cd_attr_type t;
+        bool list;
+    } kinds[] = {{"int", CD_ATTR_INT, 0},       {"long", CD_ATTR_LONG, 0},         {"bool", CD_ATTR_BOOL, 0},
+                 {"float", CD_ATTR_FLOAT, 0},   {"float64", CD_ATTR_FLOAT64, 0},   {"string", CD_ATTR_STRING, 0},
+                 {"ints", CD_ATTR_INTS, 1},     {"longs", CD_ATTR_LONGS, 1},       {"bools", CD_ATTR_BOOLS, 1},
+                 {"floats", CD_ATTR_FLOATS, 1}, {"float64s", CD_ATTR_FLOAT64S, 1}, {"strings", CD_ATTR_STRINGS, 1}};
     int ki = -1;
     for (size_t i = 0; i < sizeof kinds / sizeof kinds[0]; i++)
         if (!strcmp(k, kinds[i].name)) ki = (int)i;
@@ -208,26 +240,33 @@ static cd_status parse_attr(cd_graph *g, char **tok, int nt, int lineno, cd_erro
         if (a.type == CD_ATTR_STRING || a.type == CD_ATTR_STRINGS) continue;
         char *end;
         errno = 0;
-        if (a.type == CD_ATTR_FLOAT || a.type == CD_ATTR_FLOAT64 || a.type == CD_ATTR_FLOATS || a.type == CD_ATTR_FLOAT64S)
+        if (a.type == CD_ATTR_FLOAT || a.type == CD_ATTR_FLOAT64 || a.type == CD_ATTR_FLOATS ||
+            a.type == CD_ATTR_FLOAT64S)
             (void)strtod(vals[i], &end);
         else
             (void)strtoll(vals[i], &end, 10);
         if (end == vals[i] || *end || errno)
-            return cd_err(err, CD_E_USAGE, "line %d: attr %s: '%s' is not a valid %s value", lineno, tok[1], vals[i], k);
+            return cd_err(err, CD_E_USAGE, "line %d: attr %s: '%s' is not a valid %s value", lineno, tok[1], vals[i],
+                          k);
     }
     a.name = cd_strdup(tok[1]);
     if (!a.name) return cd_err(err, CD_E_NOMEM, "out of memory");
     switch (a.type) {
-    case CD_ATTR_INT: case CD_ATTR_LONG: case CD_ATTR_BOOL: a.i = strtoll(vals[0], NULL, 10); break;
+    case CD_ATTR_INT:
+    case CD_ATTR_LONG:
+    case CD_ATTR_BOOL: a.i = strtoll(vals[0], NULL, 10); break;
     case CD_ATTR_FLOAT: a.f = (float)strtod(vals[0], NULL); break;
     case CD_ATTR_FLOAT64: a.f = strtod(vals[0], NULL); break;
     case CD_ATTR_STRING: a.s = cd_strdup(strcmp(vals[0], "\"\"") ? vals[0] : ""); break;
-    case CD_ATTR_INTS: case CD_ATTR_LONGS: case CD_ATTR_BOOLS:
+    case CD_ATTR_INTS:
+    case CD_ATTR_LONGS:
+    case CD_ATTR_BOOLS:
         a.n = nv;
         a.ints = calloc((size_t)(nv ? nv : 1), sizeof(int64_t));
         for (int i = 0; a.ints && i < nv; i++) a.ints[i] = strtoll(vals[i], NULL, 10);
         break;
-    case CD_ATTR_FLOATS: case CD_ATTR_FLOAT64S:
+    case CD_ATTR_FLOATS:
+    case CD_ATTR_FLOAT64S:
         a.n = nv;
         a.floats = calloc((size_t)(nv ? nv : 1), sizeof(double));
         /* FLOATS hold float32 values exactly as a model file would */
@@ -251,9 +290,12 @@ static cd_status parse_arg(arg_t *a, char **tok, int nt, bool input, int lineno,
     snprintf(a->file, sizeof a->file, "%s", tok[2]);
     a->none = !strcmp(tok[2], "-");
     for (int i = 3; i < nt; i++) {
-        if (input && !strcmp(tok[i], "param")) a->param = true;
-        else if (!strcmp(tok[i], "as") && i + 1 < nt) snprintf(a->name, sizeof a->name, "%s", tok[++i]);
-        else return cd_err(err, CD_E_USAGE, "line %d: unexpected '%s'", lineno, tok[i]);
+        if (input && !strcmp(tok[i], "param"))
+            a->param = true;
+        else if (!strcmp(tok[i], "as") && i + 1 < nt)
+            snprintf(a->name, sizeof a->name, "%s", tok[++i]);
+        else
+            return cd_err(err, CD_E_USAGE, "line %d: unexpected '%s'", lineno, tok[i]);
     }
     return CD_OK;
 }
@@ -278,7 +320,8 @@ static cd_status add_slots(cd_graph *g, arg_t *a, int n, bool out, cd_error *err
         int m = 0;
         for (int j = i; j < n; j++)
             if (!strcmp(a[j].slot, a[i].slot)) names[m++] = a[j].none && !out ? "" : a[j].name;
-        cd_status st = out ? cd_op_add_output(g, a[i].slot, names, m, err) : cd_op_add_input(g, a[i].slot, names, m, err);
+        cd_status st =
+            out ? cd_op_add_output(g, a[i].slot, names, m, err) : cd_op_add_input(g, a[i].slot, names, m, err);
         if (st) return st;
     }
     return CD_OK;
@@ -294,7 +337,11 @@ static cd_status add_int_attr(cd_graph *g, const char *name, int64_t v, cd_error
 }
 
 /* repeat: the op's elapsed times over n runs of the one-op plan (feed/fetch excluded) */
-typedef struct { double *us; int n; char kernel[64]; } timing;
+typedef struct {
+    double *us;
+    int n;
+    char kernel[64];
+} timing;
 static void timing_done(void *user, int op_index, const cd_op_report *rep) {
     (void)op_index;
     timing *t = user;
@@ -341,33 +388,49 @@ static cd_status run(FILE *in, cd_error *err) {
     char **attr_lines = calloc(4096, sizeof(char *));
     int n_attr = 0, lineno = 0;
     int *attr_lineno = calloc(4096, sizeof(int));
-    if (!line || !attr_lines || !attr_lineno) { st = cd_err(err, CD_E_NOMEM, "out of memory"); goto done; }
+    if (!line || !attr_lines || !attr_lineno) {
+        st = cd_err(err, CD_E_NOMEM, "out of memory");
+        goto done;
+    }
     /* Pass 1: read the spec (attrs are replayed after the op is created). */
     while (fgets(line, MAX_LINE, in)) {
         lineno++;
         char *copy = cd_strdup(line); /* attrs are split again after the op exists */
-        if (!copy) { st = cd_err(err, CD_E_NOMEM, "out of memory"); goto done; }
+        if (!copy) {
+            st = cd_err(err, CD_E_NOMEM, "out of memory");
+            goto done;
+        }
         char *tok[512];
         int nt = split(line, tok, 512);
         if (nt == 0 || strcmp(tok[0], "attr")) free(copy);
         if (nt == 0) continue;
-        if (!strcmp(tok[0], "op") && nt == 2) snprintf(sp.op, sizeof sp.op, "%s", tok[1]);
+        if (!strcmp(tok[0], "op") && nt == 2)
+            snprintf(sp.op, sizeof sp.op, "%s", tok[1]);
         else if (!strcmp(tok[0], "prec") && nt == 2 && (!strcmp(tok[1], "fp32") || !strcmp(tok[1], "fp16")))
             sp.prec = !strcmp(tok[1], "fp16") ? CD_PREC_FP16 : CD_PREC_FP32;
         else if (!strcmp(tok[0], "backend") && nt == 2 && (!strcmp(tok[1], "cpu") || !strcmp(tok[1], "opencl")))
             sp.opencl = !strcmp(tok[1], "opencl");
-        else if (!strcmp(tok[0], "threads") && nt == 2 && atoi(tok[1]) > 0) sp.threads = atoi(tok[1]);
-        else if (!strcmp(tok[0], "repeat") && nt == 2 && atoi(tok[1]) > 0) sp.repeat = atoi(tok[1]);
+        else if (!strcmp(tok[0], "threads") && nt == 2 && atoi(tok[1]) > 0)
+            sp.threads = atoi(tok[1]);
+        else if (!strcmp(tok[0], "repeat") && nt == 2 && atoi(tok[1]) > 0)
+            sp.repeat = atoi(tok[1]);
         else if (!strcmp(tok[0], "int8") && nt == 2 && (!strcmp(tok[1], "arm") || !strcmp(tok[1], "dequant")))
             sp.int8_arm = !strcmp(tok[1], "arm");
         else if (!strcmp(tok[0], "in") || !strcmp(tok[0], "out")) {
             bool isin = tok[0][0] == 'i';
             int *cnt = isin ? &sp.n_in : &sp.n_out;
-            if (*cnt == MAX_ARGS) { st = cd_err(err, CD_E_USAGE, "line %d: too many arguments", lineno); goto done; }
+            if (*cnt == MAX_ARGS) {
+                st = cd_err(err, CD_E_USAGE, "line %d: too many arguments", lineno);
+                goto done;
+            }
             if ((st = parse_arg(isin ? &sp.in[*cnt] : &sp.out[*cnt], tok, nt, isin, lineno, err))) goto done;
             (*cnt)++;
         } else if (!strcmp(tok[0], "attr")) {
-            if (n_attr == 4096) { free(copy); st = cd_err(err, CD_E_USAGE, "line %d: too many attrs", lineno); goto done; }
+            if (n_attr == 4096) {
+                free(copy);
+                st = cd_err(err, CD_E_USAGE, "line %d: too many attrs", lineno);
+                goto done;
+            }
             attr_lineno[n_attr] = lineno;
             attr_lines[n_attr++] = copy;
         } else {
@@ -376,7 +439,10 @@ static cd_status run(FILE *in, cd_error *err) {
             goto done;
         }
     }
-    if (!sp.op[0]) { st = cd_err(err, CD_E_USAGE, "the spec has no 'op <type>' line"); goto done; }
+    if (!sp.op[0]) {
+        st = cd_err(err, CD_E_USAGE, "the spec has no 'op <type>' line");
+        goto done;
+    }
     default_names(sp.in, sp.n_in, "in");
     default_names(sp.out, sp.n_out, "out");
     /* Pass 2: variables. */
@@ -389,7 +455,8 @@ static cd_status run(FILE *in, cd_error *err) {
         if ((st = npy_load(a->file, &vals_in[i], err))) goto done;
         cd_value *v = &vals_in[i];
         if ((st = cd_graph_declare_var(g, a->name, v->dtype, v->shape.d, v->shape.rank, a->param, err))) goto done;
-        if (a->param && (st = cd_graph_set_param(g, a->name, v->dtype, v->shape.d, v->shape.rank, v->data, v->nbytes, err)))
+        if (a->param &&
+            (st = cd_graph_set_param(g, a->name, v->dtype, v->shape.d, v->shape.rank, v->data, v->nbytes, err)))
             goto done;
     }
     for (int i = 0; i < sp.n_out; i++)
@@ -402,12 +469,18 @@ static cd_status run(FILE *in, cd_error *err) {
         for (int j = 0; j < i; j++) dup |= !strcmp(sp.in[j].name, sp.in[i].name);
         if (dup) continue;
         const char *x = "feed", *o = sp.in[i].name;
-        if (!cd_graph_add_op(g, "feed", err)) { st = err->code; goto done; }
+        if (!cd_graph_add_op(g, "feed", err)) {
+            st = err->code;
+            goto done;
+        }
         if ((st = cd_op_add_input(g, "X", &x, 1, err)) || (st = cd_op_add_output(g, "Out", &o, 1, err)) ||
             (st = add_int_attr(g, "col", col++, err)))
             goto done;
     }
-    if (!cd_graph_add_op(g, sp.op, err)) { st = err->code; goto done; }
+    if (!cd_graph_add_op(g, sp.op, err)) {
+        st = err->code;
+        goto done;
+    }
     if ((st = add_slots(g, sp.in, sp.n_in, false, err)) || (st = add_slots(g, sp.out, sp.n_out, true, err))) goto done;
     for (int i = 0; i < n_attr; i++) {
         char *tok[4096];
@@ -417,7 +490,10 @@ static cd_status run(FILE *in, cd_error *err) {
     col = 0;
     for (int i = 0; i < sp.n_out; i++) {
         const char *x = sp.out[i].name, *o = "fetch";
-        if (!cd_graph_add_op(g, "fetch", err)) { st = err->code; goto done; }
+        if (!cd_graph_add_op(g, "fetch", err)) {
+            st = err->code;
+            goto done;
+        }
         if ((st = cd_op_add_input(g, "X", &x, 1, err)) || (st = cd_op_add_output(g, "Out", &o, 1, err)) ||
             (st = add_int_attr(g, "col", col++, err)))
             goto done;

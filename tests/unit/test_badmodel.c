@@ -78,7 +78,8 @@ Test(badmodel, truncated_everywhere) {
     size_t len;
     uint8_t *b = tiny(&len);
     /* Every length near the ends, then a stride through the middle. */
-    for (size_t n = 0; n < len; n += (n < 400 || n > len - 400) ? 1 : 13) expect_bad(b, n, n < 26 ? "26-byte" : "offset", NULL);
+    for (size_t n = 0; n < len; n += (n < 400 || n > len - 400) ? 1 : 13)
+        expect_bad(b, n, n < 26 ? "26-byte" : "offset", NULL);
     free(b);
     b = shared("mask_detector_fp32_arm_meta0_7735976.nb", &len);
     if (!b) cr_skip_test("SKIPPED: shared models folder %s not found", models_dir());
@@ -95,7 +96,9 @@ Test(badmodel, random_corruption_never_crashes) {
     for (int trial = 0; trial < 3000; trial++) {
         memcpy(b, orig, len);
         for (int k = 0; k < 1 + trial % 4; k++) {
-            s ^= s << 13; s ^= s >> 7; s ^= s << 17;
+            s ^= s << 13;
+            s ^= s >> 7;
+            s ^= s << 17;
             size_t pos = 18 + (size_t)(s % (len - 18));
             b[pos] = (uint8_t)(s >> 32);
         }

@@ -9,15 +9,15 @@
 #define REL_EQ(a, b) cr_assert(fabs((a) - (b)) <= 1e-12 * fabs(b), "%.17g != %.17g", (double)(a), (double)(b))
 
 Test(bounds, gamma) {
-    REL_EQ(cd_gamma(100, CD_U32), 5.96050000488761e-06);   /* 100u / (1 - 100u) */
-    cr_assert(isinf(cd_gamma(3000, CD_U16)));             /* K u >= 1: no bound */
+    REL_EQ(cd_gamma(100, CD_U32), 5.96050000488761e-06); /* 100u / (1 - 100u) */
+    cr_assert(isinf(cd_gamma(3000, CD_U16)));            /* K u >= 1: no bound */
     cr_assert_eq(cd_gamma(0, CD_U32), cd_gamma(1, CD_U32));
 }
 
 Test(bounds, exact_family_is_zero_in_float_and_half_rounding_in_half) {
     cd_bound_spec s = {.fam = CD_FAM_EXACT, .ref = F32, .b = F32, .safety = 2};
     cr_assert_eq(cd_bound_elem(&s, 3.0, NAN, NAN, 3.0), 0.0);
-    s.b = H16;  /* B stores half: half an ulp (u16 relative) plus a flushed half denormal */
+    s.b = H16; /* B stores half: half an ulp (u16 relative) plus a flushed half denormal */
     REL_EQ(cd_bound_elem(&s, 2.0, NAN, NAN, 2.0), 4.8828125e-04 * 2 + 6.103515625e-05);
 }
 
@@ -85,8 +85,8 @@ Test(bounds, nonfinite_and_half_overflow) {
 }
 
 Test(bounds, cheap_check_asks_for_the_magnitude) {
-    cd_bound_spec s = {.fam = CD_FAM_ACCUMULATE, .K = 100, .lipschitz = 1, .ref = F32, .b = F32, .safety = 2,
-                       .mag_run = true};
+    cd_bound_spec s = {
+        .fam = CD_FAM_ACCUMULATE, .K = 100, .lipschitz = 1, .ref = F32, .b = F32, .safety = 2, .mag_run = true};
     /* a cancelled output: 1e-3 from terms of magnitude 10, error 1e-6 */
     float ref[1] = {1e-3f}, val[1] = {1e-3f + 1e-6f}, mag[1] = {10};
     cd_local_result r;
@@ -99,7 +99,11 @@ Test(bounds, cheap_check_asks_for_the_magnitude) {
 }
 
 /* The lazy check: magnitudes one by one for the elements nearest their cheap bound. */
-typedef struct mag_probe { const float *mag; int calls; bool fail; } mag_probe;
+typedef struct mag_probe {
+    const float *mag;
+    int calls;
+    bool fail;
+} mag_probe;
 static double probe_mag(void *u, int64_t i) {
     mag_probe *p = u;
     p->calls++;
@@ -111,12 +115,19 @@ Test(bounds, lazy_check_asks_only_near_the_bound) {
      * (|ref| standing in) but within the bound of its true magnitude 5. Element 1: error 0,
      * never asked. Elements 2..9: error 1 ulp on ref 1, far below a quarter of the cheap bound,
      * but element 2 at 5e-6, about a fifth of it: not refined, yet the worst ratio. */
-    cd_bound_spec s = {.fam = CD_FAM_ACCUMULATE, .K = 98, .lipschitz = 1, .ref = F32, .b = F32, .safety = 2,
-                       .mag_run = true};
+    cd_bound_spec s = {
+        .fam = CD_FAM_ACCUMULATE, .K = 98, .lipschitz = 1, .ref = F32, .b = F32, .safety = 2, .mag_run = true};
     float ref[10], val[10], mag[10];
-    for (int i = 0; i < 10; i++) { ref[i] = 1; val[i] = 1 + 1e-7f; mag[i] = 1; }
-    ref[0] = 0.01f; val[0] = 0.01f + 1e-5f; mag[0] = 5;
-    ref[1] = val[1] = 2; mag[1] = 2;
+    for (int i = 0; i < 10; i++) {
+        ref[i] = 1;
+        val[i] = 1 + 1e-7f;
+        mag[i] = 1;
+    }
+    ref[0] = 0.01f;
+    val[0] = 0.01f + 1e-5f;
+    mag[0] = 5;
+    ref[1] = val[1] = 2;
+    mag[1] = 2;
     val[2] = 1 + 5e-6f;
     mag_probe p = {.mag = mag};
     cd_local_result r;

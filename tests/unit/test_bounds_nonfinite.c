@@ -74,8 +74,8 @@ Test(bounds_nonfinite, magnitude_in_the_range) {
     /* an accumulation whose terms reach the float range may overflow in one order and not in
      * another, to either sign (and Inf - Inf is NaN): no bound; with small terms a sign flip is
      * a fault */
-    cd_bound_spec s = {.fam = CD_FAM_ACCUMULATE, .K = 64, .lipschitz = 1, .ref = F32, .b = F32, .safety = 2,
-                       .mag_run = true};
+    cd_bound_spec s = {
+        .fam = CD_FAM_ACCUMULATE, .K = 64, .lipschitz = 1, .ref = F32, .b = F32, .safety = 2, .mag_run = true};
     float ref[1] = {INFINITY}, val[1] = {-INFINITY};
     float big[1] = {3e38f}, inf[1] = {INFINITY}, small[1] = {10};
     cr_assert(check(&s, ref, val, big, 1).pass);
@@ -95,13 +95,16 @@ Test(bounds_nonfinite, magnitude_in_the_range) {
     cr_assert(!r.needs_mag);
     /* an elementwise sum of infinite operands follows IEEE rules on both sides alike: a
      * sign flip there is a fault even though the magnitude is infinite */
-    cd_bound_spec e = {.fam = CD_FAM_ELEMENTWISE, .ulps = 1, .K = 2, .ref = F32, .b = F32, .safety = 2,
-                       .mag_run = true};
+    cd_bound_spec e = {
+        .fam = CD_FAM_ELEMENTWISE, .ulps = 1, .K = 2, .ref = F32, .b = F32, .safety = 2, .mag_run = true};
     cr_assert(!check(&e, ref, val, inf, 1).pass);
     cr_assert(check(&e, ref, val, big, 1).pass);
 }
 
-typedef struct probe { const float *mag; int calls; } probe;
+typedef struct probe {
+    const float *mag;
+    int calls;
+} probe;
 static double probe_mag(void *u, int64_t i) {
     probe *p = u;
     p->calls++;
@@ -109,8 +112,8 @@ static double probe_mag(void *u, int64_t i) {
 }
 
 Test(bounds_nonfinite, lazy_check_asks_for_the_magnitude) {
-    cd_bound_spec s = {.fam = CD_FAM_ACCUMULATE, .K = 64, .lipschitz = 1, .ref = F32, .b = F32, .safety = 2,
-                       .mag_run = true};
+    cd_bound_spec s = {
+        .fam = CD_FAM_ACCUMULATE, .K = 64, .lipschitz = 1, .ref = F32, .b = F32, .safety = 2, .mag_run = true};
     float ref[3] = {1, INFINITY, 2}, val[3] = {1, -INFINITY, 2}, mag[3] = {1, 10, 2};
     probe p = {.mag = mag};
     cd_local_result r;
@@ -134,8 +137,8 @@ Test(bounds_nonfinite, int8_rail_is_one_sided) {
     /* an int8 output on its +-127 quanta rail: A saturated. B beyond the rail on its side is
      * unbounded (A hides how far); B inside the rail, at 0 or of the other sign is held to the
      * bound (was: no bound on either side, so a rail element flipped or zeroed passed) */
-    cd_bound_spec s = {.fam = CD_FAM_INT8, .K = 9, .lipschitz = 1, .safety = CD_BOUND_SAFETY, .quantum = 0.5,
-                       .ref = F32, .b = F32};
+    cd_bound_spec s = {
+        .fam = CD_FAM_INT8, .K = 9, .lipschitz = 1, .safety = CD_BOUND_SAFETY, .quantum = 0.5, .ref = F32, .b = F32};
     float rail = 127 * 0.5f;
     float ref[1] = {rail};
     float beyond[1] = {2 * rail}, near[1] = {rail - 0.2f}, inside[1] = {rail - 2}, flip[1] = {-rail}, zero[1] = {0};

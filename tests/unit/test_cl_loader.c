@@ -23,7 +23,8 @@ static void need_device_or_skip(const cd_clfn *fn) {
     cl_int rc = fn->clGetPlatformIDs(0, NULL, &n);
     if (rc == -1001 /* CL_PLATFORM_NOT_FOUND_KHR */ || (rc == CL_SUCCESS && n == 0))
         cr_skip_test("SKIP: no OpenCL platform (clGetPlatformIDs: %s, %u platforms) and CD_TEST_NO_OPENCL_DEVICE=1: "
-                     "this test needs an OpenCL device", cd_cl_err_name(rc), (unsigned)n);
+                     "this test needs an OpenCL device",
+                     cd_cl_err_name(rc), (unsigned)n);
 }
 
 Test(cl_loader, explicit_missing_library_says_what_to_do) {
@@ -187,7 +188,7 @@ static void make_cache(cd_cl_cache *c, char *dir) {
     strcpy(dir, "/tmp/cd_cache_XXXXXX");
     cr_assert_not_null(mkdtemp(dir));
     char sub[300];
-    snprintf(sub, sizeof sub, "%s/a/b", dir);   /* created on open */
+    snprintf(sub, sizeof sub, "%s/a/b", dir); /* created on open */
     cd_cl_cache_open(c, sub, false);
     cr_assert(c->enabled, "%s", c->note);
 }
@@ -202,7 +203,7 @@ Test(cl_cache, roundtrip_and_key_separation) {
     uint8_t bin[300];
     for (int i = 0; i < 300; i++) bin[i] = (uint8_t)(i * 7 + 1);
     bin[10] = '\n';
-    bin[11] = '\n';   /* binary payloads may hold anything */
+    bin[11] = '\n'; /* binary payloads may hold anything */
     cd_cl_cache_put(&c, &k, bin, sizeof bin);
     cr_assert_eq(c.stored, 1, "%s", c.note);
     uint8_t *got;
@@ -308,10 +309,12 @@ Test(cl_cache, build_program_through_cache_on_device, .timeout = 300) {
     const char *src = "__kernel void twice(__global float *x) { x[get_global_id(0)] *= 2.0f; }\n";
     cl_program prog;
     char *log;
-    cr_assert_eq(cd_cl_build_program(&fn, ctx, d, &info, src, "-cl-std=CL1.2", &c, &prog, &log, &e), CD_OK, "%s", e.msg);
+    cr_assert_eq(cd_cl_build_program(&fn, ctx, d, &info, src, "-cl-std=CL1.2", &c, &prog, &log, &e), CD_OK, "%s",
+                 e.msg);
     fn.clReleaseProgram(prog);
     cr_assert_eq(c.stored, 1, "%s", c.note);
-    cr_assert_eq(cd_cl_build_program(&fn, ctx, d, &info, src, "-cl-std=CL1.2", &c, &prog, &log, &e), CD_OK, "%s", e.msg);
+    cr_assert_eq(cd_cl_build_program(&fn, ctx, d, &info, src, "-cl-std=CL1.2", &c, &prog, &log, &e), CD_OK, "%s",
+                 e.msg);
     cr_assert_eq(c.hits, 1);
     cl_kernel k = fn.clCreateKernel(prog, "twice", &rc);
     cr_assert_eq(rc, CL_SUCCESS, "kernel from the cached binary");
@@ -335,13 +338,15 @@ Test(cl_cache, build_program_through_cache_on_device, .timeout = 300) {
     fseek(f, sz - 1, SEEK_SET);
     fputc(0x77, f);
     fclose(f);
-    cr_assert_eq(cd_cl_build_program(&fn, ctx, d, &info, src, "-cl-std=CL1.2", &c, &prog, &log, &e), CD_OK, "%s", e.msg);
+    cr_assert_eq(cd_cl_build_program(&fn, ctx, d, &info, src, "-cl-std=CL1.2", &c, &prog, &log, &e), CD_OK, "%s",
+                 e.msg);
     cr_assert_eq(c.rejected, 1, "%s", c.note);
     cr_assert_eq(c.stored, 2, "rebuilt and stored again");
     fn.clReleaseProgram(prog);
     /* a build error returns CD_E_UNSUPPORTED with the log's first line */
-    cr_assert_eq(cd_cl_build_program(&fn, ctx, d, &info, "__kernel void bad( { }", "-cl-std=CL1.2", NULL, &prog, &log,
-                                     &e), CD_E_UNSUPPORTED);
+    cr_assert_eq(
+        cd_cl_build_program(&fn, ctx, d, &info, "__kernel void bad( { }", "-cl-std=CL1.2", NULL, &prog, &log, &e),
+        CD_E_UNSUPPORTED);
     cr_assert(strstr(e.msg, "CL_BUILD_PROGRAM_FAILURE"), "%s", e.msg);
     cr_assert_not_null(log);
     free(log);

@@ -86,12 +86,17 @@ Test(metrics, same_for_every_thread_count) {
         r[i] = a;
         v[i] = cd_round_half(a * (1.0f + ((x & 7) - 3.5f) * 1e-4f));
     }
-    v[70000] = r[70000] + 3.0f;     /* the worst element, tied at a later block */
+    v[70000] = r[70000] + 3.0f; /* the worst element, tied at a later block */
     v[200000] = r[200000] + 3.0f;
-    r[5] = 0.0f; v[5] = -0.0f;
+    r[5] = 0.0f;
+    v[5] = -0.0f;
     r[9] = 1e-30f;
     for (int pass = 0; pass < 2; pass++) {
-        if (pass) { r[131073] = INFINITY; v[131073] = INFINITY; v[4] = NAN; }
+        if (pass) {
+            r[131073] = INFINITY;
+            v[131073] = INFINITY;
+            v[4] = NAN;
+        }
         cd_tol tol = {.atol = 1e-3, .rtol = 1e-3, .max_fail_fraction = 0.01, .min_cos = 0.99};
         cd_shape s1 = {.rank = 1, .d = {n}};
         cd_metrics m1, mt;
@@ -121,7 +126,9 @@ Test(policy, defaults_and_file_rules) {
     cd_policy p;
     cd_error err = {0};
     cd_policy_init(&p, CD_PREC_FP32);
-    cr_assert_eq(cd_policy_parse(&p, "# tol\ndefault atol=1e-3\nop:conv2d rtol=0.5\nlayer:conv2d_1* min_cos=0.9\n", "t.tol", &err), CD_OK, "%s", err.msg);
+    cr_assert_eq(cd_policy_parse(&p, "# tol\ndefault atol=1e-3\nop:conv2d rtol=0.5\nlayer:conv2d_1* min_cos=0.9\n",
+                                 "t.tol", &err),
+                 CD_OK, "%s", err.msg);
     char rule[160];
     cd_tol t = cd_policy_for(&p, "conv2d", "conv2d_12", rule, sizeof rule);
     cr_assert_float_eq(t.atol, 1e-3, 1e-15);
@@ -183,8 +190,8 @@ Test(diag, hazard_counts_at_half_limits) {
     int64_t over = 0, under = 0;
     double mx = 0;
     cd_diag_hazard_counts(g, 10, &over, &under, &mx);
-    cr_assert_eq(over, 2);      /* 65504.5 and -70000; 65504 itself is representable */
-    cr_assert_eq(under, 2);     /* 6e-5 and -1e-7; 2^-14 is the smallest normal, 0 is exact */
+    cr_assert_eq(over, 2);  /* 65504.5 and -70000; 65504 itself is representable */
+    cr_assert_eq(under, 2); /* 6e-5 and -1e-7; 2^-14 is the smallest normal, 0 is exact */
     cr_assert_float_eq(mx, 70000.0, 0);
 }
 
@@ -199,7 +206,7 @@ Test(diag, auto_tolerance_formula) {
     cr_assert(strstr(rule, "auto:") == rule && strstr(rule, "K=100"), "%s", rule);
     cd_tol h = cd_diag_auto_tol(&base, true, 9, 1.0, NULL, 0);
     cr_assert_float_eq(h.atol, CD_AUTO_C * 4.8828125e-04 * 3, 1e-15);
-    cd_tol z = cd_diag_auto_tol(&base, true, 0, 0.0, NULL, 0);  /* all-zero reference: still > 0 */
+    cd_tol z = cd_diag_auto_tol(&base, true, 0, 0.0, NULL, 0); /* all-zero reference: still > 0 */
     cr_assert(z.atol > 0);
 }
 
@@ -216,16 +223,16 @@ Test(diag, hazard_ranking_and_nonfinite_origin) {
         a.layers[i].tol.rtol = 1e-2;
         a.layers[i].acc_k = 1;
     }
-    a.layers[1].g_absmax = 20000;                 /* near overflow */
-    a.layers[2].g_over = 5;                       /* overflow: riskiest */
+    a.layers[1].g_absmax = 20000; /* near overflow */
+    a.layers[2].g_over = 5;       /* overflow: riskiest */
     a.layers[2].m.pass = false;
     a.layers[2].nf_hard = true;
     a.layers[2].nf_new_b = 5;
-    a.layers[3].m.pass = false;                   /* absorbed later: also nonfinite */
+    a.layers[3].m.pass = false; /* absorbed later: also nonfinite */
     a.layers[3].nf_hard = true;
     a.layers[3].nf_new_a = 1;
     a.layers[3].nf_new_b = 1;
-    a.layers[0].acc_k = 1000000;                  /* u16*sqrt(K) = 0.49 > rtol */
+    a.layers[0].acc_k = 1000000; /* u16*sqrt(K) = 0.49 > rtol */
     cd_analyze(&a);
     cd_diag_rank_hazards(&a);
     cr_assert_eq(a.n_at_risk, 3);

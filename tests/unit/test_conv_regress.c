@@ -46,9 +46,17 @@ static T *t_new(bool half, int threads) {
     t->op.attrs = t->attrs;
     t->g.tensors = t->tensors;
     t->g.n_tensors = NV;
-    for (int i = 0; i < NV; i++) { t->vals[i].shape.rank = -1; t->tensors[i].dtype = half ? CD_F16 : CD_F32; }
-    t->c = (cd_op_ctx){.g = &t->g, .op = &t->op, .op_index = 179, .vals = t->vals,
-                       .prec = half ? CD_PREC_FP16 : CD_PREC_FP32, .threads = threads, .err = &t->err};
+    for (int i = 0; i < NV; i++) {
+        t->vals[i].shape.rank = -1;
+        t->tensors[i].dtype = half ? CD_F16 : CD_F32;
+    }
+    t->c = (cd_op_ctx){.g = &t->g,
+                       .op = &t->op,
+                       .op_index = 179,
+                       .vals = t->vals,
+                       .prec = half ? CD_PREC_FP16 : CD_PREC_FP32,
+                       .threads = threads,
+                       .err = &t->err};
     return t;
 }
 
@@ -166,7 +174,9 @@ static void conv_case(const char *what, const geo *g, bool half, int threads) {
         for (size_t i = 0; i < (size_t)K * N; i++) ch[i] = (_Float16)col[i];
         cd_gemm_f16(M, N, K, (_Float16)1, wh, K, false, ch, N, false, (_Float16)0, rh, N, threads);
         for (size_t i = 0; i < (size_t)M * N; i++) ref[i] = (float)rh[i];
-        free(wh); free(ch); free(rh);
+        free(wh);
+        free(ch);
+        free(rh);
     }
     for (int i = 0; i < M * N; i++)
         cr_assert(memcmp(&y[i], &ref[i], 4) == 0,
@@ -183,10 +193,15 @@ static void conv_case(const char *what, const geo *g, bool half, int threads) {
                 sa += fabs(v);
             }
             const float got = y[(size_t)oc * N + p];
-            cr_assert(fabs(got - s) <= 1e-5 * sa + 1e-7, "%s threads=%d: y[%d][row %d, col %d] = %.9g, double loop %.9g",
-                      what, threads, oc, p / Wo, p % Wo, (double)got, s);
+            cr_assert(fabs(got - s) <= 1e-5 * sa + 1e-7,
+                      "%s threads=%d: y[%d][row %d, col %d] = %.9g, double loop %.9g", what, threads, oc, p / Wo,
+                      p % Wo, (double)got, s);
         }
-    free(x); free(w); free(y); free(col); free(ref);
+    free(x);
+    free(w);
+    free(y);
+    free(col);
+    free(ref);
 }
 
 /* picodet conv2d_70: [1,96,13,13] * [1,96,5,5], padding 2, stride 1, bias + relu6. */
@@ -217,14 +232,18 @@ Test(conv_regress, picodet_conv2d_70_5x5_pad2_bias_relu6) {
         cr_assert(inside > N / 2, "only %d of %d outputs inside relu6's (0, 6)", inside, N);
         free(y);
     }
-    free(x); free(w);
+    free(x);
+    free(w);
 }
 
 /* Geometries where a stride-1 row segment starts past the right edge by 2 or more taps,
  * around them, and others that never could (stride 2, padding 1), each checked for the
  * same bits as im2col + cd_gemm and against the double loop. */
 Test(conv_regress, im2col_right_padding_geometries) {
-    const struct { const char *what; geo g; } cs[] = {
+    const struct {
+        const char *what;
+        geo g;
+    } cs[] = {
         {"picodet 5x5 p2, Cout 1 (M = 1)", {1, 96, 13, 13, 5, 5, 1, 1, 1, 1, 2, 2, 2, 2}},
         {"5x5 p2, Cout 3 < MR", {3, 96, 13, 13, 5, 5, 1, 1, 1, 1, 2, 2, 2, 2}},
         {"5x5 p2, Cout 8 = MR", {8, 96, 13, 13, 5, 5, 1, 1, 1, 1, 2, 2, 2, 2}},
@@ -259,7 +278,10 @@ Test(conv_regress, im2col_chunk_start_at_row_end_two_threads) {
 /* The half path keeps im2col for every reduction length (no direct conv), so short K hits
  * it too. */
 Test(conv_regress, im2col_right_padding_fp16) {
-    const struct { const char *what; geo g; } cs[] = {
+    const struct {
+        const char *what;
+        geo g;
+    } cs[] = {
         {"picodet 5x5 p2", {1, 96, 13, 13, 5, 5, 1, 1, 1, 1, 2, 2, 2, 2}},
         {"5x5 p2, K 75", {3, 3, 13, 13, 5, 5, 1, 1, 1, 1, 2, 2, 2, 2}},
         {"7x7 p3", {5, 7, 20, 21, 7, 7, 1, 1, 1, 1, 3, 3, 3, 3}},

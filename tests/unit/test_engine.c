@@ -132,8 +132,11 @@ Test(plan, shape_mismatch_is_a_warning_and_lifetimes) {
     cd_plan plan;
     cd_shape s = {2, {1, 4}};
     cr_assert_eq(cd_plan_build(g, &s, CD_PREC_FP32, &plan, &err), CD_OK, "%s", err.msg);
-    cr_assert(g->warnings && strstr(g->warnings, "op #1 relu_0 (relu): output 'y' has inferred shape [1,4] but the "
-                                                  "model declares [1,5]"), "%s", g->warnings ? g->warnings : "");
+    cr_assert(g->warnings &&
+                  strstr(g->warnings,
+                         "op #1 relu_0 (relu): output 'y' has inferred shape [1,4] but the "
+                         "model declares [1,5]"),
+              "%s", g->warnings ? g->warnings : "");
     int x = g->inputs[0], y = g->outputs[0];
     cr_assert_eq(plan.last_use[x], 1);
     cr_assert_eq(plan.last_use[y], g->n_ops);

@@ -33,11 +33,14 @@ Test(families, every_registered_op_type_has_a_derived_family) {
             snprintf(list + w, sizeof list - w, " %s", defs[i]->type);
         }
         /* families whose allowance is computed from the inputs must take the dense path */
-        if (cd_bound_family_allowance(spec.fam)) cr_assert(spec.mag_run, "%s: allowance family without mag_run", defs[i]->type);
+        if (cd_bound_family_allowance(spec.fam))
+            cr_assert(spec.mag_run, "%s: allowance family without mag_run", defs[i]->type);
     }
     cd_graph_free(g);
-    cr_assert_eq(missing, 0, "op types without a bound family (give them one in src/engine/op_list.def and "
-                             "docs/verdicts.md):%s", list);
+    cr_assert_eq(missing, 0,
+                 "op types without a bound family (give them one in src/engine/op_list.def and "
+                 "docs/verdicts.md):%s",
+                 list);
 }
 
 Test(families, recurrent_and_norm_add_the_allowance) {

@@ -17,8 +17,8 @@ static float frand(void) { /* values in [-1, 1), exactly representable in half *
 }
 
 /* Reference: C = alpha*op(A)*op(B) + beta*C in double. */
-static void ref_gemm(int M, int N, int K, double alpha, const float *A, int lda, bool ta,
-                     const float *B, int ldb, bool tb, double beta, const float *C0, double *C, int ldc) {
+static void ref_gemm(int M, int N, int K, double alpha, const float *A, int lda, bool ta, const float *B, int ldb,
+                     bool tb, double beta, const float *C0, double *C, int ldc) {
     for (int i = 0; i < M; i++)
         for (int j = 0; j < N; j++) {
             double s = 0;
@@ -31,7 +31,13 @@ static void ref_gemm(int M, int N, int K, double alpha, const float *A, int lda,
         }
 }
 
-typedef struct { int M, N, K; bool ta, tb; float alpha, beta; int pad; int threads; } gcase;
+typedef struct {
+    int M, N, K;
+    bool ta, tb;
+    float alpha, beta;
+    int pad;
+    int threads;
+} gcase;
 
 static void run_f32(gcase g) {
     int lda = (g.ta ? g.M : g.K) + g.pad, ldb = (g.tb ? g.K : g.N) + g.pad, ldc = g.N + g.pad;
@@ -56,7 +62,11 @@ static void run_f32(gcase g) {
     for (int i = 0; i < g.M; i++)
         for (int j = g.N; j < ldc; j++)
             cr_assert(memcmp(&C[(size_t)i * ldc + j], &C0[(size_t)i * ldc + j], 4) == 0, "C padding written");
-    free(A); free(B); free(C); free(C0); free(R);
+    free(A);
+    free(B);
+    free(C);
+    free(C0);
+    free(R);
 }
 
 static void run_f16(gcase g) {
@@ -65,9 +75,18 @@ static void run_f16(gcase g) {
     float *A = malloc(na * 4 + 4), *B = malloc(nb * 4 + 4), *C0 = malloc(nc * 4 + 4);
     _Float16 *Ah = malloc(na * 2 + 2), *Bh = malloc(nb * 2 + 2), *Ch = malloc(nc * 2 + 2);
     double *R = malloc(nc * 8 + 8);
-    for (size_t i = 0; i < na; i++) { A[i] = frand(); Ah[i] = (_Float16)A[i]; }
-    for (size_t i = 0; i < nb; i++) { B[i] = frand(); Bh[i] = (_Float16)B[i]; }
-    for (size_t i = 0; i < nc; i++) { C0[i] = g.beta != 0 ? frand() : 0; Ch[i] = g.beta != 0 ? (_Float16)C0[i] : (_Float16)NAN; }
+    for (size_t i = 0; i < na; i++) {
+        A[i] = frand();
+        Ah[i] = (_Float16)A[i];
+    }
+    for (size_t i = 0; i < nb; i++) {
+        B[i] = frand();
+        Bh[i] = (_Float16)B[i];
+    }
+    for (size_t i = 0; i < nc; i++) {
+        C0[i] = g.beta != 0 ? frand() : 0;
+        Ch[i] = g.beta != 0 ? (_Float16)C0[i] : (_Float16)NAN;
+    }
     cd_gemm_f16(g.M, g.N, g.K, (_Float16)g.alpha, Ah, lda, g.ta, Bh, ldb, g.tb, (_Float16)g.beta, Ch, ldc, g.threads);
     ref_gemm(g.M, g.N, g.K, g.alpha, A, lda, g.ta, B, ldb, g.tb, g.beta, C0, R, ldc);
     for (int i = 0; i < g.M; i++)
@@ -76,10 +95,16 @@ static void run_f16(gcase g) {
             /* half accumulation: each of the K additions rounds at 2^-11 relative to the
              * partial sum, bounded by K * 2^-11 * K (partial sums <= K). */
             double tol = (g.K + 2) * (g.K + 2) * 4.9e-4 * (fabs(g.alpha) + 1) / 8 + 2e-3;
-            cr_assert(fabs(r - c) <= tol, "f16 M=%d N=%d K=%d ta=%d tb=%d: C[%d][%d]=%.6g ref %.6g",
-                      g.M, g.N, g.K, g.ta, g.tb, i, j, c, r);
+            cr_assert(fabs(r - c) <= tol, "f16 M=%d N=%d K=%d ta=%d tb=%d: C[%d][%d]=%.6g ref %.6g", g.M, g.N, g.K,
+                      g.ta, g.tb, i, j, c, r);
         }
-    free(A); free(B); free(C0); free(Ah); free(Bh); free(Ch); free(R);
+    free(A);
+    free(B);
+    free(C0);
+    free(Ah);
+    free(Bh);
+    free(Ch);
+    free(R);
 }
 
 static const int k_sizes[] = {1, 2, 3, 7, 8, 9, 15, 16, 17, 31, 33, 64, 65, 127, 128, 129};
@@ -91,7 +116,9 @@ Test(gemm, f32_all_sizes_and_transposes) {
             for (int b = 0; b < NSZ; b += 3) {
                 gcase g = {k_sizes[a], k_sizes[b], k_sizes[(a + b) % NSZ], t & 1, (t >> 1) & 1, 1.0f, 0.0f, 0, 2};
                 run_f32(g);
-                g.M = k_sizes[b]; g.N = k_sizes[a]; g.threads = 1;
+                g.M = k_sizes[b];
+                g.N = k_sizes[a];
+                g.threads = 1;
                 run_f32(g);
             }
 }
@@ -111,7 +138,7 @@ Test(gemm, f32_deep_k_crosses_slices) {
     run_f32(g2);
     gcase g3 = {1, 1000, 1100, false, false, 1.0f, 0.0f, 0, 2}; /* fc-like M=1 */
     run_f32(g3);
-    gcase g4 = {1000, 3, 40, false, true, 1.0f, 0.0f, 0, 2};    /* tall and thin */
+    gcase g4 = {1000, 3, 40, false, true, 1.0f, 0.0f, 0, 2}; /* tall and thin */
     run_f32(g4);
 }
 
@@ -141,7 +168,10 @@ Test(gemm, f32_threads_bit_identical) {
     cd_gemm_f32(M, N, K, 1.0f, A, K, false, B, N, false, 0.0f, C1, N, 1);
     cd_gemm_f32(M, N, K, 1.0f, A, K, false, B, N, false, 0.0f, C2, N, 2);
     cr_assert(memcmp(C1, C2, (size_t)M * N * 4) == 0, "1 and 2 threads differ");
-    free(A); free(B); free(C1); free(C2);
+    free(A);
+    free(B);
+    free(C1);
+    free(C2);
 }
 
 Test(gemm, f16_sizes_and_transposes) {
@@ -161,10 +191,14 @@ Test(gemm, f16_accumulates_in_half) {
      * kept within one K slice of the blocked kernel, so the order is exactly sequential. */
     int K = 256;
     _Float16 *A = malloc((size_t)K * 2), *B = malloc((size_t)K * 2), C = 0;
-    for (int k = 0; k < K; k++) { A[k] = (_Float16)1.0f; B[k] = k == 0 ? (_Float16)2048.0f : (_Float16)1.0f; }
+    for (int k = 0; k < K; k++) {
+        A[k] = (_Float16)1.0f;
+        B[k] = k == 0 ? (_Float16)2048.0f : (_Float16)1.0f;
+    }
     cd_gemm_f16(1, 1, K, (_Float16)1, A, K, false, B, 1, false, (_Float16)0, &C, 1, 1);
     cr_assert_eq((float)C, 2048.0f, "half accumulation expected 2048 (each +1 rounds away), got %g", (double)C);
-    free(A); free(B);
+    free(A);
+    free(B);
 }
 
 /* A packer that builds B[k][j] = k - j on the fly, as conv's im2col packer does. */
@@ -184,11 +218,16 @@ Test(gemm, f32_packed_b_callback) {
     float *A = malloc((size_t)M * K * 4), *B = malloc((size_t)K * N * 4), *C = malloc((size_t)M * N * 4);
     double *R = malloc((size_t)M * N * 8);
     for (int i = 0; i < M * K; i++) A[i] = frand();
-    for (int k = 0; k < K; k++) for (int j = 0; j < N; j++) B[k * N + j] = (float)(k - j);
+    for (int k = 0; k < K; k++)
+        for (int j = 0; j < N; j++) B[k * N + j] = (float)(k - j);
     cd_gemm_f32_packed_b(M, N, K, 1.0f, A, K, false, pack_kmj, NULL, 0.0f, C, N, 2);
     ref_gemm(M, N, K, 1, A, K, false, B, N, false, 0, C, R, N);
-    for (int i = 0; i < M * N; i++) cr_assert(fabs(R[i] - C[i]) <= 1e-5 * fabs(R[i]) + 1e-3, "at %d: %g vs %g", i, C[i], R[i]);
-    free(A); free(B); free(C); free(R);
+    for (int i = 0; i < M * N; i++)
+        cr_assert(fabs(R[i] - C[i]) <= 1e-5 * fabs(R[i]) + 1e-3, "at %d: %g vs %g", i, C[i], R[i]);
+    free(A);
+    free(B);
+    free(C);
+    free(R);
 }
 
 Test(gemm, f16_bits_match_sequential_half_arithmetic) {
@@ -217,7 +256,9 @@ Test(gemm, f16_bits_match_sequential_half_arithmetic) {
                           threads, i, j, (double)got, (double)want);
             }
     }
-    free(A); free(B); free(C);
+    free(A);
+    free(B);
+    free(C);
 }
 
 /* Which micro-kernel runs. On aarch64 it must be the NEON one (the qemu-user run of
@@ -242,10 +283,16 @@ Test(gemm, kernel_name_is_the_architecture_kernel) {
  * product and sum separately and is only checked against the tolerance tests above. */
 Test(gemm, f32_fma_kernels_give_sequential_fma_bits) {
     const char *kn = cd_gemm_kernel_name();
-    if (!strcmp(kn, "generic")) cr_skip_test("fp32 kernel is the portable one (%s): no fused multiply-add guarantee", kn);
-    struct { int M, N, K; float alpha, beta; } cs[] = {
-        {13, 37, 600, 1.0f, 0.0f}, {9, 16, 256, 0.3f, 1.7f}, {5, 50, 300, -2.0f, 0.25f}, {11, 40, 700, 0.3f, 0.6f},
-        {1, 3, 1, 1.0f, 1.0f}};
+    if (!strcmp(kn, "generic"))
+        cr_skip_test("fp32 kernel is the portable one (%s): no fused multiply-add guarantee", kn);
+    struct {
+        int M, N, K;
+        float alpha, beta;
+    } cs[] = {{13, 37, 600, 1.0f, 0.0f},
+              {9, 16, 256, 0.3f, 1.7f},
+              {5, 50, 300, -2.0f, 0.25f},
+              {11, 40, 700, 0.3f, 0.6f},
+              {1, 3, 1, 1.0f, 1.0f}};
     for (size_t ci = 0; ci < sizeof cs / sizeof cs[0]; ci++) {
         int M = cs[ci].M, N = cs[ci].N, K = cs[ci].K;
         float alpha = cs[ci].alpha, beta = cs[ci].beta;
@@ -262,17 +309,27 @@ Test(gemm, f32_fma_kernels_give_sequential_fma_bits) {
                     float c = C0[(size_t)i * N + j];
                     for (int k0 = 0; k0 < K; k0 += 256) {
                         float s = 0;
-                        for (int k = k0; k < K && k < k0 + 256; k++) s = fmaf(A[(size_t)i * K + k], B[(size_t)k * N + j], s);
-                        if (alpha != 1.0f) { volatile float sa = s * alpha; s = sa; } /* rounded, never fused */
-                        if (k0 > 0) c = c + s;
-                        else c = beta != 0.0f ? fmaf(beta, c, s) : s;
+                        for (int k = k0; k < K && k < k0 + 256; k++)
+                            s = fmaf(A[(size_t)i * K + k], B[(size_t)k * N + j], s);
+                        if (alpha != 1.0f) {
+                            volatile float sa = s * alpha;
+                            s = sa;
+                        } /* rounded, never fused */
+                        if (k0 > 0)
+                            c = c + s;
+                        else
+                            c = beta != 0.0f ? fmaf(beta, c, s) : s;
                     }
                     float got = C[(size_t)i * N + j];
-                    cr_assert(memcmp(&got, &c, 4) == 0, "%s threads=%d M=%d N=%d K=%d C[%d][%d] = %.9g, fmaf sequence gives %.9g",
-                              kn, threads, M, N, K, i, j, (double)got, (double)c);
+                    cr_assert(memcmp(&got, &c, 4) == 0,
+                              "%s threads=%d M=%d N=%d K=%d C[%d][%d] = %.9g, fmaf sequence gives %.9g", kn, threads, M,
+                              N, K, i, j, (double)got, (double)c);
                 }
         }
-        free(A); free(B); free(C); free(C0);
+        free(A);
+        free(B);
+        free(C);
+        free(C0);
     }
 }
 
@@ -291,12 +348,18 @@ static void direct_vs_packed(int M, int N, int K, bool ta, float alpha, float be
     for (int i = 0; i < M * N; i++) C0[i] = frand();
     memcpy(C1, C0, (size_t)M * N * 4);
     memcpy(C2, C0, (size_t)M * N * 4);
-    cd_gemm_f32(M, N, K, alpha, A, lda, ta, B, N, false, beta, C1, N, threads);   /* direct */
-    cd_gemm_f32(M, N, K, alpha, A, lda, ta, Bt, K, true, beta, C2, N, threads);   /* packed */
+    cd_gemm_f32(M, N, K, alpha, A, lda, ta, B, N, false, beta, C1, N, threads); /* direct */
+    cd_gemm_f32(M, N, K, alpha, A, lda, ta, Bt, K, true, beta, C2, N, threads); /* packed */
     for (int i = 0; i < M * N; i++)
-        cr_assert(memcmp(&C1[i], &C2[i], 4) == 0, "M=%d N=%d K=%d ta=%d alpha=%g beta=%g threads=%d: C[%d] direct %.9g, packed %.9g",
-                  M, N, K, ta, alpha, beta, threads, i, (double)C1[i], (double)C2[i]);
-    free(A); free(B); free(Bt); free(C0); free(C1); free(C2);
+        cr_assert(memcmp(&C1[i], &C2[i], 4) == 0,
+                  "M=%d N=%d K=%d ta=%d alpha=%g beta=%g threads=%d: C[%d] direct %.9g, packed %.9g", M, N, K, ta,
+                  alpha, beta, threads, i, (double)C1[i], (double)C2[i]);
+    free(A);
+    free(B);
+    free(Bt);
+    free(C0);
+    free(C1);
+    free(C2);
 }
 
 Test(gemm, f32_direct_path_matches_packed_bits) {
@@ -325,7 +388,10 @@ Test(gemm, f32_direct_path_threads_bit_identical) {
         cd_gemm_f32(M, N, K, 1.0f, A, K, false, B, N, false, 0.0f, C2, N, 2);
         cr_assert(memcmp(C1, C2, (size_t)M * N * 4) == 0, "M=%d N=%d K=%d: 1 and 2 threads differ", M, N, K);
         direct_vs_packed(M, N, K, false, 1.0f, 0.0f, 2);
-        free(A); free(B); free(C1); free(C2);
+        free(A);
+        free(B);
+        free(C1);
+        free(C2);
     }
 }
 
@@ -357,18 +423,22 @@ static void conv_direct_case(int Cout, int Cin, int H, int W, int KH, int KW, in
         cr_assert(memcmp(&y1[i], &y2[i], 4) == 0,
                   "conv %dx%dx%dx%d k%dx%d s%d,%d d%d,%d p%d,%d,%d,%d threads=%d: y[%d] direct %.9g, im2col+gemm %.9g",
                   Cout, Cin, H, W, KH, KW, sh, sw, dh, dw, pt, pb, pl, pr, threads, i, (double)y2[i], (double)y1[i]);
-    free(x); free(w); free(col); free(y1); free(y2);
+    free(x);
+    free(w);
+    free(col);
+    free(y1);
+    free(y2);
 }
 
 Test(gemm, f32_conv_direct_matches_im2col_gemm_bits) {
-    conv_direct_case(8, 3, 48, 192, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1, 1);   /* the classifiers' first conv */
+    conv_direct_case(8, 3, 48, 192, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1, 1); /* the classifiers' first conv */
     conv_direct_case(8, 3, 48, 192, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1, 2);
     conv_direct_case(5, 3, 17, 33, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 1);
     conv_direct_case(6, 2, 20, 70, 5, 5, 2, 2, 1, 1, 2, 1, 0, 2, 1);
     conv_direct_case(3, 4, 15, 40, 3, 3, 3, 3, 1, 1, 0, 2, 1, 0, 1);
     conv_direct_case(7, 1, 30, 31, 3, 3, 1, 2, 2, 2, 2, 2, 2, 2, 1);
-    conv_direct_case(4, 7, 9, 16, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 1);    /* K = 63 */
-    conv_direct_case(2, 3, 1, 5, 1, 3, 1, 1, 1, 1, 0, 0, 1, 1, 1);     /* one row, Wo < vector */
+    conv_direct_case(4, 7, 9, 16, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 1); /* K = 63 */
+    conv_direct_case(2, 3, 1, 5, 1, 3, 1, 1, 1, 1, 0, 0, 1, 1, 1);  /* one row, Wo < vector */
     conv_direct_case(1, 3, 8, 64, 2, 2, 2, 2, 1, 1, 0, 0, 0, 0, 1);
     cr_assert(24.0 * 27 * 80 * 80 >= CD_GEMM_ONE_THREAD_MACS);
     conv_direct_case(24, 3, 160, 160, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1, 2); /* above the one-thread threshold */
@@ -399,9 +469,14 @@ static void column_vs_packed(int M, int K, float alpha, float beta, int threads)
     g_col = b;
     cd_gemm_f32_packed_b(M, 1, K, alpha, At, M, true, pack_col, NULL, beta, C2, 1, threads);
     for (int i = 0; i < M; i++)
-        cr_assert(memcmp(&C1[i], &C2[i], 4) == 0, "M=%d K=%d alpha=%g beta=%g threads=%d: C[%d] column %.9g, packed %.9g",
-                  M, K, alpha, beta, threads, i, (double)C1[i], (double)C2[i]);
-    free(At); free(b); free(C0); free(C1); free(C2);
+        cr_assert(memcmp(&C1[i], &C2[i], 4) == 0,
+                  "M=%d K=%d alpha=%g beta=%g threads=%d: C[%d] column %.9g, packed %.9g", M, K, alpha, beta, threads,
+                  i, (double)C1[i], (double)C2[i]);
+    free(At);
+    free(b);
+    free(C0);
+    free(C1);
+    free(C2);
 }
 
 Test(gemm, f32_one_column_path_matches_packed_bits) {
@@ -436,7 +511,11 @@ static _Float16 hval(int cls) {
     case 1: v = (_Float16)((float)(int16_t)r * 0x1p-22f); break; /* |v| < 2^-7: products ~2^-14..2^-24 */
     case 2: v = (_Float16)((float)(int16_t)r * 0x1p-7f); break;  /* |v| < 256 */
     case 3:
-        if ((r & 63) == 0) { uint16_t b = hbits(); memcpy(&v, &b, 2); break; }
+        if ((r & 63) == 0) {
+            uint16_t b = hbits();
+            memcpy(&v, &b, 2);
+            break;
+        }
         /* fall through */
     case 0: v = (_Float16)((float)(int16_t)r * 0x1p-13f); break; /* |v| < 4, full significands */
     default: memcpy(&v, &r, 2); break;
@@ -474,12 +553,17 @@ static int f16_level_case(const char *level, int M, int N, int K, bool ta, bool 
         uint16_t g, l;
         memcpy(&g, &C1[i], 2);
         memcpy(&l, &C2[i], 2);
-        cr_assert_eq(g, l, "%s vs generic, M=%d N=%d K=%d ta=%d tb=%d alpha=%g beta=%g class %d threads %d: "
-                     "C[%zu][%zu] = 0x%04x, generic 0x%04x", level, M, N, K, ta, tb, alpha, beta, cls, threads,
-                     i / (size_t)ldc, i % (size_t)ldc, l, g);
+        cr_assert_eq(g, l,
+                     "%s vs generic, M=%d N=%d K=%d ta=%d tb=%d alpha=%g beta=%g class %d threads %d: "
+                     "C[%zu][%zu] = 0x%04x, generic 0x%04x",
+                     level, M, N, K, ta, tb, alpha, beta, cls, threads, i / (size_t)ldc, i % (size_t)ldc, l, g);
         if ((g & 0x7c00) == 0x7c00 || ((g & 0x7c00) == 0 && (g & 0x3ff))) special++;
     }
-    free(A); free(B); free(C0); free(C1); free(C2);
+    free(A);
+    free(B);
+    free(C0);
+    free(C1);
+    free(C2);
     return special;
 }
 

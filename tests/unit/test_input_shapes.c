@@ -21,7 +21,11 @@ static void teardown(void) {
 TestSuite(input_shapes, .init = setup, .fini = teardown);
 
 /* A graph with just model inputs and their declared shapes. */
-typedef struct { cd_graph g; cd_tensor t[2]; int in[2]; } fake;
+typedef struct {
+    cd_graph g;
+    cd_tensor t[2];
+    int in[2];
+} fake;
 static void fake_graph(fake *f, int n, const char *const *names, const cd_shape *declared) {
     memset(f, 0, sizeof *f);
     for (int i = 0; i < n; i++) {
@@ -56,8 +60,8 @@ static const cd_shape DYN = {4, {-1, 3, -1, -1}};
 static void assert_shape(const cd_shape *s, int rank, int64_t a, int64_t b, int64_t c, int64_t d) {
     const int64_t want[4] = {a, b, c, d};
     cr_assert_eq(s->rank, rank);
-    for (int i = 0; i < rank; i++) cr_assert_eq(s->d[i], want[i], "dim %d: %lld, want %lld", i, (long long)s->d[i],
-                                                 (long long)want[i]);
+    for (int i = 0; i < rank; i++)
+        cr_assert_eq(s->d[i], want[i], "dim %d: %lld, want %lld", i, (long long)s->d[i], (long long)want[i]);
 }
 
 Test(input_shapes, npy_fills_dynamic_dims) {
@@ -97,8 +101,11 @@ Test(input_shapes, fixed_dims_must_match) {
     char notice[256];
     cd_error e = {0};
     cr_assert_eq(cd_inputs_resolve_shapes(&f.g, NULL, 0, specs, 1, out, notice, sizeof notice, &e), CD_E_MODEL);
-    cr_assert(strstr(e.msg, "declared [-1,3,-1,-1] but ") && strstr(e.msg, "holds [1,4,48,192]: dim 1 is 4 where the "
-                                                                             "model fixes 3"), "%s", e.msg);
+    cr_assert(strstr(e.msg, "declared [-1,3,-1,-1] but ") &&
+                  strstr(e.msg,
+                         "holds [1,4,48,192]: dim 1 is 4 where the "
+                         "model fixes 3"),
+              "%s", e.msg);
     specs[0] = npy_file("b.npy", 5, (int64_t[]){2, 1, 3, 8, 8});
     cr_assert_eq(cd_inputs_resolve_shapes(&f.g, NULL, 0, specs, 1, out, notice, sizeof notice, &e), CD_E_MODEL);
     cr_assert(strstr(e.msg, "rank 5 where the model has 4"), "%s", e.msg);

@@ -29,10 +29,17 @@ static cd_shape shp(int rank, int64_t a, int64_t b, int64_t c, int64_t d) {
 }
 
 /* A graph with just model inputs, enough for cd_inputs_build. */
-typedef struct { cd_graph g; cd_tensor t[3]; int in[3]; } fake;
+typedef struct {
+    cd_graph g;
+    cd_tensor t[3];
+    int in[3];
+} fake;
 static void fake_graph(fake *f, int n, const char *const *names) {
     memset(f, 0, sizeof *f);
-    for (int i = 0; i < n; i++) { f->t[i].name = (char *)names[i]; f->in[i] = i; }
+    for (int i = 0; i < n; i++) {
+        f->t[i].name = (char *)names[i];
+        f->in[i] = i;
+    }
     f->g.tensors = f->t;
     f->g.n_tensors = n;
     f->g.inputs = f->in;

@@ -109,8 +109,12 @@ Test(instrument, manifest_round_trip) {
     cr_assert(fd >= 0);
     close(fd);
     const char *names[] = {"x"};
-    cd_manifest_info mi = {.model_path = "m \"q\".nb", .model_sha256 = "ab", .instrumented_path = "p.nb",
-                           .n_inputs = 1, .input_names = names, .input_shapes = &g->tensors[g->inputs[0]].shape};
+    cd_manifest_info mi = {.model_path = "m \"q\".nb",
+                           .model_sha256 = "ab",
+                           .instrumented_path = "p.nb",
+                           .n_inputs = 1,
+                           .input_names = names,
+                           .input_shapes = &g->tensors[g->inputs[0]].shape};
     cd_error err = {0};
     cr_assert_eq(cd_manifest_write(path, g, &in, &mi, &err), CD_OK, "%s", err.msg);
     cd_manifest m;

@@ -17,22 +17,30 @@ static cd_error err;
 static void add_attr(cd_graph *g, cd_attr *a) { cr_assert_eq(cd_op_add_attr(g, a, &err), CD_OK, "%s", err.msg); }
 static void attr_i(cd_graph *g, const char *name, cd_attr_type t, int64_t v) {
     cd_attr a = {0};
-    a.name = cd_strdup(name); a.type = t; a.i = v;
+    a.name = cd_strdup(name);
+    a.type = t;
+    a.i = v;
     add_attr(g, &a);
 }
 static void attr_f(cd_graph *g, const char *name, double v) {
     cd_attr a = {0};
-    a.name = cd_strdup(name); a.type = CD_ATTR_FLOAT; a.f = v;
+    a.name = cd_strdup(name);
+    a.type = CD_ATTR_FLOAT;
+    a.f = v;
     add_attr(g, &a);
 }
 static void attr_s(cd_graph *g, const char *name, const char *v) {
     cd_attr a = {0};
-    a.name = cd_strdup(name); a.type = CD_ATTR_STRING; a.s = cd_strdup(v);
+    a.name = cd_strdup(name);
+    a.type = CD_ATTR_STRING;
+    a.s = cd_strdup(v);
     add_attr(g, &a);
 }
 static void attr_fs(cd_graph *g, const char *name, const double *v, int n) {
     cd_attr a = {0};
-    a.name = cd_strdup(name); a.type = CD_ATTR_FLOATS; a.n = n;
+    a.name = cd_strdup(name);
+    a.type = CD_ATTR_FLOATS;
+    a.n = n;
     a.floats = malloc(sizeof(double) * (size_t)n);
     memcpy(a.floats, v, sizeof(double) * (size_t)n);
     add_attr(g, &a);
@@ -100,11 +108,17 @@ static cd_graph *calib_model(double scale) {
     return g;
 }
 
-typedef struct { float v[16]; int n; char kernel[64]; } capture;
+typedef struct {
+    float v[16];
+    int n;
+    char kernel[64];
+} capture;
 
 static cd_status hit(void *user, int op_index, int tensor_id, const cd_value *host, const cd_op_report *rep,
                      cd_error *e) {
-    (void)op_index; (void)tensor_id; (void)e;
+    (void)op_index;
+    (void)tensor_id;
+    (void)e;
     capture *c = user;
     c->n = (int)cd_value_numel(host);
     for (int i = 0; i < c->n && i < 16; i++) c->v[i] = (float)cd_value_get(host, i);
@@ -124,7 +138,10 @@ static cd_status run_written(cd_graph *g0, const float *x, int nx, bool arm, int
     cd_shape s = g->tensors[g->inputs[0]].shape;
     cd_plan plan;
     cd_status st = cd_plan_build(g, &s, CD_PREC_FP32, &plan, &err);
-    if (st) { cd_graph_free(g); return st; }
+    if (st) {
+        cd_graph_free(g);
+        return st;
+    }
     cd_backend_opts bo = {.prec = CD_PREC_FP32, .threads = 1, .int8_arm = arm};
     cd_backend *b = NULL;
     cr_assert_eq(cd_cpu_backend_open(&bo, &b, &err), CD_OK, "%s", err.msg);
@@ -150,7 +167,7 @@ Test(int8_validation, zero_weight_scale_runs_and_gives_bias) {
     /* dequant: w = (0.5, 1 | 0, 0 | -0.75, 1); y[oc][p] = sum_ci w[oc][ci] x[ci][p] + b[oc] */
     cr_assert_eq(run_written(conv_model(ws, "fp32_out", 0.5, 1), X, 4, false, 1, &c), CD_OK, "%s", err.msg);
     float want[6] = {0.5f * 1 + 1 * 3 + 0.5f, 0.5f * -2 + 1 * 0.5f + 0.5f, 0.25f, 0.25f,
-                     -0.75f * 1 + 3 - 1, -0.75f * -2 + 0.5f - 1};
+                     -0.75f * 1 + 3 - 1,      -0.75f * -2 + 0.5f - 1};
     cr_assert_eq(c.n, 6);
     for (int i = 0; i < 6; i++) cr_assert_float_eq(c.v[i], want[i], 1e-6, "dequant %d: %g want %g", i, c.v[i], want[i]);
     /* arm: x quantized with 1/0.5 -> (2, -4 | 6, 1); acc oc0 = (2+12, -4+2) = (14, -2),
@@ -240,8 +257,12 @@ Test(int8_validation, bit_length_is_not_checked) {
 /* The int8 bound family (compare/bounds.c CD_FAM_INT8, docs/int8.md §4). */
 #include "compare/bounds.h"
 Test(int8_bounds, family) {
-    cd_bound_spec s = {.fam = CD_FAM_INT8, .K = 9, .lipschitz = 1, .safety = CD_BOUND_SAFETY,
-                       .ref = {.u = CD_U32}, .b = {.u = CD_U32}};
+    cd_bound_spec s = {.fam = CD_FAM_INT8,
+                       .K = 9,
+                       .lipschitz = 1,
+                       .safety = CD_BOUND_SAFETY,
+                       .ref = {.u = CD_U32},
+                       .b = {.u = CD_U32}};
     cr_assert_str_eq(cd_bound_family_name(CD_FAM_INT8), "int8");
     /* float output: only rounding, a few u of the magnitude */
     double b = cd_bound_elem(&s, 10.0, 20.0, NAN, 10.0);
@@ -294,16 +315,19 @@ Test(int8_arm, vector_rounding_equals_scalar_rule) {
             float v;
             memcpy(&v, &u, 4);
             n++;
-            if (q8_vec1(v) != cd_q8_int(v) && bad++ < 5) cr_log_error("%a: vector %d scalar %d", (double)v, q8_vec1(v), cd_q8_int(v));
+            if (q8_vec1(v) != cd_q8_int(v) && bad++ < 5)
+                cr_log_error("%a: vector %d scalar %d", (double)v, q8_vec1(v), cd_q8_int(v));
         }
     }
-    const float sp[] = {NAN, -NAN, INFINITY, -INFINITY, 0.0f, -0.0f, 1e-45f, -1e-45f, 127.5f, -127.5f, 126.5f,
-                        -126.5f, 0.49999997f, -0.49999997f, 0.5f, -0.5f, 1e30f, -1e30f};
+    const float sp[] = {NAN,     -NAN,   INFINITY, -INFINITY,   0.0f,         -0.0f, 1e-45f, -1e-45f, 127.5f,
+                        -127.5f, 126.5f, -126.5f,  0.49999997f, -0.49999997f, 0.5f,  -0.5f,  1e30f,   -1e30f};
     for (size_t i = 0; i < sizeof sp / sizeof sp[0]; i++, n++)
         if (q8_vec1(sp[i]) != cd_q8_int(sp[i]) && bad++ < 5) cr_log_error("special %a", (double)sp[i]);
     uint64_t s = 0x9e3779b97f4a7c15ull;
     for (int i = 0; i < 4000000; i++, n++) {
-        s ^= s << 13; s ^= s >> 7; s ^= s << 17;
+        s ^= s << 13;
+        s ^= s >> 7;
+        s ^= s << 17;
         uint32_t u = (uint32_t)(s >> 16);
         float v;
         memcpy(&v, &u, 4);

@@ -34,34 +34,42 @@ static const struct {
 } manifest[] = {
     {"ppocr_v2.0_cls_slim_opencl-arm_int8_v2.10.nb", "v2.10",
      "conv2d 42, io_copy 42, layout 41, depthwise_conv2d 11, pool2d 11, elementwise_mul 9, shape 2, slice 2, feed 1, "
-     "reshape2 1, fc 1, softmax 1, fetch 1", 2, 108, 1, 1},
+     "reshape2 1, fc 1, softmax 1, fetch 1",
+     2, 108, 1, 1},
     {"mask_detector_fp32_arm_v2.10rc.nb", "v2.10-rc",
      "conv2d 22, elementwise_add 2, feed 1, scale 1, concat 1, relu 1, fc 1, softmax 1, fetch 1", 2, 46, 1, 1},
     {"mask_detector_fp32_arm_meta0_7735976.nb", "7735976",
      "conv2d 22, elementwise_add 2, concat 1, fc 1, feed 1, fetch 1, relu 1, scale 1, softmax 1", 0, 46, 1, 1},
     {"ppocr_v4_mobile_cls_fp32_arm_v2.13rc.nb", "v2.13-rc",
      "conv2d 41, depthwise_conv2d 11, pool2d 11, hard_sigmoid 9, elementwise_mul 9, hard_swish 8, elementwise_add 7, "
-     "feed 1, shape 1, slice 1, fill_constant 1, reshape2 1, fc 1, softmax 1, fetch 1", 2, 106, 1, 1},
+     "feed 1, shape 1, slice 1, fill_constant 1, reshape2 1, fc 1, softmax 1, fetch 1",
+     2, 106, 1, 1},
     {"ppocr_v2.0_cls_fp32_arm_v2.14rc.nb", "v2.14-rc",
      "conv2d 41, reshape2 19, elementwise_add 16, depthwise_conv2d 11, pool2d 11, fusion_elementwise_add_activation 9, "
      "hard_sigmoid 9, elementwise_mul 9, hard_swish 8, feed 1, shape 1, slice 1, fill_constant 1, fc 1, softmax 1, "
-     "fetch 1", 2, 106, 1, 1},
+     "fetch 1",
+     2, 106, 1, 1},
     {"pyramidbox_lite_fp32_arm_v2.10rc.nb", "v2.10-rc",
      "conv2d 37, concat 10, transpose2 7, reshape2 7, pool2d 6, flatten2 6, fetch 4, scale 3, sigmoid 3, "
-     "elementwise_mul 3, density_prior_box 2, feed 1, box_coder 1, softmax 1, multiclass_nms2 1", 2, 74, 1, 4},
+     "elementwise_mul 3, density_prior_box 2, feed 1, box_coder 1, softmax 1, multiclass_nms2 1",
+     2, 74, 1, 4},
     {"ppocr_v3_det_fp32_x86_v2.12.nb", "v2.12",
      "conv2d 57, elementwise_add 21, depthwise_conv2d 15, pool2d 8, hard_sigmoid 8, elementwise_mul 8, "
-     "nearest_interp_v2 6, conv2d_transpose 2, feed 1, concat 1, sigmoid 1, fetch 1", 2, 140, 1, 1},
+     "nearest_interp_v2 6, conv2d_transpose 2, feed 1, concat 1, sigmoid 1, fetch 1",
+     2, 140, 1, 1},
     {"blazeface_int8_arm_v2.12.nb", "v2.12",
      "conv2d 37, calib 35, depthwise_conv2d 32, fusion_elementwise_add_activation 31, concat 12, fill_constant 10, "
-     "transpose2 4, reshape2 4, pool2d 3, fetch 2, feed 1", 2, 138, 1, 2},
+     "transpose2 4, reshape2 4, pool2d 3, fetch 2, feed 1",
+     2, 138, 1, 2},
     {"ppocr_v2.0_det_slim_int8_arm_v2.10rc.nb", "v2.10-rc",
      "calib 44, conv2d 41, hard_swish 20, depthwise_conv2d 15, elementwise_add 13, nearest_interp_v2 6, "
-     "conv2d_transpose 2, feed 1, concat 1, sigmoid 1, scale 1, fetch 1", 2, 108, 1, 1},
+     "conv2d_transpose 2, feed 1, concat 1, sigmoid 1, scale 1, fetch 1",
+     2, 108, 1, 1},
     {"picodetv2_relu6_coco_int8_arm_f0b8344.nb", "f0b8344",
      "conv2d 85, depthwise_conv2d 37, calib 31, reshape2 13, concat 12, sigmoid 12, elementwise_mul 11, pool2d 6, "
      "scale 5, sqrt 4, transpose2 4, softmax 4, matmul_v2 4, elementwise_add 3, feed 2, hard_sigmoid 2, "
-     "nearest_interp_v2 2, split 2, fetch 2, elementwise_div 1, multiclass_nms3 1", 2, 247, 2, 2},
+     "nearest_interp_v2 2, split 2, fetch 2, elementwise_div 1, multiclass_nms3 1",
+     2, 247, 2, 2},
 };
 
 static int count_type(const cd_graph *g, const char *type) {
@@ -113,25 +121,33 @@ Test(model, manifest_details) {
     cr_assert_eq(g->program_version, 2003001);
     int i8 = 0, f32 = 0;
     for (int t = 0; t < g->n_tensors; t++)
-        if (g->tensors[t].persistable) { i8 += g->tensors[t].dtype == CD_I8; f32 += g->tensors[t].dtype == CD_F32; }
+        if (g->tensors[t].persistable) {
+            i8 += g->tensors[t].dtype == CD_I8;
+            f32 += g->tensors[t].dtype == CD_F32;
+        }
     cr_assert_eq(i8, 122);
     cr_assert_eq(f32, 125);
     cd_graph_free(g);
 
     g = load("ppocr_v3_det_fp32_x86_v2.12.nb");
     int x86 = 0, host = 0;
-    for (int i = 0; i < g->n_ops; i++) { x86 += g->ops[i].kernel.target == 2; host += g->ops[i].kernel.target == 1; }
+    for (int i = 0; i < g->n_ops; i++) {
+        x86 += g->ops[i].kernel.target == 2;
+        host += g->ops[i].kernel.target == 1;
+    }
     cr_assert_eq(x86, 119);
     cr_assert_eq(host, 10);
     int64_t pb = 0;
-    for (int t = 0; t < g->n_tensors; t++) if (g->tensors[t].persistable) pb += (int64_t)g->tensors[t].nbytes;
+    for (int t = 0; t < g->n_tensors; t++)
+        if (g->tensors[t].persistable) pb += (int64_t)g->tensors[t].nbytes;
     cr_assert_eq(pb, 2295620);
     cd_graph_free(g);
 
     /* Memory reuse: mask_detector's 31 ops write only a few names; SSA gives each write its own tensor. */
     g = load("mask_detector_fp32_arm_v2.10rc.nb");
     int maxver = 0;
-    for (int t = 0; t < g->n_tensors; t++) if (g->tensors[t].version > maxver) maxver = g->tensors[t].version;
+    for (int t = 0; t < g->n_tensors; t++)
+        if (g->tensors[t].version > maxver) maxver = g->tensors[t].version;
     cr_assert_gt(maxver, 3);
     for (int i = 0; i < g->n_ops; i++)
         for (int s = 0; s < g->ops[i].n_out; s++)
@@ -228,7 +244,9 @@ Test(model, testdata_models) {
 /* ---- builder semantics ---- */
 static cd_graph *G;
 static cd_error E;
-static void decl(const char *n, bool pers) { cr_assert_eq(cd_graph_declare_var(G, n, CD_F32, NULL, 0, pers, &E), CD_OK, "%s", E.msg); }
+static void decl(const char *n, bool pers) {
+    cr_assert_eq(cd_graph_declare_var(G, n, CD_F32, NULL, 0, pers, &E), CD_OK, "%s", E.msg);
+}
 static void op1(const char *type, const char *is, const char *in, const char *os, const char *out) {
     cr_assert(cd_graph_add_op(G, type, &E), "%s", E.msg);
     if (is) cr_assert_eq(cd_op_add_input(G, is, &in, 1, &E), CD_OK, "%s", E.msg);
@@ -326,7 +344,9 @@ Test(builder, params_checked) {
 
     base();
     cr_assert_eq(cd_graph_declare_var(G, "w", CD_F32, d, 2, true, &E), CD_OK);
-    cr_assert_eq(cd_graph_set_param(G, "w", CD_F16, d, 2, (uint16_t[]){0x3c00, 0xc000, 0, 0x7c00, 0x0001, 0x3555}, 12, &E), CD_OK);
+    cr_assert_eq(
+        cd_graph_set_param(G, "w", CD_F16, d, 2, (uint16_t[]){0x3c00, 0xc000, 0, 0x7c00, 0x0001, 0x3555}, 12, &E),
+        CD_OK);
     cr_assert_eq(cd_graph_set_param(G, "w", CD_F16, d, 2, v, 12, &E), CD_E_MODEL, "duplicate record");
     cr_assert_eq(cd_graph_set_param(G, "nothere", CD_F32, d, 2, v, 24, &E), CD_OK, "unknown name only warns");
     op1("relu", "X", "w", "Out", "y");

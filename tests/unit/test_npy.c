@@ -80,7 +80,10 @@ Test(npy, reads_numpy_style_headers) {
     const char *dict = "{\"shape\": (1, 3), \"fortran_order\": False, \"descr\": \"<f4\"}\n";
     size_t hl = strlen(dict);
     memcpy(b2, "\x93NUMPY\x02\x00", 8);
-    b2[8] = (char)hl; b2[9] = 0; b2[10] = 0; b2[11] = 0;
+    b2[8] = (char)hl;
+    b2[9] = 0;
+    b2[10] = 0;
+    b2[11] = 0;
     memcpy(b2 + 12, dict, hl);
     memcpy(b2 + 12 + hl, d, 12);
     cr_assert_eq(parse(b2, 12 + hl + 12, &v, &e), CD_OK, "%s", e.msg);
@@ -190,11 +193,14 @@ Test(sha256, known_vectors) {
     /* 55/56/64-byte boundaries of the padding */
     char b[64];
     memset(b, 'x', sizeof b);
-    static const struct { size_t n; const char *want; } v[] = { /* from Python hashlib */
-        {55, "d5e285683cd4efc02d021a5c62014694958901005d6f71e89e0989fac77e4072"},
-        {56, "04c26261370ee7541549d16dee320c723e3fd14671e66a099afe0a377c16888e"},
-        {63, "75220b47218278e656f2013bb8f0c455a25eaf01e86c64924e9d48d89776d6f2"},
-        {64, "7ce100971f64e7001e8fe5a51973ecdfe1ced42befe7ee8d5fd6219506b5393c"}};
+    static const struct {
+        size_t n;
+        const char *want;
+    } v[] = {/* from Python hashlib */
+             {55, "d5e285683cd4efc02d021a5c62014694958901005d6f71e89e0989fac77e4072"},
+             {56, "04c26261370ee7541549d16dee320c723e3fd14671e66a099afe0a377c16888e"},
+             {63, "75220b47218278e656f2013bb8f0c455a25eaf01e86c64924e9d48d89776d6f2"},
+             {64, "7ce100971f64e7001e8fe5a51973ecdfe1ced42befe7ee8d5fd6219506b5393c"}};
     for (int i = 0; i < 4; i++) {
         sha_hex(b, v[i].n, hex);
         cr_assert_str_eq(hex, v[i].want, "%zu bytes", v[i].n);

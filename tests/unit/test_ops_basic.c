@@ -34,9 +34,12 @@ static T *t_new(const char *type) {
     t->op.attrs = t->attrs;
     t->g.tensors = t->tensors;
     t->g.n_tensors = NV;
-    for (int i = 0; i < NV; i++) { t->vals[i].shape.rank = -1; t->tensors[i].dtype = CD_F32; }
-    t->c = (cd_op_ctx){.g = &t->g, .op = &t->op, .op_index = 7, .vals = t->vals, .prec = CD_PREC_FP32, .threads = 2,
-                       .err = &t->err};
+    for (int i = 0; i < NV; i++) {
+        t->vals[i].shape.rank = -1;
+        t->tensors[i].dtype = CD_F32;
+    }
+    t->c = (cd_op_ctx){
+        .g = &t->g, .op = &t->op, .op_index = 7, .vals = t->vals, .prec = CD_PREC_FP32, .threads = 2, .err = &t->err};
     return t;
 }
 
@@ -55,8 +58,14 @@ static cd_slot *slot_for(cd_slot *arr, int *n, int (*ids)[8], const char *name) 
     (*n)++;
     return s;
 }
-static void t_in(T *t, const char *slot, int id) { cd_slot *s = slot_for(t->in, &t->op.n_in, t->ids_in, slot); s->ids[s->n++] = id; }
-static void t_out(T *t, const char *slot, int id) { cd_slot *s = slot_for(t->out, &t->op.n_out, t->ids_out, slot); s->ids[s->n++] = id; }
+static void t_in(T *t, const char *slot, int id) {
+    cd_slot *s = slot_for(t->in, &t->op.n_in, t->ids_in, slot);
+    s->ids[s->n++] = id;
+}
+static void t_out(T *t, const char *slot, int id) {
+    cd_slot *s = slot_for(t->out, &t->op.n_out, t->ids_out, slot);
+    s->ids[s->n++] = id;
+}
 
 static cd_attr *t_attr(T *t, const char *name, cd_attr_type ty) {
     cd_attr *a = &t->attrs[t->op.n_attr];
@@ -104,7 +113,10 @@ static cd_status t_run(T *t) {
     return cd_op_find(t->op.type)->run(&t->c);
 }
 
-static double rnd(unsigned *s) { *s = *s * 1103515245u + 12345u; return ((*s >> 8) & 0xffff) / 65536.0 * 8.0 - 4.0; }
+static double rnd(unsigned *s) {
+    *s = *s * 1103515245u + 12345u;
+    return ((*s >> 8) & 0xffff) / 65536.0 * 8.0 - 4.0;
+}
 
 /* ---- elementwise ---- */
 
@@ -119,7 +131,9 @@ static void check_bcast(const int64_t *xd, int xr, const int64_t *yd, int yr, in
     for (int i = 0; i < yn; i++) ys[i] = rnd(&seed);
     t_val(t, 0, CD_F32, xr, xd, xs);
     t_val(t, 1, CD_F32, yr, yd, ys);
-    t_in(t, "X", 0); t_in(t, "Y", 1); t_out(t, "Out", 2);
+    t_in(t, "X", 0);
+    t_in(t, "Y", 1);
+    t_out(t, "Out", 2);
     a_int(t, "axis", axis);
     cr_assert_eq(t_run(t), CD_OK, "%s", t->err.msg);
     cd_value *o = &t->vals[2];
@@ -131,7 +145,10 @@ static void check_bcast(const int64_t *xd, int xr, const int64_t *yd, int yr, in
     int64_t n = cd_value_numel(o);
     for (int64_t i = 0; i < n; i++) {
         int64_t idx[8], rem = i;
-        for (int d = r - 1; d >= 0; d--) { idx[d] = rem % od[d]; rem /= od[d]; }
+        for (int d = r - 1; d >= 0; d--) {
+            idx[d] = rem % od[d];
+            rem /= od[d];
+        }
         int64_t xi = 0, yi = 0;
         for (int d = 0; d < r; d++) {
             int64_t dx = xr == r ? xd[d] : (d >= a && d < a + xr ? xd[d - a] : 1);
@@ -159,7 +176,9 @@ Test(eltwise, incompatible_broadcast_message) {
     T *t = t_new("elementwise_add");
     t_val(t, 0, CD_F32, 4, (int64_t[]){1, 3, 4, 5}, NULL);
     t_val(t, 1, CD_F32, 1, (int64_t[]){4}, NULL);
-    t_in(t, "X", 0); t_in(t, "Y", 1); t_out(t, "Out", 2);
+    t_in(t, "X", 0);
+    t_in(t, "Y", 1);
+    t_out(t, "Out", 2);
     a_int(t, "axis", 1);
     cr_assert_eq(t_infer(t), CD_E_MODEL);
     cr_assert(strstr(t->err.msg, "op #7 test_0 (elementwise_add)"), "%s", t->err.msg);
@@ -171,7 +190,9 @@ Test(eltwise, bad_axis_message) {
     T *t = t_new("elementwise_mul");
     t_val(t, 0, CD_F32, 4, (int64_t[]){1, 3, 4, 5}, NULL);
     t_val(t, 1, CD_F32, 2, (int64_t[]){4, 5}, NULL);
-    t_in(t, "X", 0); t_in(t, "Y", 1); t_out(t, "Out", 2);
+    t_in(t, "X", 0);
+    t_in(t, "Y", 1);
+    t_out(t, "Out", 2);
     a_int(t, "axis", 3);
     cr_assert_eq(t_infer(t), CD_E_MODEL);
     cr_assert(strstr(t->err.msg, "axis 3 cannot place the rank-2 operand"), "%s", t->err.msg);
@@ -182,7 +203,9 @@ Test(eltwise, missing_axis_and_dtype_mismatch) {
     T *t = t_new("elementwise_add");
     t_val(t, 0, CD_F32, 1, (int64_t[]){4}, NULL);
     t_val(t, 1, CD_F16, 1, (int64_t[]){4}, NULL);
-    t_in(t, "X", 0); t_in(t, "Y", 1); t_out(t, "Out", 2);
+    t_in(t, "X", 0);
+    t_in(t, "Y", 1);
+    t_out(t, "Out", 2);
     cr_assert_eq(t_infer(t), CD_E_MODEL);
     cr_assert(strstr(t->err.msg, "'axis' is missing"), "%s", t->err.msg);
     a_int(t, "axis", -1);
@@ -199,10 +222,13 @@ Test(eltwise, integer_floordiv_mod_and_zero) {
         T *t = t_new(types[k]);
         t_val(t, 0, CD_I32, 1, (int64_t[]){6}, xs);
         t_val(t, 1, CD_I32, 1, (int64_t[]){6}, ys);
-        t_in(t, "X", 0); t_in(t, "Y", 1); t_out(t, "Out", 2);
+        t_in(t, "X", 0);
+        t_in(t, "Y", 1);
+        t_out(t, "Out", 2);
         a_int(t, "axis", -1);
         cr_assert_eq(t_run(t), CD_OK, "%s", t->err.msg);
-        for (int i = 0; i < 6; i++) cr_assert_eq(((int32_t *)t->vals[2].data)[i], k ? md[i] : fd[i], "%s %d", types[k], i);
+        for (int i = 0; i < 6; i++)
+            cr_assert_eq(((int32_t *)t->vals[2].data)[i], k ? md[i] : fd[i], "%s %d", types[k], i);
         ((int32_t *)t->vals[1].data)[3] = 0;
         cr_assert_eq(cd_op_find(types[k])->run(&t->c), CD_E_MODEL);
         cr_assert(strstr(t->err.msg, "division by zero"), "%s", t->err.msg);
@@ -215,7 +241,9 @@ Test(eltwise, float_mod_floordiv_pow) {
     T *t = t_new("elementwise_mod");
     t_val(t, 0, CD_F32, 1, (int64_t[]){4}, xs);
     t_val(t, 1, CD_F32, 1, (int64_t[]){4}, ys);
-    t_in(t, "X", 0); t_in(t, "Y", 1); t_out(t, "Out", 2);
+    t_in(t, "X", 0);
+    t_in(t, "Y", 1);
+    t_out(t, "Out", 2);
     a_int(t, "axis", -1);
     cr_assert_eq(t_run(t), CD_OK, "%s", t->err.msg);
     const float want[] = {1.5f, 0.5f, -1.0f, 1.0f};
@@ -229,12 +257,17 @@ Test(eltwise, float_mod_floordiv_pow) {
 Test(eltwise, fp16_add_is_rounded_half_sum_and_fused_relu) {
     unsigned seed = 3;
     double xs[300], ys[300];
-    for (int i = 0; i < 300; i++) { xs[i] = rnd(&seed); ys[i] = rnd(&seed); }
+    for (int i = 0; i < 300; i++) {
+        xs[i] = rnd(&seed);
+        ys[i] = rnd(&seed);
+    }
     T *t = t_new("fusion_elementwise_add_activation");
     t->c.prec = CD_PREC_FP16;
     t_val(t, 0, CD_F16, 2, (int64_t[]){3, 100}, xs);
     t_val(t, 1, CD_F16, 2, (int64_t[]){3, 100}, ys);
-    t_in(t, "X", 0); t_in(t, "Y", 1); t_out(t, "Out", 2);
+    t_in(t, "X", 0);
+    t_in(t, "Y", 1);
+    t_out(t, "Out", 2);
     a_int(t, "axis", -1);
     a_str(t, "act_type", "relu");
     cr_assert_eq(t_run(t), CD_OK, "%s", t->err.msg);
@@ -251,7 +284,9 @@ Test(eltwise, fuse_scale_mul) {
     T *t = t_new("elementwise_mul");
     t_val(t, 0, CD_F32, 1, (int64_t[]){3}, (double[]){1, 2, -3});
     t_val(t, 1, CD_F32, 1, (int64_t[]){3}, (double[]){4, 5, 6});
-    t_in(t, "X", 0); t_in(t, "Y", 1); t_out(t, "Out", 2);
+    t_in(t, "X", 0);
+    t_in(t, "Y", 1);
+    t_out(t, "Out", 2);
     a_int(t, "axis", -1);
     a_bool(t, "fuse_scale", true);
     a_float(t, "scale", 0.5);
@@ -267,7 +302,8 @@ Test(eltwise, fuse_scale_mul) {
 /* ---- activations: the inlined fast paths must equal cd_act_apply bit for bit ---- */
 
 Test(act, fast_paths_match_cd_act_apply) {
-    const char *types[] = {"relu", "relu6", "leaky_relu", "hard_swish", "hard_sigmoid", "abs", "sigmoid", "swish", "tanh", "exp"};
+    const char *types[] = {"relu", "relu6",   "leaky_relu", "hard_swish", "hard_sigmoid",
+                           "abs",  "sigmoid", "swish",      "tanh",       "exp"};
     const int n = 2001;
     double *xs = malloc(sizeof(double) * n);
     for (int i = 0; i < n; i++) xs[i] = (i - 1000) * 0.0123;
@@ -275,7 +311,8 @@ Test(act, fast_paths_match_cd_act_apply) {
     for (size_t k = 0; k < sizeof types / sizeof types[0]; k++) {
         T *t = t_new(types[k]);
         t_val(t, 0, CD_F32, 1, (int64_t[]){n}, xs);
-        t_in(t, "X", 0); t_out(t, "Out", 1);
+        t_in(t, "X", 0);
+        t_out(t, "Out", 1);
         if (!strcmp(types[k], "leaky_relu")) a_float(t, "alpha", 0.1);
         if (!strcmp(types[k], "hard_sigmoid")) a_float(t, "slope", 1.0 / 6);
         cr_assert_eq(t_run(t), CD_OK, "%s", t->err.msg);
@@ -297,7 +334,9 @@ Test(act, prelu_channel_and_bad_alpha) {
     for (int i = 0; i < 12; i++) xs[i] = i % 2 ? -(double)i : i;
     t_val(t, 0, CD_F32, 4, (int64_t[]){1, 3, 2, 2}, xs);
     t_val(t, 1, CD_F32, 1, (int64_t[]){3}, (double[]){0.5, 0.25, 2});
-    t_in(t, "X", 0); t_in(t, "Alpha", 1); t_out(t, "Out", 2);
+    t_in(t, "X", 0);
+    t_in(t, "Alpha", 1);
+    t_out(t, "Out", 2);
     a_str(t, "mode", "channel");
     cr_assert_eq(t_run(t), CD_OK, "%s", t->err.msg);
     const double al[] = {0.5, 0.25, 2};
@@ -312,7 +351,8 @@ Test(act, prelu_channel_and_bad_alpha) {
 Test(act, scale_bias_before_and_dropout) {
     T *t = t_new("scale");
     t_val(t, 0, CD_F32, 1, (int64_t[]){3}, (double[]){1, -2, 3});
-    t_in(t, "X", 0); t_out(t, "Out", 1);
+    t_in(t, "X", 0);
+    t_out(t, "Out", 1);
     a_float(t, "scale", 2.0);
     a_float(t, "bias", 1.0);
     cr_assert_eq(t_infer(t), CD_E_MODEL);
@@ -324,7 +364,8 @@ Test(act, scale_bias_before_and_dropout) {
     t_free(t);
     t = t_new("dropout");
     t_val(t, 0, CD_F32, 1, (int64_t[]){2}, (double[]){1, -2});
-    t_in(t, "X", 0); t_out(t, "Out", 1);
+    t_in(t, "X", 0);
+    t_out(t, "Out", 1);
     a_float(t, "dropout_prob", 0.25);
     cr_assert_eq(t_run(t), CD_OK, "%s", t->err.msg);
     cr_assert_eq(((float *)t->vals[1].data)[1], -1.5f);
@@ -336,7 +377,8 @@ Test(misc, calib_fake_quant) {
     t->op.kernel.present = true;
     strcpy(t->op.kernel.alias, "fp32_to_int8");
     t_val(t, 0, CD_F32, 1, (int64_t[]){5}, (double[]){0.26, -0.25, 100, -100, 0.05});
-    t_in(t, "Input", 0); t_out(t, "Out", 1);
+    t_in(t, "Input", 0);
+    t_out(t, "Out", 1);
     a_float(t, "scale", 0.1);
     cr_assert_eq(t_run(t), CD_OK, "%s", t->err.msg);
     cr_assert_eq(t->vals[1].dtype, CD_F32);
@@ -348,7 +390,8 @@ Test(misc, calib_fake_quant) {
 Test(misc, arg_max_axis_and_pad_reflect) {
     T *t = t_new("arg_max");
     t_val(t, 0, CD_F32, 2, (int64_t[]){2, 3}, (double[]){1, 5, 5, 9, 2, 3});
-    t_in(t, "X", 0); t_out(t, "Out", 1);
+    t_in(t, "X", 0);
+    t_out(t, "Out", 1);
     a_int(t, "axis", -1);
     cr_assert_eq(t_run(t), CD_OK, "%s", t->err.msg);
     cr_assert_eq(t->vals[1].dtype, CD_I64);
@@ -358,7 +401,8 @@ Test(misc, arg_max_axis_and_pad_reflect) {
     t_free(t);
     t = t_new("pad2d");
     t_val(t, 0, CD_F32, 4, (int64_t[]){1, 1, 2, 3}, (double[]){1, 2, 3, 4, 5, 6});
-    t_in(t, "X", 0); t_out(t, "Out", 1);
+    t_in(t, "X", 0);
+    t_out(t, "Out", 1);
     a_ints(t, "paddings", 4, (int64_t[]){1, 0, 2, 1});
     a_str(t, "mode", "reflect");
     cr_assert_eq(t_run(t), CD_OK, "%s", t->err.msg);
@@ -371,7 +415,8 @@ Test(misc, arg_max_axis_and_pad_reflect) {
 Test(interp, bilinear_align_corners_and_half_pixel) {
     T *t = t_new("bilinear_interp_v2");
     t_val(t, 0, CD_F32, 4, (int64_t[]){1, 1, 2, 2}, (double[]){0, 1, 2, 3});
-    t_in(t, "X", 0); t_out(t, "Out", 1);
+    t_in(t, "X", 0);
+    t_out(t, "Out", 1);
     a_bool(t, "align_corners", true);
     a_int(t, "out_h", 3);
     a_int(t, "out_w", 3);
@@ -394,7 +439,8 @@ Test(interp, bilinear_align_corners_and_half_pixel) {
 Test(interp, nonpositive_size_message) {
     T *t = t_new("nearest_interp");
     t_val(t, 0, CD_F32, 4, (int64_t[]){1, 1, 2, 2}, NULL);
-    t_in(t, "X", 0); t_out(t, "Out", 1);
+    t_in(t, "X", 0);
+    t_out(t, "Out", 1);
     a_bool(t, "align_corners", false);
     cr_assert_eq(t_infer(t), CD_E_MODEL);
     cr_assert(strstr(t->err.msg, "output size -1 x -1 is not positive"), "%s", t->err.msg);
@@ -406,7 +452,9 @@ Test(interp, nonpositive_size_message) {
 Test(shape, reshape_zero_minus_one_and_errors) {
     T *t = t_new("reshape2");
     t_val(t, 0, CD_F32, 4, (int64_t[]){2, 3, 4, 5}, NULL);
-    t_in(t, "X", 0); t_out(t, "Out", 1); t_out(t, "XShape", 2);
+    t_in(t, "X", 0);
+    t_out(t, "Out", 1);
+    t_out(t, "XShape", 2);
     a_ints(t, "shape", 3, (int64_t[]){0, -1, 5});
     cr_assert_eq(t_infer(t), CD_OK, "%s", t->err.msg);
     cr_assert_eq(t->vals[1].shape.rank, 3);
@@ -425,14 +473,20 @@ Test(shape, reshape_zero_minus_one_and_errors) {
 Test(shape, plan_time_chain) {
     T *t = t_new("shape");
     t_val(t, 0, CD_F32, 4, (int64_t[]){3, 200, 1, 1}, NULL); /* no data: only the shape is read */
-    t_in(t, "Input", 0); t_out(t, "Out", 1);
+    t_in(t, "Input", 0);
+    t_out(t, "Out", 1);
     cr_assert_eq(t_run(t), CD_OK, "%s", t->err.msg);
     cr_assert_eq(t->vals[1].dtype, CD_I32);
     cr_assert_eq(((int32_t *)t->vals[1].data)[0], 3);
     /* slice [0:1] of the shape with decrease_axis? no: keeps [1] */
     t->op = (cd_op){0};
-    t->op.type = (char *)"slice"; t->op.name = (char *)"slice_0"; t->op.in = t->in; t->op.out = t->out; t->op.attrs = t->attrs;
-    t_in(t, "Input", 1); t_out(t, "Out", 2);
+    t->op.type = (char *)"slice";
+    t->op.name = (char *)"slice_0";
+    t->op.in = t->in;
+    t->op.out = t->out;
+    t->op.attrs = t->attrs;
+    t_in(t, "Input", 1);
+    t_out(t, "Out", 2);
     a_ints(t, "axes", 1, (int64_t[]){0});
     a_ints(t, "starts", 1, (int64_t[]){0});
     a_ints(t, "ends", 1, (int64_t[]){1});
@@ -440,7 +494,11 @@ Test(shape, plan_time_chain) {
     cr_assert_eq(t->vals[2].shape.rank, 1);
     cr_assert_eq(((int32_t *)t->vals[2].data)[0], 3);
     t->op = (cd_op){0};
-    t->op.type = (char *)"fill_constant"; t->op.name = (char *)"fc_0"; t->op.in = t->in; t->op.out = t->out; t->op.attrs = t->attrs;
+    t->op.type = (char *)"fill_constant";
+    t->op.name = (char *)"fc_0";
+    t->op.in = t->in;
+    t->op.out = t->out;
+    t->op.attrs = t->attrs;
     t_out(t, "Out", 3);
     a_int(t, "dtype", 2);
     a_ints(t, "shape", 1, (int64_t[]){1});
@@ -449,11 +507,18 @@ Test(shape, plan_time_chain) {
     cr_assert_eq(t->vals[3].dtype, CD_I32);
     cr_assert_eq(((int32_t *)t->vals[3].data)[0], -1);
     t->op = (cd_op){0};
-    t->op.type = (char *)"reshape2"; t->op.name = (char *)"r_0"; t->op.in = t->in; t->op.out = t->out; t->op.attrs = t->attrs;
+    t->op.type = (char *)"reshape2";
+    t->op.name = (char *)"r_0";
+    t->op.in = t->in;
+    t->op.out = t->out;
+    t->op.attrs = t->attrs;
     double xs[600];
     for (int i = 0; i < 600; i++) xs[i] = i;
     t_val(t, 4, CD_F32, 4, (int64_t[]){3, 200, 1, 1}, xs);
-    t_in(t, "X", 4); t_in(t, "ShapeTensor", 2); t_in(t, "ShapeTensor", 3); t_out(t, "Out", 5);
+    t_in(t, "X", 4);
+    t_in(t, "ShapeTensor", 2);
+    t_in(t, "ShapeTensor", 3);
+    t_out(t, "Out", 5);
     cr_assert_eq(t_run(t), CD_OK, "%s", t->err.msg);
     cr_assert_eq(t->vals[5].shape.rank, 2);
     cr_assert_eq(t->vals[5].shape.d[0], 3);
@@ -467,7 +532,8 @@ Test(shape, transpose_concat_split_slice) {
     for (int i = 0; i < 24; i++) xs[i] = i;
     T *t = t_new("transpose2");
     t_val(t, 0, CD_F16, 3, (int64_t[]){2, 3, 4}, xs);
-    t_in(t, "X", 0); t_out(t, "Out", 1);
+    t_in(t, "X", 0);
+    t_out(t, "Out", 1);
     a_ints(t, "axis", 3, (int64_t[]){2, 0, 1});
     cr_assert_eq(t_run(t), CD_OK, "%s", t->err.msg);
     for (int a = 0; a < 4; a++)
@@ -482,7 +548,9 @@ Test(shape, transpose_concat_split_slice) {
     t = t_new("concat");
     t_val(t, 0, CD_I64, 2, (int64_t[]){2, 3}, xs);
     t_val(t, 1, CD_I64, 2, (int64_t[]){2, 1}, xs + 10);
-    t_in(t, "X", 0); t_in(t, "X", 1); t_out(t, "Out", 2);
+    t_in(t, "X", 0);
+    t_in(t, "X", 1);
+    t_out(t, "Out", 2);
     a_int(t, "axis", -1);
     cr_assert_eq(t_run(t), CD_OK, "%s", t->err.msg);
     const int64_t cw[] = {0, 1, 2, 10, 3, 4, 5, 11};
@@ -494,7 +562,9 @@ Test(shape, transpose_concat_split_slice) {
 
     t = t_new("split");
     t_val(t, 0, CD_F32, 2, (int64_t[]){2, 6}, xs);
-    t_in(t, "X", 0); t_out(t, "Out", 1); t_out(t, "Out", 2);
+    t_in(t, "X", 0);
+    t_out(t, "Out", 1);
+    t_out(t, "Out", 2);
     a_int(t, "axis", 1);
     a_ints(t, "sections", 2, (int64_t[]){-1, 2});
     cr_assert_eq(t_run(t), CD_OK, "%s", t->err.msg);
@@ -505,7 +575,8 @@ Test(shape, transpose_concat_split_slice) {
 
     t = t_new("slice");
     t_val(t, 0, CD_F32, 3, (int64_t[]){2, 3, 4}, xs);
-    t_in(t, "Input", 0); t_out(t, "Out", 1);
+    t_in(t, "Input", 0);
+    t_out(t, "Out", 1);
     a_ints(t, "axes", 2, (int64_t[]){0, 2});
     a_ints(t, "starts", 2, (int64_t[]){-1, 1});
     a_ints(t, "ends", 2, (int64_t[]){100, -1});
@@ -541,14 +612,21 @@ static void conv_epi_case(const char *act, int64_t W, int64_t C) {
         T *t = t_new("conv2d");
         t_val(t, 0, CD_F32, 4, (int64_t[]){1, C, 1, W}, x);
         t_val(t, 1, CD_F32, 4, (int64_t[]){C, C, 1, 1}, w);
-        t_in(t, "Input", 0); t_in(t, "Filter", 1);
+        t_in(t, "Input", 0);
+        t_in(t, "Filter", 1);
         if (pass) {
             t_val(t, 2, CD_F32, 1, (int64_t[]){C}, bias);
             t_in(t, "Bias", 2);
-            if (act[0]) { a_bool(t, "with_act", true); a_str(t, "act_type", act); }
+            if (act[0]) {
+                a_bool(t, "with_act", true);
+                a_str(t, "act_type", act);
+            }
             if (!strcmp(act, "leaky_relu")) a_float(t, "leaky_relu_alpha", 0.1);
             if (!strcmp(act, "relu6")) a_float(t, "fuse_brelu_threshold", 2.5);
-            if (!strcmp(act, "hard_sigmoid")) { a_float(t, "slope", 1.0 / 6); a_float(t, "offset", 0.5); }
+            if (!strcmp(act, "hard_sigmoid")) {
+                a_float(t, "slope", 1.0 / 6);
+                a_float(t, "offset", 0.5);
+            }
         }
         t_out(t, "Output", 3);
         a_ints(t, "strides", 2, (int64_t[]){1, 1});
@@ -569,7 +647,9 @@ static void conv_epi_case(const char *act, int64_t W, int64_t C) {
         }
         t_free(t);
     }
-    free(x); free(w); free(raw);
+    free(x);
+    free(w);
+    free(raw);
 }
 
 Test(conv, epilogue_matches_cd_act_apply_bits) {

@@ -54,17 +54,31 @@ static void op_slot(one_op *o, const char *slot, int n, bool out) {
 }
 
 static void attr_add(one_op *o, cd_attr *a) { cr_assert_eq(cd_op_add_attr(o->g, a, &o->err), CD_OK, "%s", o->err.msg); }
-static void attr_f(one_op *o, const char *n, double v) { cd_attr a = {.name = strdup(n), .type = CD_ATTR_FLOAT, .f = (float)v}; attr_add(o, &a); }
-static void attr_i(one_op *o, const char *n, int64_t v) { cd_attr a = {.name = strdup(n), .type = CD_ATTR_INT, .i = v}; attr_add(o, &a); }
-static void attr_b(one_op *o, const char *n, bool v) { cd_attr a = {.name = strdup(n), .type = CD_ATTR_BOOL, .i = v}; attr_add(o, &a); }
-static void attr_s(one_op *o, const char *n, const char *v) { cd_attr a = {.name = strdup(n), .type = CD_ATTR_STRING, .s = strdup(v)}; attr_add(o, &a); }
+static void attr_f(one_op *o, const char *n, double v) {
+    cd_attr a = {.name = strdup(n), .type = CD_ATTR_FLOAT, .f = (float)v};
+    attr_add(o, &a);
+}
+static void attr_i(one_op *o, const char *n, int64_t v) {
+    cd_attr a = {.name = strdup(n), .type = CD_ATTR_INT, .i = v};
+    attr_add(o, &a);
+}
+static void attr_b(one_op *o, const char *n, bool v) {
+    cd_attr a = {.name = strdup(n), .type = CD_ATTR_BOOL, .i = v};
+    attr_add(o, &a);
+}
+static void attr_s(one_op *o, const char *n, const char *v) {
+    cd_attr a = {.name = strdup(n), .type = CD_ATTR_STRING, .s = strdup(v)};
+    attr_add(o, &a);
+}
 static void attr_fs(one_op *o, const char *n, int k, const double *v) {
-    cd_attr a = {.name = strdup(n), .type = CD_ATTR_FLOATS, .n = k, .floats = malloc(sizeof(double) * (size_t)(k ? k : 1))};
+    cd_attr a = {
+        .name = strdup(n), .type = CD_ATTR_FLOATS, .n = k, .floats = malloc(sizeof(double) * (size_t)(k ? k : 1))};
     for (int i = 0; i < k; i++) a.floats[i] = (float)v[i];
     attr_add(o, &a);
 }
 static void attr_is(one_op *o, const char *n, int k, const int64_t *v) {
-    cd_attr a = {.name = strdup(n), .type = CD_ATTR_INTS, .n = k, .ints = malloc(sizeof(int64_t) * (size_t)(k ? k : 1))};
+    cd_attr a = {
+        .name = strdup(n), .type = CD_ATTR_INTS, .n = k, .ints = malloc(sizeof(int64_t) * (size_t)(k ? k : 1))};
     memcpy(a.ints, v, sizeof(int64_t) * (size_t)k);
     attr_add(o, &a);
 }
@@ -72,12 +86,13 @@ static void attr_is(one_op *o, const char *n, int k, const int64_t *v) {
 static void op_finish(one_op *o, cd_precision prec) {
     cr_assert_eq(cd_graph_finalize(o->g, &o->err), CD_OK, "%s", o->err.msg);
     o->vals = calloc((size_t)o->g->n_tensors, sizeof *o->vals);
-    o->ctx = (cd_op_ctx){.g = o->g, .op = &o->g->ops[0], .op_index = 0, .vals = o->vals, .prec = prec,
-                         .threads = 1, .err = &o->err};
+    o->ctx = (cd_op_ctx){
+        .g = o->g, .op = &o->g->ops[0], .op_index = 0, .vals = o->vals, .prec = prec, .threads = 1, .err = &o->err};
 }
 
 /* Sets input slot[k] to a tensor of the given dtype/shape holding data (as floats). */
-static void op_input(one_op *o, const char *slot, int k, cd_dtype dt, int rank, const int64_t *dims, const double *data) {
+static void op_input(one_op *o, const char *slot, int k, cd_dtype dt, int rank, const int64_t *dims,
+                     const double *data) {
     int id = cd_op_in(&o->g->ops[0], slot, k);
     cr_assert(id >= 0);
     cd_value *v = &o->vals[id];
@@ -115,7 +130,8 @@ static void expect_rows(cd_value *v, int rows, int cols, const double *want, dou
     cr_assert_eq(v->shape.d[0], rows, "rows %lld, want %d", (long long)v->shape.d[0], rows);
     cr_assert_eq(v->shape.d[1], cols);
     for (int i = 0; i < rows * cols; i++)
-        cr_assert(fabs(cd_value_get(v, i) - want[i]) <= tol, "element %d: %.9g, want %.9g", i, cd_value_get(v, i), want[i]);
+        cr_assert(fabs(cd_value_get(v, i) - want[i]) <= tol, "element %d: %.9g, want %.9g", i, cd_value_get(v, i),
+                  want[i]);
 }
 
 /* ---- NMS ---- */
@@ -200,7 +216,10 @@ Test(nms, nothing_kept) {
         op_slot(&o, "BBoxes", 1, false);
         op_slot(&o, "Scores", 1, false);
         op_slot(&o, "Out", 1, true);
-        if (v) { op_slot(&o, "Index", 1, true); op_slot(&o, "NmsRoisNum", 1, true); }
+        if (v) {
+            op_slot(&o, "Index", 1, true);
+            op_slot(&o, "NmsRoisNum", 1, true);
+        }
         attr_f(&o, "score_threshold", 0.95);
         attr_i(&o, "nms_top_k", 10);
         attr_i(&o, "keep_top_k", 5);
@@ -247,8 +266,8 @@ Test(nms, keep_top_k_order_and_index) {
     cr_assert_eq(op_infer(&o), CD_OK);
     cr_assert_eq(out_val(&o, "Out", 0)->shape.d[0], 4); /* 2 images x keep_top_k */
     op_run(&o);
-    expect_rows(out_val(&o, "Out", 0), 3, 6,
-                (double[]){0, 0.6f, 2, 2, 3, 3, 1, 0.9f, 4, 4, 5, 5, 0, 0.3f, 4, 4, 5, 5}, 0);
+    expect_rows(out_val(&o, "Out", 0), 3, 6, (double[]){0, 0.6f, 2, 2, 3, 3, 1, 0.9f, 4, 4, 5, 5, 0, 0.3f, 4, 4, 5, 5},
+                0);
     expect_rows(out_val(&o, "Index", 0), 3, 1, (double[]){1, 2, 5}, 0);
     cd_value *rn = out_val(&o, "NmsRoisNum", 0);
     cr_assert_eq(cd_value_get(rn, 0), 2);
@@ -267,8 +286,10 @@ Test(nms, infer_rejects_mismatched_shapes) {
     op_input(&o, "BBoxes", 0, CD_F32, 3, (int64_t[]){1, 5, 4}, NULL);
     op_input(&o, "Scores", 0, CD_F32, 3, (int64_t[]){1, 2, 6}, NULL);
     cr_assert_eq(op_infer(&o), CD_E_MODEL);
-    cr_assert(strstr(o.err.msg, "op #0 multiclass_nms_0 (multiclass_nms): Scores [1,2,6] is [N, C, M], so BBoxes "
-                                "must be [N, M, 4] = [1, 6, 4], got [1,5,4]"), "%s", o.err.msg);
+    cr_assert(strstr(o.err.msg,
+                     "op #0 multiclass_nms_0 (multiclass_nms): Scores [1,2,6] is [N, C, M], so BBoxes "
+                     "must be [N, M, 4] = [1, 6, 4], got [1,5,4]"),
+              "%s", o.err.msg);
     op_end(&o);
 }
 
@@ -380,8 +401,9 @@ Test(density_prior_box, hand_computed_flattened) {
     op_run(&o);
     expect_rows(out_val(&o, "Boxes", 0), 4, 4,
                 (double[]){0, 0, 0.5, 0.5, 0.5, 0, 1, 0.5, 0, 0.5, 0.5, 1, 0.5, 0.5, 1, 1}, 0);
-    expect_rows(out_val(&o, "Variances", 0), 4, 4,
-                (double[]){0.1f, 0.1f, 0.2f, 0.2f, 0.1f, 0.1f, 0.2f, 0.2f, 0.1f, 0.1f, 0.2f, 0.2f, 0.1f, 0.1f, 0.2f, 0.2f}, 0);
+    expect_rows(
+        out_val(&o, "Variances", 0), 4, 4,
+        (double[]){0.1f, 0.1f, 0.2f, 0.2f, 0.1f, 0.1f, 0.2f, 0.2f, 0.1f, 0.1f, 0.2f, 0.2f, 0.1f, 0.1f, 0.2f, 0.2f}, 0);
     op_end(&o);
 }
 
@@ -412,7 +434,8 @@ Test(box_coder, infer_rejects_unknown_code_type) {
     op_input(&o, "PriorBox", 0, CD_F32, 2, (int64_t[]){3, 4}, NULL);
     op_input(&o, "TargetBox", 0, CD_F32, 3, (int64_t[]){1, 3, 4}, NULL);
     cr_assert_eq(op_infer(&o), CD_E_MODEL);
-    cr_assert(strstr(o.err.msg, "code_type 'decode_corner' is not encode_center_size or decode_center_size"), "%s", o.err.msg);
+    cr_assert(strstr(o.err.msg, "code_type 'decode_corner' is not encode_center_size or decode_center_size"), "%s",
+              o.err.msg);
     op_end(&o);
 }
 
@@ -504,7 +527,8 @@ Test(rnn, gru_hand_computed_with_sequence_length) {
     cd_value *out = out_val(&o, "Out", 0), *st = out_val(&o, "State", 0);
     const double want[4] = {h1, h1, h2, 0};
     for (int k = 0; k < 4; k++)
-        cr_assert(fabs(cd_value_get(out, k) - want[k]) < 1e-6, "out %d: %.9g want %.9g", k, cd_value_get(out, k), want[k]);
+        cr_assert(fabs(cd_value_get(out, k) - want[k]) < 1e-6, "out %d: %.9g want %.9g", k, cd_value_get(out, k),
+                  want[k]);
     cr_assert(fabs(cd_value_get(st, 0) - h2) < 1e-6);
     cr_assert(fabs(cd_value_get(st, 1) - h1) < 1e-6);
     op_end(&o);
@@ -558,7 +582,8 @@ Test(box_coder, nan_variance_runs) {
     op_run(&o);
     cd_value *v = out_val(&o, "OutputBox", 0);
     cr_assert(isnan(cd_value_get(v, 0)) && isnan(cd_value_get(v, 2)), "x coordinates use variance[0]: NaN");
-    cr_assert(fabs(cd_value_get(v, 1) - (-1.8)) < 2e-6 && fabs(cd_value_get(v, 3) - 3.2) < 2e-6, "y coordinates as usual");
+    cr_assert(fabs(cd_value_get(v, 1) - (-1.8)) < 2e-6 && fabs(cd_value_get(v, 3) - 3.2) < 2e-6,
+              "y coordinates as usual");
     op_end(&o);
 }
 

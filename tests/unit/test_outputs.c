@@ -10,9 +10,9 @@ Test(box_iou, hand_computed) {
     cr_assert_eq(cd_box_iou(a, b), 1.0 / 7.0);
     cr_assert_eq(cd_box_iou(b, a), 1.0 / 7.0);
     cr_assert_eq(cd_box_iou(a, a), 1.0);
-    float c[4] = {0, 0, 1, 2};                  /* half of a: inter 2, union 4 */
+    float c[4] = {0, 0, 1, 2}; /* half of a: inter 2, union 4 */
     cr_assert_eq(cd_box_iou(a, c), 0.5);
-    float d[4] = {0.25f, 0.25f, 0.75f, 0.75f};  /* normalized, no +1: 0.25 / 1 */
+    float d[4] = {0.25f, 0.25f, 0.75f, 0.75f}; /* normalized, no +1: 0.25 / 1 */
     float e[4] = {0, 0, 1, 1};
     cr_assert_eq(cd_box_iou(d, e), 0.25);
 }
@@ -35,9 +35,7 @@ Test(box_iou, disjoint_touching_degenerate_nonfinite) {
 
 Test(detection_match, identical_sets_all_matched) {
     float d[3 * 6] = {
-        0, 0.9f, 0.1f, 0.1f, 0.4f, 0.5f,
-        1, 0.8f, 0.5f, 0.5f, 0.9f, 0.7f,
-        0, 0.3f, 0.2f, 0.6f, 0.3f, 0.9f,
+        0, 0.9f, 0.1f, 0.1f, 0.4f, 0.5f, 1, 0.8f, 0.5f, 0.5f, 0.9f, 0.7f, 0, 0.3f, 0.2f, 0.6f, 0.3f, 0.9f,
     };
     cd_det_summary s;
     cr_assert_eq(cd_detection_match(d, 3, d, 3, 6, 0.5, 0.0, &s), CD_OK);
@@ -74,29 +72,26 @@ Test(detection_match, same_box_different_label_unmatched) {
 
 Test(detection_match, different_counts_and_score_diff) {
     float r[3 * 6] = {
-        0, 0.75f, 0, 0, 2, 2,
-        0, 0.5f, 10, 10, 12, 12,
-        1, 0.25f, 4, 4, 6, 6,
+        0, 0.75f, 0, 0, 2, 2, 0, 0.5f, 10, 10, 12, 12, 1, 0.25f, 4, 4, 6, 6,
     };
     float v[2 * 6] = {
-        0, 0.5f, 10, 10, 12, 12,
-        0, 0.625f, 0, 0, 1, 2,     /* IoU 0.5 with ref row 0 */
+        0, 0.5f, 10, 10, 12, 12, 0, 0.625f, 0, 0, 1, 2, /* IoU 0.5 with ref row 0 */
     };
     cd_det_summary s;
     cr_assert_eq(cd_detection_match(r, 3, v, 2, 6, 0.5, 0.0, &s), CD_OK);
     cr_assert_eq(s.n_ref, 3);
     cr_assert_eq(s.n_val, 2);
     cr_assert_eq(s.matched, 2);
-    cr_assert_eq(s.mean_iou, 0.75);            /* (0.5 + 1) / 2 */
-    cr_assert_eq(s.max_score_diff, 0.125);     /* 0.75 vs 0.625 */
+    cr_assert_eq(s.mean_iou, 0.75);        /* (0.5 + 1) / 2 */
+    cr_assert_eq(s.max_score_diff, 0.125); /* 0.75 vs 0.625 */
 }
 
 Test(detection_match, greedy_highest_score_first_takes_best_iou) {
     /* Two ref boxes of one class compete for one val box; the higher-scored ref (listed
      * second) takes it, even though the other has the better IoU. */
     float r[2 * 6] = {
-        5, 0.5f, 0, 0, 2, 2,       /* IoU 1 with v */
-        5, 0.9f, 0, 0, 1, 2,       /* IoU 0.5 with v */
+        5, 0.5f, 0, 0, 2, 2, /* IoU 1 with v */
+        5, 0.9f, 0, 0, 1, 2, /* IoU 0.5 with v */
     };
     float v[6] = {5, 0.9f, 0, 0, 2, 2};
     cd_det_summary s;
@@ -115,9 +110,7 @@ Test(detection_match, greedy_highest_score_first_takes_best_iou) {
 
 Test(detection_match, padding_rows_ignored) {
     float r[3 * 6] = {
-        0, 0.9f, 0, 0, 2, 2,
-        -1, 0, 0, 0, 0, 0,
-        -1, -1, -1, -1, -1, -1,
+        0, 0.9f, 0, 0, 2, 2, -1, 0, 0, 0, 0, 0, -1, -1, -1, -1, -1, -1,
     };
     float v[6] = {0, 0.9f, 0, 0, 2, 2};
     cd_det_summary s;
@@ -130,12 +123,10 @@ Test(detection_match, padding_rows_ignored) {
 
 Test(detection_match, nan_score_ignored) {
     float r[2 * 6] = {
-        0, NAN, 0, 0, 2, 2,
-        0, 0.9f, 4, 4, 6, 6,
+        0, NAN, 0, 0, 2, 2, 0, 0.9f, 4, 4, 6, 6,
     };
     float v[2 * 6] = {
-        0, 0.9f, 0, 0, 2, 2,
-        0, 0.9f, 4, 4, 6, 6,
+        0, 0.9f, 0, 0, 2, 2, 0, 0.9f, 4, 4, 6, 6,
     };
     cd_det_summary s;
     cr_assert_eq(cd_detection_match(r, 2, v, 2, 6, 0.5, 0.0, &s), CD_OK);
@@ -181,18 +172,17 @@ Test(detection_match, degenerate_box_never_matches) {
 
 Test(detection_match, width7_matches_within_batch) {
     float r[2 * 7] = {
-        0, 0, 0.9f, 0, 0, 2, 2,
-        1, 0, 0.8f, 0, 0, 2, 2,
+        0, 0, 0.9f, 0, 0, 2, 2, 1, 0, 0.8f, 0, 0, 2, 2,
     };
     float v[2 * 7] = {
-        1, 0, 0.9f, 0, 0, 2, 2,    /* same box and label, other image than ref row 0 */
-        1, -1, 0, 0, 0, 0, 0,      /* padding */
+        1, 0,  0.9f, 0, 0, 2, 2, /* same box and label, other image than ref row 0 */
+        1, -1, 0,    0, 0, 0, 0, /* padding */
     };
     cd_det_summary s;
     cr_assert_eq(cd_detection_match(r, 2, v, 2, 7, 0.5, 0.0, &s), CD_OK);
     cr_assert_eq(s.n_ref, 2);
     cr_assert_eq(s.n_val, 1);
-    cr_assert_eq(s.matched, 1);                  /* only ref row 1 (batch 1) */
+    cr_assert_eq(s.matched, 1); /* only ref row 1 (batch 1) */
     cr_assert_eq(s.max_score_diff, (double)0.9f - (double)0.8f);
 }
 
@@ -275,7 +265,7 @@ Test(output_task, classifier_shapes) {
     cd_shape s3 = {.rank = 3, .d = {1, 4, 1000}};
     cr_assert_eq(cd_output_task(&s3, q, 4000), CD_TASK_CLASSIFIER);
     cr_assert_eq(cd_output_task(&s3, NULL, 0), CD_TASK_NONE);
-    q[1500] = 0.5f;                              /* row 1 sums to 1.499 */
+    q[1500] = 0.5f; /* row 1 sums to 1.499 */
     cr_assert_eq(cd_output_task(&s3, q, 4000), CD_TASK_NONE);
     q[1500] = NAN;
     cr_assert_eq(cd_output_task(&s3, q, 4000), CD_TASK_NONE);
@@ -291,7 +281,7 @@ Test(output_task, none_shapes) {
     cr_assert_eq(cd_output_task(&fm, NULL, 0), CD_TASK_NONE);
     float *m = calloc(640 * 640, sizeof *m);
     cr_assert(m);
-    for (int i = 0; i < 640 * 640; i++) m[i] = 0.5f;  /* sigmoid map: rows sum to 320 */
+    for (int i = 0; i < 640 * 640; i++) m[i] = 0.5f; /* sigmoid map: rows sum to 320 */
     cr_assert_eq(cd_output_task(&fm, m, 640 * 640), CD_TASK_NONE);
     free(m);
     cd_shape v = {.rank = 1, .d = {1000}}, dyn = {.rank = 2, .d = {-1, 6}};

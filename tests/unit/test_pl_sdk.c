@@ -33,7 +33,11 @@ static void mkdirs(const char *p) {
     char b[PATH_MAX];
     snprintf(b, sizeof b, "%s", p);
     for (char *s = b + 1; *s; s++)
-        if (*s == '/') { *s = 0; mkdir(b, 0755); *s = '/'; }
+        if (*s == '/') {
+            *s = 0;
+            mkdir(b, 0755);
+            *s = '/';
+        }
     mkdir(b, 0755);
 }
 
@@ -140,8 +144,7 @@ Test(pl_sdk, missing_given_or_env_is_an_error_not_a_fallback) {
     cd_error e = {0};
     cr_assert_eq(cd_pl_sdk_find(CD_PL_ENGINE_ARM, "/nonexistent/sdk", &s, &e), CD_E_BACKEND);
     cr_assert(strstr(e.msg, "/nonexistent/sdk") && strstr(e.msg, "does not exist"), "%s", e.msg);
-    cr_assert(strstr(e.msg, "include/paddle_api.h") && strstr(e.msg, "lib/libpaddle_light_api_shared.so"), "%s",
-              e.msg);
+    cr_assert(strstr(e.msg, "include/paddle_api.h") && strstr(e.msg, "lib/libpaddle_light_api_shared.so"), "%s", e.msg);
     setenv("CLDIFF_PL_ARM_SDK", "/nonexistent/env-sdk", 1);
     cr_assert_eq(cd_pl_sdk_find(CD_PL_ENGINE_ARM, NULL, &s, &e), CD_E_BACKEND);
     cr_assert(strstr(e.msg, "from CLDIFF_PL_ARM_SDK=/nonexistent/env-sdk") != NULL, "%s", e.msg);

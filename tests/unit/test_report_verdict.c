@@ -13,11 +13,24 @@
 
 enum { SC_FAULT, SC_DRIFT, SC_PASS, SC_LEGACY };
 
-static const cd_report_env ENV = {
-    .tool_version = "test", .command_line = "cldiff m.nb", .model_path = "m.nb", .model_sha256 = "00ff",
-    .model_format = "nb", .precision = "fp32", .backend_a = "cpu", .backend_b = "opencl", .device_a = "x86",
-    .driver_a = "-", .device_b = "pocl", .driver_b = "6", .variant_b = "fp32", .seed = 1, .input_desc = "x: random",
-    .tolerance_desc = "fp32 default", .n_ops = 8, .created = "2024-01-01T00:00:00Z"};
+static const cd_report_env ENV = {.tool_version = "test",
+                                  .command_line = "cldiff m.nb",
+                                  .model_path = "m.nb",
+                                  .model_sha256 = "00ff",
+                                  .model_format = "nb",
+                                  .precision = "fp32",
+                                  .backend_a = "cpu",
+                                  .backend_b = "opencl",
+                                  .device_a = "x86",
+                                  .driver_a = "-",
+                                  .device_b = "pocl",
+                                  .driver_b = "6",
+                                  .variant_b = "fp32",
+                                  .seed = 1,
+                                  .input_desc = "x: random",
+                                  .tolerance_desc = "fp32 default",
+                                  .n_ops = 8,
+                                  .created = "2024-01-01T00:00:00Z"};
 
 static cd_layer_cmp L[4];
 
@@ -38,7 +51,8 @@ static void make(cd_analysis *an, int sc) {
         snprintf(l->tensor, sizeof l->tensor, "%s.tmp_0", names[i]);
         snprintf(l->family, sizeof l->family, "%s", fams[i]);
         l->shape = (cd_shape){.rank = 4, .d = {1, 4, 16, 16}};
-        l->m = (cd_metrics){.n = 1024, .max_abs = 1e-6, .cosine = 1, .snr_db = INFINITY, .worst_index = -1, .pass = true};
+        l->m =
+            (cd_metrics){.n = 1024, .max_abs = 1e-6, .cosine = 1, .snr_db = INFINITY, .worst_index = -1, .pass = true};
         l->tol = (cd_tol){.atol = 1e-4, .rtol = 1e-4, .min_cos = 0.99999};
         l->rel_err = 1e-7;
         l->growth = 1;
@@ -50,7 +64,8 @@ static void make(cd_analysis *an, int sc) {
         l->loc_pass = true;
         l->loc_ratio = i == 0 ? 0 : 0.25;
         l->loc_worst = -1;
-        snprintf(l->loc_note, sizeof l->loc_note, "%s", i < 3 ? "K=36 terms, u=2^-24 <fp32> \"both sides\"" : "model output: not re-run");
+        snprintf(l->loc_note, sizeof l->loc_note, "%s",
+                 i < 3 ? "K=36 terms, u=2^-24 <fp32> \"both sides\"" : "model output: not re-run");
     }
     /* conv2d_1 and relu_2 beyond the element tolerance in the free run */
     for (int i = 1; i <= 2; i++) {
@@ -92,7 +107,7 @@ static void make(cd_analysis *an, int sc) {
         l->loc_ratio = 352;
         l->loc_exceed = 40;
         l->loc_worst = 1000; /* [0,3,14,8] in [1,4,16,16] */
-        L[2].risk_rank = 1; /* diagnosis of a passing layer travels in its system-out */
+        L[2].risk_rank = 1;  /* diagnosis of a passing layer travels in its system-out */
         snprintf(L[2].risk_reason, sizeof L[2].risk_reason, "K=36, golden over 65504");
         an->kind = CD_KIND_FAULT;
         an->first_fault = 1;
@@ -150,8 +165,10 @@ static void write_all(int sc, cd_analysis *an, char *dir) {
 /* The parsers of the consumers: JSON and XML must stay well formed whatever the strings hold. */
 static void parses(const char *dir) {
     char cmd[900];
-    snprintf(cmd, sizeof cmd, "python3 -c 'import json,sys,xml.etree.ElementTree as E; json.load(open(sys.argv[1]+\"/summary.json\"));"
-                              " E.parse(sys.argv[1]+\"/junit.xml\")' %s 2>&1", dir);
+    snprintf(cmd, sizeof cmd,
+             "python3 -c 'import json,sys,xml.etree.ElementTree as E; json.load(open(sys.argv[1]+\"/summary.json\"));"
+             " E.parse(sys.argv[1]+\"/junit.xml\")' %s 2>&1",
+             dir);
     int rc = system(cmd);
     if (WIFEXITED(rc) && WEXITSTATUS(rc) == 127) return; /* no python3 here: the e2e tests parse them */
     cr_assert_eq(rc, 0, "summary.json and junit.xml parse");
@@ -196,8 +213,12 @@ static void csv_field(const char *csv, const char *column, const char *layer, ch
     /* fields before the asked column hold no quoted commas in these rows but the note */
     const char *p = row;
     for (int i = 0; i < col; i++) {
-        if (*p == '"') { p++; while (!(p[0] == '"' && p[1] != '"')) p += p[0] == '"' ? 2 : 1; p++; }
-        else p = strpbrk(p, ",\n");
+        if (*p == '"') {
+            p++;
+            while (!(p[0] == '"' && p[1] != '"')) p += p[0] == '"' ? 2 : 1;
+            p++;
+        } else
+            p = strpbrk(p, ",\n");
         cr_assert(*p == ',');
         p++;
     }
@@ -214,24 +235,35 @@ Test(report_verdict, kernel_fault) {
     cr_assert(strstr(js, "\"schema\": \"cldiff-summary/1\""));
     cr_assert(strstr(js, "\"verdict\": \"fail\""));
     cr_assert(strstr(js, "\"verdict_kind\": \"kernel_fault\""), "%s", js);
-    cr_assert(strstr(js, "\"first_fault\": {\"op_index\": 5, \"layer\": \"conv2d_1\", \"op_type\": \"conv2d\", "
-                         "\"tensor\": \"conv2d_1.tmp_0\", \"family\": \"accumulate\", \"error\": 0.012, \"bound\": 3.4e-05, "
-                         "\"ratio\": 352, \"exceed\": 40, \"elements\": 1024, \"worst_index\": 1000, \"worst_coord\": [0,3,14,8]"),
-              "%s", js);
-    cr_assert(strstr(js, "\"local_check\": {\"ran\": true, \"reference\": \"cpu\", \"layers_checked\": 3, \"faults\": 1}"));
+    cr_assert(
+        strstr(
+            js,
+            "\"first_fault\": {\"op_index\": 5, \"layer\": \"conv2d_1\", \"op_type\": \"conv2d\", "
+            "\"tensor\": \"conv2d_1.tmp_0\", \"family\": \"accumulate\", \"error\": 0.012, \"bound\": 3.4e-05, "
+            "\"ratio\": 352, \"exceed\": 40, \"elements\": 1024, \"worst_index\": 1000, \"worst_coord\": [0,3,14,8]"),
+        "%s", js);
+    cr_assert(
+        strstr(js, "\"local_check\": {\"ran\": true, \"reference\": \"cpu\", \"layers_checked\": 3, \"faults\": 1}"));
     cr_assert(strstr(js, "\"layers_drifted\": 2"));
-    cr_assert(strstr(js, "\"outputs\": [{\"layer\": \"sigmoid_0\", \"tensor\": \"sigmoid_0.tmp_0\", \"op_index\": 7, \"range_err\": 0.0001"));
+    cr_assert(strstr(js,
+                     "\"outputs\": [{\"layer\": \"sigmoid_0\", \"tensor\": \"sigmoid_0.tmp_0\", \"op_index\": 7, "
+                     "\"range_err\": 0.0001"));
     cr_assert(strstr(js, "\"top1\": 1, \"top5\": 0.8"));
     /* per layer: the local check, its absence with the reason, drift and output flags */
-    cr_assert(strstr(js, "\"local\": {\"family\": \"accumulate\", \"error\": 0.012, \"bound\": 3.4e-05, \"ratio\": 352, \"ratio_upper\": false, \"exceed\": 40, \"pass\": false"));
-    cr_assert(strstr(js, "\"local\": null, \"local_note\": \"model output: not re-run\", \"drift\": false, \"is_output\": true"));
+    cr_assert(strstr(js,
+                     "\"local\": {\"family\": \"accumulate\", \"error\": 0.012, \"bound\": 3.4e-05, \"ratio\": 352, "
+                     "\"ratio_upper\": false, \"exceed\": 40, \"pass\": false"));
+    cr_assert(strstr(
+        js, "\"local\": null, \"local_note\": \"model output: not re-run\", \"drift\": false, \"is_output\": true"));
     cr_assert_eq(count(js, "\"drift\": true"), 2);
     cr_assert(strstr(js, "\\\"both sides\\\""), "notes are JSON-escaped");
     free(js);
 
     char *csv = slurp(dir, "layers.csv");
-    cr_assert(strstr(csv, ",p1_cosine,local_family,local_err,local_bound,local_ratio,local_exceed,local_pass,local_note,drift,"
-                          "is_output,out_range_err,out_pass\n"));
+    cr_assert(
+        strstr(csv,
+               ",p1_cosine,local_family,local_err,local_bound,local_ratio,local_exceed,local_pass,local_note,drift,"
+               "is_output,out_range_err,out_pass\n"));
     char v[64];
     csv_field(csv, "local_ratio", "conv2d_1", v, sizeof v);
     cr_assert_str_eq(v, "352");
@@ -256,7 +288,9 @@ Test(report_verdict, kernel_fault) {
     const char *fail = strstr(ju, "<failure ");
     const char *c1 = strstr(ju, "name=\"0005 conv2d_1\"");
     cr_assert(c1 && fail > c1 && fail < strstr(ju, "name=\"0006 relu_2\""), "the failure is conv2d_1's");
-    cr_assert(strstr(fail, "kernel fault: local error 0.012 &gt; bound 3.4e-05 (ratio 352, 40 of 1024 elements, family accumulate)"));
+    cr_assert(strstr(
+        fail,
+        "kernel fault: local error 0.012 &gt; bound 3.4e-05 (ratio 352, 40 of 1024 elements, family accumulate)"));
     cr_assert(strstr(ju, "<system-out>free-run drift beyond the element tolerance (information)"));
     cr_assert(strstr(ju, " fp16-risk-rank=1 K=36, golden over 65504</system-out>"), "%s", ju);
     cr_assert(strstr(ju, "<testcase classname=\"cldiff.output\" name=\"output sigmoid_0.tmp_0\"/>"));
@@ -264,8 +298,10 @@ Test(report_verdict, kernel_fault) {
     free(ju);
 
     char *t = terminal(&an);
-    cr_assert(strstr(t, "verdict: KERNEL FAULT at conv2d_1 (conv2d, op #5): local error 1.2e-02 > bound 3.4e-05 "
-                        "(ratio 352, 40 of 1024 elements)\n"), "%s", t);
+    cr_assert(strstr(t,
+                     "verdict: KERNEL FAULT at conv2d_1 (conv2d, op #5): local error 1.2e-02 > bound 3.4e-05 "
+                     "(ratio 352, 40 of 1024 elements)\n"),
+              "%s", t);
     cr_assert(strstr(t, "First layer out of tolerance: conv2d_1"), "%s", t);
     cr_assert(strstr(t, " FAULT"));
     free(t);
@@ -290,22 +326,35 @@ Test(report_verdict, output_drift) {
     char *js = slurp(dir, "summary.json");
     cr_assert(strstr(js, "\"verdict_kind\": \"output_drift\""));
     cr_assert(strstr(js, "\"first_fault\": null"));
-    cr_assert(strstr(js, "\"range_err\": 0.031, \"cosine\": 1, \"snr_db\": 1e308, \"max_abs\": 1e-06, \"pass\": false, "
-                         "\"rule\": \"output default\", \"task\": \"classifier\""), "%s", js);
-    cr_assert(strstr(js, "\"amplifiers\": [{\"layer\": \"relu_2\", \"op_type\": \"relu\", \"growth\": 57, \"rel_err\": 1e-07}, "
-                         "{\"layer\": \"conv2d_1\""));
-    cr_assert(strstr(js, "\"contributors\": [{\"layer\": \"conv2d_1\", \"op_type\": \"conv2d\", \"ratio\": 0.25, \"rel_local\": 4e-08}]"));
+    cr_assert(strstr(js,
+                     "\"range_err\": 0.031, \"cosine\": 1, \"snr_db\": 1e308, \"max_abs\": 1e-06, \"pass\": false, "
+                     "\"rule\": \"output default\", \"task\": \"classifier\""),
+              "%s", js);
+    cr_assert(
+        strstr(js,
+               "\"amplifiers\": [{\"layer\": \"relu_2\", \"op_type\": \"relu\", \"growth\": 57, \"rel_err\": 1e-07}, "
+               "{\"layer\": \"conv2d_1\""));
+    cr_assert(strstr(js,
+                     "\"contributors\": [{\"layer\": \"conv2d_1\", \"op_type\": \"conv2d\", \"ratio\": 0.25, "
+                     "\"rel_local\": 4e-08}]"));
     free(js);
     char *ju = slurp(dir, "junit.xml");
     cr_assert(strstr(ju, "vs opencl\" tests=\"4\" failures=\"0\""), "layer suite: %s", ju);
     cr_assert(strstr(ju, "m.nb outputs\" tests=\"1\" failures=\"1\""), "output suite: %s", ju);
     cr_assert_eq(count(ju, "<failure "), 1);
-    cr_assert(strstr(ju, "name=\"output sigmoid_0.tmp_0\">\n      <failure message=\"output drift: range error 0.031 beyond the "
-                         "output tolerance (output default)\""), "%s", ju);
+    cr_assert(
+        strstr(ju,
+               "name=\"output sigmoid_0.tmp_0\">\n      <failure message=\"output drift: range error 0.031 beyond the "
+               "output tolerance (output default)\""),
+        "%s", ju);
     free(ju);
     char *t = terminal(&an);
-    cr_assert(strstr(t, "verdict: OUTPUT DRIFT: output sigmoid_0.tmp_0 range error 3.1e-02 > tolerance; no checked layer (3 of 4) "
-                        "is wrong on its own inputs; error amplified at relu_2 (x57), conv2d_1 (x12)\n"), "%s", t);
+    cr_assert(
+        strstr(
+            t,
+            "verdict: OUTPUT DRIFT: output sigmoid_0.tmp_0 range error 3.1e-02 > tolerance; no checked layer (3 of 4) "
+            "is wrong on its own inputs; error amplified at relu_2 (x57), conv2d_1 (x12)\n"),
+        "%s", t);
     cr_assert(strstr(t, "First divergence (information): conv2d_1"), "%s", t);
     cr_assert(!strstr(t, "First layer out of tolerance"));
     free(t);
@@ -338,8 +387,11 @@ Test(report_verdict, pass_with_drift) {
     cr_assert_eq(count(ju, "<system-out>"), 3, "two drifting layers and the unchecked output");
     free(ju);
     char *t = terminal(&an);
-    cr_assert(strstr(t, "verdict: PASS (3 layers checked locally, all within their bounds; 1 output(s) within the output tolerance; "
-                        "2 intermediate layer(s) drifted beyond the element tolerance: information)\n"), "%s", t);
+    cr_assert(strstr(t,
+                     "verdict: PASS (3 layers checked locally, all within their bounds; 1 output(s) within the output "
+                     "tolerance; "
+                     "2 intermediate layer(s) drifted beyond the element tolerance: information)\n"),
+              "%s", t);
     free(t);
     char *md = slurp(dir, "summary.md");
     cr_assert(strstr(md, "### cldiff: m.nb — pass"));

@@ -14,7 +14,8 @@ static int outs[1] = {5};
 static void setup(void) {
     static const char *types[7] = {"feed", "conv2d", "relu", "conv2d", "pool2d", "softmax", "fetch"};
     static const char *names[7] = {"feed_0", "conv2d_0", "relu_0", "conv2d_1", "pool2d_0", "softmax_0", "fetch_0"};
-    static const char *tn[7] = {"image", "conv2d_0.tmp_0", "relu_0.tmp_0", "conv2d_0.tmp_0", "pool.out", "save_infer_model/scale_0", "fetch"};
+    static const char *tn[7] = {"image",    "conv2d_0.tmp_0",           "relu_0.tmp_0", "conv2d_0.tmp_0",
+                                "pool.out", "save_infer_model/scale_0", "fetch"};
     memset(&g, 0, sizeof g);
     for (int i = 0; i < 7; i++) {
         T[i] = (cd_tensor){.name = (char *)tn[i], .producer = i};
@@ -62,7 +63,7 @@ Test(select, keywords) {
 
 Test(select, names_tensors_globs) {
     expect("relu_0", "0010000");
-    expect("conv2d_0.tmp_0", "0101000");   /* a reused name: every writer */
+    expect("conv2d_0.tmp_0", "0101000"); /* a reused name: every writer */
     expect("save_infer_model/scale_0", "0000010");
     expect("conv2d_*", "0101000");
     expect("*pool*", "0000100");

@@ -47,8 +47,15 @@ static cd_dump *create_z(const char *name, char *path, int deflate) {
 static cd_dump *create(const char *name, char *path) { return create_z(name, path, 1); }
 
 static cd_tensor_rec rec_for(int op, const char *name) {
-    return (cd_tensor_rec){.op_index = op, .op_type = "conv2d", .layer = "conv2d_0", .tensor = name,
-                           .elapsed_us = 12.5, .kernel_us = -1, .where = "cpu", .kernel = "k", .note = ""};
+    return (cd_tensor_rec){.op_index = op,
+                           .op_type = "conv2d",
+                           .layer = "conv2d_0",
+                           .tensor = name,
+                           .elapsed_us = 12.5,
+                           .kernel_us = -1,
+                           .where = "cpu",
+                           .kernel = "k",
+                           .note = ""};
 }
 
 Test(store, escape_round_trip) {
@@ -69,7 +76,9 @@ Test(store, round_trip_f32_f16_i64) {
 
     float f[24];
     for (int i = 0; i < 24; i++) f[i] = (float)i * 0.37f - 3.0f;
-    f[5] = NAN; f[6] = -INFINITY; f[7] = 1e-42f; /* subnormal */
+    f[5] = NAN;
+    f[6] = -INFINITY;
+    f[7] = 1e-42f; /* subnormal */
     int64_t d32[] = {2, 3, 4};
     cd_value vf = mk(CD_F32, 3, d32, f);
     uint16_t h[6] = {0x3c00, 0x0001 /* smallest subnormal */, 0x7c00, 0xfe00 /* nan */, 0x8000, 0x7bff};
@@ -528,7 +537,8 @@ Test(store, sink_many_tensors) {
         cr_assert_eq(cnt, want, "tensor %d", i);
         cr_assert_eq(ti[i].op_index, i);
         for (int64_t k = 0; k < cnt; k++)
-            if (out[k] != (float)(i * 1000003 + k)) cr_assert_fail("tensor %d element %lld: %g", i, (long long)k, (double)out[k]);
+            if (out[k] != (float)(i * 1000003 + k))
+                cr_assert_fail("tensor %d element %lld: %g", i, (long long)k, (double)out[k]);
         cr_assert_eq(ti[i].stats.max, (double)(float)(i * 1000003 + cnt - 1));
         free(out);
     }
@@ -549,13 +559,25 @@ Test(store, stats_blocks_match_reference) {
             r = r * 1664525u + 1013904223u;
             x[i] = ((float)(r >> 8) / 16777216.0f - 0.4f) * 1000.0f;
         }
-        if (variant >= 1) { x[70] = NAN; x[640] = INFINITY; x[641] = -INFINITY; x[N - 3] = NAN; }
-        if (variant == 2) for (int i = 128; i < 192; i++) x[i] = NAN; /* a whole block */
+        if (variant >= 1) {
+            x[70] = NAN;
+            x[640] = INFINITY;
+            x[641] = -INFINITY;
+            x[N - 3] = NAN;
+        }
+        if (variant == 2)
+            for (int i = 128; i < 192; i++) x[i] = NAN; /* a whole block */
         double lane[8] = {0}, mn = INFINITY, mx = -INFINITY;
         int64_t fin = 0, nan = 0, inf = 0;
         for (int i = 0; i < N; i++) {
-            if (isnan(x[i])) { nan++; continue; }
-            if (isinf(x[i])) { inf++; continue; }
+            if (isnan(x[i])) {
+                nan++;
+                continue;
+            }
+            if (isinf(x[i])) {
+                inf++;
+                continue;
+            }
             lane[i % 8] += x[i];
             if (x[i] < mn) mn = x[i];
             if (x[i] > mx) mx = x[i];
@@ -690,13 +712,14 @@ Test(store, tensors_table_written_at_close_and_checked) {
     const char *ds[] = {"0004_t"}, *ot[] = {"relu"}, *sh[] = {"2,x"}, *dt[] = {"float32"};
     int64_t oi[] = {4}, cnt[] = {-1};
     double zero[] = {0};
-    cd_column cols[] = {{"dataset", CD_COL_STR, ds}, {"op_index", CD_COL_I64, oi}, {"op_type", CD_COL_STR, ot},
-                        {"layer", CD_COL_STR, ot}, {"tensor", CD_COL_STR, ds}, {"dtype", CD_COL_STR, dt},
-                        {"shape", CD_COL_STR, sh}, {"elapsed_us", CD_COL_F64, zero}, {"kernel_us", CD_COL_F64, zero},
-                        {"where", CD_COL_STR, ot}, {"kernel", CD_COL_STR, ot}, {"note", CD_COL_STR, ot},
-                        {"stats_only", CD_COL_I64, cnt}, {"count", CD_COL_I64, cnt}, {"min", CD_COL_F64, zero},
-                        {"max", CD_COL_F64, zero}, {"mean", CD_COL_F64, zero}, {"nan_count", CD_COL_I64, oi},
-                        {"inf_count", CD_COL_I64, oi}};
+    cd_column cols[] = {
+        {"dataset", CD_COL_STR, ds},     {"op_index", CD_COL_I64, oi},     {"op_type", CD_COL_STR, ot},
+        {"layer", CD_COL_STR, ot},       {"tensor", CD_COL_STR, ds},       {"dtype", CD_COL_STR, dt},
+        {"shape", CD_COL_STR, sh},       {"elapsed_us", CD_COL_F64, zero}, {"kernel_us", CD_COL_F64, zero},
+        {"where", CD_COL_STR, ot},       {"kernel", CD_COL_STR, ot},       {"note", CD_COL_STR, ot},
+        {"stats_only", CD_COL_I64, cnt}, {"count", CD_COL_I64, cnt},       {"min", CD_COL_F64, zero},
+        {"max", CD_COL_F64, zero},       {"mean", CD_COL_F64, zero},       {"nan_count", CD_COL_I64, oi},
+        {"inf_count", CD_COL_I64, oi}};
     cr_assert_eq(cd_dump_write_table(a, "/tensors/cpu", cols, 19, 1, &e), CD_OK, "%s", e.msg);
     cr_assert_eq(cd_dump_close(a, false, &e), CD_OK, "%s", e.msg);
     cr_assert_eq(cd_dump_open(path, &r, &e), CD_OK, "%s", e.msg);

@@ -43,19 +43,20 @@ Test(suggest, max_dist_by_length) {
     cr_assert_eq(cd_suggest_max_dist("--frobnicate"), 3);
 }
 
-static const char *const OPTS[] = {"--help", "--version", "--fp32", "--fp16", "--fp16-compute", "--threads",
-                                   "--calibrate", "--calibrate-safety", "--input", "--inputs", "--out", "-o"};
+static const char *const OPTS[] = {"--help",         "--version", "--fp32",      "--fp16",
+                                   "--fp16-compute", "--threads", "--calibrate", "--calibrate-safety",
+                                   "--input",        "--inputs",  "--out",       "-o"};
 #define NOPTS ((int)(sizeof OPTS / sizeof *OPTS))
 
 Test(suggest, nearest) {
     cr_assert_eq(cd_nearest("--versoin", OPTS, NOPTS, -1), 1);
-    cr_assert_eq(cd_nearest("--version", OPTS, NOPTS, -1), 1);  /* exact */
-    cr_assert_eq(cd_nearest("--fp61", OPTS, NOPTS, -1), 3);     /* swap -> fp16, not fp32 (2) */
+    cr_assert_eq(cd_nearest("--version", OPTS, NOPTS, -1), 1); /* exact */
+    cr_assert_eq(cd_nearest("--fp61", OPTS, NOPTS, -1), 3);    /* swap -> fp16, not fp32 (2) */
     cr_assert_eq(cd_nearest("--thread", OPTS, NOPTS, -1), 5);
-    cr_assert_eq(cd_nearest("--inptu", OPTS, NOPTS, -1), 8);    /* --input (1) before --inputs (2) */
+    cr_assert_eq(cd_nearest("--inptu", OPTS, NOPTS, -1), 8); /* --input (1) before --inputs (2) */
     cr_assert_eq(cd_nearest("--frobnicate", OPTS, NOPTS, -1), -1);
     cr_assert_eq(cd_nearest("--xyz", OPTS, NOPTS, -1), -1);
-    cr_assert_eq(cd_nearest("-z", OPTS, NOPTS, -1), -1);        /* too short to guess */
+    cr_assert_eq(cd_nearest("-z", OPTS, NOPTS, -1), -1); /* too short to guess */
     /* explicit limits */
     cr_assert_eq(cd_nearest("--versn", OPTS, NOPTS, 1), -1);
     cr_assert_eq(cd_nearest("--versn", OPTS, NOPTS, 2), 1);
@@ -77,8 +78,8 @@ Test(suggest, nearest) {
 }
 
 Test(suggest, nearest_k_sorted_unique) {
-    static const char *const names[] = {"conv2d_0", "conv2d_8", "relu_3", "conv2d_19", "conv2d_8", "pool2d_0",
-                                        "conv2d_99", "conv2d_9.tmp_0", NULL, "", "conv2d_90"};
+    static const char *const names[] = {"conv2d_0",  "conv2d_8",       "relu_3", "conv2d_19", "conv2d_8", "pool2d_0",
+                                        "conv2d_99", "conv2d_9.tmp_0", NULL,     "",          "conv2d_90"};
     int idx[5];
     int n = cd_nearest_k("conv2d_9", names, 11, CD_SUGGEST_ANY, idx, 5);
     cr_assert_eq(n, 5);

@@ -76,8 +76,15 @@ static cd_value f32(float *data, int n) {
 static void put_run(cd_dump *d, const char *run, const char *backend, int op, float *y) {
     cd_run_info ri = {backend, "fp32", "test", "", "", "", 1};
     cr_assert_eq(cd_dump_begin_run(d, run, &ri, &err), CD_OK, "%s", err.msg);
-    cd_tensor_rec rec = {.op_index = op, .op_type = "scale", .layer = "scale_0", .tensor = "y", .elapsed_us = 1,
-                         .kernel_us = -1, .where = backend, .kernel = "", .note = ""};
+    cd_tensor_rec rec = {.op_index = op,
+                         .op_type = "scale",
+                         .layer = "scale_0",
+                         .tensor = "y",
+                         .elapsed_us = 1,
+                         .kernel_us = -1,
+                         .where = backend,
+                         .kernel = "",
+                         .note = ""};
     cd_value v = f32(y, N);
     cr_assert_eq(cd_dump_write_tensor(d, run, &rec, &v, false, &err), CD_OK, "%s", err.msg);
     cr_assert_eq(cd_dump_end_run(d, run, 1.0, true, &err), CD_OK, "%s", err.msg);
@@ -125,9 +132,19 @@ static void decide(int bad, float delta, cd_layer_cmp *out, int *exit_code) {
     int nu = 0;
     cr_assert_eq(cd_verdict_compare_runs(&q, false, &an, &um, &nu, &err), CD_OK, "%s", err.msg);
     cr_assert_eq(nu, 0);
-    cd_verdict_run v = {.g = g, .plan = &plan, .cpu_opts = {.prec = CD_PREC_FP32, .threads = 1}, .r = r,
-                        .prec = CD_PREC_FP32, .a = "cpu", .b = "opencl", .variant_a = "fp32", .variant_b = "fp32",
-                        .run_a = "cpu", .run_b = "opencl", .run_local = "opencl_local", .policy = &pol};
+    cd_verdict_run v = {.g = g,
+                        .plan = &plan,
+                        .cpu_opts = {.prec = CD_PREC_FP32, .threads = 1},
+                        .r = r,
+                        .prec = CD_PREC_FP32,
+                        .a = "cpu",
+                        .b = "opencl",
+                        .variant_a = "fp32",
+                        .variant_b = "fp32",
+                        .run_a = "cpu",
+                        .run_b = "opencl",
+                        .run_local = "opencl_local",
+                        .policy = &pol};
     cr_assert_eq(cd_verdict_local(&v, &an, &err), CD_OK, "%s", err.msg);
     const cd_layer_cmp *l = NULL;
     for (int i = 0; i < an.n_layers; i++)
@@ -168,8 +185,14 @@ Test(verdict, element_off_beyond_the_bound_is_a_local_fault) {
 }
 
 Test(verdict, request_fp32_compares_a_with_b_local) {
-    cd_verdict_run v = {.prec = CD_PREC_FP32, .a = "cpu", .b = "opencl", .variant_a = "fp32", .variant_b = "fp32",
-                        .run_a = "cpu", .run_b = "opencl", .run_local = "opencl_local"};
+    cd_verdict_run v = {.prec = CD_PREC_FP32,
+                        .a = "cpu",
+                        .b = "opencl",
+                        .variant_a = "fp32",
+                        .variant_b = "fp32",
+                        .run_a = "cpu",
+                        .run_b = "opencl",
+                        .run_local = "opencl_local"};
     cd_local_req q;
     cd_verdict_local_req(&v, &q);
     cr_assert_str_eq(q.run_a, "cpu");
@@ -181,8 +204,14 @@ Test(verdict, request_fp32_compares_a_with_b_local) {
 }
 
 Test(verdict, request_fp16_holds_b_to_the_float32_reference) {
-    cd_verdict_run v = {.prec = CD_PREC_FP16, .a = "cpu", .b = "opencl", .variant_a = "fp16", .variant_b = "fp16",
-                        .run_a = "cpu", .run_b = "opencl", .run_local = "opencl_local"};
+    cd_verdict_run v = {.prec = CD_PREC_FP16,
+                        .a = "cpu",
+                        .b = "opencl",
+                        .variant_a = "fp16",
+                        .variant_b = "fp16",
+                        .run_a = "cpu",
+                        .run_b = "opencl",
+                        .run_local = "opencl_local"};
     cd_local_req q;
     cd_verdict_local_req(&v, &q);
     cr_assert_str_eq(q.run_ref, "ref_local");
@@ -196,9 +225,16 @@ Test(verdict, request_fp16_holds_b_to_the_float32_reference) {
 
 Test(verdict, request_engine_b_checks_its_own_output_against_the_cpu) {
     bool settled[4] = {0};
-    cd_verdict_run v = {.prec = CD_PREC_FP32, .a = "paddle-lite-arm", .b = "paddle-lite-opencl", .engine_b = true,
-                        .variant_a = "fp32", .variant_b = "fp32", .run_a = "arm", .run_b = "ocl",
-                        .run_local = "ocl_local", .settled = settled};
+    cd_verdict_run v = {.prec = CD_PREC_FP32,
+                        .a = "paddle-lite-arm",
+                        .b = "paddle-lite-opencl",
+                        .engine_b = true,
+                        .variant_a = "fp32",
+                        .variant_b = "fp32",
+                        .run_a = "arm",
+                        .run_b = "ocl",
+                        .run_local = "ocl_local",
+                        .settled = settled};
     cd_local_req q;
     cd_verdict_local_req(&v, &q);
     cr_assert_str_eq(q.run_a, "ocl");

@@ -33,8 +33,8 @@ static void cmp_slots(const cd_graph *a, const cd_graph *b, const cd_op *oa, con
         cr_assert(sb, "op %s: slot %s missing after round trip", oa->name, sa->name);
         cr_assert_eq(sa->n, sb->n, "op %s slot %s: argument count", oa->name, sa->name);
         for (int k = 0; k < sa->n; k++)
-            cr_assert_eq(match(a, sa->ids[k], b), sb->ids[k], "op %s slot %s[%d]: tensor differs", oa->name,
-                         sa->name, k);
+            cr_assert_eq(match(a, sa->ids[k], b), sb->ids[k], "op %s slot %s[%d]: tensor differs", oa->name, sa->name,
+                         k);
     }
 }
 
@@ -48,8 +48,8 @@ static void cmp_attr(const cd_op *o, const cd_attr *x, const cd_attr *y) {
     for (int k = 0; k < x->n; k++) {
         if (x->ints) cr_assert_eq(x->ints[k], y->ints[k], "op %s attr %s[%d]", o->name, x->name, k);
         if (x->floats)
-            cr_assert(!memcmp(&x->floats[k], &y->floats[k], 8) || x->floats[k] == y->floats[k],
-                      "op %s attr %s[%d]", o->name, x->name, k);
+            cr_assert(!memcmp(&x->floats[k], &y->floats[k], 8) || x->floats[k] == y->floats[k], "op %s attr %s[%d]",
+                      o->name, x->name, k);
         if (x->strings) cr_assert_str_eq(x->strings[k], y->strings[k], "op %s attr %s[%d]", o->name, x->name, k);
     }
 }
@@ -133,21 +133,31 @@ static cd_graph *build_small(void) {
         {.name = strdup("zero_int"), .type = CD_ATTR_INT, .i = 0},
         {.name = strdup("empty_s"), .type = CD_ATTR_STRING, .s = strdup("")},
     };
-    for (size_t i = 0; i < sizeof at / sizeof *at; i++) cr_assert_eq(cd_op_add_attr(g, &at[i], &err), CD_OK, "%s", err.msg);
+    for (size_t i = 0; i < sizeof at / sizeof *at; i++)
+        cr_assert_eq(cd_op_add_attr(g, &at[i], &err), CD_OK, "%s", err.msg);
     cd_attr ints = {.name = strdup("strides"), .type = CD_ATTR_INTS, .n = 2};
-    ints.ints = malloc(16); ints.ints[0] = 1; ints.ints[1] = -2;
+    ints.ints = malloc(16);
+    ints.ints[0] = 1;
+    ints.ints[1] = -2;
     cd_op_add_attr(g, &ints, &err);
     cd_attr fl = {.name = strdup("scales"), .type = CD_ATTR_FLOATS, .n = 3};
-    fl.floats = malloc(24); fl.floats[0] = 0.5; fl.floats[1] = -3; fl.floats[2] = 1e-3f;
+    fl.floats = malloc(24);
+    fl.floats[0] = 0.5;
+    fl.floats[1] = -3;
+    fl.floats[2] = 1e-3f;
     cd_op_add_attr(g, &fl, &err);
     cd_attr ls = {.name = strdup("longs"), .type = CD_ATTR_LONGS, .n = 1};
-    ls.ints = malloc(8); ls.ints[0] = -(1ll << 50);
+    ls.ints = malloc(8);
+    ls.ints[0] = -(1ll << 50);
     cd_op_add_attr(g, &ls, &err);
     cd_attr st = {.name = strdup("names"), .type = CD_ATTR_STRINGS, .n = 2};
-    st.strings = malloc(16); st.strings[0] = strdup("a"); st.strings[1] = strdup("");
+    st.strings = malloc(16);
+    st.strings[0] = strdup("a");
+    st.strings[1] = strdup("");
     cd_op_add_attr(g, &st, &err);
     cd_attr f6 = {.name = strdup("f64s"), .type = CD_ATTR_FLOAT64S, .n = 1};
-    f6.floats = malloc(8); f6.floats[0] = 3.141592653589793;
+    f6.floats = malloc(8);
+    f6.floats[0] = 3.141592653589793;
     cd_op_add_attr(g, &f6, &err);
     cd_graph_add_op(g, "fetch", &err);
     cd_op_add_input(g, "X", y, 1, &err);
@@ -268,7 +278,7 @@ Test(writer, shared_models_meta1_roundtrip) {
         cr_assert_eq(mv, 1);
         cr_assert_eq(cd_nb_load_mem(bytes, len, &r, &err), CD_OK, "%s meta 1: %s", e->d_name, err.msg);
         cr_assert_eq(r->meta_version, 1);
-        r->meta_version = 2;  /* the only intended difference */
+        r->meta_version = 2; /* the only intended difference */
         cd_test_graph_eq(g, r);
         /* truncated meta-1 parameter section: an error naming the offset, no crash */
         cd_graph *t = NULL;

@@ -33,7 +33,10 @@ typedef struct {
     void **i8_state;
     void *scratch; /* the int8 kernels' scratch (cd_op_ctx.scratch): the largest need, touched */
     size_t scratch_bytes;
-    struct cpu_block { void *p; size_t cap; } *free_blocks;
+    struct cpu_block {
+        void *p;
+        size_t cap;
+    } * free_blocks;
     int n_free, cap_free;
 } cpu_impl;
 
@@ -55,7 +58,10 @@ static void pool_put(cpu_impl *im, void *p, size_t cap) {
     if (im->n_free == im->cap_free) {
         int nc = im->cap_free ? 2 * im->cap_free : 64;
         struct cpu_block *nb = realloc(im->free_blocks, (size_t)nc * sizeof *nb);
-        if (!nb) { free(p); return; } /* the block is simply not recycled */
+        if (!nb) {
+            free(p);
+            return;
+        } /* the block is simply not recycled */
         im->free_blocks = nb;
         im->cap_free = nc;
     }
@@ -105,8 +111,10 @@ static cd_status pool_alloc(cpu_impl *im, int id, bool zero, cd_error *err) {
     if (!p) return cd_err(err, CD_E_NOMEM, "out of memory for a %zu-byte tensor", nb);
     /* zeroed like calloc: a kernel that writes only part of its output (nms padding)
      * leaves zeros, never bytes of an earlier tensor */
-    if (zero) memset(p, 0, nb);
-    else if (im->poison) memset(p, 0xff, nb); /* NaN / -1 in every element a kernel forgets */
+    if (zero)
+        memset(p, 0, nb);
+    else if (im->poison)
+        memset(p, 0xff, nb); /* NaN / -1 in every element a kernel forgets */
     if (v->owned) free(v->data);
     v->data = p;
     v->nbytes = nb;
@@ -129,7 +137,11 @@ static void pool_rehearse(cpu_impl *im) {
     const cd_graph *g = plan->g;
     void **held = calloc((size_t)g->n_tensors, sizeof *held);
     size_t *cap = calloc((size_t)g->n_tensors, sizeof *cap);
-    if (!held || !cap) { free(held); free(cap); return; }
+    if (!held || !cap) {
+        free(held);
+        free(cap);
+        return;
+    }
     for (int i = 0; i < g->n_ops; i++) {
         const cd_op *op = &g->ops[i];
         if (!strcmp(op->type, "feed")) continue;
@@ -200,16 +212,20 @@ static cd_status cpu_prepare(cd_backend *b, const cd_plan *plan, cd_error *err) 
     im->pool_cap = cd_calloc((size_t)plan->g->n_tensors, sizeof *im->pool_cap, err);
     im->op_state = cd_calloc((size_t)plan->g->n_ops > 0 ? (size_t)plan->g->n_ops : 1, sizeof *im->op_state, err);
     im->i8_state = cd_calloc((size_t)plan->g->n_ops > 0 ? (size_t)plan->g->n_ops : 1, sizeof *im->i8_state, err);
-    if (!im->vals || !im->expect || !im->pool_ptr || !im->pool_cap || !im->op_state || !im->i8_state)
-        return CD_E_NOMEM;
+    if (!im->vals || !im->expect || !im->pool_ptr || !im->pool_cap || !im->op_state || !im->i8_state) return CD_E_NOMEM;
     pool_rehearse(im);
     /* Attribute parsing and validation of the ops that can do it ahead, outside their timed
      * run. A failure leaves no state: the run parses again and reports it there. */
     for (int i = 0; i < plan->g->n_ops; i++) {
         const cd_op_def *def = plan->defs[i];
         cd_error e = {0};
-        cd_op_ctx c = {.g = plan->g, .op = &plan->g->ops[i], .op_index = i, .vals = plan->meta, .prec = plan->prec,
-                       .threads = b->opts.threads > 0 ? b->opts.threads : 1, .err = &e};
+        cd_op_ctx c = {.g = plan->g,
+                       .op = &plan->g->ops[i],
+                       .op_index = i,
+                       .vals = plan->meta,
+                       .prec = plan->prec,
+                       .threads = b->opts.threads > 0 ? b->opts.threads : 1,
+                       .err = &e};
         void *st = NULL;
         if (def && b->opts.int8_arm && cd_cpu_int8_claims(&c)) { /* the int8 kernel's own state */
             if (cd_cpu_int8_prepare(&c, &st) == CD_OK) im->i8_state[i] = st;
@@ -225,8 +241,10 @@ static cd_status cpu_prepare(cd_backend *b, const cd_plan *plan, cd_error *err) 
             continue;
         }
         if (!def || !def->prepare) continue;
-        if (def->prepare(&c, &st) == CD_OK) im->op_state[i] = st;
-        else free(st);
+        if (def->prepare(&c, &st) == CD_OK)
+            im->op_state[i] = st;
+        else
+            free(st);
     }
     for (int t = 0; t < plan->g->n_tensors; t++) {
         if (!plan->g->tensors[t].persistable) continue;
@@ -243,8 +261,9 @@ static cd_status cpu_set_input(cd_backend *b, int id, const cd_value *host, cd_e
     char a[160], c[160];
     if (host->dtype != m->dtype || !cd_shape_eq(&host->shape, &m->shape))
         return cd_err(err, CD_E_INTERNAL, "cpu backend: input '%s' given as %s %s but the plan expects %s %s",
-                      im->plan->g->tensors[id].name, cd_dtype_name(host->dtype), cd_shape_str(&host->shape, a, sizeof a),
-                      cd_dtype_name(m->dtype), cd_shape_str(&m->shape, c, sizeof c));
+                      im->plan->g->tensors[id].name, cd_dtype_name(host->dtype),
+                      cd_shape_str(&host->shape, a, sizeof a), cd_dtype_name(m->dtype),
+                      cd_shape_str(&m->shape, c, sizeof c));
     cd_value *v = &im->vals[id];
     cd_value_release(v);
     v->dtype = m->dtype;
@@ -269,8 +288,10 @@ static cd_status copy_identity(cd_op_ctx *c, const cd_op *op) {
     if (cd_value_numel(src) != n)
         return cd_op_fail(c, CD_E_INTERNAL, "identity op: input has %lld elements, output %lld",
                           (long long)cd_value_numel(src), (long long)n);
-    if (src->dtype == dst->dtype) memcpy(dst->data, src->data, dst->nbytes);
-    else for (int64_t i = 0; i < n; i++) cd_value_set(dst, i, cd_value_get(src, i));
+    if (src->dtype == dst->dtype)
+        memcpy(dst->data, src->data, dst->nbytes);
+    else
+        for (int64_t i = 0; i < n; i++) cd_value_set(dst, i, cd_value_get(src, i));
     return CD_OK;
 }
 
@@ -280,10 +301,17 @@ static cd_status cpu_run_op(cd_backend *b, int i, cd_op_report *rep, cd_error *e
     const cd_graph *g = plan->g;
     const cd_op *op = &g->ops[i];
     const cd_op_def *def = plan->defs[i];
-    cd_op_ctx c = {.g = g, .op = op, .op_index = i, .vals = im->vals, .prec = plan->prec,
-                   .threads = b->opts.threads > 0 ? b->opts.threads : 1, .err = err,
-                   .state = im->reinfer || !im->op_state ? NULL : im->op_state[i], .no_quant = b->opts.no_quant,
-                   .scratch = im->scratch, .scratch_bytes = im->scratch_bytes};
+    cd_op_ctx c = {.g = g,
+                   .op = op,
+                   .op_index = i,
+                   .vals = im->vals,
+                   .prec = plan->prec,
+                   .threads = b->opts.threads > 0 ? b->opts.threads : 1,
+                   .err = err,
+                   .state = im->reinfer || !im->op_state ? NULL : im->op_state[i],
+                   .no_quant = b->opts.no_quant,
+                   .scratch = im->scratch,
+                   .scratch_bytes = im->scratch_bytes};
     memset(rep, 0, sizeof *rep);
     rep->kernel_us = -1;
     snprintf(rep->where, sizeof rep->where, "%s", def && (def->flags & CD_OPF_HOST) ? "host" : "cpu");
@@ -306,8 +334,10 @@ static cd_status cpu_run_op(cd_backend *b, int i, cd_op_report *rep, cd_error *e
         for (int k = 0; k < op->in[s].n; k++) {
             int id = op->in[s].ids[k];
             if (id >= 0 && !im->vals[id].data)
-                return cd_op_fail(&c, CD_E_INTERNAL, "input %s[%d] '%s' has no data (released too early or "
-                                  "never produced)", op->in[s].name, k, g->tensors[id].name);
+                return cd_op_fail(&c, CD_E_INTERNAL,
+                                  "input %s[%d] '%s' has no data (released too early or "
+                                  "never produced)",
+                                  op->in[s].name, k, g->tensors[id].name);
         }
     cd_status st;
     for (int s = 0; s < op->n_out; s++)
@@ -333,14 +363,18 @@ static cd_status cpu_run_op(cd_backend *b, int i, cd_op_report *rep, cd_error *e
                 return cd_op_fail(&c, CD_E_INTERNAL, "shape rule gave output '%s' no shape", g->tensors[id].name);
             im->expect[id].dtype = v->dtype;
             im->expect[id].shape = v->shape;
-            if ((st = pool_alloc(im, id, !(def->flags & CD_OPF_WRITES_ALL), err))) return cd_err_prefix(err, "op #%d %s (%s): ", i, op->name, op->type);
+            if ((st = pool_alloc(im, id, !(def->flags & CD_OPF_WRITES_ALL), err)))
+                return cd_err_prefix(err, "op #%d %s (%s): ", i, op->name, op->type);
         }
     const void *i8 = im->reinfer ? NULL : im->i8_state[i];
     if (i8 || (b->opts.int8_arm && cd_cpu_int8_claims(&c)))
         st = cd_cpu_int8_run(&c, i8, rep->kernel, sizeof rep->kernel, rep->note, sizeof rep->note);
-    else if (def->run) st = def->run(&c);
-    else if (def->flags & CD_OPF_IDENTITY) st = copy_identity(&c, op);
-    else st = cd_op_fail(&c, CD_E_INTERNAL, "op definition has no CPU kernel");
+    else if (def->run)
+        st = def->run(&c);
+    else if (def->flags & CD_OPF_IDENTITY)
+        st = copy_identity(&c, op);
+    else
+        st = cd_op_fail(&c, CD_E_INTERNAL, "op definition has no CPU kernel");
     rep->elapsed_us = now_us() - t0;
     if (st) {
         if (err && !strstr(err->msg, "op #")) cd_err_prefix(err, "op #%d %s (%s): ", i, op->name, op->type);
@@ -355,8 +389,8 @@ static cd_status cpu_run_op(cd_backend *b, int i, cd_op_report *rep, cd_error *e
             const cd_value *m = &im->expect[id];
             char a[160], bb[160];
             if (v->dtype != m->dtype)
-                return cd_op_fail(&c, CD_E_INTERNAL, "kernel wrote output '%s' as %s, planned %s",
-                                  g->tensors[id].name, cd_dtype_name(v->dtype), cd_dtype_name(m->dtype));
+                return cd_op_fail(&c, CD_E_INTERNAL, "kernel wrote output '%s' as %s, planned %s", g->tensors[id].name,
+                                  cd_dtype_name(v->dtype), cd_dtype_name(m->dtype));
             if (cd_shape_eq(&v->shape, &m->shape)) continue;
             int64_t n = cd_value_numel(v);
             if (!(def->flags & CD_OPF_DYNAMIC) || n < 0 || (size_t)n * cd_dtype_size(v->dtype) > v->nbytes)
@@ -425,8 +459,14 @@ static void cpu_describe(cd_backend *b, char *device, size_t dn, char *driver, s
 }
 
 static const cd_backend_vt k_cpu_vt = {
-    .name = "cpu", .prepare = cpu_prepare, .set_input = cpu_set_input, .run_op = cpu_run_op,
-    .read = cpu_read, .release = cpu_release, .close = cpu_close, .describe = cpu_describe,
+    .name = "cpu",
+    .prepare = cpu_prepare,
+    .set_input = cpu_set_input,
+    .run_op = cpu_run_op,
+    .read = cpu_read,
+    .release = cpu_release,
+    .close = cpu_close,
+    .describe = cpu_describe,
 };
 
 cd_status cd_cpu_backend_open(const cd_backend_opts *opts, cd_backend **out, cd_error *err) {
@@ -434,7 +474,10 @@ cd_status cd_cpu_backend_open(const cd_backend_opts *opts, cd_backend **out, cd_
     cd_backend *b = cd_calloc(1, sizeof *b, err);
     if (!b) return CD_E_NOMEM;
     b->impl = cd_calloc(1, sizeof(cpu_impl), err);
-    if (!b->impl) { free(b); return CD_E_NOMEM; }
+    if (!b->impl) {
+        free(b);
+        return CD_E_NOMEM;
+    }
     b->vt = &k_cpu_vt;
     const char *poison = getenv("CLDIFF_POISON_OUTPUTS");
     ((cpu_impl *)b->impl)->poison = poison && poison[0] == '1';
@@ -468,7 +511,7 @@ static cd_status cpu_placement(const cd_runner_req *q, cd_op_place *out, char *n
         memset(o, 0, sizeof *o);
         o->supported = p->defs[i] != NULL;
         bool i8 = q->bo->int8_arm &&
-                  cd_cpu_int8_claims(&(cd_op_ctx){.g = p->g, .op = op, .op_index = i, .vals = p->meta, .prec = p->prec});
+            cd_cpu_int8_claims(&(cd_op_ctx){.g = p->g, .op = op, .op_index = i, .vals = p->meta, .prec = p->prec});
         snprintf(o->where, sizeof o->where, "%s", o->supported ? "cpu" : "-");
         snprintf(o->kernel, sizeof o->kernel, "%s%s", op->type, i8 ? " (int8, as Paddle-Lite ARM)" : "");
         if (!o->supported) snprintf(o->why, sizeof o->why, "no CPU kernel for %s", op->type);

@@ -49,7 +49,8 @@
 #include <immintrin.h>
 #endif
 
-#define BCAST16(x) {x, x, x, x, x, x, x, x, x, x, x, x, x, x, x, x}
+#define BCAST16(x)                                                                                                     \
+    { x, x, x, x, x, x, x, x, x, x, x, x, x, x, x, x }
 
 static inline int imin(int a, int b) { return a < b ? a : b; }
 
@@ -65,8 +66,8 @@ static inline int imin(int a, int b) { return a < b ? a : b; }
 #define G_NAME_MID "avx2-fma"
 #define G_VEC_TAIL 1
 #define G_LANE_INT int /* integer of the element's size (shuffle masks) */
-#define G_DIRECT 1   /* the direct paths (small products, short-K convs) */
-#define G_HALF 0     /* the AVX2 + F16C half micro-kernel and the forcing hook: half only */
+#define G_DIRECT 1     /* the direct paths (small products, short-K convs) */
+#define G_HALF 0       /* the AVX2 + F16C half micro-kernel and the forcing hook: half only */
 /* alpha * acc is rounded on its own: the compiler may not fuse it into the following add
  * (whether it would depends on the surrounding code; the NEON kernel does the same) */
 #define G_ROUNDED(v) __asm__("" : "+m"(v))

@@ -33,19 +33,16 @@
  * gemm's element type. */
 typedef void (*cd_gemm_pack_fn)(const void *ctx, int k0, int kc, int n0, int nc, void *dst);
 
-void cd_gemm_f32(int M, int N, int K, float alpha, const float *A, int lda, bool ta,
-                 const float *B, int ldb, bool tb, float beta, float *C, int ldc, int threads);
-void cd_gemm_f16(int M, int N, int K, _Float16 alpha, const _Float16 *A, int lda, bool ta,
-                 const _Float16 *B, int ldb, bool tb, _Float16 beta, _Float16 *C, int ldc,
-                 int threads);
+void cd_gemm_f32(int M, int N, int K, float alpha, const float *A, int lda, bool ta, const float *B, int ldb, bool tb,
+                 float beta, float *C, int ldc, int threads);
+void cd_gemm_f16(int M, int N, int K, _Float16 alpha, const _Float16 *A, int lda, bool ta, const _Float16 *B, int ldb,
+                 bool tb, _Float16 beta, _Float16 *C, int ldc, int threads);
 
 /* Same with B produced by pack (see cd_gemm_pack_fn). */
-void cd_gemm_f32_packed_b(int M, int N, int K, float alpha, const float *A, int lda, bool ta,
-                          cd_gemm_pack_fn pack, const void *pack_ctx, float beta, float *C,
-                          int ldc, int threads);
-void cd_gemm_f16_packed_b(int M, int N, int K, _Float16 alpha, const _Float16 *A, int lda,
-                          bool ta, cd_gemm_pack_fn pack, const void *pack_ctx, _Float16 beta,
-                          _Float16 *C, int ldc, int threads);
+void cd_gemm_f32_packed_b(int M, int N, int K, float alpha, const float *A, int lda, bool ta, cd_gemm_pack_fn pack,
+                          const void *pack_ctx, float beta, float *C, int ldc, int threads);
+void cd_gemm_f16_packed_b(int M, int N, int K, _Float16 alpha, const _Float16 *A, int lda, bool ta,
+                          cd_gemm_pack_fn pack, const void *pack_ctx, _Float16 beta, _Float16 *C, int ldc, int threads);
 
 /* Direct convolution for a short reduction (K = Cin * KH * KW <= CD_CONV_DIRECT_MAX_K), one
  * group: Y[oc][oy][ox] = sum over k = (ic, ky, kx) in that order of W[oc][k] *

@@ -14,7 +14,7 @@
 #error "a part of gemm_tmpl.h's template body: included by gemm_tmpl.h only"
 #endif
 
-static inline __attribute__((always_inline)) void F(cd_load)(const GT *p, const int sw, F(vec) *out) {
+static inline __attribute__((always_inline)) void F(cd_load)(const GT *p, const int sw, F(vec) * out) {
     F(vec) v;
     if (sw == 1) {
         memcpy(&v, p, sizeof v);
@@ -42,9 +42,9 @@ typedef struct {
     int Hb, Wp;
 } F(cd_band);
 
-static inline __attribute__((always_inline)) void
-F(cd_tile)(const F(cd_band) *bd, const GT *restrict x, const GT *restrict w, int K, GT *restrict y, int ldy,
-           const int mr, const int nv, int ncols, const int sw) {
+static inline __attribute__((always_inline)) void F(cd_tile)(const F(cd_band) * bd, const GT *restrict x,
+                                                             const GT *restrict w, int K, GT *restrict y, int ldy,
+                                                             const int mr, const int nv, int ncols, const int sw) {
     const cd_conv_direct_geo *g = bd->g;
     F(vec) acc[4][4];
 #pragma GCC unroll 4
@@ -74,9 +74,9 @@ F(cd_tile)(const F(cd_band) *bd, const GT *restrict x, const GT *restrict w, int
 }
 
 /* Output channels [oc0, oc0+mr) of output row oy, whose taps start at band row rb. */
-static inline __attribute__((always_inline)) void
-F(cd_row_body)(const F(cd_band) *bd, const GT *xband, const GT *W, GT *Y, int oc0, int mr, int oy, int rb,
-               const int nvmax) {
+static inline __attribute__((always_inline)) void F(cd_row_body)(const F(cd_band) * bd, const GT *xband, const GT *W,
+                                                                 GT *Y, int oc0, int mr, int oy, int rb,
+                                                                 const int nvmax) {
     const cd_conv_direct_geo *g = bd->g;
     const int K = g->Cin * g->KH * g->KW, Wo = g->Wo, sw = g->sw;
     const size_t HWo = (size_t)g->Ho * Wo;
@@ -88,13 +88,19 @@ F(cd_row_body)(const F(cd_band) *bd, const GT *xband, const GT *W, GT *Y, int oc
         const GT *x = xrow + (size_t)ox * sw;
         GT *y = yrow + ox;
 #define CT(MRC, NVC, SWC) F(cd_tile)(bd, x, w, K, y, (int)HWo, MRC, NVC, ncols, SWC)
-#define CT_SW(MRC, NVC)                                                                            \
-    if (sw == 1) CT(MRC, NVC, 1);                                                                  \
-    else if (sw == 2) CT(MRC, NVC, 2);                                                             \
-    else CT(MRC, NVC, sw);
-#define CT_MR(MRC)                                                                                 \
-    if (nv == 4) { CT_SW(MRC, 4) }                                                                 \
-    else { CT_SW(MRC, 1) }
+#define CT_SW(MRC, NVC)                                                                                                \
+    if (sw == 1)                                                                                                       \
+        CT(MRC, NVC, 1);                                                                                               \
+    else if (sw == 2)                                                                                                  \
+        CT(MRC, NVC, 2);                                                                                               \
+    else                                                                                                               \
+        CT(MRC, NVC, sw);
+#define CT_MR(MRC)                                                                                                     \
+    if (nv == 4) {                                                                                                     \
+        CT_SW(MRC, 4)                                                                                                  \
+    } else {                                                                                                           \
+        CT_SW(MRC, 1)                                                                                                  \
+    }
         switch (mr) {
         case 1: CT_MR(1) break;
         case 2: CT_MR(2) break;
@@ -108,9 +114,11 @@ F(cd_row_body)(const F(cd_band) *bd, const GT *xband, const GT *W, GT *Y, int oc
     }
 }
 
-#define CD_ROW_ARGS (const F(cd_band) *bd, const GT *xband, const GT *W, GT *Y, int oc0, int mr, int oy, int rb)
-typedef void (*F(cd_row_fn)) CD_ROW_ARGS;
-__attribute__((unused)) static void F(cd_row_default) CD_ROW_ARGS { F(cd_row_body)(bd, xband, W, Y, oc0, mr, oy, rb, 1); }
+#define CD_ROW_ARGS (const F(cd_band) * bd, const GT *xband, const GT *W, GT *Y, int oc0, int mr, int oy, int rb)
+typedef void(*F(cd_row_fn)) CD_ROW_ARGS;
+__attribute__((unused)) static void F(cd_row_default) CD_ROW_ARGS {
+    F(cd_row_body)(bd, xband, W, Y, oc0, mr, oy, rb, 1);
+}
 #ifdef CD_GEMM_X86
 __attribute__((target(G_ISA_FAST))) static void F(cd_row_fast) CD_ROW_ARGS {
     F(cd_row_body)(bd, xband, W, Y, oc0, mr, oy, rb, 4);
@@ -125,7 +133,7 @@ __attribute__((target(G_ISA_MID))) static void F(cd_row_mid) CD_ROW_ARGS {
 
 /* One band: output rows [oy0, oy1), every output channel. xs: this thread's scratch, whose
  * columns outside the input window are zero. */
-static void F(cd_band_run)(F(cd_row_fn) fn, const F(cd_band) *bd, GT *xs, const GT *W, GT *Y, int Cout, int oy0,
+static void F(cd_band_run)(F(cd_row_fn) fn, const F(cd_band) * bd, GT *xs, const GT *W, GT *Y, int Cout, int oy0,
                            int oy1) {
     const cd_conv_direct_geo *g = bd->g;
     const GT *x = (const GT *)g->x;
@@ -134,20 +142,23 @@ static void F(cd_band_run)(F(cd_row_fn) fn, const F(cd_band) *bd, GT *xs, const 
         for (int r = 0; r < rows; r++) {
             const int iy = oy0 * g->sh - g->pt + r;
             GT *d = xs + ((size_t)ic * bd->Hb + r) * bd->Wp + g->pl;
-            if (iy >= 0 && iy < g->H) memcpy(d, x + ((size_t)ic * g->H + iy) * g->W, (size_t)g->W * sizeof(GT));
-            else memset(d, 0, (size_t)g->W * sizeof(GT));
+            if (iy >= 0 && iy < g->H)
+                memcpy(d, x + ((size_t)ic * g->H + iy) * g->W, (size_t)g->W * sizeof(GT));
+            else
+                memset(d, 0, (size_t)g->W * sizeof(GT));
         }
     for (int oy = oy0; oy < oy1; oy++)
-        for (int oc = 0; oc < Cout; oc += 4)
-            fn(bd, xs, W, Y, oc, imin(4, Cout - oc), oy, (oy - oy0) * g->sh);
+        for (int oc = 0; oc < Cout; oc += 4) fn(bd, xs, W, Y, oc, imin(4, Cout - oc), oy, (oy - oy0) * g->sh);
 }
 
 bool CAT(cd_conv_direct, GS)(const cd_conv_direct_geo *g, int Cout, const GT *W, GT *Y, int threads) {
     F(cd_row_fn) fn = F(cd_row_default);
 #ifdef CD_GEMM_X86
     __builtin_cpu_init();
-    if (G_ISA_FAST_CHECK) fn = F(cd_row_fast);
-    else if (G_ISA_MID_CHECK) fn = F(cd_row_mid);
+    if (G_ISA_FAST_CHECK)
+        fn = F(cd_row_fast);
+    else if (G_ISA_MID_CHECK)
+        fn = F(cd_row_mid);
 #endif
     const int Wo16 = (g->Wo + NR - 1) / NR * NR;
     int Wp = (Wo16 - 1) * g->sw + (g->KW - 1) * g->dw + 2;

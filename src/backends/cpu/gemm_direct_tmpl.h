@@ -17,13 +17,12 @@
 #error "a part of gemm_tmpl.h's template body: included by gemm_tmpl.h only"
 #endif
 
-
 #define DMR 4
 #define DNV 4
-static inline __attribute__((always_inline)) void
-F(direct_tile)(int kc, const GT *restrict a, size_t ars, size_t aks, const GT *restrict b, size_t ldb,
-               GT *restrict c, int ldc, const int mr, const int nv, int ncols, int shift, GT alpha, GT beta,
-               int first) {
+static inline __attribute__((always_inline)) void F(direct_tile)(int kc, const GT *restrict a, size_t ars, size_t aks,
+                                                                 const GT *restrict b, size_t ldb, GT *restrict c,
+                                                                 int ldc, const int mr, const int nv, int ncols,
+                                                                 int shift, GT alpha, GT beta, int first) {
     F(vec) acc[DMR][DNV];
     size_t off[DNV]; /* column offset of each vector; the last one starts `shift` columns early */
 #pragma GCC unroll 4
@@ -72,13 +71,25 @@ F(direct_tile_4x4_fast)(int kc, const GT *restrict a, size_t ars, size_t aks, co
         const GT *ak = a + (size_t)k * aks;
         F(vec) x;
         x = (F(vec))BCAST16(ak[0]);
-        c00 += x * b0; c01 += x * b1; c02 += x * b2; c03 += x * b3;
+        c00 += x * b0;
+        c01 += x * b1;
+        c02 += x * b2;
+        c03 += x * b3;
         x = (F(vec))BCAST16(ak[ars]);
-        c10 += x * b0; c11 += x * b1; c12 += x * b2; c13 += x * b3;
+        c10 += x * b0;
+        c11 += x * b1;
+        c12 += x * b2;
+        c13 += x * b3;
         x = (F(vec))BCAST16(ak[2 * ars]);
-        c20 += x * b0; c21 += x * b1; c22 += x * b2; c23 += x * b3;
+        c20 += x * b0;
+        c21 += x * b1;
+        c22 += x * b2;
+        c23 += x * b3;
         x = (F(vec))BCAST16(ak[3 * ars]);
-        c30 += x * b0; c31 += x * b1; c32 += x * b2; c33 += x * b3;
+        c30 += x * b0;
+        c31 += x * b1;
+        c32 += x * b2;
+        c33 += x * b3;
     }
     if (shift) { /* as F(direct_tile): the last vector's own columns are lanes shift..NR-1 */
         F(lanes_down)(&c03, shift);
@@ -112,9 +123,10 @@ F(direct_tile_4x4_fast)(int kc, const GT *restrict a, size_t ars, size_t aks, co
  * of K (ncols <= DNV * NR). The columns of a partial last vector are copied, once per K
  * slice, into bpad (KC x NR, zero-padded). Row count and vector count are made constants
  * for the tile (the switches below). */
-static inline __attribute__((always_inline)) void
-F(direct_item)(int K, const GT *A, size_t ars, size_t aks, const GT *B, int ldb, GT *C, int ldc, int i0,
-               int i1, int j0, int ncols, GT alpha, GT beta, GT *restrict bpad, const int nvmax) {
+static inline __attribute__((always_inline)) void F(direct_item)(int K, const GT *A, size_t ars, size_t aks,
+                                                                 const GT *B, int ldb, GT *C, int ldc, int i0, int i1,
+                                                                 int j0, int ncols, GT alpha, GT beta,
+                                                                 GT *restrict bpad, const int nvmax) {
     const int nfull = ncols / NR, tail = ncols % NR;
     /* A partial last vector is read as the NR columns ending at the item's last column when
      * the row has that many (j0 + ncols >= NR): it joins the full vectors' tile, and its
@@ -136,31 +148,33 @@ F(direct_item)(int K, const GT *A, size_t ars, size_t aks, const GT *B, int ldb,
             const int mr = imin(DMR, i1 - r0);
             const GT *a = A + (size_t)r0 * ars + (size_t)k0 * aks;
             GT *c = C + (size_t)r0 * ldc + j0;
-#define DT(MRC, NVC, BB, LDB, CC, NC, SH) \
+#define DT(MRC, NVC, BB, LDB, CC, NC, SH)                                                                              \
     F(direct_tile)(kc, a, ars, aks, BB, LDB, CC, ldc, MRC, NVC, NC, SH, alpha, beta, first)
 /* 4 vectors: only the AVX-512 build gets there (nvmax); its 4-row tile is the separate
  * function above */
 #if defined(CD_GEMM_X86)
-#define DT4(MRC, BB, LDB, CC, NC, SH)                                                              \
-    do {                                                                                           \
-        if ((MRC) == 4) DT44(kc, a, ars, aks, BB, LDB, CC, ldc, NC, SH, alpha, beta, first);       \
-        else DT(MRC, 4, BB, LDB, CC, NC, SH);                                                      \
+#define DT4(MRC, BB, LDB, CC, NC, SH)                                                                                  \
+    do {                                                                                                               \
+        if ((MRC) == 4)                                                                                                \
+            DT44(kc, a, ars, aks, BB, LDB, CC, ldc, NC, SH, alpha, beta, first);                                       \
+        else                                                                                                           \
+            DT(MRC, 4, BB, LDB, CC, NC, SH);                                                                           \
     } while (0)
 #else
 #define DT4(MRC, BB, LDB, CC, NC, SH) DT(MRC, 4, BB, LDB, CC, NC, SH)
 #endif
-#define DT_NV(MRC)                                                                                 \
-    for (int jv = 0; jv < nvec;) {                                                                 \
-        const int nv = imin(nvmax, nvec - jv), last = jv + nv == nvec && shifted;                  \
-        const int nc = last ? (nv - 1) * NR + tail : nv * NR, sh = last ? shift : 0;               \
-        switch (nv) {                                                                              \
-        case 1: DT(MRC, 1, b + jv * NR, ldb, c + jv * NR, nc, sh); break;                          \
-        case 2: DT(MRC, 2, b + jv * NR, ldb, c + jv * NR, nc, sh); break;                          \
-        case 3: DT(MRC, 3, b + jv * NR, ldb, c + jv * NR, nc, sh); break;                          \
-        default: DT4(MRC, b + jv * NR, ldb, c + jv * NR, nc, sh); break;                           \
-        }                                                                                          \
-        jv += nv;                                                                                  \
-    }                                                                                              \
+#define DT_NV(MRC)                                                                                                     \
+    for (int jv = 0; jv < nvec;) {                                                                                     \
+        const int nv = imin(nvmax, nvec - jv), last = jv + nv == nvec && shifted;                                      \
+        const int nc = last ? (nv - 1) * NR + tail : nv * NR, sh = last ? shift : 0;                                   \
+        switch (nv) {                                                                                                  \
+        case 1: DT(MRC, 1, b + jv * NR, ldb, c + jv * NR, nc, sh); break;                                              \
+        case 2: DT(MRC, 2, b + jv * NR, ldb, c + jv * NR, nc, sh); break;                                              \
+        case 3: DT(MRC, 3, b + jv * NR, ldb, c + jv * NR, nc, sh); break;                                              \
+        default: DT4(MRC, b + jv * NR, ldb, c + jv * NR, nc, sh); break;                                               \
+        }                                                                                                              \
+        jv += nv;                                                                                                      \
+    }                                                                                                                  \
     if (tail && !shifted) DT(MRC, 1, bpad, NR, c + nfull * NR, tail, 0);
             switch (mr) {
             case 1: DT_NV(1) break;
@@ -175,10 +189,10 @@ F(direct_item)(int K, const GT *A, size_t ars, size_t aks, const GT *B, int ldb,
     }
 }
 
-typedef void (*F(direct_fn))(int, const GT *, size_t, size_t, const GT *, int, GT *, int, int, int, int, int,
-                             GT, GT, GT *restrict);
-#define DIRECT_ARGS                                                                                \
-    (int K, const GT *A, size_t ars, size_t aks, const GT *B, int ldb, GT *C, int ldc, int i0, int i1, int j0, \
+typedef void (*F(direct_fn))(int, const GT *, size_t, size_t, const GT *, int, GT *, int, int, int, int, int, GT, GT,
+                             GT *restrict);
+#define DIRECT_ARGS                                                                                                    \
+    (int K, const GT *A, size_t ars, size_t aks, const GT *B, int ldb, GT *C, int ldc, int i0, int i1, int j0,         \
      int ncols, GT alpha, GT beta, GT *restrict bpad)
 #define DIRECT_CALL(NVMAX) F(direct_item)(K, A, ars, aks, B, ldb, C, ldc, i0, i1, j0, ncols, alpha, beta, bpad, NVMAX)
 /* vectors per tile: 4 where 32 registers hold 16 lanes each (AVX-512); fewer where a
@@ -197,12 +211,12 @@ __attribute__((target(G_ISA_MID))) static void F(direct_mid) DIRECT_ARGS { DIREC
 #if defined(G_MICRO_ARCH)
 #define G_PICK_VARIANT(NAME) return NULL
 #elif defined(CD_GEMM_X86)
-#define G_PICK_VARIANT(NAME)                                                                       \
-    do {                                                                                           \
-        __builtin_cpu_init();                                                                      \
-        if (G_ISA_FAST_CHECK) return F(NAME##_fast);                                               \
-        if (G_ISA_MID_CHECK) return F(NAME##_mid);                                                 \
-        return F(NAME##_default);                                                                  \
+#define G_PICK_VARIANT(NAME)                                                                                           \
+    do {                                                                                                               \
+        __builtin_cpu_init();                                                                                          \
+        if (G_ISA_FAST_CHECK) return F(NAME##_fast);                                                                   \
+        if (G_ISA_MID_CHECK) return F(NAME##_mid);                                                                     \
+        return F(NAME##_default);                                                                                      \
     } while (0)
 #else
 #define G_PICK_VARIANT(NAME) return F(NAME##_default)
@@ -215,8 +229,8 @@ static F(direct_fn) F(pick_direct)(void) { G_PICK_VARIANT(direct); }
  * parallel region, no barrier inside: every item owns its C block over all of K). An item is
  * a run of DNV * NR columns x a range of row blocks; the rows are split only when there
  * are fewer column runs than threads. */
-static void F(gemm_direct)(F(direct_fn) fn, int M, int N, int K, GT alpha, const GT *A, int lda, bool ta,
-                           const GT *B, int ldb, GT beta, GT *C, int ldc, int threads) {
+static void F(gemm_direct)(F(direct_fn) fn, int M, int N, int K, GT alpha, const GT *A, int lda, bool ta, const GT *B,
+                           int ldb, GT beta, GT *C, int ldc, int threads) {
     const size_t ars = ta ? 1 : (size_t)lda, aks = ta ? (size_t)lda : 1;
     const int cw = DNV * NR; /* columns per item */
     const int rb = (M + DMR - 1) / DMR, cb = (N + cw - 1) / cw;

@@ -17,9 +17,9 @@
 #endif
 
 #define GV_NV 4
-static inline __attribute__((always_inline)) void
-F(gemv_rows)(int K, const GT *At, size_t lda, const GT *B, int ldb, GT *C, int i0, int i1, GT alpha, GT beta,
-             const int nvmax) {
+static inline __attribute__((always_inline)) void F(gemv_rows)(int K, const GT *At, size_t lda, const GT *B, int ldb,
+                                                               GT *C, int i0, int i1, GT alpha, GT beta,
+                                                               const int nvmax) {
     for (int r0 = i0; r0 < i1; r0 += nvmax * NR) {
         const int mrows = imin(nvmax * NR, i1 - r0), nv = (mrows + NR - 1) / NR;
         const int tail = mrows - (nv - 1) * NR; /* rows in the last vector */
@@ -74,8 +74,8 @@ __attribute__((target(G_ISA_MID))) static void F(gemv_mid) GEMV_ARGS { GEMV_CALL
 static F(gemv_fn) F(pick_gemv)(void) { G_PICK_VARIANT(gemv); }
 #undef G_PICK_VARIANT
 
-static void F(gemm_gemv)(F(gemv_fn) fn, int M, int K, GT alpha, const GT *At, int lda, const GT *B, int ldb,
-                         GT beta, GT *C, int threads) {
+static void F(gemm_gemv)(F(gemv_fn) fn, int M, int K, GT alpha, const GT *At, int lda, const GT *B, int ldb, GT beta,
+                         GT *C, int threads) {
     const int bw = GV_NV * NR, blocks = (M + bw - 1) / bw;
     const int nt = (double)M * K < SINGLE_THREAD_MACS || threads < 1 ? 1 : imin(threads, blocks);
     if (nt == 1) { /* no OpenMP region at all: entering even a one-thread one costs ~1 us */

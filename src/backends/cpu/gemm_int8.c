@@ -6,7 +6,7 @@
 #include <string.h>
 
 typedef struct {
-    const float *x;   /* the input channels of this piece, as floats */
+    const float *x; /* the input channels of this piece, as floats */
     int H, W, KH, KW, sh, sw, dh, dw, pt, pl, Wo;
 } im2col_ctx;
 
@@ -14,14 +14,20 @@ typedef struct {
  * iy read at ix = ox*sw - pl + kx*dw onwards, zeros outside the input. */
 static void run_copy(const im2col_ctx *c, const float *plane, int oy, int ox, int n, int ky, int kx, float *d) {
     int iy = oy * c->sh - c->pt + ky * c->dh;
-    if (iy < 0 || iy >= c->H) { memset(d, 0, sizeof(float) * (size_t)n); return; }
+    if (iy < 0 || iy >= c->H) {
+        memset(d, 0, sizeof(float) * (size_t)n);
+        return;
+    }
     const float *row = plane + (size_t)iy * (size_t)c->W;
     int ix = ox * c->sw - c->pl + kx * c->dw;
     if (c->sw == 1) {
         int j = 0;
         for (; j < n && ix + j < 0; j++) d[j] = 0.0f;
         int e = c->W - ix < n ? c->W - ix : n; /* columns with ix + j < W */
-        if (e > j) { memcpy(d + j, row + ix + j, sizeof(float) * (size_t)(e - j)); j = e; }
+        if (e > j) {
+            memcpy(d + j, row + ix + j, sizeof(float) * (size_t)(e - j));
+            j = e;
+        }
         for (; j < n; j++) d[j] = 0.0f;
         return;
     }
@@ -39,7 +45,10 @@ static void pack_im2col(const void *vctx, int k0, int kc, int n0, int nc, void *
         int r_oy[CD_GEMM_NR], r_ox[CD_GEMM_NR], r_j[CD_GEMM_NR + 1], nr = 0;
         for (int j = 0; j < cnt;) {
             int oy = (pb + j) / c->Wo, ox = (pb + j) % c->Wo;
-            r_oy[nr] = oy; r_ox[nr] = ox; r_j[nr] = j; nr++;
+            r_oy[nr] = oy;
+            r_ox[nr] = ox;
+            r_j[nr] = j;
+            nr++;
             j += c->Wo - ox;
         }
         r_j[nr] = cnt;
@@ -52,7 +61,13 @@ static void pack_im2col(const void *vctx, int k0, int kc, int n0, int nc, void *
                 run_copy(c, plane, r_oy[r], r_ox[r], je - r_j[r], ky, kx, d + r_j[r]);
             }
             for (int j = cnt; j < CD_GEMM_NR; j++) d[j] = 0.0f;
-            if (++kx == c->KW) { kx = 0; if (++ky == c->KH) { ky = 0; ic++; } }
+            if (++kx == c->KW) {
+                kx = 0;
+                if (++ky == c->KH) {
+                    ky = 0;
+                    ic++;
+                }
+            }
         }
     }
 }
@@ -67,7 +82,7 @@ bool cd_conv8_exact(const cd_conv8_geo *g) { return g->KH * g->KW <= CD_INT8_FLO
 
 static bool pointwise(const cd_conv8_geo *g) {
     return g->KH == 1 && g->KW == 1 && g->sh == 1 && g->sw == 1 && g->pt == 0 && g->pl == 0 && g->Ho == g->H &&
-           g->Wo == g->W;
+        g->Wo == g->W;
 }
 /* A pointwise conv on a 1x1 map is a matrix-vector product: its weights are kept k-major,
  * for the GEMM's one-column path (as the float conv's prepared state does). */
@@ -114,8 +129,8 @@ bool cd_conv8_sums(const cd_conv8_geo *g, int Cout, const float *wall, float *Y,
             cd_gemm_f32(Cout, P, kp, 1.0f, wf, kp, false, xp, P, false, 0.0f, yf, P, threads);
             done = true;
         } else if (kp <= 64) { /* short reductions: the direct kernel, as the float conv does */
-            cd_conv_direct_geo dg = {xp, cn, g->H, g->W, g->KH, g->KW, g->sh, g->sw, g->dh, g->dw, g->pt, g->pl,
-                                     g->Ho, g->Wo};
+            cd_conv_direct_geo dg = {xp,    cn,    g->H,  g->W,  g->KH, g->KW, g->sh,
+                                     g->sw, g->dh, g->dw, g->pt, g->pl, g->Ho, g->Wo};
             done = cd_conv_direct_f32(&dg, Cout, wf, yf, threads);
         }
         if (!done) {
@@ -123,11 +138,14 @@ bool cd_conv8_sums(const cd_conv8_geo *g, int Cout, const float *wall, float *Y,
             cd_gemm_f32_packed_b(Cout, P, kp, 1.0f, wf, kp, false, pack_im2col, &ic, 0.0f, yf, P, threads);
         }
         if (pieces) {
-            if (c0 == 0) for (size_t i = 0; i < n; i++) S[i] = (int32_t)yf[i];
-            else for (size_t i = 0; i < n; i++) S[i] += (int32_t)yf[i];
+            if (c0 == 0)
+                for (size_t i = 0; i < n; i++) S[i] = (int32_t)yf[i];
+            else
+                for (size_t i = 0; i < n; i++) S[i] += (int32_t)yf[i];
         }
     }
-    if (pieces) for (size_t i = 0; i < n; i++) Y[i] = (float)S[i];
+    if (pieces)
+        for (size_t i = 0; i < n; i++) Y[i] = (float)S[i];
     if (own) free(sb);
     return true;
 }

@@ -15,7 +15,7 @@
 #define CD_INT8_FLOAT_EXACT_K 1040
 
 typedef struct {
-    const float *x;   /* one group of one image: [Cin][H][W], int8 values held as floats */
+    const float *x; /* one group of one image: [Cin][H][W], int8 values held as floats */
     int Cin, H, W, KH, KW, sh, sw, dh, dw, pt, pl, Ho, Wo;
 } cd_conv8_geo;
 

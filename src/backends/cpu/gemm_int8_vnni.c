@@ -40,7 +40,7 @@ void cd_pw8_weights(const int8_t *W, int Cout, int K, int32_t *wp, int32_t *corr
 bool cd_pw8_available(void) {
     __builtin_cpu_init();
     return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
-           __builtin_cpu_supports("avx512vnni");
+        __builtin_cpu_supports("avx512vnni");
 }
 
 /* Quantizes rows [4g, 4g + 4) of x [K][P] into packed group g: per pixel p one int32 holding the
@@ -75,9 +75,9 @@ VNNI_TARGET static void pack_group(const float *x, int K, int P, int g, float in
 /* NV vectors of 16 pixels from p0 for output channels [o0, o0 + NO): S = sum over groups of
  * dpbusd(packed input, broadcast weights) - corr, written as floats (float(S), as scvtf). */
 #define NO 4
-VNNI_TARGET static inline __attribute__((always_inline)) void
-tile(const int32_t *xp, int kg, int pp, const int32_t *wp, const int32_t *corr, int o0, int no, int p0, int nv,
-     int P, float *Y, const int NV) {
+VNNI_TARGET static inline __attribute__((always_inline)) void tile(const int32_t *xp, int kg, int pp, const int32_t *wp,
+                                                                   const int32_t *corr, int o0, int no, int p0, int nv,
+                                                                   int P, float *Y, const int NV) {
     __m512i acc[NO][4];
 #pragma GCC unroll 4
     for (int o = 0; o < NO; o++)
@@ -86,7 +86,8 @@ tile(const int32_t *xp, int kg, int pp, const int32_t *wp, const int32_t *corr, 
     for (int g = 0; g < kg; g++) {
         __m512i a[4];
 #pragma GCC unroll 4
-        for (int v = 0; v < NV; v++) a[v] = _mm512_loadu_si512((const void *)(xp + (size_t)g * (size_t)pp + p0 + v * PB));
+        for (int v = 0; v < NV; v++)
+            a[v] = _mm512_loadu_si512((const void *)(xp + (size_t)g * (size_t)pp + p0 + v * PB));
         const int32_t *wg = wp + (size_t)g;
 #pragma GCC unroll 4
         for (int o = 0; o < NO; o++) {
@@ -105,8 +106,10 @@ tile(const int32_t *xp, int kg, int pp, const int32_t *wp, const int32_t *corr, 
             int n = P - (p0 + v * PB);
             __m512 f = _mm512_cvtepi32_ps(_mm512_sub_epi32(acc[o][v], c));
             float *dst = Y + (size_t)(o0 + o) * (size_t)P + p0 + v * PB;
-            if (n >= PB) _mm512_storeu_ps(dst, f);
-            else _mm512_mask_storeu_ps(dst, (__mmask16)((1u << n) - 1), f);
+            if (n >= PB)
+                _mm512_storeu_ps(dst, f);
+            else
+                _mm512_mask_storeu_ps(dst, (__mmask16)((1u << n) - 1), f);
         }
     }
 }
@@ -146,6 +149,15 @@ void cd_pw8_sums(const float *x, float inv, int K, int P, const int32_t *wp, con
 bool cd_pw8_available(void) { return false; }
 void cd_pw8_sums(const float *x, float inv, int K, int P, const int32_t *wp, const int32_t *corr, int Cout, float *Y,
                  void *scratch, int threads) {
-    (void)x; (void)inv; (void)K; (void)P; (void)wp; (void)corr; (void)Cout; (void)Y; (void)scratch; (void)threads;
+    (void)x;
+    (void)inv;
+    (void)K;
+    (void)P;
+    (void)wp;
+    (void)corr;
+    (void)Cout;
+    (void)Y;
+    (void)scratch;
+    (void)threads;
 }
 #endif

@@ -16,9 +16,8 @@
 #pragma GCC push_options
 #pragma GCC optimize("fp-contract=off")
 #endif
-static void micro_neon_f32(int kc, const float *restrict a, const float *restrict b,
-                           float *restrict c, int ldc, int mr, int nr, float alpha, float beta,
-                           int first) {
+static void micro_neon_f32(int kc, const float *restrict a, const float *restrict b, float *restrict c, int ldc, int mr,
+                           int nr, float alpha, float beta, int first) {
     for (int r0 = 0; r0 < mr; r0 += 4) {
         float32x4_t c00 = vdupq_n_f32(0), c01 = c00, c02 = c00, c03 = c00;
         float32x4_t c10 = c00, c11 = c00, c12 = c00, c13 = c00;
@@ -46,8 +45,8 @@ static void micro_neon_f32(int kc, const float *restrict a, const float *restric
             c32 = vfmaq_laneq_f32(c32, b2, av, 3);
             c33 = vfmaq_laneq_f32(c33, b3, av, 3);
         }
-        float32x4_t acc[4][4] = {{c00, c01, c02, c03}, {c10, c11, c12, c13},
-                                 {c20, c21, c22, c23}, {c30, c31, c32, c33}};
+        float32x4_t acc[4][4] = {
+            {c00, c01, c02, c03}, {c10, c11, c12, c13}, {c20, c21, c22, c23}, {c30, c31, c32, c33}};
         float32x4_t va = vdupq_n_f32(alpha), vb = vdupq_n_f32(beta);
         int rows = imin(4, mr - r0);
         for (int i = 0; i < rows; i++) {
@@ -66,8 +65,10 @@ static void micro_neon_f32(int kc, const float *restrict a, const float *restric
             if (nr < NR && (!first || beta != 0.0f)) memcpy(t, cr, (size_t)nr * sizeof(float));
             for (int q = 0; q < 4; q++) {
                 float32x4_t v = r[q];
-                if (!first) v = vaddq_f32(vld1q_f32(cp + 4 * q), v);
-                else if (beta != 0.0f) v = vfmaq_f32(v, vb, vld1q_f32(cp + 4 * q));
+                if (!first)
+                    v = vaddq_f32(vld1q_f32(cp + 4 * q), v);
+                else if (beta != 0.0f)
+                    v = vfmaq_f32(v, vb, vld1q_f32(cp + 4 * q));
                 vst1q_f32(cp + 4 * q, v);
             }
             if (nr < NR) memcpy(cr, t, (size_t)nr * sizeof(float));

@@ -15,8 +15,8 @@ typedef GT F(vec) __attribute__((vector_size(NR * sizeof(GT))));
 /* C row segment cr[0..nr) gets alpha * r (+ beta * C on the first K slice, + C on later
  * slices): the one epilogue of every fp kernel here (packed micro-kernel and direct path),
  * so both give the same bits. */
-static inline __attribute__((always_inline)) void
-F(store_row)(GT *restrict cr, const F(vec) *acc, int nr, GT alpha, GT beta, int first) {
+static inline __attribute__((always_inline)) void F(store_row)(GT *restrict cr, const F(vec) * acc, int nr, GT alpha,
+                                                               GT beta, int first) {
     F(vec) r = *acc;
     F(vec) vb = BCAST16(beta);
     /* alpha and beta are compared as floats (exact; the same result): a _Float16 comparison
@@ -42,14 +42,18 @@ F(store_row)(GT *restrict cr, const F(vec) *acc, int nr, GT alpha, GT beta, int 
          * whether beta * C is fused does not depend on where the column's tile ends */
         F(vec) old = {0};
         if (!first || has_beta) memcpy(&old, cr, (size_t)nr * sizeof(GT));
-        if (!first) r = old + r;
-        else if (has_beta) r = r + vb * old;
+        if (!first)
+            r = old + r;
+        else if (has_beta)
+            r = r + vb * old;
         memcpy(cr, &r, (size_t)nr * sizeof(GT));
     } else {
         for (int j = 0; j < nr; j++) {
             GT v = r[j];
-            if (!first) v = cr[j] + v;
-            else if (has_beta) v = v + beta * cr[j];
+            if (!first)
+                v = cr[j] + v;
+            else if (has_beta)
+                v = v + beta * cr[j];
             cr[j] = v;
         }
     }
@@ -57,9 +61,9 @@ F(store_row)(GT *restrict cr, const F(vec) *acc, int nr, GT alpha, GT beta, int 
 
 /* acc = A panel (kc x MR) * B panel (kc x NR); then C (mr x nr visible part) gets
  * alpha*acc (+ beta*C on the first K slice, + C on later slices). */
-static inline __attribute__((always_inline)) void
-F(micro_body)(int kc, const GT *restrict a, const GT *restrict b, GT *restrict c, int ldc, int mr,
-              int nr, GT alpha, GT beta, int first) {
+static inline __attribute__((always_inline)) void F(micro_body)(int kc, const GT *restrict a, const GT *restrict b,
+                                                                GT *restrict c, int ldc, int mr, int nr, GT alpha,
+                                                                GT beta, int first) {
     F(vec) acc[MR];
     for (int i = 0; i < MR; i++) acc[i] = (F(vec)){0};
     for (int k = 0; k < kc; k++) {
@@ -75,11 +79,10 @@ F(micro_body)(int kc, const GT *restrict a, const GT *restrict b, GT *restrict c
     for (int i = 0; i < mr; i++) F(store_row)(c + (size_t)i * ldc, &acc[i], nr, alpha, beta, first);
 }
 
-typedef void (*F(micro_fn))(int, const GT *restrict, const GT *restrict, GT *restrict, int, int,
-                             int, GT, GT, int);
-#define MICRO_ARGS                                                                                 \
-    (int kc, const GT *restrict a, const GT *restrict b, GT *restrict c, int ldc, int mr, int nr,  \
-     GT alpha, GT beta, int first)
+typedef void (*F(micro_fn))(int, const GT *restrict, const GT *restrict, GT *restrict, int, int, int, GT, GT, int);
+#define MICRO_ARGS                                                                                                     \
+    (int kc, const GT *restrict a, const GT *restrict b, GT *restrict c, int ldc, int mr, int nr, GT alpha, GT beta,   \
+     int first)
 #define MICRO_CALL F(micro_body)(kc, a, b, c, ldc, mr, nr, alpha, beta, first)
 /* unused when an architecture kernel (G_MICRO_ARCH) replaces it */
 __attribute__((unused)) static void F(micro_default) MICRO_ARGS { MICRO_CALL; }
@@ -114,14 +117,26 @@ __attribute__((target("avx2,f16c"))) static void F(micro_avx2) MICRO_ARGS {
             const __m256 bv = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(bh + (size_t)k * NR)));
             const float *ak = af + (size_t)k * MR;
 #define STEP(ACC, I) ACC = RH(_mm256_add_ps(RH(_mm256_mul_ps(_mm256_broadcast_ss(ak + (I)), bv)), ACC))
-            STEP(c0, 0); STEP(c1, 1); STEP(c2, 2); STEP(c3, 3);
-            STEP(c4, 4); STEP(c5, 5); STEP(c6, 6); STEP(c7, 7);
+            STEP(c0, 0);
+            STEP(c1, 1);
+            STEP(c2, 2);
+            STEP(c3, 3);
+            STEP(c4, 4);
+            STEP(c5, 5);
+            STEP(c6, 6);
+            STEP(c7, 7);
 #undef STEP
         }
-#define PUT(ACC, I)                                                                                \
+#define PUT(ACC, I)                                                                                                    \
     _mm_storeu_si128((__m128i *)((char *)&out[I] + 16 * h), _mm256_cvtps_ph(ACC, _MM_FROUND_CUR_DIRECTION))
-        PUT(c0, 0); PUT(c1, 1); PUT(c2, 2); PUT(c3, 3);
-        PUT(c4, 4); PUT(c5, 5); PUT(c6, 6); PUT(c7, 7);
+        PUT(c0, 0);
+        PUT(c1, 1);
+        PUT(c2, 2);
+        PUT(c3, 3);
+        PUT(c4, 4);
+        PUT(c5, 5);
+        PUT(c6, 6);
+        PUT(c7, 7);
 #undef PUT
     }
     for (int i = 0; i < mr; i++) F(store_row)(c + (size_t)i * ldc, &out[i], nr, alpha, beta, first);
@@ -138,7 +153,7 @@ typedef struct {
     const char *name;
     F(micro_fn) fn;
 } F(level);
-static int F(levels)(F(level) *out) {
+static int F(levels)(F(level) * out) {
     int n = 0;
 #ifdef CD_GEMM_X86
     __builtin_cpu_init();
@@ -162,14 +177,23 @@ static F(micro_fn) F(pick_micro)(const char **name) {
     int n = F(levels)(lv);
     const char *want = getenv("CLDIFF_GEMM_F16_KERNEL");
     for (int i = 0; want && i < n; i++)
-        if (!strcmp(lv[i].name, want)) { *name = lv[i].name; return lv[i].fn; }
+        if (!strcmp(lv[i].name, want)) {
+            *name = lv[i].name;
+            return lv[i].fn;
+        }
     *name = lv[0].name; /* no such level here (or none asked for): the best one */
     return lv[0].fn;
 #else
 #ifdef CD_GEMM_X86
     __builtin_cpu_init();
-    if (G_ISA_FAST_CHECK) { *name = G_NAME_FAST; return F(micro_fast); }
-    if (G_ISA_MID_CHECK) { *name = G_NAME_MID; return F(micro_mid); }
+    if (G_ISA_FAST_CHECK) {
+        *name = G_NAME_FAST;
+        return F(micro_fast);
+    }
+    if (G_ISA_MID_CHECK) {
+        *name = G_NAME_MID;
+        return F(micro_mid);
+    }
 #endif
     *name = "generic";
     return F(micro_default);
@@ -185,9 +209,9 @@ const char *CAT(cd_gemm_kernel_name, GS)(void) {
 /* Stores an mr x nv tile of vector accumulators (acc[i * as + v]) to C, row i at
  * c + i * ldc, ncols columns, through F(store_row). Used by the direct GEMM and the direct
  * conv tiles. */
-static inline __attribute__((always_inline)) void
-F(store_tile)(GT *restrict c, size_t ldc, const F(vec) *acc, const int as, const int mr, const int nv, int ncols,
-              GT alpha, GT beta, int first) {
+static inline __attribute__((always_inline)) void F(store_tile)(GT *restrict c, size_t ldc, const F(vec) * acc,
+                                                                const int as, const int mr, const int nv, int ncols,
+                                                                GT alpha, GT beta, int first) {
 #pragma GCC unroll 4
     for (int i = 0; i < mr; i++)
 #pragma GCC unroll 4
@@ -200,7 +224,7 @@ F(store_tile)(GT *restrict c, size_t ldc, const F(vec) *acc, const int as, const
 /* Lanes shift..NR-1 of *v moved down to 0..NR-1-shift (the rest are left as they were):
  * the partial last vector of a shifted tile (F(direct_item)). Once per tile and K slice, so a
  * plain copy, which every compiler (clang has no variable-index vector shuffle) builds. */
-static inline __attribute__((always_inline)) void F(lanes_down)(F(vec) *v, int shift) {
+static inline __attribute__((always_inline)) void F(lanes_down)(F(vec) * v, int shift) {
     GT t[NR];
     memcpy(t, v, sizeof t);
     memcpy(v, t + shift, (size_t)(NR - shift) * sizeof(GT));
@@ -227,7 +251,11 @@ static void F(pack_a)(const GT *A, int lda, bool ta, int M, int i0, int k0, int 
     }
 }
 
-typedef struct { const GT *B; int ldb; bool tb; } F(bmat);
+typedef struct {
+    const GT *B;
+    int ldb;
+    bool tb;
+} F(bmat);
 
 /* cd_gemm_pack_fn for an ordinary (possibly transposed) B matrix. */
 static void F(pack_b_matrix)(const void *ctx, int k0, int kc, int n0, int nc, void *dstv) {
@@ -240,7 +268,8 @@ static void F(pack_b_matrix)(const void *ctx, int k0, int kc, int n0, int nc, vo
             for (int k = 0; k < kc; k++) {
                 const GT *s = m->B + (size_t)(k0 + k) * m->ldb + j0;
                 GT *dk = d + (size_t)k * NR;
-                if (nr == NR) memcpy(dk, s, NR * sizeof(GT));
+                if (nr == NR)
+                    memcpy(dk, s, NR * sizeof(GT));
                 else {
                     for (int j = 0; j < nr; j++) dk[j] = s[j];
                     for (int j = nr; j < NR; j++) dk[j] = (GT)0;
@@ -261,15 +290,16 @@ static void F(pack_b_matrix)(const void *ctx, int k0, int kc, int n0, int nc, vo
 
 static void F(scale_c)(int M, int N, GT beta, GT *C, int ldc) {
     for (int i = 0; i < M; i++)
-        for (int j = 0; j < N; j++)
-            C[(size_t)i * ldc + j] = beta == (GT)0 ? (GT)0 : beta * C[(size_t)i * ldc + j];
+        for (int j = 0; j < N; j++) C[(size_t)i * ldc + j] = beta == (GT)0 ? (GT)0 : beta * C[(size_t)i * ldc + j];
 }
 
-void CAT(cd_gemm, CAT(GS, packed_b))(int M, int N, int K, GT alpha, const GT *A, int lda, bool ta,
-                                     cd_gemm_pack_fn pack, const void *pack_ctx, GT beta, GT *C,
-                                     int ldc, int threads) {
+void CAT(cd_gemm, CAT(GS, packed_b))(int M, int N, int K, GT alpha, const GT *A, int lda, bool ta, cd_gemm_pack_fn pack,
+                                     const void *pack_ctx, GT beta, GT *C, int ldc, int threads) {
     if (M <= 0 || N <= 0) return;
-    if (K <= 0) { F(scale_c)(M, N, beta, C, ldc); return; }
+    if (K <= 0) {
+        F(scale_c)(M, N, beta, C, ldc);
+        return;
+    }
     int panels_m = (M + MR - 1) / MR;
     int nt = threads < 1 ? 1 : threads;
     /* Column chunk: at most NCHUNK, but small enough that every thread gets work. */
@@ -334,9 +364,8 @@ void CAT(cd_gemm, CAT(GS, packed_b))(int M, int N, int K, GT alpha, const GT *A,
             int kc = imin(KC, K - k0);
             int first = k0 == 0;
 #pragma omp for schedule(static)
-            for (int p = 0; p < panels_m; p++)
-                F(pack_a)(A, lda, ta, M, p * MR, k0, kc, apack + (size_t)p * MR * kc);
-            /* implicit barrier: A panels complete */
+            for (int p = 0; p < panels_m; p++) F(pack_a)(A, lda, ta, M, p * MR, k0, kc, apack + (size_t)p * MR * kc);
+                /* implicit barrier: A panels complete */
 #pragma omp for schedule(dynamic, 1)
             for (int it = 0; it < items; it++) {
                 int jc = it / blocks_m, bm = it % blocks_m;
@@ -348,9 +377,8 @@ void CAT(cd_gemm, CAT(GS, packed_b))(int M, int N, int K, GT alpha, const GT *A,
                     const GT *bp = mybp + (size_t)jp * NR * kc;
                     for (int p = p0; p < p1; p++) {
                         int mr = imin(MR, M - p * MR);
-                        micro(kc, apack + (size_t)p * MR * kc, bp,
-                                 C + (size_t)p * MR * ldc + n0 + jp * NR, ldc, mr, nr, alpha, beta,
-                                 first);
+                        micro(kc, apack + (size_t)p * MR * kc, bp, C + (size_t)p * MR * ldc + n0 + jp * NR, ldc, mr, nr,
+                              alpha, beta, first);
                     }
                 }
             }
@@ -369,8 +397,8 @@ void CAT(cd_gemm, CAT(GS, packed_b))(int M, int N, int K, GT alpha, const GT *A,
 #include "gemm_gemv_tmpl.h"
 #endif /* G_DIRECT */
 
-void CAT(cd_gemm, GS)(int M, int N, int K, GT alpha, const GT *A, int lda, bool ta, const GT *B,
-                      int ldb, bool tb, GT beta, GT *C, int ldc, int threads) {
+void CAT(cd_gemm, GS)(int M, int N, int K, GT alpha, const GT *A, int lda, bool ta, const GT *B, int ldb, bool tb,
+                      GT beta, GT *C, int ldc, int threads) {
     if (M <= 0 || N <= 0) return;
 #if G_DIRECT
     if (N == 1 && ldc == 1 && ta && K > 0) { /* tb or not: a K x 1 B is read the same way (stride ldb, or 1) */
@@ -383,15 +411,15 @@ void CAT(cd_gemm, GS)(int M, int N, int K, GT alpha, const GT *A, int lda, bool 
     if (K > 0 && !tb && (double)M * N * K <= DIRECT_MAX_MACS && (size_t)K * N * sizeof(GT) <= DIRECT_MAX_B) {
         F(direct_fn) fn = F(pick_direct)();
         if (fn) {
-            F(gemm_direct)(fn, M, N, K, alpha, A, lda, ta, B, ldb, beta, C, ldc,
-                           (double)M * N * K < SINGLE_THREAD_MACS ? 1 : threads);
+            F(gemm_direct)
+            (fn, M, N, K, alpha, A, lda, ta, B, ldb, beta, C, ldc,
+             (double)M * N * K < SINGLE_THREAD_MACS ? 1 : threads);
             return;
         }
     }
 #endif
     F(bmat) m = {B, ldb, tb};
-    CAT(cd_gemm, CAT(GS, packed_b))(M, N, K, alpha, A, lda, ta, F(pack_b_matrix), &m, beta, C, ldc,
-                                    threads);
+    CAT(cd_gemm, CAT(GS, packed_b))(M, N, K, alpha, A, lda, ta, F(pack_b_matrix), &m, beta, C, ldc, threads);
 }
 
 #undef CAT_

@@ -5,12 +5,12 @@
 
 typedef struct {
     int64_t M, K, N;
-    bool tx, ty;          /* effective transposes of the matrix views */
+    bool tx, ty; /* effective transposes of the matrix views */
     float alpha;
-    int brank;            /* broadcast batch rank */
+    int brank;                                                    /* broadcast batch rank */
     int64_t bdims[CD_MAX_RANK], xb[CD_MAX_RANK], yb[CD_MAX_RANK]; /* batch dims, x/y batch dims (1 = broadcast) */
     int64_t batches;
-    bool outer;           /* v1 1-D x 1-D with both transposes */
+    bool outer; /* v1 1-D x 1-D with both transposes */
     cd_shape out;
 } cd_mm_geo;
 

@@ -28,9 +28,9 @@ _Static_assert(CD_ACT_SQRT < 20, "the op table's standalone-only kinds start at 
 
 typedef struct {
     int kind;
-    cd_act act;             /* U_ACT; also scale's fused activation */
-    float p0, p1, p2;       /* per-kind parameters */
-    float s1, b1;           /* scale: fuse_scaleact second affine stage */
+    cd_act act;       /* U_ACT; also scale's fused activation */
+    float p0, p1, p2; /* per-kind parameters */
+    float s1, b1;     /* scale: fuse_scaleact second affine stage */
     bool scaleact;
     /* prelu */
     const void *alpha;
@@ -57,8 +57,16 @@ static inline float softplus_f(float x, float beta, float thr) {
 /* PFOR(body): body over i in [0, n), on threads from PAR_MIN elements (backends/cpu/par.h).
  * FLOOP: float formula on each element; TLOOP: arithmetic in the storage type T. */
 #define PFOR(...) CD_PAR_FOR(n >= PAR_MIN, threads, int64_t, i, n, __VA_ARGS__)
-#define FLOOP(T, EXPR) PFOR({ const float x = (float)in[i]; out[i] = (T)(EXPR); })
-#define TLOOP(T, EXPR) PFOR({ const T x = in[i]; out[i] = (EXPR); })
+#define FLOOP(T, EXPR)                                                                                                 \
+    PFOR({                                                                                                             \
+        const float x = (float)in[i];                                                                                  \
+        out[i] = (T)(EXPR);                                                                                            \
+    })
+#define TLOOP(T, EXPR)                                                                                                 \
+    PFOR({                                                                                                             \
+        const T x = in[i];                                                                                             \
+        out[i] = (EXPR);                                                                                               \
+    })
 
 #define UN_T float
 #define UN_NAME unary_f32
@@ -107,8 +115,7 @@ static cd_status un_config(cd_op_ctx *c, const cd_value *x, un_cfg *u) {
         /* clip: Min / Max tensors override min / max; min > max: Paddle-Lite computes
          * min(max(x, min), max) = max everywhere; so does cldiff. softplus beta 0: the
          * division gives Inf/NaN */
-        if (oi->id == CD_OPID_clip &&
-            ((s = scalar_input(c, "Min", &u->p0)) || (s = scalar_input(c, "Max", &u->p1))))
+        if (oi->id == CD_OPID_clip && ((s = scalar_input(c, "Min", &u->p0)) || (s = scalar_input(c, "Max", &u->p1))))
             return s;
         return CD_OK;
     }
@@ -149,11 +156,13 @@ static cd_status un_config(cd_op_ctx *c, const cd_value *x, un_cfg *u) {
         cd_value *al = cd_in(c, "Alpha", 0);
         if (!al) return cd_op_fail(c, CD_E_MODEL, "required input Alpha is not connected");
         if (al->dtype != x->dtype)
-            return cd_op_fail(c, CD_E_MODEL, "Alpha is %s but X is %s", cd_dtype_name(al->dtype), cd_dtype_name(x->dtype));
+            return cd_op_fail(c, CD_E_MODEL, "Alpha is %s but X is %s", cd_dtype_name(al->dtype),
+                              cd_dtype_name(x->dtype));
         int64_t an = cd_value_numel(al), xn = cd_value_numel(x);
         if (!strcmp(m, "all")) {
             u->amode = 0;
-            if (an < 1) return cd_op_fail(c, CD_E_MODEL, "prelu mode 'all' needs at least 1 alpha value, Alpha is empty");
+            if (an < 1)
+                return cd_op_fail(c, CD_E_MODEL, "prelu mode 'all' needs at least 1 alpha value, Alpha is empty");
         } else if (!strcmp(m, "channel")) {
             u->amode = 1;
             if (x->shape.rank < 2) return cd_op_fail(c, CD_E_MODEL, "prelu mode 'channel' needs X of rank >= 2");
@@ -170,8 +179,10 @@ static cd_status un_config(cd_op_ctx *c, const cd_value *x, un_cfg *u) {
             u->amode = 2;
             u->per_sample = x->shape.rank > 0 && x->shape.d[0] > 0 ? xn / x->shape.d[0] : xn;
             if (an != u->per_sample && an != xn)
-                return cd_op_fail(c, CD_E_MODEL, "prelu mode 'element': Alpha has %lld values, expected %lld "
-                                  "(one per element of a sample)", (long long)an, (long long)u->per_sample);
+                return cd_op_fail(c, CD_E_MODEL,
+                                  "prelu mode 'element': Alpha has %lld values, expected %lld "
+                                  "(one per element of a sample)",
+                                  (long long)an, (long long)u->per_sample);
             if (u->per_sample == 0) u->per_sample = 1;
         } else {
             return cd_op_fail(c, CD_E_MODEL, "prelu mode '%s' is not one of all, channel, element", m);

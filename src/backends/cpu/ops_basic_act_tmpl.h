@@ -20,8 +20,16 @@ static void UN_NAME(const UN_T *in, UN_T *out, int64_t n, const un_cfg *u, int t
         switch (A.kind) {
         case CD_ACT_NONE: TLOOP(UN_T, x); break;
         case CD_ACT_RELU: TLOOP(UN_T, x < (UN_T)0 ? (UN_T)0 : x); break;
-        case CD_ACT_RELU6: { const float t = A.a; FLOOP(UN_T, x < 0.0f ? 0.0f : (x > t ? t : x)); break; }
-        case CD_ACT_LEAKY_RELU: { const float a = A.a; FLOOP(UN_T, x < 0.0f ? a * x : x); break; }
+        case CD_ACT_RELU6: {
+            const float t = A.a;
+            FLOOP(UN_T, x < 0.0f ? 0.0f : (x > t ? t : x));
+            break;
+        }
+        case CD_ACT_LEAKY_RELU: {
+            const float a = A.a;
+            FLOOP(UN_T, x < 0.0f ? a * x : x);
+            break;
+        }
         case CD_ACT_ABS: FLOOP(UN_T, fabsf(x)); break;
         case CD_ACT_HARD_SIGMOID: {
             const float a = A.a, b = A.b;
@@ -33,7 +41,11 @@ static void UN_NAME(const UN_T *in, UN_T *out, int64_t n, const un_cfg *u, int t
             FLOOP(UN_T, x * ((x + of) < 0.0f ? 0.0f : ((x + of) > th ? th : (x + of))) / sc);
             break;
         }
-        case CD_ACT_GELU: { const bool ap = A.a != 0.0f; FLOOP(UN_T, gelu_f(x, ap)); break; }
+        case CD_ACT_GELU: {
+            const bool ap = A.a != 0.0f;
+            FLOOP(UN_T, gelu_f(x, ap));
+            break;
+        }
         default: FLOOP(UN_T, cd_act_apply(&A, x)); break;
         }
         break;
@@ -57,8 +69,10 @@ static void UN_NAME(const UN_T *in, UN_T *out, int64_t n, const un_cfg *u, int t
     }
     case U_AFFINE: {
         const UN_T s = (UN_T)p0, b = (UN_T)p1;
-        if (u->p2 != 0.0f) TLOOP(UN_T, (x + b) * s);
-        else TLOOP(UN_T, x * s + b);
+        if (u->p2 != 0.0f)
+            TLOOP(UN_T, (x + b) * s);
+        else
+            TLOOP(UN_T, x * s + b);
         if (A.kind != CD_ACT_NONE) {
             PFOR({ out[i] = (UN_T)cd_act_apply(&A, (float)out[i]); });
         }

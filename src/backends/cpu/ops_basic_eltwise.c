@@ -28,7 +28,7 @@ typedef _Float16 f16;
 /* ------------------------------------------------------------------ broadcasting */
 
 typedef struct {
-    int nd;                     /* merged dims, nd >= 1 */
+    int nd; /* merged dims, nd >= 1 */
     int64_t dim[CD_MAX_RANK];
     int64_t sx[CD_MAX_RANK], sy[CD_MAX_RANK]; /* element strides, 0 = broadcast */
     int64_t numel;
@@ -41,7 +41,7 @@ static int bcast_build(const cd_shape *x, const cd_shape *y, int64_t axis, cd_sh
     char bx[160], by[160];
     int r = x->rank >= y->rank ? x->rank : y->rank, lo = x->rank + y->rank - r;
     int64_t ax[CD_MAX_RANK], ay[CD_MAX_RANK]; /* aligned dims */
-    memset(out, 0, sizeof *out);   /* dims past the rank defined too: shapes are copied whole */
+    memset(out, 0, sizeof *out);              /* dims past the rank defined too: shapes are copied whole */
     if (cd_bcast_align(x, y, axis, ax, ay)) {
         snprintf(msg, msz,
                  "axis %lld cannot place the rank-%d operand inside the rank-%d one (X %s, Y %s): "
@@ -93,7 +93,11 @@ static int bcast_build(const cd_shape *x, const cd_shape *y, int64_t axis, cd_sh
             b->nd++;
         }
     }
-    if (b->nd == 0) { b->nd = 1; b->dim[0] = 1; b->sx[0] = b->sy[0] = 1; }
+    if (b->nd == 0) {
+        b->nd = 1;
+        b->dim[0] = 1;
+        b->sx[0] = b->sy[0] = 1;
+    }
     return 0;
 }
 
@@ -124,7 +128,10 @@ static inline float fl_mod(float x, float y) {
     if (r != 0.0f && ((r < 0.0f) != (y < 0.0f))) r += y;
     return r;
 }
-static inline f16 h_floordiv(f16 x, f16 y) { f16 q = x / y; return (f16)floorf((float)q); }
+static inline f16 h_floordiv(f16 x, f16 y) {
+    f16 q = x / y;
+    return (f16)floorf((float)q);
+}
 static inline f16 h_mod(f16 x, f16 y) {
     /* fmod is exact, so computing it in float on half operands gives the exact half result */
     float r = fmodf((float)x, (float)y);
@@ -165,7 +172,7 @@ static inline int64_t i64_pow(int64_t x, int64_t y, int64_t lo, int64_t hi) {
 #include "ops_basic_eltwise_tmpl.h"
 #define BIN_T float
 #define BIN_NAME mul_f32
-#define BIN_EXPR x * y
+#define BIN_EXPR x *y
 #include "ops_basic_eltwise_tmpl.h"
 #define BIN_T float
 #define BIN_NAME div_f32
@@ -201,7 +208,7 @@ static inline int64_t i64_pow(int64_t x, int64_t y, int64_t lo, int64_t hi) {
 #include "ops_basic_eltwise_tmpl.h"
 #define BIN_T f16
 #define BIN_NAME mul_f16
-#define BIN_EXPR x * y
+#define BIN_EXPR x *y
 #include "ops_basic_eltwise_tmpl.h"
 #define BIN_T f16
 #define BIN_NAME div_f16
@@ -217,7 +224,7 @@ static inline int64_t i64_pow(int64_t x, int64_t y, int64_t lo, int64_t hi) {
 #include "ops_basic_eltwise_tmpl.h"
 #define BIN_T f16
 #define BIN_NAME pow_f16
-#define BIN_EXPR (f16)powf((float)x, (float)y)
+#define BIN_EXPR (f16) powf((float)x, (float)y)
 #include "ops_basic_eltwise_tmpl.h"
 #define BIN_T f16
 #define BIN_NAME floordiv_f16
@@ -254,15 +261,15 @@ static inline int64_t i64_pow(int64_t x, int64_t y, int64_t lo, int64_t hi) {
 #include "ops_basic_eltwise_tmpl.h"
 #define BIN_T int32_t
 #define BIN_NAME pow_i32
-#define BIN_EXPR (int32_t)i64_pow(x, y, INT32_MIN, INT32_MAX)
+#define BIN_EXPR (int32_t) i64_pow(x, y, INT32_MIN, INT32_MAX)
 #include "ops_basic_eltwise_tmpl.h"
 #define BIN_T int32_t
 #define BIN_NAME floordiv_i32
-#define BIN_EXPR (int32_t)i64_floordiv(x, y)
+#define BIN_EXPR (int32_t) i64_floordiv(x, y)
 #include "ops_basic_eltwise_tmpl.h"
 #define BIN_T int32_t
 #define BIN_NAME mod_i32
-#define BIN_EXPR (int32_t)i64_mod(x, y)
+#define BIN_EXPR (int32_t) i64_mod(x, y)
 #include "ops_basic_eltwise_tmpl.h"
 #define BIN_T int64_t
 #define BIN_NAME add_i64
@@ -306,9 +313,15 @@ static inline int64_t i64_pow(int64_t x, int64_t y, int64_t lo, int64_t hi) {
 /* The op codes are the op table's kinds (engine/op_list.def: elementwise_<op> and
  * fusion_elementwise_<op>_activation share one), as eltwise.cl's binary kernel reads them. */
 enum {
-    OP_ADD = CD_K_elementwise_add, OP_SUB = CD_K_elementwise_sub, OP_MUL = CD_K_elementwise_mul,
-    OP_DIV = CD_K_elementwise_div, OP_MAX = CD_K_elementwise_max, OP_MIN = CD_K_elementwise_min,
-    OP_POW = CD_K_elementwise_pow, OP_FLOORDIV = CD_K_elementwise_floordiv, OP_MOD = CD_K_elementwise_mod,
+    OP_ADD = CD_K_elementwise_add,
+    OP_SUB = CD_K_elementwise_sub,
+    OP_MUL = CD_K_elementwise_mul,
+    OP_DIV = CD_K_elementwise_div,
+    OP_MAX = CD_K_elementwise_max,
+    OP_MIN = CD_K_elementwise_min,
+    OP_POW = CD_K_elementwise_pow,
+    OP_FLOORDIV = CD_K_elementwise_floordiv,
+    OP_MOD = CD_K_elementwise_mod,
     OP_COUNT = 9
 };
 _Static_assert(OP_ADD == 0 && OP_SUB == 1 && OP_MUL == 2 && OP_DIV == 3 && OP_MAX == 4 && OP_MIN == 5 && OP_POW == 6 &&
@@ -342,8 +355,8 @@ static int dtype_slot(cd_dtype t) {
 
 typedef struct {
     int op;
-    bool fused;          /* fusion_elementwise_*_activation */
-    bool fuse_scale;     /* elementwise_mul OpenCL fusion: scale*(x*y)+bias then act */
+    bool fused;      /* fusion_elementwise_*_activation */
+    bool fuse_scale; /* elementwise_mul OpenCL fusion: scale*(x*y)+bias then act */
     float scale, bias;
     cd_act act;
     int64_t axis;
@@ -358,14 +371,17 @@ static cd_status elt_config(cd_op_ctx *c, elt_cfg *e) {
         e->op = oi->kind;
     if (e->op < 0) return cd_op_fail(c, CD_E_INTERNAL, "not an elementwise op type");
     const cd_attr *ax = cd_op_attr(c->op, "axis");
-    if (!ax) return cd_op_fail(c, CD_E_MODEL, "required INT attribute 'axis' is missing (use -1 for trailing alignment)");
+    if (!ax)
+        return cd_op_fail(c, CD_E_MODEL, "required INT attribute 'axis' is missing (use -1 for trailing alignment)");
     e->axis = cd_attr_int(c->op, "axis", -1);
     cd_status s;
     e->scale = 1.0f;
     if (e->fused) {
         const char *t = cd_attr_str(c->op, "act_type", "");
-        if (!t[0]) return cd_op_fail(c, CD_E_MODEL, "STRING attribute 'act_type' is missing or empty; "
-                                     "a fusion_elementwise_*_activation op needs its activation");
+        if (!t[0])
+            return cd_op_fail(c, CD_E_MODEL,
+                              "STRING attribute 'act_type' is missing or empty; "
+                              "a fusion_elementwise_*_activation op needs its activation");
         if ((s = cd_act_from_op(c, "act_type", &e->act))) return s;
     } else if (e->op == OP_MUL && cd_attr_bool(c->op, "fuse_scale", false)) {
         e->fuse_scale = true;
@@ -430,10 +446,12 @@ static bool has_zero(const cd_value *v) {
     int64_t n = cd_value_numel(v);
     if (v->dtype == CD_I32) {
         const int32_t *p = v->data;
-        for (int64_t i = 0; i < n; i++) if (!p[i]) return true;
+        for (int64_t i = 0; i < n; i++)
+            if (!p[i]) return true;
     } else if (v->dtype == CD_I64) {
         const int64_t *p = v->data;
-        for (int64_t i = 0; i < n; i++) if (!p[i]) return true;
+        for (int64_t i = 0; i < n; i++)
+            if (!p[i]) return true;
     }
     return false;
 }
@@ -452,7 +470,8 @@ cd_status cd_basic_eltwise_run(cd_op_ctx *c) {
     char msg[768];
     cd_shape out;
     bcast b;
-    if (bcast_build(&x->shape, &y->shape, e.axis, &out, &b, msg, sizeof msg)) return cd_op_fail(c, CD_E_MODEL, "%s", msg);
+    if (bcast_build(&x->shape, &y->shape, e.axis, &out, &b, msg, sizeof msg))
+        return cd_op_fail(c, CD_E_MODEL, "%s", msg);
     if (!cd_shape_eq(&out, &o->shape))
         return cd_op_fail(c, CD_E_INTERNAL, "output shape changed after shape inference");
     if (slot >= 2 && (e.op == OP_DIV || e.op == OP_FLOORDIV || e.op == OP_MOD) && has_zero(y))
@@ -460,8 +479,10 @@ cd_status cd_basic_eltwise_run(cd_op_ctx *c) {
     int th = c->threads > 0 ? c->threads : 1;
     k_kern[e.op][slot](&b, x->data, y->data, o->data, th);
     if (e.act.kind != CD_ACT_NONE || e.fuse_scale) {
-        if (slot == 0) post_f32(o->data, b.numel, &e, th);
-        else post_f16(o->data, b.numel, &e, th);
+        if (slot == 0)
+            post_f32(o->data, b.numel, &e, th);
+        else
+            post_f16(o->data, b.numel, &e, th);
     }
     return CD_OK;
 }

@@ -28,13 +28,22 @@ static void BIN_NAME(const bcast *b, const BIN_T *X, const BIN_T *Y, BIN_T *O, i
         const BIN_T *xp = X + ox, *yp = Y + oy;
         BIN_T *op = O + r * inner;
         if (ix && iy) {
-            for (int64_t i = 0; i < inner; i++) { BIN_T x = xp[i], y = yp[i]; op[i] = (BIN_EXPR); }
+            for (int64_t i = 0; i < inner; i++) {
+                BIN_T x = xp[i], y = yp[i];
+                op[i] = (BIN_EXPR);
+            }
         } else if (ix) {
             const BIN_T y = yp[0];
-            for (int64_t i = 0; i < inner; i++) { BIN_T x = xp[i]; op[i] = (BIN_EXPR); }
+            for (int64_t i = 0; i < inner; i++) {
+                BIN_T x = xp[i];
+                op[i] = (BIN_EXPR);
+            }
         } else if (iy) {
             const BIN_T x = xp[0];
-            for (int64_t i = 0; i < inner; i++) { BIN_T y = yp[i]; op[i] = (BIN_EXPR); }
+            for (int64_t i = 0; i < inner; i++) {
+                BIN_T y = yp[i];
+                op[i] = (BIN_EXPR);
+            }
         } else {
             BIN_T x = xp[0], y = yp[0];
             BIN_T v = (BIN_EXPR);

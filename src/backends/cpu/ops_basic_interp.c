@@ -28,8 +28,10 @@ static cd_status int_input(cd_op_ctx *c, cd_value *v, const char *slot, int64_t 
         return cd_op_fail(c, CD_E_MODEL, "input %s must hold %d value(s), it holds %lld", slot, n,
                           (long long)cd_value_numel(v));
     if (!v->data)
-        return cd_op_fail(c, CD_E_UNSUPPORTED, "input %s is computed at run time; its value must be known when "
-                          "shapes are planned (only shape/fill_constant/slice chains are evaluated then)", slot);
+        return cd_op_fail(c, CD_E_UNSUPPORTED,
+                          "input %s is computed at run time; its value must be known when "
+                          "shapes are planned (only shape/fill_constant/slice chains are evaluated then)",
+                          slot);
     for (int i = 0; i < n; i++) out[i] = (int64_t)cd_value_get(v, i);
     return CD_OK;
 }
@@ -66,9 +68,11 @@ static cd_status interp_config(cd_op_ctx *c, const cd_value *x, interp_cfg *k) {
     cd_value *st = cd_in(c, "Scale", 0);
     if (st) {
         int64_t n = cd_value_numel(st);
-        if (n != 1 && n != 2) return cd_op_fail(c, CD_E_MODEL, "input Scale must hold 1 or 2 values, it holds %lld", (long long)n);
+        if (n != 1 && n != 2)
+            return cd_op_fail(c, CD_E_MODEL, "input Scale must hold 1 or 2 values, it holds %lld", (long long)n);
         if (!st->data)
-            return cd_op_fail(c, CD_E_UNSUPPORTED, "input Scale is computed at run time; its value must be known "
+            return cd_op_fail(c, CD_E_UNSUPPORTED,
+                              "input Scale is computed at run time; its value must be known "
                               "when shapes are planned");
         sh = (float)cd_value_get(st, 0);
         sw = (float)cd_value_get(st, n - 1);
@@ -78,14 +82,18 @@ static cd_status interp_config(cd_op_ctx *c, const cd_value *x, interp_cfg *k) {
     } else if (k->v2) {
         const double *sv;
         int n = cd_attr_floats(c->op, "scale", &sv);
-        if (n == 1 && sv[0] > 0) sh = sw = (float)sv[0];
-        else if (n >= 2 && sv[0] > 0 && sv[1] > 0) { sh = (float)sv[0]; sw = (float)sv[1]; scale_for_ratio = true; }
+        if (n == 1 && sv[0] > 0)
+            sh = sw = (float)sv[0];
+        else if (n >= 2 && sv[0] > 0 && sv[1] > 0) {
+            sh = (float)sv[0];
+            sw = (float)sv[1];
+            scale_for_ratio = true;
+        }
     } else {
         double s = cd_attr_float(c->op, "scale", 0.0);
         if (s > 0) sh = sw = (float)s;
     }
-    if ((sh > 0 && !isfinite(sh)) || (sw > 0 && !isfinite(sw)))
-        return cd_op_fail(c, CD_E_MODEL, "scale is not finite");
+    if ((sh > 0 && !isfinite(sh)) || (sw > 0 && !isfinite(sw))) return cd_op_fail(c, CD_E_MODEL, "scale is not finite");
 
     int64_t oh = cd_attr_int(c->op, "out_h", -1), ow = cd_attr_int(c->op, "out_w", -1);
     cd_value *s0 = cd_in(c, "SizeTensor", 0);
@@ -94,7 +102,8 @@ static cd_status interp_config(cd_op_ctx *c, const cd_value *x, interp_cfg *k) {
     if (s0) {
         cd_value *s1 = cd_in(c, "SizeTensor", 1);
         if (!s1) return cd_op_fail(c, CD_E_MODEL, "SizeTensor must list two 1-element tensors (out_h, out_w)");
-        if ((s = int_input(c, s0, "SizeTensor[0]", &oh, 1)) || (s = int_input(c, s1, "SizeTensor[1]", &ow, 1))) return s;
+        if ((s = int_input(c, s0, "SizeTensor[0]", &oh, 1)) || (s = int_input(c, s1, "SizeTensor[1]", &ow, 1)))
+            return s;
         scale_for_ratio = false;
     } else if (os) {
         int64_t v[2];
@@ -106,8 +115,10 @@ static cd_status interp_config(cd_op_ctx *c, const cd_value *x, interp_cfg *k) {
         ow = (int64_t)((float)k->in_w * sw);
     }
     if (oh <= 0 || ow <= 0)
-        return cd_op_fail(c, CD_E_MODEL, "output size %lld x %lld is not positive (give out_h/out_w, scale, "
-                          "OutSize or SizeTensor)", (long long)oh, (long long)ow);
+        return cd_op_fail(c, CD_E_MODEL,
+                          "output size %lld x %lld is not positive (give out_h/out_w, scale, "
+                          "OutSize or SizeTensor)",
+                          (long long)oh, (long long)ow);
     if (oh > (1 << 20) || ow > (1 << 20))
         return cd_op_fail(c, CD_E_MODEL, "output size %lld x %lld is implausibly large", (long long)oh, (long long)ow);
     k->out_h = oh;
@@ -140,8 +151,7 @@ cd_status cd_basic_interp_infer(cd_op_ctx *c) {
 }
 
 /* Per-axis taps: i0, i1 and the weight of i1. */
-static void axis_taps(const interp_cfg *k, int64_t in, int64_t out, float ratio, int32_t *i0, int32_t *i1,
-                      float *lam) {
+static void axis_taps(const interp_cfg *k, int64_t in, int64_t out, float ratio, int32_t *i0, int32_t *i1, float *lam) {
     for (int64_t d = 0; d < out; d++) {
         if (!k->bilinear) {
             float src = k->align_corners ? (float)d * ratio + 0.5f : (float)d * ratio;
@@ -200,8 +210,10 @@ cd_status cd_basic_interp_run(cd_op_ctx *c) {
     axis_taps(&k, k.in_h, k.out_h, k.ratio_h, y0, y1, lam);
     axis_taps(&k, k.in_w, k.out_w, k.ratio_w, x0, x1, lam + nh);
     int th = c->threads > 0 ? c->threads : 1;
-    if (x->dtype == CD_F32) interp_f32(&k, planes, x->data, o->data, y0, y1, lam, x0, x1, lam + nh, th);
-    else interp_f16(&k, planes, x->data, o->data, y0, y1, lam, x0, x1, lam + nh, th);
+    if (x->dtype == CD_F32)
+        interp_f32(&k, planes, x->data, o->data, y0, y1, lam, x0, x1, lam + nh, th);
+    else
+        interp_f16(&k, planes, x->data, o->data, y0, y1, lam, x0, x1, lam + nh, th);
     free(idx);
     free(lam);
     return CD_OK;

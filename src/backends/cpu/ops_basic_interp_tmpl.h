@@ -25,7 +25,7 @@ static void IP_NAME(const interp_cfg *k, int64_t planes, const IP_T *in, IP_T *o
         for (int64_t x = 0; x < OW; x++) {
             const float wx = lx[x], vx = 1.0f - wx;
             float v = vy * (vx * (float)r0[x0[x]] + wx * (float)r0[x1[x]]) +
-                      wy * (vx * (float)r1[x0[x]] + wx * (float)r1[x1[x]]);
+                wy * (vx * (float)r1[x0[x]] + wx * (float)r1[x1[x]]);
             o[x] = (IP_T)v;
         }
     });

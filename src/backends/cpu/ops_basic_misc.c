@@ -41,11 +41,16 @@ cd_status cd_basic_identity_infer(cd_op_ctx *c) {
     if (!strcmp(c->op->type, "feed")) {
         /* The engine writes model inputs into feed's Out directly (§4.4): keep its shape. */
         cd_value *x = cd_in(c, "X", 0);
-        if (x && x != o && x->shape.rank > 0 && o->shape.rank == 0) { o->shape = x->shape; o->dtype = x->dtype; }
+        if (x && x != o && x->shape.rank > 0 && o->shape.rank == 0) {
+            o->shape = x->shape;
+            o->dtype = x->dtype;
+        }
         return CD_OK;
     }
     cd_value *x = ident_in(c);
-    if (!x) return cd_op_fail(c, CD_E_MODEL, "required input %s is not connected", cd_op_in_slot(c->op, "X") ? "X" : "Input");
+    if (!x)
+        return cd_op_fail(c, CD_E_MODEL, "required input %s is not connected",
+                          cd_op_in_slot(c->op, "X") ? "X" : "Input");
     o->shape = x->shape;
     o->dtype = x->dtype;
     return CD_OK;
@@ -67,9 +72,12 @@ cd_status cd_basic_identity_run(cd_op_ctx *c) {
 typedef enum { CAL_FAKEQ, CAL_DEQ, CAL_CONVERT } cal_kind;
 
 static int dtype_from_alias_word(const char *w, size_t n) {
-    static const struct { const char *s; cd_dtype t; } m[] = {
-        {"fp32", CD_F32}, {"fp16", CD_F16}, {"int8", CD_I8}, {"int32", CD_I32}, {"int64", CD_I64},
-        {"bool", CD_BOOL}, {"float", CD_F32}, {"int16", CD_I16}, {"uint8", CD_U8}, {"fp64", CD_F64},
+    static const struct {
+        const char *s;
+        cd_dtype t;
+    } m[] = {
+        {"fp32", CD_F32},  {"fp16", CD_F16},  {"int8", CD_I8},   {"int32", CD_I32}, {"int64", CD_I64},
+        {"bool", CD_BOOL}, {"float", CD_F32}, {"int16", CD_I16}, {"uint8", CD_U8},  {"fp64", CD_F64},
     };
     for (size_t i = 0; i < sizeof m / sizeof m[0]; i++)
         if (strlen(m[i].s) == n && !strncmp(w, m[i].s, n)) return (int)m[i].t;
@@ -145,10 +153,11 @@ cd_status cd_basic_calib_run(cd_op_ctx *c) {
     cd_status st = calib_config(c, x, &k, &odt, &s);
     if (st) return st;
     int64_t n = cd_value_numel(x);
-    if (odt != o->dtype || n != cd_value_numel(o)) return cd_op_fail(c, CD_E_INTERNAL, "output changed after shape inference");
+    if (odt != o->dtype || n != cd_value_numel(o))
+        return cd_op_fail(c, CD_E_INTERNAL, "output changed after shape inference");
     if (n == 0) return CD_OK;
     if (!x->data || !o->data) return cd_op_fail(c, CD_E_INTERNAL, "input or output data is missing");
-    if (k == CAL_FAKEQ && c->no_quant) {   /* the unquantized model: values pass unchanged */
+    if (k == CAL_FAKEQ && c->no_quant) { /* the unquantized model: values pass unchanged */
         memcpy(o->data, x->data, o->nbytes < x->nbytes ? o->nbytes : x->nbytes);
         return CD_OK;
     }
@@ -161,12 +170,15 @@ cd_status cd_basic_calib_run(cd_op_ctx *c) {
         return CD_OK;
     }
     if (k == CAL_FAKEQ) {
-        if (x->dtype == CD_F32) fakeq_f32(x->data, o->data, n, s, nthreads(c));
-        else if (x->dtype == CD_F16) fakeq_f16(x->data, o->data, n, s, nthreads(c));
-        else for (int64_t i = 0; i < n; i++) {
-            double q = round(cd_value_get(x, i) / s);
-            cd_value_set(o, i, (q < -127 ? -127 : q > 127 ? 127 : q) * s);
-        }
+        if (x->dtype == CD_F32)
+            fakeq_f32(x->data, o->data, n, s, nthreads(c));
+        else if (x->dtype == CD_F16)
+            fakeq_f16(x->data, o->data, n, s, nthreads(c));
+        else
+            for (int64_t i = 0; i < n; i++) {
+                double q = round(cd_value_get(x, i) / s);
+                cd_value_set(o, i, (q < -127 ? -127 : q > 127 ? 127 : q) * s);
+            }
         return CD_OK;
     }
     if (k == CAL_DEQ) {
@@ -216,7 +228,8 @@ cd_status cd_basic_shuffle_run(cd_op_ctx *c) {
     cd_status s = nchw_input(c, &x, &o);
     if (s) return s;
     int64_t g = cd_attr_int(c->op, "group", 1), N = x->shape.d[0], C = x->shape.d[1];
-    if (g <= 0 || C % g) return cd_op_fail(c, CD_E_MODEL, "group %lld does not divide %lld channels", (long long)g, (long long)C);
+    if (g <= 0 || C % g)
+        return cd_op_fail(c, CD_E_MODEL, "group %lld does not divide %lld channels", (long long)g, (long long)C);
     size_t plane = (size_t)(x->shape.d[2] * x->shape.d[3]) * cd_dtype_size(x->dtype);
     int64_t cpg = C / g;
     const char *in = x->data;
@@ -230,23 +243,37 @@ cd_status cd_basic_shuffle_run(cd_op_ctx *c) {
 
 /* ------------------------------------------------------------------ arg_max */
 
-typedef struct { int64_t axis, outer, len, inner; bool flatten, keepdims; cd_dtype odt; } argmax_cfg;
+typedef struct {
+    int64_t axis, outer, len, inner;
+    bool flatten, keepdims;
+    cd_dtype odt;
+} argmax_cfg;
 
 static cd_status argmax_config(cd_op_ctx *c, const cd_value *x, argmax_cfg *a, cd_shape *os) {
     int r = x->shape.rank;
     a->flatten = cd_attr_bool(c->op, "flatten", false);
     a->keepdims = cd_attr_bool(c->op, "keepdims", false);
     int64_t dt = cd_attr_int(c->op, "dtype", 3);
-    if (dt == -1 || dt == 3) a->odt = CD_I64;
-    else if (dt == 2) a->odt = CD_I32;
-    else return cd_op_fail(c, CD_E_MODEL, "dtype %lld is not 2 (int32), 3 (int64) or -1", (long long)dt);
+    if (dt == -1 || dt == 3)
+        a->odt = CD_I64;
+    else if (dt == 2)
+        a->odt = CD_I32;
+    else
+        return cd_op_fail(c, CD_E_MODEL, "dtype %lld is not 2 (int32), 3 (int64) or -1", (long long)dt);
     if (x->dtype != CD_F32 && x->dtype != CD_F16 && x->dtype != CD_I32 && x->dtype != CD_I64)
         return cd_op_fail(c, CD_E_UNSUPPORTED, "element type %s is not supported", cd_dtype_name(x->dtype));
     int64_t numel = cd_value_numel(x);
     if (a->flatten) {
-        a->outer = 1; a->len = numel; a->inner = 1; a->axis = 0;
-        os->rank = 1; os->d[0] = 1;
-        if (a->keepdims) { os->rank = r > 0 ? r : 1; for (int i = 0; i < os->rank; i++) os->d[i] = 1; }
+        a->outer = 1;
+        a->len = numel;
+        a->inner = 1;
+        a->axis = 0;
+        os->rank = 1;
+        os->d[0] = 1;
+        if (a->keepdims) {
+            os->rank = r > 0 ? r : 1;
+            for (int i = 0; i < os->rank; i++) os->d[i] = 1;
+        }
     } else {
         if (!cd_op_attr(c->op, "axis")) return cd_op_fail(c, CD_E_MODEL, "required INT attribute 'axis' is missing");
         int64_t ax = cd_attr_int(c->op, "axis", 0);
@@ -254,7 +281,9 @@ static cd_status argmax_config(cd_op_ctx *c, const cd_value *x, argmax_cfg *a, c
             return cd_op_fail(c, CD_E_MODEL, "axis %lld is out of range for rank %d", (long long)ax, r);
         if (ax < 0) ax += r;
         a->axis = ax;
-        a->outer = 1; a->inner = 1; a->len = x->shape.d[ax];
+        a->outer = 1;
+        a->inner = 1;
+        a->len = x->shape.d[ax];
         for (int i = 0; i < ax; i++) a->outer *= x->shape.d[i];
         for (int i = (int)ax + 1; i < r; i++) a->inner *= x->shape.d[i];
         os->rank = 0;
@@ -262,7 +291,10 @@ static cd_status argmax_config(cd_op_ctx *c, const cd_value *x, argmax_cfg *a, c
             if (i == ax && !a->keepdims) continue;
             os->d[os->rank++] = i == ax ? 1 : x->shape.d[i];
         }
-        if (os->rank == 0) { os->rank = 1; os->d[0] = 1; }
+        if (os->rank == 0) {
+            os->rank = 1;
+            os->d[0] = 1;
+        }
     }
     if (a->len <= 0) return cd_op_fail(c, CD_E_MODEL, "arg_max over an empty axis");
     return CD_OK;
@@ -342,37 +374,50 @@ static cd_status pad_config(cd_op_ctx *c, const cd_value *x, pad_cfg *p, cd_shap
         if (cd_value_numel(pt) != npad || (pt->dtype != CD_I32 && pt->dtype != CD_I64))
             return cd_op_fail(c, CD_E_MODEL, "Paddings input must be an int32/int64 tensor of %d values", npad);
         if (!pt->data)
-            return cd_op_fail(c, CD_E_UNSUPPORTED, "Paddings input is computed at run time; its value must be known "
+            return cd_op_fail(c, CD_E_UNSUPPORTED,
+                              "Paddings input is computed at run time; its value must be known "
                               "when shapes are planned");
         for (int i = 0; i < npad; i++) pads[i] = (int64_t)cd_value_get(pt, i);
     } else {
         const int64_t *pv;
         int n = cd_attr_ints(c->op, "paddings", &pv);
-        if (n != npad) return cd_op_fail(c, CD_E_MODEL, "INTS attribute 'paddings' must hold %d values, it holds %d", npad, n);
+        if (n != npad)
+            return cd_op_fail(c, CD_E_MODEL, "INTS attribute 'paddings' must hold %d values, it holds %d", npad, n);
         for (int i = 0; i < npad; i++) pads[i] = pv[i];
     }
     for (int i = 0; i < npad; i++)
         if (pads[i] < 0 || pads[i] > (1 << 24))
             return cd_op_fail(c, CD_E_MODEL, "padding %d = %lld must be in [0, 2^24]", i, (long long)pads[i]);
     const char *m = cd_attr_str(c->op, "mode", "constant");
-    if (!strcmp(m, "constant")) p->mode = PAD_CONST;
-    else if (!strcmp(m, "reflect")) p->mode = PAD_REFLECT;
-    else if (!strcmp(m, "edge") || !strcmp(m, "replicate")) p->mode = PAD_EDGE;
-    else if (is3 && !strcmp(m, "circular")) p->mode = PAD_CIRC;
-    else return cd_op_fail(c, CD_E_MODEL, "mode '%s' is not constant, reflect, %s", m, is3 ? "replicate or circular" : "or edge");
+    if (!strcmp(m, "constant"))
+        p->mode = PAD_CONST;
+    else if (!strcmp(m, "reflect"))
+        p->mode = PAD_REFLECT;
+    else if (!strcmp(m, "edge") || !strcmp(m, "replicate"))
+        p->mode = PAD_EDGE;
+    else if (is3 && !strcmp(m, "circular"))
+        p->mode = PAD_CIRC;
+    else
+        return cd_op_fail(c, CD_E_MODEL, "mode '%s' is not constant, reflect, %s", m,
+                          is3 ? "replicate or circular" : "or edge");
     p->value = cd_attr_float(c->op, is3 ? "value" : "pad_value", 0.0);
     const char *df = cd_attr_str(c->op, "data_format", is3 ? "NCDHW" : "NCHW");
     bool last = !strcmp(df, is3 ? "NDHWC" : "NHWC");
     if (!last && strcmp(df, is3 ? "NCDHW" : "NCHW"))
         return cd_op_fail(c, CD_E_MODEL, "data_format '%s' is not supported", df);
     int sp0 = last ? 1 : 2; /* first spatial dim */
-    if (is3) { /* [left, right, top, bottom, front, back] over (D, H, W) */
-        p->before[sp0] = pads[4]; p->after[sp0] = pads[5];
-        p->before[sp0 + 1] = pads[2]; p->after[sp0 + 1] = pads[3];
-        p->before[sp0 + 2] = pads[0]; p->after[sp0 + 2] = pads[1];
+    if (is3) {              /* [left, right, top, bottom, front, back] over (D, H, W) */
+        p->before[sp0] = pads[4];
+        p->after[sp0] = pads[5];
+        p->before[sp0 + 1] = pads[2];
+        p->after[sp0 + 1] = pads[3];
+        p->before[sp0 + 2] = pads[0];
+        p->after[sp0 + 2] = pads[1];
     } else { /* [top, bottom, left, right] over (H, W) */
-        p->before[sp0] = pads[0]; p->after[sp0] = pads[1];
-        p->before[sp0 + 1] = pads[2]; p->after[sp0 + 1] = pads[3];
+        p->before[sp0] = pads[0];
+        p->after[sp0] = pads[1];
+        p->before[sp0 + 1] = pads[2];
+        p->after[sp0 + 1] = pads[3];
     }
     *os = x->shape;
     for (int i = 0; i < p->rank; i++) {
@@ -429,7 +474,8 @@ cd_status cd_basic_pad_run(cd_op_ctx *c) {
     unsigned char fill[8] = {0};
     { /* the pad value in the tensor's dtype */
         cd_value tmp = {.dtype = x->dtype, .data = fill};
-        tmp.shape.rank = 1; tmp.shape.d[0] = 1;
+        tmp.shape.rank = 1;
+        tmp.shape.d[0] = 1;
         cd_value_set(&tmp, 0, p.value);
     }
     const int r = p.rank;
@@ -447,8 +493,10 @@ cd_status cd_basic_pad_run(cd_op_ctx *c) {
             int64_t oc = rem % os.d[d];
             rem /= os.d[d];
             int64_t ic = pad_src(oc, p.before[d], x->shape.d[d], p.mode);
-            if (ic < 0) padrow = true;
-            else off += ic * istride[d];
+            if (ic < 0)
+                padrow = true;
+            else
+                off += ic * istride[d];
         }
         unsigned char *dst = out + (size_t)(row * W) * es;
         if (padrow) {

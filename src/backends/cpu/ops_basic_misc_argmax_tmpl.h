@@ -16,11 +16,16 @@ static void AM_NAME(const AM_T *x, const argmax_cfg *a, cd_value *o) {
             AM_T bv = b[0];
             for (int64_t k = 1; k < a->len; k++) {
                 AM_T v = b[k * a->inner];
-                if (v > bv || (AM_ISNAN(bv) && !AM_ISNAN(v))) { bv = v; best = k; }
+                if (v > bv || (AM_ISNAN(bv) && !AM_ISNAN(v))) {
+                    bv = v;
+                    best = k;
+                }
             }
             int64_t oi = p * a->inner + q;
-            if (o->dtype == CD_I64) ((int64_t *)o->data)[oi] = best;
-            else ((int32_t *)o->data)[oi] = (int32_t)best;
+            if (o->dtype == CD_I64)
+                ((int64_t *)o->data)[oi] = best;
+            else
+                ((int32_t *)o->data)[oi] = (int32_t)best;
         }
 }
 

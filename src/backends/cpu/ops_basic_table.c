@@ -25,25 +25,45 @@ cd_status cd_basic_interp_run(cd_op_ctx *c);
 /* Elementwise and scale also run at plan time when all their inputs are known integer
  * (or constant) data: models compute reshape targets with them (the planner evaluates a
  * CD_OPF_SHAPE op only when nothing it reads is missing). */
-#define ELT(name) {name, cd_basic_eltwise_infer, cd_basic_eltwise_run, CD_OPF_SHAPE | CD_OPF_WRITES_ALL, cd_basic_eltwise_macs, NULL}
-#define UN(name) {name, cd_basic_unary_infer, cd_basic_unary_run, 0, NULL, NULL}
+#define ELT(name)                                                                                                      \
+    {                                                                                                                  \
+        name, cd_basic_eltwise_infer, cd_basic_eltwise_run, CD_OPF_SHAPE | CD_OPF_WRITES_ALL, cd_basic_eltwise_macs,   \
+            NULL                                                                                                       \
+    }
+#define UN(name)                                                                                                       \
+    { name, cd_basic_unary_infer, cd_basic_unary_run, 0, NULL, NULL }
 #define UN_TYPE(type) UN(#type),
-#define IDENT(name) {name, cd_basic_identity_infer, cd_basic_identity_run, CD_OPF_IDENTITY, NULL, NULL}
+#define IDENT(name)                                                                                                    \
+    { name, cd_basic_identity_infer, cd_basic_identity_run, CD_OPF_IDENTITY, NULL, NULL }
 
 static const cd_op_def k_defs[] = {
-    ELT("elementwise_add"), ELT("elementwise_sub"), ELT("elementwise_mul"), ELT("elementwise_div"),
-    ELT("elementwise_max"), ELT("elementwise_min"), ELT("elementwise_pow"), ELT("elementwise_floordiv"),
+    ELT("elementwise_add"),
+    ELT("elementwise_sub"),
+    ELT("elementwise_mul"),
+    ELT("elementwise_div"),
+    ELT("elementwise_max"),
+    ELT("elementwise_min"),
+    ELT("elementwise_pow"),
+    ELT("elementwise_floordiv"),
     ELT("elementwise_mod"),
-    ELT("fusion_elementwise_add_activation"), ELT("fusion_elementwise_sub_activation"),
-    ELT("fusion_elementwise_mul_activation"), ELT("fusion_elementwise_div_activation"),
-    ELT("fusion_elementwise_max_activation"), ELT("fusion_elementwise_min_activation"),
-    /* every ACT op of the op table (engine/op_list.def): standalone activations and math functions */
+    ELT("fusion_elementwise_add_activation"),
+    ELT("fusion_elementwise_sub_activation"),
+    ELT("fusion_elementwise_mul_activation"),
+    ELT("fusion_elementwise_div_activation"),
+    ELT("fusion_elementwise_max_activation"),
+    ELT("fusion_elementwise_min_activation"),
+/* every ACT op of the op table (engine/op_list.def): standalone activations and math functions */
 #define CD_OP(type, group, ...) CD_OPL_SELECT_##group(UN_TYPE, type)
 #include "engine/op_list.def"
 #undef CD_OP
-    UN("prelu"), UN("dropout"),
+    UN("prelu"),
+    UN("dropout"),
     {"scale", cd_basic_unary_infer, cd_basic_unary_run, CD_OPF_SHAPE, NULL, NULL},
-    IDENT("feed"), IDENT("fetch"), IDENT("io_copy"), IDENT("io_copy_once"), IDENT("layout"),
+    IDENT("feed"),
+    IDENT("fetch"),
+    IDENT("io_copy"),
+    IDENT("io_copy_once"),
+    IDENT("layout"),
     IDENT("layout_once"),
     {"calib", cd_basic_calib_infer, cd_basic_calib_run, CD_OPF_SHAPE, NULL, NULL},
     {"calib_once", cd_basic_calib_infer, cd_basic_calib_run, CD_OPF_SHAPE, NULL, NULL},

@@ -26,8 +26,8 @@ typedef struct {
     cd_value *prior, *pvar, *target, *out;
     float var_attr[4];
     bool has_var_attr;
-    int64_t m;       /* priors */
-    int64_t n, k;    /* target rows, columns (decode) */
+    int64_t m;    /* priors */
+    int64_t n, k; /* target rows, columns (decode) */
 } coder;
 
 static cd_status coder_read(cd_op_ctx *c, coder *b) {
@@ -39,7 +39,8 @@ static cd_status coder_read(cd_op_ctx *c, coder *b) {
     b->out = cd_out(c, "OutputBox", 0);
     if (!b->out) return cd_op_fail(c, CD_E_MODEL, "output OutputBox is not connected");
     const char *ct = cd_attr_str(c->op, "code_type", "encode_center_size");
-    if (!strcmp(ct, "decode_center_size")) b->decode = true;
+    if (!strcmp(ct, "decode_center_size"))
+        b->decode = true;
     else if (strcmp(ct, "encode_center_size"))
         return cd_op_fail(c, CD_E_MODEL, "code_type '%s' is not encode_center_size or decode_center_size", ct);
     b->norm = cd_attr_bool(c->op, "box_normalized", true);
@@ -67,7 +68,8 @@ static cd_status coder_read(cd_op_ctx *c, coder *b) {
         b->k = ts->d[1];
         int64_t along = b->axis == 0 ? b->k : b->n;
         if (along != b->m)
-            return cd_op_fail(c, CD_E_MODEL, "TargetBox %s dim %d must equal the %lld priors of PriorBox %s (axis = %d)",
+            return cd_op_fail(c, CD_E_MODEL,
+                              "TargetBox %s dim %d must equal the %lld priors of PriorBox %s (axis = %d)",
                               cd_shape_str(ts, s1, sizeof s1), b->axis == 0 ? 1 : 0, (long long)b->m,
                               cd_shape_str(ps, s2, sizeof s2), b->axis);
     } else {

@@ -34,8 +34,8 @@ void cd_detect_store_f32(cd_value *v, int64_t off, const float *src, int64_t n);
 
 typedef struct {
     cd_value *boxes, *scores, *rois, *out, *index, *nms_num;
-    bool per_class;          /* 2-D scores form */
-    int64_t n, c, m;         /* images, classes, boxes (3-D: per image; 2-D: total rows) */
+    bool per_class;  /* 2-D scores form */
+    int64_t n, c, m; /* images, classes, boxes (3-D: per image; 2-D: total rows) */
     float score_thr, nms_thr, eta;
     int64_t nms_top_k, keep_top_k, background;
     bool normalized;
@@ -53,30 +53,37 @@ static cd_status nms_read(cd_op_ctx *c, nms *q) {
     if (!q->out) return cd_op_fail(c, CD_E_MODEL, "output Out is not connected");
     const cd_shape *bs = &q->boxes->shape, *ss = &q->scores->shape;
     if (ss->rank == 3) {
-        q->n = ss->d[0]; q->c = ss->d[1]; q->m = ss->d[2];
+        q->n = ss->d[0];
+        q->c = ss->d[1];
+        q->m = ss->d[2];
         if (bs->rank != 3 || bs->d[0] != q->n || bs->d[1] != q->m || bs->d[2] != 4)
-            return cd_op_fail(c, CD_E_MODEL, "Scores %s is [N, C, M], so BBoxes must be [N, M, 4] = [%lld, %lld, 4], got %s",
-                              cd_shape_str(ss, b1, sizeof b1), (long long)q->n, (long long)q->m,
-                              cd_shape_str(bs, b2, sizeof b2));
+            return cd_op_fail(
+                c, CD_E_MODEL, "Scores %s is [N, C, M], so BBoxes must be [N, M, 4] = [%lld, %lld, 4], got %s",
+                cd_shape_str(ss, b1, sizeof b1), (long long)q->n, (long long)q->m, cd_shape_str(bs, b2, sizeof b2));
     } else if (ss->rank == 2) {
         q->per_class = true;
-        q->m = ss->d[0]; q->c = ss->d[1];
+        q->m = ss->d[0];
+        q->c = ss->d[1];
         if (bs->rank != 3 || bs->d[0] != q->m || bs->d[1] != q->c || bs->d[2] != 4)
-            return cd_op_fail(c, CD_E_MODEL, "Scores %s is [M, C], so BBoxes must be [M, C, 4] = [%lld, %lld, 4], got %s",
-                              cd_shape_str(ss, b1, sizeof b1), (long long)q->m, (long long)q->c,
-                              cd_shape_str(bs, b2, sizeof b2));
+            return cd_op_fail(
+                c, CD_E_MODEL, "Scores %s is [M, C], so BBoxes must be [M, C, 4] = [%lld, %lld, 4], got %s",
+                cd_shape_str(ss, b1, sizeof b1), (long long)q->m, (long long)q->c, cd_shape_str(bs, b2, sizeof b2));
         q->n = 1;
         if (q->rois) {
             if (q->rois->shape.rank != 1)
-                return cd_op_fail(c, CD_E_MODEL, "RoisNum must be 1-D [N], got %s", cd_shape_str(&q->rois->shape, b1, sizeof b1));
+                return cd_op_fail(c, CD_E_MODEL, "RoisNum must be 1-D [N], got %s",
+                                  cd_shape_str(&q->rois->shape, b1, sizeof b1));
             q->n = q->rois->shape.d[0];
         }
     } else {
-        return cd_op_fail(c, CD_E_MODEL, "Scores must be [N, C, M] or [M, C], got %s (boxes with 8/16/24/32 "
-                          "coordinates are not supported)", cd_shape_str(ss, b1, sizeof b1));
+        return cd_op_fail(c, CD_E_MODEL,
+                          "Scores must be [N, C, M] or [M, C], got %s (boxes with 8/16/24/32 "
+                          "coordinates are not supported)",
+                          cd_shape_str(ss, b1, sizeof b1));
     }
     if (q->n < 0 || q->c < 0 || q->m < 0 || q->m > INT32_MAX / 2 || q->c > INT32_MAX / 2)
-        return cd_op_fail(c, CD_E_MODEL, "box count %lld or class count %lld out of range", (long long)q->m, (long long)q->c);
+        return cd_op_fail(c, CD_E_MODEL, "box count %lld or class count %lld out of range", (long long)q->m,
+                          (long long)q->c);
     const cd_attr *a_st = cd_op_attr(c->op, "score_threshold");
     if (!a_st) return cd_op_fail(c, CD_E_MODEL, "required attribute score_threshold is missing");
     double st = cd_attr_float(c->op, "score_threshold", 0.0), nt = cd_attr_float(c->op, "nms_threshold", 0.3);
@@ -139,7 +146,12 @@ cd_status cd_multiclass_nms_infer(cd_op_ctx *c) {
     return CD_OK;
 }
 
-typedef struct { float score; int32_t idx; int32_t label; int32_t seq; } cand;
+typedef struct {
+    float score;
+    int32_t idx;
+    int32_t label;
+    int32_t seq;
+} cand;
 
 /* Score descending, then seq ascending: a total order, so qsort is deterministic. */
 static int cmp_cand(const void *a, const void *b) {
@@ -188,7 +200,10 @@ cd_status cd_multiclass_nms_run(cd_op_ctx *c) {
     float *rows = kept ? cd_malloc((size_t)cap * 6 * sizeof(float), c->err) : NULL;
     int32_t *index = rows ? cd_malloc((size_t)cap * sizeof(int32_t), c->err) : NULL;
     if (!index) {
-        free(boxes); free(cands); free(kept); free(rows);
+        free(boxes);
+        free(cands);
+        free(kept);
+        free(rows);
         return CD_E_NOMEM;
     }
     float *scores = boxes + nb;
@@ -196,13 +211,17 @@ cd_status cd_multiclass_nms_run(cd_op_ctx *c) {
     cd_detect_load_f32(q.scores, scores, ns);
     int64_t total = 0, start = 0;
     for (int64_t n = 0; n < q.n; n++) {
-        int64_t cnt = q.m;              /* boxes of this image */
+        int64_t cnt = q.m; /* boxes of this image */
         if (q.per_class && q.rois) {
             cnt = (int64_t)cd_value_get(q.rois, n);
             if (cnt < 0 || start + cnt > q.m) {
-                free(boxes); free(cands); free(kept); free(rows); free(index);
-                return cd_op_fail(c, CD_E_MODEL, "RoisNum[%lld] = %lld overruns the %lld boxes of BBoxes",
-                                  (long long)n, (long long)cnt, (long long)q.m);
+                free(boxes);
+                free(cands);
+                free(kept);
+                free(rows);
+                free(index);
+                return cd_op_fail(c, CD_E_MODEL, "RoisNum[%lld] = %lld overruns the %lld boxes of BBoxes", (long long)n,
+                                  (long long)cnt, (long long)q.m);
             }
         }
         int64_t n_kept = 0;
@@ -239,7 +258,11 @@ cd_status cd_multiclass_nms_run(cd_op_ctx *c) {
             qsort(kept, (size_t)n_kept, sizeof *kept, cmp_seq); /* back to class, then score order */
         }
         if (total + n_kept > cap) { /* cannot happen: cap bounds every image */
-            free(boxes); free(cands); free(kept); free(rows); free(index);
+            free(boxes);
+            free(cands);
+            free(kept);
+            free(rows);
+            free(index);
             return cd_op_fail(c, CD_E_INTERNAL, "NMS kept more rows than the planned maximum %lld", (long long)cap);
         }
         for (int64_t k = 0; k < n_kept; k++) {
@@ -270,6 +293,10 @@ cd_status cd_multiclass_nms_run(cd_op_ctx *c) {
         for (int64_t k = 0; k < total; k++) cd_value_set(q.index, k, (double)index[k]);
         q.index->nbytes = (size_t)total * cd_dtype_size(q.index->dtype);
     }
-    free(boxes); free(cands); free(kept); free(rows); free(index);
+    free(boxes);
+    free(cands);
+    free(kept);
+    free(rows);
+    free(index);
     return CD_OK;
 }

@@ -27,7 +27,7 @@ void cd_detect_store_f32(cd_value *v, int64_t off, const float *src, int64_t n);
 #define MAX_PRIORS 4096
 
 typedef struct {
-    int fh, fw, ih, iw;           /* feature and image sizes */
+    int fh, fw, ih, iw; /* feature and image sizes */
     float step_w, step_h, offset;
     float var[4];
     bool clip;
@@ -36,8 +36,7 @@ typedef struct {
 /* Reads a FLOATS attribute into out[], the values as stored: Paddle-Lite computes box sizes from
  * them without checks (a 0, negative or NaN size gives such boxes); the counts come from the
  * list lengths. */
-static cd_status read_floats(cd_op_ctx *c, const char *name, bool required,
-                             float *out, int *n) {
+static cd_status read_floats(cd_op_ctx *c, const char *name, bool required, float *out, int *n) {
     const double *v = NULL;
     int k = cd_attr_floats(c->op, name, &v);
     if (k == 0 && required)
@@ -140,8 +139,8 @@ static cd_status prior_read(cd_op_ctx *c, prior_attrs *a) {
     if ((s = read_floats(c, "min_sizes", true, a->min_s, &a->n_min))) return s;
     if ((s = read_floats(c, "max_sizes", false, a->max_s, &a->n_max))) return s;
     if (a->n_max && a->n_max != a->n_min)
-        return cd_op_fail(c, CD_E_MODEL, "max_sizes has %d values but min_sizes has %d; they must pair up",
-                          a->n_max, a->n_min);
+        return cd_op_fail(c, CD_E_MODEL, "max_sizes has %d values but min_sizes has %d; they must pair up", a->n_max,
+                          a->n_min);
     /* max_sizes not above min_sizes: Paddle-Lite (kernels/host/prior_box_compute.h) takes
      * sqrt(min * max) as it comes; so does cldiff */
     float raw[MAX_LIST];
@@ -238,8 +237,8 @@ static cd_status density_read(cd_op_ctx *c, density_attrs *a) {
     const int64_t *d = NULL;
     int nd = cd_attr_ints(c->op, "densities", &d);
     if (nd != a->n_sizes)
-        return cd_op_fail(c, CD_E_MODEL, "densities has %d values but fixed_sizes has %d; they must pair up",
-                          nd, a->n_sizes);
+        return cd_op_fail(c, CD_E_MODEL, "densities has %d values but fixed_sizes has %d; they must pair up", nd,
+                          a->n_sizes);
     int64_t np = 0;
     for (int i = 0; i < nd; i++) {
         if (d[i] <= 0 || d[i] > 64)

@@ -39,24 +39,32 @@ static cd_status yolo_read(cd_op_ctx *c, yolo *y) {
     y->scores = cd_out(c, "Scores", 0);
     if (!y->boxes || !y->scores) return cd_op_fail(c, CD_E_MODEL, "outputs Boxes and Scores must both be connected");
     const cd_shape *xs = &y->x->shape, *is = &y->img->shape;
-    if (xs->rank != 4) return cd_op_fail(c, CD_E_MODEL, "X must be 4-D [N,C,H,W], got %s", cd_shape_str(xs, b, sizeof b));
-    y->n = xs->d[0]; y->ch = xs->d[1]; y->h = xs->d[2]; y->w = xs->d[3];
+    if (xs->rank != 4)
+        return cd_op_fail(c, CD_E_MODEL, "X must be 4-D [N,C,H,W], got %s", cd_shape_str(xs, b, sizeof b));
+    y->n = xs->d[0];
+    y->ch = xs->d[1];
+    y->h = xs->d[2];
+    y->w = xs->d[3];
     if (is->rank != 2 || is->d[0] != y->n || is->d[1] != 2)
         return cd_op_fail(c, CD_E_MODEL, "ImgSize must be [N, 2] = [%lld, 2] (height, width per image), got %s",
                           (long long)y->n, cd_shape_str(is, b, sizeof b));
     const int64_t *an = NULL;
     int na = cd_attr_ints(c->op, "anchors", &an);
     if (na == 0 || na % 2 || na > 2 * MAX_ANCHORS)
-        return cd_op_fail(c, CD_E_MODEL, "anchors has %d values; it needs a non-empty list of (w, h) pairs, "
-                          "at most %d pairs", na, MAX_ANCHORS);
+        return cd_op_fail(c, CD_E_MODEL,
+                          "anchors has %d values; it needs a non-empty list of (w, h) pairs, "
+                          "at most %d pairs",
+                          na, MAX_ANCHORS);
     for (int i = 0; i < na; i++) {
         if (an[i] <= 0 || an[i] > 1 << 20)
-            return cd_op_fail(c, CD_E_MODEL, "anchors[%d] = %lld must be a positive size in pixels", i, (long long)an[i]);
+            return cd_op_fail(c, CD_E_MODEL, "anchors[%d] = %lld must be a positive size in pixels", i,
+                              (long long)an[i]);
         y->anchors[i] = (float)an[i];
     }
     y->an = na / 2;
     int64_t cls = cd_attr_int(c->op, "class_num", 0), down = cd_attr_int(c->op, "downsample_ratio", 32);
-    if (cls <= 0 || cls > 1 << 16) return cd_op_fail(c, CD_E_MODEL, "class_num = %lld must be in 1..65536", (long long)cls);
+    if (cls <= 0 || cls > 1 << 16)
+        return cd_op_fail(c, CD_E_MODEL, "class_num = %lld must be in 1..65536", (long long)cls);
     if (down <= 0 || down > 1 << 16)
         return cd_op_fail(c, CD_E_MODEL, "downsample_ratio = %lld must be in 1..65536", (long long)down);
     y->cls = (int)cls;
@@ -105,7 +113,8 @@ cd_status cd_yolo_box_run(cd_op_ctx *c) {
     float in_w = (float)y.down * (float)y.w, in_h = (float)y.down * (float)y.h;
     for (int64_t n = 0; n < y.n; n++) {
         /* One image at a time keeps the float copy small for f16 inputs. */
-        if (y.x->dtype == CD_F32) memcpy(x, (const float *)y.x->data + n * per_img, (size_t)per_img * sizeof(float));
+        if (y.x->dtype == CD_F32)
+            memcpy(x, (const float *)y.x->data + n * per_img, (size_t)per_img * sizeof(float));
         else {
             cd_value one = *y.x;
             one.data = (char *)y.x->data + (size_t)(n * per_img) * cd_dtype_size(y.x->dtype);

@@ -81,23 +81,43 @@ static bool first_scale(const cd_op *op, const char *name, float *v) {
 
 static bool calib_dir(const cd_op *op, bool *to_int8) {
     const char *al = op->kernel.present ? op->kernel.alias : "";
-    if (strstr(al, "fp32_to_int8")) { *to_int8 = true; return true; }
-    if (strstr(al, "int8_to_fp32")) { *to_int8 = false; return true; }
+    if (strstr(al, "fp32_to_int8")) {
+        *to_int8 = true;
+        return true;
+    }
+    if (strstr(al, "int8_to_fp32")) {
+        *to_int8 = false;
+        return true;
+    }
     return false;
 }
 
 /* mul (lite/kernels/arm/mul_compute.cc, Mul_int8_f32; scales from X0_scale / Y0_scale,
  * lite/operators/mul_op.h): the only int8 mul kernel has a float output. X is [M, K] after
  * flattening at x_num_col_dims, the INT8 weight Y [K, N] at y_num_col_dims. */
-typedef struct { int64_t M, K, N; } mul8_dims;
+typedef struct {
+    int64_t M, K, N;
+} mul8_dims;
 static bool mul8_geometry(const cd_op_ctx *c, const cd_tensor *w, mul8_dims *d) {
     const cd_value *x = &c->vals[cd_op_in(c->op, "X", 0)];
     int64_t xc = cd_attr_int(c->op, "x_num_col_dims", 1), yc = cd_attr_int(c->op, "y_num_col_dims", 1);
     if (xc < 1 || xc >= x->shape.rank || yc < 1 || yc >= w->shape.rank) return false;
-    d->M = 1; d->K = 1; d->N = 1;
+    d->M = 1;
+    d->K = 1;
+    d->N = 1;
     int64_t k2 = 1;
-    for (int i = 0; i < x->shape.rank; i++) { if (i < xc) d->M *= x->shape.d[i]; else d->K *= x->shape.d[i]; }
-    for (int i = 0; i < w->shape.rank; i++) { if (i < yc) k2 *= w->shape.d[i]; else d->N *= w->shape.d[i]; }
+    for (int i = 0; i < x->shape.rank; i++) {
+        if (i < xc)
+            d->M *= x->shape.d[i];
+        else
+            d->K *= x->shape.d[i];
+    }
+    for (int i = 0; i < w->shape.rank; i++) {
+        if (i < yc)
+            k2 *= w->shape.d[i];
+        else
+            d->N *= w->shape.d[i];
+    }
     return d->K == k2 && d->K > 0 && d->N > 0;
 }
 
@@ -149,7 +169,7 @@ bool cd_cpu_int8_claims(const cd_op_ctx *c) {
         bool to8;
         int in = cd_op_in(op, "Input", 0), out = cd_op_out(op, "Out", 0);
         return calib_dir(op, &to8) && in >= 0 && out >= 0 && c->vals[in].dtype == CD_F32 &&
-               c->vals[out].dtype == CD_F32;
+            c->vals[out].dtype == CD_F32;
     }
     if (!strcmp(op->type, "mul")) return mul8_claims(c);
     if (!strcmp(op->type, "matmul") || !strcmp(op->type, "matmul_v2")) return mm8_claims(c);
@@ -163,7 +183,8 @@ bool cd_cpu_int8_claims(const cd_op_ctx *c) {
     int nws = cd_attr_floats(op, conv ? "Filter0_scale" : "W0_scale", &ws);
     int64_t ch = conv ? w->shape.d[0] : w->shape.d[1];
     if (nws != 1 && nws != ch) return false;
-    if (int8_out(op, conv ? "Output0_scale" : "Out0_scale") && !first_scale(op, conv ? "Output0_scale" : "Out0_scale", &s))
+    if (int8_out(op, conv ? "Output0_scale" : "Out0_scale") &&
+        !first_scale(op, conv ? "Output0_scale" : "Out0_scale", &s))
         return false;
     int in = cd_op_in(op, conv ? "Input" : "Input", 0), out = cd_op_out(op, conv ? "Output" : "Out", 0);
     if (in < 0 || out < 0 || c->vals[in].dtype != CD_F32 || c->vals[out].dtype != CD_F32) return false;
@@ -204,8 +225,10 @@ static void quantize_input(const float *x, int8_t *q8, float *qf, int64_t n, flo
     int64_t nc = (n + CHUNK - 1) / CHUNK;
     CD_PAR_FOR(n >= PAR_MIN_ELEMS, threads, int64_t, c, nc, {
         int64_t a = c * CHUNK, m = n - a < CHUNK ? n - a : CHUNK;
-        if (q8) q8_chunk(x + a, q8 + a, m, inv);
-        else q8f_chunk(x + a, qf + a, m, inv);
+        if (q8)
+            q8_chunk(x + a, q8 + a, m, inv);
+        else
+            q8f_chunk(x + a, qf + a, m, inv);
     });
 }
 
@@ -288,29 +311,29 @@ static inline float epi_apply(const epi *e, int64_t oc, float acc) {
  * epi_apply's arithmetic on CD_QL lanes in one pass: the fused multiply-add lane by lane (one
  * vfmadd in the v3/v4 clones, libm's fmaf in the baseline), then the activation and the int8
  * conversion, the same operations lane by lane as act8_apply and cd_q8_float. */
-#define EPI_VEC(ACT)                                                             \
-    for (; i + CD_QL <= n; i += CD_QL) {                                                 \
-        cd_fq y;                                                                 \
-        for (int l = 0; l < CD_QL; l++) y[l] = fmaf(acc[i + l], m, b);           \
-        ACT;                                                                     \
-        if (o8) {                                                                \
-            cd_iq qi;                                                           \
-            cd_q8_vec(&y, &qi);                                                  \
-            y = __builtin_convertvector(qi, cd_fq) * os;                         \
-        }                                                                        \
-        memcpy(out + i, &y, sizeof y);                                           \
+#define EPI_VEC(ACT)                                                                                                   \
+    for (; i + CD_QL <= n; i += CD_QL) {                                                                               \
+        cd_fq y;                                                                                                       \
+        for (int l = 0; l < CD_QL; l++) y[l] = fmaf(acc[i + l], m, b);                                                 \
+        ACT;                                                                                                           \
+        if (o8) {                                                                                                      \
+            cd_iq qi;                                                                                                  \
+            cd_q8_vec(&y, &qi);                                                                                        \
+            y = __builtin_convertvector(qi, cd_fq) * os;                                                               \
+        }                                                                                                              \
+        memcpy(out + i, &y, sizeof y);                                                                                 \
     }
 /* The activations on CD_QL lanes (act8_apply's operations lane by lane), one LOOP (EPI_VEC or
  * EPI_VEC_RES) per kind; z, p0, p1, p2 the broadcast zero and constants. */
-#define ACT_SWITCH(KIND, LOOP)                                                                      \
-    switch (KIND) {                                                                                 \
-    case A_RELU: LOOP(y = CD_SELQ(y > z, y, z)) break;                                              \
-    case A_RELU6: LOOP(y = CD_SELQ(y > z, y, z); y = CD_SELQ(y < p0, y, p0)) break;                 \
-    case A_LEAKY: LOOP(y = CD_SELQ(y >= z, y, y * p0)) break;                                       \
-    case A_HSWISH:                                                                                  \
-        LOOP(cd_fq g = y + p1; g = CD_SELQ(g > z, g, z); g = CD_SELQ(g < p2, g, p2); cd_fq h = y * p0; y = h * g) \
-        break;                                                                                      \
-    default: LOOP((void)0) break;                                                                   \
+#define ACT_SWITCH(KIND, LOOP)                                                                                         \
+    switch (KIND) {                                                                                                    \
+    case A_RELU: LOOP(y = CD_SELQ(y > z, y, z)) break;                                                                 \
+    case A_RELU6: LOOP(y = CD_SELQ(y > z, y, z); y = CD_SELQ(y < p0, y, p0)) break;                                    \
+    case A_LEAKY: LOOP(y = CD_SELQ(y >= z, y, y * p0)) break;                                                          \
+    case A_HSWISH:                                                                                                     \
+        LOOP(cd_fq g = y + p1; g = CD_SELQ(g > z, g, z); g = CD_SELQ(g < p2, g, p2); cd_fq h = y * p0; y = h * g)      \
+        break;                                                                                                         \
+    default: LOOP((void)0) break;                                                                                      \
     }
 /* acc: the sums as floats; may be out itself (the pass is elementwise) */
 I8_HOT static void epi_row(const epi *e, int64_t oc, const float *acc, float *out, int64_t n) {
@@ -327,21 +350,21 @@ I8_HOT static void epi_row(const epi *e, int64_t oc, const float *acc, float *ou
 
 /* The residual path (res_post) the same way, for activations other than A_OTHER: s2 is the
  * SecondInput row of these n outputs. */
-#define EPI_VEC_RES(ACT)                                                         \
-    for (; i + CD_QL <= n; i += CD_QL) {                                                 \
-        cd_fq y, t;                                                              \
-        for (int l = 0; l < CD_QL; l++) y[l] = fmaf(acc[i + l], m, b);           \
-        memcpy(&t, s2 + i, sizeof t);                                            \
-        ACT;                                                                     \
-        y = y + t;                                                               \
-        if (rr) y = CD_SELQ(y > z, y, z);                                        \
-        if (o8) {                                                                \
-            cd_iq qi;                                                           \
-            y = y * inv;                                                         \
-            cd_q8_vec(&y, &qi);                                                  \
-            y = __builtin_convertvector(qi, cd_fq) * os;                         \
-        }                                                                        \
-        memcpy(out + i, &y, sizeof y);                                           \
+#define EPI_VEC_RES(ACT)                                                                                               \
+    for (; i + CD_QL <= n; i += CD_QL) {                                                                               \
+        cd_fq y, t;                                                                                                    \
+        for (int l = 0; l < CD_QL; l++) y[l] = fmaf(acc[i + l], m, b);                                                 \
+        memcpy(&t, s2 + i, sizeof t);                                                                                  \
+        ACT;                                                                                                           \
+        y = y + t;                                                                                                     \
+        if (rr) y = CD_SELQ(y > z, y, z);                                                                              \
+        if (o8) {                                                                                                      \
+            cd_iq qi;                                                                                                  \
+            y = y * inv;                                                                                               \
+            cd_q8_vec(&y, &qi);                                                                                        \
+            y = __builtin_convertvector(qi, cd_fq) * os;                                                               \
+        }                                                                                                              \
+        memcpy(out + i, &y, sizeof y);                                                                                 \
     }
 I8_HOT static void epi_row_res(const epi *e, int64_t oc, const float *acc, float *out, int64_t n, int64_t base) {
     const float m = e->mr[oc], b = e->br[oc], os = e->out_s, inv = e->inv_out, *s2 = e->second + base;
@@ -372,8 +395,7 @@ typedef enum { PK_SRC, PK_GEMM, PK_DW, PK_DIRECT, PK_WINO2, PK_WINO4 } pl_kernel
  * relu6 clip and the hard_swish constants are real divisions by out in every kernel. PK_SRC (fc:
  * its int8out folding was not read from the machine code, and no shared model has one) keeps the
  * source's order, (ws * in) / out and b / out (fc_compute.cc:240,252). */
-static void pl_fold(pl_kernel pk, bool out8, int nws, float w, float in_s, float out_s, float bb, float *m,
-                    float *b) {
+static void pl_fold(pl_kernel pk, bool out8, int nws, float w, float in_s, float out_s, float bb, float *m, float *b) {
     const float inv = 1.0f / out_s, c = pk == PK_WINO2 ? 0.25f : 1.0f / 576.0f;
     if (!out8) {
         *m = w * in_s;
@@ -412,18 +434,23 @@ static cd_status epi_build(cd_op_ctx *c, epi *e, float *buf, int64_t nch, const 
     float *m = buf, *b = buf + nch, *mr = buf + 2 * nch, *br = buf + 3 * nch;
     int64_t nb = bias ? cd_value_numel(bias) : 0;
     if (bias && (bias->dtype != CD_F32 || (nb != nch && nb != 1)))
-        return cd_op_fail(c, CD_E_MODEL, "int8 kernel: bias has %lld values for %lld output channels",
-                          (long long)nb, (long long)nch);
+        return cd_op_fail(c, CD_E_MODEL, "int8 kernel: bias has %lld values for %lld output channels", (long long)nb,
+                          (long long)nch);
     const float *bv = bias ? bias->data : NULL;
     for (int64_t o = 0; o < nch; o++) {
         float w = (float)ws[nws == 1 ? 0 : o];
         float bb = bv ? bv[nb == 1 ? 0 : o] : 0.0f;
         pl_fold(pk, false, nws, w, in_s, 1.0f, bb, &mr[o], &br[o]);
-        if (out8) pl_fold(pk, true, nws, w, in_s, out_s, bb, &m[o], &b[o]);
-        else m[o] = mr[o], b[o] = br[o];
+        if (out8)
+            pl_fold(pk, true, nws, w, in_s, out_s, bb, &m[o], &b[o]);
+        else
+            m[o] = mr[o], b[o] = br[o];
     }
     e->accm = pk == PK_WINO2 ? 4.0f : pk == PK_WINO4 ? 576.0f : 1.0f;
-    e->m = m; e->b = b; e->mr = mr; e->br = br;
+    e->m = m;
+    e->b = b;
+    e->mr = mr;
+    e->br = br;
     e->out8 = out8;
     e->out_s = out_s;
     e->inv_out = 1.0f / out_s;
@@ -442,10 +469,19 @@ static cd_status act8_build(cd_op_ctx *c, bool conv, bool out8, float out_s, act
     switch (ca.kind) {
     case CD_ACT_NONE: a->kind = A_NONE; break;
     case CD_ACT_RELU: a->kind = A_RELU; break;
-    case CD_ACT_RELU6: a->kind = A_RELU6; a->p0 = conv && out8 ? ca.a / d : ca.a; break;
-    case CD_ACT_LEAKY_RELU: a->kind = conv ? A_LEAKY : A_OTHER; a->p0 = ca.a; break;
+    case CD_ACT_RELU6:
+        a->kind = A_RELU6;
+        a->p0 = conv && out8 ? ca.a / d : ca.a;
+        break;
+    case CD_ACT_LEAKY_RELU:
+        a->kind = conv ? A_LEAKY : A_OTHER;
+        a->p0 = ca.a;
+        break;
     case CD_ACT_HARD_SWISH:
-        if (!conv) { a->kind = A_OTHER; break; }
+        if (!conv) {
+            a->kind = A_OTHER;
+            break;
+        }
         a->kind = A_HSWISH;
         a->p0 = 1.0f / (out8 ? ca.b / d : ca.b);
         a->p1 = out8 ? ca.c / d : ca.c;
@@ -467,7 +503,11 @@ typedef struct {
 static cd_status ints2(cd_op_ctx *c, const char *name, int64_t dflt, int64_t *o, int max, int *n) {
     const int64_t *v;
     int k = cd_attr_ints(c->op, name, &v);
-    if (k <= 0) { for (int i = 0; i < max; i++) o[i] = dflt; *n = 2; return CD_OK; }
+    if (k <= 0) {
+        for (int i = 0; i < max; i++) o[i] = dflt;
+        *n = 2;
+        return CD_OK;
+    }
     if (k != 2 && k != max) return cd_op_fail(c, CD_E_MODEL, "%s has %d values", name, k);
     for (int i = 0; i < k; i++) o[i] = v[i];
     *n = k;
@@ -476,16 +516,25 @@ static cd_status ints2(cd_op_ctx *c, const char *name, int64_t dflt, int64_t *o,
 
 static cd_status geo8_parse(cd_op_ctx *c, const cd_tensor *w, geo8 *g) {
     const cd_value *x = cd_in(c, "Input", 0), *y = cd_out(c, "Output", 0);
-    g->N = x->shape.d[0]; g->C = x->shape.d[1]; g->H = x->shape.d[2]; g->W = x->shape.d[3];
-    g->OC = y->shape.d[1]; g->OH = y->shape.d[2]; g->OW = y->shape.d[3];
-    g->KH = w->shape.d[2]; g->KW = w->shape.d[3];
+    g->N = x->shape.d[0];
+    g->C = x->shape.d[1];
+    g->H = x->shape.d[2];
+    g->W = x->shape.d[3];
+    g->OC = y->shape.d[1];
+    g->OH = y->shape.d[2];
+    g->OW = y->shape.d[3];
+    g->KH = w->shape.d[2];
+    g->KW = w->shape.d[3];
     g->G = cd_attr_int(c->op, "groups", 1);
     int64_t st[2], dl[2], pd[4];
     int n;
     cd_status s;
     if ((s = ints2(c, "strides", 1, st, 2, &n)) || (s = ints2(c, "dilations", 1, dl, 2, &n))) return s;
     if ((s = ints2(c, "paddings", 0, pd, 4, &n))) return s;
-    if (n == 2) { pd[3] = pd[2] = pd[1]; pd[1] = pd[0]; }
+    if (n == 2) {
+        pd[3] = pd[2] = pd[1];
+        pd[1] = pd[0];
+    }
     const char *alg = cd_attr_str(c->op, "padding_algorithm", "EXPLICIT");
     if (!strcmp(alg, "VALID")) {
         memset(pd, 0, sizeof pd);
@@ -499,7 +548,14 @@ static cd_status geo8_parse(cd_op_ctx *c, const cd_tensor *w, geo8 *g) {
             pd[2 * i + 1] = tot - tot / 2;
         }
     }
-    g->sh = st[0]; g->sw = st[1]; g->dh = dl[0]; g->dw = dl[1]; g->pt = pd[0]; g->pl = pd[2]; g->pb = pd[1]; g->pr = pd[3];
+    g->sh = st[0];
+    g->sw = st[1];
+    g->dh = dl[0];
+    g->dw = dl[1];
+    g->pt = pd[0];
+    g->pl = pd[2];
+    g->pb = pd[1];
+    g->pr = pd[3];
     if (g->G <= 0 || g->C % g->G || g->OC % g->G || w->shape.d[0] != g->OC || w->shape.d[1] * g->G != g->C ||
         g->sh <= 0 || g->sw <= 0 || g->dh <= 0 || g->dw <= 0)
         return cd_op_fail(c, CD_E_MODEL, "int8 conv: inconsistent geometry (groups %lld, Cin %lld, Cout %lld)",
@@ -545,7 +601,10 @@ static void im2col8(const geo8 *g, const int8_t *xg, int64_t cg, int8_t *col, in
         for (int64_t oh = 0; oh < g->OH; oh++) {
             int64_t ih = oh * g->sh - g->pt + kh * g->dh;
             int8_t *d = dst + oh * g->OW;
-            if (ih < 0 || ih >= g->H) { memset(d, 0, (size_t)g->OW); continue; }
+            if (ih < 0 || ih >= g->H) {
+                memset(d, 0, (size_t)g->OW);
+                continue;
+            }
             const int8_t *xr = xp + ih * g->W;
             for (int64_t ow = 0; ow < g->OW; ow++) {
                 int64_t iw = ow * g->sw - g->pl + kw * g->dw;
@@ -604,22 +663,22 @@ typedef struct {
     char kernel[40];
     bool residual_note;
     float in_s;
-    epi e;             /* conv, fc: constants; e.second is set per run */
-    geo8 g;            /* conv */
+    epi e;  /* conv, fc: constants; e.second is set per run */
+    geo8 g; /* conv */
     bool dw, direct1x1, wf_ok;
-    pl_kernel pk;       /* conv: Paddle-Lite's kernel for it (pl_kernel_of) */
-    bool vnni;          /* pointwise sums in integer SIMD (gemm_int8.h cd_pw8_*): wp, corr */
+    pl_kernel pk; /* conv: Paddle-Lite's kernel for it (pl_kernel_of) */
+    bool vnni;    /* pointwise sums in integer SIMD (gemm_int8.h cd_pw8_*): wp, corr */
     const int32_t *wp, *corr;
-    int64_t K, N;      /* conv: Cin/G * KH * KW; fc: W [K, N] */
-    mul8_dims md;      /* mul */
-    cd_mm_geo mm;      /* matmul: geometry; yparam: Y is an INT8 record (its floats in wf) */
+    int64_t K, N; /* conv: Cin/G * KH * KW; fc: W [K, N] */
+    mul8_dims md; /* mul */
+    cd_mm_geo mm; /* matmul: geometry; yparam: Y is an INT8 record (its floats in wf) */
     bool yparam;
-    float y_s;         /* matmul with an activation Y: its Y0_scale */
-    const float *sc;   /* mul: Y0_scale[n] * X0_scale; matmul: (X0_scale * Y0_scale[n]) * alpha */
-    const float *wf;   /* conv: weights as floats (cd_conv8_weights per group), NULL beyond exact windows */
-    size_t scratch;    /* bytes of scratch a run needs (the input as int8 or floats, GEMM pieces) */
-    float cs, cinv;    /* calib: scale, 1/scale */
-    bool to8;          /* calib: fp32_to_int8 */
+    float y_s;       /* matmul with an activation Y: its Y0_scale */
+    const float *sc; /* mul: Y0_scale[n] * X0_scale; matmul: (X0_scale * Y0_scale[n]) * alpha */
+    const float *wf; /* conv: weights as floats (cd_conv8_weights per group), NULL beyond exact windows */
+    size_t scratch;  /* bytes of scratch a run needs (the input as int8 or floats, GEMM pieces) */
+    float cs, cinv;  /* calib: scale, 1/scale */
+    bool to8;        /* calib: fp32_to_int8 */
 } i8_state;
 
 static i8_state *state_alloc(cd_op_ctx *c, size_t nfloat) {
@@ -661,8 +720,8 @@ static cd_status conv8_build(cd_op_ctx *c, i8_state **out) {
     int nws = cd_attr_floats(op, "Filter0_scale", &ws);
     int64_t cg = g.C / g.G, og = g.OC / g.G, K = cg * g.KH * g.KW;
     bool dw = cg == 1 && og == 1;
-    cd_conv8_geo cg8 = {NULL, (int)cg, (int)g.H, (int)g.W, (int)g.KH, (int)g.KW, (int)g.sh, (int)g.sw, (int)g.dh,
-                        (int)g.dw, (int)g.pt, (int)g.pl, (int)g.OH, (int)g.OW};
+    cd_conv8_geo cg8 = {NULL,      (int)cg,   (int)g.H,  (int)g.W,  (int)g.KH, (int)g.KW, (int)g.sh,
+                        (int)g.sw, (int)g.dh, (int)g.dw, (int)g.pt, (int)g.pl, (int)g.OH, (int)g.OW};
     bool wf_ok = cd_conv8_exact(&cg8);
     bool pw = g.KH == 1 && g.KW == 1 && g.sh == 1 && g.sw == 1 && g.pt == 0 && g.pl == 0 && g.OH == g.H && g.OW == g.W;
     /* pointwise layers of at least one vector of pixels: integer SIMD where the CPU has it
@@ -681,8 +740,9 @@ static cd_status conv8_build(cd_op_ctx *c, i8_state **out) {
     s->wf_ok = wf_ok;
     s->vnni = vnni;
     s->scratch = vnni ? cd_pw8_pack_bytes((int)cg, (int)(g.OH * g.OW))
-                 : dw ? 0
-                 : wf_ok ? XF_BYTES(cd_value_numel(cd_in(c, "Input", 0))) + cd_conv8_scratch(&cg8, (int)og) : 0;
+        : dw          ? 0
+        : wf_ok       ? XF_BYTES(cd_value_numel(cd_in(c, "Input", 0))) + cd_conv8_scratch(&cg8, (int)og)
+                      : 0;
     s->direct1x1 = pw;
     float *f = state_floats(s);
     if ((st = act8_build(c, true, out8, out_s, &s->e.act))) goto fail;
@@ -732,8 +792,10 @@ I8_HOT static void epi_channel(const epi *e, int64_t oc, const float *acc, float
         for (int64_t p = 0; p < P; p++) out[p] = acc[p] * e->accm;
         acc = out;
     }
-    if (epi_fast(e)) epi_row(e, oc, acc, out, P);
-    else if (e->residual && e->act_real.kind != A_OTHER) epi_row_res(e, oc, acc, out, P, base);
+    if (epi_fast(e))
+        epi_row(e, oc, acc, out, P);
+    else if (e->residual && e->act_real.kind != A_OTHER)
+        epi_row_res(e, oc, acc, out, P, base);
     else if (e->residual)
         for (int64_t p = 0; p < P; p++) out[p] = epi_residual(e, oc, acc[p], base + p);
     else
@@ -747,8 +809,8 @@ static cd_status conv8_dw(cd_op_ctx *c, const i8_state *s, const epi *e, const f
     const geo8 *g = &s->g;
     int threads = c->threads > 0 ? c->threads : 1;
     int64_t P = g->OH * g->OW;
-    cd_conv_direct_geo dg = {NULL, (int)g->C, (int)g->H, (int)g->W, (int)g->KH, (int)g->KW, (int)g->sh, (int)g->sw,
-                             (int)g->dh, (int)g->dw, (int)g->pt, (int)g->pl, (int)g->OH, (int)g->OW};
+    cd_conv_direct_geo dg = {NULL,       (int)g->C,  (int)g->H,  (int)g->W,  (int)g->KH, (int)g->KW, (int)g->sh,
+                             (int)g->sw, (int)g->dh, (int)g->dw, (int)g->pt, (int)g->pl, (int)g->OH, (int)g->OW};
     cd_status st = cd_nn_depthwise_sums_f32(c, &dg, (int)g->N, x, s->wf, out, 1.0f / s->in_s);
     if (st) return st;
     int64_t planes = g->N * g->C;
@@ -761,8 +823,8 @@ static cd_status conv8_dw(cd_op_ctx *c, const i8_state *s, const epi *e, const f
 
 /* Without float weights (a kernel window above CD_INT8_FLOAT_EXACT_K taps) or when the float
  * sums ran out of memory: int8 copies and direct integer sums (dot4) for group gi of image n. */
-static cd_status conv8_int_group(cd_op_ctx *c, const i8_state *s, const epi *e, const int8_t *xq, int64_t n,
-                                 int64_t gi, int8_t **col, float *out) {
+static cd_status conv8_int_group(cd_op_ctx *c, const i8_state *s, const epi *e, const int8_t *xq, int64_t n, int64_t gi,
+                                 int8_t **col, float *out) {
     const geo8 *g = &s->g;
     int threads = c->threads > 0 ? c->threads : 1;
     int64_t P = g->OH * g->OW, cg = g->C / g->G, og = g->OC / g->G, K = s->K;
@@ -787,7 +849,8 @@ static cd_status conv8_int_group(cd_op_ctx *c, const i8_state *s, const epi *e, 
             for (int64_t p = 0; p < np; p++) fa[p] = (float)acc[o][p];
             float *yo = yn + (o0 + o) * P + p0;
             if (e->residual)
-                for (int64_t p = 0; p < np; p++) yo[p] = epi_residual(e, o0 + o, fa[p], (n * g->OC + o0 + o) * P + p0 + p);
+                for (int64_t p = 0; p < np; p++)
+                    yo[p] = epi_residual(e, o0 + o, fa[p], (n * g->OC + o0 + o) * P + p0 + p);
             else
                 for (int64_t p = 0; p < np; p++) yo[p] = epi_apply(e, o0 + o, fa[p] * e->accm);
         }
@@ -841,9 +904,20 @@ static cd_status conv8_exec(cd_op_ctx *c, const i8_state *s) {
             /* the sums of this group's output channels are written where their outputs go and
              * turned into outputs in place */
             float *yg = out + n * g->OC * P + gi * og * P;
-            cd_conv8_geo cg8 = {xf ? xf + n * g->C * g->H * g->W + gi * cg * g->H * g->W : NULL, (int)cg, (int)g->H,
-                                (int)g->W, (int)g->KH, (int)g->KW, (int)g->sh, (int)g->sw, (int)g->dh, (int)g->dw,
-                                (int)g->pt, (int)g->pl, (int)g->OH, (int)g->OW};
+            cd_conv8_geo cg8 = {xf ? xf + n * g->C * g->H * g->W + gi * cg * g->H * g->W : NULL,
+                                (int)cg,
+                                (int)g->H,
+                                (int)g->W,
+                                (int)g->KH,
+                                (int)g->KW,
+                                (int)g->sh,
+                                (int)g->sw,
+                                (int)g->dh,
+                                (int)g->dw,
+                                (int)g->pt,
+                                (int)g->pl,
+                                (int)g->OH,
+                                (int)g->OW};
             if (xf && cd_conv8_sums(&cg8, (int)og, s->wf + gi * og * s->K, yg, piece_scratch, threads)) {
                 CD_PAR_FOR(og * P >= PAR_MIN_ELEMS, threads, int64_t, o, og, {
                     int64_t oc = gi * og + o;
@@ -852,12 +926,17 @@ static cd_status conv8_exec(cd_op_ctx *c, const i8_state *s) {
                 continue;
             }
             if (!xq) {
-                if (!(xq = malloc((size_t)(nx ? nx : 1)))) { st = cd_op_fail(c, CD_E_NOMEM, "out of memory in the int8 conv"); break; }
+                if (!(xq = malloc((size_t)(nx ? nx : 1)))) {
+                    st = cd_op_fail(c, CD_E_NOMEM, "out of memory in the int8 conv");
+                    break;
+                }
                 quantize_input(x->data, xq, NULL, nx, s->in_s, c->threads);
             }
             st = conv8_int_group(c, s, &e, xq, n, gi, &col, out);
         }
-    free(own); free(xq); free(col);
+    free(own);
+    free(xq);
+    free(col);
     return st;
 }
 
@@ -1103,8 +1182,10 @@ static cd_status mm8_exec(cd_op_ctx *c, const i8_state *s) {
         yf = yq;
     }
     /* K products of int8 sum exactly in float up to CD_INT8_FLOAT_EXACT_K (gemm_int8.h) */
-    if (s->mm.outer || s->mm.K <= CD_INT8_FLOAT_EXACT_K) cd_nn_matmul_sums_f32(&s->mm, xf, yf, out, c->threads);
-    else mm8_int_sums(&s->mm, xf, yf, out);
+    if (s->mm.outer || s->mm.K <= CD_INT8_FLOAT_EXACT_K)
+        cd_nn_matmul_sums_f32(&s->mm, xf, yf, out, c->threads);
+    else
+        mm8_int_sums(&s->mm, xf, yf, out);
     const int64_t N = s->mm.N;
     for (int64_t i = 0; i < no; i++) out[i] = out[i] * s->sc[i % N];
     free(own);
@@ -1116,11 +1197,11 @@ static cd_status mm8_exec(cd_op_ctx *c, const i8_state *s) {
 cd_status cd_cpu_int8_prepare(cd_op_ctx *c, void **state) {
     const char *t = c->op->type;
     i8_state *s = NULL;
-    cd_status st = !strcmp(t, "calib") ? calib8_build(c, &s)
-                 : !strcmp(t, "mul")   ? mul8_build(c, &s)
-                 : !strcmp(t, "fc")    ? fc8_build(c, &s)
-                 : !strcmp(t, "matmul") || !strcmp(t, "matmul_v2") ? mm8_build(c, &s)
-                                       : conv8_build(c, &s);
+    cd_status st = !strcmp(t, "calib")                    ? calib8_build(c, &s)
+        : !strcmp(t, "mul")                               ? mul8_build(c, &s)
+        : !strcmp(t, "fc")                                ? fc8_build(c, &s)
+        : !strcmp(t, "matmul") || !strcmp(t, "matmul_v2") ? mm8_build(c, &s)
+                                                          : conv8_build(c, &s);
     *state = st ? NULL : s;
     return st;
 }
@@ -1148,7 +1229,8 @@ cd_status cd_cpu_int8_run(cd_op_ctx *c, const void *state, char *kernel, size_t 
     if (!st) {
         snprintf(kernel, kn, "%s", s->kernel);
         if (s->residual_note)
-            snprintf(note, nn, "SecondInput added in float after the activation; Paddle-Lite's ARM kernels ignore "
+            snprintf(note, nn,
+                     "SecondInput added in float after the activation; Paddle-Lite's ARM kernels ignore "
                      "it (docs/int8.md)");
     }
     free(own);

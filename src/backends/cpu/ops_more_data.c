@@ -76,8 +76,8 @@ static cd_status data_infer(cd_op_ctx *c, const char *out, const char *extra, sh
 }
 
 /* The start of a run: io_shape, and Out still as planned. */
-static cd_status data_run_begin(cd_op_ctx *c, const char *out, const char *extra, shape_fn f, void *cfg,
-                                cd_value **x, cd_value **o, cd_value **e) {
+static cd_status data_run_begin(cd_op_ctx *c, const char *out, const char *extra, shape_fn f, void *cfg, cd_value **x,
+                                cd_value **o, cd_value **e) {
     cd_shape os;
     cd_status s = io_shape(c, out, extra, f, cfg, x, o, e, &os);
     if (s) return s;
@@ -151,8 +151,10 @@ static cd_status expand_shapes(cd_op_ctx *c, const cd_value *x, const cd_value *
         } else if (v[i] < 1) {
             return cd_op_fail(c, CD_E_MODEL, "expand_v2 shape[%d] = %lld is invalid", i, (long long)v[i]);
         } else if (xd != 1 && xd != v[i]) {
-            return cd_op_fail(c, CD_E_MODEL, "expand_v2 shape[%d] = %lld does not match X dim %lld (must be equal or X "
-                              "dim 1)", i, (long long)v[i], (long long)xd);
+            return cd_op_fail(c, CD_E_MODEL,
+                              "expand_v2 shape[%d] = %lld does not match X dim %lld (must be equal or X "
+                              "dim 1)",
+                              i, (long long)v[i], (long long)xd);
         } else {
             os->d[i] = v[i];
         }
@@ -236,8 +238,10 @@ static cd_status ps_parse(cd_op_ctx *c, const cd_value *x, const cd_value *e, vo
     const char *df = cd_attr_str(c->op, "data_format", "NCHW");
     if (strcmp(df, "NCHW") && strcmp(df, "AnyLayout"))
         return cd_op_fail(c, CD_E_UNSUPPORTED, "pixel_shuffle data_format '%s' is not supported (NCHW only)", df);
-    if (*r < 1 || *r > 65536) return cd_op_fail(c, CD_E_MODEL, "upscale_factor %lld must be in [1, 65536]", (long long)*r);
-    if (x->shape.rank != 4) return cd_op_fail(c, CD_E_MODEL, "pixel_shuffle needs 4-D NCHW X, it has rank %d", x->shape.rank);
+    if (*r < 1 || *r > 65536)
+        return cd_op_fail(c, CD_E_MODEL, "upscale_factor %lld must be in [1, 65536]", (long long)*r);
+    if (x->shape.rank != 4)
+        return cd_op_fail(c, CD_E_MODEL, "pixel_shuffle needs 4-D NCHW X, it has rank %d", x->shape.rank);
     if (x->shape.d[1] % (*r * *r))
         return cd_op_fail(c, CD_E_MODEL, "channels %lld are not divisible by upscale_factor^2 = %lld",
                           (long long)x->shape.d[1], (long long)(*r * *r));
@@ -272,18 +276,29 @@ cd_status cd_more_pixel_shuffle_run(cd_op_ctx *c) {
 
 /* ------------------------------------------------------------------ grid_sampler */
 
-typedef struct { bool nearest; int pad; bool align; } gs_cfg; /* pad: 0 zeros, 1 border, 2 reflection */
+typedef struct {
+    bool nearest;
+    int pad;
+    bool align;
+} gs_cfg; /* pad: 0 zeros, 1 border, 2 reflection */
 
 static cd_status gs_parse(cd_op_ctx *c, const cd_value *x, const cd_value *g, void *cfg, cd_shape *os) {
     gs_cfg tmp, *p = cfg ? cfg : &tmp;
     const char *m = cd_attr_str(c->op, "mode", "bilinear"), *pm = cd_attr_str(c->op, "padding_mode", "zeros");
-    if (!strcmp(m, "bilinear")) p->nearest = false;
-    else if (!strcmp(m, "nearest")) p->nearest = true;
-    else return cd_op_fail(c, CD_E_UNSUPPORTED, "grid_sampler mode '%s' is not bilinear or nearest", m);
-    if (!strcmp(pm, "zeros")) p->pad = 0;
-    else if (!strcmp(pm, "border")) p->pad = 1;
-    else if (!strcmp(pm, "reflection")) p->pad = 2;
-    else return cd_op_fail(c, CD_E_MODEL, "grid_sampler padding_mode '%s' is not zeros, border or reflection", pm);
+    if (!strcmp(m, "bilinear"))
+        p->nearest = false;
+    else if (!strcmp(m, "nearest"))
+        p->nearest = true;
+    else
+        return cd_op_fail(c, CD_E_UNSUPPORTED, "grid_sampler mode '%s' is not bilinear or nearest", m);
+    if (!strcmp(pm, "zeros"))
+        p->pad = 0;
+    else if (!strcmp(pm, "border"))
+        p->pad = 1;
+    else if (!strcmp(pm, "reflection"))
+        p->pad = 2;
+    else
+        return cd_op_fail(c, CD_E_MODEL, "grid_sampler padding_mode '%s' is not zeros, border or reflection", pm);
     p->align = cd_attr_bool(c->op, "align_corners", true);
     if (x->shape.rank != 4 || g->shape.rank != 4 || g->shape.d[3] != 2 || g->shape.d[0] != x->shape.d[0])
         return cd_op_fail(c, CD_E_MODEL, "grid_sampler needs X [N, C, H, W] and Grid [N, Ho, Wo, 2]");
@@ -310,9 +325,7 @@ static float gs_reflect(float v, int lo2, int hi2) {
 static float gs_coord(float g, int64_t size, const gs_cfg *p) {
     const float sz = (float)size;
     float v = p->align ? (g + 1.0f) / 2.0f * (sz - 1.0f) : ((g + 1.0f) * sz - 1.0f) / 2.0f;
-    if (p->pad == 2) {
-        v = p->align ? gs_reflect(v, 0, 2 * (int)(size - 1)) : gs_reflect(v, -1, 2 * (int)size - 1);
-    }
+    if (p->pad == 2) { v = p->align ? gs_reflect(v, 0, 2 * (int)(size - 1)) : gs_reflect(v, -1, 2 * (int)size - 1); }
     if (p->pad >= 1) v = fminf(fmaxf(v, 0.0f), sz - 1.0f);
     return v;
 }
@@ -352,8 +365,10 @@ cd_status cd_more_grid_sampler_run(cd_op_ctx *c) {
                     v += cd_ops_ldf(in, t, base + yy * W + xx) * (dy ? wy1 : wy0) * (dx ? wx1 : wx0);
                 }
         }
-        if (t == CD_F16) ((f16 *)out)[i] = (f16)v;
-        else ((float *)out)[i] = v;
+        if (t == CD_F16)
+            ((f16 *)out)[i] = (f16)v;
+        else
+            ((float *)out)[i] = v;
     });
     return CD_OK;
 }
@@ -366,11 +381,13 @@ cd_status cd_more_grid_sampler_run(cd_op_ctx *c) {
 static cd_status av_parse(cd_op_ctx *c, cd_shape *os, cd_dtype *dt, const char **list, int *count) {
     const int64_t *sh;
     int n = cd_attr_ints(c->op, "shape", &sh);
-    if (n > CD_MAX_RANK) return cd_op_fail(c, CD_E_MODEL, "assign_value shape has %d entries (at most %d)", n, CD_MAX_RANK);
+    if (n > CD_MAX_RANK)
+        return cd_op_fail(c, CD_E_MODEL, "assign_value shape has %d entries (at most %d)", n, CD_MAX_RANK);
     memset(os, 0, sizeof *os);
     os->rank = n;
     for (int i = 0; i < n; i++) {
-        if (sh[i] < 0) return cd_op_fail(c, CD_E_MODEL, "assign_value shape[%d] = %lld is negative", i, (long long)sh[i]);
+        if (sh[i] < 0)
+            return cd_op_fail(c, CD_E_MODEL, "assign_value shape[%d] = %lld is negative", i, (long long)sh[i]);
         os->d[i] = sh[i];
     }
     int64_t vt = cd_attr_int(c->op, "dtype", 5);
@@ -379,7 +396,9 @@ static cd_status av_parse(cd_op_ctx *c, cd_shape *os, cd_dtype *dt, const char *
     case 2: *dt = CD_I32, *list = "int32_values"; break;
     case 3: *dt = CD_I64, *list = "int64_values"; break;
     case 5: *dt = cd_act_dtype(c), *list = "fp32_values"; break;
-    default: return cd_op_fail(c, CD_E_UNSUPPORTED, "assign_value dtype %lld is not bool, int32, int64 or float32", (long long)vt);
+    default:
+        return cd_op_fail(c, CD_E_UNSUPPORTED, "assign_value dtype %lld is not bool, int32, int64 or float32",
+                          (long long)vt);
     }
     const cd_attr *a = cd_op_attr(c->op, *list);
     *count = a ? a->n : 0;
@@ -406,11 +425,14 @@ cd_status cd_more_assign_value_run(cd_op_ctx *c) {
     int n;
     cd_status s = av_parse(c, &os, &dt, &list, &n);
     if (s) return s;
-    if (!cd_shape_eq(&os, &o->shape) || dt != o->dtype) return cd_op_fail(c, CD_E_INTERNAL, "output changed after shape inference");
+    if (!cd_shape_eq(&os, &o->shape) || dt != o->dtype)
+        return cd_op_fail(c, CD_E_INTERNAL, "output changed after shape inference");
     const cd_attr *a = cd_op_attr(c->op, list);
     for (int i = 0; i < n; i++) {
-        if (dt == CD_I64) ((int64_t *)o->data)[i] = a->ints ? a->ints[i] : (int64_t)a->floats[i];
-        else cd_value_set(o, i, a->ints ? (double)a->ints[i] : (a->floats ? a->floats[i] : 0.0));
+        if (dt == CD_I64)
+            ((int64_t *)o->data)[i] = a->ints ? a->ints[i] : (int64_t)a->floats[i];
+        else
+            cd_value_set(o, i, a->ints ? (double)a->ints[i] : (a->floats ? a->floats[i] : 0.0));
     }
     return CD_OK;
 }
@@ -422,7 +444,10 @@ cd_status cd_more_assign_value_run(cd_op_ctx *c) {
  * (int64) their positions. The result is always sorted (sorted=false leaves the order to the
  * implementation in Paddle); equal values keep the lower index first; NaN counts as larger than
  * every number. The OpenCL kernel uses the same order, so both give the same indices. */
-typedef struct { int64_t k, outer, len, inner; bool largest; } topk_cfg;
+typedef struct {
+    int64_t k, outer, len, inner;
+    bool largest;
+} topk_cfg;
 
 static cd_status topk_parse(cd_op_ctx *c, const cd_value *x, const cd_value *e, void *cfg, cd_shape *os) {
     topk_cfg tmp, *p = cfg ? cfg : &tmp;
@@ -440,7 +465,8 @@ static cd_status topk_parse(cd_op_ctx *c, const cd_value *x, const cd_value *e, 
         p->k = v[0];
     }
     if (r == 0) return cd_op_fail(c, CD_E_MODEL, "top_k needs an input of rank >= 1");
-    if (axis < -r || axis >= r) return cd_op_fail(c, CD_E_MODEL, "axis %lld is out of range for rank %d", (long long)axis, r);
+    if (axis < -r || axis >= r)
+        return cd_op_fail(c, CD_E_MODEL, "axis %lld is out of range for rank %d", (long long)axis, r);
     if (axis < 0) axis += r;
     p->len = x->shape.d[axis];
     if (p->k < 1 || p->k > p->len)
@@ -508,8 +534,10 @@ cd_status cd_more_topk_run(cd_op_ctx *c) {
         }
         for (int64_t q = 0; q < k; q++) {
             const int64_t off = (ob * k + q) * inner + in;
-            if (t == CD_F16) ((f16 *)o->data)[off] = (f16)val[q];
-            else ((float *)o->data)[off] = val[q];
+            if (t == CD_F16)
+                ((f16 *)o->data)[off] = (f16)val[q];
+            else
+                ((float *)o->data)[off] = val[q];
             if (ix) ((int64_t *)ix->data)[off] = idx[q];
         }
     }
@@ -612,7 +640,8 @@ cd_status cd_more_gather_nd_run(cd_op_ctx *c) {
     for (int64_t m = 0; m < M; m++) {
         int64_t off = 0;
         for (int j = 0; j < K; j++) {
-            int64_t k = ix->dtype == CD_I32 ? ((const int32_t *)ix->data)[m * K + j] : ((const int64_t *)ix->data)[m * K + j];
+            int64_t k =
+                ix->dtype == CD_I32 ? ((const int32_t *)ix->data)[m * K + j] : ((const int64_t *)ix->data)[m * K + j];
             if (k < 0 || k >= x->shape.d[j])
                 return cd_op_fail(c, CD_E_MODEL, "Index[%lld][%d] = %lld is out of range [0, %lld)", (long long)m, j,
                                   (long long)k, (long long)x->shape.d[j]);

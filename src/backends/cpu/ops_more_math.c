@@ -33,21 +33,34 @@ typedef _Float16 f16;
 #define PAR_MIN 32768
 
 static inline void stf(void *p, cd_dtype t, int64_t i, float v) {
-    if (t == CD_F16) ((f16 *)p)[i] = (f16)v;
-    else ((float *)p)[i] = v;
+    if (t == CD_F16)
+        ((f16 *)p)[i] = (f16)v;
+    else
+        ((float *)p)[i] = v;
 }
-
 
 /* ------------------------------------------------------------------ trig and pow */
 
 /* The functions' numbers are their kinds in the op table (engine/op_list.def), which math.cl's
  * math_unary switches on as K_SIN .. K_POW. */
-enum { T_SIN = CD_K_sin, T_COS = CD_K_cos, T_TAN = CD_K_tan, T_ASIN = CD_K_asin, T_ACOS = CD_K_acos,
-       T_ATAN = CD_K_atan, T_POW = CD_K_pow };
+enum {
+    T_SIN = CD_K_sin,
+    T_COS = CD_K_cos,
+    T_TAN = CD_K_tan,
+    T_ASIN = CD_K_asin,
+    T_ACOS = CD_K_acos,
+    T_ATAN = CD_K_atan,
+    T_POW = CD_K_pow
+};
 
 int cd_more_unary_code(const char *t) {
     switch (cd_op_id_of(t)) {
-    case CD_OPID_sin: case CD_OPID_cos: case CD_OPID_tan: case CD_OPID_asin: case CD_OPID_acos: case CD_OPID_atan:
+    case CD_OPID_sin:
+    case CD_OPID_cos:
+    case CD_OPID_tan:
+    case CD_OPID_asin:
+    case CD_OPID_acos:
+    case CD_OPID_atan:
     case CD_OPID_pow: return cd_op_info_find(t)->kind;
     default: return -1;
     }
@@ -168,8 +181,10 @@ cd_status cd_more_compare_infer(cd_op_ctx *c) {
     if (!x || !y || !o) return cd_op_fail(c, CD_E_MODEL, "inputs X, Y and output Out must be connected");
     if (cd_more_compare_code(c->op->type) < 0) return cd_op_fail(c, CD_E_INTERNAL, "not a comparison op type");
     if (!cmp_dtype_ok(x->dtype) || !cmp_dtype_ok(y->dtype))
-        return cd_op_fail(c, CD_E_UNSUPPORTED, "element types %s and %s are not supported (float32, float16, int32, "
-                          "int64)", cd_dtype_name(x->dtype), cd_dtype_name(y->dtype));
+        return cd_op_fail(c, CD_E_UNSUPPORTED,
+                          "element types %s and %s are not supported (float32, float16, int32, "
+                          "int64)",
+                          cd_dtype_name(x->dtype), cd_dtype_name(y->dtype));
     int64_t sx[CD_MAX_RANK], sy[CD_MAX_RANK];
     char msg[256];
     if (cd_more_bcast(&x->shape, &y->shape, cd_attr_int(c->op, "axis", -1), &o->shape, sx, sy, msg, sizeof msg))
@@ -225,7 +240,10 @@ cd_status cd_more_compare_run(cd_op_ctx *c) {
 
 /* ------------------------------------------------------------------ lrn */
 
-typedef struct { int64_t n; float k, alpha, beta; } lrn_cfg;
+typedef struct {
+    int64_t n;
+    float k, alpha, beta;
+} lrn_cfg;
 
 /* X, Out and the attributes */
 static cd_status lrn_parse(cd_op_ctx *c, cd_value **xp, cd_value **o, lrn_cfg *p) {
@@ -243,7 +261,8 @@ static cd_status lrn_parse(cd_op_ctx *c, cd_value **xp, cd_value **o, lrn_cfg *p
     const char *nr = cd_attr_str(c->op, "norm_region", "AcrossChannels");
     if (strcmp(nr, "AcrossChannels"))
         return cd_op_fail(c, CD_E_UNSUPPORTED, "lrn norm_region '%s' is not supported (AcrossChannels only)", nr);
-    if (x->shape.rank != 4) return cd_op_fail(c, CD_E_MODEL, "lrn needs a 4-D NCHW input, X has rank %d", x->shape.rank);
+    if (x->shape.rank != 4)
+        return cd_op_fail(c, CD_E_MODEL, "lrn needs a 4-D NCHW input, X has rank %d", x->shape.rank);
     p->k = (float)k;
     p->alpha = (float)a;
     p->beta = (float)b;
@@ -299,7 +318,7 @@ cd_status cd_more_lrn_run(cd_op_ctx *c) {
 
 typedef struct {
     int rank;
-    bool red[CD_MAX_RANK];  /* reduced dims of X */
+    bool red[CD_MAX_RANK]; /* reduced dims of X */
     bool keep;
 } red_cfg;
 
@@ -327,8 +346,10 @@ static cd_status red_parse(cd_op_ctx *c, cd_value **xp, cd_value **o, red_cfg *p
 static void red_out_shape(const cd_shape *xs, const red_cfg *p, cd_shape *os) {
     memset(os, 0, sizeof *os);
     for (int i = 0; i < xs->rank; i++) {
-        if (!p->red[i]) os->d[os->rank++] = xs->d[i];
-        else if (p->keep) os->d[os->rank++] = 1;
+        if (!p->red[i])
+            os->d[os->rank++] = xs->d[i];
+        else if (p->keep)
+            os->d[os->rank++] = 1;
     }
     if (os->rank == 0) os->d[os->rank++] = 1;
 }
@@ -381,8 +402,10 @@ cd_status cd_more_reduce_run(cd_op_ctx *c) {
     int64_t kd[CD_MAX_RANK], ks[CD_MAX_RANK], rd[CD_MAX_RANK], rs[CD_MAX_RANK], st = 1, R = 1, M = 1;
     int nk = 0, nr = 0;
     for (int i = x->shape.rank - 1; i >= 0; i--) {
-        if (p.red[i]) rd[nr] = x->shape.d[i], rs[nr++] = st, R *= x->shape.d[i];
-        else kd[nk] = x->shape.d[i], ks[nk++] = st, M *= x->shape.d[i];
+        if (p.red[i])
+            rd[nr] = x->shape.d[i], rs[nr++] = st, R *= x->shape.d[i];
+        else
+            kd[nk] = x->shape.d[i], ks[nk++] = st, M *= x->shape.d[i];
         st *= x->shape.d[i];
     }
     /* kd/rd run innermost first */
@@ -400,8 +423,10 @@ cd_status cd_more_reduce_run(cd_op_ctx *c) {
                 int64_t v = t == CD_I32 ? ((const int32_t *)in)[off] : ((const int64_t *)in)[off];
                 if (r == 0 || (code == 2 ? v > best : v < best)) best = v;
             }
-            if (t == CD_I32) ((int32_t *)out)[m] = (int32_t)best;
-            else ((int64_t *)out)[m] = best;
+            if (t == CD_I32)
+                ((int32_t *)out)[m] = (int32_t)best;
+            else
+                ((int64_t *)out)[m] = best;
         } else {
             float acc = 0.0f;
             for (int64_t r = 0; r < R; r++) {
@@ -409,7 +434,8 @@ cd_status cd_more_reduce_run(cd_op_ctx *c) {
                 const float v = cd_ops_ldf(in, t, off);
                 if (code < 2) acc += v;
                 /* max / min: NaN propagates, like max pool */
-                else if (r == 0 || (code == 2 ? v > acc : v < acc) || isnan(v)) acc = v;
+                else if (r == 0 || (code == 2 ? v > acc : v < acc) || isnan(v))
+                    acc = v;
             }
             stf(out, t, m, code == 1 ? acc / (float)R : acc);
         }

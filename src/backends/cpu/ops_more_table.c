@@ -31,16 +31,33 @@ cd_status cd_nn_batch_norm_infer(cd_op_ctx *c);
 cd_status cd_nn_batch_norm_run(cd_op_ctx *c);
 
 #define W CD_OPF_WRITES_ALL
-#define CMP(name) {name, cd_more_compare_infer, cd_more_compare_run, CD_OPF_SHAPE | W, NULL, NULL}
-#define RED(name) {name, cd_more_reduce_infer, cd_more_reduce_run, W, NULL, NULL}
-#define UN(name) {name, cd_more_unary_infer, cd_more_unary_run, W, NULL, NULL}
+#define CMP(name)                                                                                                      \
+    { name, cd_more_compare_infer, cd_more_compare_run, CD_OPF_SHAPE | W, NULL, NULL }
+#define RED(name)                                                                                                      \
+    { name, cd_more_reduce_infer, cd_more_reduce_run, W, NULL, NULL }
+#define UN(name)                                                                                                       \
+    { name, cd_more_unary_infer, cd_more_unary_run, W, NULL, NULL }
 
 static const cd_op_def k_more_defs[] = {
-    UN("sin"), UN("cos"), UN("tan"), UN("asin"), UN("acos"), UN("atan"), UN("pow"),
+    UN("sin"),
+    UN("cos"),
+    UN("tan"),
+    UN("asin"),
+    UN("acos"),
+    UN("atan"),
+    UN("pow"),
     /* integer shape chains compare, gather and expand: CD_OPF_SHAPE runs them at plan time */
-    CMP("greater_than"), CMP("greater_equal"), CMP("less_than"), CMP("less_equal"), CMP("equal"), CMP("not_equal"),
+    CMP("greater_than"),
+    CMP("greater_equal"),
+    CMP("less_than"),
+    CMP("less_equal"),
+    CMP("equal"),
+    CMP("not_equal"),
     {"lrn", cd_more_lrn_infer, cd_more_lrn_run, W, NULL, NULL},
-    RED("reduce_max"), RED("reduce_mean"), RED("reduce_sum"), RED("reduce_min"),
+    RED("reduce_max"),
+    RED("reduce_mean"),
+    RED("reduce_sum"),
+    RED("reduce_min"),
     {"expand", cd_more_expand_infer, cd_more_expand_run, CD_OPF_SHAPE | W, NULL, NULL},
     {"expand_v2", cd_more_expand_infer, cd_more_expand_run, CD_OPF_SHAPE | W, NULL, NULL},
     {"tile", cd_more_expand_infer, cd_more_expand_run, CD_OPF_SHAPE | W, NULL, NULL},

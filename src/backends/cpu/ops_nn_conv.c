@@ -24,9 +24,9 @@ typedef struct {
     int64_t N, Cin, H, W, Cout, KH, KW, Ho, Wo;
     int64_t groups, sh, sw, dh, dw, pt, pb, pl, pr;
     cd_act act;
-    int prelu_mode;      /* 0 all, 1 channel, 2 element (act.kind == CD_ACT_PRELU) */
-    bool residual;       /* add SecondInput after the activation */
-    bool residual_relu;  /* fusion_elementwise_add_activation: relu after the add */
+    int prelu_mode;     /* 0 all, 1 channel, 2 element (act.kind == CD_ACT_PRELU) */
+    bool residual;      /* add SecondInput after the activation */
+    bool residual_relu; /* fusion_elementwise_add_activation: relu after the add */
 } conv_geo;
 
 /* The prepared state (cd_op_def.prepare): the parsed geometry and, for an fp32 1x1 conv on
@@ -39,8 +39,7 @@ typedef struct {
 } conv_state;
 
 static bool conv_pointwise(const conv_geo *g) {
-    return g->KH == 1 && g->KW == 1 && g->sh == 1 && g->sw == 1 && g->pt == 0 && g->pb == 0 && g->pl == 0 &&
-           g->pr == 0;
+    return g->KH == 1 && g->KW == 1 && g->sh == 1 && g->sw == 1 && g->pt == 0 && g->pb == 0 && g->pl == 0 && g->pr == 0;
 }
 
 static cd_status ints_attr(cd_op_ctx *c, const char *name, int need_min, int need_max, bool required,
@@ -54,9 +53,8 @@ static cd_status ints_attr(cd_op_ctx *c, const char *name, int need_min, int nee
         n = dflt_n;
     }
     if (n < need_min || n > need_max || (n != need_min && n != need_max))
-        return cd_op_fail(c, CD_E_MODEL, "attribute %s has %d values; expected %d%s%.0d", name, n,
-                          need_min, need_max != need_min ? " or " : "",
-                          need_max != need_min ? need_max : 0);
+        return cd_op_fail(c, CD_E_MODEL, "attribute %s has %d values; expected %d%s%.0d", name, n, need_min,
+                          need_max != need_min ? " or " : "", need_max != need_min ? need_max : 0);
     for (int i = 0; i < n; i++) out[i] = v[i];
     *n_out = n;
     return CD_OK;
@@ -86,10 +84,13 @@ static cd_status conv_parse(cd_op_ctx *c, conv_geo *g) {
         return cd_op_fail(c, CD_E_MODEL, "Input must be 4-D NCHW but has shape %s",
                           cd_shape_str(&x->shape, b1, sizeof b1));
     if (f->shape.rank != 4)
-        return cd_op_fail(c, CD_E_MODEL, "Filter must be 4-D but has shape %s",
-                          cd_shape_str(&f->shape, b1, sizeof b1));
-    g->N = x->shape.d[0]; g->Cin = x->shape.d[1]; g->H = x->shape.d[2]; g->W = x->shape.d[3];
-    g->KH = f->shape.d[2]; g->KW = f->shape.d[3];
+        return cd_op_fail(c, CD_E_MODEL, "Filter must be 4-D but has shape %s", cd_shape_str(&f->shape, b1, sizeof b1));
+    g->N = x->shape.d[0];
+    g->Cin = x->shape.d[1];
+    g->H = x->shape.d[2];
+    g->W = x->shape.d[3];
+    g->KH = f->shape.d[2];
+    g->KW = f->shape.d[3];
     for (int i = 0; i < 4; i++)
         if (x->shape.d[i] <= 0 || f->shape.d[i] <= 0)
             return cd_op_fail(c, CD_E_MODEL, "Input %s and Filter %s must have positive dims",
@@ -101,14 +102,18 @@ static cd_status conv_parse(cd_op_ctx *c, conv_geo *g) {
     cd_status s;
     if ((s = ints_attr(c, "strides", 2, 2, false, one2, 2, st, &n))) return s;
     if ((s = ints_attr(c, "paddings", 2, 4, false, zero2, 2, pd, &n))) return s;
-    if (n == 2) { pd[3] = pd[2] = pd[1]; pd[1] = pd[0]; } /* [h, w] -> [t, b, l, r] */
+    if (n == 2) {
+        pd[3] = pd[2] = pd[1];
+        pd[1] = pd[0];
+    } /* [h, w] -> [t, b, l, r] */
     if ((s = ints_attr(c, "dilations", 2, 2, false, one2, 2, dl, &n))) return s;
     if (st[0] <= 0 || st[1] <= 0)
         return cd_op_fail(c, CD_E_MODEL, "strides [%lld, %lld] must be > 0", (long long)st[0], (long long)st[1]);
     if (dl[0] <= 0 || dl[1] <= 0)
         return cd_op_fail(c, CD_E_MODEL, "dilations [%lld, %lld] must be > 0", (long long)dl[0], (long long)dl[1]);
     for (int i = 0; i < 4; i++)
-        if (pd[i] < 0) return cd_op_fail(c, CD_E_MODEL, "paddings must be >= 0 but paddings[%d] = %lld", i, (long long)pd[i]);
+        if (pd[i] < 0)
+            return cd_op_fail(c, CD_E_MODEL, "paddings must be >= 0 but paddings[%d] = %lld", i, (long long)pd[i]);
     g->groups = cd_attr_int(c->op, "groups", 1);
     if (g->groups <= 0) return cd_op_fail(c, CD_E_MODEL, "groups = %lld must be > 0", (long long)g->groups);
     const char *alg = cd_attr_str(c->op, "padding_algorithm", "EXPLICIT");
@@ -121,12 +126,18 @@ static cd_status conv_parse(cd_op_ctx *c, conv_geo *g) {
     } else if (strcmp(alg, "EXPLICIT") && alg[0]) {
         return cd_op_fail(c, CD_E_MODEL, "padding_algorithm '%s' is not one of EXPLICIT, SAME, VALID", alg);
     }
-    g->sh = st[0]; g->sw = st[1]; g->dh = dl[0]; g->dw = dl[1];
-    g->pt = pd[0]; g->pb = pd[1]; g->pl = pd[2]; g->pr = pd[3];
+    g->sh = st[0];
+    g->sw = st[1];
+    g->dh = dl[0];
+    g->dw = dl[1];
+    g->pt = pd[0];
+    g->pb = pd[1];
+    g->pl = pd[2];
+    g->pr = pd[3];
 
     if (g->Cin % g->groups)
-        return cd_op_fail(c, CD_E_MODEL, "Input has %lld channels, not divisible by groups=%lld",
-                          (long long)g->Cin, (long long)g->groups);
+        return cd_op_fail(c, CD_E_MODEL, "Input has %lld channels, not divisible by groups=%lld", (long long)g->Cin,
+                          (long long)g->groups);
     int64_t ekh = g->dh * (g->KH - 1) + 1, ekw = g->dw * (g->KW - 1) + 1;
     if (!g->transpose) {
         g->Cout = f->shape.d[0];
@@ -144,13 +155,15 @@ static cd_status conv_parse(cd_op_ctx *c, conv_geo *g) {
         if (g->H + g->pt + g->pb < ekh || g->W + g->pl + g->pr < ekw)
             return cd_op_fail(c, CD_E_MODEL,
                               "the dilated %lldx%lld filter (extent %lldx%lld) is larger than the padded "
-                              "input %lldx%lld: output would be empty", (long long)g->KH, (long long)g->KW,
-                              (long long)ekh, (long long)ekw, (long long)(g->H + g->pt + g->pb),
-                              (long long)(g->W + g->pl + g->pr));
+                              "input %lldx%lld: output would be empty",
+                              (long long)g->KH, (long long)g->KW, (long long)ekh, (long long)ekw,
+                              (long long)(g->H + g->pt + g->pb), (long long)(g->W + g->pl + g->pr));
     } else {
         if (f->shape.d[0] != g->Cin)
-            return cd_op_fail(c, CD_E_MODEL, "Filter %s dim 0 must equal Input channels %lld (transpose filter is [Cin, Cout/groups, KH, KW])",
-                              cd_shape_str(&f->shape, b1, sizeof b1), (long long)g->Cin);
+            return cd_op_fail(
+                c, CD_E_MODEL,
+                "Filter %s dim 0 must equal Input channels %lld (transpose filter is [Cin, Cout/groups, KH, KW])",
+                cd_shape_str(&f->shape, b1, sizeof b1), (long long)g->Cin);
         g->Cout = f->shape.d[1] * g->groups;
         int64_t bh = (g->H - 1) * g->sh - g->pt - g->pb + ekh;
         int64_t bw = (g->W - 1) * g->sw - g->pl - g->pr + ekw;
@@ -159,43 +172,53 @@ static cd_status conv_parse(cd_op_ctx *c, conv_geo *g) {
         const int64_t *v;
         if ((nos = cd_attr_ints(c->op, "output_size", &v)) > 0) {
             if (nos != 2) return cd_op_fail(c, CD_E_MODEL, "output_size has %d values; expected 2", nos);
-            os[0] = v[0]; os[1] = v[1];
+            os[0] = v[0];
+            os[1] = v[1];
         }
         if ((nop = cd_attr_ints(c->op, "output_padding", &v)) > 0) {
             if (nop != 2) return cd_op_fail(c, CD_E_MODEL, "output_padding has %d values; expected 2", nop);
-            op[0] = v[0]; op[1] = v[1];
+            op[0] = v[0];
+            op[1] = v[1];
         }
-        g->Ho = bh; g->Wo = bw;
+        g->Ho = bh;
+        g->Wo = bw;
         if (nos) {
             for (int i = 0; i < 2; i++) {
                 int64_t base = i ? bw : bh, stv = i ? g->sw : g->sh;
                 if (os[i] < base || os[i] >= base + stv)
-                    return cd_op_fail(c, CD_E_MODEL, "output_size[%d] = %lld is outside [%lld, %lld) allowed by input, stride and padding",
-                                      i, (long long)os[i], (long long)base, (long long)(base + stv));
+                    return cd_op_fail(
+                        c, CD_E_MODEL,
+                        "output_size[%d] = %lld is outside [%lld, %lld) allowed by input, stride and padding", i,
+                        (long long)os[i], (long long)base, (long long)(base + stv));
             }
-            g->Ho = os[0]; g->Wo = os[1];
+            g->Ho = os[0];
+            g->Wo = os[1];
         } else if (nop) {
             for (int i = 0; i < 2; i++) {
                 int64_t stv = i ? g->sw : g->sh, dv = i ? g->dw : g->dh, lim = stv > dv ? stv : dv;
                 if (op[i] < 0 || op[i] >= lim)
-                    return cd_op_fail(c, CD_E_MODEL, "output_padding[%d] = %lld must be in [0, %lld) (max of stride and dilation)",
-                                      i, (long long)op[i], (long long)lim);
+                    return cd_op_fail(c, CD_E_MODEL,
+                                      "output_padding[%d] = %lld must be in [0, %lld) (max of stride and dilation)", i,
+                                      (long long)op[i], (long long)lim);
             }
-            g->Ho += op[0]; g->Wo += op[1];
+            g->Ho += op[0];
+            g->Wo += op[1];
         }
     }
     if (g->Ho <= 0 || g->Wo <= 0)
-        return cd_op_fail(c, CD_E_MODEL, "computed output size %lldx%lld is not positive (input %lldx%lld, kernel %lldx%lld)",
-                          (long long)g->Ho, (long long)g->Wo, (long long)g->H, (long long)g->W,
-                          (long long)g->KH, (long long)g->KW);
-    if (g->Ho > INT32_MAX || g->Wo > INT32_MAX || g->Ho * g->Wo > INT32_MAX ||
-        g->Cin * g->KH * g->KW > INT32_MAX || g->Cout * g->KH * g->KW > INT32_MAX)
-        return cd_op_fail(c, CD_E_UNSUPPORTED, "conv dimensions exceed the 2^31 elements per matrix the CPU kernel handles");
+        return cd_op_fail(
+            c, CD_E_MODEL, "computed output size %lldx%lld is not positive (input %lldx%lld, kernel %lldx%lld)",
+            (long long)g->Ho, (long long)g->Wo, (long long)g->H, (long long)g->W, (long long)g->KH, (long long)g->KW);
+    if (g->Ho > INT32_MAX || g->Wo > INT32_MAX || g->Ho * g->Wo > INT32_MAX || g->Cin * g->KH * g->KW > INT32_MAX ||
+        g->Cout * g->KH * g->KW > INT32_MAX)
+        return cd_op_fail(c, CD_E_UNSUPPORTED,
+                          "conv dimensions exceed the 2^31 elements per matrix the CPU kernel handles");
 
     cd_value *bias = cd_in(c, "Bias", 0);
     if (bias && cd_value_numel(bias) != g->Cout)
         return cd_op_fail(c, CD_E_MODEL, "Bias %s has %lld elements but the conv has %lld output channels",
-                          cd_shape_str(&bias->shape, b1, sizeof b1), (long long)cd_value_numel(bias), (long long)g->Cout);
+                          cd_shape_str(&bias->shape, b1, sizeof b1), (long long)cd_value_numel(bias),
+                          (long long)g->Cout);
 
     if ((s = cd_act_from_conv(c, &g->act))) return s;
     if (g->act.kind == CD_ACT_PRELU) {
@@ -211,9 +234,13 @@ static cd_status conv_parse(cd_op_ctx *c, conv_geo *g) {
     const char *fe = cd_attr_str(c->op, "fuse_elementwise_op_type", "");
     if (fe[0]) {
         if (strcmp(fe, "elementwise_add") && strcmp(fe, "fusion_elementwise_add_activation"))
-            return cd_op_fail(c, CD_E_UNSUPPORTED, "fuse_elementwise_op_type '%s' is not elementwise_add or fusion_elementwise_add_activation", fe);
+            return cd_op_fail(
+                c, CD_E_UNSUPPORTED,
+                "fuse_elementwise_op_type '%s' is not elementwise_add or fusion_elementwise_add_activation", fe);
         cd_value *si = cd_in(c, "SecondInput", 0);
-        if (!si) return cd_op_fail(c, CD_E_MODEL, "fuse_elementwise_op_type '%s' needs input SecondInput, which is not connected", fe);
+        if (!si)
+            return cd_op_fail(c, CD_E_MODEL,
+                              "fuse_elementwise_op_type '%s' needs input SecondInput, which is not connected", fe);
         cd_shape os = {4, {g->N, g->Cout, g->Ho, g->Wo}};
         if (!cd_shape_eq(&si->shape, &os))
             return cd_op_fail(c, CD_E_MODEL, "SecondInput %s must have the output shape %s",
@@ -231,7 +258,10 @@ cd_status cd_nn_conv_infer(cd_op_ctx *c) {
     cd_value *o = cd_out(c, "Output", 0);
     o->dtype = cd_act_dtype(c);
     o->shape.rank = 4;
-    o->shape.d[0] = g.N; o->shape.d[1] = g.Cout; o->shape.d[2] = g.Ho; o->shape.d[3] = g.Wo;
+    o->shape.d[0] = g.N;
+    o->shape.d[1] = g.Cout;
+    o->shape.d[2] = g.Ho;
+    o->shape.d[3] = g.Wo;
     return CD_OK;
 }
 
@@ -309,7 +339,7 @@ cd_status cd_nn_conv_prepare(cd_op_ctx *c, void **state) {
     if (s) return s;
     const cd_value *f = cd_in(c, "Filter", 0);
     const bool gemv = c->prec == CD_PREC_FP32 && !g.transpose && g.groups == 1 && g.Ho * g.Wo == 1 &&
-                      conv_pointwise(&g) && f && f->data && f->dtype == CD_F32;
+        conv_pointwise(&g) && f && f->data && f->dtype == CD_F32;
     const size_t extra = gemv ? (size_t)(g.Cin * g.Cout) * sizeof(float) : 0;
     conv_state *st = malloc(sizeof *st + extra);
     if (!st) return CD_E_NOMEM;
@@ -334,13 +364,23 @@ cd_status cd_nn_conv_run(cd_op_ctx *c) {
     return c->prec == CD_PREC_FP16 ? conv_run_f16(c, &g) : conv_run_f32(c, &g);
 }
 
-cd_status cd_nn_depthwise_sums_f32(cd_op_ctx *c, const cd_conv_direct_geo *dg, int N, const float *in,
-                                   const float *w, float *out, float qinv) {
+cd_status cd_nn_depthwise_sums_f32(cd_op_ctx *c, const cd_conv_direct_geo *dg, int N, const float *in, const float *w,
+                                   float *out, float qinv) {
     conv_geo g;
     memset(&g, 0, sizeof g);
     g.N = N;
     g.Cin = g.Cout = g.groups = dg->Cin;
-    g.H = dg->H; g.W = dg->W; g.KH = dg->KH; g.KW = dg->KW; g.Ho = dg->Ho; g.Wo = dg->Wo;
-    g.sh = dg->sh; g.sw = dg->sw; g.dh = dg->dh; g.dw = dg->dw; g.pt = dg->pt; g.pl = dg->pl;
+    g.H = dg->H;
+    g.W = dg->W;
+    g.KH = dg->KH;
+    g.KW = dg->KW;
+    g.Ho = dg->Ho;
+    g.Wo = dg->Wo;
+    g.sh = dg->sh;
+    g.sw = dg->sw;
+    g.dh = dg->dh;
+    g.dw = dg->dw;
+    g.pt = dg->pt;
+    g.pl = dg->pl;
     return conv_direct_f32(c, &g, in, w, out, qinv);
 }

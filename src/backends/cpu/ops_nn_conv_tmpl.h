@@ -21,8 +21,8 @@ typedef struct {
  * (oy, ox0 + j), j < len, 0 where the tap falls in padding. The valid j range is computed
  * once, so the copy has no per-element bounds test (and is a fixed-size copy when a whole
  * stride-1 panel is inside the row). */
-static inline void F(im2col_seg)(const F(im2col_ctx) *x, const NN_T *plane, int oy, int ox0, int len, int ky,
-                                 int kx, NN_T *d) {
+static inline void F(im2col_seg)(const F(im2col_ctx) * x, const NN_T *plane, int oy, int ox0, int len, int ky, int kx,
+                                 NN_T *d) {
     const int W = x->W, sw = x->sw;
     const int iy = oy * x->sh - x->pt + ky * x->dh;
     if (iy < 0 || iy >= x->H) {
@@ -49,7 +49,8 @@ static inline void F(im2col_seg)(const F(im2col_ctx) *x, const NN_T *plane, int 
         return;
     }
     for (int j = 0; j < jlo; j++) d[j] = (NN_T)0;
-    if (sw == 1) memcpy(d + jlo, row + ixs + jlo, (size_t)(jhi - jlo) * sizeof(NN_T));
+    if (sw == 1)
+        memcpy(d + jlo, row + ixs + jlo, (size_t)(jhi - jlo) * sizeof(NN_T));
     else
         for (int j = jlo; j < jhi; j++) d[j] = row[ixs + j * sw];
     for (int j = jhi; j < len; j++) d[j] = (NN_T)0;
@@ -66,7 +67,9 @@ static void F(pack_im2col)(const void *ctxv, int k0, int kc, int n0, int nc, voi
         int seg_oy[CD_GEMM_NR], seg_ox[CD_GEMM_NR], seg_j[CD_GEMM_NR + 1], nseg = 0;
         for (int j = 0; j < nr;) {
             int oy = (j0 + j) / Wo, ox = (j0 + j) % Wo;
-            seg_oy[nseg] = oy; seg_ox[nseg] = ox; seg_j[nseg] = j;
+            seg_oy[nseg] = oy;
+            seg_ox[nseg] = ox;
+            seg_j[nseg] = j;
             nseg++;
             j += Wo - ox;
         }
@@ -80,7 +83,13 @@ static void F(pack_im2col)(const void *ctxv, int k0, int kc, int n0, int nc, voi
                 F(im2col_seg)(x, plane, seg_oy[sgi], seg_ox[sgi], je - js, ky, kx, d + js);
             }
             for (int j = nr; j < NR; j++) d[j] = (NN_T)0;
-            if (++kx == x->KW) { kx = 0; if (++ky == x->KH) { ky = 0; ic++; } }
+            if (++kx == x->KW) {
+                kx = 0;
+                if (++ky == x->KH) {
+                    ky = 0;
+                    ic++;
+                }
+            }
         }
     }
 }
@@ -103,11 +112,11 @@ typedef NN_T F(dwvec) __attribute__((vector_size(DW_VL * sizeof(NN_T))));
 
 typedef struct {
     int Ho, Wo, KH, KW, sh, sw, dh, dw;
-    int Wp;          /* scratch row length */
-    const int *kyr;  /* per output row oy: tap rows [kyr[2 oy], kyr[2 oy + 1]) are not all padding */
+    int Wp;         /* scratch row length */
+    const int *kyr; /* per output row oy: tap rows [kyr[2 oy], kyr[2 oy + 1]) are not all padding */
 } F(dw_geo);
 
-static inline __attribute__((always_inline)) void F(dw_load)(const NN_T *p, int sw, F(dwvec) *out) {
+static inline __attribute__((always_inline)) void F(dw_load)(const NN_T *p, int sw, F(dwvec) * out) {
     F(dwvec) v;
     if (sw == 1) {
         memcpy(&v, p, sizeof v);
@@ -120,7 +129,7 @@ static inline __attribute__((always_inline)) void F(dw_load)(const NN_T *p, int 
 #else
         typedef int F(dwidx) __attribute__((vector_size(DW_VL * sizeof(int))));
 #endif
-#if defined(__clang__)   /* clang spells the two-vector shuffle differently */
+#if defined(__clang__) /* clang spells the two-vector shuffle differently */
         v = __builtin_shufflevector(a, b, 0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
 #else
         const F(dwidx) even = {0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30};
@@ -139,9 +148,9 @@ static inline __attribute__((always_inline)) void F(dw_load)(const NN_T *p, int 
  * trip per multiply-add). Every column gets acc = acc + w * x over the taps, ky outer,
  * kx inner, whatever run it belongs to. */
 #define DW_NVMAX 8
-static inline __attribute__((always_inline)) void
-F(dw_run)(const F(dw_geo) *d, const NN_T *restrict xr0, const NN_T *restrict wk, NN_T *restrict yr,
-          const int nv, const int sw, int ncols, int ky0, int ky1) {
+static inline __attribute__((always_inline)) void F(dw_run)(const F(dw_geo) * d, const NN_T *restrict xr0,
+                                                            const NN_T *restrict wk, NN_T *restrict yr, const int nv,
+                                                            const int sw, int ncols, int ky0, int ky1) {
     const int KW = d->KW, dw = d->dw;
     const size_t rstep = (size_t)d->dh * d->Wp;
     F(dwvec) acc[DW_NVMAX];
@@ -164,7 +173,8 @@ F(dw_run)(const F(dw_geo) *d, const NN_T *restrict xr0, const NN_T *restrict wk,
 #pragma GCC unroll 8
     for (int v = 0; v < nv; v++) {
         int n = ncols - v * DW_VL;
-        if (n >= DW_VL) memcpy(yr + v * DW_VL, &acc[v], sizeof acc[v]);
+        if (n >= DW_VL)
+            memcpy(yr + v * DW_VL, &acc[v], sizeof acc[v]);
         else
             for (int j = 0; j < n; j++) yr[v * DW_VL + j] = acc[v][j];
     }
@@ -180,13 +190,13 @@ F(dw_run)(const F(dw_geo) *d, const NN_T *restrict xr0, const NN_T *restrict wk,
  * the operand order is pinned (asm) to the one GCC gives the lane-by-lane code, x * w and
  * p + acc, which it would otherwise choose freely. */
 #define RH(x) _mm256_cvtph_ps(_mm256_cvtps_ph((x), _MM_FROUND_CUR_DIRECTION))
-#define DW_OP2(OP, A, B)                                                                           \
-    ({                                                                                             \
-        __m256 r_;                                                                                 \
-        __asm__(OP " %2, %1, %0" : "=x"(r_) : "x"(A), "x"(B));                                     \
-        r_;                                                                                        \
+#define DW_OP2(OP, A, B)                                                                                               \
+    ({                                                                                                                 \
+        __m256 r_;                                                                                                     \
+        __asm__(OP " %2, %1, %0" : "=x"(r_) : "x"(A), "x"(B));                                                         \
+        r_;                                                                                                            \
     })
-static inline __attribute__((always_inline)) void F(dw_run_f16c_nv)(const F(dw_geo) *d, const NN_T *restrict xr0,
+static inline __attribute__((always_inline)) void F(dw_run_f16c_nv)(const F(dw_geo) * d, const NN_T *restrict xr0,
                                                                     const NN_T *restrict wk, NN_T *restrict yr,
                                                                     const int nv, int ncols, int ky0, int ky1) {
     const int KW = d->KW, dw = d->dw;
@@ -210,7 +220,8 @@ static inline __attribute__((always_inline)) void F(dw_run_f16c_nv)(const F(dw_g
     for (int u = 0; u < 2 * nv; u++) {
         const int n = ncols - 8 * u;
         const __m128i h = _mm256_cvtps_ph(acc[u], _MM_FROUND_CUR_DIRECTION);
-        if (n >= 8) _mm_storeu_si128((__m128i *)(yr + 8 * u), h);
+        if (n >= 8)
+            _mm_storeu_si128((__m128i *)(yr + 8 * u), h);
         else if (n > 0) {
             NN_T t[8];
             _mm_storeu_si128((__m128i *)t, h);
@@ -220,9 +231,9 @@ static inline __attribute__((always_inline)) void F(dw_run_f16c_nv)(const F(dw_g
 }
 #undef RH
 #undef DW_OP2
-__attribute__((target("avx2,f16c"), noinline)) static void F(dw_run_f16c)(const F(dw_geo) *d, const NN_T *restrict xr0,
-                                                                           const NN_T *restrict wk, NN_T *restrict yr,
-                                                                           int nv, int ncols, int ky0, int ky1) {
+__attribute__((target("avx2,f16c"), noinline)) static void F(dw_run_f16c)(const F(dw_geo) * d, const NN_T *restrict xr0,
+                                                                          const NN_T *restrict wk, NN_T *restrict yr,
+                                                                          int nv, int ncols, int ky0, int ky1) {
     switch (nv) {
     case 1: F(dw_run_f16c_nv)(d, xr0, wk, yr, 1, ncols, ky0, ky1); break;
     case 2: F(dw_run_f16c_nv)(d, xr0, wk, yr, 2, ncols, ky0, ky1); break;
@@ -232,24 +243,24 @@ __attribute__((target("avx2,f16c"), noinline)) static void F(dw_run_f16c)(const 
 }
 #endif
 
-#define DW_RUN_NV(SW)                                                                              \
-    switch (nv) {                                                                                  \
-    case 1: F(dw_run)(d, xr0, wk, yr, 1, SW, ncols, ky0, ky1); break;                                        \
-    case 2: F(dw_run)(d, xr0, wk, yr, 2, SW, ncols, ky0, ky1); break;                                        \
-    case 3: F(dw_run)(d, xr0, wk, yr, 3, SW, ncols, ky0, ky1); break;                                        \
-    case 4: F(dw_run)(d, xr0, wk, yr, 4, SW, ncols, ky0, ky1); break;                                        \
-    case 5: F(dw_run)(d, xr0, wk, yr, 5, SW, ncols, ky0, ky1); break;                                        \
-    case 6: F(dw_run)(d, xr0, wk, yr, 6, SW, ncols, ky0, ky1); break;                                        \
-    case 7: F(dw_run)(d, xr0, wk, yr, 7, SW, ncols, ky0, ky1); break;                                        \
-    default: F(dw_run)(d, xr0, wk, yr, 8, SW, ncols, ky0, ky1); break;                                       \
+#define DW_RUN_NV(SW)                                                                                                  \
+    switch (nv) {                                                                                                      \
+    case 1: F(dw_run)(d, xr0, wk, yr, 1, SW, ncols, ky0, ky1); break;                                                  \
+    case 2: F(dw_run)(d, xr0, wk, yr, 2, SW, ncols, ky0, ky1); break;                                                  \
+    case 3: F(dw_run)(d, xr0, wk, yr, 3, SW, ncols, ky0, ky1); break;                                                  \
+    case 4: F(dw_run)(d, xr0, wk, yr, 4, SW, ncols, ky0, ky1); break;                                                  \
+    case 5: F(dw_run)(d, xr0, wk, yr, 5, SW, ncols, ky0, ky1); break;                                                  \
+    case 6: F(dw_run)(d, xr0, wk, yr, 6, SW, ncols, ky0, ky1); break;                                                  \
+    case 7: F(dw_run)(d, xr0, wk, yr, 7, SW, ncols, ky0, ky1); break;                                                  \
+    default: F(dw_run)(d, xr0, wk, yr, 8, SW, ncols, ky0, ky1); break;                                                 \
     }
 
 /* xp: padded plane (row oy*sh + ky*dh, column ox*sw + kx*dw holds the tap). Each output row
  * is cut into runs of at most nvmax vectors (8 with 32 vector registers, fewer where a
  * 16-lane vector takes several registers). */
-static inline __attribute__((always_inline)) void
-F(dw_plane_body)(const F(dw_geo) *d, const NN_T *restrict xp, const NN_T *restrict wk, NN_T *restrict y,
-                 const int nvmax, const int f16c) {
+static inline __attribute__((always_inline)) void F(dw_plane_body)(const F(dw_geo) * d, const NN_T *restrict xp,
+                                                                   const NN_T *restrict wk, NN_T *restrict y,
+                                                                   const int nvmax, const int f16c) {
     const int Wo = d->Wo, sw = d->sw, Wp = d->Wp;
     for (int oy = 0; oy < d->Ho; oy++) {
         NN_T *yrow = y + (size_t)oy * Wo;
@@ -261,12 +272,17 @@ F(dw_plane_body)(const F(dw_geo) *d, const NN_T *restrict xp, const NN_T *restri
             const NN_T *xr0 = xp + (size_t)oy * d->sh * Wp + (size_t)ox * sw;
             NN_T *yr = yrow + ox;
 #if NN_IS_HALF && defined(NN_X86)
-            if (f16c && sw == 1) F(dw_run_f16c)(d, xr0, wk, yr, nv, ncols, ky0, ky1);
+            if (f16c && sw == 1)
+                F(dw_run_f16c)(d, xr0, wk, yr, nv, ncols, ky0, ky1);
             else
 #endif
-            if (sw == 1) { DW_RUN_NV(1) }
-            else if (sw == 2) { DW_RUN_NV(2) }
-            else { DW_RUN_NV(sw) }
+                if (sw == 1) {
+                DW_RUN_NV(1)
+            } else if (sw == 2) {
+                DW_RUN_NV(2)
+            } else {
+                DW_RUN_NV(sw)
+            }
             ox += nv * DW_VL;
         }
     }
@@ -288,8 +304,8 @@ typedef struct {
  * unless the previous plane used the same one (channel multiplier > 1). One call per
  * thread and op: a call per plane through a function pointer cost as much as a plane of a
  * 1x50 map. */
-static inline __attribute__((always_inline)) void F(dw_planes_body)(const F(dw_job) *j, int64_t t0, int64_t t1,
-                                                                    NN_T *restrict xp, const int nvmax, const int f16c) {
+static inline __attribute__((always_inline)) void
+F(dw_planes_body)(const F(dw_job) * j, int64_t t0, int64_t t1, NN_T *restrict xp, const int nvmax, const int f16c) {
     int64_t last_ic = -1;
     const int64_t cols = imin64(j->W, j->Wp - j->pl);
     for (int64_t t = t0; t < t1; t++) {
@@ -313,19 +329,20 @@ static inline __attribute__((always_inline)) void F(dw_planes_body)(const F(dw_j
 }
 
 typedef void (*F(dw_planes_fn))(const F(dw_job) *, int64_t, int64_t, NN_T *restrict);
-#define DW_ARGS (const F(dw_job) *j, int64_t t0, int64_t t1, NN_T *restrict xp)
+#define DW_ARGS (const F(dw_job) * j, int64_t t0, int64_t t1, NN_T *restrict xp)
 static void F(dw_planes_default) DW_ARGS { F(dw_planes_body)(j, t0, t1, xp, 2, 0); }
 #ifdef NN_X86
 __attribute__((target(NN_ISA_FAST))) static void F(dw_planes_fast) DW_ARGS {
     F(dw_planes_body)(j, t0, t1, xp, DW_NVMAX, 0);
 }
 /* half: NN_ISA_MID is AVX2 + F16C, whose stride-1 runs go through F(dw_run_f16c) */
-__attribute__((target(NN_ISA_MID))) static void F(dw_planes_mid) DW_ARGS { F(dw_planes_body)(j, t0, t1, xp, 4, NN_IS_HALF); }
+__attribute__((target(NN_ISA_MID))) static void F(dw_planes_mid) DW_ARGS {
+    F(dw_planes_body)(j, t0, t1, xp, 4, NN_IS_HALF);
+}
 #endif
 #undef DW_ARGS
 
-static cd_status F(conv_direct)(cd_op_ctx *c, const conv_geo *g, const NN_T *in, const NN_T *w, NN_T *out,
-                                float qinv) {
+static cd_status F(conv_direct)(cd_op_ctx *c, const conv_geo *g, const NN_T *in, const NN_T *w, NN_T *out, float qinv) {
     const int threads = c->threads;
     /* scratch geometry: rows cover every tap row, columns every tap column of every vector
      * (including the part of the last vector past Wo) plus the stride-2 load's extra value */
@@ -335,7 +352,8 @@ static cd_status F(conv_direct)(cd_op_ctx *c, const conv_geo *g, const NN_T *in,
     if (Wp < g->pl + g->W) Wp = g->pl + g->W;
     const int64_t Hc = imin64(g->H, Hp - g->pt); /* input rows that land in the scratch */
     if (Hp * Wp > INT32_MAX)
-        return cd_op_fail(c, CD_E_UNSUPPORTED, "depthwise padded plane %lldx%lld is too large", (long long)Hp, (long long)Wp);
+        return cd_op_fail(c, CD_E_UNSUPPORTED, "depthwise padded plane %lldx%lld is too large", (long long)Hp,
+                          (long long)Wp);
     /* per output row, the tap rows whose scratch row oy*sh + ky*dh is an input row, i.e. in
      * [pt, pt + H): the same for every plane, so computed once here */
     int *kyr = malloc((size_t)g->Ho * 2 * sizeof(int));
@@ -346,15 +364,31 @@ static cd_status F(conv_direct)(cd_op_ctx *c, const conv_geo *g, const NN_T *in,
         kyr[2 * oy] = (int)imin64(ky0, g->KH);
         kyr[2 * oy + 1] = (int)imin64(ky1, g->KH);
     }
-    F(dw_job) j = {{(int)g->Ho, (int)g->Wo, (int)g->KH, (int)g->KW, (int)g->sh, (int)g->sw, (int)g->dh, (int)g->dw, (int)Wp,
-                    kyr},
-                   in, w, out, g->Cin, g->Cout, g->Cout / g->groups, g->H, g->W, g->H * g->W, g->Ho * g->Wo,
-                   g->KH * g->KW, g->pt, g->pl, Wp, Hc, qinv};
+    F(dw_job)
+    j = {{(int)g->Ho, (int)g->Wo, (int)g->KH, (int)g->KW, (int)g->sh, (int)g->sw, (int)g->dh, (int)g->dw, (int)Wp, kyr},
+         in,
+         w,
+         out,
+         g->Cin,
+         g->Cout,
+         g->Cout / g->groups,
+         g->H,
+         g->W,
+         g->H * g->W,
+         g->Ho * g->Wo,
+         g->KH * g->KW,
+         g->pt,
+         g->pl,
+         Wp,
+         Hc,
+         qinv};
     F(dw_planes_fn) planes = F(dw_planes_default);
 #ifdef NN_X86
     __builtin_cpu_init();
-    if (NN_ISA_FAST_CHECK) planes = F(dw_planes_fast);
-    else if (NN_ISA_MID_CHECK) planes = F(dw_planes_mid);
+    if (NN_ISA_FAST_CHECK)
+        planes = F(dw_planes_fast);
+    else if (NN_ISA_MID_CHECK)
+        planes = F(dw_planes_mid);
 #endif
     const int64_t total = g->N * g->Cout;
     const bool par = threads > 1 && total > 1 && total * j.HWo * j.KHW >= NN_DW_PAR_MIN_MACS;
@@ -382,7 +416,9 @@ static cd_status F(conv_direct)(cd_op_ctx *c, const conv_geo *g, const NN_T *in,
         }
     }
     free(kyr);
-    if (!ok) return cd_op_fail(c, CD_E_NOMEM, "out of memory for the %lldx%lld depthwise scratch plane", (long long)Hp, (long long)Wp);
+    if (!ok)
+        return cd_op_fail(c, CD_E_NOMEM, "out of memory for the %lldx%lld depthwise scratch plane", (long long)Hp,
+                          (long long)Wp);
     return CD_OK;
 }
 
@@ -396,16 +432,16 @@ typedef struct {
     int64_t HWo, Cout;
 } F(epi_ctx);
 
-#define EPI_LOOP(ACT)                                                                              \
-    for (int64_t i = 0; i < HWo; i++) {                                                            \
-        NN_T v = y[i];                                                                             \
-        if (bias) v = v + b;                                                                       \
-        ACT;                                                                                       \
-        if (s2) {                                                                                  \
-            v = v + s2[i];                                                                         \
-            if (rr) v = v < (NN_T)0 ? (NN_T)0 : v;                                                 \
-        }                                                                                          \
-        y[i] = v;                                                                                  \
+#define EPI_LOOP(ACT)                                                                                                  \
+    for (int64_t i = 0; i < HWo; i++) {                                                                                \
+        NN_T v = y[i];                                                                                                 \
+        if (bias) v = v + b;                                                                                           \
+        ACT;                                                                                                           \
+        if (s2) {                                                                                                      \
+            v = v + s2[i];                                                                                             \
+            if (rr) v = v < (NN_T)0 ? (NN_T)0 : v;                                                                     \
+        }                                                                                                              \
+        y[i] = v;                                                                                                      \
     }
 
 #if !NN_IS_HALF
@@ -420,7 +456,7 @@ typedef int F(evi) __attribute__((vector_size(64)));
 #define EV_SEL(m, a, b) ((F(ev))(((m) & (F(evi))(a)) | (~(m) & (F(evi))(b))))
 /* The activation of one vector, in place (bias already added). Vectors go by pointer: a
  * 64-byte vector returned by value would have an ABI that depends on the ISA level. */
-static inline __attribute__((always_inline)) void F(ev_act)(const F(epi_ctx) *e, F(ev) *vp) {
+static inline __attribute__((always_inline)) void F(ev_act)(const F(epi_ctx) * e, F(ev) * vp) {
     const F(ev) z = {0}, v = *vp;
     switch (e->act.kind) {
     case CD_ACT_RELU: *vp = EV_SEL(v < z, z, v); break;
@@ -447,9 +483,13 @@ static inline __attribute__((always_inline)) void F(ev_act)(const F(epi_ctx) *e,
     }
 }
 
-static inline __attribute__((always_inline)) bool F(epi_vec_ok)(const F(epi_ctx) *e) {
+static inline __attribute__((always_inline)) bool F(epi_vec_ok)(const F(epi_ctx) * e) {
     switch (e->act.kind) {
-    case CD_ACT_NONE: case CD_ACT_RELU: case CD_ACT_RELU6: case CD_ACT_HARD_SWISH: case CD_ACT_HARD_SIGMOID:
+    case CD_ACT_NONE:
+    case CD_ACT_RELU:
+    case CD_ACT_RELU6:
+    case CD_ACT_HARD_SWISH:
+    case CD_ACT_HARD_SIGMOID:
     case CD_ACT_LEAKY_RELU: return !e->second;
     default: return false;
     }
@@ -459,7 +499,7 @@ static inline __attribute__((always_inline)) bool F(epi_vec_ok)(const F(epi_ctx)
  * plane, loaded before the full vectors are written and stored after them: the values it
  * shares with the last full vector are computed twice from the same inputs. Shorter planes
  * go through one partial vector. */
-static inline __attribute__((always_inline)) void F(epi_plane_vec)(const F(epi_ctx) *e, int64_t t, float *restrict y) {
+static inline __attribute__((always_inline)) void F(epi_plane_vec)(const F(epi_ctx) * e, int64_t t, float *restrict y) {
     const int64_t HWo = e->HWo;
     const bool hb = e->bias != NULL;
     const float b = hb ? e->bias[t % e->Cout] : 0.0f;
@@ -488,7 +528,8 @@ static inline __attribute__((always_inline)) void F(epi_plane_vec)(const F(epi_c
 
 /* Planes [t0, t1) of one value each (1x1 maps), contiguous in y = out + t0: 16 planes per
  * vector with their 16 biases, within one batch item; the rest one by one. */
-static inline __attribute__((always_inline)) void F(epi_flat_vec)(const F(epi_ctx) *e, int64_t t0, int64_t t1, float *restrict out) {
+static inline __attribute__((always_inline)) void F(epi_flat_vec)(const F(epi_ctx) * e, int64_t t0, int64_t t1,
+                                                                  float *restrict out) {
     const int64_t C = e->Cout;
     int64_t t = t0;
     while (t < t1) {
@@ -512,7 +553,7 @@ static inline __attribute__((always_inline)) void F(epi_flat_vec)(const F(epi_ct
 #undef EV_SEL
 #endif
 
-static inline __attribute__((always_inline)) void F(epi_plane_body)(const F(epi_ctx) *e, int64_t t, NN_T *restrict y) {
+static inline __attribute__((always_inline)) void F(epi_plane_body)(const F(epi_ctx) * e, int64_t t, NN_T *restrict y) {
 #if !NN_IS_HALF
     if (F(epi_vec_ok)(e)) {
         F(epi_plane_vec)(e, t, y);
@@ -536,8 +577,8 @@ static inline __attribute__((always_inline)) void F(epi_plane_body)(const F(epi_
      * convs. */
     case CD_ACT_HARD_SWISH: {
         const float hs_th = e->act.a, hs_scale = e->act.b, hs_off = e->act.c;
-        EPI_LOOP(float xf = (float)v; float tt = xf + hs_off;
-                 tt = tt < 0.0f ? 0.0f : (tt > hs_th ? hs_th : tt); v = (NN_T)(xf * tt / hs_scale))
+        EPI_LOOP(float xf = (float)v; float tt = xf + hs_off; tt = tt < 0.0f ? 0.0f : (tt > hs_th ? hs_th : tt);
+                 v = (NN_T)(xf * tt / hs_scale))
         break;
     }
     case CD_ACT_LEAKY_RELU: {
@@ -554,7 +595,9 @@ static inline __attribute__((always_inline)) void F(epi_plane_body)(const F(epi_
         cd_act a = e->act;
         const NN_T *al = e->alpha;
         const int mode = e->prelu_mode;
-        EPI_LOOP(a.a = (float)(mode == 0 ? al[0] : mode == 1 ? al[oc] : al[oc * HWo + i]);
+        EPI_LOOP(a.a = (float)(mode == 0       ? al[0]
+                                   : mode == 1 ? al[oc]
+                                               : al[oc * HWo + i]);
                  v = (NN_T)cd_act_apply(&a, (float)v))
         break;
     }
@@ -568,7 +611,7 @@ static inline __attribute__((always_inline)) void F(epi_plane_body)(const F(epi_
 
 /* Planes [t0, t1) of out. One call per thread: the per-plane call through a function
  * pointer cost as much as a 50-value plane's arithmetic. */
-static inline __attribute__((always_inline)) void F(epi_range_body)(const F(epi_ctx) *e, int64_t t0, int64_t t1,
+static inline __attribute__((always_inline)) void F(epi_range_body)(const F(epi_ctx) * e, int64_t t0, int64_t t1,
                                                                     NN_T *restrict out) {
 #if !NN_IS_HALF
     if (e->HWo == 1 && F(epi_vec_ok)(e)) {
@@ -590,32 +633,45 @@ typedef void (*F(epi_range_fn))(const F(epi_ctx) *, int64_t, int64_t, NN_T *rest
 #else
 #define EPI_NOFMA
 #endif
-#define EPI_ARGS (const F(epi_ctx) *e, int64_t t0, int64_t t1, NN_T *restrict out)
+#define EPI_ARGS (const F(epi_ctx) * e, int64_t t0, int64_t t1, NN_T *restrict out)
 EPI_NOFMA static void F(epi_range_default) EPI_ARGS { F(epi_range_body)(e, t0, t1, out); }
 /* The half epilogue is not built for AVX512-FP16: GCC 12 turns its scalar selects into
  * masked vmovsh forms the installed assembler rejects; the F16C build (convert, add in
  * float, round to half: exact for one half + half) is as fast for this memory-bound pass. */
 #if defined(NN_X86) && !NN_IS_HALF
-EPI_NOFMA __attribute__((target(NN_ISA_FAST))) static void F(epi_range_fast) EPI_ARGS { F(epi_range_body)(e, t0, t1, out); }
+EPI_NOFMA __attribute__((target(NN_ISA_FAST))) static void F(epi_range_fast) EPI_ARGS {
+    F(epi_range_body)(e, t0, t1, out);
+}
 #endif
 #ifdef NN_X86
-EPI_NOFMA __attribute__((target(NN_ISA_MID))) static void F(epi_range_mid) EPI_ARGS { F(epi_range_body)(e, t0, t1, out); }
+EPI_NOFMA __attribute__((target(NN_ISA_MID))) static void F(epi_range_mid) EPI_ARGS {
+    F(epi_range_body)(e, t0, t1, out);
+}
 #endif
 #undef EPI_ARGS
 
 static void F(epilogue)(cd_op_ctx *c, const conv_geo *g, NN_T *out) {
     cd_value *bv = cd_in(c, "Bias", 0), *av = cd_in(c, "Prelu_alpha", 0), *sv = cd_in(c, "SecondInput", 0);
-    F(epi_ctx) e = {bv ? bv->data : NULL, av ? av->data : NULL, g->residual ? sv->data : NULL, g->act,
-                    g->prelu_mode, g->residual_relu, g->Ho * g->Wo, g->Cout};
+    F(epi_ctx)
+    e = {bv ? bv->data : NULL,
+         av ? av->data : NULL,
+         g->residual ? sv->data : NULL,
+         g->act,
+         g->prelu_mode,
+         g->residual_relu,
+         g->Ho * g->Wo,
+         g->Cout};
     if (!e.bias && e.act.kind == CD_ACT_NONE && !e.second) return;
     F(epi_range_fn) range = F(epi_range_default);
 #ifdef NN_X86
     __builtin_cpu_init();
 #if !NN_IS_HALF
-    if (NN_ISA_FAST_CHECK) range = F(epi_range_fast);
+    if (NN_ISA_FAST_CHECK)
+        range = F(epi_range_fast);
     else
 #endif
-    if (NN_ISA_MID_CHECK) range = F(epi_range_mid);
+        if (NN_ISA_MID_CHECK)
+        range = F(epi_range_mid);
 #endif
     const int64_t total = g->N * g->Cout;
     const int threads = c->threads;
@@ -627,9 +683,7 @@ static void F(epilogue)(cd_op_ctx *c, const conv_geo *g, NN_T *out) {
 static cd_status F(conv_fwd)(cd_op_ctx *c, const conv_geo *g, const NN_T *in, const NN_T *w, NN_T *out) {
     const int64_t cig = g->Cin / g->groups, cog = g->Cout / g->groups, HWo = g->Ho * g->Wo;
     const int K = (int)(cig * g->KH * g->KW);
-    if (cig == 1 && g->groups > 1) {
-        return F(conv_direct)(c, g, in, w, out, 0.0f);
-    }
+    if (cig == 1 && g->groups > 1) { return F(conv_direct)(c, g, in, w, out, 0.0f); }
     bool pointwise = conv_pointwise(g);
     /* Short reductions (a first layer over 3 channels: K = 27) run the direct kernel: building
      * im2col panels cost more than the arithmetic. Same bits as the GEMM path
@@ -644,9 +698,9 @@ static cd_status F(conv_fwd)(cd_op_ctx *c, const conv_geo *g, const NN_T *in, co
             NN_T *y = out + (n * g->Cout + gr * cog) * HWo;
 #if !NN_IS_HALF
             if (direct) {
-                cd_conv_direct_geo dg = {x, (int)cig, (int)g->H, (int)g->W, (int)g->KH, (int)g->KW, (int)g->sh,
-                                         (int)g->sw, (int)g->dh, (int)g->dw, (int)g->pt, (int)g->pl, (int)g->Ho,
-                                         (int)g->Wo};
+                cd_conv_direct_geo dg = {x,          (int)cig,   (int)g->H,  (int)g->W,  (int)g->KH,
+                                         (int)g->KW, (int)g->sh, (int)g->sw, (int)g->dh, (int)g->dw,
+                                         (int)g->pt, (int)g->pl, (int)g->Ho, (int)g->Wo};
                 if (!cd_conv_direct_f32(&dg, (int)cog, a, y, c->threads))
                     return cd_op_fail(c, CD_E_NOMEM, "out of memory for the direct conv's scratch rows");
                 continue;
@@ -662,9 +716,11 @@ static cd_status F(conv_fwd)(cd_op_ctx *c, const conv_geo *g, const NN_T *in, co
             if (pointwise) {
                 GEMM((int)cog, (int)HWo, K, (NN_T)1, a, K, false, x, (int)HWo, false, (NN_T)0, y, (int)HWo, c->threads);
             } else {
-                F(im2col_ctx) ix = {x, (int)g->H, (int)g->W, (int)g->KH, (int)g->KW, (int)g->sh, (int)g->sw,
-                                    (int)g->dh, (int)g->dw, (int)g->pt, (int)g->pl, (int)g->Wo};
-                GEMM_PB((int)cog, (int)HWo, K, (NN_T)1, a, K, false, F(pack_im2col), &ix, (NN_T)0, y, (int)HWo, c->threads);
+                F(im2col_ctx)
+                ix = {x,          (int)g->H,  (int)g->W,  (int)g->KH, (int)g->KW, (int)g->sh,
+                      (int)g->sw, (int)g->dh, (int)g->dw, (int)g->pt, (int)g->pl, (int)g->Wo};
+                GEMM_PB((int)cog, (int)HWo, K, (NN_T)1, a, K, false, F(pack_im2col), &ix, (NN_T)0, y, (int)HWo,
+                        c->threads);
             }
         }
     return CD_OK;
@@ -678,7 +734,9 @@ static cd_status F(conv_transpose_fwd)(cd_op_ctx *c, const conv_geo *g, const NN
     /* bound the column buffer to ~16 MiB of elements */
     int64_t chunk = imax64(1, imin64(HW, (int64_t)(4 << 20) / imax64(1, Mrows)));
     NN_T *col = malloc((size_t)Mrows * chunk * sizeof(NN_T));
-    if (!col) return cd_op_fail(c, CD_E_NOMEM, "out of memory for the %lld x %lld column buffer", (long long)Mrows, (long long)chunk);
+    if (!col)
+        return cd_op_fail(c, CD_E_NOMEM, "out of memory for the %lld x %lld column buffer", (long long)Mrows,
+                          (long long)chunk);
     for (int64_t i = 0; i < g->N * g->Cout * HWo; i++) out[i] = (NN_T)0;
     for (int64_t n = 0; n < g->N; n++)
         for (int64_t gr = 0; gr < g->groups; gr++) {
@@ -687,8 +745,8 @@ static cd_status F(conv_transpose_fwd)(cd_op_ctx *c, const conv_geo *g, const NN
             NN_T *y = out + (n * g->Cout + gr * cog) * HWo;
             for (int64_t p0 = 0; p0 < HW; p0 += chunk) {
                 int64_t pc = imin64(chunk, HW - p0);
-                GEMM((int)Mrows, (int)pc, (int)cig, (NN_T)1, a, (int)Mrows, true, x + p0, (int)HW, false,
-                     (NN_T)0, col, (int)pc, c->threads);
+                GEMM((int)Mrows, (int)pc, (int)cig, (NN_T)1, a, (int)Mrows, true, x + p0, (int)HW, false, (NN_T)0, col,
+                     (int)pc, c->threads);
                 const int threads = c->threads;
                 /* parallel over output channels: each writes only its own plane */
 #pragma omp parallel for num_threads(threads) schedule(static)
@@ -701,7 +759,10 @@ static cd_status F(conv_transpose_fwd)(cd_op_ctx *c, const conv_geo *g, const NN
                             for (int64_t q = 0; q < pc; q++) {
                                 int64_t oy = iy * g->sh - g->pt + ky * g->dh, ox = ix * g->sw - g->pl + kx * g->dw;
                                 if (oy >= 0 && oy < g->Ho && ox >= 0 && ox < g->Wo) yp[oy * g->Wo + ox] += cr[q];
-                                if (++ix == g->W) { ix = 0; iy++; }
+                                if (++ix == g->W) {
+                                    ix = 0;
+                                    iy++;
+                                }
                             }
                         }
                 }

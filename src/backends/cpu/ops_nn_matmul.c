@@ -23,7 +23,8 @@ static cd_status check_pos(cd_op_ctx *c, const char *slot, const cd_value *v) {
     char b[96];
     for (int i = 0; i < v->shape.rank; i++)
         if (v->shape.d[i] <= 0)
-            return cd_op_fail(c, CD_E_MODEL, "%s shape %s has a non-positive dim", slot, cd_shape_str(&v->shape, b, sizeof b));
+            return cd_op_fail(c, CD_E_MODEL, "%s shape %s has a non-positive dim", slot,
+                              cd_shape_str(&v->shape, b, sizeof b));
     if (v->shape.rank == 0) return cd_op_fail(c, CD_E_MODEL, "%s is a scalar; a matrix operand is needed", slot);
     return CD_OK;
 }
@@ -47,14 +48,19 @@ static cd_status fc_parse(cd_op_ctx *c, fc_geo *g) {
     cd_status s;
     if ((s = check_pos(c, "Input", x)) || (s = check_pos(c, "W", w))) return s;
     char b1[96], b2[96];
-    if (w->shape.rank != 2) return cd_op_fail(c, CD_E_MODEL, "W must be 2-D [K, N] but has shape %s", cd_shape_str(&w->shape, b1, sizeof b1));
+    if (w->shape.rank != 2)
+        return cd_op_fail(c, CD_E_MODEL, "W must be 2-D [K, N] but has shape %s",
+                          cd_shape_str(&w->shape, b1, sizeof b1));
     if (cd_attr_bool(c->op, "padding_weights", false))
-        return cd_op_fail(c, CD_E_UNSUPPORTED, "padding_weights = true (x86-only padded fc weights) is not supported; "
+        return cd_op_fail(c, CD_E_UNSUPPORTED,
+                          "padding_weights = true (x86-only padded fc weights) is not supported; "
                           "convert the model for ARM or OpenCL");
     const char *ot = cd_attr_str(c->op, "op_type", "mul");
     int64_t ncd = cd_attr_int(c->op, "in_num_col_dims", 1);
-    if (!strcmp(ot, "matmul") || !strcmp(ot, "matmul_v2")) ncd = x->shape.rank - 1;
-    else if (ot[0] && strcmp(ot, "mul")) return cd_op_fail(c, CD_E_MODEL, "op_type '%s' is not mul, matmul or matmul_v2", ot);
+    if (!strcmp(ot, "matmul") || !strcmp(ot, "matmul_v2"))
+        ncd = x->shape.rank - 1;
+    else if (ot[0] && strcmp(ot, "mul"))
+        return cd_op_fail(c, CD_E_MODEL, "op_type '%s' is not mul, matmul or matmul_v2", ot);
     if (ncd < 1 || ncd > x->shape.rank || ncd >= CD_MAX_RANK)
         return cd_op_fail(c, CD_E_MODEL, "in_num_col_dims = %lld is out of range for Input %s (need 1 <= it <= rank)",
                           (long long)ncd, cd_shape_str(&x->shape, b1, sizeof b1));
@@ -63,7 +69,8 @@ static cd_status fc_parse(cd_op_ctx *c, fc_geo *g) {
     g->K = prod(&x->shape, g->ncd, x->shape.rank);
     g->N = w->shape.d[1];
     if (g->K != w->shape.d[0])
-        return cd_op_fail(c, CD_E_MODEL, "Input %s flattened at in_num_col_dims=%d has K=%lld columns but W %s has %lld rows",
+        return cd_op_fail(c, CD_E_MODEL,
+                          "Input %s flattened at in_num_col_dims=%d has K=%lld columns but W %s has %lld rows",
                           cd_shape_str(&x->shape, b1, sizeof b1), g->ncd, (long long)g->K,
                           cd_shape_str(&w->shape, b2, sizeof b2), (long long)w->shape.d[0]);
     if (g->M > INT32_MAX || g->K > INT32_MAX || g->N > INT32_MAX)
@@ -109,7 +116,10 @@ double cd_nn_fc_macs(const cd_op_ctx *c) {
 }
 
 /* ---------------- mul ---------------- */
-typedef struct { int64_t M, K, N; cd_shape out; } mul_geo;
+typedef struct {
+    int64_t M, K, N;
+    cd_shape out;
+} mul_geo;
 
 static cd_status mul_parse(cd_op_ctx *c, mul_geo *g) {
     cd_value *x = cd_in_req(c, "X", 0);
@@ -122,19 +132,23 @@ static cd_status mul_parse(cd_op_ctx *c, mul_geo *g) {
     int64_t xn = cd_attr_int(c->op, "x_num_col_dims", 1), yn = cd_attr_int(c->op, "y_num_col_dims", 1);
     char b1[96], b2[96];
     if (xn < 1 || xn >= x->shape.rank || yn < 1 || yn >= y->shape.rank)
-        return cd_op_fail(c, CD_E_MODEL, "x_num_col_dims=%lld / y_num_col_dims=%lld out of range for X %s, Y %s (need 1 <= n < rank)",
-                          (long long)xn, (long long)yn, cd_shape_str(&x->shape, b1, sizeof b1), cd_shape_str(&y->shape, b2, sizeof b2));
+        return cd_op_fail(c, CD_E_MODEL,
+                          "x_num_col_dims=%lld / y_num_col_dims=%lld out of range for X %s, Y %s (need 1 <= n < rank)",
+                          (long long)xn, (long long)yn, cd_shape_str(&x->shape, b1, sizeof b1),
+                          cd_shape_str(&y->shape, b2, sizeof b2));
     g->M = prod(&x->shape, 0, (int)xn);
     g->K = prod(&x->shape, (int)xn, x->shape.rank);
     int64_t ky = prod(&y->shape, 0, (int)yn);
     g->N = prod(&y->shape, (int)yn, y->shape.rank);
     if (g->K != ky)
-        return cd_op_fail(c, CD_E_MODEL, "X %s flattens to [%lld, %lld] but Y %s flattens to [%lld, %lld]: inner dims differ",
+        return cd_op_fail(c, CD_E_MODEL,
+                          "X %s flattens to [%lld, %lld] but Y %s flattens to [%lld, %lld]: inner dims differ",
                           cd_shape_str(&x->shape, b1, sizeof b1), (long long)g->M, (long long)g->K,
                           cd_shape_str(&y->shape, b2, sizeof b2), (long long)ky, (long long)g->N);
     int r = (int)xn + y->shape.rank - (int)yn;
     if (r > CD_MAX_RANK) return cd_op_fail(c, CD_E_UNSUPPORTED, "output rank %d exceeds %d", r, CD_MAX_RANK);
-    if (g->M > INT32_MAX || g->K > INT32_MAX || g->N > INT32_MAX) return cd_op_fail(c, CD_E_UNSUPPORTED, "mul matrix dims exceed 2^31");
+    if (g->M > INT32_MAX || g->K > INT32_MAX || g->N > INT32_MAX)
+        return cd_op_fail(c, CD_E_UNSUPPORTED, "mul matrix dims exceed 2^31");
     g->out.rank = r;
     for (int i = 0; i < xn; i++) g->out.d[i] = x->shape.d[i];
     for (int i = (int)yn; i < y->shape.rank; i++) g->out.d[xn + i - yn] = y->shape.d[i];
@@ -180,24 +194,48 @@ static cd_status mm_parse(cd_op_ctx *c, mm_geo *g) {
     char b1[96], b2[96];
     if (!v2 && rx == 1 && ry == 1 && tx && ty) { /* outer product (§7.8) */
         g->outer = true;
-        g->M = xs->d[0]; g->K = 1; g->N = ys->d[0];
+        g->M = xs->d[0];
+        g->K = 1;
+        g->N = ys->d[0];
         g->batches = 1;
-        g->out.rank = 2; g->out.d[0] = g->M; g->out.d[1] = g->N;
+        g->out.rank = 2;
+        g->out.d[0] = g->M;
+        g->out.d[1] = g->N;
         return CD_OK;
     }
     /* matrix views */
     int64_t xm, xk, yk, yn;
-    if (rx == 1) { xm = 1; xk = xs->d[0]; tx = false; }
-    else if (!tx) { xm = xs->d[rx - 2]; xk = xs->d[rx - 1]; }
-    else { xm = xs->d[rx - 1]; xk = xs->d[rx - 2]; }
-    if (ry == 1) { yk = ys->d[0]; yn = 1; ty = false; }
-    else if (!ty) { yk = ys->d[ry - 2]; yn = ys->d[ry - 1]; }
-    else { yk = ys->d[ry - 1]; yn = ys->d[ry - 2]; }
+    if (rx == 1) {
+        xm = 1;
+        xk = xs->d[0];
+        tx = false;
+    } else if (!tx) {
+        xm = xs->d[rx - 2];
+        xk = xs->d[rx - 1];
+    } else {
+        xm = xs->d[rx - 1];
+        xk = xs->d[rx - 2];
+    }
+    if (ry == 1) {
+        yk = ys->d[0];
+        yn = 1;
+        ty = false;
+    } else if (!ty) {
+        yk = ys->d[ry - 2];
+        yn = ys->d[ry - 1];
+    } else {
+        yk = ys->d[ry - 1];
+        yn = ys->d[ry - 2];
+    }
     if (xk != yk)
         return cd_op_fail(c, CD_E_MODEL, "X %s%s and Y %s%s: contraction dims differ (%lld vs %lld)",
                           cd_shape_str(xs, b1, sizeof b1), tx ? " (transposed)" : "", cd_shape_str(ys, b2, sizeof b2),
                           ty ? " (transposed)" : "", (long long)xk, (long long)yk);
-    g->M = xm; g->K = xk; g->N = yn; g->tx = tx; g->ty = ty;
+    g->M = xm;
+    g->K = xk;
+    g->N = yn;
+    g->tx = tx;
+    g->ty = ty;
     int bx = rx > 2 ? rx - 2 : 0, by = ry > 2 ? ry - 2 : 0;
     g->brank = bx > by ? bx : by;
     g->batches = 1;
@@ -206,8 +244,10 @@ static cd_status mm_parse(cd_op_ctx *c, mm_geo *g) {
         int64_t dx = ix >= 0 ? xs->d[ix] : 1, dy = iy >= 0 ? ys->d[iy] : 1;
         if (dx != dy && dx != 1 && dy != 1)
             return cd_op_fail(c, CD_E_MODEL, "batch dims of X %s and Y %s do not broadcast (dim %d: %lld vs %lld)",
-                              cd_shape_str(xs, b1, sizeof b1), cd_shape_str(ys, b2, sizeof b2), i, (long long)dx, (long long)dy);
-        g->xb[i] = dx; g->yb[i] = dy;
+                              cd_shape_str(xs, b1, sizeof b1), cd_shape_str(ys, b2, sizeof b2), i, (long long)dx,
+                              (long long)dy);
+        g->xb[i] = dx;
+        g->yb[i] = dy;
         g->bdims[i] = dx > dy ? dx : dy;
         g->batches *= g->bdims[i];
     }
@@ -279,7 +319,10 @@ cd_status cd_nn_fc_run(cd_op_ctx *c) {
     cd_status s = CD_PARSED(c, fc_geo, fc_parse, g);
     static const char *const slots[] = {"Input", "W", "Bias", "Alpha"};
     if (s || (s = check_in_dtype(c, slots, 4))) return s;
-    if (c->prec == CD_PREC_FP16) fc_run_f16(c, &g); else fc_run_f32(c, &g);
+    if (c->prec == CD_PREC_FP16)
+        fc_run_f16(c, &g);
+    else
+        fc_run_f32(c, &g);
     return CD_OK;
 }
 
@@ -288,7 +331,10 @@ cd_status cd_nn_mul_run(cd_op_ctx *c) {
     cd_status s = mul_parse(c, &g);
     static const char *const slots[] = {"X", "Y"};
     if (s || (s = check_in_dtype(c, slots, 2))) return s;
-    if (c->prec == CD_PREC_FP16) mul_run_f16(c, &g); else mul_run_f32(c, &g);
+    if (c->prec == CD_PREC_FP16)
+        mul_run_f16(c, &g);
+    else
+        mul_run_f32(c, &g);
     return CD_OK;
 }
 
@@ -301,6 +347,9 @@ cd_status cd_nn_matmul_run(cd_op_ctx *c) {
     cd_status s = mm_parse(c, &g);
     static const char *const slots[] = {"X", "Y"};
     if (s || (s = check_in_dtype(c, slots, 2))) return s;
-    if (c->prec == CD_PREC_FP16) mm_run_f16(c, &g); else mm_run_f32(c, &g);
+    if (c->prec == CD_PREC_FP16)
+        mm_run_f16(c, &g);
+    else
+        mm_run_f32(c, &g);
     return CD_OK;
 }

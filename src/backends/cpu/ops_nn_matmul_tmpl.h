@@ -14,7 +14,8 @@ static void F(fc_run)(cd_op_ctx *c, const fc_geo *g) {
     cd_value *bv = cd_in(c, "Bias", 0), *av = cd_in(c, "Alpha", 0);
     const NN_T *bias = bv ? bv->data : NULL, *alpha = av && g->act.kind == CD_ACT_PRELU ? av->data : NULL;
     NN_T *y = cd_out(c, "Out", 0)->data;
-    GEMM((int)g->M, (int)g->N, (int)g->K, (NN_T)1, x, (int)g->K, false, w, (int)g->N, false, (NN_T)0, y, (int)g->N, c->threads);
+    GEMM((int)g->M, (int)g->N, (int)g->K, (NN_T)1, x, (int)g->K, false, w, (int)g->N, false, (NN_T)0, y, (int)g->N,
+         c->threads);
     if (!bias && g->act.kind == CD_ACT_NONE) return;
     const int64_t M = g->M, N = g->N;
     const int64_t inner = prod(&g->out, 2, g->out.rank), C1 = g->out.d[1], per_sample = prod(&g->out, 1, g->out.rank);
@@ -26,12 +27,16 @@ static void F(fc_run)(cd_op_ctx *c, const fc_geo *g) {
         for (int64_t j = 0; j < N; j++) {
             NN_T v = row[j];
             if (bias) v = v + bias[j];
-            if (act.kind == CD_ACT_RELU) v = v < (NN_T)0 ? (NN_T)0 : v;
+            if (act.kind == CD_ACT_RELU)
+                v = v < (NN_T)0 ? (NN_T)0 : v;
             else if (act.kind == CD_ACT_PRELU) {
                 int64_t e = i * N + j;
-                a.a = (float)(g->prelu_mode == 0 ? alpha[0] : g->prelu_mode == 1 ? alpha[(e / inner) % C1] : alpha[e % per_sample]);
+                a.a = (float)(g->prelu_mode == 0       ? alpha[0]
+                                  : g->prelu_mode == 1 ? alpha[(e / inner) % C1]
+                                                       : alpha[e % per_sample]);
                 v = (NN_T)cd_act_apply(&a, (float)v);
-            } else if (act.kind != CD_ACT_NONE) v = (NN_T)cd_act_apply(&a, (float)v);
+            } else if (act.kind != CD_ACT_NONE)
+                v = (NN_T)cd_act_apply(&a, (float)v);
             row[j] = v;
         }
     });
@@ -40,7 +45,8 @@ static void F(fc_run)(cd_op_ctx *c, const fc_geo *g) {
 static void F(mul_run)(cd_op_ctx *c, const mul_geo *g) {
     const NN_T *x = cd_in(c, "X", 0)->data, *w = cd_in(c, "Y", 0)->data;
     NN_T *y = cd_out(c, "Out", 0)->data;
-    GEMM((int)g->M, (int)g->N, (int)g->K, (NN_T)1, x, (int)g->K, false, w, (int)g->N, false, (NN_T)0, y, (int)g->N, c->threads);
+    GEMM((int)g->M, (int)g->N, (int)g->K, (NN_T)1, x, (int)g->K, false, w, (int)g->N, false, (NN_T)0, y, (int)g->N,
+         c->threads);
 }
 
 static void F(mm_core)(const mm_geo *g, const NN_T *x, const NN_T *w, NN_T *out, NN_T alpha, int threads) {
@@ -63,8 +69,8 @@ static void F(mm_core)(const mm_geo *g, const NN_T *x, const NN_T *w, NN_T *out,
 }
 
 static void F(mm_run)(cd_op_ctx *c, const mm_geo *g) {
-    F(mm_core)(g, cd_in(c, "X", 0)->data, cd_in(c, "Y", 0)->data, cd_out(c, "Out", 0)->data, (NN_T)g->alpha,
-               c->threads);
+    F(mm_core)
+    (g, cd_in(c, "X", 0)->data, cd_in(c, "Y", 0)->data, cd_out(c, "Out", 0)->data, (NN_T)g->alpha, c->threads);
 }
 
 #undef CAT_

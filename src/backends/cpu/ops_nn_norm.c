@@ -27,9 +27,11 @@ static cd_status vec_len(cd_op_ctx *c, const char *slot, int64_t need, bool requ
     cd_value *v = required ? cd_in_req(c, slot, 0) : cd_in(c, slot, 0);
     if (!v) return required ? c->err->code : CD_OK;
     if (cd_value_numel(v) != need)
-        return cd_op_fail(c, CD_E_MODEL, "%s has %lld elements; expected %lld", slot, (long long)cd_value_numel(v), (long long)need);
+        return cd_op_fail(c, CD_E_MODEL, "%s has %lld elements; expected %lld", slot, (long long)cd_value_numel(v),
+                          (long long)need);
     if (c->vals && v->data && v->dtype != cd_act_dtype(c))
-        return cd_op_fail(c, CD_E_INTERNAL, "%s has dtype %s but the run expects %s", slot, cd_dtype_name(v->dtype), cd_dtype_name(cd_act_dtype(c)));
+        return cd_op_fail(c, CD_E_INTERNAL, "%s has dtype %s but the run expects %s", slot, cd_dtype_name(v->dtype),
+                          cd_dtype_name(cd_act_dtype(c)));
     return CD_OK;
 }
 
@@ -46,7 +48,8 @@ static cd_value *main_input(cd_op_ctx *c, int min_rank, const char *what) {
     if (!x) return NULL;
     char b[96];
     if (x->shape.rank < min_rank) {
-        cd_op_fail(c, CD_E_MODEL, "X %s must have rank >= %d (%s)", cd_shape_str(&x->shape, b, sizeof b), min_rank, what);
+        cd_op_fail(c, CD_E_MODEL, "X %s must have rank >= %d (%s)", cd_shape_str(&x->shape, b, sizeof b), min_rank,
+                   what);
         return NULL;
     }
     for (int i = 0; i < x->shape.rank; i++)
@@ -98,7 +101,8 @@ static cd_status ln_check(cd_op_ctx *c, cd_value **xo, int *axis, float *eps) {
     int64_t a = cd_attr_int(c->op, "begin_norm_axis", 1);
     if (a < 0) a += x->shape.rank;
     if (a < 0 || a >= x->shape.rank)
-        return cd_op_fail(c, CD_E_MODEL, "begin_norm_axis = %lld is out of range for rank %d", (long long)cd_attr_int(c->op, "begin_norm_axis", 1), x->shape.rank);
+        return cd_op_fail(c, CD_E_MODEL, "begin_norm_axis = %lld is out of range for rank %d",
+                          (long long)cd_attr_int(c->op, "begin_norm_axis", 1), x->shape.rank);
     *axis = (int)a;
     int64_t R = nprod(&x->shape, *axis, x->shape.rank);
     cd_status s;
@@ -164,7 +168,8 @@ static void *vdata(cd_op_ctx *c, const char *slot, bool out) {
 
 static cd_status x_dtype(cd_op_ctx *c, cd_value *x) {
     if (x->dtype != cd_act_dtype(c) || !x->data)
-        return cd_op_fail(c, CD_E_INTERNAL, "X has dtype %s (or no data) but the run expects %s", cd_dtype_name(x->dtype), cd_dtype_name(cd_act_dtype(c)));
+        return cd_op_fail(c, CD_E_INTERNAL, "X has dtype %s (or no data) but the run expects %s",
+                          cd_dtype_name(x->dtype), cd_dtype_name(cd_act_dtype(c)));
     return CD_OK;
 }
 
@@ -173,7 +178,10 @@ cd_status cd_nn_batch_norm_run(cd_op_ctx *c) {
     float eps;
     cd_status s = bn_check(c, &x, &eps);
     if (s || (s = x_dtype(c, x))) return s;
-    if (c->prec == CD_PREC_FP16) bn_run_f16(c, x, eps); else bn_run_f32(c, x, eps);
+    if (c->prec == CD_PREC_FP16)
+        bn_run_f16(c, x, eps);
+    else
+        bn_run_f32(c, x, eps);
     return CD_OK;
 }
 
@@ -183,7 +191,10 @@ cd_status cd_nn_layer_norm_run(cd_op_ctx *c) {
     float eps;
     cd_status s = ln_check(c, &x, &axis, &eps);
     if (s || (s = x_dtype(c, x))) return s;
-    if (c->prec == CD_PREC_FP16) ln_run_f16(c, x, axis, eps); else ln_run_f32(c, x, axis, eps);
+    if (c->prec == CD_PREC_FP16)
+        ln_run_f16(c, x, axis, eps);
+    else
+        ln_run_f32(c, x, axis, eps);
     return CD_OK;
 }
 
@@ -193,6 +204,9 @@ cd_status cd_nn_instance_norm_run(cd_op_ctx *c) {
     cd_act act;
     cd_status s = in_check(c, &x, &eps, &act);
     if (s || (s = x_dtype(c, x))) return s;
-    if (c->prec == CD_PREC_FP16) in_run_f16(c, x, eps, &act); else in_run_f32(c, x, eps, &act);
+    if (c->prec == CD_PREC_FP16)
+        in_run_f16(c, x, eps, &act);
+    else
+        in_run_f32(c, x, eps, &act);
     return CD_OK;
 }

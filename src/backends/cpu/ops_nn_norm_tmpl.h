@@ -49,7 +49,8 @@ static void F(bn_run)(cd_op_ctx *c, cd_value *xv, float eps) {
         NN_T *yp = y + t * inner;
         for (int64_t i = 0; i < inner; i++) yp[i] = xp[i] * at + bt;
     });
-    const char *mirror[][2] = {{"MeanOut", "Mean"}, {"VarianceOut", "Variance"}, {"SavedMean", "Mean"}, {"SavedVariance", "Variance"}};
+    const char *mirror[][2] = {
+        {"MeanOut", "Mean"}, {"VarianceOut", "Variance"}, {"SavedMean", "Mean"}, {"SavedVariance", "Variance"}};
     for (int i = 0; i < 4; i++) {
         NN_T *o = vdata(c, mirror[i][0], true);
         const NN_T *s = vdata(c, mirror[i][1], false);

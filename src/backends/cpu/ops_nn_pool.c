@@ -35,12 +35,18 @@ static cd_status pool_parse(cd_op_ctx *c, pool_geo *g) {
     if (x->shape.rank != 4)
         return cd_op_fail(c, CD_E_MODEL, "X must be 4-D NCHW but has shape %s", cd_shape_str(&x->shape, b, sizeof b));
     for (int i = 0; i < 4; i++)
-        if (x->shape.d[i] <= 0) return cd_op_fail(c, CD_E_MODEL, "X shape %s has a non-positive dim", cd_shape_str(&x->shape, b, sizeof b));
-    g->N = x->shape.d[0]; g->C = x->shape.d[1]; g->H = x->shape.d[2]; g->W = x->shape.d[3];
+        if (x->shape.d[i] <= 0)
+            return cd_op_fail(c, CD_E_MODEL, "X shape %s has a non-positive dim", cd_shape_str(&x->shape, b, sizeof b));
+    g->N = x->shape.d[0];
+    g->C = x->shape.d[1];
+    g->H = x->shape.d[2];
+    g->W = x->shape.d[3];
     const char *pt = cd_attr_str(c->op, "pooling_type", NULL);
     if (!pt) return cd_op_fail(c, CD_E_MODEL, "required attribute pooling_type is missing");
-    if (!strcmp(pt, "max")) g->is_max = true;
-    else if (strcmp(pt, "avg")) return cd_op_fail(c, CD_E_MODEL, "pooling_type '%s' is not max or avg", pt);
+    if (!strcmp(pt, "max"))
+        g->is_max = true;
+    else if (strcmp(pt, "avg"))
+        return cd_op_fail(c, CD_E_MODEL, "pooling_type '%s' is not max or avg", pt);
     g->global = cd_attr_bool(c->op, "global_pooling", false);
     g->adaptive = cd_attr_bool(c->op, "adaptive", false);
     g->exclusive = cd_attr_bool(c->op, "exclusive", true);
@@ -48,17 +54,27 @@ static cd_status pool_parse(cd_op_ctx *c, pool_geo *g) {
     const int64_t *v;
     int n = cd_attr_ints(c->op, "ksize", &v);
     if (n != 2 && !g->global) return cd_op_fail(c, CD_E_MODEL, "ksize has %d values; expected 2", n);
-    g->kh = n == 2 ? v[0] : 1; g->kw = n == 2 ? v[1] : 1;
+    g->kh = n == 2 ? v[0] : 1;
+    g->kw = n == 2 ? v[1] : 1;
     if (!g->global && (g->kh <= 0 || g->kw <= 0))
         return cd_op_fail(c, CD_E_MODEL, "ksize [%lld, %lld] must be > 0", (long long)g->kh, (long long)g->kw);
     n = cd_attr_ints(c->op, "strides", &v);
     if (n != 0 && n != 2) return cd_op_fail(c, CD_E_MODEL, "strides has %d values; expected 2", n);
-    g->sh = n ? v[0] : 1; g->sw = n ? v[1] : 1;
-    if (g->sh <= 0 || g->sw <= 0) return cd_op_fail(c, CD_E_MODEL, "strides [%lld, %lld] must be > 0", (long long)g->sh, (long long)g->sw);
+    g->sh = n ? v[0] : 1;
+    g->sw = n ? v[1] : 1;
+    if (g->sh <= 0 || g->sw <= 0)
+        return cd_op_fail(c, CD_E_MODEL, "strides [%lld, %lld] must be > 0", (long long)g->sh, (long long)g->sw);
     n = cd_attr_ints(c->op, "paddings", &v);
-    if (n == 2) { g->pt = g->pb = v[0]; g->pl = g->pr = v[1]; }
-    else if (n == 4) { g->pt = v[0]; g->pb = v[1]; g->pl = v[2]; g->pr = v[3]; }
-    else if (n != 0) return cd_op_fail(c, CD_E_MODEL, "paddings has %d values; expected 2 or 4", n);
+    if (n == 2) {
+        g->pt = g->pb = v[0];
+        g->pl = g->pr = v[1];
+    } else if (n == 4) {
+        g->pt = v[0];
+        g->pb = v[1];
+        g->pl = v[2];
+        g->pr = v[3];
+    } else if (n != 0)
+        return cd_op_fail(c, CD_E_MODEL, "paddings has %d values; expected 2 or 4", n);
     if (g->pt < 0 || g->pb < 0 || g->pl < 0 || g->pr < 0) return cd_op_fail(c, CD_E_MODEL, "paddings must be >= 0");
     const char *alg = cd_attr_str(c->op, "padding_algorithm", "EXPLICIT");
     if (!strcmp(alg, "VALID")) {
@@ -68,16 +84,23 @@ static cd_status pool_parse(cd_op_ctx *c, pool_geo *g) {
         int64_t th = (oh - 1) * g->sh + g->kh - g->H, tw = (ow - 1) * g->sw + g->kw - g->W;
         if (th < 0) th = 0;
         if (tw < 0) tw = 0;
-        g->pt = th / 2; g->pb = th - g->pt; g->pl = tw / 2; g->pr = tw - g->pl;
+        g->pt = th / 2;
+        g->pb = th - g->pt;
+        g->pl = tw / 2;
+        g->pr = tw - g->pl;
     } else if (alg[0] && strcmp(alg, "EXPLICIT")) {
         return cd_op_fail(c, CD_E_MODEL, "padding_algorithm '%s' is not one of EXPLICIT, SAME, VALID", alg);
     }
     if (g->global || g->adaptive) g->pt = g->pb = g->pl = g->pr = 0;
     if (g->global) {
-        g->kh = g->H; g->kw = g->W; g->Ho = g->Wo = 1; g->adaptive = false;
+        g->kh = g->H;
+        g->kw = g->W;
+        g->Ho = g->Wo = 1;
+        g->adaptive = false;
         g->sh = g->sw = 1;
     } else if (g->adaptive) {
-        g->Ho = g->kh; g->Wo = g->kw;
+        g->Ho = g->kh;
+        g->Wo = g->kw;
     } else {
         int64_t eh = g->H - g->kh + g->pt + g->pb, ew = g->W - g->kw + g->pl + g->pr;
         /* A window larger than the padded input still gives one output row when the
@@ -86,12 +109,14 @@ static cd_status pool_parse(cd_op_ctx *c, pool_geo *g) {
          * (PP-OCR slim cls at its declared 32x100 input relies on this.) */
         if (eh <= -g->sh || ew <= -g->sw)
             return cd_op_fail(c, CD_E_MODEL, "ksize %lldx%lld is larger than the padded input %lldx%lld",
-                              (long long)g->kh, (long long)g->kw, (long long)(g->H + g->pt + g->pb), (long long)(g->W + g->pl + g->pr));
+                              (long long)g->kh, (long long)g->kw, (long long)(g->H + g->pt + g->pb),
+                              (long long)(g->W + g->pl + g->pr));
         g->Ho = (ceil_mode ? eh + g->sh - 1 : eh) / g->sh + 1;
         g->Wo = (ceil_mode ? ew + g->sw - 1 : ew) / g->sw + 1;
     }
     if (g->Ho <= 0 || g->Wo <= 0)
-        return cd_op_fail(c, CD_E_MODEL, "computed output size %lldx%lld is not positive", (long long)g->Ho, (long long)g->Wo);
+        return cd_op_fail(c, CD_E_MODEL, "computed output size %lldx%lld is not positive", (long long)g->Ho,
+                          (long long)g->Wo);
     return CD_OK;
 }
 
@@ -102,7 +127,10 @@ cd_status cd_nn_pool_infer(cd_op_ctx *c) {
     cd_value *o = cd_out(c, "Out", 0);
     o->dtype = cd_act_dtype(c);
     o->shape.rank = 4;
-    o->shape.d[0] = g.N; o->shape.d[1] = g.C; o->shape.d[2] = g.Ho; o->shape.d[3] = g.Wo;
+    o->shape.d[0] = g.N;
+    o->shape.d[1] = g.C;
+    o->shape.d[2] = g.Ho;
+    o->shape.d[3] = g.Wo;
     return CD_OK;
 }
 
@@ -139,8 +167,11 @@ cd_status cd_nn_pool_run(cd_op_ctx *c) {
     if (s) return s;
     cd_value *x = cd_in(c, "X", 0), *o = cd_out(c, "Out", 0);
     if (x->dtype != cd_act_dtype(c) || !x->data || !o->data)
-        return cd_op_fail(c, CD_E_INTERNAL, "X dtype %s does not match the run precision or data is missing", cd_dtype_name(x->dtype));
-    if (c->prec == CD_PREC_FP16) pool_run_f16(&g, x->data, o->data, c->threads);
-    else pool_run_f32(&g, x->data, o->data, c->threads);
+        return cd_op_fail(c, CD_E_INTERNAL, "X dtype %s does not match the run precision or data is missing",
+                          cd_dtype_name(x->dtype));
+    if (c->prec == CD_PREC_FP16)
+        pool_run_f16(&g, x->data, o->data, c->threads);
+    else
+        pool_run_f32(&g, x->data, o->data, c->threads);
     return CD_OK;
 }

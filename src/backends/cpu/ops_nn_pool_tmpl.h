@@ -31,7 +31,8 @@ static void F(pool_run)(const pool_geo *g, const NN_T *in, NN_T *out, int thread
     /* column windows are the same for every row and plane */
     int64_t *wwin = malloc((size_t)g->Wo * 3 * sizeof(int64_t));
     if (wwin)
-        for (int64_t ox = 0; ox < g->Wo; ox++) pool_window(g, false, ox, &wwin[3 * ox], &wwin[3 * ox + 1], &wwin[3 * ox + 2]);
+        for (int64_t ox = 0; ox < g->Wo; ox++)
+            pool_window(g, false, ox, &wwin[3 * ox], &wwin[3 * ox + 1], &wwin[3 * ox + 2]);
     CD_PAR_FOR(par, threads, int64_t, t, total, {
         const NN_T *x = in + t * HW;
         NN_T *y = out + t * g->Ho * g->Wo;
@@ -40,8 +41,12 @@ static void F(pool_run)(const pool_geo *g, const NN_T *in, NN_T *out, int thread
             pool_window(g, true, oy, &hs, &he, &hcnt);
             for (int64_t ox = 0; ox < g->Wo; ox++) {
                 int64_t ws, we, wcnt;
-                if (wwin) { ws = wwin[3 * ox]; we = wwin[3 * ox + 1]; wcnt = wwin[3 * ox + 2]; }
-                else pool_window(g, false, ox, &ws, &we, &wcnt);
+                if (wwin) {
+                    ws = wwin[3 * ox];
+                    we = wwin[3 * ox + 1];
+                    wcnt = wwin[3 * ox + 2];
+                } else
+                    pool_window(g, false, ox, &ws, &we, &wcnt);
                 NN_T r = (NN_T)0;
                 if (he > hs && we > ws) {
                     if (g->is_max) {

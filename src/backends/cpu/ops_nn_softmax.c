@@ -14,7 +14,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-typedef struct { int64_t outer, n, inner; bool log; } sm_geo;
+typedef struct {
+    int64_t outer, n, inner;
+    bool log;
+} sm_geo;
 
 static cd_status sm_parse(cd_op_ctx *c, sm_geo *g) {
     cd_value *x = cd_in_req(c, "X", 0);
@@ -27,15 +30,19 @@ static cd_status sm_parse(cd_op_ctx *c, sm_geo *g) {
         if (s.d[i] <= 0) return cd_op_fail(c, CD_E_MODEL, "X %s has a non-positive dim", cd_shape_str(&s, b, sizeof b));
     int64_t axis = cd_attr_int(c->op, "axis", -1), a = axis < 0 ? axis + s.rank : axis;
     if (a < 0 || a >= s.rank)
-        return cd_op_fail(c, CD_E_MODEL, "axis = %lld is out of range for X %s", (long long)axis, cd_shape_str(&s, b, sizeof b));
+        return cd_op_fail(c, CD_E_MODEL, "axis = %lld is out of range for X %s", (long long)axis,
+                          cd_shape_str(&s, b, sizeof b));
     g->log = !strcmp(c->op->type, "log_softmax");
     if (!g->log && cd_attr_bool(c->op, "eleminate_success", false) && s.rank >= 2) {
         /* reinterpret as [d0, rest] (§7.11); the axis keeps its side of that split */
         int64_t d0 = s.d[0], rest = cd_shape_numel(&s) / d0;
-        s.rank = 2; s.d[0] = d0; s.d[1] = rest;
+        s.rank = 2;
+        s.d[0] = d0;
+        s.d[1] = rest;
         a = a == 0 ? 0 : 1;
     }
-    g->outer = 1; g->inner = 1;
+    g->outer = 1;
+    g->inner = 1;
     for (int i = 0; i < a; i++) g->outer *= s.d[i];
     for (int i = (int)a + 1; i < s.rank; i++) g->inner *= s.d[i];
     g->n = s.d[a];
@@ -65,8 +72,10 @@ cd_status cd_nn_softmax_run(cd_op_ctx *c) {
     if (s) return s;
     cd_value *x = cd_in(c, "X", 0), *o = cd_out(c, "Out", 0);
     if (x->dtype != cd_act_dtype(c) || !x->data)
-        return cd_op_fail(c, CD_E_INTERNAL, "X has dtype %s (or no data) but the run expects %s", cd_dtype_name(x->dtype), cd_dtype_name(cd_act_dtype(c)));
-    bool ok = c->prec == CD_PREC_FP16 ? sm_run_f16(&g, x->data, o->data, c->threads) : sm_run_f32(&g, x->data, o->data, c->threads);
+        return cd_op_fail(c, CD_E_INTERNAL, "X has dtype %s (or no data) but the run expects %s",
+                          cd_dtype_name(x->dtype), cd_dtype_name(cd_act_dtype(c)));
+    bool ok = c->prec == CD_PREC_FP16 ? sm_run_f16(&g, x->data, o->data, c->threads)
+                                      : sm_run_f32(&g, x->data, o->data, c->threads);
     if (!ok) return cd_op_fail(c, CD_E_NOMEM, "out of memory for softmax scratch rows");
     return CD_OK;
 }

@@ -16,7 +16,10 @@ static void F(sm_task)(const sm_geo *g, const NN_T *in, NN_T *out, int64_t t, in
     int64_t o = t / nblk, i0 = (t % nblk) * SM_BLOCK, bw = g->inner - i0 < SM_BLOCK ? g->inner - i0 : SM_BLOCK;
     const NN_T *x = in + o * g->n * g->inner + i0;
     NN_T *y = out + o * g->n * g->inner + i0;
-    for (int64_t i = 0; i < bw; i++) { mx[i] = x[i]; sum[i] = 0.0f; }
+    for (int64_t i = 0; i < bw; i++) {
+        mx[i] = x[i];
+        sum[i] = 0.0f;
+    }
     for (int64_t a = 1; a < g->n; a++) {
         const NN_T *xr = x + a * g->inner;
         for (int64_t i = 0; i < bw; i++)

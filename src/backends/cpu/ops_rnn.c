@@ -54,11 +54,20 @@ static cd_status rnn_read(cd_op_ctx *c, rnn_cfg *r) {
     char b[96];
     memset(r, 0, sizeof *r);
     const char *mode = cd_attr_str(c->op, "mode", "");
-    if (!strcmp(mode, "LSTM")) { r->mode = RNN_LSTM; r->gates = 4; }
-    else if (!strcmp(mode, "GRU")) { r->mode = RNN_GRU; r->gates = 3; }
-    else if (!strcmp(mode, "RNN_TANH")) { r->mode = RNN_TANH; r->gates = 1; }
-    else if (!strcmp(mode, "RNN_RELU")) { r->mode = RNN_RELU; r->gates = 1; }
-    else return cd_op_fail(c, CD_E_MODEL, "mode '%s' is not one of LSTM, GRU, RNN_TANH, RNN_RELU", mode);
+    if (!strcmp(mode, "LSTM")) {
+        r->mode = RNN_LSTM;
+        r->gates = 4;
+    } else if (!strcmp(mode, "GRU")) {
+        r->mode = RNN_GRU;
+        r->gates = 3;
+    } else if (!strcmp(mode, "RNN_TANH")) {
+        r->mode = RNN_TANH;
+        r->gates = 1;
+    } else if (!strcmp(mode, "RNN_RELU")) {
+        r->mode = RNN_RELU;
+        r->gates = 1;
+    } else
+        return cd_op_fail(c, CD_E_MODEL, "mode '%s' is not one of LSTM, GRU, RNN_TANH, RNN_RELU", mode);
     int64_t layers = cd_attr_int(c->op, "num_layers", 1), hidden = cd_attr_int(c->op, "hidden_size", 0);
     if (layers < 1 || layers > MAX_LAYERS)
         return cd_op_fail(c, CD_E_MODEL, "num_layers = %lld must be in 1..%d", (long long)layers, MAX_LAYERS);
@@ -80,9 +89,10 @@ static cd_status rnn_read(cd_op_ctx *c, rnn_cfg *r) {
     const cd_slot *ws = cd_op_in_slot(c->op, "WeightList");
     int nw = 4 * r->layers * r->dirs;
     if (!ws || ws->n != nw)
-        return cd_op_fail(c, CD_E_MODEL, "WeightList has %d tensors; %d layer(s) x %d direction(s) need %d "
-                          "(W_ih, W_hh per layer and direction, then the biases)", ws ? ws->n : 0, r->layers,
-                          r->dirs, nw);
+        return cd_op_fail(c, CD_E_MODEL,
+                          "WeightList has %d tensors; %d layer(s) x %d direction(s) need %d "
+                          "(W_ih, W_hh per layer and direction, then the biases)",
+                          ws ? ws->n : 0, r->layers, r->dirs, nw);
     int64_t gh = (int64_t)r->gates * r->hidden;
     for (int l = 0; l < r->layers; l++)
         for (int d = 0; d < r->dirs; d++) {
@@ -106,8 +116,8 @@ static cd_status rnn_read(cd_op_ctx *c, rnn_cfg *r) {
     const cd_slot *ps = cd_op_in_slot(c->op, "PreState");
     int nstate = r->mode == RNN_LSTM ? 2 : 1;
     if (!ps || ps->n != nstate)
-        return cd_op_fail(c, CD_E_MODEL, "PreState has %d tensors; mode %s needs %d (%s)", ps ? ps->n : 0, mode,
-                          nstate, nstate == 2 ? "h0, c0" : "h0");
+        return cd_op_fail(c, CD_E_MODEL, "PreState has %d tensors; mode %s needs %d (%s)", ps ? ps->n : 0, mode, nstate,
+                          nstate == 2 ? "h0, c0" : "h0");
     const int64_t sd[3] = {(int64_t)r->layers * r->dirs, r->n, r->hidden};
     if (!(r->h0 = cd_in_req(c, "PreState", 0))) return CD_E_MODEL;
     cd_status s = check_shape(c, r->h0, "PreState[0] (h0)", 3, sd);
@@ -192,8 +202,8 @@ cd_status cd_rnn_run(cd_op_ctx *c) {
                               cd_dtype_name(dt));
     for (int i = 0; i < 4 * r.layers * r.dirs; i++)
         if (r.w[i]->dtype != dt)
-            return cd_op_fail(c, CD_E_INTERNAL, "WeightList[%d] is %s in a %s run", i,
-                              cd_dtype_name(r.w[i]->dtype), cd_dtype_name(dt));
+            return cd_op_fail(c, CD_E_INTERNAL, "WeightList[%d] is %s in a %s run", i, cd_dtype_name(r.w[i]->dtype),
+                              cd_dtype_name(dt));
     int64_t *len = NULL;
     if (r.seq) {
         len = cd_malloc((size_t)(r.n ? r.n : 1) * sizeof *len, c->err);

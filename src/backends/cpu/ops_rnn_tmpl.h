@@ -18,15 +18,15 @@ static void F(rnn_dir)(const rnn_cfg *r, int d, const RNN_T *in, int64_t in_l, c
     const int64_t H = r->hidden, G = r->gates, GH = G * H, N = r->n, DH = r->dirs * H;
     /* All input projections at once: gx = in * W_ih^T + b_ih. */
     if (r->t * N > 0)
-        RNN_GEMM((int)(r->t * N), (int)GH, (int)in_l, (RNN_T)1, in, (int)in_l, false, w_ih, (int)in_l, true,
-                 (RNN_T)0, gx, (int)GH, threads);
+        RNN_GEMM((int)(r->t * N), (int)GH, (int)in_l, (RNN_T)1, in, (int)in_l, false, w_ih, (int)in_l, true, (RNN_T)0,
+                 gx, (int)GH, threads);
     for (int64_t i = 0; i < r->t * N; i++)
         for (int64_t j = 0; j < GH; j++) gx[i * GH + j] += b_ih[j];
     for (int64_t s = 0; s < r->t; s++) {
         int64_t t = d == 0 ? s : r->t - 1 - s;
         if (N > 0)
-            RNN_GEMM((int)N, (int)GH, (int)H, (RNN_T)1, h, (int)H, false, w_hh, (int)H, true, (RNN_T)0, gh,
-                     (int)GH, threads);
+            RNN_GEMM((int)N, (int)GH, (int)H, (RNN_T)1, h, (int)H, false, w_hh, (int)H, true, (RNN_T)0, gh, (int)GH,
+                     threads);
         for (int64_t n = 0; n < N; n++) {
             RNN_T *o = out + (t * N + n) * DH + d * H;
             if (len && t >= len[n]) { /* padding step: state held, output zero */
@@ -93,8 +93,9 @@ static cd_status F(rnn_run)(cd_op_ctx *c, const rnn_cfg *r, const int64_t *len) 
             int64_t sidx = (int64_t)l * r->dirs + d;
             memcpy(h, h0 + sidx * N * H, (size_t)(N * H) * sizeof(RNN_T));
             if (c0) memcpy(cs, c0 + sidx * N * H, (size_t)(N * H) * sizeof(RNN_T));
-            F(rnn_dir)(r, d, in, in_l, r->w[k]->data, r->w[k + 1]->data, r->w[kb]->data,
-                          r->w[kb + 1]->data, len, dst, h, cs, gx, gh, c->threads);
+            F(rnn_dir)
+            (r, d, in, in_l, r->w[k]->data, r->w[k + 1]->data, r->w[kb]->data, r->w[kb + 1]->data, len, dst, h, cs, gx,
+             gh, c->threads);
             if (hs) memcpy(hs + sidx * N * H, h, (size_t)(N * H) * sizeof(RNN_T));
             if (csout) memcpy(csout + sidx * N * H, cs, (size_t)(N * H) * sizeof(RNN_T));
         }

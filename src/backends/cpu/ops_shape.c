@@ -85,7 +85,8 @@ cd_status cd_shape_reshape_infer(cd_op_ctx *c) {
             const int64_t *a;
             n = cd_attr_ints(c->op, "shape", &a);
             if (!cd_op_attr(c->op, "shape"))
-                return cd_op_fail(c, CD_E_MODEL, "no target shape: neither ShapeTensor, Shape nor the INTS attribute "
+                return cd_op_fail(c, CD_E_MODEL,
+                                  "no target shape: neither ShapeTensor, Shape nor the INTS attribute "
                                   "'shape' is given");
             if (n > MAXV) n = MAXV + 1;
             for (int i = 0; i < n && i < MAXV; i++) sv[i] = a[i];
@@ -109,7 +110,8 @@ cd_status cd_shape_reshape_infer(cd_op_ctx *c) {
             infer_at = i;
             v = 1;
         } else if (v < 0) {
-            return cd_op_fail(c, CD_E_MODEL, "target shape entry %d is %lld; entries must be > 0, 0 or -1", i, (long long)v);
+            return cd_op_fail(c, CD_E_MODEL, "target shape entry %d is %lld; entries must be > 0, 0 or -1", i,
+                              (long long)v);
         }
         out.d[i] = v;
         if (v > 0 && prod > (INT64_C(1) << 62) / v) return cd_op_fail(c, CD_E_MODEL, "target shape overflows");
@@ -117,7 +119,8 @@ cd_status cd_shape_reshape_infer(cd_op_ctx *c) {
     }
     if (infer_at >= 0) {
         if (prod == 0 || numel % prod)
-            return cd_op_fail(c, CD_E_MODEL, "cannot infer the -1 entry: X %s has %lld elements, not a multiple of %lld",
+            return cd_op_fail(c, CD_E_MODEL,
+                              "cannot infer the -1 entry: X %s has %lld elements, not a multiple of %lld",
                               sstr(&x->shape, b, sizeof b), (long long)numel, (long long)prod);
         out.d[infer_at] = numel / prod;
         prod = numel;
@@ -125,7 +128,8 @@ cd_status cd_shape_reshape_infer(cd_op_ctx *c) {
     if (prod != numel) {
         char b2[160];
         return cd_op_fail(c, CD_E_MODEL, "cannot reshape X %s (%lld elements) to %s (%lld elements) from %s",
-                          sstr(&x->shape, b, sizeof b), (long long)numel, sstr(&out, b2, sizeof b2), (long long)prod, src);
+                          sstr(&x->shape, b, sizeof b), (long long)numel, sstr(&out, b2, sizeof b2), (long long)prod,
+                          src);
     }
     o->shape = out;
     o->dtype = x->dtype;
@@ -148,12 +152,16 @@ cd_status cd_shape_flatten_infer(cd_op_ctx *c) {
                               (long long)e, r);
         if (s < 0) s += rr;
         if (e < 0) e += rr;
-        if (s > e) return cd_op_fail(c, CD_E_MODEL, "start_axis %lld is after stop_axis %lld", (long long)s, (long long)e);
-        if (r == 0) { out.rank = 1; out.d[0] = 1; }
-        else {
+        if (s > e)
+            return cd_op_fail(c, CD_E_MODEL, "start_axis %lld is after stop_axis %lld", (long long)s, (long long)e);
+        if (r == 0) {
+            out.rank = 1;
+            out.d[0] = 1;
+        } else {
             int64_t p = 1;
             for (int i = 0; i < r; i++) {
-                if (i < s || i > e) out.d[out.rank++] = x->shape.d[i];
+                if (i < s || i > e)
+                    out.d[out.rank++] = x->shape.d[i];
                 else {
                     p *= x->shape.d[i];
                     if (i == e) out.d[out.rank++] = p;
@@ -212,16 +220,19 @@ cd_status cd_shape_unsqueeze_infer(cd_op_ctx *c) {
     cd_status st;
     n = cd_attr_ints(c->op, "axes", &ax);
     if (n > MAXV) return cd_op_fail(c, CD_E_MODEL, "too many axes (%d)", n);
-    if (n > 0) memcpy(av, ax, (size_t)n * sizeof *av);
+    if (n > 0)
+        memcpy(av, ax, (size_t)n * sizeof *av);
     else if (cd_in(c, "AxesTensor", 0)) {
         if ((st = cd_ops_tensor_ints(c, cd_in(c, "AxesTensor", 0), "AxesTensor", av, &n))) return st;
-    } else if ((st = cd_ops_list_ints(c, "AxesTensorList", av, &n))) return st;
+    } else if ((st = cd_ops_list_ints(c, "AxesTensorList", av, &n)))
+        return st;
     if (n == 0) return cd_op_fail(c, CD_E_MODEL, "no axes given (attribute axes, AxesTensor or AxesTensorList)");
     cd_shape cur = x->shape;
     for (int k = 0; k < n; k++) {
         int64_t a = av[k];
         if (a < -(cur.rank + 1) || a > cur.rank)
-            return cd_op_fail(c, CD_E_MODEL, "axes[%d] = %lld is out of range for current rank %d", k, (long long)a, cur.rank);
+            return cd_op_fail(c, CD_E_MODEL, "axes[%d] = %lld is out of range for current rank %d", k, (long long)a,
+                              cur.rank);
         if (cur.rank + 1 > 6) return cd_op_fail(c, CD_E_MODEL, "unsqueeze result would exceed rank 6");
         if (a < 0) a += cur.rank + 1;
         for (int i = cur.rank; i > a; i--) cur.d[i] = cur.d[i - 1];
@@ -297,13 +308,17 @@ cd_status cd_shape_transpose_run(cd_op_ctx *c) {
     if (st) return st;
     int r = x->shape.rank;
     int64_t n = cd_value_numel(x);
-    if (n != cd_value_numel(o) || o->dtype != x->dtype) return cd_op_fail(c, CD_E_INTERNAL, "output changed after shape inference");
+    if (n != cd_value_numel(o) || o->dtype != x->dtype)
+        return cd_op_fail(c, CD_E_INTERNAL, "output changed after shape inference");
     if (n == 0) return CD_OK;
     if (r <= 1) return copy_data(c, x, o);
     int64_t xs[CD_MAX_RANK], is[CD_MAX_RANK], od[CD_MAX_RANK];
     xs[r - 1] = 1;
     for (int i = r - 2; i >= 0; i--) xs[i] = xs[i + 1] * x->shape.d[i + 1];
-    for (int i = 0; i < r; i++) { is[i] = xs[perm[i]]; od[i] = x->shape.d[perm[i]]; }
+    for (int i = 0; i < r; i++) {
+        is[i] = xs[perm[i]];
+        od[i] = x->shape.d[perm[i]];
+    }
     int64_t rows = n / od[r - 1];
     int th = c->threads > 0 ? c->threads : 1;
     switch (cd_dtype_size(x->dtype)) {
@@ -348,7 +363,8 @@ cd_status cd_shape_concat_infer(cd_op_ctx *c) {
     for (int i = 0; i < xs->n; i++) {
         const cd_value *x = &c->vals[xs->ids[i]];
         if (x->dtype != x0->dtype)
-            return cd_op_fail(c, CD_E_MODEL, "X[%d] is %s but X[0] is %s", i, cd_dtype_name(x->dtype), cd_dtype_name(x0->dtype));
+            return cd_op_fail(c, CD_E_MODEL, "X[%d] is %s but X[0] is %s", i, cd_dtype_name(x->dtype),
+                              cd_dtype_name(x0->dtype));
         bool ok = x->shape.rank == x0->shape.rank;
         for (int d = 0; ok && d < x0->shape.rank; d++)
             if (d != axis && x->shape.d[d] != x0->shape.d[d]) ok = false;
@@ -382,7 +398,8 @@ cd_status cd_shape_concat_run(cd_op_ctx *c) {
         total += cd_value_numel(x);
         if (!x->data && cd_value_numel(x) > 0) return cd_op_fail(c, CD_E_INTERNAL, "input X[%d] has no data", i);
     }
-    if (total != cd_value_numel(o) || o->dtype != x0->dtype) return cd_op_fail(c, CD_E_INTERNAL, "output changed after shape inference");
+    if (total != cd_value_numel(o) || o->dtype != x0->dtype)
+        return cd_op_fail(c, CD_E_INTERNAL, "output changed after shape inference");
     if (total) gather_runs(o->data, ins, runs, xs->n, outer);
     return CD_OK;
 }
@@ -396,9 +413,11 @@ cd_status cd_shape_stack_infer(cd_op_ctx *c) {
         if (xs->ids[i] < 0) return cd_op_fail(c, CD_E_MODEL, "input X[%d] is not connected", i);
     const cd_value *x0 = &c->vals[xs->ids[0]];
     int r = x0->shape.rank;
-    if (r + 1 > CD_MAX_RANK) return cd_op_fail(c, CD_E_MODEL, "stacking rank-%d tensors exceeds rank %d", r, CD_MAX_RANK);
+    if (r + 1 > CD_MAX_RANK)
+        return cd_op_fail(c, CD_E_MODEL, "stacking rank-%d tensors exceeds rank %d", r, CD_MAX_RANK);
     int64_t a = cd_attr_int(c->op, "axis", 0);
-    if (a < -(r + 1) || a > r) return cd_op_fail(c, CD_E_MODEL, "axis %lld is out of range [-%d, %d]", (long long)a, r + 1, r);
+    if (a < -(r + 1) || a > r)
+        return cd_op_fail(c, CD_E_MODEL, "axis %lld is out of range [-%d, %d]", (long long)a, r + 1, r);
     if (a < 0) a += r + 1;
     char b0[160], b1[160];
     for (int i = 1; i < xs->n; i++) {
@@ -432,7 +451,8 @@ cd_status cd_shape_stack_run(cd_op_ctx *c) {
         runs[i] = inner;
         if (!ins[i] && inner && outer) return cd_op_fail(c, CD_E_INTERNAL, "input X[%d] has no data", i);
     }
-    if (cd_value_numel(o) != cd_value_numel(x0) * xs->n) return cd_op_fail(c, CD_E_INTERNAL, "output changed after shape inference");
+    if (cd_value_numel(o) != cd_value_numel(x0) * xs->n)
+        return cd_op_fail(c, CD_E_INTERNAL, "output changed after shape inference");
     if (cd_value_numel(o)) gather_runs(o->data, ins, runs, xs->n, outer);
     return CD_OK;
 }
@@ -446,8 +466,9 @@ static cd_status split_sizes(cd_op_ctx *c, const cd_value *x, int64_t *axis, int
     if ((st = cd_ops_list_ints(c, "SectionsTensorList", v, &n))) return st;
     int64_t num = cd_attr_int(c->op, "num", 0);
     if (n == 0 && num > 0) {
-        if (dim % num) return cd_op_fail(c, CD_E_MODEL, "num %lld does not divide dim %lld of axis %lld", (long long)num,
-                                         (long long)dim, (long long)*axis);
+        if (dim % num)
+            return cd_op_fail(c, CD_E_MODEL, "num %lld does not divide dim %lld of axis %lld", (long long)num,
+                              (long long)dim, (long long)*axis);
         if (num != nout) return cd_op_fail(c, CD_E_MODEL, "num is %lld but %d outputs are bound", (long long)num, nout);
         for (int i = 0; i < nout; i++) sz[i] = dim / num;
         return CD_OK;
@@ -458,7 +479,8 @@ static cd_status split_sizes(cd_op_ctx *c, const cd_value *x, int64_t *axis, int
         if (n > MAXV) return cd_op_fail(c, CD_E_MODEL, "too many sections (%d)", n);
         for (int i = 0; i < n; i++) v[i] = sec[i];
     }
-    if (n != nout) return cd_op_fail(c, CD_E_MODEL, "%d sections given but %d outputs are bound (set num or sections)", n, nout);
+    if (n != nout)
+        return cd_op_fail(c, CD_E_MODEL, "%d sections given but %d outputs are bound (set num or sections)", n, nout);
     int neg = -1;
     int64_t sum = 0;
     for (int i = 0; i < n; i++) {
@@ -467,11 +489,13 @@ static cd_status split_sizes(cd_op_ctx *c, const cd_value *x, int64_t *axis, int
             neg = i;
         } else if (v[i] < 0) {
             return cd_op_fail(c, CD_E_MODEL, "sections[%d] = %lld is negative", i, (long long)v[i]);
-        } else sum += v[i];
+        } else
+            sum += v[i];
         sz[i] = v[i];
     }
     if (neg >= 0) {
-        if (sum > dim) return cd_op_fail(c, CD_E_MODEL, "sections sum %lld exceeds dim %lld", (long long)sum, (long long)dim);
+        if (sum > dim)
+            return cd_op_fail(c, CD_E_MODEL, "sections sum %lld exceeds dim %lld", (long long)sum, (long long)dim);
         sz[neg] = dim - sum;
     } else if (sum != dim) {
         return cd_op_fail(c, CD_E_MODEL, "sections sum %lld differs from dim %lld of axis %lld", (long long)sum,
@@ -484,7 +508,8 @@ cd_status cd_shape_split_infer(cd_op_ctx *c) {
     cd_value *x = need_in(c, "X");
     const cd_slot *os = cd_op_out_slot(c->op, "Out");
     if (!x) return CD_E_MODEL;
-    if (!os || os->n < 1 || os->n > MAXV) return cd_op_fail(c, CD_E_MODEL, "output list Out must hold 1..%d tensors", MAXV);
+    if (!os || os->n < 1 || os->n > MAXV)
+        return cd_op_fail(c, CD_E_MODEL, "output list Out must hold 1..%d tensors", MAXV);
     int64_t axis, sz[MAXV];
     cd_status st = split_sizes(c, x, &axis, sz, os->n);
     if (st) return st;
@@ -507,8 +532,10 @@ cd_status cd_shape_split_run(cd_op_ctx *c) {
     if (st) return st;
     int64_t outer = 1, inner = (int64_t)cd_dtype_size(x->dtype);
     for (int d = 0; d < x->shape.rank; d++)
-        if (d < axis) outer *= x->shape.d[d];
-        else if (d > axis) inner *= x->shape.d[d];
+        if (d < axis)
+            outer *= x->shape.d[d];
+        else if (d > axis)
+            inner *= x->shape.d[d];
     int64_t row = x->shape.d[axis] * inner, off = 0;
     for (int i = 0; i < os->n; i++) {
         int64_t run = sz[i] * inner;
@@ -527,7 +554,7 @@ cd_status cd_shape_split_run(cd_op_ctx *c) {
 /* ------------------------------------------------------------------ slice */
 
 typedef struct {
-    cd_shape full;            /* sliced shape before decrease_axis */
+    cd_shape full; /* sliced shape before decrease_axis */
     int64_t start[CD_MAX_RANK];
 } slice_cfg;
 
@@ -540,15 +567,25 @@ static cd_status slice_config(cd_op_ctx *c, const cd_value *x, slice_cfg *s, cd_
     cd_status e;
     if (na > CD_MAX_RANK) return cd_op_fail(c, CD_E_MODEL, "axes has %d entries (rank is %d)", na, r);
     /* starts: StartsTensor > StartsTensorList > attribute (same for ends) */
-    if (cd_in(c, "StartsTensor", 0)) { if ((e = cd_ops_tensor_ints(c, cd_in(c, "StartsTensor", 0), "StartsTensor", st, &ns))) return e; }
-    else {
+    if (cd_in(c, "StartsTensor", 0)) {
+        if ((e = cd_ops_tensor_ints(c, cd_in(c, "StartsTensor", 0), "StartsTensor", st, &ns))) return e;
+    } else {
         if ((e = cd_ops_list_ints(c, "StartsTensorList", st, &ns))) return e;
-        if (ns == 0) { ns = cd_attr_ints(c->op, "starts", &sta); if (ns > MAXV) ns = MAXV; for (int i = 0; i < ns; i++) st[i] = sta[i]; }
+        if (ns == 0) {
+            ns = cd_attr_ints(c->op, "starts", &sta);
+            if (ns > MAXV) ns = MAXV;
+            for (int i = 0; i < ns; i++) st[i] = sta[i];
+        }
     }
-    if (cd_in(c, "EndsTensor", 0)) { if ((e = cd_ops_tensor_ints(c, cd_in(c, "EndsTensor", 0), "EndsTensor", en, &ne))) return e; }
-    else {
+    if (cd_in(c, "EndsTensor", 0)) {
+        if ((e = cd_ops_tensor_ints(c, cd_in(c, "EndsTensor", 0), "EndsTensor", en, &ne))) return e;
+    } else {
         if ((e = cd_ops_list_ints(c, "EndsTensorList", en, &ne))) return e;
-        if (ne == 0) { ne = cd_attr_ints(c->op, "ends", &ena); if (ne > MAXV) ne = MAXV; for (int i = 0; i < ne; i++) en[i] = ena[i]; }
+        if (ne == 0) {
+            ne = cd_attr_ints(c->op, "ends", &ena);
+            if (ne > MAXV) ne = MAXV;
+            for (int i = 0; i < ne; i++) en[i] = ena[i];
+        }
     }
     if (ns != na || ne != na)
         return cd_op_fail(c, CD_E_MODEL, "axes has %d entries but starts has %d and ends %d", na, ns, ne);
@@ -557,13 +594,15 @@ static cd_status slice_config(cd_op_ctx *c, const cd_value *x, slice_cfg *s, cd_
     bool used[CD_MAX_RANK] = {false};
     for (int i = 0; i < na; i++) {
         int64_t a = axa[i];
-        if (a < -r || a >= r) return cd_op_fail(c, CD_E_MODEL, "axes[%d] = %lld is out of range for rank %d", i, (long long)a, r);
+        if (a < -r || a >= r)
+            return cd_op_fail(c, CD_E_MODEL, "axes[%d] = %lld is out of range for rank %d", i, (long long)a, r);
         if (a < 0) a += r;
         if (used[a]) return cd_op_fail(c, CD_E_MODEL, "axis %lld is listed twice in axes", (long long)a);
         used[a] = true;
         int64_t d = x->shape.d[a], b = st[i], f = en[i];
         bool decreased = false;
-        for (int k = 0; k < nde; k++) if (dea[k] == a) decreased = true;
+        for (int k = 0; k < nde; k++)
+            if (dea[k] == a) decreased = true;
         if (b == -1 && f == 0 && i < nif && ifa[i] == -1 && decreased) f = d; /* "last element" form */
         if (b < 0) b += d;
         if (f < 0) f += d;
@@ -572,8 +611,8 @@ static cd_status slice_config(cd_op_ctx *c, const cd_value *x, slice_cfg *s, cd_
         if (f < 0) f = 0;
         if (f > d) f = d;
         if (f <= b)
-            return cd_op_fail(c, CD_E_MODEL, "slice of axis %lld (size %lld) with start %lld, end %lld is empty", (long long)a,
-                              (long long)d, (long long)st[i], (long long)en[i]);
+            return cd_op_fail(c, CD_E_MODEL, "slice of axis %lld (size %lld) with start %lld, end %lld is empty",
+                              (long long)a, (long long)d, (long long)st[i], (long long)en[i]);
         s->start[a] = b;
         s->full.d[a] = f - b;
     }
@@ -582,14 +621,19 @@ static cd_status slice_config(cd_op_ctx *c, const cd_value *x, slice_cfg *s, cd_
     for (int k = 0; k < nde; k++) {
         int64_t a = dea[k];
         if (a < 0) a += r;
-        if (a < 0 || a >= r) return cd_op_fail(c, CD_E_MODEL, "decrease_axis entry %lld is out of range", (long long)dea[k]);
+        if (a < 0 || a >= r)
+            return cd_op_fail(c, CD_E_MODEL, "decrease_axis entry %lld is out of range", (long long)dea[k]);
         if (s->full.d[a] != 1)
-            return cd_op_fail(c, CD_E_MODEL, "decrease_axis %lld has size %lld after slicing; it must be 1", (long long)a,
-                              (long long)s->full.d[a]);
+            return cd_op_fail(c, CD_E_MODEL, "decrease_axis %lld has size %lld after slicing; it must be 1",
+                              (long long)a, (long long)s->full.d[a]);
         drop[a] = true;
     }
-    for (int i = 0; i < r; i++) if (!drop[i]) o.d[o.rank++] = s->full.d[i];
-    if (o.rank == 0) { o.rank = 1; o.d[0] = 1; }
+    for (int i = 0; i < r; i++)
+        if (!drop[i]) o.d[o.rank++] = s->full.d[i];
+    if (o.rank == 0) {
+        o.rank = 1;
+        o.d[0] = 1;
+    }
     *out = o;
     return CD_OK;
 }
@@ -614,7 +658,8 @@ cd_status cd_shape_slice_run(cd_op_ctx *c) {
     cd_status st = slice_config(c, x, &s, &os);
     if (st) return st;
     int64_t total = cd_shape_numel(&s.full);
-    if (total != cd_value_numel(o) || o->dtype != x->dtype) return cd_op_fail(c, CD_E_INTERNAL, "output changed after shape inference");
+    if (total != cd_value_numel(o) || o->dtype != x->dtype)
+        return cd_op_fail(c, CD_E_INTERNAL, "output changed after shape inference");
     if (total == 0) return CD_OK;
     int r = x->shape.rank;
     if (r == 0) return copy_data(c, x, o);
@@ -650,9 +695,11 @@ cd_status cd_shape_shape_infer(cd_op_ctx *c) {
 cd_status cd_shape_shape_run(cd_op_ctx *c) {
     cd_value *x = need_in(c, "Input"), *o = need_out(c, "Out");
     if (!x || !o) return CD_E_MODEL;
-    if (o->dtype != CD_I32 || cd_value_numel(o) != x->shape.rank) return cd_op_fail(c, CD_E_INTERNAL, "output changed after shape inference");
+    if (o->dtype != CD_I32 || cd_value_numel(o) != x->shape.rank)
+        return cd_op_fail(c, CD_E_INTERNAL, "output changed after shape inference");
     for (int i = 0; i < x->shape.rank; i++) {
-        if (x->shape.d[i] > INT32_MAX) return cd_op_fail(c, CD_E_MODEL, "dim %d = %lld does not fit int32", i, (long long)x->shape.d[i]);
+        if (x->shape.d[i] > INT32_MAX)
+            return cd_op_fail(c, CD_E_MODEL, "dim %d = %lld does not fit int32", i, (long long)x->shape.d[i]);
         ((int32_t *)o->data)[i] = (int32_t)x->shape.d[i];
     }
     return CD_OK;
@@ -675,10 +722,15 @@ static cd_status fill_value(cd_op_ctx *c, double *v, int64_t *iv, bool *use_int)
     cd_value *vt = cd_in(c, "ValueTensor", 0);
     if (vt) {
         if (cd_value_numel(vt) != 1) return cd_op_fail(c, CD_E_MODEL, "ValueTensor must hold 1 value");
-        if (!vt->data) return cd_op_fail(c, CD_E_UNSUPPORTED, "ValueTensor is computed from run-time data; its value must be "
-                                         "known when shapes are planned");
+        if (!vt->data)
+            return cd_op_fail(c, CD_E_UNSUPPORTED,
+                              "ValueTensor is computed from run-time data; its value must be "
+                              "known when shapes are planned");
         *v = cd_value_get(vt, 0);
-        if (vt->dtype == CD_I64) { *iv = ((const int64_t *)vt->data)[0]; *use_int = true; }
+        if (vt->dtype == CD_I64) {
+            *iv = ((const int64_t *)vt->data)[0];
+            *use_int = true;
+        }
         return CD_OK;
     }
     const char *s = cd_attr_str(c->op, "str_value", "");
@@ -686,7 +738,12 @@ static cd_status fill_value(cd_op_ctx *c, double *v, int64_t *iv, bool *use_int)
         char *end;
         errno = 0;
         long long ll = strtoll(s, &end, 10);
-        if (!*end && !errno) { *iv = ll; *use_int = true; *v = (double)ll; return CD_OK; }
+        if (!*end && !errno) {
+            *iv = ll;
+            *use_int = true;
+            *v = (double)ll;
+            return CD_OK;
+        }
         errno = 0;
         double d = strtod(s, &end);
         if (*end || end == s) return cd_op_fail(c, CD_E_MODEL, "str_value '%s' is not a number", s);
@@ -716,13 +773,18 @@ static cd_status fill_shape(cd_op_ctx *c, cd_shape *out) {
             for (int i = 0; i < n && i < MAXV; i++) v[i] = a[i];
         }
     }
-    if (n > CD_MAX_RANK) return cd_op_fail(c, CD_E_MODEL, "shape from %s has %d entries (at most %d)", src, n, CD_MAX_RANK);
+    if (n > CD_MAX_RANK)
+        return cd_op_fail(c, CD_E_MODEL, "shape from %s has %d entries (at most %d)", src, n, CD_MAX_RANK);
     out->rank = n;
     for (int i = 0; i < n; i++) {
-        if (v[i] < 0) return cd_op_fail(c, CD_E_MODEL, "shape from %s has negative entry %d = %lld", src, i, (long long)v[i]);
+        if (v[i] < 0)
+            return cd_op_fail(c, CD_E_MODEL, "shape from %s has negative entry %d = %lld", src, i, (long long)v[i]);
         out->d[i] = v[i];
     }
-    if (n == 0) { out->rank = 1; out->d[0] = 1; } /* a scalar constant */
+    if (n == 0) {
+        out->rank = 1;
+        out->d[0] = 1;
+    } /* a scalar constant */
     if (cd_shape_numel(out) < 0) return cd_op_fail(c, CD_E_MODEL, "shape from %s overflows", src);
     return CD_OK;
 }
@@ -739,16 +801,19 @@ cd_status cd_shape_fill_infer(cd_op_ctx *c) {
         if (!x) return CD_E_MODEL;
         const int64_t *a;
         int n = cd_attr_ints(c->op, "shape", &a);
-        if (n < 1 || n > CD_MAX_RANK) return cd_op_fail(c, CD_E_MODEL, "shape attribute must have 1..%d entries", CD_MAX_RANK);
+        if (n < 1 || n > CD_MAX_RANK)
+            return cd_op_fail(c, CD_E_MODEL, "shape attribute must have 1..%d entries", CD_MAX_RANK);
         int64_t ii = cd_attr_int(c->op, "input_dim_idx", 0), oi = cd_attr_int(c->op, "output_dim_idx", 0);
         if (ii < 0 || ii >= x->shape.rank || oi < 0 || oi >= n)
-            return cd_op_fail(c, CD_E_MODEL, "input_dim_idx %lld / output_dim_idx %lld out of range", (long long)ii, (long long)oi);
+            return cd_op_fail(c, CD_E_MODEL, "input_dim_idx %lld / output_dim_idx %lld out of range", (long long)ii,
+                              (long long)oi);
         s.rank = n;
         for (int i = 0; i < n; i++) s.d[i] = a[i];
         s.d[oi] = x->shape.d[ii];
         for (int i = 0; i < n; i++)
             if (s.d[i] < 0) return cd_op_fail(c, CD_E_MODEL, "shape entry %d is negative", i);
-    } else if ((st = fill_shape(c, &s))) return st;
+    } else if ((st = fill_shape(c, &s)))
+        return st;
     double v;
     int64_t iv;
     bool ui;

@@ -26,7 +26,8 @@ cd_status cd_shape_fill_run(cd_op_ctx *c);
 cd_status cd_shape_cast_infer(cd_op_ctx *c);
 cd_status cd_shape_cast_run(cd_op_ctx *c);
 
-#define S(name, infer, run) {name, infer, run, CD_OPF_SHAPE, NULL, NULL}
+#define S(name, infer, run)                                                                                            \
+    { name, infer, run, CD_OPF_SHAPE, NULL, NULL }
 
 static const cd_op_def k_defs[] = {
     S("reshape", cd_shape_reshape_infer, cd_shape_copy_run),

@@ -8,7 +8,10 @@ static void TR_NAME(const TR_T *in, TR_T *out, const int64_t *od, const int64_t 
     const int64_t W = od[r - 1], sW = is[r - 1];
     CD_PAR_FOR(rows * W >= 65536, threads, int64_t, row, rows, {
         int64_t rem = row, off = 0;
-        for (int d = r - 2; d >= 0; d--) { off += (rem % od[d]) * is[d]; rem /= od[d]; }
+        for (int d = r - 2; d >= 0; d--) {
+            off += (rem % od[d]) * is[d];
+            rem /= od[d];
+        }
         const TR_T *src = in + off;
         TR_T *dst = out + row * W;
         for (int64_t j = 0; j < W; j++) dst[j] = src[j * sW];

@@ -25,9 +25,12 @@ cd_status cd_ops_tensor_ints(cd_op_ctx *c, const cd_value *v, const char *slot, 
     if (k < 0 || k > CD_OPS_MAXV)
         return cd_op_fail(c, CD_E_MODEL, "input %s holds %lld values (at most %d)", slot, (long long)k, CD_OPS_MAXV);
     if (!v->data)
-        return cd_op_fail(c, CD_E_UNSUPPORTED, "input %s is computed from run-time data; its value must be known "
-                          "when shapes are planned (only integer shape chains are evaluated then)", slot);
-    for (int64_t i = 0; i < k; i++) out[i] = v->dtype == CD_I32 ? ((const int32_t *)v->data)[i] : ((const int64_t *)v->data)[i];
+        return cd_op_fail(c, CD_E_UNSUPPORTED,
+                          "input %s is computed from run-time data; its value must be known "
+                          "when shapes are planned (only integer shape chains are evaluated then)",
+                          slot);
+    for (int64_t i = 0; i < k; i++)
+        out[i] = v->dtype == CD_I32 ? ((const int32_t *)v->data)[i] : ((const int64_t *)v->data)[i];
     *n = (int)k;
     return CD_OK;
 }

@@ -13,16 +13,16 @@
 #ifndef CD_CPU_PAR_H
 #define CD_CPU_PAR_H
 
-#define CD_PAR_FOR(PAR, THREADS, T, VAR, N, ...)                                                   \
-    do {                                                                                           \
-        const int cd_pf_nt_ = (THREADS);                                                           \
-        const T cd_pf_n_ = (N);                                                                    \
-        if ((PAR) && cd_pf_nt_ > 1) {                                                              \
-            _Pragma("omp parallel for num_threads(cd_pf_nt_) schedule(static)")                  \
-            for (T VAR = 0; VAR < cd_pf_n_; VAR++) __VA_ARGS__                                     \
-        } else {                                                                                   \
-            for (T VAR = 0; VAR < cd_pf_n_; VAR++) __VA_ARGS__                                     \
-        }                                                                                          \
+#define CD_PAR_FOR(PAR, THREADS, T, VAR, N, ...)                                                                       \
+    do {                                                                                                               \
+        const int cd_pf_nt_ = (THREADS);                                                                               \
+        const T cd_pf_n_ = (N);                                                                                        \
+        if ((PAR) && cd_pf_nt_ > 1) {                                                                                  \
+            _Pragma("omp parallel for num_threads(cd_pf_nt_) schedule(static)") for (T VAR = 0; VAR < cd_pf_n_; VAR++) \
+                __VA_ARGS__                                                                                            \
+        } else {                                                                                                       \
+            for (T VAR = 0; VAR < cd_pf_n_; VAR++) __VA_ARGS__                                                         \
+        }                                                                                                              \
     } while (0)
 
 #endif

@@ -64,10 +64,10 @@ int cd_cl_op_mode(const cd_plan *plan, const cd_backend_opts *o, int i, const cd
     if (def && (def->flags & CD_OPF_HOST)) return MODE_HOST;
     if (def && (def->flags & CD_OPF_SHAPE) && int_outputs(plan, op) &&
         !(float_activation_input(plan, op) && cd_cl_op_find(op->type)))
-        return MODE_HOST;   /* shape arithmetic on small integer tensors */
+        return MODE_HOST; /* shape arithmetic on small integer tensors */
     if (o->int8_on_arm &&
         cd_cpu_int8_claims(&(cd_op_ctx){.g = g, .op = op, .op_index = i, .vals = plan->meta, .prec = plan->prec}))
-        return MODE_ARM_INT8;   /* Paddle-Lite keeps int8 layers on its ARM kernels */
+        return MODE_ARM_INT8; /* Paddle-Lite keeps int8 layers on its ARM kernels */
     if ((*cldef = cd_cl_op_find(op->type))) return MODE_KERNEL;
     return MODE_FALLBACK;
 }
@@ -140,7 +140,10 @@ static void cl_close(cd_backend *b) {
     if (!b) return;
     clrt *r = b->impl;
     if (r) {
-        if (r->q) { r->cl.clFinish(r->q); clrt_release_op_state(r); }
+        if (r->q) {
+            r->cl.clFinish(r->q);
+            clrt_release_op_state(r);
+        }
         for (int t = 0; t < r->nt && r->bufs; t++) clrt_buf_unref(r, t);
         for (int t = 0; t < r->nt && r->host; t++) cd_value_release(&r->host[t]);
         for (int i = 0; i < r->n_prog; i++) {
@@ -177,8 +180,14 @@ static void cl_describe(cd_backend *b, char *device, size_t dn, char *driver, si
 }
 
 static const cd_backend_vt k_cl_vt = {
-    .name = "opencl", .prepare = cl_prepare, .set_input = cl_set_input, .run_op = clrt_run_op,
-    .read = cl_read, .release = cl_release, .close = cl_close, .describe = cl_describe,
+    .name = "opencl",
+    .prepare = cl_prepare,
+    .set_input = cl_set_input,
+    .run_op = clrt_run_op,
+    .read = cl_read,
+    .release = cl_release,
+    .close = cl_close,
+    .describe = cl_describe,
 };
 
 cd_status cd_opencl_backend_open(const cd_backend_opts *opts, cd_backend **out, cd_error *err) {
@@ -186,7 +195,10 @@ cd_status cd_opencl_backend_open(const cd_backend_opts *opts, cd_backend **out, 
     cd_backend *b = cd_calloc(1, sizeof *b, err);
     if (!b) return CD_E_NOMEM;
     clrt *r = cd_calloc(1, sizeof *r, err);
-    if (!r) { free(b); return CD_E_NOMEM; }
+    if (!r) {
+        free(b);
+        return CD_E_NOMEM;
+    }
     b->vt = &k_cl_vt;
     b->opts = *opts;
     b->impl = r;
@@ -194,7 +206,10 @@ cd_status cd_opencl_backend_open(const cd_backend_opts *opts, cd_backend **out, 
     r->cur_op = -1;
     cd_status st = cd_cl_load(opts->cl_lib, &r->cl, &r->search, err);
     if (!st) st = cd_cl_pick(&r->cl, opts->cl_platform, opts->cl_device, &r->pid, &r->dev, &r->info, err);
-    if (st) { cl_close(b); return st; }
+    if (st) {
+        cl_close(b);
+        return st;
+    }
     cl_int rc;
     cl_context_properties props[3] = {CL_CONTEXT_PLATFORM, (cl_context_properties)r->pid, 0};
     r->ctx = r->cl.clCreateContext(props, 1, &r->dev, NULL, NULL, &rc);

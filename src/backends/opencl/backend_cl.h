@@ -9,7 +9,10 @@
 #include "engine/backend.h"
 
 /* Generated from the kernels directory (every .cl file) by scripts/embed_kernels.cmake. */
-typedef struct { const char *name; const char *source; } cd_embedded_kernel;
+typedef struct {
+    const char *name;
+    const char *source;
+} cd_embedded_kernel;
 extern const cd_embedded_kernel cd_embedded_kernels[];
 extern const int cd_embedded_kernel_count;
 
@@ -18,8 +21,7 @@ extern const int cd_embedded_kernel_count;
 /* Called BEFORE each risky step: phase is "build", "run" or "read-back"; kernel is the
  * family (build) or kernel name (run), variant the cd_cl_variant_name. op_index -1 when
  * the step belongs to no op (reading a model output after the run). */
-typedef void (*cd_cl_phase_fn)(void *user, int op_index, const char *kernel, const char *variant,
-                               const char *phase);
+typedef void (*cd_cl_phase_fn)(void *user, int op_index, const char *kernel, const char *variant, const char *phase);
 void cd_opencl_set_phase_hook(cd_backend *b, cd_cl_phase_fn fn, void *user);
 /* Variant the backend builds its kernels in (valid after open). */
 cd_cl_variant cd_opencl_variant(const cd_backend *b);
@@ -43,6 +45,6 @@ const char *cd_cl_build_options(cd_cl_variant v, const cd_cl_devinfo *info);
  * failure returns CD_E_UNSUPPORTED, *log (malloc'd, may be NULL) holds the build log and
  * err starts with its first non-empty line. */
 cd_status cd_cl_build_program(const cd_clfn *cl, cl_context ctx, cl_device_id dev, const cd_cl_devinfo *info,
-                              const char *source, const char *options, cd_cl_cache *cache, cl_program *out,
-                              char **log, cd_error *err);
+                              const char *source, const char *options, cd_cl_cache *cache, cl_program *out, char **log,
+                              cd_error *err);
 #endif

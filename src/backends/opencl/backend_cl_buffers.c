@@ -29,7 +29,7 @@ cd_status clrt_buf_new(clrt *r, int id, size_t bytes, const void *init, cd_error
     size_t alloc = bytes ? bytes : 16;
     cl_mem_flags fl = CL_MEM_READ_WRITE | (init ? CL_MEM_COPY_HOST_PTR : 0);
     b->mem = r->cl.clCreateBuffer(r->ctx, fl, alloc, init && bytes ? (void *)init : NULL, &rc);
-    if (init && !bytes) {   /* COPY_HOST_PTR needs a pointer; nothing to copy anyway */
+    if (init && !bytes) { /* COPY_HOST_PTR needs a pointer; nothing to copy anyway */
         if (b->mem) r->cl.clReleaseMemObject(b->mem);
         b->mem = r->cl.clCreateBuffer(r->ctx, CL_MEM_READ_WRITE, alloc, NULL, &rc);
     }
@@ -37,8 +37,9 @@ cd_status clrt_buf_new(clrt *r, int id, size_t bytes, const void *init, cd_error
         free(b);
         return cd_err(err, rc == CL_OUT_OF_HOST_MEMORY ? CD_E_NOMEM : CD_E_BACKEND,
                       "clCreateBuffer(%zu bytes) for tensor '%s' failed: %s (device global memory %.1f MiB, "
-                      "max buffer %.1f MiB)", alloc, clrt_tname(r, id), cd_cl_err_name(rc),
-                      (double)r->info.global_mem / 1048576.0, (double)r->info.max_alloc / 1048576.0);
+                      "max buffer %.1f MiB)",
+                      alloc, clrt_tname(r, id), cd_cl_err_name(rc), (double)r->info.global_mem / 1048576.0,
+                      (double)r->info.max_alloc / 1048576.0);
     }
     b->bytes = bytes;
     b->refs = 1;
@@ -67,8 +68,9 @@ cd_status clrt_buf_get(clrt *r, int id, cl_mem *out, cd_error *err) {
 cd_status clrt_read_dev(clrt *r, int id, void *dst, size_t bytes, cd_error *err) {
     if (!bytes) return CD_OK;
     clbuf *bf = r->bufs[id];
-    if (!bf) return cd_err(err, CD_E_INTERNAL, "tensor '%s' (id %d) has no device buffer (never produced or released)",
-                           clrt_tname(r, id), id);
+    if (!bf)
+        return cd_err(err, CD_E_INTERNAL, "tensor '%s' (id %d) has no device buffer (never produced or released)",
+                      clrt_tname(r, id), id);
     if (bf->bytes < bytes)
         return cd_err(err, CD_E_INTERNAL, "tensor '%s' device buffer holds %zu bytes, %zu wanted", clrt_tname(r, id),
                       bf->bytes, bytes);

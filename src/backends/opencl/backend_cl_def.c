@@ -10,7 +10,6 @@
 
 extern const cd_backend_def cd_backend_def_opencl;
 
-
 static const cd_backend_optdef CL_OPTS[] = {
     {"lib", "PATH", "the OpenCL library to load (default: the ICD loader libOpenCL.so.1); --cl-lib"},
     {"platform", "NAME|INDEX", "platform by name substring or index; --cl-platform"},
@@ -26,9 +25,12 @@ static const cd_backend_optdef CL_OPTS[] = {
 static cd_status cl_bool_opt(const cd_backend_opts *bo, const char *key, bool *v, cd_error *err) {
     const char *s = cd_backend_opt(bo, "opencl", key);
     if (!s) return CD_OK;
-    if (!strcmp(s, "1") || !strcmp(s, "true") || !strcmp(s, "yes")) *v = true;
-    else if (!strcmp(s, "0") || !strcmp(s, "false") || !strcmp(s, "no")) *v = false;
-    else return cd_err(err, CD_E_USAGE, "--backend-opt opencl:%s=%s: expected 0 or 1", key, s);
+    if (!strcmp(s, "1") || !strcmp(s, "true") || !strcmp(s, "yes"))
+        *v = true;
+    else if (!strcmp(s, "0") || !strcmp(s, "false") || !strcmp(s, "no"))
+        *v = false;
+    else
+        return cd_err(err, CD_E_USAGE, "--backend-opt opencl:%s=%s: expected 0 or 1", key, s);
     return CD_OK;
 }
 
@@ -60,7 +62,10 @@ static cd_status cl_placement(const cd_runner_req *q, cd_op_place *out, char *no
         o->supported = p->defs[i] != NULL;
         const char *type = p->g->ops[i].type;
         switch (m) {
-        case MODE_FEED: snprintf(o->where, sizeof o->where, "host"); snprintf(o->kernel, sizeof o->kernel, "feed"); break;
+        case MODE_FEED:
+            snprintf(o->where, sizeof o->where, "host");
+            snprintf(o->kernel, sizeof o->kernel, "feed");
+            break;
         case MODE_IDENTITY:
             snprintf(o->where, sizeof o->where, "none");
             snprintf(o->why, sizeof o->why, "%s passes its input through (no kernel)", type);

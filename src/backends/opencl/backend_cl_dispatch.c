@@ -33,7 +33,10 @@ static clprog *ensure_prog(clrt *r, int op_index, const char *family, cd_error *
     if (r->n_prog == r->cap_prog) {
         int nc = r->cap_prog ? r->cap_prog * 2 : 16;
         clprog *np = realloc(r->progs, (size_t)nc * sizeof *np);
-        if (!np) { cd_err(err, CD_E_NOMEM, "out of memory"); return NULL; }
+        if (!np) {
+            cd_err(err, CD_E_NOMEM, "out of memory");
+            return NULL;
+        }
         r->progs = np;
         r->cap_prog = nc;
     }
@@ -64,7 +67,10 @@ static cd_status cb_kernel(cd_cl_ctx *c, const char *family, const char *name, c
         return cd_err(err, CD_E_UNSUPPORTED, "kernel %s (%s) failed to build: %s", family,
                       cd_cl_variant_name(r->variant), p->why ? p->why : "unknown reason");
     for (int i = 0; i < p->n_k; i++)
-        if (!strcmp(p->kernels[i].name, name)) { *out = p->kernels[i].k; return CD_OK; }
+        if (!strcmp(p->kernels[i].name, name)) {
+            *out = p->kernels[i].k;
+            return CD_OK;
+        }
     cl_int rc;
     cl_kernel k = r->cl.clCreateKernel(p->prog, name, &rc);
     if (!k || rc != CL_SUCCESS)
@@ -73,7 +79,10 @@ static cd_status cb_kernel(cd_cl_ctx *c, const char *family, const char *name, c
     if (p->n_k == p->cap_k) {
         int nc = p->cap_k ? p->cap_k * 2 : 8;
         void *nk = realloc(p->kernels, (size_t)nc * sizeof *p->kernels);
-        if (!nk) { r->cl.clReleaseKernel(k); return cd_err(err, CD_E_NOMEM, "out of memory"); }
+        if (!nk) {
+            r->cl.clReleaseKernel(k);
+            return cd_err(err, CD_E_NOMEM, "out of memory");
+        }
         p->kernels = nk;
         p->cap_k = nc;
     }
@@ -84,7 +93,10 @@ static cd_status cb_kernel(cd_cl_ctx *c, const char *family, const char *name, c
 }
 
 static void fmt_dims(char *buf, size_t n, cl_uint dims, const size_t *v) {
-    if (!v) { snprintf(buf, n, "auto"); return; }
+    if (!v) {
+        snprintf(buf, n, "auto");
+        return;
+    }
     size_t u = 0;
     buf[0] = 0;
     for (cl_uint i = 0; i < dims && u < n; i++) {
@@ -101,12 +113,15 @@ static cd_status cb_launch(cd_cl_ctx *c, cl_kernel k, cl_uint dims, const size_t
     /* kernel name for the phase record and messages */
     for (int i = 0; i < r->n_prog && kname[0] == '?'; i++)
         for (int j = 0; j < r->progs[i].n_k; j++)
-            if (r->progs[i].kernels[j].k == k) { snprintf(kname, sizeof kname, "%s", r->progs[i].kernels[j].name); break; }
+            if (r->progs[i].kernels[j].k == k) {
+                snprintf(kname, sizeof kname, "%s", r->progs[i].kernels[j].name);
+                break;
+            }
     if (dims < 1 || dims > 3)
-        return cd_err(err, CD_E_INTERNAL, "op #%d %s: kernel %s launched with %u dimensions", c->op_index,
-                      c->op->name, kname, (unsigned)dims);
+        return cd_err(err, CD_E_INTERNAL, "op #%d %s: kernel %s launched with %u dimensions", c->op_index, c->op->name,
+                      kname, (unsigned)dims);
     for (cl_uint i = 0; i < dims; i++)
-        if (global[i] == 0) return CD_OK;   /* empty tensor: nothing to do */
+        if (global[i] == 0) return CD_OK; /* empty tensor: nothing to do */
     if (r->n_ev == r->cap_ev) {
         int nc = r->cap_ev ? r->cap_ev * 2 : 8;
         cl_event *ne = realloc(r->ev, (size_t)nc * sizeof *ne);
@@ -121,8 +136,8 @@ static cd_status cb_launch(cd_cl_ctx *c, cl_kernel k, cl_uint dims, const size_t
         char g[64], l[64];
         fmt_dims(g, sizeof g, dims, global);
         fmt_dims(l, sizeof l, dims, local);
-        return cd_err(err, CD_E_BACKEND, "clEnqueueNDRangeKernel(kernel %s, global %s, local %s) failed: %s",
-                      kname, g, l, cd_cl_err_name(rc));
+        return cd_err(err, CD_E_BACKEND, "clEnqueueNDRangeKernel(kernel %s, global %s, local %s) failed: %s", kname, g,
+                      l, cd_cl_err_name(rc));
     }
     r->ev[r->n_ev++] = ev;
     return CD_OK;
@@ -133,15 +148,18 @@ static cl_mem cb_scratch(cd_cl_ctx *c, size_t bytes, cd_error *err) {
     if (r->n_scr == r->cap_scr) {
         int nc = r->cap_scr ? r->cap_scr * 2 : 4;
         cl_mem *ns = realloc(r->scratch, (size_t)nc * sizeof *ns);
-        if (!ns) { cd_err(err, CD_E_NOMEM, "out of memory"); return NULL; }
+        if (!ns) {
+            cd_err(err, CD_E_NOMEM, "out of memory");
+            return NULL;
+        }
         r->scratch = ns;
         r->cap_scr = nc;
     }
     cl_int rc;
     cl_mem m = r->cl.clCreateBuffer(r->ctx, CL_MEM_READ_WRITE, bytes ? bytes : 16, NULL, &rc);
     if (!m || rc != CL_SUCCESS) {
-        cd_err(err, CD_E_BACKEND, "op #%d %s: scratch clCreateBuffer(%zu bytes) failed: %s", c->op_index,
-               c->op->name, bytes, cd_cl_err_name(rc));
+        cd_err(err, CD_E_BACKEND, "op #%d %s: scratch clCreateBuffer(%zu bytes) failed: %s", c->op_index, c->op->name,
+               bytes, cd_cl_err_name(rc));
         return NULL;
     }
     r->scratch[r->n_scr++] = m;
@@ -155,8 +173,8 @@ static cd_status check_feed(clrt *r, int i, cd_error *err) {
         for (int k = 0; k < op->out[s].n; k++) {
             int id = op->out[s].ids[k];
             if (id >= 0 && !r->bufs[id])
-                return cd_err(err, CD_E_INTERNAL, "op #%d %s (feed): model input '%s' was not set before the run",
-                              i, op->name, clrt_tname(r, id));
+                return cd_err(err, CD_E_INTERNAL, "op #%d %s (feed): model input '%s' was not set before the run", i,
+                              op->name, clrt_tname(r, id));
         }
     return CD_OK;
 }
@@ -170,11 +188,14 @@ typedef void (*cd_faultinj_fn)(int op, const char *type, const char *layer, void
 static void faultinj_hook(clrt *r, int i, const cd_op *op) {
     static int looked;
     static cd_faultinj_fn fn;
-    if (!looked) { looked = 1; *(void **)&fn = dlsym(RTLD_DEFAULT, "cldiff_faultinj_op"); }
+    if (!looked) {
+        looked = 1;
+        *(void **)&fn = dlsym(RTLD_DEFAULT, "cldiff_faultinj_op");
+    }
     int id = op->n_out > 0 && op->out[0].n > 0 ? op->out[0].ids[0] : -1;
     if (fn && id >= 0 && r->bufs[id])
-        fn(i, op->type, op->name, r->bufs[id]->mem, r->bufs[id]->bytes, (int)r->plan->meta[id].dtype,
-           r->shape[id].rank, r->shape[id].d);
+        fn(i, op->type, op->name, r->bufs[id]->mem, r->bufs[id]->bytes, (int)r->plan->meta[id].dtype, r->shape[id].rank,
+           r->shape[id].d);
 }
 
 /* Op i on its OpenCL kernel. A kernel that cannot run the op leaves the reason in why (the
@@ -204,14 +225,26 @@ static cd_status run_kernel(clrt *r, int i, cd_op_report *rep, char *why, size_t
             st = clrt_buf_new(r, id, clrt_tensor_bytes(r, id), NULL, err);
         }
     if (st) return st;
-    cd_cl_ctx c = {.cl = &r->cl, .context = r->ctx, .queue = r->q, .device = r->dev,
-                   .cpu_device = !strcmp(r->info.type, "CPU") && !getenv("CLDIFF_CL_GPU_KERNELS"), .plan = plan, .op = op,
-                   .op_index = i, .variant = r->variant, .buf = cb_buf, .kernel = cb_kernel,
-                   .launch = cb_launch, .scratch = cb_scratch, .rt = r};
+    cd_cl_ctx c = {.cl = &r->cl,
+                   .context = r->ctx,
+                   .queue = r->q,
+                   .device = r->dev,
+                   .cpu_device = !strcmp(r->info.type, "CPU") && !getenv("CLDIFF_CL_GPU_KERNELS"),
+                   .plan = plan,
+                   .op = op,
+                   .op_index = i,
+                   .variant = r->variant,
+                   .buf = cb_buf,
+                   .kernel = cb_kernel,
+                   .launch = cb_launch,
+                   .scratch = cb_scratch,
+                   .rt = r};
     faultinj_hook(r, i, op);
     st = d->enqueue(&c, &e);
-    if (!st) st = clrt_finish_op(r, &rep->kernel_us, &e);
-    else clrt_release_op_state(r);
+    if (!st)
+        st = clrt_finish_op(r, &rep->kernel_us, &e);
+    else
+        clrt_release_op_state(r);
     snprintf(rep->kernel, sizeof rep->kernel, "%s:%s", d->family, vn);
     if (st == CD_E_UNSUPPORTED || st == CD_E_BACKEND) {
         /* the kernel cannot run this op (attribute it lacks, build or enqueue failure):
@@ -261,21 +294,18 @@ cd_status clrt_run_op(cd_backend *b, int i, cd_op_report *rep, cd_error *err) {
                  plan->defs[i]->flags & CD_OPF_HOST ? "detection post-processing" : "shape arithmetic");
         st = clrt_run_on_host(r, i, err);
         break;
-    case MODE_KERNEL:
-        st = run_kernel(r, i, rep, why, sizeof why, &t0, err);
-        break;
+    case MODE_KERNEL: st = run_kernel(r, i, rep, why, sizeof why, &t0, err); break;
     case MODE_ARM_INT8:
         /* Paddle-Lite's OpenCL backend has no int8 kernels: its kernel pick keeps int8 layers
          * on the ARM int8 kernels (docs/int8.md §4); so does this run */
         snprintf(rep->where, sizeof rep->where, "arm-int8");
-        snprintf(rep->note, sizeof rep->note, "int8 layer on the ARM int8 kernel, as Paddle-Lite places it "
+        snprintf(rep->note, sizeof rep->note,
+                 "int8 layer on the ARM int8 kernel, as Paddle-Lite places it "
                  "(--int8-placement gpu: float OpenCL kernel)");
         st = clrt_run_on_host(r, i, err);
         if (!st) snprintf(rep->kernel, sizeof rep->kernel, "%s", r->host_kernel);
         break;
-    default:
-        snprintf(why, sizeof why, "no OpenCL kernel for op type %s", op->type);
-        break;
+    default: snprintf(why, sizeof why, "no OpenCL kernel for op type %s", op->type); break;
     }
     if (!st && why[0]) {
         snprintf(rep->where, sizeof rep->where, "cpu-fallback");

@@ -25,11 +25,16 @@ cd_status clrt_run_on_host(clrt *r, int i, cd_error *err) {
     const cd_graph *g = plan->g;
     const cd_op *op = &g->ops[i];
     const cd_op_def *def = plan->defs[i];
-    cd_op_ctx c = {.g = g, .op = op, .op_index = i, .vals = r->host, .prec = plan->prec,
-                   .threads = r->b->opts.threads > 0 ? r->b->opts.threads : 1, .err = err};
+    cd_op_ctx c = {.g = g,
+                   .op = op,
+                   .op_index = i,
+                   .vals = r->host,
+                   .prec = plan->prec,
+                   .threads = r->b->opts.threads > 0 ? r->b->opts.threads : 1,
+                   .err = err};
     if (!def || !def->run) return cd_op_fail(&c, CD_E_UNSUPPORTED, "no CPU kernel for op type '%s'", op->type);
     cd_status st = CD_OK;
-    bool reinfer = false;  /* an input's run-time shape differs from the plan (after nms) */
+    bool reinfer = false; /* an input's run-time shape differs from the plan (after nms) */
     for (int s = 0; s < op->n_in && !st; s++)
         for (int k = 0; k < op->in[s].n && !st; k++) {
             int id = op->in[s].ids[k];
@@ -118,7 +123,7 @@ cd_status clrt_run_identity(clrt *r, int i, bool *need_host, cd_error *err) {
             if (id < 0) continue;
             if (r->plan->meta[id].dtype != r->plan->meta[src].dtype ||
                 cd_shape_numel(&r->plan->meta[id].shape) != cd_shape_numel(&r->shape[src])) {
-                *need_host = true;   /* a converting identity (dtype or size change): CPU kernel */
+                *need_host = true; /* a converting identity (dtype or size change): CPU kernel */
                 return CD_OK;
             }
         }

@@ -6,7 +6,7 @@
 #include "backends/opencl/loader.h"
 #include "backends/cpu/ops_int8.h"
 
-typedef struct clbuf {   /* a device buffer shared by identity-aliased tensors */
+typedef struct clbuf { /* a device buffer shared by identity-aliased tensors */
     cl_mem mem;
     size_t bytes;
     int refs;
@@ -14,11 +14,14 @@ typedef struct clbuf {   /* a device buffer shared by identity-aliased tensors *
 
 typedef struct clprog {
     char family[64];
-    cl_program prog;     /* NULL when the build failed */
-    char *why;           /* first log line of a failed build */
+    cl_program prog; /* NULL when the build failed */
+    char *why;       /* first log line of a failed build */
     char *log;
     int n_k, cap_k;
-    struct { char name[64]; cl_kernel k; } *kernels;
+    struct {
+        char name[64];
+        cl_kernel k;
+    } * kernels;
 } clprog;
 
 enum { MODE_FEED, MODE_IDENTITY, MODE_KERNEL, MODE_HOST, MODE_FALLBACK, MODE_ARM_INT8 };
@@ -39,11 +42,11 @@ typedef struct clrt {
     char variant_note[256];
     const cd_plan *plan;
     int nt;
-    clbuf **bufs;        /* per tensor id */
-    cd_shape *shape;     /* current shape per tensor (dynamic ops shrink it) */
-    cd_value *host;      /* scratch host values for fallback ops */
-    int *mode;           /* per op */
-    char host_kernel[64];  /* the CPU int8 kernel that ran the last MODE_ARM_INT8 op */
+    clbuf **bufs;         /* per tensor id */
+    cd_shape *shape;      /* current shape per tensor (dynamic ops shrink it) */
+    cd_value *host;       /* scratch host values for fallback ops */
+    int *mode;            /* per op */
+    char host_kernel[64]; /* the CPU int8 kernel that ran the last MODE_ARM_INT8 op */
     const cd_cl_op_def **cldef;
     int n_prog, cap_prog;
     clprog *progs;
@@ -54,7 +57,7 @@ typedef struct clrt {
     int n_scr, cap_scr;
     cd_cl_phase_fn phase;
     void *phase_user;
-    int cur_op;          /* last op run_op was called for (read-back phase records) */
+    int cur_op; /* last op run_op was called for (read-back phase records) */
 } clrt;
 
 static inline void clrt_phase(clrt *r, int op, const char *kernel, const char *ph) {

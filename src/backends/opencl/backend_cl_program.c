@@ -31,7 +31,12 @@ static char *read_text(const char *path, cd_error *err) {
                 return NULL;
             }
             char *nb = realloc(buf, nc);
-            if (!nb) { free(buf); fclose(f); cd_err(err, CD_E_NOMEM, "out of memory reading %s", path); return NULL; }
+            if (!nb) {
+                free(buf);
+                fclose(f);
+                cd_err(err, CD_E_NOMEM, "out of memory reading %s", path);
+                return NULL;
+            }
             buf = nb;
             cap = nc;
         }
@@ -61,12 +66,16 @@ char *cd_cl_kernel_source(const char *kernel_dir, const char *file, char *origin
             if (origin) snprintf(origin, on, "%s", path);
             return s;
         }
-        if (e2.code) { if (err) *err = e2; return NULL; }
+        if (e2.code) {
+            if (err) *err = e2;
+            return NULL;
+        }
     }
     const cd_embedded_kernel *k = embedded(file);
     if (!k) {
         cd_err(err, CD_E_USAGE, "no OpenCL kernel source %s (not embedded in this build%s%s)", file,
-               kernel_dir && *kernel_dir ? " and not in --kernel-dir " : "", kernel_dir && *kernel_dir ? kernel_dir : "");
+               kernel_dir && *kernel_dir ? " and not in --kernel-dir " : "",
+               kernel_dir && *kernel_dir ? kernel_dir : "");
         return NULL;
     }
     if (origin) snprintf(origin, on, "embedded");
@@ -102,7 +111,8 @@ int cd_cl_kernel_files(const char *kernel_dir, char ***names, cd_error *err) {
     *names = NULL;
     int n = 0, cap = 0;
     for (int i = 0; cd_embedded_kernels[i].name; i++)
-        if (strcmp(cd_embedded_kernels[i].name, CD_CL_PRELUDE) && !push_name(names, &n, &cap, cd_embedded_kernels[i].name))
+        if (strcmp(cd_embedded_kernels[i].name, CD_CL_PRELUDE) &&
+            !push_name(names, &n, &cap, cd_embedded_kernels[i].name))
             goto oom;
     if (kernel_dir && *kernel_dir) {
         DIR *d = opendir(kernel_dir);
@@ -135,10 +145,13 @@ oom:
 const char *cd_cl_build_options(cd_cl_variant v, const cd_cl_devinfo *info) {
     bool cr = info && info->correct_div;
     switch (v) {
-    case CD_CLV_FP16: return cr ? "-cl-std=CL1.2 -DCD_FP16=1 -cl-fp32-correctly-rounded-divide-sqrt" : "-cl-std=CL1.2 -DCD_FP16=1";
+    case CD_CLV_FP16:
+        return cr ? "-cl-std=CL1.2 -DCD_FP16=1 -cl-fp32-correctly-rounded-divide-sqrt" : "-cl-std=CL1.2 -DCD_FP16=1";
     case CD_CLV_FP16_COMPUTE:
-        return cr ? "-cl-std=CL1.2 -DCD_FP16_COMPUTE=1 -cl-fp32-correctly-rounded-divide-sqrt" : "-cl-std=CL1.2 -DCD_FP16_COMPUTE=1";
-    default: return cr ? "-cl-std=CL1.2 -DCD_FP32=1 -cl-fp32-correctly-rounded-divide-sqrt" : "-cl-std=CL1.2 -DCD_FP32=1";
+        return cr ? "-cl-std=CL1.2 -DCD_FP16_COMPUTE=1 -cl-fp32-correctly-rounded-divide-sqrt"
+                  : "-cl-std=CL1.2 -DCD_FP16_COMPUTE=1";
+    default:
+        return cr ? "-cl-std=CL1.2 -DCD_FP32=1 -cl-fp32-correctly-rounded-divide-sqrt" : "-cl-std=CL1.2 -DCD_FP32=1";
     }
 }
 
@@ -149,13 +162,18 @@ char *cd_cl_program_source(const char *kernel_dir, const char *family, cd_cl_var
     char *pre = cd_cl_kernel_source(kernel_dir, CD_CL_PRELUDE, NULL, 0, err);
     if (!pre) return NULL;
     char *src = cd_cl_kernel_source(kernel_dir, file, NULL, 0, err);
-    if (!src) { free(pre); return NULL; }
+    if (!src) {
+        free(pre);
+        return NULL;
+    }
     const char *pragma = v == CD_CLV_FP16_COMPUTE ? "#pragma OPENCL EXTENSION cl_khr_fp16 : enable\n" : "";
     /* the kinds are this binary's (engine/op_list.h), whichever folder the kernels come from */
     size_t n = strlen(pragma) + strlen(pre) + strlen(cd_cl_op_kinds) + strlen(src) + strlen(file) + 64;
     char *out = malloc(n);
-    if (out) snprintf(out, n, "%s%s\n%s#line 1 \"%s\"\n%s", pragma, pre, cd_cl_op_kinds, file, src);
-    else cd_err(err, CD_E_NOMEM, "out of memory assembling kernel %s", file);
+    if (out)
+        snprintf(out, n, "%s%s\n%s#line 1 \"%s\"\n%s", pragma, pre, cd_cl_op_kinds, file, src);
+    else
+        cd_err(err, CD_E_NOMEM, "out of memory assembling kernel %s", file);
     free(pre);
     free(src);
     return out;
@@ -166,7 +184,10 @@ static char *build_log(const cd_clfn *cl, cl_program p, cl_device_id dev) {
     if (cl->clGetProgramBuildInfo(p, dev, CL_PROGRAM_BUILD_LOG, 0, NULL, &n) != CL_SUCCESS || n == 0) return NULL;
     char *s = malloc(n + 1);
     if (!s) return NULL;
-    if (cl->clGetProgramBuildInfo(p, dev, CL_PROGRAM_BUILD_LOG, n, s, NULL) != CL_SUCCESS) { free(s); return NULL; }
+    if (cl->clGetProgramBuildInfo(p, dev, CL_PROGRAM_BUILD_LOG, n, s, NULL) != CL_SUCCESS) {
+        free(s);
+        return NULL;
+    }
     s[n] = 0;
     return s;
 }
@@ -200,9 +221,12 @@ static cd_status build_from_source(const cd_clfn *cl, cl_context ctx, cl_device_
         char fl[300];
         first_line(l, fl, sizeof fl);
         cl->clReleaseProgram(p);
-        cd_err(err, CD_E_UNSUPPORTED, "%s (clBuildProgram: %s, options \"%s\")", fl[0] ? fl : "build failed without a log",
-               cd_cl_err_name(rc), options);
-        if (log) *log = l; else free(l);
+        cd_err(err, CD_E_UNSUPPORTED, "%s (clBuildProgram: %s, options \"%s\")",
+               fl[0] ? fl : "build failed without a log", cd_cl_err_name(rc), options);
+        if (log)
+            *log = l;
+        else
+            free(l);
         return CD_E_UNSUPPORTED;
     }
     *out = p;
@@ -210,8 +234,8 @@ static cd_status build_from_source(const cd_clfn *cl, cl_context ctx, cl_device_
 }
 
 cd_status cd_cl_build_program(const cd_clfn *cl, cl_context ctx, cl_device_id dev, const cd_cl_devinfo *info,
-                              const char *source, const char *options, cd_cl_cache *cache, cl_program *out,
-                              char **log, cd_error *err) {
+                              const char *source, const char *options, cd_cl_cache *cache, cl_program *out, char **log,
+                              cd_error *err) {
     *out = NULL;
     if (log) *log = NULL;
     cd_cl_cache_key key;

@@ -10,7 +10,7 @@
 #include "util/sha256.h"
 
 #define CACHE_MAGIC "CLDIFFCACHE 1\n"
-#define CACHE_MAX_ENTRY (512u << 20)   /* larger files are not ours */
+#define CACHE_MAX_ENTRY (512u << 20) /* larger files are not ours */
 
 static int mkdir_p(const char *path) {
     char tmp[1024];
@@ -33,11 +33,15 @@ void cd_cl_cache_open(cd_cl_cache *c, const char *dir, bool disabled) {
         return;
     }
     const char *xdg = getenv("XDG_CACHE_HOME"), *home = getenv("HOME");
-    if (dir && *dir) snprintf(c->dir, sizeof c->dir, "%s", dir);
-    else if (xdg && *xdg == '/') snprintf(c->dir, sizeof c->dir, "%.1000s/cldiff", xdg);
-    else if (home && *home) snprintf(c->dir, sizeof c->dir, "%.1000s/.cache/cldiff", home);
+    if (dir && *dir)
+        snprintf(c->dir, sizeof c->dir, "%s", dir);
+    else if (xdg && *xdg == '/')
+        snprintf(c->dir, sizeof c->dir, "%.1000s/cldiff", xdg);
+    else if (home && *home)
+        snprintf(c->dir, sizeof c->dir, "%.1000s/.cache/cldiff", home);
     else {
-        snprintf(c->note, sizeof c->note, "program cache disabled: neither XDG_CACHE_HOME nor HOME is set "
+        snprintf(c->note, sizeof c->note,
+                 "program cache disabled: neither XDG_CACHE_HOME nor HOME is set "
                  "(pass --cache-dir DIR to enable it)");
         return;
     }
@@ -96,7 +100,10 @@ bool cd_cl_cache_get(cd_cl_cache *c, const cd_cl_cache_key *key, uint8_t **bin, 
     char path[1024];
     cd_cl_cache_path(c, key, path, sizeof path);
     FILE *f = fopen(path, "rb");
-    if (!f) { c->misses++; return false; }
+    if (!f) {
+        c->misses++;
+        return false;
+    }
     struct stat st;
     if (fstat(fileno(f), &st) != 0 || st.st_size <= 0 || (uint64_t)st.st_size > CACHE_MAX_ENTRY) {
         fclose(f);
@@ -106,21 +113,31 @@ bool cd_cl_cache_get(cd_cl_cache *c, const cd_cl_cache_key *key, uint8_t **bin, 
     }
     size_t sz = (size_t)st.st_size;
     char *buf = malloc(sz + 1);
-    if (!buf) { fclose(f); c->misses++; return false; }
+    if (!buf) {
+        fclose(f);
+        c->misses++;
+        return false;
+    }
     size_t got = fread(buf, 1, sz, f);
     fclose(f);
     buf[got] = 0;
-    c->misses++;   /* undone below on a hit */
+    c->misses++; /* undone below on a hit */
     char *kt = key_text(key);
-    if (!kt) { free(buf); return false; }
+    if (!kt) {
+        free(buf);
+        return false;
+    }
     size_t ml = strlen(CACHE_MAGIC), kl = strlen(kt);
     const char *why = NULL;
     unsigned long long size = 0;
     char sum[65] = "";
     char *payload = NULL;
-    if (got != sz) why = "short read";
-    else if (got < ml + kl || memcmp(buf, CACHE_MAGIC, ml) != 0) why = "not a cldiff cache entry";
-    else if (memcmp(buf + ml, kt, kl) != 0) why = "key in the header differs (hash collision or foreign file)";
+    if (got != sz)
+        why = "short read";
+    else if (got < ml + kl || memcmp(buf, CACHE_MAGIC, ml) != 0)
+        why = "not a cldiff cache entry";
+    else if (memcmp(buf + ml, kt, kl) != 0)
+        why = "key in the header differs (hash collision or foreign file)";
     else {
         char *p = buf + ml + kl;
         char expect[128];
@@ -132,7 +149,8 @@ bool cd_cl_cache_get(cd_cl_cache *c, const cd_cl_cache_key *key, uint8_t **bin, 
             payload = p + strlen(expect);
             {
                 size_t have = got - (size_t)(payload - buf);
-                if (have != size) why = "size in the header differs from the stored binary (truncated entry)";
+                if (have != size)
+                    why = "size in the header differs from the stored binary (truncated entry)";
                 else {
                     uint8_t d[32];
                     char hex[65];
@@ -150,7 +168,10 @@ bool cd_cl_cache_get(cd_cl_cache *c, const cd_cl_cache_key *key, uint8_t **bin, 
         return false;
     }
     uint8_t *out = malloc(size ? size : 1);
-    if (!out) { free(buf); return false; }
+    if (!out) {
+        free(buf);
+        return false;
+    }
     memcpy(out, payload, size);
     free(buf);
     c->misses--;
@@ -179,8 +200,7 @@ void cd_cl_cache_put(cd_cl_cache *c, const cd_cl_cache_key *key, const uint8_t *
         free(kt);
         return;
     }
-    bool ok = fprintf(f, "%s%ssize %zu\nsha256 %s\n\n", CACHE_MAGIC, kt, n, hex) > 0 &&
-              fwrite(bin, 1, n, f) == n;
+    bool ok = fprintf(f, "%s%ssize %zu\nsha256 %s\n\n", CACHE_MAGIC, kt, n, hex) > 0 && fwrite(bin, 1, n, f) == n;
     ok = (fflush(f) == 0) && ok;
     ok = (fsync(fileno(f)) == 0) && ok;
     ok = (fclose(f) == 0) && ok;

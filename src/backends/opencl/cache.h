@@ -13,7 +13,7 @@
 typedef struct cd_cl_cache {
     bool enabled;
     char dir[1024];
-    char note[512];      /* last thing worth telling the user (entry rejected, dir unusable) */
+    char note[512]; /* last thing worth telling the user (entry rejected, dir unusable) */
     int hits, misses, rejected, stored;
 } cd_cl_cache;
 

@@ -18,9 +18,9 @@ typedef struct cd_cl_ctx cd_cl_ctx;
 struct cd_cl_ctx {
     const cd_clfn *cl;
     cl_context context;
-    cl_command_queue queue;   /* created with CL_QUEUE_PROFILING_ENABLE */
+    cl_command_queue queue; /* created with CL_QUEUE_PROFILING_ENABLE */
     cl_device_id device;
-    bool cpu_device;          /* CL_DEVICE_TYPE_CPU (PoCL ...): CPU-shaped kernels where they exist */
+    bool cpu_device; /* CL_DEVICE_TYPE_CPU (PoCL ...): CPU-shaped kernels where they exist */
     const cd_plan *plan;
     const cd_op *op;
     int op_index;
@@ -34,23 +34,26 @@ struct cd_cl_ctx {
      * then runs the op on the CPU and records why. */
     cd_status (*kernel)(cd_cl_ctx *c, const char *family, const char *name, cl_kernel *out, cd_error *err);
     /* Enqueues a kernel (1-3 dims, local may be NULL) and records its event for profiling. */
-    cd_status (*launch)(cd_cl_ctx *c, cl_kernel k, cl_uint dims, const size_t *global,
-                        const size_t *local, cd_error *err);
+    cd_status (*launch)(cd_cl_ctx *c, cl_kernel k, cl_uint dims, const size_t *global, const size_t *local,
+                        cd_error *err);
     /* Scratch device buffer valid until the op finishes. */
     cl_mem (*scratch)(cd_cl_ctx *c, size_t bytes, cd_error *err);
-    void *rt;                 /* runtime private */
+    void *rt; /* runtime private */
 };
 
 /* One dispatcher per op type. enqueue sets args and launches; it must not block. */
 typedef struct cd_cl_op_def {
     const char *type;
-    const char *family;       /* kernels/<family>.cl */
+    const char *family; /* kernels/<family>.cl */
     cd_status (*enqueue)(cd_cl_ctx *c, cd_error *err);
 } cd_cl_op_def;
 
 /* Registry over all families (cl_ops_registry.c); NULL when the op has no kernel. */
 const cd_cl_op_def *cd_cl_op_find(const char *type);
-typedef struct { const cd_cl_op_def *defs; int n; } cd_cl_op_table;
+typedef struct {
+    const cd_cl_op_def *defs;
+    int n;
+} cd_cl_op_table;
 
 /* Helper for dispatchers: sets kernel arg i from a value, failing with the op named. */
 cd_status cd_cl_arg(cd_cl_ctx *c, cl_kernel k, cl_uint i, size_t size, const void *val, cd_error *err);

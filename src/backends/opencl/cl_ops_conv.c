@@ -5,7 +5,6 @@
 #include <stdio.h>
 #include <string.h>
 
-
 typedef struct {
     int x, w, b, res, alpha, y;
     int64_t N, Cin, H, W, Cout, Ho, Wo, KH, KW, groups;
@@ -17,10 +16,17 @@ typedef struct {
 static cd_status read_ints2(cd_cl_ctx *c, const char *name, int64_t dflt, int64_t out[2], cd_error *err) {
     const int64_t *v;
     int n = cd_attr_ints(c->op, name, &v);
-    if (n == 0) { out[0] = out[1] = dflt; return CD_OK; }
-    if (n == 1) { out[0] = out[1] = v[0]; }
-    else if (n == 2) { out[0] = v[0]; out[1] = v[1]; }
-    else return clu_fail(c, err, CD_E_MODEL, "attribute %s has %d values; a 2-D op takes 2", name, n);
+    if (n == 0) {
+        out[0] = out[1] = dflt;
+        return CD_OK;
+    }
+    if (n == 1) {
+        out[0] = out[1] = v[0];
+    } else if (n == 2) {
+        out[0] = v[0];
+        out[1] = v[1];
+    } else
+        return clu_fail(c, err, CD_E_MODEL, "attribute %s has %d values; a 2-D op takes 2", name, n);
     if (out[0] <= 0 || out[1] <= 0)
         return clu_fail(c, err, CD_E_MODEL, "attribute %s = [%lld, %lld] must be positive", name, (long long)out[0],
                         (long long)out[1]);
@@ -63,11 +69,12 @@ static cd_status conv_common(cd_cl_ctx *c, conv_args *a, bool transpose, cd_erro
     /* The planner derived the output size from the same rule; a disagreement is a bug. */
     for (int i = 0; i < 2; i++) {
         int64_t in = hw[i], st = a->stride[i], d = a->dil[i], kk = k[i], pb = a->pads[2 * i], pe = a->pads[2 * i + 1];
-        int64_t base = transpose ? (in - 1) * st - pb - pe + d * (kk - 1) + 1 : (in + pb + pe - (d * (kk - 1) + 1)) / st + 1;
+        int64_t base =
+            transpose ? (in - 1) * st - pb - pe + d * (kk - 1) + 1 : (in + pb + pe - (d * (kk - 1) + 1)) / st + 1;
         int64_t got = ys->d[2 + i];
         if (transpose ? (got < base || got >= base + (st > d ? st : d)) : got != base)
-            return clu_fail(c, err, CD_E_INTERNAL, "planned output dim %d is %lld but the attributes give %lld",
-                            2 + i, (long long)got, (long long)base);
+            return clu_fail(c, err, CD_E_INTERNAL, "planned output dim %d is %lld but the attributes give %lld", 2 + i,
+                            (long long)got, (long long)base);
     }
     cd_op_ctx oc;
     clu_op_ctx(c, &oc, err);
@@ -87,16 +94,20 @@ static cd_status conv_common(cd_cl_ctx *c, conv_args *a, bool transpose, cd_erro
     const char *fe = cd_attr_str(c->op, "fuse_elementwise_op_type", "");
     if (!transpose && fe[0]) {
         if (strcmp(fe, "elementwise_add") && strcmp(fe, "fusion_elementwise_add_activation"))
-            return clu_fail(c, err, CD_E_MODEL, "fuse_elementwise_op_type '%s' is not elementwise_add or "
-                            "fusion_elementwise_add_activation", fe);
+            return clu_fail(c, err, CD_E_MODEL,
+                            "fuse_elementwise_op_type '%s' is not elementwise_add or "
+                            "fusion_elementwise_add_activation",
+                            fe);
         if ((s = clu_need_in(c, "SecondInput", 0, &a->res, err))) return s;
         if ((s = clu_need_float(c, a->res, "SecondInput", err))) return s;
         if (!cd_shape_eq(&clu_meta(c, a->res)->shape, ys))
             return clu_fail(c, err, CD_E_MODEL, "SecondInput shape differs from the Output shape");
         a->res_relu = !strcmp(fe, "fusion_elementwise_add_activation");
     }
-    int64_t big = a->N * (a->Cin > a->Cout ? a->Cin : a->Cout) * (a->H * a->W > a->Ho * a->Wo ? a->H * a->W : a->Ho * a->Wo);
-    if ((s = clu_fits(c, big, "tensor size", err)) || (s = clu_fits(c, cd_value_numel(clu_meta(c, a->w)), "filter size", err)))
+    int64_t big =
+        a->N * (a->Cin > a->Cout ? a->Cin : a->Cout) * (a->H * a->W > a->Ho * a->Wo ? a->H * a->W : a->Ho * a->Wo);
+    if ((s = clu_fits(c, big, "tensor size", err)) ||
+        (s = clu_fits(c, cd_value_numel(clu_meta(c, a->w)), "filter size", err)))
         return s;
     return CD_OK;
 }
@@ -114,7 +125,7 @@ static cd_status op_conv(cd_cl_ctx *c, cd_error *err) {
     int64_t cin_g = a.Cin / a.groups, cout_g = a.Cout / a.groups;
     bool dw = cin_g == 1 && cout_g == 1;
     bool one = a.KH == 1 && a.KW == 1 && a.stride[0] == 1 && a.stride[1] == 1 && !a.pads[0] && !a.pads[1] &&
-               !a.pads[2] && !a.pads[3];
+        !a.pads[2] && !a.pads[3];
     /* Register block: as many output channels per work-item as keep the 16 rm-row tile mostly
      * used (detection heads have 4..30 channels over a long K: a 64-row tile would compute
      * mostly padding), 8 pixels when there are enough pixels to keep every compute unit busy
@@ -125,9 +136,12 @@ static cd_status op_conv(cd_cl_ctx *c, cd_error *err) {
     bool cpu = !dw && c->cpu_device;
     if (cpu) rm = cout_g <= 4 ? 4 : 8;
     char name[32];
-    if (dw) snprintf(name, sizeof name, "conv2d_dw");
-    else if (cpu) snprintf(name, sizeof name, "conv2d_cpu_%d", rm);
-    else snprintf(name, sizeof name, "conv2d_gemm_%d%d", rm, rn);
+    if (dw)
+        snprintf(name, sizeof name, "conv2d_dw");
+    else if (cpu)
+        snprintf(name, sizeof name, "conv2d_cpu_%d", rm);
+    else
+        snprintf(name, sizeof name, "conv2d_gemm_%d%d", rm, rn);
     cl_kernel k;
     if ((s = c->kernel(c, "conv", name, &k, err))) return s;
     clu_args g;

@@ -9,7 +9,10 @@
 #include <math.h>
 #include <string.h>
 
-typedef struct { int kind; float a, b, c; } ew_act;
+typedef struct {
+    int kind;
+    float a, b, c;
+} ew_act;
 
 static cd_status float_attr(cd_cl_ctx *c, const char *name, double dflt, float *out, cd_error *err) {
     (void)err; /* NaN/Inf as stored, as the CPU side (docs/int8.md §1) */
@@ -23,8 +26,7 @@ static cd_status plan_scalar(cd_cl_ctx *c, const char *slot, float *out, cd_erro
     int t = clu_in(c, slot, 0);
     if (t < 0) return CD_OK;
     const cd_value *m = clu_meta(c, t);
-    if (!m || cd_value_numel(m) != 1)
-        return clu_fail(c, err, CD_E_MODEL, "input %s must hold exactly 1 element", slot);
+    if (!m || cd_value_numel(m) != 1) return clu_fail(c, err, CD_E_MODEL, "input %s must hold exactly 1 element", slot);
     if (!m->data) return CD_OK;
     *out = (float)cd_value_get(m, 0); /* NaN/Inf as it is */
     return CD_OK;
@@ -50,8 +52,8 @@ static cd_status standalone_act(cd_cl_ctx *c, ew_act *a, cd_error *err) {
     return CD_OK;
 }
 
-static cd_status launch_act(cd_cl_ctx *c, int x, int y, const ew_act *a, int alpha, int amode, int64_t C,
-                            int64_t inner, cd_error *err) {
+static cd_status launch_act(cd_cl_ctx *c, int x, int y, const ew_act *a, int alpha, int amode, int64_t C, int64_t inner,
+                            cd_error *err) {
     cd_status s;
     cl_mem ba = NULL;
     int64_t n = cd_value_numel(clu_meta(c, y));
@@ -155,7 +157,8 @@ static cd_status op_scale(cd_cl_ctx *c, cd_error *err) {
         if (act.kind == CD_ACT_RELU6 || act.kind == CD_ACT_LEAKY_RELU) {
             if ((s = float_attr(c, "alpha", act.kind == CD_ACT_RELU6 ? 6.0 : 0.02, &act.a, err))) return s;
         } else if (act.kind != CD_ACT_NONE && act.kind != CD_ACT_RELU) {
-            return clu_fail(c, err, CD_E_MODEL, "activation_type '%s' is not a scale fusion (relu, relu6, leaky_relu)", an);
+            return clu_fail(c, err, CD_E_MODEL, "activation_type '%s' is not a scale fusion (relu, relu6, leaky_relu)",
+                            an);
         }
     }
     bool has2 = cd_attr_bool(c->op, "fuse_scaleact", false);
@@ -195,7 +198,8 @@ static cd_status bcast(cd_cl_ctx *c, const cd_shape *x, const cd_shape *y, const
     if (cd_bcast_align(x, y, axis, ax, ay))
         return clu_fail(c, err, CD_E_MODEL, "axis %lld cannot place the rank-%d operand inside the rank-%d one",
                         (long long)axis, lo, r);
-    if (o->rank != r) return clu_fail(c, err, CD_E_INTERNAL, "planned output rank %d differs from broadcast rank %d", o->rank, r);
+    if (o->rank != r)
+        return clu_fail(c, err, CD_E_INTERNAL, "planned output rank %d differs from broadcast rank %d", o->rank, r);
     int64_t px = 1, py = 1, tx[CD_MAX_RANK], ty[CD_MAX_RANK];
     for (int i = r - 1; i >= 0; i--) {
         int64_t od = ax[i] == 1 ? ay[i] : ax[i];
@@ -223,7 +227,11 @@ static cd_status bcast(cd_cl_ctx *c, const cd_shape *x, const cd_shape *y, const
         }
     }
     for (int i = k; i < 8; i++) dim[i] = 1, sx[i] = sy[i] = 0;
-    if (k == 0) { k = 1; dim[0] = 1; sx[0] = sy[0] = 1; }
+    if (k == 0) {
+        k = 1;
+        dim[0] = 1;
+        sx[0] = sy[0] = 1;
+    }
     *nd = k;
     return CD_OK;
 }
@@ -281,16 +289,21 @@ static cd_status op_binary(cd_cl_ctx *c, cd_error *err) {
 
 #define ACT_DEF(type) {#type, "eltwise", op_act},
 static const cd_cl_op_def defs[] = {
-    /* every ACT op of the op table (engine/op_list.def) */
+/* every ACT op of the op table (engine/op_list.def) */
 #define CD_OP(type, group, ...) CD_OPL_SELECT_##group(ACT_DEF, type)
 #include "engine/op_list.def"
 #undef CD_OP
     {"dropout", "eltwise", op_scale},
-    {"prelu", "eltwise", op_prelu}, {"scale", "eltwise", op_scale},
-    {"elementwise_add", "eltwise", op_binary}, {"elementwise_sub", "eltwise", op_binary},
-    {"elementwise_mul", "eltwise", op_binary}, {"elementwise_div", "eltwise", op_binary},
-    {"elementwise_max", "eltwise", op_binary}, {"elementwise_min", "eltwise", op_binary},
-    {"elementwise_pow", "eltwise", op_binary}, {"elementwise_floordiv", "eltwise", op_binary},
+    {"prelu", "eltwise", op_prelu},
+    {"scale", "eltwise", op_scale},
+    {"elementwise_add", "eltwise", op_binary},
+    {"elementwise_sub", "eltwise", op_binary},
+    {"elementwise_mul", "eltwise", op_binary},
+    {"elementwise_div", "eltwise", op_binary},
+    {"elementwise_max", "eltwise", op_binary},
+    {"elementwise_min", "eltwise", op_binary},
+    {"elementwise_pow", "eltwise", op_binary},
+    {"elementwise_floordiv", "eltwise", op_binary},
     {"elementwise_mod", "eltwise", op_binary},
     {"fusion_elementwise_add_activation", "eltwise", op_binary},
     {"fusion_elementwise_sub_activation", "eltwise", op_binary},

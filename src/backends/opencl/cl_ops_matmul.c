@@ -5,7 +5,7 @@
 #include <string.h>
 
 typedef struct {
-    int64_t M, N, K, batch, nb1;        /* batch = nb0 * nb1 */
+    int64_t M, N, K, batch, nb1; /* batch = nb0 * nb1 */
     int64_t ab0, ab1, am, ak, bb0, bb1, bk, bn;
     double alpha;
     int kind, amode;
@@ -19,7 +19,8 @@ static cd_status run_gemm(cd_cl_ctx *c, const gemm_job *j, cd_error *err) {
     if ((s = clu_fits(c, j->batch * j->M * j->N, "output size", err))) return s;
     cl_mem ba, bb, bc, bbias = NULL, bal = NULL;
     if ((s = clu_buf(c, j->A, &ba, err)) || (s = clu_buf(c, j->B, &bb, err)) || (s = clu_buf(c, j->C, &bc, err)) ||
-        (j->bias >= 0 && (s = clu_buf(c, j->bias, &bbias, err))) || (j->alpha_t >= 0 && (s = clu_buf(c, j->alpha_t, &bal, err))))
+        (j->bias >= 0 && (s = clu_buf(c, j->bias, &bbias, err))) ||
+        (j->alpha_t >= 0 && (s = clu_buf(c, j->alpha_t, &bal, err))))
         return s;
     cl_kernel k;
     if ((s = c->kernel(c, "matmul", "gemm", &k, err))) return s;
@@ -87,7 +88,8 @@ static cd_status op_fc_mul(cd_cl_ctx *c, cd_error *err) {
     j.K = prod(xs, (int)xn, xs->rank);
     int64_t wk = fc ? ws->d[0] : prod(ws, 0, (int)yn);
     j.N = fc ? prod(ws, 1, ws->rank) : prod(ws, (int)yn, ws->rank);
-    if (wk != j.K) return clu_fail(c, err, CD_E_MODEL, "inner dims differ: %lld vs %lld", (long long)j.K, (long long)wk);
+    if (wk != j.K)
+        return clu_fail(c, err, CD_E_MODEL, "inner dims differ: %lld vs %lld", (long long)j.K, (long long)wk);
     j.batch = j.nb1 = 1;
     j.am = j.K, j.ak = 1, j.bk = j.N, j.bn = 1;
     j.alpha = 1.0;
@@ -110,14 +112,16 @@ static cd_status op_fc_mul(cd_cl_ctx *c, cd_error *err) {
         j.kind = (int)act.kind;
         j.act_a = act.a;
         if (act.kind == CD_ACT_PRELU) {
-            if ((s = clu_need_in(c, "Alpha", 0, &j.alpha_t, err)) || (s = clu_need_float(c, j.alpha_t, "Alpha", err))) return s;
+            if ((s = clu_need_in(c, "Alpha", 0, &j.alpha_t, err)) || (s = clu_need_float(c, j.alpha_t, "Alpha", err)))
+                return s;
             j.amode = clu_prelu_mode(cd_attr_str(c->op, "prelu_mode", "channel"));
             if (j.amode < 0) return clu_fail(c, err, CD_E_MODEL, "prelu_mode is not all, channel or element");
             if (cd_value_numel(clu_meta(c, j.alpha_t)) < (j.amode == 0 ? 1 : j.N))
                 return clu_fail(c, err, CD_E_MODEL, "Alpha has too few values for prelu_mode");
         }
     }
-    if (cd_value_numel(clu_meta(c, j.C)) != j.M * j.N) return clu_fail(c, err, CD_E_INTERNAL, "planned Out size differs from M x N");
+    if (cd_value_numel(clu_meta(c, j.C)) != j.M * j.N)
+        return clu_fail(c, err, CD_E_INTERNAL, "planned Out size differs from M x N");
     return run_gemm(c, &j, err);
 }
 
@@ -145,13 +149,24 @@ static cd_status op_matmul(cd_cl_ctx *c, cd_error *err) {
         return run_gemm(c, &j, err);
     }
     /* rank-1 X is a row [1, K]; rank-1 Y a column [K, 1] (transposes ignored on rank 1) */
-    if (xs.rank == 1) { xs.rank = 2; xs.d[1] = xs.d[0]; xs.d[0] = 1; tx = false; }
-    if (ys.rank == 1) { ys.rank = 2; ys.d[1] = 1; ty = false; }
+    if (xs.rank == 1) {
+        xs.rank = 2;
+        xs.d[1] = xs.d[0];
+        xs.d[0] = 1;
+        tx = false;
+    }
+    if (ys.rank == 1) {
+        ys.rank = 2;
+        ys.d[1] = 1;
+        ty = false;
+    }
     int64_t xr = xs.d[xs.rank - 2], xc = xs.d[xs.rank - 1], yr = ys.d[ys.rank - 2], yc = ys.d[ys.rank - 1];
     j.M = tx ? xc : xr;
     j.K = tx ? xr : xc;
     j.N = ty ? yr : yc;
-    if ((ty ? yc : yr) != j.K) return clu_fail(c, err, CD_E_MODEL, "inner dims differ: %lld vs %lld", (long long)j.K, (long long)(ty ? yc : yr));
+    if ((ty ? yc : yr) != j.K)
+        return clu_fail(c, err, CD_E_MODEL, "inner dims differ: %lld vs %lld", (long long)j.K,
+                        (long long)(ty ? yc : yr));
     j.am = tx ? 1 : xc, j.ak = tx ? xc : 1;
     j.bk = ty ? 1 : yc, j.bn = ty ? yc : 1;
     /* batch dims, right-aligned NumPy broadcasting, merged into at most two levels */
@@ -160,7 +175,8 @@ static cd_status op_matmul(cd_cl_ctx *c, cd_error *err) {
     int64_t px = xr * xc, py = yr * yc;
     for (int i = nb - 1, ix = bx - 1, iy = by - 1; i >= 0; i--, ix--, iy--) {
         int64_t dx = ix >= 0 ? xs.d[ix] : 1, dy = iy >= 0 ? ys.d[iy] : 1;
-        if (dx != dy && dx != 1 && dy != 1) return clu_fail(c, err, CD_E_MODEL, "batch dims of X and Y do not broadcast");
+        if (dx != dy && dx != 1 && dy != 1)
+            return clu_fail(c, err, CD_E_MODEL, "batch dims of X and Y do not broadcast");
         dims[i] = dx > dy ? dx : dy;
         sx[i] = dx == 1 ? 0 : px;
         sy[i] = dy == 1 ? 0 : py;
@@ -175,7 +191,9 @@ static cd_status op_matmul(cd_cl_ctx *c, cd_error *err) {
             md[k - 1] *= dims[i], mx[k - 1] = sx[i], my[k - 1] = sy[i];
             continue;
         }
-        if (k == 2) return clu_fail(c, err, CD_E_UNSUPPORTED, "more than two independent broadcast batch dims; this op runs on the CPU");
+        if (k == 2)
+            return clu_fail(c, err, CD_E_UNSUPPORTED,
+                            "more than two independent broadcast batch dims; this op runs on the CPU");
         md[k] = dims[i], mx[k] = sx[i], my[k] = sy[i];
         k++;
     }
@@ -192,7 +210,9 @@ static cd_status op_matmul(cd_cl_ctx *c, cd_error *err) {
 }
 
 static const cd_cl_op_def defs[] = {
-    {"fc", "matmul", op_fc_mul}, {"mul", "matmul", op_fc_mul},
-    {"matmul", "matmul", op_matmul}, {"matmul_v2", "matmul", op_matmul},
+    {"fc", "matmul", op_fc_mul},
+    {"mul", "matmul", op_fc_mul},
+    {"matmul", "matmul", op_matmul},
+    {"matmul_v2", "matmul", op_matmul},
 };
 const cd_cl_op_table cd_cl_ops_matmul = {defs, (int)(sizeof defs / sizeof defs[0])};

@@ -62,7 +62,8 @@ static cd_status bcast_strides(cd_cl_ctx *c, const cd_shape *x, const cd_shape *
     if (cd_bcast_align(x, y, axis, ax, ay))
         return clu_fail(c, err, CD_E_MODEL, "axis %lld cannot place the rank-%d operand inside the rank-%d one",
                         (long long)axis, lo, r);
-    if (o->rank != r || r > 8) return clu_fail(c, err, CD_E_INTERNAL, "planned output rank %d differs from %d", o->rank, r);
+    if (o->rank != r || r > 8)
+        return clu_fail(c, err, CD_E_INTERNAL, "planned output rank %d differs from %d", o->rank, r);
     fill8(sx, 0);
     fill8(sy, 0);
     int64_t px = 1, py = 1;
@@ -153,15 +154,18 @@ static cd_status op_reduce(cd_cl_ctx *c, cd_error *err) {
     for (int i = 0; i < CD_MAX_RANK; i++) red[i] = all;
     for (int i = 0; i < nd && !all; i++) {
         int64_t a = dims[i];
-        if (a < -xs->rank || a >= xs->rank) return clu_fail(c, err, CD_E_MODEL, "reduce dim %lld is out of range", (long long)a);
+        if (a < -xs->rank || a >= xs->rank)
+            return clu_fail(c, err, CD_E_MODEL, "reduce dim %lld is out of range", (long long)a);
         red[a < 0 ? a + xs->rank : a] = true;
     }
     int64_t kd[8], ks[8], rd[8], rs[8], st = 1, R = 1, M = 1;
     int nk = 0, nr = 0;
     fill8(kd, 1), fill8(ks, 0), fill8(rd, 1), fill8(rs, 0);
     for (int i = xs->rank - 1; i >= 0; i--) {
-        if (red[i]) rd[nr] = xs->d[i], rs[nr++] = st, R *= xs->d[i];
-        else kd[nk] = xs->d[i], ks[nk++] = st, M *= xs->d[i];
+        if (red[i])
+            rd[nr] = xs->d[i], rs[nr++] = st, R *= xs->d[i];
+        else
+            kd[nk] = xs->d[i], ks[nk++] = st, M *= xs->d[i];
         st *= xs->d[i];
     }
     if (M != cd_value_numel(clu_meta(c, y)))
@@ -230,11 +234,13 @@ static cd_status op_gather(cd_cl_ctx *c, cd_error *err) {
             return clu_fail(c, err, CD_E_UNSUPPORTED, "the Axis tensor must be one value known at plan time");
         axis = (int64_t)cd_value_get(ma, 0);
     }
-    if (axis < -xs->rank || axis >= xs->rank) return clu_fail(c, err, CD_E_MODEL, "gather axis %lld is out of range", (long long)axis);
+    if (axis < -xs->rank || axis >= xs->rank)
+        return clu_fail(c, err, CD_E_MODEL, "gather axis %lld is out of range", (long long)axis);
     if (axis < 0) axis += xs->rank;
     int64_t inner = 1, N = cd_value_numel(mi), A = xs->d[axis], n = cd_value_numel(clu_meta(c, y));
     for (int i = (int)axis + 1; i < xs->rank; i++) inner *= xs->d[i];
-    if ((s = clu_fits(c, n, "element count", err)) || (s = clu_fits(c, cd_value_numel(clu_meta(c, x)), "input size", err)))
+    if ((s = clu_fits(c, n, "element count", err)) ||
+        (s = clu_fits(c, cd_value_numel(clu_meta(c, x)), "input size", err)))
         return s;
     if (n == 0) return CD_OK;
     clu_args g;
@@ -259,14 +265,16 @@ static cd_status op_gather_nd(cd_cl_ctx *c, cd_error *err) {
     if ((mi->dtype != CD_I32 && mi->dtype != CD_I64) || mi->shape.rank < 1)
         return clu_fail(c, err, CD_E_MODEL, "Index must be an int32 or int64 tensor of rank >= 1");
     int64_t K = mi->shape.d[mi->shape.rank - 1], inner = 1, xd[8], st[8], n = cd_value_numel(clu_meta(c, y));
-    if (K < 0 || K > xs->rank || K > 8) return clu_fail(c, err, CD_E_MODEL, "Index's last dim %lld does not fit X", (long long)K);
+    if (K < 0 || K > xs->rank || K > 8)
+        return clu_fail(c, err, CD_E_MODEL, "Index's last dim %lld does not fit X", (long long)K);
     fill8(xd, 1), fill8(st, 0);
     for (int i = (int)K; i < xs->rank; i++) inner *= xs->d[i];
     for (int i = (int)K - 1; i >= 0; i--) {
         xd[i] = xs->d[i];
         st[i] = i == K - 1 ? inner : st[i + 1] * xs->d[i + 1];
     }
-    if ((s = clu_fits(c, n, "element count", err)) || (s = clu_fits(c, cd_value_numel(clu_meta(c, x)), "input size", err)))
+    if ((s = clu_fits(c, n, "element count", err)) ||
+        (s = clu_fits(c, cd_value_numel(clu_meta(c, x)), "input size", err)))
         return s;
     if (n == 0) return CD_OK;
     clu_args g;
@@ -323,7 +331,8 @@ static cd_status op_grid_sampler(cd_cl_ctx *c, cd_error *err) {
         return clu_fail(c, err, CD_E_MODEL, "grid_sampler padding_mode '%s' is not zeros, border or reflection", pm);
     if (xs->rank != 4 || os->rank != 4) return clu_fail(c, err, CD_E_MODEL, "X and Output must be 4-D");
     int64_t n = cd_value_numel(clu_meta(c, y));
-    if ((s = clu_fits(c, n, "element count", err)) || (s = clu_fits(c, cd_value_numel(clu_meta(c, x)), "input size", err)))
+    if ((s = clu_fits(c, n, "element count", err)) ||
+        (s = clu_fits(c, cd_value_numel(clu_meta(c, x)), "input size", err)))
         return s;
     if (n == 0) return CD_OK;
     clu_args g;
@@ -354,7 +363,8 @@ static cd_status op_assign_value(cd_cl_ctx *c, cd_error *err) {
     if ((s = clu_fits(c, n, "element count", err))) return s;
     if (n == 0) return CD_OK;
     if (!m->data || m->nbytes < (size_t)n * cd_dtype_size(m->dtype))
-        return clu_fail(c, err, CD_E_UNSUPPORTED, "the constant was not evaluated while planning; this op runs on the CPU");
+        return clu_fail(c, err, CD_E_UNSUPPORTED,
+                        "the constant was not evaluated while planning; this op runs on the CPU");
     size_t bytes = (size_t)n * cd_dtype_size(m->dtype);
     cl_mem src = c->scratch(c, bytes, err), by;
     cl_kernel k;
@@ -386,7 +396,8 @@ static cd_status op_assign_value(cd_cl_ctx *c, cd_error *err) {
 /* Normalises *axis for X's shape xs; the element counts before and after that dim. */
 static cd_status around_axis(cd_cl_ctx *c, const cd_shape *xs, int64_t *axis, int64_t *outer, int64_t *inner,
                              cd_error *err) {
-    if (xs->rank < 1 || *axis < -xs->rank || *axis >= xs->rank) return clu_fail(c, err, CD_E_MODEL, "axis out of range");
+    if (xs->rank < 1 || *axis < -xs->rank || *axis >= xs->rank)
+        return clu_fail(c, err, CD_E_MODEL, "axis out of range");
     if (*axis < 0) *axis += xs->rank;
     *outer = *inner = 1;
     for (int i = 0; i < *axis; i++) *outer *= xs->d[i];
@@ -404,7 +415,9 @@ static cd_status op_topk(cd_cl_ctx *c, cd_error *err) {
     int64_t axis = v2 ? cd_attr_int(c->op, "axis", -1) : -1, outer, inner;
     if ((s = around_axis(c, xs, &axis, &outer, &inner, err))) return s;
     int64_t len = xs->d[axis], k = os->d[axis];
-    if (k < 1 || k > len) return clu_fail(c, err, CD_E_INTERNAL, "planned k %lld does not fit axis size %lld", (long long)k, (long long)len);
+    if (k < 1 || k > len)
+        return clu_fail(c, err, CD_E_INTERNAL, "planned k %lld does not fit axis size %lld", (long long)k,
+                        (long long)len);
     int64_t rows = outer * inner, n = rows * k;
     if ((s = clu_fits(c, cd_value_numel(clu_meta(c, x)), "input size", err))) return s;
     if (rows == 0) return CD_OK;
@@ -446,7 +459,8 @@ static cd_status op_unbind(cd_cl_ctx *c, cd_error *err) {
         int y = outs->ids[i];
         cl_mem by;
         if (y < 0) continue;
-        if (cd_value_numel(clu_meta(c, y)) != n) return clu_fail(c, err, CD_E_INTERNAL, "planned Out[%d] size differs", i);
+        if (cd_value_numel(clu_meta(c, y)) != n)
+            return clu_fail(c, err, CD_E_INTERNAL, "planned Out[%d] size differs", i);
         if ((s = clu_buf(c, y, &by, err))) return s;
         clu_args g;
         clu_args_init(&g, c, k, err);
@@ -470,17 +484,35 @@ static cd_status op_sync_batch_norm(cd_cl_ctx *c, cd_error *err) {
 }
 
 static const cd_cl_op_def defs[] = {
-    {"sin", "math", op_unary}, {"cos", "math", op_unary}, {"tan", "math", op_unary},
-    {"asin", "math", op_unary}, {"acos", "math", op_unary}, {"atan", "math", op_unary},
-    {"pow", "math", op_unary}, {"lrn", "math", op_lrn},
-    {"greater_than", "math", op_compare}, {"greater_equal", "math", op_compare}, {"less_than", "math", op_compare},
-    {"less_equal", "math", op_compare}, {"equal", "math", op_compare}, {"not_equal", "math", op_compare},
-    {"reduce_max", "math", op_reduce}, {"reduce_mean", "math", op_reduce}, {"reduce_sum", "math", op_reduce},
+    {"sin", "math", op_unary},
+    {"cos", "math", op_unary},
+    {"tan", "math", op_unary},
+    {"asin", "math", op_unary},
+    {"acos", "math", op_unary},
+    {"atan", "math", op_unary},
+    {"pow", "math", op_unary},
+    {"lrn", "math", op_lrn},
+    {"greater_than", "math", op_compare},
+    {"greater_equal", "math", op_compare},
+    {"less_than", "math", op_compare},
+    {"less_equal", "math", op_compare},
+    {"equal", "math", op_compare},
+    {"not_equal", "math", op_compare},
+    {"reduce_max", "math", op_reduce},
+    {"reduce_mean", "math", op_reduce},
+    {"reduce_sum", "math", op_reduce},
     {"reduce_min", "math", op_reduce},
-    {"expand", "gather", op_expand}, {"expand_v2", "gather", op_expand}, {"tile", "gather", op_expand},
-    {"gather", "gather", op_gather}, {"assign_value", "gather", op_assign_value},
-    {"pixel_shuffle", "gather", op_pixel_shuffle}, {"top_k", "gather", op_topk}, {"top_k_v2", "gather", op_topk},
-    {"unbind", "gather", op_unbind}, {"gather_nd", "gather", op_gather_nd}, {"grid_sampler", "gather", op_grid_sampler},
+    {"expand", "gather", op_expand},
+    {"expand_v2", "gather", op_expand},
+    {"tile", "gather", op_expand},
+    {"gather", "gather", op_gather},
+    {"assign_value", "gather", op_assign_value},
+    {"pixel_shuffle", "gather", op_pixel_shuffle},
+    {"top_k", "gather", op_topk},
+    {"top_k_v2", "gather", op_topk},
+    {"unbind", "gather", op_unbind},
+    {"gather_nd", "gather", op_gather_nd},
+    {"grid_sampler", "gather", op_grid_sampler},
     {"sync_batch_norm", "norm", op_sync_batch_norm},
 };
 const cd_cl_op_table cd_cl_ops_more = {defs, (int)(sizeof defs / sizeof defs[0])};

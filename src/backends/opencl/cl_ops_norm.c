@@ -92,9 +92,9 @@ static cd_status op_layer_norm(cd_cl_ctx *c, cd_error *err) {
     float eps;
     if ((s = eps_attr(c, &eps, err)) || (s = clu_fits(c, L * R, "element count", err))) return s;
     cl_mem bx, by, bs, bb, bm, bv;
-    if ((s = clu_buf(c, x, &bx, err)) || (s = clu_buf(c, y, &by, err)) || (s = opt_param(c, "Scale", R, &ts, &bs, err)) ||
-        (s = opt_param(c, "Bias", R, &tb, &bb, err)) || (s = opt_out(c, "Mean", L, &bm, err)) ||
-        (s = opt_out(c, "Variance", L, &bv, err)))
+    if ((s = clu_buf(c, x, &bx, err)) || (s = clu_buf(c, y, &by, err)) ||
+        (s = opt_param(c, "Scale", R, &ts, &bs, err)) || (s = opt_param(c, "Bias", R, &tb, &bb, err)) ||
+        (s = opt_out(c, "Mean", L, &bm, err)) || (s = opt_out(c, "Variance", L, &bv, err)))
         return s;
     if (L * R == 0) return CD_OK;
     cl_kernel k;
@@ -127,13 +127,16 @@ static cd_status op_instance_norm(cd_cl_ctx *c, cd_error *err) {
     if ((s = eps_attr(c, &eps, err)) || (s = clu_fits(c, NC * hw, "element count", err))) return s;
     const char *at = cd_attr_str(c->op, "activation_type", "");
     int act = 0;
-    if (!strcmp(at, "relu")) act = 1;
-    else if (!strcmp(at, "leaky_relu")) act = 3, act_a = (float)cd_attr_float(c->op, "alpha", 0.02);
-    else if (at[0]) return clu_fail(c, err, CD_E_MODEL, "activation_type '%s' is not relu or leaky_relu", at);
+    if (!strcmp(at, "relu"))
+        act = 1;
+    else if (!strcmp(at, "leaky_relu"))
+        act = 3, act_a = (float)cd_attr_float(c->op, "alpha", 0.02);
+    else if (at[0])
+        return clu_fail(c, err, CD_E_MODEL, "activation_type '%s' is not relu or leaky_relu", at);
     cl_mem bx, by, bs, bb, bm, bv;
-    if ((s = clu_buf(c, x, &bx, err)) || (s = clu_buf(c, y, &by, err)) || (s = opt_param(c, "Scale", C, &ts, &bs, err)) ||
-        (s = opt_param(c, "Bias", C, &tb, &bb, err)) || (s = opt_out(c, "SavedMean", NC, &bm, err)) ||
-        (s = opt_out(c, "SavedVariance", NC, &bv, err)))
+    if ((s = clu_buf(c, x, &bx, err)) || (s = clu_buf(c, y, &by, err)) ||
+        (s = opt_param(c, "Scale", C, &ts, &bs, err)) || (s = opt_param(c, "Bias", C, &tb, &bb, err)) ||
+        (s = opt_out(c, "SavedMean", NC, &bm, err)) || (s = opt_out(c, "SavedVariance", NC, &bv, err)))
         return s;
     if (NC * hw == 0) return CD_OK;
     cl_kernel k;
@@ -176,7 +179,9 @@ static cd_status op_interp(cd_cl_ctx *c, cd_error *err) {
     int st = clu_in(c, "Scale", 0);
     if (st >= 0) {
         const cd_value *m = clu_meta(c, st);
-        if (!m->data) return clu_fail(c, err, CD_E_UNSUPPORTED, "the Scale input is computed at run time; this op runs on the CPU");
+        if (!m->data)
+            return clu_fail(c, err, CD_E_UNSUPPORTED,
+                            "the Scale input is computed at run time; this op runs on the CPU");
         int64_t n = cd_value_numel(m);
         if (n != 1 && n != 2) return clu_fail(c, err, CD_E_MODEL, "input Scale must hold 1 or 2 values");
         sh = (float)cd_value_get(m, 0);
@@ -225,12 +230,15 @@ static cd_status op_interp(cd_cl_ctx *c, cd_error *err) {
 }
 
 static const cd_cl_op_def norm_defs[] = {
-    {"batch_norm", "norm", op_batch_norm}, {"layer_norm", "norm", op_layer_norm},
+    {"batch_norm", "norm", op_batch_norm},
+    {"layer_norm", "norm", op_layer_norm},
     {"instance_norm", "norm", op_instance_norm},
 };
 const cd_cl_op_table cd_cl_ops_norm = {norm_defs, (int)(sizeof norm_defs / sizeof norm_defs[0])};
 static const cd_cl_op_def interp_defs[] = {
-    {"bilinear_interp", "interp", op_interp}, {"bilinear_interp_v2", "interp", op_interp},
-    {"nearest_interp", "interp", op_interp}, {"nearest_interp_v2", "interp", op_interp},
+    {"bilinear_interp", "interp", op_interp},
+    {"bilinear_interp_v2", "interp", op_interp},
+    {"nearest_interp", "interp", op_interp},
+    {"nearest_interp_v2", "interp", op_interp},
 };
 const cd_cl_op_table cd_cl_ops_interp = {interp_defs, (int)(sizeof interp_defs / sizeof interp_defs[0])};

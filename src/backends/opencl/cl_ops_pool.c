@@ -6,10 +6,14 @@
 static cd_status ints2(cd_cl_ctx *c, const char *name, int64_t dflt, int64_t out[2], cd_error *err) {
     const int64_t *v;
     int n = cd_attr_ints(c->op, name, &v);
-    if (n == 0) out[0] = out[1] = dflt;
-    else if (n == 1) out[0] = out[1] = v[0];
-    else if (n == 2) out[0] = v[0], out[1] = v[1];
-    else return clu_fail(c, err, CD_E_MODEL, "attribute %s has %d values; pool2d takes 2", name, n);
+    if (n == 0)
+        out[0] = out[1] = dflt;
+    else if (n == 1)
+        out[0] = out[1] = v[0];
+    else if (n == 2)
+        out[0] = v[0], out[1] = v[1];
+    else
+        return clu_fail(c, err, CD_E_MODEL, "attribute %s has %d values; pool2d takes 2", name, n);
     return CD_OK;
 }
 
@@ -36,7 +40,8 @@ static cd_status op_pool(cd_cl_ctx *c, cd_error *err) {
     if (!adaptive && (k[0] <= 0 || k[1] <= 0 || st[0] <= 0 || st[1] <= 0))
         return clu_fail(c, err, CD_E_MODEL, "ksize and strides must be positive");
     int64_t Ho = ys->d[2], Wo = ys->d[3], NC = ys->d[0] * ys->d[1];
-    if (ys->d[0] != xs->d[0] || ys->d[1] != xs->d[1]) return clu_fail(c, err, CD_E_INTERNAL, "planned Out shape differs from X in N or C");
+    if (ys->d[0] != xs->d[0] || ys->d[1] != xs->d[1])
+        return clu_fail(c, err, CD_E_INTERNAL, "planned Out shape differs from X in N or C");
     if ((s = clu_fits(c, cd_value_numel(clu_meta(c, x)), "input size", err)) ||
         (s = clu_fits(c, cd_value_numel(clu_meta(c, y)), "output size", err)))
         return s;
@@ -85,7 +90,8 @@ static cd_status op_softmax(cd_cl_ctx *c, cd_error *err) {
     int r = sh.rank;
     int64_t ax = cd_attr_int(c->op, "axis", -1);
     if (r == 0) r = 1, sh.d[0] = 1;
-    if (ax < -r || ax >= r) return clu_fail(c, err, CD_E_MODEL, "axis %lld is out of range for rank %d", (long long)ax, r);
+    if (ax < -r || ax >= r)
+        return clu_fail(c, err, CD_E_MODEL, "axis %lld is out of range for rank %d", (long long)ax, r);
     if (ax < 0) ax += r;
     int64_t outer = 1, inner = 1, len = sh.d[ax];
     for (int i = 0; i < ax; i++) outer *= sh.d[i];

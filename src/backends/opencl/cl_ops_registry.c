@@ -26,9 +26,9 @@ static int cmp_def(const void *a, const void *b) {
 }
 
 static void build_index(void) {
-    const cd_cl_op_table *tabs[] = {&cd_cl_ops_eltwise, &cd_cl_ops_conv, &cd_cl_ops_pool, &cd_cl_ops_matmul,
-                                    &cd_cl_ops_norm, &cd_cl_ops_softmax, &cd_cl_ops_interp, &cd_cl_ops_shape,
-                                    &cd_cl_ops_rnn, &cd_cl_ops_more};
+    const cd_cl_op_table *tabs[] = {&cd_cl_ops_eltwise, &cd_cl_ops_conv,    &cd_cl_ops_pool,   &cd_cl_ops_matmul,
+                                    &cd_cl_ops_norm,    &cd_cl_ops_softmax, &cd_cl_ops_interp, &cd_cl_ops_shape,
+                                    &cd_cl_ops_rnn,     &cd_cl_ops_more};
     int total = 0;
     for (size_t t = 0; t < sizeof tabs / sizeof tabs[0]; t++)
         if (tabs[t]) total += tabs[t]->n;
@@ -47,7 +47,10 @@ const cd_cl_op_def *cd_cl_op_find(const char *type) {
     while (lo <= hi) {
         int mid = (lo + hi) / 2, c = strcmp(type, g_sorted[mid]->type);
         if (c == 0) return g_sorted[mid];
-        if (c < 0) hi = mid - 1; else lo = mid + 1;
+        if (c < 0)
+            hi = mid - 1;
+        else
+            lo = mid + 1;
     }
     return NULL;
 }

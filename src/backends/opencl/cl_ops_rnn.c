@@ -44,7 +44,8 @@ static cd_status check_lengths(cd_cl_ctx *c, const rnn_args *r, const cd_value *
         cl_int rc = c->cl->clEnqueueReadBuffer(c->queue, b, CL_TRUE, 0, bytes, tmp, 0, NULL, NULL);
         if (rc != CL_SUCCESS) {
             free(tmp);
-            return clu_fail(c, err, CD_E_BACKEND, "clEnqueueReadBuffer of SequenceLength failed (OpenCL error %d)", (int)rc);
+            return clu_fail(c, err, CD_E_BACKEND, "clEnqueueReadBuffer of SequenceLength failed (OpenCL error %d)",
+                            (int)rc);
         }
         v.data = tmp;
     }
@@ -63,11 +64,16 @@ static cd_status rnn_read(cd_cl_ctx *c, rnn_args *r, cd_error *err) {
     cd_status s;
     memset(r, 0, sizeof *r);
     const char *mode = cd_attr_str(c->op, "mode", "");
-    if (!strcmp(mode, "LSTM")) r->mode = 0, r->gates = 4;
-    else if (!strcmp(mode, "GRU")) r->mode = 1, r->gates = 3;
-    else if (!strcmp(mode, "RNN_TANH")) r->mode = 2, r->gates = 1;
-    else if (!strcmp(mode, "RNN_RELU")) r->mode = 3, r->gates = 1;
-    else return clu_fail(c, err, CD_E_MODEL, "mode '%s' is not one of LSTM, GRU, RNN_TANH, RNN_RELU", mode);
+    if (!strcmp(mode, "LSTM"))
+        r->mode = 0, r->gates = 4;
+    else if (!strcmp(mode, "GRU"))
+        r->mode = 1, r->gates = 3;
+    else if (!strcmp(mode, "RNN_TANH"))
+        r->mode = 2, r->gates = 1;
+    else if (!strcmp(mode, "RNN_RELU"))
+        r->mode = 3, r->gates = 1;
+    else
+        return clu_fail(c, err, CD_E_MODEL, "mode '%s' is not one of LSTM, GRU, RNN_TANH, RNN_RELU", mode);
     int64_t layers = cd_attr_int(c->op, "num_layers", 1);
     r->hidden = cd_attr_int(c->op, "hidden_size", 0);
     if (layers < 1 || layers > MAX_LAYERS)
@@ -78,7 +84,8 @@ static cd_status rnn_read(cd_cl_ctx *c, rnn_args *r, cd_error *err) {
     r->dirs = cd_attr_bool(c->op, "is_bidirec", false) ? 2 : 1;
     if ((s = clu_need_in(c, "Input", 0, &r->x, err)) || (s = clu_need_float(c, r->x, "Input", err))) return s;
     const cd_shape *xs = &clu_meta(c, r->x)->shape;
-    if (xs->rank != 3) return clu_fail(c, err, CD_E_MODEL, "Input must be 3-D [T, N, I] (time-major), rank %d", xs->rank);
+    if (xs->rank != 3)
+        return clu_fail(c, err, CD_E_MODEL, "Input must be 3-D [T, N, I] (time-major), rank %d", xs->rank);
     r->t = xs->d[0], r->n = xs->d[1], r->in = xs->d[2];
     if (r->t < 0 || r->n < 0 || r->in < 1) return clu_fail(c, err, CD_E_MODEL, "Input shape is invalid");
     const cd_slot *ws = cd_op_in_slot(c->op, "WeightList");
@@ -110,21 +117,25 @@ static cd_status rnn_read(cd_cl_ctx *c, rnn_args *r, cd_error *err) {
     if (!ps || ps->n != nstate)
         return clu_fail(c, err, CD_E_MODEL, "PreState has %d tensors; mode %s needs %d", ps ? ps->n : 0, mode, nstate);
     const int64_t sd[3] = {(int64_t)r->layers * r->dirs, r->n, r->hidden};
-    if ((s = clu_need_in(c, "PreState", 0, &r->h0, err)) || (s = want_shape(c, r->h0, "PreState[0] (h0)", 3, sd, err)) ||
+    if ((s = clu_need_in(c, "PreState", 0, &r->h0, err)) ||
+        (s = want_shape(c, r->h0, "PreState[0] (h0)", 3, sd, err)) ||
         (s = clu_need_float(c, r->h0, "PreState[0]", err)))
         return s;
     r->c0 = -1;
-    if (nstate == 2 && ((s = clu_need_in(c, "PreState", 1, &r->c0, err)) ||
-                        (s = want_shape(c, r->c0, "PreState[1] (c0)", 3, sd, err)) ||
-                        (s = clu_need_float(c, r->c0, "PreState[1]", err))))
+    if (nstate == 2 &&
+        ((s = clu_need_in(c, "PreState", 1, &r->c0, err)) ||
+         (s = want_shape(c, r->c0, "PreState[1] (c0)", 3, sd, err)) ||
+         (s = clu_need_float(c, r->c0, "PreState[1]", err))))
         return s;
     r->seq = clu_in(c, "SequenceLength", 0);
     if (r->seq >= 0) {
         const cd_value *m = clu_meta(c, r->seq);
         if ((s = want_shape(c, r->seq, "SequenceLength", 1, &r->n, err))) return s;
         if (m->dtype != CD_I32 && m->dtype != CD_I64)
-            return clu_fail(c, err, CD_E_UNSUPPORTED, "SequenceLength of dtype %s is read on the host; this op runs on "
-                            "the CPU", cd_dtype_name(m->dtype));
+            return clu_fail(c, err, CD_E_UNSUPPORTED,
+                            "SequenceLength of dtype %s is read on the host; this op runs on "
+                            "the CPU",
+                            cd_dtype_name(m->dtype));
         /* The CPU rejects lengths outside 0..T. Lengths known at plan time are checked here; lengths
          * computed at run time (a feed) are read back, a blocking read of N integers: the one place
          * a dispatcher waits, so that a bad length fails exactly as on the CPU. */
@@ -141,8 +152,8 @@ static cd_status rnn_read(cd_cl_ctx *c, rnn_args *r, cd_error *err) {
     if (r->h_out >= 0 && (s = want_shape(c, r->h_out, "State[0]", 3, sd, err))) return s;
     if (r->c_out >= 0 && (s = want_shape(c, r->c_out, "State[1]", 3, sd, err))) return s;
     int64_t big = r->t * r->n * (gh > r->dirs * r->hidden ? gh : r->dirs * r->hidden);
-    if ((s = clu_fits(c, big, "sequence buffer size", err)) || (s = clu_fits(c, gh * (r->in > r->dirs * r->hidden ?
-                                                                           r->in : r->dirs * r->hidden), "weight size", err)))
+    if ((s = clu_fits(c, big, "sequence buffer size", err)) ||
+        (s = clu_fits(c, gh * (r->in > r->dirs * r->hidden ? r->in : r->dirs * r->hidden), "weight size", err)))
         return s;
     return CD_OK;
 }
@@ -172,7 +183,8 @@ static cd_status zero_scratch_outputs(cd_cl_ctx *c, cd_error *err) {
             cl_uchar zero = 0;
             cl_int rc = c->cl->clEnqueueFillBuffer(c->queue, b, &zero, 1, 0, bytes, 0, NULL, NULL);
             if (rc != CL_SUCCESS)
-                return clu_fail(c, err, CD_E_BACKEND, "clEnqueueFillBuffer of %s failed (OpenCL error %d)", names[k], (int)rc);
+                return clu_fail(c, err, CD_E_BACKEND, "clEnqueueFillBuffer of %s failed (OpenCL error %d)", names[k],
+                                (int)rc);
         }
     }
     return CD_OK;

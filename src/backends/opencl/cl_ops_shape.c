@@ -46,7 +46,8 @@ static cd_status strided_copy(cd_cl_ctx *c, int src, int dst, int nd, const int6
     }
     nd = m;
     if (n == 0) return CD_OK;
-    if ((s = clu_fits(c, cd_value_numel(ms), "input size", err)) || (s = clu_fits(c, cd_value_numel(md), "output size", err)))
+    if ((s = clu_fits(c, cd_value_numel(ms), "input size", err)) ||
+        (s = clu_fits(c, cd_value_numel(md), "output size", err)))
         return s;
     cl_mem bs, bd;
     cl_kernel k;
@@ -93,7 +94,8 @@ static cd_status op_transpose(cd_cl_ctx *c, cd_error *err) {
     int64_t xst[CD_MAX_RANK], dims[CD_MAX_RANK], sst[CD_MAX_RANK], dst[CD_MAX_RANK];
     contiguous_strides(xs, xst);
     for (int i = 0; i < np; i++) {
-        if (perm[i] < 0 || perm[i] >= xs->rank) return clu_fail(c, err, CD_E_MODEL, "axis[%d] = %lld is out of range", i, (long long)perm[i]);
+        if (perm[i] < 0 || perm[i] >= xs->rank)
+            return clu_fail(c, err, CD_E_MODEL, "axis[%d] = %lld is out of range", i, (long long)perm[i]);
         dims[i] = xs->d[perm[i]];
         sst[i] = xst[perm[i]];
     }
@@ -113,7 +115,8 @@ static cd_status get_axis(cd_cl_ctx *c, int rank, int64_t *axis, cd_error *err) 
             return clu_fail(c, err, CD_E_UNSUPPORTED, "AxisTensor is not known at plan time; this op runs on the CPU");
         a = (int64_t)cd_value_get(m, 0);
     }
-    if (a < -rank || a >= rank) return clu_fail(c, err, CD_E_MODEL, "axis %lld is out of range for rank %d", (long long)a, rank);
+    if (a < -rank || a >= rank)
+        return clu_fail(c, err, CD_E_MODEL, "axis %lld is out of range for rank %d", (long long)a, rank);
     *axis = a < 0 ? a + rank : a;
     return CD_OK;
 }
@@ -154,7 +157,9 @@ static cd_status op_concat(cd_cl_ctx *c, cd_error *err) {
     int64_t axis, off;
     if ((s = get_axis(c, os->rank, &axis, err))) return s;
     if ((s = slab_copies(c, y, xs, "input X", axis, true, CD_E_MODEL, &off, err))) return s;
-    if (off != os->d[axis]) return clu_fail(c, err, CD_E_INTERNAL, "inputs fill %lld of %lld along the axis", (long long)off, (long long)os->d[axis]);
+    if (off != os->d[axis])
+        return clu_fail(c, err, CD_E_INTERNAL, "inputs fill %lld of %lld along the axis", (long long)off,
+                        (long long)os->d[axis]);
     return CD_OK;
 }
 
@@ -168,7 +173,8 @@ static cd_status op_stack(cd_cl_ctx *c, cd_error *err) {
     const cd_shape *os = &clu_meta(c, y)->shape;
     int64_t axis = cd_attr_int(c->op, "axis", 0);
     if (axis < 0) axis += os->rank;
-    if (axis < 0 || axis >= os->rank || os->d[axis] != xs->n) return clu_fail(c, err, CD_E_MODEL, "axis does not match the output");
+    if (axis < 0 || axis >= os->rank || os->d[axis] != xs->n)
+        return clu_fail(c, err, CD_E_MODEL, "axis does not match the output");
     int64_t ost[CD_MAX_RANK];
     contiguous_strides(os, ost);
     for (int i = 0; i < xs->n; i++) {
@@ -216,7 +222,8 @@ static cd_status op_slice(cd_cl_ctx *c, cd_error *err) {
     if ((s = clu_need_in(c, "Input", 0, &x, err)) || (s = clu_need_out(c, "Out", 0, &y, err))) return s;
     if (clu_in(c, "StartsTensor", 0) >= 0 || clu_in(c, "EndsTensor", 0) >= 0 || clu_in(c, "StartsTensorList", 0) >= 0 ||
         clu_in(c, "EndsTensorList", 0) >= 0)
-        return clu_fail(c, err, CD_E_UNSUPPORTED, "tensor-valued starts/ends are read on the host; this op runs on the CPU");
+        return clu_fail(c, err, CD_E_UNSUPPORTED,
+                        "tensor-valued starts/ends are read on the host; this op runs on the CPU");
     const cd_shape *is = &clu_meta(c, x)->shape;
     const int64_t *axa, *sta, *ena, *ifa, *dea;
     int na = cd_attr_ints(c->op, "axes", &axa), r = is->rank;
@@ -230,7 +237,8 @@ static cd_status op_slice(cd_cl_ctx *c, cd_error *err) {
         if (a < 0 || a >= r) return clu_fail(c, err, CD_E_MODEL, "axes[%d] is out of range", i);
         int64_t d = is->d[a], b = sta[i], f = ena[i];
         bool dec = false;
-        for (int k = 0; k < nde; k++) if (dea[k] == a || dea[k] + r == a) dec = true;
+        for (int k = 0; k < nde; k++)
+            if (dea[k] == a || dea[k] + r == a) dec = true;
         if (b == -1 && f == 0 && i < nif && ifa[i] == -1 && dec) f = d;
         if (b < 0) b += d;
         if (f < 0) f += d;
@@ -245,7 +253,8 @@ static cd_status op_slice(cd_cl_ctx *c, cd_error *err) {
     cd_shape full = {.rank = r};
     for (int i = 0; i < r; i++) full.d[i] = ext[i], base += start[i] * ist[i], n *= ext[i];
     contiguous_strides(&full, ost);
-    if (n != cd_value_numel(clu_meta(c, y))) return clu_fail(c, err, CD_E_INTERNAL, "planned Out size differs from the slice");
+    if (n != cd_value_numel(clu_meta(c, y)))
+        return clu_fail(c, err, CD_E_INTERNAL, "planned Out size differs from the slice");
     return strided_copy(c, x, y, r, ext, ist, ost, base, 0, err);
 }
 
@@ -259,8 +268,10 @@ static cd_status op_calib(cd_cl_ctx *c, cd_error *err) {
     const char *al = c->op->kernel.present ? c->op->kernel.alias : "";
     const char *us = strstr(al, "_to_");
     bool to_int8;
-    if (us) to_int8 = !strcmp(us + 4, "int8");
-    else to_int8 = c->plan->g->tensors[y].dtype == CD_I8;
+    if (us)
+        to_int8 = !strcmp(us + 4, "int8");
+    else
+        to_int8 = c->plan->g->tensors[y].dtype == CD_I8;
     if (!to_int8) return clu_copy(c, x, y, err);
     double sc = cd_attr_float(c->op, "scale", 1.0);
     /* any scale (0, negative, NaN, Inf): the kernel's x / s, round, clamp, * s gives the same
@@ -293,7 +304,8 @@ static cd_status op_pad(cd_cl_ctx *c, cd_error *err) {
     int rank = is3 ? 5 : 4, npad = is3 ? 6 : 4;
     const cd_value *mx = clu_meta(c, x), *my = clu_meta(c, y);
     if (mx->shape.rank != rank || my->shape.rank != rank)
-        return clu_fail(c, err, CD_E_MODEL, "X and Out must be %d-D (ranks %d, %d)", rank, mx->shape.rank, my->shape.rank);
+        return clu_fail(c, err, CD_E_MODEL, "X and Out must be %d-D (ranks %d, %d)", rank, mx->shape.rank,
+                        my->shape.rank);
     int64_t pads[6];
     int pt = clu_in(c, "Paddings", 0);
     if (pt >= 0) {
@@ -306,7 +318,9 @@ static cd_status op_pad(cd_cl_ctx *c, cd_error *err) {
     } else {
         const int64_t *pv;
         int n = cd_attr_ints(c->op, "paddings", &pv);
-        if (n != npad) return clu_fail(c, err, CD_E_MODEL, "attribute paddings holds %d values; %s takes %d", n, c->op->type, npad);
+        if (n != npad)
+            return clu_fail(c, err, CD_E_MODEL, "attribute paddings holds %d values; %s takes %d", n, c->op->type,
+                            npad);
         for (int i = 0; i < npad; i++) pads[i] = pv[i];
     }
     for (int i = 0; i < npad; i++)
@@ -314,14 +328,21 @@ static cd_status op_pad(cd_cl_ctx *c, cd_error *err) {
             return clu_fail(c, err, CD_E_MODEL, "padding %d = %lld must be in [0, 2^24]", i, (long long)pads[i]);
     const char *m = cd_attr_str(c->op, "mode", "constant");
     int mode;
-    if (!strcmp(m, "constant")) mode = 0;
-    else if (!strcmp(m, "reflect")) mode = 1;
-    else if (!strcmp(m, "edge") || !strcmp(m, "replicate")) mode = 2;
-    else if (is3 && !strcmp(m, "circular")) mode = 3;
-    else return clu_fail(c, err, CD_E_MODEL, "mode '%s' is not constant, reflect, %s", m, is3 ? "replicate or circular" : "or edge");
+    if (!strcmp(m, "constant"))
+        mode = 0;
+    else if (!strcmp(m, "reflect"))
+        mode = 1;
+    else if (!strcmp(m, "edge") || !strcmp(m, "replicate"))
+        mode = 2;
+    else if (is3 && !strcmp(m, "circular"))
+        mode = 3;
+    else
+        return clu_fail(c, err, CD_E_MODEL, "mode '%s' is not constant, reflect, %s", m,
+                        is3 ? "replicate or circular" : "or edge");
     const char *df = cd_attr_str(c->op, "data_format", is3 ? "NCDHW" : "NCHW");
     bool last = !strcmp(df, is3 ? "NDHWC" : "NHWC");
-    if (!last && strcmp(df, is3 ? "NCDHW" : "NCHW")) return clu_fail(c, err, CD_E_MODEL, "data_format '%s' is not supported", df);
+    if (!last && strcmp(df, is3 ? "NCDHW" : "NCHW"))
+        return clu_fail(c, err, CD_E_MODEL, "data_format '%s' is not supported", df);
     int sp0 = last ? 1 : 2;
     int64_t before[8] = {0}, after[8] = {0}, od[8], id[8];
     if (is3) {
@@ -342,8 +363,8 @@ static cd_status op_pad(cd_cl_ctx *c, cd_error *err) {
                                 (long long)before[i], (long long)after[i], i, (long long)n);
         }
         if (my->shape.d[i] != n + before[i] + after[i])
-            return clu_fail(c, err, CD_E_INTERNAL, "planned Out dim %d = %lld differs from the padding rule",
-                            i, (long long)my->shape.d[i]);
+            return clu_fail(c, err, CD_E_INTERNAL, "planned Out dim %d = %lld differs from the padding rule", i,
+                            (long long)my->shape.d[i]);
         od[i] = my->shape.d[i];
         id[i] = n;
     }
@@ -392,7 +413,8 @@ static cd_status op_shuffle(cd_cl_ctx *c, cd_error *err) {
     if (xs->rank != 4) return clu_fail(c, err, CD_E_MODEL, "X must be 4-D NCHW, got rank %d", xs->rank);
     if (!cd_shape_eq(xs, &clu_meta(c, y)->shape)) return clu_fail(c, err, CD_E_INTERNAL, "Out shape differs from X");
     int64_t g = cd_attr_int(c->op, "group", 1), N = xs->d[0], C = xs->d[1], P = xs->d[2] * xs->d[3];
-    if (g <= 0 || C % g) return clu_fail(c, err, CD_E_MODEL, "group %lld does not divide %lld channels", (long long)g, (long long)C);
+    if (g <= 0 || C % g)
+        return clu_fail(c, err, CD_E_MODEL, "group %lld does not divide %lld channels", (long long)g, (long long)C);
     int64_t cpg = C / g;
     int64_t dims[4] = {N, cpg, g, P};
     int64_t sst[4] = {C * P, P, cpg * P, 1};
@@ -420,9 +442,12 @@ static cd_status op_argmax(cd_cl_ctx *c, cd_error *err) {
             return clu_fail(c, err, CD_E_MODEL, "axis %lld is out of range for rank %d", (long long)axis, r);
         if (axis < 0) axis += r;
         for (int i = 0; i < r; i++) {
-            if (i < axis) outer *= mx->shape.d[i];
-            else if (i == axis) len = mx->shape.d[i];
-            else inner *= mx->shape.d[i];
+            if (i < axis)
+                outer *= mx->shape.d[i];
+            else if (i == axis)
+                len = mx->shape.d[i];
+            else
+                inner *= mx->shape.d[i];
         }
     }
     if (outer * inner != cd_value_numel(my))
@@ -458,12 +483,18 @@ static cd_status op_cast(cd_cl_ctx *c, cd_error *err) {
     if (mx->dtype == my->dtype) return clu_copy(c, x, y, err);
     cd_dtype fl = c->plan->prec == CD_PREC_FP16 ? CD_F16 : CD_F32;
     const char *name = NULL;
-    if (mx->dtype == CD_I32 && my->dtype == fl) name = "cast_i32_f";
-    else if (mx->dtype == CD_I64 && my->dtype == fl) name = "cast_i64_f";
-    else if (mx->dtype == fl && my->dtype == CD_I32) name = "cast_f_i32";
-    else if (mx->dtype == fl && my->dtype == CD_I64) name = "cast_f_i64";
-    else if (mx->dtype == CD_I64 && my->dtype == CD_I32) name = "cast_i64_i32";
-    else if (mx->dtype == CD_I32 && my->dtype == CD_I64) name = "cast_i32_i64";
+    if (mx->dtype == CD_I32 && my->dtype == fl)
+        name = "cast_i32_f";
+    else if (mx->dtype == CD_I64 && my->dtype == fl)
+        name = "cast_i64_f";
+    else if (mx->dtype == fl && my->dtype == CD_I32)
+        name = "cast_f_i32";
+    else if (mx->dtype == fl && my->dtype == CD_I64)
+        name = "cast_f_i64";
+    else if (mx->dtype == CD_I64 && my->dtype == CD_I32)
+        name = "cast_i64_i32";
+    else if (mx->dtype == CD_I32 && my->dtype == CD_I64)
+        name = "cast_i32_i64";
     else
         return clu_fail(c, err, CD_E_UNSUPPORTED, "cast %s -> %s has no OpenCL kernel; this op runs on the CPU",
                         cd_dtype_name(mx->dtype), cd_dtype_name(my->dtype));
@@ -549,15 +580,30 @@ static cd_status op_fill(cd_cl_ctx *c, cd_error *err) {
 }
 
 static const cd_cl_op_def defs[] = {
-    {"reshape", "shape", op_reshape}, {"reshape2", "shape", op_reshape}, {"flatten", "shape", op_reshape},
-    {"flatten2", "shape", op_reshape}, {"flatten_contiguous_range", "shape", op_reshape},
-    {"squeeze", "shape", op_reshape}, {"squeeze2", "shape", op_reshape}, {"unsqueeze", "shape", op_reshape},
-    {"unsqueeze2", "shape", op_reshape}, {"assign", "shape", op_reshape},
-    {"transpose", "shape", op_transpose}, {"transpose2", "shape", op_transpose},
-    {"concat", "shape", op_concat}, {"stack", "shape", op_stack}, {"split", "shape", op_split},
-    {"slice", "shape", op_slice}, {"calib", "eltwise", op_calib}, {"calib_once", "eltwise", op_calib},
-    {"pad2d", "shape", op_pad}, {"pad3d", "shape", op_pad}, {"shuffle_channel", "shape", op_shuffle},
-    {"arg_max", "shape", op_argmax}, {"cast", "shape", op_cast},
-    {"fill_constant", "shape", op_fill}, {"fill_constant_batch_size_like", "shape", op_fill},
+    {"reshape", "shape", op_reshape},
+    {"reshape2", "shape", op_reshape},
+    {"flatten", "shape", op_reshape},
+    {"flatten2", "shape", op_reshape},
+    {"flatten_contiguous_range", "shape", op_reshape},
+    {"squeeze", "shape", op_reshape},
+    {"squeeze2", "shape", op_reshape},
+    {"unsqueeze", "shape", op_reshape},
+    {"unsqueeze2", "shape", op_reshape},
+    {"assign", "shape", op_reshape},
+    {"transpose", "shape", op_transpose},
+    {"transpose2", "shape", op_transpose},
+    {"concat", "shape", op_concat},
+    {"stack", "shape", op_stack},
+    {"split", "shape", op_split},
+    {"slice", "shape", op_slice},
+    {"calib", "eltwise", op_calib},
+    {"calib_once", "eltwise", op_calib},
+    {"pad2d", "shape", op_pad},
+    {"pad3d", "shape", op_pad},
+    {"shuffle_channel", "shape", op_shuffle},
+    {"arg_max", "shape", op_argmax},
+    {"cast", "shape", op_cast},
+    {"fill_constant", "shape", op_fill},
+    {"fill_constant_batch_size_like", "shape", op_fill},
 };
 const cd_cl_op_table cd_cl_ops_shape = {defs, (int)(sizeof defs / sizeof defs[0])};

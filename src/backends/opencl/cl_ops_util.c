@@ -34,8 +34,8 @@ cd_status clu_need_in(cd_cl_ctx *c, const char *slot, int idx, int *tid, cd_erro
 cd_status clu_need_out(cd_cl_ctx *c, const char *slot, int idx, int *tid, cd_error *err) {
     *tid = cd_op_out(c->op, slot, idx);
     if (*tid < 0 || !clu_meta(c, *tid))
-        return clu_fail(c, err, CD_E_MODEL, "required output %s[%d] is not connected; the model is malformed",
-                        slot, idx);
+        return clu_fail(c, err, CD_E_MODEL, "required output %s[%d] is not connected; the model is malformed", slot,
+                        idx);
     return CD_OK;
 }
 
@@ -65,8 +65,8 @@ cd_status clu_need_float(cd_cl_ctx *c, int tid, const char *what, cd_error *err)
     cd_dtype want = c->plan->prec == CD_PREC_FP16 ? CD_F16 : CD_F32;
     if (m->dtype != want)
         return clu_fail(c, err, CD_E_UNSUPPORTED,
-                        "%s has dtype %s; the OpenCL kernels take %s tensors only, so this op runs on the CPU",
-                        what, cd_dtype_name(m->dtype), cd_dtype_name(want));
+                        "%s has dtype %s; the OpenCL kernels take %s tensors only, so this op runs on the CPU", what,
+                        cd_dtype_name(m->dtype), cd_dtype_name(want));
     return CD_OK;
 }
 
@@ -154,8 +154,8 @@ cd_status clu_launch1(cd_cl_ctx *c, cl_kernel k, int64_t n, cd_error *err) {
     return c->launch(c, k, 1, &g, NULL, err);
 }
 
-cd_status clu_pads(cd_cl_ctx *c, const int64_t in_hw[2], const int64_t k[2], const int64_t stride[2],
-                   int64_t dil[2], int64_t pads[4], cd_error *err) {
+cd_status clu_pads(cd_cl_ctx *c, const int64_t in_hw[2], const int64_t k[2], const int64_t stride[2], int64_t dil[2],
+                   int64_t pads[4], cd_error *err) {
     const int64_t *p;
     int np = cd_attr_ints(c->op, "paddings", &p);
     if (np == 2) {
@@ -173,7 +173,8 @@ cd_status clu_pads(cd_cl_ctx *c, const int64_t in_hw[2], const int64_t k[2], con
         pads[0] = pads[1] = pads[2] = pads[3] = 0;
     } else if (!strcmp(alg, "SAME")) {
         for (int i = 0; i < 2; i++) {
-            if (stride[i] <= 0) return clu_fail(c, err, CD_E_MODEL, "stride %lld must be positive", (long long)stride[i]);
+            if (stride[i] <= 0)
+                return clu_fail(c, err, CD_E_MODEL, "stride %lld must be positive", (long long)stride[i]);
             int64_t out = (in_hw[i] + stride[i] - 1) / stride[i];
             int64_t tot = (out - 1) * stride[i] + k[i] - in_hw[i];
             if (tot < 0) tot = 0;
@@ -202,8 +203,10 @@ cd_status clu_copy(cd_cl_ctx *c, int src, int dst, cd_error *err) {
     size_t ns = (size_t)cd_value_numel(ms) * cd_dtype_size(ms->dtype);
     size_t nd = (size_t)cd_value_numel(md) * cd_dtype_size(md->dtype);
     if (ns != nd)
-        return clu_fail(c, err, CD_E_INTERNAL, "input holds %zu bytes but the output %zu; a data-preserving reshape "
-                        "must keep the byte count (planner bug)", ns, nd);
+        return clu_fail(c, err, CD_E_INTERNAL,
+                        "input holds %zu bytes but the output %zu; a data-preserving reshape "
+                        "must keep the byte count (planner bug)",
+                        ns, nd);
     if (ns == 0 || a == b) return CD_OK;
     cl_int rc = c->cl->clEnqueueCopyBuffer(c->queue, a, b, 0, 0, ns, 0, NULL, NULL);
     if (rc != CL_SUCCESS)

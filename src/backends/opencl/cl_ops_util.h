@@ -35,8 +35,8 @@ typedef struct {
     cd_error *err;
 } clu_args;
 void clu_args_init(clu_args *a, cd_cl_ctx *c, cl_kernel k, cd_error *err);
-void clu_mem(clu_args *a, cl_mem m);    /* NULL gives a NULL pointer in the kernel */
-void clu_int(clu_args *a, int64_t v);   /* range-checked to int */
+void clu_mem(clu_args *a, cl_mem m);  /* NULL gives a NULL pointer in the kernel */
+void clu_int(clu_args *a, int64_t v); /* range-checked to int */
 void clu_flt(clu_args *a, double v);
 void clu_int8(clu_args *a, const int64_t v[8]);
 
@@ -45,9 +45,9 @@ void clu_int8(clu_args *a, const int64_t v[8]);
  * 8. CLU_BEGIN takes the tensor ids as its last arguments. */
 cd_status clu_begin(clu_args *a, cd_cl_ctx *c, const char *family, const char *name, const int *tids, int n,
                     cd_error *err);
-#define CLU_BEGIN(a, c, family, name, err, ...)                  \
-    clu_begin(a, c, family, name, (const int[]){__VA_ARGS__},   \
-              (int)(sizeof((const int[]){__VA_ARGS__}) / sizeof(int)), err)
+#define CLU_BEGIN(a, c, family, name, err, ...)                                                                        \
+    clu_begin(a, c, family, name, (const int[]){__VA_ARGS__}, (int)(sizeof((const int[]){__VA_ARGS__}) / sizeof(int)), \
+              err)
 /* Launches the kernel of a finished argument list over n work-items (clu_launch1), or returns
  * the list's first failure. */
 cd_status clu_end(clu_args *a, int64_t n);
@@ -61,8 +61,8 @@ cd_status clu_launch1(cd_cl_ctx *c, cl_kernel k, int64_t n, cd_error *err);
 
 /* Padding of conv/pool per docs/nb-format.md §7.0 into pads[4] = top, bottom, left, right.
  * ksize = filter (conv) or window (pool) sizes; dil may be NULL (pool); SAME sets dil to 1. */
-cd_status clu_pads(cd_cl_ctx *c, const int64_t in_hw[2], const int64_t k[2], const int64_t stride[2],
-                   int64_t dil[2], int64_t pads[4], cd_error *err);
+cd_status clu_pads(cd_cl_ctx *c, const int64_t in_hw[2], const int64_t k[2], const int64_t stride[2], int64_t dil[2],
+                   int64_t pads[4], cd_error *err);
 /* Prelu alpha mode from its string: 0 all, 1 channel, 2 element; -1 unknown. */
 int clu_prelu_mode(const char *s);
 /* Copies a whole tensor buffer (reshape-like ops). */

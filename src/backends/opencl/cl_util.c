@@ -14,6 +14,8 @@ const char *cd_cl_variant_name(cd_cl_variant v) {
 
 const char *cd_cl_err_name(cl_int code) {
     switch (code) {
+        /* a table of names, kept as written */
+        // clang-format off
 #define E(x) case x: return #x;
     E(CL_SUCCESS) E(CL_DEVICE_NOT_FOUND) E(CL_DEVICE_NOT_AVAILABLE) E(CL_COMPILER_NOT_AVAILABLE)
     E(CL_MEM_OBJECT_ALLOCATION_FAILURE) E(CL_OUT_OF_RESOURCES) E(CL_OUT_OF_HOST_MEMORY)
@@ -35,8 +37,10 @@ const char *cd_cl_err_name(cl_int code) {
     E(CL_INVALID_MIP_LEVEL) E(CL_INVALID_GLOBAL_WORK_SIZE) E(CL_INVALID_PROPERTY)
     E(CL_INVALID_IMAGE_DESCRIPTOR) E(CL_INVALID_COMPILER_OPTIONS) E(CL_INVALID_LINKER_OPTIONS)
     E(CL_INVALID_DEVICE_PARTITION_COUNT)
+        // clang-format on
 #undef E
-    case -1001: return "CL_PLATFORM_NOT_FOUND_KHR";
+                                                                                    case -1001
+            : return "CL_PLATFORM_NOT_FOUND_KHR";
     default: break;
     }
     static _Thread_local char buf[48];

@@ -21,7 +21,10 @@ static void dstr(const cd_clfn *cl, cl_device_id d, cl_device_info what, char *b
         return;
     }
     char *tmp = malloc(need + 1);
-    if (!tmp) { snprintf(buf, n, "?"); return; }
+    if (!tmp) {
+        snprintf(buf, n, "?");
+        return;
+    }
     if (cl->clGetDeviceInfo(d, what, need, tmp, NULL) != CL_SUCCESS) snprintf(tmp, need + 1, "?");
     tmp[need] = 0;
     snprintf(buf, n, "%s", tmp);
@@ -46,11 +49,12 @@ static bool has_ext(const cd_clfn *cl, cl_device_id d, const char *ext) {
     return found;
 }
 
-#define DVAL(what, var) \
-    do { if (cl->clGetDeviceInfo(d, what, sizeof(var), &(var), NULL) != CL_SUCCESS) memset(&(var), 0, sizeof(var)); } while (0)
+#define DVAL(what, var)                                                                                                \
+    do {                                                                                                               \
+        if (cl->clGetDeviceInfo(d, what, sizeof(var), &(var), NULL) != CL_SUCCESS) memset(&(var), 0, sizeof(var));     \
+    } while (0)
 
-cd_status cd_cl_describe(const cd_clfn *cl, cl_platform_id p, cl_device_id d, cd_cl_devinfo *info,
-                         cd_error *err) {
+cd_status cd_cl_describe(const cd_clfn *cl, cl_platform_id p, cl_device_id d, cd_cl_devinfo *info, cd_error *err) {
     (void)err;
     memset(info, 0, sizeof *info);
     info->platform_index = info->device_index = -1;
@@ -65,8 +69,10 @@ cd_status cd_cl_describe(const cd_clfn *cl, cl_platform_id p, cl_device_id d, cd
     cl_device_type t = 0;
     DVAL(CL_DEVICE_TYPE, t);
     snprintf(info->type, sizeof info->type, "%s",
-             (t & CL_DEVICE_TYPE_GPU) ? "GPU" : (t & CL_DEVICE_TYPE_CPU) ? "CPU"
-             : (t & CL_DEVICE_TYPE_ACCELERATOR) ? "accelerator" : "other");
+             (t & CL_DEVICE_TYPE_GPU)               ? "GPU"
+                 : (t & CL_DEVICE_TYPE_CPU)         ? "CPU"
+                 : (t & CL_DEVICE_TYPE_ACCELERATOR) ? "accelerator"
+                                                    : "other");
     DVAL(CL_DEVICE_MAX_COMPUTE_UNITS, info->compute_units);
     DVAL(CL_DEVICE_MAX_CLOCK_FREQUENCY, info->max_clock_mhz);
     DVAL(CL_DEVICE_GLOBAL_MEM_SIZE, info->global_mem);
@@ -85,7 +91,7 @@ cd_status cd_cl_describe(const cd_clfn *cl, cl_platform_id p, cl_device_id d, cd
     info->fp64 = has_ext(cl, d, "cl_khr_fp64");
     cl_device_fp_config fpc = 0;
     info->correct_div = cl->clGetDeviceInfo(d, CL_DEVICE_SINGLE_FP_CONFIG, sizeof fpc, &fpc, NULL) == CL_SUCCESS &&
-                        (fpc & CL_FP_CORRECTLY_ROUNDED_DIVIDE_SQRT);
+        (fpc & CL_FP_CORRECTLY_ROUNDED_DIVIDE_SQRT);
     return CD_OK;
 }
 
@@ -108,7 +114,8 @@ cd_status cd_cl_platforms(const cd_clfn *cl, cd_cl_platform **out, int *n, cd_er
                       "What to do: install a driver (Debian: `apt install pocl-opencl-icd`; GPU: the "
                       "vendor's OpenCL package), check that /etc/OpenCL/vendors/*.icd names a library "
                       "that exists (OCL_ICD_VENDORS overrides that directory), or pass the vendor "
-                      "library itself with --cl-lib PATH.", cl->path);
+                      "library itself with --cl-lib PATH.",
+                      cl->path);
     cl_platform_id *ids = calloc(np, sizeof *ids);
     cd_cl_platform *ps = calloc(np, sizeof *ps);
     if (!ids || !ps) {
@@ -179,8 +186,8 @@ static void list_devices(const cd_clfn *cl, const cd_cl_platform *ps, int np, ch
     }
 }
 
-cd_status cd_cl_pick(const cd_clfn *cl, const char *platform_sel, const char *device_sel,
-                     cl_platform_id *pid, cl_device_id *did, cd_cl_devinfo *info, cd_error *err) {
+cd_status cd_cl_pick(const cd_clfn *cl, const char *platform_sel, const char *device_sel, cl_platform_id *pid,
+                     cl_device_id *did, cd_cl_devinfo *info, cd_error *err) {
     cd_cl_platform *ps;
     int np;
     cd_status st = cd_cl_platforms(cl, &ps, &np, err);
@@ -200,7 +207,8 @@ cd_status cd_cl_pick(const cd_clfn *cl, const char *platform_sel, const char *de
         if (hit < 0) {
             st = cd_err(err, CD_E_USAGE,
                         "--cl-platform %s matches no OpenCL platform (give an index or a part of the "
-                        "name). Available:%s", platform_sel, avail);
+                        "name). Available:%s",
+                        platform_sel, avail);
             cd_cl_platforms_free(ps, np);
             return st;
         }
@@ -212,20 +220,26 @@ cd_status cd_cl_pick(const cd_clfn *cl, const char *platform_sel, const char *de
             long k = 0;
             for (int i = pfirst; i <= plast && bp < 0; i++)
                 for (int j = 0; j < ps[i].n_devices && bp < 0; j++, k++)
-                    if (k == v) { bp = i; bd = j; }
+                    if (k == v) {
+                        bp = i;
+                        bd = j;
+                    }
         } else {
             for (int i = pfirst; i <= plast && bp < 0; i++)
                 for (int j = 0; j < ps[i].n_devices && bp < 0; j++) {
                     char name[128];
                     dstr(cl, ps[i].devices[j], CL_DEVICE_NAME, name, sizeof name);
-                    if (contains_ci(name, device_sel)) { bp = i; bd = j; }
+                    if (contains_ci(name, device_sel)) {
+                        bp = i;
+                        bd = j;
+                    }
                 }
         }
         if (bp < 0) {
             st = cd_err(err, CD_E_USAGE,
                         "--cl-device %s matches no OpenCL device%s (give an index or a part of the "
-                        "name). Available:%s", device_sel, platform_sel && *platform_sel ? " of the chosen platform" : "",
-                        avail);
+                        "name). Available:%s",
+                        device_sel, platform_sel && *platform_sel ? " of the chosen platform" : "", avail);
             cd_cl_platforms_free(ps, np);
             return st;
         }
@@ -234,10 +248,16 @@ cd_status cd_cl_pick(const cd_clfn *cl, const char *platform_sel, const char *de
             for (int j = 0; j < ps[i].n_devices && bp < 0; j++) {
                 cl_device_type t = 0;
                 if (cl->clGetDeviceInfo(ps[i].devices[j], CL_DEVICE_TYPE, sizeof t, &t, NULL) == CL_SUCCESS &&
-                    (t & CL_DEVICE_TYPE_GPU)) { bp = i; bd = j; }
+                    (t & CL_DEVICE_TYPE_GPU)) {
+                    bp = i;
+                    bd = j;
+                }
             }
         for (int i = pfirst; i <= plast && bp < 0; i++)
-            if (ps[i].n_devices > 0) { bp = i; bd = 0; }
+            if (ps[i].n_devices > 0) {
+                bp = i;
+                bd = 0;
+            }
         if (bp < 0) {
             st = cd_err(err, CD_E_BACKEND,
                         "OpenCL platform(s) found in %s but no device: %s. What to do: check that the "
@@ -260,9 +280,12 @@ cd_status cd_cl_pick(const cd_clfn *cl, const char *platform_sel, const char *de
 }
 
 static void fmt_bytes(cl_ulong b, char *buf, size_t n) {
-    if (b >= (1ull << 30)) snprintf(buf, n, "%.1f GiB", (double)b / (1ull << 30));
-    else if (b >= (1ull << 20)) snprintf(buf, n, "%.1f MiB", (double)b / (1ull << 20));
-    else snprintf(buf, n, "%.1f KiB", (double)b / 1024.0);
+    if (b >= (1ull << 30))
+        snprintf(buf, n, "%.1f GiB", (double)b / (1ull << 30));
+    else if (b >= (1ull << 20))
+        snprintf(buf, n, "%.1f MiB", (double)b / (1ull << 20));
+    else
+        snprintf(buf, n, "%.1f KiB", (double)b / 1024.0);
 }
 
 void cd_cl_devinfo_print(const cd_cl_devinfo *d, FILE *f, const char *indent) {
@@ -274,13 +297,13 @@ void cd_cl_devinfo_print(const cd_cl_devinfo *d, FILE *f, const char *indent) {
     fprintf(f, "%svendor:          %s\n", indent, d->vendor);
     fprintf(f, "%sdriver:          %s\n", indent, d->driver);
     fprintf(f, "%sversion:         %s; %s\n", indent, d->version, d->c_version);
-    fprintf(f, "%scompute units:   %u @ %u MHz, max work-group %zu\n", indent, d->compute_units,
-            d->max_clock_mhz, d->max_wg);
+    fprintf(f, "%scompute units:   %u @ %u MHz, max work-group %zu\n", indent, d->compute_units, d->max_clock_mhz,
+            d->max_wg);
     fprintf(f, "%smemory:          global %s (max buffer %s), local %s\n", indent, g, a, l);
     fprintf(f, "%simages:          %s\n", indent, d->image_support ? "yes" : "no");
     fprintf(f, "%scl_khr_fp16:     %s\n", indent,
             d->fp16 ? "yes (fp16-compute variant available)" : "no (fp16 runs use half storage with float arithmetic)");
     fprintf(f, "%scl_khr_fp64:     %s\n", indent, d->fp64 ? "yes" : "no");
-    fprintf(f, "%svector widths:   char %u short %u int %u long %u float %u double %u half %u\n", indent,
-            d->vec_char, d->vec_short, d->vec_int, d->vec_long, d->vec_float, d->vec_double, d->vec_half);
+    fprintf(f, "%svector widths:   char %u short %u int %u long %u float %u double %u half %u\n", indent, d->vec_char,
+            d->vec_short, d->vec_int, d->vec_long, d->vec_float, d->vec_double, d->vec_half);
 }

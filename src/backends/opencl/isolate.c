@@ -16,7 +16,9 @@
 
 enum { REC_PHASE = 1, REC_HIT = 2, REC_DONE = 3, REC_DESC = 4, REC_RESULT = 5, REC_SETTLED = 6 };
 
-typedef struct { uint32_t type, len; } rec_hdr;
+typedef struct {
+    uint32_t type, len;
+} rec_hdr;
 
 typedef struct {
     int32_t op;
@@ -25,11 +27,11 @@ typedef struct {
 
 typedef struct {
     int32_t op, tensor, dtype, rank;
-    int32_t local, pad_;     /* 1: a hit of the local pass (the parent's xopts->local_sink) */
+    int32_t local, pad_; /* 1: a hit of the local pass (the parent's xopts->local_sink) */
     int64_t dims[CD_MAX_RANK];
     uint64_t nbytes;
     cd_op_report rep;
-} rec_hit;          /* followed by nbytes of data */
+} rec_hit; /* followed by nbytes of data */
 
 typedef struct {
     int32_t op;
@@ -49,8 +51,8 @@ typedef struct {
 
 typedef struct {
     int fd;
-    bool broken;       /* the parent went away: stop writing, finish quietly */
-    int local;         /* tag of the hits sent through this context */
+    bool broken; /* the parent went away: stop writing, finish quietly */
+    int local;   /* tag of the hits sent through this context */
 } child_ctx;
 
 static void write_all(child_ctx *c, const void *p, size_t n) {
@@ -166,7 +168,7 @@ static void child_main(int fd, const cd_plan *plan, const cd_backend_opts *opts,
     cd_probe_sink lsink = {.user = &lc, .hit = child_hit};
     cd_exec_opts xo = xopts ? *xopts : (cd_exec_opts){0};
     xo.local_sink = xo.force ? &lsink : NULL;
-    xo.record = NULL;   /* recording is the parent's business (the CPU run) */
+    xo.record = NULL; /* recording is the parent's business (the CPU run) */
     /* settle itself runs here (fork kept its data); the parent hears of settled ops */
     xo.on_settled = xo.on_settled ? child_settled : NULL;
     xo.on_settled_user = &c;
@@ -187,8 +189,6 @@ static double mono_s(void) {
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 }
-
-
 
 typedef struct {
     char *buf;
@@ -278,13 +278,16 @@ static bool parse_records(parent_ctx *p, rbuf *b) {
             v.shape.rank = hh.rank;
             for (int i = 0; i < CD_MAX_RANK; i++) v.shape.d[i] = hh.dims[i];
             v.nbytes = hh.nbytes;
-            v.data = (void *)(pl + sizeof hh);   /* borrowed: the sink copies what it keeps */
+            v.data = (void *)(pl + sizeof hh); /* borrowed: the sink copies what it keeps */
             /* the payload sits at an arbitrary offset; kernels of the sink read it as
              * typed arrays, so give them an aligned copy */
             void *al = NULL;
             if (((uintptr_t)v.data & 15u) && hh.nbytes) {
                 al = malloc(hh.nbytes);
-                if (!al) { p->sink_status = cd_err(&p->sink_err, CD_E_NOMEM, "out of memory receiving a tensor"); break; }
+                if (!al) {
+                    p->sink_status = cd_err(&p->sink_err, CD_E_NOMEM, "out of memory receiving a tensor");
+                    break;
+                }
                 memcpy(al, v.data, hh.nbytes);
                 v.data = al;
             }
@@ -319,8 +322,7 @@ static bool parse_records(parent_ctx *p, rbuf *b) {
             p->result.msg[sizeof p->result.msg - 1] = 0;
             p->have_result = true;
             break;
-        default:
-            return false;
+        default: return false;
         }
         off += sizeof h + h.len;
     }
@@ -348,8 +350,8 @@ static void keep_tail(char *tail, size_t cap, const char *s, size_t n) {
 }
 
 cd_status cd_run_isolated(const cd_plan *plan, const cd_backend_opts *opts, const cd_value *inputs,
-                          const cd_exec_opts *xopts, cd_probe_sink *sink, double timeout_s,
-                          cd_isolated_run *run, cd_error *err) {
+                          const cd_exec_opts *xopts, cd_probe_sink *sink, double timeout_s, cd_isolated_run *run,
+                          cd_error *err) {
     memset(run, 0, sizeof *run);
     run->crash.op_index = -1;
     run->crash.exit_status = -1;
@@ -360,13 +362,18 @@ cd_status cd_run_isolated(const cd_plan *plan, const cd_backend_opts *opts, cons
         close(dp[1]);
         return cd_err(err, CD_E_INTERNAL, "pipe() failed: %s", strerror(errno));
     }
-    fflush(NULL);   /* buffered parent output must not be written twice */
+    fflush(NULL); /* buffered parent output must not be written twice */
     double t0 = mono_s();
     pid_t pid = fork();
     if (pid < 0) {
-        close(dp[0]); close(dp[1]); close(ep[0]); close(ep[1]);
-        return cd_err(err, CD_E_NOMEM, "cannot start the OpenCL child process: fork failed: %s (run with "
-                      "--no-isolate to run OpenCL in this process)", strerror(errno));
+        close(dp[0]);
+        close(dp[1]);
+        close(ep[0]);
+        close(ep[1]);
+        return cd_err(err, CD_E_NOMEM,
+                      "cannot start the OpenCL child process: fork failed: %s (run with "
+                      "--no-isolate to run OpenCL in this process)",
+                      strerror(errno));
     }
     if (pid == 0) {
         close(dp[0]);
@@ -379,14 +386,21 @@ cd_status cd_run_isolated(const cd_plan *plan, const cd_backend_opts *opts, cons
     }
     close(dp[1]);
     close(ep[1]);
-    parent_ctx p = {.plan = plan, .sink = sink, .local_sink = xopts ? xopts->local_sink : NULL, .xopts = xopts, .run = run};
+    parent_ctx p = {
+        .plan = plan, .sink = sink, .local_sink = xopts ? xopts->local_sink : NULL, .xopts = xopts, .run = run};
     rbuf data = {0};
     bool deof = false, eeof = false, killed = false, interrupted = false, bad_stream = false;
     while (!deof || !eeof) {
         struct pollfd fds[2];
         int nf = 0, di = -1, ei = -1;
-        if (!deof) { fds[nf] = (struct pollfd){.fd = dp[0], .events = POLLIN}; di = nf++; }
-        if (!eeof) { fds[nf] = (struct pollfd){.fd = ep[0], .events = POLLIN}; ei = nf++; }
+        if (!deof) {
+            fds[nf] = (struct pollfd){.fd = dp[0], .events = POLLIN};
+            di = nf++;
+        }
+        if (!eeof) {
+            fds[nf] = (struct pollfd){.fd = ep[0], .events = POLLIN};
+            ei = nf++;
+        }
         int wait_ms = 200;
         if (timeout_s > 0 && !killed) {
             double left = timeout_s - (mono_s() - t0);
@@ -394,7 +408,8 @@ cd_status cd_run_isolated(const cd_plan *plan, const cd_backend_opts *opts, cons
                 kill(pid, SIGKILL);
                 killed = true;
                 run->crash.timed_out = true;
-            } else if (left * 1000 < wait_ms) wait_ms = (int)(left * 1000) + 1;
+            } else if (left * 1000 < wait_ms)
+                wait_ms = (int)(left * 1000) + 1;
         }
         if (xopts && xopts->stop_flag && *xopts->stop_flag && !interrupted) {
             /* the child stops between ops on its own copy of the flag; a terminal SIGINT
@@ -417,7 +432,7 @@ cd_status cd_run_isolated(const cd_plan *plan, const cd_backend_opts *opts, cons
                 bad_stream = true;
                 deof = true;
             }
-            if (p.sink_status && !killed) {   /* e.g. disk full while writing the dump */
+            if (p.sink_status && !killed) { /* e.g. disk full while writing the dump */
                 kill(pid, SIGKILL);
                 killed = true;
             }
@@ -454,8 +469,10 @@ cd_status cd_run_isolated(const cd_plan *plan, const cd_backend_opts *opts, cons
     if (WIFSIGNALED(wst)) {
         c->signal = WTERMSIG(wst);
         const char *sn = cd_signal_name(c->signal);
-        if (sn) snprintf(c->signal_name, sizeof c->signal_name, "%s", sn);
-        else snprintf(c->signal_name, sizeof c->signal_name, "signal %d", c->signal);
+        if (sn)
+            snprintf(c->signal_name, sizeof c->signal_name, "%s", sn);
+        else
+            snprintf(c->signal_name, sizeof c->signal_name, "signal %d", c->signal);
     } else if (WIFEXITED(wst)) {
         c->exit_status = WEXITSTATUS(wst);
     }

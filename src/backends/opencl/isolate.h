@@ -14,8 +14,6 @@
 #include "engine/backend_def.h"
 #include "engine/executor.h"
 
-
-
 /* What the child found out about its device, for the dump's run attributes. */
 typedef struct cd_isolated_run {
     char device[256];
@@ -30,8 +28,8 @@ typedef struct cd_isolated_run {
  * a message such as "SIGABRT in clBuildProgram of kernel conv (fp16) for op #12 conv2d_3
  * (conv2d)". The child's stderr is passed through to the parent's stderr. */
 cd_status cd_run_isolated(const cd_plan *plan, const cd_backend_opts *opts, const cd_value *inputs,
-                          const cd_exec_opts *xopts, cd_probe_sink *sink, double timeout_s,
-                          cd_isolated_run *run, cd_error *err);
+                          const cd_exec_opts *xopts, cd_probe_sink *sink, double timeout_s, cd_isolated_run *run,
+                          cd_error *err);
 
 /* The OpenCL backend's runner in an isolated child (cd_run_isolated), as engine/backend_def.h's
  * runner interface. */

@@ -10,14 +10,25 @@
  * Debian/Ubuntu multiarch directories that are not always in the cache. */
 static const char *const k_icd[] = {"libOpenCL.so.1", "libOpenCL.so"};
 static const char *const k_vendor[] = {
-    "libmali.so", "libmali.so.1", "libGLES_mali.so", "libGLES_mali.so.1",
-    "/usr/lib/aarch64-linux-gnu/libmali.so", "/usr/lib/aarch64-linux-gnu/libmali.so.1",
-    "/usr/lib/aarch64-linux-gnu/libOpenCL.so", "/usr/lib/aarch64-linux-gnu/libOpenCL.so.1",
-    "/usr/lib/arm-linux-gnueabihf/libmali.so", "/usr/lib/libmali.so",
-    "/vendor/lib64/libOpenCL.so", "/system/vendor/lib64/libOpenCL.so", "/system/lib64/libOpenCL.so",
-    "/vendor/lib64/egl/libGLES_mali.so", "/system/vendor/lib64/egl/libGLES_mali.so",
+    "libmali.so",
+    "libmali.so.1",
+    "libGLES_mali.so",
+    "libGLES_mali.so.1",
+    "/usr/lib/aarch64-linux-gnu/libmali.so",
+    "/usr/lib/aarch64-linux-gnu/libmali.so.1",
+    "/usr/lib/aarch64-linux-gnu/libOpenCL.so",
+    "/usr/lib/aarch64-linux-gnu/libOpenCL.so.1",
+    "/usr/lib/arm-linux-gnueabihf/libmali.so",
+    "/usr/lib/libmali.so",
+    "/vendor/lib64/libOpenCL.so",
+    "/system/vendor/lib64/libOpenCL.so",
+    "/system/lib64/libOpenCL.so",
+    "/vendor/lib64/egl/libGLES_mali.so",
+    "/system/vendor/lib64/egl/libGLES_mali.so",
     "/vendor/lib64/libGLES_mali.so",
-    "libPVROCL.so", "/vendor/lib64/libPVROCL.so", "/system/vendor/lib64/libPVROCL.so",
+    "libPVROCL.so",
+    "/vendor/lib64/libPVROCL.so",
+    "/system/vendor/lib64/libPVROCL.so",
 };
 
 static const char *const k_names[] = {
@@ -45,18 +56,18 @@ static bool try_lib(const char *path, const char *origin, cd_clfn *fn, cd_cl_att
     size_t nmiss = 0, used = 0;
     char miss[sizeof a->why];
     miss[0] = 0;
-#define CD_CL_RESOLVE(name)                                                                   \
-    tmp.name = (__typeof__(tmp.name))dlsym(h, #name);                                         \
-    if (!tmp.name) {                                                                          \
-        nmiss++;                                                                              \
-        int w = snprintf(miss + used, sizeof miss - used, "%s%s", nmiss > 1 ? ", " : "", #name); \
-        if (w > 0 && used + (size_t)w < sizeof miss) used += (size_t)w;                       \
+#define CD_CL_RESOLVE(name)                                                                                            \
+    tmp.name = (__typeof__(tmp.name))dlsym(h, #name);                                                                  \
+    if (!tmp.name) {                                                                                                   \
+        nmiss++;                                                                                                       \
+        int w = snprintf(miss + used, sizeof miss - used, "%s%s", nmiss > 1 ? ", " : "", #name);                       \
+        if (w > 0 && used + (size_t)w < sizeof miss) used += (size_t)w;                                                \
     }
     CD_CL_FUNCS(CD_CL_RESOLVE)
 #undef CD_CL_RESOLVE
     if (nmiss) {
-        snprintf(a->why, sizeof a->why, "loaded, but %zu of %zu OpenCL entry points are missing: %.900s",
-                 nmiss, sizeof k_names / sizeof k_names[0], miss);
+        snprintf(a->why, sizeof a->why, "loaded, but %zu of %zu OpenCL entry points are missing: %.900s", nmiss,
+                 sizeof k_names / sizeof k_names[0], miss);
         dlclose(h);
         return false;
     }
@@ -67,7 +78,6 @@ static bool try_lib(const char *path, const char *origin, cd_clfn *fn, cd_cl_att
     snprintf(a->why, sizeof a->why, "loaded, all %zu entry points resolved", sizeof k_names / sizeof k_names[0]);
     return true;
 }
-
 
 static size_t append(char *buf, size_t cap, size_t used, const char *fmt, const char *a, const char *b) {
     if (used >= cap) return used;
@@ -80,11 +90,13 @@ static cd_status fail(const cd_cl_search *s, bool explicit_lib, cd_error *err) {
     char list[1800];
     size_t u = 0;
     list[0] = 0;
+    for (int i = 0; i < s->n; i++) u = append(list, sizeof list, u, "\n  %s: %s", s->at[i].path, s->at[i].why);
+    const char *existing = NULL; /* a vendor file that is there but could not be used */
     for (int i = 0; i < s->n; i++)
-        u = append(list, sizeof list, u, "\n  %s: %s", s->at[i].path, s->at[i].why);
-    const char *existing = NULL;   /* a vendor file that is there but could not be used */
-    for (int i = 0; i < s->n; i++)
-        if (s->at[i].exists) { existing = s->at[i].path; break; }
+        if (s->at[i].exists) {
+            existing = s->at[i].path;
+            break;
+        }
     if (explicit_lib) {
         const cd_cl_attempt *a = &s->at[s->n - 1];
         return cd_err(err, CD_E_BACKEND,
@@ -99,7 +111,8 @@ static cd_status fail(const cd_cl_search *s, bool explicit_lib, cd_error *err) {
     if (existing)
         snprintf(advice, sizeof advice,
                  "%s exists but could not be loaded (see above: usually a missing dependency, "
-                 "check `ldd %s`); ", existing, existing);
+                 "check `ldd %s`); ",
+                 existing, existing);
     else
         advice[0] = 0;
     return cd_err(err, CD_E_BACKEND,
@@ -122,18 +135,30 @@ cd_status cd_cl_load(const char *cl_lib, cd_clfn *fn, cd_cl_search *search, cd_e
     memset(fn, 0, sizeof *fn);
     const char *env = getenv("CLDIFF_OPENCL_LIB");
     if (cl_lib && cl_lib[0]) {
-        if (try_lib(cl_lib, "--cl-lib", fn, &s->at[s->n++])) { s->found = 0; return CD_OK; }
+        if (try_lib(cl_lib, "--cl-lib", fn, &s->at[s->n++])) {
+            s->found = 0;
+            return CD_OK;
+        }
         return fail(s, true, err);
     }
     if (env && env[0]) {
-        if (try_lib(env, "CLDIFF_OPENCL_LIB", fn, &s->at[s->n++])) { s->found = 0; return CD_OK; }
+        if (try_lib(env, "CLDIFF_OPENCL_LIB", fn, &s->at[s->n++])) {
+            s->found = 0;
+            return CD_OK;
+        }
         return fail(s, true, err);
     }
     for (size_t i = 0; i < sizeof k_icd / sizeof k_icd[0] && s->n < CD_CL_MAX_ATTEMPTS; i++) {
-        if (try_lib(k_icd[i], "ICD loader", fn, &s->at[s->n++])) { s->found = s->n - 1; return CD_OK; }
+        if (try_lib(k_icd[i], "ICD loader", fn, &s->at[s->n++])) {
+            s->found = s->n - 1;
+            return CD_OK;
+        }
     }
     for (size_t i = 0; i < sizeof k_vendor / sizeof k_vendor[0] && s->n < CD_CL_MAX_ATTEMPTS; i++) {
-        if (try_lib(k_vendor[i], "vendor", fn, &s->at[s->n++])) { s->found = s->n - 1; return CD_OK; }
+        if (try_lib(k_vendor[i], "vendor", fn, &s->at[s->n++])) {
+            s->found = s->n - 1;
+            return CD_OK;
+        }
     }
     return fail(s, false, err);
 }

@@ -10,17 +10,17 @@
 #define CD_CL_MAX_ATTEMPTS 40
 
 typedef struct cd_cl_attempt {
-    char path[256];      /* name or path handed to dlopen */
-    char origin[24];     /* "--cl-lib", "CLDIFF_OPENCL_LIB", "ICD loader", "vendor" */
-    bool ok;             /* loaded and every CD_CL_FUNCS entry resolved */
-    bool exists;         /* absolute path that exists on disk (for the advice) */
-    char why[1024];      /* dlerror text, or "missing entry points: clX, clY" */
+    char path[256];  /* name or path handed to dlopen */
+    char origin[24]; /* "--cl-lib", "CLDIFF_OPENCL_LIB", "ICD loader", "vendor" */
+    bool ok;         /* loaded and every CD_CL_FUNCS entry resolved */
+    bool exists;     /* absolute path that exists on disk (for the advice) */
+    char why[1024];  /* dlerror text, or "missing entry points: clX, clY" */
 } cd_cl_attempt;
 
 typedef struct cd_cl_search {
     int n;
     cd_cl_attempt at[CD_CL_MAX_ATTEMPTS];
-    int found;           /* index of the attempt that was used, -1 when none */
+    int found; /* index of the attempt that was used, -1 when none */
 } cd_cl_search;
 
 /* Search order: cl_lib (--cl-lib), $CLDIFF_OPENCL_LIB, the ICD loader (libOpenCL.so.1,

@@ -51,7 +51,10 @@ static void pb_raw(pbuf *p, const void *d, size_t n) {
         size_t nc = p->cap ? p->cap : 256;
         while (nc < p->len + n) nc *= 2;
         uint8_t *q = realloc(p->b, nc);
-        if (!q) { p->oom = true; return; }
+        if (!q) {
+            p->oom = true;
+            return;
+        }
         p->b = q;
         p->cap = nc;
     }
@@ -74,7 +77,10 @@ static void pb_varint(pbuf *p, uint64_t v) {
 static void pb_key(pbuf *p, int field, int wt) { pb_varint(p, ((uint64_t)field << 3) | (uint64_t)wt); }
 /* int32/int64/enum/bool: negative values are sign-extended to 64 bits (10 bytes), as
  * protobuf encodes int32. */
-static void pb_int(pbuf *p, int field, int64_t v) { pb_key(p, field, PB_VARINT); pb_varint(p, (uint64_t)v); }
+static void pb_int(pbuf *p, int field, int64_t v) {
+    pb_key(p, field, PB_VARINT);
+    pb_varint(p, (uint64_t)v);
+}
 static void pb_f32(pbuf *p, int field, float v) {
     uint8_t t[4];
     memcpy(t, &v, 4);
@@ -104,11 +110,11 @@ static void pb_msg(pbuf *p, int field, pbuf *child) {
 /* ---- what the exported program looks like ---- */
 
 typedef struct {
-    cd_dtype *dtype; /* per tensor id: element type of the exported VarDesc (see act_dtypes) */
-    char **ename;   /* per tensor id: exported variable name (owned; aliases point to their source's) */
-    int *alias;     /* per tensor id: the tensor whose name it takes (itself when not a pass-through) */
-    bool *skip_op;  /* per op: left out (pass-through) */
-    int *kind;      /* per tensor id: VT_LOD_TENSOR, VT_FEED or VT_FETCH */
+    cd_dtype *dtype;           /* per tensor id: element type of the exported VarDesc (see act_dtypes) */
+    char **ename;              /* per tensor id: exported variable name (owned; aliases point to their source's) */
+    int *alias;                /* per tensor id: the tensor whose name it takes (itself when not a pass-through) */
+    bool *skip_op;             /* per op: left out (pass-through) */
+    int *kind;                 /* per tensor id: VT_LOD_TENSOR, VT_FEED or VT_FETCH */
     const cd_shape *act_shape; /* opts->act_shape (may be NULL) */
 } plan;
 
@@ -150,7 +156,7 @@ static bool drop_attr(const cd_attr *a, const cd_pd_export_opts *o) {
     if (!o->keep_kernel_attr && !strcmp(a->name, "__@kernel_type_attr@__")) return true;
     if (!o->strip_quant) return false;
     return !strcmp(a->name, "enable_int8") || !strcmp(a->name, "bit_length") || !strcmp(a->name, "quantization_type") ||
-           ends_with(a->name, "_quant_scale") || slot_scale_attr(a->name);
+        ends_with(a->name, "_quant_scale") || slot_scale_attr(a->name);
 }
 
 static void plan_free(plan *p, int nt) {
@@ -197,8 +203,9 @@ static cd_status make_plan(const cd_graph *g, const cd_pd_export_opts *o, plan *
         if (!is_passthrough(op, o->strip_quant)) continue;
         int in = single_id(op->in, op->n_in), out = single_id(op->out, op->n_out);
         if (in < 0 || out < 0)
-            return cd_err(err, CD_E_UNSUPPORTED, "op #%d %s: a %s op with more than one input or output cannot be exported",
-                          oi, op->name, op->type);
+            return cd_err(err, CD_E_UNSUPPORTED,
+                          "op #%d %s: a %s op with more than one input or output cannot be exported", oi, op->name,
+                          op->type);
         p->alias[out] = p->alias[in];
         p->skip_op[oi] = true;
         info->n_dropped_ops++;
@@ -232,10 +239,11 @@ static cd_status make_plan(const cd_graph *g, const cd_pd_export_opts *o, plan *
 
 /* Ops whose outputs are integer or bool whatever their inputs are (or say their own type). */
 static bool int_output_op(const cd_op *op, const char *slot) {
-    static const char *const types[] = {"shape", "arg_max", "arg_min", "cast", "fill_constant", "range", "size",
-                                        "equal", "not_equal", "less_than", "less_equal", "greater_than",
-                                        "greater_equal", "logical_and", "logical_or", "logical_not", "logical_xor",
-                                        "where_index", "one_hot", "one_hot_v2", "assign_value", NULL};
+    static const char *const types[] = {
+        "shape",         "arg_max",     "arg_min",      "cast",        "fill_constant", "range",
+        "size",          "equal",       "not_equal",    "less_than",   "less_equal",    "greater_than",
+        "greater_equal", "logical_and", "logical_or",   "logical_not", "logical_xor",   "where_index",
+        "one_hot",       "one_hot_v2",  "assign_value", NULL};
     for (int i = 0; types[i]; i++)
         if (!strcmp(op->type, types[i])) return true;
     static const char *const slots[] = {"Indices", "Index", "NmsRoisNum", "RoisNum", "XShape", "Mask", NULL};
@@ -276,8 +284,10 @@ static void act_dtypes(const cd_graph *g, const cd_pd_export_opts *o, plan *p) {
                     if (in >= 0) p->dtype[id] = p->dtype[in];
                     continue;
                 }
-                if (!strcmp(op->type, "shape") && is_float(p->dtype[id])) p->dtype[id] = CD_I32; /* shape: INT32 */
-                else if (float_in && !is_float(p->dtype[id]) && !int_output_op(op, op->out[s].name)) p->dtype[id] = CD_F32;
+                if (!strcmp(op->type, "shape") && is_float(p->dtype[id]))
+                    p->dtype[id] = CD_I32; /* shape: INT32 */
+                else if (float_in && !is_float(p->dtype[id]) && !int_output_op(op, op->out[s].name))
+                    p->dtype[id] = CD_F32;
                 /* and the other way: slice/concat/... of integer tensors (shape arithmetic)
                  * under a name that a float tensor had first */
                 else if (!float_in && first_in >= 0 && is_float(p->dtype[id]) && !int_output_op(op, op->out[s].name))
@@ -340,15 +350,27 @@ static cd_status attr_msg(pbuf *p, const cd_op *op, int oi, const cd_attr *a, cd
             pb_int(p, 6, a->ints[k]);
         }
         break;
-    case CD_ATTR_FLOATS: for (int k = 0; k < a->n; k++) pb_f32(p, 7, (float)a->floats[k]); break;
-    case CD_ATTR_STRINGS: for (int k = 0; k < a->n; k++) pb_str(p, 8, a->strings[k]); break;
+    case CD_ATTR_FLOATS:
+        for (int k = 0; k < a->n; k++) pb_f32(p, 7, (float)a->floats[k]);
+        break;
+    case CD_ATTR_STRINGS:
+        for (int k = 0; k < a->n; k++) pb_str(p, 8, a->strings[k]);
+        break;
     case CD_ATTR_BOOL: pb_int(p, 10, a->i != 0); break;
-    case CD_ATTR_BOOLS: for (int k = 0; k < a->n; k++) pb_int(p, 11, a->ints[k] != 0); break;
+    case CD_ATTR_BOOLS:
+        for (int k = 0; k < a->n; k++) pb_int(p, 11, a->ints[k] != 0);
+        break;
     case CD_ATTR_BLOCK: pb_int(p, 12, a->i); break;
     case CD_ATTR_LONG: pb_int(p, 13, a->i); break;
-    case CD_ATTR_BLOCKS: for (int k = 0; k < a->n; k++) pb_int(p, 14, a->ints[k]); break;
-    case CD_ATTR_LONGS: for (int k = 0; k < a->n; k++) pb_int(p, 15, a->ints[k]); break;
-    case CD_ATTR_FLOAT64S: for (int k = 0; k < a->n; k++) pb_f64(p, 16, a->floats[k]); break;
+    case CD_ATTR_BLOCKS:
+        for (int k = 0; k < a->n; k++) pb_int(p, 14, a->ints[k]);
+        break;
+    case CD_ATTR_LONGS:
+        for (int k = 0; k < a->n; k++) pb_int(p, 15, a->ints[k]);
+        break;
+    case CD_ATTR_FLOAT64S:
+        for (int k = 0; k < a->n; k++) pb_f64(p, 16, a->floats[k]);
+        break;
     case CD_ATTR_FLOAT64: pb_f64(p, 19, a->f); break;
     default:
         return cd_err(err, CD_E_UNSUPPORTED, "op #%d %s: attribute '%s' of type %d cannot be exported", oi, op->name,
@@ -374,7 +396,7 @@ static const char *unfused_act(const cd_op *op, const cd_pd_export_opts *o) {
 
 static bool act_attr(const char *n) {
     return !strcmp(n, "with_act") || !strcmp(n, "act_type") || !strcmp(n, "fuse_relu") || !strcmp(n, "slope") ||
-           !strcmp(n, "offset");
+        !strcmp(n, "offset");
 }
 
 /* OpenCL-only fusion (docs/nb-format.md §9): conv2d with SecondInput and fuse_elementwise_op_type
@@ -392,7 +414,10 @@ static const char *unfused_eltwise(const cd_op *op, const cd_pd_export_opts *o) 
 static char *suffixed(const plan *pl, int out, const char *suffix) {
     const char *n = pl->ename[out];
     char *r = malloc(strlen(n) + strlen(suffix) + 1);
-    if (r) { strcpy(r, n); strcat(r, suffix); }
+    if (r) {
+        strcpy(r, n);
+        strcat(r, suffix);
+    }
     return r;
 }
 
@@ -403,8 +428,10 @@ static void slots_msg(pbuf *p, int field, const cd_slot *s, int n, const plan *p
         pbuf v = {0};
         pb_str(&v, 1, s[i].name);
         for (int k = 0; k < s[i].n; k++)
-            pb_str(&v, 2, out_rename && !strcmp(s[i].name, "Output") ? out_rename
-                           : s[i].ids[k] >= 0 ? pl->ename[s[i].ids[k]] : "");
+            pb_str(&v, 2,
+                   out_rename && !strcmp(s[i].name, "Output") ? out_rename
+                       : s[i].ids[k] >= 0                     ? pl->ename[s[i].ids[k]]
+                                                              : "");
         pb_msg(p, field, &v);
     }
 }
@@ -454,7 +481,11 @@ static cd_status op_msgs(pbuf *blk, const cd_graph *g, int oi, const cd_pd_expor
     if (out >= 0) {
         pre = suffixed(pl, out, ".cdpre");
         mid = act && elt ? suffixed(pl, out, ".cdact") : NULL;
-        if (!pre || (act && elt && !mid)) { free(pre); free(mid); return cd_err(err, CD_E_NOMEM, "out of memory"); }
+        if (!pre || (act && elt && !mid)) {
+            free(pre);
+            free(mid);
+            return cd_err(err, CD_E_NOMEM, "out of memory");
+        }
     } else {
         act = elt = NULL;
     }
@@ -467,7 +498,13 @@ static cd_status op_msgs(pbuf *blk, const cd_graph *g, int oi, const cd_pd_expor
         if (drop_attr(&op->attrs[i], o) || (act && act_attr(an)) || (elt && !strcmp(an, "fuse_elementwise_op_type")))
             continue;
         pbuf a = {0};
-        if (attr_msg(&a, op, oi, &op->attrs[i], err)) { free(a.b); free(q.b); free(pre); free(mid); return err->code; }
+        if (attr_msg(&a, op, oi, &op->attrs[i], err)) {
+            free(a.b);
+            free(q.b);
+            free(pre);
+            free(mid);
+            return err->code;
+        }
         pb_msg(&q, 4, &a);
     }
     /* Attributes Opt's op descriptors require that a .nb may lack (Paddle-Lite's own runtime
@@ -503,7 +540,11 @@ static cd_status var_list(const cd_graph *g, const plan *pl, int **out, int *n_o
     int nt = g->n_tensors;
     const char ***keys = cd_calloc((size_t)nt + 1, sizeof *keys, err);
     int *ids = cd_calloc((size_t)nt + 1, sizeof *ids, err);
-    if (!keys || !ids) { free(keys); free(ids); return err->code; }
+    if (!keys || !ids) {
+        free(keys);
+        free(ids);
+        return err->code;
+    }
     int n = 0;
     for (int t = 0; t < nt; t++)
         if (pl->alias[t] == t) keys[n++] = (const char **)&pl->ename[t];
@@ -550,8 +591,10 @@ static void marker_param(pbuf *p, int which) {
     free(td.b);
     float f = 1.0f;
     int32_t z = 0;
-    if (which) pb_raw(p, &z, 4);
-    else pb_raw(p, &f, 4);
+    if (which)
+        pb_raw(p, &z, 4);
+    else
+        pb_raw(p, &f, 4);
 }
 
 static cd_status write_param(pbuf *p, const cd_graph *g, const cd_pd_export_opts *o, int t, cd_error *err) {
@@ -581,7 +624,10 @@ static cd_status write_param(pbuf *p, const cd_graph *g, const cd_pd_export_opts
     pb_raw(p, &v0, 4);
     pbuf td = {0};
     tensor_desc(&td, dt, x->shape.d, x->shape.rank);
-    if (td.oom) { p->oom = true; return CD_OK; }
+    if (td.oom) {
+        p->oom = true;
+        return CD_OK;
+    }
     int32_t dlen = (int32_t)td.len;
     pb_raw(p, &dlen, 4);
     pb_raw(p, td.b, td.len);
@@ -614,12 +660,16 @@ cd_status cd_pd_export_mem(const cd_graph *g, const cd_pd_export_opts *opts, uin
     }
     for (int oi = 0; oi < g->n_ops; oi++) {
         const cd_op *op = &g->ops[oi];
-        const char *act = pl.skip_op[oi] ? NULL : unfused_act(op, o), *elt = pl.skip_op[oi] ? NULL : unfused_eltwise(op, o);
+        const char *act = pl.skip_op[oi] ? NULL : unfused_act(op, o),
+                   *elt = pl.skip_op[oi] ? NULL : unfused_eltwise(op, o);
         int out = act || elt ? cd_op_out(op, "Output", 0) : -1;
         if (out < 0) continue;
         for (int k = 0; k < 1 + (act && elt); k++) {
             char *name = suffixed(&pl, out, k ? ".cdact" : ".cdpre");
-            if (!name) { st = cd_err(err, CD_E_NOMEM, "out of memory"); goto done; }
+            if (!name) {
+                st = cd_err(err, CD_E_NOMEM, "out of memory");
+                goto done;
+            }
             pbuf v = {0}, vt = {0}, lt = {0}, td = {0};
             pb_str(&v, 1, name);
             pb_int(&vt, 1, VT_LOD_TENSOR);
@@ -635,7 +685,10 @@ cd_status cd_pd_export_mem(const cd_graph *g, const cd_pd_export_opts *opts, uin
         info->n_unfused++;
     }
     if (o->int8_marker) {
-        if (g->n_inputs < 1) { st = cd_err(err, CD_E_USAGE, "--int8-marker: the model has no input"); goto done; }
+        if (g->n_inputs < 1) {
+            st = cd_err(err, CD_E_USAGE, "--int8-marker: the model has no input");
+            goto done;
+        }
         static const char *const names[] = {MARK_SCALE, MARK_ZP, MARK_Q, MARK_DQ};
         for (int k = 0; k < 4; k++) {
             pbuf v = {0}, vt = {0}, lt = {0}, td = {0};
@@ -643,8 +696,10 @@ cd_status cd_pd_export_mem(const cd_graph *g, const cd_pd_export_opts *opts, uin
             pb_str(&v, 1, names[k]);
             pb_int(&vt, 1, VT_LOD_TENSOR);
             const cd_tensor *in = &g->tensors[g->inputs[0]];
-            if (k < 2) tensor_desc(&td, k == 0 ? VT_FP32 : 2 /* INT32 */, &one, 1);
-            else tensor_desc(&td, VT_FP32, in->shape.d, in->shape.rank);
+            if (k < 2)
+                tensor_desc(&td, k == 0 ? VT_FP32 : 2 /* INT32 */, &one, 1);
+            else
+                tensor_desc(&td, VT_FP32, in->shape.d, in->shape.rank);
             pb_msg(&lt, 1, &td);
             pb_msg(&vt, 3, &lt);
             pb_msg(&v, 2, &vt);
@@ -689,8 +744,10 @@ cd_status cd_pd_export_mem(const cd_graph *g, const cd_pd_export_opts *opts, uin
     }
     for (int k = 0; k < o->n_extra_fetch; k++) {
         int t = o->extra_fetch[k];
-        if (t < 0 || t >= g->n_tensors)
-            { st = cd_err(err, CD_E_USAGE, "extra fetch: no tensor #%d", t); goto done; }
+        if (t < 0 || t >= g->n_tensors) {
+            st = cd_err(err, CD_E_USAGE, "extra fetch: no tensor #%d", t);
+            goto done;
+        }
         pbuf op = {0}, v = {0}, a = {0};
         pb_str(&v, 1, "X");
         pb_str(&v, 2, pl.ename[t]);
@@ -722,12 +779,17 @@ cd_status cd_pd_export_mem(const cd_graph *g, const cd_pd_export_opts *opts, uin
         if (i == nv) break;
         int t = vars[i];
         if (!g->tensors[t].persistable || pl.kind[t] != VT_LOD_TENSOR) continue;
-        if (!g->tensors[t].data)
-            { st = cd_err(err, CD_E_MODEL, "parameter '%s' has no data", g->tensors[t].name); goto done; }
+        if (!g->tensors[t].data) {
+            st = cd_err(err, CD_E_MODEL, "parameter '%s' has no data", g->tensors[t].name);
+            goto done;
+        }
         if ((st = write_param(&par, g, o, t, err))) goto done;
         info->n_params++;
     }
-    if (prog.oom || par.oom) { st = cd_err(err, CD_E_NOMEM, "out of memory exporting the model"); goto done; }
+    if (prog.oom || par.oom) {
+        st = cd_err(err, CD_E_NOMEM, "out of memory exporting the model");
+        goto done;
+    }
     *program = prog.b;
     *program_len = prog.len;
     *params = par.b;
@@ -761,10 +823,16 @@ cd_status cd_pd_export_infer_shapes(const cd_graph *g, const cd_shape *in_shapes
     int ni = g->n_inputs;
     cd_shape *a = cd_calloc((size_t)ni + 1, sizeof *a, err), *b = cd_calloc((size_t)ni + 1, sizeof *b, err);
     cd_shape *res = cd_calloc((size_t)g->n_tensors + 1, sizeof *res, err);
-    if (!a || !b || !res) { free(a); free(b); free(res); return err->code; }
+    if (!a || !b || !res) {
+        free(a);
+        free(b);
+        free(res);
+        return err->code;
+    }
     for (int k = 0; k < ni; k++) {
         const cd_shape *decl = &g->tensors[g->inputs[k]].shape;
-        if (in_shapes) a[k] = in_shapes[k];
+        if (in_shapes)
+            a[k] = in_shapes[k];
         else {
             a[k] = *decl;
             for (int d = 0; d < a[k].rank; d++)
@@ -778,15 +846,21 @@ cd_status cd_pd_export_infer_shapes(const cd_graph *g, const cd_shape *in_shapes
     cd_error ea = {0}, eb = {0};
     if (cd_plan_build(g, a, CD_PREC_FP32, &pa, &ea)) {
         if (note && note_len)
-            snprintf(note, note_len, "no shape inference (%s); variables keep the .nb's declared shapes, which can "
-                     "be another variable's (give --shape)", ea.msg);
-        free(a); free(b); free(res);
+            snprintf(note, note_len,
+                     "no shape inference (%s); variables keep the .nb's declared shapes, which can "
+                     "be another variable's (give --shape)",
+                     ea.msg);
+        free(a);
+        free(b);
+        free(res);
         return CD_OK;
     }
     bool have_b = cd_plan_build(g, b, CD_PREC_FP32, &pb, &eb) == CD_OK;
     if (!have_b && note && note_len)
-        snprintf(note, note_len, "second shape inference failed (%s): activations are declared with the shapes at "
-                 "the first input shape, no dim -1", eb.msg);
+        snprintf(note, note_len,
+                 "second shape inference failed (%s): activations are declared with the shapes at "
+                 "the first input shape, no dim -1",
+                 eb.msg);
     for (int t = 0; t < g->n_tensors; t++) {
         res[t].rank = -1;
         const cd_shape *sa = &pa.meta[t].shape;
@@ -840,8 +914,8 @@ cd_status cd_pd_export(const cd_graph *g, const cd_pd_export_opts *opts, const c
 }
 
 bool cd_pd_export_skips_fetch(const char *type) {
-    static const char *const t[] = {"feed", "fetch", "io_copy", "io_copy_once", "layout", "layout_once", "calib",
-                                    "calib_once", NULL};
+    static const char *const t[] = {"feed",  "fetch",      "io_copy", "io_copy_once", "layout", "layout_once",
+                                    "calib", "calib_once", NULL};
     for (int i = 0; t[i]; i++)
         if (!strcmp(type, t[i])) return true;
     return false;

@@ -56,7 +56,10 @@ int cd_pl_roots(char out[3][PATH_MAX]) {
             *s = 0;
             snprintf(out[n++], PATH_MAX, "%s", exe);
             s = strrchr(exe, '/');
-            if (s) { *s = 0; snprintf(out[n++], PATH_MAX, "%s", exe[0] ? exe : "/"); }
+            if (s) {
+                *s = 0;
+                snprintf(out[n++], PATH_MAX, "%s", exe[0] ? exe : "/");
+            }
         }
     }
 #ifdef CLDIFF_SOURCE_DIR
@@ -140,10 +143,12 @@ cd_status cd_pl_find(cd_pl_env *env, cd_error *err) {
     /* an installed cldiff keeps its helpers in <prefix>/share/cldiff (pl_sdk.h) */
     if (!env->bridge[0]) cd_pl_find_helper("scripts/pl_bridge.py", env->bridge, sizeof env->bridge);
     if (!env->bridge[0])
-        return cd_err(err, CD_E_BACKEND, "backend paddle-lite unavailable: scripts/pl_bridge.py not found next to cldiff "
+        return cd_err(err, CD_E_BACKEND,
+                      "backend paddle-lite unavailable: scripts/pl_bridge.py not found next to cldiff "
                       "or in its source tree (set CLDIFF_PL_BRIDGE=/path/to/pl_bridge.py)");
     if (!env->python[0] || !is_file(env->python, true))
-        return cd_err(err, CD_E_BACKEND, "backend paddle-lite unavailable: no Python with the paddlelite wheel (looked for "
+        return cd_err(err, CD_E_BACKEND,
+                      "backend paddle-lite unavailable: no Python with the paddlelite wheel (looked for "
                       "$CLDIFF_PL_PYTHON and .venv-pl/bin/python); install it with scripts/setup.sh (it makes .venv-pl "
                       "with a Python 3.7-3.10 from pyenv or Debian and pip installs paddlelite==2.13rc0 'numpy<2'), "
                       "or set CLDIFF_PL_PYTHON");
@@ -158,15 +163,19 @@ cd_status cd_pl_find(cd_pl_env *env, cd_error *err) {
     char tail[1024];
     cd_pl_log_tail(tmpl, tail, sizeof tail);
     if (!st && (to || !WIFEXITED(ws) || WEXITSTATUS(ws) != 0))
-        st = cd_err(err, CD_E_BACKEND, "backend paddle-lite unavailable: %s %s --probe failed (%s); run scripts/setup.sh "
-                    "to (re)make .venv-pl with paddlelite==2.13rc0", env->python, env->bridge,
-                    tail[0] ? tail : "no output");
+        st = cd_err(err, CD_E_BACKEND,
+                    "backend paddle-lite unavailable: %s %s --probe failed (%s); run scripts/setup.sh "
+                    "to (re)make .venv-pl with paddlelite==2.13rc0",
+                    env->python, env->bridge, tail[0] ? tail : "no output");
     if (!st) {
         FILE *f = fopen(tmpl, "rb");
         char line[4096] = "";
         char *got = NULL;
         while (f && fgets(line, sizeof line, f))
-            if (line[0] == '{') { got = line; break; }
+            if (line[0] == '{') {
+                got = line;
+                break;
+            }
         if (f) fclose(f);
         cd_json j;
         cd_error je = {0};
@@ -222,7 +231,12 @@ static cd_status host_only_ops(const cd_pl_env *env, const char *place, const cd
     for (int i = 0; i < g->n_ops; i++) cap += strlen(g->ops[i].type) + 1;
     char *list = calloc(cap, 1), *list2 = calloc(cap, 1);
     size_t n2 = 0;
-    if (!list || !list2) { free(list); free(list2); cd_json_free(&j); return cd_err(err, CD_E_NOMEM, "out of memory"); }
+    if (!list || !list2) {
+        free(list);
+        free(list2);
+        cd_json_free(&j);
+        return cd_err(err, CD_E_NOMEM, "out of memory");
+    }
     for (int i = 0; i < g->n_ops; i++) {
         const char *t = g->ops[i].type;
         const cd_json *ts = cd_json_get(ops, t);
@@ -235,8 +249,10 @@ static cd_status host_only_ops(const cd_pl_env *env, const char *place, const cd
         bool dup = false;
         for (int q = 0; q < i; q++) dup |= !strcmp(g->ops[q].type, t);
         if (dup || has_place == has_host) continue;
-        if (has_host) n += (size_t)snprintf(list + n, cap - n, "%s%s", n ? "," : "", t);
-        else n2 += (size_t)snprintf(list2 + n2, cap - n2, "%s%s", n2 ? "," : "", t);
+        if (has_host)
+            n += (size_t)snprintf(list + n, cap - n, "%s%s", n ? "," : "", t);
+        else
+            n2 += (size_t)snprintf(list2 + n2, cap - n2, "%s%s", n2 ? "," : "", t);
     }
     cd_json_free(&j);
     *out = list;
@@ -278,9 +294,21 @@ cd_status cd_pl_bridge_run(const cd_pl_env *env, const cd_pl_bridge_req *b, doub
     snprintf(threads, sizeof threads, "%d", b->threads > 0 ? b->threads : 1);
     const char *backend = b->backend ? b->backend : "paddle-lite", *what = b->what ? b->what : b->model;
     const char *target = b->target && *b->target ? b->target : "x86";
-    char *argv[] = {(char *)env->python, (char *)env->bridge, "--model", (char *)b->model, "--inputs", (char *)b->dir,
-                    "--out", (char *)b->dir, "--target", (char *)target, "--precision",
-                    (char *)(b->precision ? b->precision : "fp32"), "--threads", threads, NULL};
+    char *argv[] = {(char *)env->python,
+                    (char *)env->bridge,
+                    "--model",
+                    (char *)b->model,
+                    "--inputs",
+                    (char *)b->dir,
+                    "--out",
+                    (char *)b->dir,
+                    "--target",
+                    (char *)target,
+                    "--precision",
+                    (char *)(b->precision ? b->precision : "fp32"),
+                    "--threads",
+                    threads,
+                    NULL};
     int ws = 0;
     bool to = false;
     double t0 = now_ms();
@@ -300,11 +328,15 @@ cd_status cd_pl_bridge_run(const cd_pl_env *env, const cd_pl_bridge_req *b, doub
                     backend, target, sn ? sn : "a signal", what, tail[0] ? tail : "(no message)",
                     b->arm_hint ? " (the paddlelite wheel on this machine has no ARM kernels: run the model on an ARM "
                                   "device with the probes/paddle-lite runner and `cldiff import` its outputs, "
-                                  "docs/paddle-lite.md)" : "");
+                                  "docs/paddle-lite.md)"
+                                : "");
     } else if (!st && WEXITSTATUS(ws) != 0) {
         int x = WEXITSTATUS(ws);
-        st = cd_err(err, x == 3 ? CD_E_MODEL : x == 2 ? CD_E_USAGE : CD_E_BACKEND, "Paddle-Lite (%s) failed (bridge exit %d): %s",
-                    backend, x, tail[0] ? tail : "(no message)");
+        st = cd_err(err,
+                    x == 3       ? CD_E_MODEL
+                        : x == 2 ? CD_E_USAGE
+                                 : CD_E_BACKEND,
+                    "Paddle-Lite (%s) failed (bridge exit %d): %s", backend, x, tail[0] ? tail : "(no message)");
     }
     return st;
 }
@@ -326,8 +358,7 @@ void cd_pl_place_by_record(const cd_op *op, cd_op_place *o) {
     }
 }
 
-cd_status cd_pl_collect(cd_pl_collect_req *cq, int *n_hits, int *n_shape_mismatch, int *n_dequantized,
-                        cd_error *err) {
+cd_status cd_pl_collect(cd_pl_collect_req *cq, int *n_hits, int *n_shape_mismatch, int *n_dequantized, cd_error *err) {
     const cd_plan *plan = cq->plan;
     const cd_graph *g = plan->g;
     cd_status st = CD_OK;
@@ -339,11 +370,17 @@ cd_status cd_pl_collect(cd_pl_collect_req *cq, int *n_hits, int *n_shape_mismatc
         const cd_probe_fetch *f = &cq->fetch[k];
         if (!f->probed && !cq->record) continue;
         snprintf(p, sizeof p, "%s/out_%d.npy", cq->dir, f->col);
-        if (cq->partial && access(p, F_OK) != 0) { cq->n_missing++; continue; }
+        if (cq->partial && access(p, F_OK) != 0) {
+            cq->n_missing++;
+            continue;
+        }
         cd_value v = {0};
         st = cd_npy_read(p, &v, err);
-        if (st) { st = cd_err_prefix(err, "reading Paddle-Lite's output %d (tensor '%s' of op #%d): ", f->col,
-                                     g->tensors[f->tensor_id].name, f->op_index); break; }
+        if (st) {
+            st = cd_err_prefix(err, "reading Paddle-Lite's output %d (tensor '%s' of op #%d): ", f->col,
+                               g->tensors[f->tensor_id].name, f->op_index);
+            break;
+        }
         if (v.dtype == CD_I8 && plan->meta[f->tensor_id].dtype == CD_F32 && f->op_index >= 0) {
             /* Paddle-Lite hands int8 activations over as their integers; cldiff keeps them as the
              * values they stand for, q * scale (calib's `scale`, an int8_out conv's
@@ -357,7 +394,10 @@ cd_status cd_pl_collect(cd_pl_collect_req *cq, int *n_hits, int *n_shape_mismatc
             if (sv) sc = sv[0];
             if (sc > 0) {
                 cd_value fv = {.dtype = CD_F32, .shape = v.shape};
-                if ((st = cd_value_alloc(&fv, err))) { cd_value_release(&v); break; }
+                if ((st = cd_value_alloc(&fv, err))) {
+                    cd_value_release(&v);
+                    break;
+                }
                 const int8_t *q8 = v.data;
                 float *o = fv.data, fs = (float)sc;
                 for (int64_t e = 0; e < cd_value_numel(&v); e++) o[e] = (float)q8[e] * fs;
@@ -368,7 +408,8 @@ cd_status cd_pl_collect(cd_pl_collect_req *cq, int *n_hits, int *n_shape_mismatc
         }
         /* dynamic outputs (nms) come back smaller than the plan's upper bound: counted only */
         if (!cd_shape_eq(&v.shape, &plan->meta[f->tensor_id].shape)) (*n_shape_mismatch)++;
-        if (cq->record && cd_exec_is_activation(plan, f->tensor_id)) st = cd_forcing_put(cq->record, f->tensor_id, &v, err);
+        if (cq->record && cd_exec_is_activation(plan, f->tensor_id))
+            st = cd_forcing_put(cq->record, f->tensor_id, &v, err);
         if (!st && f->probed && f->op_index >= 0 && cq->sink && cq->sink->hit) {
             const cd_op *op = &g->ops[f->op_index];
             cd_op_report rep;
@@ -399,7 +440,8 @@ cd_status cd_pl_run(const cd_pl_req *q, cd_pl_result *res, cd_error *err) {
     int n_ocl = 0;
     for (int i = 0; i < g->n_ops; i++) n_ocl += g->ops[i].kernel.present && g->ops[i].kernel.target == 5;
     if (n_ocl && strcmp(res->target, "opencl"))
-        return cd_err(err, CD_E_BACKEND, "backend %s: %d ops of this model have OpenCL kernels, which a %s run cannot "
+        return cd_err(err, CD_E_BACKEND,
+                      "backend %s: %d ops of this model have OpenCL kernels, which a %s run cannot "
                       "execute (builds without OpenCL hold placeholders that compute nothing); run it with an OpenCL "
                       "build of Paddle-Lite on the device (probes/paddle-lite runner, docs/paddle-lite.md)",
                       q->backend, n_ocl, res->target);
@@ -416,18 +458,24 @@ cd_status cd_pl_run(const cd_pl_req *q, cd_pl_result *res, cd_error *err) {
             snprintf(res->note, sizeof res->note, "kernel records retargeted arm -> x86 (experimental)%s%s",
                      host_ops[0] ? "; host for " : "", host_ops);
         } else {
-            return cd_err(err, CD_E_BACKEND, "backend %s: the model's kernels target %s, not %s; a .nb runs only on the "
+            return cd_err(err, CD_E_BACKEND,
+                          "backend %s: the model's kernels target %s, not %s; a .nb runs only on the "
                           "target it was optimized for (use --backends paddle-lite, or optimize the model for %s)",
                           q->backend, have, want, want);
         }
     }
     char dir[PATH_MAX];
     snprintf(dir, sizeof dir, "%s/.pl-XXXXXX", q->work_dir && *q->work_dir ? q->work_dir : "/tmp");
-    if (!mkdtemp(dir)) return free(host_ops), free(target_ops), cd_err(err, CD_E_IO, "cannot create a temporary folder %s: %s", dir, strerror(errno));
+    if (!mkdtemp(dir))
+        return free(host_ops), free(target_ops),
+               cd_err(err, CD_E_IO, "cannot create a temporary folder %s: %s", dir, strerror(errno));
     char nb[PATH_MAX + 32], mpath[PATH_MAX + 64], p[PATH_MAX + 64];
     snprintf(nb, sizeof nb, "%s/probed.nb", dir);
     cd_shape *shapes = calloc((size_t)g->n_inputs + 1, sizeof *shapes);
-    if (!shapes) { cd_pl_rm_tree(dir); return cd_err(err, CD_E_NOMEM, "out of memory"); }
+    if (!shapes) {
+        cd_pl_rm_tree(dir);
+        return cd_err(err, CD_E_NOMEM, "out of memory");
+    }
     for (int k = 0; k < g->n_inputs; k++) shapes[k] = plan->meta[g->inputs[k]].shape;
     cd_instrumented in;
     memset(&in, 0, sizeof in);
@@ -443,9 +491,15 @@ cd_status cd_pl_run(const cd_pl_req *q, cd_pl_result *res, cd_error *err) {
         st = cd_npy_write(p, &q->inputs[k], err);
     }
     if (!st) {
-        cd_pl_bridge_req br = {.model = nb, .dir = dir, .target = res->target, .precision = q->precision,
-                               .threads = q->threads, .timeout_s = q->timeout_s, .what = q->model_path,
-                               .backend = q->backend, .arm_hint = !strcmp(res->target, "arm") && rt.target < 0,
+        cd_pl_bridge_req br = {.model = nb,
+                               .dir = dir,
+                               .target = res->target,
+                               .precision = q->precision,
+                               .threads = q->threads,
+                               .timeout_s = q->timeout_s,
+                               .what = q->model_path,
+                               .backend = q->backend,
+                               .arm_hint = !strcmp(res->target, "arm") && rt.target < 0,
                                .stop = q->stop};
         st = cd_pl_bridge_run(&res->env, &br, &res->run_ms, &res->crashed, err);
     }
@@ -470,14 +524,21 @@ cd_status cd_pl_run(const cd_pl_req *q, cd_pl_result *res, cd_error *err) {
                  res->env.python_version[0] ? res->env.python_version : "?");
     }
     if (!st) {
-        cd_pl_collect_req cq = {.plan = plan, .fetch = in.fetch, .n_fetch = in.n_fetch, .dir = dir, .inputs = q->inputs,
-                                .record = q->record, .sink = q->sink};
+        cd_pl_collect_req cq = {.plan = plan,
+                                .fetch = in.fetch,
+                                .n_fetch = in.n_fetch,
+                                .dir = dir,
+                                .inputs = q->inputs,
+                                .record = q->record,
+                                .sink = q->sink};
         st = cd_pl_collect(&cq, &res->n_hits, &res->n_shape_mismatch, &res->n_dequantized, err);
     }
     cd_instrumented_free(&in);
     const char *keep = getenv("CLDIFF_PL_KEEP");
-    if (keep && *keep && strcmp(keep, "0")) fprintf(stderr, "cldiff: paddle-lite work folder kept: %s\n", dir);
-    else cd_pl_rm_tree(dir);
+    if (keep && *keep && strcmp(keep, "0"))
+        fprintf(stderr, "cldiff: paddle-lite work folder kept: %s\n", dir);
+    else
+        cd_pl_rm_tree(dir);
     return st;
 }
 
@@ -499,10 +560,19 @@ static cd_status wheel_apply_opts(cd_backend_opts *bo, cd_error *err) {
 static cd_status wheel_run(const cd_runner_req *q, cd_runner_result *res, cd_error *err) {
     if (q->xo->local_only) return CD_OK; /* a whole-model engine has no local pass */
     const char *prec = q->plan->prec == CD_PREC_FP16 ? "fp16" : "fp32";
-    cd_pl_req pq = {.plan = q->plan, .mask = q->xo->probe_mask, .inputs = q->inputs, .model_path = q->model_path,
-                    .model_sha256 = q->model_sha256, .backend = q->backend, .precision = prec,
-                    .work_dir = q->work_dir, .threads = q->bo->threads, .timeout_s = q->timeout_s, .sink = q->sink,
-                    .record = q->xo->record, .stop = q->xo->stop_flag};
+    cd_pl_req pq = {.plan = q->plan,
+                    .mask = q->xo->probe_mask,
+                    .inputs = q->inputs,
+                    .model_path = q->model_path,
+                    .model_sha256 = q->model_sha256,
+                    .backend = q->backend,
+                    .precision = prec,
+                    .work_dir = q->work_dir,
+                    .threads = q->bo->threads,
+                    .timeout_s = q->timeout_s,
+                    .sink = q->sink,
+                    .record = q->xo->record,
+                    .stop = q->xo->stop_flag};
     cd_pl_result *pr = calloc(1, sizeof *pr);
     if (!pr) return cd_err(err, CD_E_NOMEM, "out of memory");
     cd_status st = cd_pl_run(&pq, pr, err);
@@ -519,10 +589,14 @@ static cd_status wheel_run(const cd_runner_req *q, cd_runner_result *res, cd_err
     cd_run_attr_str(res, "target", "%s", pr->target);
     /* what Paddle-Lite computes in comes from the model's kernel records, not from --fp16 */
     cd_run_attr_str(res, "engine_precision", "%s",
-                    !strcmp(pr->target, "opencl") ? "opencl (runtime choice)" : half ? "fp16" : "fp32");
+                    !strcmp(pr->target, "opencl") ? "opencl (runtime choice)"
+                        : half                    ? "fp16"
+                                                  : "fp32");
     if (q->plan->prec == CD_PREC_FP16 && !half && strcmp(pr->target, "opencl") && !q->quiet)
-        fprintf(stderr, "cldiff: note: %s computes in float32 (the model's kernels); --fp16 applies to cldiff's "
-                        "backends only\n", q->backend);
+        fprintf(stderr,
+                "cldiff: note: %s computes in float32 (the model's kernels); --fp16 applies to cldiff's "
+                "backends only\n",
+                q->backend);
     cd_run_attr_str(res, "bridge_python", "%s", pr->env.python);
     cd_run_attr_num(res, "renamed_activations", pr->renamed);
     cd_run_attr_num(res, "fetched_tensors", pr->n_fetch);
@@ -541,8 +615,9 @@ static cd_status wheel_placement(const cd_runner_req *q, cd_op_place *out, char 
         memset(&out[i], 0, sizeof out[i]);
         cd_pl_place_by_record(&g->ops[i], &out[i]);
     }
-    snprintf(note, nn, "Paddle-Lite's x86 wheel (paddlelite on PyPI) runs the kernels the .nb records; a wheel holds "
-                       "no ARM or OpenCL kernels (docs/paddle-lite.md)");
+    snprintf(note, nn,
+             "Paddle-Lite's x86 wheel (paddlelite on PyPI) runs the kernels the .nb records; a wheel holds "
+             "no ARM or OpenCL kernels (docs/paddle-lite.md)");
     return CD_OK;
 }
 

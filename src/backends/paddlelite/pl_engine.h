@@ -21,9 +21,9 @@ bool cd_pl_is_backend(const char *name);
 const char *cd_pl_backend_target(const char *name);
 
 typedef struct cd_pl_env {
-    char python[1024];     /* interpreter of the venv */
-    char bridge[1024];     /* scripts/pl_bridge.py */
-    char version[64];      /* Paddle-Lite version the wheel reports, e.g. "v2.13-rc" */
+    char python[1024]; /* interpreter of the venv */
+    char bridge[1024]; /* scripts/pl_bridge.py */
+    char version[64];  /* Paddle-Lite version the wheel reports, e.g. "v2.13-rc" */
     char python_version[32];
 } cd_pl_env;
 
@@ -38,43 +38,43 @@ cd_status cd_pl_find(cd_pl_env *env, cd_error *err);
  * bridge.log. A signal or timeout -> CD_E_CRASH (*crashed set), bridge exit 3 -> CD_E_MODEL,
  * 2 -> CD_E_USAGE, else CD_E_BACKEND; messages carry the bridge's last lines. */
 typedef struct cd_pl_bridge_req {
-    const char *model;          /* .nb to run */
-    const char *dir;            /* exchange folder */
-    const char *target;         /* "x86", "opencl", "arm" (recorded; opencl: --opencl-precision auto) */
-    const char *precision;      /* "fp32" / "fp16" */
+    const char *model;     /* .nb to run */
+    const char *dir;       /* exchange folder */
+    const char *target;    /* "x86", "opencl", "arm" (recorded; opencl: --opencl-precision auto) */
+    const char *precision; /* "fp32" / "fp16" */
     int threads;
-    double timeout_s;           /* <= 0: none */
-    const char *what;           /* model named in messages (default: model) */
-    const char *backend;        /* backend named in messages (default "paddle-lite") */
-    bool arm_hint;              /* a crash says that the wheel has no ARM kernels */
-    volatile int *stop;         /* may be NULL: nonzero (SIGINT) kills the bridge -> CD_E_INTERRUPTED */
+    double timeout_s;    /* <= 0: none */
+    const char *what;    /* model named in messages (default: model) */
+    const char *backend; /* backend named in messages (default "paddle-lite") */
+    bool arm_hint;       /* a crash says that the wheel has no ARM kernels */
+    volatile int *stop;  /* may be NULL: nonzero (SIGINT) kills the bridge -> CD_E_INTERRUPTED */
 } cd_pl_bridge_req;
 cd_status cd_pl_bridge_run(const cd_pl_env *env, const cd_pl_bridge_req *b, double *wall_ms, bool *crashed,
                            cd_error *err);
 
 typedef struct cd_pl_req {
-    const cd_plan *plan;        /* fp32 plan of the original graph */
-    const bool *mask;           /* probed ops */
-    const cd_value *inputs;     /* host inputs (float32, plan shapes), feed col order */
+    const cd_plan *plan;    /* fp32 plan of the original graph */
+    const bool *mask;       /* probed ops */
+    const cd_value *inputs; /* host inputs (float32, plan shapes), feed col order */
     const char *model_path, *model_sha256;
-    const char *backend;        /* backend name (target from it) */
-    const char *precision;      /* "fp32" / "fp16" */
-    const char *work_dir;       /* the temporary folder goes here (the --out folder) */
+    const char *backend;   /* backend name (target from it) */
+    const char *precision; /* "fp32" / "fp16" */
+    const char *work_dir;  /* the temporary folder goes here (the --out folder) */
     int threads;
     double timeout_s;
-    cd_probe_sink *sink;        /* every probed tensor */
-    cd_forcing *record;         /* may be NULL: every fetched activation (+ the inputs) */
-    volatile int *stop;         /* may be NULL: set by a signal handler */
+    cd_probe_sink *sink; /* every probed tensor */
+    cd_forcing *record;  /* may be NULL: every fetched activation (+ the inputs) */
+    volatile int *stop;  /* may be NULL: set by a signal handler */
 } cd_pl_req;
 
 typedef struct cd_pl_result {
     cd_pl_env env;
-    char target[16];            /* target of the model's kernels / asked */
-    char device[256];           /* "Paddle-Lite v2.13-rc, x86 kernels (paddlelite wheel, Python 3.10.13)" */
+    char target[16];  /* target of the model's kernels / asked */
+    char device[256]; /* "Paddle-Lite v2.13-rc, x86 kernels (paddlelite wheel, Python 3.10.13)" */
     double load_ms, run_ms;
     int n_fetch, n_hits, n_shape_mismatch;
-    int n_dequantized;          /* int8 tensors turned into q * scale floats, as cldiff keeps them */
-    int renamed;                /* activations given names of their own */
+    int n_dequantized; /* int8 tensors turned into q * scale floats, as cldiff keeps them */
+    int renamed;       /* activations given names of their own */
     bool crashed;
     char note[512];
 } cd_pl_result;

@@ -38,10 +38,9 @@ typedef struct cd_pl_collect_req {
     const cd_value *inputs;
     cd_forcing *record;
     cd_probe_sink *sink;
-    const char *const *kernel_of;   /* per op of the original graph: the kernel the engine chose (may be NULL) */
+    const char *const *kernel_of; /* per op of the original graph: the kernel the engine chose (may be NULL) */
     bool partial;
-    int n_missing;                  /* out: fetches without a file (partial) */
+    int n_missing; /* out: fetches without a file (partial) */
 } cd_pl_collect_req;
-cd_status cd_pl_collect(cd_pl_collect_req *cq, int *n_hits, int *n_shape_mismatch, int *n_dequantized,
-                        cd_error *err);
+cd_status cd_pl_collect(cd_pl_collect_req *cq, int *n_hits, int *n_shape_mismatch, int *n_dequantized, cd_error *err);
 #endif

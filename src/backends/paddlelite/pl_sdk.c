@@ -27,7 +27,7 @@ extern char **environ;
 
 #define PL_LIB "libpaddle_light_api_shared.so"
 #define SDK_ARM "sdk-armv8-armlinux"
-#define SDK_X86_NEW "sdk-x86_64-ubuntu24"   /* needs glibc >= 2.38 */
+#define SDK_X86_NEW "sdk-x86_64-ubuntu24" /* needs glibc >= 2.38 */
 #define SDK_X86_OLD "sdk-x86_64-debian12"
 #define ARM_SYSROOT "/usr/aarch64-linux-gnu"
 
@@ -74,8 +74,10 @@ static void exe_dir(char *out, size_t n) {
 static bool up(char *p) {
     char *s = strrchr(p, '/');
     if (!s || (s == p && !p[1])) return false;
-    if (s == p) p[1] = 0;
-    else *s = 0;
+    if (s == p)
+        p[1] = 0;
+    else
+        *s = 0;
     return true;
 }
 
@@ -94,7 +96,10 @@ static bool which(const char *name, char *out, size_t n) {
         size_t l = strcspn(path, ":");
         char p[PATH_MAX];
         snprintf(p, sizeof p, "%.*s/%s", (int)(l ? l : 1), l ? path : ".", name);
-        if (is_exec(p)) { snprintf(out, n, "%s", p); return true; }
+        if (is_exec(p)) {
+            snprintf(out, n, "%s", p);
+            return true;
+        }
         path += l;
         if (*path) path++;
     }
@@ -119,7 +124,10 @@ static int host_glibc_minor(void) {
 static bool elf_arch(const char *path, char *arch, size_t n, char *why, size_t wn) {
     unsigned char h[20];
     FILE *f = fopen(path, "rb");
-    if (!f) { snprintf(why, wn, "cannot open %s: %s", path, strerror(errno)); return false; }
+    if (!f) {
+        snprintf(why, wn, "cannot open %s: %s", path, strerror(errno));
+        return false;
+    }
     size_t got = fread(h, 1, sizeof h, f);
     fclose(f);
     if (got < sizeof h || memcmp(h, "\177ELF", 4) != 0) {
@@ -146,7 +154,10 @@ static void lib_scan(const char *path, bool *opencl, int *glibc_minor) {
     int fd = open(path, O_RDONLY | O_CLOEXEC);
     if (fd < 0) return;
     struct stat st;
-    if (fstat(fd, &st) != 0 || st.st_size <= 0) { close(fd); return; }
+    if (fstat(fd, &st) != 0 || st.st_size <= 0) {
+        close(fd);
+        return;
+    }
     size_t len = (size_t)st.st_size;
     void *m = mmap(NULL, len, PROT_READ, MAP_PRIVATE, fd, 0);
     close(fd);
@@ -170,9 +181,10 @@ static cd_status sdk_check(cd_pl_engine_kind k, const char *path, const char *fr
     memset(out, 0, sizeof *out);
     if (!path || !*path) return cd_err(err, CD_E_BACKEND, "%s: empty Paddle-Lite SDK path (from %s)", eng, from);
     if (!realpath(path, dir) || !is_dir(dir))
-        return cd_err(err, CD_E_BACKEND, "%s: Paddle-Lite SDK folder %s (from %s) %s; give the folder that holds "
-                      "include/paddle_api.h and lib/" PL_LIB, eng, path, from,
-                      is_file(path) ? "is a file, not a folder" : "does not exist");
+        return cd_err(err, CD_E_BACKEND,
+                      "%s: Paddle-Lite SDK folder %s (from %s) %s; give the folder that holds "
+                      "include/paddle_api.h and lib/" PL_LIB,
+                      eng, path, from, is_file(path) ? "is a file, not a folder" : "does not exist");
     snprintf(p, sizeof p, "%s/include/paddle_api.h", dir);
     if (!is_file(p)) {
         /* a release archive (inference_lite_lib.<os>.<arch>/) holds the SDK in cxx/ */
@@ -189,11 +201,15 @@ static cd_status sdk_check(cd_pl_engine_kind k, const char *path, const char *fr
     bool has_inc = is_file(p), has_libdir = is_dir(lib);
     snprintf(lib, sizeof lib, "%s/lib/" PL_LIB, dir);
     if (!has_libdir || !is_file(lib) || !has_inc)
-        return cd_err(err, CD_E_BACKEND, "%s: %s (from %s) is not a Paddle-Lite SDK: %s%s%s; the release layout is "
+        return cd_err(err, CD_E_BACKEND,
+                      "%s: %s (from %s) is not a Paddle-Lite SDK: %s%s%s; the release layout is "
                       "include/paddle_api.h and lib/" PL_LIB " (scripts/setup.sh unpacks the SDKs of "
                       "../shared/paddle-lite into .paddle-lite/; scripts/build_paddle_lite_sdk.sh builds one from a "
-                      "Paddle-Lite source tree)", eng, dir, from,
-                      !has_libdir ? "it has no lib/ folder" : !is_file(lib) ? "no lib/" PL_LIB : "",
+                      "Paddle-Lite source tree)",
+                      eng, dir, from,
+                      !has_libdir         ? "it has no lib/ folder"
+                          : !is_file(lib) ? "no lib/" PL_LIB
+                                          : "",
                       (!has_libdir || !is_file(lib)) && !has_inc ? " and " : "",
                       !has_inc ? "no include/paddle_api.h" : "");
     char arch[16], why[PATH_MAX + 64];
@@ -204,23 +220,30 @@ static cd_status sdk_check(cd_pl_engine_kind k, const char *path, const char *fr
     int gmin = 0;
     lib_scan(lib, &ocl, &gmin);
     if (k == CD_PL_ENGINE_ARM && strcmp(arch, "aarch64"))
-        return cd_err(err, CD_E_BACKEND, "%s: Paddle-Lite SDK %s (from %s) is built for %s; the paddle-lite-arm engine "
+        return cd_err(err, CD_E_BACKEND,
+                      "%s: Paddle-Lite SDK %s (from %s) is built for %s; the paddle-lite-arm engine "
                       "runs Paddle-Lite's ARM kernels and needs an armv8 (aarch64) SDK such as " SDK_ARM,
                       eng, dir, from, arch);
     if (k == CD_PL_ENGINE_OPENCL && strcmp(arch, host))
-        return cd_err(err, CD_E_BACKEND, "%s: Paddle-Lite SDK %s (from %s) is built for %s, this machine is %s: "
+        return cd_err(err, CD_E_BACKEND,
+                      "%s: Paddle-Lite SDK %s (from %s) is built for %s, this machine is %s: "
                       "Paddle-Lite's OpenCL kernels need the OpenCL driver of the machine they run on, so the "
-                      "paddle-lite-opencl engine needs an SDK for %s (%s)", eng, dir, from, arch, host, host,
+                      "paddle-lite-opencl engine needs an SDK for %s (%s)",
+                      eng, dir, from, arch, host, host,
                       !strcmp(host, "x86_64") ? SDK_X86_OLD " or " SDK_X86_NEW : SDK_ARM);
     if (k == CD_PL_ENGINE_OPENCL && !ocl)
-        return cd_err(err, CD_E_BACKEND, "%s: Paddle-Lite SDK %s (from %s) has no OpenCL runtime (its library does not "
+        return cd_err(err, CD_E_BACKEND,
+                      "%s: Paddle-Lite SDK %s (from %s) has no OpenCL runtime (its library does not "
                       "call clCreateProgramWithSource): build it with -DLITE_WITH_OPENCL=ON "
-                      "(scripts/build_paddle_lite_sdk.sh does)", eng, dir, from);
+                      "(scripts/build_paddle_lite_sdk.sh does)",
+                      eng, dir, from);
     int hmin = host_glibc_minor();
     if (!strcmp(arch, host) && gmin && hmin && gmin > hmin)
-        return cd_err(err, CD_E_BACKEND, "%s: Paddle-Lite SDK %s (from %s) needs glibc 2.%d, this machine has %s: use "
+        return cd_err(err, CD_E_BACKEND,
+                      "%s: Paddle-Lite SDK %s (from %s) needs glibc 2.%d, this machine has %s: use "
                       "an SDK built on an older system (" SDK_X86_OLD " needs 2.34) or build one here with "
-                      "scripts/build_paddle_lite_sdk.sh", eng, dir, from, gmin, gnu_get_libc_version());
+                      "scripts/build_paddle_lite_sdk.sh",
+                      eng, dir, from, gmin, gnu_get_libc_version());
     snprintf(out->dir, sizeof out->dir, "%s", dir);
     snprintf(out->lib, sizeof out->lib, "%s", lib);
     snprintf(out->arch, sizeof out->arch, "%s", arch);
@@ -232,7 +255,10 @@ static cd_status sdk_check(cd_pl_engine_kind k, const char *path, const char *fr
 
 /* The default SDK folder names for an engine on this machine, in preference order. */
 static int default_names(cd_pl_engine_kind k, const char *names[2]) {
-    if (k == CD_PL_ENGINE_ARM || strcmp(host_arch(), "x86_64")) { names[0] = SDK_ARM; return 1; }
+    if (k == CD_PL_ENGINE_ARM || strcmp(host_arch(), "x86_64")) {
+        names[0] = SDK_ARM;
+        return 1;
+    }
     int n = 0;
     if (host_glibc_minor() >= 38) names[n++] = SDK_X86_NEW;
     names[n++] = SDK_X86_OLD;
@@ -273,12 +299,13 @@ static cd_status find_in(cd_pl_engine_kind k, const char *given, const char *con
             l += (size_t)snprintf(list + l, sizeof list - l, "%s%s", i ? ", " : "", roots[i]);
         looked = nr ? list : "(no folder)";
     }
-    return cd_err(err, CD_E_BACKEND, "%s unavailable: no Paddle-Lite SDK given (%s unset, no --backend-opt %s:sdk=DIR) "
+    return cd_err(err, CD_E_BACKEND,
+                  "%s unavailable: no Paddle-Lite SDK given (%s unset, no --backend-opt %s:sdk=DIR) "
                   "and none of the defaults exists: %s%s%s in %s. Run scripts/setup.sh (it unpacks "
                   "../shared/paddle-lite/sdk-*.tar.xz into .paddle-lite/), set %s=DIR (a folder with "
                   "include/paddle_api.h and lib/" PL_LIB "), or build one with "
-                  "scripts/build_paddle_lite_sdk.sh %s SRC_TREE OUT_SDK", eng, envn, eng, names[0],
-                  nn > 1 ? " or " : "", nn > 1 ? names[1] : "", looked, envn,
+                  "scripts/build_paddle_lite_sdk.sh %s SRC_TREE OUT_SDK",
+                  eng, envn, eng, names[0], nn > 1 ? " or " : "", nn > 1 ? names[1] : "", looked, envn,
                   k == CD_PL_ENGINE_ARM || strcmp(host_arch(), "x86_64") ? "armv8" : "x86");
 }
 
@@ -289,7 +316,7 @@ cd_status cd_pl_sdk_find_in(cd_pl_engine_kind k, const char *given, const char *
 
 cd_status cd_pl_sdk_find(cd_pl_engine_kind k, const char *given, cd_pl_sdk *out, cd_error *err) {
     /* the defaults: .paddle-lite/ beside the executable and above it, an installed share/, the source tree */
-    char (*roots)[PATH_MAX] = malloc(72 * sizeof *roots);
+    char(*roots)[PATH_MAX] = malloc(72 * sizeof *roots);
     if (!roots) return cd_err(err, CD_E_NOMEM, "out of memory looking for the Paddle-Lite SDK");
     const char *rp[72];
     int nr = 0;
@@ -356,7 +383,10 @@ static bool run_capture(char *const argv[], double timeout_s, char *buf, size_t 
     buf[0] = 0;
     *timed_out = false;
     *status = 0;
-    if (pipe2(pfd, O_CLOEXEC) != 0) { snprintf(buf, n, "pipe: %s", strerror(errno)); return false; }
+    if (pipe2(pfd, O_CLOEXEC) != 0) {
+        snprintf(buf, n, "pipe: %s", strerror(errno));
+        return false;
+    }
     posix_spawn_file_actions_t fa;
     posix_spawn_file_actions_init(&fa);
     posix_spawn_file_actions_adddup2(&fa, pfd[1], 1);
@@ -380,10 +410,15 @@ static bool run_capture(char *const argv[], double timeout_s, char *buf, size_t 
             char tmp[4096];
             ssize_t r = read(pfd[0], tmp, sizeof tmp);
             if (r == 0) break;
-            if (r < 0) { if (errno == EINTR) continue; break; }
+            if (r < 0) {
+                if (errno == EINTR) continue;
+                break;
+            }
             size_t rn = (size_t)r;
-            if (rn >= n - 1) { memcpy(buf, tmp + rn - (n - 1), n - 1); have = n - 1; }
-            else {
+            if (rn >= n - 1) {
+                memcpy(buf, tmp + rn - (n - 1), n - 1);
+                have = n - 1;
+            } else {
                 if (have + rn > n - 1) {
                     size_t drop = have + rn - (n - 1);
                     memmove(buf, buf + drop, have - drop);
@@ -407,7 +442,9 @@ static bool run_capture(char *const argv[], double timeout_s, char *buf, size_t 
 
 /* The Debian package that provides a shared library the loader could not find. */
 static const char *package_of(const char *lib, bool aarch64) {
-    static const struct { const char *lib, *pkg, *pkg_arm; } t[] = {
+    static const struct {
+        const char *lib, *pkg, *pkg_arm;
+    } t[] = {
         {"libopenblas.so.0", "libopenblas0-pthread", NULL},
         {"libgfortran.so.5", "libgfortran5", NULL},
         {"libquadmath.so.0", "libquadmath0", NULL},
@@ -434,7 +471,11 @@ static void tail_lines(const char *s, int k, char *out, size_t n) {
         bool blank = true;
         for (size_t i = 0; i < l; i++)
             if (s[i] != ' ' && s[i] != '\r' && s[i] != '\t') blank = false;
-        if (!blank) { starts[m % 64] = s; lens[m % 64] = l; m++; }
+        if (!blank) {
+            starts[m % 64] = s;
+            lens[m % 64] = l;
+            m++;
+        }
         s += l;
         if (*s) s++;
     }
@@ -448,7 +489,10 @@ int cd_pl_runner_argv(const cd_pl_runner *r, const char *argv[4]) {
     int n = 0;
     if (r->launcher[0]) {
         argv[n++] = r->launcher;
-        if (r->sysroot[0]) { argv[n++] = "-L"; argv[n++] = r->sysroot; }
+        if (r->sysroot[0]) {
+            argv[n++] = "-L";
+            argv[n++] = r->sysroot;
+        }
     }
     argv[n++] = r->exe;
     return n;
@@ -466,7 +510,10 @@ bool cd_pl_runner_loads(const cd_pl_runner *r, double *ms, char *msg, size_t n) 
     double t0 = now_ms();
     bool started = run_capture(argv, 120, out, sizeof out, &ws, &to);
     if (ms) *ms = now_ms() - t0;
-    if (!started) { snprintf(msg, n, "%s", out); return false; }
+    if (!started) {
+        snprintf(msg, n, "%s", out);
+        return false;
+    }
     if (!to && WIFEXITED(ws) && WEXITSTATUS(ws) == 2 && strstr(out, "usage:")) {
         snprintf(msg, n, "answers with its usage (exit 2)");
         return true;
@@ -484,20 +531,26 @@ bool cd_pl_runner_loads(const cd_pl_runner *r, double *ms, char *msg, size_t n) 
                  pkg ? pkg : "", pkg ? ", or scripts/setup.sh)" : "", tl);
         return false;
     }
-    if (to) snprintf(msg, n, "did not answer within 120 s (killed)%s%s", tl[0] ? ": " : "", tl);
+    if (to)
+        snprintf(msg, n, "did not answer within 120 s (killed)%s%s", tl[0] ? ": " : "", tl);
     else if (WIFSIGNALED(ws))
         snprintf(msg, n, "died with %s%s%s", cd_signal_name(WTERMSIG(ws)) ? cd_signal_name(WTERMSIG(ws)) : "a signal",
                  tl[0] ? ": " : "", tl);
-    else snprintf(msg, n, "exit %d instead of its usage (exit 2)%s%s", WEXITSTATUS(ws), tl[0] ? ": " : "", tl);
+    else
+        snprintf(msg, n, "exit %d instead of its usage (exit 2)%s%s", WEXITSTATUS(ws), tl[0] ? ": " : "", tl);
     return false;
 }
 
 static void cache_root(char *out, size_t n) {
     const char *c = getenv("CLDIFF_CACHE_DIR"), *x = getenv("XDG_CACHE_HOME"), *h = getenv("HOME");
-    if (c && *c) snprintf(out, n, "%s", c);
-    else if (x && *x) snprintf(out, n, "%s/cldiff", x);
-    else if (h && *h) snprintf(out, n, "%s/.cache/cldiff", h);
-    else snprintf(out, n, "/tmp/cldiff-cache-%u", (unsigned)getuid());
+    if (c && *c)
+        snprintf(out, n, "%s", c);
+    else if (x && *x)
+        snprintf(out, n, "%s/cldiff", x);
+    else if (h && *h)
+        snprintf(out, n, "%s/.cache/cldiff", h);
+    else
+        snprintf(out, n, "/tmp/cldiff-cache-%u", (unsigned)getuid());
 }
 
 static bool mkdirs(const char *path) {
@@ -517,29 +570,38 @@ static cd_status toolchain(const cd_pl_sdk *sdk, cd_pl_runner *r, cd_error *err)
     const char *host = host_arch();
     bool native = !strcmp(sdk->arch, host);
     if (!native && !(strcmp(sdk->arch, "aarch64") == 0 && strcmp(host, "x86_64") == 0))
-        return cd_err(err, CD_E_BACKEND, "Paddle-Lite SDK %s is built for %s; this %s machine can run it neither natively "
-                      "nor under qemu-aarch64 (only an aarch64 SDK on x86-64 is emulated)", sdk->dir, sdk->arch, host);
+        return cd_err(err, CD_E_BACKEND,
+                      "Paddle-Lite SDK %s is built for %s; this %s machine can run it neither natively "
+                      "nor under qemu-aarch64 (only an aarch64 SDK on x86-64 is emulated)",
+                      sdk->dir, sdk->arch, host);
     const char *cxx = getenv("CLDIFF_PL_CXX");
     const char *want = cxx && *cxx ? cxx : native ? "c++" : "aarch64-linux-gnu-g++";
     if (!which(want, r->compiler, sizeof r->compiler))
-        return cd_err(err, CD_E_BACKEND, "no C++ compiler for the Paddle-Lite runner: %s not found%s (Debian: apt-get "
-                      "install %s, or scripts/setup.sh; CLDIFF_PL_CXX names another)", want,
-                      cxx && *cxx ? " (CLDIFF_PL_CXX)" : " on PATH", native ? "g++" : "g++-aarch64-linux-gnu");
+        return cd_err(err, CD_E_BACKEND,
+                      "no C++ compiler for the Paddle-Lite runner: %s not found%s (Debian: apt-get "
+                      "install %s, or scripts/setup.sh; CLDIFF_PL_CXX names another)",
+                      want, cxx && *cxx ? " (CLDIFF_PL_CXX)" : " on PATH", native ? "g++" : "g++-aarch64-linux-gnu");
     if (native) return CD_OK;
     if (!which("qemu-aarch64", r->launcher, sizeof r->launcher))
-        return cd_err(err, CD_E_BACKEND, "the aarch64 Paddle-Lite SDK %s runs on this %s machine under qemu-aarch64, "
-                      "which is not on PATH (Debian: apt-get install qemu-user, or scripts/setup.sh)", sdk->dir, host);
+        return cd_err(err, CD_E_BACKEND,
+                      "the aarch64 Paddle-Lite SDK %s runs on this %s machine under qemu-aarch64, "
+                      "which is not on PATH (Debian: apt-get install qemu-user, or scripts/setup.sh)",
+                      sdk->dir, host);
     const char *sr = getenv("QEMU_LD_PREFIX");
     snprintf(r->sysroot, sizeof r->sysroot, "%s", sr && *sr ? sr : ARM_SYSROOT);
     char p[PATH_MAX];
     snprintf(p, sizeof p, "%s/lib/ld-linux-aarch64.so.1", r->sysroot);
     if (!is_file(p))
-        return cd_err(err, CD_E_BACKEND, "no aarch64 sysroot for qemu-aarch64 -L %s: %s is missing (Debian: apt-get "
-                      "install libc6-arm64-cross; QEMU_LD_PREFIX names another sysroot)", r->sysroot, p);
+        return cd_err(err, CD_E_BACKEND,
+                      "no aarch64 sysroot for qemu-aarch64 -L %s: %s is missing (Debian: apt-get "
+                      "install libc6-arm64-cross; QEMU_LD_PREFIX names another sysroot)",
+                      r->sysroot, p);
     snprintf(p, sizeof p, "%s/lib/libstdc++.so.6", r->sysroot);
     if (!is_file(p))
-        return cd_err(err, CD_E_BACKEND, "the aarch64 sysroot %s has no libstdc++.so.6 for the Paddle-Lite runner "
-                      "(Debian: apt-get install libstdc++6-arm64-cross)", r->sysroot);
+        return cd_err(err, CD_E_BACKEND,
+                      "the aarch64 sysroot %s has no libstdc++.so.6 for the Paddle-Lite runner "
+                      "(Debian: apt-get install libstdc++6-arm64-cross)",
+                      r->sysroot);
     return CD_OK;
 }
 
@@ -561,11 +623,14 @@ cd_status cd_pl_runner_get(const cd_pl_sdk *sdk, cd_pl_runner *out, cd_error *er
     const char *se = getenv("CLDIFF_PL_RUNNER_SRC");
     if (se && *se) {
         if (!is_file(se))
-            return cd_err(err, CD_E_BACKEND, "CLDIFF_PL_RUNNER_SRC=%s: no such file (the runner source, "
-                          "probes/paddle-lite/pl_probe_runner.cc)", se);
+            return cd_err(err, CD_E_BACKEND,
+                          "CLDIFF_PL_RUNNER_SRC=%s: no such file (the runner source, "
+                          "probes/paddle-lite/pl_probe_runner.cc)",
+                          se);
         snprintf(src, sizeof src, "%s", se);
     } else if (!cd_pl_find_helper("probes/paddle-lite/pl_probe_runner.cc", src, sizeof src))
-        return cd_err(err, CD_E_BACKEND, "the Paddle-Lite runner source probes/paddle-lite/pl_probe_runner.cc was not "
+        return cd_err(err, CD_E_BACKEND,
+                      "the Paddle-Lite runner source probes/paddle-lite/pl_probe_runner.cc was not "
                       "found beside cldiff, in ../share/cldiff (cmake --install puts it there) or in the source tree "
                       "(set CLDIFF_PL_RUNNER_SRC=/path/to/pl_probe_runner.cc)");
     struct stat ls;
@@ -574,8 +639,9 @@ cd_status cd_pl_runner_get(const cd_pl_sdk *sdk, cd_pl_runner *out, cd_error *er
     cd_sha256_ctx c;
     cd_sha256_init(&c);
     char meta[PATH_MAX * 3];
-    int ml = snprintf(meta, sizeof meta, "pl-runner v1\n%s\n%s\n%lld\n%lld.%09ld\n%s\n%s\n", sdk->dir, sdk->lib,
-                      (long long)ls.st_size, (long long)ls.st_mtim.tv_sec, ls.st_mtim.tv_nsec, out->compiler, sdk->arch);
+    int ml =
+        snprintf(meta, sizeof meta, "pl-runner v1\n%s\n%s\n%lld\n%lld.%09ld\n%s\n%s\n", sdk->dir, sdk->lib,
+                 (long long)ls.st_size, (long long)ls.st_mtim.tv_sec, ls.st_mtim.tv_nsec, out->compiler, sdk->arch);
     cd_sha256_update(&c, meta, (size_t)(ml < (int)sizeof meta ? ml : (int)sizeof meta - 1));
     if (!hash_file(&c, src)) return cd_err(err, CD_E_BACKEND, "cannot read %s: %s", src, strerror(errno));
     uint8_t dg[32];
@@ -600,8 +666,18 @@ cd_status cd_pl_runner_get(const cd_pl_sdk *sdk, cd_pl_runner *out, cd_error *er
     snprintf(rpath, sizeof rpath, "-Wl,-rpath,%s/lib", sdk->dir);
     /* --allow-shlib-undefined: a library the SDK links but this machine lacks (libopenblas.so.0)
      * is then named by the loader when the runner is tried, instead of a link error */
-    char *argv[] = {out->compiler, "-std=c++14", "-O2", inc, src, "-o", tmp, libd, "-lpaddle_light_api_shared",
-                    rpath, "-Wl,--allow-shlib-undefined", NULL};
+    char *argv[] = {out->compiler,
+                    "-std=c++14",
+                    "-O2",
+                    inc,
+                    src,
+                    "-o",
+                    tmp,
+                    libd,
+                    "-lpaddle_light_api_shared",
+                    rpath,
+                    "-Wl,--allow-shlib-undefined",
+                    NULL};
     char cout[8192];
     int ws;
     bool to;
@@ -619,7 +695,10 @@ cd_status cd_pl_runner_get(const cd_pl_sdk *sdk, cd_pl_runner *out, cd_error *er
         unlink(tmp);
         return cd_err(err, CD_E_BACKEND, "compiling the Paddle-Lite runner for %s failed (%s, %s): %s; full log: %s",
                       sdk->dir, out->compiler,
-                      !started ? "did not start" : to ? "killed after 600 s" : WIFEXITED(ws) ? "exit status != 0" : "killed",
+                      !started            ? "did not start"
+                          : to            ? "killed after 600 s"
+                          : WIFEXITED(ws) ? "exit status != 0"
+                                          : "killed",
                       tl[0] ? tl : "no output", log);
     }
     double build_ms = now_ms() - t0;
@@ -657,9 +736,8 @@ static void add(char *rep, size_t n, const char *fmt, ...) {
  * (lite/backends/opencl/cl_wrapper.cc) that exists and is built for the SDK's machine. */
 static bool pl_opencl_lib(const char *arch, char *out, size_t n) {
     static const char *const paths[] = {
-        "/usr/lib/aarch64-linux-gnu/libOpenCL.so", "/usr/lib/arm-linux-gnueabihf/libOpenCL.so",
-        "/usr/lib/libOpenCL.so", "/opt/intel/opencl/linux/compiler/lib/intel64_lin/libOpenCL.so",
-        "/usr/lib/x86_64-linux-gnu/libOpenCL.so"};
+        "/usr/lib/aarch64-linux-gnu/libOpenCL.so", "/usr/lib/arm-linux-gnueabihf/libOpenCL.so", "/usr/lib/libOpenCL.so",
+        "/opt/intel/opencl/linux/compiler/lib/intel64_lin/libOpenCL.so", "/usr/lib/x86_64-linux-gnu/libOpenCL.so"};
     for (size_t i = 0; i < sizeof paths / sizeof *paths; i++) {
         char a[16], why[256], rp[PATH_MAX];
         if (!is_file(paths[i]) || !realpath(paths[i], rp)) continue;
@@ -678,14 +756,26 @@ static bool pl_opencl_lib(const char *arch, char *out, size_t n) {
 static int list_platforms(const char *lib, char *msg, size_t n, char *pick, size_t pn, char *gpu, size_t gn) {
     int pfd[2];
     msg[0] = pick[0] = gpu[0] = 0;
-    if (pipe(pfd) != 0) { snprintf(msg, n, "pipe: %s", strerror(errno)); return -1; }
+    if (pipe(pfd) != 0) {
+        snprintf(msg, n, "pipe: %s", strerror(errno));
+        return -1;
+    }
     fflush(NULL);
     pid_t pid = fork();
-    if (pid < 0) { close(pfd[0]); close(pfd[1]); snprintf(msg, n, "fork: %s", strerror(errno)); return -1; }
+    if (pid < 0) {
+        close(pfd[0]);
+        close(pfd[1]);
+        snprintf(msg, n, "fork: %s", strerror(errno));
+        return -1;
+    }
     if (pid == 0) {
         close(pfd[0]);
         int dn = open("/dev/null", O_WRONLY);
-        if (dn >= 0) { dup2(dn, 1); dup2(dn, 2); close(dn); }
+        if (dn >= 0) {
+            dup2(dn, 1);
+            dup2(dn, 2);
+            close(dn);
+        }
         FILE *w = fdopen(pfd[1], "w");
         if (!w) _exit(1);
         cd_clfn cl;
@@ -735,17 +825,27 @@ static int list_platforms(const char *lib, char *msg, size_t n, char *pick, size
         if (poll(&p, 1, 200) > 0) {
             ssize_t r = read(pfd[0], buf + have, sizeof buf - 1 - have);
             if (r == 0) break;
-            if (r < 0) { if (errno == EINTR) continue; break; }
+            if (r < 0) {
+                if (errno == EINTR) continue;
+                break;
+            }
             have += (size_t)r;
             if (have >= sizeof buf - 1) break;
         }
-        if (now_ms() - t0 > 60e3) { kill(pid, SIGKILL); to = true; break; }
+        if (now_ms() - t0 > 60e3) {
+            kill(pid, SIGKILL);
+            to = true;
+            break;
+        }
     }
     buf[have] = 0;
     close(pfd[0]);
     int ws = 0;
     while (waitpid(pid, &ws, 0) < 0 && errno == EINTR) {}
-    if (to) { snprintf(msg, n, "listing the platforms of %s hung (killed after 60 s)", lib); return -1; }
+    if (to) {
+        snprintf(msg, n, "listing the platforms of %s hung (killed after 60 s)", lib);
+        return -1;
+    }
     if (WIFSIGNALED(ws)) {
         snprintf(msg, n, "the OpenCL driver crashed (%s) while listing the platforms of %s",
                  cd_signal_name(WTERMSIG(ws)) ? cd_signal_name(WTERMSIG(ws)) : "signal", lib);
@@ -757,7 +857,10 @@ static int list_platforms(const char *lib, char *msg, size_t n, char *pick, size
         size_t ll = strcspn(l, "\n");
         char c = l[0];
         l[ll] = 0;
-        if (c == 'E') { snprintf(msg, n, "%s", l + 1); return -1; }
+        if (c == 'E') {
+            snprintf(msg, n, "%s", l + 1);
+            return -1;
+        }
         if (c == 'N') np = atoi(l + 1);
         if (c == 'P' && !pick[0]) snprintf(pick, pn, "%s", l + 1);
         if (c == 'G' && !gpu[0]) snprintf(gpu, gn, "%s", l + 1);
@@ -773,11 +876,17 @@ static int list_platforms(const char *lib, char *msg, size_t n, char *pick, size
 static bool ldd_missing(const char *lib, char *missing, size_t n, char *found, size_t fn) {
     char ldd[PATH_MAX], out[8192];
     missing[0] = found[0] = 0;
-    if (!which("ldd", ldd, sizeof ldd)) { snprintf(missing, n, "(ldd not found)"); return false; }
+    if (!which("ldd", ldd, sizeof ldd)) {
+        snprintf(missing, n, "(ldd not found)");
+        return false;
+    }
     char *argv[] = {ldd, (char *)lib, NULL};
     int ws;
     bool to;
-    if (!run_capture(argv, 60, out, sizeof out, &ws, &to) || to) { snprintf(missing, n, "(ldd failed)"); return false; }
+    if (!run_capture(argv, 60, out, sizeof out, &ws, &to) || to) {
+        snprintf(missing, n, "(ldd failed)");
+        return false;
+    }
     size_t mo = 0, fo = 0;
     for (char *l = out; *l;) {
         size_t ll = strcspn(l, "\n");
@@ -787,8 +896,9 @@ static bool ldd_missing(const char *lib, char *missing, size_t n, char *found, s
         if (sscanf(line, " %127s", name) == 1) {
             if (strstr(line, "not found")) {
                 const char *pkg = package_of(name, false);
-                if (mo < n) mo += (size_t)snprintf(missing + mo, n - mo, "%s%s%s%s%s", mo ? ", " : "", name,
-                                                   pkg ? " (" : "", pkg ? pkg : "", pkg ? ")" : "");
+                if (mo < n)
+                    mo += (size_t)snprintf(missing + mo, n - mo, "%s%s%s%s%s", mo ? ", " : "", name, pkg ? " (" : "",
+                                           pkg ? pkg : "", pkg ? ")" : "");
             } else if ((!strncmp(name, "libopenblas", 11) || !strncmp(name, "libgfortran", 11)) && fo < fn) {
                 const char *arrow = strstr(line, "=> ");
                 char path[400] = "";
@@ -826,11 +936,15 @@ bool cd_pl_engine_check(cd_pl_engine_kind k, const char *given_sdk, char *report
     if (!native && r.launcher[0] && (!tst || strstr(err.msg, "sysroot")))
         add(report, n, "  ok      runs under %s (emulated %s on %s)\n", r.launcher, sdk.arch, host);
     if (!native && !tst) add(report, n, "  ok      aarch64 sysroot %s (qemu-aarch64 -L)\n", r.sysroot);
-    if (tst) { add(report, n, "  MISSING %s\n", err.msg); usable = false; }
+    if (tst) {
+        add(report, n, "  MISSING %s\n", err.msg);
+        usable = false;
+    }
     if (k == CD_PL_ENGINE_OPENCL) {
         char ocl[PATH_MAX];
         if (!pl_opencl_lib(sdk.arch, ocl, sizeof ocl)) {
-            add(report, n, "  MISSING the unversioned libOpenCL.so that Paddle-Lite dlopens (%s): Debian: apt-get "
+            add(report, n,
+                "  MISSING the unversioned libOpenCL.so that Paddle-Lite dlopens (%s): Debian: apt-get "
                 "install ocl-icd-opencl-dev (or scripts/setup.sh)\n",
                 !strcmp(sdk.arch, "x86_64") ? "/usr/lib/x86_64-linux-gnu/libOpenCL.so"
                                             : "/usr/lib/aarch64-linux-gnu/libOpenCL.so");
@@ -849,17 +963,23 @@ bool cd_pl_engine_check(cd_pl_engine_kind k, const char *given_sdk, char *report
                     vend && *vend ? " (OCL_ICD_VENDORS=" : "", vend && *vend ? vend : "", vend && *vend ? ")" : "");
                 add(report, n, "%s", msg);
                 if (pick[0])
-                    add(report, n, "          Paddle-Lite takes the FIRST platform (its first GPU, else its first CPU "
-                        "device): %s\n", pick);
+                    add(report, n,
+                        "          Paddle-Lite takes the FIRST platform (its first GPU, else its first CPU "
+                        "device): %s\n",
+                        pick);
                 else {
-                    add(report, n, "  MISSING a GPU or CPU device on the first platform: Paddle-Lite takes the first "
+                    add(report, n,
+                        "  MISSING a GPU or CPU device on the first platform: Paddle-Lite takes the first "
                         "platform only\n");
                     usable = false;
                 }
                 if (pick[0] && strstr(pick, "(CPU) on platform 0") && gpu[0])
-                    add(report, n, "  NOTE    Paddle-Lite will run on the first platform's CPU device although %s has a "
-                        "GPU: to run on that GPU, point OCL_ICD_VENDORS at a folder holding only its .icd file\n", gpu);
-                add(report, n, "          to put another driver first, point OCL_ICD_VENDORS at a folder holding only "
+                    add(report, n,
+                        "  NOTE    Paddle-Lite will run on the first platform's CPU device although %s has a "
+                        "GPU: to run on that GPU, point OCL_ICD_VENDORS at a folder holding only its .icd file\n",
+                        gpu);
+                add(report, n,
+                    "          to put another driver first, point OCL_ICD_VENDORS at a folder holding only "
                     "its .icd file (e.g. one line libnvidia-opencl.so.1 in nvidia.icd)\n");
             }
         }
@@ -869,8 +989,10 @@ bool cd_pl_engine_check(cd_pl_engine_kind k, const char *given_sdk, char *report
         if (ldd_missing(sdk.lib, miss, sizeof miss, found, sizeof found))
             add(report, n, "  ok      the libraries %s links are present%s%s\n", PL_LIB, found[0] ? ": " : "", found);
         else {
-            add(report, n, "  MISSING libraries %s links: %s (Debian: apt-get install the package named, or "
-                "scripts/setup.sh)\n", PL_LIB, miss);
+            add(report, n,
+                "  MISSING libraries %s links: %s (Debian: apt-get install the package named, or "
+                "scripts/setup.sh)\n",
+                PL_LIB, miss);
             usable = false;
         }
     }

@@ -20,13 +20,13 @@ const char *cd_pl_engine_name(cd_pl_engine_kind k);
 const char *cd_pl_sdk_env_name(cd_pl_engine_kind k);
 
 typedef struct cd_pl_sdk {
-    char dir[1024];      /* SDK root in release layout: include/paddle_api.h, lib/libpaddle_light_api_shared.so */
-    char lib[1200];      /* the light-API library */
-    char arch[16];       /* "aarch64" / "x86_64", read from the library's ELF header */
-    char from[256];      /* how it was found: "--backend-opt paddle-lite-arm:sdk=...", "CLDIFF_PL_ARM_SDK",
+    char dir[1024];  /* SDK root in release layout: include/paddle_api.h, lib/libpaddle_light_api_shared.so */
+    char lib[1200];  /* the light-API library */
+    char arch[16];   /* "aarch64" / "x86_64", read from the library's ELF header */
+    char from[256];  /* how it was found: "--backend-opt paddle-lite-arm:sdk=...", "CLDIFF_PL_ARM_SDK",
                             "default: <path>" */
-    bool opencl;         /* the library was built with LITE_WITH_OPENCL (it calls clCreateProgramWithSource) */
-    int glibc_minor;     /* highest GLIBC_2.N symbol version the library asks for (0: none seen) */
+    bool opencl;     /* the library was built with LITE_WITH_OPENCL (it calls clCreateProgramWithSource) */
+    int glibc_minor; /* highest GLIBC_2.N symbol version the library asks for (0: none seen) */
 } cd_pl_sdk;
 
 /* given: the user's path (NULL or "": none). Order: given, then the environment variable
