@@ -60,19 +60,16 @@ static void build_index(void) {
     qsort(g_sorted, CD_OPID_COUNT, sizeof g_sorted[0], cmp_info);
 }
 
+/* bsearch key comparison: a type name against an entry of the sorted index */
+static int cmp_key(const void *key, const void *entry) {
+    return strcmp((const char *)key, (*(const cd_op_info *const *)entry)->type);
+}
+
 const cd_op_info *cd_op_info_find(const char *type) {
     if (!type) return NULL;
     pthread_once(&g_once, build_index);
-    int lo = 0, hi = CD_OPID_COUNT - 1;
-    while (lo <= hi) {
-        int mid = (lo + hi) / 2, c = strcmp(type, g_sorted[mid]->type);
-        if (c == 0) return g_sorted[mid];
-        if (c < 0)
-            hi = mid - 1;
-        else
-            lo = mid + 1;
-    }
-    return NULL;
+    const cd_op_info *const *hit = bsearch(type, g_sorted, (size_t)CD_OPID_COUNT, sizeof g_sorted[0], cmp_key);
+    return hit ? *hit : NULL;
 }
 
 const cd_op_info *cd_op_info_at(cd_op_id id) { return id >= 0 && id < CD_OPID_COUNT ? &k_ops[id] : NULL; }

@@ -49,19 +49,16 @@ const char *cd_op_registry_error(void) {
     return g_dup[0] ? g_dup : NULL;
 }
 
+/* bsearch key comparison: a type name against an entry of the sorted index */
+static int cmp_key(const void *key, const void *entry) {
+    return strcmp((const char *)key, (*(const cd_op_def *const *)entry)->type);
+}
+
 const cd_op_def *cd_op_find(const char *type) {
     pthread_once(&g_once, build_index);
     if (!type || !g_sorted) return NULL;
-    int lo = 0, hi = g_count - 1;
-    while (lo <= hi) {
-        int mid = (lo + hi) / 2, c = strcmp(type, g_sorted[mid]->type);
-        if (c == 0) return g_sorted[mid];
-        if (c < 0)
-            hi = mid - 1;
-        else
-            lo = mid + 1;
-    }
-    return NULL;
+    const cd_op_def *const *hit = bsearch(type, g_sorted, (size_t)g_count, sizeof g_sorted[0], cmp_key);
+    return hit ? *hit : NULL;
 }
 
 int cd_op_all(const cd_op_def *const **out) {

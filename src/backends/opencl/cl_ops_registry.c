@@ -40,17 +40,14 @@ static void build_index(void) {
     qsort(g_sorted, (size_t)g_count, sizeof *g_sorted, cmp_def);
 }
 
+/* bsearch key comparison: a type name against an entry of the sorted index */
+static int cmp_key(const void *key, const void *entry) {
+    return strcmp((const char *)key, (*(const cd_cl_op_def *const *)entry)->type);
+}
+
 const cd_cl_op_def *cd_cl_op_find(const char *type) {
     pthread_once(&g_once, build_index);
     if (!type || !g_sorted) return NULL;
-    int lo = 0, hi = g_count - 1;
-    while (lo <= hi) {
-        int mid = (lo + hi) / 2, c = strcmp(type, g_sorted[mid]->type);
-        if (c == 0) return g_sorted[mid];
-        if (c < 0)
-            hi = mid - 1;
-        else
-            lo = mid + 1;
-    }
-    return NULL;
+    const cd_cl_op_def *const *hit = bsearch(type, g_sorted, (size_t)g_count, sizeof g_sorted[0], cmp_key);
+    return hit ? *hit : NULL;
 }
