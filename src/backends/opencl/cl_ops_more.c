@@ -1,7 +1,7 @@
 /* Dispatchers of kernels/math.cl (sin, cos, tan, asin, acos, atan, pow, the comparisons, lrn,
  * reduce_sum/mean/max/min) and kernels/gather.cl (expand, expand_v2, tile, gather, gather_nd,
- * assign_value, pixel_shuffle, grid_sampler, top_k, top_k_v2, unbind), plus sync_batch_norm,
- * which is batch_norm at inference and uses its dispatcher. Semantics follow the CPU kernels
+ * assign_value, pixel_shuffle, grid_sampler, top_k, top_k_v2, unbind). (sync_batch_norm is
+ * batch_norm at inference: cl_ops_norm.c lists it with batch_norm's dispatcher.) Semantics follow the CPU kernels
  * (backends/cpu/ops_more_*.c); output shapes come from the plan, so only what a kernel needs
  * beyond them is parsed here. */
 #include "backends/cpu/ops_util.h"
@@ -475,14 +475,6 @@ static cd_status op_unbind(cd_cl_ctx *c, cd_error *err) {
     return CD_OK;
 }
 
-/* ---------------------------------------------------------------- sync_batch_norm */
-
-static cd_status op_sync_batch_norm(cd_cl_ctx *c, cd_error *err) {
-    const cd_cl_op_def *bn = cd_cl_op_find("batch_norm");
-    if (!bn) return clu_fail(c, err, CD_E_UNSUPPORTED, "no batch_norm kernel");
-    return bn->enqueue(c, err);
-}
-
 static const cd_cl_op_def defs[] = {
     {"sin", "math", op_unary},
     {"cos", "math", op_unary},
@@ -513,6 +505,5 @@ static const cd_cl_op_def defs[] = {
     {"unbind", "gather", op_unbind},
     {"gather_nd", "gather", op_gather_nd},
     {"grid_sampler", "gather", op_grid_sampler},
-    {"sync_batch_norm", "norm", op_sync_batch_norm},
 };
 const cd_cl_op_table cd_cl_ops_more = {defs, (int)(sizeof defs / sizeof defs[0])};

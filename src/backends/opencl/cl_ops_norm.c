@@ -1,4 +1,4 @@
-/* Dispatchers of kernels/norm.cl (batch_norm, layer_norm, instance_norm) and
+/* Dispatchers of kernels/norm.cl (batch_norm and sync_batch_norm, layer_norm, instance_norm) and
  * kernels/interp.cl (bilinear/nearest interpolation, v1 and v2). */
 #include "backends/opencl/cl_ops_util.h"
 #include <math.h>
@@ -231,6 +231,7 @@ static cd_status op_interp(cd_cl_ctx *c, cd_error *err) {
 
 static const cd_cl_op_def norm_defs[] = {
     {"batch_norm", "norm", op_batch_norm},
+    {"sync_batch_norm", "norm", op_batch_norm}, /* one device: batch_norm */
     {"layer_norm", "norm", op_layer_norm},
     {"instance_norm", "norm", op_instance_norm},
 };
