@@ -157,17 +157,10 @@ typedef struct cd_analysis {
 
 /* Fills rel_err/growth/jump, first_fail, n_fail, verdict, jumps, nonfinite_origin. */
 void cd_analyze(cd_analysis *a);
-/* Classifies the first divergence once its isolated metrics are in. */
-void cd_classify_first(cd_analysis *a);
-/* The verdict (docs/verdicts.md), once the local check and the output summaries are in:
- * kernel fault at the first layer whose local check fails; else output drift when a model
- * output is beyond the output tolerance of p; else pass. Also fills first_fault, n_faults,
- * n_drift, output flags, amplifiers and contributors. Call after cd_analyze. */
 struct cd_policy;
 /* An output that fails the output rule (range_err, cosine against A, or against the float32
  * golden run with vs_golden) is still within the model's own yardstick: its quantization error
  * (quantized models) or A's distance from float32 (fp16 runs). docs/verdicts.md. */
 bool cd_output_yardstick(const cd_layer_cmp *l, const cd_policy *p, double range_err, double cosine, bool vs_golden);
-void cd_decide_verdict(cd_analysis *a, const struct cd_policy *p);
 void cd_analysis_free(cd_analysis *a);
 #endif

@@ -127,4 +127,12 @@ cd_status cd_verdict_merge_repeats(const cd_cmp_request *q0, const char *run_b, 
                                    cd_error *err);
 /* The exit code of a decided analysis (docs/design.md §6): crash, tolerance or 0. */
 int cd_verdict_exit_code(const cd_analysis *an);
+/* Classifies the first divergence (local or inherited) once the local check is in. */
+void cd_classify_first(cd_analysis *a);
+/* The verdict (docs/verdicts.md), once the local check and the output summaries are in:
+ * kernel fault at the first layer whose local check fails; else output drift when a model
+ * output is beyond the output tolerance of p and its yardstick (cd_output_yardstick); else
+ * pass. Also fills first_fault, n_faults, n_drift, output flags, amplifiers and contributors.
+ * Call after cd_analyze. (src/verdict/decide.c) */
+void cd_decide_verdict(cd_analysis *a, const cd_policy *p);
 #endif

@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "compare/analysis.h"
+#include "verdict/verdict.h"
 #include "compare/metrics.h"
 #include "compare/policy.h"
 #include "util/fp16.h"
