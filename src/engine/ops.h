@@ -45,18 +45,6 @@ typedef cd_status (*cd_run_fn)(cd_op_ctx *c);
  * attributes (name lookups, validation) outside the timed op; a failure is not reported here:
  * the run, given no state, parses again and reports it. */
 typedef cd_status (*cd_prepare_fn)(cd_op_ctx *c, void **state);
-/* A prepare hook that keeps the result of PARSE(c, GEO_T *) (the same parse run uses). */
-#define CD_PREPARE_FROM_PARSE(NAME, GEO_T, PARSE)                                                                      \
-    cd_status NAME(cd_op_ctx *c, void **state) {                                                                       \
-        GEO_T g;                                                                                                       \
-        cd_status s_ = PARSE(c, &g);                                                                                   \
-        if (s_) return s_;                                                                                             \
-        GEO_T *p = malloc(sizeof g);                                                                                   \
-        if (!p) return CD_E_NOMEM;                                                                                     \
-        *p = g;                                                                                                        \
-        *state = p;                                                                                                    \
-        return CD_OK;                                                                                                  \
-    }
 /* In a run: G = the prepared GEO_T, or PARSE(c, &G) when there is none. */
 #define CD_PARSED(c, GEO_T, PARSE, G) ((c)->state ? (G = *(const GEO_T *)(c)->state, CD_OK) : PARSE(c, &G))
 

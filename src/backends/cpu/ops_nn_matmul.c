@@ -312,7 +312,16 @@ static cd_status check_in_dtype(cd_op_ctx *c, const char *const *slots, int n) {
 #define NN_S f16
 #include "ops_nn_matmul_tmpl.h"
 
-CD_PREPARE_FROM_PARSE(cd_nn_fc_prepare, fc_geo, fc_parse)
+cd_status cd_nn_fc_prepare(cd_op_ctx *c, void **state) {
+    fc_geo g;
+    cd_status s = fc_parse(c, &g);
+    if (s) return s;
+    fc_geo *p = malloc(sizeof g);
+    if (!p) return CD_E_NOMEM;
+    *p = g;
+    *state = p;
+    return CD_OK;
+}
 
 cd_status cd_nn_fc_run(cd_op_ctx *c) {
     fc_geo g;
