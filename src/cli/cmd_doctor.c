@@ -16,6 +16,7 @@
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
+#include "util/error.h"
 #include "backends/opencl/backend_cl.h"
 #include "backends/opencl/loader.h"
 #include "backends/paddlelite/pl_sdk.h"
@@ -31,22 +32,6 @@ typedef struct {
 } child_res;
 
 typedef void (*child_fn)(int fd, void *arg);
-
-static void tail_append(char *tail, size_t cap, const char *s, size_t n) {
-    size_t have = strlen(tail);
-    if (n >= cap - 1) {
-        memcpy(tail, s + n - (cap - 1), cap - 1);
-        tail[cap - 1] = 0;
-        return;
-    }
-    if (have + n >= cap) {
-        size_t drop = have + n - (cap - 1);
-        memmove(tail, tail + drop, have - drop + 1);
-        have -= drop;
-    }
-    memcpy(tail + have, s, n);
-    tail[have + n] = 0;
-}
 
 static double mono(void) {
     struct timespec ts;
@@ -132,7 +117,7 @@ static int run_child(child_fn fn, void *arg, double timeout_s, bool echo_err, ch
                 if (n == 0 || errno != EINTR) eeof = true;
             } else {
                 if (echo_err) fwrite(buf, 1, (size_t)n, stderr);
-                tail_append(r->err, sizeof r->err, buf, (size_t)n);
+                cd_tail_append(r->err, sizeof r->err, buf, (size_t)n);
             }
         }
     }

@@ -93,3 +93,19 @@ const char *cd_signal_name(int s) {
     default: return NULL;
     }
 }
+
+void cd_tail_append(char *tail, size_t cap, const char *s, size_t n) {
+    size_t have = strlen(tail);
+    if (n >= cap - 1) {
+        memcpy(tail, s + n - (cap - 1), cap - 1);
+        tail[cap - 1] = 0;
+        return;
+    }
+    if (have + n >= cap) {
+        size_t drop = have + n - (cap - 1);
+        memmove(tail, tail + drop, have - drop + 1);
+        have -= drop;
+    }
+    memcpy(tail + have, s, n);
+    tail[have + n] = 0;
+}

@@ -37,4 +37,7 @@ const char *cd_signal_name(int sig);
 void *cd_malloc(size_t n, cd_error *err);
 void *cd_calloc(size_t count, size_t size, cd_error *err);
 char *cd_strdup(const char *s);
+/* Appends s[0..n) to the NUL-terminated text tail (cap bytes), keeping only its last cap-1 bytes:
+ * the end of a child's stderr for a crash report. */
+void cd_tail_append(char *tail, size_t cap, const char *s, size_t n);
 #endif

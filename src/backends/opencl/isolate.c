@@ -11,6 +11,7 @@
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
+#include "util/error.h"
 #include "backends/opencl/backend_cl.h"
 #include "backends/opencl/isolate.h"
 
@@ -333,22 +334,6 @@ static bool parse_records(parent_ctx *p, rbuf *b) {
     return true;
 }
 
-static void keep_tail(char *tail, size_t cap, const char *s, size_t n) {
-    size_t have = strlen(tail);
-    if (n >= cap - 1) {
-        memcpy(tail, s + n - (cap - 1), cap - 1);
-        tail[cap - 1] = 0;
-        return;
-    }
-    if (have + n >= cap) {
-        size_t drop = have + n - (cap - 1);
-        memmove(tail, tail + drop, have - drop + 1);
-        have -= drop;
-    }
-    memcpy(tail + have, s, n);
-    tail[have + n] = 0;
-}
-
 cd_status cd_run_isolated(const cd_plan *plan, const cd_backend_opts *opts, const cd_value *inputs,
                           const cd_exec_opts *xopts, cd_probe_sink *sink, double timeout_s, cd_isolated_run *run,
                           cd_error *err) {
@@ -444,7 +429,7 @@ cd_status cd_run_isolated(const cd_plan *plan, const cd_backend_opts *opts, cons
                 if (n == 0 || (errno != EINTR && errno != EAGAIN)) eeof = true;
             } else {
                 fwrite(tmp, 1, (size_t)n, stderr);
-                keep_tail(run->crash.stderr_tail, sizeof run->crash.stderr_tail, tmp, (size_t)n);
+                cd_tail_append(run->crash.stderr_tail, sizeof run->crash.stderr_tail, tmp, (size_t)n);
             }
         }
     }
