@@ -81,8 +81,15 @@ cd_backend_opts cd_session_backend_opts(const cd_cli_opts *o, cd_precision prec)
 
 int cd_session_helper_threads(const cd_cli_opts *o) {
     const char *e = getenv("CLDIFF_HELPER_THREADS"); /* e.g. to time the runs with 2 */
-    int v = e ? atoi(e) : 0;
-    if (v >= 1 && v <= 256) return v;
+    char *end = NULL;
+    long v = e && *e ? strtol(e, &end, 10) : 0;
+    if (e && *e && !*end && v >= 1 && v <= 256) return (int)v;
+    static bool warned;
+    if (e && *e && !warned) {
+        warned = true;
+        fprintf(stderr, "cldiff: CLDIFF_HELPER_THREADS='%s' is not a thread count 1..256: ignored (using %s)\n", e,
+                o->threads != 2 ? "--threads" : "half the online cores, up to 8");
+    }
     if (o->threads != 2) return o->threads;
     long n = sysconf(_SC_NPROCESSORS_ONLN) / 2;
     return n > 8 ? 8 : n > 2 ? (int)n : 2;

@@ -173,6 +173,12 @@ def main():
     c.cleanup_later(work)
     out = os.path.join(work, "out")
 
+    # an environment knob with a bad value: named on stderr, ignored, the run goes on
+    r = cldiff(TINY, "--backends", "cpu,cpu", "--fp16", "--out", os.path.join(work, "ht"), env={"CLDIFF_HELPER_THREADS": "lots"})
+    c.rc(r, 0, "CLDIFF_HELPER_THREADS=lots: the run still passes")
+    c.ok("CLDIFF_HELPER_THREADS='lots' is not a thread count" in r.err, "CLDIFF_HELPER_THREADS=lots: named on stderr",
+         r.err[-300:])
+
     # --- usage errors (2)
     tol = os.path.join(work, "tol.txt")
     with open(tol, "w") as f:
