@@ -1,4 +1,5 @@
 #include "compare/bounds.h"
+#include <float.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -107,11 +108,124 @@ double cd_bound_elem(const cd_bound_spec *s, double ref, double mag, double x, d
     return bnd;
 }
 
-static double ref_absmax(const float *ref, int64_t n) {
+/* Whether the bound depends on the tensor's range (arith_part's absmax). */
+static bool uses_absmax(cd_bound_family f) {
+    return !(f == CD_FAM_EXACT || f == CD_FAM_ELEMENTWISE || f == CD_FAM_TRANSCENDENTAL || f == CD_FAM_ACCUMULATE ||
+             f == CD_FAM_NORMALIZE || f == CD_FAM_ROUNDING || f == CD_FAM_INT8 || f == CD_FAM_RECURRENT ||
+             f == CD_FAM_NORM);
+}
+
+/* max |ref| over the finite elements; 0 (never read) where the family does not use it */
+static double ref_absmax(const cd_bound_spec *s, const float *ref, int64_t n) {
     double absmax = 0;
+    if (!uses_absmax(s->fam)) return 0;
     for (int64_t i = 0; i < n; i++)
         if (isfinite(ref[i]) && fabs(ref[i]) > absmax) absmax = fabs(ref[i]);
     return absmax;
+}
+
+/* The certified filter of the check (check_core, cd_local_check_lazy's pass 1).
+ *
+ * Most elements of a layer are far inside their bound, and computing that bound one by one
+ * (cd_bound_elem's switch, cd_gamma's divisions, then e / b) was most of the check's time. For
+ * the parameters of one call, the bound is an affine function of |ref| and the magnitude:
+ *     bound >= c0 + cr |ref| + cm mag            (mag not NaN, finite, >= 0)
+ *     bound >= c0 + cnan |ref|                   (mag NaN: |ref| stands in, or 0 for an allowance)
+ * with equality up to rounding for every family but NORMALIZE (|ln ref| left out) and ROUNDING
+ * (the tie allowance left out), where it is only a lower bound ('tight' false). Both the
+ * affine form and cd_bound_elem sum nonnegative terms (the parameters are checked to be finite
+ * and >= 0) from the same leaves (the same cd_gamma values, u, U16, eta...) in at most a dozen
+ * roundings, so each is within a relative 2^-48 of the same real number (an underflow adds at
+ * most a few 2^-1074, nothing next to an error >= 2^-149, the least nonzero |ref - val|). The
+ * filter compares the error with the affine value times a factor taken 2^-40 to the safe side,
+ * so that what it decides, cd_bound_elem and e / b would have decided the same way; the
+ * elements it cannot decide take the exact per-element code, which alone writes the result. */
+#define LIN_BELOW (1 - 0x1p-40) /* a threshold certainly below: scale by this */
+#define LIN_ABOVE (1 + 0x1p-40) /* certainly above */
+
+typedef struct {
+    bool on;    /* the parameters allow the filter */
+    bool tight; /* c0 + cnan |ref| is the cheap bound itself up to rounding, not only below it */
+    double c0, cr, cm, cnan;
+    double rail; /* |ref| from which an int8 output is on its rail (int8_rail); +inf: no rail */
+} lin_bound;
+
+static bool nonneg(double v) { return v >= 0 && v <= 1e250; }
+
+static lin_bound lin_bound_of(const cd_bound_spec *s, bool has_x, double absmax) {
+    lin_bound lb = {.rail = INFINITY};
+    double ur = s->ref.u, ub = s->b.u, sf = s->safety > 0 ? s->safety : 1;
+    double L = s->lipschitz > 0 ? s->lipschitz : 1, q = s->quantum > 0 ? s->quantum : 0;
+    if (!nonneg(ur) || !nonneg(ub) || !nonneg(s->ulps) || !nonneg(s->abs_terms) || !nonneg(s->act_ulps)) return lb;
+    /* arith_part = a0 + ar |ref| + am m, m the magnitude (|ref| when NaN) */
+    double a0 = 0, ar = 0, am = 0;
+    bool tight = true, allowance = false;
+    switch (s->fam) {
+    case CD_FAM_EXACT: break;
+    case CD_FAM_ELEMENTWISE:
+    case CD_FAM_TRANSCENDENTAL:
+        am = sf * s->ulps * (ur + ub);
+        a0 = sf * s->abs_terms * (ur + ub);
+        break;
+    case CD_FAM_ACCUMULATE:
+        am = sf * L * (cd_gamma(s->K + 2, ur) + cd_gamma(s->K + 2, ub));
+        ar = sf * s->act_ulps * (ur + ub);
+        a0 = sf * s->abs_terms * (ur + ub);
+        break;
+    case CD_FAM_NORMALIZE: /* |ln ref| (ur + ub) |ref| left out: a lower bound */
+        ar = sf * (cd_gamma(s->K, ur) + cd_gamma(s->K, ub) + s->ulps * (ur + ub));
+        tight = false;
+        break;
+    case CD_FAM_ROUNDING: /* the quantum allowed near a tie left out, but for an unknown x */
+        ar = sf * 2 * (ur + ub);
+        a0 = q > 0 && !has_x ? q : 0;
+        tight = false;
+        break;
+    case CD_FAM_INT8:
+        am = sf * L * (cd_gamma(s->K + 2, ub) + 4 * ur);
+        ar = sf * s->act_ulps * (ur + ub) + (q > 0 ? sf * 4 * ur : 0);
+        a0 = L * s->abs_terms + (q > 0 ? 0.5 * q : 0);
+        if (q > 0) lb.rail = 127 * s->quantum * (1 - 8 * s->ref.u);
+        break;
+    case CD_FAM_RECURRENT:
+    case CD_FAM_NORM:
+        am = 1; /* the allowance itself; none (0) when NaN */
+        allowance = true;
+        break;
+    case CD_FAM_DETECTION:
+        ar = sf * s->ulps * (ur + ub);
+        a0 = ar * 2 * absmax;
+        break;
+    case CD_FAM_INTERP:
+        ar = sf * (cd_gamma(s->K, ur) + cd_gamma(s->K, ub));
+        a0 = ar * 2 * absmax;
+        break;
+    case CD_FAM_GENERIC:
+    default:
+        ar = sf * (cd_gamma(2 * s->K + 16, ur) + cd_gamma(2 * s->K + 16, ub));
+        a0 = ar * absmax;
+        break;
+    }
+    /* cd_bound_elem: a + eta, + U16 (|ref| + a) + ETA16 for B's half store, + U16 |ref| + ETA16 for
+     * the reference's */
+    int64_t terms = s->fam == CD_FAM_EXACT ? 0 : (s->K > 0 ? s->K : 1) + 2;
+    double eta = (double)terms * CD_ETA32 * 2;
+    double hb = s->b.half_store ? 1 : 0, hs = hb + (s->ref.half_store ? 1 : 0), g = 1 + hb * CD_U16;
+    lb.c0 = a0 * g + eta + hs * CD_ETA16;
+    lb.cr = ar * g + hs * CD_U16;
+    lb.cm = am * g;
+    lb.cnan = allowance ? lb.cr : lb.cr + lb.cm;
+    lb.tight = tight;
+    lb.on = nonneg(lb.c0) && nonneg(lb.cr) && nonneg(lb.cm) && nonneg(lb.cnan);
+    return lb;
+}
+
+/* The affine bound of element i (above): NaN where the magnitude is negative or infinite (the
+ * exact code decides those). */
+static inline double lin_at(const lin_bound *lb, double r, const float *mag, int64_t i) {
+    if (!mag || isnan(mag[i])) return lb->c0 + lb->cnan * r;
+    float m = mag[i];
+    return m >= 0 && m <= FLT_MAX ? lb->c0 + lb->cr * r + lb->cm * m : NAN;
 }
 
 static void check_core(const cd_bound_spec *s, const float *ref, const float *val, const float *mag,
@@ -139,11 +253,34 @@ void cd_local_check_lazy(const cd_bound_spec *s, const float *ref, const float *
      * the elements with the largest cheap ratios, as many as max_calls allows: every element
      * over the cheap bound first, and below it down to where the budget ends, so that the
      * reported worst ratio is the exact one whenever it is at least that low. */
-    double absmax = ref_absmax(ref, n);
+    double absmax = ref_absmax(s, ref, n);
+    lin_bound lb = lin_bound_of(s, x != NULL, absmax);
+    /* Only the buckets from LAZY_OFFSET - 2 up are read (the cut loop below stops there) and
+     * an element is refined only where m2 >= cut >= LAZY_OFFSET - 2: a cheap ratio under 1/4
+     * may as well be counted in bucket LAZY_OFFSET - 3. The filter (lin_bound) settles those,
+     * and, where the affine bound is tight, the ratios in [1/4, 1/2) and [1/2, 1) away from the
+     * edges, with a few products and no branch; the rest (near an edge, over the cheap bound,
+     * non-finite, an int8 rail element, which the exact code may skip) take the exact code. */
+    double cls_rail = lb.on && lb.tight && max_calls > 0 ? lb.rail : -1; /* |ref| < cls_rail: may classify */
+    int64_t n_quarter = 0, n_half = 0;
     int64_t count[LAZY_BUCKETS] = {0};
     for (int64_t i = 0; i < n; i++) {
-        m2[i] = -1;
         double a = ref[i], v = val[i];
+        double e = fabs(a - v);
+        if (lb.on && e < INFINITY) { /* e NaN or Inf: a non-finite side (and lin Inf for an infinite ref) */
+            double r = fabs(a), lin = lb.c0 + lb.cnan * r;
+            /* at most one holds (with lin 0, e 0 is low only); integers, not branches: which one
+             * is as random as the data */
+            int low = e <= lin * (0.25 * LIN_BELOW);
+            int cls = !low & (r < cls_rail);
+            int quarter = cls & (e >= lin * (0.25 * LIN_ABOVE)) & (e <= lin * (0.5 * LIN_BELOW));
+            int half = cls & (e >= lin * (0.5 * LIN_ABOVE)) & (e <= lin * LIN_BELOW);
+            n_quarter += quarter;
+            n_half += half;
+            m2[i] = (float)(LAZY_OFFSET - 3 + quarter + 2 * half);
+            if (low + quarter + half) continue;
+        }
+        m2[i] = -1;
         if (a == v || (isnan(a) && isnan(v))) continue;
         if (!isfinite(a) || !isfinite(v)) {
             count[LAZY_BUCKETS - 1]++;
@@ -165,6 +302,8 @@ void cd_local_check_lazy(const cd_bound_spec *s, const float *ref, const float *
         count[k]++;
         m2[i] = (float)k;
     }
+    count[LAZY_OFFSET - 2] += n_quarter;
+    count[LAZY_OFFSET - 1] += n_half;
     /* refine down to a quarter of the cheap bound (the ratios a reader compares), fewer where
      * the budget ends, but always every element over the cheap bound */
     int cut = LAZY_BUCKETS, floor_cut = LAZY_OFFSET - 2;
@@ -228,9 +367,18 @@ static void check_core(const cd_bound_spec *s, const float *ref, const float *va
                        double user_rtol, cd_local_result *r) {
     memset(r, 0, sizeof *r);
     r->worst = -1;
-    double absmax = ref_absmax(ref, n);
+    double absmax = ref_absmax(s, ref, n);
+    lin_bound lb = lin_bound_of(s, x != NULL, absmax);
+    /* The filter (lin_bound): an element whose error is at most its bound times min(ratio, 1),
+     * ratio the worst so far, changes nothing below: its exact ratio is <= 1 (no exceed, no
+     * mag_at) and not above the worst (ties keep the first). 0 until there is a worst: every
+     * element with an error takes the exact code. */
+    double scale = 0;
     for (int64_t i = 0; i < n; i++) {
         double a = ref[i], v = val[i];
+        /* NaN/Inf in either side make e NaN or Inf (the threshold too, for an infinite ref) */
+        double e0 = fabs(a - v);
+        if (lb.on && e0 < INFINITY && e0 <= lin_at(&lb, fabs(a), mag, i) * scale) continue;
         bool af = isfinite(a), vf = isfinite(v);
         if (!af || !vf) {
             if ((isnan(a) && isnan(v)) || (isinf(a) && isinf(v) && (a > 0) == (v > 0))) continue;
@@ -247,6 +395,7 @@ static void check_core(const cd_bound_spec *s, const float *ref, const float *va
                 r->worst = i;
                 r->err = INFINITY;
                 r->bound = 0;
+                scale = LIN_BELOW;
             }
             continue;
         }
@@ -269,6 +418,7 @@ static void check_core(const cd_bound_spec *s, const float *ref, const float *va
             r->err = e;
             r->bound = b;
             r->ratio_upper = s->mag_run && isnan(m);
+            scale = LIN_BELOW * (ratio < 1 ? ratio : 1);
         }
         if (ratio > 1) {
             if (user_atol >= 0 && e <= user_atol + (user_rtol > 0 ? user_rtol : 0) * fabs(a)) continue;
