@@ -69,6 +69,19 @@ static cd_status diff_open(diff_run *d, cd_error *err) {
     return CD_OK;
 }
 
+/* B's repeats (--repeat N): the same run again, for nondeterminism. */
+static void diff_run_repeats(diff_run *d) {
+    const cd_cli_opts *o = d->o;
+    for (int r = 1; !d->stb && r < o->repeat; r++) {
+        char rep[48];
+        snprintf(rep, sizeof rep, "%s_rep%d", d->run_b, r);
+        d->stb = cd_session_run(&d->s, d->B, rep, o->prec, &d->rr, &d->eb);
+        d->wall_rep += d->rr.wall_ms;
+        if (d->stb == CD_E_CRASH) d->crashed = true;
+    }
+    if (o->repeat > 1) phase_end("B repeats");
+}
+
 /* Run A (recording, for the local check, the activations every probed layer reads), run B
  * (running each probed layer again on them: run <b>_local) and B's repeats. B's failure
  * goes to d->stb / d->eb. */
@@ -98,58 +111,64 @@ static cd_status diff_run_engine_b(diff_run *d, cd_forcing *rec, cd_error *err) 
         phase_end("B local");
         if (st) return st;
     }
-    for (int r = 1; !d->stb && r < o->repeat; r++) {
-        char rep[48];
-        snprintf(rep, sizeof rep, "%s_rep%d", d->run_b, r);
-        d->stb = cd_session_run(&d->s, d->B, rep, o->prec, &d->rr, &d->eb);
-        d->wall_rep += d->rr.wall_ms;
-        if (d->stb == CD_E_CRASH) d->crashed = true;
-    }
-    if (o->repeat > 1) phase_end("B repeats");
+    diff_run_repeats(d);
     return CD_OK;
 }
 
-/* fp16 local reference (run ref_local): the CPU's float32 kernel of every probed layer on A's
- * half inputs, with the weights rounded to half as B has them. refrec (may be NULL) keeps its
- * outputs for B's process to check its re-runs against; then they go to the dump after B, and
- * only for the layers whose re-run B's process did not find within its bound (the local check
- * reads no others: diff_store_ref_local). */
-static cd_run_req ref_local_req(diff_run *d, cd_forcing *rec, cd_forcing *refrec, const cd_plan *pref) {
-    return (cd_run_req){.backend = "cpu",
-                        .prec = CD_PREC_FP32,
-                        .plan = pref,
-                        .force = rec,
-                        .local_run = "ref_local",
-                        .forced_from = d->run_a,
-                        .local_only = true,
-                        .int8_dequant = true,
-                        .record = refrec,
-                        .threads = cd_session_helper_threads(d->o),
-                        .record_only = refrec != NULL};
-}
-
-static cd_status diff_run_ref_local(diff_run *d, cd_forcing *rec, cd_forcing *refrec, cd_error *err) {
-    cd_plan pref;
-    cd_status st = cd_verdict_ref_plan(d->s.g, d->s.in_shapes, &d->s.plan, &pref, err);
+/* fp16: the local check on B's own inputs (docs/verdicts.md, "fp16"). In
+ * fp16 B's inputs never equal A's (each side rounds to half its own way), so nothing settles
+ * and re-running every layer of B on A's inputs doubled B's work. Instead B's free run records
+ * its activations (rec) and ref_local, the float32 kernel with B's half weights, runs every
+ * probed layer on them and checks B's free-run output of it under the layer's bound as it
+ * runs (cd_local_settle_own). B runs nothing twice; only layers over their bound keep
+ * ref_local's tensor in the dump for the local check's closer look. */
+static cd_status diff_run_own_inputs(diff_run *d, cd_forcing *rec, cd_error *err) {
+    const cd_cli_opts *o = d->o;
+    cd_run_req qa = {.backend = d->A, .run = d->run_a, .prec = o->prec};
+    cd_status st = cd_session_run_req(&d->s, &qa, &d->ra, err);
+    phase_end("A");
     if (st) return st;
-    cd_run_req qr = ref_local_req(d, rec, refrec, &pref);
-    st = cd_session_run_req(&d->s, &qr, &d->rl, err);
-    cd_plan_free(&pref);
-    return st;
+    cd_run_req qb = {.backend = d->B, .run = d->run_b, .prec = o->prec, .record = rec};
+    d->stb = cd_session_run_req(&d->s, &qb, &d->rb, &d->eb);
+    phase_end("B");
+    d->crashed = d->stb == CD_E_CRASH;
+    if (!d->stb) {
+        if (!(d->settled = calloc((size_t)d->s.g->n_ops + 1, 1)) ||
+            !(d->settled_info = calloc((size_t)d->s.g->n_ops + 1, sizeof *d->settled_info)))
+            return cd_err(err, CD_E_NOMEM, "out of memory");
+        /* the reference computes in float32; B as its variant does (half storage) */
+        d->settle = (cd_local_settle_ctx){.g = d->s.g,
+                                          .plan = &d->s.plan,
+                                          .ref = {.u = CD_U32, .half_store = false},
+                                          .b = cd_verdict_side_arith(d->B, o->prec, d->rb.variant)};
+        cd_plan pref;
+        if ((st = cd_verdict_ref_plan(d->s.g, d->s.in_shapes, &d->s.plan, &pref, err))) return st;
+        cd_run_req qr = {.backend = "cpu",
+                         .prec = CD_PREC_FP32,
+                         .plan = &pref,
+                         .force = rec,
+                         .local_run = "ref_local",
+                         .forced_from = d->run_b,
+                         .local_only = true,
+                         .int8_dequant = true,
+                         .threads = cd_session_helper_threads(o),
+                         .settle = cd_local_settle_own,
+                         .settle_user = &d->settle,
+                         .settled = d->settled,
+                         .settled_info = d->settled_info};
+        st = cd_session_run_req(&d->s, &qr, &d->rl, err);
+        cd_plan_free(&pref);
+        phase_end("ref_local");
+        if (st) return st;
+    }
+    diff_run_repeats(d);
+    return CD_OK;
 }
 
-/* The dump's run ref_local from refrec: the layers not settled in B's process (all of them when
- * B did not report). The float32 plan has the reference plan's dtypes. */
-static cd_status diff_store_ref_local(diff_run *d, cd_forcing *refrec, cd_error *err) {
-    cd_run_req qr = ref_local_req(d, NULL, refrec, NULL);
-    cd_status st = cd_session_store_local(&d->s, &qr, &d->rl, refrec, d->settled, err);
-    phase_end("ref_local store");
-    return st;
-}
-
-static cd_status diff_run_a_b(diff_run *d, cd_forcing *rec, cd_forcing *refrec, cd_error *err) {
+static cd_status diff_run_a_b(diff_run *d, cd_forcing *rec, cd_error *err) {
     const cd_cli_opts *o = d->o;
     if (d->engine_b) return diff_run_engine_b(d, rec, err);
+    if (d->own_inputs) return diff_run_own_inputs(d, rec, err);
     cd_run_req qa = {.backend = d->A, .run = d->run_a, .prec = o->prec, .record = rec};
     cd_status st = cd_session_run_req(&d->s, &qa, &d->ra, err);
     phase_end("A");
@@ -161,28 +180,13 @@ static cd_status diff_run_a_b(diff_run *d, cd_forcing *rec, cd_forcing *refrec, 
                      .local_run = d->local ? d->run_local : NULL,
                      .forced_from = d->run_a};
     /* fp32: layers whose free-run output is already within their local bound of A's are
-     * settled by the free run and not run again (docs/verdicts.md). fp16: the reference is
-     * the float32 kernel on A's half inputs, so ref_local runs first (its outputs kept in
-     * refrec) and B's process checks each re-run layer against them under the local check's
-     * bound (float32 reference, B's half storage): only layers over it store their tensors.
-     * fp16 free-run outputs are not offered (they almost never settle: B's inputs carry A's
-     * half-arithmetic error; docs/benchmarks.md, "fp16 cost"). */
-    bool fp16_settle = o->prec == CD_PREC_FP16 && refrec;
-    if (fp16_settle && (st = diff_run_ref_local(d, rec, refrec, err))) return st;
-    if (fp16_settle) phase_end("ref_local");
-    if (fp16_settle) d->ref_local_done = true;
-    if (d->local && rec && (o->prec == CD_PREC_FP32 || fp16_settle) && cd_backend_lookup(d->B)->opencl &&
-        (d->settled = calloc((size_t)d->s.g->n_ops + 1, 1)) &&
+     * settled by the free run and not run again (docs/verdicts.md); the others run again on
+     * A's inputs and are checked against A's values in B's process: only layers over their
+     * bound store their tensors */
+    if (d->local && rec && cd_backend_lookup(d->B)->opencl && (d->settled = calloc((size_t)d->s.g->n_ops + 1, 1)) &&
         (d->settled_info = calloc((size_t)d->s.g->n_ops + 1, sizeof *d->settled_info))) {
         cd_arith f32 = {.u = CD_U32, .half_store = false};
-        /* B in fp16: float (or half, fp16-compute) arithmetic on half storage */
-        cd_arith bh = {.u = o->fp16_compute ? CD_U16 : CD_U32, .half_store = true};
-        d->settle = (cd_local_settle_ctx){.g = d->s.g,
-                                          .plan = &d->s.plan,
-                                          .ref = f32,
-                                          .b = fp16_settle ? bh : f32,
-                                          .ref_rec = fp16_settle ? refrec : NULL,
-                                          .local_only = fp16_settle};
+        d->settle = (cd_local_settle_ctx){.g = d->s.g, .plan = &d->s.plan, .ref = f32, .b = f32};
         qb.settle = cd_local_settle;
         qb.settle_user = &d->settle;
         qb.settled = d->settled;
@@ -191,37 +195,22 @@ static cd_status diff_run_a_b(diff_run *d, cd_forcing *rec, cd_forcing *refrec, 
     d->stb = cd_session_run_req(&d->s, &qb, &d->rb, &d->eb);
     phase_end("B");
     d->crashed = d->stb == CD_E_CRASH;
-    if (fp16_settle && (st = diff_store_ref_local(d, refrec, err))) return st;
-    for (int r = 1; !d->stb && r < o->repeat; r++) {
-        char rep[48];
-        snprintf(rep, sizeof rep, "%s_rep%d", d->run_b, r);
-        d->stb = cd_session_run(&d->s, d->B, rep, o->prec, &d->rr, &d->eb);
-        d->wall_rep += d->rr.wall_ms;
-        if (d->stb == CD_E_CRASH) d->crashed = true;
-    }
-    if (o->repeat > 1) phase_end("B repeats");
+    diff_run_repeats(d);
     return CD_OK;
 }
 
-/* fp16: the golden run (CPU float32), and the local check's reference: float32 arithmetic
- * on A's half inputs and half weights. */
-static cd_status diff_run_refs(diff_run *d, cd_forcing *rec, cd_error *err) {
+/* fp16: the golden run (CPU float32: each side's distance from float32, the fp16 hazards). */
+static cd_status diff_run_golden(diff_run *d, cd_error *err) {
     const cd_cli_opts *o = d->o;
-    cd_status st = CD_OK;
-    if ((d->stb == CD_OK || d->crashed) && o->prec == CD_PREC_FP16) {
-        /* the fp16 runs' program in float32: int8 weights dequantized, as A's fp16 path has them */
-        cd_run_req qg = {.backend = "cpu",
-                         .run = "golden",
-                         .prec = CD_PREC_FP32,
-                         .int8_dequant = true,
-                         .threads = cd_session_helper_threads(o)};
-        st = cd_session_run_req(&d->s, &qg, &d->rg, err);
-        phase_end("golden");
-    }
-    if (!st && !d->stb && d->local && o->prec == CD_PREC_FP16 && !d->ref_local_done) {
-        st = diff_run_ref_local(d, rec, NULL, err);
-        phase_end("ref_local");
-    }
+    if ((d->stb != CD_OK && !d->crashed) || o->prec != CD_PREC_FP16) return CD_OK;
+    /* the fp16 runs' program in float32: int8 weights dequantized, as A's fp16 path has them */
+    cd_run_req qg = {.backend = "cpu",
+                     .run = "golden",
+                     .prec = CD_PREC_FP32,
+                     .int8_dequant = true,
+                     .threads = cd_session_helper_threads(o)};
+    cd_status st = cd_session_run_req(&d->s, &qg, &d->rg, err);
+    phase_end("golden");
     return st;
 }
 
@@ -259,19 +248,17 @@ static cd_status diff_runs(diff_run *d, cd_error *err) {
     const cd_cli_opts *o = d->o;
     cd_status st = CD_OK;
     d->local = cd_local_enabled(o);
-    cd_forcing *rec = NULL, *refrec = NULL;
+    cd_forcing *rec = NULL;
     if (d->local) {
         snprintf(d->run_local, sizeof d->run_local, "%s_local", d->run_b);
         /* the record lives beside the dump unless CLDIFF_SCRATCH_DIR names another disk */
         const char *sd = getenv("CLDIFF_SCRATCH_DIR");
         st = cd_forcing_new(sd && *sd ? sd : o->out_dir, d->s.g->n_tensors, &rec, err);
-        /* fp16 with an OpenCL B: the local reference's outputs, settled against in B's process */
-        if (!st && o->prec == CD_PREC_FP16 && !d->engine_b && cd_backend_lookup(d->B)->opencl)
-            st = cd_forcing_new(sd && *sd ? sd : o->out_dir, d->s.g->n_tensors, &refrec, err);
+        /* fp16: the local check on B's own inputs (rec records B) */
+        d->own_inputs = o->prec == CD_PREC_FP16 && !d->engine_b;
     }
-    if (!st) st = diff_run_a_b(d, rec, refrec, err);
-    cd_forcing_free(refrec);
-    if (!st) st = diff_run_refs(d, rec, err);
+    if (!st) st = diff_run_a_b(d, rec, err);
+    if (!st) st = diff_run_golden(d, err);
     /* a partial --layers selection leaves inputs of probed layers out of the dump: keep the
      * record for the local check and the repro pack (freed with the run) */
     if (!st && rec && o->layers && strcmp(o->layers, "all"))

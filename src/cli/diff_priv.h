@@ -54,8 +54,10 @@ typedef struct diff_run {
     bool *settled; /* fp32 local check: ops settled by B's free run (n_ops) */
     cd_settle_info *settled_info;
     cd_local_settle_ctx settle;
-    bool ref_local_done; /* fp16: ref_local ran before B (B checked its re-runs against it) */
-    cd_forcing *rec;     /* the forcing record, kept past the runs when --layers probes only some
+    /* fp16 with an OpenCL B: the local check on B's own inputs (rec is B's record; ref_local ran
+     * on it and checked B's free-run outputs as it ran) */
+    bool own_inputs;
+    cd_forcing *rec; /* the forcing record, kept past the runs when --layers probes only some
                                  * layers: the local check's magnitudes and the repro pack read the
                                  * inputs the dump lacks from it (NULL otherwise) */
 } diff_run;

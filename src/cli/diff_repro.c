@@ -136,8 +136,11 @@ static cd_status repro_outputs(const cd_dump_reader *r, const char *run_a, const
 }
 
 /* command.txt, README.md and device.txt. */
-static cd_status repro_texts(const char *run_a, const char *run_b, const cd_layer_cmp *l, const cd_analysis *an,
-                             const cd_report_env *env, const char *dir, const char *cmd, cd_error *err) {
+static cd_status repro_texts(const char *run_a, const char *run_b, const char *run_in, const cd_layer_cmp *l,
+                             const cd_analysis *an, const cd_report_env *env, const char *dir, const char *cmd,
+                             cd_error *err) {
+    char inh[160];
+    snprintf(inh, sizeof inh, "; on %s's inputs this layer is within tolerance, so the pack may pass", run_in);
     char path[1200], readme[8192];
     cd_status st;
     snprintf(path, sizeof path, "%s/command.txt", dir);
@@ -147,29 +150,27 @@ static cd_status repro_texts(const char *run_a, const char *run_b, const cd_laye
         if ((st = cd_diff_write_text(path, line, err))) return st;
     }
     char sh[96];
-    snprintf(
-        readme, sizeof readme,
-        "# cldiff repro pack: %s (%s, op #%d of %s)\n\n"
-        "Finding: layer `%s` is out of tolerance (%s error%s): max |a-b| = %.6g, cosine = %.9f, "
-        "%lld of %lld elements out (%s vs %s, %s).\n\n"
-        "Reproduce (from this folder):\n\n    %s\n\n"
-        "Expected: exit 1 and `%s` named as the first divergence in repro-out/summary.json.\n\n"
-        "Files:\n- `layer.nb`: the op alone (params included), inputs declared as model inputs\n"
-        "- `in<k>.npy`: its exact inputs as backend %s computed them (float32)\n"
-        "- `out_%s.npy`, `out_%s.npy`: the layer's output on both backends in the full run, shape %s\n"
-        "- `command.txt`: the command above\n\n"
-        "Environment:\n- A: %s: %s %s\n- B: %s: %s %s (%s)\n- model: %s (sha256 %s)\n- cldiff %s: `%s`\n",
-        l->layer, l->op_type, l->op_index, env->model_path, l->layer,
-        !strcmp(an->first_kind, "local")           ? "local"
-            : !strcmp(an->first_kind, "inherited") ? "inherited"
-                                                   : "unclassified",
-        !strcmp(an->first_kind, "inherited") ? "; on A's inputs this layer is within tolerance, so the pack may pass"
-                                             : "",
-        l->m.max_abs, l->m.cosine, (long long)l->m.fail_count, (long long)l->m.n, run_a, run_b, env->precision, cmd,
-        l->layer, run_a, run_a, run_b, cd_shape_str(&l->shape, sh, sizeof sh), env->backend_a,
-        env->device_a ? env->device_a : "", env->driver_a ? env->driver_a : "", env->backend_b,
-        env->device_b ? env->device_b : "", env->driver_b ? env->driver_b : "", env->variant_b ? env->variant_b : "",
-        env->model_path, env->model_sha256, env->tool_version, env->command_line ? env->command_line : "");
+    snprintf(readme, sizeof readme,
+             "# cldiff repro pack: %s (%s, op #%d of %s)\n\n"
+             "Finding: layer `%s` is out of tolerance (%s error%s): max |a-b| = %.6g, cosine = %.9f, "
+             "%lld of %lld elements out (%s vs %s, %s).\n\n"
+             "Reproduce (from this folder):\n\n    %s\n\n"
+             "Expected: exit 1 and `%s` named as the first divergence in repro-out/summary.json.\n\n"
+             "Files:\n- `layer.nb`: the op alone (params included), inputs declared as model inputs\n"
+             "- `in<k>.npy`: its exact inputs as backend %s computed them (float32)\n"
+             "- `out_%s.npy`, `out_%s.npy`: the layer's output on both backends in the full run, shape %s\n"
+             "- `command.txt`: the command above\n\n"
+             "Environment:\n- A: %s: %s %s\n- B: %s: %s %s (%s)\n- model: %s (sha256 %s)\n- cldiff %s: `%s`\n",
+             l->layer, l->op_type, l->op_index, env->model_path, l->layer,
+             !strcmp(an->first_kind, "local")           ? "local"
+                 : !strcmp(an->first_kind, "inherited") ? "inherited"
+                                                        : "unclassified",
+             !strcmp(an->first_kind, "inherited") ? inh : "", l->m.max_abs, l->m.cosine, (long long)l->m.fail_count,
+             (long long)l->m.n, run_a, run_b, env->precision, cmd, l->layer, run_in, run_a, run_b,
+             cd_shape_str(&l->shape, sh, sizeof sh), env->backend_a, env->device_a ? env->device_a : "",
+             env->driver_a ? env->driver_a : "", env->backend_b, env->device_b ? env->device_b : "",
+             env->driver_b ? env->driver_b : "", env->variant_b ? env->variant_b : "", env->model_path,
+             env->model_sha256, env->tool_version, env->command_line ? env->command_line : "");
     snprintf(path, sizeof path, "%s/README.md", dir);
     if ((st = cd_diff_write_text(path, readme, err))) return st;
     snprintf(path, sizeof path, "%s/device.txt", dir);
@@ -181,9 +182,11 @@ static cd_status repro_texts(const char *run_a, const char *run_b, const cd_laye
     return cd_diff_write_text(path, readme, err);
 }
 
-static cd_status write_repro(cd_session *s, const cd_dump_reader *r, const cd_forcing *force, const char *run_a,
-                             const char *run_b, const cd_layer_cmp *l, const cd_analysis *an, const cd_report_env *env,
-                             const char *dir, char *cmd_out, size_t cmd_n, cd_error *err) {
+/* The pack of layer l: the op alone, its inputs as run_in computed them (force: the record of
+ * run_in, for inputs the dump lacks), both runs' outputs. */
+static cd_status write_repro(cd_session *s, const cd_dump_reader *r, const cd_forcing *force, const char *run_in,
+                             const char *run_a, const char *run_b, const cd_layer_cmp *l, const cd_analysis *an,
+                             const cd_report_env *env, const char *dir, char *cmd_out, size_t cmd_n, cd_error *err) {
     const cd_graph *g = s->g;
     cd_status st = cd_make_dirs(dir, err);
     if (st) return st;
@@ -199,7 +202,7 @@ static cd_status write_repro(cd_session *s, const cd_dump_reader *r, const cd_fo
     }
     snprintf(path, sizeof path, "%s/layer.nb", dir);
     if ((st = cd_nb_write(ex.g, path, err))) goto done;
-    if ((st = cd_local_load_inputs(g, &s->plan, r, run_a, force, &ex, ins, in_shapes, note, sizeof note, err)))
+    if ((st = cd_local_load_inputs(g, &s->plan, r, run_in, force, &ex, ins, in_shapes, note, sizeof note, err)))
         goto done;
     if (note[0]) {
         st = cd_err(err, CD_E_USAGE, "repro pack of %s: %s", l->layer, note);
@@ -209,7 +212,7 @@ static cd_status write_repro(cd_session *s, const cd_dump_reader *r, const cd_fo
     if ((st = repro_inputs(g, &ex, ins, in_shapes, dir, cmd, sizeof cmd, err))) goto done;
     repro_options(s->o, cmd, sizeof cmd);
     if ((st = repro_outputs(r, run_a, run_b, l, dir, err))) goto done;
-    if ((st = repro_texts(run_a, run_b, l, an, env, dir, cmd, err))) goto done;
+    if ((st = repro_texts(run_a, run_b, run_in, l, an, env, dir, cmd, err))) goto done;
     snprintf(cmd_out, cmd_n, "%s", cmd);
 done:
     for (int k = 0; ins && k < ex.n_inputs; k++) cd_value_release(&ins[k]);
@@ -236,8 +239,10 @@ void cd_diff_repro_pack(diff_run *d) {
         snprintf(dir, sizeof dir, "%s/repro", o->out_dir);
     cd_error pe = {0};
     char cmd[4096] = "";
-    if (write_repro(&d->s, d->r, d->engine_b ? NULL : d->rec, d->run_a, d->run_b, &an->layers[repro_at], an, &d->env,
-                    dir, cmd, sizeof cmd, &pe) == CD_OK) {
+    /* the inputs the local check judged the layer on: A's, or B's own in fp16 (d->rec is the
+     * record of that run; an engine's record is not kept) */
+    if (write_repro(&d->s, d->r, d->engine_b ? NULL : d->rec, d->own_inputs ? d->run_b : d->run_a, d->run_a, d->run_b,
+                    &an->layers[repro_at], an, &d->env, dir, cmd, sizeof cmd, &pe) == CD_OK) {
         snprintf(an->repro_dir, sizeof an->repro_dir, "%s", dir);
         snprintf(an->repro_cmd, sizeof an->repro_cmd, "cd %s && %s", dir, cmd);
     } else if (!o->quiet)

@@ -40,7 +40,8 @@ cd_status cd_diff_local_check(diff_run *d, cd_error *err) {
                         .policy = &d->pol,
                         .settled = d->settled,
                         .settled_info = d->settled_info,
-                        .force = d->rec};
+                        .force = d->rec,
+                        .own_inputs = d->own_inputs};
     return cd_verdict_local(&v, &d->an, err);
 }
 

@@ -364,8 +364,7 @@ cd_status cd_session_run_req(cd_session *s, const cd_run_req *q, cd_run_result *
     const char *i8 = q->no_quant ? "float (unquantized model)" : q->int8_dequant ? "dequant" : NULL;
     int threads = q->threads > 0 ? q->threads : s->o->threads;
     if (free_run && (st = open_run(s, q->run, q->backend, res->variant, cl, i8, threads, &sink, err))) return st;
-    if (local && !q->record_only &&
-        (st = open_run(s, q->local_run, q->backend, res->variant, cl, i8, threads, &lsink, err))) {
+    if (local && (st = open_run(s, q->local_run, q->backend, res->variant, cl, i8, threads, &lsink, err))) {
         if (sink) cd_dump_sink_free(sink);
         return st;
     }
@@ -443,41 +442,6 @@ cd_status cd_session_run_req(cd_session *s, const cd_run_req *q, cd_run_result *
         *err = e2;
         return s3;
     }
-    return s2;
-}
-
-cd_status cd_session_store_local(cd_session *s, const cd_run_req *q, const cd_run_result *ran, const cd_forcing *rec,
-                                 const bool *skip, cd_error *err) {
-    const cd_graph *g = s->g;
-    const cd_plan *plan = q->plan ? q->plan : (q->prec == CD_PREC_FP32 && s->have_plan32) ? &s->plan32 : &s->plan;
-    const char *i8 = q->no_quant ? "float (unquantized model)" : q->int8_dequant ? "dequant" : NULL;
-    int threads = q->threads > 0 ? q->threads : s->o->threads;
-    cd_dump_sink *sink = NULL;
-    cd_status st = open_run(s, q->local_run, q->backend, ran->variant, false, i8, threads, &sink, err);
-    if (st) return st;
-    cd_probe_sink *ps = cd_dump_sink_probe(sink);
-    cd_op_report rep = {.kernel_us = -1};
-    snprintf(rep.where, sizeof rep.where, "cpu");
-    for (int i = 0; i < g->n_ops && !st; i++) {
-        const cd_op *op = &g->ops[i];
-        if (!s->mask[i] || (skip && skip[i]) || !strcmp(op->type, "feed") || !strcmp(op->type, "fetch")) continue;
-        for (int o = 0; o < op->n_out && !st; o++) {
-            if (!strcmp(op->out[o].name, "XShape")) continue;
-            for (int k = 0; k < op->out[o].n && !st; k++) {
-                int id = op->out[o].ids[k];
-                if (id < 0 || !cd_forcing_has(rec, id)) continue;
-                cd_value v;
-                if (!(st = cd_forcing_get(rec, id, plan->meta[id].dtype, false, &v, err))) {
-                    st = ps->hit(ps->user, i, id, &v, &rep, err);
-                    cd_value_release(&v);
-                }
-            }
-        }
-    }
-    cd_error e2 = {0};
-    cd_status s2 = close_run(s, q->local_run, sink, ran, 0, st == CD_OK && ran->complete, q->forced_from, NULL, &e2);
-    if (st) return st;
-    if (s2) *err = e2;
     return s2;
 }
 

@@ -63,15 +63,8 @@ typedef struct cd_run_req {
     bool no_quant;                /* cpu: the unquantized float model (float int8 weights, calib identity) */
     bool int8_dequant;            /* cpu: int8 weights dequantized, float arithmetic (not --int8 arm) */
     int threads;                  /* cpu: threads of this run; 0: --threads (cd_session_helper_threads) */
-    bool record_only;             /* local_only with record: the local pass's outputs go to the record alone,
-                              * no dump run yet (cd_session_store_local writes the layers wanted) */
 } cd_run_req;
 cd_status cd_session_run_req(cd_session *s, const cd_run_req *q, cd_run_result *res, cd_error *err);
-/* After a record_only run q (result ran): its dump run (q->local_run) with the recorded outputs of
- * every probed op that skip (n_ops entries, may be NULL) does not name, as the run would have
- * stored them (layer times aside). */
-cd_status cd_session_store_local(cd_session *s, const cd_run_req *q, const cd_run_result *ran, const cd_forcing *rec,
-                                 const bool *skip, cd_error *err);
 /* Finishes the dump: complete -> root complete=1 and renamed into place. */
 cd_status cd_session_close(cd_session *s, bool complete, cd_error *err);
 void cd_session_free(cd_session *s);

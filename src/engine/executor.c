@@ -114,41 +114,26 @@ static bool *needed_tensors(const cd_plan *plan, const bool *mask) {
     return need;
 }
 
-static cd_status record_outputs(const cd_plan *plan, cd_backend *b, int i, const bool *need, cd_forcing *rec,
-                                cd_error *err) {
+/* The outputs of op i that a probed op reads, into the record (or to the record sink: then
+ * not those the probe sink heard, probed says whether it did). */
+static cd_status record_outputs(const cd_plan *plan, cd_backend *b, int i, const bool *need, const cd_exec_opts *o,
+                                bool probed, cd_error *err) {
     const cd_op *op = &plan->g->ops[i];
     for (int s = 0; s < op->n_out; s++)
         for (int k = 0; k < op->out[s].n; k++) {
             int id = op->out[s].ids[k];
             if (id < 0 || !need[id]) continue;
+            if (!o->record && probed && strcmp(op->out[s].name, "XShape")) continue;
             cd_value host = {0};
             cd_status st = b->vt->read(b, id, &host, err);
-            if (!st) st = cd_forcing_put(rec, id, &host, err);
+            if (!st)
+                st = o->record ? cd_forcing_put(o->record, id, &host, err)
+                               : o->record_sink->hit(o->record_sink->user, i, id, &host, NULL, err);
             cd_value_release(&host);
             if (st)
                 return cd_err_prefix(err, "recording output '%s' of op #%d %s: ", plan->g->tensors[id].name, i,
                                      op->name);
         }
-    return CD_OK;
-}
-
-/* Every probed output of op i (XShape aside) into rec. */
-static cd_status record_probed(const cd_plan *plan, cd_backend *b, int i, cd_forcing *rec, cd_error *err) {
-    const cd_op *op = &plan->g->ops[i];
-    for (int s = 0; s < op->n_out; s++) {
-        if (!strcmp(op->out[s].name, "XShape")) continue;
-        for (int k = 0; k < op->out[s].n; k++) {
-            int id = op->out[s].ids[k];
-            if (id < 0) continue;
-            cd_value host = {0};
-            cd_status st = b->vt->read(b, id, &host, err);
-            if (!st) st = cd_forcing_put(rec, id, &host, err);
-            cd_value_release(&host);
-            if (st)
-                return cd_err_prefix(err, "recording output '%s' of op #%d %s: ", plan->g->tensors[id].name, i,
-                                     op->name);
-        }
-    }
     return CD_OK;
 }
 
@@ -231,9 +216,6 @@ static cd_status local_pass(const cd_plan *plan, cd_backend *b, const cd_exec_op
         cd_op_report rep;
         memset(&rep, 0, sizeof rep);
         if (!st) st = b->vt->run_op(b, i, &rep, err);
-        /* local_only with a record: each probed output kept for a later run (the fp16
-         * reference, settled against in B's process) */
-        if (!st && o->local_only && o->record) st = record_probed(plan, b, i, o->record, err);
         cd_settle_info li;
         if (!st && o->settle && o->on_settled && settle_local_outputs(plan, b, i, o, &li))
             o->on_settled(o->on_settled_user, i, &li); /* within its bound: no tensor to store */
@@ -273,8 +255,8 @@ cd_status cd_execute(const cd_plan *plan, cd_backend *b, const cd_value *inputs,
     if (opts && opts->force && opts->local_only) return local_pass(plan, b, opts, NULL, NULL, err);
     bool *need = NULL, *settled = NULL;
     cd_settle_info *sinfo = NULL;
-    if (opts && opts->record && !(need = needed_tensors(plan, opts->probe_mask)))
-        return cd_err(err, CD_E_NOMEM, "out of memory");
+    bool recording = opts && (opts->record || (opts->record_sink && opts->record_sink->hit));
+    if (recording && !(need = needed_tensors(plan, opts->probe_mask))) return cd_err(err, CD_E_NOMEM, "out of memory");
     if (opts && opts->force && opts->settle &&
         (!(settled = calloc((size_t)g->n_ops + 1, 1)) || !(sinfo = calloc((size_t)g->n_ops + 1, sizeof *sinfo)))) {
         free(need);
@@ -297,11 +279,12 @@ cd_status cd_execute(const cd_plan *plan, cd_backend *b, const cd_value *inputs,
         cd_op_report rep;
         memset(&rep, 0, sizeof rep);
         if ((st = b->vt->run_op(b, i, &rep, err))) break;
-        if (sink && sink->hit && opts && opts->probe_mask && opts->probe_mask[i])
-            if ((st = probe_outputs(plan, b, i, &rep, sink, opts, settled ? &settled[i] : NULL,
-                                    sinfo ? &sinfo[i] : NULL, err)))
-                break;
-        if (need && (st = record_outputs(plan, b, i, need, opts->record, err))) break;
+        bool probed = sink && sink->hit && opts && opts->probe_mask && opts->probe_mask[i];
+        if (probed &&
+            (st = probe_outputs(plan, b, i, &rep, sink, opts, settled ? &settled[i] : NULL, sinfo ? &sinfo[i] : NULL,
+                                err)))
+            break;
+        if (need && (st = record_outputs(plan, b, i, need, opts, probed, err))) break;
         if (sink && sink->op_done) sink->op_done(sink->user, i, &rep);
         release_dead(plan, b, i);
     }

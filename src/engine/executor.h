@@ -35,6 +35,10 @@ typedef struct cd_exec_opts {
      * inputs and hands its outputs to local_sink. Ops whose inputs were not all recorded, or
      * were recorded with another shape (dynamic shapes after nms), are skipped. */
     cd_forcing *record;
+    /* record_sink (instead of record, e.g. in an isolated run's child): the same activations
+     * handed to this sink, except the outputs of probed ops, which the probe sink already
+     * hears (its receiver records those itself) */
+    cd_probe_sink *record_sink;
     const cd_forcing *force;
     bool local_only;
     cd_probe_sink *local_sink;

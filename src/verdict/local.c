@@ -37,8 +37,10 @@ static void settled_result(const cd_local_req *q, cd_layer_cmp *l, const cd_sett
     l->loc_worst = si->worst;
     l->loc_pass = true;
     snprintf(l->loc_note, sizeof l->loc_note, "%s; %s%s", desc,
-             si->local ? "run again on A's inputs, checked in B's process (within the bound; tensor not stored)"
-                       : "settled by the free run (its own output is within this bound; not run again)",
+             q->own_inputs   ? "B's free-run output against the reference on B's own inputs, checked as the "
+                               "reference ran (within the bound; reference not stored)"
+                 : si->local ? "run again on A's inputs, checked in B's process (within the bound; tensor not stored)"
+                             : "settled by the free run (its own output is within this bound; not run again)",
              si->ratio_upper ? "; ratio: an upper bound" : "");
 }
 
@@ -69,7 +71,8 @@ cd_status cd_local_check_layers(const cd_local_req *q, cd_analysis *an, cd_error
         const cd_dump_tensor_info *rr = sep_ref ? cd_local_find_tensor(tr, nr, l->op_index, l->tensor) : NULL;
         /* settled by the free run: B's own output stands for the local one (it lies within the
          * bound on inputs that already differ from A's, docs/verdicts.md) */
-        bool settled = !v && q->settled && q->settled[l->op_index] && q->run_free && l->dataset_b[0];
+        bool settled =
+            q->settled && q->settled[l->op_index] && (q->own_inputs ? v != NULL : !v && q->run_free && l->dataset_b[0]);
         if (!settled && (!v || v->stats_only || (sep_ref && (!rr || rr->stats_only)))) {
             snprintf(l->loc_note, sizeof l->loc_note, "%s",
                      !v ? "not run locally: an input was not captured, or "
@@ -250,43 +253,22 @@ static float *record_input(const cd_local_settle_ctx *c, const cd_forcing *force
     return NULL;
 }
 
-bool cd_local_settle(void *user, const cd_forcing *force, int op_index, int tensor, const cd_value *out,
-                     cd_settle_info *info) {
-    const cd_local_settle_ctx *c = user;
-    if (c->local_only && !(info && info->local)) return false; /* a free-run output */
-    const cd_forcing *rf = c->ref_rec ? c->ref_rec : force;    /* the reference values */
-    if (!force || (out->dtype != CD_F32 && out->dtype != CD_F16) || !cd_forcing_has(rf, tensor)) return false;
-    const cd_shape *sh = cd_forcing_shape(rf, tensor);
-    if (!sh || !cd_shape_eq(sh, &out->shape)) return false;
+/* The settling check of op op_index's output: ad the reference values, od B's (n of them);
+ * force holds the op's inputs (magnitudes, rounding ops). */
+static bool settle_check(const cd_local_settle_ctx *c, const cd_forcing *force, int op_index, const float *ad,
+                         const float *od, const cd_shape *shape, cd_settle_info *info) {
     const cd_op *op = &c->g->ops[op_index];
     cd_bound_spec spec;
     cd_local_spec(c->g, c->plan, op_index, c->ref, c->b, &spec, NULL, 0);
     bool dense = spec.mag_run && !cd_local_cheap_valid(op);
     if (dense && strcmp(op->type, "scale")) return false; /* would need a whole magnitude run */
-    int64_t n = cd_value_numel(out);
-    cd_value a = {0};
-    cd_error e2 = {0};
-    const float *ad = cd_forcing_peek(rf, tensor, CD_F32); /* in place when in memory */
-    if (!ad) {
-        if (cd_forcing_get(rf, tensor, CD_F32, false, &a, &e2)) return false;
-        ad = a.data;
-    }
-    float *ob = NULL; /* B's half output as float */
-    if (out->dtype == CD_F16) {
-        if (!(ob = malloc((size_t)(n ? n : 1) * sizeof *ob))) {
-            cd_value_release(&a);
-            return false;
-        }
-        const uint16_t *h = out->data;
-        for (int64_t i = 0; i < n; i++) ob[i] = cd_half_to_float(h[i]);
-    }
-    const float *od = ob ? ob : (const float *)out->data;
+    int64_t n = cd_shape_numel(shape);
     float *x = spec.fam == CD_FAM_ROUNDING ? record_input(c, force, op, n) : NULL;
     mag_elem me = {.force = force,
                    .g = c->g,
                    .plan = c->plan,
                    .op_index = op_index,
-                   .out_shape = out->shape,
+                   .out_shape = *shape,
                    .n_out = n,
                    .budget = n / 8 + 4096};
     float *mag = NULL;
@@ -303,11 +285,13 @@ bool cd_local_settle(void *user, const cd_forcing *force, int op_index, int tens
         cd_local_check_lazy(&spec, ad, od, mag, mag ? NULL : cd_local_mag_at, &me, x, n, -1, -1, 0, &res);
         ok = res.pass && !res.needs_mag && res.nonfinite == 0;
         if (ok && info) {
+            int32_t local = info->local;
             *info = (cd_settle_info){.err = res.err,
                                      .bound = res.bound,
                                      .ratio = res.ratio,
                                      .worst = res.worst,
                                      .ratio_upper = res.ratio_upper || (!mag && res.mag_elems == 0 && spec.mag_run),
+                                     .local = local,
                                      .n = n};
             /* the comparison's summary (what a report shows beside the bound) */
             double d2 = 0, r2 = 0, v2 = 0, dot = 0;
@@ -330,7 +314,55 @@ bool cd_local_settle(void *user, const cd_forcing *force, int op_index, int tens
     cd_local_me_free(&me);
     free(mag);
     free(x);
+    return ok;
+}
+
+/* A value of the record (or out) as float32: in place where it already is, else widened into
+ * *tmp (freed by the caller). */
+static const float *as_f32(const cd_value *v, float **tmp) {
+    *tmp = NULL;
+    if (v->dtype == CD_F32) return v->data;
+    int64_t n = cd_value_numel(v);
+    if (v->dtype != CD_F16 || !(*tmp = malloc((size_t)(n ? n : 1) * sizeof **tmp))) return NULL;
+    const uint16_t *h = v->data;
+    for (int64_t i = 0; i < n; i++) (*tmp)[i] = cd_half_to_float(h[i]);
+    return *tmp;
+}
+
+bool cd_local_settle(void *user, const cd_forcing *force, int op_index, int tensor, const cd_value *out,
+                     cd_settle_info *info) {
+    const cd_local_settle_ctx *c = user;
+    const cd_forcing *rf = force; /* the reference values: A's record */
+    if (!force || (out->dtype != CD_F32 && out->dtype != CD_F16) || !cd_forcing_has(rf, tensor)) return false;
+    const cd_shape *sh = cd_forcing_shape(rf, tensor);
+    if (!sh || !cd_shape_eq(sh, &out->shape)) return false;
+    cd_value a = {0};
+    cd_error e2 = {0};
+    const float *ad = cd_forcing_peek(rf, tensor, CD_F32); /* in place when in memory */
+    if (!ad) {
+        if (cd_forcing_get(rf, tensor, CD_F32, false, &a, &e2)) return false;
+        ad = a.data;
+    }
+    float *ob = NULL; /* B's half output as float */
+    const float *od = as_f32(out, &ob);
+    bool ok = od && settle_check(c, force, op_index, ad, od, &out->shape, info);
     free(ob);
     cd_value_release(&a);
+    return ok;
+}
+
+bool cd_local_settle_own(void *user, const cd_forcing *force, int op_index, int tensor, const cd_value *out,
+                         cd_settle_info *info) {
+    const cd_local_settle_ctx *c = user;
+    /* out is the reference's output of the layer (run on B's recorded inputs); B's own
+     * free-run output of it is in the record */
+    if (!force || !info || !info->local || out->dtype != CD_F32 || !cd_forcing_has(force, tensor)) return false;
+    const cd_shape *sh = cd_forcing_shape(force, tensor);
+    if (!sh || !cd_shape_eq(sh, &out->shape)) return false;
+    cd_value b = {0};
+    cd_error e2 = {0};
+    if (cd_forcing_get(force, tensor, CD_F32, false, &b, &e2)) return false;
+    bool ok = settle_check(c, force, op_index, out->data, b.data, &out->shape, info);
+    cd_value_release(&b);
     return ok;
 }

@@ -79,6 +79,13 @@ void cd_verdict_local_req(const cd_verdict_run *v, cd_local_req *q) {
     const cd_backend_def *da = cd_backend_lookup(v->a), *db = cd_backend_lookup(v->b);
     double tu = (da && !da->op_by_op) || (db && !db->op_by_op) ? 256 : 0;
     q->ref.trans_ulps = q->b.trans_ulps = tu;
+    if (v->own_inputs) {
+        /* B's free-run output of each layer against the float32 kernel on B's own inputs */
+        q->run_a = v->run_b;
+        q->run_local = v->run_b;
+        q->run_free = NULL;
+        q->own_inputs = true;
+    }
     if (v->engine_b) {
         /* B's own output of each layer against cldiff's CPU on B's inputs (run <b>_local) */
         q->run_a = v->run_b;

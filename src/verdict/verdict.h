@@ -46,6 +46,9 @@ typedef struct cd_local_req {
     /* A's forcing record when --layers left some layer's inputs out of the dump (NULL: none);
      * the inputs of run_a that the dump lacks come from it */
     const cd_forcing *force;
+    /* fp16 on B's own inputs: run_a and run_local are B's free run, run_ref the reference on
+     * B's activations; settled[] marks the layers checked as the reference ran */
+    bool own_inputs;
 } cd_local_req;
 
 /* Settling (fp32): B's free-run output of a probed op checked, in B's process, against A's
@@ -56,15 +59,15 @@ typedef struct cd_local_settle_ctx {
     const cd_graph *g;
     const cd_plan *plan; /* B's plan (its parameters) */
     cd_arith ref, b;
-    /* fp16: the local reference's outputs (run ref_local, the float32 kernel on A's half
-     * inputs), checked against instead of A's own half values; NULL: A's record */
-    const cd_forcing *ref_rec;
-    /* only the local pass's re-runs are checked (the free run's outputs are not offered:
-     * in fp16 they almost never settle, docs/benchmarks.md "fp16 cost") */
-    bool local_only;
 } cd_local_settle_ctx;
 bool cd_local_settle(void *user, const cd_forcing *force, int op_index, int tensor, const cd_value *out,
                      cd_settle_info *info);
+/* The fp16 local check on B's own inputs (docs/verdicts.md, "fp16"): asked, as the reference
+ * run (ref_local, forced from B's recorded activations) re-runs each probed op, with the
+ * reference's output; true when B's free-run output of it, in force (B's record), lies within
+ * the op's local bound of it. The ctx's ref is the reference's arithmetic, b is B's. */
+bool cd_local_settle_own(void *user, const cd_forcing *force, int op_index, int tensor, const cd_value *out,
+                         cd_settle_info *info);
 
 /* Fills the local fields of every layer of an (matched by op index + tensor). */
 cd_status cd_local_check_layers(const cd_local_req *q, cd_analysis *an, cd_error *err);
@@ -100,7 +103,10 @@ typedef struct cd_verdict_run {
     const cd_policy *policy;
     const bool *settled; /* fp32: ops settled by B's free run (NULL: none) */
     const cd_settle_info *settled_info;
-    const cd_forcing *force; /* A's forcing record (NULL: none) */
+    const cd_forcing *force; /* A's forcing record (NULL: none); B's with own_inputs */
+    /* fp16 with an OpenCL B: the local reference ran on B's own activations (run ref_local)
+     * and checked B's free-run outputs as it ran (settled, settled_info) */
+    bool own_inputs;
 } cd_verdict_run;
 
 /* The local check's request for run v: which runs are compared and how each side computes

@@ -28,7 +28,9 @@ typedef struct {
 
 typedef struct {
     int32_t op, tensor, dtype, rank;
-    int32_t local, pad_; /* 1: a hit of the local pass (the parent's xopts->local_sink) */
+    /* 1: a hit of the local pass (the parent's xopts->local_sink); 2: an activation for the
+     * parent's record only (xopts->record), not probed */
+    int32_t local, pad_;
     int64_t dims[CD_MAX_RANK];
     uint64_t nbytes;
     cd_op_report rep;
@@ -169,12 +171,18 @@ static void child_main(int fd, const cd_plan *plan, const cd_backend_opts *opts,
     cd_probe_sink lsink = {.user = &lc, .hit = child_hit};
     cd_exec_opts xo = xopts ? *xopts : (cd_exec_opts){0};
     xo.local_sink = xo.force ? &lsink : NULL;
-    xo.record = NULL; /* recording is the parent's business (the CPU run) */
+    /* the record lives in the parent: it keeps the probed outputs it receives, the child sends
+     * the other activations that probed ops read, tagged for the record only */
+    child_ctx rc = c;
+    rc.local = 2;
+    cd_probe_sink rsink = {.user = &rc, .hit = child_hit};
+    xo.record_sink = xo.record ? &rsink : NULL;
+    xo.record = NULL;
     /* settle itself runs here (fork kept its data); the parent hears of settled ops */
     xo.on_settled = xo.on_settled ? child_settled : NULL;
     xo.on_settled_user = &c;
     st = cd_execute(plan, b, inputs, &xo, &sink, &err);
-    c.broken |= lc.broken;
+    c.broken |= lc.broken | rc.broken;
     child_phase(&c, -1, "", "", "close");
     cd_backend_close(b);
     child_result(&c, st, &err);
@@ -270,9 +278,14 @@ static bool parse_records(parent_ctx *p, rbuf *b) {
             if (h.len != sizeof hh + hh.nbytes || hh.rank < 0 || hh.rank > CD_MAX_RANK || hh.dtype < 0 ||
                 hh.dtype >= CD_DTYPE_COUNT)
                 return false;
-            cd_probe_sink *to = hh.local ? p->local_sink : p->sink;
+            if (hh.local < 0 || hh.local > 2) return false;
+            cd_probe_sink *to = hh.local == 1 ? p->local_sink : hh.local == 2 ? NULL : p->sink;
             if (!hh.local) p->run->crash.hits++;
-            if (p->sink_status || !to || !to->hit) break;
+            /* the free run's activations into the parent's record (probed outputs as they
+             * reach the sink, the rest sent for the record alone) */
+            cd_forcing *rec = p->xopts && hh.local != 1 ? p->xopts->record : NULL;
+            if (rec && !cd_exec_is_activation(p->plan, hh.tensor)) rec = NULL;
+            if (p->sink_status || ((!to || !to->hit) && !rec)) break;
             cd_value v;
             memset(&v, 0, sizeof v);
             v.dtype = (cd_dtype)hh.dtype;
@@ -294,7 +307,8 @@ static bool parse_records(parent_ctx *p, rbuf *b) {
             }
             hh.rep.where[sizeof hh.rep.where - 1] = hh.rep.kernel[sizeof hh.rep.kernel - 1] = 0;
             hh.rep.note[sizeof hh.rep.note - 1] = 0;
-            p->sink_status = to->hit(to->user, hh.op, hh.tensor, &v, &hh.rep, &p->sink_err);
+            if (to && to->hit) p->sink_status = to->hit(to->user, hh.op, hh.tensor, &v, &hh.rep, &p->sink_err);
+            if (!p->sink_status && rec) p->sink_status = cd_forcing_put(rec, hh.tensor, &v, &p->sink_err);
             free(al);
             break;
         }
