@@ -42,6 +42,20 @@ void cd_metrics_compute(const float *ref, const float *val, int64_t n, const cd_
  * combined in order), so the result is the same for every thread count. */
 void cd_metrics_compute_mt(const float *ref, const float *val, int64_t n, const cd_shape *shape, bool half_ulps,
                            const cd_tol *tol, cd_metrics *m, int threads);
+/* A layer's pairs in one sweep: A against B into mab and, when g is not NULL, golden against A
+ * into mga and golden against B into mgb (all with tol); each is bit for bit what
+ * cd_metrics_compute_mt gives for that pair, for every thread count. */
+void cd_metrics_compute_layer(const float *a, const float *b, const float *g, int64_t n, const cd_shape *shape,
+                              bool half_ulps, const cd_tol *tol, cd_metrics *mab, cd_metrics *mga, cd_metrics *mgb,
+                              int threads);
+/* For the tests: the same with the fused all-finite loop off (every block by the general loop,
+ * the definition the fused loop must reproduce). */
+void cd_metrics_compute_general(const float *a, const float *b, const float *g, int64_t n, const cd_shape *shape,
+                                bool half_ulps, const cd_tol *tol, cd_metrics *mab, cd_metrics *mga, cd_metrics *mgb,
+                                int threads);
+/* For the tests: the binary16 ULP index of a finite float as the fused loop computes it (must
+ * equal the signed magnitude of cd_float_to_half(f), with -0 as 0). */
+int32_t cd_metrics_half_order(float f);
 /* ULP distance between two floats in float32 or binary16 (after rounding to half). */
 double cd_ulp_distance(float a, float b, bool half);
 /* Top-k agreement of the last axis (classifier heads): fraction of rows whose top-1 index

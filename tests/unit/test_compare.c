@@ -1,4 +1,5 @@
 #include <criterion/criterion.h>
+#include <float.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -256,4 +257,177 @@ Test(diag, hazard_ranking_and_nonfinite_origin) {
     cr_assert_eq(a.first_nondet, 0);
     cr_assert_eq(a.n_nondet, 1);
     cd_analysis_free(&a);
+}
+
+/* ---- the fused all-finite loop (cd_metrics_compute_layer) against the general one ---- */
+
+/* The binary16 ULP index by the definition: cd_float_to_half's signed magnitude. */
+static int32_t half_order_ref(float f) {
+    uint16_t h = cd_float_to_half(f);
+    return (h & 0x8000) ? -(int32_t)(h & 0x7fff) : (int32_t)h;
+}
+
+static float bits_float(uint32_t u) {
+    float f;
+    memcpy(&f, &u, 4);
+    return f;
+}
+
+static void expect_half_order(float f) {
+    int32_t got = cd_metrics_half_order(f), want = half_order_ref(f);
+    uint32_t u;
+    memcpy(&u, &f, 4);
+    cr_assert_eq(got, want, "float 0x%08x (%a): fast index %d, cd_float_to_half gives %d", u, (double)f, got, want);
+}
+
+/* Every rounding boundary: each half value, the midpoints between neighbours (ties to even
+ * both ways) and one float step either side of them, both signs; the overflow edge; then a
+ * regular sweep of all finite floats and random bit patterns. */
+Test(metrics_fused, half_order_matches_cd_float_to_half) {
+    for (uint32_t h = 0; h < 0x7c00; h++) {
+        float lo = cd_half_to_float((uint16_t)h), hi = cd_half_to_float((uint16_t)(h + 1));
+        float mid = (float)(((double)lo + (double)hi) / 2); /* exact: halves have 11 bits */
+        float c[] = {lo,  nextafterf(lo, 0),  nextafterf(lo, INFINITY),
+                     mid, nextafterf(mid, 0), nextafterf(mid, INFINITY)};
+        for (int k = 0; k < 6; k++) {
+            expect_half_order(c[k]);
+            expect_half_order(-c[k]);
+        }
+    }
+    float edge[] = {65504.0f,
+                    65519.99f,
+                    65520.0f,
+                    nextafterf(65520.0f, 0),
+                    1e30f,
+                    FLT_MAX,
+                    INFINITY,
+                    0x1p-25f,
+                    nextafterf(0x1p-25f, 1),
+                    nextafterf(0x1p-25f, 0),
+                    0x1p-149f,
+                    0x1p-14f,
+                    nextafterf(0x1p-14f, 0),
+                    0.0f};
+    for (size_t k = 0; k < sizeof edge / sizeof *edge; k++) {
+        expect_half_order(edge[k]);
+        expect_half_order(-edge[k]);
+    }
+    for (uint32_t u = 0; u < 0x7f800000u; u += 4099) {
+        expect_half_order(bits_float(u));
+        expect_half_order(bits_float(u | 0x80000000u));
+    }
+    uint32_t x = 7;
+    for (int i = 0; i < 2000000; i++) {
+        x = x * 1664525u + 1013904223u;
+        uint32_t u = x ^ (x >> 15) * 2654435761u;
+        if ((u & 0x7f800000u) == 0x7f800000u) continue; /* NaN/Inf never reach the fused loop */
+        expect_half_order(bits_float(u));
+    }
+}
+
+/* A value of one of the kinds the comparison meets: ordinary, tiny (float and half subnormal),
+ * +-0, near and above the half maximum, exact ties between halves; NaN and Inf when
+ * nonfinite. */
+static float pick_value(uint32_t *x, bool nonfinite) {
+    *x = *x * 1664525u + 1013904223u;
+    uint32_t r = *x >> 8;
+    float u = (float)(r & 0xffff) / 65536.0f - 0.5f;
+    switch ((*x >> 4) % 12) {
+    case 0: return u * 1e-6f;  /* half subnormal range */
+    case 1: return u * 1e-40f; /* float subnormal */
+    case 2: return (r & 1) ? 0.0f : -0.0f;
+    case 3: return u * 140000.0f; /* around and above 65504 */
+    case 4: {                     /* a tie between two halves */
+        float lo = cd_half_to_float((uint16_t)(r & 0x7bff)), hi = cd_half_to_float((uint16_t)((r & 0x7bff) + 1));
+        return (float)(((double)lo + (double)hi) / 2) * ((r & 0x10000) ? -1 : 1);
+    }
+    case 5:
+        if (nonfinite) return (r & 3) == 0 ? NAN : (r & 3) == 1 ? INFINITY : (r & 3) == 2 ? -INFINITY : u;
+        return u;
+    default: return u * 8.0f;
+    }
+}
+
+static void expect_same_metrics(const cd_metrics *x, const cd_metrics *y, const char *what, int t) {
+    cr_assert(
+        memcmp(x, y, sizeof *x) == 0,
+        "%s (threads %d): max_abs %a/%a max_rel %a/%a max_ulp %a/%a sum-based rmse %a/%a cos %a/%a fails %lld/%lld "
+        "worst %lld/%lld",
+        what, t, x->max_abs, y->max_abs, x->max_rel, y->max_rel, x->max_ulp, y->max_ulp, x->rmse, y->rmse, x->cosine,
+        y->cosine, (long long)x->fail_count, (long long)y->fail_count, (long long)x->worst_index,
+        (long long)y->worst_index);
+}
+
+static void check_fused(const float *a, const float *b, const float *g, int64_t n, bool half, const cd_tol *tol,
+                        int threads) {
+    cd_shape s = {.rank = 2, .d = {n > 7 ? 7 : 1, n > 7 ? (n + 6) / 7 : n}};
+    cd_metrics f[3], r[3], p[3];
+    cd_metrics_compute_layer(a, b, g, n, &s, half, tol, &f[0], &f[1], &f[2], threads);
+    cd_metrics_compute_general(a, b, g, n, &s, half, tol, &r[0], &r[1], &r[2], 1);
+    expect_same_metrics(&f[0], &r[0], "A vs B", threads);
+    if (!g) return;
+    expect_same_metrics(&f[1], &r[1], "golden vs A", threads);
+    expect_same_metrics(&f[2], &r[2], "golden vs B", threads);
+    /* and each pair alone, as layers compared one pair at a time did */
+    cd_metrics_compute_mt(g, a, n, &s, half, tol, &p[1], threads);
+    cd_metrics_compute_mt(g, b, n, &s, half, tol, &p[2], threads);
+    expect_same_metrics(&f[1], &p[1], "golden vs A, one pair", threads);
+    expect_same_metrics(&f[2], &p[2], "golden vs B, one pair", threads);
+}
+
+/* One element at a time: every element's ULP distance, error and threshold decides the
+ * metrics, so a wrong step of the fused loop cannot hide behind a larger one. */
+Test(metrics_fused, single_elements_equal_general_loop) {
+    uint32_t x = 99;
+    cd_tol tol = {.atol = 1e-3, .rtol = 1e-2, .max_fail_fraction = 0, .min_cos = 0.99};
+    for (int i = 0; i < 200000; i++) {
+        float g = pick_value(&x, i % 10 == 0), a = cd_round_half(g), b;
+        x = x * 1664525u + 1013904223u;
+        b = (x >> 29) == 0   ? a
+            : (x >> 29) == 1 ? pick_value(&x, false)
+                             : cd_round_half(g * (1 + ((x & 15) - 7.5f) * 1e-3f));
+        if (i % 7 == 0) a = pick_value(&x, i % 3 == 0); /* unrelated values, unrounded too */
+        float ga[1] = {g}, aa[1] = {a}, ba[1] = {b};
+        check_fused(aa, ba, ga, 1, i & 1, &tol, 1);
+    }
+    /* errors exactly at the threshold atol + rtol*|ref| pass (d > threshold fails) */
+    cd_tol exact = {.atol = 0.5, .rtol = 0.25, .max_fail_fraction = 0, .min_cos = 0};
+    float g2[2] = {2, -4}, a2[2] = {3, -2.5f}, b2[2] = {1, -5.5f};
+    for (int half = 0; half < 2; half++) {
+        check_fused(a2, b2, g2, 2, half, &exact, 1);
+        cd_metrics m[3];
+        cd_metrics_compute_layer(a2, b2, g2, 2, NULL, half, &exact, &m[0], &m[1], &m[2], 1);
+        cr_expect_eq(m[1].fail_count, 0);
+        cr_expect_eq(m[2].fail_count, 0);
+    }
+}
+
+/* Whole tensors over several blocks (and a partial one), with and without NaN/Inf blocks, in
+ * half and float ULPs, with a range-scaled atol, for several thread counts. */
+Test(metrics_fused, tensors_equal_general_loop) {
+    const int64_t n = 4 * 65536 + 1234;
+    float *a = malloc((size_t)n * sizeof *a), *b = malloc((size_t)n * sizeof *b), *g = malloc((size_t)n * sizeof *g);
+    cr_assert(a && b && g);
+    uint32_t x = 4242;
+    for (int variant = 0; variant < 4; variant++) {
+        bool nonfinite = variant & 1, half = variant < 2;
+        for (int64_t i = 0; i < n; i++) {
+            bool nf = nonfinite && (i / 65536) % 2 == 1 && (i % 997) == 0; /* blocks 1 and 3 only */
+            float v = pick_value(&x, nf);
+            g[i] = v;
+            a[i] = half ? cd_round_half(v) : v * (1 + 1e-6f);
+            x = x * 1664525u + 1013904223u;
+            b[i] = (x & 3) ? a[i] : (half ? cd_round_half(v * (1 + ((x >> 4 & 7) - 3.5f) * 1e-3f)) : v);
+        }
+        a[70000] = g[70000] + 300.0f; /* tied worst elements in two blocks */
+        a[200000] = g[200000] + 300.0f;
+        cd_tol tol = {.atol = 1e-4, .rtol = 1e-3, .max_fail_fraction = 0.01, .min_cos = 0.99, .range_atol = 1e-4};
+        for (int t = 1; t <= 3; t++) {
+            check_fused(a, b, g, n, half, &tol, t);
+            check_fused(a, b, NULL, n, half, &tol, t);
+        }
+    }
+    free(a);
+    free(b);
+    free(g);
 }
