@@ -132,14 +132,19 @@ static double ref_absmax(const cd_bound_spec *s, const float *ref, int64_t n) {
  *     bound >= c0 + cr |ref| + cm mag            (mag not NaN, finite, >= 0)
  *     bound >= c0 + cnan |ref|                   (mag NaN: |ref| stands in, or 0 for an allowance)
  * with equality up to rounding for every family but NORMALIZE (|ln ref| left out) and ROUNDING
- * (the tie allowance left out), where it is only a lower bound ('tight' false). Both the
- * affine form and cd_bound_elem sum nonnegative terms (the parameters are checked to be finite
- * and >= 0) from the same leaves (the same cd_gamma values, u, U16, eta...) in at most a dozen
- * roundings, so each is within a relative 2^-48 of the same real number (an underflow adds at
- * most a few 2^-1074, nothing next to an error >= 2^-149, the least nonzero |ref - val|). The
- * filter compares the error with the affine value times a factor taken 2^-40 to the safe side,
- * so that what it decides, cd_bound_elem and e / b would have decided the same way; the
- * elements it cannot decide take the exact per-element code, which alone writes the result. */
+ * (the tie allowance left out), where it is only a lower bound ('tight' false).
+ *
+ * Why its decisions are exact: both the affine form and cd_bound_elem add and multiply
+ * nonnegative numbers (lin_bound_of checks the parameters are finite and >= 0) from the same
+ * leaves (the same cd_gamma values, u, U16, eta, |ref|, mag, absmax), fewer than 32 roundings
+ * deep, so each is within a relative 2^-48 of the same real number (for NORMALIZE, of one not
+ * above cd_bound_elem's). An underflow adds at most a few 2^-1074 to either, nothing next to
+ * a threshold the error can meet: a nonzero |ref - val| of two floats is >= 2^-149. The filter
+ * compares the error with the affine value times a factor taken 2^-40 to the safe side, so
+ * that whatever it decides (ratio under min(worst, 1) in check_core, in which power-of-two
+ * bucket in the lazy pass 1), cd_bound_elem and the division would have decided the same. The
+ * elements it cannot decide take the exact per-element code, which alone writes the result;
+ * tests/unit/test_bounds_filter.c holds the old code as its oracle. */
 #define LIN_BELOW (1 - 0x1p-40) /* a threshold certainly below: scale by this */
 #define LIN_ABOVE (1 + 0x1p-40) /* certainly above */
 

@@ -95,7 +95,9 @@ typedef struct cd_local_result {
 typedef double (*cd_mag_at_fn)(void *user, int64_t i);
 
 /* Checks n elements. mag and x may be NULL. user_atol >= 0 (with user_rtol >= 0) adds the
- * user's element tolerance as an extra allowance: an element passes within either. */
+ * user's element tolerance as an extra allowance: an element passes within either. The
+ * elements far inside their bound are settled by a per-call affine lower bound of it (a
+ * certified filter, bounds.c); the result is the per-element bound's, bit for bit. */
 void cd_local_check(const cd_bound_spec *s, const float *ref, const float *val, const float *mag, const float *x,
                     int64_t n, double user_atol, double user_rtol, cd_local_result *r);
 /* The same check, asking mag_at (when not NULL, and mag is NULL) for the magnitude of the
