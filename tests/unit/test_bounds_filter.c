@@ -7,8 +7,9 @@
  * side, int8 quanta and rails, NaN/Inf/subnormal/+-0 values, user tolerances and ties. The
  * sequence of mag_at calls must be the same too.
  *
- * CD_BOUNDS_BENCH=N (elements, e.g. 4194304) turns the test "bench" into a micro-benchmark of
- * both on fp16-like data (median of 7 runs; it asserts nothing about time). */
+ * CD_BOUNDS_SEED=N runs other generated cases. CD_BOUNDS_BENCH=N (elements, e.g. 4194304)
+ * turns the test "bench" into a micro-benchmark of both on fp16-like data (median of 7 runs;
+ * it asserts nothing about time). */
 #include <criterion/criterion.h>
 #include <float.h>
 #include <math.h>
@@ -344,6 +345,8 @@ static void gen_case(cd_bound_spec *s, float *ref, float *val, float *mag, float
 }
 
 static void run_cases(int ncases, int64_t nmax) {
+    const char *seed = getenv("CD_BOUNDS_SEED"); /* another fixed sequence of cases */
+    if (seed) rng_state += 0x2545f4914f6cdd1du * (uint64_t)atoll(seed);
     float *ref = malloc((size_t)nmax * sizeof *ref), *val = malloc((size_t)nmax * sizeof *val);
     float *mag = malloc((size_t)nmax * sizeof *mag), *x = malloc((size_t)nmax * sizeof *x);
     int64_t cap = 4 * nmax + 16;
