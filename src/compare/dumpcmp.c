@@ -213,6 +213,8 @@ static void layer_metrics(const cd_cmp_request *q, const float *fa, const float 
  * may overflow alike and agree with each other), else the other side. */
 static void count_new_nonfinite(const float *fa, const float *fb, const float *fg, int64_t n1, cd_layer_cmp *l) {
     const float *ref = l->has_golden ? fg : NULL;
+    /* A against B counted every NaN/Inf of both: none, nothing new */
+    if (l->m.n == n1 && l->m.nan_ref + l->m.inf_ref + l->m.nan_val + l->m.inf_val == 0) return;
     for (int64_t e = 0; e < n1; e++) {
         bool ra_ = isfinite(fa[e]), rb_ = isfinite(fb[e]);
         if (ra_ && rb_) continue;

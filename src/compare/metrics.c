@@ -161,63 +161,127 @@ static inline int32_t half_order_fast(float f) {
 
 int32_t cd_metrics_half_order(float f) { return half_order_fast(f); }
 
-/* One pair's running partials in the fused loop (the reference's sum of squares and the
- * candidate's are shared between pairs, see fast_block). */
-typedef struct pair_acc {
-    double sum_abs, sum_d2, dot, max_abs, max_rel;
-    double rel_lim;  /* max_rel shrunk by 2^-50 relative: filters the divisions, see pair_step */
-    int64_t max_ulp; /* exact integers, converted once at the end */
-    int64_t worst, fail;
-} pair_acc;
+/* The fused loop keeps the three pairs in the lanes of two 2-double vectors: lane 0 of the
+ * first is A against B (reference a, candidate b), lane 1 golden against A; lane 0 of the
+ * second is golden against B, lane 1 B's sum of squares (the candidate's, shared by A against
+ * B and golden against B). A lane's arithmetic is IEEE double arithmetic on that lane alone, so
+ * each lane's running sum is the general loop's sum, element by element in index order. GCC and
+ * clang vector extensions (SSE2 on x86-64). */
+typedef double v2d __attribute__((vector_size(16)));
+typedef int64_t v2l __attribute__((vector_size(16)));
+typedef float v4f __attribute__((vector_size(16)));
+typedef int32_t v4i __attribute__((vector_size(16)));
 
-/* pass2_block's arithmetic for one finite element; ou, ov are the ULP indices of r and v.
- * Equal values are 0 ULPs apart in both indices (+0 and -0 included), so the distance needs
- * no d != 0 test; den and thr are the reference's guard and fail threshold. */
-static inline __attribute__((always_inline)) void pair_step(pair_acc *s, double r, double v, int64_t our, int64_t ov,
-                                                            int64_t i, double den, double thr) {
-    double d = fabs(r - v);
-    s->sum_abs += d;
-    s->sum_d2 += d * d;
-    s->dot += r * v;
-    if (d > s->max_abs) { /* max_abs starts below 0: the block's first element sets it */
-        s->max_abs = d;
-        s->worst = i;
-    }
-    /* Only a quotient d / den above max_rel changes max_rel, so any test that lets every such
-     * element through gives the same result. d / den > max_rel means d > max_rel * den exactly;
-     * rel_lim * den, rounded, stays below that by the 2^-50 shrink (two roundings of 2^-53
-     * each) unless it is too small to have a relative rounding error bound. */
-    double lim = s->rel_lim * den;
-    if (d > lim || lim < 0x1p-1000) {
-        double q = d / den;
-        if (q > s->max_rel) {
-            s->max_rel = q;
-            s->rel_lim = q * (1.0 - 0x1p-50);
+/* Elements per chunk: the order-free parts (ULPs, fail counts, the chunk's largest error, the
+ * relative-error filter) are reduced per chunk; the rare updates rescan the chunk. */
+#define FUSED_CHUNK 256
+
+/* mask ? x : y per lane */
+static inline v2d v2d_select(v2l mask, v2d x, v2d y) { return (v2d)(((v2l)x & mask) | ((v2l)y & ~mask)); }
+
+/* half_order_fast on four floats. */
+static inline v4i half_order_v4(v4f f) {
+    v4i x = (v4i)f, ax = x & 0x7fffffff;
+    v4i mn = ((ax + 0xfff + ((ax >> 13) & 1)) >> 13) - (112 << 10); /* ax + 0x1000 fits: finite */
+    v4i big = mn > 0x7c00;
+    mn = (mn & ~big) | (0x7c00 & big);
+    v4i sub = (v4i)((v4f)ax + 0.5f) - 0x3f000000;
+    v4i normal = ax >= 0x38800000;
+    v4i mag = (mn & normal) | (sub & ~normal);
+    v4i sg = x >> 31;
+    return (mag ^ sg) - sg;
+}
+
+static inline v4i v4i_absdiff(v4i p, v4i q) {
+    v4i d = p - q, sg = d >> 31;
+    return (d ^ sg) - sg;
+}
+
+static inline v4i v4i_max(v4i p, v4i q) {
+    v4i m = p > q;
+    return (p & m) | (q & ~m);
+}
+
+void cd_metrics_half_order4(const float *f, int32_t *out) {
+    v4f x;
+    memcpy(&x, f, sizeof x);
+    v4i o = half_order_v4(x);
+    memcpy(out, &o, sizeof o);
+}
+
+/* Largest ULP distance of each pair over [lo, hi) into u[0..2] (running maxima). */
+static void chunk_ulps(const float *a, const float *b, const float *g, int64_t lo, int64_t hi, bool half, int64_t *u) {
+    int64_t i = lo;
+    if (half) {
+        v4i m0 = {0, 0, 0, 0}, m1 = m0, m2 = m0;
+        for (; i + 4 <= hi; i += 4) {
+            v4f fa, fb, fg;
+            memcpy(&fa, a + i, sizeof fa);
+            memcpy(&fb, b + i, sizeof fb);
+            v4i oa = half_order_v4(fa), ob = half_order_v4(fb);
+            m0 = v4i_max(m0, v4i_absdiff(oa, ob));
+            if (g) {
+                memcpy(&fg, g + i, sizeof fg);
+                v4i og = half_order_v4(fg);
+                m1 = v4i_max(m1, v4i_absdiff(og, oa));
+                m2 = v4i_max(m2, v4i_absdiff(og, ob));
+            }
+        }
+        for (int k = 0; k < 4; k++) {
+            if (m0[k] > u[0]) u[0] = m0[k];
+            if (m1[k] > u[1]) u[1] = m1[k];
+            if (m2[k] > u[2]) u[2] = m2[k];
         }
     }
-    int64_t du = our - ov, sg = du >> 63;
-    du = (du ^ sg) - sg; /* |du| without a branch on the sign */
-    s->max_ulp = du > s->max_ulp ? du : s->max_ulp;
-    s->fail += d > thr;
+    for (; i < hi; i++) {
+        int64_t oa = half ? half_order_fast(a[i]) : ordered_bits32(a[i]);
+        int64_t ob = half ? half_order_fast(b[i]) : ordered_bits32(b[i]);
+        int64_t d = oa > ob ? oa - ob : ob - oa;
+        if (d > u[0]) u[0] = d;
+        if (g) {
+            int64_t og = half ? half_order_fast(g[i]) : ordered_bits32(g[i]);
+            int64_t d1 = og > oa ? og - oa : oa - og, d2 = og > ob ? og - ob : ob - og;
+            if (d1 > u[1]) u[1] = d1;
+            if (d2 > u[2]) u[2] = d2;
+        }
+    }
 }
 
-static void pair_acc_init(pair_acc *s) {
-    memset(s, 0, sizeof *s);
-    s->max_abs = -1;
-    s->worst = -1;
+/* pass2_block's relative-error maximum of one pair over [lo, hi), continuing from *max_rel:
+ * the same division filter (only a quotient above the running maximum changes it). */
+static void chunk_max_rel(const float *r, const float *v, int64_t lo, int64_t hi, double rel_floor, double *max_rel) {
+    double mr = *max_rel;
+    for (int64_t i = lo; i < hi; i++) {
+        double d = fabs((double)r[i] - (double)v[i]), ar = fabs((double)r[i]);
+        double den = ar > rel_floor ? ar : rel_floor;
+        double lim = mr * den;
+        if (d > lim * (1.0 - 0x1p-50) || lim < 0x1p-1000) {
+            double q = d / den;
+            if (q > mr) mr = q;
+        }
+    }
+    *max_rel = mr;
 }
 
-static void pair_acc_store(const pair_acc *s, double sv2, int64_t n, pass2_part *p) {
+/* The first index in [lo, hi) where |r - v| equals dmax (the chunk's largest error). */
+static int64_t chunk_first(const float *r, const float *v, int64_t lo, int64_t hi, double dmax) {
+    for (int64_t i = lo; i < hi; i++)
+        if (fabs((double)r[i] - (double)v[i]) == dmax) return i;
+    return lo; /* not reached: dmax is one of the chunk's errors */
+}
+
+static void part_store(pass2_part *p, double sum_abs, double sum_d2, double dot, double sv2, double max_abs,
+                       int64_t worst, double max_rel, int64_t max_ulp, int64_t fail, int64_t n) {
     memset(p, 0, sizeof *p);
-    p->sum_abs = s->sum_abs;
-    p->sum_d2 = s->sum_d2;
-    p->dot = s->dot;
+    p->sum_abs = sum_abs;
+    p->sum_d2 = sum_d2;
+    p->dot = dot;
     p->sv2 = sv2;
-    p->max_abs = s->max_abs;
-    p->max_rel = s->max_rel;
-    p->max_ulp = (double)s->max_ulp;
-    p->worst = s->worst;
-    p->fail = s->fail;
+    p->max_abs = max_abs;
+    p->worst = worst;
+    p->max_rel = max_rel;
+    p->max_ulp = (double)max_ulp; /* exact: below 2^33 */
+    p->fail = fail;
     p->finite_n = n;
 }
 
@@ -229,54 +293,76 @@ typedef struct layer_args {
     bool fast;
 } layer_args;
 
-static inline __attribute__((always_inline)) int64_t order_of(float f, bool half) {
-    return half ? half_order_fast(f) : ordered_bits32(f);
-}
-
-/* The fused loop over an all-finite block; half and golden are constants in each copy. */
-static inline __attribute__((always_inline)) void fast_block(const layer_args *L, int64_t lo, int64_t hi, double s2a,
-                                                             pass2_part *out, bool half, bool golden) {
-    const float *a = L->a, *b = L->b, *g = L->g;
-    const double rtol = L->args[0].rtol, atol_a = L->args[0].atol, floor_a = L->args[0].rel_floor;
-    const double atol_g = L->args[1].atol, floor_g = L->args[1].rel_floor;
-    pair_acc ab, ga, gb;
-    pair_acc_init(&ab);
-    pair_acc_init(&ga);
-    pair_acc_init(&gb);
-    double sv2_b = 0;
-    for (int64_t i = lo; i < hi; i++) {
-        double ra = a[i], vb = b[i];
-        int64_t oa = order_of(a[i], half), ob = order_of(b[i], half);
-        double ara = fabs(ra);
-        pair_step(&ab, ra, vb, oa, ob, i, ara > floor_a ? ara : floor_a, atol_a + rtol * ara);
-        sv2_b += vb * vb;
-        if (golden) {
-            double rg = g[i];
-            int64_t og = order_of(g[i], half);
-            double arg = fabs(rg), den = arg > floor_g ? arg : floor_g, thr = atol_g + rtol * arg;
-            pair_step(&ga, rg, ra, og, oa, i, den, thr);
-            pair_step(&gb, rg, vb, og, ob, i, den, thr);
+/* The fused loop over an all-finite block (A against B only when there is no golden tensor:
+ * lanes 1 and 2 then compare A with itself and are dropped). Per element, per lane: the error
+ * d = |r - v|, the sums of d, d^2 and r*v, the fail test d > atol + rtol*|r|, the guard
+ * max(|r|, rel_floor), exactly as pass2_block. */
+static void fast_block(const layer_args *L, int64_t lo, int64_t hi, double s2a, pass2_part *out) {
+    const float *a = L->a, *b = L->b, *g = L->g ? L->g : L->a;
+    const bool golden = L->g != NULL, half = L->args[0].half_ulps;
+    const int np = golden ? 3 : 1;
+    const pass2_args *pa = L->args;
+    const double rtol = pa[0].rtol;
+    const double atol_g = golden ? pa[1].atol : 0, floor_g = golden ? pa[1].rel_floor : 1;
+    /* lane 3 compares B with itself: never fails (threshold +inf), guard 1 */
+    /* the lane of B against itself never fails (threshold +inf) and has guard 1 */
+    const v2d atol0 = {pa[0].atol, atol_g}, atol1 = {atol_g, INFINITY}, rt0 = {rtol, rtol}, rt1 = {rtol, 0};
+    const v2d fl0 = {pa[0].rel_floor, floor_g}, fl1 = {floor_g, 1};
+    const v2l absmask = {INT64_MAX, INT64_MAX};
+    const v2d tiny = {0x1p-1000, 0x1p-1000};
+    v2d s_abs0 = {0, 0}, s_abs1 = s_abs0, s_d20 = s_abs0, s_d21 = s_abs0, s_dot0 = s_abs0, s_dot1 = s_abs0;
+    v2l fails0 = {0, 0}, fails1 = fails0;
+    double max_abs[3] = {-1, -1, -1}, max_rel[3] = {0, 0, 0};
+    int64_t worst[3] = {-1, -1, -1}, ulp[3] = {0, 0, 0};
+    const float *ref[3] = {a, g, g}, *val[3] = {b, a, b};
+    for (int64_t c = lo; c < hi; c += FUSED_CHUNK) {
+        int64_t e = c + FUSED_CHUNK < hi ? c + FUSED_CHUNK : hi;
+        /* the filter of the relative error, shrunk as in pass2_block (conservative: the running
+         * maximum only grows within the chunk); the lane of B against itself never passes it */
+        const v2d rl0 = {max_rel[0] * (1.0 - 0x1p-50), max_rel[1] * (1.0 - 0x1p-50)},
+                  rl1 = {max_rel[2] * (1.0 - 0x1p-50), INFINITY};
+        v2d cmax0 = {-1, -1}, cmax1 = cmax0;
+        v2l cand0 = {0, 0}, cand1 = cand0;
+        for (int64_t i = c; i < e; i++) {
+            double ra = a[i], vb = b[i], rg = g[i];
+            v2d x0 = {ra, rg}, y0 = {vb, ra}, x1 = {rg, vb}, y1 = {vb, vb};
+            v2d d0 = (v2d)((v2l)(x0 - y0) & absmask), d1 = (v2d)((v2l)(x1 - y1) & absmask);
+            v2d ax0 = (v2d)((v2l)x0 & absmask), ax1 = (v2d)((v2l)x1 & absmask);
+            s_abs0 += d0;
+            s_abs1 += d1;
+            s_d20 += d0 * d0;
+            s_d21 += d1 * d1;
+            s_dot0 += x0 * y0;
+            s_dot1 += x1 * y1;
+            fails0 -= (v2l)(d0 > atol0 + rt0 * ax0); /* a true comparison is -1 */
+            fails1 -= (v2l)(d1 > atol1 + rt1 * ax1);
+            cmax0 = v2d_select((v2l)(d0 > cmax0), d0, cmax0);
+            cmax1 = v2d_select((v2l)(d1 > cmax1), d1, cmax1);
+            v2d lim0 = rl0 * v2d_select((v2l)(ax0 > fl0), ax0, fl0),
+                lim1 = rl1 * v2d_select((v2l)(ax1 > fl1), ax1, fl1);
+            cand0 |= (v2l)(d0 > lim0) | (v2l)(lim0 < tiny);
+            cand1 |= (v2l)(d1 > lim1) | (v2l)(lim1 < tiny);
         }
+        const double cmax[3] = {cmax0[0], cmax0[1], cmax1[0]};
+        const int64_t cand[3] = {cand0[0], cand0[1], cand1[0]};
+        for (int p = 0; p < np; p++) {
+            if (cmax[p] > max_abs[p]) { /* strictly larger: the first of equal errors stays */
+                max_abs[p] = cmax[p];
+                worst[p] = chunk_first(ref[p], val[p], c, e, cmax[p]);
+            }
+            if (cand[p]) chunk_max_rel(ref[p], val[p], c, e, pa[p].rel_floor, &max_rel[p]);
+        }
+        chunk_ulps(a, b, golden ? g : NULL, c, e, half, ulp);
     }
     /* A's sum of squares over an all-finite block is pass 1's (the same sum in the same order) */
-    pair_acc_store(&ab, sv2_b, hi - lo, &out[0]);
+    part_store(&out[0], s_abs0[0], s_d20[0], s_dot0[0], s_dot1[1], max_abs[0], worst[0], max_rel[0], ulp[0], fails0[0],
+               hi - lo);
     if (golden) {
-        pair_acc_store(&ga, s2a, hi - lo, &out[1]);
-        pair_acc_store(&gb, sv2_b, hi - lo, &out[2]);
+        part_store(&out[1], s_abs0[1], s_d20[1], s_dot0[1], s2a, max_abs[1], worst[1], max_rel[1], ulp[1], fails0[1],
+                   hi - lo);
+        part_store(&out[2], s_abs1[0], s_d21[0], s_dot1[0], s_dot1[1], max_abs[2], worst[2], max_rel[2], ulp[2],
+                   fails1[0], hi - lo);
     }
-}
-
-static void fast_block_h3(const layer_args *L, int64_t lo, int64_t hi, double s2a, pass2_part *out) {
-    fast_block(L, lo, hi, s2a, out, true, true);
-}
-static void fast_block_h1(const layer_args *L, int64_t lo, int64_t hi, double s2a, pass2_part *out) {
-    fast_block(L, lo, hi, s2a, out, true, false);
-}
-static void fast_block_f3(const layer_args *L, int64_t lo, int64_t hi, double s2a, pass2_part *out) {
-    fast_block(L, lo, hi, s2a, out, false, true);
-}
-static void fast_block_f1(const layer_args *L, int64_t lo, int64_t hi, double s2a, pass2_part *out) {
-    fast_block(L, lo, hi, s2a, out, false, false);
 }
 
 static bool all_finite(const float *x, int64_t lo, int64_t hi) {
@@ -294,11 +380,7 @@ static bool all_finite(const float *x, int64_t lo, int64_t hi) {
 static void layer_block(const layer_args *L, int64_t lo, int64_t hi, double s2a, pass2_part *out) {
     bool golden = L->g != NULL;
     if (L->fast && all_finite(L->a, lo, hi) && all_finite(L->b, lo, hi) && (!golden || all_finite(L->g, lo, hi))) {
-        bool half = L->args[0].half_ulps;
-        if (half)
-            (golden ? fast_block_h3 : fast_block_h1)(L, lo, hi, s2a, out);
-        else
-            (golden ? fast_block_f3 : fast_block_f1)(L, lo, hi, s2a, out);
+        fast_block(L, lo, hi, s2a, out);
         return;
     }
     pass2_block(&L->args[0], lo, hi, &out[0]);

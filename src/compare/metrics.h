@@ -56,6 +56,8 @@ void cd_metrics_compute_general(const float *a, const float *b, const float *g, 
 /* For the tests: the binary16 ULP index of a finite float as the fused loop computes it (must
  * equal the signed magnitude of cd_float_to_half(f), with -0 as 0). */
 int32_t cd_metrics_half_order(float f);
+/* The same on f[0..3] at once, as the fused loop's vector step does. */
+void cd_metrics_half_order4(const float *f, int32_t *out);
 /* ULP distance between two floats in float32 or binary16 (after rounding to half). */
 double cd_ulp_distance(float a, float b, bool half);
 /* Top-k agreement of the last axis (classifier heads): fraction of rows whose top-1 index

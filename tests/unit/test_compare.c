@@ -278,6 +278,14 @@ static void expect_half_order(float f) {
     uint32_t u;
     memcpy(&u, &f, 4);
     cr_assert_eq(got, want, "float 0x%08x (%a): fast index %d, cd_float_to_half gives %d", u, (double)f, got, want);
+    /* the vector step, with f in each lane among other values */
+    float four[4] = {1.0f, -0.0f, 3e-6f, -70000.0f};
+    four[u & 3] = f;
+    int32_t o4[4];
+    cd_metrics_half_order4(four, o4);
+    for (int k = 0; k < 4; k++)
+        cr_assert_eq(o4[k], half_order_ref(four[k]), "vector lane %d of float 0x%08x: %d, cd_float_to_half gives %d", k,
+                     u, o4[k], half_order_ref(four[k]));
 }
 
 /* Every rounding boundary: each half value, the midpoints between neighbours (ties to even
