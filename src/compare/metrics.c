@@ -293,17 +293,14 @@ typedef struct layer_args {
     bool fast;
 } layer_args;
 
-/* The fused loop over an all-finite block (A against B only when there is no golden tensor:
- * lanes 1 and 2 then compare A with itself and are dropped). Per element, per lane: the error
+/* The fused loop over a block where A, B and golden are all finite. Per element, per lane: the error
  * d = |r - v|, the sums of d, d^2 and r*v, the fail test d > atol + rtol*|r|, the guard
  * max(|r|, rel_floor), exactly as pass2_block. */
 static void fast_block(const layer_args *L, int64_t lo, int64_t hi, double s2a, pass2_part *out) {
-    const float *a = L->a, *b = L->b, *g = L->g ? L->g : L->a;
-    const bool golden = L->g != NULL, half = L->args[0].half_ulps;
-    const int np = golden ? 3 : 1;
+    const float *a = L->a, *b = L->b, *g = L->g;
+    const bool half = L->args[0].half_ulps;
     const pass2_args *pa = L->args;
-    const double rtol = pa[0].rtol;
-    const double atol_g = golden ? pa[1].atol : 0, floor_g = golden ? pa[1].rel_floor : 1;
+    const double rtol = pa[0].rtol, atol_g = pa[1].atol, floor_g = pa[1].rel_floor;
     /* lane 3 compares B with itself: never fails (threshold +inf), guard 1 */
     /* the lane of B against itself never fails (threshold +inf) and has guard 1 */
     const v2d atol0 = {pa[0].atol, atol_g}, atol1 = {atol_g, INFINITY}, rt0 = {rtol, rtol}, rt1 = {rtol, 0};
@@ -345,24 +342,22 @@ static void fast_block(const layer_args *L, int64_t lo, int64_t hi, double s2a, 
         }
         const double cmax[3] = {cmax0[0], cmax0[1], cmax1[0]};
         const int64_t cand[3] = {cand0[0], cand0[1], cand1[0]};
-        for (int p = 0; p < np; p++) {
+        for (int p = 0; p < 3; p++) {
             if (cmax[p] > max_abs[p]) { /* strictly larger: the first of equal errors stays */
                 max_abs[p] = cmax[p];
                 worst[p] = chunk_first(ref[p], val[p], c, e, cmax[p]);
             }
             if (cand[p]) chunk_max_rel(ref[p], val[p], c, e, pa[p].rel_floor, &max_rel[p]);
         }
-        chunk_ulps(a, b, golden ? g : NULL, c, e, half, ulp);
+        chunk_ulps(a, b, g, c, e, half, ulp);
     }
     /* A's sum of squares over an all-finite block is pass 1's (the same sum in the same order) */
     part_store(&out[0], s_abs0[0], s_d20[0], s_dot0[0], s_dot1[1], max_abs[0], worst[0], max_rel[0], ulp[0], fails0[0],
                hi - lo);
-    if (golden) {
-        part_store(&out[1], s_abs0[1], s_d20[1], s_dot0[1], s2a, max_abs[1], worst[1], max_rel[1], ulp[1], fails0[1],
-                   hi - lo);
-        part_store(&out[2], s_abs1[0], s_d21[0], s_dot1[0], s_dot1[1], max_abs[2], worst[2], max_rel[2], ulp[2],
-                   fails1[0], hi - lo);
-    }
+    part_store(&out[1], s_abs0[1], s_d20[1], s_dot0[1], s2a, max_abs[1], worst[1], max_rel[1], ulp[1], fails0[1],
+               hi - lo);
+    part_store(&out[2], s_abs1[0], s_d21[0], s_dot1[0], s_dot1[1], max_abs[2], worst[2], max_rel[2], ulp[2], fails1[0],
+               hi - lo);
 }
 
 static bool all_finite(const float *x, int64_t lo, int64_t hi) {
@@ -379,7 +374,8 @@ static bool all_finite(const float *x, int64_t lo, int64_t hi) {
  * squares of A over the block. */
 static void layer_block(const layer_args *L, int64_t lo, int64_t hi, double s2a, pass2_part *out) {
     bool golden = L->g != NULL;
-    if (L->fast && all_finite(L->a, lo, hi) && all_finite(L->b, lo, hi) && (!golden || all_finite(L->g, lo, hi))) {
+    /* the fused loop pays off for three pairs; one pair alone is faster in the general loop */
+    if (L->fast && golden && all_finite(L->a, lo, hi) && all_finite(L->b, lo, hi) && all_finite(L->g, lo, hi)) {
         fast_block(L, lo, hi, s2a, out);
         return;
     }
