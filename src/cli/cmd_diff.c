@@ -140,7 +140,8 @@ static cd_status diff_run_own_inputs(diff_run *d, cd_forcing *rec, cd_error *err
         d->settle = (cd_local_settle_ctx){.g = d->s.g,
                                           .plan = &d->s.plan,
                                           .ref = {.u = CD_U32, .half_store = false},
-                                          .b = cd_verdict_side_arith(d->B, o->prec, d->rb.variant)};
+                                          .b = cd_verdict_side_arith(d->B, o->prec, d->rb.variant),
+                                          .threads = cd_session_helper_threads(o)};
         cd_plan pref;
         if ((st = cd_verdict_ref_plan(d->s.g, d->s.in_shapes, &d->s.plan, &pref, err))) return st;
         cd_run_req qr = {.backend = "cpu",

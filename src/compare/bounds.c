@@ -439,3 +439,5 @@ void cd_local_check(const cd_bound_spec *s, const float *ref, const float *val, 
     check_core(s, ref, val, mag, NULL, NULL, x, n, user_atol, user_rtol, r);
     if (mag) r->ratio_upper = false;
 }
+
+bool cd_bound_uses_absmax(cd_bound_family f) { return uses_absmax(f); }

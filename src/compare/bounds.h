@@ -109,4 +109,7 @@ void cd_local_check(const cd_bound_spec *s, const float *ref, const float *val, 
 void cd_local_check_lazy(const cd_bound_spec *s, const float *ref, const float *val, const float *mag,
                          cd_mag_at_fn mag_at, void *mag_user, const float *x, int64_t n, double user_atol,
                          double user_rtol, int64_t max_calls, cd_local_result *r);
+/* Whether a family's bound reads the tensor's range (max |ref|): a check of part of a tensor
+ * then differs from the whole tensor's for such a family, and for no other. */
+bool cd_bound_uses_absmax(cd_bound_family f);
 #endif

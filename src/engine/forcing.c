@@ -1,6 +1,7 @@
 #include "engine/forcing.h"
 #include <errno.h>
 #include <math.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -139,10 +140,35 @@ const void *cd_forcing_peek(const cd_forcing *f, int id, cd_dtype dtype) {
     return cd_forcing_has(f, id) && f->e[id].mem && f->e[id].dtype == dtype ? f->e[id].mem : NULL;
 }
 
+/* Every half value as float (cd_half_to_float's bits), built once: the fp16 local check widens
+ * B's recorded activations per layer. */
+static float half_table[65536];
+static pthread_once_t half_once = PTHREAD_ONCE_INIT;
+static void half_table_init(void) {
+    for (uint32_t h = 0; h < 65536; h++) half_table[h] = cd_half_to_float((uint16_t)h);
+}
+
 cd_status cd_forcing_get(const cd_forcing *f, int id, cd_dtype want, bool absval, cd_value *out, cd_error *err) {
     memset(out, 0, sizeof *out);
     if (!cd_forcing_has(f, id)) return cd_err(err, CD_E_INTERNAL, "forcing record holds no tensor %d", id);
     const entry *e = &f->e[id];
+    if (e->mem && e->dtype == CD_F16 && want == CD_F32) { /* widened straight from memory */
+        pthread_once(&half_once, half_table_init);
+        cd_value cv = {.dtype = CD_F32, .shape = e->shape};
+        cd_status st = cd_value_alloc(&cv, err);
+        if (st) return st;
+        if (cv.nbytes != 2 * e->nbytes) {
+            cd_value_release(&cv);
+            return cd_err(err, CD_E_INTERNAL, "forcing record: tensor %d holds %zu bytes, its shape needs %zu", id,
+                          e->nbytes, cv.nbytes / 2);
+        }
+        const uint16_t *h = e->mem;
+        float *x = cv.data;
+        int64_t n = cd_value_numel(&cv);
+        for (int64_t i = 0; i < n; i++) x[i] = absval ? fabsf(half_table[h[i]]) : half_table[h[i]];
+        *out = cv;
+        return CD_OK;
+    }
     cd_value raw = {.dtype = e->dtype, .shape = e->shape};
     cd_status st = cd_value_alloc(&raw, err);
     if (st) return st;

@@ -253,6 +253,85 @@ static float *record_input(const cd_local_settle_ctx *c, const cd_forcing *force
     return NULL;
 }
 
+/* Settling checks run in blocks of this many elements, on several threads: each block's check
+ * and sums are the same whoever computes them, combined in block order (the result does not
+ * depend on the thread count). */
+#define SETTLE_BLOCK ((int64_t)1 << 16)
+
+/* The check of n elements in blocks on up to threads threads (cd_local_check on each block,
+ * combined as one pass over the whole would have found them). Only where that is the whole
+ * tensor's result: the family does not read the tensor's range, and no block met an element
+ * whose magnitude the lazy check would have asked for (none over its cheap bound, no NaN/Inf
+ * mismatch). False: not decided here, the caller checks the tensor in one piece. */
+static bool check_blocks(const cd_bound_spec *spec, const float *ad, const float *od, const float *mag, const float *x,
+                         int64_t n, int threads, cd_local_result *res) {
+    int64_t nb = (n + SETTLE_BLOCK - 1) / SETTLE_BLOCK;
+    if (threads < 2 || nb < 2 || cd_bound_uses_absmax(spec->fam)) return false;
+    cd_local_result *part = malloc((size_t)nb * sizeof *part);
+    if (!part) return false;
+#pragma omp parallel for num_threads(threads) schedule(dynamic, 4)
+    for (int64_t b = 0; b < nb; b++) {
+        int64_t lo = b * SETTLE_BLOCK, len = lo + SETTLE_BLOCK < n ? SETTLE_BLOCK : n - lo;
+        cd_local_check(spec, ad + lo, od + lo, mag ? mag + lo : NULL, x ? x + lo : NULL, len, -1, -1, &part[b]);
+        if (part[b].worst >= 0) part[b].worst += lo;
+    }
+    bool whole = true;
+    memset(res, 0, sizeof *res);
+    res->worst = -1;
+    for (int64_t b = 0; b < nb && whole; b++) {
+        const cd_local_result *p = &part[b];
+        whole = p->exceed == 0 && p->nonfinite == 0 && !p->needs_mag && p->mag_elems == 0;
+        /* the first of equal worst ratios, as one pass keeps it */
+        if (p->worst >= 0 && (p->ratio > res->ratio || res->worst < 0)) {
+            res->ratio = p->ratio;
+            res->worst = p->worst;
+            res->err = p->err;
+            res->bound = p->bound;
+            res->ratio_upper = p->ratio_upper;
+        }
+    }
+    free(part);
+    res->pass = whole;
+    return whole;
+}
+
+/* The settled layer's summary: max |a - b|, max |a| and the sums of d^2, a^2, b^2, a b, per
+ * block on up to threads threads, the blocks' sums added in order. */
+static void settle_summary(const float *ad, const float *od, int64_t n, int threads, cd_settle_info *info, double *d2,
+                           double *r2, double *v2, double *dot) {
+    int64_t nb = (n + SETTLE_BLOCK - 1) / SETTLE_BLOCK;
+    double(*s)[6] = nb > 0 ? malloc((size_t)nb * sizeof *s) : NULL;
+    if (nb > 0 && !s) threads = 1, nb = 0; /* no memory: one block, in this thread */
+    double one[6] = {0};
+    int nt = threads > 1 && nb > 1 ? threads : 1;
+#pragma omp parallel for num_threads(nt) schedule(static) if (nt > 1)
+    for (int64_t b = 0; b < (nb ? nb : 1); b++) {
+        int64_t lo = nb ? b * SETTLE_BLOCK : 0, hi = nb ? (lo + SETTLE_BLOCK < n ? lo + SETTLE_BLOCK : n) : n;
+        double mx = 0, amx = 0, sd = 0, sr = 0, sv = 0, sp = 0;
+        for (int64_t i = lo; i < hi; i++) {
+            double a1 = ad[i], b1 = od[i], d = fabs(a1 - b1);
+            if (d > mx) mx = d;
+            if (fabs(a1) > amx) amx = fabs(a1);
+            sd += d * d;
+            sr += a1 * a1;
+            sv += b1 * b1;
+            sp += a1 * b1;
+        }
+        double *t = nb ? s[b] : one;
+        t[0] = mx, t[1] = amx, t[2] = sd, t[3] = sr, t[4] = sv, t[5] = sp;
+    }
+    for (int64_t b = 0; b < (nb ? nb : 1); b++) {
+        const double *t = nb ? s[b] : one;
+        if (t[0] > info->max_abs) info->max_abs = t[0];
+        if (t[1] > info->ref_absmax) info->ref_absmax = t[1];
+        *d2 += t[2];
+        *r2 += t[3];
+        *v2 += t[4];
+        *dot += t[5];
+    }
+    free(s);
+}
+
 /* The settling check of op op_index's output: ad the reference values, od B's (n of them);
  * force holds the op's inputs (magnitudes, rounding ops). */
 static bool settle_check(const cd_local_settle_ctx *c, const cd_forcing *force, int op_index, const float *ad,
@@ -281,8 +360,9 @@ static bool settle_check(const cd_local_settle_ctx *c, const cd_forcing *force, 
     cd_local_result res;
     if (ok) {
         /* pass or fail is all that settling needs: magnitudes only for elements over the
-         * cheap bound (max_calls 0) */
-        cd_local_check_lazy(&spec, ad, od, mag, mag ? NULL : cd_local_mag_at, &me, x, n, -1, -1, 0, &res);
+         * cheap bound (max_calls 0); on c->threads threads where that gives the same result */
+        if (!check_blocks(&spec, ad, od, mag, x, n, c->threads, &res))
+            cd_local_check_lazy(&spec, ad, od, mag, mag ? NULL : cd_local_mag_at, &me, x, n, -1, -1, 0, &res);
         ok = res.pass && !res.needs_mag && res.nonfinite == 0;
         if (ok && info) {
             int32_t local = info->local;
@@ -295,16 +375,7 @@ static bool settle_check(const cd_local_settle_ctx *c, const cd_forcing *force, 
                                      .n = n};
             /* the comparison's summary (what a report shows beside the bound) */
             double d2 = 0, r2 = 0, v2 = 0, dot = 0;
-            const float *o = od;
-            for (int64_t i = 0; i < n; i++) {
-                double a1 = ad[i], b1 = o[i], d = fabs(a1 - b1);
-                if (d > info->max_abs) info->max_abs = d;
-                if (fabs(a1) > info->ref_absmax) info->ref_absmax = fabs(a1);
-                d2 += d * d;
-                r2 += a1 * a1;
-                v2 += b1 * b1;
-                dot += a1 * b1;
-            }
+            settle_summary(ad, od, n, c->threads, info, &d2, &r2, &v2, &dot);
             info->rmse = n ? sqrt(d2 / (double)n) : 0;
             info->ref_rms = n ? sqrt(r2 / (double)n) : 0;
             info->cosine = d2 == 0 || (r2 == 0 && v2 == 0) ? 1 : (r2 == 0 || v2 == 0) ? 0 : dot / (sqrt(r2) * sqrt(v2));

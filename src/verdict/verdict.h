@@ -59,6 +59,7 @@ typedef struct cd_local_settle_ctx {
     const cd_graph *g;
     const cd_plan *plan; /* B's plan (its parameters) */
     cd_arith ref, b;
+    int threads; /* threads of the check (its result does not depend on them); 0 or 1: one */
 } cd_local_settle_ctx;
 bool cd_local_settle(void *user, const cd_forcing *force, int op_index, int tensor, const cd_value *out,
                      cd_settle_info *info);
