@@ -78,10 +78,9 @@ static void stats_blocks_generic STATS_BLOCKS_ARGS STATS_BLOCKS_BODY
  * the scalar loop is faster) */
     static bool stats_blocks STATS_BLOCKS_ARGS {
 #if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
-    static int avx2 = -1;
-    if (avx2 < 0) avx2 = __builtin_cpu_supports("avx2") ? 1 : 0;
+    bool avx2 = __builtin_cpu_supports("avx2"); /* no cached flag: see stats_f16 */
     if (avx2) stats_blocks_avx2(p, nblk, mn, mx, lane, fin, nanc, infc);
-    return avx2 == 1;
+    return avx2;
 #else
     stats_blocks_generic(p, nblk, mn, mx, lane, fin, nanc, infc);
     return true;
@@ -312,9 +311,9 @@ static int64_t f16_first_zero(const uint16_t *p, int64_t n) {
 
 static void stats_f16(const uint16_t *p, int64_t n, stats_acc *r) {
 #ifdef STATS_F16_X86
-    static int ok = -1;
-    if (ok < 0) ok = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("f16c") ? 1 : 0;
-    if (!ok) {
+    /* asked each time (a load of libgcc's CPU model): no cached flag that the statistics
+     * thread and the main thread would both write */
+    if (!__builtin_cpu_supports("avx2") || !__builtin_cpu_supports("f16c")) {
         stats_seq_uint16_t(p, n, r);
         return;
     }
