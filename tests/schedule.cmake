@@ -8,9 +8,16 @@ set(CD_TEST_COSTS
   fuzz_ci 120
   hardening_aarch64 90
   e2e_faults 60
+  fault_sweep_ci 50
   oracle_test_cl_conformance 30
   e2e_planted 25
+  int8_models 24
+  pl_engines 20
   diag_e2e 16
+  pl_export_roundtrip 16
+  pl_sdk_runners 15
+  kernels_oclgrind 13
+  e2e_fault_paths 11
   hardening_interrupt 10)
 while(CD_TEST_COSTS)
   list(POP_FRONT CD_TEST_COSTS cd_t cd_c)
