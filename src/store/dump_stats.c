@@ -245,7 +245,7 @@ static void stats_bool(const uint8_t *p, int64_t n, stats_acc *r) {
  * then has the sum of index order to the bit; above the bound the index-order loop runs.
  * min/max are exact in float whatever the order, except for the sign of a zero: the index-
  * order loop keeps the first zero, so a zero min or max takes the sign of the first zero. */
-#if defined(__x86_64__) && defined(__GNUC__)
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
 #include <immintrin.h>
 #define STATS_F16_X86 1
 /* Over p[0..n) (n a multiple of 16): min/max of the finite values, their sum and sum of
