@@ -39,6 +39,7 @@ static inline bool finite_bits(float f) {
  * whoever computes it, so the result does not depend on the thread count (and the blocked sums
  * are no less accurate than one running sum). */
 #define CD_METRICS_BLOCK ((int64_t)1 << 16)
+#define CD_METRICS_MIN_PARALLEL 4
 
 typedef struct pass2_part {
     double sum_abs, sum_d2, dot, sv2, max_abs, max_rel, max_ulp;
@@ -517,7 +518,11 @@ static void compute_layer(const float *a, const float *b, const float *g, int64_
         parts = NULL;
         p1 = NULL;
     }
-    int nt = threads > 1 && nb > 1 && parts ? threads : 1;
+    /* Threads only from CD_METRICS_MIN_PARALLEL blocks on: a smaller layer takes a millisecond
+     * or two on one thread, and each parallel region leaves the OpenMP workers spinning (burning
+     * a core: several milliseconds with libgomp's default spin count) while the caller reads the
+     * next tensors. */
+    int nt = threads > 1 && nb >= CD_METRICS_MIN_PARALLEL && parts ? threads : 1;
     /* Pass 1 gives the reference scale for the relative-error guard; both passes stream. */
     if (parts) {
 #pragma omp parallel for num_threads(nt) schedule(static) if (nt > 1)
