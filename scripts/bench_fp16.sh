@@ -112,7 +112,7 @@ def table(rows):
         if r[0] not in models: models.append(r[0])
     print("| model | fp32 wall s | fp16 wall s | wall fp16/fp32 | fp32 CPU s | fp16 CPU s | CPU fp16/fp32 | exits (fp32/fp16) |")
     print("|---|---:|---:|---:|---:|---:|---:|---|")
-    worst = 0
+    worst_w = worst_c = 0
     for m in models:
         med, ex = {}, {}
         for p in ("fp32", "fp16"):
@@ -121,10 +121,12 @@ def table(rows):
             med[p] = (statistics.median(float(r[4]) for r in rs), statistics.median(float(r[5]) for r in rs)) if rs else (0, 0)
         rw = med["fp16"][0] / med["fp32"][0] if med["fp32"][0] else 0
         rc = med["fp16"][1] / med["fp32"][1] if med["fp32"][1] else 0
-        worst = max(worst, rw, rc)
+        worst_w, worst_c = max(worst_w, rw), max(worst_c, rc)
         print("| %s | %.2f | %.2f | %.2fx | %.2f | %.2f | %.2fx | %s / %s |" % (m[:-3], med["fp32"][0], med["fp16"][0], rw,
               med["fp32"][1], med["fp16"][1], rc, ex["fp32"], ex["fp16"]))
-    print("\nworst fp16/fp32 ratio: %.2fx (goal: 1.5x)" % worst)
+    # the goal (issue 20) is the user's wait, the wall time; CPU time is shown because cldiff's
+    # own CPU runs take the idle cores of a big machine (CLDIFF_HELPER_THREADS)
+    print("\nworst fp16/fp32 ratio: wall %.2fx (goal: 1.5x), CPU %.2fx" % (worst_w, worst_c))
     return models
 
 
