@@ -59,10 +59,11 @@ typedef struct cd_layer_cmp {
     int n_agg_fail; /* inputs on which this layer failed */
     double agg_worst[4], agg_mean[4], agg_p99[4];
     char worst_input[256]; /* input with the largest rel_err at this layer */
-    /* ---- local check (docs/verdicts.md): backend B ran this layer on A's inputs ---- */
+    /* ---- local check (docs/verdicts.md): B's layer against the reference on the same inputs ---- */
     bool has_local;            /* the layer was checked locally (loc_note says why not) */
-    cd_metrics loc;            /* B on A's inputs vs the local reference (A itself; in fp16 runs
-                                   the CPU float32 kernel on A's half inputs and half weights) */
+    cd_metrics loc;            /* B vs the local reference: fp32, B re-run on A's inputs vs A
+                                   itself; fp16, B's free-run output vs the CPU float32 kernel on
+                                   B's own half inputs and half weights (run ref_local) */
     char family[16];           /* error-bound family: exact, elementwise, transcendental,
                                    accumulate, normalize, rounding, generic */
     double loc_err, loc_bound; /* |B_local - ref| and its bound at the element of largest ratio */

@@ -18,7 +18,8 @@ void cd_classify_first(cd_analysis *a) {
         return;
     }
     /* The local check when it ran (docs/verdicts.md), else the older isolation: within its
-     * bound on A's inputs, the layer is right and only inherits error. */
+     * bound on the inputs it was given (A's, or B's own in fp16), the layer is right and only
+     * inherits error. */
     if (l->has_local) {
         snprintf(a->first_kind, sizeof a->first_kind, "%s", l->loc_pass ? "inherited" : "local");
         return;

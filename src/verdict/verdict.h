@@ -5,7 +5,8 @@
  *
  * - the comparison of the free runs with diag's rules plugged in (automatic tolerance, golden
  *   hazards) and --repeat's nondeterminism (cd_verdict_compare_runs, cd_verdict_merge_repeats);
- * - the local check: B's run of each layer on A's exact inputs held to the error bound of its
+ * - the local check: B's output of each layer against the reference on the same inputs (fp32:
+ *   B re-run on A's exact inputs; fp16: B's free run on its own), held to the error bound of its
  *   op family (bound specs, magnitudes sum |w x|, the int8 bounds, settling by the free run);
  *   cd_verdict_local builds the request from the run's sides, cd_local_check_layers runs it;
  * - the exit code of a decided analysis (compare/analysis.h decides the kind of fault and
