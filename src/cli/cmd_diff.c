@@ -115,7 +115,7 @@ static cd_status diff_run_engine_b(diff_run *d, cd_forcing *rec, cd_error *err) 
     return CD_OK;
 }
 
-/* fp16: the local check on B's own inputs (docs/verdicts.md, "fp16"). In
+/* fp16: the local check on B's own inputs (docs/verdicts.md, "Two errors per layer"). In
  * fp16 B's inputs never equal A's (each side rounds to half its own way), so nothing settles
  * and re-running every layer of B on A's inputs doubled B's work. Instead B's free run records
  * its activations (rec) and ref_local, the float32 kernel with B's half weights, runs every

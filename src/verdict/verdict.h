@@ -64,7 +64,7 @@ typedef struct cd_local_settle_ctx {
 } cd_local_settle_ctx;
 bool cd_local_settle(void *user, const cd_forcing *force, int op_index, int tensor, const cd_value *out,
                      cd_settle_info *info);
-/* The fp16 local check on B's own inputs (docs/verdicts.md, "fp16"): asked, as the reference
+/* The fp16 local check on B's own inputs (docs/verdicts.md, "Two errors per layer"): asked, as the reference
  * run (ref_local, forced from B's recorded activations) re-runs each probed op, with the
  * reference's output; true when B's free-run output of it, in force (B's record), lies within
  * the op's local bound of it. The ctx's ref is the reference's arithmetic, b is B's. */
