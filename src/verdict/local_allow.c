@@ -357,7 +357,8 @@ static cd_status rnn_allowance(const cd_local_req *q, const cd_layer_cmp *l, con
      *   pass 0, forced: the last layer's steps recomputed on B's own previous outputs, so only
      *     the step's own rounding (and the cell state's, through the forget gate) is bounded:
      *     safety * bound + |exact step - ref|;
-     *   pass 1, carried: the exact recurrence from A's inputs with B's rounding bound carried
+     *   pass 1, carried: the exact recurrence from the layer's inputs (the request's run_a: A's
+     *     in fp32, B's own in fp16) with B's rounding bound carried
      *     through every step: safety * bound + |exact - ref|. The first is tight on each step
      *     but follows B wherever B drifts; the second holds B to the reference over the whole
      *     sequence, tight where the recurrence does not amplify. */
