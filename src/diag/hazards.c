@@ -1,6 +1,6 @@
 /* Accumulation lengths, FP16 hazard counts and ranking, and the auto tolerance. */
-#include <float.h>
 #include <math.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <string.h>
 #include "diag/diag.h"
@@ -105,22 +105,34 @@ int64_t cd_diag_acc_len(const cd_plan *plan, int op_index) {
 }
 
 void cd_diag_hazard_counts(const float *g, int64_t n, int64_t *over, int64_t *under, double *absmax) {
-    /* In float, without branches (the loop vectorizes): both limits are floats, so comparing
-     * |g| as a float decides as comparing it as a double; NaN and Inf fail every test but the
-     * finiteness one (|g| <= FLT_MAX), and the largest finite |g| widens exactly. */
-    const float hmax = (float)CD_HALF_MAX, hmin = (float)CD_HALF_MIN_NORMAL;
+    /* On the bits of |g| (integer compares of non-negative floats order them as their values,
+     * NaN and Inf above every finite one), without branches, so the loop vectorizes: over is
+     * 65504 < |g| < Inf, under 0 < |g| < 2^-14, and the largest finite |g| widens exactly. */
+    const int32_t inf = 0x7f800000, hmax = 0x477fe000 /* 65504 */, hmin = 0x38800000 /* 2^-14 */;
     int64_t o = 0, u = 0;
-    float mx = 0;
-    for (int64_t i = 0; i < n; i++) {
-        float a = fabsf(g[i]);
-        bool fin = a <= FLT_MAX;
-        o += fin && a > hmax;
-        u += a > 0 && a < hmin;
-        mx = fin && a > mx ? a : mx;
+    int32_t mx = 0;
+    for (int64_t c = 0; c < n; c += 1 << 20) {
+        int64_t e = c + (1 << 20) < n ? c + (1 << 20) : n;
+        int32_t oc = 0, uc = 0, mc = 0; /* per chunk: no overflow */
+        for (int64_t i = c; i < e; i++) {
+            int32_t x;
+            memcpy(&x, &g[i], 4);
+            x &= 0x7fffffff;
+            int32_t fin = x < inf;
+            oc += fin & (x > hmax);
+            uc += (x > 0) & (x < hmin);
+            int32_t xf = fin ? x : 0;
+            mc = xf > mc ? xf : mc;
+        }
+        o += oc;
+        u += uc;
+        mx = mc > mx ? mc : mx;
     }
+    float m;
+    memcpy(&m, &mx, 4);
     *over = o;
     *under = u;
-    *absmax = mx;
+    *absmax = m;
 }
 
 /* Risk score: an overflow is certain trouble (3 + log10 of the count); values within 8x of

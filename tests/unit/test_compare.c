@@ -197,6 +197,46 @@ Test(diag, hazard_counts_at_half_limits) {
     cr_assert_float_eq(mx, 70000.0, 0);
 }
 
+/* The counts against their definition (in double, one element at a time) on random bit
+ * patterns, NaN/Inf and the limits included, over more than one chunk. */
+Test(diag, hazard_counts_match_definition) {
+    const int64_t n = (1 << 20) + 4099;
+    float *g = malloc((size_t)n * sizeof *g);
+    cr_assert(g);
+    uint32_t x = 5;
+    float special[] = {65504.0f,  nextafterf(65504.0f, INFINITY),
+                       0x1p-14f,  nextafterf(0x1p-14f, 0),
+                       0x1p-149f, 0.0f,
+                       -0.0f,     INFINITY,
+                       NAN,       FLT_MAX,
+                       -65504.5f};
+    for (int64_t i = 0; i < n; i++) {
+        x = x * 1664525u + 1013904223u;
+        uint32_t u = x ^ (x >> 13) * 2654435761u;
+        if (i % 3 == 0) u = (u & 0x80ffffffu) | ((0x60u + (u >> 24) % 0x40u) << 23); /* around the half range */
+        memcpy(&g[i], &u, 4);
+        if (i % 101 == 0) g[i] = special[(i / 101) % (int64_t)(sizeof special / sizeof *special)];
+    }
+    for (int64_t len = 1; len <= n; len = len * 7 + 3) {
+        int64_t o = 0, un = 0, ro = 0, ru = 0;
+        double mx = 0, rmx = 0;
+        cd_diag_hazard_counts(g, len, &o, &un, &mx);
+        for (int64_t i = 0; i < len; i++) {
+            double a = fabs((double)g[i]);
+            if (!isfinite(a)) continue;
+            if (a > rmx) rmx = a;
+            if (a > CD_HALF_MAX)
+                ro++;
+            else if (a > 0 && a < CD_HALF_MIN_NORMAL)
+                ru++;
+        }
+        cr_assert_eq(o, ro, "len %lld: over %lld, definition %lld", (long long)len, (long long)o, (long long)ro);
+        cr_assert_eq(un, ru, "len %lld: under %lld, definition %lld", (long long)len, (long long)un, (long long)ru);
+        cr_assert(mx == rmx, "len %lld: absmax %a, definition %a", (long long)len, mx, rmx);
+    }
+    free(g);
+}
+
 Test(diag, auto_tolerance_formula) {
     cd_tol base = {.atol = 1, .rtol = 1, .min_cos = 0.5, .max_fail_fraction = 0.25};
     char rule[160];
