@@ -244,7 +244,9 @@ static void stats_bool(const uint8_t *p, int64_t n, stats_acc *r) {
  * true one does: the additions are exact up to there and round monotonically above) and
  * then has the sum of index order to the bit; above the bound the index-order loop runs.
  * min/max are exact in float whatever the order, except for the sign of a zero: the index-
- * order loop keeps the first zero, so a zero min or max takes the sign of the first zero. */
+ * order loop keeps the first zero, so a zero min or max takes the sign of the first zero.
+ * The fast path is built by GCC on x86-64 only (clang 15 has no __builtin_cpu_supports
+ * ("f16c")); elsewhere, and on a CPU without AVX2 + F16C, the index-order loop runs. */
 #if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
 #include <immintrin.h>
 #define STATS_F16_X86 1
@@ -294,7 +296,6 @@ __attribute__((target("avx2,f16c"))) static bool f16_lanes(const uint16_t *p, in
     *asum += (d[0] + d[1]) + (d[2] + d[3]);
     return !_mm_testz_si128(bad, bad);
 }
-#endif
 
 /* Index of the first (finite) zero of the halves, -1 if none. */
 static int64_t f16_first_zero(const uint16_t *p, int64_t n) {
@@ -308,6 +309,7 @@ static int64_t f16_first_zero(const uint16_t *p, int64_t n) {
         if ((p[i] & 0x7fffu) == 0) return i;
     return -1;
 }
+#endif
 
 static void stats_f16(const uint16_t *p, int64_t n, stats_acc *r) {
 #ifdef STATS_F16_X86
