@@ -10,7 +10,7 @@
 #   asan       sanitize.sh --asan: build-sanitize/ (ASan + UBSan), then its ctest -j2
 #   valgrind   sanitize.sh --valgrind: build-valgrind/ (Debug), then one run under memcheck
 # All three at the same priority: the asan chain is as long as the main one and starts with
-# its longest compile (gemm.c at -O3 under ASan + UBSan), so a lower priority would only
+# its longest compiles (gemm.c and gemm_f16.c at -O3 under ASan + UBSan), so a lower priority would only
 # make it finish last. Their output is kept in <build root>/sanitize-{asan,valgrind}.out
 # and printed once the main ctest is done.
 # CLDIFF_SKIP_SANITIZE=1 skips the asan and valgrind chains for a quick local run.

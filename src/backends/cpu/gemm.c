@@ -1,6 +1,6 @@
 /* Blocked GEMM (see gemm.h). One template body (gemm_tmpl.h), instantiated here for float and
- * _Float16 by including it with GT (element type), GS (name suffix) and the G_* parameters
- * defined.
+ * in gemm_f16.c for _Float16, by including it with GT (element type), GS (name suffix) and
+ * the G_* parameters defined (the common part: gemm_inst.h).
  *
  * Blocking: K is cut into KC-deep slices. For each slice the whole of op(A) is packed
  * into MR-row panels (shared by all threads), and work items (a chunk of B columns x a
@@ -17,44 +17,13 @@
  * AVX512-FP16 GCC would otherwise fuse them into one FMA and the fp16 results would
  * depend on the machine.
  *
- * Files: this one holds the instantiations; gemm_tmpl.h the template body with the packed
- * path; the float-only direct paths are parts of the same body, included from it
- * (gemm_direct_tmpl.h: small products; gemm_conv_tmpl.h: short-reduction convolutions;
- * gemm_gemv_tmpl.h: one-column products), so everything stays one translation unit, built
- * with the flags CMakeLists.txt gives gemm.c. */
-#include "backends/cpu/gemm.h"
-#include <omp.h>
-#include <stdint.h>
-#include <stdlib.h>
-#include <string.h>
-
-#define MR 8
-#define NR CD_GEMM_NR
-#define KC 256
-#define NCHUNK 256 /* B columns per work item (multiple of NR) */
-/* Below CD_GEMM_ONE_THREAD_MACS (gemm.h) a product runs on one thread. */
-#define SINGLE_THREAD_MACS CD_GEMM_ONE_THREAD_MACS
-/* The direct (unpacked) path takes products up to this size whose B (K x N) fits in L2;
- * larger ones are faster packed (B panels reused from L1 by every A panel). */
-#define DIRECT_MAX_MACS (16.0 * (1 << 20))
-#define DIRECT_MAX_B ((size_t)512 << 10)
-
-/* The micro-kernel is compiled for several x86 ISA levels and chosen once per call with
- * __builtin_cpu_supports, so a portable build still uses AVX-512 / AVX2 / AVX512-FP16. */
-#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
-#define CD_GEMM_X86 1
-#endif
-
-#ifdef CD_GEMM_X86
-#include <immintrin.h>
-#endif
-
-#define BCAST16(x)                                                                                                     \
-    { x, x, x, x, x, x, x, x, x, x, x, x, x, x, x, x }
-
-static inline int imin(int a, int b) { return a < b ? a : b; }
-
-#include "gemm_neon.h"
+ * Files: this one holds the float instantiation, gemm_f16.c the half one (two translation
+ * units that compile in parallel; gemm_inst.h what both set first); gemm_tmpl.h the template
+ * body with the packed path; the float-only direct paths are parts of the same body, included
+ * from it (gemm_direct_tmpl.h: small products; gemm_conv_tmpl.h: short-reduction convolutions;
+ * gemm_gemv_tmpl.h: one-column products), built with the flags CMakeLists.txt gives the GEMM
+ * files. */
+#include "backends/cpu/gemm_inst.h"
 
 #define GT float
 #define GS f32
@@ -76,27 +45,5 @@ static inline int imin(int a, int b) { return a < b ? a : b; }
 #define G_NAME_ARCH "neon-4x16"
 #endif
 #include "gemm_tmpl.h"
-
-/* Half: multiply and add stay two separately rounded operations (no contraction into FMA),
- * so the fp16 results are the same on every ISA level. */
-#pragma GCC push_options
-#pragma GCC optimize("fp-contract=off")
-#define GT _Float16
-#define GS f16
-#define G_ISA_FAST "avx512fp16,avx512vl,avx512bw,avx512f"
-#define G_ISA_FAST_CHECK __builtin_cpu_supports("avx512fp16")
-#define G_ISA_MID "avx512f,f16c"
-#define G_ISA_MID_CHECK __builtin_cpu_supports("avx512f")
-#define G_NAME_FAST "avx512fp16"
-#define G_NAME_MID "avx512f-f16c"
-#define G_VEC_TAIL 0 /* half: the scalar tail, as before */
-#define G_LANE_INT short
-/* half: no direct paths (the emulated half arithmetic of the non-FP16 ISA levels makes
- * their unrolled tiles huge); every half product takes the packed path */
-#define G_DIRECT 0
-#define G_HALF 1
-#define G_ROUNDED(v) (void)0 /* fp-contract is off for half anyway */
-#include "gemm_tmpl.h"
-#pragma GCC pop_options
 
 const char *cd_gemm_kernel_name(void) { return cd_gemm_kernel_name_f32(); }

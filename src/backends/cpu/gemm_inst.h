@@ -1,0 +1,41 @@
+/* What both instantiation files of the GEMM template (gemm.c: float, gemm_f16.c: _Float16) set
+ * before including gemm_tmpl.h: the blocking constants, the ISA switch and small helpers.
+ * Two files so that the two instantiations compile in parallel (the half one, with its
+ * emulated half tiles, is the slowest file of the project, the more so under the sanitizers);
+ * both get the flags CMakeLists.txt gives the GEMM files. */
+#ifndef CD_GEMM_INST_H
+#define CD_GEMM_INST_H
+#include "backends/cpu/gemm.h"
+#include <omp.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define MR 8
+#define NR CD_GEMM_NR
+#define KC 256
+#define NCHUNK 256 /* B columns per work item (multiple of NR) */
+/* Below CD_GEMM_ONE_THREAD_MACS (gemm.h) a product runs on one thread. */
+#define SINGLE_THREAD_MACS CD_GEMM_ONE_THREAD_MACS
+/* The direct (unpacked) path takes products up to this size whose B (K x N) fits in L2;
+ * larger ones are faster packed (B panels reused from L1 by every A panel). */
+#define DIRECT_MAX_MACS (16.0 * (1 << 20))
+#define DIRECT_MAX_B ((size_t)512 << 10)
+
+/* The micro-kernel is compiled for several x86 ISA levels and chosen once per call with
+ * __builtin_cpu_supports, so a portable build still uses AVX-512 / AVX2 / AVX512-FP16. */
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
+#define CD_GEMM_X86 1
+#endif
+
+#ifdef CD_GEMM_X86
+#include <immintrin.h>
+#endif
+
+#define BCAST16(x)                                                                                                     \
+    { x, x, x, x, x, x, x, x, x, x, x, x, x, x, x, x }
+
+static inline int imin(int a, int b) { return a < b ? a : b; }
+
+#include "gemm_neon.h"
+#endif
