@@ -94,6 +94,23 @@ typedef struct {
     int64_t fin, nan, inf;
 } stats_acc;
 
+/* One float32 element of a block holding NaN/Inf (or of the tail): counted, or into the
+ * extremes and its lane's sum. */
+static inline void f32_one(float x, float *fmn, float *fmx, double *lane, int64_t *fin, stats_acc *r) {
+    if (isnan(x)) {
+        r->nan++;
+        return;
+    }
+    if (isinf(x)) {
+        r->inf++;
+        return;
+    }
+    *fmn = x < *fmn ? x : *fmn;
+    *fmx = x > *fmx ? x : *fmx;
+    *lane += x;
+    (*fin)++;
+}
+
 /* float32: blocks of 8 without NaN/Inf (the common case) take a branch-free path the compiler
  * vectorises: float min/max are exact, the sum uses 8 double lanes (a fixed order, so the
  * result is deterministic); blocks holding a non-finite value go one by one. */
@@ -131,37 +148,9 @@ static void stats_f32(const float *p, int64_t n, stats_acc *r) {
             fin += 8;
             continue;
         }
-        for (int j = 0; j < 8; j++) {
-            float x = p[i + j];
-            if (isnan(x)) {
-                r->nan++;
-                continue;
-            }
-            if (isinf(x)) {
-                r->inf++;
-                continue;
-            }
-            fmn = x < fmn ? x : fmn;
-            fmx = x > fmx ? x : fmx;
-            lane[j] += x;
-            fin++;
-        }
+        for (int j = 0; j < 8; j++) f32_one(p[i + j], &fmn, &fmx, &lane[j], &fin, r);
     }
-    for (; i < n; i++) {
-        float x = p[i];
-        if (isnan(x)) {
-            r->nan++;
-            continue;
-        }
-        if (isinf(x)) {
-            r->inf++;
-            continue;
-        }
-        fmn = x < fmn ? x : fmn;
-        fmx = x > fmx ? x : fmx;
-        lane[0] += x;
-        fin++;
-    }
+    for (; i < n; i++) f32_one(p[i], &fmn, &fmx, &lane[0], &fin, r);
     r->mn = fmn;
     r->mx = fmx;
     r->sum = ((lane[0] + lane[1]) + (lane[2] + lane[3])) + ((lane[4] + lane[5]) + (lane[6] + lane[7]));
