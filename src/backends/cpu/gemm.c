@@ -24,6 +24,8 @@
  * gemm_gemv_tmpl.h: one-column products), built with the flags CMakeLists.txt gives the GEMM
  * files. */
 #include "backends/cpu/gemm_inst.h"
+/* the aarch64 fp32 micro-kernel: the float instantiation alone uses it */
+#include "gemm_neon.h"
 
 #define GT float
 #define GS f32

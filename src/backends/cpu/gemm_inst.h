@@ -37,5 +37,4 @@
 
 static inline int imin(int a, int b) { return a < b ? a : b; }
 
-#include "gemm_neon.h"
 #endif

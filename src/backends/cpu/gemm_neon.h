@@ -1,5 +1,5 @@
-/* The aarch64 fp32 micro-kernel of the blocked GEMM (gemm.c includes it once, before its
- * instantiations; G_MICRO_ARCH names it in the float one). Not a header of its own. */
+/* The aarch64 fp32 micro-kernel of the blocked GEMM (gemm.c includes it once, before the float
+ * instantiation, whose G_MICRO_ARCH names it; gemm_f16.c does not). Not a header of its own. */
 #if defined(__aarch64__) && defined(__ARM_NEON)
 #include <arm_neon.h>
 #define CD_GEMM_NEON 1
