@@ -23,12 +23,19 @@ static const char *CSS =
     ".env td{text-align:left}.mono{font-family:ui-monospace,monospace}svg text{font-size:11px}"
     ".heat img{image-rendering:pixelated;border:1px solid #ccc}";
 
+/* Sorting: numbers (a leading "≤" or "x" ignored, "inf" included) in numeric order before text
+ * and empty cells, text in locale order; a second click on the same header reverses, a third
+ * sorts ascending again; header rows of tables without <thead> stay first. */
 static const char *JS =
-    "function sortTable(t,c){var b=t.tBodies[0],r=Array.from(b.rows),d=t.dataset.dir==c?-1:1;"
-    "t.dataset.dir=d==1?c:'';r.sort(function(x,y){var a=x.cells[c].dataset.v||x.cells[c].textContent,"
-    "z=y.cells[c].dataset.v||y.cells[c].textContent,p=parseFloat(a),q=parseFloat(z);"
-    "if(!isNaN(p)&&!isNaN(q))return (p-q)*d;return a.localeCompare(z)*d;});r.forEach(function(e){b.appendChild(e)});}"
-    "document.querySelectorAll('th').forEach(function(h,i){h.onclick=function(){sortTable(h.closest('table'),h."
+    "function sortKey(c){if(!c)return{s:''};var s=(c.dataset.v||c.textContent).trim(),t=s.replace(/^(\\u2264|x)/,''),"
+    "n=/^[-+]?inf/i.test(t)?(t[0]=='-'?-1/0:1/0):parseFloat(t);return isNaN(n)?{s:s}:{n:n};}"
+    "function sortTable(t,c){var b=t.tBodies[0],r=Array.from(b.rows).filter(function(x){return "
+    "!x.querySelector('th')}),"
+    "d=t.dataset.col===String(c)&&t.dataset.dir==='1'?-1:1;t.dataset.col=c;t.dataset.dir=d;"
+    "r.sort(function(x,y){var a=sortKey(x.cells[c]),z=sortKey(y.cells[c]);"
+    "return d*('n' in a?('n' in z?(a.n>z.n)-(a.n<z.n):-1):('n' in z?1:a.s.localeCompare(z.s)));});"
+    "r.forEach(function(e){b.appendChild(e)});}"
+    "document.querySelectorAll('th').forEach(function(h){h.onclick=function(){sortTable(h.closest('table'),h."
     "cellIndex)}});";
 
 static void h(FILE *f, const char *s) { cd_put_xml(f, s); }

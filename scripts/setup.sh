@@ -33,7 +33,8 @@ test_pkgs=(libcriterion-dev hdf5-tools clinfo oclgrind clang clang-format zlib1g
            python3 python3-venv python3-pip help2man
            valgrind clang-15 libclang-common-15-dev libomp-15-dev
            gcc-aarch64-linux-gnu libc6-dev-arm64-cross qemu-user
-           g++ g++-aarch64-linux-gnu libopenblas0-pthread libgfortran5)
+           g++ g++-aarch64-linux-gnu libopenblas0-pthread libgfortran5
+           chromium)  # tests/html: report.html rendered headless
 # The Paddle-Lite engines (src/backends/paddlelite/pl_sdk.h): the runner is compiled per SDK
 # with g++ (x86-64 SDK) or g++-aarch64-linux-gnu (armv8 SDK, run under qemu-user with the
 # libc6/libstdc++6 arm64 cross runtime as sysroot); the x86-64 library links libopenblas.so.0
