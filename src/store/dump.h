@@ -157,6 +157,8 @@ int cd_dump_reader_format_version(const cd_dump_reader *r);
 /* Runs in name order. */
 int cd_dump_n_runs(const cd_dump_reader *r);
 const char *cd_dump_run_name(const cd_dump_reader *r, int i);
+/* The path the reader was opened with. */
+const char *cd_dump_reader_path(const cd_dump_reader *r);
 /* Index of a run by name, -1 if absent. */
 int cd_dump_find_run(const cd_dump_reader *r, const char *run);
 

@@ -23,6 +23,7 @@ struct cd_dump_reader {
 };
 
 bool cd_dump_reader_complete(const cd_dump_reader *r) { return r->complete; }
+const char *cd_dump_reader_path(const cd_dump_reader *r) { return r->path; }
 int cd_dump_reader_format_version(const cd_dump_reader *r) { return r->format_version; }
 int cd_dump_n_runs(const cd_dump_reader *r) { return r->n_runs; }
 const char *cd_dump_run_name(const cd_dump_reader *r, int i) { return i >= 0 && i < r->n_runs ? r->runs[i] : NULL; }
