@@ -365,7 +365,7 @@ static void verdict_card(FILE *f, const cd_report_input *in) {
             an->n_fail, an->n_layers);
         return;
     }
-    static const char *const cls[] = {"pass", "fail", "drift", "crash", "fail"};
+    static const char *const cls[] = {"pass", "fail", "drift", "crash", "fail", "crash", "crash"};
     fprintf(f, "<div class=\"card %s verdict\" id=\"verdict\" data-kind=\"%s\">", cls[kind], cd_report_kind_name(kind));
     switch (kind) {
     case CD_KIND_FAULT: {
@@ -513,6 +513,17 @@ static void verdict_card(FILE *f, const cd_report_input *in) {
         }
         fputs("; layers before the crash are compared below.", f);
         break;
+    case CD_KIND_INCOMPLETE:
+        fprintf(f, "<b>INCOMPLETE</b>%s: ", an->interrupted ? " (interrupted)" : "");
+        h(f, an->incomplete);
+        fprintf(f, ". Nothing is passed that was not checked: %d layer(s) compared, %d probed tensor(s) not compared.",
+                an->n_layers, an->n_unchecked);
+        break;
+    case CD_KIND_ERROR:
+        fprintf(f, "<b>ERROR</b> (exit %d): ", an->error_code);
+        h(f, an->error);
+        fprintf(f, ". No verdict: %d layer(s) were compared before the failure.", an->n_layers);
+        break;
     case CD_KIND_NONDET: {
         const cd_layer_cmp *l = cd_report_layer(an, an->first_nondet);
         fprintf(f, "<b>NONDETERMINISTIC</b>: %d layer(s) changed between %d runs of ", an->n_nondet, an->repeat_n);
@@ -588,6 +599,7 @@ cd_status cd_report_html(const cd_report_input *in, const char *dir, cd_error *e
     const cd_analysis *an = in->an;
     const cd_report_env *e = in->env;
     const char *v = an->verdict == CD_VERDICT_PASS ? "pass" : an->verdict == CD_VERDICT_FAIL ? "fail" : "crash";
+    static const char *const vword[] = {"PASS", "FAIL", "CRASH", "INCOMPLETE", "ERROR"};
     fputs("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>cldiff: ", f);
     h(f, e->model_path);
     fprintf(f, "</title><style>%s</style></head><body>\n<h1>cldiff — ", CSS);
@@ -596,6 +608,11 @@ cd_status cd_report_html(const cd_report_input *in, const char *dir, cd_error *e
     cd_verdict_kind kind;
     bool classified = cd_report_kind(in, &kind), fault = classified && kind == CD_KIND_FAULT;
     verdict_card(f, in);
+    if (an->incomplete[0] && an->kind != CD_KIND_INCOMPLETE) {
+        fputs("<div class=\"card crash\" id=\"incomplete\"><b>Incomplete</b>: ", f);
+        h(f, an->incomplete);
+        fputs("</div>\n", f);
+    }
     outputs_card(f, an);
     if (an->local_ran)
         fprintf(f,
@@ -604,10 +621,7 @@ cd_status cd_report_html(const cd_report_input *in, const char *dir, cd_error *e
                 an->n_fail ? "info" : "pass", an->n_fail, an->n_layers);
     else
         fprintf(f, "<div class=\"card %s\"><b>%s</b> — %d of %d layers out of tolerance.<br>\n", v,
-                an->verdict == CD_VERDICT_PASS       ? "PASS"
-                    : an->verdict == CD_VERDICT_FAIL ? "FAIL"
-                                                     : "CRASH",
-                an->n_fail, an->n_layers);
+                (unsigned)an->verdict <= CD_VERDICT_ERROR ? vword[an->verdict] : "ERROR", an->n_fail, an->n_layers);
     if (e->crash) {
         fputs("Backend B crashed: ", f);
         h(f, e->crash);

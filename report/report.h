@@ -4,6 +4,7 @@
 #define CD_REPORT_H
 #include <stdio.h>
 #include "compare/analysis.h"
+#include "compare/dumpcmp.h"
 
 /* Everything about the run a report shows besides the per-layer table. */
 typedef struct cd_report_env {
@@ -37,6 +38,9 @@ typedef struct cd_report_input {
     const cd_analysis *an;
     const cd_report_detail *details;
     int n_details;
+    /* probed tensors stored in one run only (not compared): listed in layers.csv */
+    const cd_cmp_unmatched *unchecked;
+    int n_unchecked;
 } cd_report_input;
 
 /* Each writes <dir>/<file>; returns CD_E_IO with the path on failure. */
@@ -57,6 +61,8 @@ void cd_report_terminal(const cd_report_input *in, FILE *f, bool use_color);
 bool cd_report_kind(const cd_report_input *in, cd_verdict_kind *kind);
 /* "pass", "kernel_fault", "output_drift", "crash", "nondeterministic". */
 const char *cd_report_kind_name(cd_verdict_kind kind);
+/* The verdict word of summary.json and summary.md: pass, fail, crash, incomplete, error. */
+const char *cd_report_verdict_name(cd_verdict v);
 /* The layer at index i of the analysis, NULL when i is out of range (unset indices). */
 const cd_layer_cmp *cd_report_layer(const cd_analysis *an, int i);
 /* The first kernel fault, NULL unless the verdict kind is a kernel fault. */

@@ -6,11 +6,12 @@
 bool cd_report_kind(const cd_report_input *in, cd_verdict_kind *kind) {
     const cd_analysis *an = in->an;
     *kind = an->kind;
+    if (an->kind == CD_KIND_INCOMPLETE || an->kind == CD_KIND_ERROR) return true;
     if (an->verdict == CD_VERDICT_CRASH || in->env->crash) {
         *kind = CD_KIND_CRASH;
         return true;
     }
-    if ((unsigned)an->kind > CD_KIND_NONDET) return false;
+    if ((unsigned)an->kind > CD_KIND_ERROR) return false;
     if (an->kind != CD_KIND_PASS || an->verdict == CD_VERDICT_PASS) return true;
     /* A failing verdict the analysis left unclassified: only nondeterminism keeps its old meaning. */
     if (an->n_nondet && !an->n_fail) {
@@ -27,6 +28,8 @@ const char *cd_report_kind_name(cd_verdict_kind k) {
     case CD_KIND_DRIFT: return "output_drift";
     case CD_KIND_CRASH: return "crash";
     case CD_KIND_NONDET: return "nondeterministic";
+    case CD_KIND_INCOMPLETE: return "incomplete";
+    case CD_KIND_ERROR: return "error";
     }
     return "unknown";
 }
@@ -44,3 +47,14 @@ double cd_report_rel_local(const cd_layer_cmp *l) {
 }
 
 bool cd_report_outputs_judged(const cd_analysis *an) { return an->n_outputs > 0; }
+
+const char *cd_report_verdict_name(cd_verdict v) {
+    switch (v) {
+    case CD_VERDICT_PASS: return "pass";
+    case CD_VERDICT_FAIL: return "fail";
+    case CD_VERDICT_CRASH: return "crash";
+    case CD_VERDICT_INCOMPLETE: return "incomplete";
+    case CD_VERDICT_ERROR: return "error";
+    }
+    return "error";
+}

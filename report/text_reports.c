@@ -7,9 +7,7 @@
 #include "report/atomic.h"
 #include "report/report.h"
 
-static const char *verdict_str(cd_verdict v) {
-    return v == CD_VERDICT_PASS ? "pass" : v == CD_VERDICT_FAIL ? "fail" : "crash";
-}
+static const char *verdict_str(cd_verdict v) { return cd_report_verdict_name(v); }
 
 static const char *shape_s(const cd_shape *s, char *b, size_t n) { return cd_shape_str(s, b, n); }
 
@@ -29,6 +27,23 @@ static void unravel(const cd_shape *s, int64_t flat, int64_t *coord, int *rank) 
         flat /= d;
     }
     *rank = s->rank;
+}
+
+/* Probed tensors stored in one run only (an incomplete run): a row each, pass "not_compared",
+ * the other columns empty (docs/verdicts.md "Incomplete"). Written before the compared rows. */
+static void csv_unchecked(const cd_report_input *in, FILE *f, bool golden) {
+    /* columns after `pass`: 37 + the golden block (4) + diagnosis (29) + local (11) */
+    int rest = 37 + (golden ? 4 : 0) + 29 + 11;
+    for (int i = 0; i < in->n_unchecked; i++) {
+        const cd_cmp_unmatched *u = &in->unchecked[i];
+        fprintf(f, ",%d,", u->op_index);
+        cd_put_csv(f, u->layer);
+        fputs(",,", f);
+        cd_put_csv(f, u->tensor);
+        fputs(",,not_compared", f);
+        for (int k = 0; k < rest; k++) fputc(',', f);
+        fputc('\n', f);
+    }
 }
 
 cd_status cd_report_csv(const cd_report_input *in, const char *dir, cd_error *err) {
@@ -55,6 +70,7 @@ cd_status cd_report_csv(const cd_report_input *in, const char *dir, cd_error *er
           "out_range_err,out_pass",
           f);
     fputc('\n', f);
+    csv_unchecked(in, f, golden);
     for (int i = 0; i < an->n_layers; i++) {
         const cd_layer_cmp *l = &an->layers[i];
         const cd_metrics *m = &l->m;
@@ -543,7 +559,18 @@ cd_status cd_report_json(const cd_report_input *in, const char *dir, cd_error *e
         cd_put_json_num(f, l->rel_err);
         fputc('}', f);
     }
-    fputs("],\n  \"crash\": ", f);
+    fputs("],\n  \"incomplete\": ", f);
+    if (an->incomplete[0])
+        cd_put_json_str(f, an->incomplete);
+    else
+        fputs("null", f);
+    fprintf(f, ",\n  \"interrupted\": %s,\n  \"layers_not_compared\": %d,\n  \"error\": ", jbool(an->interrupted),
+            an->n_unchecked);
+    if (an->error[0])
+        fprintf(f, "{\"message\": "), cd_put_json_str(f, an->error), fprintf(f, ", \"exit_code\": %d}", an->error_code);
+    else
+        fputs("null", f);
+    fputs(",\n  \"crash\": ", f);
     if (e->crash)
         cd_put_json_str(f, e->crash);
     else
@@ -725,11 +752,25 @@ cd_status cd_report_junit(const cd_report_input *in, const char *dir, cd_error *
     if (st) return st;
     FILE *f = a.f;
     const cd_analysis *an = in->an;
+    bool no_verdict = an->kind == CD_KIND_INCOMPLETE || an->kind == CD_KIND_ERROR;
     fputs("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<testsuites>\n  <testsuite name=\"cldiff ", f);
     cd_put_xml(f, in->env->model_path);
     fprintf(f, " %s %s vs %s\" tests=\"%d\" failures=\"%d\" errors=\"%d\" time=\"%.3f\">\n", in->env->precision,
-            in->env->backend_a, in->env->backend_b, an->n_layers, junit_layer_failures(an), in->env->crash ? 1 : 0,
-            in->env->wall_ms_total / 1e3);
+            in->env->backend_a, in->env->backend_b, an->n_layers + (no_verdict ? 1 : 0), junit_layer_failures(an),
+            (in->env->crash ? 1 : 0) + (no_verdict ? 1 : 0), in->env->wall_ms_total / 1e3);
+    /* incomplete or error: never a pass (docs/verdicts.md) */
+    if (no_verdict) {
+        fprintf(f, "    <testcase classname=\"cldiff.run\" name=\"verdict\"><error type=\"%s\" message=\"",
+                cd_report_verdict_name(an->verdict));
+        if (an->kind == CD_KIND_ERROR) {
+            fputs("error: ", f);
+            cd_put_xml(f, an->error);
+        } else {
+            fputs("incomplete: ", f);
+            cd_put_xml(f, an->incomplete);
+        }
+        fputs("\"/></testcase>\n", f);
+    }
     if (in->env->crash) {
         fputs("    <testcase classname=\"cldiff.run\" name=\"backend\"><error message=\"", f);
         cd_put_xml(f, in->env->crash);
@@ -889,6 +930,17 @@ static void verdict_text(const cd_report_input *in, FILE *f, bool md, const char
         fprintf(f, "%sverdict: CRASH%s: %s did not finish; layers before the crash are compared below\n", b0, b1,
                 in->env->backend_b);
         break;
+    case CD_KIND_INCOMPLETE:
+        fprintf(f, "%sverdict: INCOMPLETE%s%s: %s\n", b0, b1, an->interrupted ? " (interrupted)" : "", an->incomplete);
+        if (md) fputc('\n', f);
+        fprintf(f, "%snothing is passed that was not checked: %d layer(s) compared, %d probed tensor(s) not compared\n",
+                item, an->n_layers, an->n_unchecked);
+        break;
+    case CD_KIND_ERROR:
+        fprintf(f, "%sverdict: ERROR%s (exit %d): %s\n", b0, b1, an->error_code, an->error);
+        if (md) fputc('\n', f);
+        fprintf(f, "%sno verdict: %d layer(s) were compared before the failure\n", item, an->n_layers);
+        break;
     case CD_KIND_NONDET: {
         const cd_layer_cmp *l = cd_report_layer(an, an->first_nondet);
         fprintf(f,
@@ -899,6 +951,8 @@ static void verdict_text(const cd_report_input *in, FILE *f, bool md, const char
         break;
     }
     }
+    /* a finding on what was checked stands; the run is still said to be incomplete */
+    if (an->incomplete[0] && kind != CD_KIND_INCOMPLETE) fprintf(f, "%sincomplete: %s\n", item, an->incomplete);
 }
 
 /* First divergence of the free run: the failing layer of the old model, information under a

@@ -37,6 +37,12 @@ const cd_backend_def *cd_backend_lookup(const char *name) {
     return NULL;
 }
 
+const cd_backend_def *cd_backend_reference(void) {
+    for (int i = 0; i < N_REGISTRY; i++)
+        if (REGISTRY[i]->reference) return REGISTRY[i];
+    return REGISTRY[0];
+}
+
 void cd_backend_names(char *buf, size_t n) {
     size_t off = 0;
     buf[0] = 0;

@@ -18,6 +18,9 @@
 const cd_backend_def *cd_backend_lookup(const char *name);
 int cd_backend_count(void);
 const cd_backend_def *cd_backend_at(int i);
+/* The backend with the reference role (cd_backend_def.reference): run A by default and the
+ * backend of the differential run's own reference runs. */
+const cd_backend_def *cd_backend_reference(void);
 /* "cpu (arm), opencl, paddle-lite, ..." for messages. */
 void cd_backend_names(char *buf, size_t n);
 

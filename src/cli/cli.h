@@ -50,6 +50,7 @@ typedef struct cd_cli_opts {
     double calibrate_safety; /* --calibrate-safety X (default 4) */
     const char *repro_dir;   /* --repro DIR (default <out>/repro on failure) */
     bool no_repro;           /* --no-repro */
+    bool force;              /* --force: compare dumps of different models or inputs */
     const char *inputs_dir;  /* --inputs DIR */
     bool suggest_pins;       /* --suggest-pins */
     const char *positional[4];

@@ -3,6 +3,7 @@
  * one run step by step over a diff_run (diff_priv.h); the steps' parts live beside it:
  * diff_verdict.c (policy, local check, verdict), diff_report.c (reports; `compare` and
  * `report`), diff_repro.c (repro pack), diff_inputs.c (--inputs, --calibrate). */
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -47,6 +48,15 @@ static void phase_end(const char *name) {
     phase.cpu = c;
 }
 
+/* Tests of interruptions (docs/verdicts.md "Incomplete"): CLDIFF_TEST_SIGNAL_AT=PHASE (A, B,
+ * local, report) raises SIGINT on this process as the differential run enters that phase: an
+ * interruption at a known point, not after a sleep. (run:RUN:N, op N of a run, is session.c's.) */
+static void test_signal_at(diff_run *d, const char *ph, const char *what) {
+    d->phase = what;
+    const char *e = getenv("CLDIFF_TEST_SIGNAL_AT");
+    if (e && !strcmp(e, ph)) raise(SIGINT);
+}
+
 /* The tolerance policy and the session; names the runs. */
 static cd_status diff_open(diff_run *d, cd_error *err) {
     const cd_cli_opts *o = d->o;
@@ -62,6 +72,11 @@ static cd_status diff_open(diff_run *d, cd_error *err) {
     d->engine_b = db && !db->op_by_op;
     snprintf(d->run_a, sizeof d->run_a, "%s", d->A);
     snprintf(d->run_b, sizeof d->run_b, strcmp(d->A, d->B) ? "%s" : "%s_b", d->B);
+    d->ref = cd_backend_reference()->name;
+    /* the compared pair, for whoever judges the dump later (cd_judge_pick_runs) */
+    if ((st = cd_dump_set_attr_str(d->s.dump, "/", "run_a", d->run_a, err)) ||
+        (st = cd_dump_set_attr_str(d->s.dump, "/", "run_b", d->run_b, err)))
+        return st;
     if (!o->quiet && !d->ctx->collect_only)
         printf("cldiff %s: %s (%s), %d ops, %d probed, %s, %s vs %s%s\n", CLDIFF_VERSION, o->model, d->s.model_format,
                d->s.g->n_ops, d->s.n_probed, o->prec == CD_PREC_FP16 ? "fp16" : "fp32", d->A, d->B,
@@ -75,6 +90,7 @@ static void diff_run_repeats(diff_run *d) {
     for (int r = 1; !d->stb && r < o->repeat; r++) {
         char rep[48];
         snprintf(rep, sizeof rep, "%s_rep%d", d->run_b, r);
+        d->phase = "B's repeats";
         d->stb = cd_session_run(&d->s, d->B, rep, o->prec, &d->rr, &d->eb);
         d->wall_rep += d->rr.wall_ms;
         if (d->stb == CD_E_CRASH) d->crashed = true;
@@ -92,15 +108,18 @@ static void diff_run_repeats(diff_run *d) {
 static cd_status diff_run_engine_b(diff_run *d, cd_forcing *rec, cd_error *err) {
     const cd_cli_opts *o = d->o;
     cd_run_req qa = {.backend = d->A, .run = d->run_a, .prec = o->prec};
+    test_signal_at(d, "A", "run A");
     cd_status st = cd_session_run_req(&d->s, &qa, &d->ra, err);
     phase_end("A");
     if (st) return st;
     cd_run_req qb = {.backend = d->B, .run = d->run_b, .prec = o->prec, .record = rec};
+    test_signal_at(d, "B", "run B");
     d->stb = cd_session_run_req(&d->s, &qb, &d->rb, &d->eb);
     phase_end("B");
     d->crashed = d->stb == CD_E_CRASH;
     if (!d->stb && d->local && rec) {
-        cd_run_req ql = {.backend = "cpu",
+        d->phase = "the local pass";
+        cd_run_req ql = {.backend = d->ref,
                          .prec = o->prec,
                          .force = rec,
                          .local_run = d->run_local,
@@ -125,10 +144,12 @@ static cd_status diff_run_engine_b(diff_run *d, cd_forcing *rec, cd_error *err) 
 static cd_status diff_run_own_inputs(diff_run *d, cd_forcing *rec, cd_error *err) {
     const cd_cli_opts *o = d->o;
     cd_run_req qa = {.backend = d->A, .run = d->run_a, .prec = o->prec};
+    test_signal_at(d, "A", "run A");
     cd_status st = cd_session_run_req(&d->s, &qa, &d->ra, err);
     phase_end("A");
     if (st) return st;
     cd_run_req qb = {.backend = d->B, .run = d->run_b, .prec = o->prec, .record = rec};
+    test_signal_at(d, "B", "run B");
     d->stb = cd_session_run_req(&d->s, &qb, &d->rb, &d->eb);
     phase_end("B");
     d->crashed = d->stb == CD_E_CRASH;
@@ -140,11 +161,12 @@ static cd_status diff_run_own_inputs(diff_run *d, cd_forcing *rec, cd_error *err
         d->settle = (cd_local_settle_ctx){.g = d->s.g,
                                           .plan = &d->s.plan,
                                           .ref = {.u = CD_U32, .half_store = false},
-                                          .b = cd_verdict_side_arith(d->B, o->prec, d->rb.variant),
+                                          .b = cd_verdict_side_arith(d->rb.compute, o->prec),
                                           .threads = cd_session_helper_threads(o)};
         cd_plan pref;
         if ((st = cd_verdict_ref_plan(d->s.g, d->s.in_shapes, &d->s.plan, &pref, err))) return st;
-        cd_run_req qr = {.backend = "cpu",
+        d->phase = "the local reference run";
+        cd_run_req qr = {.backend = d->ref,
                          .prec = CD_PREC_FP32,
                          .plan = &pref,
                          .force = rec,
@@ -171,6 +193,7 @@ static cd_status diff_run_a_b(diff_run *d, cd_forcing *rec, cd_error *err) {
     if (d->engine_b) return diff_run_engine_b(d, rec, err);
     if (d->own_inputs) return diff_run_own_inputs(d, rec, err);
     cd_run_req qa = {.backend = d->A, .run = d->run_a, .prec = o->prec, .record = rec};
+    test_signal_at(d, "A", "run A");
     cd_status st = cd_session_run_req(&d->s, &qa, &d->ra, err);
     phase_end("A");
     if (st) return st;
@@ -193,6 +216,7 @@ static cd_status diff_run_a_b(diff_run *d, cd_forcing *rec, cd_error *err) {
         qb.settled = d->settled;
         qb.settled_info = d->settled_info;
     }
+    test_signal_at(d, "B", "run B");
     d->stb = cd_session_run_req(&d->s, &qb, &d->rb, &d->eb);
     phase_end("B");
     d->crashed = d->stb == CD_E_CRASH;
@@ -205,7 +229,8 @@ static cd_status diff_run_golden(diff_run *d, cd_error *err) {
     const cd_cli_opts *o = d->o;
     if ((d->stb != CD_OK && !d->crashed) || o->prec != CD_PREC_FP16) return CD_OK;
     /* the fp16 runs' program in float32: int8 weights dequantized, as A's fp16 path has them */
-    cd_run_req qg = {.backend = "cpu",
+    d->phase = "the golden run";
+    cd_run_req qg = {.backend = d->ref,
                      .run = "golden",
                      .prec = CD_PREC_FP32,
                      .int8_dequant = true,
@@ -228,7 +253,8 @@ static bool model_quantized(const diff_run *d) {
  * through): run float_ref, the yardstick of a quantized model's outputs. */
 static cd_status diff_run_float_ref(diff_run *d, cd_error *err) {
     if (d->stb || d->crashed || !model_quantized(d) || !strcmp(d->o->dump_mode, "stats")) return CD_OK;
-    cd_run_req q = {.backend = "cpu",
+    d->phase = "the float_ref run";
+    cd_run_req q = {.backend = d->ref,
                     .run = "float_ref",
                     .prec = CD_PREC_FP32,
                     .no_quant = true,
@@ -274,71 +300,97 @@ static cd_status diff_runs(diff_run *d, cd_error *err) {
     return st;
 }
 
-/* Interrupted or a backend failed: keep what was captured, marked incomplete. */
+/* The verdict of what the dump holds (src/verdict/judge.c): the live run's outputs and
+ * accumulation lengths, the local check run now when live, an interruption or a failed run. */
+static cd_status diff_judge(diff_run *d, const cd_verdict_run *live, const char *interrupted, const cd_error *failed,
+                            cd_error *err) {
+    const cd_cli_opts *o = d->o;
+    const cd_graph *g = d->s.g;
+    if (!d->outs && (d->outs = calloc((size_t)g->n_outputs + 1, sizeof *d->outs)))
+        for (int k = 0; k < g->n_outputs; k++) d->outs[k] = g->tensors[g->outputs[k]].name;
+    if (!d->acck && (d->acck = calloc((size_t)g->n_ops + 1, sizeof *d->acck)))
+        for (int i = 0; i < g->n_ops; i++) d->acck[i] = cd_diag_acc_len(&d->s.plan, i);
+    cd_judge_req jq = {.ra = d->r,
+                       .rb = d->r,
+                       .run_a = d->run_a,
+                       .run_b = d->run_b,
+                       .policy = &d->pol,
+                       .auto_tol = d->auto_tol,
+                       .threads = cd_session_helper_threads(o),
+                       .outputs = d->outs,
+                       .n_outputs = d->outs ? g->n_outputs : 0,
+                       .acc_k = d->acck,
+                       .n_acc_k = d->acck ? g->n_ops : 0,
+                       .live = live,
+                       .interrupted = interrupted,
+                       .error = failed ? failed->msg : NULL,
+                       .error_code = failed ? (int)failed->code : 0};
+    cd_judgement j;
+    cd_status st = cd_judge(&jq, &j, err);
+    if (st) {
+        cd_judgement_free(&j);
+        return st;
+    }
+    d->an = j.an;
+    d->have_an = j.have_an;
+    d->q = j.q;
+    d->um = j.um;
+    d->nu = j.nu;
+    if (j.interrupted_local) d->stop_phase = "the local check";
+    j.have_an = false;
+    j.um = NULL;
+    cd_judgement_free(&j);
+    return CD_OK;
+}
+
+/* Interrupted, or a backend failed after run A: the reports say what was and was not checked
+ * (verdict incomplete, or error naming the failure) from what the dump kept, marked
+ * incomplete; the exit code is 130 or the failure's. A failure before run B has nothing to
+ * judge. */
 static int diff_runs_failed(diff_run *d, cd_status st, const cd_error *err) {
     cd_error e2 = {0};
-    bool closed = cd_session_close(&d->s, false, &e2) == CD_OK;
-    if (st == CD_E_INTERRUPTED && closed && d->ra.complete && !d->ctx->collect_only) {
-        /* Ctrl-C during run B (or the golden run): the reports cover what both runs
-         * captured before the stop; the dump says complete=0 and so do the reports'
-         * unmatched-tensor notes. */
-        cd_dump_reader *rr2 = NULL;
-        if (cd_dump_open(d->s.dump_path, &rr2, &e2) == CD_OK) {
-            fprintf(stderr, "cldiff: interrupted during run %s: writing the reports for the layers compared so far\n",
-                    d->run_b);
-            cd_diff_compare_and_report(d->o, rr2, rr2, d->run_a, d->run_b, NULL, true);
-            cd_dump_reader_close(rr2);
-        }
+    bool interrupted = st == CD_E_INTERRUPTED;
+    /* the dump says what stopped it, for whoever judges it later (cd_judge) */
+    if (d->s.dump && interrupted)
+        cd_dump_set_attr_str(d->s.dump, "/", "interrupted", d->phase ? d->phase : "the runs", &e2);
+    else if (d->s.dump && d->ra.complete) {
+        cd_dump_set_attr_str(d->s.dump, "/", "error", err->msg, &e2);
+        cd_dump_set_attr_i64(d->s.dump, "/", "error_code", err->code ? (int)err->code : CD_E_INTERNAL, &e2);
     }
+    bool closed = cd_session_close(&d->s, false, &e2) == CD_OK;
+    if (!closed || d->ctx->collect_only || (!interrupted && !d->ra.complete)) return cd_cli_fail(err);
+    if (cd_dump_open(d->s.dump_path, &d->r, &e2) != CD_OK) return cd_cli_fail(err);
+    char phase[96];
+    snprintf(phase, sizeof phase, "%s", d->phase ? d->phase : "the runs");
+    if (diff_judge(d, NULL, interrupted ? phase : NULL, interrupted ? NULL : err, &e2) != CD_OK) {
+        cd_cli_fail(&e2);
+        return cd_cli_fail(err);
+    }
+    if (!d->o->quiet)
+        fprintf(stderr, "cldiff: %s %s: writing the reports of what was compared (verdict %s)\n",
+                interrupted ? "interrupted during" : "failed in", phase, interrupted ? "incomplete" : "error");
+    cd_diff_fill_env(d);
+    cd_dump_reader_close(d->r); /* the table goes into the dump, then the reports read it back */
+    d->r = NULL;
+    cd_diff_store_table(d);
+    if (cd_dump_open(d->s.dump_path, &d->r, &e2) != CD_OK) return cd_cli_fail(err);
+    d->q.ra = d->q.rb = d->r;
+    if (d->q.rg) d->q.rg = d->r;
+    cd_error re = {0};
+    if (cd_diff_write_reports(&d->q, &d->an, d->um, d->nu, &d->env, d->o->out_dir, d->o->quiet, &re)) cd_cli_fail(&re);
     return cd_cli_fail(err);
 }
 
-/* The comparison from the dump, then the local check of every layer and the verdict. */
+/* The comparison from the dump, the local check of every layer and the verdict: the judge. */
 static cd_status diff_compare(diff_run *d, cd_error *err) {
-    const cd_cli_opts *o = d->o;
-    const cd_graph *g = d->s.g;
     cd_status st = cd_dump_open(d->s.dump_path, &d->r, err);
     if (st) return st;
-    d->outs = calloc((size_t)g->n_outputs + 1, sizeof *d->outs);
-    for (int k = 0; d->outs && k < g->n_outputs; k++) d->outs[k] = g->tensors[g->outputs[k]].name;
-    d->acck = calloc((size_t)g->n_ops + 1, sizeof *d->acck);
-    for (int i = 0; d->acck && i < g->n_ops; i++) d->acck[i] = cd_diag_acc_len(&d->s.plan, i);
-    d->q = (cd_cmp_request){.ra = d->r,
-                            .rb = d->r,
-                            .run_a = d->run_a,
-                            .run_b = d->run_b,
-                            .rg = o->prec == CD_PREC_FP16 ? d->r : NULL,
-                            .run_g = "golden",
-                            .policy = &d->pol,
-                            .by_op_index = true,
-                            .half_ulps = o->prec == CD_PREC_FP16,
-                            .output_tensors = d->outs,
-                            .n_outputs = d->outs ? g->n_outputs : 0,
-                            .acc_k = d->acck,
-                            .n_acc_k = d->acck ? g->n_ops : 0,
-                            .fp16 = o->prec == CD_PREC_FP16,
-                            .threads = cd_session_helper_threads(o)};
-    if ((st = cd_verdict_compare_runs(&d->q, d->auto_tol, &d->an, &d->um, &d->nu, err))) return st;
-    d->have_an = true;
-    if (o->repeat > 1 && !d->crashed && (st = cd_verdict_merge_repeats(&d->q, d->run_b, o->repeat, &d->an, err)))
-        return st;
-    if (d->crashed) d->an.verdict = CD_VERDICT_CRASH;
-    d->an.noise_floor = o->prec == CD_PREC_FP16 ? 1e-3 : 1e-6;
-    d->an.auto_tol = d->auto_tol;
-    cd_analyze(&d->an);
-    cd_diag_rank_hazards(&d->an);
-    phase_end("comparison");
-    /* The local check of every layer, then the verdict (docs/verdicts.md). */
-    if ((st = cd_diff_local_check(d, err))) return st;
-    phase_end("local check");
-    if (d->have_qref && (st = cd_compare_quant_ref(d->r, d->run_a, "float_ref", &d->an, err))) return st;
-    if (o->prec == CD_PREC_FP16 && !d->crashed && cd_dump_find_run(d->r, "golden") >= 0 &&
-        (st = cd_compare_golden_outputs(d->r, d->run_a, d->run_b, "golden", &d->an, err)))
-        return st;
-    cd_decide_verdict(&d->an, &d->pol);
-    cd_classify_first(&d->an);
-    phase_end("outputs");
-    return CD_OK;
+    cd_verdict_run v;
+    bool live = cd_diff_verdict_run(d, &v);
+    test_signal_at(d, "local", "the local check");
+    st = diff_judge(d, live ? &v : NULL, NULL, NULL, err);
+    phase_end("judge");
+    return st;
 }
 
 /* --inputs / --calibrate pass: the analysis goes to the caller, no reports. */
@@ -357,11 +409,12 @@ static int diff_write_outputs(diff_run *d) {
     if (cd_dump_open(d->s.dump_path, &d->r, &err)) return cd_cli_fail(&err);
     d->q.ra = d->q.rb = d->r;
     if (d->q.rg) d->q.rg = d->r;
-    if (cd_diff_write_reports(&d->q, &d->an, &d->env, o->out_dir, o->quiet, &err)) return cd_cli_fail(&err);
+    if (cd_diff_write_reports(&d->q, &d->an, d->um, d->nu, &d->env, o->out_dir, o->quiet, &err))
+        return cd_cli_fail(&err);
     for (int i = 0; i < d->nu && !o->quiet; i++)
         fprintf(stderr, "cldiff: note: tensor '%s' of %s (op #%d) is only in run %s\n", d->um[i].tensor, d->um[i].layer,
                 d->um[i].op_index, d->um[i].side == 'a' ? d->run_a : d->run_b);
-    int rc = cd_verdict_exit_code(&d->an);
+    int rc = cd_stop_flag ? CD_E_INTERRUPTED : cd_verdict_exit_code(&d->an);
     if (d->crashed && !o->quiet) fprintf(stderr, "cldiff: %s\n", d->eb.msg);
     if (o->baseline) {
         int nf = 0;
@@ -378,6 +431,13 @@ static int diff_write_outputs(diff_run *d) {
 /* After the verdict: aggregates, repro pack, pins, the stored table, the reports. */
 static int diff_finish(diff_run *d) {
     const cd_cli_opts *o = d->o;
+    test_signal_at(d, "report", "the reports");
+    /* a signal after the verdict: the reports (and the dump) say the run was interrupted */
+    if (cd_stop_flag && !d->stop_phase) {
+        d->stop_phase = d->phase;
+        cd_judge_req jq = {.ra = d->r, .rb = d->r, .run_a = d->run_a, .run_b = d->run_b};
+        cd_judge_interrupted(&jq, &d->an, d->um, d->nu, d->stop_phase);
+    }
     if (d->ctx->agg) {
         cd_diff_agg_apply(d->ctx->agg, &d->an);
         snprintf(d->an.inputs_dir, sizeof d->an.inputs_dir, "%s", o->inputs_dir ? o->inputs_dir : "");
@@ -388,7 +448,7 @@ static int diff_finish(diff_run *d) {
     cd_dump_reader_close(d->r);
     d->r = NULL;
     /* --suggest-pins: float32 CPU pins for failing layers inside the fp16 OpenCL run. */
-    if (o->suggest_pins && !d->crashed) {
+    if (o->suggest_pins && !d->crashed && !d->stop_phase) {
         cd_error pe = {0};
         cd_pins_run pr = {.g = d->s.g,
                           .plan = &d->s.plan,

@@ -35,6 +35,9 @@ typedef struct diff_run {
     bool auto_tol, local, crashed;
     bool engine_b; /* B is a whole-model engine: the CPU runs each layer on B's inputs */
     const char *A, *B;
+    const char *ref;        /* the reference backend (registry): its own runs (local reference, golden, float_ref) */
+    const char *phase;      /* what runs now, for an interruption's report */
+    const char *stop_phase; /* the phase a signal stopped after the runs (NULL: none) */
     char run_a[32], run_b[32], run_local[48];
     cd_run_result ra, rb, rg, rr, rl, rq;
     bool have_qref; /* run float_ref (the unquantized model) is in the dump */
@@ -50,6 +53,7 @@ typedef struct diff_run {
     cd_cmp_unmatched *um;
     int nu;
     char pdesc[512], created[32], crash_desc[512];
+    char compute_a[16], compute_b[16]; /* the arithmetic runs A and B recorded */
     cd_report_env env;
     bool *settled; /* fp32 local check: ops settled by B's free run (n_ops) */
     cd_settle_info *settled_info;
@@ -72,7 +76,8 @@ void cd_diff_policy_desc(const cd_policy *p, char *buf, size_t n);
 /* Whether the differential run does the local check (--isolate/--local none and --dump
  * stats turn it off). */
 bool cd_local_enabled(const cd_cli_opts *o);
-cd_status cd_diff_local_check(diff_run *d, cd_error *err);
+/* The local check's run description for the judge; false when no local check runs. */
+bool cd_diff_verdict_run(diff_run *d, cd_verdict_run *v);
 cd_status cd_diff_baseline_gate(const cd_cli_opts *o, const cd_dump_reader *r, const char *run, const cd_policy *pol,
                                 int *n_fail, cd_error *err);
 
@@ -80,10 +85,10 @@ cd_status cd_diff_baseline_gate(const cd_cli_opts *o, const cd_dump_reader *r, c
 void cd_diff_iso_time(char *buf, size_t n);
 void cd_diff_fill_env(diff_run *d);
 void cd_diff_store_table(diff_run *d);
-cd_status cd_diff_write_reports(const cd_cmp_request *q, const cd_analysis *an, const cd_report_env *env,
-                                const char *out_dir, bool quiet, cd_error *err);
+cd_status cd_diff_write_reports(const cd_cmp_request *q, const cd_analysis *an, const cd_cmp_unmatched *um, int nu,
+                                const cd_report_env *env, const char *out_dir, bool quiet, cd_error *err);
 int cd_diff_compare_and_report(const cd_cli_opts *o, cd_dump_reader *ra, cd_dump_reader *rb, const char *run_a,
-                               const char *run_b, cd_dump_reader *rg, bool same);
+                               const char *run_b, bool same);
 
 /* diff_repro.c: the repro pack. */
 cd_status cd_diff_write_text(const char *path, const char *text, cd_error *err);

@@ -70,8 +70,8 @@ void cd_diff_iso_time(char *buf, size_t n) {
     strftime(buf, n, "%Y-%m-%dT%H:%M:%SZ", &tm);
 }
 
-cd_status cd_diff_write_reports(const cd_cmp_request *q, const cd_analysis *an, const cd_report_env *env,
-                                const char *out_dir, bool quiet, cd_error *err) {
+cd_status cd_diff_write_reports(const cd_cmp_request *q, const cd_analysis *an, const cd_cmp_unmatched *um, int nu,
+                                const cd_report_env *env, const char *out_dir, bool quiet, cd_error *err) {
     /* Per-channel charts and heatmaps: the first failing layer and the worst (largest
      * relative error) failing layers, up to 4. */
     int pick[4], np = 0;
@@ -93,7 +93,7 @@ cd_status cd_diff_write_reports(const cd_cmp_request *q, const cd_analysis *an, 
         if (cd_compare_read_pair(q, &an->layers[pick[j]], &ra, &rb, err) == CD_OK)
             det[nd++] = (cd_report_detail){.layer = pick[j], .ref = ra, .val = rb};
     }
-    cd_report_input in = {.env = env, .an = an, .details = det, .n_details = nd};
+    cd_report_input in = {.env = env, .an = an, .details = det, .n_details = nd, .unchecked = um, .n_unchecked = nu};
     cd_status st = cd_report_all(&in, out_dir, err);
     if (!quiet) cd_report_terminal(&in, stdout, isatty(1) && !getenv("NO_COLOR"));
     for (int j = 0; j < nd; j++) {
@@ -127,7 +127,9 @@ void cd_diff_fill_env(diff_run *d) {
                              .driver_a = d->ra.driver,
                              .device_b = d->rb.device,
                              .driver_b = d->rb.driver,
-                             .variant_b = d->rb.variant,
+                             .variant_b = d->rb.variant[0] ? d->rb.variant
+                                 : o->prec == CD_PREC_FP16 ? "fp16"
+                                                           : "fp32",
                              .seed = o->seed,
                              .input_desc = d->s.input_desc,
                              .wall_ms_a = d->ra.wall_ms,
@@ -145,6 +147,7 @@ void cd_diff_store_table(diff_run *d) {
     cd_error e2 = {0};
     if (cd_dump_open_append(d->s.dump_path, &dd, &e2) == CD_OK) {
         cd_status cs = cd_compare_store(dd, d->run_a, d->run_b, &d->an, d->pdesc, &e2);
+        if (!cs && d->stop_phase) cs = cd_dump_set_attr_str(dd, "/", "interrupted", d->stop_phase, &e2);
         if (!cs && d->an.local_ran) cs = cd_local_store(dd, d->run_local, &d->an, &e2);
         cd_dump_close(dd, cs == CD_OK, &e2);
     }
@@ -154,8 +157,12 @@ void cd_diff_store_table(diff_run *d) {
 
 /* ---------------------------------------------------------------- compare / report */
 
-static const char *pick_run(const cd_dump_reader *r, const char *prefer) {
+/* The run of a dump that `compare` takes: the recorded run B of a differential run, else
+ * `opencl`, else the first. */
+static const char *pick_run(const cd_dump_reader *r, const char *prefer, char *buf, size_t n) {
+    char a[128];
     if (prefer && cd_dump_find_run(r, prefer) >= 0) return prefer;
+    if (cd_judge_pick_runs(r, a, buf, n) && cd_dump_find_run(r, buf) >= 0) return buf;
     if (cd_dump_find_run(r, "opencl") >= 0) return "opencl";
     return cd_dump_n_runs(r) ? cd_dump_run_name(r, 0) : NULL;
 }
@@ -163,107 +170,48 @@ static const char *pick_run(const cd_dump_reader *r, const char *prefer) {
 /* What the dump recorded of two runs: the command, the model, devices, drivers, a crash. */
 typedef struct stored_env {
     char cmd[2048], model[1024], sha[80], fmt[320], dev_a[256], dev_b[256], drv_a[512], drv_b[512], crash[512];
-    bool crash_read;   /* crash_message was read */
-    double wa, wb, wg; /* wall_ms of A, B and the golden run (0 when absent) */
-} stored_env;
-
-static void read_stored_env(cd_dump_reader *ra, cd_dump_reader *rb, const char *run_a, const char *run_b, stored_env *e,
-                            cd_error *err) {
-    char runpath[128];
-    memset(e, 0, sizeof *e);
-    cd_dump_attr_str(ra, "/", "command_line", e->cmd, sizeof e->cmd, err);
-    cd_dump_attr_str(ra, "/", "model_path", e->model, sizeof e->model, err);
-    cd_dump_attr_str(ra, "/", "model_sha256", e->sha, sizeof e->sha, err);
-    cd_dump_attr_str(ra, "/", "model_format", e->fmt, sizeof e->fmt, err);
-    snprintf(runpath, sizeof runpath, "/runs/%s", run_a);
-    cd_dump_attr_str(ra, runpath, "device", e->dev_a, sizeof e->dev_a, err);
-    cd_dump_attr_str(ra, runpath, "driver", e->drv_a, sizeof e->drv_a, err);
-    snprintf(runpath, sizeof runpath, "/runs/%s", run_b);
-    cd_dump_attr_str(rb, runpath, "device", e->dev_b, sizeof e->dev_b, err);
-    cd_dump_attr_str(rb, runpath, "driver", e->drv_b, sizeof e->drv_b, err);
-    e->crash_read = cd_dump_attr_str(rb, runpath, "crash_message", e->crash, sizeof e->crash, err) == CD_OK;
-    snprintf(runpath, sizeof runpath, "/runs/%s", run_a);
-    cd_dump_attr_f64(ra, runpath, "wall_ms", &e->wa, err);
-    snprintf(runpath, sizeof runpath, "/runs/%s", run_b);
-    cd_dump_attr_f64(rb, runpath, "wall_ms", &e->wb, err);
-    if (cd_dump_find_run(ra, "golden") >= 0) cd_dump_attr_f64(ra, "/runs/golden", "wall_ms", &e->wg, err);
-}
-
-/* What a rebuilt report needs besides the comparison: the model outputs (the inputs of the
- * fetch ops in /model/ops: output judging, top-1/top-5), each op's accumulation length (the
- * stored comparison table's acc_k: `cldiff report` has no plan to compute it), the seed and
- * the inputs' description (/inputs). Whatever is missing stays empty, as for older dumps. */
-typedef struct stored_extra {
-    char **outs;
-    int n_outs;
-    int64_t *acck;
-    int n_acck;
+    char variant_b[32]; /* the variant run B was asked for (its attribute precision) */
+    double wa, wb, wg;  /* wall_ms of A, B and the golden run (0 when absent) */
     int64_t seed;
     char input_desc[1024];
-} stored_extra;
+} stored_env;
 
-static void stored_extra_free(stored_extra *x) { /* the arrays; seed and input_desc stay */
-    for (int i = 0; i < x->n_outs; i++) free(x->outs[i]);
-    free(x->outs);
-    free(x->acck);
-    x->outs = NULL;
-    x->acck = NULL;
-    x->n_outs = x->n_acck = 0;
-}
-
-static void read_stored_extra(cd_dump_reader *r, const char *run_a, const char *run_b, stored_extra *x) {
-    cd_error e = {0};
-    memset(x, 0, sizeof *x);
-    int64_t nr = 0;
-    cd_column ops[] = {{"type", CD_COL_STR, NULL}, {"inputs", CD_COL_STR, NULL}};
-    if (cd_dump_has(r, "/model/ops") && cd_dump_read_table(r, "/model/ops", ops, 2, &nr, &e) == CD_OK) {
-        const char *const *ty = ops[0].data, *const *in = ops[1].data;
-        x->outs = calloc((size_t)nr + 1, sizeof *x->outs);
-        for (int64_t k = 0; x->outs && k < nr; k++) {
-            const char *eq = ty[k] && !strcmp(ty[k], "fetch") && in[k] ? strchr(in[k], '=') : NULL;
-            if (!eq || !eq[1]) continue;
-            size_t len = strcspn(eq + 1, ",;");
-            char *nm = malloc(len + 1);
-            if (!nm) break;
-            memcpy(nm, eq + 1, len);
-            nm[len] = 0;
-            x->outs[x->n_outs++] = nm;
-        }
-        cd_dump_table_free(ops, 2, nr);
-    }
-    char path[300];
-    snprintf(path, sizeof path, "/compare/%s__%s/table", run_a, run_b);
-    cd_column ck[] = {{"op_index", CD_COL_I64, NULL}, {"acc_k", CD_COL_I64, NULL}};
-    memset(&e, 0, sizeof e);
-    if (cd_dump_has(r, path) && cd_dump_read_table(r, path, ck, 2, &nr, &e) == CD_OK) {
-        const int64_t *oi = ck[0].data, *k = ck[1].data;
-        int64_t mx = -1;
-        for (int64_t i = 0; i < nr; i++)
-            if (oi[i] > mx && oi[i] < (1 << 24)) mx = oi[i];
-        if (mx >= 0 && (x->acck = calloc((size_t)mx + 1, sizeof *x->acck))) {
-            x->n_acck = (int)mx + 1;
-            for (int64_t i = 0; i < nr; i++)
-                if (oi[i] >= 0 && oi[i] <= mx) x->acck[oi[i]] = k[i];
-        }
-        cd_dump_table_free(ck, 2, nr);
-    }
-    memset(&e, 0, sizeof e);
-    if (cd_dump_attr_i64(r, "/", "seed", &x->seed, &e) != CD_OK) x->seed = 0;
+static void read_stored_env(const cd_dump_reader *ra, const cd_dump_reader *rb, const char *run_a, const char *run_b,
+                            stored_env *e) {
+    char runpath[300];
+    cd_error err = {0};
+    memset(e, 0, sizeof *e);
+    cd_dump_attr_str(ra, "/", "command_line", e->cmd, sizeof e->cmd, &err);
+    cd_dump_attr_str(ra, "/", "model_path", e->model, sizeof e->model, &err);
+    cd_dump_attr_str(ra, "/", "model_sha256", e->sha, sizeof e->sha, &err);
+    cd_dump_attr_str(ra, "/", "model_format", e->fmt, sizeof e->fmt, &err);
+    snprintf(runpath, sizeof runpath, "/runs/%s", run_a);
+    cd_dump_attr_str(ra, runpath, "device", e->dev_a, sizeof e->dev_a, &err);
+    cd_dump_attr_str(ra, runpath, "driver", e->drv_a, sizeof e->drv_a, &err);
+    cd_dump_attr_f64(ra, runpath, "wall_ms", &e->wa, &err);
+    snprintf(runpath, sizeof runpath, "/runs/%s", run_b);
+    cd_dump_attr_str(rb, runpath, "device", e->dev_b, sizeof e->dev_b, &err);
+    cd_dump_attr_str(rb, runpath, "driver", e->drv_b, sizeof e->drv_b, &err);
+    cd_dump_attr_str(rb, runpath, "crash_message", e->crash, sizeof e->crash, &err);
+    cd_dump_attr_str(rb, runpath, "precision", e->variant_b, sizeof e->variant_b, &err);
+    cd_dump_attr_f64(rb, runpath, "wall_ms", &e->wb, &err);
+    if (cd_dump_find_run(ra, "golden") >= 0) cd_dump_attr_f64(ra, "/runs/golden", "wall_ms", &e->wg, &err);
+    if (cd_dump_attr_i64(ra, "/", "seed", &e->seed, &err) != CD_OK) e->seed = 0;
+    /* the inputs' description (/inputs) */
     char **names = NULL;
     int nn = 0;
-    memset(&e, 0, sizeof e);
-    if (cd_dump_has(r, "/inputs") && cd_dump_list_group(r, "/inputs", &names, &nn, &e) == CD_OK) {
+    if (cd_dump_has(ra, "/inputs") && cd_dump_list_group(ra, "/inputs", &names, &nn, &err) == CD_OK) {
         size_t off = 0;
-        for (int k = 0; k < nn && off < sizeof x->input_desc; k++) {
+        for (int k = 0; k < nn && off < sizeof e->input_desc; k++) {
             char ip[600], tn[256] = "", src[512] = "", sh[96] = "";
             snprintf(ip, sizeof ip, "/inputs/%s", names[k]);
-            cd_dump_attr_str(r, ip, "tensor", tn, sizeof tn, &e);
-            cd_dump_attr_str(r, ip, "source", src, sizeof src, &e);
+            cd_dump_attr_str(ra, ip, "tensor", tn, sizeof tn, &err);
+            cd_dump_attr_str(ra, ip, "source", src, sizeof src, &err);
             float *data = NULL;
             cd_shape shp = {0};
-            if (cd_dump_read_path_f32(r, ip, &data, &shp, &e) == CD_OK) cd_shape_str(&shp, sh, sizeof sh);
+            if (cd_dump_read_path_f32(ra, ip, &data, &shp, &err) == CD_OK) cd_shape_str(&shp, sh, sizeof sh);
             free(data);
-            int w = snprintf(x->input_desc + off, sizeof x->input_desc - off, "%s%s: %s %s", k ? "; " : "",
+            int w = snprintf(e->input_desc + off, sizeof e->input_desc - off, "%s%s: %s %s", k ? "; " : "",
                              tn[0] ? tn : names[k], src, sh);
             if (w > 0) off += (size_t)w;
         }
@@ -290,16 +238,6 @@ static void find_stored_repro(const char *dump_path, cd_analysis *an) {
     fclose(f);
 }
 
-/* The local check as the differential run stored it (none for older dumps). */
-static cd_status load_stored_local(const cd_dump_reader *rb, const char *run_b, cd_analysis *an, cd_error *err) {
-    char lrun[64];
-    bool found = false;
-    snprintf(lrun, sizeof lrun, "%s_local", run_b);
-    cd_status st = cd_local_load(rb, lrun, an, &found, err);
-    if (!st && found) cd_verdict_local_as_isolation(an);
-    return st;
-}
-
 static void print_unmatched(const cd_cli_opts *o, const cd_cmp_unmatched *um, int nu, const char *run_a,
                             const char *run_b, bool same) {
     if (o->quiet) return;
@@ -310,81 +248,33 @@ static void print_unmatched(const cd_cli_opts *o, const cd_cmp_unmatched *um, in
     if (nu) printf("%d tensors unmatched%s\n", nu, nu > 10 ? " (first 10 listed)" : "");
 }
 
+/* `cldiff report` (same: one dump; run_a/run_b NULL: the pair it records) and `cldiff compare`:
+ * the judge's verdict of the stored runs, then the reports. */
 int cd_diff_compare_and_report(const cd_cli_opts *o, cd_dump_reader *ra, cd_dump_reader *rb, const char *run_a,
-                               const char *run_b, cd_dump_reader *rg, bool same) {
+                               const char *run_b, bool same) {
     cd_error err = {0};
-    char prec[16] = "fp32";
-    cd_dump_attr_str(ra, "/", "precision", prec, sizeof prec, &err);
-    cd_precision p = !strcmp(prec, "fp16") ? CD_PREC_FP16 : CD_PREC_FP32;
+    cd_precision p = cd_judge_precision(ra);
     cd_policy pol;
     cd_status st = cd_diff_load_policy(o, p, &pol, &err);
     if (st) return cd_cli_fail(&err);
-    cd_cmp_request q = {.ra = ra,
-                        .rb = rb,
-                        .run_a = run_a,
-                        .run_b = run_b,
-                        .rg = rg,
-                        .run_g = "golden",
-                        .policy = &pol,
-                        .by_op_index = same,
-                        .half_ulps = p == CD_PREC_FP16,
-                        .fp16 = p == CD_PREC_FP16,
-                        .threads = cd_session_helper_threads(o)};
-    /* `cldiff report`: what the live run knew from the model, as the dump recorded it */
-    stored_extra sx = {0};
-    if (same) {
-        read_stored_extra(ra, run_a, run_b, &sx);
-        q.output_tensors = (const char *const *)sx.outs;
-        q.n_outputs = sx.n_outs;
-        q.acc_k = sx.acck;
-        q.n_acc_k = sx.n_acck;
-    }
-    cd_analysis an;
-    cd_cmp_unmatched *um = NULL;
-    int nu = 0;
-    if ((st = cd_verdict_compare_runs(&q, o->tolerance_file && !strcmp(o->tolerance_file, "auto"), &an, &um, &nu,
-                                      &err))) {
+    cd_judge_req jq = {.ra = ra,
+                       .rb = rb,
+                       .run_a = run_a,
+                       .run_b = run_b,
+                       .policy = &pol,
+                       .auto_tol = o->tolerance_file && !strcmp(o->tolerance_file, "auto"),
+                       .threads = cd_session_helper_threads(o),
+                       .force = o->force};
+    cd_judgement j;
+    if ((st = cd_judge(&jq, &j, &err))) {
+        cd_judgement_free(&j);
         cd_policy_free(&pol);
-        stored_extra_free(&sx);
         return cd_cli_fail(&err);
     }
-    stored_extra_free(&sx); /* the comparison copied what it needs */
-    q.output_tensors = NULL;
-    q.n_outputs = 0;
-    q.acc_k = NULL;
-    q.n_acc_k = 0;
+    cd_analysis *an = &j.an;
+    if (same) find_stored_repro(o->positional[0], an);
     stored_env se;
-    read_stored_env(ra, rb, run_a, run_b, &se, &err);
-    if (se.crash_read && se.crash[0]) an.verdict = CD_VERDICT_CRASH;
-    an.noise_floor = p == CD_PREC_FP16 ? 1e-3 : 1e-6;
-    cd_analyze(&an);
-    if ((st = load_stored_local(rb, run_b, &an, &err))) {
-        cd_analysis_free(&an);
-        free(um);
-        cd_policy_free(&pol);
-        return cd_cli_fail(&err);
-    }
-    /* the local table has no element count: the local output has the free-run layer's elements */
-    for (int i = 0; i < an.n_layers; i++)
-        if (an.layers[i].has_local && !an.layers[i].loc.n) an.layers[i].loc.n = an.layers[i].m.n;
-    /* a quantized model's yardstick: the unquantized float model, when the dump holds it */
-    if (ra == rb && cd_dump_find_run(ra, "float_ref") >= 0 &&
-        (st = cd_compare_quant_ref(ra, run_a, "float_ref", &an, &err))) {
-        cd_analysis_free(&an);
-        free(um);
-        cd_policy_free(&pol);
-        return cd_cli_fail(&err);
-    }
-    if (ra == rb && p == CD_PREC_FP16 && cd_dump_find_run(ra, "golden") >= 0 &&
-        (st = cd_compare_golden_outputs(ra, run_a, run_b, "golden", &an, &err))) {
-        cd_analysis_free(&an);
-        free(um);
-        cd_policy_free(&pol);
-        return cd_cli_fail(&err);
-    }
-    cd_decide_verdict(&an, &pol);
-    cd_classify_first(&an);
-    if (same) find_stored_repro(o->positional[0], &an);
+    read_stored_env(ra, rb, j.run_a, j.run_b, &se);
     char created[32], pdesc[512], cl[2048];
     cd_diff_iso_time(created, sizeof created);
     cd_diff_policy_desc(&pol, pdesc, sizeof pdesc);
@@ -394,31 +284,33 @@ int cd_diff_compare_and_report(const cd_cli_opts *o, cd_dump_reader *ra, cd_dump
                          .model_path = se.model,
                          .model_sha256 = se.sha,
                          .model_format = se.fmt,
-                         .precision = prec,
-                         .backend_a = run_a,
-                         .backend_b = run_b,
+                         .precision = p == CD_PREC_FP16 ? "fp16" : "fp32",
+                         .backend_a = j.run_a,
+                         .backend_b = j.run_b,
                          .device_a = se.dev_a,
                          .driver_a = se.drv_a,
                          .device_b = se.dev_b,
                          .driver_b = se.drv_b,
-                         .variant_b = prec,
-                         .seed = (unsigned long long)sx.seed,
-                         .input_desc = sx.input_desc,
+                         .variant_b = se.variant_b[0] ? se.variant_b
+                             : p == CD_PREC_FP16      ? "fp16"
+                                                      : "fp32",
+                         .seed = (unsigned long long)se.seed,
+                         .input_desc = se.input_desc,
                          .wall_ms_a = se.wa,
                          .wall_ms_b = se.wb,
                          .wall_ms_total = se.wa + se.wb + se.wg,
                          .tolerance_desc = pdesc,
                          .crash = se.crash[0] ? se.crash : NULL,
-                         .n_ops = an.n_layers,
+                         .n_ops = an->n_layers,
                          .created = created};
     int rc;
-    if ((st = cd_diff_write_reports(&q, &an, &env, o->out_dir, o->quiet, &err)))
+    if ((st = cd_diff_write_reports(&j.q, an, j.um, j.nu, &env, o->out_dir, o->quiet, &err)))
         rc = cd_cli_fail(&err);
     else
-        rc = cd_verdict_exit_code(&an);
-    print_unmatched(o, um, nu, run_a, run_b, same);
-    cd_analysis_free(&an);
-    free(um);
+        rc = cd_verdict_exit_code(an);
+    if (an->incomplete[0] && !o->quiet) fprintf(stderr, "cldiff: incomplete: %s\n", an->incomplete);
+    print_unmatched(o, j.um, j.nu, j.run_a, j.run_b, same);
+    cd_judgement_free(&j);
     cd_policy_free(&pol);
     return rc;
 }
@@ -434,7 +326,8 @@ int cd_cmd_compare(const cd_cli_opts *o) {
         if (rb) cd_dump_reader_close(rb);
         return cd_cli_fail(&err);
     }
-    const char *run_a = pick_run(ra, NULL), *run_b = run_a ? pick_run(rb, run_a) : NULL;
+    char ba[128], bb[128];
+    const char *run_a = pick_run(ra, NULL, ba, sizeof ba), *run_b = run_a ? pick_run(rb, run_a, bb, sizeof bb) : NULL;
     int rc;
     if (!run_a || !run_b) {
         cd_err(&err, CD_E_MODEL, "%s holds no runs to compare", !run_a ? o->positional[0] : o->positional[1]);
@@ -442,7 +335,7 @@ int cd_cmd_compare(const cd_cli_opts *o) {
     } else {
         if (!o->quiet)
             printf("comparing %s (run %s) with %s (run %s)\n", o->positional[0], run_a, o->positional[1], run_b);
-        rc = cd_diff_compare_and_report(o, ra, rb, run_a, run_b, NULL, false);
+        rc = cd_diff_compare_and_report(o, ra, rb, run_a, run_b, false);
     }
     cd_dump_reader_close(ra);
     cd_dump_reader_close(rb);
@@ -458,43 +351,15 @@ int cd_cmd_report(const cd_cli_opts *o) {
         if (r) cd_dump_reader_close(r);
         return cd_cli_fail(&err);
     }
-    int n = cd_dump_n_runs(r);
-    const char *run_a = NULL, *run_b = NULL;
-    for (int i = 0; i < n; i++) {
-        /* the compared pair, not the helper runs (golden, <b>_local, ref_local, <b>_repN) */
-        const char *nm = cd_dump_run_name(r, i);
-        size_t l = strlen(nm);
-        const char *rep = strstr(nm, "_rep");
-        if (!strcmp(nm, "golden") || (l > 6 && !strcmp(nm + l - 6, "_local")) ||
-            (rep && rep[4] >= '0' && rep[4] <= '9'))
-            continue;
-        if (!run_a)
-            run_a = nm;
-        else if (!run_b)
-            run_b = nm;
-    }
-    if (run_a && run_b) {
-        /* B is the run that has a local run (<b>_local): `--backends paddle-lite,cpu` stores
-         * runs paddle-lite, cpu and cpu_local */
-        char loc[160];
-        snprintf(loc, sizeof loc, "%s_local", run_a);
-        if (cd_dump_find_run(r, loc) >= 0) {
-            const char *t = run_a;
-            run_a = run_b;
-            run_b = t;
-        }
-    }
-    if (cd_dump_find_run(r, "cpu") >= 0 && cd_dump_find_run(r, "opencl") >= 0) {
-        run_a = "cpu";
-        run_b = "opencl";
-    }
     int rc;
-    if (!run_a || !run_b) {
+    char a[128], b[128];
+    /* a partial dump is judged (incomplete) whatever it holds; a complete one needs two runs */
+    if (!cd_dump_n_runs(r) || (!cd_judge_pick_runs(r, a, b, sizeof a) && cd_dump_reader_complete(r))) {
         cd_err(&err, CD_E_MODEL, "%s holds %d run(s); a report needs two (run cldiff MODEL to make them)",
-               o->positional[0], n);
+               o->positional[0], cd_dump_n_runs(r));
         rc = cd_cli_fail(&err);
     } else {
-        rc = cd_diff_compare_and_report(o, r, r, run_a, run_b, cd_dump_find_run(r, "golden") >= 0 ? r : NULL, true);
+        rc = cd_diff_compare_and_report(o, r, r, NULL, NULL, true);
     }
     cd_dump_reader_close(r);
     return rc;

@@ -19,30 +19,32 @@ cd_status cd_diff_load_policy(const cd_cli_opts *o, cd_precision prec, cd_policy
 }
 
 /* The local check of every layer (docs/verdicts.md): B's run of each probed layer on A's
- * inputs against the reference side's arithmetic. */
-cd_status cd_diff_local_check(diff_run *d, cd_error *err) {
+ * inputs against the reference side's arithmetic, as each run recorded it in the dump. */
+bool cd_diff_verdict_run(diff_run *d, cd_verdict_run *v) {
     const cd_cli_opts *o = d->o;
-    if (!d->local || d->crashed || d->stb) return CD_OK;
-    cd_verdict_run v = {.g = d->s.g,
-                        .plan = &d->s.plan,
-                        .cpu_opts = cd_session_backend_opts(o, CD_PREC_FP32),
-                        .stop_flag = &cd_stop_flag,
-                        .r = d->r,
-                        .prec = o->prec,
-                        .a = d->A,
-                        .b = d->B,
-                        .engine_b = d->engine_b,
-                        .variant_a = d->ra.variant,
-                        .variant_b = d->rb.variant,
-                        .run_a = d->run_a,
-                        .run_b = d->run_b,
-                        .run_local = d->run_local,
-                        .policy = &d->pol,
-                        .settled = d->settled,
-                        .settled_info = d->settled_info,
-                        .force = d->rec,
-                        .own_inputs = d->own_inputs};
-    return cd_verdict_local(&v, &d->an, err);
+    if (!d->local || d->crashed || d->stb) return false;
+    cd_verdict_run_compute(d->r, d->run_a, d->compute_a, sizeof d->compute_a);
+    cd_verdict_run_compute(d->r, d->run_b, d->compute_b, sizeof d->compute_b);
+    *v = (cd_verdict_run){.g = d->s.g,
+                          .plan = &d->s.plan,
+                          .cpu_opts = cd_session_backend_opts(o, CD_PREC_FP32),
+                          .stop_flag = &cd_stop_flag,
+                          .r = d->r,
+                          .prec = o->prec,
+                          .a = d->A,
+                          .b = d->B,
+                          .engine_b = d->engine_b,
+                          .compute_a = d->compute_a,
+                          .compute_b = d->compute_b,
+                          .run_a = d->run_a,
+                          .run_b = d->run_b,
+                          .run_local = d->run_local,
+                          .policy = &d->pol,
+                          .settled = d->settled,
+                          .settled_info = d->settled_info,
+                          .force = d->rec,
+                          .own_inputs = d->own_inputs};
+    return true;
 }
 
 /* Whether the differential run does the local check (--isolate/--local none and --dump

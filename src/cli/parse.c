@@ -16,7 +16,8 @@ static const char *const USAGE_MAIN =
     "       cldiff inspect MODEL.nb [--shape NAME=dims]\n"
     "       cldiff doctor [--cl-lib PATH] [--cl-platform P] [--cl-device D]\n"
     "       cldiff export MODEL.nb -o DIR [--dequant]   write a Paddle inference model for opt\n"
-    "       cldiff compare A.h5 B.h5 [options]\n"
+    "       cldiff compare A.h5 B.h5 [--force] [options]   runs of one model on one input\n"
+    "                            (--force: compare dumps of different models or inputs)\n"
     "       cldiff report DUMP.h5 [--out DIR]\n"
     "       cldiff instrument MODEL.nb [--layers SPEC] -o probed.nb   every probed tensor fetched\n"
     "       cldiff import DIR --manifest probed.manifest.json -o dump.h5   outputs saved by Paddle-Lite\n"
@@ -79,9 +80,13 @@ static const char *const USAGE_MAIN =
     "other:\n"
     "  --quiet  --help  --version\n"
     "\n"
-    "exit codes: 0 ok, 1 layer out of tolerance, 2 usage, 3 bad model or input,\n"
-    "            4 backend unavailable, 5 backend crashed or hung, 6 cannot write output,\n"
-    "            7 out of memory, 8 unsupported op, 130 interrupted\n";
+    "exit codes: 0 pass, 1 kernel fault, output drift or nondeterminism, 2 usage,\n"
+    "            3 bad model, input or dump (damaged, foreign), 4 backend unavailable,\n"
+    "            5 backend crashed or hung, 6 cannot write output, 7 out of memory,\n"
+    "            8 unsupported op, 9 internal error, 10 incomplete (not everything probed\n"
+    "            was compared: a partial dump, 0 layers), 130 interrupted (reports: incomplete);\n"
+    "            a run that failed after run A writes reports with verdict error and exits\n"
+    "            with the failure's code\n";
 
 void cd_cli_usage(FILE *f, const char *cmd) {
     (void)cmd;
@@ -125,6 +130,7 @@ static const char *const SHARED_OPTIONS[] = {"--help",
                                              "--no-resize",
                                              "--no-isolate",
                                              "--no-repro",
+                                             "--force",
                                              "--suggest-pins",
                                              "--repro",
                                              "--inputs",
@@ -322,6 +328,8 @@ int cd_cli_parse(int argc, char **argv, int first, cd_cli_opts *o, const char *c
             o->isolate_child = false;
         else if (!strcmp(a, "--no-repro"))
             o->no_repro = true;
+        else if (!strcmp(a, "--force"))
+            o->force = true;
         else if (!strcmp(a, "--suggest-pins"))
             o->suggest_pins = true;
         else if (!strcmp(a, "--repro")) {

@@ -249,9 +249,20 @@ typedef struct progress {
     double last;
 } progress;
 
+/* Tests of interruptions (docs/verdicts.md "Incomplete"): CLDIFF_TEST_SIGNAL_AT=run:RUN:N raises
+ * SIGINT on this process once op N of run RUN has run, an interruption at a known point. */
+static void test_signal(const char *run, int op_index) {
+    const char *e = getenv("CLDIFF_TEST_SIGNAL_AT");
+    if (!e || strncmp(e, "run:", 4)) return;
+    size_t l = strlen(run);
+    if (strncmp(e + 4, run, l) || e[4 + l] != ':' || atoi(e + 5 + l) != op_index) return;
+    raise(SIGINT);
+}
+
 static void on_op_done(void *user, int op_index, const cd_op_report *rep) {
     (void)rep;
     progress *p = user;
+    test_signal(p->run, op_index);
     if (!p->tty) return;
     double t = now_ms();
     if (op_index + 1 < p->n_ops && t - p->last < 100) return;
@@ -408,6 +419,9 @@ cd_status cd_session_run_req(cd_session *s, const cd_run_req *q, cd_run_result *
         snprintf(res->device, sizeof res->device, "%s", rr->device);
         snprintf(res->driver, sizeof res->driver, "%s", rr->driver);
         res->crash = rr->crash;
+        for (int i = 0; i < rr->n_attrs; i++)
+            if (!rr->attrs[i].is_num && !strcmp(rr->attrs[i].key, CD_RUN_ATTR_COMPUTE))
+                snprintf(res->compute, sizeof res->compute, "%s", rr->attrs[i].str);
         if (free_run) write_run_attrs(s, q->run, rr);
         if (local && !def->op_by_op) {
             char lp[256];

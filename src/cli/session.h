@@ -33,6 +33,7 @@ typedef struct cd_run_result {
     int n_local_hits;
     bool complete;
     char device[256], driver[512], variant[16];
+    char compute[8];     /* the arithmetic the backend recorded (CD_RUN_ATTR_COMPUTE), "" none */
     cd_crash_info crash; /* when the OpenCL child crashed or hung */
     int n_hits;
 } cd_run_result;

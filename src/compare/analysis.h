@@ -98,7 +98,16 @@ typedef struct cd_pin_result {
     char error[256];                /* non-empty when the trial could not run */
 } cd_pin_result;
 
-typedef enum { CD_VERDICT_PASS = 0, CD_VERDICT_FAIL = 1, CD_VERDICT_CRASH = 2 } cd_verdict;
+/* incomplete: the runs were not all compared (interrupted, a partial dump, an engine that stopped
+ * early, 0 layers compared, probed layers in one run only); error: no comparison could be made
+ * (a run failed before it was judged). Neither is ever a pass (docs/verdicts.md). */
+typedef enum {
+    CD_VERDICT_PASS = 0,
+    CD_VERDICT_FAIL = 1,
+    CD_VERDICT_CRASH = 2,
+    CD_VERDICT_INCOMPLETE = 3,
+    CD_VERDICT_ERROR = 4
+} cd_verdict;
 /* What a failing verdict is (docs/verdicts.md): a kernel fault (a layer's local error over its
  * bound), output drift (no fault, but a model output beyond the output tolerance), or a crash. */
 typedef enum {
@@ -106,7 +115,9 @@ typedef enum {
     CD_KIND_FAULT = 1,
     CD_KIND_DRIFT = 2,
     CD_KIND_CRASH = 3,
-    CD_KIND_NONDET = 4
+    CD_KIND_NONDET = 4,
+    CD_KIND_INCOMPLETE = 5,
+    CD_KIND_ERROR = 6
 } cd_verdict_kind;
 
 typedef struct cd_analysis {
@@ -152,6 +163,12 @@ typedef struct cd_analysis {
     int contributors[8]; /* layers whose local error, relative to their output, is largest */
     int n_contributors;
     char out_tol_desc[200]; /* the output tolerance in words */
+    /* ---- verdicts that cannot lie (src/verdict/judge.c) ---- */
+    char incomplete[512]; /* what was and was not checked when the verdict is incomplete ("" : all) */
+    bool interrupted;     /* a signal stopped the run (the process exits 130) */
+    int n_unchecked;      /* probed tensors present in one run only */
+    char error[512];      /* verdict error: the failure that left the run unjudged */
+    int error_code;       /* its exit code (docs/design.md §6) */
 } cd_analysis;
 
 #define CD_JUMP_GROWTH 4.0 /* a layer multiplying the relative error by more than this */

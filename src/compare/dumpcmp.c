@@ -396,9 +396,11 @@ cd_status cd_compare_store(cd_dump *d, const char *run_a, const char *run_b, con
     if (!st) st = cd_dump_set_attr_str(d, path, "policy", policy_desc ? policy_desc : "", err);
     if (!st)
         st = cd_dump_set_attr_str(d, path, "verdict",
-                                  an->verdict == CD_VERDICT_PASS       ? "pass"
-                                      : an->verdict == CD_VERDICT_FAIL ? "fail"
-                                                                       : "crash",
+                                  an->verdict == CD_VERDICT_PASS        ? "pass"
+                                      : an->verdict == CD_VERDICT_FAIL  ? "fail"
+                                      : an->verdict == CD_VERDICT_CRASH ? "crash"
+                                      : an->verdict == CD_VERDICT_ERROR ? "error"
+                                                                        : "incomplete",
                                   err);
     if (!st)
         st = cd_dump_set_attr_str(d, path, "first_divergence",

@@ -49,6 +49,10 @@ typedef struct cd_runner_result {
     int n_attrs;
 } cd_runner_result;
 
+/* The run attribute every runner records: the arithmetic the backend really computed in, "fp16"
+ * (half arithmetic) or "fp32" (float arithmetic, whatever the storage), e.g. OpenCL asked for
+ * --fp16-compute on a device without cl_khr_fp16 records "fp32". The verdict's bounds use it. */
+#define CD_RUN_ATTR_COMPUTE "compute"
 void cd_run_attr_str(cd_runner_result *r, const char *key, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 void cd_run_attr_num(cd_runner_result *r, const char *key, double v);
 
@@ -72,6 +76,10 @@ typedef struct cd_backend_def {
     /* runs int8 layers in float with dequantized weights: the CPU's local reference for it uses
      * the float path too */
     bool float_int8;
+    /* the reference role (docs/design.md §5): the default run A, and the backend of the runs a
+     * differential run makes for itself (the local reference, the float32 golden run, the
+     * unquantized model); exactly one registered backend has it */
+    bool reference;
     const cd_backend_optdef *opts; /* {NULL}-terminated */
     /* Fills the backend's fields of bo from its --backend-opt entries (bo->kv); may be NULL. */
     cd_status (*apply_opts)(cd_backend_opts *bo, cd_error *err);

@@ -31,6 +31,9 @@ cd_status cd_runner_inproc(const cd_backend_def *def, const cd_runner_req *q, cd
         if (b->vt->describe) b->vt->describe(b, res->device, sizeof res->device, res->driver, sizeof res->driver);
         st = cd_execute(q->plan, b, q->inputs, q->xo, q->sink, err);
     }
+    /* an in-process op-by-op backend computes in its plan's precision (the CPU's fp16 path
+     * rounds every operation to half) */
+    cd_run_attr_str(res, CD_RUN_ATTR_COMPUTE, "%s", q->plan->prec == CD_PREC_FP16 ? "fp16" : "fp32");
     if (b) cd_backend_close(b);
     return st;
 }

@@ -44,6 +44,13 @@ typedef struct cd_dump_meta {
                                    (the fastest dump: zlib writes ~30 MB/s on a small core) */
 } cd_dump_meta;
 
+/* Every tensor and input dataset carries the attribute `digest`: "d64:" and 16 hex digits of
+ * cd_dump_digest64 over the bytes stored (the dtype as stored, little-endian). The reader checks
+ * it on every read and refuses a damaged dataset with CD_E_MODEL naming it
+ * (docs/dump-format.md "Checksums"); datasets without it (older dumps) are read unchecked. */
+#define CD_DUMP_DIGEST_ATTR "digest"
+uint64_t cd_dump_digest64(const void *data, size_t n);
+
 /* Opens a new dump (written at a temporary path, see above). */
 cd_status cd_dump_create(const char *path, const cd_dump_meta *meta, cd_dump **out, cd_error *err);
 /* Final path given to cd_dump_create and the temporary path being written. */
@@ -157,6 +164,8 @@ int cd_dump_reader_format_version(const cd_dump_reader *r);
 /* Runs in name order. */
 int cd_dump_n_runs(const cd_dump_reader *r);
 const char *cd_dump_run_name(const cd_dump_reader *r, int i);
+/* The path the reader was opened with. */
+const char *cd_dump_reader_path(const cd_dump_reader *r);
 /* Index of a run by name, -1 if absent. */
 int cd_dump_find_run(const cd_dump_reader *r, const char *run);
 
@@ -236,6 +245,9 @@ cd_status cd_dump_check_isolated(const char *path, cd_error *err);
 cd_status cd_dump_run_isolated(const char *path, void (*fn)(void *), void *arg, cd_error *err);
 /* cd_dump_check_isolated, then cd_dump_open. */
 cd_status cd_dump_open_untrusted(const char *path, cd_dump_reader **out, cd_error *err);
+/* Every dataset that carries a checksum (CD_DUMP_DIGEST_ATTR) against it: CD_E_MODEL naming the
+ * first damaged one. cd_dump_open_untrusted runs it (in its checking child). */
+cd_status cd_dump_verify(const cd_dump_reader *r, cd_error *err);
 
 /* Internal, shared by dump.c and dump_read.c: turns HDF5 automatic error printing off. */
 void cd_dump_h5_quiet(void);

@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -18,6 +19,11 @@ cd_status cd_dump_walk(const char *path, cd_error *err) {
     cd_dump_reader *r = NULL;
     cd_status st = cd_dump_open(path, &r, err);
     if (st) return st;
+    /* checksums first: a damaged dataset is named, whatever reads it later */
+    if ((st = cd_dump_verify(r, err))) {
+        cd_dump_reader_close(r);
+        return st;
+    }
     cd_error e;
     cd_dump_read_all_attrs(r, "/", &e);
     char gpath[600];
@@ -63,11 +69,16 @@ cd_status cd_dump_walk(const char *path, cd_error *err) {
 
 typedef struct {
     const char *path;
+    cd_error *damage; /* shared with the parent: the checksum failure the walk found */
 } walk_arg;
 
 static void walk_fn(void *p) {
-    cd_error e;
-    cd_dump_walk(((walk_arg *)p)->path, &e);
+    walk_arg *w = p;
+    cd_error e = {0};
+    if (cd_dump_walk(w->path, &e) && strstr(e.msg, "checksum")) {
+        *w->damage = e;
+        _exit(3);
+    }
 }
 
 cd_status cd_dump_run_isolated(const char *path, void (*fn)(void *), void *arg, cd_error *err) {
@@ -113,8 +124,18 @@ cd_status cd_dump_run_isolated(const char *path, void (*fn)(void *), void *arg, 
 }
 
 cd_status cd_dump_check_isolated(const char *path, cd_error *err) {
-    walk_arg w = {path};
-    return cd_dump_run_isolated(path, walk_fn, &w, err);
+    cd_error *dmg = mmap(NULL, sizeof *dmg, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+    if (dmg == MAP_FAILED) dmg = NULL;
+    if (dmg) memset(dmg, 0, sizeof *dmg);
+    cd_error local = {0};
+    walk_arg w = {path, dmg ? dmg : &local};
+    cd_status st = cd_dump_run_isolated(path, walk_fn, &w, err);
+    if (dmg && dmg->code && dmg->msg[0]) {
+        dmg->msg[sizeof dmg->msg - 1] = 0;
+        st = cd_err(err, CD_E_MODEL, "%s", dmg->msg);
+    }
+    if (dmg) munmap(dmg, sizeof *dmg);
+    return st;
 }
 
 cd_status cd_dump_open_untrusted(const char *path, cd_dump_reader **out, cd_error *err) {

@@ -93,6 +93,9 @@ cd_status cd_dump_write_table(cd_dump *d, const char *path, const cd_column *col
         hid_t ds = H5Dcreate2(d->file, path, ct, sp, H5P_DEFAULT, d->dcpl_plain, H5P_DEFAULT);
         if (ds < 0 || (nrows > 0 && H5Dwrite(ds, ct, H5S_ALL, H5S_ALL, H5P_DEFAULT, buf) < 0))
             st = cd_dump_h5_error(err, CD_E_IO, "cannot write table '%s' to dump '%s'", path, d->tmp);
+        /* the checksum of the rows as stored (docs/dump-format.md "Checksums") */
+        if (!st && cd_dumpw_digest_attr(ds, buf, (size_t)nrows * row) < 0)
+            st = cd_dump_h5_error(err, CD_E_IO, "cannot write table '%s' to dump '%s'", path, d->tmp);
         if (ds >= 0) H5Dclose(ds);
         H5Sclose(sp);
     }

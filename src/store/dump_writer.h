@@ -39,6 +39,9 @@ struct cd_dump {
 
 /* ---- attributes and groups (dump_attr.c) ---- */
 herr_t cd_dumpw_attr_str(hid_t obj, const char *name, const char *v);
+/* The checksum attribute (CD_DUMP_DIGEST_ATTR) of nb bytes as stored, on a new dataset
+ * (docs/dump-format.md "Checksums"). */
+herr_t cd_dumpw_digest_attr(hid_t obj, const void *data, size_t nb);
 herr_t cd_dumpw_attr_i64(hid_t obj, const char *name, int64_t v);
 herr_t cd_dumpw_attr_u64(hid_t obj, const char *name, uint64_t v);
 herr_t cd_dumpw_attr_f64(hid_t obj, const char *name, double v);

@@ -52,6 +52,7 @@ const char *cd_status_name(cd_status s) {
     case CD_E_NOMEM: return "out of memory";
     case CD_E_UNSUPPORTED: return "unsupported";
     case CD_E_INTERNAL: return "internal error";
+    case CD_E_INCOMPLETE: return "incomplete: not everything probed was compared";
     case CD_E_INTERRUPTED: return "interrupted";
     }
     return "error";

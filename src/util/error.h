@@ -15,6 +15,7 @@ typedef enum {
     CD_E_NOMEM = 7,        /* out of memory / over --max-memory (exit 7) */
     CD_E_UNSUPPORTED = 8,  /* an op or feature cldiff cannot run (exit 8) */
     CD_E_INTERNAL = 9,     /* a bug in cldiff (exit 9) */
+    CD_E_INCOMPLETE = 10,  /* verdict incomplete: not everything probed was compared (exit 10) */
     CD_E_INTERRUPTED = 130 /* SIGINT/SIGTERM (exit 130) */
 } cd_status;
 

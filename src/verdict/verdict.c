@@ -10,10 +10,22 @@
 #include "diag/diag.h"
 #include "util/fp16.h"
 
-cd_arith cd_verdict_side_arith(const char *backend, cd_precision prec, const char *variant) {
+cd_arith cd_verdict_side_arith(const char *compute, cd_precision prec) {
     if (prec != CD_PREC_FP16) return (cd_arith){.u = CD_U32, .half_store = false};
-    bool half_math = !strcmp(backend, "cpu") || (variant && !strcmp(variant, "fp16-compute"));
+    bool half_math = compute && !strcmp(compute, "fp16");
     return (cd_arith){.u = half_math ? CD_U16 : CD_U32, .half_store = true};
+}
+
+void cd_verdict_run_compute(const cd_dump_reader *r, const char *run, char *buf, size_t n) {
+    char path[300], prec[32] = "";
+    cd_error e = {0};
+    buf[0] = 0;
+    snprintf(path, sizeof path, "/runs/%s", run);
+    if (cd_dump_attr_str(r, path, CD_RUN_ATTR_COMPUTE, buf, n, &e) == CD_OK && buf[0]) return;
+    /* dumps made before runs recorded it: the variant the run was asked for */
+    buf[0] = 0;
+    if (cd_dump_attr_str(r, path, "precision", prec, sizeof prec, &e) == CD_OK)
+        snprintf(buf, n, "%s", !strcmp(prec, "fp16-compute") ? "fp16" : "fp32");
 }
 
 cd_status cd_verdict_ref_plan(const cd_graph *g, const cd_shape *in_shapes, const cd_plan *plan16, cd_plan *out,
@@ -27,11 +39,6 @@ cd_status cd_verdict_ref_plan(const cd_graph *g, const cd_shape *in_shapes, cons
         for (int64_t i = 0; i < cd_value_numel(m); i++) x[i] = cd_round_half(x[i]);
     }
     return CD_OK;
-}
-
-int cd_verdict_exit_code(const cd_analysis *an) {
-    if (an->verdict == CD_VERDICT_CRASH) return CD_E_CRASH;
-    return an->verdict == CD_VERDICT_FAIL ? CD_E_TOLERANCE : 0;
 }
 
 cd_status cd_verdict_compare_runs(cd_cmp_request *q, bool auto_tol, cd_analysis *an, cd_cmp_unmatched **um, int *nu,
@@ -64,8 +71,8 @@ void cd_verdict_local_req(const cd_verdict_run *v, cd_local_req *q) {
                         .run_a = v->run_a,
                         .run_ref = fp16 ? "ref_local" : v->run_a,
                         .run_local = v->run_local,
-                        .ref = cd_verdict_side_arith(v->a, v->prec, v->variant_a),
-                        .b = cd_verdict_side_arith(v->b, v->prec, v->variant_b),
+                        .ref = cd_verdict_side_arith(v->compute_a, v->prec),
+                        .b = cd_verdict_side_arith(v->compute_b, v->prec),
                         .policy = v->policy,
                         .user_tol = v->policy && v->policy->user,
                         .run_free = v->run_b,
@@ -91,7 +98,8 @@ void cd_verdict_local_req(const cd_verdict_run *v, cd_local_req *q) {
         q->run_a = v->run_b;
         q->run_ref = v->run_local;
         q->run_local = v->run_b;
-        q->ref = cd_verdict_side_arith("cpu", v->prec, "fp32");
+        /* the reference backend runs in-process at the run's precision (cd_runner_inproc) */
+        q->ref = cd_verdict_side_arith(v->prec == CD_PREC_FP16 ? "fp16" : "fp32", v->prec);
         q->b = (cd_arith){.u = CD_U32, .half_store = false};
         q->ref.trans_ulps = q->b.trans_ulps = 256;
         q->run_free = NULL;

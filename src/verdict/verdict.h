@@ -85,9 +85,13 @@ cd_status cd_local_load_inputs(const cd_graph *g, const cd_plan *plan, const cd_
 
 /* ---------------------------------------------------------------- one differential run */
 
-/* How a side computes (docs/verdicts.md): the CPU's fp16 path rounds every operation to half;
- * OpenCL computes in float on half storage unless it ran the fp16-compute variant. */
-cd_arith cd_verdict_side_arith(const char *backend, cd_precision prec, const char *variant);
+/* How a side computes (docs/verdicts.md): in fp16, half arithmetic where the run recorded
+ * compute=fp16 (the CPU's fp16 path, OpenCL's fp16-compute variant on a device with
+ * cl_khr_fp16), else float arithmetic on half storage. compute is the run's recorded
+ * CD_RUN_ATTR_COMPUTE ("" or NULL: float). */
+cd_arith cd_verdict_side_arith(const char *compute, cd_precision prec);
+/* The arithmetic run `run` of the dump recorded (CD_RUN_ATTR_COMPUTE) into buf ("" none). */
+void cd_verdict_run_compute(const cd_dump_reader *r, const char *run, char *buf, size_t n);
 
 /* What the local check of a differential run needs: the model and B's plan, the dump and its
  * runs, and which backends made them. Filled by the caller; nothing is owned. */
@@ -100,7 +104,7 @@ typedef struct cd_verdict_run {
     cd_precision prec;
     const char *a, *b;                     /* backend names of runs A and B */
     bool engine_b;                         /* B is a whole-model engine: the CPU ran each layer on B's inputs */
-    const char *variant_a, *variant_b;     /* the variants the runs report ("fp32", "fp16-compute", ...) */
+    const char *compute_a, *compute_b;     /* the arithmetic the runs recorded ("fp16", "fp32"; "" unknown) */
     const char *run_a, *run_b, *run_local; /* dump runs: A's and B's free runs, B's local run */
     const cd_policy *policy;
     const bool *settled; /* fp32: ops settled by B's free run (NULL: none) */
@@ -133,8 +137,69 @@ cd_status cd_verdict_compare_runs(cd_cmp_request *q, bool auto_tol, cd_analysis 
  * change marks the layer nondeterministic (a race or an uninitialised read). */
 cd_status cd_verdict_merge_repeats(const cd_cmp_request *q0, const char *run_b, int repeat, cd_analysis *an,
                                    cd_error *err);
-/* The exit code of a decided analysis (docs/design.md §6): crash, tolerance or 0. */
+/* The exit code of a decided analysis (docs/design.md §6): 0 pass, 1 kernel fault / drift /
+ * nondeterminism, 5 crash, 10 incomplete, the failure's own code for error. A process that a
+ * signal stopped exits 130 whatever the verdict (the caller's). (src/verdict/judge.c) */
 int cd_verdict_exit_code(const cd_analysis *an);
+
+/* ---------------------------------------------------------------- the one judge */
+
+/* What cd_judge is asked: two runs in their dumps and the rules; for a live differential run
+ * also what the dump cannot tell (the local check to run now, an interruption, a failed run).
+ * Nothing is owned. */
+typedef struct cd_judge_req {
+    const cd_dump_reader *ra, *rb; /* run A's dump and run B's: one reader for a differential run and `report` */
+    const char *run_a, *run_b;     /* NULL: the pair the dump records (cd_judge_pick_runs) */
+    const cd_policy *policy;       /* for the dump's precision (cd_judge_precision) */
+    bool auto_tol;                 /* --tolerance auto */
+    int threads;
+    bool force; /* two dumps: compare runs of different models or inputs anyway */
+    /* the model outputs and each op's accumulation length (NULL: as the dump recorded them) */
+    const char *const *outputs;
+    int n_outputs;
+    const int64_t *acc_k;
+    int n_acc_k;
+    /* a live run: the local check runs now with this (NULL: the one stored in /local is read) */
+    const cd_verdict_run *live;
+    /* the phase a signal stopped (NULL: the dump's root attribute `interrupted`, if any): the
+     * verdict is incomplete */
+    const char *interrupted;
+    /* a run failed with this message (NULL: the dump's root attributes error, error_code): the
+     * verdict is error */
+    const char *error;
+    int error_code; /* ... and this exit code */
+} cd_judge_req;
+
+typedef struct cd_judgement {
+    cd_analysis an;
+    bool have_an;
+    cd_cmp_request q; /* the compared pair, for reporters reading tensors back (cd_compare_read_pair) */
+    cd_cmp_unmatched *um;
+    int nu;
+    cd_precision prec;
+    char run_a[128], run_b[128];
+    bool interrupted_local;
+    char **outs; /* owned copies read from the dump */
+    int n_outs;
+    int64_t *acck;
+    int n_acck;
+} cd_judgement;
+
+/* The verdict of q's runs into j (free with cd_judgement_free, also after an error). Two dumps
+ * of different models or inputs: CD_E_MODEL naming both digests unless q->force. */
+cd_status cd_judge(const cd_judge_req *q, cd_judgement *j, cd_error *err);
+void cd_judgement_free(cd_judgement *j);
+/* A signal after the verdict (while the reports are written): the verdict an of q's runs
+ * (run_a, run_b set; um/nu the judgement's) becomes incomplete, interrupted during phase (a
+ * kernel fault or crash stands). */
+void cd_judge_interrupted(const cd_judge_req *q, cd_analysis *an, const cd_cmp_unmatched *um, int nu,
+                          const char *phase);
+/* The precision the dump's runs were made at (root attribute precision). */
+cd_precision cd_judge_precision(const cd_dump_reader *r);
+/* The compared pair of a dump: the root attributes run_a/run_b of a differential run, else the
+ * two runs that are not helper runs, B being the one with a local run or A the reference
+ * backend's (cd_backend_def.reference). False when the dump holds fewer than two. */
+bool cd_judge_pick_runs(const cd_dump_reader *r, char *run_a, char *run_b, size_t n);
 /* Classifies the first divergence (local or inherited) once the local check is in. */
 void cd_classify_first(cd_analysis *a);
 /* The verdict (docs/verdicts.md), once the local check and the output summaries are in:

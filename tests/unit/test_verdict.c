@@ -139,8 +139,8 @@ static void decide(int bad, float delta, cd_layer_cmp *out, int *exit_code) {
                         .prec = CD_PREC_FP32,
                         .a = "cpu",
                         .b = "opencl",
-                        .variant_a = "fp32",
-                        .variant_b = "fp32",
+                        .compute_a = "fp32",
+                        .compute_b = "fp32",
                         .run_a = "cpu",
                         .run_b = "opencl",
                         .run_local = "opencl_local",
@@ -188,8 +188,8 @@ Test(verdict, request_fp32_compares_a_with_b_local) {
     cd_verdict_run v = {.prec = CD_PREC_FP32,
                         .a = "cpu",
                         .b = "opencl",
-                        .variant_a = "fp32",
-                        .variant_b = "fp32",
+                        .compute_a = "fp32",
+                        .compute_b = "fp32",
                         .run_a = "cpu",
                         .run_b = "opencl",
                         .run_local = "opencl_local"};
@@ -207,8 +207,8 @@ Test(verdict, request_fp16_holds_b_to_the_float32_reference) {
     cd_verdict_run v = {.prec = CD_PREC_FP16,
                         .a = "cpu",
                         .b = "opencl",
-                        .variant_a = "fp16",
-                        .variant_b = "fp16",
+                        .compute_a = "fp16",
+                        .compute_b = "fp32", /* OpenCL's fp16 variant: float arithmetic, half storage */
                         .run_a = "cpu",
                         .run_b = "opencl",
                         .run_local = "opencl_local"};
@@ -217,10 +217,12 @@ Test(verdict, request_fp16_holds_b_to_the_float32_reference) {
     cr_assert_str_eq(q.run_ref, "ref_local");
     cr_assert(q.ref.u == CD_U32 && !q.ref.half_store, "fp16 reference is not float32");
     cr_assert(q.b.u == CD_U32 && q.b.half_store, "OpenCL fp16: float arithmetic on half storage");
-    v.variant_b = "fp16-compute";
+    v.compute_b = "fp16"; /* the fp16-compute variant on a device with cl_khr_fp16 */
     cd_verdict_local_req(&v, &q);
     cr_assert(q.b.u == CD_U16 && q.b.half_store, "fp16-compute: half arithmetic");
-    cr_assert(cd_verdict_side_arith("cpu", CD_PREC_FP16, "fp16").u == CD_U16);
+    cr_assert(cd_verdict_side_arith("fp16", CD_PREC_FP16).u == CD_U16);
+    /* what the backend recorded, not the flag: --fp16-compute without cl_khr_fp16 computes in float */
+    cr_assert(cd_verdict_side_arith("fp32", CD_PREC_FP16).u == CD_U32);
 }
 
 Test(verdict, request_engine_b_checks_its_own_output_against_the_cpu) {
@@ -229,8 +231,8 @@ Test(verdict, request_engine_b_checks_its_own_output_against_the_cpu) {
                         .a = "paddle-lite-arm",
                         .b = "paddle-lite-opencl",
                         .engine_b = true,
-                        .variant_a = "fp32",
-                        .variant_b = "fp32",
+                        .compute_a = "fp32",
+                        .compute_b = "fp32",
                         .run_a = "arm",
                         .run_b = "ocl",
                         .run_local = "ocl_local",

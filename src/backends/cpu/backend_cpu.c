@@ -523,6 +523,7 @@ static cd_status cpu_placement(const cd_runner_req *q, cd_op_place *out, char *n
 const cd_backend_def cd_backend_def_cpu = {
     .name = "cpu",
     .aliases = {"arm", NULL},
+    .reference = true,
     .summary = "cldiff's CPU kernels: the reference (float32, _Float16 for --fp16, int8 as Paddle-Lite ARM)",
     .op_by_op = true,
     .opts = (const cd_backend_optdef[]){{NULL, NULL, NULL}},

@@ -487,5 +487,8 @@ cd_status cd_runner_isolated(const cd_runner_req *q, cd_runner_result *res, cd_e
     snprintf(res->device, sizeof res->device, "%s", ir.device);
     snprintf(res->driver, sizeof res->driver, "%s", ir.driver);
     res->crash = ir.crash;
+    /* the variant the child's backend chose: half arithmetic only with cl_khr_fp16 */
+    if (ir.crash.variant[0])
+        cd_run_attr_str(res, CD_RUN_ATTR_COMPUTE, "%s", !strcmp(ir.crash.variant, "fp16-compute") ? "fp16" : "fp32");
     return st;
 }
