@@ -729,8 +729,7 @@ cd_status cd_inputs_resolve_shapes(const cd_graph *g, const char *const *shapes,
             if (strncmp(shapes[i], t->name, tl) || shapes[i][tl] != '=' || t->shape.rank == 0) continue;
             const cd_shape *ds = &t->shape, *gs = &out[k];
             char a[160], why[96] = "";
-            if (gs->rank != ds->rank)
-                snprintf(why, sizeof why, "rank %d where the model has %d", gs->rank, ds->rank);
+            if (gs->rank != ds->rank) snprintf(why, sizeof why, "rank %d where the model has %d", gs->rank, ds->rank);
             for (int d = 0; !why[0] && d < ds->rank; d++)
                 if (ds->d[d] >= 0 && ds->d[d] != gs->d[d])
                     snprintf(why, sizeof why, "dim %d is %lld where the model fixes %lld", d, (long long)gs->d[d],
