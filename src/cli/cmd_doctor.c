@@ -8,15 +8,12 @@
  * (paddle-lite-arm, paddle-lite-opencl): usable or what is missing; they do not change the
  * exit code. */
 #include <errno.h>
-#include <poll.h>
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/wait.h>
-#include <time.h>
 #include <unistd.h>
 #include "util/error.h"
+#include "util/subproc.h"
 #include "backends/opencl/backend_cl.h"
 #include "backends/opencl/loader.h"
 #include "backends/paddlelite/pl_sdk.h"
@@ -33,102 +30,22 @@ typedef struct {
 
 typedef void (*child_fn)(int fd, void *arg);
 
-static double mono(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
-
 /* Runs fn in a child; its result pipe and stderr are collected (stderr is not shown unless
  * echo_err: build logs of crashes belong in the table, not on the terminal). */
 static int run_child(child_fn fn, void *arg, double timeout_s, bool echo_err, child_res *r) {
     memset(r, 0, sizeof *r);
-    int dp[2], ep[2];
-    if (pipe(dp) != 0) return -1;
-    if (pipe(ep) != 0) {
-        close(dp[0]);
-        close(dp[1]);
-        return -1;
-    }
-    fflush(NULL);
-    pid_t pid = fork();
-    if (pid < 0) {
-        close(dp[0]);
-        close(dp[1]);
-        close(ep[0]);
-        close(ep[1]);
-        return -1;
-    }
-    if (pid == 0) {
-        close(dp[0]);
-        close(ep[0]);
-        dup2(ep[1], STDERR_FILENO);
-        close(ep[1]);
-        fn(dp[1], arg);
-        fflush(NULL);
-        _exit(0);
-    }
-    close(dp[1]);
-    close(ep[1]);
-    double t0 = mono();
-    bool deof = false, eeof = false, killed = false;
-    size_t cap = 0;
-    while (!deof || !eeof) {
-        struct pollfd f[2];
-        int nf = 0, di = -1, ei = -1;
-        if (!deof) {
-            f[nf] = (struct pollfd){.fd = dp[0], .events = POLLIN};
-            di = nf++;
-        }
-        if (!eeof) {
-            f[nf] = (struct pollfd){.fd = ep[0], .events = POLLIN};
-            ei = nf++;
-        }
-        if (!killed && timeout_s > 0 && mono() - t0 > timeout_s) {
-            kill(pid, SIGKILL);
-            killed = r->timed_out = true;
-        }
-        int pr = poll(f, (nfds_t)nf, 200);
-        if (pr <= 0) continue;
-        char buf[4096];
-        if (di >= 0 && (f[di].revents & (POLLIN | POLLHUP | POLLERR))) {
-            ssize_t n = read(dp[0], buf, sizeof buf);
-            if (n <= 0) {
-                if (n == 0 || errno != EINTR) deof = true;
-            } else {
-                if (r->out_len + (size_t)n + 1 > cap) {
-                    size_t nc = (cap ? cap * 2 : 8192) + (size_t)n;
-                    char *no = realloc(r->out, nc);
-                    if (!no) {
-                        deof = true;
-                        continue;
-                    }
-                    r->out = no;
-                    cap = nc;
-                }
-                memcpy(r->out + r->out_len, buf, (size_t)n);
-                r->out_len += (size_t)n;
-                r->out[r->out_len] = 0;
-            }
-        }
-        if (ei >= 0 && (f[ei].revents & (POLLIN | POLLHUP | POLLERR))) {
-            ssize_t n = read(ep[0], buf, sizeof buf);
-            if (n <= 0) {
-                if (n == 0 || errno != EINTR) eeof = true;
-            } else {
-                if (echo_err) fwrite(buf, 1, (size_t)n, stderr);
-                cd_tail_append(r->err, sizeof r->err, buf, (size_t)n);
-            }
-        }
-    }
-    close(dp[0]);
-    close(ep[0]);
-    int st = 0;
-    while (waitpid(pid, &st, 0) < 0 && errno == EINTR) {}
-    if (WIFSIGNALED(st))
-        r->sig = WTERMSIG(st);
-    else if (WIFEXITED(st))
-        r->exit_code = WEXITSTATUS(st);
+    cd_subproc_opts so = {.timeout_s = timeout_s, .capture_err = true};
+    cd_subproc sp;
+    if (cd_subproc_fork(&sp, &so, fn, arg) != 0) return -1;
+    cd_subproc_text t = {.echo_err = echo_err};
+    cd_subproc_result sr;
+    cd_subproc_wait(&sp, cd_subproc_collect, &t, &sr);
+    r->out = t.out;
+    r->out_len = t.out_len;
+    snprintf(r->err, sizeof r->err, "%s", t.err);
+    r->sig = sr.sig;
+    r->exit_code = sr.exit_code < 0 ? 0 : sr.exit_code;
+    r->timed_out = sr.timed_out;
     return 0;
 }
 

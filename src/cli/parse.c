@@ -5,7 +5,9 @@
 #include "backends/cpu/gemm.h"
 #include "util/suggest.h"
 #include "backends/registry.h"
+#include <ctype.h>
 #include <errno.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -101,11 +103,11 @@ int cd_cli_fail(const cd_error *err) {
     return code;
 }
 
+/* One line, never the whole usage text: the message names the option and what it takes. */
 int cd_cli_usage_error(const char *cmd, const char *fmt, const char *arg) {
-    fprintf(stderr, "cldiff: ");
+    fprintf(stderr, "cldiff%s%s: ", cmd ? " " : "", cmd ? cmd : "");
     fprintf(stderr, fmt, arg);
-    fprintf(stderr, "\n\n");
-    cd_cli_usage(stderr, cmd);
+    fprintf(stderr, " (cldiff%s%s --help lists every option)\n", cmd ? " " : "", cmd ? cmd : "");
     return CD_E_USAGE;
 }
 
@@ -199,11 +201,12 @@ int cd_cli_bad_value(const char *cmd, const char *opt, const char *value, const 
         return cd_cli_bad_value(cmd, opt, v, vals_, (int)(sizeof vals_ / sizeof vals_[0]));                            \
     } while (0)
 
+/* A finite number (strtod also takes "nan" and "inf": refused). */
 static bool parse_double(const char *s, double *out) {
     char *end;
     errno = 0;
     double v = strtod(s, &end);
-    if (errno || end == s || *end) return false;
+    if (errno || end == s || *end || !isfinite(v)) return false;
     *out = v;
     return true;
 }
@@ -274,6 +277,51 @@ static int add_backend_opt(cd_cli_opts *o, const char *cmd, const char *v) {
     return 0;
 }
 
+/* --shape NAME=d0,d1,...: the form and every dim a positive integer, checked here; the
+ * model's declared rank and fixed dims are checked when the model is read (inputs.c). */
+static int check_shape_value(const char *cmd, const char *v) {
+    const char *eq = strchr(v, '=');
+    if (!eq || eq == v)
+        return cd_cli_usage_error(cmd, "--shape expects NAME=d0,d1,... (e.g. x=1,3,224,224), got '%s'", v);
+    const char *p = eq + 1;
+    int rank = 0;
+    for (;;) {
+        char *end;
+        errno = 0;
+        long long d = isdigit((unsigned char)*p) ? strtoll(p, &end, 10) : -1;
+        if (d <= 0 || errno || d > (1LL << 31))
+            return cd_cli_usage_error(cmd, "--shape expects dims that are integers in 1..2^31, got '%s'", v);
+        if (++rank > CD_MAX_RANK) return cd_cli_usage_error(cmd, "--shape: more than 8 dims in '%s'", v);
+        p = end;
+        if (!*p) break;
+        if (*p != ',' && *p != 'x')
+            return cd_cli_usage_error(cmd, "--shape expects dims separated by commas (NAME=1,3,224,224), got '%s'", v);
+        p++;
+    }
+    return 0;
+}
+
+/* --mean/--std a[,b,c]: one to three finite numbers; --std none of them 0. */
+static int check_float_list(const char *cmd, const char *opt, const char *v) {
+    char m[160];
+    bool is_std = !strcmp(opt, "--std");
+    snprintf(m, sizeof m, "%s expects one or three numbers separated by commas%s, got '%%s'", opt,
+             is_std ? ", none of them 0" : "");
+    const char *p = v;
+    int n = 0;
+    for (;;) {
+        char *end;
+        errno = 0;
+        double x = strtod(p, &end);
+        if (end == p || errno || !isfinite(x) || (is_std && x == 0) || ++n > 3) return cd_cli_usage_error(cmd, m, v);
+        p = end;
+        if (!*p) break;
+        if (*p != ',') return cd_cli_usage_error(cmd, m, v);
+        p++;
+    }
+    return n == 2 ? cd_cli_usage_error(cmd, m, v) : 0;
+}
+
 int cd_cli_parse(int argc, char **argv, int first, cd_cli_opts *o, const char *cmd) {
     memset(o, 0, sizeof *o);
     o->out_dir = "cldiff-out";
@@ -341,7 +389,11 @@ int cd_cli_parse(int argc, char **argv, int first, cd_cli_opts *o, const char *c
         } else if (!strcmp(a, "--repeat") || !strcmp(a, "--calibrate")) {
             NEEDV();
             long n;
-            if (!parse_int(v, 1, 64, &n)) return cd_cli_usage_error(cmd, "expected a count 1..64, got '%s'", v);
+            if (!parse_int(v, 1, 64, &n)) {
+                char m[96];
+                snprintf(m, sizeof m, "%s expects a count 1..64, got '%%s'", a);
+                return cd_cli_usage_error(cmd, m, v);
+            }
             if (!strcmp(a, "--repeat"))
                 o->repeat = (int)n;
             else
@@ -352,6 +404,7 @@ int cd_cli_parse(int argc, char **argv, int first, cd_cli_opts *o, const char *c
                 return cd_cli_usage_error(cmd, "--calibrate-safety expects a number >= 1, got '%s'", v);
         } else if (!strcmp(a, "--out") || !strcmp(a, "-o")) {
             NEEDV();
+            if (!*v) return cd_cli_usage_error(cmd, "--out expects a folder name, got '%s'", v);
             o->out_dir = v;
         } else if (!strcmp(a, "--layers")) {
             NEEDV();
@@ -384,14 +437,17 @@ int cd_cli_parse(int argc, char **argv, int first, cd_cli_opts *o, const char *c
         } else if (!strcmp(a, "--shape")) {
             NEEDV();
             if (o->n_shapes == CD_CLI_MAX_LIST) return cd_cli_usage_error(cmd, "too many --shape options (%s)", v);
-            if (!strchr(v, '=')) return cd_cli_usage_error(cmd, "--shape expects NAME=d0,d1,..., got '%s'", v);
+            int r = check_shape_value(cmd, v);
+            if (r) return r;
             o->shapes[o->n_shapes++] = v;
-        } else if (!strcmp(a, "--mean")) {
+        } else if (!strcmp(a, "--mean") || !strcmp(a, "--std")) {
             NEEDV();
-            o->mean = v;
-        } else if (!strcmp(a, "--std")) {
-            NEEDV();
-            o->std = v;
+            int r = check_float_list(cmd, a, v);
+            if (r) return r;
+            if (!strcmp(a, "--mean"))
+                o->mean = v;
+            else
+                o->std = v;
         } else if (!strcmp(a, "--channel-order")) {
             NEEDV();
             if (strcmp(v, "rgb") && strcmp(v, "bgr")) BAD_VALUE("--channel-order", "rgb", "bgr");
@@ -427,8 +483,8 @@ int cd_cli_parse(int argc, char **argv, int first, cd_cli_opts *o, const char *c
             o->deflate = n == 0 ? -1 : (int)n;
         } else if (!strcmp(a, "--timeout")) {
             NEEDV();
-            if (!parse_double(v, &o->timeout_s) || o->timeout_s <= 0)
-                return cd_cli_usage_error(cmd, "--timeout expects seconds > 0, got '%s'", v);
+            if (!parse_double(v, &o->timeout_s) || o->timeout_s <= 0 || o->timeout_s > 1e6)
+                return cd_cli_usage_error(cmd, "--timeout expects seconds in (0, 1000000], got '%s'", v);
         } else if (!strcmp(a, "--cl-lib")) {
             NEEDV();
             o->cl_lib = v;
@@ -458,7 +514,14 @@ int cd_cli_parse(int argc, char **argv, int first, cd_cli_opts *o, const char *c
                    !strcmp(a, "--max-fail-fraction")) {
             NEEDV();
             double d;
-            if (!parse_double(v, &d) || d < 0) return cd_cli_usage_error(cmd, "expected a number >= 0, got '%s'", v);
+            /* a cosine and a fraction live in [0, 1]: --min-cos 2 would fail every output */
+            bool unit = !strcmp(a, "--min-cos") || !strcmp(a, "--max-fail-fraction");
+            if (!parse_double(v, &d) || d < 0 || (unit && d > 1)) {
+                char m[128];
+                snprintf(m, sizeof m, "%s expects %s, got '%%s'", a,
+                         unit ? "a number in [0, 1]" : "a finite number >= 0");
+                return cd_cli_usage_error(cmd, m, v);
+            }
             if (!strcmp(a, "--atol"))
                 o->atol = d;
             else if (!strcmp(a, "--rtol"))

@@ -2,7 +2,6 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <omp.h>
-#include <poll.h>
 #include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -14,6 +13,7 @@
 #include "util/error.h"
 #include "backends/opencl/backend_cl.h"
 #include "backends/opencl/isolate.h"
+#include "util/subproc.h"
 
 enum { REC_PHASE = 1, REC_HIT = 2, REC_DONE = 3, REC_DESC = 4, REC_RESULT = 5, REC_SETTLED = 6 };
 
@@ -193,35 +193,10 @@ static void child_main(int fd, const cd_plan *plan, const cd_backend_opts *opts,
 
 /* ------------------------------------------------------------------ parent */
 
-static double mono_s(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
-
 typedef struct {
     char *buf;
     size_t len, cap;
 } rbuf;
-
-static bool rbuf_read(rbuf *b, int fd, bool *eof) {
-    if (b->cap - b->len < 65536) {
-        size_t nc = b->cap ? b->cap * 2 : 262144;
-        while (nc - b->len < 65536) nc *= 2;
-        char *nb = realloc(b->buf, nc);
-        if (!nb) return false;
-        b->buf = nb;
-        b->cap = nc;
-    }
-    ssize_t r = read(fd, b->buf + b->len, b->cap - b->len);
-    if (r < 0) {
-        if (errno != EINTR && errno != EAGAIN) *eof = true;
-        return true;
-    }
-    if (r == 0) *eof = true;
-    b->len += (size_t)r;
-    return true;
-}
 
 typedef struct {
     const cd_plan *plan;
@@ -348,111 +323,85 @@ static bool parse_records(parent_ctx *p, rbuf *b) {
     return true;
 }
 
+typedef struct {
+    const cd_plan *plan;
+    const cd_backend_opts *opts;
+    const cd_value *inputs;
+    const cd_exec_opts *xopts;
+    bool want_hits;
+} child_args;
+
+static void child_entry(int fd, void *arg) {
+    const child_args *a = arg;
+    signal(SIGPIPE, SIG_DFL);
+    child_main(fd, a->plan, a->opts, a->inputs, a->xopts, a->want_hits);
+}
+
+typedef struct {
+    parent_ctx *p;
+    rbuf data;
+    bool bad_stream;
+} pump_ctx;
+
+/* The child's streams as they come: records into the sinks, stderr echoed and its tail kept.
+ * false kills the child: out of memory, a malformed record, or a sink that failed (e.g. disk
+ * full while writing the dump). */
+static bool on_child_data(void *user, int which, const char *buf, size_t n) {
+    pump_ctx *c = user;
+    parent_ctx *p = c->p;
+    if (which == 1) {
+        fwrite(buf, 1, n, stderr);
+        cd_tail_append(p->run->crash.stderr_tail, sizeof p->run->crash.stderr_tail, buf, n);
+        return true;
+    }
+    rbuf *b = &c->data;
+    if (b->cap - b->len < n) {
+        size_t nc = b->cap ? b->cap * 2 : 262144;
+        while (nc - b->len < n) nc *= 2;
+        char *nb = realloc(b->buf, nc);
+        if (!nb) {
+            p->sink_status = cd_err(&p->sink_err, CD_E_NOMEM, "out of memory receiving the OpenCL child's data");
+            return false;
+        }
+        b->buf = nb;
+        b->cap = nc;
+    }
+    memcpy(b->buf + b->len, buf, n);
+    b->len += n;
+    if (!parse_records(p, b)) {
+        c->bad_stream = true;
+        return false;
+    }
+    return !p->sink_status;
+}
+
 cd_status cd_run_isolated(const cd_plan *plan, const cd_backend_opts *opts, const cd_value *inputs,
                           const cd_exec_opts *xopts, cd_probe_sink *sink, double timeout_s, cd_isolated_run *run,
                           cd_error *err) {
     memset(run, 0, sizeof *run);
     run->crash.op_index = -1;
     run->crash.exit_status = -1;
-    int dp[2], ep[2];
-    if (pipe(dp) != 0) return cd_err(err, CD_E_INTERNAL, "pipe() failed: %s", strerror(errno));
-    if (pipe(ep) != 0) {
-        close(dp[0]);
-        close(dp[1]);
-        return cd_err(err, CD_E_INTERNAL, "pipe() failed: %s", strerror(errno));
-    }
-    fflush(NULL); /* buffered parent output must not be written twice */
-    double t0 = mono_s();
-    pid_t pid = fork();
-    if (pid < 0) {
-        close(dp[0]);
-        close(dp[1]);
-        close(ep[0]);
-        close(ep[1]);
+    child_args ca = {plan, opts, inputs, xopts, sink && sink->hit};
+    /* the child stops between ops on its own copy of the stop flag; a terminal SIGINT reaches
+     * it directly, a signal sent to the parent alone is passed on (SIGINT) */
+    cd_subproc_opts so = {
+        .timeout_s = timeout_s, .stop = xopts ? xopts->stop_flag : NULL, .stop_signal = SIGINT, .capture_err = true};
+    cd_subproc sp;
+    if (cd_subproc_fork(&sp, &so, child_entry, &ca) != 0)
         return cd_err(err, CD_E_NOMEM,
                       "cannot start the OpenCL child process: fork failed: %s (run with "
                       "--no-isolate to run OpenCL in this process)",
                       strerror(errno));
-    }
-    if (pid == 0) {
-        close(dp[0]);
-        close(ep[0]);
-        signal(SIGPIPE, SIG_DFL);
-        dup2(ep[1], STDERR_FILENO);
-        close(ep[1]);
-        child_main(dp[1], plan, opts, inputs, xopts, sink && sink->hit);
-        _exit(0);
-    }
-    close(dp[1]);
-    close(ep[1]);
     parent_ctx p = {
         .plan = plan, .sink = sink, .local_sink = xopts ? xopts->local_sink : NULL, .xopts = xopts, .run = run};
-    rbuf data = {0};
-    bool deof = false, eeof = false, killed = false, interrupted = false, bad_stream = false;
-    while (!deof || !eeof) {
-        struct pollfd fds[2];
-        int nf = 0, di = -1, ei = -1;
-        if (!deof) {
-            fds[nf] = (struct pollfd){.fd = dp[0], .events = POLLIN};
-            di = nf++;
-        }
-        if (!eeof) {
-            fds[nf] = (struct pollfd){.fd = ep[0], .events = POLLIN};
-            ei = nf++;
-        }
-        int wait_ms = 200;
-        if (timeout_s > 0 && !killed) {
-            double left = timeout_s - (mono_s() - t0);
-            if (left <= 0) {
-                kill(pid, SIGKILL);
-                killed = true;
-                run->crash.timed_out = true;
-            } else if (left * 1000 < wait_ms)
-                wait_ms = (int)(left * 1000) + 1;
-        }
-        if (xopts && xopts->stop_flag && *xopts->stop_flag && !interrupted) {
-            /* the child stops between ops on its own copy of the flag; a terminal SIGINT
-             * reaches it directly, a signal sent to the parent alone is passed on */
-            kill(pid, SIGINT);
-            interrupted = true;
-        }
-        int r = poll(fds, (nfds_t)nf, wait_ms);
-        if (r < 0 && errno != EINTR) break;
-        if (r <= 0) continue;
-        if (di >= 0 && (fds[di].revents & (POLLIN | POLLHUP | POLLERR))) {
-            if (!rbuf_read(&data, dp[0], &deof)) {
-                kill(pid, SIGKILL);
-                killed = true;
-                p.sink_status = cd_err(&p.sink_err, CD_E_NOMEM, "out of memory receiving the OpenCL child's data");
-                deof = true;
-            } else if (!parse_records(&p, &data)) {
-                kill(pid, SIGKILL);
-                killed = true;
-                bad_stream = true;
-                deof = true;
-            }
-            if (p.sink_status && !killed) { /* e.g. disk full while writing the dump */
-                kill(pid, SIGKILL);
-                killed = true;
-            }
-        }
-        if (ei >= 0 && (fds[ei].revents & (POLLIN | POLLHUP | POLLERR))) {
-            char tmp[4096];
-            ssize_t n = read(ep[0], tmp, sizeof tmp);
-            if (n <= 0) {
-                if (n == 0 || (errno != EINTR && errno != EAGAIN)) eeof = true;
-            } else {
-                fwrite(tmp, 1, (size_t)n, stderr);
-                cd_tail_append(run->crash.stderr_tail, sizeof run->crash.stderr_tail, tmp, (size_t)n);
-            }
-        }
-    }
-    close(dp[0]);
-    close(ep[0]);
-    free(data.buf);
-    int wst = 0;
-    while (waitpid(pid, &wst, 0) < 0 && errno == EINTR) {}
-    run->crash.elapsed_s = mono_s() - t0;
+    pump_ctx pc = {.p = &p};
+    cd_subproc_result sr;
+    cd_subproc_wait(&sp, on_child_data, &pc, &sr);
+    free(pc.data.buf);
+    bool bad_stream = pc.bad_stream;
+    run->crash.timed_out = sr.timed_out;
+    int wst = sr.wstatus;
+    run->crash.elapsed_s = sr.elapsed_s;
     if (p.sink_status) {
         if (err) *err = p.sink_err;
         return p.sink_status;

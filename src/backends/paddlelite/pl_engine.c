@@ -16,6 +16,7 @@
 #include "probes/instrument.h"
 #include "util/json.h"
 #include "util/npy.h"
+#include "util/subproc.h"
 #include "engine/backend_def.h"
 
 extern char **environ;
@@ -70,35 +71,16 @@ int cd_pl_roots(char out[3][PATH_MAX]) {
 
 cd_status cd_pl_spawn_wait(char *const argv[], char *const envp[], const char *log_path, double timeout_s, int *wstatus,
                            bool *timed_out, volatile int *stop, cd_error *err) {
-    posix_spawn_file_actions_t fa;
-    posix_spawn_file_actions_init(&fa);
-    posix_spawn_file_actions_addopen(&fa, 1, log_path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    posix_spawn_file_actions_adddup2(&fa, 1, 2);
-    posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
-    pid_t pid;
-    int rc = posix_spawn(&pid, argv[0], &fa, NULL, argv, envp ? envp : environ);
-    posix_spawn_file_actions_destroy(&fa);
+    /* its own process group: a timeout or Ctrl-C ends Python's children (Opt) as well */
+    cd_subproc_opts so = {.timeout_s = timeout_s, .stop = stop, .own_group = true, .log_path = log_path};
+    cd_subproc sp;
+    int rc = cd_subproc_spawn(&sp, &so, argv, envp);
     if (rc) return cd_err(err, CD_E_BACKEND, "cannot start %s: %s", argv[0], strerror(rc));
-    double t0 = now_ms();
-    *timed_out = false;
-    for (;;) {
-        pid_t w = waitpid(pid, wstatus, WNOHANG);
-        if (w == pid) break;
-        if (w < 0 && errno != EINTR) return cd_err(err, CD_E_INTERNAL, "waitpid: %s", strerror(errno));
-        if (stop && *stop) {
-            kill(pid, SIGKILL);
-            while (waitpid(pid, wstatus, 0) < 0 && errno == EINTR) {}
-            return cd_err(err, CD_E_INTERRUPTED, "interrupted while Paddle-Lite ran (%s)", argv[0]);
-        }
-        if (timeout_s > 0 && now_ms() - t0 > timeout_s * 1e3) {
-            kill(pid, SIGKILL);
-            while (waitpid(pid, wstatus, 0) < 0 && errno == EINTR) {}
-            *timed_out = true;
-            break;
-        }
-        struct timespec ts = {0, 20 * 1000 * 1000};
-        nanosleep(&ts, NULL);
-    }
+    cd_subproc_result r;
+    cd_subproc_wait(&sp, NULL, NULL, &r);
+    *wstatus = r.wstatus;
+    *timed_out = r.timed_out;
+    if (r.stopped) return cd_err(err, CD_E_INTERRUPTED, "interrupted while Paddle-Lite ran (%s)", argv[0]);
     return CD_OK;
 }
 

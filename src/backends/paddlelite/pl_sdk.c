@@ -22,6 +22,7 @@
 #include "backends/opencl/device.h"
 #include "backends/opencl/loader.h"
 #include "util/sha256.h"
+#include "util/subproc.h"
 
 extern char **environ;
 
@@ -379,64 +380,23 @@ bool cd_pl_find_helper(const char *rel, char *out, size_t n) {
  * /dev/null, killed after timeout_s. Returns false when it could not start (buf says why);
  * *status is the wait status, *timed_out set when killed. */
 static bool run_capture(char *const argv[], double timeout_s, char *buf, size_t n, int *status, bool *timed_out) {
-    int pfd[2];
     buf[0] = 0;
     *timed_out = false;
     *status = 0;
-    if (pipe2(pfd, O_CLOEXEC) != 0) {
-        snprintf(buf, n, "pipe: %s", strerror(errno));
-        return false;
-    }
-    posix_spawn_file_actions_t fa;
-    posix_spawn_file_actions_init(&fa);
-    posix_spawn_file_actions_adddup2(&fa, pfd[1], 1);
-    posix_spawn_file_actions_adddup2(&fa, pfd[1], 2);
-    posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
-    pid_t pid;
-    int rc = posix_spawn(&pid, argv[0], &fa, NULL, argv, environ);
-    posix_spawn_file_actions_destroy(&fa);
-    close(pfd[1]);
+    cd_subproc_opts so = {.timeout_s = timeout_s};
+    cd_subproc sp;
+    int rc = cd_subproc_spawn(&sp, &so, argv, NULL);
     if (rc) {
-        close(pfd[0]);
         snprintf(buf, n, "cannot start %s: %s", argv[0], strerror(rc));
         return false;
     }
-    size_t have = 0;
-    double t0 = now_ms();
-    for (;;) {
-        struct pollfd p = {.fd = pfd[0], .events = POLLIN};
-        int pr = poll(&p, 1, 200);
-        if (pr > 0) {
-            char tmp[4096];
-            ssize_t r = read(pfd[0], tmp, sizeof tmp);
-            if (r == 0) break;
-            if (r < 0) {
-                if (errno == EINTR) continue;
-                break;
-            }
-            size_t rn = (size_t)r;
-            if (rn >= n - 1) {
-                memcpy(buf, tmp + rn - (n - 1), n - 1);
-                have = n - 1;
-            } else {
-                if (have + rn > n - 1) {
-                    size_t drop = have + rn - (n - 1);
-                    memmove(buf, buf + drop, have - drop);
-                    have -= drop;
-                }
-                memcpy(buf + have, tmp, rn);
-                have += rn;
-            }
-            buf[have] = 0;
-        }
-        if (timeout_s > 0 && now_ms() - t0 > timeout_s * 1e3) {
-            kill(pid, SIGKILL);
-            *timed_out = true;
-            break;
-        }
-    }
-    close(pfd[0]);
-    while (waitpid(pid, status, 0) < 0 && errno == EINTR) {}
+    cd_subproc_text t = {.out_max = n - 1}; /* the end of the output */
+    cd_subproc_result r;
+    cd_subproc_wait(&sp, cd_subproc_collect, &t, &r);
+    if (t.out) snprintf(buf, n, "%s", t.out);
+    free(t.out);
+    *status = r.wstatus;
+    *timed_out = r.timed_out;
     return true;
 }
 
@@ -750,99 +710,68 @@ static bool pl_opencl_lib(const char *arch, char *out, size_t n) {
     return false;
 }
 
+/* The platform lister's child: one line per fact on fd (E error, N count, P pick, G gpu, L line). */
+static void list_platforms_child(int fd, void *arg) {
+    const char *a = arg;
+    FILE *w = fdopen(fd, "w");
+    if (!w) _exit(1);
+    cd_clfn cl;
+    cd_error e = {0};
+    cd_cl_platform *ps = NULL;
+    int np = 0;
+    if (cd_cl_load(a, &cl, NULL, &e) || cd_cl_platforms(&cl, &ps, &np, &e)) {
+        fprintf(w, "E%s\n", e.msg);
+        fclose(w);
+        return;
+    }
+    fprintf(w, "N%d\n", np);
+    for (int i = 0; i < np; i++) {
+        char devs[768] = "", pickname[300] = "";
+        int gpu = -1, cpu = -1;
+        size_t o = 0;
+        for (int j = 0; j < ps[i].n_devices; j++) {
+            cd_cl_devinfo info;
+            memset(&info, 0, sizeof info);
+            cd_cl_describe(&cl, ps[i].id, ps[i].devices[j], &info, &e);
+            if (o < sizeof devs)
+                o += (size_t)snprintf(devs + o, sizeof devs - o, "%s%s (%s)", j ? ", " : "", info.name, info.type);
+            /* Paddle-Lite asks the first platform for GPU devices, and only if none for CPU ones */
+            if (!strcmp(info.type, "GPU") && gpu < 0) {
+                gpu = j;
+                snprintf(pickname, sizeof pickname, "%s (GPU)", info.name);
+            } else if (!strcmp(info.type, "CPU") && cpu < 0 && gpu < 0) {
+                cpu = j;
+                snprintf(pickname, sizeof pickname, "%s (CPU)", info.name);
+            }
+        }
+        if (i == 0 && pickname[0]) fprintf(w, "P%s on platform 0, %s\n", pickname, ps[i].name);
+        if (i > 0 && gpu >= 0) fprintf(w, "Gplatform %d (%s): %s\n", i, ps[i].name, pickname);
+        fprintf(w, "L          platform %d: %s (%s, %s): %s\n", i, ps[i].name, ps[i].vendor, ps[i].version,
+                ps[i].n_devices ? devs : "no device");
+    }
+    fclose(w);
+}
+
 /* Lists the platforms of the OpenCL library lib in a child process (the driver's code stays out
  * of this one); marks the device Paddle-Lite takes: the first platform's first GPU, else its
  * first CPU device. Returns the number of platforms (-1: failed, msg says why). */
 static int list_platforms(const char *lib, char *msg, size_t n, char *pick, size_t pn, char *gpu, size_t gn) {
-    int pfd[2];
     msg[0] = pick[0] = gpu[0] = 0;
-    if (pipe(pfd) != 0) {
-        snprintf(msg, n, "pipe: %s", strerror(errno));
-        return -1;
-    }
-    fflush(NULL);
-    pid_t pid = fork();
-    if (pid < 0) {
-        close(pfd[0]);
-        close(pfd[1]);
+    cd_subproc_opts so = {.timeout_s = 60, .quiet_child = true};
+    cd_subproc sp;
+    if (cd_subproc_fork(&sp, &so, list_platforms_child, (void *)lib) != 0) {
         snprintf(msg, n, "fork: %s", strerror(errno));
         return -1;
     }
-    if (pid == 0) {
-        close(pfd[0]);
-        int dn = open("/dev/null", O_WRONLY);
-        if (dn >= 0) {
-            dup2(dn, 1);
-            dup2(dn, 2);
-            close(dn);
-        }
-        FILE *w = fdopen(pfd[1], "w");
-        if (!w) _exit(1);
-        cd_clfn cl;
-        cd_error e = {0};
-        cd_cl_platform *ps = NULL;
-        int np = 0;
-        if (cd_cl_load(lib, &cl, NULL, &e) || cd_cl_platforms(&cl, &ps, &np, &e)) {
-            fprintf(w, "E%s\n", e.msg);
-            fclose(w);
-            _exit(0);
-        }
-        fprintf(w, "N%d\n", np);
-        for (int i = 0; i < np; i++) {
-            char devs[768] = "", pickname[300] = "";
-            int gpu = -1, cpu = -1;
-            size_t o = 0;
-            for (int j = 0; j < ps[i].n_devices; j++) {
-                cd_cl_devinfo info;
-                memset(&info, 0, sizeof info);
-                cd_cl_describe(&cl, ps[i].id, ps[i].devices[j], &info, &e);
-                if (o < sizeof devs)
-                    o += (size_t)snprintf(devs + o, sizeof devs - o, "%s%s (%s)", j ? ", " : "", info.name, info.type);
-                /* Paddle-Lite asks the first platform for GPU devices, and only if none for CPU ones */
-                if (!strcmp(info.type, "GPU") && gpu < 0) {
-                    gpu = j;
-                    snprintf(pickname, sizeof pickname, "%s (GPU)", info.name);
-                } else if (!strcmp(info.type, "CPU") && cpu < 0 && gpu < 0) {
-                    cpu = j;
-                    snprintf(pickname, sizeof pickname, "%s (CPU)", info.name);
-                }
-            }
-            if (i == 0 && pickname[0]) fprintf(w, "P%s on platform 0, %s\n", pickname, ps[i].name);
-            if (i > 0 && gpu >= 0) fprintf(w, "Gplatform %d (%s): %s\n", i, ps[i].name, pickname);
-            fprintf(w, "L          platform %d: %s (%s, %s): %s\n", i, ps[i].name, ps[i].vendor, ps[i].version,
-                    ps[i].n_devices ? devs : "no device");
-        }
-        fclose(w);
-        _exit(0);
-    }
-    close(pfd[1]);
+    cd_subproc_text t = {0};
+    cd_subproc_result r;
+    cd_subproc_wait(&sp, cd_subproc_collect, &t, &r);
     char buf[8192];
-    size_t have = 0;
-    double t0 = now_ms();
-    bool to = false;
-    for (;;) {
-        struct pollfd p = {.fd = pfd[0], .events = POLLIN};
-        if (poll(&p, 1, 200) > 0) {
-            ssize_t r = read(pfd[0], buf + have, sizeof buf - 1 - have);
-            if (r == 0) break;
-            if (r < 0) {
-                if (errno == EINTR) continue;
-                break;
-            }
-            have += (size_t)r;
-            if (have >= sizeof buf - 1) break;
-        }
-        if (now_ms() - t0 > 60e3) {
-            kill(pid, SIGKILL);
-            to = true;
-            break;
-        }
-    }
-    buf[have] = 0;
-    close(pfd[0]);
-    int ws = 0;
-    while (waitpid(pid, &ws, 0) < 0 && errno == EINTR) {}
-    if (to) {
+    snprintf(buf, sizeof buf, "%s", t.out ? t.out : "");
+    size_t have = strlen(buf);
+    free(t.out);
+    int ws = r.wstatus;
+    if (r.timed_out) {
         snprintf(msg, n, "listing the platforms of %s hung (killed after 60 s)", lib);
         return -1;
     }
