@@ -174,7 +174,8 @@ OPT_ATTRS = {"relu6": ("threshold", 6.0), "swish": ("beta", 1.0)}
 def opt_program(model_dir):
     """The program as Opt 2.13 can read it: Paddle 2.6.2 writes relu6 without its `threshold`
     attribute and swish without `beta` (fixed at 6 and 1 since 2.5), and Opt aborts on them ("No
-    attributes called threshold found for relu6"); add them (OPT_ATTRS). Written beside the program as opt.pdmodel (Paddle's oracle
+    attributes called threshold found for relu6"); add them (OPT_ATTRS). It writes
+    flatten_contiguous_range without an XShape output, on which the wheel's Opt segfaults; add one. Written beside the program as opt.pdmodel (Paddle's oracle
     runs the unchanged model.pdmodel). Returns the file Opt should read and the ops patched."""
     from paddle.base.proto import framework_pb2 as fp
     src = os.path.join(model_dir, "model.pdmodel")
@@ -187,6 +188,24 @@ def opt_program(model_dir):
             if fix and not any(a.name == fix[0] for a in op.attrs):
                 a = op.attrs.add()
                 a.name, a.type, a.f = fix[0], fp.AttrType.FLOAT, fix[1]
+                n += 1
+        # flatten_contiguous_range: 2.6.2 writes no XShape output; the wheel's Opt (2.13rc0)
+        # FlattenContiguousRangeOp::InferType sets xshape's precision without checking the
+        # pointer: SIGSEGV (docs/zoo.md "Opt crashes"). Give it the XShape it expects.
+        names = {v.name for v in b.vars}
+        for op in b.ops:
+            if op.type == "flatten_contiguous_range" and not any(o.parameter == "XShape" for o in op.outputs):
+                out = [o for o in op.outputs if o.parameter == "Out"][0].arguments[0]
+                xs = out + ".xshape"
+                while xs in names:
+                    xs += "_"
+                v = b.vars.add()
+                v.CopyFrom([u for u in b.vars if u.name == out][0])
+                v.name = xs
+                names.add(xs)
+                slot = op.outputs.add()
+                slot.parameter = "XShape"
+                slot.arguments.append(xs)
                 n += 1
     if not n:
         return src, 0

@@ -479,35 +479,50 @@ class PicoDet(nn.Layer):
 
 
 class YOLO(nn.Layer):
-    """YOLOv3/v5-like: a CSP-ish backbone with leaky/silu, two detection levels, decoding with
-    sigmoid (xy, objectness, classes), exp (wh) times anchors, grid offsets, concat."""
+    """YOLOv3/v5-like: a small backbone with leaky/swish, two detection levels. yolo_box=True:
+    decoded by paddle.vision.ops.yolo_box (what PaddleDetection's YOLOv3 export contains), outputs
+    boxes and scores, and the raw head of level 1 as a side output. Else YOLOv5-style decoding in
+    plain ops: sigmoid (xy, objectness, classes), exp (wh) times anchors, plus grid offsets
+    (a constant of the fixed input size, as exports hold it), concat."""
 
-    def __init__(self, classes=3, act="leaky"):
+    def __init__(self, classes=3, act="leaky", yolo_box=True, size=64):
         super().__init__()
         self.b = nn.Sequential(ConvBN(3, 16, 3, 2, act=act), ConvBN(16, 32, 3, 2, act=act), ConvBN(32, 32, 1, act=act),
                                ConvBN(32, 64, 3, 2, act=act))
         self.b2 = nn.Sequential(ConvBN(64, 96, 3, 2, act=act), ConvBN(96, 96, 1, act=act))
-        self.na, self.no = 3, 5 + classes
+        self.na, self.no, self.classes = 3, 5 + classes, classes
         self.h1 = nn.Conv2D(64, self.na * self.no, 1)
         self.h2 = nn.Conv2D(96, self.na * self.no, 1)
         self.anchors = [[[10, 13], [16, 30], [33, 23]], [[30, 61], [62, 45], [59, 119]]]
+        self.yolo_box, self.size = yolo_box, size
+        for lvl, stride in enumerate((8, 16)):
+            h = w = size // stride
+            gy, gx = paddle.meshgrid(paddle.arange(h, dtype="float32"), paddle.arange(w, dtype="float32"))
+            self.register_buffer("grid%d" % lvl, paddle.stack([gx, gy], -1).reshape([1, 1, h, w, 2]))
+            self.register_buffer("anc%d" % lvl, paddle.to_tensor(self.anchors[lvl], dtype="float32").reshape(
+                [1, self.na, 1, 1, 2]))
 
-    def _decode(self, p, stride, anchors):
+    def _decode(self, p, stride, lvl):
         n, _, h, w = p.shape
         p = paddle.transpose(paddle.reshape(p, [-1, self.na, self.no, h, w]), [0, 1, 3, 4, 2])
-        gy, gx = paddle.meshgrid(paddle.arange(h, dtype="float32"), paddle.arange(w, dtype="float32"))
-        grid = paddle.stack([gx, gy], -1).reshape([1, 1, h, w, 2])
-        anc = paddle.to_tensor(anchors, dtype="float32").reshape([1, self.na, 1, 1, 2])
-        xy = (F.sigmoid(p[..., 0:2]) + grid) * stride
-        wh = paddle.exp(paddle.clip(p[..., 2:4], max=4.0)) * anc
+        xy = (F.sigmoid(p[..., 0:2]) + getattr(self, "grid%d" % lvl)) * stride
+        wh = paddle.exp(paddle.clip(p[..., 2:4], max=4.0)) * getattr(self, "anc%d" % lvl)
         rest = F.sigmoid(p[..., 4:])
         return paddle.reshape(paddle.concat([xy, wh, rest], -1), [-1, self.na * h * w, self.no])
 
     def forward(self, x):
         f1 = self.b(x)
         f2 = self.b2(f1)
-        return paddle.concat([self._decode(self.h1(f1), 8, self.anchors[0]),
-                              self._decode(self.h2(f2), 16, self.anchors[1])], 1)
+        p1, p2 = self.h1(f1), self.h2(f2)
+        if not self.yolo_box:
+            return paddle.concat([self._decode(p1, 8, 0), self._decode(p2, 16, 1)], 1)
+        size = paddle.cast(paddle.ones_like(x[:, 0, 0, 0:2]) * self.size, "int32")  # im_shape, [N, 2]
+        boxes, scores = [], []
+        for p, stride, anc in ((p1, 8, self.anchors[0]), (p2, 16, self.anchors[1])):
+            b, s = paddle.vision.ops.yolo_box(p, size, sum(anc, []), self.classes, 0.005, stride, clip_bbox=True)
+            boxes.append(b)
+            scores.append(s)
+        return paddle.concat(boxes, 1), paddle.concat(scores, 1), p1
 
 
 class SSD(nn.Layer):
@@ -628,7 +643,7 @@ ZOO = {
     "transformer_pre_ln": ("transformer", lambda: Encoder(True), {"shape": [1, 16, 16]}, False),
     "picodet": ("detection", lambda: PicoDet(), img([1, 3, 64, 64]), True),
     "yolo": ("detection", lambda: YOLO(), img([1, 3, 64, 64], UNIT), False),
-    "yolo_swish": ("detection", lambda: YOLO(act="swish"), img([1, 3, 64, 64], UNIT), False),
+    "yolo_swish": ("detection", lambda: YOLO(act="swish", yolo_box=False), img([1, 3, 64, 64], UNIT), False),
     "ssd_face": ("detection", lambda: SSD(), img([1, 3, 64, 64], ([0.5] * 3, [0.5] * 3)), False),
     "seg_bilinear": ("segmentation", lambda: Seg(align_corners=False), img([1, 3, 64, 64]), True),
     "seg_bilinear_ac": ("segmentation", lambda: Seg(align_corners=True), img([1, 3, 64, 64]), False),
