@@ -95,6 +95,7 @@ if [ "$what" = tests ] && [ "${CLDIFF_SKIP_PL:-0}" != 1 ] && [ "$(uname -m)" = x
     fi
   fi
 fi
+[ "$what" = tests ] && "$here/scripts/setup_zoo.sh"  # the model zoo (docs/zoo.md): .venv-paddle, .zoo/
 # The Paddle-Lite SDKs (include/ + lib/, release layout) beside the project, unpacked once into
 # .paddle-lite/ (git ignores it): each archive holds one folder named like the archive.
 pl_archives=${CD_PL_SDK_ARCHIVES:-$here/../shared/paddle-lite}

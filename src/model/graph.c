@@ -331,8 +331,15 @@ cd_status cd_graph_set_param(cd_graph *g, const char *name, cd_dtype dtype, cons
     if (!copy) return cd_err(err, CD_E_NOMEM, "out of memory (%zu bytes) for parameter '%s'", need, name);
     if (need) memcpy(copy, data, need);
     int tid;
-    if (v->cur >= 0 && g->tensors[v->cur].producer < 0 && g->tensors[v->cur].version == 0) {
-        tid = v->cur; /* already read by an op before its record arrived */
+    int read0 = -1; /* the version an op read before any op wrote the name (batch_norm's Mean, then MeanOut) */
+    if (v->cur >= 0 && g->tensors[v->cur].producer < 0 && g->tensors[v->cur].version == 0)
+        read0 = v->cur;
+    else if (v->cur >= 0)
+        for (int t = 0; t < g->n_tensors && read0 < 0; t++)
+            if (g->tensors[t].version == 0 && g->tensors[t].producer < 0 && !strcmp(g->tensors[t].name, v->name))
+                read0 = t;
+    if (read0 >= 0) {
+        tid = read0; /* already read by an op before its record arrived */
     } else {
         int keep = v->cur;
         tid = new_tensor(g, v, -1, err);

@@ -324,6 +324,30 @@ Test(builder, feed_col_must_be_permutation) {
     cd_graph_free(G);
 }
 
+/* An op reads a parameter and writes the same name before the record arrives (Paddle 2.6.2's
+ * unfused batch_norm: Mean -> MeanOut): the record must land on the version the op read. */
+Test(builder, param_read_then_written_in_place) {
+    base();
+    int64_t d[1] = {2};
+    cr_assert_eq(cd_graph_declare_var(G, "mean", CD_F32, d, 1, true, &E), CD_OK);
+    cr_assert(cd_graph_add_op(G, "batch_norm", &E), "%s", E.msg);
+    const char *x = "x", *m = "mean", *y = "y";
+    cr_assert_eq(cd_op_add_input(G, "X", &x, 1, &E), CD_OK, "%s", E.msg);
+    cr_assert_eq(cd_op_add_input(G, "Mean", &m, 1, &E), CD_OK, "%s", E.msg);
+    cr_assert_eq(cd_op_add_output(G, "Y", &y, 1, &E), CD_OK, "%s", E.msg);
+    cr_assert_eq(cd_op_add_output(G, "MeanOut", &m, 1, &E), CD_OK, "%s", E.msg);
+    op1("relu", "X", "y", "Out", "y"); /* the loader adds every op before the parameter records */
+    float v[2] = {0.5f, -2.0f};
+    cr_assert_eq(cd_graph_set_param(G, "mean", CD_F32, d, 1, v, sizeof v, &E), CD_OK, "%s", E.msg);
+    cr_assert_eq(cd_graph_finalize(G, &E), CD_OK, "%s", E.msg);
+    int r = cd_op_in(&G->ops[0], "Mean", 0);
+    cr_assert(G->tensors[r].persistable, "the Mean the op reads must be the parameter");
+    cr_assert_eq(G->tensors[r].nbytes, sizeof v);
+    cr_assert_eq(((const float *)G->tensors[r].data)[1], -2.0f);
+    cr_assert_neq(cd_op_out(&G->ops[0], "MeanOut", 0), r);
+    cd_graph_free(G);
+}
+
 Test(builder, params_checked) {
     base();
     int64_t d[2] = {2, 3};

@@ -469,6 +469,42 @@ Test(shape, reshape_zero_minus_one_and_errors) {
     t_free(t);
 }
 
+/* fill_any_like (paddle.ones_like / full_like in Paddle 2.6.2 programs: the zoo's YOLO im_shape)
+ * and fill_zeros_like: X's shape; dtype -1 keeps X's type, else the VarType given. */
+Test(shape, fill_any_like) {
+    T *t = t_new("fill_any_like");
+    t_val(t, 0, CD_F32, 2, (int64_t[]){1, 2}, NULL); /* only the shape is read */
+    t_in(t, "X", 0);
+    t_out(t, "Out", 1);
+    a_int(t, "dtype", -1);
+    a_float(t, "value", 64);
+    cr_assert_eq(t_run(t), CD_OK, "%s", t->err.msg);
+    cr_assert_eq(t->vals[1].dtype, CD_F32);
+    cr_assert_eq(t->vals[1].shape.rank, 2);
+    cr_assert_eq(t->vals[1].shape.d[1], 2);
+    cr_assert_eq(((float *)t->vals[1].data)[1], 64.0f);
+    t_free(t);
+    t = t_new("fill_any_like");
+    t_val(t, 0, CD_F32, 1, (int64_t[]){3}, NULL);
+    t_in(t, "X", 0);
+    t_out(t, "Out", 1);
+    a_int(t, "dtype", 2); /* INT32 */
+    a_float(t, "value", 7);
+    cr_assert_eq(t_run(t), CD_OK, "%s", t->err.msg);
+    cr_assert_eq(t->vals[1].dtype, CD_I32);
+    cr_assert_eq(((int32_t *)t->vals[1].data)[2], 7);
+    t_free(t);
+    t = t_new("fill_zeros_like");
+    t_val(t, 0, CD_I64, 1, (int64_t[]){4}, NULL);
+    t_in(t, "X", 0);
+    t_out(t, "Out", 1);
+    cr_assert_eq(t_run(t), CD_OK, "%s", t->err.msg);
+    cr_assert_eq(t->vals[1].dtype, CD_I64);
+    cr_assert_eq(t->vals[1].shape.d[0], 4);
+    cr_assert_eq(((int64_t *)t->vals[1].data)[3], 0);
+    t_free(t);
+}
+
 /* The PP-OCR cls chain: shape -> slice -> fill_constant -> reshape2 via ShapeTensor. */
 Test(shape, plan_time_chain) {
     T *t = t_new("shape");

@@ -793,10 +793,23 @@ cd_status cd_shape_fill_infer(cd_op_ctx *c) {
     cd_value *o = need_out(c, "Out");
     if (!o) return CD_E_MODEL;
     cd_dtype dt;
-    cd_status st = vartype_dtype(c, "dtype", 5, &dt);
-    if (st) return st;
+    cd_status st;
     cd_shape s;
-    if (!strcmp(c->op->type, "fill_constant_batch_size_like")) {
+    /* fill_any_like / fill_zeros_like (paddle.ones_like, full_like, zeros_like in Paddle 2.x
+     * programs): X's shape, dtype -1 (or absent) = X's element type */
+    bool like = !strcmp(c->op->type, "fill_any_like") || !strcmp(c->op->type, "fill_zeros_like");
+    if (like) {
+        cd_value *x = need_in(c, "X");
+        if (!x) return CD_E_MODEL;
+        if (cd_attr_int(c->op, "dtype", -1) < 0)
+            dt = (x->dtype == CD_F32 || x->dtype == CD_F16) ? cd_act_dtype(c) : x->dtype;
+        else if ((st = vartype_dtype(c, "dtype", 5, &dt)))
+            return st;
+    } else if ((st = vartype_dtype(c, "dtype", 5, &dt)))
+        return st;
+    if (like) {
+        s = need_in(c, "X")->shape;
+    } else if (!strcmp(c->op->type, "fill_constant_batch_size_like")) {
         cd_value *x = need_in(c, "Input");
         if (!x) return CD_E_MODEL;
         const int64_t *a;

@@ -49,6 +49,8 @@ static const cd_op_def k_defs[] = {
     S("shape", cd_shape_shape_infer, cd_shape_shape_run),
     S("fill_constant", cd_shape_fill_infer, cd_shape_fill_run),
     S("fill_constant_batch_size_like", cd_shape_fill_infer, cd_shape_fill_run),
+    S("fill_any_like", cd_shape_fill_infer, cd_shape_fill_run),
+    S("fill_zeros_like", cd_shape_fill_infer, cd_shape_fill_run),
     S("cast", cd_shape_cast_infer, cd_shape_cast_run),
 };
 

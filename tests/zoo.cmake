@@ -1,0 +1,7 @@
+# The model zoo's CI slice (docs/zoo.md, tests/zoo/test_zoo_slice.py): models made by Paddle
+# 2.6.2 + the paddlelite wheel's Opt (scripts/setup_zoo.sh builds .zoo/), cldiff's CPU against
+# Paddle's own outputs and cpu,opencl fp32. Skipped (77) without .zoo/ or .venv-paddle.
+add_test(NAME zoo_slice COMMAND ${CD_E2E_PYTHON} ${CMAKE_CURRENT_SOURCE_DIR}/zoo/test_zoo_slice.py
+         WORKING_DIRECTORY ${CMAKE_BINARY_DIR})
+set_tests_properties(zoo_slice PROPERTIES ENVIRONMENT "${CD_E2E_ENV}" SKIP_RETURN_CODE 77 LABELS "zoo;e2e"
+                     TIMEOUT 300)
