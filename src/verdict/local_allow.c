@@ -523,10 +523,17 @@ static cd_status rnn_allowance(const cd_local_req *q, const cd_layer_cmp *l, con
                     if (aout)
                         rnn_dir_forced(&r, d, &ara, yin, lay ? eyin : NULL, il, w[k], w[k + 1], w[kb], w[kb + 1], h0d,
                                        c0d, sq, aout, ya, eya, hTa + so, cTa + so, ehTa + so, ecTa + so, scr);
-                } else if (!rnn_dir_fo(&r, d, &ar2, yin, lay ? eyin : NULL, il, w[k], w[k + 1], w[kb], w[kb + 1], h0d,
-                                       c0d, sq, y, ey, hT + so, cT + so, ehT + so, ecT + so, scr)) {
-                    st = cd_err(err, CD_E_NOMEM, "out of memory");
-                    goto done;
+                } else {
+                    if (!rnn_dir_fo(&r, d, &ar2, yin, lay ? eyin : NULL, il, w[k], w[k + 1], w[kb], w[kb + 1], h0d, c0d,
+                                    sq, y, ey, hT + so, cT + so, ehT + so, ecT + so, scr)) {
+                        st = cd_err(err, CD_E_NOMEM, "out of memory");
+                        goto done;
+                    }
+                    /* one exact trajectory for both sides; its bound (both units) is in ehT, ecT */
+                    memcpy(hTa + so, hT + so, (size_t)(N * H) * sizeof *hT);
+                    memcpy(cTa + so, cT + so, (size_t)(N * H) * sizeof *cT);
+                    memset(ehTa + so, 0, (size_t)(N * H) * sizeof *ehT);
+                    memset(ecTa + so, 0, (size_t)(N * H) * sizeof *ecT);
                 }
             }
             /* this layer's output (and what a side may be off from it) is the next layer's

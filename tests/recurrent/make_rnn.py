@@ -19,7 +19,8 @@ Cases (NAME = mode, layers, directions, initial state, extras):
   lstm_l1_uni_zero, lstm_l2_bi_zero, lstm_l1_bi_init, lstm_l2_uni_init, gru_l1_uni_zero,
   gru_l2_bi_zero, gru_l1_bi_init, gru_l2_uni_init, lstm_l1_bi_seqlen, gru_l1_uni_seqlen,
   crnn_l2_bi (a conv backbone then the 2-layer bidirectional LSTM, hidden 48, 25 steps),
-  pl_bug (4 ops: the 2-layer bidirectional LSTM alone; Paddle-Lite ARM's final h repro).
+  pl_bug (the 2-layer bidirectional LSTM alone, time-major: two fill_constant_batch_size_like, the
+  rnn and the fetch scales; the repro of Paddle-Lite ARM's final h, docs/paddle-lite-findings.md).
 """
 import os
 import sys
@@ -39,7 +40,7 @@ def case_cfg(name):
     if name == "crnn_l2_bi":
         c.update(mode="LSTM", layers=2, bi=True, backbone=True, T=25, N=1, H=48)
     if name == "pl_bug":
-        c.update(mode="LSTM", layers=2, bi=True, T=8, N=1, I=8, H=8)
+        c.update(mode="LSTM", layers=2, bi=True, T=8, N=1, I=8, H=8, time_major=True)
     return c
 
 
@@ -61,21 +62,27 @@ def build(name, out_dir, seed=7):
     S = 2 if c["mode"] == "LSTM" else 1
     with paddle.static.program_guard(main, startup):
         if c["backbone"]:
-            # a small CRNN backbone: [1, 3, 32, 100] -> [1, 64, 1, 25] -> [25, 1, 64]
+            # a small CRNN backbone: [1, 3, 32, 100] -> [1, 288, 1, 25] -> [25, 1, 288] (288: the
+            # channels of PP-OCR v2.0 mobile rec's MobileNetV3 neck)
             img = paddle.static.data("x", [1, 3, 32, 100], "float32")
             f = paddle.nn.Conv2D(3, 32, 3, stride=2, padding=1)(img)
             f = paddle.nn.functional.relu(f)
-            f = paddle.nn.Conv2D(32, 64, 3, stride=(2, 1), padding=1)(f)
+            conv2 = paddle.nn.Conv2D(32, 288, 3, stride=(2, 1), padding=1)
+            f = conv2(f)
             f = paddle.nn.functional.relu(f)
             f = paddle.nn.functional.max_pool2d(f, kernel_size=(8, 2), stride=(8, 2))
-            f = paddle.squeeze(f, axis=[2])  # [1, 64, 25]
+            f = paddle.squeeze(f, axis=[2])  # [1, 288, 25]
             feats = paddle.transpose(f, [0, 2, 1])  # [N, T, C]
-            c["I"] = 64
+            c["I"] = 288
             x = feats
             feed = [img]
+        elif c.get("time_major"):
+            x = paddle.static.data("x", [c["T"], c["N"], c["I"]], "float32")
+            feed = [x]
         else:
             x = paddle.static.data("x", [c["N"], c["T"], c["I"]], "float32")
             feed = [x]
+        bidx = 1 if c.get("time_major") else 0
         seq = None
         if c["seqlen"]:
             seq = paddle.static.data("seq_len", [c["N"]], "int32")
@@ -87,7 +94,7 @@ def build(name, out_dir, seed=7):
                 o = helper.create_variable_for_type_inference("float32")
                 helper.append_op(type="fill_constant_batch_size_like", inputs={"Input": x},
                                  outputs={"Out": o},
-                                 attrs={"shape": [c["layers"] * D, -1, c["H"]], "value": 0.0, "input_dim_idx": 0,
+                                 attrs={"shape": [c["layers"] * D, -1, c["H"]], "value": 0.0, "input_dim_idx": bidx,
                                         "output_dim_idx": 1, "dtype": o.dtype, "force_cpu": False})
                 states.append(o)
         else:
@@ -102,7 +109,8 @@ def build(name, out_dir, seed=7):
                 s = paddle.reshape(s, [c["N"], c["layers"] * D, c["H"]])
                 states.append(paddle.transpose(s, [1, 0, 2]))
         cls = paddle.nn.LSTM if c["mode"] == "LSTM" else paddle.nn.GRU
-        rnn = cls(c["I"], c["H"], num_layers=c["layers"], direction="bidirect" if c["bi"] else "forward")
+        rnn = cls(c["I"], c["H"], num_layers=c["layers"], direction="bidirect" if c["bi"] else "forward",
+                  time_major=bool(c.get("time_major")))
         init = tuple(states) if S == 2 else states[0]
         y, st = rnn(x, init, sequence_length=seq)
         fetch = [y] + (list(st) if S == 2 else [st])
@@ -117,12 +125,26 @@ def build(name, out_dir, seed=7):
     for p in main.all_parameters():
         t = scope.find_var(p.name).get_tensor()
         a = np.array(t)
+        if "lstm" in p.name or "gru" in p.name:
+            # the statistics of PP-OCR v2.0 mobile rec's LSTM (its .nb): normal, std 0.19
+            # (W_ih), 0.33 (W_hh), 0.37 (biases)
+            sd = 0.37 if a.ndim == 1 else 0.19 if p.name.endswith(".w_0") else 0.33
+            t.set(rng.normal(0, sd, a.shape).astype("float32"), paddle.CPUPlace())
+            continue
         t.set((rng.uniform(-1, 1, a.shape) * (0.5 if a.ndim > 1 else 0.3)).astype("float32"), paddle.CPUPlace())
     inp = {}
     if c["backbone"]:
         inp["x"] = rng.uniform(0, 1, (1, 3, 32, 100)).astype("float32")
+        # the features as the real model's: mean |x| 0.16 at the LSTM (relu and max pool are
+        # positively homogeneous: the last conv scaled scales them)
+        fv = exe.run(main.clone(for_test=True), feed=inp, fetch_list=[feats])[0]
+        k = 0.16 / max(float(np.abs(fv).mean()), 1e-12)
+        for prm in (conv2.weight, conv2.bias):
+            t = scope.find_var(prm.name).get_tensor()
+            t.set((np.array(t) * k).astype("float32"), paddle.CPUPlace())
     else:
-        inp["x"] = rng.uniform(-1.5, 1.5, (c["N"], c["T"], c["I"])).astype("float32")
+        shp = (c["T"], c["N"], c["I"]) if c.get("time_major") else (c["N"], c["T"], c["I"])
+        inp["x"] = rng.uniform(-1.5, 1.5, shp).astype("float32")
     if c["seqlen"]:
         inp["seq_len"] = np.array([c["T"], c["T"] - 4][: c["N"]], dtype="int32")
     d = os.path.join(out_dir, name)
