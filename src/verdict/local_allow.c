@@ -110,9 +110,9 @@ static double d_tanh(double z, double dz) {
 
 /* ---------------------------------------------------------------- rnn */
 
-/* What B's arithmetic may do (docs/verdicts.md "recurrent"): ua the unit of its arithmetic,
- * us the rounding of what it stores between steps (gate projections, cell state, hidden state:
- * u16 where B stores half, else 0), ulf the float built-ins' unit. */
+/* What a side's arithmetic may do (docs/verdicts.md "recurrent"): ua the unit of its
+ * arithmetic, us the rounding of what it stores between steps (gate projections, cell state,
+ * hidden state: u16 where it stores half, else 0), ulf the float built-ins' unit. */
 typedef struct rnn_arith {
     double ua, us, ulf;
 } rnn_arith;
@@ -122,116 +122,240 @@ typedef struct rnn_dims {
     int64_t H, T, N, I;
 } rnn_dims;
 
-/* One direction d of one layer, T steps. in/ein [T, N, il]: the layer input and a bound of
- * B's deviation from it (0 for the model input); drive [T, N, D*H]: B's observed outputs of
- * this layer (NULL: unforced, the recurrence carries its own bound); out/eout [T, N, D*H]:
- * the exact step results and bounds of B's deviation from them; hT, cT, ehT, ecT [N, H]. */
-static void rnn_dir(const rnn_dims *r, int d, const rnn_arith *ar, const double *in, const double *ein, int64_t il,
-                    const double *wih, const double *whh, const double *bih, const double *bhh, const double *h0,
-                    const double *c0, const double *len, const float *drive, double *out, double *eout, double *hT,
-                    double *cT, double *ehT, double *ecT, double *scratch) {
-    const int64_t H = r->H, G = r->G, N = r->N, DH = (int64_t)r->D * H;
-    double *h = scratch, *eh = h + N * H, *c = eh + N * H, *ec = c + N * H, *z = ec + N * H, *dz = z + G * H,
-           *aux = dz + G * H, *hn = aux + G * H, *ehn = hn + H, *hl = ehn + H, *ehl = hl + N * H;
-    for (int64_t i = 0; i < N * H; i++) {
-        h[i] = hl[i] = h0[i];
-        c[i] = c0 ? c0[i] : 0;
-        eh[i] = ec[i] = ehl[i] = 0;
-    }
+/* The state of one step: h (and c for LSTM), S = 2H for LSTM, H otherwise. */
+static int64_t rnn_state(const rnn_dims *r) { return r->mode == 0 ? 2 * r->H : r->H; }
+
+/* One step of one sample: from the previous h' (hp) and c' (cp) and their error bounds (ehp,
+ * ecp: 0 for a step judged on its own), the input x with its error bound ex (NULL: exact), the
+ * exact h and c and the bounds of a side's deviation from them (hn, cn, ehn, ecn, [H]). J, when
+ * not NULL, gets the step's Jacobian d(h, c)/d(h', c') [S x S] at the exact values. scr: 3 G H. */
+static void rnn_step(const rnn_dims *r, const rnn_arith *ar, const double *x, const double *ex, int64_t il,
+                     const double *wih, const double *whh, const double *bih, const double *bhh, const double *hp,
+                     const double *ehp, const double *cp, const double *ecp, double *hn, double *ehn, double *cn,
+                     double *ecn, double *J, double *scr) {
+    const int64_t H = r->H, G = r->G, S = rnn_state(r);
     const double ua = ar->ua, us = ar->us, ulf = ar->ulf;
-    for (int64_t s = 0; s < r->T; s++) {
-        int64_t t = d == 0 ? s : r->T - 1 - s;
-        for (int64_t n = 0; n < N; n++) {
+    double *z = scr, *dz = z + G * H, *aux = dz + G * H;
+    for (int64_t j = 0; j < G * H; j++) {
+        const double *wi = wih + j * il, *wh = whh + j * H;
+        double zx = bih[j], mx = fabs(bih[j]), exi = 0, zu = 0, mu = 0, ehu = 0;
+        for (int64_t i = 0; i < il; i++) {
+            zx += x[i] * wi[i];
+            mx += fabs(x[i] * wi[i]);
+            if (ex) exi += fabs(wi[i]) * ex[i];
+        }
+        for (int64_t m = 0; m < H; m++) {
+            zu += hp[m] * wh[m];
+            mu += fabs(hp[m] * wh[m]);
+            ehu += fabs(wh[m]) * ehp[m];
+        }
+        /* gx: an (il+1)-term dot product in the side's arithmetic, stored (us); u: H terms;
+         * then x + (u + b_hh), two roundings */
+        double gxe = cd_gamma(il + 1, ua) * mx, gxs = us * (fabs(zx) + gxe);
+        double ue = cd_gamma(H, ua) * mu;
+        z[j] = zx + zu + bhh[j];
+        aux[j] = zu + bhh[j];
+        dz[j] = gxe + gxs + ue + ua * (fabs(zu) + fabs(bhh[j])) + ua * (fabs(z[j]) + gxe + ue) + exi + ehu;
+    }
+    if (J) memset(J, 0, (size_t)(S * S) * sizeof *J);
+    for (int64_t k = 0; k < H; k++) {
+        double hv, e;
+        if (r->mode == 0) { /* LSTM i, f, c~, o */
+            double zi = z[k], zf = z[H + k], zc = z[2 * H + k], zo = z[3 * H + k];
+            double gi = 1 / (1 + exp(-zi)), gf = 1 / (1 + exp(-zf)), gc = tanh(zc), go = 1 / (1 + exp(-zo));
+            /* built-ins in float (exp 3-4 ulp, divide 2.5, tanh 5) then cast to the side's type */
+            double ei = d_sig(zi, dz[k]) + (8 * ulf + ua) * gi, ef = d_sig(zf, dz[H + k]) + (8 * ulf + ua) * gf;
+            double eg = d_tanh(zc, dz[2 * H + k]) + (6 * ulf + ua) * fabs(gc);
+            double eo_ = d_sig(zo, dz[3 * H + k]) + (8 * ulf + ua) * go;
+            double cpk = cp[k], cv = gf * cpk + gi * gc;
+            double ecv = (gf + ef) * ecp[k] + fabs(cpk) * ef + fabs(gc) * ei + (gi + ei) * eg +
+                2 * ua * (fabs(gf * cpk) + fabs(gi * gc)) + us * fabs(cv);
+            cn[k] = cv;
+            ecn[k] = ecv;
+            double tc = tanh(cv);
+            hv = go * tc;
+            e = fabs(tc) * eo_ + (go + eo_) * (d_tanh(cv, ecv) + (6 * ulf + ua) * fabs(tc)) + ua * fabs(hv);
+            if (J) {
+                const double *wI = whh + k * H, *wF = whh + (H + k) * H, *wC = whh + (2 * H + k) * H,
+                             *wO = whh + (3 * H + k) * H;
+                double si = gi * (1 - gi), sf = gf * (1 - gf), sc = 1 - gc * gc, so = go * (1 - go),
+                       dt = go * (1 - tc * tc);
+                double *jh = J + k * S, *jc = J + (H + k) * S;
+                for (int64_t m = 0; m < H; m++) {
+                    double dc = cpk * sf * wF[m] + gc * si * wI[m] + gi * sc * wC[m];
+                    jc[m] = dc;
+                    jh[m] = tc * so * wO[m] + dt * dc;
+                }
+                jc[H + k] = gf;
+                jh[H + k] = dt * gf;
+            }
+        } else if (r->mode == 1) { /* GRU r, z, c~; reset after the matmul */
+            double zr = z[k], zz = z[H + k];
+            double gr = 1 / (1 + exp(-zr)), gz = 1 / (1 + exp(-zz));
+            double er = d_sig(zr, dz[k]) + (8 * ulf + ua) * gr, ez = d_sig(zz, dz[H + k]) + (8 * ulf + ua) * gz;
+            /* pre = x_c + r (u_c + b_c): dz of row 2H+k holds both parts' errors */
+            double uc = aux[2 * H + k], xc = z[2 * H + k] - uc;
+            double pre = xc + gr * uc;
+            double epre = dz[2 * H + k] + fabs(uc) * er + ua * (fabs(gr * uc) + fabs(pre));
+            double gc = tanh(pre), eg = d_tanh(pre, epre) + (6 * ulf + ua) * fabs(gc);
+            double hp_k = hp[k];
+            hv = gz * hp_k + (1 - gz) * gc;
+            e = ez * fabs(hp_k - gc) + (1 - gz + ez) * eg + (gz + ez) * ehp[k] +
+                2 * ua * (fabs(gz * hp_k) + fabs((1 - gz) * gc)) + ua * (1 - gz);
+            if (J) {
+                const double *wR = whh + k * H, *wZ = whh + (H + k) * H, *wC = whh + (2 * H + k) * H;
+                double sr = gr * (1 - gr), sz = gz * (1 - gz), sc = 1 - gc * gc;
+                double *jh = J + k * S;
+                for (int64_t m = 0; m < H; m++)
+                    jh[m] = sz * wZ[m] * (hp_k - gc) + (1 - gz) * sc * (sr * wR[m] * uc + gr * wC[m]);
+                jh[k] += gz;
+            }
+        } else if (r->mode == 2) {
+            double tz = tanh(z[k]);
+            hv = tz;
+            e = d_tanh(z[k], dz[k]) + (6 * ulf + ua) * fabs(tz);
+            if (J)
+                for (int64_t m = 0; m < H; m++) J[k * S + m] = (1 - tz * tz) * whh[k * H + m];
+        } else {
+            hv = z[k] > 0 ? z[k] : 0;
+            e = dz[k];
+            if (J && z[k] > 0)
+                for (int64_t m = 0; m < H; m++) J[k * S + m] = whh[k * H + m];
+        }
+        hn[k] = hv;
+        ehn[k] = e;
+    }
+}
+
+/* Forced: one direction d of one layer, T steps, each step recomputed exactly on the side's
+ * own previous outputs (drive [T, N, D*H]: its observed Out), so that only the step's own
+ * rounding is bounded (and the cell state's, carried through the forget gate, which
+ * contracts). in/ein [T, N, il]: the layer input and a bound of its deviation (NULL: exact);
+ * out/eout [T, N, D*H]: the exact step results and their bounds; hT, cT, ehT, ecT [N, H]: the
+ * last step's own result (the State output), not the observed h that drove it. */
+static void rnn_dir_forced(const rnn_dims *r, int d, const rnn_arith *ar, const double *in, const double *ein,
+                           int64_t il, const double *wih, const double *whh, const double *bih, const double *bhh,
+                           const double *h0, const double *c0, const double *len, const float *drive, double *out,
+                           double *eout, double *hT, double *cT, double *ehT, double *ecT, double *scratch) {
+    const int64_t H = r->H, G = r->G, N = r->N, DH = (int64_t)r->D * H;
+    double *hp = scratch, *ehp = hp + H, *c = ehp + H, *ec = c + H, *hn = ec + H, *ehn = hn + H, *cn = ehn + H,
+           *ecn = cn + H, *scr = ecn + H;
+    (void)G;
+    for (int64_t n = 0; n < N; n++) {
+        for (int64_t k = 0; k < H; k++) {
+            hT[n * H + k] = hp[k] = h0[n * H + k];
+            cT[n * H + k] = c[k] = c0 ? c0[n * H + k] : 0;
+            ehT[n * H + k] = ecT[n * H + k] = ehp[k] = ec[k] = 0;
+        }
+        for (int64_t s = 0; s < r->T; s++) {
+            int64_t t = d == 0 ? s : r->T - 1 - s;
             double *o = out + (t * N + n) * DH + d * H, *eo = eout + (t * N + n) * DH + d * H;
             if (len && (double)t >= len[n]) { /* padding step: output zero, state held */
                 for (int64_t k = 0; k < H; k++) o[k] = eo[k] = 0;
                 continue;
             }
-            const double *x = in + (t * N + n) * il, *ex = ein ? ein + (t * N + n) * il : NULL;
-            double *hp = h + n * H, *ehp = eh + n * H;
-            for (int64_t j = 0; j < G * H; j++) {
-                const double *wi = wih + j * il, *wh = whh + j * H;
-                double zx = bih[j], mx = fabs(bih[j]), exi = 0, zu = 0, mu = 0, ehu = 0;
-                for (int64_t i = 0; i < il; i++) {
-                    zx += x[i] * wi[i];
-                    mx += fabs(x[i] * wi[i]);
-                    if (ex) exi += fabs(wi[i]) * ex[i];
-                }
-                for (int64_t m = 0; m < H; m++) {
-                    zu += hp[m] * wh[m];
-                    mu += fabs(hp[m] * wh[m]);
-                    ehu += fabs(wh[m]) * ehp[m];
-                }
-                /* gx: an (il+1)-term dot product in B's arithmetic, stored (us); u: H terms; then
-                 * x + (u + b_hh), two roundings */
-                double gxe = cd_gamma(il + 1, ua) * mx, gxs = us * (fabs(zx) + gxe);
-                double ue = cd_gamma(H, ua) * mu;
-                z[j] = zx + zu + bhh[j];
-                aux[j] = zu + bhh[j];
-                dz[j] = gxe + gxs + ue + ua * (fabs(zu) + fabs(bhh[j])) + ua * (fabs(z[j]) + gxe + ue) + exi + ehu;
-            }
+            rnn_step(r, ar, in + (t * N + n) * il, ein ? ein + (t * N + n) * il : NULL, il, wih, whh, bih, bhh, hp, ehp,
+                     c, ec, hn, ehn, cn, ecn, NULL, scr);
             for (int64_t k = 0; k < H; k++) {
-                double hv, e;
-                if (r->mode == 0) { /* LSTM i, f, c~, o */
-                    double zi = z[k], zf = z[H + k], zc = z[2 * H + k], zo = z[3 * H + k];
-                    double gi = 1 / (1 + exp(-zi)), gf = 1 / (1 + exp(-zf)), gc = tanh(zc), go = 1 / (1 + exp(-zo));
-                    /* built-ins in float (exp 3-4 ulp, divide 2.5, tanh 5) then cast to B's type */
-                    double ei = d_sig(zi, dz[k]) + (8 * ulf + ua) * gi, ef = d_sig(zf, dz[H + k]) + (8 * ulf + ua) * gf;
-                    double eg = d_tanh(zc, dz[2 * H + k]) + (6 * ulf + ua) * fabs(gc);
-                    double eo_ = d_sig(zo, dz[3 * H + k]) + (8 * ulf + ua) * go;
-                    double cp = c[n * H + k], cv = gf * cp + gi * gc;
-                    double ecv = (gf + ef) * ec[n * H + k] + fabs(cp) * ef + fabs(gc) * ei + (gi + ei) * eg +
-                        2 * ua * (fabs(gf * cp) + fabs(gi * gc)) + us * fabs(cv);
-                    c[n * H + k] = cv;
-                    ec[n * H + k] = ecv;
-                    double tc = tanh(cv);
-                    hv = go * tc;
-                    e = fabs(tc) * eo_ + (go + eo_) * (d_tanh(cv, ecv) + (6 * ulf + ua) * fabs(tc)) + ua * fabs(hv);
-                } else if (r->mode == 1) { /* GRU r, z, c~; reset after the matmul */
-                    double zr = z[k], zz = z[H + k];
-                    double gr = 1 / (1 + exp(-zr)), gz = 1 / (1 + exp(-zz));
-                    double er = d_sig(zr, dz[k]) + (8 * ulf + ua) * gr, ez = d_sig(zz, dz[H + k]) + (8 * ulf + ua) * gz;
-                    /* pre = x_c + r (u_c + b_c): dz of row 2H+k holds both parts' errors */
-                    double uc = aux[2 * H + k], xc = z[2 * H + k] - uc;
-                    double pre = xc + gr * uc;
-                    double epre = dz[2 * H + k] + fabs(uc) * er + ua * (fabs(gr * uc) + fabs(pre));
-                    double gc = tanh(pre), eg = d_tanh(pre, epre) + (6 * ulf + ua) * fabs(gc);
-                    double hp_k = hp[k];
-                    hv = gz * hp_k + (1 - gz) * gc;
-                    e = ez * fabs(hp_k - gc) + (1 - gz + ez) * eg + (gz + ez) * ehp[k] +
-                        2 * ua * (fabs(gz * hp_k) + fabs((1 - gz) * gc)) + ua * (1 - gz);
-                } else if (r->mode == 2) {
-                    double tz = tanh(z[k]);
-                    hv = tz;
-                    e = d_tanh(z[k], dz[k]) + (6 * ulf + ua) * fabs(tz);
-                } else {
-                    hv = z[k] > 0 ? z[k] : 0;
-                    e = dz[k];
-                }
-                o[k] = hv;
-                eo[k] = e;
-                hn[k] = hl[n * H + k] = hv;
-                ehn[k] = ehl[n * H + k] = e;
-            }
-            /* the next step reads B's stored h: observed (forced) or this bound plus its store */
-            for (int64_t k = 0; k < H; k++) {
-                if (drive) {
-                    hp[k] = drive[(t * N + n) * DH + d * H + k];
-                    ehp[k] = 0;
-                } else {
-                    hp[k] = hn[k];
-                    ehp[k] = ehn[k] + us * fabs(hn[k]);
-                }
+                o[k] = hT[n * H + k] = hn[k];
+                eo[k] = ehT[n * H + k] = ehn[k];
+                cT[n * H + k] = c[k] = cn[k];
+                ecT[n * H + k] = ec[k] = ecn[k];
+                /* the next step reads the side's stored h: observed */
+                hp[k] = drive[(t * N + n) * DH + d * H + k];
+                ehp[k] = 0;
             }
         }
     }
-    /* the last step's own result (the State output), not B's observed h that drove it */
-    for (int64_t i = 0; i < N * H; i++) {
-        hT[i] = hl[i];
-        cT[i] = c[i];
-        ehT[i] = ehl[i];
-        ecT[i] = ec[i];
+}
+
+/* Unforced: one direction d of one layer on the exact trajectory from the layer's inputs (a
+ * lower layer of a multi-layer rnn, whose outputs are not observable, or any layer when the
+ * side's Out is not in the dump). The error of step t to first order is
+ *     E_t = sum_{s <= t} |J_t J_{t-1} ... J_{s+1}| r_s
+ * with r_s the step's own error bound (its roundings and its input's error, on the exact
+ * previous state) and J the step Jacobians: the product of the signed Jacobians, not of their
+ * absolute values (that grows by the row sums of |W_hh| per step and overflowed on real
+ * recognizers: 25 steps of a 2-layer LSTM, hidden 48, reached 3e32 at step 11, then Inf and a
+ * NaN allowance). Every bound is capped by the range a correct side's value can take (|h| <= 1
+ * for LSTM and GRU, |c_t| <= |c_0| + t), so it stays finite. Returns false out of memory. */
+static bool rnn_dir_fo(const rnn_dims *r, int d, const rnn_arith *ar, const double *in, const double *ein, int64_t il,
+                       const double *wih, const double *whh, const double *bih, const double *bhh, const double *h0,
+                       const double *c0, const double *len, double *out, double *eout, double *hT, double *cT,
+                       double *ehT, double *ecT, double *scratch) {
+    const int64_t H = r->H, N = r->N, DH = (int64_t)r->D * H, S = rnn_state(r), T = r->T;
+    double *hp = scratch, *zero = hp + H, *c = zero + H, *hn = c + H, *ehn = hn + H, *cn = ehn + H, *ecn = cn + H,
+           *E = ecn + H, *scr = E + S;
+    double *M = malloc((size_t)(T * S * S + S * S + T * S + 1) * sizeof *M); /* P_{t<-s} per step s */
+    if (!M) return false;
+    double *J = M + T * S * S, *R = J + S * S, *tmp = scratch + 8 * H + S + 3 * r->G * H; /* tmp: S */
+    bool bounded = r->mode <= 1;
+    for (int64_t k = 0; k < H; k++) zero[k] = 0;
+    for (int64_t n = 0; n < N; n++) {
+        double c0max = 0;
+        for (int64_t k = 0; k < H; k++) {
+            hT[n * H + k] = hp[k] = h0[n * H + k];
+            cT[n * H + k] = c[k] = c0 ? c0[n * H + k] : 0;
+            ehT[n * H + k] = ecT[n * H + k] = 0;
+            if (fabs(c[k]) > c0max) c0max = fabs(c[k]);
+        }
+        int64_t q = 0; /* steps taken */
+        for (int64_t s = 0; s < T; s++) {
+            int64_t t = d == 0 ? s : T - 1 - s;
+            double *o = out + (t * N + n) * DH + d * H, *eo = eout + (t * N + n) * DH + d * H;
+            if (len && (double)t >= len[n]) {
+                for (int64_t k = 0; k < H; k++) o[k] = eo[k] = 0;
+                continue;
+            }
+            rnn_step(r, ar, in + (t * N + n) * il, ein ? ein + (t * N + n) * il : NULL, il, wih, whh, bih, bhh, hp,
+                     zero, c, zero, hn, ehn, cn, ecn, J, scr);
+            /* P_{t<-s} = J_t P_{t-1<-s} for every earlier step s */
+            for (int64_t p = 0; p < q; p++) {
+                double *P = M + p * S * S;
+                for (int64_t j = 0; j < S; j++) {
+                    for (int64_t i = 0; i < S; i++) tmp[i] = 0;
+                    for (int64_t m = 0; m < S; m++) {
+                        double pm = P[m * S + j];
+                        if (pm == 0) continue;
+                        for (int64_t i = 0; i < S; i++) tmp[i] += J[i * S + m] * pm;
+                    }
+                    for (int64_t i = 0; i < S; i++) P[i * S + j] = tmp[i];
+                }
+            }
+            double *rq = R + q * S, *Pq = M + q * S * S;
+            for (int64_t k = 0; k < H; k++) {
+                rq[k] = ehn[k];
+                if (r->mode == 0) rq[H + k] = ecn[k];
+            }
+            memset(Pq, 0, (size_t)(S * S) * sizeof *Pq);
+            for (int64_t i = 0; i < S; i++) Pq[i * S + i] = 1;
+            q++;
+            for (int64_t i = 0; i < S; i++) {
+                double acc = 0;
+                for (int64_t p = 0; p < q; p++) {
+                    const double *P = M + p * S * S + i * S, *rp = R + p * S;
+                    for (int64_t j = 0; j < S; j++) acc += fabs(P[j]) * rp[j];
+                }
+                E[i] = acc;
+            }
+            /* the range caps: a correct side's h lies in [-1, 1] (LSTM, GRU), its c within
+             * |c0| + steps */
+            for (int64_t k = 0; k < H; k++) {
+                if (bounded && !(E[k] <= 1 + fabs(hn[k]))) E[k] = 1 + fabs(hn[k]);
+                if (r->mode == 0 && !(E[H + k] <= c0max + (double)q + fabs(cn[k])))
+                    E[H + k] = c0max + (double)q + fabs(cn[k]);
+                if (!isfinite(E[k])) E[k] = INFINITY;
+            }
+            for (int64_t k = 0; k < H; k++) {
+                o[k] = hT[n * H + k] = hp[k] = hn[k];
+                eo[k] = ehT[n * H + k] = E[k];
+                cT[n * H + k] = c[k] = cn[k];
+                ecT[n * H + k] = r->mode == 0 ? E[H + k] : 0;
+            }
+        }
     }
+    free(M);
+    return true;
 }
 
 static int rnn_mode(const cd_op *op, int *G) {
@@ -278,8 +402,9 @@ static cd_status rnn_allowance(const cd_local_req *q, const cd_layer_cmp *l, con
     const int64_t H = r.H, N = r.N, T = r.T, DH = r.D * H, GH = r.G * H;
     int64_t nx = 0, nh = 0, nc = 0, nsq = 0, nw = 0, nout = 0;
     double *x = NULL, *h0 = NULL, *c0 = NULL, *sq = NULL, *w[4 * 2 * 64] = {0}, *y = NULL, *ey = NULL, *yin = NULL,
-           *eyin = NULL, *hT = NULL, *cT = NULL, *ehT = NULL, *ecT = NULL, *scr = NULL;
-    float *bout = NULL;
+           *eyin = NULL, *hT = NULL, *cT = NULL, *ehT = NULL, *ecT = NULL, *scr = NULL, *ya = NULL, *eya = NULL,
+           *hTa = NULL, *cTa = NULL, *ehTa = NULL, *ecTa = NULL;
+    float *bout = NULL, *aout = NULL;
     double *a = NULL;
     if (r.L > 64) {
         snprintf(note, nlen, "rnn with more than 64 layers");
@@ -302,7 +427,8 @@ static cd_status rnn_allowance(const cd_local_req *q, const cd_layer_cmp *l, con
         snprintf(note, nlen, "rnn inputs have unexpected sizes");
         goto done;
     }
-    /* B's Out drives the last layer's steps (forced); the State outputs come from it too */
+    /* B's Out drives the last layer's steps (forced), and the reference's Out its own: each
+     * side is held to its own steps; the State outputs come from them too */
     int outid = cd_op_out(op, "Out", 0);
     if (outid < 0) {
         snprintf(note, nlen, "rnn without Out");
@@ -314,22 +440,40 @@ static cd_status rnn_allowance(const cd_local_req *q, const cd_layer_cmp *l, con
         free(bout);
         bout = NULL;
     }
+    int64_t naout = 0;
+    aout = op_output(q, q->run_ref, l->op_index, g->tensors[outid].name, &naout, err, &st);
+    if (st) goto done;
+    if (aout && naout != T * N * DH) {
+        free(aout);
+        aout = NULL;
+    }
     size_t big = (size_t)(T * N * (DH > r.I ? DH : r.I) + 1);
     y = calloc(big, sizeof *y);
     ey = calloc(big, sizeof *ey);
     yin = calloc(big, sizeof *yin);
     eyin = calloc(big, sizeof *eyin);
+    ya = calloc(big, sizeof *ya);
+    eya = calloc(big, sizeof *eya);
     size_t st_n = (size_t)(r.L * r.D * N * H + 1);
     hT = calloc(st_n, sizeof *hT);
     cT = calloc(st_n, sizeof *cT);
     ehT = calloc(st_n, sizeof *ehT);
     ecT = calloc(st_n, sizeof *ecT);
-    scr = calloc((size_t)(6 * N * H + 3 * GH + 2 * H + 1), sizeof *scr);
-    if (!y || !ey || !yin || !eyin || !hT || !cT || !ehT || !ecT || !scr) {
+    hTa = calloc(st_n, sizeof *hTa);
+    cTa = calloc(st_n, sizeof *cTa);
+    ehTa = calloc(st_n, sizeof *ehTa);
+    ecTa = calloc(st_n, sizeof *ecTa);
+    scr = calloc((size_t)(10 * H + 2 * rnn_state(&r) + 3 * GH + 1), sizeof *scr);
+    if (!y || !ey || !yin || !eyin || !ya || !eya || !hT || !cT || !ehT || !ecT || !hTa || !cTa || !ehTa || !ecTa ||
+        !scr) {
         st = cd_err(err, CD_E_NOMEM, "out of memory");
         goto done;
     }
-    rnn_arith ar = {.ua = q->b.u, .us = q->b.half_store ? CD_U16 : 0, .ulf = CD_U32};
+    rnn_arith arb = {.ua = q->b.u, .us = q->b.half_store ? CD_U16 : 0, .ulf = CD_U32};
+    rnn_arith ara = {.ua = q->ref.u, .us = q->ref.half_store ? CD_U16 : 0, .ulf = CD_U32};
+    /* both sides from the same inputs: to first order the bound is linear in the units, and
+     * that of the two sides together is the bound with their units added */
+    rnn_arith ar2 = {.ua = arb.ua + ara.ua, .us = arb.us + ara.us, .ulf = 2 * CD_U32};
     int oid = -1; /* which output l is: 0 Out, 1 State h, 2 State c */
     if (!strcmp(l->tensor, g->tensors[outid].name))
         oid = 0;
@@ -353,39 +497,66 @@ static cd_status rnn_allowance(const cd_local_req *q, const cd_layer_cmp *l, con
         st = cd_err(err, CD_E_NOMEM, "out of memory");
         goto done;
     }
-    /* Two bounds, each valid for a correct B; the element gets the smaller:
-     *   pass 0, forced: the last layer's steps recomputed on B's own previous outputs, so only
-     *     the step's own rounding (and the cell state's, through the forget gate) is bounded:
-     *     safety * bound + |exact step - ref|;
-     *   pass 1, carried: the exact recurrence from the layer's inputs (the request's run_a: A's
-     *     in fp32, B's own in fp16) with B's rounding bound carried
-     *     through every step: safety * bound + |exact - ref|. The first is tight on each step
-     *     but follows B wherever B drifts; the second holds B to the reference over the whole
-     *     sequence, tight where the recurrence does not amplify. */
+    /* Two bounds, each valid for a correct pair of kernels; the element gets the smaller:
+     *   pass 0, forced: the last layer's steps recomputed on each side's own previous outputs
+     *     (B's Out for B, the reference's Out for the reference), so that only each step's own
+     *     rounding is bounded: s (beta_B + beta_A) + |h_B - h_A|, the two exact steps'
+     *     difference observed. A side whose output is not its own step (a wrong gate, a final
+     *     state that is not its last step) is outside it, whichever side it is;
+     *   pass 1, first order: both sides against the exact recurrence from the layer's inputs,
+     *     the rounding of every step carried through the product of the step Jacobians:
+     *     s E (E with both sides' units). It holds B to the reference over the whole sequence.
+     * Lower layers (their outputs are not observable) take the first-order bound in both. */
     for (int pass = bout ? 0 : 1; pass < 2; pass++) {
         memcpy(yin, x, (size_t)nx * sizeof *x);
+        memset(eyin, 0, (size_t)nx * sizeof *eyin);
         int64_t il = r.I;
         for (int lay = 0; lay < r.L; lay++) {
-            bool top = lay == r.L - 1;
+            bool top = lay == r.L - 1, forced = top && pass == 0;
             for (int d = 0; d < r.D; d++) {
                 int k = (lay * r.D + d) * 2, kb = 2 * r.L * r.D + k;
                 size_t so = (size_t)((int64_t)(lay * r.D + d) * N * H);
-                rnn_dir(&r, d, &ar, yin, lay ? eyin : NULL, il, w[k], w[k + 1], w[kb], w[kb + 1], h0 + so,
-                        c0 ? c0 + so : NULL, sq, top && pass == 0 ? bout : NULL, y, ey, hT + so, cT + so, ehT + so,
-                        ecT + so, scr);
+                const double *h0d = h0 + so, *c0d = c0 ? c0 + so : NULL;
+                if (forced) {
+                    rnn_dir_forced(&r, d, &arb, yin, lay ? eyin : NULL, il, w[k], w[k + 1], w[kb], w[kb + 1], h0d, c0d,
+                                   sq, bout, y, ey, hT + so, cT + so, ehT + so, ecT + so, scr);
+                    if (aout)
+                        rnn_dir_forced(&r, d, &ara, yin, lay ? eyin : NULL, il, w[k], w[k + 1], w[kb], w[kb + 1], h0d,
+                                       c0d, sq, aout, ya, eya, hTa + so, cTa + so, ehTa + so, ecTa + so, scr);
+                } else {
+                    if (!rnn_dir_fo(&r, d, &ar2, yin, lay ? eyin : NULL, il, w[k], w[k + 1], w[kb], w[kb + 1], h0d, c0d,
+                                    sq, y, ey, hT + so, cT + so, ehT + so, ecT + so, scr)) {
+                        st = cd_err(err, CD_E_NOMEM, "out of memory");
+                        goto done;
+                    }
+                    /* one exact trajectory for both sides; its bound (both units) is in ehT, ecT */
+                    memcpy(hTa + so, hT + so, (size_t)(N * H) * sizeof *hT);
+                    memcpy(cTa + so, cT + so, (size_t)(N * H) * sizeof *cT);
+                    memset(ehTa + so, 0, (size_t)(N * H) * sizeof *ehT);
+                    memset(ecTa + so, 0, (size_t)(N * H) * sizeof *ecT);
+                }
             }
-            /* this layer's output (and what B may be off from it) is the next layer's input */
+            /* this layer's output (and what a side may be off from it) is the next layer's
+             * input: its store rounds it once more */
             memcpy(yin, y, (size_t)(T * N * DH) * sizeof *y);
-            for (int64_t i = 0; i < T * N * DH; i++) eyin[i] = ey[i] + ar.us * fabs(y[i]);
+            for (int64_t i = 0; i < T * N * DH; i++) eyin[i] = ey[i] + ar2.us * fabs(y[i]);
             il = DH;
         }
         const double *val = oid == 0 ? y : oid == 1 ? hT : cT, *bnd = oid == 0 ? ey : oid == 1 ? ehT : ecT;
+        const double *vala = oid == 0 ? ya : oid == 1 ? hTa : cTa, *bnda = oid == 0 ? eya : oid == 1 ? ehTa : ecTa;
         for (int64_t i = 0; i < nv; i++) {
-            double v = CD_BOUND_SAFETY * bnd[i] + fabs(val[i] - (double)ref[i]);
+            double v;
+            if (pass == 1)
+                v = CD_BOUND_SAFETY * bnd[i];
+            else if (aout)
+                v = CD_BOUND_SAFETY * (bnd[i] + bnda[i]) + fabs(val[i] - vala[i]);
+            else /* the reference's Out not in the dump: its own steps unknown */
+                v = CD_BOUND_SAFETY * bnd[i] + fabs(val[i] - (double)ref[i]);
+            if (!(v >= 0)) v = INFINITY; /* never NaN: an unknown bound bounds nothing */
             a[i] = pass == (bout ? 0 : 1) || v < a[i] ? v : a[i];
         }
     }
-    if (!bout) snprintf(note, nlen, "B's Out not in the dump: steps not forced (bound carried over all steps)");
+    if (!bout) snprintf(note, nlen, "B's Out not in the dump: steps not forced (first-order bound over all steps)");
     *allow = a;
     a = NULL;
 done:
@@ -399,12 +570,19 @@ done:
     free(ey);
     free(yin);
     free(eyin);
+    free(ya);
+    free(eya);
     free(hT);
     free(cT);
     free(ehT);
     free(ecT);
+    free(hTa);
+    free(cTa);
+    free(ehTa);
+    free(ecTa);
     free(scr);
     free(bout);
+    free(aout);
     return st;
 }
 

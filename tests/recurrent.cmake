@@ -1,0 +1,8 @@
+# The recurrent family against Paddle itself (tests/recurrent/test_rnn_paddle.py): LSTM/GRU
+# models made by Paddle 2.6.2 (.venv-paddle) and the Paddle-Lite wheel's Opt (.venv-pl) into
+# <build>/recurrent-models, cldiff's CPU vs Paddle on every output, cpu,opencl fp32/fp16 PASS,
+# and Paddle-Lite ARM's rnn final-state bug named a kernel fault. Skips (77) without the venvs.
+add_test(NAME recurrent_paddle COMMAND ${CD_E2E_PYTHON} ${CMAKE_CURRENT_SOURCE_DIR}/recurrent/test_rnn_paddle.py
+         WORKING_DIRECTORY ${CMAKE_BINARY_DIR})
+set_tests_properties(recurrent_paddle PROPERTIES ENVIRONMENT "${CD_E2E_ENV}" SKIP_RETURN_CODE 77 LABELS "e2e;lstm"
+                     TIMEOUT 600)
