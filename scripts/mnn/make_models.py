@@ -10,6 +10,7 @@ OUT_DIR/<name>.input.npy (a fixed random input, seed 0). Models:
   branches  conv, two branches concatenated, resize (bilinear x2), softmax over channels
   matmul    reshape to 2-D, MatMul with a constant, add bias, sigmoid
   eltwise   add / mul / sub / max of two convs, prelu, transpose (permute)
+  attention 1x1 convs as q, k, v; reshape, transpose, MatMul of two activations, softmax, add
 """
 import argparse
 import os
@@ -100,7 +101,34 @@ def m_eltwise(rng):
     return model(n, i, [1, 3, 12, 12], ["y"], "eltwise"), (1, 3, 12, 12)
 
 
-MODELS = {"conv": m_conv, "branches": m_branches, "matmul": m_matmul, "eltwise": m_eltwise}
+def m_attention(rng):
+    # scores = softmax(q k^T / 4), out = scores v, with q, k, v 1x1 convolutions of x reshaped to
+    # [N, C, HW]: MatMul of two activations (MNN's MatMul / BatchMatMul with two inputs)
+    n = [
+        helper.make_node("Conv", ["x", "wq", "bq"], ["q4"], kernel_shape=[1, 1]),
+        helper.make_node("Conv", ["x", "wk", "bk"], ["k4"], kernel_shape=[1, 1]),
+        helper.make_node("Conv", ["x", "wv", "bv"], ["v4"], kernel_shape=[1, 1]),
+        helper.make_node("Reshape", ["q4", "s3"], ["q"]),
+        helper.make_node("Reshape", ["k4", "s3"], ["k"]),
+        helper.make_node("Reshape", ["v4", "s3"], ["v"]),
+        helper.make_node("Transpose", ["q"], ["qt"], perm=[0, 2, 1]),
+        helper.make_node("MatMul", ["qt", "k"], ["s"]),
+        helper.make_node("Mul", ["s", "scale"], ["ss"]),
+        helper.make_node("Softmax", ["ss"], ["p"], axis=-1),
+        helper.make_node("Transpose", ["p"], ["pt"], perm=[0, 2, 1]),
+        helper.make_node("MatMul", ["v", "pt"], ["o"]),
+        helper.make_node("Reshape", ["o", "s4"], ["o4"]),
+        helper.make_node("Add", ["o4", "x"], ["y"]),
+    ]
+    i = [W("wq", (8, 8, 1, 1), rng), W("bq", (8,), rng), W("wk", (8, 8, 1, 1), rng), W("bk", (8,), rng),
+         W("wv", (8, 8, 1, 1), rng), W("bv", (8,), rng),
+         numpy_helper.from_array(np.array([1, 8, 36], np.int64), "s3"),
+         numpy_helper.from_array(np.array([1, 8, 6, 6], np.int64), "s4"),
+         numpy_helper.from_array(np.array(0.25, np.float32), "scale")]
+    return model(n, i, [1, 8, 6, 6], ["y"], "attention"), (1, 8, 6, 6)
+
+
+MODELS = {"attention": m_attention, "conv": m_conv, "branches": m_branches, "matmul": m_matmul, "eltwise": m_eltwise}
 
 
 def mnnconvert():

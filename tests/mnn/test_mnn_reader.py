@@ -6,7 +6,7 @@
 1. `cldiff inspect` on the .mnn files of testdata/mnn/ (made from the .onnx beside them by
    scripts/mnn/make_models.py with the mnn wheel's mnnconvert): how many ops map onto cldiff's
    op table and which stay unchecked, op by op.
-2. The models whose every op maps (conv, branches) run on cldiff's CPU (`cldiff run --backends
+2. The models whose every op maps (conv, branches, attention) run on cldiff's CPU (`cldiff run --backends
    cpu`); their outputs must match onnxruntime on the ONNX model they were converted from: this
    checks the mapping (paddings order, fused relu/relu6, pooling's count mode, interp's
    coordinate mode), not only that it parses.
@@ -47,6 +47,8 @@ EXPECT = {
                         ("y", "Softmax", "softmax")]),
     "matmul": (14, 12, [("x2", "Reshape", "reshape2"), ("s", "UnaryOp", "sigmoid"), ("Shape15", "Shape", "unchecked"),
                         ("ab", "Reshape", "unchecked")]),
+    "attention": (18, 0, [("s", "MatMul", "matmul_v2"), ("qt", "Permute", "transpose2"), ("q", "Reshape", "reshape2"),
+                          ("p", "Softmax", "softmax")]),
     "eltwise": (11, 2, [("s", "BinaryOp", "elementwise_add"), ("mx", "BinaryOp", "elementwise_max"),
                         ("Select12", "Select", "unchecked"), ("y", "Permute", "transpose2")]),
 }
@@ -69,7 +71,7 @@ try:
 except ImportError as e:
     print(f"SKIP part 2: {e} (the test runs in .venv: scripts/setup.sh)")
     ort = None
-for name in ("conv", "branches") if ort else ():
+for name in ("conv", "branches", "attention") if ort else ():
     x = np.load(os.path.join(DATA, name + ".input.npy"))
     ref = ort.InferenceSession(os.path.join(DATA, name + ".onnx"), providers=["CPUExecutionProvider"]).run(
         None, {"x": x})[0]
