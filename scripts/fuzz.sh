@@ -22,7 +22,7 @@ here="$(cd "$(dirname "$0")/.." && pwd)"
 mode=ci
 secs=3
 build="$here/build-fuzz"
-only="nb dump policy npy png"
+only="nb dump policy npy png mnn"
 while [ $# -gt 0 ]; do
     case "$1" in
         --ci) mode=ci; secs=3 ;;

@@ -115,4 +115,5 @@ for a in "$pl_archives"/sdk-*.tar.xz; do
   fi
   rm -rf "$tmp"
 done
+bash "$here/scripts/setup_mnn.sh"  # MNN SDKs into .mnn/, .venv-mnn (docs/mnn.md)
 echo "setup: the $what dependencies are present"

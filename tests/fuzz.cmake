@@ -15,7 +15,7 @@
 # (scripts/fuzz.sh --long SECONDS).
 option(CLDIFF_FUZZ "Build libFuzzer harnesses (needs clang)" OFF)
 
-set(CD_FUZZ_READERS nb dump policy npy png)
+set(CD_FUZZ_READERS nb dump policy npy png mnn)
 set(CD_FUZZ_DIR ${CMAKE_CURRENT_SOURCE_DIR}/fuzz)
 
 if(CLDIFF_FUZZ)

@@ -13,6 +13,7 @@ extern const cd_backend_def cd_backend_def_paddle_lite;
 extern const cd_backend_def cd_backend_def_paddle_lite_x86;
 extern const cd_backend_def cd_backend_def_paddle_lite_arm;
 extern const cd_backend_def cd_backend_def_paddle_lite_opencl;
+extern const cd_backend_def cd_backend_def_mnn_cpu, cd_backend_def_mnn_opencl;
 
 static const cd_backend_def *const REGISTRY[] = {
     &cd_backend_def_cpu,
@@ -21,6 +22,8 @@ static const cd_backend_def *const REGISTRY[] = {
     &cd_backend_def_paddle_lite_opencl,
     &cd_backend_def_paddle_lite,
     &cd_backend_def_paddle_lite_x86,
+    &cd_backend_def_mnn_cpu,
+    &cd_backend_def_mnn_opencl,
 };
 #define N_REGISTRY ((int)(sizeof REGISTRY / sizeof REGISTRY[0]))
 

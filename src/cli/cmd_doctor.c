@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include "cli/inspect_mnn.h"
 #include "util/error.h"
 #include "util/subproc.h"
 #include "backends/opencl/backend_cl.h"
@@ -240,6 +241,7 @@ int cd_cmd_doctor(int argc, char **argv) {
     bool parsed = false;
     int rc = doctor_opencl(argc, argv, &parsed);
     if (parsed && rc != CD_E_USAGE) doctor_paddle_lite(argc, argv); /* a bad --cl-device: fix the command first */
+    if (parsed && rc != CD_E_USAGE) cd_doctor_mnn();
     return rc;
 }
 

@@ -10,6 +10,8 @@
 #include "engine/ops.h"
 #include "engine/plan.h"
 #include "model/nb_reader.h"
+#include "cli/inspect_mnn.h"
+#include "model/mnn_reader.h"
 
 #define MAX_SHAPES 64
 
@@ -409,7 +411,7 @@ int cd_cmd_inspect(int argc, char **argv) {
     const char *model = ia.model, *backends = ia.backends;
     cd_error err = {0};
     cd_graph *g = NULL;
-    if (cd_nb_load(model, &g, &err)) return cd_cli_fail(&err);
+    if (cd_model_load(model, &g, &err)) return cd_cli_fail(&err);
 
     /* Shapes: plan with the user's / declared shapes; a failure is reported, not fatal. */
     cd_shape *in_shapes = calloc((size_t)(g->n_inputs ? g->n_inputs : 1), sizeof *in_shapes);
@@ -441,6 +443,7 @@ int cd_cmd_inspect(int argc, char **argv) {
     op_counts oc = {0};
     print_ops(g, planned ? &plan : NULL, planned, &oc);
     print_summary(g, &oc, pcount, plan_problem);
+    cd_inspect_mnn(g);
     int rc = 0;
     if (backends) rc = print_placement(g, planned ? &plan : NULL, backends, ia.kv, ia.n_kv, model);
     if (planned) cd_plan_free(&plan);

@@ -9,6 +9,7 @@
 #include <time.h>
 #include <unistd.h>
 #include "model/nb_reader.h"
+#include "model/mnn_reader.h"
 #include "probes/select.h"
 #include "probes/sink.h"
 #include "util/sha256.h"
@@ -163,7 +164,7 @@ static cd_status check_memory(cd_session *s, cd_error *err) {
 cd_status cd_session_open(cd_session *s, const cd_cli_opts *o, cd_error *err) {
     memset(s, 0, sizeof *s);
     s->o = o;
-    cd_status st = cd_nb_load(o->model, &s->g, err);
+    cd_status st = cd_model_load(o->model, &s->g, err);
     if (st) return st;
     for (const char *w = s->g->warnings; !o->quiet && w && *w;) {
         const char *nl = strchr(w, '\n');

@@ -1,0 +1,167 @@
+#!/usr/bin/env python3
+"""Makes small ONNX models and converts them to .mnn with the PyPI `mnn` wheel's mnnconvert
+(docs/mnn.md). Run in .venv-mnn (scripts/setup_mnn.sh):
+
+    .venv-mnn/bin/python scripts/mnn/make_models.py OUT_DIR [--only NAME,...]
+
+Writes OUT_DIR/<name>.onnx and OUT_DIR/<name>.mnn for every model below, and
+OUT_DIR/<name>.input.npy (a fixed random input, seed 0). Models:
+  conv      conv 3x3 + relu + depthwise 3x3 + relu6(clip) + conv 1x1 + maxpool + avgpool
+  branches  conv, two branches concatenated, resize (bilinear x2), softmax over channels
+  matmul    reshape to 2-D, MatMul with a constant, add bias, sigmoid
+  eltwise   add / mul / sub / max of two convs, prelu, transpose (permute)
+  attention 1x1 convs as q, k, v; reshape, transpose, MatMul of two activations, softmax, add
+"""
+import argparse
+import os
+import shutil
+import subprocess
+import sys
+
+import numpy as np
+import onnx
+from onnx import TensorProto, helper, numpy_helper
+
+
+def W(name, shape, rng, scale=0.3):
+    return numpy_helper.from_array((rng.standard_normal(shape) * scale).astype(np.float32), name)
+
+
+def model(nodes, inits, in_shape, outs, name):
+    g = helper.make_graph(
+        nodes, name, [helper.make_tensor_value_info("x", TensorProto.FLOAT, in_shape)],
+        [helper.make_empty_tensor_value_info(o) for o in outs], inits)
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)], producer_name="cldiff-mnn")
+    m.ir_version = 7
+    return m
+
+
+def m_conv(rng):
+    n = [
+        helper.make_node("Conv", ["x", "w1", "b1"], ["c1"], kernel_shape=[3, 3], pads=[1, 1, 1, 1]),
+        helper.make_node("Relu", ["c1"], ["r1"]),
+        helper.make_node("Conv", ["r1", "w2", "b2"], ["c2"], kernel_shape=[3, 3], pads=[1, 1, 1, 1], group=8,
+                         strides=[2, 2]),
+        helper.make_node("Clip", ["c2", "lo", "hi"], ["r2"]),
+        helper.make_node("Conv", ["r2", "w3", "b3"], ["c3"], kernel_shape=[1, 1]),
+        helper.make_node("MaxPool", ["c3"], ["p1"], kernel_shape=[2, 2], strides=[2, 2]),
+        helper.make_node("AveragePool", ["p1"], ["y"], kernel_shape=[3, 3], strides=[1, 1], pads=[1, 1, 1, 1],
+                         count_include_pad=0),
+    ]
+    i = [W("w1", (8, 3, 3, 3), rng), W("b1", (8,), rng), W("w2", (8, 1, 3, 3), rng), W("b2", (8,), rng),
+         W("w3", (16, 8, 1, 1), rng), W("b3", (16,), rng),
+         numpy_helper.from_array(np.array(0.0, np.float32), "lo"),
+         numpy_helper.from_array(np.array(6.0, np.float32), "hi")]
+    return model(n, i, [1, 3, 32, 32], ["y"], "conv"), (1, 3, 32, 32)
+
+
+def m_branches(rng):
+    n = [
+        helper.make_node("Conv", ["x", "w1", "b1"], ["c1"], kernel_shape=[3, 3], pads=[1, 1, 1, 1]),
+        helper.make_node("Relu", ["c1"], ["r1"]),
+        helper.make_node("Conv", ["r1", "w2", "b2"], ["a"], kernel_shape=[1, 1]),
+        helper.make_node("Conv", ["r1", "w3", "b3"], ["b"], kernel_shape=[3, 3], pads=[1, 1, 1, 1]),
+        helper.make_node("Concat", ["a", "b"], ["cat"], axis=1),
+        helper.make_node("Resize", ["cat", "", "scales"], ["up"], mode="linear",
+                         coordinate_transformation_mode="half_pixel"),
+        helper.make_node("Softmax", ["up"], ["y"], axis=1),
+    ]
+    i = [W("w1", (8, 3, 3, 3), rng), W("b1", (8,), rng), W("w2", (4, 8, 1, 1), rng), W("b2", (4,), rng),
+         W("w3", (4, 8, 3, 3), rng), W("b3", (4,), rng),
+         numpy_helper.from_array(np.array([1, 1, 2, 2], np.float32), "scales")]
+    return model(n, i, [1, 3, 16, 16], ["y"], "branches"), (1, 3, 16, 16)
+
+
+def m_matmul(rng):
+    n = [
+        helper.make_node("Reshape", ["x", "shp"], ["x2"]),
+        helper.make_node("MatMul", ["x2", "w"], ["mm"]),
+        helper.make_node("Add", ["mm", "b"], ["ab"]),
+        helper.make_node("Sigmoid", ["ab"], ["s"]),
+        helper.make_node("MatMul", ["s", "w2"], ["y"]),
+    ]
+    i = [numpy_helper.from_array(np.array([4, 48], np.int64), "shp"), W("w", (48, 32), rng), W("b", (32,), rng),
+         W("w2", (32, 10), rng)]
+    return model(n, i, [4, 3, 4, 4], ["y"], "matmul"), (4, 3, 4, 4)
+
+
+def m_eltwise(rng):
+    n = [
+        helper.make_node("Conv", ["x", "w1", "b1"], ["a"], kernel_shape=[3, 3], pads=[1, 1, 1, 1]),
+        helper.make_node("Conv", ["x", "w2", "b2"], ["b"], kernel_shape=[1, 1]),
+        helper.make_node("Add", ["a", "b"], ["s"]),
+        helper.make_node("Mul", ["s", "a"], ["m"]),
+        helper.make_node("Sub", ["m", "b"], ["d"]),
+        helper.make_node("Max", ["d", "a"], ["mx"]),
+        helper.make_node("PRelu", ["mx", "slope"], ["p"]),
+        helper.make_node("Transpose", ["p"], ["y"], perm=[0, 2, 3, 1]),
+    ]
+    i = [W("w1", (6, 3, 3, 3), rng), W("b1", (6,), rng), W("w2", (6, 3, 1, 1), rng), W("b2", (6,), rng),
+         numpy_helper.from_array((rng.random((6, 1, 1)) * 0.5).astype(np.float32), "slope")]
+    return model(n, i, [1, 3, 12, 12], ["y"], "eltwise"), (1, 3, 12, 12)
+
+
+def m_attention(rng):
+    # scores = softmax(q k^T / 4), out = scores v, with q, k, v 1x1 convolutions of x reshaped to
+    # [N, C, HW]: MatMul of two activations (MNN's MatMul / BatchMatMul with two inputs)
+    n = [
+        helper.make_node("Conv", ["x", "wq", "bq"], ["q4"], kernel_shape=[1, 1]),
+        helper.make_node("Conv", ["x", "wk", "bk"], ["k4"], kernel_shape=[1, 1]),
+        helper.make_node("Conv", ["x", "wv", "bv"], ["v4"], kernel_shape=[1, 1]),
+        helper.make_node("Reshape", ["q4", "s3"], ["q"]),
+        helper.make_node("Reshape", ["k4", "s3"], ["k"]),
+        helper.make_node("Reshape", ["v4", "s3"], ["v"]),
+        helper.make_node("Transpose", ["q"], ["qt"], perm=[0, 2, 1]),
+        helper.make_node("MatMul", ["qt", "k"], ["s"]),
+        helper.make_node("Mul", ["s", "scale"], ["ss"]),
+        helper.make_node("Softmax", ["ss"], ["p"], axis=-1),
+        helper.make_node("Transpose", ["p"], ["pt"], perm=[0, 2, 1]),
+        helper.make_node("MatMul", ["v", "pt"], ["o"]),
+        helper.make_node("Reshape", ["o", "s4"], ["o4"]),
+        helper.make_node("Add", ["o4", "x"], ["y"]),
+    ]
+    i = [W("wq", (8, 8, 1, 1), rng), W("bq", (8,), rng), W("wk", (8, 8, 1, 1), rng), W("bk", (8,), rng),
+         W("wv", (8, 8, 1, 1), rng), W("bv", (8,), rng),
+         numpy_helper.from_array(np.array([1, 8, 36], np.int64), "s3"),
+         numpy_helper.from_array(np.array([1, 8, 6, 6], np.int64), "s4"),
+         numpy_helper.from_array(np.array(0.25, np.float32), "scale")]
+    return model(n, i, [1, 8, 6, 6], ["y"], "attention"), (1, 8, 6, 6)
+
+
+MODELS = {"attention": m_attention, "conv": m_conv, "branches": m_branches, "matmul": m_matmul, "eltwise": m_eltwise}
+
+
+def mnnconvert():
+    exe = os.path.join(os.path.dirname(sys.executable), "mnnconvert")
+    return exe if os.access(exe, os.X_OK) else shutil.which("mnnconvert")
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("out")
+    ap.add_argument("--only", default="")
+    a = ap.parse_args()
+    os.makedirs(a.out, exist_ok=True)
+    conv = mnnconvert()
+    if not conv:
+        sys.exit("mnnconvert not found: run scripts/setup_mnn.sh (it installs the PyPI mnn wheel in .venv-mnn)")
+    only = [s for s in a.only.split(",") if s]
+    for name, fn in MODELS.items():
+        if only and name not in only:
+            continue
+        rng = np.random.default_rng(sum(map(ord, name)))
+        m, shape = fn(rng)
+        on = os.path.join(a.out, name + ".onnx")
+        mn = os.path.join(a.out, name + ".mnn")
+        onnx.save(m, on)
+        np.save(os.path.join(a.out, name + ".input.npy"),
+                np.random.default_rng(0).standard_normal(shape).astype(np.float32))
+        r = subprocess.run([conv, "-f", "ONNX", "--modelFile", on, "--MNNModel", mn, "--bizCode", "cldiff"],
+                           capture_output=True, text=True)
+        if r.returncode or not os.path.exists(mn):
+            sys.exit(f"mnnconvert failed for {name} (exit {r.returncode}):\n{r.stdout[-2000:]}{r.stderr[-2000:]}")
+        print(f"{name}: {mn} ({os.path.getsize(mn)} bytes)")
+
+
+if __name__ == "__main__":
+    main()

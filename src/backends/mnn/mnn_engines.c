@@ -1,0 +1,494 @@
+/* The MNN engines (docs/mnn.md, "Engines"): mnn-cpu runs a .mnn model on MNN's own CPU kernels,
+ * mnn-opencl on its OpenCL kernels. Both run the model once through probes/mnn/mnn_probe_runner
+ * (built for the SDK, mnn_sdk.h) as a child process; the runner saves the output of every op the
+ * session executes (runSessionWithCallBackInfo), MNN's internal raster steps included, and
+ * cldiff hands each to the probe sink as if its op had just run, and into the record of the
+ * local check (an engine as B is checked by cldiff's CPU on B's own inputs).
+ *
+ * The runner checks the session's backend: an OpenCL session MNN moved to its CPU is an error
+ * (exit 4), never a pass. A run that dies (an OpenCL program that does not build, a crash in a
+ * kernel) is contained: exit 5, naming the op in flight and what MNN's log says of the program. */
+#define _GNU_SOURCE
+#include <dirent.h>
+#include <errno.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+#include "backends/mnn/mnn_sdk.h"
+#include "engine/backend_def.h"
+#include "engine/forcing.h"
+#include "model/mnn_reader.h"
+#include "util/npy.h"
+
+typedef struct meng {
+    const char *name;
+    bool opencl;
+    const cd_runner_req *q;
+    cd_mnn_sdk sdk;
+    char exe[PATH_MAX + 300];
+    bool built;
+    char dir[PATH_MAX];
+    const char *precision, *memory, *power, *mode, *tuning;
+} meng;
+
+static const char *opt(const meng *e, const char *key, const char *dflt) {
+    const char *v = cd_backend_opt(e->q->bo, e->name, key);
+    return v && *v ? v : dflt;
+}
+
+static bool one_of(const char *v, const char *const *set) {
+    for (; *set; set++)
+        if (!strcmp(v, *set)) return true;
+    return false;
+}
+
+static cd_status read_opts(meng *e, cd_error *err) {
+    static const char *const lvl[] = {"low", "normal", "high", NULL}, *const modes[] = {"buffer", "image", NULL},
+                             *const tunes[] = {"none", "fast", "normal", "wide", "heavy", NULL};
+    e->precision = opt(e, "precision", e->q->plan->prec == CD_PREC_FP16 ? "low" : "high");
+    e->memory = opt(e, "memory", "normal");
+    e->power = opt(e, "power", "normal");
+    e->mode = opt(e, "mode", "buffer");
+    e->tuning = opt(e, "tuning", "none");
+    const char *bad = !one_of(e->precision, lvl) ? "precision"
+        : !one_of(e->memory, lvl)                ? "memory"
+        : !one_of(e->power, lvl)                 ? "power"
+        : !one_of(e->mode, modes)                ? "mode"
+        : !one_of(e->tuning, tunes)              ? "tuning"
+                                                 : NULL;
+    if (bad)
+        return cd_err(err, CD_E_USAGE, "--backend-opt %s:%s=%s: expected %s", e->name, bad, opt(e, bad, ""),
+                      !strcmp(bad, "mode")         ? "buffer or image"
+                          : !strcmp(bad, "tuning") ? "none, fast, normal, wide or heavy"
+                                                   : "low, normal or high");
+    if (!e->opencl && (cd_backend_opt(e->q->bo, e->name, "mode") || cd_backend_opt(e->q->bo, e->name, "tuning")))
+        return cd_err(err, CD_E_USAGE, "--backend-opt %s: mode and tuning are MNN's OpenCL options (mnn-opencl)",
+                      e->name);
+    return CD_OK;
+}
+
+/* The graph op MNN calls `name`, -1 when none. */
+static int op_named(const cd_graph *g, const char *name) {
+    for (int i = 0; i < g->n_ops; i++) {
+        const char *n = cd_attr_str(&g->ops[i], "mnn_name", NULL);
+        if (n && !strcmp(n, name) && strcmp(g->ops[i].type, "feed")) return i;
+    }
+    return -1;
+}
+
+/* Output k of graph op oi (the first output slot holds the op's outputs in MNN's order). */
+static int out_tensor(const cd_graph *g, int oi, int k) {
+    const cd_op *op = &g->ops[oi];
+    if (!op->n_out || k >= op->out[0].n) return -1;
+    return op->out[0].ids[k];
+}
+
+static bool is_convert(const cd_op *op) { return !strcmp(cd_attr_str(op, "mnn_type", ""), "ConvertTensor"); }
+
+/* Op types MNN's geometry turns into raster steps (the op itself never reaches a callback). */
+static bool is_geometry(const cd_op *op) {
+    static const char *const t[] = {
+        "ConvertTensor", "Concat",       "Permute",      "Transpose",    "Reshape",  "Squeeze",  "Unsqueeze", "Flatten",
+        "ExpandDims",    "Slice",        "SliceTf",      "StridedSlice", "Pack",     "Unpack",   "Tile",      "Padding",
+        "Crop",          "DepthToSpace", "SpaceToDepth", "BroadcastTo",  "GatherV2", "GatherND", NULL};
+    const char *m = cd_attr_str(op, "mnn_type", "");
+    for (int i = 0; t[i]; i++)
+        if (!strcmp(m, t[i])) return true;
+    return false;
+}
+
+/* A raster step "<N>_raster_<j>": MNN's geometry computes layout changes (ConvertTensor) and
+ * data movement (Concat, Permute, Reshape, ...) as rasters named after an op that needs them:
+ * op N itself when it is such an op, else the op that wrote an input of N. The step is that op's
+ * output (the first not yet filled); -1: an internal step with no op of the model (counted
+ * only). The size check of collect() keeps a wrong guess out. */
+static int raster_tensor(const cd_graph *g, const char *name, const bool *filled) {
+    const char *r = strstr(name, "_raster_");
+    if (!r) return -1;
+    char base[512];
+    snprintf(base, sizeof base, "%.*s", (int)(r - name), name);
+    int oi = op_named(g, base);
+    if (oi < 0) return -1;
+    if (is_geometry(&g->ops[oi])) {
+        int t = out_tensor(g, oi, 0);
+        return t >= 0 && !filled[t] ? t : -1;
+    }
+    const cd_op *op = &g->ops[oi];
+    for (int s = 0; s < op->n_in; s++)
+        for (int k = 0; k < op->in[s].n; k++) {
+            int t = op->in[s].ids[k];
+            if (t < 0 || filled[t]) continue;
+            int p = g->tensors[t].producer;
+            if (p >= 0 && is_geometry(&g->ops[p])) return t;
+        }
+    return -1;
+}
+
+typedef struct collected {
+    int hits, unmatched, internal, shape_differs;
+} collected;
+
+static cd_status collect(meng *e, collected *c, cd_error *err) {
+    const cd_runner_req *q = e->q;
+    const cd_plan *plan = q->plan;
+    const cd_graph *g = plan->g;
+    memset(c, 0, sizeof *c);
+    cd_status st = CD_OK;
+    for (int k = 0; k < g->n_inputs && !st && q->xo->record; k++)
+        st = cd_forcing_put(q->xo->record, g->inputs[k], &q->inputs[k], err);
+    bool *filled = calloc((size_t)g->n_tensors + 1, 1);
+    if (!filled) return cd_err(err, CD_E_NOMEM, "out of memory");
+    char p[PATH_MAX + 64], line[2048];
+    snprintf(p, sizeof p, "%s/out/ops.txt", e->dir);
+    FILE *f = fopen(p, "rb");
+    if (!f) st = cd_err(err, CD_E_BACKEND, "%s: the MNN runner left no %s", e->name, p);
+    while (!st && f && fgets(line, sizeof line, f)) {
+        line[strcspn(line, "\r\n")] = 0;
+        int seq, k, used = 0;
+        char where[16], descr[8], file[128], type[64];
+        if (sscanf(line, "%d %d %15s %7s %127s %63s %n", &seq, &k, where, descr, file, type, &used) < 6 || !used) {
+            c->unmatched++;
+            continue;
+        }
+        const char *name = line + used;
+        int oi = op_named(g, name), t = -1;
+        if (oi >= 0)
+            t = out_tensor(g, oi, k);
+        else if (!strcmp(type, "Raster")) {
+            t = raster_tensor(g, name, filled);
+            oi = t >= 0 ? g->tensors[t].producer : -1;
+            if (t < 0) {
+                c->internal++;
+                continue;
+            }
+        }
+        if (oi < 0 || t < 0 || filled[t]) {
+            c->unmatched++;
+            continue;
+        }
+        char fp[PATH_MAX + 200];
+        snprintf(fp, sizeof fp, "%s/out/%s", e->dir, file);
+        cd_value v = {0};
+        if ((st = cd_npy_read(fp, &v, err))) {
+            st = cd_err_prefix(err, "%s: reading MNN's output of op '%s': ", e->name, name);
+            break;
+        }
+        const cd_value *m = &plan->meta[t];
+        if (cd_value_numel(&v) != cd_value_numel(m) || v.dtype != m->dtype) {
+            c->shape_differs++;
+            cd_value_release(&v);
+            continue;
+        }
+        v.shape = m->shape; /* the same values in the plan's shape (MNN may keep another rank) */
+        filled[t] = true;
+        if (q->xo->record && cd_exec_is_activation(plan, t)) st = cd_forcing_put(q->xo->record, t, &v, err);
+        if (!st && q->sink && q->sink->hit && q->xo->probe_mask && q->xo->probe_mask[oi]) {
+            cd_op_report rep;
+            memset(&rep, 0, sizeof rep);
+            rep.kernel_us = -1;
+            snprintf(rep.where, sizeof rep.where, "%s", e->name);
+            snprintf(rep.kernel, sizeof rep.kernel, "%s%s%s", type, strcmp(type, "Raster") ? "" : " ",
+                     strcmp(type, "Raster") ? "" : name);
+            st = q->sink->hit(q->sink->user, oi, t, &v, &rep, err);
+            if (!st) c->hits++;
+        }
+        cd_value_release(&v);
+    }
+    if (f) fclose(f);
+    free(filled);
+    return st;
+}
+
+static void read_run_txt(meng *e, cd_runner_result *res, char *version, size_t vn, char *session, size_t sn) {
+    char p[PATH_MAX + 32], line[1024];
+    snprintf(p, sizeof p, "%s/out/run.txt", e->dir);
+    FILE *f = fopen(p, "rb");
+    version[0] = session[0] = 0;
+    while (f && fgets(line, sizeof line, f)) {
+        line[strcspn(line, "\r\n")] = 0;
+        char *sp = strchr(line, ' ');
+        if (!sp) continue;
+        *sp = 0;
+        const char *v = sp + 1;
+        if (!strcmp(line, "mnn_version")) snprintf(version, vn, "%s", v);
+        if (!strcmp(line, "session_backend")) snprintf(session, sn, "%s", v);
+        char key[48];
+        snprintf(key, sizeof key, "mnn_%s", line);
+        if (!strcmp(line, "load_ms") || !strcmp(line, "run_ms") || !strcmp(line, "ops_executed") ||
+            !strcmp(line, "raster_steps"))
+            cd_run_attr_num(res, key, atof(v));
+        else if (!strcmp(line, "session_backend") || !strcmp(line, "precision") || !strcmp(line, "memory") ||
+                 !strcmp(line, "power") || !strcmp(line, "gpu_mode") || !strcmp(line, "tuning") ||
+                 !strcmp(line, "threads"))
+            cd_run_attr_str(res, key, "%s", v);
+    }
+    if (f) fclose(f);
+}
+
+/* What the log says of the op in flight and of OpenCL programs that failed to build. */
+static void log_scan(const char *logp, char *op_type, size_t tn, char *op_name, size_t nn, char *build, size_t bn) {
+    op_type[0] = op_name[0] = build[0] = 0;
+    FILE *f = fopen(logp, "rb");
+    char line[2048];
+    while (f && fgets(line, sizeof line, f)) {
+        line[strcspn(line, "\r\n")] = 0;
+        const char *o = strstr(line, "mnn_probe_runner: op ");
+        if (o) {
+            o += strlen("mnn_probe_runner: op ");
+            size_t l = strcspn(o, " ");
+            snprintf(op_type, tn, "%.*s", (int)l, o);
+            snprintf(op_name, nn, "%s", o[l] ? o + l + 1 : "");
+            continue;
+        }
+        /* MNN's OpenCL runtime logs a program that does not build with its name and options */
+        if (strcasestr(line, "build") &&
+            (strcasestr(line, "program") || strcasestr(line, "error") || strcasestr(line, "fail") ||
+             strstr(line, "-D")))
+            snprintf(build + strlen(build), bn - strlen(build), "%s%s", build[0] ? " | " : "", line);
+    }
+    if (f) fclose(f);
+}
+
+static cd_status write_inputs(meng *e, cd_error *err) {
+    const cd_graph *g = e->q->plan->g;
+    char p[PATH_MAX + 64];
+    snprintf(p, sizeof p, "%s/inputs.txt", e->dir);
+    FILE *f = fopen(p, "w");
+    if (!f) return cd_err(err, CD_E_IO, "cannot write %s: %s", p, strerror(errno));
+    for (int k = 0; k < g->n_inputs; k++) fprintf(f, "%s\n", g->tensors[g->inputs[k]].name);
+    if (fclose(f) != 0) return cd_err(err, CD_E_IO, "cannot write %s", p);
+    for (int k = 0; k < g->n_inputs; k++) {
+        snprintf(p, sizeof p, "%s/input_%d.npy", e->dir, k);
+        cd_status st = cd_npy_write(p, &e->q->inputs[k], err);
+        if (st) return st;
+    }
+    return CD_OK;
+}
+
+/* Removes the work folder: it holds only files (and out/) that the runner and cldiff wrote. */
+static void rm_files(const char *dir) {
+    DIR *d = opendir(dir);
+    struct dirent *x;
+    char p[PATH_MAX + 300];
+    while (d && (x = readdir(d))) {
+        if (!strcmp(x->d_name, ".") || !strcmp(x->d_name, "..")) continue;
+        snprintf(p, sizeof p, "%s/%s", dir, x->d_name);
+        if (unlink(p) != 0 && errno == EISDIR) rm_files(p);
+    }
+    if (d) closedir(d);
+    rmdir(dir);
+}
+
+static cd_status eng_run(const char *name, bool opencl, const cd_runner_req *q, cd_runner_result *res, cd_error *err) {
+    const cd_graph *g = q->plan->g;
+    if (!cd_mnn_graph(g))
+        return cd_err(err, CD_E_USAGE,
+                      "%s runs MNN models (.mnn); %s is not one (use cpu, opencl or a paddle-lite "
+                      "engine for a .nb)",
+                      name, q->model_path ? q->model_path : "the model");
+    meng *e = calloc(1, sizeof *e);
+    if (!e) return cd_err(err, CD_E_NOMEM, "out of memory");
+    e->name = name;
+    e->opencl = opencl;
+    e->q = q;
+    cd_status st = read_opts(e, err);
+    if (!st) st = cd_mnn_sdk_find(name, cd_backend_opt(q->bo, name, "sdk"), opencl, &e->sdk, err);
+    if (!st) st = cd_mnn_runner_get(&e->sdk, e->exe, sizeof e->exe, &e->built, err);
+    if (!st) {
+        snprintf(e->dir, sizeof e->dir, "%s/.%s-XXXXXX", q->work_dir && *q->work_dir ? q->work_dir : "/tmp", name);
+        if (!mkdtemp(e->dir)) st = cd_err(err, CD_E_IO, "cannot create a work folder %s: %s", e->dir, strerror(errno));
+    }
+    if (!st) st = write_inputs(e, err);
+    char od[PATH_MAX + 32], logp[PATH_MAX + 48], threads[16];
+    snprintf(od, sizeof od, "%s/out", e->dir);
+    snprintf(logp, sizeof logp, "%s/engine.log", e->dir);
+    snprintf(threads, sizeof threads, "%d", q->bo->threads > 0 ? q->bo->threads : 1);
+    if (!st && mkdir(od, 0777) != 0 && errno != EEXIST)
+        st = cd_err(err, CD_E_IO, "cannot create '%s': %s", od, strerror(errno));
+    int ws = 0;
+    bool to = false;
+    if (!st) {
+        char *argv[] = {e->exe,
+                        (char *)q->model_path,
+                        e->dir,
+                        od,
+                        "--forward",
+                        opencl ? "opencl" : "cpu",
+                        "--precision",
+                        (char *)e->precision,
+                        "--memory",
+                        (char *)e->memory,
+                        "--power",
+                        (char *)e->power,
+                        "--threads",
+                        threads,
+                        opencl ? "--mode" : NULL,
+                        (char *)e->mode,
+                        "--tuning",
+                        (char *)e->tuning,
+                        NULL};
+        st = cd_mnn_spawn_wait(argv, logp, q->timeout_s, &ws, &to, q->xo->stop_flag, err);
+    }
+    char version[64] = "", session[64] = "";
+    if (!st) read_run_txt(e, res, version, sizeof version, session, sizeof session);
+    char tail[1024] = "", op_type[64], op_name[512], build[1024];
+    if (!st) {
+        cd_mnn_log_tail(logp, 3, tail, sizeof tail);
+        log_scan(logp, op_type, sizeof op_type, op_name, sizeof op_name, build, sizeof build);
+    }
+    bool died = !st && (to || WIFSIGNALED(ws) || (WIFEXITED(ws) && WEXITSTATUS(ws) == 5));
+    if (!st && !died && WEXITSTATUS(ws) != 0) {
+        int x = WEXITSTATUS(ws);
+        st = cd_err(err,
+                    x == 3       ? CD_E_MODEL
+                        : x == 2 ? CD_E_USAGE
+                        : x == 6 ? CD_E_IO
+                                 : CD_E_BACKEND,
+                    "%s: MNN's runner failed (exit %d): %s", name, x, tail[0] ? tail : "no message");
+    } else if (died) {
+        cd_crash_info *c = &res->crash;
+        c->crashed = true;
+        c->timed_out = to;
+        c->signal = WIFSIGNALED(ws) ? WTERMSIG(ws) : 0;
+        const char *sn = c->signal ? cd_signal_name(c->signal) : NULL;
+        snprintf(c->signal_name, sizeof c->signal_name, "%s",
+                 to              ? "timeout"
+                     : sn        ? sn
+                     : c->signal ? "signal"
+                                 : "error");
+        c->exit_status = WIFEXITED(ws) ? WEXITSTATUS(ws) : -1;
+        c->op_index = op_name[0] ? op_named(g, op_name) : -1;
+        if (c->op_index >= 0)
+            snprintf(c->layer, sizeof c->layer, "%s", g->ops[c->op_index].name);
+        else
+            snprintf(c->layer, sizeof c->layer, "%s", op_name);
+        snprintf(c->op_type, sizeof c->op_type, "%s", op_type);
+        snprintf(c->kernel, sizeof c->kernel, "%s", op_type);
+        snprintf(c->variant, sizeof c->variant, "%s", e->precision);
+        snprintf(c->phase, sizeof c->phase, "engine-run");
+        snprintf(c->stderr_tail, sizeof c->stderr_tail, "%s%s%s", build, build[0] ? " | " : "", tail);
+        st = cd_err(err, CD_E_CRASH, "%s: MNN %s in op '%s' (%s%s%s), precision %s, memory %s%s%s%s%s: %s", name,
+                    to       ? "timed out (--timeout)"
+                        : sn ? sn
+                             : "failed",
+                    op_name[0] ? op_name : "?", op_type[0] ? op_type : "?", c->op_index >= 0 ? ", layer " : "",
+                    c->op_index >= 0 ? c->layer : "", e->precision, e->memory, opencl ? ", gpu mode " : "",
+                    opencl ? e->mode : "", build[0] ? "; OpenCL program build: " : "", build,
+                    tail[0] ? tail : "no message");
+    }
+    collected col = {0};
+    if (!st) st = collect(e, &col, err);
+    res->n_hits = col.hits;
+    res->has_hits = true;
+    snprintf(res->device, sizeof res->device, "MNN %s, %s kernels (session backend %s)", version[0] ? version : "?",
+             opencl ? "OpenCL" : "CPU", session[0] ? session : "?");
+    snprintf(res->driver, sizeof res->driver, "SDK %s (%s); runner %s", e->sdk.dir, e->sdk.from, e->exe);
+    cd_run_attr_str(res, "engine", "%s", name);
+    cd_run_attr_str(res, "engine_version", "%s", version);
+    cd_run_attr_str(res, "engine_sdk", "%s", e->sdk.dir);
+    cd_run_attr_str(res, "engine_sdk_from", "%s", e->sdk.from);
+    cd_run_attr_str(res, "engine_runner", "%s", e->exe);
+    char opts[200];
+    snprintf(opts, sizeof opts, "precision=%s,memory=%s,power=%s%s%s%s%s", e->precision, e->memory, e->power,
+             opencl ? ",mode=" : "", opencl ? e->mode : "", opencl ? ",tuning=" : "", opencl ? e->tuning : "");
+    cd_run_attr_str(res, "mnn_options", "%s", opts);
+    cd_run_attr_num(res, "mnn_internal_steps", col.internal);
+    cd_run_attr_num(res, "mnn_outputs_unmatched", col.unmatched);
+    cd_run_attr_num(res, "shape_differs_from_plan", col.shape_differs);
+    if (!st && !q->quiet)
+        fprintf(
+            stderr,
+            "cldiff: note: %s: MNN %s, session on %s, %s; %d op outputs handed over, %d internal steps kept out%s\n",
+            name, version, session, opts, col.hits, col.internal,
+            col.shape_differs ? " (some outputs' sizes differ from cldiff's plan: not compared)" : "");
+    const char *keep = cd_backend_opt(q->bo, name, "keep");
+    if (keep && strcmp(keep, "0"))
+        fprintf(stderr, "cldiff: %s work folder kept: %s\n", name, e->dir);
+    else if (e->dir[0])
+        rm_files(e->dir);
+    free(e);
+    return st;
+}
+
+static cd_status cpu_run(const cd_runner_req *q, cd_runner_result *res, cd_error *err) {
+    return eng_run("mnn-cpu", false, q, res, err);
+}
+
+static cd_status ocl_run(const cd_runner_req *q, cd_runner_result *res, cd_error *err) {
+    return eng_run("mnn-opencl", true, q, res, err);
+}
+
+static cd_status placement(const char *name, const cd_runner_req *q, cd_op_place *out, char *note, size_t nn,
+                           cd_error *err) {
+    (void)err;
+    const cd_graph *g = q->plan->g;
+    for (int i = 0; i < g->n_ops; i++) {
+        const cd_op *op = &g->ops[i];
+        cd_op_place *o = &out[i];
+        memset(o, 0, sizeof *o);
+        o->supported = true;
+        bool io = !strcmp(op->type, "feed") || !strcmp(op->type, "fetch");
+        snprintf(o->where, sizeof o->where, "%s", io ? "-" : name);
+        snprintf(o->kernel, sizeof o->kernel, "%s", cd_attr_str(op, "mnn_type", op->type));
+        snprintf(o->why, sizeof o->why, "%s",
+                 io                         ? "the engine's input/output"
+                     : is_convert(op)       ? "MNN runs a layout change as a raster step"
+                     : cd_mnn_op_mapped(op) ? "MNN decides at session creation; checked by cldiff's CPU"
+                                            : "MNN decides at session creation; compared, unchecked");
+    }
+    snprintf(note, nn,
+             "%s: MNN places ops when it creates the session; the runner refuses a session MNN moved off "
+             "the backend asked for",
+             name);
+    return CD_OK;
+}
+
+static cd_status cpu_place(const cd_runner_req *q, cd_op_place *out, char *note, size_t nn, cd_error *err) {
+    return placement("mnn-cpu", q, out, note, nn, err);
+}
+
+static cd_status ocl_place(const cd_runner_req *q, cd_op_place *out, char *note, size_t nn, cd_error *err) {
+    return placement("mnn-opencl", q, out, note, nn, err);
+}
+
+static const cd_backend_optdef CPU_OPTS[] = {
+    {"sdk", "DIR", "the MNN SDK (include/MNN, lib/libMNN.so); env CLDIFF_MNN_SDK"},
+    {"precision", "low|normal|high", "MNN's BackendConfig precision (default high: fp32; --fp16: low)"},
+    {"memory", "low|normal|high", "MNN's BackendConfig memory mode"},
+    {"power", "low|normal|high", "MNN's BackendConfig power mode"},
+    {"keep", "0|1", "keep the work folder (inputs, every op's output, logs)"},
+    {NULL, NULL, NULL},
+};
+
+static const cd_backend_optdef OCL_OPTS[] = {
+    {"sdk", "DIR", "an MNN SDK built with -DMNN_OPENCL=ON (include/MNN, lib/libMNN.so); env CLDIFF_MNN_SDK"},
+    {"precision", "low|normal|high",
+     "MNN's BackendConfig precision (default high: fp32; low: fp16 where the device "
+     "has cl_khr_fp16)"},
+    {"memory", "low|normal|high", "MNN's BackendConfig memory mode"},
+    {"power", "low|normal|high", "MNN's BackendConfig power mode"},
+    {"mode", "buffer|image", "MNN's OpenCL memory (MNN_GPU_MEMORY_BUFFER / _IMAGE; default buffer)"},
+    {"tuning", "none|fast|normal|wide|heavy", "MNN's OpenCL kernel tuning (default none)"},
+    {"keep", "0|1", "keep the work folder (inputs, every op's output, logs)"},
+    {NULL, NULL, NULL},
+};
+
+const cd_backend_def cd_backend_def_mnn_cpu = {
+    .name = "mnn-cpu",
+    .summary = "MNN's own CPU kernels (a .mnn model; the MNN SDK of .mnn/)",
+    .opts = CPU_OPTS,
+    .run = cpu_run,
+    .placement = cpu_place,
+};
+
+const cd_backend_def cd_backend_def_mnn_opencl = {
+    .name = "mnn-opencl",
+    .summary = "MNN's own OpenCL kernels (a .mnn model; an MNN SDK with OpenCL)",
+    .opts = OCL_OPTS,
+    .run = ocl_run,
+    .placement = ocl_place,
+};

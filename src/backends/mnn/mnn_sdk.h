@@ -1,0 +1,42 @@
+/* MNN SDKs for the mnn-cpu and mnn-opencl engines (docs/mnn.md, "Engines"): which SDK (MNN's
+ * release layout, include/MNN/Interpreter.hpp and lib/libMNN.so) an engine uses and how it was
+ * found, the probes/mnn/mnn_probe_runner built against it (cached), and running it as a child.
+ * Nothing here loads MNN into cldiff's process: the library runs only inside the runner. */
+#ifndef CD_MNN_SDK_H
+#define CD_MNN_SDK_H
+#include <stdbool.h>
+#include <stddef.h>
+#include "util/error.h"
+
+typedef struct cd_mnn_sdk {
+    char dir[1024];
+    char lib[1200];
+    char arch[16];
+    char from[300]; /* "--backend-opt mnn-opencl:sdk=...", "CLDIFF_MNN_SDK=...", "default: <path>" */
+    bool opencl;    /* the library holds MNN's OpenCL runtime (it names clCreateProgramWithSource) */
+} cd_mnn_sdk;
+
+/* given: the user's path (NULL/"": none); then $CLDIFF_MNN_SDK; then the defaults
+ * .mnn/sdk-mnn-<arch>-* beside the executable and in each folder above it, and in the source tree
+ * cldiff was built from. A path given by the user or the environment that is not an SDK is an
+ * error (no other is taken in its place). need_opencl: the library must hold MNN's OpenCL runtime.
+ * Missing or unusable -> CD_E_BACKEND saying what to do. engine names the engine in messages. */
+cd_status cd_mnn_sdk_find(const char *engine, const char *given, bool need_opencl, cd_mnn_sdk *out, cd_error *err);
+
+/* The runner for this SDK: compiled on first use from probes/mnn/mnn_probe_runner.cc with c++
+ * ($CLDIFF_MNN_CXX overrides) into <cache>/mnn-runner/<hash>/mnn_probe_runner (cache:
+ * $CLDIFF_CACHE_DIR, $XDG_CACHE_HOME/cldiff or ~/.cache/cldiff) and run once with no arguments
+ * (usage, exit 2) before it is kept. exe: its path; *built: compiled by this call. */
+cd_status cd_mnn_runner_get(const cd_mnn_sdk *sdk, char *exe, size_t n, bool *built, cd_error *err);
+
+/* Runs argv (argv[0] a path) with stdout+stderr into log_path, stdin /dev/null, killed after
+ * timeout_s (<= 0: none) or when *stop is set (CD_E_INTERRUPTED). *wstatus: the wait status. */
+cd_status cd_mnn_spawn_wait(char *const argv[], const char *log_path, double timeout_s, int *wstatus, bool *timed_out,
+                            volatile int *stop, cd_error *err);
+
+/* The last non-empty lines of a log (at most k), joined with " | ". */
+void cd_mnn_log_tail(const char *path, int k, char *buf, size_t n);
+
+/* For `cldiff doctor`: lines "  ok ..." / "  MISSING ..." appended to report; true when usable. */
+bool cd_mnn_engine_check(const char *engine, bool need_opencl, char *report, size_t n);
+#endif

@@ -1,0 +1,13 @@
+# MNN (docs/mnn.md): the .mnn reader through `cldiff inspect` and `cldiff run --backends cpu`
+# on testdata/mnn/ (outputs against onnxruntime), and bad files (exit 3 with the offset).
+add_test(NAME mnn_reader
+         COMMAND ${CMAKE_SOURCE_DIR}/.venv/bin/python ${CMAKE_CURRENT_SOURCE_DIR}/mnn/test_mnn_reader.py
+                 $<TARGET_FILE:cldiff> ${CMAKE_SOURCE_DIR})
+set_tests_properties(mnn_reader PROPERTIES LABELS "mnn" TIMEOUT 300)
+
+# The engines mnn-cpu and mnn-opencl on testdata/mnn/ (PoCL here): verdicts, options, the refused
+# CPU fallback (exit 4), a contained crash (exit 5). Skips (77) without an MNN SDK in .mnn/.
+add_test(NAME mnn_engines
+         COMMAND ${CMAKE_SOURCE_DIR}/.venv/bin/python ${CMAKE_CURRENT_SOURCE_DIR}/mnn/test_mnn_engines.py
+                 $<TARGET_FILE:cldiff> ${CMAKE_SOURCE_DIR})
+set_tests_properties(mnn_engines PROPERTIES LABELS "mnn;e2e" TIMEOUT 900 SKIP_RETURN_CODE 77 COST 20)

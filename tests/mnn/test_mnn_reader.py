@@ -1,0 +1,138 @@
+#!/usr/bin/env python3
+"""The MNN model reader (src/model/mnn_reader.c, docs/mnn.md) through the command line.
+
+    test_mnn_reader.py CLDIFF SOURCE_DIR
+
+1. `cldiff inspect` on the .mnn files of testdata/mnn/ (made from the .onnx beside them by
+   scripts/mnn/make_models.py with the mnn wheel's mnnconvert): how many ops map onto cldiff's
+   op table and which stay unchecked, op by op.
+2. The models whose every op maps (conv, branches, attention) run on cldiff's CPU (`cldiff run --backends
+   cpu`); their outputs must match onnxruntime on the ONNX model they were converted from: this
+   checks the mapping (paddings order, fused relu/relu6, pooling's count mode, interp's
+   coordinate mode), not only that it parses.
+3. Bad files: truncated, root or vtable offsets out of range, random byte flips (seeded): exit 3
+   with a file offset in the message, or a clean load; never a crash (signal) or another code.
+4. A .nb model still loads (the format is chosen by extension and content).
+"""
+import os
+import random
+import re
+import subprocess
+import sys
+import tempfile
+
+import numpy as np
+
+CLDIFF, SRC = sys.argv[1], sys.argv[2]
+DATA = os.path.join(SRC, "testdata", "mnn")
+fails = []
+
+
+def run(*args, timeout=120):
+    r = subprocess.run([CLDIFF, *args], capture_output=True, text=True, errors="replace", timeout=timeout)
+    return r.returncode, r.stdout, r.stderr
+
+
+def check(cond, what):
+    print(("ok   " if cond else "FAIL ") + what)
+    if not cond:
+        fails.append(what)
+
+
+# 1. inspect: mapped / unchecked counts and the mapping of named ops
+EXPECT = {
+    "conv": (7, 0, [("c1", "Convolution", "conv2d"), ("c2", "ConvolutionDepthwise", "depthwise_conv2d"),
+                    ("p1", "Pooling", "pool2d"), ("x___tr4c1", "ConvertTensor", "assign")]),
+    "branches": (8, 0, [("cat", "Concat", "concat"), ("up", "Interp", "bilinear_interp_v2"),
+                        ("y", "Softmax", "softmax")]),
+    "matmul": (14, 12, [("x2", "Reshape", "reshape2"), ("s", "UnaryOp", "sigmoid"), ("Shape15", "Shape", "unchecked"),
+                        ("ab", "Reshape", "unchecked")]),
+    "attention": (18, 0, [("s", "MatMul", "matmul_v2"), ("qt", "Permute", "transpose2"), ("q", "Reshape", "reshape2"),
+                          ("p", "Softmax", "softmax")]),
+    "eltwise": (11, 2, [("s", "BinaryOp", "elementwise_add"), ("mx", "BinaryOp", "elementwise_max"),
+                        ("Select12", "Select", "unchecked"), ("y", "Permute", "transpose2")]),
+}
+for name, (n_map, n_un, ops) in EXPECT.items():
+    rc, out, err = run("inspect", os.path.join(DATA, name + ".mnn"))
+    check(rc == 0, f"inspect {name}.mnn exits 0 (got {rc}: {err.strip()[-300:]})")
+    m = re.search(r"checked locally by cldiff's CPU: (\d+) ops", out)
+    u = re.search(r"compared only, unchecked: +(\d+) ops", out)
+    check(m and int(m.group(1)) == n_map, f"{name}: {n_map} ops mapped (got {m and m.group(1)})")
+    check(u and int(u.group(1)) == n_un, f"{name}: {n_un} ops unchecked (got {u and u.group(1)})")
+    for mname, mtype, cop in ops:
+        pat = rf"^\s+\d+\s+{re.escape(mname)}\s+{re.escape(mtype)}\s+{re.escape(cop)}\b"
+        check(re.search(pat, out, re.M) is not None, f"{name}: op {mname} ({mtype}) -> {cop}")
+    check("input 0: x float32" in out, f"{name}: input x listed with its type")
+
+# 2. fully mapped models on cldiff's CPU against onnxruntime
+try:
+    import h5py
+    import onnxruntime as ort
+except ImportError as e:
+    print(f"SKIP part 2: {e} (the test runs in .venv: scripts/setup.sh)")
+    ort = None
+for name in ("conv", "branches", "attention") if ort else ():
+    x = np.load(os.path.join(DATA, name + ".input.npy"))
+    ref = ort.InferenceSession(os.path.join(DATA, name + ".onnx"), providers=["CPUExecutionProvider"]).run(
+        None, {"x": x})[0]
+    with tempfile.TemporaryDirectory() as d:
+        rc, out, err = run("run", "--backends", "cpu", os.path.join(DATA, name + ".mnn"), "--input",
+                           os.path.join(DATA, name + ".input.npy"), "--out", d, "--quiet")
+        check(rc == 0, f"run {name}.mnn on cldiff's CPU exits 0 (got {rc}: {err.strip()[-300:]})")
+        if rc == 0:
+            with h5py.File(os.path.join(d, "dump.h5"), "r") as f:
+                last = sorted(f["runs/cpu"].keys())[-1]
+                got = f["runs/cpu"][last][()]
+            diff = float(np.abs(got - ref).max()) if got.shape == ref.shape else float("inf")
+            tol = 1e-5 * float(np.abs(ref).max()) + 1e-6
+            check(diff <= tol, f"{name}: cldiff CPU vs onnxruntime max |diff| {diff:.3g} <= {tol:.3g} "
+                  f"(shape {got.shape} vs {ref.shape})")
+
+# 3. bad files
+src = open(os.path.join(DATA, "conv.mnn"), "rb").read()
+with tempfile.TemporaryDirectory() as d:
+    def bad(tag, data, want_re):
+        p = os.path.join(d, tag + ".mnn")
+        open(p, "wb").write(data)
+        rc, out, err = run("inspect", p)
+        check(rc == 3, f"{tag}: exit 3 (got {rc})")
+        check(re.search(want_re, err) is not None, f"{tag}: message matches /{want_re}/: {err.strip()[-240:]}")
+        check("file offset" in err, f"{tag}: message gives the file offset")
+
+    bad("truncated_11", src[:11], r"smaller than the minimum 12")
+    for cut in (len(src) // 4, len(src) // 2, len(src) - 64):
+        bad(f"truncated_{cut}", src[:cut], r"corrupt MNN Net FlatBuffer")
+    b = bytearray(src)
+    b[0:4] = (0x7FFFFFF0).to_bytes(4, "little")
+    bad("root_offset", bytes(b), r"root offset \d+ points outside the buffer")
+    b = bytearray(src)
+    root = int.from_bytes(src[0:4], "little")
+    b[root:root + 4] = (-0x10000).to_bytes(4, "little", signed=True)
+    bad("vtable_offset", bytes(b), r"vtable \(at \d+\) lies outside the buffer")
+
+    rng = random.Random(28)
+    codes = {}
+    for i in range(150):
+        b = bytearray(src)
+        for _ in range(rng.randint(1, 8)):
+            b[rng.randrange(len(b))] = rng.randrange(256)
+        p = os.path.join(d, "flip.mnn")
+        open(p, "wb").write(b)
+        rc, out, err = run("inspect", p)
+        codes[rc] = codes.get(rc, 0) + 1
+        if rc not in (0, 3, 8):
+            check(False, f"byte flips #{i}: exit {rc} (signal or unexpected code): {err.strip()[-300:]}")
+            break
+        if rc == 3 and "offset" not in err and "tensor" not in err:
+            check(False, f"byte flips #{i}: exit 3 without a place in the message: {err.strip()}")
+            break
+    check(set(codes) <= {0, 3, 8} and codes.get(3, 0) > 0, f"150 byte-flipped files: exit codes {codes}")
+
+# 4. .nb still loads
+nb = os.path.join(SRC, "testdata", "mobilenet_tiny.nb")
+if os.path.exists(nb):
+    rc, out, err = run("inspect", nb)
+    check(rc == 0 and "MNN model" not in out, f"a .nb model still loads as Paddle-Lite (exit {rc})")
+
+print(f"{len(fails)} failed" if fails else "all passed")
+sys.exit(1 if fails else 0)
