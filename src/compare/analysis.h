@@ -106,8 +106,16 @@ typedef enum {
     CD_KIND_FAULT = 1,
     CD_KIND_DRIFT = 2,
     CD_KIND_CRASH = 3,
-    CD_KIND_NONDET = 4
+    CD_KIND_NONDET = 4,
+    /* the model itself is wrong for the engine (a float tensor fed to an int8 kernel with no
+     * calib): the engine computes what its code does with such a model, every layer is right on
+     * its own inputs, and the outputs are still wrong (docs/paddle-lite-phone.md) */
+    CD_KIND_DEFECT = 5
 } cd_verdict_kind;
+
+/* A layer's note (note_b) that starts with this names a model defect at that op: the engine's
+ * kernel cannot read what the model gives it. Its local check is not a kernel fault. */
+#define CD_MODEL_DEFECT_NOTE "MODEL DEFECT"
 
 typedef struct cd_analysis {
     cd_layer_cmp *layers;
@@ -152,6 +160,10 @@ typedef struct cd_analysis {
     int contributors[8]; /* layers whose local error, relative to their output, is largest */
     int n_contributors;
     char out_tol_desc[200]; /* the output tolerance in words */
+    /* ---- model defects (a finding in every report): layers whose note_b starts with
+     * CD_MODEL_DEFECT_NOTE; not counted as kernel faults ---- */
+    int n_defects;
+    int first_defect; /* index into layers, -1 none */
 } cd_analysis;
 
 #define CD_JUMP_GROWTH 4.0 /* a layer multiplying the relative error by more than this */

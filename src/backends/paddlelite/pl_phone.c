@@ -11,9 +11,10 @@
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
-#include "backends/paddlelite/pl_priv.h"
 
 extern char **environ;
+
+#include <limits.h>
 
 #define SETUP_HINT "run scripts/setup_phone.sh (it downloads and extracts Debian's arm64 PoCL into .phone/sysroot)"
 
@@ -72,10 +73,14 @@ static bool locate(const char *given, cd_pl_phone *o) {
         snprintf(o->from, sizeof o->from, "CLDIFF_PHONE_SYSROOT=%s", ev);
         return true;
     }
-    char r[3][PATH_MAX];
-    int nr = cd_pl_roots(r);
-    for (int i = 0; i < nr; i++) {
-        snprintf(p, sizeof p, "%s/.phone/sysroot", r[i]);
+    /* .phone/sysroot in the executable's folder and every folder above it (a build folder inside
+     * the source tree finds the one scripts/setup_phone.sh made there) */
+    char d[PATH_MAX];
+    ssize_t l = readlink("/proc/self/exe", d, sizeof d - 1);
+    d[l > 0 ? l : 0] = 0;
+    for (char *s = strrchr(d, '/'); s; s = strrchr(d, '/')) {
+        *s = 0;
+        snprintf(p, sizeof p, "%s/.phone/sysroot", d);
         if (is_dir(p)) {
             char rp[PATH_MAX];
             snprintf(o->sysroot, sizeof o->sysroot, "%s", realpath(p, rp) ? rp : p);

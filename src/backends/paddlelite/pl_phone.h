@@ -23,8 +23,8 @@ typedef struct cd_pl_phone {
 } cd_pl_phone;
 
 /* given: --backend-opt paddle-lite-phone:sysroot=DIR (NULL: none). Order: given, then
- * $CLDIFF_PHONE_SYSROOT, then .phone/sysroot beside the executable, above it and in the source
- * tree, then <cldiff cache>/phone/sysroot. Checks every piece; the first missing one ->
+ * $CLDIFF_PHONE_SYSROOT, then .phone/sysroot in the executable's folder and each folder above it,
+ * then <cldiff cache>/phone/sysroot. Checks every piece; the first missing one ->
  * CD_E_BACKEND naming it and `scripts/setup_phone.sh`. */
 cd_status cd_pl_phone_find(const char *given, cd_pl_phone *out, cd_error *err);
 

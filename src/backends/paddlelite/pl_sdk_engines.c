@@ -659,7 +659,8 @@ static cd_status eng_run(cd_pl_engine_kind kind, const char *name, const cd_runn
                                 .record = q->xo->record,
                                 .sink = q->sink,
                                 .kernel_of = (const char *const *)e->kernel_of,
-                                .partial = true};
+                                .partial = true,
+                                .model_kernels = !e->places[0]};
         int nm = 0, nd = 0;
         st = cd_pl_collect(&cq, &res->n_hits, &nm, &nd, err);
         cd_run_attr_num(res, "shape_differs_from_plan", nm);
@@ -714,7 +715,8 @@ static cd_status eng_run(cd_pl_engine_kind kind, const char *name, const cd_runn
                                         .record = NULL,
                                         .sink = q->sink,
                                         .kernel_of = (const char *const *)e->kernel_of,
-                                        .partial = true};
+                                        .partial = true,
+                                        .model_kernels = !e->places[0]};
                 int nm = 0, nd = 0;
                 if (cd_pl_collect(&cq, &res->n_hits, &nm, &nd, &e2)) res->n_hits = 0;
             }
