@@ -113,4 +113,5 @@ for a in "$pl_archives"/sdk-*.tar.xz; do
   fi
   rm -rf "$tmp"
 done
+[ "$what" = tests ] && [ "$(uname -m)" = x86_64 ] && { "$here/scripts/setup_phone.sh" || echo "setup: note: the arm64 PoCL sysroot of paddle-lite-phone was not built (scripts/setup_phone.sh); its test is skipped" >&2; }
 echo "setup: the $what dependencies are present"
