@@ -365,7 +365,7 @@ static void verdict_card(FILE *f, const cd_report_input *in) {
             an->n_fail, an->n_layers);
         return;
     }
-    static const char *const cls[] = {"pass", "fail", "drift", "crash", "fail", "crash", "crash"};
+    static const char *const cls[] = {"pass", "fail", "drift", "crash", "fail", "crash", "crash", "fail"};
     fprintf(f, "<div class=\"card %s verdict\" id=\"verdict\" data-kind=\"%s\">", cls[kind], cd_report_kind_name(kind));
     switch (kind) {
     case CD_KIND_FAULT: {
@@ -537,6 +537,21 @@ static void verdict_card(FILE *f, const cd_report_input *in) {
         fputc('.', f);
         break;
     }
+    case CD_KIND_DEFECT:
+        fputs("<b>MODEL DEFECT</b>: the model gives ", f);
+        h(f, e->backend_b);
+        fputs("'s kernels what they cannot read; no kernel is wrong on its own inputs.", f);
+        break;
+    }
+    {
+        /* a model defect is named under every verdict kind (a finding) */
+        char dl[1400];
+        cd_report_defect_line(an, dl, sizeof dl);
+        if (dl[0]) {
+            fputs("<p class=\"finding\" id=\"model-defect\">", f);
+            h(f, dl);
+            fputs("</p>", f);
+        }
     }
     fputs("</div>\n", f);
 }

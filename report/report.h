@@ -59,7 +59,7 @@ void cd_report_terminal(const cd_report_input *in, FILE *f, bool use_color);
  * verdict (kind left at pass while verdict is fail): the reports then say so instead of
  * claiming a kind. */
 bool cd_report_kind(const cd_report_input *in, cd_verdict_kind *kind);
-/* "pass", "kernel_fault", "output_drift", "crash", "nondeterministic". */
+/* "pass", "kernel_fault", "output_drift", "crash", "nondeterministic", "model_defect". */
 const char *cd_report_kind_name(cd_verdict_kind kind);
 /* The verdict word of summary.json and summary.md: pass, fail, crash, incomplete, error. */
 const char *cd_report_verdict_name(cd_verdict v);
@@ -67,6 +67,11 @@ const char *cd_report_verdict_name(cd_verdict v);
 const cd_layer_cmp *cd_report_layer(const cd_analysis *an, int i);
 /* The first kernel fault, NULL unless the verdict kind is a kernel fault. */
 const cd_layer_cmp *cd_report_first_fault(const cd_analysis *an);
+/* The first model defect (a layer whose note starts with CD_MODEL_DEFECT_NOTE), NULL none. */
+const cd_layer_cmp *cd_report_first_defect(const cd_analysis *an);
+/* "MODEL DEFECT at conv2d_0 (conv2d, op #1) and N more op(s): ... . <what the engine does, how to
+ * fix the model>"; "" when the run has none. Every report prints it. */
+void cd_report_defect_line(const cd_analysis *an, char *buf, size_t n);
 /* loc.rmse / loc.ref_rms (loc.rmse when the reference is all zero). */
 double cd_report_rel_local(const cd_layer_cmp *l);
 /* Whether the output tolerance was applied (out_pass/out_range_err mean something). */

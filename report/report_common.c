@@ -2,6 +2,8 @@
  * index, the first kernel fault, the relative local error. Calls no reporter (html.c and
  * text_reports.c call it). */
 #include "report/report.h"
+#include <stdio.h>
+#include <string.h>
 
 bool cd_report_kind(const cd_report_input *in, cd_verdict_kind *kind) {
     const cd_analysis *an = in->an;
@@ -11,7 +13,7 @@ bool cd_report_kind(const cd_report_input *in, cd_verdict_kind *kind) {
         *kind = CD_KIND_CRASH;
         return true;
     }
-    if ((unsigned)an->kind > CD_KIND_ERROR) return false;
+    if ((unsigned)an->kind > CD_KIND_DEFECT) return false;
     if (an->kind != CD_KIND_PASS || an->verdict == CD_VERDICT_PASS) return true;
     /* A failing verdict the analysis left unclassified: only nondeterminism keeps its old meaning. */
     if (an->n_nondet && !an->n_fail) {
@@ -30,6 +32,7 @@ const char *cd_report_kind_name(cd_verdict_kind k) {
     case CD_KIND_NONDET: return "nondeterministic";
     case CD_KIND_INCOMPLETE: return "incomplete";
     case CD_KIND_ERROR: return "error";
+    case CD_KIND_DEFECT: return "model_defect";
     }
     return "unknown";
 }
@@ -57,4 +60,19 @@ const char *cd_report_verdict_name(cd_verdict v) {
     case CD_VERDICT_ERROR: return "error";
     }
     return "error";
+const cd_layer_cmp *cd_report_first_defect(const cd_analysis *an) { return cd_report_layer(an, an->first_defect); }
+
+void cd_report_defect_line(const cd_analysis *an, char *buf, size_t n) {
+    buf[0] = 0;
+    const cd_layer_cmp *l = cd_report_first_defect(an);
+    if (!l || !an->n_defects) return;
+    size_t o =
+        (size_t)snprintf(buf, n, "%s at %s (%s, op #%d)", CD_MODEL_DEFECT_NOTE, l->layer, l->op_type, l->op_index);
+    if (an->n_defects > 1 && o < n) o += (size_t)snprintf(buf + o, n - o, " and %d more op(s):", an->n_defects - 1);
+    for (int i = 0, k = 0; i < an->n_layers && an->n_defects > 1 && k < 8 && o < n; i++)
+        if (i != an->first_defect && !strncmp(an->layers[i].note_b, CD_MODEL_DEFECT_NOTE, strlen(CD_MODEL_DEFECT_NOTE)))
+            o += (size_t)snprintf(buf + o, n - o, "%s %s", k++ ? "," : "", an->layers[i].layer);
+    const char *why = l->note_b + strlen(CD_MODEL_DEFECT_NOTE);
+    while (*why == ':' || *why == ' ') why++;
+    if (o < n) snprintf(buf + o, n - o, ". %s", why);
 }

@@ -336,6 +336,20 @@ static void verdict_json(FILE *f, const cd_report_input *in) {
         fprintf(f, "\"%s\"", cd_report_kind_name(kind));
     else
         fputs("null", f);
+    fputs(",\n  \"model_defect\": ", f);
+    {
+        char dl[1400];
+        cd_report_defect_line(an, dl, sizeof dl);
+        const cd_layer_cmp *d = cd_report_first_defect(an);
+        if (dl[0] && d) {
+            fprintf(f, "{\"op_index\": %d, \"layer\": ", d->op_index);
+            cd_put_json_str(f, d->layer);
+            fprintf(f, ", \"ops\": %d, \"finding\": ", an->n_defects);
+            cd_put_json_str(f, dl);
+            fputs("}", f);
+        } else
+            fputs("null", f);
+    }
     fputs(",\n  \"first_fault\": ", f);
     const cd_layer_cmp *l = cd_report_first_fault(an);
     if (l) {
@@ -813,6 +827,13 @@ cd_status cd_report_junit(const cd_report_input *in, const char *dir, cd_error *
             fputs("</system-out>\n    </testcase>\n", f);
             continue;
         }
+        if (!strncmp(l->note_b, CD_MODEL_DEFECT_NOTE, strlen(CD_MODEL_DEFECT_NOTE))) {
+            /* a model defect at this op: a failure of the model, not of the kernel */
+            fputs(">\n      <failure message=\"model defect\">", f);
+            cd_put_xml(f, l->note_b);
+            fputs("</failure>\n    </testcase>\n", f);
+            continue;
+        }
         if (an->local_ran) {
             fprintf(f,
                     ">\n      <failure message=\"kernel fault: local error %.6g &gt; bound %.6g (ratio %.4g, %lld of "
@@ -950,9 +971,19 @@ static void verdict_text(const cd_report_input *in, FILE *f, bool md, const char
         fputc('\n', f);
         break;
     }
+    case CD_KIND_DEFECT:
+        fprintf(f,
+                "%sverdict: MODEL DEFECT%s: the model gives %s's kernels what they cannot read; no kernel is wrong on "
+                "its own inputs\n",
+                b0, b1, in->env->backend_b);
+        break;
     }
     /* a finding on what was checked stands; the run is still said to be incomplete */
     if (an->incomplete[0] && kind != CD_KIND_INCOMPLETE) fprintf(f, "%sincomplete: %s\n", item, an->incomplete);
+    /* a model defect is named under every verdict kind (a finding) */
+    char dl[1400];
+    cd_report_defect_line(an, dl, sizeof dl);
+    if (dl[0]) fprintf(f, "%s%s%s\n", md ? "\n" : item, dl, md ? "\n" : "");
 }
 
 /* First divergence of the free run: the failing layer of the old model, information under a
@@ -982,7 +1013,10 @@ static void first_sentence(const cd_report_input *in, FILE *f, bool md) {
         fprintf(f, "Local check: on %s's inputs its error is %.2g against a bound of %.2g (ratio %.3g): %s.\n",
                 an->local_inputs[0] ? an->local_inputs : in->env->backend_a, l->loc_err, l->loc_bound, l->loc_ratio,
                 l->loc_pass ? "within its bound, so the divergence is accumulated error, not a fault of this layer"
-                            : "over its bound, a kernel fault");
+                    : !strncmp(l->note_b, CD_MODEL_DEFECT_NOTE, strlen(CD_MODEL_DEFECT_NOTE))
+                    ? "over its bound, where the model gives the kernel what it cannot read: a model defect, not a "
+                      "kernel fault"
+                    : "over its bound, a kernel fault");
     else if (an->local_ran)
         fprintf(f, "Not checked locally%s%s.\n", l->loc_note[0] ? ": " : "", l->loc_note);
     else if (l->nf_hard && an->first_fail == an->nonfinite_origin)
@@ -1133,6 +1167,7 @@ void cd_report_terminal(const cd_report_input *in, FILE *f, bool color) {
     int shown = 0;
     for (int i = 0; i < an->n_layers; i++) {
         const cd_layer_cmp *l = &an->layers[i];
+        bool defect = !strncmp(l->note_b, CD_MODEL_DEFECT_NOTE, strlen(CD_MODEL_DEFECT_NOTE));
         bool fault = an->local_ran && l->has_local && !l->loc_pass;
         bool show = an->n_layers <= 40 || !l->m.pass || fault || i == an->n_layers - 1 ||
             (an->first_fail >= 0 && abs(i - an->first_fail) <= 2);
@@ -1143,7 +1178,10 @@ void cd_report_terminal(const cd_report_input *in, FILE *f, bool color) {
         if (l->has_local) snprintf(ratio, sizeof ratio, "%.3g", l->loc_ratio);
         fprintf(f, "%s%-5d %-28.28s %-22.22s %11.4g %11.8f %9.4g %8.3g %8s%s%s%s%s%s%s%s\n", c, l->op_index, l->layer,
                 l->op_type, l->m.max_abs, l->m.cosine, 100 * l->m.fail_fraction, l->growth, ratio,
-                fault ? " FAULT" : "", l->jump ? " jump" : "", strcmp(l->where_b, "cpu-fallback") ? "" : " (B on cpu)",
+                defect      ? " MODEL DEFECT"
+                    : fault ? " FAULT"
+                            : "",
+                l->jump ? " jump" : "", strcmp(l->where_b, "cpu-fallback") ? "" : " (B on cpu)",
                 l->nf_hard ? " NaN/Inf" : "", l->nondet ? " NONDETERMINISTIC" : "",
                 l->is_output && cd_report_outputs_judged(an) ? (l->out_pass ? " output" : " OUTPUT DRIFT") : "",
                 *c ? off : "");

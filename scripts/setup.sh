@@ -116,4 +116,5 @@ for a in "$pl_archives"/sdk-*.tar.xz; do
   rm -rf "$tmp"
 done
 bash "$here/scripts/setup_mnn.sh"  # MNN SDKs into .mnn/, .venv-mnn (docs/mnn.md)
+[ "$what" = tests ] && [ "$(uname -m)" = x86_64 ] && { "$here/scripts/setup_phone.sh" || echo "setup: note: the arm64 PoCL sysroot of paddle-lite-phone was not built (scripts/setup_phone.sh); its test is skipped" >&2; }
 echo "setup: the $what dependencies are present"

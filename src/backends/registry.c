@@ -14,12 +14,14 @@ extern const cd_backend_def cd_backend_def_paddle_lite_x86;
 extern const cd_backend_def cd_backend_def_paddle_lite_arm;
 extern const cd_backend_def cd_backend_def_paddle_lite_opencl;
 extern const cd_backend_def cd_backend_def_mnn_cpu, cd_backend_def_mnn_opencl;
+extern const cd_backend_def cd_backend_def_paddle_lite_phone;
 
 static const cd_backend_def *const REGISTRY[] = {
     &cd_backend_def_cpu,
     &cd_backend_def_opencl,
     &cd_backend_def_paddle_lite_arm,
     &cd_backend_def_paddle_lite_opencl,
+    &cd_backend_def_paddle_lite_phone,
     &cd_backend_def_paddle_lite,
     &cd_backend_def_paddle_lite_x86,
     &cd_backend_def_mnn_cpu,

@@ -224,7 +224,7 @@ static void doctor_paddle_lite(int argc, char **argv) {
         else
             printf("  MISSING helper %s: not beside cldiff, in ../share/cldiff or in the source tree\n", helpers[i]);
     }
-    for (int k = CD_PL_ENGINE_ARM; k <= CD_PL_ENGINE_OPENCL; k++) {
+    for (int k = CD_PL_ENGINE_ARM; k <= CD_PL_ENGINE_PHONE; k++) {
         printf("%s:\n", cd_pl_engine_name((cd_pl_engine_kind)k));
         fflush(stdout);
         char rep[16384];

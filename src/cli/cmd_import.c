@@ -25,6 +25,33 @@
 #include "util/npy.h"
 #include "util/sha256.h"
 
+/* The scale an int8 output of op stands for: calib's `scale`, an int8_out conv's Output0_scale,
+ * fc's Out0_scale (as the engines keep them: backends/paddlelite, cd_pl_collect); 0: none. */
+static double int8_scale(const cd_graph *g, int op_index) {
+    if (!g || op_index < 0 || op_index >= g->n_ops) return 0;
+    const cd_op *op = &g->ops[op_index];
+    const double *sv = NULL;
+    if (!strcmp(op->type, "calib")) return cd_attr_float(op, "scale", 0);
+    if (cd_attr_floats(op, "Output0_scale", &sv) >= 1 || cd_attr_floats(op, "Out0_scale", &sv) >= 1) return sv[0];
+    return 0;
+}
+
+/* Paddle-Lite hands int8 activations over as their integers; cldiff keeps every tensor as the
+ * value it stands for, q * scale, so that compare sets them against float runs (an int8 layer
+ * stored raw differs from everything). false: no scale known (v left as it is). */
+static bool int8_to_values(const cd_graph *g, int op_index, cd_value *v, cd_error *err, cd_status *st) {
+    double sc = int8_scale(g, op_index);
+    if (v->dtype != CD_I8 || !(sc > 0)) return false;
+    cd_value fv = {.dtype = CD_F32, .shape = v->shape};
+    if ((*st = cd_value_alloc(&fv, err))) return false;
+    const int8_t *q = v->data;
+    float *o = fv.data, fs = (float)sc;
+    for (int64_t e = 0; e < cd_value_numel(v); e++) o[e] = (float)q[e] * fs;
+    cd_value_release(v);
+    *v = fv;
+    return true;
+}
+
 static bool shape_known(const cd_shape *s) {
     for (int i = 0; i < s->rank; i++)
         if (s->d[i] < 0) return false;
@@ -299,7 +326,7 @@ int cd_cmd_import(int argc, char **argv) {
     if (!st) st = cd_dump_set_attr_str(d, rp, "imported_from", dir, &err);
     if (!st) st = cd_dump_set_attr_str(d, rp, "import_format", npy ? "npy" : "precision-profiler", &err);
     if (!st) st = cd_dump_set_attr_str(d, rp, "manifest", manifest, &err);
-    int stored = 0;
+    int stored = 0, n_int8 = 0, n_int8_raw = 0;
     for (int k = 0; k < m.n && !st; k++) {
         const cd_manifest_entry *e = &m.e[k];
         if (!e->probed) continue;
@@ -333,6 +360,15 @@ int cd_cmd_import(int argc, char **argv) {
             profiler_path(dir, e->fetch_name[0] ? e->fetch_name : e->tensor, p, sizeof p);
             if ((st = read_profiler_txt(p, e, &v, &err))) break;
         }
+        if (v.dtype == CD_I8) {
+            if (int8_to_values(g, e->op_index, &v, &err, &st))
+                n_int8++;
+            else if (st) {
+                cd_value_release(&v);
+                break;
+            } else
+                n_int8_raw++;
+        }
         cd_tensor_stats ts;
         cd_tensor_rec rec = {.op_index = e->op_index,
                              .op_type = e->op_type,
@@ -349,13 +385,21 @@ int cd_cmd_import(int argc, char **argv) {
         stored++;
     }
     if (!st) st = cd_dump_set_attr_i64(d, rp, "n_probed", stored, &err);
+    if (!st) st = cd_dump_set_attr_i64(d, rp, "int8_dequantized", n_int8, &err);
+    if (!st && n_int8_raw && !quiet)
+        fprintf(stderr,
+                "cldiff: note: %d int8 tensors stored as their integers: no scale known for them (give the model "
+                "with --model so that q x scale can be stored)\n",
+                n_int8_raw);
     if (!st) st = cd_dump_end_run(d, run, 0, true, &err);
     if (st) {
         if (d) cd_dump_discard(d);
     } else {
         st = cd_dump_close(d, true, &err);
     }
-    if (!st && !quiet) printf("cldiff import: %d tensors from %s (%s) -> %s, run '%s'\n", stored, dir, from, out, run);
+    if (!st && !quiet)
+        printf("cldiff import: %d tensors from %s (%s) -> %s, run '%s'%s\n", stored, dir, from, out, run,
+               n_int8 ? " (int8 outputs stored as q x scale)" : "");
     if (g) cd_graph_free(g);
     cd_manifest_free(&m);
     return st ? cd_cli_fail(&err) : 0;

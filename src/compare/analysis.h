@@ -117,8 +117,16 @@ typedef enum {
     CD_KIND_CRASH = 3,
     CD_KIND_NONDET = 4,
     CD_KIND_INCOMPLETE = 5,
-    CD_KIND_ERROR = 6
+    CD_KIND_ERROR = 6,
+    /* the model itself is wrong for the engine (a float tensor fed to an int8 kernel with no
+     * calib): the engine computes what its code does with such a model, every layer is right on
+     * its own inputs, and the outputs are still wrong (docs/paddle-lite-phone.md) */
+    CD_KIND_DEFECT = 7
 } cd_verdict_kind;
+
+/* A layer's note (note_b) that starts with this names a model defect at that op: the engine's
+ * kernel cannot read what the model gives it. Its local check is not a kernel fault. */
+#define CD_MODEL_DEFECT_NOTE "MODEL DEFECT"
 
 typedef struct cd_analysis {
     cd_layer_cmp *layers;
@@ -169,6 +177,10 @@ typedef struct cd_analysis {
     int n_unchecked;      /* probed tensors present in one run only */
     char error[512];      /* verdict error: the failure that left the run unjudged */
     int error_code;       /* its exit code (docs/design.md §6) */
+    /* ---- model defects (a finding in every report): layers whose note_b starts with
+     * CD_MODEL_DEFECT_NOTE; not counted as kernel faults ---- */
+    int n_defects;
+    int first_defect; /* index into layers, -1 none */
 } cd_analysis;
 
 #define CD_JUMP_GROWTH 4.0 /* a layer multiplying the relative error by more than this */

@@ -64,6 +64,8 @@ static bool contrib_want(const cd_layer_cmp *l) { return l->has_local; }
 void cd_decide_verdict(cd_analysis *a, const cd_policy *p) {
     a->first_fault = -1;
     a->n_faults = 0;
+    a->first_defect = -1;
+    a->n_defects = 0;
     a->n_drift = 0;
     a->n_outputs = 0;
     a->n_out_fail = 0;
@@ -97,7 +99,12 @@ void cd_decide_verdict(cd_analysis *a, const cd_policy *p) {
         cd_layer_cmp *l = &a->layers[i];
         l->drift = !l->m.pass;
         if (l->drift && !l->is_output) a->n_drift++;
-        if (l->has_local && !l->loc_pass) {
+        if (!strncmp(l->note_b, CD_MODEL_DEFECT_NOTE, strlen(CD_MODEL_DEFECT_NOTE))) {
+            /* the engine did what its code does with what the model gives it: a finding about
+             * the model, not about a kernel (docs/paddle-lite-phone.md) */
+            a->n_defects++;
+            if (a->first_defect < 0) a->first_defect = i;
+        } else if (l->has_local && !l->loc_pass) {
             a->n_faults++;
             if (a->first_fault < 0) a->first_fault = i;
         }
@@ -146,6 +153,9 @@ void cd_decide_verdict(cd_analysis *a, const cd_policy *p) {
         return;
     }
     if (a->first_fault >= 0) a->kind = CD_KIND_FAULT;
+    /* a model defect explains failing outputs: not drift */
+    else if (a->n_defects)
+        a->kind = CD_KIND_DEFECT;
     /* NaN/Inf where the float32 golden run is finite (fp16 range overflow) is never noise:
      * a correct kernel cannot fix it, so it is drift of the model in that precision */
     else if (a->n_out_fail || a->n_nonfinite_hard)

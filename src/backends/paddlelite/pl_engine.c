@@ -402,6 +402,7 @@ cd_status cd_pl_collect(cd_pl_collect_req *cq, int *n_hits, int *n_shape_mismatc
                 snprintf(rep.kernel, sizeof rep.kernel, "%s", cq->kernel_of[f->op_index]);
             else if (op->kernel.present)
                 cd_pl_kernel_str(&op->kernel, rep.kernel, sizeof rep.kernel);
+            if (cq->model_kernels) cd_pl_model_defect(g, f->op_index, rep.note, sizeof rep.note);
             st = cq->sink->hit(cq->sink->user, f->op_index, f->tensor_id, &v, &rep, err);
             if (!st) (*n_hits)++;
         }

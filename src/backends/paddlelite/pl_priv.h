@@ -40,7 +40,13 @@ typedef struct cd_pl_collect_req {
     cd_probe_sink *sink;
     const char *const *kernel_of; /* per op of the original graph: the kernel the engine chose (may be NULL) */
     bool partial;
-    int n_missing; /* out: fetches without a file (partial) */
+    bool model_kernels; /* the engine ran the model's own kernel records: model defects are named */
+    int n_missing;      /* out: fetches without a file (partial) */
 } cd_pl_collect_req;
+/* A model defect at op op_index that Paddle-Lite's kernels run without a word (pl_defects.c): an
+ * int8 kernel record whose activation input is a float tensor with no calib before it, which
+ * Paddle-Lite reads as int8 bytes. buf gets the note (CD_MODEL_DEFECT_NOTE first, what
+ * Paddle-Lite does, how to fix the model); false when none. */
+bool cd_pl_model_defect(const cd_graph *g, int op_index, char *buf, size_t n);
 cd_status cd_pl_collect(cd_pl_collect_req *cq, int *n_hits, int *n_shape_mismatch, int *n_dequantized, cd_error *err);
 #endif

@@ -21,6 +21,7 @@
 #include <unistd.h>
 #include "backends/opencl/device.h"
 #include "backends/opencl/loader.h"
+#include "backends/paddlelite/pl_phone.h"
 #include "util/sha256.h"
 #include "util/subproc.h"
 
@@ -33,11 +34,15 @@ extern char **environ;
 #define ARM_SYSROOT "/usr/aarch64-linux-gnu"
 
 const char *cd_pl_engine_name(cd_pl_engine_kind k) {
-    return k == CD_PL_ENGINE_ARM ? "paddle-lite-arm" : "paddle-lite-opencl";
+    return k == CD_PL_ENGINE_ARM  ? "paddle-lite-arm"
+        : k == CD_PL_ENGINE_PHONE ? "paddle-lite-phone"
+                                  : "paddle-lite-opencl";
 }
 
 const char *cd_pl_sdk_env_name(cd_pl_engine_kind k) {
-    return k == CD_PL_ENGINE_ARM ? "CLDIFF_PL_ARM_SDK" : "CLDIFF_PL_OPENCL_SDK";
+    return k == CD_PL_ENGINE_ARM  ? "CLDIFF_PL_ARM_SDK"
+        : k == CD_PL_ENGINE_PHONE ? "CLDIFF_PL_PHONE_SDK"
+                                  : "CLDIFF_PL_OPENCL_SDK";
 }
 
 static double now_ms(void) {
@@ -220,11 +225,17 @@ static cd_status sdk_check(cd_pl_engine_kind k, const char *path, const char *fr
     bool ocl = false;
     int gmin = 0;
     lib_scan(lib, &ocl, &gmin);
-    if (k == CD_PL_ENGINE_ARM && strcmp(arch, "aarch64"))
+    if (k != CD_PL_ENGINE_OPENCL && strcmp(arch, "aarch64"))
         return cd_err(err, CD_E_BACKEND,
-                      "%s: Paddle-Lite SDK %s (from %s) is built for %s; the paddle-lite-arm engine "
+                      "%s: Paddle-Lite SDK %s (from %s) is built for %s; the %s engine "
                       "runs Paddle-Lite's ARM kernels and needs an armv8 (aarch64) SDK such as " SDK_ARM,
-                      eng, dir, from, arch);
+                      eng, dir, from, arch, eng);
+    if (k == CD_PL_ENGINE_PHONE && !ocl)
+        return cd_err(err, CD_E_BACKEND,
+                      "%s: the armv8 Paddle-Lite SDK %s (from %s) has no OpenCL runtime (its library does not "
+                      "call clCreateProgramWithSource): the phone route needs the phone's library, built with "
+                      "-DLITE_WITH_OPENCL=ON (" SDK_ARM " of ../shared/paddle-lite is)",
+                      eng, dir, from);
     if (k == CD_PL_ENGINE_OPENCL && strcmp(arch, host))
         return cd_err(err, CD_E_BACKEND,
                       "%s: Paddle-Lite SDK %s (from %s) is built for %s, this machine is %s: "
@@ -256,7 +267,7 @@ static cd_status sdk_check(cd_pl_engine_kind k, const char *path, const char *fr
 
 /* The default SDK folder names for an engine on this machine, in preference order. */
 static int default_names(cd_pl_engine_kind k, const char *names[2]) {
-    if (k == CD_PL_ENGINE_ARM || strcmp(host_arch(), "x86_64")) {
+    if (k != CD_PL_ENGINE_OPENCL || strcmp(host_arch(), "x86_64")) {
         names[0] = SDK_ARM;
         return 1;
     }
@@ -307,7 +318,7 @@ static cd_status find_in(cd_pl_engine_kind k, const char *given, const char *con
                   "include/paddle_api.h and lib/" PL_LIB "), or build one with "
                   "scripts/build_paddle_lite_sdk.sh %s SRC_TREE OUT_SDK",
                   eng, envn, eng, names[0], nn > 1 ? " or " : "", nn > 1 ? names[1] : "", looked, envn,
-                  k == CD_PL_ENGINE_ARM || strcmp(host_arch(), "x86_64") ? "armv8" : "x86");
+                  k != CD_PL_ENGINE_OPENCL || strcmp(host_arch(), "x86_64") ? "armv8" : "x86");
 }
 
 cd_status cd_pl_sdk_find_in(cd_pl_engine_kind k, const char *given, const char *const *roots, int n_roots,
@@ -852,7 +863,9 @@ bool cd_pl_engine_check(cd_pl_engine_kind k, const char *given_sdk, char *report
     if (cd_pl_sdk_find(k, given_sdk, &sdk, &err)) {
         const char *m = err.msg, *eng = cd_pl_engine_name(k);
         if (!strncmp(m, eng, strlen(eng)) && !strncmp(m + strlen(eng), ": ", 2)) m += strlen(eng) + 2;
-        add(report, n, "  MISSING SDK: %s\n  => %s NOT usable (see above)\n", m, eng);
+        add(report, n, "  MISSING SDK: %s\n", m);
+        if (k == CD_PL_ENGINE_PHONE) cd_pl_phone_check(NULL, report, n);
+        add(report, n, "  => %s NOT usable (see above)\n", eng);
         return false;
     }
     add(report, n, "  ok      SDK %s (%s), %s library%s\n", sdk.dir, sdk.from, sdk.arch,
@@ -940,6 +953,8 @@ bool cd_pl_engine_check(cd_pl_engine_kind k, const char *given_sdk, char *report
             if (!ok) usable = false;
         }
     }
+    /* the phone route's own pieces: qemu, the arm64 PoCL sysroot, its ICD, the kernel linker */
+    if (k == CD_PL_ENGINE_PHONE && !cd_pl_phone_check(NULL, report, n)) usable = false;
     add(report, n, "  => %s %s\n", cd_pl_engine_name(k), usable ? "usable" : "NOT usable (see above)");
     return usable;
 }

@@ -12,11 +12,13 @@
 #include <stddef.h>
 #include "util/error.h"
 
-typedef enum cd_pl_engine_kind { CD_PL_ENGINE_ARM, CD_PL_ENGINE_OPENCL } cd_pl_engine_kind;
+/* PHONE: the armv8 SDK built with OpenCL, the model as given (opencl,arm), under qemu-aarch64
+ * on an arm64 PoCL sysroot (pl_phone.h). */
+typedef enum cd_pl_engine_kind { CD_PL_ENGINE_ARM, CD_PL_ENGINE_OPENCL, CD_PL_ENGINE_PHONE } cd_pl_engine_kind;
 
-/* "paddle-lite-arm" / "paddle-lite-opencl". */
+/* "paddle-lite-arm" / "paddle-lite-opencl" / "paddle-lite-phone". */
 const char *cd_pl_engine_name(cd_pl_engine_kind k);
-/* "CLDIFF_PL_ARM_SDK" / "CLDIFF_PL_OPENCL_SDK". */
+/* "CLDIFF_PL_ARM_SDK" / "CLDIFF_PL_OPENCL_SDK" / "CLDIFF_PL_PHONE_SDK". */
 const char *cd_pl_sdk_env_name(cd_pl_engine_kind k);
 
 typedef struct cd_pl_sdk {

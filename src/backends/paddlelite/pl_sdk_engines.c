@@ -24,6 +24,7 @@
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
+#include "backends/paddlelite/pl_phone.h"
 #include "backends/paddlelite/pl_priv.h"
 #include "backends/paddlelite/pl_sdk.h"
 #include "engine/backend_def.h"
@@ -90,6 +91,9 @@ typedef struct eng {
     double prep_ms, opt_ms, run_ms, load_ms, wall_ms;
     char version[64];
     char device_line[256]; /* "Using device: ..." from the engine's log */
+    cd_pl_phone phone;     /* the phone route's qemu, arm64 PoCL sysroot and caches (PHONE) */
+    bool opencl_model;     /* the model has OpenCL kernel records: the runner gets --opencl-precision */
+    int kernels_built;     /* PoCL programs compiled during the runs (PHONE) */
 } eng;
 
 static void eng_free(eng *e) {
@@ -417,9 +421,15 @@ static cd_status run_runner(eng *e, const char *nb, const char *out_dir, run_out
     argv[n++] = out_dir;
     argv[n++] = "--threads";
     argv[n++] = threads;
-    if (e->kind == CD_PL_ENGINE_OPENCL) {
+    if (e->kind == CD_PL_ENGINE_OPENCL || (e->kind == CD_PL_ENGINE_PHONE && e->opencl_model)) {
         argv[n++] = "--opencl-precision";
         argv[n++] = "fp32";
+    }
+    if (e->kind == CD_PL_ENGINE_PHONE && np == 4) {
+        /* the phone route: qemu -L the arm64 PoCL sysroot (not the cross sysroot of the ARM engine) */
+        argv[0] = e->phone.qemu;
+        argv[1] = "-L";
+        argv[2] = e->phone.sysroot;
     }
     argv[n] = NULL;
     char logp[PATH_MAX + 32], envbuf[PATH_MAX + 32];
@@ -429,13 +439,19 @@ static cd_status run_runner(eng *e, const char *nb, const char *out_dir, run_out
     cd_pl_rm_tree(out_dir);
     if (mkdir(out_dir, 0777) != 0) return cd_err(err, CD_E_IO, "cannot create '%s': %s", out_dir, strerror(errno));
     snprintf(logp, sizeof logp, "%s/engine.log", out_dir);
-    char **env = engine_env(e, envbuf, sizeof envbuf);
+    char phone_bufs[3][PATH_MAX * 2];
+    char **env =
+        e->kind == CD_PL_ENGINE_PHONE ? cd_pl_phone_env(&e->phone, phone_bufs) : engine_env(e, envbuf, sizeof envbuf);
+    if (e->kind == CD_PL_ENGINE_PHONE && !env) return cd_err(err, CD_E_NOMEM, "out of memory");
+    cd_pl_progress *prog =
+        e->kind == CD_PL_ENGINE_PHONE && !e->q->quiet ? cd_pl_progress_start(e->name, e->phone.kcache) : NULL;
     int ws = 0;
     bool to = false;
     double t0 = now_ms();
     cd_status st =
         cd_pl_spawn_wait((char *const *)argv, env, logp, e->q->timeout_s, &ws, &to, e->q->xo->stop_flag, err);
     e->wall_ms += now_ms() - t0;
+    if (prog) e->kernels_built += cd_pl_progress_stop(prog);
     free(env);
     cd_pl_log_tail(logp, ro->tail, sizeof ro->tail);
     runner_phase(logp, ro);
@@ -543,6 +559,8 @@ static void choose_route(eng *e, const char *target) {
         snprintf(e->places, sizeof e->places, "%s", pl ? pl : "opencl,x86");
     else if (pl)
         snprintf(e->places, sizeof e->places, "%s", pl);
+    else if (e->kind == CD_PL_ENGINE_PHONE)
+        e->places[0] = 0; /* the phone's library runs the .nb as it is: opencl,arm, arm, ... */
     else if (strcmp(target, "arm"))
         snprintf(e->places, sizeof e->places, "arm");
     e->dequant = e->kind == CD_PL_ENGINE_OPENCL && e->q->plan->int8_dequantized;
@@ -552,6 +570,13 @@ static void choose_route(eng *e, const char *target) {
 
 static cd_status check_fp16(eng *e, cd_error *err) {
     if (e->q->plan->prec != CD_PREC_FP16) return CD_OK;
+    if (e->kind == CD_PL_ENGINE_PHONE)
+        return cd_err(
+            err, CD_E_BACKEND,
+            "%s --fp16: the phone route's OpenCL device is Debian's arm64 PoCL 3.1, which has no "
+            "cl_khr_fp16, and Paddle-Lite aborts on CL_PRECISION_FP16 without it (\"unsupported precision "
+            "for opencl\"); its ARM kernels compute in the precision the model's kernel records name: run --fp32",
+            e->name);
     if (e->kind == CD_PL_ENGINE_OPENCL)
         return cd_err(err, CD_E_BACKEND,
                       "%s --fp16: Paddle-Lite's OpenCL fp16 (CL_PRECISION_FP16) needs a device with "
@@ -577,6 +602,9 @@ static cd_status eng_run(cd_pl_engine_kind kind, const char *name, const cd_runn
     cd_status st = check_fp16(e, err);
     if (!st) st = cd_pl_sdk_find(kind, opt_str(e, "sdk"), &e->sdk, err);
     if (!st) st = cd_pl_runner_get(&e->sdk, &e->runner, err);
+    if (!st && kind == CD_PL_ENGINE_PHONE) st = cd_pl_phone_find(opt_str(e, "sysroot"), &e->phone, err);
+    for (int i = 0; i < g->n_ops; i++)
+        if (g->ops[i].kernel.present && g->ops[i].kernel.target == 5) e->opencl_model = true;
     const char *target = cd_pl_model_target(g);
     if (!st) {
         choose_route(e, target);
@@ -631,7 +659,8 @@ static cd_status eng_run(cd_pl_engine_kind kind, const char *name, const cd_runn
                                 .record = q->xo->record,
                                 .sink = q->sink,
                                 .kernel_of = (const char *const *)e->kernel_of,
-                                .partial = true};
+                                .partial = true,
+                                .model_kernels = !e->places[0]};
         int nm = 0, nd = 0;
         st = cd_pl_collect(&cq, &res->n_hits, &nm, &nd, err);
         cd_run_attr_num(res, "shape_differs_from_plan", nm);
@@ -686,7 +715,8 @@ static cd_status eng_run(cd_pl_engine_kind kind, const char *name, const cd_runn
                                         .record = NULL,
                                         .sink = q->sink,
                                         .kernel_of = (const char *const *)e->kernel_of,
-                                        .partial = true};
+                                        .partial = true,
+                                        .model_kernels = !e->places[0]};
                 int nm = 0, nd = 0;
                 if (cd_pl_collect(&cq, &res->n_hits, &nm, &nd, &e2)) res->n_hits = 0;
             }
@@ -707,11 +737,23 @@ static cd_status eng_run(cd_pl_engine_kind kind, const char *name, const cd_runn
         }
     }
     /* what ran, for the dump and the reports */
-    snprintf(res->device, sizeof res->device, "Paddle-Lite %s, %s kernels%s%s",
-             e->version[0] ? e->version : "(version ?)", kind == CD_PL_ENGINE_ARM ? "ARM" : "OpenCL",
-             e->device_line[0] ? " on " : "", e->device_line);
-    snprintf(res->driver, sizeof res->driver, "SDK %s (%s); runner %s%s%s", e->sdk.dir, e->sdk.from, e->runner.exe,
-             e->runner.launcher[0] ? " under " : "", e->runner.launcher);
+    snprintf(
+        res->device, sizeof res->device, "Paddle-Lite %s, %s kernels%s%s", e->version[0] ? e->version : "(version ?)",
+        kind == CD_PL_ENGINE_ARM         ? "ARM"
+            : kind == CD_PL_ENGINE_PHONE ? (e->opencl_model ? "armv8 ARM + OpenCL (the phone's library)" : "armv8 ARM")
+                                         : "OpenCL",
+        e->device_line[0] ? " on " : "", e->device_line);
+    if (kind == CD_PL_ENGINE_PHONE) {
+        size_t dl = strlen(res->device);
+        snprintf(res->device + dl, sizeof res->device - dl, "%s",
+                 e->opencl_model ? " (arm64 PoCL under qemu)" : " (qemu)");
+        cd_run_attr_str(res, "engine_sysroot", "%s", e->phone.sysroot);
+        cd_run_attr_str(res, "engine_kernel_cache", "%s", e->phone.kcache);
+        cd_run_attr_num(res, "engine_kernels_compiled", e->kernels_built);
+    }
+    snprintf(res->driver, sizeof res->driver, "SDK %s (%s); runner %s%s%s%s%s", e->sdk.dir, e->sdk.from, e->runner.exe,
+             e->runner.launcher[0] ? " under " : "", e->runner.launcher, kind == CD_PL_ENGINE_PHONE ? " -L " : "",
+             kind == CD_PL_ENGINE_PHONE ? e->phone.sysroot : "");
     cd_run_attr_str(res, "engine", "%s", name);
     cd_run_attr_str(res, "engine_version", "%s", e->version);
     cd_run_attr_str(res, "engine_sdk", "%s", e->sdk.dir);
@@ -767,6 +809,10 @@ static cd_status ocl_run(const cd_runner_req *q, cd_runner_result *res, cd_error
     return eng_run(CD_PL_ENGINE_OPENCL, "paddle-lite-opencl", q, res, err);
 }
 
+static cd_status phone_run(const cd_runner_req *q, cd_runner_result *res, cd_error *err) {
+    return eng_run(CD_PL_ENGINE_PHONE, "paddle-lite-phone", q, res, err);
+}
+
 /* Where each op runs: ARM from the model's records (or Opt's, for another target); OpenCL from
  * Opt's output for the places (run now: Opt is not a model run). */
 static cd_status eng_placement(cd_pl_engine_kind kind, const char *name, const cd_runner_req *q, cd_op_place *out,
@@ -820,7 +866,9 @@ static cd_status eng_placement(cd_pl_engine_kind kind, const char *name, const c
         snprintf(note, nn, "%s: %s", name,
                  e->places[0] ? "Paddle-Lite's Opt places ops when cldiff converts the model "
                                 "(export + Opt); kernels as Opt chose them"
-                              : "Paddle-Lite's ARM kernels as the model's records name them");
+                     : kind == CD_PL_ENGINE_PHONE
+                     ? "the phone's Paddle-Lite (armv8 + OpenCL) runs the kernels the model's records name"
+                     : "Paddle-Lite's ARM kernels as the model's records name them");
     if (!st && e->places[0])
         snprintf(note + strlen(note), nn - strlen(note), " (places %s: %d opencl, %d arm/x86, %d host)", e->places,
                  e->place_count[0], e->place_count[1], e->place_count[2]);
@@ -835,6 +883,10 @@ static cd_status arm_placement(const cd_runner_req *q, cd_op_place *out, char *n
 
 static cd_status ocl_placement(const cd_runner_req *q, cd_op_place *out, char *note, size_t nn, cd_error *err) {
     return eng_placement(CD_PL_ENGINE_OPENCL, "paddle-lite-opencl", q, out, note, nn, err);
+}
+
+static cd_status phone_placement(const cd_runner_req *q, cd_op_place *out, char *note, size_t nn, cd_error *err) {
+    return eng_placement(CD_PL_ENGINE_PHONE, "paddle-lite-phone", q, out, note, nn, err);
 }
 
 static const cd_backend_optdef ARM_OPTS[] = {
@@ -870,4 +922,21 @@ const cd_backend_def cd_backend_def_paddle_lite_opencl = {
     .opts = OCL_OPTS,
     .run = ocl_run,
     .placement = ocl_placement,
+};
+
+static const cd_backend_optdef PHONE_OPTS[] = {
+    {"sdk", "DIR", "the armv8 Paddle-Lite SDK built with OpenCL (the phone's library); env CLDIFF_PL_PHONE_SDK"},
+    {"sysroot", "DIR", "the arm64 PoCL sysroot (scripts/setup_phone.sh); env CLDIFF_PHONE_SYSROOT"},
+    {"places", "LIST", "convert the model with Opt for these places first (default: the model as given)"},
+    {"keep", "0|1", "keep the work folder (instrumented model, inputs, outputs, logs)"},
+    {NULL, NULL, NULL},
+};
+
+const cd_backend_def cd_backend_def_paddle_lite_phone = {
+    .name = "paddle-lite-phone",
+    .summary = "the phone's Paddle-Lite: the armv8 SDK with OpenCL, the .nb as given (opencl,arm, arm), under "
+               "qemu-aarch64 on arm64 PoCL",
+    .opts = PHONE_OPTS,
+    .run = phone_run,
+    .placement = phone_placement,
 };

@@ -1,0 +1,98 @@
+#!/usr/bin/env bash
+# The phone route (paddle-lite-phone, docs/paddle-lite-phone.md) on the shared opencl,arm model
+# as it is: ../shared/models/ppocr_v2.0_cls_slim_opencl-arm_int8_v2.10.nb on the armv8 SDK with
+# OpenCL under qemu-aarch64 on the arm64 PoCL sysroot of scripts/setup_phone.sh ($CD_SHARED_MODELS
+# names the models folder).
+#   1. doctor: every piece ok, the backend usable;
+#   2. --fp16: exit 4 naming cl_khr_fp16;
+#   3. cpu,paddle-lite-phone: exit 1; summary.json: KERNEL FAULT at conv2d_3 (Paddle-Lite's int8
+#      GEMV), the MODEL DEFECT finding at conv2d_0 (20 ops), and the same finding in junit.xml,
+#      summary.md and report.html;
+#   4. tests/phone/phone_check.py: every faulting layer reproduced bit for bit from the phone's own
+#      inputs by the independent oracle (bytes read as int8, GEMV act fall-through, 5x5 depthwise
+#      alpha, SecondInput not added);
+#   5. cldiff import of the engine's own outputs stores int8 tensors as q x scale, equal to the
+#      engine run's dump.
+# PoCL's kernel cache is cldiff's (CLDIFF_CACHE_DIR, else ~/.cache/cldiff): the first run on a
+# machine compiles the model's kernels under emulation (~80 s here), later runs take seconds.
+# Skipped (exit 77) with the reason when the model, the armv8 SDK, the sysroot or the Python venv
+# is missing.
+#   test_phone.sh CLDIFF SOURCE_DIR
+set -u
+CLDIFF=$(realpath "$1")
+SRC=$(realpath "$2")
+MODEL=${CD_SHARED_MODELS:-$SRC/../shared/models}/ppocr_v2.0_cls_slim_opencl-arm_int8_v2.10.nb
+PY=$SRC/.venv/bin/python
+[ -f "$MODEL" ] || { echo "SKIP: $MODEL is absent (the shared models)"; exit 77; }
+[ -x "$PY" ] && "$PY" -c 'import numpy, h5py' 2>/dev/null || { echo "SKIP: $PY with numpy and h5py is absent (scripts/setup.sh)"; exit 77; }
+OUT=$(mktemp -d /tmp/cldiff_phone.XXXXXX)
+trap 'rm -rf "$OUT"' EXIT
+fails=0
+check() { if [ "$2" = 0 ]; then echo "ok   $1"; else echo "FAIL $1: $3"; fails=$((fails + 1)); fi; }
+
+# 1. doctor
+doc=$("$CLDIFF" doctor 2>&1)
+blk=$(awk '$0 == "paddle-lite-phone:" {on = 1; next} /^[^ ]/ {on = 0} on' <<<"$doc")
+if ! grep -q "=> paddle-lite-phone usable" <<<"$blk"; then
+    echo "$blk"
+    echo "SKIP: the phone route is not usable here: $(grep MISSING <<<"$blk" | head -3 | tr -s ' ')" \
+         "(scripts/setup_phone.sh builds the sysroot; scripts/setup.sh tests calls it)"
+    exit 77
+fi
+for piece in "qemu-aarch64" "arm64 sysroot" "arm64 runtime libraries" "PoCL ICD" "PoCL kernel library" "kernel linker"; do
+    grep -q "^  ok      $piece " <<<"$blk"; check "doctor: $piece" $? "$(grep "$piece" <<<"$blk")"
+done
+
+# 2. --fp16
+msg=$("$CLDIFF" "$MODEL" --backends cpu,paddle-lite-phone --fp16 --out "$OUT/fp16" 2>&1); rc=$?
+[ $rc = 4 ] && grep -q "cl_khr_fp16" <<<"$msg"; check "--fp16: exit 4 naming cl_khr_fp16" $? "exit $rc: $msg"
+
+# 3. the run (cold: PoCL compiles; warm: cached kernels)
+t0=$(date +%s.%N)
+CLDIFF_PL_KEEP=1 "$CLDIFF" "$MODEL" --backends cpu,paddle-lite-phone --out "$OUT/run" >"$OUT/run.log" 2>&1; rc=$?
+t1=$(date +%s.%N)
+echo "phone route run: $(echo "$t1 - $t0" | bc) s wall (exit $rc)"
+tail -8 "$OUT/run.log"
+check "run: exit 1 (a kernel fault)" "$([ $rc = 1 ] && echo 0 || echo 1)" "exit $rc"
+"$PY" - "$OUT/run/summary.json" <<'PY'; check "summary.json: kernel fault at conv2d_3, model defect at conv2d_0 (20 ops)" $? "see above"
+import json, sys
+s = json.load(open(sys.argv[1]))
+ok = s["verdict_kind"] == "kernel_fault" and s["first_fault"]["layer"] == "conv2d_3"
+d = s.get("model_defect") or {}
+ok = ok and d.get("layer") == "conv2d_0" and d.get("ops") == 20 and "reads its bytes as int8" in d.get("finding", "")
+print("verdict", s["verdict_kind"], s["first_fault"] and s["first_fault"]["layer"], "model_defect", d.get("layer"), d.get("ops"))
+sys.exit(0 if ok else 1)
+PY
+grep -q 'failure message="model defect"' "$OUT/run/junit.xml"; check "junit.xml: a model defect failure" $? ""
+grep -q 'id="model-defect"' "$OUT/run/report.html"; check "report.html: the model defect finding" $? ""
+grep -q "MODEL DEFECT at .conv2d_0" "$OUT/run/summary.md" || grep -q "MODEL DEFECT at conv2d_0" "$OUT/run/summary.md"
+check "summary.md: the model defect finding" $? ""
+grep -q "MODEL DEFECT at conv2d_0" "$OUT/run.log"; check "terminal: the model defect finding" $? ""
+
+# 4. the oracle on the phone's own tensors
+"$PY" "$SRC/tests/phone/phone_check.py" "$MODEL" "$OUT/run/dump.h5"; check "phone_check: every faulting layer reproduced" $? ""
+
+# 5. cldiff import of the engine's outputs: int8 as q x scale, as the engine run stores them
+work=$(sed -n 's/^cldiff: paddle-lite-phone work folder kept: //p' "$OUT/run.log" | head -1)
+if [ -n "$work" ] && [ -d "$work/out" ]; then
+    "$CLDIFF" import "$work/out" --manifest "$work/model.manifest.json" -o "$OUT/imported.h5" --model "$MODEL" >/dev/null
+    "$PY" - "$OUT/imported.h5" "$OUT/run/dump.h5" <<'PY'; check "import: int8 outputs as q x scale, equal to the engine run" $? "see above"
+import sys, h5py, numpy as np
+a = h5py.File(sys.argv[1], "r"); b = h5py.File(sys.argv[2], "r")
+ra = a["runs/" + list(a["runs"].keys())[0]]; rb = b["runs/paddle-lite-phone"]
+n = bad = 0
+for k in ra.keys():
+    if k not in rb: continue
+    x, y = ra[k][...], rb[k][...]
+    n += 1
+    if x.dtype != y.dtype or x.shape != y.shape or np.abs(x.astype(np.float64) - y).max() != 0:
+        bad += 1
+        print("differs:", k, x.dtype, y.dtype)
+print("import: %d tensors compared, %d differ" % (n, bad))
+sys.exit(0 if n > 100 and not bad else 1)
+PY
+else
+    check "import: the kept work folder" 1 "no work folder in the run's log"
+fi
+echo "test_phone: $fails failure(s)"
+[ $fails = 0 ]
