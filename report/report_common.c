@@ -60,6 +60,8 @@ const char *cd_report_verdict_name(cd_verdict v) {
     case CD_VERDICT_ERROR: return "error";
     }
     return "error";
+}
+
 const cd_layer_cmp *cd_report_first_defect(const cd_analysis *an) { return cd_report_layer(an, an->first_defect); }
 
 void cd_report_defect_line(const cd_analysis *an, char *buf, size_t n) {
