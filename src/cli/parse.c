@@ -36,6 +36,7 @@ static const char *const USAGE_MAIN =
     "  --dump full|stats         keep whole tensors (default) or statistics only\n"
     "  --out DIR                 output folder (default cldiff-out)\n"
     "  --max-memory SIZE         refuse plans needing more (default 80% of physical memory)\n"
+    "  --max-dump SIZE           refuse runs whose --dump full would exceed SIZE (default 8G)\n"
     "  --compress N              dump compression: shuffle + deflate level 1-9 (smaller dump,\n"
     "                            much slower), 0 = none (default)\n"
     "backends:\n"
@@ -79,6 +80,8 @@ static const char *const USAGE_MAIN =
     "  --keep-names              no renaming of reused names (shows why it is needed)\n"
     "  --manifest M.json --from npy|profiler --run NAME --model M.nb   (import)\n"
     "other:\n"
+    "  --progress                progress lines on stderr even when it is not a terminal\n"
+    "                            (default: only on a terminal; never with --quiet)\n"
     "  --quiet  --help  --version\n"
     "\n"
     "exit codes: 0 ok, 1 layer out of tolerance, 2 usage, 3 bad model or input,\n"
@@ -147,6 +150,8 @@ static const char *const SHARED_OPTIONS[] = {"--help",
                                              "--channel-order",
                                              "--dump",
                                              "--max-memory",
+                                             "--max-dump",
+                                             "--progress",
                                              "--compress",
                                              "--timeout",
                                              "--cl-lib",
@@ -448,7 +453,9 @@ int cd_cli_parse(int argc, char **argv, int first, cd_cli_opts *o, const char *c
             NEEDV();
             if (strcmp(v, "full") && strcmp(v, "stats")) BAD_VALUE("--dump", "full", "stats");
             o->dump_mode = v;
-        } else if (!strcmp(a, "--max-memory")) {
+        } else if (!strcmp(a, "--progress"))
+            o->progress = true;
+        else if (!strcmp(a, "--max-memory") || !strcmp(a, "--max-dump")) {
             NEEDV();
             char *end;
             errno = 0;
@@ -465,8 +472,15 @@ int cd_cli_parse(int argc, char **argv, int first, cd_cli_opts *o, const char *c
             if (*end == 'i' || *end == 'B') end++;
             if (*end == 'B') end++;
             if (errno || end == v || *end || !(x > 0) || x * mul > 9e18)
-                return cd_cli_usage_error(cmd, "--max-memory expects a size such as 512M or 8G, got '%s'", v);
-            o->max_memory = (int64_t)(x * mul);
+                return cd_cli_usage_error(cmd,
+                                          !strcmp(a, "--max-dump")
+                                              ? "--max-dump expects a size such as 512M or 20G, got '%s'"
+                                              : "--max-memory expects a size such as 512M or 8G, got '%s'",
+                                          v);
+            if (!strcmp(a, "--max-dump"))
+                o->max_dump = (int64_t)(x * mul);
+            else
+                o->max_memory = (int64_t)(x * mul);
         } else if (!strcmp(a, "--compress")) {
             NEEDV();
             long n;
