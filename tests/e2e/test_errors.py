@@ -310,7 +310,38 @@ def main():
         c.ok("NAME=" in r.err and "a, b" in r.err, "unnamed --input: message lists the input names", r.err[-300:])
         r = cldiff("run", MULTI, "--input", "a=const:1", "--input", "b=const:2", "--out", out, "--quiet")
         c.rc(r, 0, "multi_input.nb with named --input a= b=")
+    doctor_agrees_with_runs(c, work)
     c.done()
+
+
+def doctor_agrees_with_runs(c, work):
+    """`cldiff doctor` runs the check a run makes before it starts (issue 27): without the
+    wheel and without a cache of Opt outputs, paddle-lite-opencl is NOT usable (doctor said
+    `usable`, and the run then failed for lack of Opt), and every registered backend gets one
+    line that says the same as a run would."""
+    cache = os.path.join(work, "empty-cache")
+    os.makedirs(cache, exist_ok=True)
+    env = {"CLDIFF_PL_PYTHON": "/nonexistent/python", "CLDIFF_CACHE_DIR": cache}
+    r = cldiff("doctor", env=env)
+    lines = {m.group(1): m.group(2) for m in re.finditer(r"^  (\S+) +(usable|NOT usable: .*)$", r.out, re.M)}
+    for b in ("cpu", "opencl", "paddle-lite-arm", "paddle-lite-opencl", "paddle-lite", "paddle-lite-x86"):
+        c.ok(b in lines, "doctor: a line for backend %s" % b, r.out[-1500:])
+    c.ok(lines.get("cpu") == "usable", "doctor: cpu usable")
+    c.ok(lines.get("paddle-lite", "").startswith("NOT usable") and "paddlelite wheel" in lines.get("paddle-lite", ""),
+         "doctor: paddle-lite NOT usable without the wheel, saying so", str(lines.get("paddle-lite")))
+    ocl = lines.get("paddle-lite-opencl", "")
+    c.ok(ocl.startswith("NOT usable"), "doctor: paddle-lite-opencl NOT usable without Opt", ocl)
+    c.ok("=> paddle-lite-opencl usable" not in r.out, "doctor: no `paddle-lite-opencl usable` line", r.out[-1500:])
+    # doctor and a run agree on every backend
+    for b, verdict in lines.items():
+        if b == "cpu":
+            continue
+        rr = cldiff(TINY, "--backends", "cpu," + b, "--out", os.path.join(work, "agree"), "--quiet", env=env,
+                    timeout=900)
+        if verdict.startswith("NOT"):
+            c.ok(rr.rc == 4, "doctor says %s NOT usable: a run exits 4 before it starts" % b, rr.tail(300))
+        else:
+            c.ok(rr.rc != 4, "doctor says %s usable: a run gets past the start" % b, rr.tail(300))
 
 
 if __name__ == "__main__":
