@@ -69,6 +69,7 @@ int cd_cli_main(int argc, char **argv) {
     }
     if (!strcmp(cmd, "inspect")) return cd_cmd_inspect(argc - 1, argv + 1);
     if (!strcmp(cmd, "doctor")) return cd_cmd_doctor(argc - 1, argv + 1);
+    if (!strcmp(cmd, "ops")) return cd_cmd_ops(argc - 1, argv + 1);
     if (!strcmp(cmd, "instrument")) return cd_cmd_instrument(argc - 1, argv + 1);
     if (!strcmp(cmd, "import")) return cd_cmd_import(argc - 1, argv + 1);
     if (!strcmp(cmd, "export")) return cd_cmd_export(argc - 1, argv + 1);
@@ -76,7 +77,7 @@ int cd_cli_main(int argc, char **argv) {
     if (!sub && cmd[0] != '-' && !strpbrk(cmd, "./") && access(cmd, F_OK) != 0) {
         /* "cldiff inspcet m.nb": a mistyped command, not a model file */
         static const char *const cmds[] = {"run",        "inspect", "doctor", "compare", "report",
-                                           "instrument", "import",  "export", "help"};
+                                           "instrument", "import",  "export", "help",    "ops"};
         const char *near = cd_suggest(cmd, cmds, (int)(sizeof cmds / sizeof *cmds));
         if (near) {
             fprintf(stderr, "cldiff: unknown command '%s'; did you mean %s? (cldiff --help lists the commands)\n", cmd,

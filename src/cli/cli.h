@@ -78,6 +78,8 @@ void cd_cli_print_version(void);
 
 int cd_cmd_inspect(int argc, char **argv);
 int cd_cmd_doctor(int argc, char **argv);
+/* `cldiff ops [--backend NAME] [TYPE ...]`: op types per backend (cmd_ops.c). */
+int cd_cmd_ops(int argc, char **argv);
 int cd_cmd_export(int argc, char **argv);
 int cd_cmd_run(const cd_cli_opts *o);
 int cd_cmd_compare(const cd_cli_opts *o);

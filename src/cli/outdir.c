@@ -62,8 +62,10 @@ cd_status cd_outdir_begin(cd_outdir *d, const char *out, cd_error *err) {
         if (mkdir(d->stage, 0777) == 0) return CD_OK;
         e = errno;
     }
-    return cd_err(err, CD_E_IO, "cannot create the output folder '%s' (--out %s): %s (choose a writable --out DIR)",
-                  d->stage, out, strerror(e));
+    return cd_err(
+        err, CD_E_IO,
+        "cannot create output folder '%s' (the temporary folder of --out %s): %s (choose a writable --out DIR)",
+        d->stage, out, strerror(e));
 }
 
 static int rm_one(const char *p, const struct stat *sb, int flag, struct FTW *f) {

@@ -17,6 +17,7 @@ static const char *const USAGE_MAIN =
     "       cldiff run [--backends cpu|opencl] MODEL.nb [options]   run and dump every layer\n"
     "       cldiff inspect MODEL.nb [--shape NAME=dims]\n"
     "       cldiff doctor [--cl-lib PATH] [--cl-platform P] [--cl-device D]\n"
+    "       cldiff ops [--backend NAME] [TYPE ...]     op types cldiff runs, per backend\n"
     "       cldiff export MODEL.nb -o DIR [--dequant]   write a Paddle inference model for opt\n"
     "       cldiff compare A.h5 B.h5 [options]\n"
     "       cldiff report DUMP.h5 [--out DIR]\n"

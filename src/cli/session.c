@@ -165,8 +165,10 @@ static cd_status check_memory(cd_session *s, cd_error *err) {
 static const char *human_bytes(double b, char *buf, size_t n) {
     if (b >= 1073741824.0)
         snprintf(buf, n, "%.1f GiB", b / 1073741824.0);
-    else
+    else if (b >= 1048576.0)
         snprintf(buf, n, "%.0f MiB", b / 1048576.0 + 0.5);
+    else
+        snprintf(buf, n, "%.0f KiB", b / 1024.0 + 0.5);
     return buf;
 }
 
@@ -216,8 +218,9 @@ static cd_status check_dump_size(cd_session *s, cd_error *err) {
     double avail = (double)vf.f_bavail * (double)vf.f_frsize;
     if (need > avail)
         return cd_err(err, CD_E_IO,
-                      "the dump would hold about %s (%d probed layers, %d runs) but %s has only %s free: use --dump "
-                      "stats (statistics only), fewer --layers, a smaller --shape, or an --out on a larger disk",
+                      "disk full before the run could end: the dump would hold about %s (%d probed layers, %d runs) "
+                      "but %s has only %s free; use --dump stats (statistics only), fewer --layers, a smaller "
+                      "--shape, or an --out on a larger disk",
                       human_bytes(need, a, sizeof a), s->n_probed, runs, dir, human_bytes(avail, b, sizeof b));
     return CD_OK;
 }
@@ -267,7 +270,16 @@ cd_status cd_session_open(cd_session *s, const cd_cli_opts *o, cd_error *err) {
                                   sizeof notice, err);
     if (st) return st;
     if (notice[0] && !o->quiet) fprintf(stderr, "cldiff: note: %s\n", notice);
-    if ((st = cd_plan_build(s->g, s->in_shapes, o->prec, &s->plan, err))) return st;
+    if ((st = cd_plan_build(s->g, s->in_shapes, o->prec, &s->plan, err))) {
+        /* a --shape too large for a kernel is the option's fault, not an unsupported op */
+        if (st == CD_E_UNSUPPORTED && o->n_shapes && strstr(err->msg, "exceed")) {
+            char m[CD_ERR_MSG];
+            snprintf(m, sizeof m, "%s", err->msg);
+            st = cd_err(err, CD_E_USAGE, "--shape %s%s is too large for this model: %s; use a smaller --shape",
+                        o->shapes[0], o->n_shapes > 1 ? " (and the others)" : "", m);
+        }
+        return st;
+    }
     s->have_plan = true;
     if (s->plan.int8_dequantized) {
         /* Labelled everywhere the model format appears (dump root, every report). */
