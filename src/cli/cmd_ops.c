@@ -103,5 +103,9 @@ int cd_cmd_ops(int argc, char **argv) {
                "(marked in the report). Whole-model engines (paddle-lite*) run Paddle-Lite's own kernels: `cldiff "
                "inspect MODEL --backends NAME`.\n",
                shown, only ? " on this backend" : "");
+    if (missing)
+        fprintf(stderr,
+                "cldiff ops: %d of the op types given cannot run on %s (exit 8); the table lists those it runs\n",
+                missing, only ? only->name : "cpu, cldiff's reference");
     return missing ? CD_E_UNSUPPORTED : 0;
 }

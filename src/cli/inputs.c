@@ -6,6 +6,7 @@
 #include <png.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <unistd.h>
 #include <string.h>
 #include <strings.h>
 #include <sys/stat.h>
@@ -113,7 +114,8 @@ static cd_status shape_mismatch(const char *name, const cd_shape *want, const ch
 
 static cd_status need_file(const char *path, cd_error *err) {
     struct stat st;
-    if (stat(path, &st) != 0) return cd_err(err, CD_E_USAGE, "input file '%s': %s", path, strerror(errno));
+    if (stat(path, &st) != 0)
+        return cd_err(err, CD_E_USAGE, "input file '%s': %s (check the path given to --input)", path, strerror(errno));
     if (!S_ISREG(st.st_mode)) return cd_err(err, CD_E_USAGE, "input file '%s' is not a regular file", path);
     return CD_OK;
 }
@@ -194,7 +196,8 @@ static cd_status from_h5_read(const char *name, const cd_shape *shape, const cha
     cd_dump_h5_quiet();
     if (H5Fis_hdf5(path) <= 0) {
         H5Eclear2(H5E_DEFAULT);
-        return cd_err(err, CD_E_MODEL, "input file '%s' is not an HDF5 file", path);
+        return cd_err(err, CD_E_MODEL,
+                      "input file '%s' is not an HDF5 file (give an HDF5 file, or a .npy, .bin or .png input)", path);
     }
     char dpath[600];
     if (dset && *dset)
@@ -342,7 +345,8 @@ static cd_status from_png(const char *name, const cd_shape *shape, const char *p
     memset(&img, 0, sizeof img);
     img.version = PNG_IMAGE_VERSION;
     if (!png_image_begin_read_from_file(&img, path))
-        return cd_err(err, CD_E_MODEL, "cannot read PNG '%s': %s", path, img.message);
+        return cd_err(err, CD_E_MODEL, "cannot read PNG '%s': %s (a damaged or not-PNG file: re-export the image)",
+                      path, img.message);
     img.format = C == 1 ? PNG_FORMAT_GRAY : PNG_FORMAT_RGB;
     int ih = (int)img.height, iw = (int)img.width;
     if (img.height > 32768 || img.width > 32768) {
@@ -500,8 +504,10 @@ static cd_status assign_specs(const cd_graph *g, const char *const *specs, int n
                 }
             }
         }
+        /* one input: "y=random" names an input the model lacks, unless it is a file's name */
+        bool named = eq && !memchr(s, '/', (size_t)(eq - s)) && !memchr(s, '.', (size_t)(eq - s)) && access(s, F_OK);
         if (which < 0) {
-            if (n == 1)
+            if (n == 1 && !named)
                 which = 0;
             else if (eq)
                 st = cd_err(err, CD_E_USAGE, "--input %s: the model has no input '%.*s' (inputs: %s)", s, (int)(eq - s),
@@ -556,7 +562,8 @@ static cd_status h5_shape_read(const char *name, const char *path, const char *d
     cd_dump_h5_quiet();
     if (H5Fis_hdf5(path) <= 0) {
         H5Eclear2(H5E_DEFAULT);
-        return cd_err(err, CD_E_MODEL, "input file '%s' is not an HDF5 file", path);
+        return cd_err(err, CD_E_MODEL,
+                      "input file '%s' is not an HDF5 file (give an HDF5 file, or a .npy, .bin or .png input)", path);
     }
     char dpath[600];
     if (dset && *dset)

@@ -10,6 +10,7 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 static const char *const USAGE_MAIN =
@@ -425,7 +426,7 @@ int cd_cli_parse(int argc, char **argv, int first, cd_cli_opts *o, const char *c
             char *end;
             errno = 0;
             unsigned long long s = strtoull(v, &end, 10);
-            if (errno || end == v || *end)
+            if (errno || end == v || *end || !isdigit((unsigned char)v[0])) /* strtoull takes "-1" */
                 return cd_cli_usage_error(cmd, "--seed expects a non-negative integer, got '%s'", v);
             o->seed = s;
         } else if (!strcmp(a, "--input")) {
@@ -503,6 +504,10 @@ int cd_cli_parse(int argc, char **argv, int first, cd_cli_opts *o, const char *c
             o->cl_device = v;
         } else if (!strcmp(a, "--kernel-dir")) {
             NEEDV();
+            struct stat kst;
+            if (stat(v, &kst) != 0 || !S_ISDIR(kst.st_mode))
+                return cd_cli_usage_error(
+                    cmd, "--kernel-dir expects a folder of kernels/*.cl files, got '%s' (no such folder)", v);
             o->kernel_dir = v;
         } else if (!strcmp(a, "--cache-dir")) {
             NEEDV();

@@ -166,9 +166,9 @@ static const char *human_bytes(double b, char *buf, size_t n) {
     if (b >= 1073741824.0)
         snprintf(buf, n, "%.1f GiB", b / 1073741824.0);
     else if (b >= 1048576.0)
-        snprintf(buf, n, "%.0f MiB", b / 1048576.0 + 0.5);
+        snprintf(buf, n, "%.0f MiB", b / 1048576.0);
     else
-        snprintf(buf, n, "%.0f KiB", b / 1024.0 + 0.5);
+        snprintf(buf, n, "%.0f KiB", b / 1024.0);
     return buf;
 }
 
