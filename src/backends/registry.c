@@ -112,3 +112,7 @@ cd_status cd_backend_apply_opts(cd_backend_opts *bo, cd_error *err) {
         }
     return CD_OK;
 }
+
+cd_status cd_backend_available(const cd_backend_def *def, const cd_runner_req *q, cd_error *err) {
+    return def && def->available ? def->available(q, err) : CD_OK;
+}

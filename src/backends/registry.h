@@ -27,6 +27,8 @@ void cd_backend_names(char *buf, size_t n);
 /* Checks one --backend-opt entry "NAME:key=value": the backend and the key exist. CD_E_USAGE
  * naming the nearest valid backend or key otherwise. */
 cd_status cd_backend_opt_check(const char *entry, cd_error *err);
+/* def->available(q) where the backend has one (design.md §8.1): can it start here? */
+cd_status cd_backend_available(const cd_backend_def *def, const cd_runner_req *q, cd_error *err);
 /* Applies every registered backend's options to bo (bo->kv set by the caller). */
 cd_status cd_backend_apply_opts(cd_backend_opts *bo, cd_error *err);
 

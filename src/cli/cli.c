@@ -2,6 +2,7 @@
  * command file that runs it. Nothing below calls back into this file. */
 #include "cli/cli.h"
 #include "cli/diff_priv.h"
+#include "cli/outdir.h"
 #include "util/suggest.h"
 #include <stdlib.h>
 #include <string.h>
@@ -17,6 +18,24 @@ static char *join_argv(int argc, char **argv) {
         p += sprintf(p, i ? (q ? " '%s'" : " %s") : (q ? "'%s'" : "%s"), argv[i]);
     }
     return s;
+}
+
+/* A command that writes a run into --out, staged (cli/outdir.h): the run's files replace
+ * --out's only when it reached a verdict (exit 0, 1 or 5: a crash is a finding with its
+ * reports); otherwise --out stays as it was. */
+static int staged(cd_cli_opts *o, int (*cmd)(const cd_cli_opts *)) {
+    cd_outdir od;
+    cd_error err = {0};
+    if (cd_outdir_begin(&od, o->out_dir, &err)) return cd_cli_fail(&err);
+    o->out_final = o->out_dir;
+    o->out_dir = od.stage;
+    int rc = cmd(o);
+    o->out_dir = o->out_final;
+    if (rc == 0 || rc == CD_E_TOLERANCE || rc == CD_E_CRASH) {
+        if (cd_outdir_commit(&od, &err)) return cd_cli_fail(&err);
+    } else
+        cd_outdir_abandon(&od, rc, o->quiet);
+    return rc;
 }
 
 /* The differential command: --calibrate and --inputs run it once per seed or input file. */
@@ -50,6 +69,7 @@ int cd_cli_main(int argc, char **argv) {
     }
     if (!strcmp(cmd, "inspect")) return cd_cmd_inspect(argc - 1, argv + 1);
     if (!strcmp(cmd, "doctor")) return cd_cmd_doctor(argc - 1, argv + 1);
+    if (!strcmp(cmd, "ops")) return cd_cmd_ops(argc - 1, argv + 1);
     if (!strcmp(cmd, "instrument")) return cd_cmd_instrument(argc - 1, argv + 1);
     if (!strcmp(cmd, "import")) return cd_cmd_import(argc - 1, argv + 1);
     if (!strcmp(cmd, "export")) return cd_cmd_export(argc - 1, argv + 1);
@@ -57,7 +77,7 @@ int cd_cli_main(int argc, char **argv) {
     if (!sub && cmd[0] != '-' && !strpbrk(cmd, "./") && access(cmd, F_OK) != 0) {
         /* "cldiff inspcet m.nb": a mistyped command, not a model file */
         static const char *const cmds[] = {"run",        "inspect", "doctor", "compare", "report",
-                                           "instrument", "import",  "export", "help"};
+                                           "instrument", "import",  "export", "help",    "ops"};
         const char *near = cd_suggest(cmd, cmds, (int)(sizeof cmds / sizeof *cmds));
         if (near) {
             fprintf(stderr, "cldiff: unknown command '%s'; did you mean %s? (cldiff --help lists the commands)\n", cmd,
@@ -80,7 +100,7 @@ int cd_cli_main(int argc, char **argv) {
             o.backends[0] = "cpu";
             o.n_backends = 1;
         }
-        rc = cd_cmd_run(&o);
+        rc = staged(&o, cd_cmd_run);
     } else if (!strcmp(cmd, "compare")) {
         if (o.n_positional != 2) {
             free(line);
@@ -110,7 +130,7 @@ int cd_cli_main(int argc, char **argv) {
             return cd_cli_usage_error(NULL, "the comparison needs two backends (--backends A,B), got one: '%s'",
                                       o.backends[0]);
         }
-        rc = cmd_diff(&o);
+        rc = o.calibrate > 0 ? cmd_diff(&o) : staged(&o, cmd_diff); /* --calibrate writes tolerance.txt only */
     }
     free(line);
     return rc;

@@ -12,7 +12,8 @@
 
 typedef struct cd_cli_opts {
     const char *model;
-    const char *out_dir;     /* --out DIR (default cldiff-out) */
+    const char *out_dir;     /* --out DIR (default cldiff-out); during a run its staging folder */
+    const char *out_final;   /* --out as the user named it, for messages and reports (NULL: out_dir) */
     const char *layers;      /* --layers SPEC (default all) */
     cd_precision prec;       /* --fp32 (default) / --fp16 */
     const char *backends[2]; /* --backends A,B */
@@ -27,6 +28,8 @@ typedef struct cd_cli_opts {
     bool no_resize;
     const char *dump_mode; /* --dump full|stats */
     int64_t max_memory;    /* --max-memory SIZE in bytes (0: 80% of physical memory) */
+    int64_t max_dump;      /* --max-dump SIZE in bytes (0: 8 GiB) */
+    bool progress;         /* --progress: progress lines on stderr even when it is not a terminal */
     int deflate;           /* --compress N: 0 none (default), 1-9 deflate level */
     double timeout_s;      /* --timeout SEC (OpenCL child) */
     bool quiet;
@@ -76,6 +79,8 @@ void cd_cli_print_version(void);
 
 int cd_cmd_inspect(int argc, char **argv);
 int cd_cmd_doctor(int argc, char **argv);
+/* `cldiff ops [--backend NAME] [TYPE ...]`: op types per backend (cmd_ops.c). */
+int cd_cmd_ops(int argc, char **argv);
 int cd_cmd_export(int argc, char **argv);
 int cd_cmd_run(const cd_cli_opts *o);
 int cd_cmd_compare(const cd_cli_opts *o);

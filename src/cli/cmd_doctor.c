@@ -19,6 +19,8 @@
 #include "backends/opencl/loader.h"
 #include "backends/paddlelite/pl_sdk.h"
 #include "cli/cli.h"
+#include "cli/session.h"
+#include "backends/registry.h"
 
 typedef struct {
     char *out; /* what the child wrote to its result pipe */
@@ -172,6 +174,12 @@ static void build_child(int fd, void *arg) {
     cl.clReleaseContext(ctx);
 }
 
+static cd_status backend_available(const cd_cli_opts *o, const cd_backend_def *def, cd_error *err) {
+    cd_backend_opts bo = cd_session_backend_opts(o, o->prec);
+    cd_runner_req q = {.backend = def ? def->name : "", .bo = &bo, .timeout_s = o->timeout_s, .quiet = true};
+    return cd_backend_available(def, &q, err);
+}
+
 static const char *signame(int s) {
     const char *n = cd_signal_name(s);
     return n ? n : "signal";
@@ -213,7 +221,7 @@ static const char *given_sdk(int argc, char **argv, const char *engine) {
     return got;
 }
 
-static void doctor_paddle_lite(int argc, char **argv) {
+static void doctor_paddle_lite(const cd_cli_opts *o, int argc, char **argv) {
     printf("\nPaddle-Lite engines (docs/paddle-lite.md):\n");
     static const char *const helpers[] = {"scripts/pl_bridge.py", "scripts/pl_ocl.py",
                                           "probes/paddle-lite/pl_probe_runner.cc"};
@@ -228,24 +236,43 @@ static void doctor_paddle_lite(int argc, char **argv) {
         printf("%s:\n", cd_pl_engine_name((cd_pl_engine_kind)k));
         fflush(stdout);
         char rep[16384];
-        cd_pl_engine_check((cd_pl_engine_kind)k, given_sdk(argc, argv, cd_pl_engine_name((cd_pl_engine_kind)k)), rep,
-                           sizeof rep);
+        const char *name = cd_pl_engine_name((cd_pl_engine_kind)k);
+        bool usable = cd_pl_engine_check((cd_pl_engine_kind)k, given_sdk(argc, argv, name), rep, sizeof rep);
+        /* the check a run makes before it starts (cd_backend_def.available: Opt, too) has the
+         * last word: doctor never calls usable what a run then refuses */
+        cd_error ae = {0};
+        if (usable && backend_available(o, cd_backend_lookup(name), &ae)) {
+            char tail[64];
+            snprintf(tail, sizeof tail, "  => %s usable\n", name);
+            char *at = strstr(rep, tail);
+            if (at) *at = 0;
+            size_t l = strlen(rep);
+            snprintf(rep + l, sizeof rep - l, "  MISSING %s\n  => %s NOT usable (see above)\n", ae.msg, name);
+        }
         fputs(rep, stdout);
     }
     fflush(stdout);
 }
 
-static int doctor_opencl(int argc, char **argv, bool *parsed);
-
-int cd_cmd_doctor(int argc, char **argv) {
-    bool parsed = false;
-    int rc = doctor_opencl(argc, argv, &parsed);
-    if (parsed && rc != CD_E_USAGE) doctor_paddle_lite(argc, argv); /* a bad --cl-device: fix the command first */
-    if (parsed && rc != CD_E_USAGE) cd_doctor_mnn();
-    return rc;
+/* Every registered backend through the check a run makes before it starts (no model: what
+ * every model needs), one line each. */
+static void doctor_backends(const cd_cli_opts *o) {
+    printf("\nBackends (the check `cldiff MODEL --backends A,B` makes before it starts):\n");
+    for (int i = 0; i < cd_backend_count(); i++) {
+        const cd_backend_def *d = cd_backend_at(i);
+        cd_error e = {0};
+        fflush(stdout);
+        if (backend_available(o, d, &e))
+            printf("  %-20s NOT usable: %s\n", d->name, e.msg);
+        else
+            printf("  %-20s usable\n", d->name);
+    }
+    fflush(stdout);
 }
 
-static int doctor_opencl(int argc, char **argv, bool *parsed) {
+static int doctor_opencl(const cd_cli_opts *o);
+
+int cd_cmd_doctor(int argc, char **argv) {
     cd_cli_opts o;
     int rc = cd_cli_parse(argc, argv, 1, &o, "doctor");
     if (rc) return rc;
@@ -253,15 +280,24 @@ static int doctor_opencl(int argc, char **argv, bool *parsed) {
         fprintf(stderr, "cldiff doctor: unexpected argument '%s' (doctor takes options only)\n", o.positional[0]);
         return CD_E_USAGE;
     }
-    *parsed = true;
-    double limit = o.timeout_s > 0 ? o.timeout_s : 600;
+    rc = doctor_opencl(&o);
+    if (rc != CD_E_USAGE) { /* a bad --cl-device: fix the command first */
+        doctor_paddle_lite(&o, argc, argv);
+        cd_doctor_mnn();
+        doctor_backends(&o);
+    }
+    return rc;
+}
+
+static int doctor_opencl(const cd_cli_opts *o) {
+    double limit = o->timeout_s > 0 ? o->timeout_s : 600;
     printf("OpenCL library search (--cl-lib, CLDIFF_OPENCL_LIB, ICD loader, vendor libraries):\n");
     cd_clfn cl;
     cd_cl_search s;
     cd_error err;
     cd_err_clear(&err);
     /* dlopen only: no driver code runs in this process before the children fork */
-    cd_status st = cd_cl_load(o.cl_lib, &cl, &s, &err);
+    cd_status st = cd_cl_load(o->cl_lib, &cl, &s, &err);
     cd_cl_search_print(&s, stdout);
     if (st) {
         printf("\nNo OpenCL: %s\n", err.msg);
@@ -271,7 +307,7 @@ static int doctor_opencl(int argc, char **argv, bool *parsed) {
     printf("Using %s\n", cl.path);
     cd_cl_unload(&cl);
 
-    doc_ctx d = {.o = &o};
+    doc_ctx d = {.o = o};
     child_res r;
     if (run_child(enum_child, &d, limit, true, &r) != 0) {
         fprintf(stderr, "cldiff doctor: cannot start a child process: %s\n", strerror(errno));
@@ -299,13 +335,13 @@ static int doctor_opencl(int argc, char **argv, bool *parsed) {
            d.info.name, d.info.platform, d.info.driver);
 
     char **files;
-    int nf = cd_cl_kernel_files(o.kernel_dir, &files, &err);
+    int nf = cd_cl_kernel_files(o->kernel_dir, &files, &err);
     if (nf < 0) {
         fprintf(stderr, "cldiff doctor: %s\n", err.msg);
         return err.code;
     }
     printf("\nKernel builds (%d file(s)%s%s, each in a child process):\n", nf,
-           o.kernel_dir ? ", --kernel-dir " : ", embedded", o.kernel_dir ? o.kernel_dir : "");
+           o->kernel_dir ? ", --kernel-dir " : ", embedded", o->kernel_dir ? o->kernel_dir : "");
     printf("  %-24s %-13s %s\n", "kernel", "variant", "result");
     int n_ok = 0, n_fail = 0, n_crash = 0, n_skip = 0;
     for (int i = 0; i < nf; i++) {

@@ -48,9 +48,9 @@ static void usage(FILE *f) {
             "  --help                this text\n");
 }
 
+/* one line, never the whole usage text */
 static int fail_usage(const char *msg, const char *arg) {
-    fprintf(stderr, "cldiff export: %s%s\n", msg, arg ? arg : "");
-    usage(stderr);
+    fprintf(stderr, "cldiff export: %s%s (cldiff export --help lists every option)\n", msg, arg ? arg : "");
     return 2;
 }
 

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "cli/cli.h"
+#include "cli/inputs.h"
 #include "backends/registry.h"
 #include "engine/ops.h"
 #include "engine/plan.h"
@@ -426,6 +427,7 @@ int cd_cmd_inspect(int argc, char **argv) {
     }
     cd_error perr = {0};
     cd_status st = cd_resolve_input_shapes(g, ia.shapes, ia.n_shapes, in_shapes, notice, sizeof notice, &perr);
+    if (!st) st = cd_inputs_check_declared(g, ia.shapes, ia.n_shapes, in_shapes, &perr);
     if (st == CD_E_USAGE && ia.n_shapes) {
         /* A malformed or unknown --shape is the user's mistake, not the model's. */
         free(in_shapes);

@@ -36,7 +36,10 @@ int cd_cmd_run(const cd_cli_opts *o) {
     }
     cd_error cerr = {0};
     cd_status cst = cd_session_close(&s, all_ok, &cerr);
-    if (!o->quiet && !cst) printf("  dump: %s%s\n", s.dump_path, all_ok ? "" : " (marked incomplete)");
+    /* where the dump will be: --out, not the folder the run writes into (cli/outdir.h) */
+    if (!o->quiet && !cst)
+        printf("  dump: %s%s%s\n", o->out_final ? o->out_final : s.dump_path, o->out_final ? "/dump.h5" : "",
+               all_ok ? "" : " (marked incomplete)");
     cd_session_free(&s);
     if (first_err) return cd_cli_fail(&ferr);
     if (cst) return cd_cli_fail(&cerr);

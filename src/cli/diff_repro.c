@@ -241,10 +241,16 @@ void cd_diff_repro_pack(diff_run *d) {
     char cmd[4096] = "";
     /* the inputs the local check judged the layer on: A's, or B's own in fp16 (d->rec is the
      * record of that run; an engine's record is not kept) */
+    /* the reports name the pack where it will be: --out, not the folder the run writes into */
+    char shown[1100];
+    if (o->repro_dir || !o->out_final)
+        snprintf(shown, sizeof shown, "%s", dir);
+    else
+        snprintf(shown, sizeof shown, "%s/repro", o->out_final);
     if (write_repro(&d->s, d->r, d->engine_b ? NULL : d->rec, d->own_inputs ? d->run_b : d->run_a, d->run_a, d->run_b,
                     &an->layers[repro_at], an, &d->env, dir, cmd, sizeof cmd, &pe) == CD_OK) {
-        snprintf(an->repro_dir, sizeof an->repro_dir, "%s", dir);
-        snprintf(an->repro_cmd, sizeof an->repro_cmd, "cd %s && %s", dir, cmd);
+        snprintf(an->repro_dir, sizeof an->repro_dir, "%s", shown);
+        snprintf(an->repro_cmd, sizeof an->repro_cmd, "cd %s && %s", shown, cmd);
     } else if (!o->quiet)
         fprintf(stderr, "cldiff: warning: repro pack not written: %s\n", pe.msg);
 }

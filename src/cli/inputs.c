@@ -6,6 +6,7 @@
 #include <png.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <unistd.h>
 #include <string.h>
 #include <strings.h>
 #include <sys/stat.h>
@@ -113,7 +114,8 @@ static cd_status shape_mismatch(const char *name, const cd_shape *want, const ch
 
 static cd_status need_file(const char *path, cd_error *err) {
     struct stat st;
-    if (stat(path, &st) != 0) return cd_err(err, CD_E_USAGE, "input file '%s': %s", path, strerror(errno));
+    if (stat(path, &st) != 0)
+        return cd_err(err, CD_E_USAGE, "input file '%s': %s (check the path given to --input)", path, strerror(errno));
     if (!S_ISREG(st.st_mode)) return cd_err(err, CD_E_USAGE, "input file '%s' is not a regular file", path);
     return CD_OK;
 }
@@ -194,7 +196,8 @@ static cd_status from_h5_read(const char *name, const cd_shape *shape, const cha
     cd_dump_h5_quiet();
     if (H5Fis_hdf5(path) <= 0) {
         H5Eclear2(H5E_DEFAULT);
-        return cd_err(err, CD_E_MODEL, "input file '%s' is not an HDF5 file", path);
+        return cd_err(err, CD_E_MODEL,
+                      "input file '%s' is not an HDF5 file (give an HDF5 file, or a .npy, .bin or .png input)", path);
     }
     char dpath[600];
     if (dset && *dset)
@@ -342,7 +345,8 @@ static cd_status from_png(const char *name, const cd_shape *shape, const char *p
     memset(&img, 0, sizeof img);
     img.version = PNG_IMAGE_VERSION;
     if (!png_image_begin_read_from_file(&img, path))
-        return cd_err(err, CD_E_MODEL, "cannot read PNG '%s': %s", path, img.message);
+        return cd_err(err, CD_E_MODEL, "cannot read PNG '%s': %s (a damaged or not-PNG file: re-export the image)",
+                      path, img.message);
     img.format = C == 1 ? PNG_FORMAT_GRAY : PNG_FORMAT_RGB;
     int ih = (int)img.height, iw = (int)img.width;
     if (img.height > 32768 || img.width > 32768) {
@@ -500,8 +504,10 @@ static cd_status assign_specs(const cd_graph *g, const char *const *specs, int n
                 }
             }
         }
+        /* one input: "y=random" names an input the model lacks, unless it is a file's name */
+        bool named = eq && !memchr(s, '/', (size_t)(eq - s)) && !memchr(s, '.', (size_t)(eq - s)) && access(s, F_OK);
         if (which < 0) {
-            if (n == 1)
+            if (n == 1 && !named)
                 which = 0;
             else if (eq)
                 st = cd_err(err, CD_E_USAGE, "--input %s: the model has no input '%.*s' (inputs: %s)", s, (int)(eq - s),
@@ -556,7 +562,8 @@ static cd_status h5_shape_read(const char *name, const char *path, const char *d
     cd_dump_h5_quiet();
     if (H5Fis_hdf5(path) <= 0) {
         H5Eclear2(H5E_DEFAULT);
-        return cd_err(err, CD_E_MODEL, "input file '%s' is not an HDF5 file", path);
+        return cd_err(err, CD_E_MODEL,
+                      "input file '%s' is not an HDF5 file (give an HDF5 file, or a .npy, .bin or .png input)", path);
     }
     char dpath[600];
     if (dset && *dset)
@@ -667,6 +674,34 @@ static bool fit_shape(const cd_shape *declared, const cd_shape *file, cd_shape *
     return true;
 }
 
+/* --shape against the declared rank and fixed dims, as an .npy input is: a wrong size would
+ * otherwise surface as a shape error deep in the plan (op #28 of a classifier). */
+cd_status cd_inputs_check_declared(const cd_graph *g, const char *const *shapes, int n_shapes, const cd_shape *out,
+                                   cd_error *err) {
+    cd_status st = CD_OK;
+    int n = g->n_inputs;
+    for (int i = 0; i < n_shapes && !st; i++) {
+        for (int k = 0; k < n; k++) {
+            const cd_tensor *t = &g->tensors[g->inputs[k]];
+            size_t tl = strlen(t->name);
+            if (strncmp(shapes[i], t->name, tl) || shapes[i][tl] != '=' || t->shape.rank == 0) continue;
+            const cd_shape *ds = &t->shape, *gs = &out[k];
+            char a[160], why[96] = "";
+            if (gs->rank != ds->rank) snprintf(why, sizeof why, "rank %d where the model has %d", gs->rank, ds->rank);
+            for (int d = 0; !why[0] && d < ds->rank; d++)
+                if (ds->d[d] >= 0 && ds->d[d] != gs->d[d])
+                    snprintf(why, sizeof why, "dim %d is %lld where the model fixes %lld", d, (long long)gs->d[d],
+                             (long long)ds->d[d]);
+            if (why[0])
+                st = cd_err(err, CD_E_USAGE,
+                            "--shape %s: input '%s' is declared %s: %s (only the -1 dims may differ; `cldiff "
+                            "inspect MODEL` shows the declared shapes)",
+                            shapes[i], t->name, cd_shape_str(ds, a, sizeof a), why);
+        }
+    }
+    return st;
+}
+
 cd_status cd_inputs_resolve_shapes(const cd_graph *g, const char *const *shapes, int n_shapes, const char *const *specs,
                                    int n_specs, cd_shape *out, char *notice, size_t notice_len, cd_error *err) {
     int n = g->n_inputs;
@@ -720,27 +755,7 @@ cd_status cd_inputs_resolve_shapes(const cd_graph *g, const char *const *shapes,
                                    ds->rank ? cd_shape_str(ds, b, sizeof b) : "");
     }
     if (!st) st = cd_resolve_input_shapes(g, all, n_all, out, notice, notice_len, err);
-    /* --shape against the declared rank and fixed dims, as an .npy input is: a wrong size
-     * would otherwise surface as a shape error deep in the plan */
-    for (int i = 0; i < n_shapes && !st; i++) {
-        for (int k = 0; k < n; k++) {
-            const cd_tensor *t = &g->tensors[g->inputs[k]];
-            size_t tl = strlen(t->name);
-            if (strncmp(shapes[i], t->name, tl) || shapes[i][tl] != '=' || t->shape.rank == 0) continue;
-            const cd_shape *ds = &t->shape, *gs = &out[k];
-            char a[160], why[96] = "";
-            if (gs->rank != ds->rank) snprintf(why, sizeof why, "rank %d where the model has %d", gs->rank, ds->rank);
-            for (int d = 0; !why[0] && d < ds->rank; d++)
-                if (ds->d[d] >= 0 && ds->d[d] != gs->d[d])
-                    snprintf(why, sizeof why, "dim %d is %lld where the model fixes %lld", d, (long long)gs->d[d],
-                             (long long)ds->d[d]);
-            if (why[0])
-                st = cd_err(err, CD_E_USAGE,
-                            "--shape %s: input '%s' is declared %s: %s (only the -1 dims may differ; `cldiff "
-                            "inspect MODEL` shows the declared shapes)",
-                            shapes[i], t->name, cd_shape_str(ds, a, sizeof a), why);
-        }
-    }
+    if (!st) st = cd_inputs_check_declared(g, shapes, n_shapes, out, err);
     if (!st && note[0] && notice && notice_len) {
         size_t used = strlen(notice);
         snprintf(notice + used, notice_len - used, "%s%s", used ? "\n" : "", note);

@@ -52,6 +52,10 @@ void cd_inputs_free(cd_input_set *s);
  * must match (else CD_E_MODEL naming both shapes). notice gets the usual notes and one line
  * per shape so taken ("input 'x': shape [1,3,48,192] taken from x.npy (declared [-1,3,-1,-1])").
  * A spec naming no model input, or given twice, is CD_E_USAGE as in cd_inputs_build. */
+/* Each --shape NAME=dims (shapes) against input NAME's declared rank and fixed dims (resolved:
+ * the shapes in use, per input). CD_E_USAGE naming the option, the declared shape and the dim. */
+cd_status cd_inputs_check_declared(const cd_graph *g, const char *const *shapes, int n_shapes, const cd_shape *resolved,
+                                   cd_error *err);
 cd_status cd_inputs_resolve_shapes(const cd_graph *g, const char *const *shapes, int n_shapes, const char *const *specs,
                                    int n_specs, cd_shape *out, char *notice, size_t notice_len, cd_error *err);
 

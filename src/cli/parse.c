@@ -10,6 +10,7 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 static const char *const USAGE_MAIN =
@@ -17,6 +18,7 @@ static const char *const USAGE_MAIN =
     "       cldiff run [--backends cpu|opencl] MODEL.nb [options]   run and dump every layer\n"
     "       cldiff inspect MODEL.nb [--shape NAME=dims]\n"
     "       cldiff doctor [--cl-lib PATH] [--cl-platform P] [--cl-device D]\n"
+    "       cldiff ops [--backend NAME] [TYPE ...]     op types cldiff runs, per backend\n"
     "       cldiff export MODEL.nb -o DIR [--dequant]   write a Paddle inference model for opt\n"
     "       cldiff compare A.h5 B.h5 [--force] [options]   runs of one model on one input\n"
     "                            (--force: compare dumps of different models or inputs)\n"
@@ -37,6 +39,7 @@ static const char *const USAGE_MAIN =
     "  --dump full|stats         keep whole tensors (default) or statistics only\n"
     "  --out DIR                 output folder (default cldiff-out)\n"
     "  --max-memory SIZE         refuse plans needing more (default 80% of physical memory)\n"
+    "  --max-dump SIZE           refuse runs whose --dump full would exceed SIZE (default 8G)\n"
     "  --compress N              dump compression: shuffle + deflate level 1-9 (smaller dump,\n"
     "                            much slower), 0 = none (default)\n"
     "backends:\n"
@@ -80,6 +83,8 @@ static const char *const USAGE_MAIN =
     "  --keep-names              no renaming of reused names (shows why it is needed)\n"
     "  --manifest M.json --from npy|profiler --run NAME --model M.nb   (import)\n"
     "other:\n"
+    "  --progress                progress lines on stderr even when it is not a terminal\n"
+    "                            (default: only on a terminal; never with --quiet)\n"
     "  --quiet  --help  --version\n"
     "\n"
     "exit codes: 0 pass, 1 kernel fault, output drift or nondeterminism, 2 usage,\n"
@@ -153,6 +158,8 @@ static const char *const SHARED_OPTIONS[] = {"--help",
                                              "--channel-order",
                                              "--dump",
                                              "--max-memory",
+                                             "--max-dump",
+                                             "--progress",
                                              "--compress",
                                              "--timeout",
                                              "--cl-lib",
@@ -427,7 +434,7 @@ int cd_cli_parse(int argc, char **argv, int first, cd_cli_opts *o, const char *c
             char *end;
             errno = 0;
             unsigned long long s = strtoull(v, &end, 10);
-            if (errno || end == v || *end)
+            if (errno || end == v || *end || !isdigit((unsigned char)v[0])) /* strtoull takes "-1" */
                 return cd_cli_usage_error(cmd, "--seed expects a non-negative integer, got '%s'", v);
             o->seed = s;
         } else if (!strcmp(a, "--input")) {
@@ -456,7 +463,9 @@ int cd_cli_parse(int argc, char **argv, int first, cd_cli_opts *o, const char *c
             NEEDV();
             if (strcmp(v, "full") && strcmp(v, "stats")) BAD_VALUE("--dump", "full", "stats");
             o->dump_mode = v;
-        } else if (!strcmp(a, "--max-memory")) {
+        } else if (!strcmp(a, "--progress"))
+            o->progress = true;
+        else if (!strcmp(a, "--max-memory") || !strcmp(a, "--max-dump")) {
             NEEDV();
             char *end;
             errno = 0;
@@ -473,8 +482,15 @@ int cd_cli_parse(int argc, char **argv, int first, cd_cli_opts *o, const char *c
             if (*end == 'i' || *end == 'B') end++;
             if (*end == 'B') end++;
             if (errno || end == v || *end || !(x > 0) || x * mul > 9e18)
-                return cd_cli_usage_error(cmd, "--max-memory expects a size such as 512M or 8G, got '%s'", v);
-            o->max_memory = (int64_t)(x * mul);
+                return cd_cli_usage_error(cmd,
+                                          !strcmp(a, "--max-dump")
+                                              ? "--max-dump expects a size such as 512M or 20G, got '%s'"
+                                              : "--max-memory expects a size such as 512M or 8G, got '%s'",
+                                          v);
+            if (!strcmp(a, "--max-dump"))
+                o->max_dump = (int64_t)(x * mul);
+            else
+                o->max_memory = (int64_t)(x * mul);
         } else if (!strcmp(a, "--compress")) {
             NEEDV();
             long n;
@@ -496,6 +512,10 @@ int cd_cli_parse(int argc, char **argv, int first, cd_cli_opts *o, const char *c
             o->cl_device = v;
         } else if (!strcmp(a, "--kernel-dir")) {
             NEEDV();
+            struct stat kst;
+            if (stat(v, &kst) != 0 || !S_ISDIR(kst.st_mode))
+                return cd_cli_usage_error(
+                    cmd, "--kernel-dir expects a folder of kernels/*.cl files, got '%s' (no such folder)", v);
             o->kernel_dir = v;
         } else if (!strcmp(a, "--cache-dir")) {
             NEEDV();

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <time.h>
 #include <unistd.h>
 #include "model/nb_reader.h"
@@ -161,6 +162,94 @@ static cd_status check_memory(cd_session *s, cd_error *err) {
     return CD_OK;
 }
 
+/* "12.3 GiB" / "512 MiB" */
+static const char *human_bytes(double b, char *buf, size_t n) {
+    if (b >= 1073741824.0)
+        snprintf(buf, n, "%.1f GiB", b / 1073741824.0);
+    else if (b >= 1048576.0)
+        snprintf(buf, n, "%.0f MiB", b / 1048576.0);
+    else
+        snprintf(buf, n, "%.0f KiB", b / 1024.0);
+    return buf;
+}
+
+/* The dump's size before anything runs: the probed layers' output tensors of every run that
+ * stores them whole (A, B, B's repeats, fp16's golden run), with --dump full. Refused over
+ * --max-dump (default 8 GiB) or over the free space of the disk it goes to (exit 6), naming
+ * --dump stats: a 4096x4096 detector input would otherwise start silently and write 12 GB. */
+static cd_status check_dump_size(cd_session *s, cd_error *err) {
+    const cd_cli_opts *o = s->o;
+    if (!strcmp(o->dump_mode, "stats")) return CD_OK;
+    const cd_plan *p = &s->plan;
+    double per_run = 0;
+    for (int i = 0; i < s->g->n_ops; i++) {
+        if (!s->mask[i]) continue;
+        const cd_op *op = &s->g->ops[i];
+        for (int k = 0; k < op->n_out; k++)
+            for (int j = 0; j < op->out[k].n; j++) {
+                int t = op->out[k].ids[j];
+                int64_t n = t >= 0 ? cd_shape_numel(&p->meta[t].shape) : 0;
+                if (n > 0) per_run += (double)n * (double)cd_dtype_size(p->meta[t].dtype);
+            }
+    }
+    int runs = o->n_backends + (o->repeat > 1 ? o->repeat - 1 : 0) + (o->prec == CD_PREC_FP16 && o->n_backends > 1);
+    double need = per_run * runs;
+    double limit = o->max_dump > 0 ? (double)o->max_dump : 8.0 * 1073741824.0;
+    char a[32], b[32], c[32];
+    if (need > limit)
+        return cd_err(err, CD_E_IO,
+                      "the dump would hold about %s (%s per run of %d probed layers, %d runs) with --dump full, "
+                      "over --max-dump %s: use --dump stats (statistics only, a few KiB per layer), fewer --layers, "
+                      "a smaller --shape, or raise --max-dump",
+                      human_bytes(need, a, sizeof a), human_bytes(per_run, b, sizeof b), s->n_probed, runs,
+                      human_bytes(limit, c, sizeof c));
+    /* the free space where the dump goes: the nearest folder of --out that exists */
+    char dir[1024];
+    snprintf(dir, sizeof dir, "%s", o->out_dir);
+    struct statvfs vf;
+    while (statvfs(dir, &vf) != 0) {
+        char *sl = strrchr(dir, '/');
+        if (!sl || sl == dir) {
+            snprintf(dir, sizeof dir, "%s", sl == dir ? "/" : ".");
+            if (statvfs(dir, &vf) != 0) return CD_OK;
+            break;
+        }
+        *sl = 0;
+    }
+    double avail = (double)vf.f_bavail * (double)vf.f_frsize;
+    if (need > avail)
+        return cd_err(err, CD_E_IO,
+                      "disk full before the run could end: the dump would hold about %s (%d probed layers, %d runs) "
+                      "but %s has only %s free; use --dump stats (statistics only), fewer --layers, a smaller "
+                      "--shape, or an --out on a larger disk",
+                      human_bytes(need, a, sizeof a), s->n_probed, runs, dir, human_bytes(avail, b, sizeof b));
+    return CD_OK;
+}
+
+/* Every backend of the command can start (cd_backend_def.available: driver, SDK, qemu, wheel,
+ * Opt), asked before any run: a missing backend B must not cost run A's time, nor leave a dump
+ * of run A alone (exit 4 before anything ran). */
+static cd_status check_backends(cd_session *s, cd_error *err) {
+    const cd_cli_opts *o = s->o;
+    for (int k = 0; k < o->n_backends; k++) {
+        if (k == 1 && !strcmp(o->backends[1], o->backends[0])) continue;
+        const cd_backend_def *def = cd_backend_lookup(o->backends[k]);
+        if (!def) continue;
+        cd_backend_opts bo = cd_session_backend_opts(o, o->prec);
+        cd_runner_req q = {.backend = def->name,
+                           .plan = &s->plan,
+                           .bo = &bo,
+                           .model_path = o->model,
+                           .model_sha256 = s->sha256,
+                           .work_dir = o->out_dir,
+                           .timeout_s = o->timeout_s,
+                           .quiet = o->quiet};
+        cd_status st = cd_backend_available(def, &q, err);
+        if (st) return st;
+    }
+    return CD_OK;
+}
+
 cd_status cd_session_open(cd_session *s, const cd_cli_opts *o, cd_error *err) {
     memset(s, 0, sizeof *s);
     s->o = o;
@@ -182,7 +271,16 @@ cd_status cd_session_open(cd_session *s, const cd_cli_opts *o, cd_error *err) {
                                   sizeof notice, err);
     if (st) return st;
     if (notice[0] && !o->quiet) fprintf(stderr, "cldiff: note: %s\n", notice);
-    if ((st = cd_plan_build(s->g, s->in_shapes, o->prec, &s->plan, err))) return st;
+    if ((st = cd_plan_build(s->g, s->in_shapes, o->prec, &s->plan, err))) {
+        /* a --shape too large for a kernel is the option's fault, not an unsupported op */
+        if (st == CD_E_UNSUPPORTED && o->n_shapes && strstr(err->msg, "exceed")) {
+            char m[CD_ERR_MSG];
+            snprintf(m, sizeof m, "%s", err->msg);
+            st = cd_err(err, CD_E_USAGE, "--shape %s%s is too large for this model: %s; use a smaller --shape",
+                        o->shapes[0], o->n_shapes > 1 ? " (and the others)" : "", m);
+        }
+        return st;
+    }
     s->have_plan = true;
     if (s->plan.int8_dequantized) {
         /* Labelled everywhere the model format appears (dump root, every report). */
@@ -212,6 +310,7 @@ cd_status cd_session_open(cd_session *s, const cd_cli_opts *o, cd_error *err) {
         s->have_plan32 = true;
     }
     if ((st = check_memory(s, err))) return st;
+    if ((st = check_backends(s, err))) return st;
     cd_input_opts io = {
         .seed = o->seed, .resize = !o->no_resize, .mean = o->mean, .std = o->std, .channel_order = o->channel_order};
     if ((st = cd_inputs_build(s->g, s->in_shapes, o->inputs, o->n_inputs, &io, &s->inputs, err))) return st;
@@ -225,6 +324,7 @@ cd_status cd_session_open(cd_session *s, const cd_cli_opts *o, cd_error *err) {
     s->mask = calloc((size_t)(s->g->n_ops ? s->g->n_ops : 1), sizeof *s->mask);
     if (!s->mask) return cd_err(err, CD_E_NOMEM, "out of memory");
     if ((st = cd_select_layers_in(s->g, o->model, o->layers, s->mask, &s->n_probed, err))) return st;
+    if ((st = check_dump_size(s, err))) return st;
     if ((st = cd_make_dirs(o->out_dir, err))) return st;
     snprintf(s->dump_path, sizeof s->dump_path, "%s/dump.h5", o->out_dir);
     cd_dump_meta meta = {.command_line = o->command_line,
@@ -248,6 +348,7 @@ typedef struct progress {
     int n_ops;
     bool tty;
     double last;
+    int pending; /* length of the start line still shown (cleared by the first bar) */
 } progress;
 
 /* Tests of interruptions (docs/verdicts.md "Incomplete"): CLDIFF_TEST_SIGNAL_AT=run:RUN:N raises
@@ -268,6 +369,8 @@ static void on_op_done(void *user, int op_index, const cd_op_report *rep) {
     double t = now_ms();
     if (op_index + 1 < p->n_ops && t - p->last < 100) return;
     p->last = t;
+    if (p->pending) fprintf(stderr, "\r%*s", p->pending, "");
+    p->pending = 0;
     int width = 30, done = (int)((double)(op_index + 1) * width / (p->n_ops ? p->n_ops : 1));
     fprintf(stderr, "\r  %-7s [", p->run);
     for (int i = 0; i < width; i++) fputc(i < done ? '#' : '.', stderr);
@@ -382,7 +485,7 @@ cd_status cd_session_run_req(cd_session *s, const cd_run_req *q, cd_run_result *
     }
     progress pr = {.run = run,
                    .n_ops = s->g->n_ops,
-                   .tty = free_run && !s->o->quiet && isatty(2) && !getenv("CLDIFF_NO_PROGRESS")};
+                   .tty = free_run && !s->o->quiet && (s->o->progress || (isatty(2) && !getenv("CLDIFF_NO_PROGRESS")))};
     if (sink) cd_dump_sink_on_op_done(sink, on_op_done, &pr);
     cd_exec_opts xo = {.probe_mask = s->mask,
                        .stop_flag = &cd_stop_flag,
@@ -415,6 +518,15 @@ cd_status cd_session_run_req(cd_session *s, const cd_run_req *q, cd_run_result *
     cd_runner_result *rr = calloc(1, sizeof *rr);
     if (!rr) st = cd_err(err, CD_E_NOMEM, "out of memory");
     double t0 = now_ms();
+    if (pr.tty) {
+        /* the silent part before the first layer: kernels building, an engine's whole run */
+        pr.pending = fprintf(stderr, "  %-7s %s", run,
+                             def->opencl ? "building the OpenCL kernels (10-30 s the first time, cached after) ..."
+                                 : !def->op_by_op ? "the engine runs the whole model, no layer-by-layer progress ..."
+                                                  : "preparing ...");
+        fflush(stderr);
+        if (pr.pending < 0) pr.pending = 0;
+    }
     if (!st) st = def->run(&rq, rr, err);
     if (rr) {
         snprintf(res->device, sizeof res->device, "%s", rr->device);

@@ -90,6 +90,12 @@ typedef struct cd_backend_def {
     /* Where each op of the plan will run (out: plan->g->n_ops entries), without running the
      * model. Engines may do their preparation (conversion, placement) for this. */
     cd_status (*placement)(const cd_runner_req *q, cd_op_place *out, char *note, size_t note_len, cd_error *err);
+    /* Whether the backend can start here, asked before any run starts and by `cldiff doctor`:
+     * the OpenCL library and device, the Paddle-Lite SDK, its runner and qemu, the wheel and its
+     * Opt where the model's route needs them. q->bo is set; q->plan may be NULL (doctor: no
+     * model), then what every model needs is checked. CD_OK, or the error the run would end
+     * with (CD_E_BACKEND saying what to install or pass). NULL: always available. */
+    cd_status (*available)(const cd_runner_req *q, cd_error *err);
 } cd_backend_def;
 
 /* The in-process runner of op-by-op backends: open def's backend in this process and run the

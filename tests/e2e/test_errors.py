@@ -310,7 +310,81 @@ def main():
         c.ok("NAME=" in r.err and "a, b" in r.err, "unnamed --input: message lists the input names", r.err[-300:])
         r = cldiff("run", MULTI, "--input", "a=const:1", "--input", "b=const:2", "--out", out, "--quiet")
         c.rc(r, 0, "multi_input.nb with named --input a= b=")
+    doctor_agrees_with_runs(c, work)
+    first_contact(c, work)
     c.done()
+
+
+def first_contact(c, work):
+    """What a new user meets first (issue 27 point 4): `cldiff ops` (named by exit 8's hint)
+    exists; the progress line shows while kernels build and layers run (stderr, on a terminal
+    or with --progress, never with --quiet); a --shape that would write a huge dump or is too
+    large for a kernel is refused before anything runs, naming --dump stats / --shape."""
+    r = cldiff("ops")
+    rows = {ln.split()[0]: ln.split()[1:] for ln in r.out.splitlines()[1:] if ln.strip() and not ln[0].isdigit()}
+    c.ok(r.rc == 0 and len(rows) > 100, "ops: exit 0 and the op table (%d rows)" % len(rows), r.tail(300))
+    c.ok(rows.get("conv2d", [None])[1:] == ["kernel", "kernel"], "ops: conv2d has a CPU and an OpenCL kernel",
+         str(rows.get("conv2d")))
+    r = cldiff("ops", "--backend", "opencl", "conv2d", "yolo_box")
+    c.ok(r.rc == 0 and "yolo_box" in r.out and "cpu-fallback" in r.out, "ops --backend opencl TYPE...: "
+         "the rows asked for, yolo_box on the CPU fallback", r.tail(300))
+    r = cldiff("ops", "--backend", "paddle-lite-arm")
+    c.ok(r.rc == 0 and "whole-model engine" in r.out and "cldiff inspect MODEL --backends paddle-lite-arm" in r.out,
+         "ops --backend paddle-lite-arm: says where to look instead", r.tail(300))
+
+    out = os.path.join(work, "progress")
+    r = cldiff(TINY, "--backends", "cpu,cpu", "--out", out, "--progress")
+    c.rc(r, 0, "--progress")
+    c.ok("] 16/16 layers" in r.err and "preparing ..." in r.err, "--progress: the start line and the bar on stderr",
+         r.err[-400:])
+    r = cldiff(TINY, "--backends", "cpu,cpu", "--out", out, "--progress", "--quiet")
+    c.ok(r.rc == 0 and "layers" not in r.err, "--progress --quiet: no progress line", r.err[-300:])
+    r = cldiff(TINY, "--backends", "cpu,cpu", "--out", out)
+    c.ok(r.rc == 0 and "layers" not in r.err, "not a terminal, no --progress: no progress line", r.err[-300:])
+
+    det = os.path.join(SHARED, "ppocr_v3_det_fp32_x86_v2.12.nb")
+    if not os.path.exists(det):
+        print("note: %s absent: the dump-size cases are skipped" % det)
+        return
+    r = cldiff(det, "--shape", "x=1,3,4096,4096", "--out", os.path.join(work, "huge"))
+    c.rc(r, 6, "--shape x=1,3,4096,4096: the dump would be too large")
+    c.ok("--dump stats" in r.err and "--max-dump" in r.err and "GiB" in r.err and r.secs < 30 and
+         not os.path.exists(os.path.join(work, "huge")),
+         "--shape 4096: refused before it ran (%.1f s), naming --dump stats and --max-dump" % r.secs, r.err[-400:])
+    r = cldiff(det, "--shape", "x=1,3,100000,100000", "--out", os.path.join(work, "huge"))
+    c.rc(r, 2, "--shape x=1,3,100000,100000: a usage error, not an unsupported op")
+    c.ok("--shape x=1,3,100000,100000 is too large" in r.err, "--shape 100000: the message names --shape",
+         r.err[-300:])
+
+
+def doctor_agrees_with_runs(c, work):
+    """`cldiff doctor` runs the check a run makes before it starts (issue 27): without the
+    wheel and without a cache of Opt outputs, paddle-lite-opencl is NOT usable (doctor said
+    `usable`, and the run then failed for lack of Opt), and every registered backend gets one
+    line that says the same as a run would."""
+    cache = os.path.join(work, "empty-cache")
+    os.makedirs(cache, exist_ok=True)
+    env = {"CLDIFF_PL_PYTHON": "/nonexistent/python", "CLDIFF_CACHE_DIR": cache}
+    r = cldiff("doctor", env=env)
+    lines = {m.group(1): m.group(2) for m in re.finditer(r"^  (\S+) +(usable|NOT usable: .*)$", r.out, re.M)}
+    for b in ("cpu", "opencl", "paddle-lite-arm", "paddle-lite-opencl", "paddle-lite", "paddle-lite-x86"):
+        c.ok(b in lines, "doctor: a line for backend %s" % b, r.out[-1500:])
+    c.ok(lines.get("cpu") == "usable", "doctor: cpu usable")
+    c.ok(lines.get("paddle-lite", "").startswith("NOT usable") and "paddlelite wheel" in lines.get("paddle-lite", ""),
+         "doctor: paddle-lite NOT usable without the wheel, saying so", str(lines.get("paddle-lite")))
+    ocl = lines.get("paddle-lite-opencl", "")
+    c.ok(ocl.startswith("NOT usable"), "doctor: paddle-lite-opencl NOT usable without Opt", ocl)
+    c.ok("=> paddle-lite-opencl usable" not in r.out, "doctor: no `paddle-lite-opencl usable` line", r.out[-1500:])
+    # doctor and a run agree on every backend
+    for b, verdict in lines.items():
+        if b == "cpu":
+            continue
+        rr = cldiff(TINY, "--backends", "cpu," + b, "--out", os.path.join(work, "agree"), "--quiet", env=env,
+                    timeout=900)
+        if verdict.startswith("NOT"):
+            c.ok(rr.rc == 4, "doctor says %s NOT usable: a run exits 4 before it starts" % b, rr.tail(300))
+        else:
+            c.ok(rr.rc != 4, "doctor says %s usable: a run gets past the start" % b, rr.tail(300))
 
 
 if __name__ == "__main__":

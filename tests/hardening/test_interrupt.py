@@ -9,7 +9,8 @@ at that moment and checks:
   * cldiff exits with exit code 130;
   * CPU run: no op after the one that was running when the signal came ran (cldiff stops
     between ops); OpenCL run: run B is incomplete and shorter than run A;
-  * DIR/dump.h5 exists, opens with h5py and has root attribute complete=0;
+  * DIR stays as it was and DIR.partial-<time>/dump.h5 exists, opens with h5py and has root
+    attribute complete=0;
   * no temporary file (*.tmp-*) is left in DIR;
   * every OpenCL child process cldiff started is gone when cldiff has exited (reaped);
   * OpenCL run: the reports for the layers compared so far are written.
@@ -137,7 +138,13 @@ def run_case(sig, moment):
     # reaped by cldiff before it exited: gone now, not a zombie and not still running
     stray = {k: state(k) for k in kids if state(k) is not None}
     check(p.returncode == 130, f"{name}: exit code 130 (got {p.returncode}); stderr: {se[-400:]!r}")
-    dump = os.path.join(out, "dump.h5")
+    # --out stays as it was (here: empty); the interrupted run's files are in OUT.partial-<time>
+    # (issue 27: --out always holds one consistent run)
+    parts = glob.glob(out + ".partial-*")
+    check(len(parts) == 1 and os.listdir(out) == [],
+          f"{name}: --out untouched, the partial run in OUT.partial-<time> ({os.listdir(out)}, {parts})")
+    kept = parts[0] if parts else out
+    dump = os.path.join(kept, "dump.h5")
     if os.path.exists(dump):
         try:
             with h5py.File(dump, "r") as f:
@@ -159,11 +166,11 @@ def run_case(sig, moment):
         except Exception as e:  # noqa: BLE001 - any failure to read is the finding
             check(False, f"{name}: dump.h5 unreadable: {e}")
     else:
-        check(False, f"{name}: dump.h5 exists in --out (files: {os.listdir(out)})")
-    left = glob.glob(os.path.join(out, "*.tmp-*")) + glob.glob(os.path.join(out, ".*tmp*"))
+        check(False, f"{name}: dump.h5 exists in the partial run's folder (files: {os.listdir(kept)})")
+    left = glob.glob(os.path.join(kept, "*.tmp-*")) + glob.glob(os.path.join(kept, ".*tmp*")) + glob.glob(out + ".tmp-*")
     check(not left, f"{name}: no temporary files left ({left})")
     check(not stray, f"{name}: OpenCL child reaped (children at the signal {sorted(kids)}, left {stray})")
-    reports = sorted(f for f in os.listdir(out) if f != "dump.h5")
+    reports = sorted(f for f in os.listdir(kept) if f != "dump.h5")
     if moment == "opencl run":
         # run A finished: the reports cover the layers both runs captured before the stop
         check("summary.json" in reports and "layers.csv" in reports and "report.html" in reports,
@@ -171,7 +178,7 @@ def run_case(sig, moment):
     print(f"     note: {held}; exited {took:.2f} s after the signal; reports written after the "
           f"interrupt: {reports or 'none'}; last stderr line: "
           f"{se.strip().splitlines()[-1] if se.strip() else ''!r}", flush=True)
-    subprocess.run(["rm", "-rf", out])
+    subprocess.run(["rm", "-rf", out] + parts)
 
 
 def main():

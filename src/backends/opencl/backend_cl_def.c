@@ -3,10 +3,15 @@
  * will run. Apart from backend_cl.c so that the backend's core does not depend on the child
  * that opens it (isolate.c). */
 #include <stdio.h>
+#include <stdlib.h>
+#include <unistd.h>
 #include <string.h>
 #include "backends/opencl/backend_cl_priv.h"
 #include "backends/opencl/isolate.h"
 #include "engine/backend_def.h"
+#include "backends/opencl/device.h"
+#include "backends/opencl/loader.h"
+#include "util/subproc.h"
 
 extern const cd_backend_def cd_backend_def_opencl;
 
@@ -49,6 +54,41 @@ static cd_status cl_apply_opts(cd_backend_opts *bo, cd_error *err) {
 
 static cd_status cl_run(const cd_runner_req *q, cd_runner_result *res, cd_error *err) {
     return q->bo->isolate ? cd_runner_isolated(q, res, err) : cd_runner_inproc(&cd_backend_def_opencl, q, res, err);
+}
+
+/* The availability probe's child: the library loaded and the device chosen as a run would;
+ * answers "<status byte><message>". The driver's code runs only here, never in the parent
+ * (the isolated run forks from it later). */
+static void cl_probe_child(int fd, void *arg) {
+    const cd_backend_opts *bo = arg;
+    cd_clfn cl;
+    cd_error e;
+    cd_err_clear(&e);
+    cl_platform_id pid;
+    cl_device_id did;
+    cd_cl_devinfo info;
+    char out[CD_ERR_MSG + 1];
+    cd_status st = cd_cl_load(bo->cl_lib, &cl, NULL, &e);
+    if (!st) st = cd_cl_pick(&cl, bo->cl_platform, bo->cl_device, &pid, &did, &info, &e);
+    out[0] = (char)st;
+    size_t n = 1 + (size_t)snprintf(out + 1, sizeof out - 1, "%s", st ? e.msg : "");
+    if (write(fd, out, n > sizeof out - 1 ? sizeof out - 1 : n) < 0) _exit(1);
+}
+
+/* The OpenCL library loads and the platform/device choice finds a device. A probe that crashes
+ * or hangs is not decided here: the run itself then records the crash as a finding. */
+static cd_status cl_available(const cd_runner_req *q, cd_error *err) {
+    cd_subproc_opts so = {.timeout_s = q->timeout_s > 0 && q->timeout_s < 60 ? q->timeout_s : 60, .capture_err = true};
+    cd_subproc sp;
+    if (cd_subproc_fork(&sp, &so, cl_probe_child, (void *)q->bo) != 0) return CD_OK;
+    cd_subproc_text t = {0};
+    cd_subproc_result r;
+    cd_subproc_wait(&sp, cd_subproc_collect, &t, &r);
+    cd_status st = CD_OK;
+    if (!r.sig && !r.timed_out && t.out_len > 1 && t.out[0])
+        st = cd_err(err, (cd_status)(unsigned char)t.out[0], "%s", t.out + 1);
+    free(t.out);
+    return st;
 }
 
 static cd_status cl_placement(const cd_runner_req *q, cd_op_place *out, char *note, size_t nn, cd_error *err) {
@@ -105,4 +145,5 @@ const cd_backend_def cd_backend_def_opencl = {
     .run = cl_run,
     .open = cd_opencl_backend_open,
     .placement = cl_placement,
+    .available = cl_available,
 };

@@ -604,6 +604,13 @@ static cd_status wheel_placement(const cd_runner_req *q, cd_op_place *out, char 
     return CD_OK;
 }
 
+/* The wheel's Python answers pl_bridge.py --probe (the same lookup a run starts with). */
+static cd_status wheel_available(const cd_runner_req *q, cd_error *err) {
+    (void)q;
+    cd_pl_env env;
+    return cd_pl_find(&env, err);
+}
+
 const cd_backend_def cd_backend_def_paddle_lite = {
     .name = "paddle-lite",
     .summary = "Paddle-Lite's x86 runtime from the paddlelite wheel (Python), the model's own kernel records",
@@ -611,6 +618,7 @@ const cd_backend_def cd_backend_def_paddle_lite = {
     .apply_opts = wheel_apply_opts,
     .run = wheel_run,
     .placement = wheel_placement,
+    .available = wheel_available,
 };
 
 const cd_backend_def cd_backend_def_paddle_lite_x86 = {
@@ -620,4 +628,5 @@ const cd_backend_def cd_backend_def_paddle_lite_x86 = {
     .apply_opts = wheel_apply_opts,
     .run = wheel_run,
     .placement = wheel_placement,
+    .available = wheel_available,
 };

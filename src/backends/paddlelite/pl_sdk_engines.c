@@ -15,6 +15,7 @@
  * A run that dies (signal, abort in a Paddle-Lite CHECK) is a finding: the engine is run again on
  * prefixes of the model, by bisection, to find the last layer that completes and the layer that
  * kills it; the prefix's probes are kept. */
+#include <dirent.h>
 #include <errno.h>
 #include <limits.h>
 #include <stdio.h>
@@ -889,6 +890,55 @@ static cd_status phone_placement(const cd_runner_req *q, cd_op_place *out, char 
     return eng_placement(CD_PL_ENGINE_PHONE, "paddle-lite-phone", q, out, note, nn, err);
 }
 
+/* Before any run (and for `cldiff doctor`): what eng_run needs before it starts Paddle-Lite.
+ * The SDK and its runner (built and cached on first use; qemu-aarch64 and the sysroot for an
+ * aarch64 SDK here), fp32, and Opt (the wheel's Python) where the model's route converts it:
+ * always for OpenCL, for ARM when the model's kernel records are not ARM's or places are given.
+ * Without the wheel, a cache of Opt outputs brought from another machine still serves
+ * (docs/paddle-lite-engines.md, "Another machine"). */
+static cd_status eng_available(cd_pl_engine_kind kind, const char *name, const cd_runner_req *q, cd_error *err) {
+    eng e = {.kind = kind, .name = name, .q = q};
+    cd_status st = q->plan ? check_fp16(&e, err) : CD_OK;
+    cd_pl_sdk sdk;
+    cd_pl_runner runner;
+    if (!st) st = cd_pl_sdk_find(kind, opt_str(&e, "sdk"), &sdk, err);
+    if (!st) st = cd_pl_runner_get(&sdk, &runner, err);
+    if (st) return st;
+    bool needs_opt = kind == CD_PL_ENGINE_OPENCL || opt_str(&e, "places") ||
+        (q->plan && strcmp(cd_pl_model_target(q->plan->g), "arm"));
+    if (!needs_opt) return CD_OK;
+    cd_pl_env env;
+    cd_error e2 = {0};
+    if (cd_pl_find(&env, &e2) == CD_OK) return CD_OK;
+    char root[PATH_MAX], dir[PATH_MAX + 16];
+    const char *c = getenv("CLDIFF_CACHE_DIR"), *x = getenv("XDG_CACHE_HOME"), *h = getenv("HOME");
+    if (c && *c)
+        snprintf(root, sizeof root, "%s", c);
+    else if (x && *x)
+        snprintf(root, sizeof root, "%s/cldiff", x);
+    else
+        snprintf(root, sizeof root, "%s/.cache/cldiff", h && *h ? h : "/tmp");
+    snprintf(dir, sizeof dir, "%s/pl-opt", root);
+    DIR *d = opendir(dir);
+    bool cached = false;
+    for (struct dirent *de; d && !cached && (de = readdir(d));) cached = strstr(de->d_name, ".nb") != NULL;
+    if (d) closedir(d);
+    if (cached) return CD_OK; /* Opt outputs from another machine; a model not among them fails later */
+    return cd_err(err, CD_E_BACKEND,
+                  "%s needs Paddle-Lite's Opt (the paddlelite wheel) to convert the model, and neither the wheel "
+                  "nor a cache of Opt outputs (%s) is here: %s; or copy <cache>/pl-opt/ from a machine with the "
+                  "wheel (docs/paddle-lite-engines.md, \"Another machine\")",
+                  name, dir, e2.msg);
+}
+
+static cd_status arm_available(const cd_runner_req *q, cd_error *err) {
+    return eng_available(CD_PL_ENGINE_ARM, "paddle-lite-arm", q, err);
+}
+
+static cd_status ocl_available(const cd_runner_req *q, cd_error *err) {
+    return eng_available(CD_PL_ENGINE_OPENCL, "paddle-lite-opencl", q, err);
+}
+
 static const cd_backend_optdef ARM_OPTS[] = {
     {"sdk", "DIR", "the armv8 Paddle-Lite SDK (include/, lib/); env CLDIFF_PL_ARM_SDK"},
     {"places", "LIST", "convert the model with Opt for these places first (default: the model as given)"},
@@ -913,6 +963,7 @@ const cd_backend_def cd_backend_def_paddle_lite_arm = {
     .opts = ARM_OPTS,
     .run = arm_run,
     .placement = arm_placement,
+    .available = arm_available,
 };
 
 const cd_backend_def cd_backend_def_paddle_lite_opencl = {
@@ -922,6 +973,7 @@ const cd_backend_def cd_backend_def_paddle_lite_opencl = {
     .opts = OCL_OPTS,
     .run = ocl_run,
     .placement = ocl_placement,
+    .available = ocl_available,
 };
 
 static const cd_backend_optdef PHONE_OPTS[] = {
