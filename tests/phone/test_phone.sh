@@ -12,7 +12,9 @@
 #      inputs by the independent oracle (bytes read as int8, GEMV act fall-through, 5x5 depthwise
 #      alpha, SecondInput not added);
 #   5. cldiff import of the engine's own outputs stores int8 tensors as q x scale, equal to the
-#      engine run's dump.
+#      engine run's dump;
+#   6. models the engine cannot load: the op and the kernel it lacks (Paddle-Lite's own message,
+#      else bisection over prefixes in the load phase).
 # PoCL's kernel cache is cldiff's (CLDIFF_CACHE_DIR, else ~/.cache/cldiff): the first run on a
 # machine compiles the model's kernels under emulation (~80 s here), later runs take seconds.
 # Skipped (exit 77) with the reason when the model, the armv8 SDK, the sysroot or the Python venv
@@ -94,5 +96,18 @@ PY
 else
     check "import: the kept work folder" 1 "no work folder in the run's log"
 fi
+# 6. a model the engine cannot load: the op and the kernel it lacks, in the load phase
+#    a. Paddle-Lite says which (the model's ARM records rewritten to x86: the armv8 library has no
+#       x86 kernels): the first op that needs it, its kernel record and Paddle-Lite's sentence
+x86nb=$OUT/x86rec.nb
+"$CLDIFF" instrument "${MODEL%/*}/mask_detector_fp32_arm_v2.10rc.nb" --retarget x86 --layers outputs -o "$x86nb" >/dev/null 2>&1
+msg=$("$CLDIFF" "$x86nb" --backends cpu,paddle-lite-phone --out "$OUT/x86" 2>&1); rc=$?
+grep -q "no kernel for 'conv2d', first needed by op #1 conv2d_0 (conv2d, kernel record def/x86/float/NCHW); Paddle-Lite said: .*kernel for 'conv2d' is not supported" <<<"$msg"
+check "load: the kernel the library lacks, from Paddle-Lite's own log (exit $rc)" "$([ $? = 0 ] && [ $rc = 5 ] && echo 0 || echo 1)" "$(grep died <<<"$msg" | cut -c1-300)"
+#    b. no message (a segfault while loading the writer-made LSTM model): bisection over prefixes
+#       in the load phase isolates the op (before: "could not be isolated: 1 bisection runs")
+msg=$("$CLDIFF" "$SRC/testdata/lstm_rec.nb" --backends cpu,paddle-lite-phone --out "$OUT/lstm" 2>&1); rc=$?
+grep -q "in its load at op #7 fill_constant_0 (fill_constant, kernel record def/host/any/any), the first op whose model prefix does not load (ops 0-6 load and run; [0-9]* bisection runs)" <<<"$msg"
+check "load: bisection names the op that does not load (exit $rc)" "$([ $? = 0 ] && [ $rc = 5 ] && echo 0 || echo 1)" "$(grep died <<<"$msg" | cut -c1-300)"
 echo "test_phone: $fails failure(s)"
 [ $fails = 0 ]
