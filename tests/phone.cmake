@@ -5,3 +5,8 @@
 add_test(NAME phone_route
          COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/phone/test_phone.sh $<TARGET_FILE:cldiff> ${CMAKE_SOURCE_DIR})
 set_tests_properties(phone_route PROPERTIES SKIP_RETURN_CODE 77 LABELS "paddle-lite;e2e" TIMEOUT 900 COST 80)
+# the shared models folder as tests/e2e.cmake found it (CD_SHARED_MODELS at configure time, else
+# ../shared/models beside the source tree)
+if(DEFINED CD_E2E_SHARED)
+  set_tests_properties(phone_route PROPERTIES ENVIRONMENT "CD_SHARED_MODELS=${CD_E2E_SHARED}")
+endif()

@@ -18,7 +18,7 @@
 # PoCL's kernel cache is cldiff's (CLDIFF_CACHE_DIR, else ~/.cache/cldiff): the first run on a
 # machine compiles the model's kernels under emulation (~80 s here), later runs take seconds.
 # Skipped (exit 77) with the reason when the model, the armv8 SDK, the sysroot or the Python venv
-# is missing.
+# is missing (step 0, the model defect on the ARM engine, needs no sysroot and runs first).
 #   test_phone.sh CLDIFF SOURCE_DIR
 set -u
 CLDIFF=$(realpath "$1")
@@ -32,11 +32,29 @@ trap 'rm -rf "$OUT"' EXIT
 fails=0
 check() { if [ "$2" = 0 ]; then echo "ok   $1"; else echo "FAIL $1: $3"; fails=$((fails + 1)); fi; }
 
-# 1. doctor
+# 0. the model defect without the phone's sysroot: the writer-made int8_matmul feeds relu's float
+#    output to an int8 matmul with no calib; Paddle-Lite's ARM engine reads its bytes as int8:
+#    MODEL DEFECT at matmul_0 (kind model_defect, exit 1) whichever side the engine is on (before: a
+#    KERNEL FAULT at matmul_0, blamed on the kernel of run B)
 doc=$("$CLDIFF" doctor 2>&1)
+if grep -q "=> paddle-lite-arm usable" <<<"$doc"; then
+    for pair in cpu,paddle-lite-arm paddle-lite-arm,cpu; do
+        "$CLDIFF" "$SRC/testdata/int8_matmul.nb" --backends $pair --out "$OUT/im-$pair" >"$OUT/im-$pair.log" 2>&1; rc=$?
+        "$PY" -c 'import json,sys; s=json.load(open(sys.argv[1])); d=s["model_defect"] or {}
+sys.exit(0 if s["verdict_kind"] == "model_defect" and d.get("layer") == "matmul_0" and d.get("ops") == 1 else 1)' \
+            "$OUT/im-$pair/summary.json" 2>/dev/null
+        check "int8_matmul $pair: MODEL DEFECT at matmul_0 (exit $rc)" "$([ $? = 0 ] && [ $rc = 1 ] && echo 0 || echo 1)" \
+              "$(grep verdict "$OUT/im-$pair.log")"
+    done
+else
+    echo "skip int8_matmul: paddle-lite-arm is not usable here"
+fi
+
+# 1. doctor
 blk=$(awk '$0 == "paddle-lite-phone:" {on = 1; next} /^[^ ]/ {on = 0} on' <<<"$doc")
 if ! grep -q "=> paddle-lite-phone usable" <<<"$blk"; then
     echo "$blk"
+    [ $fails = 0 ] || { echo "test_phone: $fails failure(s) before the phone route"; exit 1; }
     echo "SKIP: the phone route is not usable here: $(grep MISSING <<<"$blk" | head -3 | tr -s ' ')" \
          "(scripts/setup_phone.sh builds the sysroot; scripts/setup.sh tests calls it)"
     exit 77
