@@ -50,6 +50,21 @@ else
     echo "skip int8_matmul: paddle-lite-arm is not usable here"
 fi
 
+#    and the minimal repro of report E (the int8 GEMV applies hard_swish(1,3,6) for hard_sigmoid):
+#    conv2d_3 alone, fed its int8 input directly, on the armv8 library (no OpenCL needed)
+arm_blk=$(awk '$0 == "paddle-lite-arm:" {on = 1; next} /^[^ ]/ {on = 0} on' <<<"$doc")
+runner=$(sed -n 's/^  ok      runner \([^ ]*\) .*/\1/p' <<<"$arm_blk" | head -1)
+if [ -n "$runner" ] && [ -x "$runner" ]; then
+    mkdir -p "$OUT/gemv"
+    cp "$SRC/tests/phone/data/gemv_hard_sigmoid_input_0.npy" "$OUT/gemv/input_0.npy"
+    qemu-aarch64 -L "${QEMU_LD_PREFIX:-/usr/aarch64-linux-gnu}" "$runner" "$SRC/tests/phone/data/gemv_hard_sigmoid.nb" \
+        "$OUT/gemv" "$OUT/gemv/out" --threads 1 >"$OUT/gemv.log" 2>&1
+    "$PY" "$SRC/tests/phone/repro_gemv.py" "$SRC/tests/phone/data" "$OUT/gemv/out"
+    check "repro E: Paddle-Lite's int8 GEMV computes x*clip(x+3,0,6) for hard_sigmoid" $? "$(tail -2 "$OUT/gemv.log")"
+else
+    echo "skip repro E: no paddle-lite-arm runner (doctor: $(grep -c MISSING <<<"$arm_blk") missing pieces)"
+fi
+
 # 1. doctor
 blk=$(awk '$0 == "paddle-lite-phone:" {on = 1; next} /^[^ ]/ {on = 0} on' <<<"$doc")
 if ! grep -q "=> paddle-lite-phone usable" <<<"$blk"; then
