@@ -78,6 +78,20 @@ for piece in "qemu-aarch64" "arm64 sysroot" "arm64 runtime libraries" "PoCL ICD"
     grep -q "^  ok      $piece " <<<"$blk"; check "doctor: $piece" $? "$(grep "$piece" <<<"$blk")"
 done
 
+#    a missing or partial sysroot: doctor names the piece, a run is exit 4
+doc2=$(CLDIFF_PHONE_SYSROOT=/nonexistent "$CLDIFF" doctor 2>&1 | awk '$0 == "paddle-lite-phone:" {on = 1; next} /^[^ ]/ {on = 0} on')
+grep -q "^  MISSING arm64 sysroot: no arm64 PoCL sysroot at /nonexistent (CLDIFF_PHONE_SYSROOT=/nonexistent): run scripts/setup_phone.sh" <<<"$doc2" &&
+    grep -q "=> paddle-lite-phone NOT usable" <<<"$doc2"
+check "doctor: a missing sysroot named" $? "$doc2"
+mkdir -p "$OUT/partial/usr/lib/aarch64-linux-gnu" && ln -s usr/lib "$OUT/partial/lib" &&
+    cp "$(realpath "$(sed -n 's/^  ok      arm64 sysroot \([^ ]*\) .*/\1/p' <<<"$blk")/lib/ld-linux-aarch64.so.1")" "$OUT/partial/usr/lib/"
+doc3=$(CLDIFF_PHONE_SYSROOT=$OUT/partial "$CLDIFF" doctor 2>&1 | awk '$0 == "paddle-lite-phone:" {on = 1; next} /^[^ ]/ {on = 0} on')
+grep -q "^  ok      arm64 sysroot $OUT/partial" <<<"$doc3" && grep -q "^  MISSING arm64 runtime libraries: .*libc.so.6 is missing" <<<"$doc3"
+check "doctor: a partial sysroot names the missing libraries" $? "$doc3"
+msg=$(CLDIFF_PHONE_SYSROOT=$OUT/partial "$CLDIFF" "$MODEL" --backends cpu,paddle-lite-phone --out "$OUT/partial-run" 2>&1); rc=$?
+[ $rc = 4 ] && grep -q "paddle-lite-phone: arm64 runtime libraries: .*libc.so.6 is missing" <<<"$msg"
+check "run with a partial sysroot: exit 4 naming the piece" $? "exit $rc: $(tail -2 <<<"$msg")"
+
 # 2. --fp16
 msg=$("$CLDIFF" "$MODEL" --backends cpu,paddle-lite-phone --fp16 --out "$OUT/fp16" 2>&1); rc=$?
 [ $rc = 4 ] && grep -q "cl_khr_fp16" <<<"$msg"; check "--fp16: exit 4 naming cl_khr_fp16" $? "exit $rc: $msg"

@@ -16,7 +16,9 @@ extern char **environ;
 
 #include <limits.h>
 
-#define SETUP_HINT "run scripts/setup_phone.sh (it downloads and extracts Debian's arm64 PoCL into .phone/sysroot)"
+#define SETUP_HINT                                                                                                     \
+    "run scripts/setup_phone.sh [DIR] (it downloads and extracts Debian's arm64 PoCL into DIR, default "               \
+    ".phone/sysroot)"
 
 static bool is_file(const char *p) {
     struct stat st;
@@ -244,7 +246,7 @@ bool cd_pl_phone_check(const char *given, char *report, size_t n) {
     bool found = locate(given, &o), all = true, sys_ok = true;
     for (int k = 0; k < P_N; k++) {
         char ok[PATH_MAX * 2], why[PATH_MAX * 3];
-        if (k > P_SYSROOT && !sys_ok && k != P_LINKER) continue; /* one line for a missing sysroot */
+        if (k > P_SYSROOT && !sys_ok) continue; /* one line for a missing sysroot */
         if (check_piece((piece)k, &o, found, ok, sizeof ok, why, sizeof why))
             add(report, n, "  ok      %s %s\n", PIECE[k], ok);
         else {
