@@ -973,9 +973,9 @@ static void verdict_text(const cd_report_input *in, FILE *f, bool md, const char
     }
     case CD_KIND_DEFECT:
         fprintf(f,
-                "%sverdict: MODEL DEFECT%s: the model gives %s's kernels what they cannot read; no kernel is wrong on "
-                "its own inputs\n",
-                b0, b1, in->env->backend_b);
+                "%sverdict: MODEL DEFECT%s: the model feeds Paddle-Lite's int8 kernels a tensor they cannot read; no "
+                "kernel is wrong on its own inputs\n",
+                b0, b1);
         break;
     }
     /* a finding on what was checked stands; the run is still said to be incomplete */

@@ -122,7 +122,9 @@ static void layer_init(cd_layer_cmp *l, const cd_dump_tensor_info *a, const cd_d
     l->shape = a->shape;
     snprintf(l->where_a, sizeof l->where_a, "%s", a->where);
     snprintf(l->where_b, sizeof l->where_b, "%s", b->where);
-    snprintf(l->note_b, sizeof l->note_b, "%s", b->note);
+    /* a model defect is the model's, whichever side's engine named it (docs/paddle-lite-phone.md) */
+    bool defect_a = !strncmp(a->note, CD_MODEL_DEFECT_NOTE, strlen(CD_MODEL_DEFECT_NOTE));
+    snprintf(l->note_b, sizeof l->note_b, "%s", !b->note[0] && defect_a ? a->note : b->note);
     l->us_a = a->elapsed_us;
     l->us_b = b->elapsed_us;
     l->kernel_us_b = b->kernel_us;

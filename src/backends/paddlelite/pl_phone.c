@@ -16,7 +16,9 @@ extern char **environ;
 
 #include <limits.h>
 
-#define SETUP_HINT "run scripts/setup_phone.sh (it downloads and extracts Debian's arm64 PoCL into .phone/sysroot)"
+#define SETUP_HINT                                                                                                     \
+    "run scripts/setup_phone.sh [DIR] (it downloads and extracts Debian's arm64 PoCL into DIR, default "               \
+    ".phone/sysroot)"
 
 static bool is_file(const char *p) {
     struct stat st;
@@ -244,7 +246,7 @@ bool cd_pl_phone_check(const char *given, char *report, size_t n) {
     bool found = locate(given, &o), all = true, sys_ok = true;
     for (int k = 0; k < P_N; k++) {
         char ok[PATH_MAX * 2], why[PATH_MAX * 3];
-        if (k > P_SYSROOT && !sys_ok && k != P_LINKER) continue; /* one line for a missing sysroot */
+        if (k > P_SYSROOT && !sys_ok) continue; /* one line for a missing sysroot */
         if (check_piece((piece)k, &o, found, ok, sizeof ok, why, sizeof why))
             add(report, n, "  ok      %s %s\n", PIECE[k], ok);
         else {
@@ -285,35 +287,40 @@ char **cd_pl_phone_env(const cd_pl_phone *ph, char bufs[3][PATH_MAX * 2]) {
     return env;
 }
 
-/* Files named *.so at depth `depth` below dir (PoCL's kcache: XX/PROGRAM/kernel/variant/kernel.so). */
-static int count_so(const char *dir, int depth) {
+/* Files named `name` (or ending in it, when it starts with '.') at depth `depth` below dir
+ * (PoCL's kcache: XX/PROGRAM/program.bc, XX/PROGRAM/kernel/variant/kernel.so). */
+static int count_files(const char *dir, int depth, const char *name) {
     DIR *d = opendir(dir);
     if (!d) return 0;
     int n = 0;
     struct dirent *e;
+    size_t nl = strlen(name);
     while ((e = readdir(d))) {
         if (e->d_name[0] == '.') continue;
         size_t l = strlen(e->d_name);
         if (depth == 0) {
-            if (l > 3 && !strcmp(e->d_name + l - 3, ".so")) n++;
+            if (name[0] == '.' ? l > nl && !strcmp(e->d_name + l - nl, name) : !strcmp(e->d_name, name)) n++;
             continue;
         }
         char p[PATH_MAX];
         if (snprintf(p, sizeof p, "%s/%s", dir, e->d_name) >= (int)sizeof p) continue;
-        if (is_dir(p)) n += count_so(p, depth - 1);
+        if (is_dir(p)) n += count_files(p, depth - 1, name);
     }
     closedir(d);
     return n;
 }
 
-int cd_pl_phone_kcache_count(const char *kcache) { return count_so(kcache, 4); }
+int cd_pl_phone_kcache_count(const char *kcache) { return count_files(kcache, 4, ".so"); }
+
+/* OpenCL programs PoCL built (clBuildProgram) into its cache. */
+static int kcache_programs(const char *kcache) { return count_files(kcache, 2, "program.bc"); }
 
 struct cd_pl_progress {
     pthread_t th;
     pthread_mutex_t mu;
     pthread_cond_t cv;
     bool stop, printed, tty;
-    int start_count;
+    int start_count, start_programs;
     char name[64], kcache[PATH_MAX];
 };
 
@@ -337,13 +344,14 @@ static void *progress_main(void *arg) {
         if (el < 3 || el - last < (p->tty ? 2 : 20)) continue;
         last = el;
         int made = cd_pl_phone_kcache_count(p->kcache) - p->start_count;
+        int progs = kcache_programs(p->kcache) - p->start_programs;
         fprintf(stderr,
-                "%scldiff: %s: Paddle-Lite running under qemu-aarch64, %.0f s; PoCL compiled %d OpenCL "
-                "kernel%s so far%s%s",
-                p->tty ? "\r" : "", p->name, el, made, made == 1 ? "" : "s",
-                made ? " (a model's first run compiles its kernels under emulation: minutes; later runs reuse "
-                       "them)"
-                     : "",
+                "%scldiff: %s: Paddle-Lite running under qemu-aarch64, %.0f s; PoCL built %d OpenCL program%s and "
+                "compiled %d kernel%s so far%s%s",
+                p->tty ? "\r" : "", p->name, el, progs, progs == 1 ? "" : "s", made, made == 1 ? "" : "s",
+                made || progs ? " (a model's first run compiles its kernels under emulation: minutes; later runs "
+                                "reuse them)"
+                              : "",
                 p->tty ? "\033[K" : "\n");
         fflush(stderr);
         p->printed = true;
@@ -359,6 +367,7 @@ cd_pl_progress *cd_pl_progress_start(const char *name, const char *kcache) {
     snprintf(p->kcache, sizeof p->kcache, "%s", kcache);
     p->tty = isatty(2);
     p->start_count = cd_pl_phone_kcache_count(kcache);
+    p->start_programs = kcache_programs(kcache);
     pthread_mutex_init(&p->mu, NULL);
     pthread_cond_init(&p->cv, NULL);
     if (pthread_create(&p->th, NULL, progress_main, p) != 0) {

@@ -120,6 +120,8 @@ static cd_status route_instrument(eng *e, const cd_graph *g, int n_ops, const ch
     char mpath[PATH_MAX + 64];
     cd_graph gg = *g;
     gg.n_ops = n_ops;
+    /* a prefix (crash bisection) fetches its probes only: the model's outputs are written later */
+    if (n_ops < g->n_ops) gg.n_outputs = 0;
     cd_status st = cd_write_instrumented(&gg, e->q->xo->probe_mask, plan->meta, NULL, e->q->model_path,
                                          e->q->model_sha256, shapes, nb, mpath, sizeof mpath, &e->in, err);
     free(shapes);
@@ -552,6 +554,47 @@ static cd_status bisect_crash(eng *e, int *last_ok, int *tries, cd_error *err) {
     return CD_OK;
 }
 
+/* What Paddle-Lite's own log says it lacks when it cannot load a model (lite/core/program.cc: "we
+ * can not create operator 'X'", "operator 'X' is not supported by Paddle-Lite", "can not create
+ * kernel for 'X'", "kernel for 'X' is not supported"): the first op of type X in the graph (-1:
+ * none said, or no such op), what ("operator" / "kernel") and Paddle-Lite's sentence. */
+static int missing_from_log(const char *logp, const cd_graph *g, char *what, size_t wn, char *said, size_t sn) {
+    static const struct {
+        const char *pre, *what;
+    } pat[] = {{"can not create operator '", "operator"},
+               {"because operator '", "operator"},
+               {"can not create kernel for '", "kernel"},
+               {"because kernel for '", "kernel"}};
+    FILE *f = fopen(logp, "rb");
+    if (!f) return -1;
+    char line[1024];
+    int found = -1;
+    while (found < 0 && fgets(line, sizeof line, f)) {
+        for (size_t i = 0; i < sizeof pat / sizeof *pat && found < 0; i++) {
+            const char *p = strstr(line, pat[i].pre);
+            if (!p) continue;
+            p += strlen(pat[i].pre);
+            char type[64];
+            size_t l = strcspn(p, "'");
+            if (!l || l >= sizeof type || p[l] != '\'') continue;
+            snprintf(type, sizeof type, "%.*s", (int)l, p);
+            for (int k = 0; k < g->n_ops && found < 0; k++)
+                if (!strcmp(g->ops[k].type, type)) found = k;
+            if (found >= 0) {
+                snprintf(what, wn, "%s", pat[i].what);
+                line[strcspn(line, "\r\n")] = 0;
+                const char *s = line;
+                while (*s == ' ' || *s == '\t') s++;
+                snprintf(said, sn, "%s", s);
+                size_t sl = strlen(said);
+                while (sl && said[sl - 1] == '.') said[--sl] = 0;
+            }
+        }
+    }
+    fclose(f);
+    return found;
+}
+
 /* How the model reaches the engine: Opt places (OpenCL always; ARM only for a model whose kernel
  * records are not ARM's, or when the user names places), and whether int8 weights go dequantized. */
 static void choose_route(eng *e, const char *target) {
@@ -675,10 +718,21 @@ static cd_status eng_run(cd_pl_engine_kind kind, const char *name, const cd_runn
     } else if (!st && ro.crashed) {
         /* the finding: where it dies */
         int last_ok = -1, tries = 0;
-        char phase[16];
+        char phase[16], lacks[16] = "", said[600] = "", logp[PATH_MAX + 48];
         snprintf(phase, sizeof phase, "%s", ro.phase);
-        cd_status bs = bisect_crash(e, &last_ok, &tries, err);
-        if (bs == CD_E_INTERRUPTED) st = bs;
+        /* Paddle-Lite's own word first: a library without the op or its kernel says which one
+         * (the first op of that type is where loading stops); else bisection over prefixes,
+         * which works in the load phase as in the run */
+        snprintf(logp, sizeof logp, "%s/engine.log", od);
+        int named = !strcmp(phase, "load") || !phase[0]
+            ? missing_from_log(logp, g, lacks, sizeof lacks, said, sizeof said)
+            : -1;
+        if (named >= 0)
+            last_ok = named;
+        else {
+            cd_status bs = bisect_crash(e, &last_ok, &tries, err);
+            if (bs == CD_E_INTERRUPTED) st = bs;
+        }
         int fail_op = last_ok >= 0 && last_ok < g->n_ops ? last_ok : -1;
         /* skip ops that write nothing the engine runs (feed) */
         cd_crash_info *c = &res->crash;
@@ -694,6 +748,8 @@ static cd_status eng_run(cd_pl_engine_kind kind, const char *name, const cd_runn
             snprintf(c->op_type, sizeof c->op_type, "%s", g->ops[fail_op].type);
             if (e->kernel_of && e->kernel_of[fail_op])
                 snprintf(c->kernel, sizeof c->kernel, "%s", e->kernel_of[fail_op]);
+            else if (!e->places[0] && g->ops[fail_op].kernel.present)
+                cd_pl_kernel_str(&g->ops[fail_op].kernel, c->kernel, sizeof c->kernel);
         }
         snprintf(c->variant, sizeof c->variant, "fp32");
         snprintf(c->phase, sizeof c->phase, "engine-%s", phase[0] ? phase : "run");
@@ -724,8 +780,23 @@ static cd_status eng_run(cd_pl_engine_kind kind, const char *name, const cd_runn
         }
         c->hits = res->n_hits;
         if (!st) {
-            char where[400] = "";
-            if (fail_op >= 0)
+            char where[1200] = "";
+            bool load = !strcmp(phase, "load");
+            if (fail_op >= 0 && named >= 0)
+                snprintf(where, sizeof where,
+                         ": this Paddle-Lite library has no %s for '%s', first needed by op #%d %s (%s%s%s); "
+                         "Paddle-Lite said: %s. Use a library built with it (with_extra, or the %s for this "
+                         "target), or a model without it",
+                         lacks, c->op_type, fail_op, c->layer, c->op_type, c->kernel[0] ? ", kernel record " : "",
+                         c->kernel, said, lacks);
+            else if (fail_op >= 0 && load)
+                snprintf(where, sizeof where,
+                         " at op #%d %s (%s%s%s), the first op whose model prefix does not load (ops 0-%d load and "
+                         "run; %d bisection runs): this library lacks the op or its kernel, or cannot read its "
+                         "attributes (Paddle-Lite gave no message)",
+                         fail_op, c->layer, c->op_type, c->kernel[0] ? ", kernel record " : "", c->kernel, fail_op - 1,
+                         tries);
+            else if (fail_op >= 0)
                 snprintf(where, sizeof where,
                          " at op #%d %s (%s%s%s), the first op whose model prefix dies (ops 0-%d "
                          "run; %d bisection runs)",
