@@ -975,6 +975,11 @@ static cd_status eng_available(cd_pl_engine_kind kind, const char *name, const c
     if (!st) st = cd_pl_sdk_find(kind, opt_str(&e, "sdk"), &sdk, err);
     if (!st) st = cd_pl_runner_get(&sdk, &runner, err);
     if (st) return st;
+    if (kind == CD_PL_ENGINE_PHONE) { /* the .nb as given (Opt only for places=), on the arm64 PoCL sysroot */
+        cd_pl_phone ph;
+        if ((st = cd_pl_phone_find(opt_str(&e, "sysroot"), &ph, err))) return st;
+        if (!opt_str(&e, "places")) return CD_OK;
+    }
     bool needs_opt = kind == CD_PL_ENGINE_OPENCL || opt_str(&e, "places") ||
         (q->plan && strcmp(cd_pl_model_target(q->plan->g), "arm"));
     if (!needs_opt) return CD_OK;
@@ -1008,6 +1013,10 @@ static cd_status arm_available(const cd_runner_req *q, cd_error *err) {
 
 static cd_status ocl_available(const cd_runner_req *q, cd_error *err) {
     return eng_available(CD_PL_ENGINE_OPENCL, "paddle-lite-opencl", q, err);
+}
+
+static cd_status phone_available(const cd_runner_req *q, cd_error *err) {
+    return eng_available(CD_PL_ENGINE_PHONE, "paddle-lite-phone", q, err);
 }
 
 static const cd_backend_optdef ARM_OPTS[] = {
@@ -1062,4 +1071,5 @@ const cd_backend_def cd_backend_def_paddle_lite_phone = {
     .opts = PHONE_OPTS,
     .run = phone_run,
     .placement = phone_placement,
+    .available = phone_available,
 };
