@@ -3,7 +3,8 @@
 
     test_mnn_reader.py CLDIFF SOURCE_DIR
 
-1. `cldiff inspect` on the .mnn files of testdata/mnn/ (made from the .onnx beside them by
+1. `cldiff inspect` on the .mnn files of testdata/mnn/ (conv_wq8: conv with
+   `mnnconvert --weightQuantBits 8`) (made from the .onnx beside them by
    scripts/mnn/make_models.py with the mnn wheel's mnnconvert): how many ops map onto cldiff's
    op table and which stay unchecked, op by op.
 2. The models whose every op maps (conv, branches, attention) run on cldiff's CPU (`cldiff run --backends
@@ -49,6 +50,7 @@ EXPECT = {
                         ("ab", "Reshape", "unchecked")]),
     "attention": (18, 0, [("s", "MatMul", "matmul_v2"), ("qt", "Permute", "transpose2"), ("q", "Reshape", "reshape2"),
                           ("p", "Softmax", "softmax")]),
+    "conv_wq8": (4, 3, [("c1", "Convolution", "unchecked"), ("p1", "Pooling", "pool2d")]),
     "eltwise": (11, 2, [("s", "BinaryOp", "elementwise_add"), ("mx", "BinaryOp", "elementwise_max"),
                         ("Select12", "Select", "unchecked"), ("y", "Permute", "transpose2")]),
 }
@@ -87,6 +89,15 @@ for name in ("conv", "branches", "attention") if ort else ():
             tol = 1e-5 * float(np.abs(ref).max()) + 1e-6
             check(diff <= tol, f"{name}: cldiff CPU vs onnxruntime max |diff| {diff:.3g} <= {tol:.3g} "
                   f"(shape {got.shape} vs {ref.shape})")
+
+# a model with named ops is refused before anything runs, naming them (exit 8)
+with tempfile.TemporaryDirectory() as d:
+    rc, out, err = run(os.path.join(DATA, "eltwise.mnn"), "--backends", "cpu,opencl", "--out", d)
+    check(rc == 8 and "2 MNN ops of this model have no counterpart" in err and "'Select12' (Select" in err,
+          f"eltwise.mnn: exit 8 naming its unmapped ops (got {rc}: {err.strip()[-300:]})")
+rc, out, err = run("inspect", os.path.join(DATA, "conv_wq8.mnn"))
+check("weights quantized (IDSTQuan); not mapped: quantized weights" in out,
+      "conv_wq8 (mnnconvert --weightQuantBits 8): quantized convolutions named, unchecked")
 
 # 3. bad files
 src = open(os.path.join(DATA, "conv.mnn"), "rb").read()
