@@ -29,6 +29,8 @@ enum {
     CC_RELU,
     CC_RELU6,
     CC_PADS,
+    CC_OUTPADS,
+    CC_HAS_OUTSHAPE,
 };
 /* Convolution2D */
 enum { CV_COMMON, CV_WEIGHT, CV_BIAS, CV_IDST, CV_SYMQ, CV_SPARSE, CV_EXTERNAL };
@@ -217,25 +219,48 @@ static cd_status map_conv(mop *m, cd_error *err) {
     }
     if (idst) param_str(m, ", weights quantized (IDSTQuan)");
     if (symq) param_str(m, ", int8 (QuantizedFloatParam)");
-    if (o->type == 17 || o->type == 18) {
-        keep_named(m, "deconvolution: weight layout not mapped yet");
+    int32_t *opad = NULL;
+    uint32_t n_opad = 0;
+    uint8_t has_os = 0;
+    if (cd_mnn_ints(c, &cm, CC_OUTPADS, "outPads", &opad, &n_opad, err) ||
+        cd_fb_u8(&c->fb, &cm, CC_HAS_OUTSHAPE, 0, &has_os, err)) {
+        free(w);
+        free(b);
+        free(opad);
+        return err->code;
+    }
+    bool deconv = o->type == 17 || o->type == 18;
+    if (deconv && (has_os || o->n_in != 1)) {
+        keep_named(m, "deconvolution with its output shape as an input");
+    } else if (deconv && n_opad && n_opad != 2) {
+        keep_named(m, "deconvolution with %u output paddings", n_opad);
     } else if (!nw || idst || symq) {
         keep_named(m, "%s", idst || symq ? "quantized weights" : "weights come in as an input");
     } else if (o->n_in != 1) {
         keep_named(m, "%d inputs", o->n_in);
-    } else if (!outc || nw % ((uint32_t)outc * (uint32_t)kx * (uint32_t)ky)) {
+    } else if (!outc || (deconv && outc % grp) ||
+               nw % ((uint32_t)(deconv ? outc / grp : outc) * (uint32_t)kx * (uint32_t)ky)) {
         free(w);
         free(b);
+        free(opad);
         return cd_err(err, CD_E_MODEL,
                       "op #%d '%s': %u weights do not divide into %d output channels of %dx%d (file offset %zu)",
                       o->index, o->name, nw, outc, ky, kx, at);
     } else if (nb && nb != (uint32_t)outc) {
         free(w);
         free(b);
+        free(opad);
         return cd_err(err, CD_E_MODEL, "op #%d '%s': %u bias values for %d output channels (file offset %zu)", o->index,
                       o->name, nb, outc, at);
     } else {
-        m->type = o->type == 13 ? "depthwise_conv2d" : "conv2d";
+        m->type = o->type == 13 ? "depthwise_conv2d"
+                  : o->type == 17 ? "conv2d_transpose"
+                  : o->type == 18 ? "depthwise_conv2d_transpose"
+                                  : "conv2d";
+        if (deconv && n_opad == 2) {
+            int64_t op2[2] = {opad[0], opad[1]};
+            add_ints(m, "output_padding", op2, 2);
+        }
         int64_t st[2] = {sy, sx}, dl[2] = {dy, dx};
         add_ints(m, "strides", st, 2);
         add_ints(m, "dilations", dl, 2);
@@ -252,6 +277,10 @@ static cd_status map_conv(mop *m, cd_error *err) {
         m->pw[0].rank = 4;
         m->pw[0].dims[0] = outc;
         m->pw[0].dims[1] = nw / ((uint32_t)outc * (uint32_t)kx * (uint32_t)ky);
+        if (deconv) { /* a transposed convolution's filter is [Cin, Cout/groups, kh, kw] */
+            m->pw[0].dims[0] = nw / ((uint32_t)(outc / grp) * (uint32_t)kx * (uint32_t)ky);
+            m->pw[0].dims[1] = outc / grp;
+        }
         m->pw[0].dims[2] = ky;
         m->pw[0].dims[3] = kx;
         m->n_pw = 1;
@@ -270,6 +299,7 @@ static cd_status map_conv(mop *m, cd_error *err) {
     }
     free(w);
     free(b);
+    free(opad);
     return CD_OK;
 }
 
@@ -307,7 +337,10 @@ static cd_status map_pool(mop *m, cd_error *err) {
         keep_named(m, "pooling of data type %d", dt);
         return CD_OK;
     }
-    if (!glob && (kx < 1 || ky < 1 || sx < 1 || sy < 1))
+    /* mnnconvert leaves the strides out of an ONNX pool that has none: MNN reads 0 as 1 */
+    if (sx == 0) sx = 1;
+    if (sy == 0) sy = 1;
+    if (!glob && (kx < 1 || ky < 1))
         return cd_err(err, CD_E_MODEL, "op #%d '%s': pooling window %dx%d stride %dx%d (file offset %zu)", o->index,
                       o->name, ky, kx, sy, sx, c->fb.base + t->pos);
     m->type = "pool2d";

@@ -7,7 +7,9 @@
    `mnnconvert --weightQuantBits 8`) (made from the .onnx beside them by
    scripts/mnn/make_models.py with the mnn wheel's mnnconvert): how many ops map onto cldiff's
    op table and which stay unchecked, op by op.
-2. The models whose every op maps (conv, branches, attention) run on cldiff's CPU (`cldiff run --backends
+2. The models whose every op maps (conv, branches, attention and the one-op-family ops_* models:
+   asymmetric pads, SAME, dilation, transposed conv, ceil pooling, padding counted, clip, unary and
+   broadcast binary ops, nearest and align-corners resize, reshape 0/-1, MatMul of a transpose) run on cldiff's CPU (`cldiff run --backends
    cpu`); their outputs must match onnxruntime on the ONNX model they were converted from: this
    checks the mapping (paddings order, fused relu/relu6, pooling's count mode, interp's
    coordinate mode), not only that it parses.
@@ -73,7 +75,16 @@ try:
 except ImportError as e:
     print(f"SKIP part 2: {e} (the test runs in .venv: scripts/setup.sh)")
     ort = None
-for name in ("conv", "branches", "attention") if ort else ():
+FULL = ["conv", "branches", "attention", "ops_binary", "ops_conv_asym", "ops_conv_same", "ops_deconv",
+        "ops_matmul_t", "ops_pool_ceil", "ops_reshape_softmax", "ops_resize_align", "ops_resize_nearest", "ops_unary"]
+PARTIAL = {"ops_conv_group": "Slice", "ops_gap": "Pooling3D"}
+for name, t in PARTIAL.items():
+    rc, out, err = run("inspect", os.path.join(DATA, name + ".mnn"))
+    check(rc == 0 and re.search(rf"^\s+\d+\s+\S+\s+{t}\s+unchecked", out, re.M) is not None,
+          f"{name}: its {t} op stays unchecked")
+for name in FULL if ort else ():
+    rc, out, err = run("inspect", os.path.join(DATA, name + ".mnn"))
+    check(re.search(r"compared only, unchecked: +0 ops", out) is not None, f"{name}: every op maps")
     x = np.load(os.path.join(DATA, name + ".input.npy"))
     ref = ort.InferenceSession(os.path.join(DATA, name + ".onnx"), providers=["CPUExecutionProvider"]).run(
         None, {"x": x})[0]

@@ -458,6 +458,15 @@ static cd_status eng_run(const char *name, bool opencl, const cd_runner_req *q, 
                         !strcmp(sc.phase, "run") ? "running the model" : "creating the session",
                         ptypes ? ptypes : "ops of this model", users[0] ? " ops: layers " : "", users,
                         users[0] ? "" : " (no layer of this model uses it)", c->signal_name, build[0] ? build : tail);
+        else if (!op_name[0])
+            st = cd_err(err, CD_E_CRASH, "%s: MNN %s %s, before any op ran (%s)%s%s: %s", name,
+                        to   ? "timed out (--timeout)"
+                        : sn ? sn
+                             : "failed",
+                        !strcmp(sc.phase, "session") ? "while creating the session (its shape and memory planning)"
+                        : !strcmp(sc.phase, "load")  ? "while loading the model"
+                                                     : "while preparing the run",
+                        opts, build[0] ? "; OpenCL program build: " : "", build, tail[0] ? tail : "no message");
         else
             st = cd_err(err, CD_E_CRASH, "%s: MNN %s in op '%s' (%s%s%s), %s%s%s: %s", name,
                         to       ? "timed out (--timeout)"
