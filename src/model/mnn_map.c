@@ -254,9 +254,9 @@ static cd_status map_conv(mop *m, cd_error *err) {
                       o->name, nb, outc, at);
     } else {
         m->type = o->type == 13 ? "depthwise_conv2d"
-                  : o->type == 17 ? "conv2d_transpose"
-                  : o->type == 18 ? "depthwise_conv2d_transpose"
-                                  : "conv2d";
+            : o->type == 17     ? "conv2d_transpose"
+            : o->type == 18     ? "depthwise_conv2d_transpose"
+                                : "conv2d";
         if (deconv && n_opad == 2) {
             int64_t op2[2] = {opad[0], opad[1]};
             add_ints(m, "output_padding", op2, 2);
@@ -651,6 +651,28 @@ static cd_status map_simple(mop *m, cd_error *err) {
         TRY(cd_fb_vec(&c->fb, t, 1, "slope", 4, &d, &ns, err));
         param_str(m, "%u slopes", ns);
         keep_named(m, "prelu slope layout not mapped yet");
+        break;
+    }
+    case 112: { /* Pooling3D: mnnconvert writes ONNX's GlobalAveragePool / GlobalMaxPool as a global one */
+        if (!main_is(o, MNN_P_POOL3D)) break;
+        uint8_t ty, glob;
+        TRY(cd_fb_u8(&c->fb, t, 3, 0, &ty, err));
+        TRY(cd_fb_u8(&c->fb, t, 5, 0, &glob, err));
+        param_str(m, "%s%s", ty ? "avg" : "max", glob ? " global" : "");
+        if (ty > 1)
+            return cd_err(err, CD_E_MODEL, "op #%d '%s': Pooling3D type %u is not one of MNN's", o->index, o->name, ty);
+        if (!glob) {
+            keep_named(m, "a 3-D pooling window");
+            break;
+        }
+        m->type = "pool2d";
+        add_str(m, "pooling_type", ty ? "avg" : "max");
+        int64_t one[2] = {1, 1}, zero[4] = {0, 0, 0, 0};
+        add_ints(m, "ksize", one, 2);
+        add_ints(m, "strides", one, 2);
+        add_ints(m, "paddings", zero, 4);
+        add_bool(m, "global_pooling", true);
+        m->n_in_used = 1;
         break;
     }
     case 513:

@@ -106,14 +106,16 @@ static bool is_geometry(const cd_op *op) {
  * op N itself when it is such an op, else the op that wrote an input of N. The step is that op's
  * output (the first not yet filled); -1: an internal step with no op of the model (counted
  * only). The size check of collect() keeps a wrong guess out. */
-static int raster_tensor(const cd_graph *g, const char *name, const bool *filled) {
+static int raster_tensor(const cd_graph *g, const char *name, bool raster, const bool *filled) {
     const char *r = strstr(name, "_raster_");
     if (!r) return -1;
     char base[512];
     snprintf(base, sizeof base, "%.*s", (int)(r - name), name);
     int oi = op_named(g, base);
     if (oi < 0) return -1;
-    if (is_geometry(&g->ops[oi])) {
+    if (is_geometry(&g->ops[oi]) || !raster) {
+        /* a compute step of op N's decomposition (Pooling3D becomes a raster and a "<N>_raster_1"
+         * Pooling): N's output */
         int t = out_tensor(g, oi, 0);
         return t >= 0 && !filled[t] ? t : -1;
     }
@@ -158,8 +160,8 @@ static cd_status collect(meng *e, collected *c, cd_error *err) {
         int oi = op_named(g, name), t = -1;
         if (oi >= 0)
             t = out_tensor(g, oi, k);
-        else if (!strcmp(type, "Raster")) {
-            t = raster_tensor(g, name, filled);
+        else if (strstr(name, "_raster_")) {
+            t = raster_tensor(g, name, !strcmp(type, "Raster"), filled);
             oi = t >= 0 ? g->tensors[t].producer : -1;
             if (t < 0) {
                 c->internal++;
@@ -460,12 +462,12 @@ static cd_status eng_run(const char *name, bool opencl, const cd_runner_req *q, 
                         users[0] ? "" : " (no layer of this model uses it)", c->signal_name, build[0] ? build : tail);
         else if (!op_name[0])
             st = cd_err(err, CD_E_CRASH, "%s: MNN %s %s, before any op ran (%s)%s%s: %s", name,
-                        to   ? "timed out (--timeout)"
-                        : sn ? sn
-                             : "failed",
-                        !strcmp(sc.phase, "session") ? "while creating the session (its shape and memory planning)"
-                        : !strcmp(sc.phase, "load")  ? "while loading the model"
-                                                     : "while preparing the run",
+                        to       ? "timed out (--timeout)"
+                            : sn ? sn
+                                 : "failed",
+                        !strcmp(sc.phase, "session")    ? "while creating the session (its shape and memory planning)"
+                            : !strcmp(sc.phase, "load") ? "while loading the model"
+                                                        : "while preparing the run",
                         opts, build[0] ? "; OpenCL program build: " : "", build, tail[0] ? tail : "no message");
         else
             st = cd_err(err, CD_E_CRASH, "%s: MNN %s in op '%s' (%s%s%s), %s%s%s: %s", name,
