@@ -653,6 +653,39 @@ static cd_status map_simple(mop *m, cd_error *err) {
         keep_named(m, "prelu slope layout not mapped yet");
         break;
     }
+    case 83: { /* Slice (Caffe's: split points along an axis), e.g. mnnconvert's grouped convolution */
+        if (!main_is(o, MNN_P_SLICE)) break;
+        int32_t ax, *pts;
+        uint32_t np;
+        uint8_t src;
+        TRY(cd_fb_i32(&c->fb, t, 0, 0, &ax, err));
+        TRY(cd_mnn_ints(c, t, 1, "slicePoints", &pts, &np, err));
+        if (cd_fb_u8(&c->fb, t, 2, 0, &src, err)) {
+            free(pts);
+            return err->code;
+        }
+        param_str(m, "axis %d, %u points, source %u", ax, np, src);
+        if (src != 0 || np + 1 != (uint32_t)o->n_out || np > CD_MAX_RANK * 8) {
+            keep_named(m, "%s", src ? "sizes of a TensorFlow/ONNX split" : "points and outputs differ");
+            free(pts);
+            break;
+        }
+        int64_t sec[CD_MAX_RANK * 8 + 1];
+        bool ok = true;
+        for (uint32_t i = 0; i < np; i++) {
+            sec[i] = pts[i] - (i ? pts[i - 1] : 0);
+            ok = ok && sec[i] > 0;
+        }
+        sec[np] = -1;
+        free(pts);
+        if (!ok) return cd_err(err, CD_E_MODEL, "op #%d '%s': Slice points are not increasing", o->index, o->name);
+        m->type = "split";
+        add_int(m, "axis", ax);
+        add_ints(m, "sections", sec, (int)np + 1);
+        add_int(m, "num", 0);
+        m->n_in_used = 1;
+        break;
+    }
     case 112: { /* Pooling3D: mnnconvert writes ONNX's GlobalAveragePool / GlobalMaxPool as a global one */
         if (!main_is(o, MNN_P_POOL3D)) break;
         uint8_t ty, glob;
@@ -695,7 +728,8 @@ cd_status cd_mnn_map_op(mnn_ctx *c, const mnn_op *o, cd_error *err) {
         st = map_pool(&m, err);
     else
         st = map_simple(&m, err);
-    if (!st && m.type && o->n_out != 1) keep_named(&m, "%d outputs", o->n_out);
+    bool multi = m.type && !strcmp(m.type, "split");
+    if (!st && m.type && o->n_out != 1 && !multi) keep_named(&m, "%d outputs", o->n_out);
     if (!st && m.type && !m.n_in_used) m.n_in_used = 1;
     if (!st && m.type && m.n_in_used < o->n_in && strcmp(m.type, "reshape2") && strcmp(m.type, "transpose2") &&
         strcmp(m.type, "nearest_interp_v2") && strcmp(m.type, "bilinear_interp_v2"))
@@ -733,8 +767,9 @@ cd_status cd_mnn_map_op(mnn_ctx *c, const mnn_op *o, cd_error *err) {
             const char *pn = pname[i];
             st = cd_op_add_input(c->g, m.pw[i].slot, &pn, 1, err);
         }
-        const char *on = c->tname[o->out[0]];
-        if (!st) st = cd_op_add_output(c->g, m.out_slot ? m.out_slot : "Out", &on, 1, err);
+        int n = multi && o->n_out < 64 ? o->n_out : 1;
+        for (int i = 0; i < n; i++) names[i] = c->tname[o->out[i]];
+        if (!st) st = cd_op_add_output(c->g, m.out_slot ? m.out_slot : "Out", names, n, err);
     } else if (!st) {
         int n = o->n_in < 64 ? o->n_in : 64;
         for (int i = 0; i < n; i++) names[i] = c->tname[o->in[i]];

@@ -23,6 +23,7 @@ enum {
     MNN_P_RELU6 = 52,
     MNN_P_RESHAPE = 55,
     MNN_P_SCALE = 58,
+    MNN_P_SLICE = 61,
     MNN_P_UNARY = 70,
     MNN_P_BATCHMATMUL = 73,
     MNN_P_QUANTFLOAT = 74,
