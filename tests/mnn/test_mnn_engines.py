@@ -116,6 +116,13 @@ with tempfile.TemporaryDirectory() as d:
             continue
         check(rc == 0 and "verdict: PASS" in so, f"{name}: mnn-cpu,mnn-opencl PASS (exit {rc}: {se.strip()[-300:]})")
 
+    # 1c. --fp16: MNN's float32 outputs kept in the plan's half (never an empty comparison)
+    out = os.path.join(d, "fp16")
+    rc, so, se = run([os.path.join(DATA, "conv.mnn"), "--backends", "mnn-cpu,mnn-opencl", "--fp16", "--input",
+                      os.path.join(DATA, "conv.input.npy"), "--out", out, "--no-repro"])
+    n = json.load(open(os.path.join(out, "summary.json")))["layers_compared"] if rc == 0 else -1
+    check(rc == 0 and n == 7, f"--fp16: exit 0 with 7 layers compared (got exit {rc}, {n} layers)")
+
     # 2. options
     out = os.path.join(d, "opts")
     rc, so, se = run([os.path.join(DATA, "conv.mnn"), "--backends", "mnn-cpu,mnn-opencl", "--out", out,

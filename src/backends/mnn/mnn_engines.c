@@ -22,6 +22,7 @@
 #include "engine/backend_def.h"
 #include "engine/forcing.h"
 #include "model/mnn_reader.h"
+#include "util/fp16.h"
 #include "util/npy.h"
 
 typedef struct meng {
@@ -180,6 +181,20 @@ static cd_status collect(meng *e, collected *c, cd_error *err) {
             break;
         }
         const cd_value *m = &plan->meta[t];
+        if (v.dtype == CD_F32 && m->dtype == CD_F16 && cd_value_numel(&v) == cd_value_numel(m)) {
+            /* an fp16 plan (--fp16): MNN hands its values over in float32 (its half storage, if
+             * any, already rounded them); cldiff keeps them in the plan's half */
+            cd_value h = {.dtype = CD_F16, .shape = v.shape};
+            if ((st = cd_value_alloc(&h, err))) {
+                cd_value_release(&v);
+                break;
+            }
+            const float *src = v.data;
+            uint16_t *dst = h.data;
+            for (int64_t i = 0; i < cd_value_numel(&v); i++) dst[i] = cd_float_to_half(src[i]);
+            cd_value_release(&v);
+            v = h;
+        }
         if (cd_value_numel(&v) != cd_value_numel(m) || v.dtype != m->dtype) {
             c->shape_differs++;
             cd_value_release(&v);
@@ -480,6 +495,13 @@ static cd_status eng_run(const char *name, bool opencl, const cd_runner_req *q, 
     }
     collected col = {0};
     if (!st) st = collect(e, &col, err);
+    int n_probed = 0;
+    for (int i = 0; q->xo->probe_mask && i < g->n_ops; i++) n_probed += q->xo->probe_mask[i];
+    if (!st && n_probed && !col.hits && q->sink)
+        st = cd_err(err, CD_E_BACKEND,
+                    "%s: none of MNN's op outputs could be matched to a probed layer of the model (%d unmatched, %d "
+                    "of another size or type than cldiff's plan): nothing to compare, so no verdict",
+                    name, col.unmatched, col.shape_differs);
     res->n_hits = col.hits;
     res->has_hits = true;
     snprintf(res->device, sizeof res->device, "MNN %s, %s kernels (session backend %s)", version[0] ? version : "?",
