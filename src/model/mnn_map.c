@@ -145,9 +145,9 @@ static cd_status paddings(mnn_ctx *c, const cd_fb_table *t, int s_pads, int s_pa
                           cd_error *err) {
     int32_t *v, px, py;
     uint32_t n;
-    TRY(cd_mnn_ints(c, t, s_pads, "pads", &v, &n, err));
     TRY(cd_fb_i32(&c->fb, t, s_padx, 0, &px, err));
     TRY(cd_fb_i32(&c->fb, t, s_pady, 0, &py, err));
+    TRY(cd_mnn_ints(c, t, s_pads, "pads", &v, &n, err));
     if (n == 4) {
         p[0] = v[0], p[1] = v[2], p[2] = v[1], p[3] = v[3];
     } else {
@@ -540,8 +540,8 @@ static cd_status map_simple(mop *m, cd_error *err) {
         if (main_is(o, MNN_P_RESHAPE)) {
             int32_t *v;
             uint32_t nn;
-            TRY(cd_mnn_ints(c, t, 0, "dims", &v, &nn, err));
             TRY(cd_fb_u8(&c->fb, t, 1, 0, &fmt, err));
+            TRY(cd_mnn_ints(c, t, 0, "dims", &v, &nn, err));
             if (nn && nn <= CD_MAX_RANK) {
                 n = (int)nn;
                 for (int i = 0; i < n; i++) sh[i] = v[i];
