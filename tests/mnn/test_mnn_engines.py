@@ -15,7 +15,8 @@ Skips (exit 77) with the reason where no MNN SDK is found (scripts/setup_mnn.sh 
    creation on mnnconvert's stride 0, contained as exit 5).
 2. MNN's options reach MNN: precision=low, memory=low, mode=image recorded; a wrong value exit 2.
 3. OpenCL unusable (OCL_ICD_VENDORS at an empty folder): MNN moves the session to its CPU and the
-   run is refused, exit 4, saying so, never a pass.
+   run is refused, exit 4, saying so, never a pass; `cldiff doctor` runs a real session and says
+   mnn-opencl is usable (session on OpenCL) or not (moved to the CPU).
 4. A runner that dies in an op (a stand-in runner built by a stand-in compiler, CLDIFF_MNN_CXX:
    it says an op, an OpenCL program that does not build, and kills itself): exit 5 naming the op
    and the program.
@@ -146,6 +147,14 @@ with tempfile.TemporaryDirectory() as d:
                       os.path.join(d, "nocl")], env={"OCL_ICD_VENDORS": empty})
     check(rc == 4 and "MNN moved the session to its cpu backend" in se,
           f"OpenCL unusable: exit 4 naming the move to the CPU (got {rc}: {se.strip()[-300:]})")
+
+    # 3b. doctor runs a real MNN OpenCL session and says where it landed
+    rc, so, se = run(["doctor"])
+    check("runs on backend opencl 3" in so and "=> mnn-opencl usable" in so,
+          f"doctor: mnn-opencl usable, session on OpenCL: {so[so.find('mnn-opencl:'):][:400]}")
+    rc, so, se = run(["doctor"], env={"OCL_ICD_VENDORS": empty})
+    check("=> mnn-opencl NOT usable" in so and "MNN moved the session to its cpu backend" in so,
+          "doctor without a usable OpenCL: mnn-opencl NOT usable, saying MNN moved the session to its CPU")
 
     # 4. a runner that dies in an op: contained, exit 5, the op and the program named
     cxx = os.path.join(d, "fake-cxx")
