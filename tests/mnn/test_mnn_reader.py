@@ -145,7 +145,14 @@ with tempfile.TemporaryDirectory() as d:
             break
     check(set(codes) <= {0, 3, 8} and codes.get(3, 0) > 0, f"150 byte-flipped files: exit codes {codes}")
 
-# 4. .nb still loads
+# 4. the format by content: an MNN file without the .mnn extension
+with tempfile.TemporaryDirectory() as d:
+    p = os.path.join(d, "model.bin")
+    open(p, "wb").write(open(os.path.join(DATA, "conv.mnn"), "rb").read())
+    rc, out, err = run("inspect", p)
+    check(rc == 0 and "MNN model: 7 ops" in out, f"an MNN model named model.bin is read as MNN (exit {rc})")
+
+# .nb still loads
 nb = os.path.join(SRC, "testdata", "mobilenet_tiny.nb")
 if os.path.exists(nb):
     rc, out, err = run("inspect", nb)
