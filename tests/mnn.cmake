@@ -10,4 +10,14 @@ set_tests_properties(mnn_reader PROPERTIES LABELS "mnn" TIMEOUT 300)
 add_test(NAME mnn_engines
          COMMAND ${CMAKE_SOURCE_DIR}/.venv/bin/python ${CMAKE_CURRENT_SOURCE_DIR}/mnn/test_mnn_engines.py
                  $<TARGET_FILE:cldiff> ${CMAKE_SOURCE_DIR})
-set_tests_properties(mnn_engines PROPERTIES LABELS "mnn;e2e" TIMEOUT 900 SKIP_RETURN_CODE 77 COST 20)
+set_tests_properties(mnn_engines PROPERTIES LABELS "mnn;e2e" TIMEOUT 900 SKIP_RETURN_CODE 77 COST 40)
+
+# Planted faults in MNN's own OpenCL kernels at run time (scripts/mnn/mnn_planted.py: the fault
+# injector layer edits the program source MNN hands to clCreateProgramWithSource): every applied
+# plant named as a KERNEL FAULT at its layer, an OpenCL program that does not build contained.
+add_test(NAME mnn_planted
+         COMMAND ${CMAKE_SOURCE_DIR}/.venv/bin/python ${CMAKE_SOURCE_DIR}/scripts/mnn/mnn_planted.py
+                 --cldiff $<TARGET_FILE:cldiff> --faultinj $<TARGET_FILE:faultinj> --skip-without-sdk
+                 --out ${CMAKE_BINARY_DIR}/mnn-planted)
+set_tests_properties(mnn_planted PROPERTIES LABELS "mnn;e2e" TIMEOUT 900 SKIP_RETURN_CODE 77 COST 60
+                     ENVIRONMENT "CLDIFF_NO_PROGRESS=1;NO_COLOR=1")

@@ -11,6 +11,10 @@ OUT_DIR/<name>.input.npy (a fixed random input, seed 0). Models:
   matmul    reshape to 2-D, MatMul with a constant, add bias, sigmoid
   eltwise   add / mul / sub / max of two convs, prelu, transpose (permute)
   attention 1x1 convs as q, k, v; reshape, transpose, MatMul of two activations, softmax, add
+  ops_*     one small model per mapped op variant (asymmetric pads, SAME, groups, leaky relu,
+            transposed conv, ceil pooling, padding counted, global pooling, clip, unary and
+            binary ops with broadcasting, nearest and align-corners resize, reshape 0/-1,
+            MatMul of a transpose): `--only ops` makes only these
 """
 import argparse
 import os
@@ -128,6 +132,61 @@ def m_attention(rng):
     return model(n, i, [1, 8, 6, 6], ["y"], "attention"), (1, 8, 6, 6)
 
 
+def single(op_nodes, inits, shape, name):
+    return model(op_nodes, inits, list(shape), ["y"], name), tuple(shape)
+
+
+def op_models():
+    """One small model per mapped op variant (the `ops_*` models): each checks one mapping of
+    src/model/mnn_map.c against onnxruntime (tests/mnn/test_mnn_reader.py)."""
+    rng = np.random.default_rng(7)
+    f = numpy_helper.from_array
+    m = {}
+    m["ops_conv_asym"] = single([helper.make_node("Conv", ["x", "w"], ["y"], kernel_shape=[3, 3], pads=[0, 1, 2, 1],
+                                                  strides=[2, 1], dilations=[1, 2])],
+                                [W("w", (4, 3, 3, 3), rng)], (1, 3, 11, 12), "ops_conv_asym")
+    m["ops_conv_same"] = single([helper.make_node("Conv", ["x", "w", "b"], ["y"], kernel_shape=[3, 3],
+                                                  auto_pad="SAME_UPPER", strides=[2, 2])],
+                                [W("w", (4, 3, 3, 3), rng), W("b", (4,), rng)], (1, 3, 9, 10), "ops_conv_same")
+    m["ops_conv_group"] = single([helper.make_node("Conv", ["x", "w"], ["c"], kernel_shape=[1, 1], group=2),
+                                  helper.make_node("LeakyRelu", ["c"], ["y"], alpha=0.1)],
+                                 [W("w", (6, 2, 1, 1), rng)], (1, 4, 5, 5), "ops_conv_group")
+    m["ops_deconv"] = single([helper.make_node("ConvTranspose", ["x", "w", "b"], ["y"], kernel_shape=[3, 3],
+                                               strides=[2, 2], pads=[1, 1, 1, 1], output_padding=[1, 1])],
+                             [W("w", (4, 3, 3, 3), rng), W("b", (3,), rng)], (1, 4, 6, 6), "ops_deconv")
+    m["ops_pool_ceil"] = single([helper.make_node("MaxPool", ["x"], ["p"], kernel_shape=[3, 3], strides=[2, 2],
+                                                  ceil_mode=1),
+                                 helper.make_node("AveragePool", ["p"], ["y"], kernel_shape=[2, 2], pads=[1, 1, 1, 1],
+                                                  count_include_pad=1)], [], (1, 3, 10, 10), "ops_pool_ceil")
+    m["ops_gap"] = single([helper.make_node("GlobalAveragePool", ["x"], ["g"]),
+                           helper.make_node("Clip", ["g", "lo", "hi"], ["y"])],
+                          [f(np.array(-0.2, np.float32), "lo"), f(np.array(0.3, np.float32), "hi")], (1, 5, 7, 6),
+                          "ops_gap")
+    m["ops_unary"] = single([helper.make_node("Abs", ["x"], ["a"]), helper.make_node("Sqrt", ["a"], ["s"]),
+                             helper.make_node("Exp", ["x"], ["e"]), helper.make_node("Tanh", ["x"], ["t"]),
+                             helper.make_node("Sigmoid", ["x"], ["h"]), helper.make_node("Add", ["s", "e"], ["u"]),
+                             helper.make_node("Mul", ["t", "h"], ["v"]), helper.make_node("Sub", ["u", "v"], ["y"])],
+                            [], (1, 4, 5, 6), "ops_unary")
+    m["ops_binary"] = single([helper.make_node("Div", ["x", "d"], ["a"]), helper.make_node("Min", ["a", "x"], ["b"]),
+                              helper.make_node("Max", ["b", "c"], ["y"])],
+                             [f((rng.random((1, 4, 1, 1)) + 0.5).astype(np.float32), "d"),
+                              f((rng.standard_normal((5, 6)) * 0.3).astype(np.float32), "c")], (2, 4, 5, 6),
+                             "ops_binary")
+    m["ops_resize_nearest"] = single([helper.make_node("Resize", ["x", "", "sc"], ["y"], mode="nearest",
+                                                       coordinate_transformation_mode="asymmetric",
+                                                       nearest_mode="floor")],
+                                     [f(np.array([1, 1, 2, 2], np.float32), "sc")], (1, 3, 5, 4), "ops_resize_nearest")
+    m["ops_resize_align"] = single([helper.make_node("Resize", ["x", "", "sc"], ["y"], mode="linear",
+                                                     coordinate_transformation_mode="align_corners")],
+                                   [f(np.array([1, 1, 2, 2], np.float32), "sc")], (1, 3, 5, 4), "ops_resize_align")
+    m["ops_reshape_softmax"] = single([helper.make_node("Reshape", ["x", "s"], ["r"]),
+                                       helper.make_node("Softmax", ["r"], ["y"], axis=1)],
+                                      [f(np.array([0, -1, 4], np.int64), "s")], (2, 3, 4, 4), "ops_reshape_softmax")
+    m["ops_matmul_t"] = single([helper.make_node("Transpose", ["x"], ["xt"], perm=[0, 2, 1]),
+                                helper.make_node("MatMul", ["xt", "x"], ["y"])], [], (2, 5, 3), "ops_matmul_t")
+    return m
+
+
 MODELS = {"attention": m_attention, "conv": m_conv, "branches": m_branches, "matmul": m_matmul, "eltwise": m_eltwise}
 
 
@@ -146,11 +205,12 @@ def main():
     if not conv:
         sys.exit("mnnconvert not found: run scripts/setup_mnn.sh (it installs the PyPI mnn wheel in .venv-mnn)")
     only = [s for s in a.only.split(",") if s]
-    for name, fn in MODELS.items():
-        if only and name not in only:
+    todo = [(n, fn) for n, fn in MODELS.items()] + [(n, v) for n, v in op_models().items()]
+    for name, fn in todo:
+        if only and name not in only and not ("ops" in only and name.startswith("ops_")):
             continue
         rng = np.random.default_rng(sum(map(ord, name)))
-        m, shape = fn(rng)
+        m, shape = fn(rng) if callable(fn) else fn
         on = os.path.join(a.out, name + ".onnx")
         mn = os.path.join(a.out, name + ".mnn")
         onnx.save(m, on)

@@ -254,6 +254,7 @@ cd_status cd_session_open(cd_session *s, const cd_cli_opts *o, cd_error *err) {
     memset(s, 0, sizeof *s);
     s->o = o;
     cd_status st = cd_model_load(o->model, &s->g, err);
+    if (!st) st = cd_mnn_check_runnable(s->g, err);
     if (st) return st;
     for (const char *w = s->g->warnings; !o->quiet && w && *w;) {
         const char *nl = strchr(w, '\n');

@@ -29,6 +29,8 @@ enum {
     CC_RELU,
     CC_RELU6,
     CC_PADS,
+    CC_OUTPADS,
+    CC_HAS_OUTSHAPE,
 };
 /* Convolution2D */
 enum { CV_COMMON, CV_WEIGHT, CV_BIAS, CV_IDST, CV_SYMQ, CV_SPARSE, CV_EXTERNAL };
@@ -143,9 +145,9 @@ static cd_status paddings(mnn_ctx *c, const cd_fb_table *t, int s_pads, int s_pa
                           cd_error *err) {
     int32_t *v, px, py;
     uint32_t n;
-    TRY(cd_mnn_ints(c, t, s_pads, "pads", &v, &n, err));
     TRY(cd_fb_i32(&c->fb, t, s_padx, 0, &px, err));
     TRY(cd_fb_i32(&c->fb, t, s_pady, 0, &py, err));
+    TRY(cd_mnn_ints(c, t, s_pads, "pads", &v, &n, err));
     if (n == 4) {
         p[0] = v[0], p[1] = v[2], p[2] = v[1], p[3] = v[3];
     } else {
@@ -217,25 +219,48 @@ static cd_status map_conv(mop *m, cd_error *err) {
     }
     if (idst) param_str(m, ", weights quantized (IDSTQuan)");
     if (symq) param_str(m, ", int8 (QuantizedFloatParam)");
-    if (o->type == 17 || o->type == 18) {
-        keep_named(m, "deconvolution: weight layout not mapped yet");
+    int32_t *opad = NULL;
+    uint32_t n_opad = 0;
+    uint8_t has_os = 0;
+    if (cd_mnn_ints(c, &cm, CC_OUTPADS, "outPads", &opad, &n_opad, err) ||
+        cd_fb_u8(&c->fb, &cm, CC_HAS_OUTSHAPE, 0, &has_os, err)) {
+        free(w);
+        free(b);
+        free(opad);
+        return err->code;
+    }
+    bool deconv = o->type == 17 || o->type == 18;
+    if (deconv && (has_os || o->n_in != 1)) {
+        keep_named(m, "deconvolution with its output shape as an input");
+    } else if (deconv && n_opad && n_opad != 2) {
+        keep_named(m, "deconvolution with %u output paddings", n_opad);
     } else if (!nw || idst || symq) {
         keep_named(m, "%s", idst || symq ? "quantized weights" : "weights come in as an input");
     } else if (o->n_in != 1) {
         keep_named(m, "%d inputs", o->n_in);
-    } else if (!outc || nw % ((uint32_t)outc * (uint32_t)kx * (uint32_t)ky)) {
+    } else if (!outc || (deconv && outc % grp) ||
+               nw % ((uint32_t)(deconv ? outc / grp : outc) * (uint32_t)kx * (uint32_t)ky)) {
         free(w);
         free(b);
+        free(opad);
         return cd_err(err, CD_E_MODEL,
                       "op #%d '%s': %u weights do not divide into %d output channels of %dx%d (file offset %zu)",
                       o->index, o->name, nw, outc, ky, kx, at);
     } else if (nb && nb != (uint32_t)outc) {
         free(w);
         free(b);
+        free(opad);
         return cd_err(err, CD_E_MODEL, "op #%d '%s': %u bias values for %d output channels (file offset %zu)", o->index,
                       o->name, nb, outc, at);
     } else {
-        m->type = o->type == 13 ? "depthwise_conv2d" : "conv2d";
+        m->type = o->type == 13 ? "depthwise_conv2d"
+            : o->type == 17     ? "conv2d_transpose"
+            : o->type == 18     ? "depthwise_conv2d_transpose"
+                                : "conv2d";
+        if (deconv && n_opad == 2) {
+            int64_t op2[2] = {opad[0], opad[1]};
+            add_ints(m, "output_padding", op2, 2);
+        }
         int64_t st[2] = {sy, sx}, dl[2] = {dy, dx};
         add_ints(m, "strides", st, 2);
         add_ints(m, "dilations", dl, 2);
@@ -252,6 +277,10 @@ static cd_status map_conv(mop *m, cd_error *err) {
         m->pw[0].rank = 4;
         m->pw[0].dims[0] = outc;
         m->pw[0].dims[1] = nw / ((uint32_t)outc * (uint32_t)kx * (uint32_t)ky);
+        if (deconv) { /* a transposed convolution's filter is [Cin, Cout/groups, kh, kw] */
+            m->pw[0].dims[0] = nw / ((uint32_t)(outc / grp) * (uint32_t)kx * (uint32_t)ky);
+            m->pw[0].dims[1] = outc / grp;
+        }
         m->pw[0].dims[2] = ky;
         m->pw[0].dims[3] = kx;
         m->n_pw = 1;
@@ -270,6 +299,7 @@ static cd_status map_conv(mop *m, cd_error *err) {
     }
     free(w);
     free(b);
+    free(opad);
     return CD_OK;
 }
 
@@ -307,7 +337,10 @@ static cd_status map_pool(mop *m, cd_error *err) {
         keep_named(m, "pooling of data type %d", dt);
         return CD_OK;
     }
-    if (!glob && (kx < 1 || ky < 1 || sx < 1 || sy < 1))
+    /* mnnconvert leaves the strides out of an ONNX pool that has none: MNN reads 0 as 1 */
+    if (sx == 0) sx = 1;
+    if (sy == 0) sy = 1;
+    if (!glob && (kx < 1 || ky < 1))
         return cd_err(err, CD_E_MODEL, "op #%d '%s': pooling window %dx%d stride %dx%d (file offset %zu)", o->index,
                       o->name, ky, kx, sy, sx, c->fb.base + t->pos);
     m->type = "pool2d";
@@ -507,8 +540,8 @@ static cd_status map_simple(mop *m, cd_error *err) {
         if (main_is(o, MNN_P_RESHAPE)) {
             int32_t *v;
             uint32_t nn;
-            TRY(cd_mnn_ints(c, t, 0, "dims", &v, &nn, err));
             TRY(cd_fb_u8(&c->fb, t, 1, 0, &fmt, err));
+            TRY(cd_mnn_ints(c, t, 0, "dims", &v, &nn, err));
             if (nn && nn <= CD_MAX_RANK) {
                 n = (int)nn;
                 for (int i = 0; i < n; i++) sh[i] = v[i];
@@ -620,6 +653,61 @@ static cd_status map_simple(mop *m, cd_error *err) {
         keep_named(m, "prelu slope layout not mapped yet");
         break;
     }
+    case 83: { /* Slice (Caffe's: split points along an axis), e.g. mnnconvert's grouped convolution */
+        if (!main_is(o, MNN_P_SLICE)) break;
+        int32_t ax, *pts;
+        uint32_t np;
+        uint8_t src;
+        TRY(cd_fb_i32(&c->fb, t, 0, 0, &ax, err));
+        TRY(cd_mnn_ints(c, t, 1, "slicePoints", &pts, &np, err));
+        if (cd_fb_u8(&c->fb, t, 2, 0, &src, err)) {
+            free(pts);
+            return err->code;
+        }
+        param_str(m, "axis %d, %u points, source %u", ax, np, src);
+        if (src != 0 || np + 1 != (uint32_t)o->n_out || np > CD_MAX_RANK * 8) {
+            keep_named(m, "%s", src ? "sizes of a TensorFlow/ONNX split" : "points and outputs differ");
+            free(pts);
+            break;
+        }
+        int64_t sec[CD_MAX_RANK * 8 + 1];
+        bool ok = true;
+        for (uint32_t i = 0; i < np; i++) {
+            sec[i] = pts[i] - (i ? pts[i - 1] : 0);
+            ok = ok && sec[i] > 0;
+        }
+        sec[np] = -1;
+        free(pts);
+        if (!ok) return cd_err(err, CD_E_MODEL, "op #%d '%s': Slice points are not increasing", o->index, o->name);
+        m->type = "split";
+        add_int(m, "axis", ax);
+        add_ints(m, "sections", sec, (int)np + 1);
+        add_int(m, "num", 0);
+        m->n_in_used = 1;
+        break;
+    }
+    case 112: { /* Pooling3D: mnnconvert writes ONNX's GlobalAveragePool / GlobalMaxPool as a global one */
+        if (!main_is(o, MNN_P_POOL3D)) break;
+        uint8_t ty, glob;
+        TRY(cd_fb_u8(&c->fb, t, 3, 0, &ty, err));
+        TRY(cd_fb_u8(&c->fb, t, 5, 0, &glob, err));
+        param_str(m, "%s%s", ty ? "avg" : "max", glob ? " global" : "");
+        if (ty > 1)
+            return cd_err(err, CD_E_MODEL, "op #%d '%s': Pooling3D type %u is not one of MNN's", o->index, o->name, ty);
+        if (!glob) {
+            keep_named(m, "a 3-D pooling window");
+            break;
+        }
+        m->type = "pool2d";
+        add_str(m, "pooling_type", ty ? "avg" : "max");
+        int64_t one[2] = {1, 1}, zero[4] = {0, 0, 0, 0};
+        add_ints(m, "ksize", one, 2);
+        add_ints(m, "strides", one, 2);
+        add_ints(m, "paddings", zero, 4);
+        add_bool(m, "global_pooling", true);
+        m->n_in_used = 1;
+        break;
+    }
     case 513:
     case 515:
     case 518: param_str(m, "int8"); break;
@@ -640,7 +728,8 @@ cd_status cd_mnn_map_op(mnn_ctx *c, const mnn_op *o, cd_error *err) {
         st = map_pool(&m, err);
     else
         st = map_simple(&m, err);
-    if (!st && m.type && o->n_out != 1) keep_named(&m, "%d outputs", o->n_out);
+    bool multi = m.type && !strcmp(m.type, "split");
+    if (!st && m.type && o->n_out != 1 && !multi) keep_named(&m, "%d outputs", o->n_out);
     if (!st && m.type && !m.n_in_used) m.n_in_used = 1;
     if (!st && m.type && m.n_in_used < o->n_in && strcmp(m.type, "reshape2") && strcmp(m.type, "transpose2") &&
         strcmp(m.type, "nearest_interp_v2") && strcmp(m.type, "bilinear_interp_v2"))
@@ -678,8 +767,9 @@ cd_status cd_mnn_map_op(mnn_ctx *c, const mnn_op *o, cd_error *err) {
             const char *pn = pname[i];
             st = cd_op_add_input(c->g, m.pw[i].slot, &pn, 1, err);
         }
-        const char *on = c->tname[o->out[0]];
-        if (!st) st = cd_op_add_output(c->g, m.out_slot ? m.out_slot : "Out", &on, 1, err);
+        int n = multi && o->n_out < 64 ? o->n_out : 1;
+        for (int i = 0; i < n; i++) names[i] = c->tname[o->out[i]];
+        if (!st) st = cd_op_add_output(c->g, m.out_slot ? m.out_slot : "Out", names, n, err);
     } else if (!st) {
         int n = o->n_in < 64 ? o->n_in : 64;
         for (int i = 0; i < n; i++) names[i] = c->tname[o->in[i]];

@@ -23,9 +23,11 @@ enum {
     MNN_P_RELU6 = 52,
     MNN_P_RESHAPE = 55,
     MNN_P_SCALE = 58,
+    MNN_P_SLICE = 61,
     MNN_P_UNARY = 70,
     MNN_P_BATCHMATMUL = 73,
     MNN_P_QUANTFLOAT = 74,
+    MNN_P_POOL3D = 79,
 };
 
 /* A constant integer tensor (Const op with int32 data), for ops whose shape or permutation

@@ -27,6 +27,27 @@ bool cd_mnn_graph(const cd_graph *g) { return g && !strcmp(g->opt_version, "mnn"
 
 bool cd_mnn_op_mapped(const cd_op *op) { return op && strncmp(op->type, "mnn_", 4) != 0; }
 
+cd_status cd_mnn_check_runnable(const cd_graph *g, cd_error *err) {
+    if (!cd_mnn_graph(g)) return CD_OK;
+    char list[1200] = "";
+    size_t o = 0;
+    int n = 0;
+    for (int i = 0; i < g->n_ops; i++) {
+        const cd_op *op = &g->ops[i];
+        if (cd_mnn_op_mapped(op)) continue;
+        if (n++ < 8 && o < sizeof list)
+            o += (size_t)snprintf(list + o, sizeof list - o, "%s'%s' (%s: %s)", o ? ", " : "",
+                                  cd_attr_str(op, "mnn_name", "?"), cd_attr_str(op, "mnn_type", "?"),
+                                  cd_attr_str(op, "mnn_unmapped", "no counterpart in cldiff's op table"));
+    }
+    if (!n) return CD_OK;
+    return cd_err(err, CD_E_UNSUPPORTED,
+                  "%d MNN op%s of this model %s no counterpart in cldiff's op table: %s%s. cldiff plans every "
+                  "layer before it runs a model (the MNN engines too), and cannot plan these yet; `cldiff inspect` "
+                  "lists what maps (docs/mnn.md)",
+                  n, n == 1 ? "" : "s", n == 1 ? "has" : "have", list, n > 8 ? ", ..." : "");
+}
+
 /* MNN DataType -> cd_dtype; -1 when cldiff has no such element type. */
 static int dtype_of(int32_t t) {
     switch (t) {

@@ -11,9 +11,12 @@ Skips (exit 77) with the reason where no MNN SDK is found (scripts/setup_mnn.sh 
    two activations): `--backends mnn-cpu,mnn-opencl` PASS, every expected layer compared, the
    checked ones within their bounds; MNN's CPU output equals onnxruntime's (the runner hands real
    values over); the dump records what MNN used (session backend, options).
+   The one-op-family models testdata/mnn/ops_*: PASS (ops_pool_ceil: MNN's CPU dies at session
+   creation on mnnconvert's stride 0, contained as exit 5).
 2. MNN's options reach MNN: precision=low, memory=low, mode=image recorded; a wrong value exit 2.
 3. OpenCL unusable (OCL_ICD_VENDORS at an empty folder): MNN moves the session to its CPU and the
-   run is refused, exit 4, saying so, never a pass.
+   run is refused, exit 4, saying so, never a pass; `cldiff doctor` runs a real session and says
+   mnn-opencl is usable (session on OpenCL) or not (moved to the CPU).
 4. A runner that dies in an op (a stand-in runner built by a stand-in compiler, CLDIFF_MNN_CXX:
    it says an op, an OpenCL program that does not build, and kills itself): exit 5 naming the op
    and the program.
@@ -102,6 +105,25 @@ with tempfile.TemporaryDirectory() as d:
             check(dc <= tol and do <= tol,
                   f"{name}: MNN CPU / OpenCL outputs vs onnxruntime {dc:.3g} / {do:.3g} <= {tol:.3g}")
 
+    # 1b. the one-op-family models: PASS; ops_pool_ceil's stride 0 (mnnconvert) kills MNN's CPU
+    # while it creates the session: contained (exit 5) as long as MNN has that bug
+    for mn in sorted(glob.glob(os.path.join(DATA, "ops_*.mnn"))):
+        name = os.path.basename(mn)[:-4]
+        rc, so, se = run([mn, "--backends", "mnn-cpu,mnn-opencl", "--input", os.path.join(DATA, name + ".input.npy"),
+                          "--out", os.path.join(d, name), "--no-repro"])
+        if name == "ops_pool_ceil" and rc == 5:
+            check("while creating the session" in se and "before any op ran" in se,
+                  f"{name}: MNN's crash at session creation contained and said: {se.strip()[-200:]}")
+            continue
+        check(rc == 0 and "verdict: PASS" in so, f"{name}: mnn-cpu,mnn-opencl PASS (exit {rc}: {se.strip()[-300:]})")
+
+    # 1c. --fp16: MNN's float32 outputs kept in the plan's half (never an empty comparison)
+    out = os.path.join(d, "fp16")
+    rc, so, se = run([os.path.join(DATA, "conv.mnn"), "--backends", "mnn-cpu,mnn-opencl", "--fp16", "--input",
+                      os.path.join(DATA, "conv.input.npy"), "--out", out, "--no-repro"])
+    n = json.load(open(os.path.join(out, "summary.json")))["layers_compared"] if rc == 0 else -1
+    check(rc == 0 and n == 7, f"--fp16: exit 0 with 7 layers compared (got exit {rc}, {n} layers)")
+
     # 2. options
     out = os.path.join(d, "opts")
     rc, so, se = run([os.path.join(DATA, "conv.mnn"), "--backends", "mnn-cpu,mnn-opencl", "--out", out,
@@ -125,6 +147,14 @@ with tempfile.TemporaryDirectory() as d:
                       os.path.join(d, "nocl")], env={"OCL_ICD_VENDORS": empty})
     check(rc == 4 and "MNN moved the session to its cpu backend" in se,
           f"OpenCL unusable: exit 4 naming the move to the CPU (got {rc}: {se.strip()[-300:]})")
+
+    # 3b. doctor runs a real MNN OpenCL session and says where it landed
+    rc, so, se = run(["doctor"])
+    check("runs on backend opencl 3" in so and "=> mnn-opencl usable" in so,
+          f"doctor: mnn-opencl usable, session on OpenCL: {so[so.find('mnn-opencl:'):][:400]}")
+    rc, so, se = run(["doctor"], env={"OCL_ICD_VENDORS": empty})
+    check("=> mnn-opencl NOT usable" in so and "MNN moved the session to its cpu backend" in so,
+          "doctor without a usable OpenCL: mnn-opencl NOT usable, saying MNN moved the session to its CPU")
 
     # 4. a runner that dies in an op: contained, exit 5, the op and the program named
     cxx = os.path.join(d, "fake-cxx")

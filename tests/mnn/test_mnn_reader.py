@@ -3,10 +3,13 @@
 
     test_mnn_reader.py CLDIFF SOURCE_DIR
 
-1. `cldiff inspect` on the .mnn files of testdata/mnn/ (made from the .onnx beside them by
+1. `cldiff inspect` on the .mnn files of testdata/mnn/ (conv_wq8: conv with
+   `mnnconvert --weightQuantBits 8`) (made from the .onnx beside them by
    scripts/mnn/make_models.py with the mnn wheel's mnnconvert): how many ops map onto cldiff's
    op table and which stay unchecked, op by op.
-2. The models whose every op maps (conv, branches, attention) run on cldiff's CPU (`cldiff run --backends
+2. The models whose every op maps (conv, branches, attention and the one-op-family ops_* models:
+   asymmetric pads, SAME, dilation, transposed conv, ceil pooling, padding counted, clip, unary and
+   broadcast binary ops, nearest and align-corners resize, reshape 0/-1, MatMul of a transpose) run on cldiff's CPU (`cldiff run --backends
    cpu`); their outputs must match onnxruntime on the ONNX model they were converted from: this
    checks the mapping (paddings order, fused relu/relu6, pooling's count mode, interp's
    coordinate mode), not only that it parses.
@@ -49,6 +52,7 @@ EXPECT = {
                         ("ab", "Reshape", "unchecked")]),
     "attention": (18, 0, [("s", "MatMul", "matmul_v2"), ("qt", "Permute", "transpose2"), ("q", "Reshape", "reshape2"),
                           ("p", "Softmax", "softmax")]),
+    "conv_wq8": (4, 3, [("c1", "Convolution", "unchecked"), ("p1", "Pooling", "pool2d")]),
     "eltwise": (11, 2, [("s", "BinaryOp", "elementwise_add"), ("mx", "BinaryOp", "elementwise_max"),
                         ("Select12", "Select", "unchecked"), ("y", "Permute", "transpose2")]),
 }
@@ -71,7 +75,11 @@ try:
 except ImportError as e:
     print(f"SKIP part 2: {e} (the test runs in .venv: scripts/setup.sh)")
     ort = None
-for name in ("conv", "branches", "attention") if ort else ():
+FULL = ["conv", "branches", "attention", "ops_binary", "ops_conv_asym", "ops_conv_same", "ops_deconv", "ops_gap", "ops_conv_group",
+        "ops_matmul_t", "ops_pool_ceil", "ops_reshape_softmax", "ops_resize_align", "ops_resize_nearest", "ops_unary"]
+for name in FULL if ort else ():
+    rc, out, err = run("inspect", os.path.join(DATA, name + ".mnn"))
+    check(re.search(r"compared only, unchecked: +0 ops", out) is not None, f"{name}: every op maps")
     x = np.load(os.path.join(DATA, name + ".input.npy"))
     ref = ort.InferenceSession(os.path.join(DATA, name + ".onnx"), providers=["CPUExecutionProvider"]).run(
         None, {"x": x})[0]
@@ -87,6 +95,15 @@ for name in ("conv", "branches", "attention") if ort else ():
             tol = 1e-5 * float(np.abs(ref).max()) + 1e-6
             check(diff <= tol, f"{name}: cldiff CPU vs onnxruntime max |diff| {diff:.3g} <= {tol:.3g} "
                   f"(shape {got.shape} vs {ref.shape})")
+
+# a model with named ops is refused before anything runs, naming them (exit 8)
+with tempfile.TemporaryDirectory() as d:
+    rc, out, err = run(os.path.join(DATA, "eltwise.mnn"), "--backends", "cpu,opencl", "--out", d)
+    check(rc == 8 and "2 MNN ops of this model have no counterpart" in err and "'Select12' (Select" in err,
+          f"eltwise.mnn: exit 8 naming its unmapped ops (got {rc}: {err.strip()[-300:]})")
+rc, out, err = run("inspect", os.path.join(DATA, "conv_wq8.mnn"))
+check("weights quantized (IDSTQuan); not mapped: quantized weights" in out,
+      "conv_wq8 (mnnconvert --weightQuantBits 8): quantized convolutions named, unchecked")
 
 # 3. bad files
 src = open(os.path.join(DATA, "conv.mnn"), "rb").read()
@@ -128,7 +145,14 @@ with tempfile.TemporaryDirectory() as d:
             break
     check(set(codes) <= {0, 3, 8} and codes.get(3, 0) > 0, f"150 byte-flipped files: exit codes {codes}")
 
-# 4. .nb still loads
+# 4. the format by content: an MNN file without the .mnn extension
+with tempfile.TemporaryDirectory() as d:
+    p = os.path.join(d, "model.bin")
+    open(p, "wb").write(open(os.path.join(DATA, "conv.mnn"), "rb").read())
+    rc, out, err = run("inspect", p)
+    check(rc == 0 and "MNN model: 7 ops" in out, f"an MNN model named model.bin is read as MNN (exit {rc})")
+
+# .nb still loads
 nb = os.path.join(SRC, "testdata", "mobilenet_tiny.nb")
 if os.path.exists(nb):
     rc, out, err = run("inspect", nb)

@@ -22,6 +22,7 @@
 #include "engine/backend_def.h"
 #include "engine/forcing.h"
 #include "model/mnn_reader.h"
+#include "util/fp16.h"
 #include "util/npy.h"
 
 typedef struct meng {
@@ -106,14 +107,16 @@ static bool is_geometry(const cd_op *op) {
  * op N itself when it is such an op, else the op that wrote an input of N. The step is that op's
  * output (the first not yet filled); -1: an internal step with no op of the model (counted
  * only). The size check of collect() keeps a wrong guess out. */
-static int raster_tensor(const cd_graph *g, const char *name, const bool *filled) {
+static int raster_tensor(const cd_graph *g, const char *name, bool raster, const bool *filled) {
     const char *r = strstr(name, "_raster_");
     if (!r) return -1;
     char base[512];
     snprintf(base, sizeof base, "%.*s", (int)(r - name), name);
     int oi = op_named(g, base);
     if (oi < 0) return -1;
-    if (is_geometry(&g->ops[oi])) {
+    if (is_geometry(&g->ops[oi]) || !raster) {
+        /* a compute step of op N's decomposition (Pooling3D becomes a raster and a "<N>_raster_1"
+         * Pooling): N's output */
         int t = out_tensor(g, oi, 0);
         return t >= 0 && !filled[t] ? t : -1;
     }
@@ -158,8 +161,8 @@ static cd_status collect(meng *e, collected *c, cd_error *err) {
         int oi = op_named(g, name), t = -1;
         if (oi >= 0)
             t = out_tensor(g, oi, k);
-        else if (!strcmp(type, "Raster")) {
-            t = raster_tensor(g, name, filled);
+        else if (strstr(name, "_raster_")) {
+            t = raster_tensor(g, name, !strcmp(type, "Raster"), filled);
             oi = t >= 0 ? g->tensors[t].producer : -1;
             if (t < 0) {
                 c->internal++;
@@ -178,6 +181,20 @@ static cd_status collect(meng *e, collected *c, cd_error *err) {
             break;
         }
         const cd_value *m = &plan->meta[t];
+        if (v.dtype == CD_F32 && m->dtype == CD_F16 && cd_value_numel(&v) == cd_value_numel(m)) {
+            /* an fp16 plan (--fp16): MNN hands its values over in float32 (its half storage, if
+             * any, already rounded them); cldiff keeps them in the plan's half */
+            cd_value h = {.dtype = CD_F16, .shape = v.shape};
+            if ((st = cd_value_alloc(&h, err))) {
+                cd_value_release(&v);
+                break;
+            }
+            const float *src = v.data;
+            uint16_t *dst = h.data;
+            for (int64_t i = 0; i < cd_value_numel(&v); i++) dst[i] = cd_float_to_half(src[i]);
+            cd_value_release(&v);
+            v = h;
+        }
         if (cd_value_numel(&v) != cd_value_numel(m) || v.dtype != m->dtype) {
             c->shape_differs++;
             cd_value_release(&v);
@@ -230,12 +247,26 @@ static void read_run_txt(meng *e, cd_runner_result *res, char *version, size_t v
 }
 
 /* What the log says of the op in flight and of OpenCL programs that failed to build. */
-static void log_scan(const char *logp, char *op_type, size_t tn, char *op_name, size_t nn, char *build, size_t bn) {
-    op_type[0] = op_name[0] = build[0] = 0;
+typedef struct scan {
+    char op_type[64], op_name[512], build[1024], program[64], phase[16];
+} scan;
+
+static void log_scan(const char *logp, scan *sc) {
+    memset(sc, 0, sizeof *sc);
+    char *op_type = sc->op_type, *op_name = sc->op_name, *build = sc->build;
+    size_t tn = sizeof sc->op_type, nn = sizeof sc->op_name, bn = sizeof sc->build;
     FILE *f = fopen(logp, "rb");
     char line[2048];
     while (f && fgets(line, sizeof line, f)) {
         line[strcspn(line, "\r\n")] = 0;
+        const char *ph = strstr(line, "mnn_probe_runner: phase ");
+        if (ph) snprintf(sc->phase, sizeof sc->phase, "%s", ph + strlen("mnn_probe_runner: phase "));
+        /* MNN 3.x: "programName.c_str()=s <program> in buildKernelWithCache" after a failed build */
+        const char *pn = strstr(line, "programName.c_str()=s ");
+        if (pn && !sc->program[0]) {
+            pn += strlen("programName.c_str()=s ");
+            snprintf(sc->program, sizeof sc->program, "%.*s", (int)strcspn(pn, " "), pn);
+        }
         const char *o = strstr(line, "mnn_probe_runner: op ");
         if (o) {
             o += strlen("mnn_probe_runner: op ");
@@ -251,6 +282,56 @@ static void log_scan(const char *logp, char *op_type, size_t tn, char *op_name, 
             snprintf(build + strlen(build), bn - strlen(build), "%s%s", build[0] ? " | " : "", line);
     }
     if (f) fclose(f);
+}
+
+/* The MNN op types an OpenCL program of MNN serves (its .cl file's name). */
+static const char *program_ops(const char *prog) {
+    static const struct {
+        const char *prefix, *types;
+    } t[] = {
+        {"depthwise_conv2d", "ConvolutionDepthwise"},
+        {"conv_2d", "Convolution"},
+        {"gemv_conv1x1", "Convolution"},
+        {"gemm_conv1x1", "Convolution"},
+        {"deconv", "Deconvolution"},
+        {"pooling", "Pooling"},
+        {"softmax", "Softmax"},
+        {"self_attention", "Softmax"},
+        {"interp", "Interp"},
+        {"raster", "ConvertTensor,Concat,Permute,Transpose,Reshape"},
+        {"buffer_convert", "ConvertTensor"},
+        {"binary", "BinaryOp,Eltwise"},
+        {"loop", "MatMul,BatchMatMul,BinaryOp"},
+        {"matmul", "MatMul,BatchMatMul"},
+        {"unary", "UnaryOp,Sigmoid,TanH"},
+    };
+    for (size_t i = 0; prog && i < sizeof t / sizeof *t; i++)
+        if (!strncmp(prog, t[i].prefix, strlen(t[i].prefix))) return t[i].types;
+    return NULL;
+}
+
+/* The layers of the graph whose MNN type is in types (a comma list): names into out; the first
+ * one's op index. */
+static int layers_of(const cd_graph *g, const char *types, char *out, size_t n) {
+    int first = -1;
+    size_t o = 0;
+    out[0] = 0;
+    for (int i = 0; types && i < g->n_ops; i++) {
+        const char *m = cd_attr_str(&g->ops[i], "mnn_type", NULL);
+        if (!m) continue;
+        size_t l = strlen(m);
+        bool in = false;
+        for (const char *p = types; *p;) {
+            size_t k = strcspn(p, ",");
+            if (k == l && !strncmp(p, m, l)) in = true;
+            p += k;
+            if (*p) p++;
+        }
+        if (!in) continue;
+        if (first < 0) first = i;
+        if (o < n) o += (size_t)snprintf(out + o, n - o, "%s%s", o ? ", " : "", g->ops[i].name);
+    }
+    return first;
 }
 
 static cd_status write_inputs(meng *e, cd_error *err) {
@@ -335,10 +416,13 @@ static cd_status eng_run(const char *name, bool opencl, const cd_runner_req *q, 
     }
     char version[64] = "", session[64] = "";
     if (!st) read_run_txt(e, res, version, sizeof version, session, sizeof session);
-    char tail[1024] = "", op_type[64], op_name[512], build[1024];
+    char tail[1024] = "";
+    scan sc;
+    memset(&sc, 0, sizeof sc);
+    const char *op_type = sc.op_type, *op_name = sc.op_name, *build = sc.build;
     if (!st) {
         cd_mnn_log_tail(logp, 3, tail, sizeof tail);
-        log_scan(logp, op_type, sizeof op_type, op_name, sizeof op_name, build, sizeof build);
+        log_scan(logp, &sc);
     }
     bool died = !st && (to || WIFSIGNALED(ws) || (WIFEXITED(ws) && WEXITSTATUS(ws) == 5));
     if (!st && !died && WEXITSTATUS(ws) != 0) {
@@ -362,26 +446,62 @@ static cd_status eng_run(const char *name, bool opencl, const cd_runner_req *q, 
                                  : "error");
         c->exit_status = WIFEXITED(ws) ? WEXITSTATUS(ws) : -1;
         c->op_index = op_name[0] ? op_named(g, op_name) : -1;
+        char users[600] = "";
+        const char *ptypes = program_ops(sc.program);
+        int puser = sc.program[0] ? layers_of(g, ptypes, users, sizeof users) : -1;
+        bool in_build = sc.program[0] && (c->op_index < 0 || strcmp(sc.phase, "run"));
+        if (in_build && puser >= 0) c->op_index = puser;
         if (c->op_index >= 0)
             snprintf(c->layer, sizeof c->layer, "%s", g->ops[c->op_index].name);
         else
             snprintf(c->layer, sizeof c->layer, "%s", op_name);
-        snprintf(c->op_type, sizeof c->op_type, "%s", op_type);
-        snprintf(c->kernel, sizeof c->kernel, "%s", op_type);
+        snprintf(c->op_type, sizeof c->op_type, "%s",
+                 in_build && c->op_index >= 0 ? cd_attr_str(&g->ops[c->op_index], "mnn_type", "") : op_type);
+        snprintf(c->kernel, sizeof c->kernel, "%s", sc.program[0] ? sc.program : op_type);
         snprintf(c->variant, sizeof c->variant, "%s", e->precision);
-        snprintf(c->phase, sizeof c->phase, "engine-run");
+        snprintf(c->phase, sizeof c->phase, "%s", in_build ? "engine-build" : "engine-run");
         snprintf(c->stderr_tail, sizeof c->stderr_tail, "%s%s%s", build, build[0] ? " | " : "", tail);
-        st = cd_err(err, CD_E_CRASH, "%s: MNN %s in op '%s' (%s%s%s), precision %s, memory %s%s%s%s%s: %s", name,
-                    to       ? "timed out (--timeout)"
-                        : sn ? sn
-                             : "failed",
-                    op_name[0] ? op_name : "?", op_type[0] ? op_type : "?", c->op_index >= 0 ? ", layer " : "",
-                    c->op_index >= 0 ? c->layer : "", e->precision, e->memory, opencl ? ", gpu mode " : "",
-                    opencl ? e->mode : "", build[0] ? "; OpenCL program build: " : "", build,
-                    tail[0] ? tail : "no message");
+        char opts[160];
+        snprintf(opts, sizeof opts, "precision %s, memory %s%s%s", e->precision, e->memory, opencl ? ", gpu mode " : "",
+                 opencl ? e->mode : "");
+        if (in_build)
+            st = cd_err(err, CD_E_CRASH,
+                        "%s: MNN's OpenCL program %s does not build (%s), and MNN then %s while %s; the program "
+                        "serves %s%s%s%s (%s): %s",
+                        name, sc.program, opts,
+                        to       ? "timed out (--timeout)"
+                            : sn ? (strcmp(sn, "SIGSEGV") ? "died" : "died with SIGSEGV")
+                                 : "failed",
+                        !strcmp(sc.phase, "run") ? "running the model" : "creating the session",
+                        ptypes ? ptypes : "ops of this model", users[0] ? " ops: layers " : "", users,
+                        users[0] ? "" : " (no layer of this model uses it)", c->signal_name, build[0] ? build : tail);
+        else if (!op_name[0])
+            st = cd_err(err, CD_E_CRASH, "%s: MNN %s %s, before any op ran (%s)%s%s: %s", name,
+                        to       ? "timed out (--timeout)"
+                            : sn ? sn
+                                 : "failed",
+                        !strcmp(sc.phase, "session")    ? "while creating the session (its shape and memory planning)"
+                            : !strcmp(sc.phase, "load") ? "while loading the model"
+                                                        : "while preparing the run",
+                        opts, build[0] ? "; OpenCL program build: " : "", build, tail[0] ? tail : "no message");
+        else
+            st = cd_err(err, CD_E_CRASH, "%s: MNN %s in op '%s' (%s%s%s), %s%s%s: %s", name,
+                        to       ? "timed out (--timeout)"
+                            : sn ? sn
+                                 : "failed",
+                        op_name[0] ? op_name : "?", op_type[0] ? op_type : "?", c->op_index >= 0 ? ", layer " : "",
+                        c->op_index >= 0 ? c->layer : "", opts, build[0] ? "; OpenCL program build: " : "", build,
+                        tail[0] ? tail : "no message");
     }
     collected col = {0};
     if (!st) st = collect(e, &col, err);
+    int n_probed = 0;
+    for (int i = 0; q->xo->probe_mask && i < g->n_ops; i++) n_probed += q->xo->probe_mask[i];
+    if (!st && n_probed && !col.hits && q->sink)
+        st = cd_err(err, CD_E_BACKEND,
+                    "%s: none of MNN's op outputs could be matched to a probed layer of the model (%d unmatched, %d "
+                    "of another size or type than cldiff's plan): nothing to compare, so no verdict",
+                    name, col.unmatched, col.shape_differs);
     res->n_hits = col.hits;
     res->has_hits = true;
     snprintf(res->device, sizeof res->device, "MNN %s, %s kernels (session backend %s)", version[0] ? version : "?",

@@ -419,6 +419,7 @@ static void add(char *rep, size_t n, const char *fmt, ...) {
 
 bool cd_mnn_engine_check(const char *eng, bool need_ocl, char *report, size_t n) {
     report[0] = 0;
+    bool usable = true;
     cd_mnn_sdk sdk;
     cd_error err = {0};
     if (cd_mnn_sdk_find(eng, NULL, need_ocl, &sdk, &err)) {
@@ -436,10 +437,71 @@ bool cd_mnn_engine_check(const char *eng, bool need_ocl, char *report, size_t n)
     }
     add(report, n, "  ok      runner %s (%s%s)\n", exe, built ? "built now" : "cached", built ? "" : "");
     if (built) add(report, n, "          (build and first load took %.1f s)\n", (now_ms() - t0) / 1e3);
-    if (need_ocl)
+    if (need_ocl) {
+        /* a real session: testdata/mnn/conv.mnn (beside cldiff or in its source tree) on MNN's OpenCL */
+        char model[PATH_MAX + 64] = "", d[PATH_MAX];
+        exe_dir(d, sizeof d);
+        for (int i = 0; d[0] && i < 3 && !model[0]; i++) {
+            snprintf(model, sizeof model, "%s/testdata/mnn/conv.mnn", d);
+            if (!is_file(model)) model[0] = 0;
+            if (!up(d)) break;
+        }
+#ifdef CLDIFF_SOURCE_DIR
+        if (!model[0]) snprintf(model, sizeof model, "%s/testdata/mnn/conv.mnn", CLDIFF_SOURCE_DIR);
+#endif
+        char dir[] = "/tmp/cldiff-mnn-doctor-XXXXXX";
+        if (is_file(model) && mkdtemp(dir)) {
+            char in[PATH_MAX], out[PATH_MAX], logp[PATH_MAX], runp[PATH_MAX + 16], line[512];
+            snprintf(in, sizeof in, "%s/inputs.txt", dir);
+            FILE *f = fopen(in, "w");
+            if (f) fclose(f); /* no inputs given: MNN's own zero-filled input is enough to place the session */
+            snprintf(out, sizeof out, "%s/out", dir);
+            snprintf(logp, sizeof logp, "%s/log", dir);
+            char *argv[] = {exe, model, dir, out, "--forward", "opencl", NULL};
+            int ws = 0;
+            bool to = false;
+            cd_error e2 = {0};
+            double t1 = now_ms();
+            cd_status st = cd_mnn_spawn_wait(argv, logp, 120, &ws, &to, NULL, &e2);
+            char sess[64] = "?", tail[600];
+            snprintf(runp, sizeof runp, "%s/run.txt", out);
+            f = fopen(runp, "r");
+            while (f && fgets(line, sizeof line, f))
+                if (!strncmp(line, "session_backend ", 16)) {
+                    snprintf(sess, sizeof sess, "%s", line + 16);
+                    sess[strcspn(sess, "\r\n")] = 0;
+                }
+            if (f) fclose(f);
+            cd_mnn_log_tail(logp, 2, tail, sizeof tail);
+            if (!st && !to && WIFEXITED(ws) && WEXITSTATUS(ws) == 0)
+                add(report, n, "  ok      MNN's OpenCL session on %s runs on backend %s (%.1f s)\n", model, sess,
+                    (now_ms() - t1) / 1e3);
+            else {
+                add(report, n, "  FAILED  MNN's OpenCL session on %s: %s\n", model,
+                    st            ? e2.msg
+                        : to      ? "timed out"
+                        : tail[0] ? tail
+                                  : "the runner failed");
+                usable = false;
+            }
+            /* the folder holds the runner's files only */
+            char cmdp[PATH_MAX + 32];
+            const char *files[] = {"out/ops.txt", "out/run.txt", "inputs.txt", "log"};
+            for (int i = 0; i < 4; i++) {
+                snprintf(cmdp, sizeof cmdp, "%s/%s", dir, files[i]);
+                unlink(cmdp);
+            }
+            for (int i = 0; i < 64; i++) {
+                snprintf(cmdp, sizeof cmdp, "%s/out/t_%d_0.npy", dir, i);
+                unlink(cmdp);
+            }
+            rmdir(out);
+            rmdir(dir);
+        }
         add(report, n,
             "          MNN takes the first OpenCL platform's devices; a session it moves to its CPU is refused "
             "(exit 4)\n");
-    add(report, n, "  => %s usable\n", eng);
-    return true;
+    }
+    add(report, n, "  => %s %s\n", eng, usable ? "usable" : "NOT usable (see above)");
+    return usable;
 }
