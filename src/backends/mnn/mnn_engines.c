@@ -542,6 +542,23 @@ static cd_status ocl_run(const cd_runner_req *q, cd_runner_result *res, cd_error
     return eng_run("mnn-opencl", true, q, res, err);
 }
 
+/* Before any run (and for `cldiff doctor`): the SDK (with OpenCL for mnn-opencl) and the
+ * runner built against it; the session's real backend is checked when it runs. */
+static cd_status eng_available(const char *name, bool opencl, const cd_runner_req *q, cd_error *err) {
+    cd_mnn_sdk sdk;
+    char exe[PATH_MAX];
+    bool built = false;
+    cd_status st = cd_mnn_sdk_find(name, q->bo ? cd_backend_opt(q->bo, name, "sdk") : NULL, opencl, &sdk, err);
+    if (!st) st = cd_mnn_runner_get(&sdk, exe, sizeof exe, &built, err);
+    return st;
+}
+
+static cd_status cpu_available(const cd_runner_req *q, cd_error *err) { return eng_available("mnn-cpu", false, q, err); }
+
+static cd_status ocl_available(const cd_runner_req *q, cd_error *err) {
+    return eng_available("mnn-opencl", true, q, err);
+}
+
 static cd_status placement(const char *name, const cd_runner_req *q, cd_op_place *out, char *note, size_t nn,
                            cd_error *err) {
     (void)err;
@@ -603,6 +620,7 @@ const cd_backend_def cd_backend_def_mnn_cpu = {
     .opts = CPU_OPTS,
     .run = cpu_run,
     .placement = cpu_place,
+    .available = cpu_available,
 };
 
 const cd_backend_def cd_backend_def_mnn_opencl = {
@@ -611,4 +629,5 @@ const cd_backend_def cd_backend_def_mnn_opencl = {
     .opts = OCL_OPTS,
     .run = ocl_run,
     .placement = ocl_place,
+    .available = ocl_available,
 };

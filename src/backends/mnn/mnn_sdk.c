@@ -21,6 +21,7 @@
 #include <time.h>
 #include <unistd.h>
 #include "util/sha256.h"
+#include "util/subproc.h"
 
 extern char **environ;
 
@@ -214,35 +215,16 @@ cd_status cd_mnn_sdk_find(const char *eng, const char *given, bool need_ocl, cd_
 
 cd_status cd_mnn_spawn_wait(char *const argv[], const char *log_path, double timeout_s, int *wstatus, bool *timed_out,
                             volatile int *stop, cd_error *err) {
-    posix_spawn_file_actions_t fa;
-    posix_spawn_file_actions_init(&fa);
-    posix_spawn_file_actions_addopen(&fa, 1, log_path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    posix_spawn_file_actions_adddup2(&fa, 1, 2);
-    posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
-    pid_t pid;
-    int rc = posix_spawn(&pid, argv[0], &fa, NULL, argv, environ);
-    posix_spawn_file_actions_destroy(&fa);
+    /* one child-process module for every child cldiff starts (util/subproc.h) */
+    cd_subproc_opts o = {.timeout_s = timeout_s, .stop = stop, .own_group = true, .log_path = log_path};
+    cd_subproc p;
+    int rc = cd_subproc_spawn(&p, &o, argv, NULL);
     if (rc) return cd_err(err, CD_E_BACKEND, "cannot start %s: %s", argv[0], strerror(rc));
-    double t0 = now_ms();
-    *timed_out = false;
-    for (;;) {
-        pid_t w = waitpid(pid, wstatus, WNOHANG);
-        if (w == pid) break;
-        if (w < 0 && errno != EINTR) return cd_err(err, CD_E_INTERNAL, "waitpid: %s", strerror(errno));
-        if (stop && *stop) {
-            kill(pid, SIGKILL);
-            while (waitpid(pid, wstatus, 0) < 0 && errno == EINTR) {}
-            return cd_err(err, CD_E_INTERRUPTED, "interrupted while MNN ran (%s)", argv[0]);
-        }
-        if (timeout_s > 0 && now_ms() - t0 > timeout_s * 1e3) {
-            kill(pid, SIGKILL);
-            while (waitpid(pid, wstatus, 0) < 0 && errno == EINTR) {}
-            *timed_out = true;
-            break;
-        }
-        struct timespec ts = {0, 10 * 1000 * 1000};
-        nanosleep(&ts, NULL);
-    }
+    cd_subproc_result r;
+    cd_subproc_wait(&p, NULL, NULL, &r);
+    *wstatus = r.wstatus;
+    *timed_out = r.timed_out;
+    if (r.stopped) return cd_err(err, CD_E_INTERRUPTED, "interrupted while MNN ran (%s)", argv[0]);
     return CD_OK;
 }
 
