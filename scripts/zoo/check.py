@@ -72,6 +72,8 @@ def sh(cmd, timeout=900):
         return r.returncode, r.stdout + r.stderr, time.time() - t0
     except subprocess.TimeoutExpired:
         return 124, "timed out", time.time() - t0
+    except OSError as e:  # e.g. the binary being rebuilt
+        return 127, "cannot run %s: %s" % (cmd[0], e), time.time() - t0
 
 
 def natural_args(info):
