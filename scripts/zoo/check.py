@@ -351,11 +351,17 @@ def main():
         b, e = "<!-- zoo-table:begin -->", "<!-- zoo-table:end -->"
         if b in doc and e in doc:
             head, rest = doc.split(b, 1)
-            _, tail = rest.split(e, 1)
-            stamp = "Written by `scripts/zoo/check.py %s` on %s (%s).\n\n" % (
+            old, tail = rest.split(e, 1)
+            # rows and stamps of other machines stay: one table, every machine's runs
+            stamps = [l for l in old.splitlines() if l.startswith("Written by ") and "(%s)." % a.machine not in l]
+            others = [l for l in old.splitlines()
+                      if l.startswith("| ") and not l.startswith("| model ") and l.split("|")[5].strip() != a.machine]
+            stamps.append("Written by `scripts/zoo/check.py %s` on %s (%s)." % (
                 " ".join(shlex.quote(x) for x in sys.argv[1:]), time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
-                a.machine)
-            open(a.write_doc, "w").write(head + b + "\n" + stamp + table(recs, a.machine) + "\n" + e + tail)
+                a.machine))
+            mine = table(recs, a.machine).splitlines()
+            body = "\n\n".join(stamps) + "\n\n" + "\n".join(mine[:2] + others + mine[2:])
+            open(a.write_doc, "w").write(head + b + "\n" + body + "\n" + e + tail)
     return 1 if bad_cpu or faults else 0
 
 
