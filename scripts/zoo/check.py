@@ -44,6 +44,7 @@ import cldiff_dump  # noqa: E402
 # integer arithmetic, so an activation on a rounding tie may land one int8 step away), and the
 # fraction of differing elements for integer outputs (argmax over nearly equal logits).
 TOL = {"fp32": 1e-4, "int8": 2e-2, "int_fraction": 1e-3}
+KEEP_DUMPS = False  # --keep-dumps
 
 SHARED = [  # file, input, picture, mean, std, channel order, extra inputs
     ("ppocr_v2.0_cls_fp32_arm_v2.14rc.nb", "x", "natural_textline.png", "0.5,0.5,0.5", "0.5,0.5,0.5", "rgb",
@@ -72,6 +73,8 @@ def sh(cmd, timeout=900):
         return r.returncode, r.stdout + r.stderr, time.time() - t0
     except subprocess.TimeoutExpired:
         return 124, "timed out", time.time() - t0
+    except OSError as e:  # e.g. the binary being rebuilt
+        return 127, "cannot run %s: %s" % (cmd[0], e), time.time() - t0
 
 
 def natural_args(info):
@@ -190,6 +193,8 @@ def pair_run(cldiff, nb, pair, prec, extra, out, label, want_input=None):
         with h5py.File(dump, "r") as f:
             fed = np.array(f["inputs"][list(f["inputs"].keys())[0]], np.float64)
         rec["png_input_diff"] = float(np.max(np.abs(fed - want_input))) if fed.shape == want_input.shape else None
+    if os.path.exists(dump) and not KEEP_DUMPS:
+        os.remove(dump)  # every layer of both runs: 4.5 GB over the zoo; the summary stays
     rec.update(verdict=s.get("verdict_kind") or s.get("verdict"), verdict_text=(s.get("verdict") or ""),
                device=env.get("device_b"), input_source=env.get("inputs"),
                largest_ratio=worst[0] if worst else None, largest_layer=worst[1] if worst else None,
@@ -288,7 +293,10 @@ def main():
     ap.add_argument("--machine", default="PoCL (x86 CPU)")
     ap.add_argument("--jobs", type=int, default=2)
     ap.add_argument("--write-doc", default=None)
+    ap.add_argument("--keep-dumps", action="store_true", help="keep each pair run's dump.h5")
     a = ap.parse_args()
+    global KEEP_DUMPS
+    KEEP_DUMPS = a.keep_dumps
     out = a.out or os.path.join(a.zoo, "check")
     os.makedirs(out, exist_ok=True)
     man = os.path.join(a.zoo, "manifest.jsonl")
@@ -343,11 +351,17 @@ def main():
         b, e = "<!-- zoo-table:begin -->", "<!-- zoo-table:end -->"
         if b in doc and e in doc:
             head, rest = doc.split(b, 1)
-            _, tail = rest.split(e, 1)
-            stamp = "Written by `scripts/zoo/check.py %s` on %s (%s).\n\n" % (
+            old, tail = rest.split(e, 1)
+            # rows and stamps of other machines stay: one table, every machine's runs
+            stamps = [l for l in old.splitlines() if l.startswith("Written by ") and "(%s)." % a.machine not in l]
+            others = [l for l in old.splitlines()
+                      if l.startswith("| ") and not l.startswith("| model ") and l.split("|")[5].strip() != a.machine]
+            stamps.append("Written by `scripts/zoo/check.py %s` on %s (%s)." % (
                 " ".join(shlex.quote(x) for x in sys.argv[1:]), time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
-                a.machine)
-            open(a.write_doc, "w").write(head + b + "\n" + stamp + table(recs, a.machine) + "\n" + e + tail)
+                a.machine))
+            mine = table(recs, a.machine).splitlines()
+            body = "\n\n".join(stamps) + "\n\n" + "\n".join(mine[:2] + others + mine[2:])
+            open(a.write_doc, "w").write(head + b + "\n" + body + "\n" + e + tail)
     return 1 if bad_cpu or faults else 0
 
 

@@ -69,3 +69,22 @@ Test(families, detection_and_interpolation) {
     cr_assert_str_eq(cd_bound_family_name(CD_FAM_DETECTION), "detection");
     cr_assert_str_eq(cd_bound_family_name(CD_FAM_INTERP), "interpolate");
 }
+
+/* gelu's cancellation: for x < 0, 1 + erf(x / sqrt 2) cancels and erf's error is absolute. A
+ * zoo SVTR block (Paddle 2.6.2, PoCL) had x = -2.93, y = -0.00494 and a CPU/OpenCL difference of
+ * 4.3e-8, over the relative-only bound (2.4e-8): a false KERNEL FAULT in fp32. */
+Test(families, gelu_cancellation_is_absolute) {
+    cd_error err = {0};
+    cd_graph *g = cd_graph_new();
+    cr_assert_not_null(cd_graph_add_op(g, "gelu", &err), "%s", err.msg);
+    cd_bound_spec spec;
+    char desc[160];
+    cd_local_spec(g, NULL, 0, F32, F32, &spec, desc, sizeof desc);
+    cr_assert_eq(spec.fam, CD_FAM_TRANSCENDENTAL);
+    double b = cd_bound_elem(&spec, -0.0049406574, NAN, -2.9317636, 1);
+    cr_assert_gt(b, 4.3e-8, "gelu bound at x = -2.93: %g", b);
+    /* still far below what a different formula gives (erf vs the tanh approximation differ by
+     * up to 4.7e-4 near |x| = 2) */
+    cr_assert_lt(cd_bound_elem(&spec, 1.9545, NAN, 2.0, 1), 1e-4);
+    cd_graph_free(g);
+}
