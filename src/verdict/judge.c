@@ -20,6 +20,25 @@
 #include "util/sha256.h"
 #include "verdict/verdict.h"
 
+void cd_verdict_protocol(const char *a, const char *b, cd_precision prec, bool local, cd_protocol *p) {
+    memset(p, 0, sizeof *p);
+    const cd_backend_def *db = cd_backend_lookup(b);
+    p->a = a;
+    p->b = b;
+    p->ref = cd_backend_reference()->name;
+    snprintf(p->run_a, sizeof p->run_a, "%s", a);
+    /* the same backend twice: B's run is <b>_b */
+    snprintf(p->run_b, sizeof p->run_b, strcmp(a, b) ? "%s" : "%s_b", b);
+    p->local = local;
+    if (local) snprintf(p->run_local, sizeof p->run_local, "%s_local", p->run_b);
+    p->kind = db && !db->op_by_op       ? CD_PROTO_ENGINE_B
+        : local && prec == CD_PREC_FP16 ? CD_PROTO_B_OWN
+                                        : CD_PROTO_A_RECORDS;
+    /* settling needs B's process to hold A's record: the isolated OpenCL child */
+    p->settle_b = local && p->kind == CD_PROTO_A_RECORDS && db && db->opencl;
+    p->golden = prec == CD_PREC_FP16;
+}
+
 cd_precision cd_judge_precision(const cd_dump_reader *r) {
     char prec[16] = "fp32";
     cd_error e = {0};

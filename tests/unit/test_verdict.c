@@ -391,3 +391,22 @@ Test(verdict, judge_takes_the_reference_role_from_the_registry) {
     cd_dump_reader_close(r);
     cd_graph_free(g);
 }
+
+Test(verdict, protocol_says_which_runs_are_made_where) {
+    cd_protocol p;
+    cd_verdict_protocol("cpu", "opencl", CD_PREC_FP32, true, &p);
+    cr_assert_eq(p.kind, CD_PROTO_A_RECORDS);
+    cr_assert(p.settle_b && !p.golden && p.local);
+    cr_assert_str_eq(p.ref, "cpu");
+    cr_assert_str_eq(p.run_b, "opencl");
+    cr_assert_str_eq(p.run_local, "opencl_local");
+    cd_verdict_protocol("cpu", "opencl", CD_PREC_FP16, true, &p);
+    cr_assert_eq(p.kind, CD_PROTO_B_OWN);
+    cr_assert(p.golden && !p.settle_b);
+    cd_verdict_protocol("cpu", "paddle-lite-opencl", CD_PREC_FP32, true, &p);
+    cr_assert_eq(p.kind, CD_PROTO_ENGINE_B);
+    cr_assert(!p.settle_b);
+    cd_verdict_protocol("cpu", "cpu", CD_PREC_FP32, false, &p);
+    cr_assert_str_eq(p.run_b, "cpu_b");
+    cr_assert(!p.local && !p.settle_b && !p.run_local[0]);
+}
