@@ -272,6 +272,22 @@ def main():
     c.rc(r, 3, "report of a dump with one flipped bit in a table")
     c.ok("'/tensors/opencl' does not match its checksum" in r.err, "the message names /tensors/opencl", r.err[-400:])
 
+    # ---------------------------------------------------------------- the precision B computed in
+    # recorded by the backend, not taken from --fp16-compute: without cl_khr_fp16 OpenCL computes
+    # in float on half storage (and is judged by the float-arithmetic bound)
+    doc = cldiff("doctor")
+    has_fp16 = re.search(r"cl_khr_fp16:\s+yes", doc.out + doc.err) is not None
+    r = cldiff(TINY, "--fp16", "--fp16-compute", "--out", W("fp16c"), "--quiet")
+    c.rc(r, 0, "--fp16 --fp16-compute")
+    with h5py.File(W("fp16c", "dump.h5"), "r") as f:
+        att = {k: (f["runs"][k].attrs.get("compute") or b"").decode() for k in ("cpu", "opencl", "golden")}
+        asked = (f["runs/opencl"].attrs.get("precision") or b"").decode()
+    c.ok(asked == "fp16-compute" and att["opencl"] == ("fp16" if has_fp16 else "fp32"),
+         "OpenCL records the arithmetic it used (%s: cl_khr_fp16 %s)" % (att["opencl"], "yes" if has_fp16 else "no"),
+         "asked %r, recorded %r" % (asked, att))
+    c.ok(att["cpu"] == "fp16" and att["golden"] == "fp32", "the CPU records half arithmetic in fp16, float in the golden run",
+         str(att))
+
     # ---------------------------------------------------------------- a B that cannot run
     r = cldiff(TINY, "--cl-lib", W("no-such-libOpenCL.so"), "--out", W("no-b"))
     c.rc(r, 4, "backend B cannot start")
