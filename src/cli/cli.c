@@ -2,6 +2,7 @@
  * command file that runs it. Nothing below calls back into this file. */
 #include "cli/cli.h"
 #include "cli/diff_priv.h"
+#include "backends/registry.h"
 #include "util/suggest.h"
 #include <stdlib.h>
 #include <string.h>
@@ -77,7 +78,7 @@ int cd_cli_main(int argc, char **argv) {
         }
         o.model = o.positional[0];
         if (!o.n_backends) {
-            o.backends[0] = "cpu";
+            o.backends[0] = cd_backend_reference()->name; /* the registry's reference role */
             o.n_backends = 1;
         }
         rc = cd_cmd_run(&o);
@@ -101,7 +102,7 @@ int cd_cli_main(int argc, char **argv) {
         }
         o.model = o.positional[0];
         if (!o.n_backends) {
-            o.backends[0] = "cpu";
+            o.backends[0] = cd_backend_reference()->name; /* the registry's reference role */
             o.backends[1] = "opencl";
             o.n_backends = 2;
         }
