@@ -262,6 +262,16 @@ static void coverage(const cd_judge_req *q, cd_analysis *an, const char *run_a, 
         WHY("run %s stopped early", run_b);
     an->n_unchecked = nu;
     if (nu) WHY("%d probed tensor(s) in one run only, not compared", nu);
+    /* the local check ran: every compared layer must have been checked by it */
+    int first_nl = -1, n_nl = 0;
+    for (int i = 0; an->local_ran && i < an->n_layers; i++)
+        if (!an->layers[i].has_local) {
+            if (first_nl < 0) first_nl = i;
+            n_nl++;
+        }
+    if (n_nl)
+        WHY("%d of %d layer(s) not checked locally, first %s (%s)", n_nl, an->n_layers, an->layers[first_nl].layer,
+            an->layers[first_nl].loc_note[0] ? an->layers[first_nl].loc_note : "no local result");
     if (!an->n_layers) WHY("no layer compared");
 #undef WHY
     if (!why[0]) return;
