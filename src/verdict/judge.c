@@ -214,11 +214,15 @@ static bool run_complete(const cd_dump_reader *r, const char *run) {
     return cd_dump_attr_i64(r, path, "complete", &c, &e) != CD_OK || c != 0;
 }
 
-static int run_tensors(const cd_dump_reader *r, const char *run) {
+static int run_tensors(const cd_dump_reader *r, const char *run, int *stats_only) {
     cd_dump_tensor_info *t = NULL;
     int n = 0;
     cd_error e = {0};
     if (cd_dump_find_run(r, run) < 0 || cd_dump_list_tensors(r, run, &t, &n, &e)) n = 0;
+    if (stats_only) {
+        *stats_only = 0;
+        for (int i = 0; i < n; i++) *stats_only += t[i].stats_only;
+    }
     free(t);
     return n;
 }
@@ -272,10 +276,11 @@ static void coverage(const cd_judge_req *q, cd_analysis *an, const char *run_a, 
     if (n_nl)
         WHY("%d of %d layer(s) not checked locally, first %s (%s)", n_nl, an->n_layers, an->layers[first_nl].layer,
             an->layers[first_nl].loc_note[0] ? an->layers[first_nl].loc_note : "no local result");
-    if (!an->n_layers) WHY("no layer compared");
+    int sa = 0, na = run_tensors(q->ra, run_a, &sa), nb = run_tensors(q->rb, run_b, NULL);
+    if (!an->n_layers)
+        WHY("no layer compared%s", na && sa == na ? " (the runs hold statistics only, --dump stats: no values)" : "");
 #undef WHY
     if (!why[0]) return;
-    int na = run_tensors(q->ra, run_a), nb = run_tensors(q->rb, run_b);
     char first[200] = "";
     if (nu)
         snprintf(first, sizeof first, "; first not compared: %s (op #%d, only in %s)", um[0].layer, um[0].op_index,

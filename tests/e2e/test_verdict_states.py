@@ -203,6 +203,12 @@ def main():
     c.rc(r, 10, "report of a dump marked complete=0")
     reports_say_incomplete(c, W("partial-report"), r, "partial dump", interrupted=False, layers=14)
 
+    # ---------------------------------------------------------------- 0 layers compared
+    r = cldiff(TINY, "--dump", "stats", "--out", W("stats"))
+    c.rc(r, 10, "--dump stats: no values, 0 layers compared")
+    s = reports_say_incomplete(c, W("stats"), r, "--dump stats", interrupted=False, layers=0)
+    c.ok("statistics only" in (s.get("incomplete") or ""), "--dump stats: the reason is named", str(s.get("incomplete")))
+
     # ---------------------------------------------------------------- foreign dumps
     r = cldiff(MULTI, "--out", W("multi"), "--quiet")
     c.rc(r, 0, "multi_input live run")
