@@ -31,9 +31,8 @@ static void unravel(const cd_shape *s, int64_t flat, int64_t *coord, int *rank) 
 
 /* Probed tensors stored in one run only (an incomplete run): a row each, pass "not_compared",
  * the other columns empty (docs/verdicts.md "Incomplete"). Written before the compared rows. */
-static void csv_unchecked(const cd_report_input *in, FILE *f, bool golden) {
-    /* columns after `pass`: 37 + the golden block (4) + diagnosis (29) + local (11) */
-    int rest = 37 + (golden ? 4 : 0) + 29 + 11;
+static void csv_unchecked(const cd_report_input *in, FILE *f, int ncols) {
+    int rest = ncols - 7; /* the columns after `pass` */
     for (int i = 0; i < in->n_unchecked; i++) {
         const cd_cmp_unmatched *u = &in->unchecked[i];
         fprintf(f, ",%d,", u->op_index);
@@ -53,24 +52,28 @@ cd_status cd_report_csv(const cd_report_input *in, const char *dir, cd_error *er
     FILE *f = a.f;
     const cd_analysis *an = in->an;
     bool golden = an->n_layers && an->layers[0].has_golden;
-    fputs("order,op_index,layer,op_type,tensor,shape,pass,max_abs,mean_abs,rmse,max_rel,cosine,snr_db,max_ulp,"
-          "fail_count,fail_fraction,worst_index,worst_coord,worst_ref,worst_val,nan_a,nan_b,inf_a,inf_b,"
-          "nonfinite_mismatch,rel_err,growth,jump,atol,rtol,min_cos,max_fail_fraction,rule,where_a,where_b,"
-          "note_b,us_a,us_b,kernel_us_b,isolated,iso_max_abs,iso_pass,top1,top5",
-          f);
-    if (golden) fputs(",a_vs_golden_max_abs,a_vs_golden_rel_rmse,b_vs_golden_max_abs,b_vs_golden_rel_rmse", f);
-    /* diagnosis columns (docs/diagnosis.md), always present, appended after the others */
-    fputs(",acc_k,golden_over,golden_under,golden_absmax,fp16_risk,risk_rank,risk_reason,nonfinite_new_a,"
-          "nonfinite_new_b,nonfinite_hard,repeat_spread,repeat_changed,nondeterministic,inputs,inputs_failed,"
-          "worst_input,worst_max_abs,mean_max_abs,p99_max_abs,worst_rel_err,mean_rel_err,p99_rel_err,"
-          "worst_fail_fraction,mean_fail_fraction,p99_fail_fraction,worst_cosine,mean_cosine,p1_cosine",
-          f);
-    /* local check and output tolerance (docs/verdicts.md), appended after the others */
-    fputs(",local_family,local_err,local_bound,local_ratio,local_exceed,local_pass,local_note,drift,is_output,"
-          "out_range_err,out_pass",
-          f);
+    static const char *const hdr[] = {
+        "order,op_index,layer,op_type,tensor,shape,pass,max_abs,mean_abs,rmse,max_rel,cosine,snr_db,max_ulp,"
+        "fail_count,fail_fraction,worst_index,worst_coord,worst_ref,worst_val,nan_a,nan_b,inf_a,inf_b,"
+        "nonfinite_mismatch,rel_err,growth,jump,atol,rtol,min_cos,max_fail_fraction,rule,where_a,where_b,"
+        "note_b,us_a,us_b,kernel_us_b,isolated,iso_max_abs,iso_pass,top1,top5",
+        ",a_vs_golden_max_abs,a_vs_golden_rel_rmse,b_vs_golden_max_abs,b_vs_golden_rel_rmse",
+        /* diagnosis columns (docs/diagnosis.md), always present, appended after the others */
+        ",acc_k,golden_over,golden_under,golden_absmax,fp16_risk,risk_rank,risk_reason,nonfinite_new_a,"
+        "nonfinite_new_b,nonfinite_hard,repeat_spread,repeat_changed,nondeterministic,inputs,inputs_failed,"
+        "worst_input,worst_max_abs,mean_max_abs,p99_max_abs,worst_rel_err,mean_rel_err,p99_rel_err,"
+        "worst_fail_fraction,mean_fail_fraction,p99_fail_fraction,worst_cosine,mean_cosine,p1_cosine",
+        /* local check and output tolerance (docs/verdicts.md), appended after the others */
+        ",local_family,local_err,local_bound,local_ratio,local_exceed,local_pass,local_note,drift,is_output,"
+        "out_range_err,out_pass"};
+    int ncols = 0;
+    for (int k = 0; k < 4; k++) {
+        if (k == 1 && !golden) continue;
+        fputs(hdr[k], f);
+        for (const char *c = hdr[k]; *c; c++) ncols += *c == ',';
+    }
     fputc('\n', f);
-    csv_unchecked(in, f, golden);
+    csv_unchecked(in, f, ncols + 1);
     for (int i = 0; i < an->n_layers; i++) {
         const cd_layer_cmp *l = &an->layers[i];
         const cd_metrics *m = &l->m;

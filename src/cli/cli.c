@@ -2,6 +2,7 @@
  * command file that runs it. Nothing below calls back into this file. */
 #include "cli/cli.h"
 #include "cli/diff_priv.h"
+#include "backends/registry.h"
 #include "cli/outdir.h"
 #include "util/suggest.h"
 #include <stdlib.h>
@@ -97,7 +98,7 @@ int cd_cli_main(int argc, char **argv) {
         }
         o.model = o.positional[0];
         if (!o.n_backends) {
-            o.backends[0] = "cpu";
+            o.backends[0] = cd_backend_reference()->name; /* the registry's reference role */
             o.n_backends = 1;
         }
         rc = staged(&o, cd_cmd_run);
@@ -121,7 +122,7 @@ int cd_cli_main(int argc, char **argv) {
         }
         o.model = o.positional[0];
         if (!o.n_backends) {
-            o.backends[0] = "cpu";
+            o.backends[0] = cd_backend_reference()->name; /* the registry's reference role */
             o.backends[1] = "opencl";
             o.n_backends = 2;
         }

@@ -66,13 +66,18 @@ static cd_status diff_open(diff_run *d, cd_error *err) {
     if (st) return st;
     d->session_open = true;
     if ((st = cd_session_open(&d->s, o, err))) return st;
-    d->A = o->backends[0];
-    d->B = o->backends[1];
-    const cd_backend_def *db = cd_backend_lookup(d->B);
-    d->engine_b = db && !db->op_by_op;
-    snprintf(d->run_a, sizeof d->run_a, "%s", d->A);
-    snprintf(d->run_b, sizeof d->run_b, strcmp(d->A, d->B) ? "%s" : "%s_b", d->B);
-    d->ref = cd_backend_reference()->name;
+    /* which runs are made where: the verdict's protocol (src/verdict/judge.c) */
+    cd_protocol *p = &d->proto;
+    cd_verdict_protocol(o->backends[0], o->backends[1], o->prec, cd_local_enabled(o), p);
+    d->A = p->a;
+    d->B = p->b;
+    d->ref = p->ref;
+    d->engine_b = p->kind == CD_PROTO_ENGINE_B;
+    d->own_inputs = p->kind == CD_PROTO_B_OWN;
+    d->local = p->local;
+    snprintf(d->run_a, sizeof d->run_a, "%s", p->run_a);
+    snprintf(d->run_b, sizeof d->run_b, "%s", p->run_b);
+    snprintf(d->run_local, sizeof d->run_local, "%s", p->run_local);
     /* the compared pair, for whoever judges the dump later (cd_judge_pick_runs) */
     if ((st = cd_dump_set_attr_str(d->s.dump, "/", "run_a", d->run_a, err)) ||
         (st = cd_dump_set_attr_str(d->s.dump, "/", "run_b", d->run_b, err)))
@@ -207,7 +212,7 @@ static cd_status diff_run_a_b(diff_run *d, cd_forcing *rec, cd_error *err) {
      * settled by the free run and not run again (docs/verdicts.md); the others run again on
      * A's inputs and are checked against A's values in B's process: only layers over their
      * bound store their tensors */
-    if (d->local && rec && cd_backend_lookup(d->B)->opencl && (d->settled = calloc((size_t)d->s.g->n_ops + 1, 1)) &&
+    if (d->proto.settle_b && rec && (d->settled = calloc((size_t)d->s.g->n_ops + 1, 1)) &&
         (d->settled_info = calloc((size_t)d->s.g->n_ops + 1, sizeof *d->settled_info))) {
         cd_arith f32 = {.u = CD_U32, .half_store = false};
         d->settle = (cd_local_settle_ctx){.g = d->s.g, .plan = &d->s.plan, .ref = f32, .b = f32};
@@ -227,7 +232,7 @@ static cd_status diff_run_a_b(diff_run *d, cd_forcing *rec, cd_error *err) {
 /* fp16: the golden run (CPU float32: each side's distance from float32, the fp16 hazards). */
 static cd_status diff_run_golden(diff_run *d, cd_error *err) {
     const cd_cli_opts *o = d->o;
-    if ((d->stb != CD_OK && !d->crashed) || o->prec != CD_PREC_FP16) return CD_OK;
+    if ((d->stb != CD_OK && !d->crashed) || !d->proto.golden) return CD_OK;
     /* the fp16 runs' program in float32: int8 weights dequantized, as A's fp16 path has them */
     d->phase = "the golden run";
     cd_run_req qg = {.backend = d->ref,
@@ -274,15 +279,11 @@ static cd_status diff_run_float_ref(diff_run *d, cd_error *err) {
 static cd_status diff_runs(diff_run *d, cd_error *err) {
     const cd_cli_opts *o = d->o;
     cd_status st = CD_OK;
-    d->local = cd_local_enabled(o);
     cd_forcing *rec = NULL;
     if (d->local) {
-        snprintf(d->run_local, sizeof d->run_local, "%s_local", d->run_b);
         /* the record lives beside the dump unless CLDIFF_SCRATCH_DIR names another disk */
         const char *sd = getenv("CLDIFF_SCRATCH_DIR");
         st = cd_forcing_new(sd && *sd ? sd : o->out_dir, d->s.g->n_tensors, &rec, err);
-        /* fp16: the local check on B's own inputs (rec records B) */
-        d->own_inputs = o->prec == CD_PREC_FP16 && !d->engine_b;
     }
     if (!st) st = diff_run_a_b(d, rec, err);
     if (!st) st = diff_run_golden(d, err);

@@ -35,6 +35,7 @@ typedef struct diff_run {
     bool auto_tol, local, crashed;
     bool engine_b; /* B is a whole-model engine: the CPU runs each layer on B's inputs */
     const char *A, *B;
+    cd_protocol proto;      /* which runs are made where (src/verdict/judge.c) */
     const char *ref;        /* the reference backend (registry): its own runs (local reference, golden, float_ref) */
     const char *phase;      /* what runs now, for an interruption's report */
     const char *stop_phase; /* the phase a signal stopped after the runs (NULL: none) */

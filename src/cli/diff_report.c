@@ -157,8 +157,8 @@ void cd_diff_store_table(diff_run *d) {
 
 /* ---------------------------------------------------------------- compare / report */
 
-/* The run of a dump that `compare` takes: the recorded run B of a differential run, else
- * `opencl`, else the first. */
+/* The run of a dump that `compare` takes: the recorded run B of a differential run, else the
+ * run of the default checked backend (`opencl`: dumps of older versions), else the first. */
 static const char *pick_run(const cd_dump_reader *r, const char *prefer, char *buf, size_t n) {
     char a[128];
     if (prefer && cd_dump_find_run(r, prefer) >= 0) return prefer;

@@ -20,6 +20,25 @@
 #include "util/sha256.h"
 #include "verdict/verdict.h"
 
+void cd_verdict_protocol(const char *a, const char *b, cd_precision prec, bool local, cd_protocol *p) {
+    memset(p, 0, sizeof *p);
+    const cd_backend_def *db = cd_backend_lookup(b);
+    p->a = a;
+    p->b = b;
+    p->ref = cd_backend_reference()->name;
+    snprintf(p->run_a, sizeof p->run_a, "%s", a);
+    /* the same backend twice: B's run is <b>_b */
+    snprintf(p->run_b, sizeof p->run_b, strcmp(a, b) ? "%s" : "%s_b", b);
+    p->local = local;
+    if (local) snprintf(p->run_local, sizeof p->run_local, "%s_local", p->run_b);
+    p->kind = db && !db->op_by_op       ? CD_PROTO_ENGINE_B
+        : local && prec == CD_PREC_FP16 ? CD_PROTO_B_OWN
+                                        : CD_PROTO_A_RECORDS;
+    /* settling needs B's process to hold A's record: the isolated OpenCL child */
+    p->settle_b = local && p->kind == CD_PROTO_A_RECORDS && db && db->opencl;
+    p->golden = prec == CD_PREC_FP16;
+}
+
 cd_precision cd_judge_precision(const cd_dump_reader *r) {
     char prec[16] = "fp32";
     cd_error e = {0};
@@ -195,11 +214,15 @@ static bool run_complete(const cd_dump_reader *r, const char *run) {
     return cd_dump_attr_i64(r, path, "complete", &c, &e) != CD_OK || c != 0;
 }
 
-static int run_tensors(const cd_dump_reader *r, const char *run) {
+static int run_tensors(const cd_dump_reader *r, const char *run, int *stats_only) {
     cd_dump_tensor_info *t = NULL;
     int n = 0;
     cd_error e = {0};
     if (cd_dump_find_run(r, run) < 0 || cd_dump_list_tensors(r, run, &t, &n, &e)) n = 0;
+    if (stats_only) {
+        *stats_only = 0;
+        for (int i = 0; i < n; i++) *stats_only += t[i].stats_only;
+    }
     free(t);
     return n;
 }
@@ -243,10 +266,21 @@ static void coverage(const cd_judge_req *q, cd_analysis *an, const char *run_a, 
         WHY("run %s stopped early", run_b);
     an->n_unchecked = nu;
     if (nu) WHY("%d probed tensor(s) in one run only, not compared", nu);
-    if (!an->n_layers) WHY("no layer compared");
+    /* the local check ran: every compared layer must have been checked by it */
+    int first_nl = -1, n_nl = 0;
+    for (int i = 0; an->local_ran && i < an->n_layers; i++)
+        if (!an->layers[i].has_local) {
+            if (first_nl < 0) first_nl = i;
+            n_nl++;
+        }
+    if (n_nl)
+        WHY("%d of %d layer(s) not checked locally, first %s (%s)", n_nl, an->n_layers, an->layers[first_nl].layer,
+            an->layers[first_nl].loc_note[0] ? an->layers[first_nl].loc_note : "no local result");
+    int sa = 0, na = run_tensors(q->ra, run_a, &sa), nb = run_tensors(q->rb, run_b, NULL);
+    if (!an->n_layers)
+        WHY("no layer compared%s", na && sa == na ? " (the runs hold statistics only, --dump stats: no values)" : "");
 #undef WHY
     if (!why[0]) return;
-    int na = run_tensors(q->ra, run_a), nb = run_tensors(q->rb, run_b);
     char first[200] = "";
     if (nu)
         snprintf(first, sizeof first, "; first not compared: %s (op #%d, only in %s)", um[0].layer, um[0].op_index,

@@ -142,6 +142,29 @@ cd_status cd_verdict_merge_repeats(const cd_cmp_request *q0, const char *run_b, 
  * signal stopped exits 130 whatever the verdict (the caller's). (src/verdict/judge.c) */
 int cd_verdict_exit_code(const cd_analysis *an);
 
+/* ---------------------------------------------------------------- the run protocol */
+
+/* Which runs a differential run makes and where (docs/design.md §3, docs/verdicts.md "Two
+ * errors per layer"): the caller (src/cli/) executes them in this order. */
+typedef enum {
+    CD_PROTO_A_RECORDS, /* fp32: A records what every probed layer reads; B re-runs each on it */
+    CD_PROTO_B_OWN, /* fp16: B records its own activations; the reference (float32) runs each layer on them (run ref_local) */
+    CD_PROTO_ENGINE_B /* B is a whole-model engine: B records; the reference runs each layer on B's inputs (run <b>_local) */
+} cd_proto_kind;
+
+typedef struct cd_protocol {
+    const char *a, *b; /* backends of runs A and B (registry names as given) */
+    const char *ref;   /* the reference backend (registry role): the local reference, golden, float_ref */
+    char run_a[32], run_b[32], run_local[48];
+    cd_proto_kind kind;
+    bool local;    /* the local check runs */
+    bool settle_b; /* fp32: B's free-run outputs are checked in B's process (settling) */
+    bool golden;   /* fp16: the float32 golden run on the reference */
+} cd_protocol;
+
+/* The protocol of a run of backends a and b at prec (local: the local check is on). */
+void cd_verdict_protocol(const char *a, const char *b, cd_precision prec, bool local, cd_protocol *p);
+
 /* ---------------------------------------------------------------- the one judge */
 
 /* What cd_judge is asked: two runs in their dumps and the rules; for a live differential run

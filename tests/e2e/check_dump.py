@@ -142,8 +142,13 @@ def check_h5py(path, args, c):
                 c.bad(w, "listed in the tensors table but not a dataset of the run")
                 continue
             ds = g[name]
-            if len(ds.attrs):
-                c.bad(w, "tensor datasets carry no attributes in format 2 (has %s)" % ", ".join(ds.attrs))
+            # format 2: the metadata is in the tensors table; the one attribute is the checksum
+            # (docs/dump-format.md "Checksums"), on every dataset that stores values
+            extra = [k for k in ds.attrs if k != "digest"]
+            if extra:
+                c.bad(w, "tensor datasets carry only 'digest' in format 2 (has %s)" % ", ".join(extra))
+            if ds.shape is not None and ds.size and not re.fullmatch(r"d64:[0-9a-f]{16}", as_str(ds.attrs.get("digest", ""))):
+                c.bad(w, "no checksum attribute 'digest' (d64:<16 hex>): %r" % ds.attrs.get("digest"))
             m = re.fullmatch(r"(\d{4,})_(.*?)(~\d+)?", name)
             if not m:
                 c.bad(w, "name does not match NNNN_<tensor>")

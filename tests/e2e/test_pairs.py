@@ -63,12 +63,21 @@ def mask_pair(c, work):
         c.ok(bool(np.all(np.isfinite(x))) and abs(float(x.sum()) - 1) < 1e-5, "mask pair: output is a softmax",
              repr(x))
     rep = os.path.join(work, "cmp")
+    # two model files (different digests): compare refuses them unless forced (issue 27), and
+    # forced it cannot pass: the meta-2 file reuses tensor names, so the tensors of the ops that
+    # write a reused name are not matched by name (incomplete, exit 10); every matched layer is
+    # bit-identical, and by op index every layer is (h5py, below)
     r = cldiff("compare", da, db, "--out", rep, "--quiet")
-    c.rc(r, 0, "mask pair: cldiff compare meta0.h5 meta2.h5")
+    c.rc(r, 3, "mask pair: cldiff compare meta0.h5 meta2.h5 refused (two model files)")
+    c.ok("model digest" in r.err and "--force" in r.err, "mask pair: the refusal names the digests", r.err[-300:])
+    r = cldiff("compare", da, db, "--force", "--out", rep, "--quiet")
+    c.rc(r, 10, "mask pair: cldiff compare --force meta0.h5 meta2.h5 (tensors named differently: incomplete)")
     sj = os.path.join(rep, "summary.json")
     if c.ok(os.path.isfile(sj), "mask pair: compare wrote summary.json"):
         s = load_json(sj)
-        c.ok(s.get("verdict") == "pass", "mask pair: compare verdict pass", s.get("verdict"))
+        c.ok(s.get("verdict") == "incomplete" and s.get("layers_not_compared", 0) > 0,
+             "mask pair: compare verdict incomplete, the unmatched tensors counted",
+             "%r, %r not compared" % (s.get("verdict"), s.get("layers_not_compared")))
         outs = [l for l in s.get("layers", []) if l.get("op_type") == "softmax"]
         c.ok(len(outs) == 1 and outs[0]["metrics"]["max_abs"] == 0 and outs[0]["metrics"]["pass"],
              "mask pair: compare has the final softmax layer with max_abs 0",

@@ -423,3 +423,86 @@ Test(report_verdict, legacy_without_local_check) {
     free(t);
     cleanup(dir);
 }
+
+/* Verdicts that cannot lie (docs/verdicts.md "Incomplete"): an interrupted run whose checked
+ * layers all passed, and a run whose B failed, are no pass in any format. */
+static void make_no_verdict(cd_analysis *an, bool error) {
+    make(an, SC_PASS);
+    if (error) {
+        an->kind = CD_KIND_ERROR;
+        an->verdict = CD_VERDICT_ERROR;
+        snprintf(an->error, sizeof an->error, "cannot load the OpenCL library 'x.so' <missing>");
+        an->error_code = 4;
+    } else {
+        an->kind = CD_KIND_INCOMPLETE;
+        an->verdict = CD_VERDICT_INCOMPLETE;
+        an->interrupted = true;
+        an->n_unchecked = 2;
+        snprintf(an->incomplete, sizeof an->incomplete,
+                 "interrupted during run B; 2 probed tensor(s) in one run only, not compared: 4 layer(s) compared");
+    }
+}
+
+static void no_verdict_reports(bool error) {
+    cd_analysis an;
+    make_no_verdict(&an, error);
+    char dir[64];
+    strcpy(dir, "/tmp/cd_report_verdict_XXXXXX");
+    cr_assert_not_null(mkdtemp(dir));
+    cd_cmp_unmatched um[2] = {{.op_index = 9, .side = 'a'}, {.op_index = 10, .side = 'a'}};
+    snprintf(um[0].layer, sizeof um[0].layer, "pool2d_0");
+    snprintf(um[0].tensor, sizeof um[0].tensor, "pool.tmp");
+    snprintf(um[1].layer, sizeof um[1].layer, "fc_0");
+    snprintf(um[1].tensor, sizeof um[1].tensor, "fc.tmp");
+    cd_report_input in = {.env = &ENV, .an = &an, .unchecked = um, .n_unchecked = error ? 0 : 2};
+    cd_error err = {0};
+    cr_assert_eq(cd_report_all(&in, dir, &err), CD_OK, "%s", err.msg);
+    parses(dir);
+    const char *word = error ? "error" : "incomplete";
+    char *js = slurp(dir, "summary.json");
+    char want[160];
+    snprintf(want, sizeof want, "\"verdict\": \"%s\"", word);
+    cr_assert(strstr(js, want), "%s", js);
+    snprintf(want, sizeof want, "\"verdict_kind\": \"%s\"", word);
+    cr_assert(strstr(js, want), "%s", js);
+    if (error)
+        cr_assert(strstr(js,
+                         "\"error\": {\"message\": \"cannot load the OpenCL library 'x.so' <missing>\", "
+                         "\"exit_code\": 4}"),
+                  "%s", js);
+    else
+        cr_assert(strstr(js, "\"interrupted\": true") && strstr(js, "\"layers_not_compared\": 2") &&
+                      strstr(js, "\"incomplete\": \"interrupted during run B;"),
+                  "%s", js);
+    free(js);
+    char *ju = slurp(dir, "junit.xml");
+    snprintf(want, sizeof want, "<error type=\"%s\" message=\"%s: ", word, word);
+    cr_assert(strstr(ju, want), "%s", ju);
+    cr_assert(strstr(ju, "tests=\"5\" failures=\"0\" errors=\"1\""), "one error testcase more: %s", ju);
+    if (error) cr_assert(strstr(ju, "&lt;missing&gt;"), "the message is escaped: %s", ju);
+    free(ju);
+    char *md = slurp(dir, "summary.md");
+    snprintf(want, sizeof want, "### cldiff: m.nb — %s", word);
+    cr_assert(strstr(md, want), "%s", md);
+    cr_assert(strstr(md, error ? "**verdict: ERROR** (exit 4)" : "**verdict: INCOMPLETE** (interrupted)"), "%s", md);
+    cr_assert_null(strstr(md, "PASS"), "%s", md);
+    free(md);
+    char *h = slurp(dir, "report.html");
+    snprintf(want, sizeof want, "data-kind=\"%s\"", word);
+    cr_assert(strstr(h, want));
+    cr_assert(strstr(h, error ? "<b>ERROR</b> (exit 4)" : "<b>INCOMPLETE</b> (interrupted)"));
+    cr_assert_null(strstr(h, "<b>PASS</b>"));
+    free(h);
+    char *csv = slurp(dir, "layers.csv");
+    cr_assert_eq(count(csv, ",not_compared,"), error ? 0 : 2, "%s", csv);
+    free(csv);
+    char *t = terminal(&an);
+    cr_assert(strstr(t, error ? "verdict: ERROR (exit 4): cannot load" : "verdict: INCOMPLETE (interrupted): "), "%s",
+              t);
+    cr_assert_null(strstr(t, "verdict: PASS"), "%s", t);
+    free(t);
+    cleanup(dir);
+}
+
+Test(report_verdict, incomplete_is_no_pass_in_any_format) { no_verdict_reports(false); }
+Test(report_verdict, error_is_no_pass_in_any_format) { no_verdict_reports(true); }

@@ -11,6 +11,7 @@
 #include <unistd.h>
 #include "engine/plan.h"
 #include "store/dump.h"
+#include "backends/registry.h"
 #include "verdict/verdict.h"
 
 static cd_error err;
@@ -246,4 +247,166 @@ Test(verdict, request_engine_b_checks_its_own_output_against_the_cpu) {
     cr_assert_null(q.settled);
     cr_assert_eq(q.ref.trans_ulps, 256);
     cr_assert_eq(q.b.trans_ulps, 256);
+}
+
+/* ---------------------------------------------------------------- the one judge (judge.c) */
+
+/* A dump of the scale model: run A ("cpu") and run B ("opencl", with the tensor unless b_empty),
+ * closed complete or not; the root attributes of extra (name=value pairs) added. */
+static void judge_dump(const char *path, const char *sha, bool complete, bool b_empty, const char *const *extra) {
+    cd_graph *g = scale_model();
+    float x[N], y[N];
+    for (int i = 0; i < N; i++) {
+        x[i] = (float)i * 0.25f;
+        y[i] = 2.0f * x[i] + 0.5f;
+    }
+    cd_dump_meta m = {"test_judge", "scale.nb", sha, "test", "fp32", 1, 0};
+    cd_dump *d = NULL;
+    cr_assert_eq(cd_dump_create(path, &m, &d, &err), CD_OK, "%s", err.msg);
+    cr_assert_eq(cd_dump_write_model(d, g, &err), CD_OK, "%s", err.msg);
+    cd_value xv = f32(x, N);
+    cr_assert_eq(cd_dump_write_input(d, "x", &xv, "test", &err), CD_OK, "%s", err.msg);
+    put_run(d, "cpu", "cpu", 1, y);
+    if (b_empty) {
+        cd_run_info ri = {"opencl", "fp32", "test", "", "", "", 1};
+        cr_assert_eq(cd_dump_begin_run(d, "opencl", &ri, &err), CD_OK, "%s", err.msg);
+        cr_assert_eq(cd_dump_end_run(d, "opencl", 1.0, false, &err), CD_OK, "%s", err.msg);
+    } else {
+        put_run(d, "opencl", "opencl", 1, y);
+    }
+    for (int i = 0; extra && extra[i]; i += 2)
+        if (!strcmp(extra[i], "error_code"))
+            cr_assert_eq(cd_dump_set_attr_i64(d, "/", extra[i], atoi(extra[i + 1]), &err), CD_OK, "%s", err.msg);
+        else
+            cr_assert_eq(cd_dump_set_attr_str(d, "/", extra[i], extra[i + 1], &err), CD_OK, "%s", err.msg);
+    cr_assert_eq(cd_dump_close(d, complete, &err), CD_OK, "%s", err.msg);
+    cd_graph_free(g);
+}
+
+/* The judge's verdict of one dump; returns the exit code, the analysis's note in why. */
+static int judge_one(const char *path, cd_verdict *v, char *why, size_t n, int *n_layers) {
+    cd_dump_reader *r = NULL;
+    cr_assert_eq(cd_dump_open(path, &r, &err), CD_OK, "%s", err.msg);
+    cd_policy pol;
+    cd_policy_init(&pol, cd_judge_precision(r));
+    cd_judge_req q = {.ra = r, .rb = r, .policy = &pol};
+    cd_judgement j;
+    cr_assert_eq(cd_judge(&q, &j, &err), CD_OK, "%s", err.msg);
+    *v = j.an.verdict;
+    snprintf(why, n, "%s%s", j.an.incomplete, j.an.error);
+    *n_layers = j.an.n_layers;
+    int rc = cd_verdict_exit_code(&j.an);
+    cd_judgement_free(&j);
+    cd_policy_free(&pol);
+    cd_dump_reader_close(r);
+    return rc;
+}
+
+Test(verdict, judge_passes_a_complete_run_and_nothing_else) {
+    char p[512], why[600];
+    cd_verdict v;
+    int nl;
+    snprintf(p, sizeof p, "%s/ok.h5", tmpdir);
+    judge_dump(p, "aa", true, false, NULL);
+    cr_assert_eq(judge_one(p, &v, why, sizeof why, &nl), 0, "%s", why);
+    cr_assert_eq(v, CD_VERDICT_PASS);
+    cr_assert_eq(nl, 1);
+    cr_assert_str_empty(why);
+    /* a partial dump: same tensors, never a pass */
+    snprintf(p, sizeof p, "%s/partial.h5", tmpdir);
+    judge_dump(p, "aa", false, false, NULL);
+    cr_assert_eq(judge_one(p, &v, why, sizeof why, &nl), CD_E_INCOMPLETE, "%s", why);
+    cr_assert_eq(v, CD_VERDICT_INCOMPLETE);
+    cr_assert(strstr(why, "partial (complete=0)"), "%s", why);
+    /* run B without the layer: 0 layers compared, one probed tensor not compared */
+    snprintf(p, sizeof p, "%s/empty_b.h5", tmpdir);
+    judge_dump(p, "aa", true, true, NULL);
+    cr_assert_eq(judge_one(p, &v, why, sizeof why, &nl), CD_E_INCOMPLETE, "%s", why);
+    cr_assert_eq(nl, 0);
+    cr_assert(strstr(why, "no layer compared") && strstr(why, "1 probed tensor(s) in one run only") &&
+                  strstr(why, "run opencl stopped early"),
+              "%s", why);
+    /* the dump says a signal stopped it */
+    snprintf(p, sizeof p, "%s/interrupted.h5", tmpdir);
+    const char *const intr[] = {"interrupted", "the local check", NULL};
+    judge_dump(p, "aa", true, false, intr);
+    cr_assert_eq(judge_one(p, &v, why, sizeof why, &nl), CD_E_INCOMPLETE, "%s", why);
+    cr_assert(strstr(why, "interrupted during the local check"), "%s", why);
+    /* a run that failed: verdict error with the failure's exit code */
+    snprintf(p, sizeof p, "%s/failed.h5", tmpdir);
+    const char *const fail[] = {"error", "backend opencl unavailable", "error_code", "4", NULL};
+    judge_dump(p, "aa", false, false, fail);
+    cr_assert_eq(judge_one(p, &v, why, sizeof why, &nl), CD_E_BACKEND, "%s", why);
+    cr_assert_eq(v, CD_VERDICT_ERROR);
+    cr_assert(strstr(why, "backend opencl unavailable"), "%s", why);
+}
+
+Test(verdict, judge_refuses_dumps_of_different_models_unless_forced) {
+    char pa[512], pb[512];
+    snprintf(pa, sizeof pa, "%s/a.h5", tmpdir);
+    snprintf(pb, sizeof pb, "%s/b.h5", tmpdir);
+    judge_dump(pa, "1111", true, false, NULL);
+    judge_dump(pb, "2222", true, false, NULL);
+    cd_dump_reader *ra = NULL, *rb = NULL;
+    cr_assert_eq(cd_dump_open(pa, &ra, &err), CD_OK, "%s", err.msg);
+    cr_assert_eq(cd_dump_open(pb, &rb, &err), CD_OK, "%s", err.msg);
+    cd_policy pol;
+    cd_policy_init(&pol, CD_PREC_FP32);
+    cd_judge_req q = {.ra = ra, .rb = rb, .run_a = "opencl", .run_b = "opencl", .policy = &pol};
+    cd_judgement j;
+    cd_error e = {0};
+    cr_assert_eq(cd_judge(&q, &j, &e), CD_E_MODEL);
+    cr_assert(strstr(e.msg, "1111") && strstr(e.msg, "2222") && strstr(e.msg, "--force"), "%s", e.msg);
+    cd_judgement_free(&j);
+    q.force = true;
+    cr_assert_eq(cd_judge(&q, &j, &err), CD_OK, "%s", err.msg);
+    cr_assert_eq(j.an.n_layers, 1);
+    cd_judgement_free(&j);
+    cd_policy_free(&pol);
+    cd_dump_reader_close(ra);
+    cd_dump_reader_close(rb);
+}
+
+Test(verdict, judge_takes_the_reference_role_from_the_registry) {
+    /* runs named against the alphabet: the reference backend's run is A all the same */
+    char p[512];
+    snprintf(p, sizeof p, "%s/roles.h5", tmpdir);
+    cd_graph *g = scale_model();
+    float y[N] = {0};
+    cd_dump_meta m = {"test_judge", "scale.nb", "aa", "test", "fp32", 1, 0};
+    cd_dump *d = NULL;
+    cr_assert_eq(cd_dump_create(p, &m, &d, &err), CD_OK, "%s", err.msg);
+    cr_assert_eq(cd_dump_write_model(d, g, &err), CD_OK, "%s", err.msg);
+    put_run(d, "aa_device", "opencl", 1, y);
+    put_run(d, "zz_reference", "cpu", 1, y);
+    cr_assert_eq(cd_dump_close(d, true, &err), CD_OK, "%s", err.msg);
+    cd_dump_reader *r = NULL;
+    cr_assert_eq(cd_dump_open(p, &r, &err), CD_OK, "%s", err.msg);
+    char a[64], b[64];
+    cr_assert(cd_judge_pick_runs(r, a, b, sizeof a));
+    cr_assert_str_eq(a, "zz_reference");
+    cr_assert_str_eq(b, "aa_device");
+    cr_assert(cd_backend_reference()->reference);
+    cr_assert_str_eq(cd_backend_reference()->name, "cpu");
+    cd_dump_reader_close(r);
+    cd_graph_free(g);
+}
+
+Test(verdict, protocol_says_which_runs_are_made_where) {
+    cd_protocol p;
+    cd_verdict_protocol("cpu", "opencl", CD_PREC_FP32, true, &p);
+    cr_assert_eq(p.kind, CD_PROTO_A_RECORDS);
+    cr_assert(p.settle_b && !p.golden && p.local);
+    cr_assert_str_eq(p.ref, "cpu");
+    cr_assert_str_eq(p.run_b, "opencl");
+    cr_assert_str_eq(p.run_local, "opencl_local");
+    cd_verdict_protocol("cpu", "opencl", CD_PREC_FP16, true, &p);
+    cr_assert_eq(p.kind, CD_PROTO_B_OWN);
+    cr_assert(p.golden && !p.settle_b);
+    cd_verdict_protocol("cpu", "paddle-lite-opencl", CD_PREC_FP32, true, &p);
+    cr_assert_eq(p.kind, CD_PROTO_ENGINE_B);
+    cr_assert(!p.settle_b);
+    cd_verdict_protocol("cpu", "cpu", CD_PREC_FP32, false, &p);
+    cr_assert_str_eq(p.run_b, "cpu_b");
+    cr_assert(!p.local && !p.settle_b && !p.run_local[0]);
 }
