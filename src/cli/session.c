@@ -196,13 +196,18 @@ static cd_status check_dump_size(cd_session *s, cd_error *err) {
     double need = per_run * runs;
     double limit = o->max_dump > 0 ? (double)o->max_dump : 8.0 * 1073741824.0;
     char a[32], b[32], c[32];
+    /* --dump stats keeps statistics only: right for one run, while a differential run on it has
+     * nothing to compare element by element and is judged incomplete (docs/verdicts.md) */
+    const char *stats_hint = o->n_backends > 1
+        ? "; --dump stats keeps statistics only, so a differential run on it compares no layer and is incomplete"
+        : "";
     if (need > limit)
         return cd_err(err, CD_E_IO,
                       "the dump would hold about %s (%s per run of %d probed layers, %d runs) with --dump full, "
-                      "over --max-dump %s: use --dump stats (statistics only, a few KiB per layer), fewer --layers, "
-                      "a smaller --shape, or raise --max-dump",
+                      "over --max-dump %s: use fewer --layers (--layers outputs, a range '#0-40'), a smaller --shape, "
+                      "--dump stats (statistics only, a few KiB per layer), or raise --max-dump%s",
                       human_bytes(need, a, sizeof a), human_bytes(per_run, b, sizeof b), s->n_probed, runs,
-                      human_bytes(limit, c, sizeof c));
+                      human_bytes(limit, c, sizeof c), stats_hint);
     /* the free space where the dump goes: the nearest folder of --out that exists */
     char dir[1024];
     snprintf(dir, sizeof dir, "%s", o->out_dir);

@@ -553,7 +553,9 @@ static cd_status eng_available(const char *name, bool opencl, const cd_runner_re
     return st;
 }
 
-static cd_status cpu_available(const cd_runner_req *q, cd_error *err) { return eng_available("mnn-cpu", false, q, err); }
+static cd_status cpu_available(const cd_runner_req *q, cd_error *err) {
+    return eng_available("mnn-cpu", false, q, err);
+}
 
 static cd_status ocl_available(const cd_runner_req *q, cd_error *err) {
     return eng_available("mnn-opencl", true, q, err);
