@@ -112,9 +112,11 @@ static double d_tanh(double z, double dz) {
 
 /* What a side's arithmetic may do (docs/verdicts.md "recurrent"): ua the unit of its
  * arithmetic, us the rounding of what it stores between steps (gate projections, cell state,
- * hidden state: u16 where it stores half, else 0), ulf the float built-ins' unit. */
+ * hidden state: u16 where it stores half, else 0), ulf the float built-ins' unit, tr the ulps
+ * of an engine's approximated sigmoid/tanh (0: OpenCL built-ins, 8 u for sigmoid's formula, 6 u
+ * for tanh; an engine's tanh, from exp, also a few u absolute near 0). */
 typedef struct rnn_arith {
-    double ua, us, ulf;
+    double ua, us, ulf, tr;
 } rnn_arith;
 
 typedef struct rnn_dims {
@@ -135,6 +137,8 @@ static void rnn_step(const rnn_dims *r, const rnn_arith *ar, const double *x, co
                      double *ecn, double *J, double *scr) {
     const int64_t H = r->H, G = r->G, S = rnn_state(r);
     const double ua = ar->ua, us = ar->us, ulf = ar->ulf;
+    const double sgu = (ar->tr > 8 ? ar->tr : 8) * ulf, thu = (ar->tr > 6 ? ar->tr : 6) * ulf,
+                 tha = ar->tr > 0 ? 4 * ulf : 0;
     double *z = scr, *dz = z + G * H, *aux = dz + G * H;
     for (int64_t j = 0; j < G * H; j++) {
         const double *wi = wih + j * il, *wh = whh + j * H;
@@ -164,9 +168,9 @@ static void rnn_step(const rnn_dims *r, const rnn_arith *ar, const double *x, co
             double zi = z[k], zf = z[H + k], zc = z[2 * H + k], zo = z[3 * H + k];
             double gi = 1 / (1 + exp(-zi)), gf = 1 / (1 + exp(-zf)), gc = tanh(zc), go = 1 / (1 + exp(-zo));
             /* built-ins in float (exp 3-4 ulp, divide 2.5, tanh 5) then cast to the side's type */
-            double ei = d_sig(zi, dz[k]) + (8 * ulf + ua) * gi, ef = d_sig(zf, dz[H + k]) + (8 * ulf + ua) * gf;
-            double eg = d_tanh(zc, dz[2 * H + k]) + (6 * ulf + ua) * fabs(gc);
-            double eo_ = d_sig(zo, dz[3 * H + k]) + (8 * ulf + ua) * go;
+            double ei = d_sig(zi, dz[k]) + (sgu + ua) * gi, ef = d_sig(zf, dz[H + k]) + (sgu + ua) * gf;
+            double eg = d_tanh(zc, dz[2 * H + k]) + (thu + ua) * fabs(gc) + tha;
+            double eo_ = d_sig(zo, dz[3 * H + k]) + (sgu + ua) * go;
             double cpk = cp[k], cv = gf * cpk + gi * gc;
             double ecv = (gf + ef) * ecp[k] + fabs(cpk) * ef + fabs(gc) * ei + (gi + ei) * eg +
                 2 * ua * (fabs(gf * cpk) + fabs(gi * gc)) + us * fabs(cv);
@@ -174,7 +178,7 @@ static void rnn_step(const rnn_dims *r, const rnn_arith *ar, const double *x, co
             ecn[k] = ecv;
             double tc = tanh(cv);
             hv = go * tc;
-            e = fabs(tc) * eo_ + (go + eo_) * (d_tanh(cv, ecv) + (6 * ulf + ua) * fabs(tc)) + ua * fabs(hv);
+            e = fabs(tc) * eo_ + (go + eo_) * (d_tanh(cv, ecv) + (thu + ua) * fabs(tc) + tha) + ua * fabs(hv);
             if (J) {
                 const double *wI = whh + k * H, *wF = whh + (H + k) * H, *wC = whh + (2 * H + k) * H,
                              *wO = whh + (3 * H + k) * H;
@@ -192,12 +196,12 @@ static void rnn_step(const rnn_dims *r, const rnn_arith *ar, const double *x, co
         } else if (r->mode == 1) { /* GRU r, z, c~; reset after the matmul */
             double zr = z[k], zz = z[H + k];
             double gr = 1 / (1 + exp(-zr)), gz = 1 / (1 + exp(-zz));
-            double er = d_sig(zr, dz[k]) + (8 * ulf + ua) * gr, ez = d_sig(zz, dz[H + k]) + (8 * ulf + ua) * gz;
+            double er = d_sig(zr, dz[k]) + (sgu + ua) * gr, ez = d_sig(zz, dz[H + k]) + (sgu + ua) * gz;
             /* pre = x_c + r (u_c + b_c): dz of row 2H+k holds both parts' errors */
             double uc = aux[2 * H + k], xc = z[2 * H + k] - uc;
             double pre = xc + gr * uc;
             double epre = dz[2 * H + k] + fabs(uc) * er + ua * (fabs(gr * uc) + fabs(pre));
-            double gc = tanh(pre), eg = d_tanh(pre, epre) + (6 * ulf + ua) * fabs(gc);
+            double gc = tanh(pre), eg = d_tanh(pre, epre) + (thu + ua) * fabs(gc) + tha;
             double hp_k = hp[k];
             hv = gz * hp_k + (1 - gz) * gc;
             e = ez * fabs(hp_k - gc) + (1 - gz + ez) * eg + (gz + ez) * ehp[k] +
@@ -213,7 +217,7 @@ static void rnn_step(const rnn_dims *r, const rnn_arith *ar, const double *x, co
         } else if (r->mode == 2) {
             double tz = tanh(z[k]);
             hv = tz;
-            e = d_tanh(z[k], dz[k]) + (6 * ulf + ua) * fabs(tz);
+            e = d_tanh(z[k], dz[k]) + (thu + ua) * fabs(tz) + tha;
             if (J)
                 for (int64_t m = 0; m < H; m++) J[k * S + m] = (1 - tz * tz) * whh[k * H + m];
         } else {
@@ -469,11 +473,12 @@ static cd_status rnn_allowance(const cd_local_req *q, const cd_layer_cmp *l, con
         st = cd_err(err, CD_E_NOMEM, "out of memory");
         goto done;
     }
-    rnn_arith arb = {.ua = q->b.u, .us = q->b.half_store ? CD_U16 : 0, .ulf = CD_U32};
-    rnn_arith ara = {.ua = q->ref.u, .us = q->ref.half_store ? CD_U16 : 0, .ulf = CD_U32};
+    rnn_arith arb = {.ua = q->b.u, .us = q->b.half_store ? CD_U16 : 0, .ulf = CD_U32, .tr = q->b.trans_ulps};
+    rnn_arith ara = {.ua = q->ref.u, .us = q->ref.half_store ? CD_U16 : 0, .ulf = CD_U32, .tr = q->ref.trans_ulps};
     /* both sides from the same inputs: to first order the bound is linear in the units, and
      * that of the two sides together is the bound with their units added */
-    rnn_arith ar2 = {.ua = arb.ua + ara.ua, .us = arb.us + ara.us, .ulf = 2 * CD_U32};
+    rnn_arith ar2 = {
+        .ua = arb.ua + ara.ua, .us = arb.us + ara.us, .ulf = 2 * CD_U32, .tr = arb.tr > ara.tr ? arb.tr : ara.tr};
     int oid = -1; /* which output l is: 0 Out, 1 State h, 2 State c */
     if (!strcmp(l->tensor, g->tensors[outid].name))
         oid = 0;
