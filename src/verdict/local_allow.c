@@ -362,6 +362,30 @@ static bool rnn_dir_fo(const rnn_dims *r, int d, const rnn_arith *ar, const doub
     return true;
 }
 
+/* The allowances of the rnn op checked last (Out, State h, State c), kept for the next output
+ * of the same op in the same check; cd_local_allow_drop forgets them (local.c, at the end of
+ * every check). */
+static struct {
+    const cd_dump_reader *r;
+    int op_index;
+    char runs[256];
+    double ua, ur;
+    double *a[3];
+    int64_t n[3];
+} rnn_cache;
+
+void cd_local_allow_drop(void) {
+    for (int k = 0; k < 3; k++) free(rnn_cache.a[k]);
+    memset(&rnn_cache, 0, sizeof rnn_cache);
+}
+
+static bool rnn_cache_hit(const cd_local_req *q, int op_index) {
+    char runs[256];
+    snprintf(runs, sizeof runs, "%s|%s|%s", q->run_a, q->run_ref, q->run_local);
+    return rnn_cache.r == q->r && rnn_cache.op_index == op_index && !strcmp(rnn_cache.runs, runs) &&
+        rnn_cache.ua == q->b.u && rnn_cache.ur == q->ref.u;
+}
+
 static int rnn_mode(const cd_op *op, int *G) {
     const char *m = cd_attr_str(op, "mode", "");
     if (!strcmp(m, "LSTM")) {
@@ -497,10 +521,28 @@ static cd_status rnn_allowance(const cd_local_req *q, const cd_layer_cmp *l, con
                  (long long)nv);
         goto done;
     }
-    a = malloc((size_t)(nv ? nv : 1) * sizeof *a);
-    if (!a) {
-        st = cd_err(err, CD_E_NOMEM, "out of memory");
+    if (rnn_cache.a[oid] && rnn_cache.n[oid] == nv && rnn_cache_hit(q, l->op_index)) {
+        a = malloc((size_t)(nv ? nv : 1) * sizeof *a);
+        if (!a) {
+            st = cd_err(err, CD_E_NOMEM, "out of memory");
+            goto done;
+        }
+        memcpy(a, rnn_cache.a[oid], (size_t)nv * sizeof *a);
+        *allow = a;
+        a = NULL;
         goto done;
+    }
+    /* every output's allowance at once where they do not depend on this output's reference
+     * (the reference's Out is in the dump): the check asks for each in turn */
+    int64_t nvk[3] = {T * N * DH, (int64_t)r.L * r.D * N * H, r.mode == 0 ? (int64_t)r.L * r.D * N * H : 0};
+    double *ak[3] = {NULL, NULL, NULL};
+    for (int k = 0; k < 3; k++) {
+        if (!(k == oid || (aout && bout && nvk[k] > 0))) continue;
+        if (!(ak[k] = malloc((size_t)(nvk[k] ? nvk[k] : 1) * sizeof *ak[k]))) {
+            for (int j = 0; j < k; j++) free(ak[j]);
+            st = cd_err(err, CD_E_NOMEM, "out of memory");
+            goto done;
+        }
     }
     /* Two bounds, each valid for a correct pair of kernels; the element gets the smaller:
      *   pass 0, forced: the last layer's steps recomputed on each side's own previous outputs
@@ -547,21 +589,40 @@ static cd_status rnn_allowance(const cd_local_req *q, const cd_layer_cmp *l, con
             for (int64_t i = 0; i < T * N * DH; i++) eyin[i] = ey[i] + ar2.us * fabs(y[i]);
             il = DH;
         }
-        const double *val = oid == 0 ? y : oid == 1 ? hT : cT, *bnd = oid == 0 ? ey : oid == 1 ? ehT : ecT;
-        const double *vala = oid == 0 ? ya : oid == 1 ? hTa : cTa, *bnda = oid == 0 ? eya : oid == 1 ? ehTa : ecTa;
-        for (int64_t i = 0; i < nv; i++) {
-            double v;
-            if (pass == 1)
-                v = CD_BOUND_SAFETY * bnd[i];
-            else if (aout)
-                v = CD_BOUND_SAFETY * (bnd[i] + bnda[i]) + fabs(val[i] - vala[i]);
-            else /* the reference's Out not in the dump: its own steps unknown */
-                v = CD_BOUND_SAFETY * bnd[i] + fabs(val[i] - (double)ref[i]);
-            if (!(v >= 0)) v = INFINITY; /* never NaN: an unknown bound bounds nothing */
-            a[i] = pass == (bout ? 0 : 1) || v < a[i] ? v : a[i];
+        for (int k = 0; k < 3; k++) {
+            if (!ak[k]) continue;
+            const double *val = k == 0 ? y : k == 1 ? hT : cT, *bnd = k == 0 ? ey : k == 1 ? ehT : ecT;
+            const double *vala = k == 0 ? ya : k == 1 ? hTa : cTa, *bnda = k == 0 ? eya : k == 1 ? ehTa : ecTa;
+            double *ao = ak[k];
+            for (int64_t i = 0; i < nvk[k]; i++) {
+                double v;
+                if (pass == 1)
+                    v = CD_BOUND_SAFETY * bnd[i];
+                else if (aout)
+                    v = CD_BOUND_SAFETY * (bnd[i] + bnda[i]) + fabs(val[i] - vala[i]);
+                else /* the reference's Out not in the dump: its own steps unknown */
+                    v = CD_BOUND_SAFETY * bnd[i] + fabs(val[i] - (double)ref[i]);
+                if (!(v >= 0)) v = INFINITY; /* never NaN: an unknown bound bounds nothing */
+                ao[i] = pass == (bout ? 0 : 1) || v < ao[i] ? v : ao[i];
+            }
         }
     }
     if (!bout) snprintf(note, nlen, "B's Out not in the dump: steps not forced (first-order bound over all steps)");
+    a = ak[oid];
+    ak[oid] = NULL;
+    if (aout && bout) { /* the other outputs', for their turn */
+        cd_local_allow_drop();
+        rnn_cache.r = q->r;
+        rnn_cache.op_index = l->op_index;
+        snprintf(rnn_cache.runs, sizeof rnn_cache.runs, "%s|%s|%s", q->run_a, q->run_ref, q->run_local);
+        rnn_cache.ua = q->b.u;
+        rnn_cache.ur = q->ref.u;
+        for (int k = 0; k < 3; k++) {
+            rnn_cache.a[k] = ak[k];
+            rnn_cache.n[k] = nvk[k];
+        }
+    } else
+        for (int k = 0; k < 3; k++) free(ak[k]);
     *allow = a;
     a = NULL;
 done:
