@@ -282,7 +282,7 @@ static void rnn_dir_forced(const rnn_dims *r, int d, const rnn_arith *ar, const 
  * absolute values (that grows by the row sums of |W_hh| per step and overflowed on real
  * recognizers: 25 steps of a 2-layer LSTM, hidden 48, reached 3e32 at step 11, then Inf and a
  * NaN allowance). Every bound is capped by the range a correct side's value can take (|h| <= 1
- * for LSTM and GRU, |c_t| <= |c_0| + t), so it stays finite. Returns false out of memory. */
+ * for LSTM, GRU and tanh RNN, |c_t| <= |c_0| + t), so it stays finite. Returns false out of memory. */
 static bool rnn_dir_fo(const rnn_dims *r, int d, const rnn_arith *ar, const double *in, const double *ein, int64_t il,
                        const double *wih, const double *whh, const double *bih, const double *bhh, const double *h0,
                        const double *c0, const double *len, double *out, double *eout, double *hT, double *cT,
@@ -290,10 +290,13 @@ static bool rnn_dir_fo(const rnn_dims *r, int d, const rnn_arith *ar, const doub
     const int64_t H = r->H, N = r->N, DH = (int64_t)r->D * H, S = rnn_state(r), T = r->T;
     double *hp = scratch, *zero = hp + H, *c = zero + H, *hn = c + H, *ehn = hn + H, *cn = ehn + H, *ecn = cn + H,
            *E = ecn + H, *scr = E + S;
-    double *M = malloc((size_t)(T * S * S + S * S + T * S + 1) * sizeof *M); /* P_{t<-s} per step s */
+    /* T^2/2 products of S x S matrices: beyond ~4e9 multiply-adds (hidden 256 bidirectional
+     * over 80 steps would take minutes) every bound is the range cap alone, sound and loose */
+    bool products = 0.5 * (double)T * (double)T * (double)S * (double)S * (double)S * (double)N <= 4e9;
+    double *M = malloc((size_t)((products ? T * S * S : 0) + S * S + T * S + 1) * sizeof *M); /* P_{t<-s} */
     if (!M) return false;
-    double *J = M + T * S * S, *R = J + S * S, *tmp = scratch + 8 * H + S + 3 * r->G * H; /* tmp: S */
-    bool bounded = r->mode <= 1;
+    double *J = M + (products ? T * S * S : 0), *R = J + S * S, *tmp = scratch + 8 * H + S + 3 * r->G * H; /* tmp: S */
+    bool bounded = r->mode <= 2; /* LSTM, GRU and tanh RNN: |h| <= 1 */
     for (int64_t k = 0; k < H; k++) zero[k] = 0;
     for (int64_t n = 0; n < N; n++) {
         double c0max = 0;
@@ -313,6 +316,11 @@ static bool rnn_dir_fo(const rnn_dims *r, int d, const rnn_arith *ar, const doub
             }
             rnn_step(r, ar, in + (t * N + n) * il, ein ? ein + (t * N + n) * il : NULL, il, wih, whh, bih, bhh, hp,
                      zero, c, zero, hn, ehn, cn, ecn, J, scr);
+            if (!products) { /* too costly: the range caps below stand alone */
+                for (int64_t i = 0; i < S; i++) E[i] = INFINITY;
+                q++;
+                goto capped;
+            }
             /* P_{t<-s} = J_t P_{t-1<-s} for every earlier step s */
             for (int64_t p = 0; p < q; p++) {
                 double *P = M + p * S * S;
@@ -342,6 +350,7 @@ static bool rnn_dir_fo(const rnn_dims *r, int d, const rnn_arith *ar, const doub
                 }
                 E[i] = acc;
             }
+        capped:
             /* the range caps: a correct side's h lies in [-1, 1] (LSTM, GRU), its c within
              * |c0| + steps */
             for (int64_t k = 0; k < H; k++) {
