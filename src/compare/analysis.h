@@ -6,10 +6,11 @@
 #include "compare/metrics.h"
 #include "compare/policy.h"
 
-/* One output against a reference run: range error (max|a-b| / max|ref|) and cosine. */
+/* One output against a reference run: range error (max|a-b| / max|ref|), cosine and the
+ * reference's max|ref| (finite elements). */
 typedef struct cd_out_dist {
     bool has;
-    double range_err, cos;
+    double range_err, cos, ref_absmax;
 } cd_out_dist;
 
 typedef struct cd_layer_cmp {
@@ -192,5 +193,10 @@ struct cd_policy;
  * golden run with vs_golden) is still within the model's own yardstick: its quantization error
  * (quantized models) or A's distance from float32 (fp16 runs). docs/verdicts.md. */
 bool cd_output_yardstick(const cd_layer_cmp *l, const cd_policy *p, double range_err, double cosine, bool vs_golden);
+/* fp16 (a float32 golden run was compared): the output lies below half's normal range
+ * (2^-14) in A, in B and in the golden run, and A and B differ by less than 2^-14: a difference
+ * that half cannot represent at that magnitude (a side may flush its subnormals), not drift
+ * (docs/verdicts.md "Output tolerance"). */
+bool cd_output_half_floor(const cd_layer_cmp *l);
 void cd_analysis_free(cd_analysis *a);
 #endif

@@ -48,7 +48,8 @@ cd_status cd_compare_read_pair(const cd_cmp_request *q, const cd_layer_cmp *l, f
 /* Range error and cosine of every output layer's tensor in run_x (B's dataset with use_b, else
  * A's) against the same tensor in run_ref; set[i] tells which layers got values. */
 static cd_status outputs_against(const cd_dump_reader *r, const char *run_x, bool use_b, const char *run_ref,
-                                 cd_analysis *an, bool *set, double *range_err, double *cosv, cd_error *err) {
+                                 cd_analysis *an, bool *set, double *range_err, double *cosv, double *absref,
+                                 cd_error *err) {
     cd_dump_tensor_info *tq = NULL;
     int nq = 0;
     cd_status st = cd_dump_list_tensors(r, run_ref, &tq, &nq, err);
@@ -73,6 +74,7 @@ static cd_status outputs_against(const cd_dump_reader *r, const char *run_x, boo
                 : m.ref_absmax > 0              ? m.max_abs / m.ref_absmax
                                                 : (m.max_abs > 0 ? INFINITY : 0);
             cosv[i] = m.cosine;
+            absref[i] = m.ref_absmax;
         }
         free(x);
         free(f);
@@ -86,17 +88,19 @@ static cd_status outputs_into(const cd_dump_reader *r, const char *run_x, bool u
                               cd_analysis *an, int which, cd_error *err) {
     int n = an->n_layers;
     bool *set = calloc((size_t)n + 1, 1);
-    double *re = calloc((size_t)n + 1, sizeof *re), *co = calloc((size_t)n + 1, sizeof *co);
-    cd_status st = set && re && co ? outputs_against(r, run_x, use_b, run_ref, an, set, re, co, err)
-                                   : cd_err(err, CD_E_NOMEM, "out of memory");
+    double *re = calloc((size_t)n + 1, sizeof *re), *co = calloc((size_t)n + 1, sizeof *co),
+           *ab = calloc((size_t)n + 1, sizeof *ab);
+    cd_status st = set && re && co && ab ? outputs_against(r, run_x, use_b, run_ref, an, set, re, co, ab, err)
+                                         : cd_err(err, CD_E_NOMEM, "out of memory");
     for (int i = 0; !st && i < n; i++) {
         cd_layer_cmp *l = &an->layers[i];
         cd_out_dist *d = which == 0 ? &l->qref : which == 1 ? &l->gref_b : &l->gref_a;
-        *d = (cd_out_dist){.has = set[i], .range_err = re[i], .cos = co[i]};
+        *d = (cd_out_dist){.has = set[i], .range_err = re[i], .cos = co[i], .ref_absmax = ab[i]};
     }
     free(set);
     free(re);
     free(co);
+    free(ab);
     return st;
 }
 

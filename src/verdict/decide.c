@@ -129,7 +129,13 @@ void cd_decide_verdict(cd_analysis *a, const cd_policy *p) {
          * B is held to that (plus the float tolerance), not to bit-level agreement. */
         /* the model's own yardsticks (docs/verdicts.md "Output tolerance") */
         if (!l->out_pass && !l->nf_hard && !p->user) {
-            if (l->gref_b.has && cd_output_yardstick(l, p, l->gref_b.range_err, l->gref_b.cos, true)) {
+            if (cd_output_half_floor(l)) {
+                l->out_pass = true;
+                snprintf(l->out_rule, sizeof l->out_rule,
+                         "fp16: below half's normal range (max|ref| %.2g, golden %.2g < 2^-14), off by %.2g < 2^-14: "
+                         "what half cannot represent there",
+                         l->m.ref_absmax, l->gref_b.has ? l->gref_b.ref_absmax : l->gref_a.ref_absmax, l->m.max_abs);
+            } else if (l->gref_b.has && cd_output_yardstick(l, p, l->gref_b.range_err, l->gref_b.cos, true)) {
                 l->out_pass = true;
                 snprintf(
                     l->out_rule, sizeof l->out_rule,

@@ -56,6 +56,7 @@ cd_status cd_local_check_layers(const cd_local_req *q, cd_analysis *an, cd_error
         return st;
     }
     cd_local_tab_keep(q->r, q->run_a);
+    cd_local_allow_drop();
     an->local_ran = true;
     snprintf(an->local_ref, sizeof an->local_ref, "%s", q->run_ref);
     snprintf(an->local_inputs, sizeof an->local_inputs, "%s", q->run_a);
@@ -230,6 +231,7 @@ cd_status cd_local_check_layers(const cd_local_req *q, cd_analysis *an, cd_error
         free(x);
     }
     cd_local_tab_keep(NULL, NULL);
+    cd_local_allow_drop();
     free(tl);
     free(tr);
     return st;

@@ -112,9 +112,11 @@ static double d_tanh(double z, double dz) {
 
 /* What a side's arithmetic may do (docs/verdicts.md "recurrent"): ua the unit of its
  * arithmetic, us the rounding of what it stores between steps (gate projections, cell state,
- * hidden state: u16 where it stores half, else 0), ulf the float built-ins' unit. */
+ * hidden state: u16 where it stores half, else 0), ulf the float built-ins' unit, tr the ulps
+ * of an engine's approximated sigmoid/tanh (0: OpenCL built-ins, 8 u for sigmoid's formula, 6 u
+ * for tanh; an engine's tanh, from exp, also a few u absolute near 0). */
 typedef struct rnn_arith {
-    double ua, us, ulf;
+    double ua, us, ulf, tr;
 } rnn_arith;
 
 typedef struct rnn_dims {
@@ -135,6 +137,8 @@ static void rnn_step(const rnn_dims *r, const rnn_arith *ar, const double *x, co
                      double *ecn, double *J, double *scr) {
     const int64_t H = r->H, G = r->G, S = rnn_state(r);
     const double ua = ar->ua, us = ar->us, ulf = ar->ulf;
+    const double sgu = (ar->tr > 8 ? ar->tr : 8) * ulf, thu = (ar->tr > 6 ? ar->tr : 6) * ulf,
+                 tha = ar->tr > 0 ? 4 * ulf : 0;
     double *z = scr, *dz = z + G * H, *aux = dz + G * H;
     for (int64_t j = 0; j < G * H; j++) {
         const double *wi = wih + j * il, *wh = whh + j * H;
@@ -164,9 +168,9 @@ static void rnn_step(const rnn_dims *r, const rnn_arith *ar, const double *x, co
             double zi = z[k], zf = z[H + k], zc = z[2 * H + k], zo = z[3 * H + k];
             double gi = 1 / (1 + exp(-zi)), gf = 1 / (1 + exp(-zf)), gc = tanh(zc), go = 1 / (1 + exp(-zo));
             /* built-ins in float (exp 3-4 ulp, divide 2.5, tanh 5) then cast to the side's type */
-            double ei = d_sig(zi, dz[k]) + (8 * ulf + ua) * gi, ef = d_sig(zf, dz[H + k]) + (8 * ulf + ua) * gf;
-            double eg = d_tanh(zc, dz[2 * H + k]) + (6 * ulf + ua) * fabs(gc);
-            double eo_ = d_sig(zo, dz[3 * H + k]) + (8 * ulf + ua) * go;
+            double ei = d_sig(zi, dz[k]) + (sgu + ua) * gi, ef = d_sig(zf, dz[H + k]) + (sgu + ua) * gf;
+            double eg = d_tanh(zc, dz[2 * H + k]) + (thu + ua) * fabs(gc) + tha;
+            double eo_ = d_sig(zo, dz[3 * H + k]) + (sgu + ua) * go;
             double cpk = cp[k], cv = gf * cpk + gi * gc;
             double ecv = (gf + ef) * ecp[k] + fabs(cpk) * ef + fabs(gc) * ei + (gi + ei) * eg +
                 2 * ua * (fabs(gf * cpk) + fabs(gi * gc)) + us * fabs(cv);
@@ -174,7 +178,7 @@ static void rnn_step(const rnn_dims *r, const rnn_arith *ar, const double *x, co
             ecn[k] = ecv;
             double tc = tanh(cv);
             hv = go * tc;
-            e = fabs(tc) * eo_ + (go + eo_) * (d_tanh(cv, ecv) + (6 * ulf + ua) * fabs(tc)) + ua * fabs(hv);
+            e = fabs(tc) * eo_ + (go + eo_) * (d_tanh(cv, ecv) + (thu + ua) * fabs(tc) + tha) + ua * fabs(hv);
             if (J) {
                 const double *wI = whh + k * H, *wF = whh + (H + k) * H, *wC = whh + (2 * H + k) * H,
                              *wO = whh + (3 * H + k) * H;
@@ -192,12 +196,12 @@ static void rnn_step(const rnn_dims *r, const rnn_arith *ar, const double *x, co
         } else if (r->mode == 1) { /* GRU r, z, c~; reset after the matmul */
             double zr = z[k], zz = z[H + k];
             double gr = 1 / (1 + exp(-zr)), gz = 1 / (1 + exp(-zz));
-            double er = d_sig(zr, dz[k]) + (8 * ulf + ua) * gr, ez = d_sig(zz, dz[H + k]) + (8 * ulf + ua) * gz;
+            double er = d_sig(zr, dz[k]) + (sgu + ua) * gr, ez = d_sig(zz, dz[H + k]) + (sgu + ua) * gz;
             /* pre = x_c + r (u_c + b_c): dz of row 2H+k holds both parts' errors */
             double uc = aux[2 * H + k], xc = z[2 * H + k] - uc;
             double pre = xc + gr * uc;
             double epre = dz[2 * H + k] + fabs(uc) * er + ua * (fabs(gr * uc) + fabs(pre));
-            double gc = tanh(pre), eg = d_tanh(pre, epre) + (6 * ulf + ua) * fabs(gc);
+            double gc = tanh(pre), eg = d_tanh(pre, epre) + (thu + ua) * fabs(gc) + tha;
             double hp_k = hp[k];
             hv = gz * hp_k + (1 - gz) * gc;
             e = ez * fabs(hp_k - gc) + (1 - gz + ez) * eg + (gz + ez) * ehp[k] +
@@ -213,7 +217,7 @@ static void rnn_step(const rnn_dims *r, const rnn_arith *ar, const double *x, co
         } else if (r->mode == 2) {
             double tz = tanh(z[k]);
             hv = tz;
-            e = d_tanh(z[k], dz[k]) + (6 * ulf + ua) * fabs(tz);
+            e = d_tanh(z[k], dz[k]) + (thu + ua) * fabs(tz) + tha;
             if (J)
                 for (int64_t m = 0; m < H; m++) J[k * S + m] = (1 - tz * tz) * whh[k * H + m];
         } else {
@@ -278,7 +282,7 @@ static void rnn_dir_forced(const rnn_dims *r, int d, const rnn_arith *ar, const 
  * absolute values (that grows by the row sums of |W_hh| per step and overflowed on real
  * recognizers: 25 steps of a 2-layer LSTM, hidden 48, reached 3e32 at step 11, then Inf and a
  * NaN allowance). Every bound is capped by the range a correct side's value can take (|h| <= 1
- * for LSTM and GRU, |c_t| <= |c_0| + t), so it stays finite. Returns false out of memory. */
+ * for LSTM, GRU and tanh RNN, |c_t| <= |c_0| + t), so it stays finite. Returns false out of memory. */
 static bool rnn_dir_fo(const rnn_dims *r, int d, const rnn_arith *ar, const double *in, const double *ein, int64_t il,
                        const double *wih, const double *whh, const double *bih, const double *bhh, const double *h0,
                        const double *c0, const double *len, double *out, double *eout, double *hT, double *cT,
@@ -286,10 +290,13 @@ static bool rnn_dir_fo(const rnn_dims *r, int d, const rnn_arith *ar, const doub
     const int64_t H = r->H, N = r->N, DH = (int64_t)r->D * H, S = rnn_state(r), T = r->T;
     double *hp = scratch, *zero = hp + H, *c = zero + H, *hn = c + H, *ehn = hn + H, *cn = ehn + H, *ecn = cn + H,
            *E = ecn + H, *scr = E + S;
-    double *M = malloc((size_t)(T * S * S + S * S + T * S + 1) * sizeof *M); /* P_{t<-s} per step s */
+    /* T^2/2 products of S x S matrices: beyond ~4e9 multiply-adds (hidden 256 bidirectional
+     * over 80 steps would take minutes) every bound is the range cap alone, sound and loose */
+    bool products = 0.5 * (double)T * (double)T * (double)S * (double)S * (double)S * (double)N <= 4e9;
+    double *M = malloc((size_t)((products ? T * S * S : 0) + S * S + T * S + 1) * sizeof *M); /* P_{t<-s} */
     if (!M) return false;
-    double *J = M + T * S * S, *R = J + S * S, *tmp = scratch + 8 * H + S + 3 * r->G * H; /* tmp: S */
-    bool bounded = r->mode <= 1;
+    double *J = M + (products ? T * S * S : 0), *R = J + S * S, *tmp = scratch + 8 * H + S + 3 * r->G * H; /* tmp: S */
+    bool bounded = r->mode <= 2; /* LSTM, GRU and tanh RNN: |h| <= 1 */
     for (int64_t k = 0; k < H; k++) zero[k] = 0;
     for (int64_t n = 0; n < N; n++) {
         double c0max = 0;
@@ -309,6 +316,11 @@ static bool rnn_dir_fo(const rnn_dims *r, int d, const rnn_arith *ar, const doub
             }
             rnn_step(r, ar, in + (t * N + n) * il, ein ? ein + (t * N + n) * il : NULL, il, wih, whh, bih, bhh, hp,
                      zero, c, zero, hn, ehn, cn, ecn, J, scr);
+            if (!products) { /* too costly: the range caps below stand alone */
+                for (int64_t i = 0; i < S; i++) E[i] = INFINITY;
+                q++;
+                goto capped;
+            }
             /* P_{t<-s} = J_t P_{t-1<-s} for every earlier step s */
             for (int64_t p = 0; p < q; p++) {
                 double *P = M + p * S * S;
@@ -338,6 +350,7 @@ static bool rnn_dir_fo(const rnn_dims *r, int d, const rnn_arith *ar, const doub
                 }
                 E[i] = acc;
             }
+        capped:
             /* the range caps: a correct side's h lies in [-1, 1] (LSTM, GRU), its c within
              * |c0| + steps */
             for (int64_t k = 0; k < H; k++) {
@@ -356,6 +369,30 @@ static bool rnn_dir_fo(const rnn_dims *r, int d, const rnn_arith *ar, const doub
     }
     free(M);
     return true;
+}
+
+/* The allowances of the rnn op checked last (Out, State h, State c), kept for the next output
+ * of the same op in the same check; cd_local_allow_drop forgets them (local.c, at the end of
+ * every check). */
+static struct {
+    const cd_dump_reader *r;
+    int op_index;
+    char runs[256];
+    double ua, ur;
+    double *a[3];
+    int64_t n[3];
+} rnn_cache;
+
+void cd_local_allow_drop(void) {
+    for (int k = 0; k < 3; k++) free(rnn_cache.a[k]);
+    memset(&rnn_cache, 0, sizeof rnn_cache);
+}
+
+static bool rnn_cache_hit(const cd_local_req *q, int op_index) {
+    char runs[256];
+    snprintf(runs, sizeof runs, "%s|%s|%s", q->run_a, q->run_ref, q->run_local);
+    return rnn_cache.r == q->r && rnn_cache.op_index == op_index && !strcmp(rnn_cache.runs, runs) &&
+        rnn_cache.ua == q->b.u && rnn_cache.ur == q->ref.u;
 }
 
 static int rnn_mode(const cd_op *op, int *G) {
@@ -469,11 +506,12 @@ static cd_status rnn_allowance(const cd_local_req *q, const cd_layer_cmp *l, con
         st = cd_err(err, CD_E_NOMEM, "out of memory");
         goto done;
     }
-    rnn_arith arb = {.ua = q->b.u, .us = q->b.half_store ? CD_U16 : 0, .ulf = CD_U32};
-    rnn_arith ara = {.ua = q->ref.u, .us = q->ref.half_store ? CD_U16 : 0, .ulf = CD_U32};
+    rnn_arith arb = {.ua = q->b.u, .us = q->b.half_store ? CD_U16 : 0, .ulf = CD_U32, .tr = q->b.trans_ulps};
+    rnn_arith ara = {.ua = q->ref.u, .us = q->ref.half_store ? CD_U16 : 0, .ulf = CD_U32, .tr = q->ref.trans_ulps};
     /* both sides from the same inputs: to first order the bound is linear in the units, and
      * that of the two sides together is the bound with their units added */
-    rnn_arith ar2 = {.ua = arb.ua + ara.ua, .us = arb.us + ara.us, .ulf = 2 * CD_U32};
+    rnn_arith ar2 = {
+        .ua = arb.ua + ara.ua, .us = arb.us + ara.us, .ulf = 2 * CD_U32, .tr = arb.tr > ara.tr ? arb.tr : ara.tr};
     int oid = -1; /* which output l is: 0 Out, 1 State h, 2 State c */
     if (!strcmp(l->tensor, g->tensors[outid].name))
         oid = 0;
@@ -492,10 +530,28 @@ static cd_status rnn_allowance(const cd_local_req *q, const cd_layer_cmp *l, con
                  (long long)nv);
         goto done;
     }
-    a = malloc((size_t)(nv ? nv : 1) * sizeof *a);
-    if (!a) {
-        st = cd_err(err, CD_E_NOMEM, "out of memory");
+    if (rnn_cache.a[oid] && rnn_cache.n[oid] == nv && rnn_cache_hit(q, l->op_index)) {
+        a = malloc((size_t)(nv ? nv : 1) * sizeof *a);
+        if (!a) {
+            st = cd_err(err, CD_E_NOMEM, "out of memory");
+            goto done;
+        }
+        memcpy(a, rnn_cache.a[oid], (size_t)nv * sizeof *a);
+        *allow = a;
+        a = NULL;
         goto done;
+    }
+    /* every output's allowance at once where they do not depend on this output's reference
+     * (the reference's Out is in the dump): the check asks for each in turn */
+    int64_t nvk[3] = {T * N * DH, (int64_t)r.L * r.D * N * H, r.mode == 0 ? (int64_t)r.L * r.D * N * H : 0};
+    double *ak[3] = {NULL, NULL, NULL};
+    for (int k = 0; k < 3; k++) {
+        if (!(k == oid || (aout && bout && nvk[k] > 0))) continue;
+        if (!(ak[k] = malloc((size_t)(nvk[k] ? nvk[k] : 1) * sizeof *ak[k]))) {
+            for (int j = 0; j < k; j++) free(ak[j]);
+            st = cd_err(err, CD_E_NOMEM, "out of memory");
+            goto done;
+        }
     }
     /* Two bounds, each valid for a correct pair of kernels; the element gets the smaller:
      *   pass 0, forced: the last layer's steps recomputed on each side's own previous outputs
@@ -542,21 +598,40 @@ static cd_status rnn_allowance(const cd_local_req *q, const cd_layer_cmp *l, con
             for (int64_t i = 0; i < T * N * DH; i++) eyin[i] = ey[i] + ar2.us * fabs(y[i]);
             il = DH;
         }
-        const double *val = oid == 0 ? y : oid == 1 ? hT : cT, *bnd = oid == 0 ? ey : oid == 1 ? ehT : ecT;
-        const double *vala = oid == 0 ? ya : oid == 1 ? hTa : cTa, *bnda = oid == 0 ? eya : oid == 1 ? ehTa : ecTa;
-        for (int64_t i = 0; i < nv; i++) {
-            double v;
-            if (pass == 1)
-                v = CD_BOUND_SAFETY * bnd[i];
-            else if (aout)
-                v = CD_BOUND_SAFETY * (bnd[i] + bnda[i]) + fabs(val[i] - vala[i]);
-            else /* the reference's Out not in the dump: its own steps unknown */
-                v = CD_BOUND_SAFETY * bnd[i] + fabs(val[i] - (double)ref[i]);
-            if (!(v >= 0)) v = INFINITY; /* never NaN: an unknown bound bounds nothing */
-            a[i] = pass == (bout ? 0 : 1) || v < a[i] ? v : a[i];
+        for (int k = 0; k < 3; k++) {
+            if (!ak[k]) continue;
+            const double *val = k == 0 ? y : k == 1 ? hT : cT, *bnd = k == 0 ? ey : k == 1 ? ehT : ecT;
+            const double *vala = k == 0 ? ya : k == 1 ? hTa : cTa, *bnda = k == 0 ? eya : k == 1 ? ehTa : ecTa;
+            double *ao = ak[k];
+            for (int64_t i = 0; i < nvk[k]; i++) {
+                double v;
+                if (pass == 1)
+                    v = CD_BOUND_SAFETY * bnd[i];
+                else if (aout)
+                    v = CD_BOUND_SAFETY * (bnd[i] + bnda[i]) + fabs(val[i] - vala[i]);
+                else /* the reference's Out not in the dump: its own steps unknown */
+                    v = CD_BOUND_SAFETY * bnd[i] + fabs(val[i] - (double)ref[i]);
+                if (!(v >= 0)) v = INFINITY; /* never NaN: an unknown bound bounds nothing */
+                ao[i] = pass == (bout ? 0 : 1) || v < ao[i] ? v : ao[i];
+            }
         }
     }
     if (!bout) snprintf(note, nlen, "B's Out not in the dump: steps not forced (first-order bound over all steps)");
+    a = ak[oid];
+    ak[oid] = NULL;
+    if (aout && bout) { /* the other outputs', for their turn */
+        cd_local_allow_drop();
+        rnn_cache.r = q->r;
+        rnn_cache.op_index = l->op_index;
+        snprintf(rnn_cache.runs, sizeof rnn_cache.runs, "%s|%s|%s", q->run_a, q->run_ref, q->run_local);
+        rnn_cache.ua = q->b.u;
+        rnn_cache.ur = q->ref.u;
+        for (int k = 0; k < 3; k++) {
+            rnn_cache.a[k] = ak[k];
+            rnn_cache.n[k] = nvk[k];
+        }
+    } else
+        for (int k = 0; k < 3; k++) free(ak[k]);
     *allow = a;
     a = NULL;
 done:

@@ -48,6 +48,8 @@ cd_status cd_local_magnitude(const cd_local_req *q, const cd_layer_cmp *l, float
 bool cd_local_allow_op(const cd_op *op);
 cd_status cd_local_allowance(const cd_local_req *q, const cd_layer_cmp *l, float **mag, int64_t *nmag, char *note,
                              size_t note_len, cd_error *err);
+/* Forgets what cd_local_allowance kept between the outputs of one op (every check ends so). */
+void cd_local_allow_drop(void);
 /* Free-run evidence of a conv/fc layer run again whose local check passed (local_mag.c). */
 bool cd_local_free_evidence(const cd_local_req *q, const cd_layer_cmp *l, const cd_bound_spec *spec, const float *ref,
                             int64_t n, cd_local_result *r);

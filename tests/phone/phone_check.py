@@ -4,16 +4,16 @@ independent oracle of tests/oracle (nb_read.py, int8_ref.py):
 
   defect   every int8 conv fed a float32 tensor with no calib (the model input, io_copy
            device_to_host) equals the conv of the float32 buffer's BYTES read as int8, bit for bit
-           (docs/paddle-lite-phone.md, the model defect; docs/paddle-lite-findings.md §11, report D);
+           (docs/paddle-lite-phone.md, the model defect; docs/paddle-lite-findings.md §12, report F);
   gemv     every 1x1-output int8 conv with fused hard_sigmoid equals x * min(max(x + 3, 0), 6) of
            its linear result, bit for bit (Paddle-Lite's int8 GEMV runs the hard_swish code with
-           default parameters for any other activation: docs/paddle-lite-findings.md §11, report E);
+           default parameters for any other activation: docs/paddle-lite-findings.md §12, report G);
   dw5x5    every 5x5 depthwise int8 conv (Paddle-Lite's 5x5 depthwise kernel: equal strides) with fp32 output and fused hard_swish equals
            (x * 6) * min(max(x + 3, 0), 6), bit for bit (its alpha is hard_swish_scale, not
-           1 / hard_swish_scale: docs/paddle-lite-findings.md §11, report F);
+           1 / hard_swish_scale: docs/paddle-lite-findings.md §12, report H);
   second   every int8 conv with a fused elementwise_add (SecondInput, a fusion Opt made for
            OpenCL) equals the conv WITHOUT the addition: the ARM kernel binds SecondInput and never
-           reads it (docs/int8.md §2.5; docs/paddle-lite-findings.md §11, report G).
+           reads it (docs/int8.md §2.5; docs/paddle-lite-findings.md §12, report I).
 
 usage: phone_check.py MODEL.nb DUMP.h5 [RUN]   exit 0 when every check holds, 1 otherwise."""
 import os

@@ -1,5 +1,5 @@
 """The minimal repro of Paddle-Lite's int8 GEMV activation fall-through (docs/paddle-lite-findings.md
-§11, report E): data/gemv_hard_sigmoid.nb is conv2d_3 of the cls slim model alone (cldiff's repro
+§12, report G): data/gemv_hard_sigmoid.nb is conv2d_3 of the cls slim model alone (cldiff's repro
 pack: feed, one ARM int8 conv2d with fp32 output and fused hard_sigmoid, 1x1 filter on a 1x1 map,
 fetch), fed the INT8 input [0, 127] (so nothing is misread). Paddle-Lite's output OUT_DIR/out_0.npy
 (from probes/paddle-lite/pl_probe_runner under qemu-aarch64) must equal x * min(max(x + 3, 0), 6) of

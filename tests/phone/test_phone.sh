@@ -50,7 +50,7 @@ else
     echo "skip int8_matmul: paddle-lite-arm is not usable here"
 fi
 
-#    and the minimal repro of report E (the int8 GEMV applies hard_swish(1,3,6) for hard_sigmoid):
+#    and the minimal repro of report G (the int8 GEMV applies hard_swish(1,3,6) for hard_sigmoid):
 #    conv2d_3 alone, fed its int8 input directly, on the armv8 library (no OpenCL needed)
 arm_blk=$(awk '$0 == "paddle-lite-arm:" {on = 1; next} /^[^ ]/ {on = 0} on' <<<"$doc")
 runner=$(sed -n 's/^  ok      runner \([^ ]*\) .*/\1/p' <<<"$arm_blk" | head -1)
