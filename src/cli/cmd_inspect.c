@@ -427,7 +427,8 @@ int cd_cmd_inspect(int argc, char **argv) {
     }
     cd_error perr = {0};
     cd_status st = cd_resolve_input_shapes(g, ia.shapes, ia.n_shapes, in_shapes, notice, sizeof notice, &perr);
-    if (!st) st = cd_inputs_check_declared(g, ia.shapes, ia.n_shapes, in_shapes, &perr);
+    char override[512] = "";
+    if (!st) st = cd_inputs_check_declared(g, ia.shapes, ia.n_shapes, in_shapes, override, sizeof override, &perr);
     if (st == CD_E_USAGE && ia.n_shapes) {
         /* A malformed or unknown --shape is the user's mistake, not the model's. */
         free(in_shapes);
@@ -437,6 +438,12 @@ int cd_cmd_inspect(int argc, char **argv) {
     if (!st) {
         st = cd_plan_build(g, in_shapes, CD_PREC_FP32, &plan, &perr);
         if (!st) planned = true;
+        if (st && override[0] && st != CD_E_NOMEM) {
+            cd_inputs_override_failed(override, &perr);
+            free(in_shapes);
+            cd_graph_free(g);
+            return cd_cli_fail(&perr);
+        }
     }
     if (st) snprintf(plan_problem, sizeof plan_problem, "%s", perr.msg);
 

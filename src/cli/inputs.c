@@ -677,9 +677,11 @@ static bool fit_shape(const cd_shape *declared, const cd_shape *file, cd_shape *
 /* --shape against the declared rank and fixed dims, as an .npy input is: a wrong size would
  * otherwise surface as a shape error deep in the plan (op #28 of a classifier). */
 cd_status cd_inputs_check_declared(const cd_graph *g, const char *const *shapes, int n_shapes, const cd_shape *out,
-                                   cd_error *err) {
+                                   char *override, size_t override_len, cd_error *err) {
     cd_status st = CD_OK;
     int n = g->n_inputs;
+    size_t ol = 0;
+    if (override && override_len) override[0] = 0;
     for (int i = 0; i < n_shapes && !st; i++) {
         for (int k = 0; k < n; k++) {
             const cd_tensor *t = &g->tensors[g->inputs[k]];
@@ -687,19 +689,33 @@ cd_status cd_inputs_check_declared(const cd_graph *g, const char *const *shapes,
             if (strncmp(shapes[i], t->name, tl) || shapes[i][tl] != '=' || t->shape.rank == 0) continue;
             const cd_shape *ds = &t->shape, *gs = &out[k];
             char a[160], why[96] = "";
-            if (gs->rank != ds->rank) snprintf(why, sizeof why, "rank %d where the model has %d", gs->rank, ds->rank);
-            for (int d = 0; !why[0] && d < ds->rank; d++)
-                if (ds->d[d] >= 0 && ds->d[d] != gs->d[d])
-                    snprintf(why, sizeof why, "dim %d is %lld where the model fixes %lld", d, (long long)gs->d[d],
-                             (long long)ds->d[d]);
-            if (why[0])
+            if (gs->rank != ds->rank) {
+                snprintf(why, sizeof why, "rank %d where the model has %d", gs->rank, ds->rank);
                 st = cd_err(err, CD_E_USAGE,
                             "--shape %s: input '%s' is declared %s: %s (only the -1 dims may differ; `cldiff "
                             "inspect MODEL` shows the declared shapes)",
                             shapes[i], t->name, cd_shape_str(ds, a, sizeof a), why);
+                break;
+            }
+            for (int d = 0; !why[0] && d < ds->rank; d++)
+                if (ds->d[d] >= 0 && ds->d[d] != gs->d[d])
+                    snprintf(why, sizeof why, "dim %d is %lld where the model fixes %lld", d, (long long)gs->d[d],
+                             (long long)ds->d[d]);
+            if (why[0] && override && ol < override_len)
+                ol += (size_t)snprintf(override + ol, override_len - ol, "%s--shape %s: input '%s' is declared %s: %s",
+                                       ol ? "; " : "", shapes[i], t->name, cd_shape_str(ds, a, sizeof a), why);
         }
     }
     return st;
+}
+
+cd_status cd_inputs_override_failed(const char *override, cd_error *err) {
+    char m[CD_ERR_MSG];
+    snprintf(m, sizeof m, "%s", err->msg);
+    return cd_err(err, CD_E_USAGE,
+                  "%s, and the model cannot take that size: %s (use the declared size, or change only the -1 dims; "
+                  "`cldiff inspect MODEL` shows the declared shapes)",
+                  override, m);
 }
 
 cd_status cd_inputs_resolve_shapes(const cd_graph *g, const char *const *shapes, int n_shapes, const char *const *specs,
@@ -755,7 +771,7 @@ cd_status cd_inputs_resolve_shapes(const cd_graph *g, const char *const *shapes,
                                    ds->rank ? cd_shape_str(ds, b, sizeof b) : "");
     }
     if (!st) st = cd_resolve_input_shapes(g, all, n_all, out, notice, notice_len, err);
-    if (!st) st = cd_inputs_check_declared(g, shapes, n_shapes, out, err);
+    if (!st) st = cd_inputs_check_declared(g, shapes, n_shapes, out, NULL, 0, err);
     if (!st && note[0] && notice && notice_len) {
         size_t used = strlen(notice);
         snprintf(notice + used, notice_len - used, "%s%s", used ? "\n" : "", note);

@@ -53,9 +53,16 @@ void cd_inputs_free(cd_input_set *s);
  * per shape so taken ("input 'x': shape [1,3,48,192] taken from x.npy (declared [-1,3,-1,-1])").
  * A spec naming no model input, or given twice, is CD_E_USAGE as in cd_inputs_build. */
 /* Each --shape NAME=dims (shapes) against input NAME's declared rank and fixed dims (resolved:
- * the shapes in use, per input). CD_E_USAGE naming the option, the declared shape and the dim. */
+ * the shapes in use, per input). A different rank is CD_E_USAGE naming the option, the declared
+ * shape and the rank. A fixed dim given another size is the user's explicit override (a fully
+ * convolutional model takes other sizes, as Paddle-Lite's Resize allows): it is described in
+ * override (may be NULL), and cd_inputs_override_failed turns a plan that then fails into a
+ * usage error naming the option, so the failure never surfaces as a bare error at op #28. */
 cd_status cd_inputs_check_declared(const cd_graph *g, const char *const *shapes, int n_shapes, const cd_shape *resolved,
-                                   cd_error *err);
+                                   char *override, size_t override_len, cd_error *err);
+/* The plan failed (err) after --shape overrode fixed dims (override, from cd_inputs_check_declared):
+ * CD_E_USAGE naming the override and the plan's error. */
+cd_status cd_inputs_override_failed(const char *override, cd_error *err);
 cd_status cd_inputs_resolve_shapes(const cd_graph *g, const char *const *shapes, int n_shapes, const char *const *specs,
                                    int n_specs, cd_shape *out, char *notice, size_t notice_len, cd_error *err);
 

@@ -277,7 +277,11 @@ cd_status cd_session_open(cd_session *s, const cd_cli_opts *o, cd_error *err) {
                                   sizeof notice, err);
     if (st) return st;
     if (notice[0] && !o->quiet) fprintf(stderr, "cldiff: note: %s\n", notice);
+    char override[512];
+    if ((st = cd_inputs_check_declared(s->g, o->shapes, o->n_shapes, s->in_shapes, override, sizeof override, err)))
+        return st;
     if ((st = cd_plan_build(s->g, s->in_shapes, o->prec, &s->plan, err))) {
+        if (override[0] && st != CD_E_NOMEM) return cd_inputs_override_failed(override, err);
         /* a --shape too large for a kernel is the option's fault, not an unsupported op */
         if (st == CD_E_UNSUPPORTED && o->n_shapes && strstr(err->msg, "exceed")) {
             char m[CD_ERR_MSG];
@@ -288,6 +292,11 @@ cd_status cd_session_open(cd_session *s, const cd_cli_opts *o, cd_error *err) {
         return st;
     }
     s->have_plan = true;
+    if (override[0] && !o->quiet)
+        fprintf(stderr,
+                "cldiff: note: %s; the model plans at that size (a fixed dim overridden, as Paddle-Lite's "
+                "Resize allows)\n",
+                override);
     if (s->plan.int8_dequantized) {
         /* Labelled everywhere the model format appears (dump root, every report). */
         size_t l = strlen(s->model_format);
