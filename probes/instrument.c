@@ -74,7 +74,7 @@ void cd_instrumented_free(cd_instrumented *in) {
     memset(in, 0, sizeof *in);
 }
 
-static bool probe_slot(const cd_slot *s) { return strcmp(s->name, "XShape") != 0; }
+static bool probe_slot(const cd_slot *s) { return !cd_slot_no_data(s->name); }
 
 cd_status cd_instrument(const cd_graph *g, const bool *mask, const cd_value *meta, const cd_retarget *retarget,
                         cd_instrumented *out, cd_error *err) {

@@ -54,9 +54,8 @@ static cd_status probe_outputs(const cd_plan *plan, cd_backend *b, int i, const 
         memset(info, 0, sizeof *info);
     }
     for (int s = 0; s < op->n_out; s++) {
-        /* XShape (reshape2, transpose2, flatten2, squeeze2...) only carries the input's shape
-         * for training: no data worth a dataset or a comparison row. */
-        if (!strcmp(op->out[s].name, "XShape")) continue;
+        /* XShape, rnn's scratch: no data worth a dataset or a comparison row (model/graph.h) */
+        if (cd_slot_no_data(op->out[s].name)) continue;
         for (int k = 0; k < op->out[s].n; k++) {
             int id = op->out[s].ids[k];
             if (id < 0) continue;
@@ -123,7 +122,7 @@ static cd_status record_outputs(const cd_plan *plan, cd_backend *b, int i, const
         for (int k = 0; k < op->out[s].n; k++) {
             int id = op->out[s].ids[k];
             if (id < 0 || !need[id]) continue;
-            if (!o->record && probed && strcmp(op->out[s].name, "XShape")) continue;
+            if (!o->record && probed && !cd_slot_no_data(op->out[s].name)) continue;
             cd_value host = {0};
             cd_status st = b->vt->read(b, id, &host, err);
             if (!st)
@@ -169,7 +168,7 @@ static bool settle_local_outputs(const cd_plan *plan, cd_backend *b, int i, cons
     bool all = true, any = false;
     memset(info, 0, sizeof *info);
     for (int s = 0; s < op->n_out && all; s++) {
-        if (!strcmp(op->out[s].name, "XShape")) continue;
+        if (cd_slot_no_data(op->out[s].name)) continue;
         for (int k = 0; k < op->out[s].n && all; k++) {
             int id = op->out[s].ids[k];
             if (id < 0) continue;
