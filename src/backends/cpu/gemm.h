@@ -73,7 +73,11 @@ const char *cd_gemm_kernel_name(void);
 const char *cd_gemm_kernel_name_f32(void);
 const char *cd_gemm_kernel_name_f16(void);
 
-/* The environment variable CLDIFF_GEMM_F16_KERNEL, read at every fp16 GEMM, runs it on the
+/* The environment variable CLDIFF_GEMM_F32_KERNEL=avx2-fma or generic, read at every fp32
+ * GEMM and direct conv, caps the fp32 level there (the AVX-512 machine then runs the AVX2 or
+ * the portable kernels; cd_gemm_kernel_name_f32() says which): the levels give the same bits
+ * (the FMA ones those of a sequential fmaf chain), and this lets one machine test them all.
+ * The environment variable CLDIFF_GEMM_F16_KERNEL, read at every fp16 GEMM, runs it on the
  * named micro-kernel level (one of the names above) where this build and CPU have it, and on
  * the best one otherwise; cd_gemm_kernel_name_f16() says which runs. The levels give the same
  * bits; this is for tests and measurements. */
