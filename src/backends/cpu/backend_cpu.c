@@ -610,6 +610,33 @@ static void timing_report(const cd_plan *plan, int threads, int runs, double ope
     for (int t = 0; t < nt; t++)
         fprintf(stderr, "  %-32s %5d %10.3f %10.3f %6.1f%%\n", types[t], cnt[t], cold[t], wmed[t],
                 wtot > 0 ? 100.0 * wmed[t] / wtot : 0.0);
+    /* the heaviest single ops (warm median; cold where there is no warm run) */
+    double *om = calloc((size_t)(n > 0 ? n : 1), sizeof *om);
+    int *ord = calloc((size_t)(n > 0 ? n : 1), sizeof *ord);
+    if (om && ord) {
+        for (int i = 0; i < n; i++) {
+            for (int r = 0; r < warm; r++) wr[r] = op_us[(size_t)(r + 1) * n + i] / 1e3;
+            om[i] = warm > 0 ? median(wr, warm) : op_us[i] / 1e3;
+            ord[i] = i;
+        }
+        const int top = n < 15 ? n : 15;
+        for (int a = 0; a < top; a++)
+            for (int b2 = a + 1; b2 < n; b2++)
+                if (om[ord[b2]] > om[ord[a]]) {
+                    int x = ord[a];
+                    ord[a] = ord[b2];
+                    ord[b2] = x;
+                }
+        fprintf(stderr, "  %-5s %-32s %-24s %10s %10s\n", "op #", "layer", "type", "cold ms",
+                warm > 0 ? "warm ms" : "ms");
+        for (int a = 0; a < top; a++) {
+            const cd_op *op = &g->ops[ord[a]];
+            fprintf(stderr, "  %-5d %-32.32s %-24.24s %10.3f %10.3f\n", ord[a], op->name, op->type, op_us[ord[a]] / 1e3,
+                    om[ord[a]]);
+        }
+    }
+    free(om);
+    free(ord);
 out:
     free(wr);
     free(types);

@@ -294,9 +294,6 @@ static inline int64_t imax64(int64_t a, int64_t b) { return a > b ? a : b; }
 #ifndef NN_DW_PAR_MIN_MACS
 #define NN_DW_PAR_MIN_MACS ((int64_t)CD_GEMM_ONE_THREAD_MACS)
 #endif
-/* Convs (not 1x1) with a reduction K = Cin/groups * KH * KW up to this run the direct kernel
- * (cd_conv_direct_f32) instead of im2col + GEMM. */
-#define CONV_DIRECT_MAX_K 64
 
 #define NN_T float
 #define NN_S f32

@@ -689,7 +689,9 @@ static cd_status F(conv_fwd)(cd_op_ctx *c, const conv_geo *g, const NN_T *in, co
      * im2col panels cost more than the arithmetic. Same bits as the GEMM path
      * (cd_conv_direct_f32). */
 #if !NN_IS_HALF
-    const bool direct = !pointwise && K <= CONV_DIRECT_MAX_K;
+    const cd_conv_direct_geo fg = {NULL,       (int)cig,   (int)g->H,  (int)g->W,  (int)g->KH, (int)g->KW, (int)g->sh,
+                                   (int)g->sw, (int)g->dh, (int)g->dw, (int)g->pt, (int)g->pl, (int)g->Ho, (int)g->Wo};
+    const bool direct = !pointwise && cd_conv_direct_fits_f32(&fg, (int)cog);
 #endif
     for (int64_t n = 0; n < g->N; n++)
         for (int64_t gr = 0; gr < g->groups; gr++) {
