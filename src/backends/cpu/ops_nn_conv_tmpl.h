@@ -243,6 +243,68 @@ __attribute__((target("avx2,f16c"), noinline)) static void F(dw_run_f16c)(const 
 }
 #endif
 
+#if !NN_IS_HALF && defined(NN_X86)
+/* F(dw_run) for float on AVX2 + FMA, strides 1 and 2: the generic 16-lane code kept its
+ * accumulators in memory there (a store and a reload per multiply-add). The same arithmetic
+ * per column: for each tap (ky outer, kx inner) acc = fma(w, x, acc) from +0, as the
+ * contracted acc + w * x of F(dw_run). NV vectors of 16 columns = 2 * NV registers; stride 2
+ * takes the even lanes of two loads per 8 columns. */
+static inline __attribute__((always_inline, target(NN_ISA_MID))) void
+F(dw_run_avx2_nv)(const F(dw_geo) * d, const NN_T *restrict xr0, const NN_T *restrict wk, NN_T *restrict yr,
+                  const int nv, const int sw, int ncols, int ky0, int ky1) {
+    const int KW = d->KW, dw = d->dw;
+    const size_t rstep = (size_t)d->dh * d->Wp;
+    __m256 acc[8];
+#pragma GCC unroll 8
+    for (int u = 0; u < 2 * nv; u++) acc[u] = _mm256_setzero_ps();
+    for (int ky = ky0; ky < ky1; ky++) {
+        const NN_T *xr = xr0 + (size_t)ky * rstep;
+        for (int kx = 0; kx < KW; kx++) {
+            const __m256 wv = _mm256_broadcast_ss(wk + ky * KW + kx);
+            const NN_T *xk = xr + kx * dw;
+#pragma GCC unroll 8
+            for (int u = 0; u < 2 * nv; u++) {
+                __m256 xv;
+                if (sw == 1) {
+                    xv = _mm256_loadu_ps(xk + 8 * u);
+                } else {
+                    const __m256 a = _mm256_loadu_ps(xk + 16 * u), b = _mm256_loadu_ps(xk + 16 * u + 8);
+                    xv = _mm256_castpd_ps(_mm256_permute4x64_pd(_mm256_castps_pd(_mm256_shuffle_ps(a, b, 0x88)), 0xd8));
+                }
+                acc[u] = _mm256_fmadd_ps(wv, xv, acc[u]);
+            }
+        }
+    }
+#pragma GCC unroll 8
+    for (int u = 0; u < 2 * nv; u++) {
+        const int n = ncols - 8 * u;
+        if (n >= 8)
+            _mm256_storeu_ps(yr + 8 * u, acc[u]);
+        else if (n > 0) {
+            float t[8];
+            _mm256_storeu_ps(t, acc[u]);
+            memcpy(yr + 8 * u, t, (size_t)n * sizeof(float));
+        }
+    }
+}
+__attribute__((target(NN_ISA_MID), noinline)) static void F(dw_run_avx2)(const F(dw_geo) * d, const NN_T *restrict xr0,
+                                                                         const NN_T *restrict wk, NN_T *restrict yr,
+                                                                         int nv, int sw, int ncols, int ky0, int ky1) {
+#define DW_A2(NVC)                                                                                                     \
+    if (sw == 1)                                                                                                       \
+        F(dw_run_avx2_nv)(d, xr0, wk, yr, NVC, 1, ncols, ky0, ky1);                                                    \
+    else                                                                                                               \
+        F(dw_run_avx2_nv)(d, xr0, wk, yr, NVC, 2, ncols, ky0, ky1);
+    switch (nv) {
+    case 1: DW_A2(1) break;
+    case 2: DW_A2(2) break;
+    case 3: DW_A2(3) break;
+    default: DW_A2(4) break;
+    }
+#undef DW_A2
+}
+#endif
+
 #define DW_RUN_NV(SW)                                                                                                  \
     switch (nv) {                                                                                                      \
     case 1: F(dw_run)(d, xr0, wk, yr, 1, SW, ncols, ky0, ky1); break;                                                  \
@@ -274,6 +336,10 @@ static inline __attribute__((always_inline)) void F(dw_plane_body)(const F(dw_ge
 #if NN_IS_HALF && defined(NN_X86)
             if (f16c && sw == 1)
                 F(dw_run_f16c)(d, xr0, wk, yr, nv, ncols, ky0, ky1);
+            else
+#elif defined(NN_X86)
+            if (f16c && sw <= 2) /* float: the AVX2 + FMA build (f16c: "the mid level's own runs") */
+                F(dw_run_avx2)(d, xr0, wk, yr, nv, sw, ncols, ky0, ky1);
             else
 #endif
                 if (sw == 1) {
@@ -335,10 +401,9 @@ static void F(dw_planes_default) DW_ARGS { F(dw_planes_body)(j, t0, t1, xp, 2, 0
 __attribute__((target(NN_ISA_FAST))) static void F(dw_planes_fast) DW_ARGS {
     F(dw_planes_body)(j, t0, t1, xp, DW_NVMAX, 0);
 }
-/* half: NN_ISA_MID is AVX2 + F16C, whose stride-1 runs go through F(dw_run_f16c) */
-__attribute__((target(NN_ISA_MID))) static void F(dw_planes_mid) DW_ARGS {
-    F(dw_planes_body)(j, t0, t1, xp, 4, NN_IS_HALF);
-}
+/* half: NN_ISA_MID is AVX2 + F16C, whose stride-1 runs go through F(dw_run_f16c); float: AVX2 +
+ * FMA, whose stride-1 and -2 runs go through F(dw_run_avx2) */
+__attribute__((target(NN_ISA_MID))) static void F(dw_planes_mid) DW_ARGS { F(dw_planes_body)(j, t0, t1, xp, 4, 1); }
 #endif
 #undef DW_ARGS
 
