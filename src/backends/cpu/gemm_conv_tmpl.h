@@ -40,24 +40,8 @@ static inline __attribute__((always_inline)) void F(cd_load)(const GT *p, const 
 typedef struct {
     const cd_conv_direct_geo *g;
     int Hb, Wp;
+    const int *tap; /* per k = (ic, ky, kx): its offset in the band scratch, ic * Hb * Wp + ky * dh * Wp + kx * dw */
 } F(cd_band);
-
-/* The tap k of the reduction as (ic, ky, kx) and its offset in the band scratch. */
-#define CD_TAP_START(k0)                                                                                               \
-    int ic = (k0) / KHW, ky = (k0) % KHW / KW, kx = (k0) % KW;                                                         \
-    const GT *xc = x + ic * plane, *xr = xc + ky * rstep
-#define CD_TAP_NEXT()                                                                                                  \
-    do {                                                                                                               \
-        if (++kx == KW) {                                                                                              \
-            kx = 0;                                                                                                    \
-            if (++ky == KH) {                                                                                          \
-                ky = 0;                                                                                                \
-                xc += plane;                                                                                           \
-                xr = xc;                                                                                               \
-            } else                                                                                                     \
-                xr += rstep;                                                                                           \
-        }                                                                                                              \
-    } while (0)
 
 /* mr output channels x nv vectors of one output row. K in the GEMM's KC slices (the sum of a
  * slice stored, later slices added to it: F(store_tile) with first = 0), so a conv with a
@@ -65,9 +49,7 @@ typedef struct {
 static inline __attribute__((always_inline)) void F(cd_tile)(const F(cd_band) * bd, const GT *restrict x,
                                                              const GT *restrict w, int K, GT *restrict y, int ldy,
                                                              const int mr, const int nv, int ncols, const int sw) {
-    const cd_conv_direct_geo *g = bd->g;
-    const size_t plane = (size_t)bd->Hb * bd->Wp, rstep = (size_t)g->dh * bd->Wp;
-    const int KH = g->KH, KW = g->KW, KHW = KH * KW, dw = g->dw;
+    const int *restrict tap = bd->tap;
     for (int k0 = 0; k0 < K; k0 += KC) {
         const int k1 = imin(K, k0 + KC);
         F(vec) acc[4][4];
@@ -75,11 +57,9 @@ static inline __attribute__((always_inline)) void F(cd_tile)(const F(cd_band) * 
         for (int i = 0; i < mr; i++)
 #pragma GCC unroll 4
             for (int v = 0; v < nv; v++) acc[i][v] = (F(vec)){0};
-        CD_TAP_START(k0);
-        (void)ic;
         for (int k = k0; k < k1; k++) {
             F(vec) xv[4];
-            const GT *xk = xr + kx * dw;
+            const GT *xk = x + tap[k];
 #pragma GCC unroll 4
             for (int v = 0; v < nv; v++) F(cd_load)(xk + v * NR * sw, sw, &xv[v]);
 #pragma GCC unroll 4
@@ -89,7 +69,6 @@ static inline __attribute__((always_inline)) void F(cd_tile)(const F(cd_band) * 
 #pragma GCC unroll 4
                 for (int v = 0; v < nv; v++) acc[i][v] += av * xv[v];
             }
-            CD_TAP_NEXT();
         }
         F(store_tile)(y, (size_t)ldy, &acc[0][0], 4, mr, nv, ncols, (GT)1, (GT)0, k0 == 0);
     }
@@ -102,16 +81,12 @@ static inline __attribute__((always_inline)) void F(cd_tile)(const F(cd_band) * 
 static inline __attribute__((always_inline, target(G_ISA_MID))) void
 F(cd_tile_avx2_mr)(const F(cd_band) * bd, const GT *restrict x, const GT *restrict w, int K, GT *restrict y, int ldy,
                    const int mr, int ncols) {
-    const cd_conv_direct_geo *g = bd->g;
-    const size_t plane = (size_t)bd->Hb * bd->Wp, rstep = (size_t)g->dh * bd->Wp;
-    const int KH = g->KH, KW = g->KW, KHW = KH * KW, dw = g->dw;
+    const int *restrict tap = bd->tap;
     for (int k0 = 0; k0 < K; k0 += KC) {
         const int k1 = imin(K, k0 + KC);
         __m256 c00 = _mm256_setzero_ps(), c01 = c00, c10 = c00, c11 = c00, c20 = c00, c21 = c00, c30 = c00, c31 = c00;
-        CD_TAP_START(k0);
-        (void)ic;
         for (int k = k0; k < k1; k++) {
-            const GT *xk = xr + kx * dw, *wk = w + k;
+            const GT *xk = x + tap[k], *wk = w + k;
             const __m256 b0 = _mm256_loadu_ps(xk), b1 = _mm256_loadu_ps(xk + 8);
             __m256 a = _mm256_broadcast_ss(wk);
             c00 = _mm256_fmadd_ps(a, b0, c00);
@@ -131,7 +106,6 @@ F(cd_tile_avx2_mr)(const F(cd_band) * bd, const GT *restrict x, const GT *restri
                 c30 = _mm256_fmadd_ps(a, b0, c30);
                 c31 = _mm256_fmadd_ps(a, b1, c31);
             }
-            CD_TAP_NEXT();
         }
         F(vec) acc[4];
         float *o = (float *)acc;
@@ -159,8 +133,6 @@ __attribute__((noinline, target(G_ISA_MID))) static void F(cd_tile_avx2)(const F
     }
 }
 #endif
-#undef CD_TAP_START
-#undef CD_TAP_NEXT
 
 /* Output channels [oc0, oc0+mr) of output row oy, whose taps start at band row rb. Tiles of up
  * to nvmax vectors (the scratch holds whole vectors past Wo); five remaining vectors go as
@@ -265,7 +237,13 @@ bool CAT(cd_conv_direct, GS)(const cd_conv_direct_geo *g, int Cout, const GT *W,
     const int Wo16 = (g->Wo + NR - 1) / NR * NR;
     int Wp = (Wo16 - 1) * g->sw + (g->KW - 1) * g->dw + 2;
     if (Wp < g->pl + g->W) Wp = g->pl + g->W;
-    const F(cd_band) bd = {g, (CD_BAND_ROWS - 1) * g->sh + (g->KH - 1) * g->dh + 1, Wp};
+    const int Hb = (CD_BAND_ROWS - 1) * g->sh + (g->KH - 1) * g->dh + 1, K = g->Cin * g->KH * g->KW;
+    int *tap = malloc((size_t)K * sizeof *tap);
+    if (!tap) return false;
+    for (int ic = 0, k = 0; ic < g->Cin; ic++)
+        for (int ky = 0; ky < g->KH; ky++)
+            for (int kx = 0; kx < g->KW; kx++, k++) tap[k] = (ic * Hb + ky * g->dh) * Wp + kx * g->dw;
+    const F(cd_band) bd = {g, Hb, Wp, tap};
     const size_t scratch = (size_t)g->Cin * bd.Hb * bd.Wp;
     const int bands = (g->Ho + CD_BAND_ROWS - 1) / CD_BAND_ROWS;
     const double macs = (double)Cout * g->Cin * g->KH * g->KW * g->Ho * g->Wo;
@@ -274,11 +252,13 @@ bool CAT(cd_conv_direct, GS)(const cd_conv_direct_geo *g, int Cout, const GT *W,
     bool ok = true;
     if (nt == 1) { /* no OpenMP region (backends/cpu/par.h) */
         GT *xs = calloc(scratch, sizeof(GT));
-        if (!xs) return false;
-        for (int b = 0; b < bands; b++)
-            F(cd_band_run)(fn, &bd, xs, W, Y, Cout, b * CD_BAND_ROWS, imin(g->Ho, (b + 1) * CD_BAND_ROWS));
+        const bool got = xs != NULL;
+        if (got)
+            for (int b = 0; b < bands; b++)
+                F(cd_band_run)(fn, &bd, xs, W, Y, Cout, b * CD_BAND_ROWS, imin(g->Ho, (b + 1) * CD_BAND_ROWS));
         free(xs);
-        return true;
+        free(tap);
+        return got;
     }
 #pragma omp parallel num_threads(nt)
     {
@@ -295,6 +275,7 @@ bool CAT(cd_conv_direct, GS)(const cd_conv_direct_geo *g, int Cout, const GT *W,
         }
         free(xs);
     }
+    free(tap);
     return ok;
 }
 
