@@ -822,14 +822,21 @@ static cd_status F(conv_transpose_fwd)(cd_op_ctx *c, const conv_geo *g, const NN
                     for (int64_t ky = 0; ky < g->KH; ky++)
                         for (int64_t kx = 0; kx < g->KW; kx++) {
                             const NN_T *cr = col + ((oc * g->KH + ky) * g->KW + kx) * pc;
-                            int64_t iy = p0 / g->W, ix = p0 % g->W;
-                            for (int64_t q = 0; q < pc; q++) {
-                                int64_t oy = iy * g->sh - g->pt + ky * g->dh, ox = ix * g->sw - g->pl + kx * g->dw;
-                                if (oy >= 0 && oy < g->Ho && ox >= 0 && ox < g->Wo) yp[oy * g->Wo + ox] += cr[q];
-                                if (++ix == g->W) {
-                                    ix = 0;
-                                    iy++;
+                            /* input pixel (iy, ix) -> output (iy*sh - pt + ky*dh, ix*sw + off): the
+                             * columns inside the output are one range [lo, hi) of ix for every row */
+                            const int64_t off = kx * g->dw - g->pl, sw = g->sw;
+                            const int64_t lo = off >= 0 ? 0 : (-off + sw - 1) / sw;
+                            const int64_t hi = g->Wo - off <= 0 ? 0 : (g->Wo - off - 1) / sw + 1;
+                            int64_t iy = p0 / g->W, ix0 = p0 % g->W;
+                            for (int64_t q = 0; q < pc; iy++, ix0 = 0) {
+                                const int64_t n = imin64(g->W - ix0, pc - q), oy = iy * g->sh - g->pt + ky * g->dh;
+                                if (oy >= 0 && oy < g->Ho) {
+                                    NN_T *yr = yp + oy * g->Wo + off;
+                                    const NN_T *cq = cr + q - ix0; /* cq[ix]: the value of input column ix */
+                                    const int64_t a = imax64(ix0, lo), b = imin64(ix0 + n, hi);
+                                    for (int64_t ix = a; ix < b; ix++) yr[ix * sw] += cq[ix];
                                 }
+                                q += n;
                             }
                         }
                 }
