@@ -19,7 +19,8 @@
 #            first = run_ms with --warmup 0 (first run after load), warm = run_ms after
 #            --warmup W (default 3)
 # and prints per model and thread count the medians and the ratios cldiff/PL (warm/warm,
-# cold/first). A model Paddle-Lite x86 cannot run (an ARM-only .nb) gets "n/a" and the reason.
+# cold/first); cldiff's per-op-type and heaviest-op tables (cpu:timing=1) of each model and
+# thread count are kept in the work folder (m<k>/timing_t<T>.txt). A model Paddle-Lite x86 cannot run (an ARM-only .nb) gets "n/a" and the reason.
 set -u
 SRC=$(cd "$(dirname "$0")/.." && pwd)
 CLDIFF=${CLDIFF:-$SRC/build/cldiff}
@@ -105,7 +106,7 @@ while IFS=$'\t' read -r m shp; do
     d=$WORK/m$k
     mkdir -p "$d/in" "$d/pl"
     # shellcheck disable=SC2086
-    "$CLDIFF" run --backends cpu "$m" $shp --layers outputs --threads 1 --quiet --out "$d/ref" >"$d/ref.log" 2>&1
+    "$CLDIFF" run --backends cpu "$m" $shp --layers outputs --threads 1 --quiet --out "$d/ref" </dev/null >"$d/ref.log" 2>&1
     "$PY" - "$d/ref/dump.h5" "$d/in" "$CLDIFF" "$m" "$shp" <<'EOF' >>"$d/ref.log" 2>&1
 import subprocess, sys, h5py, numpy as np
 dump, out, cldiff, model, shp = sys.argv[1:6]
@@ -127,7 +128,7 @@ one_cldiff() { # model-index threads
     local d=$WORK/m$1 m=$2 shp=$3 t=$4
     # shellcheck disable=SC2086
     if "$CLDIFF" run --backends cpu "$m" $shp --layers outputs --threads "$t" --quiet \
-        --backend-opt cpu:repeat="$REPEAT" --out "$d/c$t" >"$d/c$t.log" 2>&1; then
+        --backend-opt cpu:repeat="$REPEAT" --out "$d/c$t" </dev/null >"$d/c$t.log" 2>&1; then
         "$PY" -c 'import sys,h5py; a=h5py.File(sys.argv[1],"r")["runs/cpu"].attrs; print(a["cold_ms"], a.get("warm_ms", a["cold_ms"]))' \
             "$d/c$t/dump.h5" 2>/dev/null || echo "nan nan"
     else
@@ -137,12 +138,25 @@ one_cldiff() { # model-index threads
 one_pl() { # model-index model threads warmup
     local d=$WORK/m$1 m=$2 t=$3 w=$4
     [ -n "$PLR" ] || { echo nan; return; }
-    if "$PLR" "$m" "$d/in" "$d/pl" --threads "$t" --warmup "$w" >"$d/pl$t.log" 2>&1; then
+    if "$PLR" "$m" "$d/in" "$d/pl" --threads "$t" --warmup "$w" </dev/null >"$d/pl$t.log" 2>&1; then
         awk '$1 == "run_ms" {print $2}' "$d/pl/run.txt"
     else
         echo nan
     fi
 }
+
+# per-op-type and heaviest-op tables of each model and thread count (cpu:timing=1), once: the
+# op-by-op account of a ratio
+k=0
+while IFS=$'\t' read -r m shp; do
+    k=$((k + 1))
+    for t in $THREADS; do
+        # shellcheck disable=SC2086
+        "$CLDIFF" run --backends cpu "$m" $shp --layers outputs --threads "$t" --quiet \
+            --backend-opt cpu:repeat="$REPEAT" --backend-opt cpu:timing=1 --out "$WORK/m$k/tt$t" \
+            </dev/null >/dev/null 2>"$WORK/m$k/timing_t$t.txt" || true
+    done
+done <"$LIST"
 
 for r in $(seq 1 "$ROUNDS"); do
     k=0
@@ -177,5 +191,6 @@ print("|---|---:|---:|---:|---:|---:|---:|---:|")
 for (m, t), v in sorted(rows.items()):
     cc, cw, pf, pw = (med([x[i] for x in v]) for i in range(4))
     print(f"| {m} | {t} | {f(cc)} | {f(cw)} | {f(pf)} | {f(pw)} | {f(cw / pw, 2)} | {f(cc / pf, 2)} |")
-print(f"(work folder: {work}; a n/a PL column: see m*/pl<T>.log there)")
+print(f"(work folder: {work}; a n/a PL column: see m*/pl<T>.log there; cldiff's per-op-type and heaviest-op "
+      f"tables: m<k>/timing_t<T>.txt, m<k> being line k of {work}/models.tsv)")
 EOF
