@@ -320,11 +320,73 @@ __attribute__((target(NN_ISA_MID), noinline)) static void F(dw_run_avx2)(const F
 /* xp: padded plane (row oy*sh + ky*dh, column ox*sw + kx*dw holds the tap). Each output row
  * is cut into runs of at most nvmax vectors (8 with 32 vector registers, fewer where a
  * 16-lane vector takes several registers). */
+/* DW_ROWS output rows of at most nv (1 or 2) vectors each in one run, every one of their tap
+ * rows inside the input (ky over all of [0, KH)): on narrow maps (Wo <= 32) one row holds
+ * only 1-2 accumulators, too few to hide the FMA latency; four rows give 4-8. Per column the
+ * same acc = acc + w * x over the taps, ky outer, kx inner, as F(dw_run). */
+#define DW_ROWS 4
+static inline __attribute__((always_inline)) void F(dw_run_rows)(const F(dw_geo) * d, const NN_T *restrict xr0,
+                                                                 const NN_T *restrict wk, NN_T *restrict yr0,
+                                                                 const int nv, const int sw, int ncols) {
+    const int KH = d->KH, KW = d->KW, dw = d->dw, Wo = d->Wo;
+    const size_t rstep = (size_t)d->dh * d->Wp, ostep = (size_t)d->sh * d->Wp;
+    F(dwvec) acc[DW_ROWS * 2];
+#pragma GCC unroll 8
+    for (int u = 0; u < DW_ROWS * nv; u++) acc[u] = (F(dwvec)){0};
+    for (int ky = 0; ky < KH; ky++) {
+        const NN_T *xr = xr0 + (size_t)ky * rstep;
+        for (int kx = 0; kx < KW; kx++) {
+            const NN_T wt = wk[ky * KW + kx];
+            const F(dwvec) wv = {wt, wt, wt, wt, wt, wt, wt, wt, wt, wt, wt, wt, wt, wt, wt, wt};
+            const NN_T *xk = xr + kx * dw;
+#pragma GCC unroll 4
+            for (int r = 0; r < DW_ROWS; r++)
+#pragma GCC unroll 2
+                for (int v = 0; v < nv; v++) {
+                    F(dwvec) xv;
+                    F(dw_load)(xk + r * ostep + v * DW_VL * sw, sw, &xv);
+                    acc[r * nv + v] = acc[r * nv + v] + wv * xv;
+                }
+        }
+    }
+#pragma GCC unroll 4
+    for (int r = 0; r < DW_ROWS; r++)
+#pragma GCC unroll 2
+        for (int v = 0; v < nv; v++) {
+            NN_T *yr = yr0 + (size_t)r * Wo + v * DW_VL;
+            const int n = ncols - v * DW_VL;
+            if (n >= DW_VL)
+                memcpy(yr, &acc[r * nv + v], sizeof acc[0]);
+            else
+                for (int jj = 0; jj < n; jj++) yr[jj] = acc[r * nv + v][jj];
+        }
+}
+
 static inline __attribute__((always_inline)) void F(dw_plane_body)(const F(dw_geo) * d, const NN_T *restrict xp,
                                                                    const NN_T *restrict wk, NN_T *restrict y,
                                                                    const int nvmax, const int f16c) {
     const int Wo = d->Wo, sw = d->sw, Wp = d->Wp;
     for (int oy = 0; oy < d->Ho; oy++) {
+        /* narrow maps on the 32-register build: DW_ROWS interior rows at once (F(dw_run_rows)) */
+        if (nvmax >= 8 && Wo <= 2 * DW_VL && sw <= 2 && oy + DW_ROWS <= d->Ho && d->kyr[2 * oy] == 0 &&
+            d->kyr[2 * (oy + DW_ROWS - 1) + 1] == d->KH && d->kyr[2 * (oy + DW_ROWS - 1)] == 0 &&
+            d->kyr[2 * oy + 1] == d->KH) {
+            const NN_T *xr0 = xp + (size_t)oy * d->sh * Wp;
+            NN_T *yr0 = y + (size_t)oy * Wo;
+            if (Wo <= DW_VL) {
+                if (sw == 1)
+                    F(dw_run_rows)(d, xr0, wk, yr0, 1, 1, Wo);
+                else
+                    F(dw_run_rows)(d, xr0, wk, yr0, 1, 2, Wo);
+            } else {
+                if (sw == 1)
+                    F(dw_run_rows)(d, xr0, wk, yr0, 2, 1, Wo);
+                else
+                    F(dw_run_rows)(d, xr0, wk, yr0, 2, 2, Wo);
+            }
+            oy += DW_ROWS - 1;
+            continue;
+        }
         NN_T *yrow = y + (size_t)oy * Wo;
         const int ky0 = d->kyr[2 * oy], ky1 = d->kyr[2 * oy + 1];
         for (int ox = 0; ox < Wo;) {
