@@ -236,6 +236,9 @@ convT_case("groups2", rnd(1, 4, 6, 5), rnd(4, 2, 3, 3), rnd(4), strides=(2, 2), 
 convT_case("dilation2 asym pad", rnd(2, 3, 5, 5), rnd(3, 4, 3, 2), rnd(4), strides=(2, 1), paddings=(1, 0, 2, 1), dil=(2, 2))
 convT_case("2x2 s2 relu (upsample)", rnd(1, 8, 7, 7), rnd(8, 5, 2, 2), rnd(5), strides=(2, 2), act="relu", threads=2)
 convT_case("SAME", rnd(1, 3, 5, 6), rnd(3, 2, 3, 3), rnd(2), strides=(2, 2), alg="SAME")
+# a column buffer in chunks (16*3*3 rows x 32400 pixels > 4M values: chunks of 29127 pixels start
+# mid-row) with padding: col2im's per-row column ranges across a chunk edge
+convT_case("chunked col2im", rnd(1, 2, 180, 180), rnd(2, 16, 3, 3), rnd(16), strides=(2, 2), paddings=(1, 1))
 convT_case("depthwise", rnd(1, 4, 6, 6), rnd(4, 1, 3, 3), rnd(4), strides=(2, 2), paddings=(1, 1), groups=4,
            op="depthwise_conv2d_transpose")
 

@@ -443,6 +443,14 @@ Test(gemm, f32_conv_direct_matches_im2col_gemm_bits) {
     cr_assert(24.0 * 27 * 80 * 80 >= CD_GEMM_ONE_THREAD_MACS);
     conv_direct_case(24, 3, 160, 160, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1, 2); /* above the one-thread threshold */
     conv_direct_case(24, 3, 160, 160, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1, 1);
+    /* long reductions (the direct conv takes any K where cd_conv_direct_fits_f32 says so): the
+     * sum in the GEMM's 256-deep K slices, tile edges of 1..4 channels, 1..5 vectors a row */
+    conv_direct_case(24, 96, 20, 40, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 1); /* K = 864: 4 slices */
+    conv_direct_case(7, 40, 11, 80, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 2);  /* K = 360, 5 vectors, 2 threads */
+    conv_direct_case(5, 30, 20, 70, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1, 1);  /* stride 2, K = 270 */
+    conv_direct_case(6, 33, 12, 50, 3, 3, 1, 1, 2, 2, 2, 2, 2, 2, 1);  /* dilation 2, K = 297 */
+    conv_direct_case(5, 64, 6, 33, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 1);   /* K = 576, Wo = 33 */
+    conv_direct_case(3, 29, 7, 21, 5, 5, 1, 3, 1, 1, 2, 2, 2, 2, 1);   /* stride 3 columns, K = 725 */
 }
 
 /* ---- the one-column path (N = 1 with a k-major A: conv's transposed filter for 1x1 maps) ----

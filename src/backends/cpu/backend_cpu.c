@@ -3,6 +3,7 @@
 #include "engine/backend.h"
 #include "backends/cpu/ops_int8.h"
 #include "engine/backend_def.h"
+#include "engine/executor.h"
 #include <omp.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -38,6 +39,11 @@ typedef struct {
         size_t cap;
     } * free_blocks;
     int n_free, cap_free;
+    /* per op: elapsed_us of its last run (the repeat/timing report of cpu_run reads it) */
+    double *op_us;
+    /* prepare ran for this plan and its state is kept: a repeated execution of the same plan
+     * (cpu:repeat=N) reuses the parsed attributes, packed filters and the filled pool */
+    bool prepared;
 } cpu_impl;
 
 /* Smallest free block that holds nb bytes (best fit), index into free_blocks, or -1.
@@ -194,6 +200,13 @@ static void free_op_state(cpu_impl *im) {
 
 static cd_status cpu_prepare(cd_backend *b, const cd_plan *plan, cd_error *err) {
     cpu_impl *im = b->impl;
+    if (im->prepared && im->plan == plan && !im->reinfer) {
+        /* the same plan again (a warm repeat): activations back to the pool, state kept */
+        for (int t = 0; t < plan->g->n_tensors; t++)
+            if (!plan->g->tensors[t].persistable) pool_release(im, t);
+        return CD_OK;
+    }
+    im->prepared = false;
     if (im->vals) {
         for (int t = 0; t < im->plan->g->n_tensors; t++) pool_release(im, t);
         free(im->vals);
@@ -204,6 +217,7 @@ static cd_status cpu_prepare(cd_backend *b, const cd_plan *plan, cd_error *err) 
     free(im->expect);
     free(im->pool_ptr);
     free(im->pool_cap);
+    free(im->op_us);
     im->plan = plan;
     im->reinfer = false;
     im->vals = cd_calloc((size_t)plan->g->n_tensors, sizeof *im->vals, err);
@@ -212,7 +226,9 @@ static cd_status cpu_prepare(cd_backend *b, const cd_plan *plan, cd_error *err) 
     im->pool_cap = cd_calloc((size_t)plan->g->n_tensors, sizeof *im->pool_cap, err);
     im->op_state = cd_calloc((size_t)plan->g->n_ops > 0 ? (size_t)plan->g->n_ops : 1, sizeof *im->op_state, err);
     im->i8_state = cd_calloc((size_t)plan->g->n_ops > 0 ? (size_t)plan->g->n_ops : 1, sizeof *im->i8_state, err);
-    if (!im->vals || !im->expect || !im->pool_ptr || !im->pool_cap || !im->op_state || !im->i8_state) return CD_E_NOMEM;
+    im->op_us = cd_calloc((size_t)plan->g->n_ops > 0 ? (size_t)plan->g->n_ops : 1, sizeof *im->op_us, err);
+    if (!im->vals || !im->expect || !im->pool_ptr || !im->pool_cap || !im->op_state || !im->i8_state || !im->op_us)
+        return CD_E_NOMEM;
     pool_rehearse(im);
     /* Attribute parsing and validation of the ops that can do it ahead, outside their timed
      * run. A failure leaves no state: the run parses again and reports it there. */
@@ -251,6 +267,7 @@ static cd_status cpu_prepare(cd_backend *b, const cd_plan *plan, cd_error *err) 
         im->vals[t] = plan->meta[t];
         im->vals[t].owned = false; /* the plan owns parameter memory */
     }
+    im->prepared = true;
     return CD_OK;
 }
 
@@ -376,6 +393,7 @@ static cd_status cpu_run_op(cd_backend *b, int i, cd_op_report *rep, cd_error *e
     else
         st = cd_op_fail(&c, CD_E_INTERNAL, "op definition has no CPU kernel");
     rep->elapsed_us = now_us() - t0;
+    if (im->op_us) im->op_us[i] = rep->elapsed_us;
     if (st) {
         if (err && !strstr(err->msg, "op #")) cd_err_prefix(err, "op #%d %s (%s): ", i, op->name, op->type);
         return st;
@@ -434,6 +452,7 @@ static void cpu_close(cd_backend *b) {
         free(im->expect);
         free(im->pool_ptr);
         free(im->pool_cap);
+        free(im->op_us);
         free(im);
     }
     free(b);
@@ -496,9 +515,194 @@ cd_status cd_cpu_backend_open(const cd_backend_opts *opts, cd_backend **out, cd_
 
 extern const cd_backend_def cd_backend_def_cpu;
 
+/* ---------------------------------------------------------------- timing (cpu:repeat, cpu:timing)
+ * `--backend-opt cpu:repeat=N` runs the model N times in this process on one backend
+ * instance: run 1 is the captured run (cold: backend opened, attributes parsed, filters
+ * packed, activation pool filled), runs 2..N execute the same prepared plan on the same
+ * inputs with nothing probed (warm). `cpu:timing=1` prints the times on stderr, per run and
+ * per op type; with repeat > 1 the dump's run gets the attributes cold_ms, warm_ms (median of
+ * the warm runs) and warm_runs. docs/cpu-backend.md "Timing". */
+static int cpu_opt_int(const cd_backend_opts *bo, const char *key, int dflt) {
+    const char *v = cd_backend_opt(bo, "cpu", key);
+    return v ? atoi(v) : dflt;
+}
+
+static cd_status cpu_apply_opts(cd_backend_opts *bo, cd_error *err) {
+    static const char *const keys[] = {"repeat", "timing"};
+    static const int lo[] = {1, 0}, hi[] = {100000, 1};
+    for (int k = 0; k < 2; k++) {
+        const char *v = cd_backend_opt(bo, "cpu", keys[k]);
+        if (!v) continue;
+        char *end;
+        long n = strtol(v, &end, 10);
+        if (!*v || *end || n < lo[k] || n > hi[k])
+            return cd_err(err, CD_E_USAGE, "--backend-opt cpu:%s=%s: expected an integer in [%d, %d]", keys[k], v,
+                          lo[k], hi[k]);
+    }
+    return CD_OK;
+}
+
+static int cmp_dbl(const void *a, const void *b) {
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+static double median(double *v, int n) {
+    if (n <= 0) return 0;
+    qsort(v, (size_t)n, sizeof *v, cmp_dbl);
+    return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+/* The stderr report: run times, then one row per op type (ops, cold ms, warm median ms,
+ * share of the warm run), heaviest first. op_us: runs x n_ops, run 0 cold. */
+static void timing_report(const cd_plan *plan, int threads, int runs, double open_ms, const double *run_ms,
+                          const double *op_us) {
+    const cd_graph *g = plan->g;
+    const int n = g->n_ops, warm = runs - 1;
+    double *wr = malloc((size_t)(warm > 0 ? warm : 1) * sizeof *wr);
+    const char **types = calloc((size_t)(n > 0 ? n : 1), sizeof *types);
+    int *cnt = calloc((size_t)(n > 0 ? n : 1), sizeof *cnt), nt = 0;
+    double *cold = calloc((size_t)(n > 0 ? n : 1), sizeof *cold), *wmed = calloc((size_t)(n > 0 ? n : 1), sizeof *wmed);
+    if (!wr || !types || !cnt || !cold || !wmed) goto out;
+    for (int r = 0; r < warm; r++) wr[r] = run_ms[r + 1];
+    double wm = median(wr, warm);
+    fprintf(stderr, "cldiff: cpu timing, %d threads: cold %.2f ms (open + prepare %.2f ms)", threads, run_ms[0],
+            open_ms);
+    if (warm > 0)
+        fprintf(stderr, "; warm median %.2f ms over %d runs (min %.2f, max %.2f)\n", wm, warm, wr[0], wr[warm - 1]);
+    else
+        fprintf(stderr, "; no warm runs (cpu:repeat=N, N > 1)\n");
+    for (int i = 0; i < n; i++) {
+        int t = 0;
+        while (t < nt && strcmp(types[t], g->ops[i].type)) t++;
+        if (t == nt) types[nt++] = g->ops[i].type;
+        cnt[t]++;
+        cold[t] += op_us[i] / 1e3;
+    }
+    double wtot = 0;
+    for (int t = 0; t < nt; t++) {
+        for (int r = 0; r < warm; r++) {
+            double sum = 0;
+            for (int i = 0; i < n; i++)
+                if (!strcmp(g->ops[i].type, types[t])) sum += op_us[(size_t)(r + 1) * n + i] / 1e3;
+            wr[r] = sum;
+        }
+        wmed[t] = warm > 0 ? median(wr, warm) : cold[t];
+        wtot += wmed[t];
+    }
+    for (int a = 0; a < nt; a++) /* heaviest first (selection sort: a few dozen types) */
+        for (int b2 = a + 1; b2 < nt; b2++)
+            if (wmed[b2] > wmed[a]) {
+                double d = wmed[a];
+                wmed[a] = wmed[b2];
+                wmed[b2] = d;
+                d = cold[a];
+                cold[a] = cold[b2];
+                cold[b2] = d;
+                int c = cnt[a];
+                cnt[a] = cnt[b2];
+                cnt[b2] = c;
+                const char *s = types[a];
+                types[a] = types[b2];
+                types[b2] = s;
+            }
+    fprintf(stderr, "  %-32s %5s %10s %10s %7s\n", "op type", "ops", "cold ms", warm > 0 ? "warm ms" : "ms", "share");
+    for (int t = 0; t < nt; t++)
+        fprintf(stderr, "  %-32s %5d %10.3f %10.3f %6.1f%%\n", types[t], cnt[t], cold[t], wmed[t],
+                wtot > 0 ? 100.0 * wmed[t] / wtot : 0.0);
+    /* the heaviest single ops (warm median; cold where there is no warm run) */
+    double *om = calloc((size_t)(n > 0 ? n : 1), sizeof *om);
+    int *ord = calloc((size_t)(n > 0 ? n : 1), sizeof *ord);
+    if (om && ord) {
+        for (int i = 0; i < n; i++) {
+            for (int r = 0; r < warm; r++) wr[r] = op_us[(size_t)(r + 1) * n + i] / 1e3;
+            om[i] = warm > 0 ? median(wr, warm) : op_us[i] / 1e3;
+            ord[i] = i;
+        }
+        const int top = n < 15 ? n : 15;
+        for (int a = 0; a < top; a++)
+            for (int b2 = a + 1; b2 < n; b2++)
+                if (om[ord[b2]] > om[ord[a]]) {
+                    int x = ord[a];
+                    ord[a] = ord[b2];
+                    ord[b2] = x;
+                }
+        fprintf(stderr, "  %-5s %-32s %-24s %10s %10s\n", "op #", "layer", "type", "cold ms",
+                warm > 0 ? "warm ms" : "ms");
+        for (int a = 0; a < top; a++) {
+            const cd_op *op = &g->ops[ord[a]];
+            fprintf(stderr, "  %-5d %-32.32s %-24.24s %10.3f %10.3f\n", ord[a], op->name, op->type, op_us[ord[a]] / 1e3,
+                    om[ord[a]]);
+        }
+    }
+    free(om);
+    free(ord);
+out:
+    free(wr);
+    free(types);
+    free(cnt);
+    free(cold);
+    free(wmed);
+}
+
 static cd_status cpu_run(const cd_runner_req *q, cd_runner_result *res, cd_error *err) {
-    cd_status st = cd_runner_inproc(&cd_backend_def_cpu, q, res, err);
+    const int repeat = cpu_opt_int(q->bo, "repeat", 1), timing = cpu_opt_int(q->bo, "timing", 0);
+    /* a local pass (the verdict's re-run of layers) is not repeated or timed */
+    const bool plain = q->xo && !q->xo->force && !q->xo->local_only;
+    if (!plain || (repeat <= 1 && !timing)) {
+        cd_status st = cd_runner_inproc(&cd_backend_def_cpu, q, res, err);
+        snprintf(res->device, sizeof res->device, "host CPU, %d threads", q->bo->threads);
+        return st;
+    }
+    const int n = q->plan->g->n_ops > 0 ? q->plan->g->n_ops : 1;
+    double *run_ms = calloc((size_t)repeat, sizeof *run_ms);
+    double *op_us = calloc((size_t)repeat * (size_t)n, sizeof *op_us);
+    if (!run_ms || !op_us) {
+        free(run_ms);
+        free(op_us);
+        return cd_err(err, CD_E_NOMEM, "out of memory for the timing table");
+    }
+    cd_backend *b = NULL;
+    double t0 = now_us();
+    cd_status st = cd_cpu_backend_open(q->bo, &b, err);
+    double open_ms = 0;
+    if (!st) {
+        b->vt->describe(b, res->device, sizeof res->device, res->driver, sizeof res->driver);
+        st = b->vt->prepare(b, q->plan, err); /* cd_execute's own prepare then finds it done */
+        open_ms = (now_us() - t0) / 1e3;
+        if (!st) st = cd_execute(q->plan, b, q->inputs, q->xo, q->sink, err);
+        run_ms[0] = (now_us() - t0) / 1e3;
+        if (!st) memcpy(op_us, ((cpu_impl *)b->impl)->op_us, (size_t)q->plan->g->n_ops * sizeof *op_us);
+    }
+    /* warm runs: the same plan and inputs, nothing probed or recorded */
+    const cd_exec_opts wxo = {.stop_flag = q->xo->stop_flag};
+    int runs = st ? 0 : 1;
+    for (int r = 1; !st && r < repeat; r++) {
+        double tr = now_us();
+        st = cd_execute(q->plan, b, q->inputs, &wxo, NULL, err);
+        run_ms[r] = (now_us() - tr) / 1e3;
+        if (!st) {
+            memcpy(op_us + (size_t)r * n, ((cpu_impl *)b->impl)->op_us, (size_t)q->plan->g->n_ops * sizeof *op_us);
+            runs++;
+        }
+    }
+    if (b) cd_backend_close(b);
     snprintf(res->device, sizeof res->device, "host CPU, %d threads", q->bo->threads);
+    if (runs > 0) {
+        cd_run_attr_num(res, "cold_ms", run_ms[0]);
+        if (runs > 1) {
+            double *w = malloc((size_t)(runs - 1) * sizeof *w);
+            if (w) {
+                memcpy(w, run_ms + 1, (size_t)(runs - 1) * sizeof *w);
+                cd_run_attr_num(res, "warm_ms", median(w, runs - 1));
+                free(w);
+            }
+            cd_run_attr_num(res, "warm_runs", runs - 1);
+        }
+        if (timing) timing_report(q->plan, q->bo->threads, runs, open_ms, run_ms, op_us);
+    }
+    free(run_ms);
+    free(op_us);
     return st;
 }
 
@@ -526,7 +730,12 @@ const cd_backend_def cd_backend_def_cpu = {
     .reference = true,
     .summary = "cldiff's CPU kernels: the reference (float32, _Float16 for --fp16, int8 as Paddle-Lite ARM)",
     .op_by_op = true,
-    .opts = (const cd_backend_optdef[]){{NULL, NULL, NULL}},
+    .opts = (const cd_backend_optdef[]){{"repeat", "N",
+                                         "run the model N times in one process: run 1 captured (cold), runs 2..N "
+                                         "warm; the dump's run gets cold_ms and warm_ms (median)"},
+                                        {"timing", "0|1", "print run times and a per-op-type table on stderr"},
+                                        {NULL, NULL, NULL}},
+    .apply_opts = cpu_apply_opts,
     .run = cpu_run,
     .open = cd_cpu_backend_open,
     .placement = cpu_placement,

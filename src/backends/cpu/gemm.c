@@ -27,12 +27,19 @@
 /* the aarch64 fp32 micro-kernel: the float instantiation alone uses it */
 #include "gemm_neon.h"
 
+/* CLDIFF_GEMM_F32_KERNEL=avx2-fma or generic (gemm.h): the highest fp32 level allowed, read at
+ * every pick (2: any, 1: AVX2 + FMA, 0: the portable code) */
+__attribute__((unused)) static int f32_level_cap(void) {
+    const char *w = getenv("CLDIFF_GEMM_F32_KERNEL");
+    return !w ? 2 : !strcmp(w, "avx2-fma") ? 1 : !strcmp(w, "generic") ? 0 : 2;
+}
+
 #define GT float
 #define GS f32
 #define G_ISA_FAST "avx512f"
-#define G_ISA_FAST_CHECK __builtin_cpu_supports("avx512f")
+#define G_ISA_FAST_CHECK (f32_level_cap() >= 2 && __builtin_cpu_supports("avx512f"))
 #define G_ISA_MID "avx2,fma"
-#define G_ISA_MID_CHECK (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"))
+#define G_ISA_MID_CHECK (f32_level_cap() >= 1 && __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"))
 #define G_NAME_FAST "avx512"
 #define G_NAME_MID "avx2-fma"
 #define G_VEC_TAIL 1

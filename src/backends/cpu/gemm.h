@@ -44,19 +44,23 @@ void cd_gemm_f32_packed_b(int M, int N, int K, float alpha, const float *A, int 
 void cd_gemm_f16_packed_b(int M, int N, int K, _Float16 alpha, const _Float16 *A, int lda, bool ta,
                           cd_gemm_pack_fn pack, const void *pack_ctx, _Float16 beta, _Float16 *C, int ldc, int threads);
 
-/* Direct convolution for a short reduction (K = Cin * KH * KW <= CD_CONV_DIRECT_MAX_K), one
- * group: Y[oc][oy][ox] = sum over k = (ic, ky, kx) in that order of W[oc][k] *
+/* Direct convolution (no im2col panels), one group: Y[oc][oy][ox] = sum over k = (ic, ky, kx) in that order of W[oc][k] *
  * x[ic][oy*sh - pt + ky*dh][ox*sw - pl + kx*dw] (0 outside the input). W is [Cout][K]
  * row-major, x [Cin][H][W], Y [Cout][Ho][Wo]. Per output element the arithmetic is the
  * GEMM's (im2col + cd_gemm with alpha 1, beta 0, padding taps included as w * 0): the same
  * bits, without building im2col panels. Returns false (nothing written) when out of memory
  * for its small scratch. float32 only (half convs keep the im2col path). */
-#define CD_CONV_DIRECT_MAX_K 256
 typedef struct {
     const float *x;
     int Cin, H, W, KH, KW, sh, sw, dh, dw, pt, pl, Ho, Wo;
 } cd_conv_direct_geo;
 bool cd_conv_direct_f32(const cd_conv_direct_geo *g, int Cout, const float *W, float *Y, int threads);
+/* Whether conv2d should take cd_conv_direct_f32 for this geometry on this machine (any K: the
+ * reduction is summed in the GEMM's KC slices, so the bits are the im2col + GEMM ones either
+ * way): K <= CD_CONV_DIRECT_SHORT_K always, longer reductions where output rows are wide
+ * (Wo >= 32) and the wide-tile kernels run. */
+#define CD_CONV_DIRECT_SHORT_K 64
+bool cd_conv_direct_fits_f32(const cd_conv_direct_geo *g, int Cout);
 /* The fp32 depthwise conv's sums (one input and one output channel per group, Cin = C of the
  * geometry, no bias or activation; implemented in ops_nn_conv.c): out[n][c] = sum over taps of
  * w[c][ky][kx] * in[n][c][...] for N images. Tap rows wholly in the padding are skipped. qinv != 0:
@@ -73,7 +77,11 @@ const char *cd_gemm_kernel_name(void);
 const char *cd_gemm_kernel_name_f32(void);
 const char *cd_gemm_kernel_name_f16(void);
 
-/* The environment variable CLDIFF_GEMM_F16_KERNEL, read at every fp16 GEMM, runs it on the
+/* The environment variable CLDIFF_GEMM_F32_KERNEL=avx2-fma or generic, read at every fp32
+ * GEMM and direct conv, caps the fp32 level there (the AVX-512 machine then runs the AVX2 or
+ * the portable kernels; cd_gemm_kernel_name_f32() says which): the levels give the same bits
+ * (the FMA ones those of a sequential fmaf chain), and this lets one machine test them all.
+ * The environment variable CLDIFF_GEMM_F16_KERNEL, read at every fp16 GEMM, runs it on the
  * named micro-kernel level (one of the names above) where this build and CPU have it, and on
  * the best one otherwise; cd_gemm_kernel_name_f16() says which runs. The levels give the same
  * bits; this is for tests and measurements. */

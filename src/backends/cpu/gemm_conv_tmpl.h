@@ -40,53 +40,126 @@ static inline __attribute__((always_inline)) void F(cd_load)(const GT *p, const 
 typedef struct {
     const cd_conv_direct_geo *g;
     int Hb, Wp;
+    const int *tap; /* per k = (ic, ky, kx): its offset in the band scratch, ic * Hb * Wp + ky * dh * Wp + kx * dw */
 } F(cd_band);
 
+/* mr output channels x nv vectors of one output row. K in the GEMM's KC slices (the sum of a
+ * slice stored, later slices added to it: F(store_tile) with first = 0), so a conv with a
+ * long reduction gives the im2col + GEMM bits too. */
 static inline __attribute__((always_inline)) void F(cd_tile)(const F(cd_band) * bd, const GT *restrict x,
                                                              const GT *restrict w, int K, GT *restrict y, int ldy,
                                                              const int mr, const int nv, int ncols, const int sw) {
-    const cd_conv_direct_geo *g = bd->g;
-    F(vec) acc[4][4];
+    const int *restrict tap = bd->tap;
+    for (int k0 = 0; k0 < K; k0 += KC) {
+        const int k1 = imin(K, k0 + KC);
+        F(vec) acc[4][4];
 #pragma GCC unroll 4
-    for (int i = 0; i < mr; i++)
+        for (int i = 0; i < mr; i++)
 #pragma GCC unroll 4
-        for (int v = 0; v < nv; v++) acc[i][v] = (F(vec)){0};
-    const size_t plane = (size_t)bd->Hb * bd->Wp, rstep = (size_t)g->dh * bd->Wp;
-    const int KH = g->KH, KW = g->KW, dw = g->dw;
-    int k = 0;
-    for (int ic = 0; ic < g->Cin; ic++)
-        for (int ky = 0; ky < KH; ky++) {
-            const GT *xr = x + ic * plane + ky * rstep;
-            for (int kx = 0; kx < KW; kx++, k++) {
-                F(vec) xv[4];
+            for (int v = 0; v < nv; v++) acc[i][v] = (F(vec)){0};
+        for (int k = k0; k < k1; k++) {
+            F(vec) xv[4];
+            const GT *xk = x + tap[k];
 #pragma GCC unroll 4
-                for (int v = 0; v < nv; v++) F(cd_load)(xr + kx * dw + v * NR * sw, sw, &xv[v]);
+            for (int v = 0; v < nv; v++) F(cd_load)(xk + v * NR * sw, sw, &xv[v]);
 #pragma GCC unroll 4
-                for (int i = 0; i < mr; i++) {
-                    GT a = w[(size_t)i * K + k];
-                    F(vec) av = BCAST16(a);
+            for (int i = 0; i < mr; i++) {
+                GT a = w[(size_t)i * K + k];
+                F(vec) av = BCAST16(a);
 #pragma GCC unroll 4
-                    for (int v = 0; v < nv; v++) acc[i][v] += av * xv[v];
-                }
+                for (int v = 0; v < nv; v++) acc[i][v] += av * xv[v];
             }
         }
-    F(store_tile)(y, (size_t)ldy, &acc[0][0], 4, mr, nv, ncols, (GT)1, (GT)0, 1);
+        F(store_tile)(y, (size_t)ldy, &acc[0][0], 4, mr, nv, ncols, (GT)1, (GT)0, k0 == 0);
+    }
 }
 
-/* Output channels [oc0, oc0+mr) of output row oy, whose taps start at band row rb. */
+#if defined(CD_GEMM_X86)
+/* F(cd_tile) for one vector of a stride-1 row on AVX2 + FMA (mr <= 4 channels x 16 columns
+ * in 8 accumulator registers): the same FMA per tap in the same order; the generic 16-lane
+ * code kept its accumulators in memory there. */
+static inline __attribute__((always_inline, target(G_ISA_MID))) void
+F(cd_tile_avx2_mr)(const F(cd_band) * bd, const GT *restrict x, const GT *restrict w, int K, GT *restrict y, int ldy,
+                   const int mr, int ncols) {
+    const int *restrict tap = bd->tap;
+    for (int k0 = 0; k0 < K; k0 += KC) {
+        const int k1 = imin(K, k0 + KC);
+        __m256 c00 = _mm256_setzero_ps(), c01 = c00, c10 = c00, c11 = c00, c20 = c00, c21 = c00, c30 = c00, c31 = c00;
+        for (int k = k0; k < k1; k++) {
+            const GT *xk = x + tap[k], *wk = w + k;
+            const __m256 b0 = _mm256_loadu_ps(xk), b1 = _mm256_loadu_ps(xk + 8);
+            __m256 a = _mm256_broadcast_ss(wk);
+            c00 = _mm256_fmadd_ps(a, b0, c00);
+            c01 = _mm256_fmadd_ps(a, b1, c01);
+            if (mr > 1) {
+                a = _mm256_broadcast_ss(wk + K);
+                c10 = _mm256_fmadd_ps(a, b0, c10);
+                c11 = _mm256_fmadd_ps(a, b1, c11);
+            }
+            if (mr > 2) {
+                a = _mm256_broadcast_ss(wk + 2 * (size_t)K);
+                c20 = _mm256_fmadd_ps(a, b0, c20);
+                c21 = _mm256_fmadd_ps(a, b1, c21);
+            }
+            if (mr > 3) {
+                a = _mm256_broadcast_ss(wk + 3 * (size_t)K);
+                c30 = _mm256_fmadd_ps(a, b0, c30);
+                c31 = _mm256_fmadd_ps(a, b1, c31);
+            }
+        }
+        F(vec) acc[4];
+        float *o = (float *)acc;
+        _mm256_storeu_ps(o, c00);
+        _mm256_storeu_ps(o + 8, c01);
+        _mm256_storeu_ps(o + NR, c10);
+        _mm256_storeu_ps(o + NR + 8, c11);
+        _mm256_storeu_ps(o + 2 * NR, c20);
+        _mm256_storeu_ps(o + 2 * NR + 8, c21);
+        _mm256_storeu_ps(o + 3 * NR, c30);
+        _mm256_storeu_ps(o + 3 * NR + 8, c31);
+        F(store_tile)(y, (size_t)ldy, acc, 1, mr, 1, ncols, (GT)1, (GT)0, k0 == 0);
+    }
+}
+
+/* a function of its own (not inlined): the row bodies of the other ISA levels call it too */
+__attribute__((noinline, target(G_ISA_MID))) static void F(cd_tile_avx2)(const F(cd_band) * bd, const GT *restrict x,
+                                                                         const GT *restrict w, int K, GT *restrict y,
+                                                                         int ldy, int mr, int ncols) {
+    switch (mr) {
+    case 1: F(cd_tile_avx2_mr)(bd, x, w, K, y, ldy, 1, ncols); break;
+    case 2: F(cd_tile_avx2_mr)(bd, x, w, K, y, ldy, 2, ncols); break;
+    case 3: F(cd_tile_avx2_mr)(bd, x, w, K, y, ldy, 3, ncols); break;
+    default: F(cd_tile_avx2_mr)(bd, x, w, K, y, ldy, 4, ncols); break;
+    }
+}
+#endif
+
+/* Output channels [oc0, oc0+mr) of output row oy, whose taps start at band row rb. Tiles of up
+ * to nvmax vectors (the scratch holds whole vectors past Wo); five remaining vectors go as
+ * 3 + 2 rather than 4 + 1 (a one-vector tile has too few accumulators to hide the FMA
+ * latency). avx2: stride-1 rows through F(cd_tile_avx2). */
 static inline __attribute__((always_inline)) void F(cd_row_body)(const F(cd_band) * bd, const GT *xband, const GT *W,
                                                                  GT *Y, int oc0, int mr, int oy, int rb,
-                                                                 const int nvmax) {
+                                                                 const int nvmax, const int avx2) {
     const cd_conv_direct_geo *g = bd->g;
     const int K = g->Cin * g->KH * g->KW, Wo = g->Wo, sw = g->sw;
     const size_t HWo = (size_t)g->Ho * Wo;
     const GT *w = W + (size_t)oc0 * K;
     GT *yrow = Y + (size_t)oc0 * HWo + (size_t)oy * Wo;
     const GT *xrow = xband + (size_t)rb * bd->Wp;
+    (void)avx2;
     for (int ox = 0; ox < Wo;) {
-        const int nv = nvmax == 4 && Wo - ox >= 4 * NR ? 4 : 1, ncols = imin(Wo - ox, nv * NR);
+        const int rem = (Wo - ox + NR - 1) / NR;
+        const int nv = rem <= nvmax ? rem : (nvmax == 4 && rem == 5 ? 3 : nvmax), ncols = imin(Wo - ox, nv * NR);
         const GT *x = xrow + (size_t)ox * sw;
         GT *y = yrow + ox;
+#if defined(CD_GEMM_X86)
+        if (avx2 && sw == 1) {
+            F(cd_tile_avx2)(bd, x, w, K, y, (int)HWo, mr, ncols);
+            ox += ncols;
+            continue;
+        }
+#endif
 #define CT(MRC, NVC, SWC) F(cd_tile)(bd, x, w, K, y, (int)HWo, MRC, NVC, ncols, SWC)
 #define CT_SW(MRC, NVC)                                                                                                \
     if (sw == 1)                                                                                                       \
@@ -96,10 +169,11 @@ static inline __attribute__((always_inline)) void F(cd_row_body)(const F(cd_band
     else                                                                                                               \
         CT(MRC, NVC, sw);
 #define CT_MR(MRC)                                                                                                     \
-    if (nv == 4) {                                                                                                     \
-        CT_SW(MRC, 4)                                                                                                  \
-    } else {                                                                                                           \
-        CT_SW(MRC, 1)                                                                                                  \
+    switch (nv) {                                                                                                      \
+    case 4: CT_SW(MRC, 4) break;                                                                                       \
+    case 3: CT_SW(MRC, 3) break;                                                                                       \
+    case 2: CT_SW(MRC, 2) break;                                                                                       \
+    default: CT_SW(MRC, 1) break;                                                                                      \
     }
         switch (mr) {
         case 1: CT_MR(1) break;
@@ -117,14 +191,14 @@ static inline __attribute__((always_inline)) void F(cd_row_body)(const F(cd_band
 #define CD_ROW_ARGS (const F(cd_band) * bd, const GT *xband, const GT *W, GT *Y, int oc0, int mr, int oy, int rb)
 typedef void(*F(cd_row_fn)) CD_ROW_ARGS;
 __attribute__((unused)) static void F(cd_row_default) CD_ROW_ARGS {
-    F(cd_row_body)(bd, xband, W, Y, oc0, mr, oy, rb, 1);
+    F(cd_row_body)(bd, xband, W, Y, oc0, mr, oy, rb, 1, 0);
 }
 #ifdef CD_GEMM_X86
 __attribute__((target(G_ISA_FAST))) static void F(cd_row_fast) CD_ROW_ARGS {
-    F(cd_row_body)(bd, xband, W, Y, oc0, mr, oy, rb, 4);
+    F(cd_row_body)(bd, xband, W, Y, oc0, mr, oy, rb, 4, 0);
 }
 __attribute__((target(G_ISA_MID))) static void F(cd_row_mid) CD_ROW_ARGS {
-    F(cd_row_body)(bd, xband, W, Y, oc0, mr, oy, rb, 1);
+    F(cd_row_body)(bd, xband, W, Y, oc0, mr, oy, rb, 1, 1);
 }
 #endif
 #undef CD_ROW_ARGS
@@ -163,7 +237,13 @@ bool CAT(cd_conv_direct, GS)(const cd_conv_direct_geo *g, int Cout, const GT *W,
     const int Wo16 = (g->Wo + NR - 1) / NR * NR;
     int Wp = (Wo16 - 1) * g->sw + (g->KW - 1) * g->dw + 2;
     if (Wp < g->pl + g->W) Wp = g->pl + g->W;
-    const F(cd_band) bd = {g, (CD_BAND_ROWS - 1) * g->sh + (g->KH - 1) * g->dh + 1, Wp};
+    const int Hb = (CD_BAND_ROWS - 1) * g->sh + (g->KH - 1) * g->dh + 1, K = g->Cin * g->KH * g->KW;
+    int *tap = malloc((size_t)K * sizeof *tap);
+    if (!tap) return false;
+    for (int ic = 0, k = 0; ic < g->Cin; ic++)
+        for (int ky = 0; ky < g->KH; ky++)
+            for (int kx = 0; kx < g->KW; kx++, k++) tap[k] = (ic * Hb + ky * g->dh) * Wp + kx * g->dw;
+    const F(cd_band) bd = {g, Hb, Wp, tap};
     const size_t scratch = (size_t)g->Cin * bd.Hb * bd.Wp;
     const int bands = (g->Ho + CD_BAND_ROWS - 1) / CD_BAND_ROWS;
     const double macs = (double)Cout * g->Cin * g->KH * g->KW * g->Ho * g->Wo;
@@ -172,11 +252,13 @@ bool CAT(cd_conv_direct, GS)(const cd_conv_direct_geo *g, int Cout, const GT *W,
     bool ok = true;
     if (nt == 1) { /* no OpenMP region (backends/cpu/par.h) */
         GT *xs = calloc(scratch, sizeof(GT));
-        if (!xs) return false;
-        for (int b = 0; b < bands; b++)
-            F(cd_band_run)(fn, &bd, xs, W, Y, Cout, b * CD_BAND_ROWS, imin(g->Ho, (b + 1) * CD_BAND_ROWS));
+        const bool got = xs != NULL;
+        if (got)
+            for (int b = 0; b < bands; b++)
+                F(cd_band_run)(fn, &bd, xs, W, Y, Cout, b * CD_BAND_ROWS, imin(g->Ho, (b + 1) * CD_BAND_ROWS));
         free(xs);
-        return true;
+        free(tap);
+        return got;
     }
 #pragma omp parallel num_threads(nt)
     {
@@ -193,5 +275,24 @@ bool CAT(cd_conv_direct, GS)(const cd_conv_direct_geo *g, int Cout, const GT *W,
         }
         free(xs);
     }
+    free(tap);
     return ok;
+}
+
+/* Whether the direct conv should run this (float) conv instead of im2col + GEMM: short
+ * reductions always (the first layer over 3 channels: building panels cost more than the
+ * arithmetic); longer ones where output rows fill its vectors (Wo >= 32) and the machine runs
+ * its wide tiles (AVX-512, or AVX2 + FMA on stride-1 rows): no im2col panels are built, and
+ * the bits are the GEMM's either way. */
+bool CAT(cd_conv_direct_fits, GS)(const cd_conv_direct_geo *g, int Cout) {
+    (void)Cout;
+    const int K = g->Cin * g->KH * g->KW;
+    if (K <= CD_CONV_DIRECT_SHORT_K) return true;
+    if (g->Wo < 32) return false;
+#if defined(CD_GEMM_X86)
+    __builtin_cpu_init();
+    if (G_ISA_FAST_CHECK) return true;
+    if (G_ISA_MID_CHECK) return g->sw == 1;
+#endif
+    return false;
 }

@@ -117,6 +117,18 @@ F(direct_tile_4x4_fast)(int kc, const GT *restrict a, size_t ars, size_t aks, co
     F(store_row)(c + 3 * l + 3 * NR, &c33, n3, alpha, beta, first);
 }
 #define DT44(...) F(direct_tile_4x4_fast)(__VA_ARGS__)
+
+/* A one-vector tile (mr <= 4 rows x 16 columns) on AVX2 + FMA: F(direct_tile)'s arithmetic
+ * through F(avx2_tile) (the generic 16-lane code kept its accumulators in memory there). */
+__attribute__((target(G_ISA_MID), noinline)) static void
+F(direct_tile_mid)(int kc, const GT *restrict a, size_t ars, size_t aks, const GT *restrict b, size_t ldb,
+                   GT *restrict c, int ldc, int mr, int ncols, int shift, GT alpha, GT beta, int first) {
+    F(vec) acc[DMR];
+    F(avx2_tile)(kc, a, ars, aks, b - shift, ldb, mr, acc);
+    if (shift)
+        for (int i = 0; i < mr; i++) F(lanes_down)(&acc[i], shift);
+    for (int i = 0; i < mr; i++) F(store_row)(c + (size_t)i * ldc, &acc[i], ncols, alpha, beta, first);
+}
 #endif
 
 /* One work item of the direct path: rows [i0, i1) x columns [j0, j0+ncols) of C over all
@@ -126,7 +138,8 @@ F(direct_tile_4x4_fast)(int kc, const GT *restrict a, size_t ars, size_t aks, co
 static inline __attribute__((always_inline)) void F(direct_item)(int K, const GT *A, size_t ars, size_t aks,
                                                                  const GT *B, int ldb, GT *C, int ldc, int i0, int i1,
                                                                  int j0, int ncols, GT alpha, GT beta,
-                                                                 GT *restrict bpad, const int nvmax) {
+                                                                 GT *restrict bpad, const int nvmax, const int avx2) {
+    (void)avx2; /* x86: 1 in the AVX2 build, whose one-vector tiles go through F(direct_tile_mid) */
     const int nfull = ncols / NR, tail = ncols % NR;
     /* A partial last vector is read as the NR columns ending at the item's last column when
      * the row has that many (j0 + ncols >= NR): it joins the full vectors' tile, and its
@@ -148,8 +161,18 @@ static inline __attribute__((always_inline)) void F(direct_item)(int K, const GT
             const int mr = imin(DMR, i1 - r0);
             const GT *a = A + (size_t)r0 * ars + (size_t)k0 * aks;
             GT *c = C + (size_t)r0 * ldc + j0;
+#if defined(CD_GEMM_X86)
+#define DT(MRC, NVC, BB, LDB, CC, NC, SH)                                                                              \
+    do {                                                                                                               \
+        if (avx2 && (NVC) == 1)                                                                                        \
+            F(direct_tile_mid)(kc, a, ars, aks, BB, LDB, CC, ldc, MRC, NC, SH, alpha, beta, first);                    \
+        else                                                                                                           \
+            F(direct_tile)(kc, a, ars, aks, BB, LDB, CC, ldc, MRC, NVC, NC, SH, alpha, beta, first);                   \
+    } while (0)
+#else
 #define DT(MRC, NVC, BB, LDB, CC, NC, SH)                                                                              \
     F(direct_tile)(kc, a, ars, aks, BB, LDB, CC, ldc, MRC, NVC, NC, SH, alpha, beta, first)
+#endif
 /* 4 vectors: only the AVX-512 build gets there (nvmax); its 4-row tile is the separate
  * function above */
 #if defined(CD_GEMM_X86)
@@ -194,13 +217,16 @@ typedef void (*F(direct_fn))(int, const GT *, size_t, size_t, const GT *, int, G
 #define DIRECT_ARGS                                                                                                    \
     (int K, const GT *A, size_t ars, size_t aks, const GT *B, int ldb, GT *C, int ldc, int i0, int i1, int j0,         \
      int ncols, GT alpha, GT beta, GT *restrict bpad)
-#define DIRECT_CALL(NVMAX) F(direct_item)(K, A, ars, aks, B, ldb, C, ldc, i0, i1, j0, ncols, alpha, beta, bpad, NVMAX)
+#define DIRECT_CALL(NVMAX, AVX2)                                                                                       \
+    F(direct_item)(K, A, ars, aks, B, ldb, C, ldc, i0, i1, j0, ncols, alpha, beta, bpad, NVMAX, AVX2)
 /* vectors per tile: 4 where 32 registers hold 16 lanes each (AVX-512); fewer where a
  * 16-lane vector takes 2 (AVX2) or 4 (SSE, generic) registers */
-__attribute__((unused)) static void F(direct_default) DIRECT_ARGS { DIRECT_CALL(1); }
+__attribute__((unused)) static void F(direct_default) DIRECT_ARGS { DIRECT_CALL(1, 0); }
 #ifdef CD_GEMM_X86
-__attribute__((target(G_ISA_FAST))) static void F(direct_fast) DIRECT_ARGS { DIRECT_CALL(DNV); }
-__attribute__((target(G_ISA_MID))) static void F(direct_mid) DIRECT_ARGS { DIRECT_CALL(2); }
+__attribute__((target(G_ISA_FAST))) static void F(direct_fast) DIRECT_ARGS { DIRECT_CALL(DNV, 0); }
+/* AVX2: one vector (2 registers) per row, 4 rows = 8 accumulator registers; 2 vectors per row
+ * were 16 accumulator registers of the 16 there are, and GCC spilled them */
+__attribute__((target(G_ISA_MID))) static void F(direct_mid) DIRECT_ARGS { DIRECT_CALL(1, 1); }
 #endif
 #undef DIRECT_ARGS
 #undef DIRECT_CALL

@@ -294,17 +294,20 @@ static inline int64_t imax64(int64_t a, int64_t b) { return a > b ? a : b; }
 #ifndef NN_DW_PAR_MIN_MACS
 #define NN_DW_PAR_MIN_MACS ((int64_t)CD_GEMM_ONE_THREAD_MACS)
 #endif
-/* Convs (not 1x1) with a reduction K = Cin/groups * KH * KW up to this run the direct kernel
- * (cd_conv_direct_f32) instead of im2col + GEMM. */
-#define CONV_DIRECT_MAX_K 64
 
+/* CLDIFF_GEMM_F32_KERNEL=avx2-fma or generic caps the float level here too (gemm.h): the
+ * depthwise and epilogue kernels of each level give the same bits, and one machine tests them */
+__attribute__((unused)) static int f32_level_cap(void) {
+    const char *w = getenv("CLDIFF_GEMM_F32_KERNEL");
+    return !w ? 2 : !strcmp(w, "avx2-fma") ? 1 : !strcmp(w, "generic") ? 0 : 2;
+}
 #define NN_T float
 #define NN_S f32
 #define NN_IS_HALF 0
 #define NN_ISA_FAST "avx512f"
-#define NN_ISA_FAST_CHECK __builtin_cpu_supports("avx512f")
+#define NN_ISA_FAST_CHECK (f32_level_cap() >= 2 && __builtin_cpu_supports("avx512f"))
 #define NN_ISA_MID "avx2,fma"
-#define NN_ISA_MID_CHECK (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"))
+#define NN_ISA_MID_CHECK (f32_level_cap() >= 1 && __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"))
 #include "ops_nn_conv_tmpl.h"
 /* Half: every multiply and every add is rounded to half on its own (no contraction into
  * FMA), so results are identical on every ISA level and match the unfused half kernels. */

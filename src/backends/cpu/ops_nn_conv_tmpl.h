@@ -243,6 +243,68 @@ __attribute__((target("avx2,f16c"), noinline)) static void F(dw_run_f16c)(const 
 }
 #endif
 
+#if !NN_IS_HALF && defined(NN_X86)
+/* F(dw_run) for float on AVX2 + FMA, strides 1 and 2: the generic 16-lane code kept its
+ * accumulators in memory there (a store and a reload per multiply-add). The same arithmetic
+ * per column: for each tap (ky outer, kx inner) acc = fma(w, x, acc) from +0, as the
+ * contracted acc + w * x of F(dw_run). NV vectors of 16 columns = 2 * NV registers; stride 2
+ * takes the even lanes of two loads per 8 columns. */
+static inline __attribute__((always_inline, target(NN_ISA_MID))) void
+F(dw_run_avx2_nv)(const F(dw_geo) * d, const NN_T *restrict xr0, const NN_T *restrict wk, NN_T *restrict yr,
+                  const int nv, const int sw, int ncols, int ky0, int ky1) {
+    const int KW = d->KW, dw = d->dw;
+    const size_t rstep = (size_t)d->dh * d->Wp;
+    __m256 acc[8];
+#pragma GCC unroll 8
+    for (int u = 0; u < 2 * nv; u++) acc[u] = _mm256_setzero_ps();
+    for (int ky = ky0; ky < ky1; ky++) {
+        const NN_T *xr = xr0 + (size_t)ky * rstep;
+        for (int kx = 0; kx < KW; kx++) {
+            const __m256 wv = _mm256_broadcast_ss(wk + ky * KW + kx);
+            const NN_T *xk = xr + kx * dw;
+#pragma GCC unroll 8
+            for (int u = 0; u < 2 * nv; u++) {
+                __m256 xv;
+                if (sw == 1) {
+                    xv = _mm256_loadu_ps(xk + 8 * u);
+                } else {
+                    const __m256 a = _mm256_loadu_ps(xk + 16 * u), b = _mm256_loadu_ps(xk + 16 * u + 8);
+                    xv = _mm256_castpd_ps(_mm256_permute4x64_pd(_mm256_castps_pd(_mm256_shuffle_ps(a, b, 0x88)), 0xd8));
+                }
+                acc[u] = _mm256_fmadd_ps(wv, xv, acc[u]);
+            }
+        }
+    }
+#pragma GCC unroll 8
+    for (int u = 0; u < 2 * nv; u++) {
+        const int n = ncols - 8 * u;
+        if (n >= 8)
+            _mm256_storeu_ps(yr + 8 * u, acc[u]);
+        else if (n > 0) {
+            float t[8];
+            _mm256_storeu_ps(t, acc[u]);
+            memcpy(yr + 8 * u, t, (size_t)n * sizeof(float));
+        }
+    }
+}
+__attribute__((target(NN_ISA_MID), noinline)) static void F(dw_run_avx2)(const F(dw_geo) * d, const NN_T *restrict xr0,
+                                                                         const NN_T *restrict wk, NN_T *restrict yr,
+                                                                         int nv, int sw, int ncols, int ky0, int ky1) {
+#define DW_A2(NVC)                                                                                                     \
+    if (sw == 1)                                                                                                       \
+        F(dw_run_avx2_nv)(d, xr0, wk, yr, NVC, 1, ncols, ky0, ky1);                                                    \
+    else                                                                                                               \
+        F(dw_run_avx2_nv)(d, xr0, wk, yr, NVC, 2, ncols, ky0, ky1);
+    switch (nv) {
+    case 1: DW_A2(1) break;
+    case 2: DW_A2(2) break;
+    case 3: DW_A2(3) break;
+    default: DW_A2(4) break;
+    }
+#undef DW_A2
+}
+#endif
+
 #define DW_RUN_NV(SW)                                                                                                  \
     switch (nv) {                                                                                                      \
     case 1: F(dw_run)(d, xr0, wk, yr, 1, SW, ncols, ky0, ky1); break;                                                  \
@@ -258,11 +320,73 @@ __attribute__((target("avx2,f16c"), noinline)) static void F(dw_run_f16c)(const 
 /* xp: padded plane (row oy*sh + ky*dh, column ox*sw + kx*dw holds the tap). Each output row
  * is cut into runs of at most nvmax vectors (8 with 32 vector registers, fewer where a
  * 16-lane vector takes several registers). */
+/* DW_ROWS output rows of at most nv (1 or 2) vectors each in one run, every one of their tap
+ * rows inside the input (ky over all of [0, KH)): on narrow maps (Wo <= 32) one row holds
+ * only 1-2 accumulators, too few to hide the FMA latency; four rows give 4-8. Per column the
+ * same acc = acc + w * x over the taps, ky outer, kx inner, as F(dw_run). */
+#define DW_ROWS 4
+static inline __attribute__((always_inline)) void F(dw_run_rows)(const F(dw_geo) * d, const NN_T *restrict xr0,
+                                                                 const NN_T *restrict wk, NN_T *restrict yr0,
+                                                                 const int nv, const int sw, int ncols) {
+    const int KH = d->KH, KW = d->KW, dw = d->dw, Wo = d->Wo;
+    const size_t rstep = (size_t)d->dh * d->Wp, ostep = (size_t)d->sh * d->Wp;
+    F(dwvec) acc[DW_ROWS * 2];
+#pragma GCC unroll 8
+    for (int u = 0; u < DW_ROWS * nv; u++) acc[u] = (F(dwvec)){0};
+    for (int ky = 0; ky < KH; ky++) {
+        const NN_T *xr = xr0 + (size_t)ky * rstep;
+        for (int kx = 0; kx < KW; kx++) {
+            const NN_T wt = wk[ky * KW + kx];
+            const F(dwvec) wv = {wt, wt, wt, wt, wt, wt, wt, wt, wt, wt, wt, wt, wt, wt, wt, wt};
+            const NN_T *xk = xr + kx * dw;
+#pragma GCC unroll 4
+            for (int r = 0; r < DW_ROWS; r++)
+#pragma GCC unroll 2
+                for (int v = 0; v < nv; v++) {
+                    F(dwvec) xv;
+                    F(dw_load)(xk + r * ostep + v * DW_VL * sw, sw, &xv);
+                    acc[r * nv + v] = acc[r * nv + v] + wv * xv;
+                }
+        }
+    }
+#pragma GCC unroll 4
+    for (int r = 0; r < DW_ROWS; r++)
+#pragma GCC unroll 2
+        for (int v = 0; v < nv; v++) {
+            NN_T *yr = yr0 + (size_t)r * Wo + v * DW_VL;
+            const int n = ncols - v * DW_VL;
+            if (n >= DW_VL)
+                memcpy(yr, &acc[r * nv + v], sizeof acc[0]);
+            else
+                for (int jj = 0; jj < n; jj++) yr[jj] = acc[r * nv + v][jj];
+        }
+}
+
 static inline __attribute__((always_inline)) void F(dw_plane_body)(const F(dw_geo) * d, const NN_T *restrict xp,
                                                                    const NN_T *restrict wk, NN_T *restrict y,
                                                                    const int nvmax, const int f16c) {
     const int Wo = d->Wo, sw = d->sw, Wp = d->Wp;
     for (int oy = 0; oy < d->Ho; oy++) {
+        /* narrow maps on the 32-register build: DW_ROWS interior rows at once (F(dw_run_rows)) */
+        if (nvmax >= 8 && Wo <= 2 * DW_VL && sw <= 2 && oy + DW_ROWS <= d->Ho && d->kyr[2 * oy] == 0 &&
+            d->kyr[2 * (oy + DW_ROWS - 1) + 1] == d->KH && d->kyr[2 * (oy + DW_ROWS - 1)] == 0 &&
+            d->kyr[2 * oy + 1] == d->KH) {
+            const NN_T *xr0 = xp + (size_t)oy * d->sh * Wp;
+            NN_T *yr0 = y + (size_t)oy * Wo;
+            if (Wo <= DW_VL) {
+                if (sw == 1)
+                    F(dw_run_rows)(d, xr0, wk, yr0, 1, 1, Wo);
+                else
+                    F(dw_run_rows)(d, xr0, wk, yr0, 1, 2, Wo);
+            } else {
+                if (sw == 1)
+                    F(dw_run_rows)(d, xr0, wk, yr0, 2, 1, Wo);
+                else
+                    F(dw_run_rows)(d, xr0, wk, yr0, 2, 2, Wo);
+            }
+            oy += DW_ROWS - 1;
+            continue;
+        }
         NN_T *yrow = y + (size_t)oy * Wo;
         const int ky0 = d->kyr[2 * oy], ky1 = d->kyr[2 * oy + 1];
         for (int ox = 0; ox < Wo;) {
@@ -274,6 +398,10 @@ static inline __attribute__((always_inline)) void F(dw_plane_body)(const F(dw_ge
 #if NN_IS_HALF && defined(NN_X86)
             if (f16c && sw == 1)
                 F(dw_run_f16c)(d, xr0, wk, yr, nv, ncols, ky0, ky1);
+            else
+#elif defined(NN_X86)
+            if (f16c && sw <= 2) /* float: the AVX2 + FMA build (f16c: "the mid level's own runs") */
+                F(dw_run_avx2)(d, xr0, wk, yr, nv, sw, ncols, ky0, ky1);
             else
 #endif
                 if (sw == 1) {
@@ -335,10 +463,9 @@ static void F(dw_planes_default) DW_ARGS { F(dw_planes_body)(j, t0, t1, xp, 2, 0
 __attribute__((target(NN_ISA_FAST))) static void F(dw_planes_fast) DW_ARGS {
     F(dw_planes_body)(j, t0, t1, xp, DW_NVMAX, 0);
 }
-/* half: NN_ISA_MID is AVX2 + F16C, whose stride-1 runs go through F(dw_run_f16c) */
-__attribute__((target(NN_ISA_MID))) static void F(dw_planes_mid) DW_ARGS {
-    F(dw_planes_body)(j, t0, t1, xp, 4, NN_IS_HALF);
-}
+/* half: NN_ISA_MID is AVX2 + F16C, whose stride-1 runs go through F(dw_run_f16c); float: AVX2 +
+ * FMA, whose stride-1 and -2 runs go through F(dw_run_avx2) */
+__attribute__((target(NN_ISA_MID))) static void F(dw_planes_mid) DW_ARGS { F(dw_planes_body)(j, t0, t1, xp, 4, 1); }
 #endif
 #undef DW_ARGS
 
@@ -689,7 +816,9 @@ static cd_status F(conv_fwd)(cd_op_ctx *c, const conv_geo *g, const NN_T *in, co
      * im2col panels cost more than the arithmetic. Same bits as the GEMM path
      * (cd_conv_direct_f32). */
 #if !NN_IS_HALF
-    const bool direct = !pointwise && K <= CONV_DIRECT_MAX_K;
+    const cd_conv_direct_geo fg = {NULL,       (int)cig,   (int)g->H,  (int)g->W,  (int)g->KH, (int)g->KW, (int)g->sh,
+                                   (int)g->sw, (int)g->dh, (int)g->dw, (int)g->pt, (int)g->pl, (int)g->Ho, (int)g->Wo};
+    const bool direct = !pointwise && cd_conv_direct_fits_f32(&fg, (int)cog);
 #endif
     for (int64_t n = 0; n < g->N; n++)
         for (int64_t gr = 0; gr < g->groups; gr++) {
@@ -755,14 +884,21 @@ static cd_status F(conv_transpose_fwd)(cd_op_ctx *c, const conv_geo *g, const NN
                     for (int64_t ky = 0; ky < g->KH; ky++)
                         for (int64_t kx = 0; kx < g->KW; kx++) {
                             const NN_T *cr = col + ((oc * g->KH + ky) * g->KW + kx) * pc;
-                            int64_t iy = p0 / g->W, ix = p0 % g->W;
-                            for (int64_t q = 0; q < pc; q++) {
-                                int64_t oy = iy * g->sh - g->pt + ky * g->dh, ox = ix * g->sw - g->pl + kx * g->dw;
-                                if (oy >= 0 && oy < g->Ho && ox >= 0 && ox < g->Wo) yp[oy * g->Wo + ox] += cr[q];
-                                if (++ix == g->W) {
-                                    ix = 0;
-                                    iy++;
+                            /* input pixel (iy, ix) -> output (iy*sh - pt + ky*dh, ix*sw + off): the
+                             * columns inside the output are one range [lo, hi) of ix for every row */
+                            const int64_t off = kx * g->dw - g->pl, sw = g->sw;
+                            const int64_t lo = off >= 0 ? 0 : (-off + sw - 1) / sw;
+                            const int64_t hi = g->Wo - off <= 0 ? 0 : (g->Wo - off - 1) / sw + 1;
+                            int64_t iy = p0 / g->W, ix0 = p0 % g->W;
+                            for (int64_t q = 0; q < pc; iy++, ix0 = 0) {
+                                const int64_t n = imin64(g->W - ix0, pc - q), oy = iy * g->sh - g->pt + ky * g->dh;
+                                if (oy >= 0 && oy < g->Ho) {
+                                    NN_T *yr = yp + oy * g->Wo + off;
+                                    const NN_T *cq = cr + q - ix0; /* cq[ix]: the value of input column ix */
+                                    const int64_t a = imax64(ix0, lo), b = imin64(ix0 + n, hi);
+                                    for (int64_t ix = a; ix < b; ix++) yr[ix * sw] += cq[ix];
                                 }
+                                q += n;
                             }
                         }
                 }

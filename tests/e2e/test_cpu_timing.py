@@ -1,0 +1,44 @@
+"""`--backend-opt cpu:repeat=N` and `cpu:timing=1` (docs/cpu-backend.md "Timing"): the dump's run
+gets cold_ms, warm_ms and warm_runs, the captured tensors are those of a plain run bit for bit
+(the warm runs reuse the prepared backend and must not disturb run 1's capture), the timing
+table names the model's op types, and bad values are usage errors (exit 2)."""
+import os
+import sys
+
+import h5py
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from e2e_lib import TINY, Checks, cldiff, need_cldiff, run_datasets, tmpdir  # noqa: E402
+
+need_cldiff()
+c = Checks("cpu_timing")
+d = tmpdir("cpu_timing")
+c.cleanup_later(d)
+base = cldiff("run", "--backends", "cpu", TINY, "--layers", "all", "--out", os.path.join(d, "plain"))
+c.rc(base, 0, "plain run")
+r = cldiff("run", "--backends", "cpu", TINY, "--layers", "all", "--out", os.path.join(d, "rep"),
+           "--backend-opt", "cpu:repeat=4", "--backend-opt", "cpu:timing=1")
+c.rc(r, 0, "cpu:repeat=4 cpu:timing=1")
+if r.rc == 0 and base.rc == 0:
+    with h5py.File(os.path.join(d, "rep", "dump.h5"), "r") as f:
+        a = f["runs/cpu"].attrs
+        c.ok("cold_ms" in a and float(a["cold_ms"]) > 0, "cold_ms > 0", str(dict(a)))
+        c.ok("warm_ms" in a and float(a["warm_ms"]) > 0, "warm_ms > 0", str(dict(a)))
+        c.ok(int(a.get("warm_runs", -1)) == 3, "warm_runs = 3", str(a.get("warm_runs")))
+    with h5py.File(os.path.join(d, "plain", "dump.h5"), "r") as fp, h5py.File(os.path.join(d, "rep", "dump.h5"), "r") as fq:
+        dp, dq = run_datasets(fp, "cpu"), run_datasets(fq, "cpu")
+        c.ok(len(dp) > 5 and [x[0] for x in dp] == [x[0] for x in dq], "same layers captured (%d)" % len(dp))
+        diff = [n for (n, a, _), (_, b, _) in zip(dp, dq) if a[()].tobytes() != b[()].tobytes()]
+    c.ok(not diff, "every captured layer bit-identical to the plain run", ", ".join(map(str, diff[:5])))
+    c.ok("cpu timing" in r.err and "warm median" in r.err, "stderr has the run times", r.err[-400:])
+    c.ok("conv2d" in r.err and "op type" in r.err and "op #" in r.err, "stderr has the op-type and op tables",
+         r.err[-400:])
+plain_t = cldiff("run", "--backends", "cpu", TINY, "--layers", "outputs", "--out", os.path.join(d, "t1"),
+                 "--backend-opt", "cpu:timing=1")
+c.rc(plain_t, 0, "cpu:timing=1 alone")
+c.ok("no warm runs" in plain_t.err, "timing without repeat says there are no warm runs", plain_t.err[-300:])
+for bad in ("cpu:repeat=0", "cpu:repeat=x", "cpu:timing=2"):
+    b = cldiff("run", "--backends", "cpu", TINY, "--out", os.path.join(d, "bad"), "--backend-opt", bad)
+    c.rc(b, 2, bad)
+    c.ok(bad.split("=")[0] in b.err, "%s: the message names the option" % bad, b.err[-300:])
+c.done()
