@@ -235,6 +235,11 @@ static void empty_analysis(cd_analysis *an) {
 /* What the comparison did not cover, in words (an->incomplete), "" when it covered all. The
  * interruption is the caller's (a live run) or the one the dump recorded (root attribute
  * `interrupted`, the phase). */
+static const char *base_name(const char *p) {
+    const char *s = p ? strrchr(p, '/') : NULL;
+    return s ? s + 1 : p ? p : "";
+}
+
 static void coverage(const cd_judge_req *q, cd_analysis *an, const char *run_a, const char *run_b,
                      const cd_cmp_unmatched *um, int nu, const char *interrupted) {
     char why[320] = "", stored[96] = "";
@@ -253,9 +258,11 @@ static void coverage(const cd_judge_req *q, cd_analysis *an, const char *run_a, 
         WHY("interrupted during %s", interrupted);
         an->interrupted = true;
     }
-    if (!cd_dump_reader_complete(q->ra)) WHY("dump %s is partial (complete=0)", cd_dump_reader_path(q->ra));
+    /* the file's name only: a live run's dump moves from the --out staging folder to --out or
+     * to the partial folder beside it, and the report rebuilt from it must say the same */
+    if (!cd_dump_reader_complete(q->ra)) WHY("dump %s is partial (complete=0)", base_name(cd_dump_reader_path(q->ra)));
     if (q->rb != q->ra && !cd_dump_reader_complete(q->rb))
-        WHY("dump %s is partial (complete=0)", cd_dump_reader_path(q->rb));
+        WHY("dump %s%s is partial (complete=0)", q->rb != q->ra ? "B " : "", base_name(cd_dump_reader_path(q->rb)));
     if (cd_dump_find_run(q->ra, run_a) < 0)
         WHY("run %s is missing", run_a);
     else if (!run_complete(q->ra, run_a))

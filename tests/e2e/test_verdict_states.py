@@ -15,6 +15,7 @@
   the checksums equal an independent Python implementation of the digest.
 * Backend B that cannot run after run A: no report says pass (verdict error, exit 4).
 """
+import glob
 import os
 import random
 import re
@@ -60,6 +61,16 @@ def digest64(b):
 
 
 TIMING = ("created", "timings_ms")
+
+
+def landed(out):
+    """Where a run's files are: --out when it reached a verdict that commits (pass, fault,
+    drift, crash), else the partial folder beside it that the --out staging leaves
+    (OUT.partial-<time>, src/cli/outdir.c), the newest one."""
+    if os.path.exists(os.path.join(out, "summary.json")) or os.path.exists(os.path.join(out, "dump.h5")):
+        return out
+    parts = sorted(glob.glob(out + ".partial-*"), key=os.path.getmtime)
+    return parts[-1] if parts else out
 
 
 def normalized(s):
@@ -160,11 +171,12 @@ def main():
         env = {"CLDIFF_TEST_SIGNAL_AT": "run:opencl:5"} if name == "interrupted" else None
         r = cldiff(TINY, *args, "--out", W(name), env=env)
         c.rc(r, want, "%s: live run" % name)
-        s = summary(W(name))
+        d_live = landed(W(name))
+        s = summary(d_live)
         c.ok(s.get("verdict_kind") == kind, "%s: live verdict %s" % (name, kind), str(s.get("verdict_kind")))
-        rr = cldiff("report", W(name, "dump.h5"), *rargs, "--out", W(name + "-rebuilt"))
+        rr = cldiff("report", os.path.join(d_live, "dump.h5"), *rargs, "--out", W(name + "-rebuilt"))
         c.rc(rr, 10 if want == 130 else want, "%s: cldiff report of its dump" % name)
-        sr = summary(W(name + "-rebuilt"))
+        sr = summary(landed(W(name + "-rebuilt")))
         d = first_difference(normalized(s), normalized(sr))
         c.ok(s and not d, "%s: rebuilt summary.json equals the live one but for timings" % name, str(d))
 
@@ -175,6 +187,9 @@ def main():
         out = W("sig-" + at.replace(":", "_"))
         r = cldiff(TINY, "--out", out, env={"CLDIFF_TEST_SIGNAL_AT": at})
         c.rc(r, 130, "SIGINT during %s" % what)
+        c.ok(not os.path.exists(os.path.join(out, "summary.json")),
+             "SIGINT during %s: --out is left as it was (the partial run beside it)" % what)
+        out = landed(out)
         s = reports_say_incomplete(c, out, r, "SIGINT during %s" % what, layers=layers)
         phase = what.split(" at ")[0]
         c.ok(("interrupted during " + phase) in (s.get("incomplete") or ""), "SIGINT during %s: the phase is named" % what,
@@ -191,7 +206,7 @@ def main():
                  "%d rows %r" % (len(rows), rows[:1]))
         rr = cldiff("report", os.path.join(out, "dump.h5"), "--out", out + "-rebuilt")
         c.rc(rr, 10, "SIGINT during %s: cldiff report of the dump" % what)
-        d = first_difference(normalized(s), normalized(summary(out + "-rebuilt")))
+        d = first_difference(normalized(s), normalized(summary(landed(out + "-rebuilt"))))
         c.ok(not d, "SIGINT during %s: rebuilt summary.json equals the live one" % what, str(d))
 
     # ---------------------------------------------------------------- partial dump for report
@@ -201,12 +216,12 @@ def main():
         f.attrs["complete"] = 0
     r = cldiff("report", part, "--out", W("partial-report"))
     c.rc(r, 10, "report of a dump marked complete=0")
-    reports_say_incomplete(c, W("partial-report"), r, "partial dump", interrupted=False, layers=14)
+    reports_say_incomplete(c, landed(W("partial-report")), r, "partial dump", interrupted=False, layers=14)
 
     # ---------------------------------------------------------------- 0 layers compared
     r = cldiff(TINY, "--dump", "stats", "--out", W("stats"))
     c.rc(r, 10, "--dump stats: no values, 0 layers compared")
-    s = reports_say_incomplete(c, W("stats"), r, "--dump stats", interrupted=False, layers=0)
+    s = reports_say_incomplete(c, landed(W("stats")), r, "--dump stats", interrupted=False, layers=0)
     c.ok("statistics only" in (s.get("incomplete") or ""), "--dump stats: the reason is named", str(s.get("incomplete")))
 
     # ---------------------------------------------------------------- foreign dumps
@@ -300,11 +315,11 @@ def main():
     # ---------------------------------------------------------------- a B that cannot run
     r = cldiff(TINY, "--cl-lib", W("no-such-libOpenCL.so"), "--out", W("no-b"))
     c.rc(r, 4, "backend B cannot start")
-    s = summary(W("no-b"))
+    s = summary(landed(W("no-b")))
     c.ok(not s or (s.get("verdict") == "error" and (s.get("error") or {}).get("exit_code") == 4),
          "no report says pass when B did not run (none, or verdict error with exit 4)", str(s.get("verdict")))
     if s:
-        n, types = junit_errors(W("no-b"))
+        n, types = junit_errors(landed(W("no-b")))
         c.ok("error" in types, "B did not run: junit.xml has an <error type=error>", str(types))
     c.done()
 
