@@ -983,6 +983,11 @@ static void verdict_text(const cd_report_input *in, FILE *f, bool md, const char
     }
     /* a finding on what was checked stands; the run is still said to be incomplete */
     if (an->incomplete[0] && kind != CD_KIND_INCOMPLETE) fprintf(f, "%sincomplete: %s\n", item, an->incomplete);
+    if (!an->incomplete[0] && an->n_unchecked)
+        fprintf(f,
+                "%snot compared: %d probed tensor(s) stored by one run only (the other backend does not provide "
+                "them; layers.csv lists them as not_compared)\n",
+                item, an->n_unchecked);
     /* a model defect is named under every verdict kind (a finding) */
     char dl[1400];
     cd_report_defect_line(an, dl, sizeof dl);

@@ -147,6 +147,15 @@ static cd_status same_model_and_input(const cd_judge_req *q, cd_error *err) {
                       cd_dump_reader_path(q->rb));
     input_digest(q->ra, ia);
     input_digest(q->rb, ib);
+    /* a dump that recorded no inputs (an imported phone run: the device's outputs only) cannot
+     * be checked for the input: said, not refused */
+    if (!ia[0] || !ib[0]) {
+        fprintf(stderr,
+                "cldiff: note: %s records no inputs, so that both runs saw the same input is not checked "
+                "(cldiff import keeps the device's outputs only)\n",
+                cd_dump_reader_path(!ia[0] ? q->ra : q->rb));
+        return CD_OK;
+    }
     if (strcmp(ia, ib))
         return cd_err(err, CD_E_MODEL,
                       "the dumps hold runs on different inputs (input digest %s in %s, %s in %s); --force compares "
@@ -272,7 +281,13 @@ static void coverage(const cd_judge_req *q, cd_analysis *an, const char *run_a, 
     else if (!run_complete(q->rb, run_b))
         WHY("run %s stopped early", run_b);
     an->n_unchecked = nu;
-    if (nu) WHY("%d probed tensor(s) in one run only, not compared", nu);
+    /* tensors stored by one run only: when both runs completed they are what one backend does
+     * not provide (an engine route's in-place aliases, its unfetched tensors): named in every
+     * report (layers.csv rows not_compared, summary.json layers_not_compared), not a reason of
+     * their own; with a run that did not complete, or dumps of different models compared with
+     * --force, they are part of what was not checked */
+    bool blocking = o > 0 || (q->force && q->ra != q->rb);
+    if (nu && blocking) WHY("%d probed tensor(s) in one run only, not compared", nu);
     /* the local check ran: every compared layer must have been checked by it */
     int first_nl = -1, n_nl = 0;
     for (int i = 0; an->local_ran && i < an->n_layers; i++)
@@ -289,7 +304,7 @@ static void coverage(const cd_judge_req *q, cd_analysis *an, const char *run_a, 
 #undef WHY
     if (!why[0]) return;
     char first[200] = "";
-    if (nu)
+    if (nu && blocking)
         snprintf(first, sizeof first, "; first not compared: %s (op #%d, only in %s)", um[0].layer, um[0].op_index,
                  um[0].side == 'a' ? run_a : run_b);
     snprintf(an->incomplete, sizeof an->incomplete, "%s: %d layer(s) compared (run %s stored %d, run %s %d)%s", why,
