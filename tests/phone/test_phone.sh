@@ -123,6 +123,9 @@ grep -q "MODEL DEFECT at conv2d_0" "$OUT/run.log"; check "terminal: the model de
 
 # 5. cldiff import of the engine's outputs: int8 as q x scale, as the engine run stores them
 work=$(sed -n 's/^cldiff: paddle-lite-phone work folder kept: //p' "$OUT/run.log" | head -1)
+# the engine names it inside --out's staging folder (OUT.tmp-<pid>, src/cli/outdir.c); the
+# committed run moved it into --out with the rest
+work=$(printf '%s' "$work" | sed -E 's#\.tmp-[0-9]+/#/#')
 if [ -n "$work" ] && [ -d "$work/out" ]; then
     "$CLDIFF" import "$work/out" --manifest "$work/model.manifest.json" -o "$OUT/imported.h5" --model "$MODEL" >/dev/null
     "$PY" - "$OUT/imported.h5" "$OUT/run/dump.h5" <<'PY'; check "import: int8 outputs as q x scale, equal to the engine run" $? "see above"
