@@ -86,6 +86,11 @@ typedef struct cd_layer_cmp {
     cd_out_dist gref_b, gref_a;
     char task[16];                         /* "classifier", "detection" or "" (shape says nothing) */
     int64_t det_ref, det_val, det_matched; /* detection: boxes in A, in B, matched (IoU >= 0.5, same class) */
+    /* detection outputs whose box counts differ (no element-wise comparison: counts_differ):
+     * each side's boxes matched against the float32 golden run's; golden_ok when B matches the
+     * golden run's boxes at least as well as A does (the fp16 yardstick for boxes) */
+    bool counts_differ, det_golden_ok;
+    int64_t det_gold, det_gold_a, det_gold_b;
 } cd_layer_cmp;
 
 enum { CD_AGG_MAX_ABS = 0, CD_AGG_REL_ERR = 1, CD_AGG_FAIL_FRACTION = 2, CD_AGG_COSINE = 3 };

@@ -116,6 +116,27 @@ void cd_decide_verdict(cd_analysis *a, const cd_policy *p) {
         if (!strcmp(l->task, "detection")) {
             l->out_pass = l->det_ref == l->det_val && l->det_matched == l->det_ref && !l->nf_hard;
             snprintf(l->out_rule, sizeof l->out_rule, "detection: every box matched (IoU >= 0.5, same class)");
+            if (!l->out_pass && l->det_golden_ok && !l->nf_hard) {
+                /* fp16: the box count moved with the precision; B is held to A's own distance from
+                 * the float32 golden run's boxes */
+                l->out_pass = true;
+                snprintf(l->out_rule, sizeof l->out_rule,
+                         "fp16 detection: B matches %lld of the float32 golden run's %lld boxes, A %lld (B no "
+                         "further than A)",
+                         (long long)l->det_gold_b, (long long)l->det_gold, (long long)l->det_gold_a);
+            }
+        } else if (l->counts_differ) {
+            /* an index or count output of a detection op (NMS's Index, RoisNum) follows the
+             * boxes: judged with the op's detection output; anything else cannot be compared */
+            const cd_layer_cmp *sib = NULL;
+            for (int j = 0; j < a->n_layers && !sib; j++)
+                if (j != i && a->layers[j].op_index == l->op_index && !strcmp(a->layers[j].task, "detection"))
+                    sib = &a->layers[j];
+            l->out_pass =
+                sib && ((sib->det_ref == sib->det_val && sib->det_matched == sib->det_ref) || sib->det_golden_ok);
+            snprintf(l->out_rule, sizeof l->out_rule, "%s",
+                     sib ? "element count differs: judged with this op's detection output (its boxes)"
+                         : "element counts differ between the runs: not comparable");
         } else {
             l->out_pass = cd_policy_output_pass(p, &l->m) && !l->nf_hard;
             if (p->user)
