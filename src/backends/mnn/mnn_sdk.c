@@ -20,6 +20,7 @@
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
+#include "util/fsutil.h"
 #include "util/sha256.h"
 #include "util/subproc.h"
 
@@ -31,67 +32,11 @@ static double now_ms(void) {
     return (double)t.tv_sec * 1e3 + (double)t.tv_nsec / 1e6;
 }
 
-static bool is_dir(const char *p) {
-    struct stat st;
-    return stat(p, &st) == 0 && S_ISDIR(st.st_mode);
-}
-
-static bool is_file(const char *p) {
-    struct stat st;
-    return stat(p, &st) == 0 && S_ISREG(st.st_mode);
-}
-
 static const char *host_arch(void) {
     static struct utsname u;
     if (uname(&u) != 0) return "unknown";
     if (!strcmp(u.machine, "arm64")) return "aarch64";
     return u.machine;
-}
-
-static void exe_dir(char *out, size_t n) {
-    char exe[PATH_MAX];
-    ssize_t l = readlink("/proc/self/exe", exe, sizeof exe - 1);
-    out[0] = 0;
-    if (l <= 0) return;
-    exe[l] = 0;
-    char *s = strrchr(exe, '/');
-    if (!s) return;
-    *s = 0;
-    snprintf(out, n, "%s", exe[0] ? exe : "/");
-}
-
-static bool up(char *p) {
-    char *s = strrchr(p, '/');
-    if (!s || (s == p && !p[1])) return false;
-    if (s == p)
-        p[1] = 0;
-    else
-        *s = 0;
-    return true;
-}
-
-static bool which(const char *name, char *out, size_t n) {
-    out[0] = 0;
-    if (!name || !*name) return false;
-    if (strchr(name, '/')) {
-        if (!is_file(name) || access(name, X_OK)) return false;
-        snprintf(out, n, "%s", name);
-        return true;
-    }
-    const char *path = getenv("PATH");
-    if (!path || !*path) path = "/usr/local/bin:/usr/bin:/bin";
-    while (*path) {
-        size_t l = strcspn(path, ":");
-        char p[PATH_MAX];
-        snprintf(p, sizeof p, "%.*s/%s", (int)(l ? l : 1), l ? path : ".", name);
-        if (is_file(p) && access(p, X_OK) == 0) {
-            snprintf(out, n, "%s", p);
-            return true;
-        }
-        path += l;
-        if (*path) path++;
-    }
-    return false;
 }
 
 /* ELF machine of a library, and whether it names clCreateProgramWithSource. */
@@ -122,19 +67,19 @@ static cd_status sdk_check(const char *eng, const char *path, const char *from, 
                            cd_error *err) {
     char dir[PATH_MAX], p[PATH_MAX + 64], lib[PATH_MAX + 64];
     memset(out, 0, sizeof *out);
-    if (!realpath(path, dir) || !is_dir(dir))
+    if (!realpath(path, dir) || !cd_fs_is_dir(dir))
         return cd_err(err, CD_E_BACKEND,
                       "%s: MNN SDK folder %s (from %s) does not exist; give the folder that holds "
                       "include/MNN/Interpreter.hpp and lib/libMNN.so",
                       eng, path, from);
     snprintf(p, sizeof p, "%s/include/MNN/Interpreter.hpp", dir);
     snprintf(lib, sizeof lib, "%s/lib/libMNN.so", dir);
-    if (!is_file(p) || !is_file(lib))
+    if (!cd_fs_is_file(p) || !cd_fs_is_file(lib))
         return cd_err(err, CD_E_BACKEND,
                       "%s: %s (from %s) is not an MNN SDK: %s is missing; the release layout is "
                       "include/MNN/*.hpp and lib/libMNN.so (scripts/setup_mnn.sh unpacks ../shared/mnn/sdk-*.tar.xz "
                       "into .mnn/; scripts/mnn/build_mnn_sdk.sh builds one from MNN's source)",
-                      eng, dir, from, !is_file(p) ? "include/MNN/Interpreter.hpp" : "lib/libMNN.so");
+                      eng, dir, from, !cd_fs_is_file(p) ? "include/MNN/Interpreter.hpp" : "lib/libMNN.so");
     bool ocl = false;
     char arch[16] = "";
     if (!lib_scan(lib, arch, sizeof arch, &ocl))
@@ -192,12 +137,12 @@ cd_status cd_mnn_sdk_find(const char *eng, const char *given, bool need_ocl, cd_
     }
     cd_error first = {0};
     char d[PATH_MAX], r[PATH_MAX + 16], looked[2048] = "";
-    exe_dir(d, sizeof d);
+    cd_fs_exe_dir(d, sizeof d);
     for (int i = 0; d[0] && i < 64; i++) {
         snprintf(r, sizeof r, "%s%s.mnn", d, !strcmp(d, "/") ? "" : "/");
         if (find_in_root(eng, r, need_ocl, out, &first)) return CD_OK;
         if (!i) snprintf(looked, sizeof looked, "%s and each folder above it", r);
-        if (!up(d)) break;
+        if (!cd_fs_up(d)) break;
     }
 #ifdef CLDIFF_SOURCE_DIR
     snprintf(r, sizeof r, "%s/.mnn", CLDIFF_SOURCE_DIR);
@@ -251,46 +196,22 @@ static bool find_source(char *out, size_t n) {
     const char *env = getenv("CLDIFF_MNN_RUNNER_SRC");
     if (env && *env) {
         snprintf(out, n, "%s", env);
-        return is_file(out);
+        return cd_fs_is_file(out);
     }
     char d[PATH_MAX], p[PATH_MAX + 64];
-    exe_dir(d, sizeof d);
+    cd_fs_exe_dir(d, sizeof d);
     for (int i = 0; d[0] && i < 3; i++) {
         snprintf(p, sizeof p, "%s/probes/mnn/mnn_probe_runner.cc", d);
-        if (is_file(p)) return snprintf(out, n, "%s", p), true;
+        if (cd_fs_is_file(p)) return snprintf(out, n, "%s", p), true;
         snprintf(p, sizeof p, "%s/share/cldiff/probes/mnn/mnn_probe_runner.cc", d);
-        if (is_file(p)) return snprintf(out, n, "%s", p), true;
-        if (!up(d)) break;
+        if (cd_fs_is_file(p)) return snprintf(out, n, "%s", p), true;
+        if (!cd_fs_up(d)) break;
     }
 #ifdef CLDIFF_SOURCE_DIR
     snprintf(p, sizeof p, "%s/probes/mnn/mnn_probe_runner.cc", CLDIFF_SOURCE_DIR);
-    if (is_file(p)) return snprintf(out, n, "%s", p), true;
+    if (cd_fs_is_file(p)) return snprintf(out, n, "%s", p), true;
 #endif
     return false;
-}
-
-static void cache_root(char *out, size_t n) {
-    const char *c = getenv("CLDIFF_CACHE_DIR"), *x = getenv("XDG_CACHE_HOME"), *h = getenv("HOME");
-    if (c && *c)
-        snprintf(out, n, "%s", c);
-    else if (x && *x)
-        snprintf(out, n, "%s/cldiff", x);
-    else if (h && *h)
-        snprintf(out, n, "%s/.cache/cldiff", h);
-    else
-        snprintf(out, n, "/tmp/cldiff-cache-%u", (unsigned)getuid());
-}
-
-static bool mkdirs(const char *path) {
-    char p[PATH_MAX];
-    snprintf(p, sizeof p, "%s", path);
-    for (char *s = p + 1; *s; s++)
-        if (*s == '/') {
-            *s = 0;
-            if (mkdir(p, 0777) != 0 && errno != EEXIST) return false;
-            *s = '/';
-        }
-    return mkdir(p, 0777) == 0 || errno == EEXIST;
 }
 
 /* Runs the runner with no arguments: usage and exit 2 mean it loads. */
@@ -331,7 +252,7 @@ cd_status cd_mnn_runner_get(const cd_mnn_sdk *sdk, char *exe, size_t n, bool *bu
                       "the MNN runner's source probes/mnn/mnn_probe_runner.cc was found neither next to cldiff nor in "
                       "its source tree ($CLDIFF_MNN_RUNNER_SRC names it)");
     const char *cx = getenv("CLDIFF_MNN_CXX");
-    if (!which(cx && *cx ? cx : "c++", cxx, sizeof cxx) && !which("g++", cxx, sizeof cxx))
+    if (!cd_fs_which(cx && *cx ? cx : "c++", cxx, sizeof cxx) && !cd_fs_which("g++", cxx, sizeof cxx))
         return cd_err(err, CD_E_BACKEND,
                       "no C++ compiler to build the MNN runner (c++ / g++ not on PATH): Debian: apt-get install g++");
     /* the cache key: SDK path, the library's size and mtime, the runner source, the compiler */
@@ -352,11 +273,12 @@ cd_status cd_mnn_runner_get(const cd_mnn_sdk *sdk, char *exe, size_t n, bool *bu
     cd_sha256_final(&h, dg);
     cd_sha256_hex(dg, key);
     key[16] = 0;
-    cache_root(root, sizeof root);
+    cd_fs_cache_root(root, sizeof root);
     snprintf(dir, sizeof dir, "%s/mnn-runner/%s", root, key);
     snprintf(exe, n, "%s/mnn_probe_runner", dir);
-    if (is_file(exe) && access(exe, X_OK) == 0) return CD_OK;
-    if (!mkdirs(dir)) return cd_err(err, CD_E_IO, "cannot create the runner cache folder %s: %s", dir, strerror(errno));
+    if (cd_fs_is_file(exe) && access(exe, X_OK) == 0) return CD_OK;
+    if (!cd_fs_mkdirs(dir, 0777))
+        return cd_err(err, CD_E_IO, "cannot create the runner cache folder %s: %s", dir, strerror(errno));
     char tmp[PATH_MAX + 300], logp[PATH_MAX + 300], inc[PATH_MAX + 16], libd[PATH_MAX + 16], rpath[PATH_MAX + 32];
     snprintf(tmp, sizeof tmp, "%s/mnn_probe_runner.%d.tmp", dir, (int)getpid());
     snprintf(logp, sizeof logp, "%s/build.log", dir);
@@ -368,7 +290,7 @@ cd_status cd_mnn_runner_get(const cd_mnn_sdk *sdk, char *exe, size_t n, bool *bu
     bool to = false;
     cd_status s = cd_mnn_spawn_wait(argv, logp, 600, &ws, &to, NULL, err);
     if (s) return s;
-    if (to || !WIFEXITED(ws) || WEXITSTATUS(ws) != 0 || !is_file(tmp)) {
+    if (to || !WIFEXITED(ws) || WEXITSTATUS(ws) != 0 || !cd_fs_is_file(tmp)) {
         char tail[1200];
         cd_mnn_log_tail(logp, 4, tail, sizeof tail);
         unlink(tmp);
@@ -422,17 +344,17 @@ bool cd_mnn_engine_check(const char *eng, bool need_ocl, char *report, size_t n)
     if (need_ocl) {
         /* a real session: testdata/mnn/conv.mnn (beside cldiff or in its source tree) on MNN's OpenCL */
         char model[PATH_MAX + 64] = "", d[PATH_MAX];
-        exe_dir(d, sizeof d);
+        cd_fs_exe_dir(d, sizeof d);
         for (int i = 0; d[0] && i < 3 && !model[0]; i++) {
             snprintf(model, sizeof model, "%s/testdata/mnn/conv.mnn", d);
-            if (!is_file(model)) model[0] = 0;
-            if (!up(d)) break;
+            if (!cd_fs_is_file(model)) model[0] = 0;
+            if (!cd_fs_up(d)) break;
         }
 #ifdef CLDIFF_SOURCE_DIR
         if (!model[0]) snprintf(model, sizeof model, "%s/testdata/mnn/conv.mnn", CLDIFF_SOURCE_DIR);
 #endif
         char dir[] = "/tmp/cldiff-mnn-doctor-XXXXXX";
-        if (is_file(model) && mkdtemp(dir)) {
+        if (cd_fs_is_file(model) && mkdtemp(dir)) {
             char in[PATH_MAX], out[PATH_MAX], logp[PATH_MAX], runp[PATH_MAX + 16], line[512];
             snprintf(in, sizeof in, "%s/inputs.txt", dir);
             FILE *f = fopen(in, "w");

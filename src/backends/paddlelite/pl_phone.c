@@ -15,50 +15,11 @@
 extern char **environ;
 
 #include <limits.h>
+#include "util/fsutil.h"
 
 #define SETUP_HINT                                                                                                     \
     "run scripts/setup_phone.sh [DIR] (it downloads and extracts Debian's arm64 PoCL into DIR, default "               \
     ".phone/sysroot)"
-
-static bool is_file(const char *p) {
-    struct stat st;
-    return stat(p, &st) == 0 && S_ISREG(st.st_mode);
-}
-
-static bool is_dir(const char *p) {
-    struct stat st;
-    return stat(p, &st) == 0 && S_ISDIR(st.st_mode);
-}
-
-static bool on_path(const char *name, char *out, size_t n) {
-    const char *path = getenv("PATH");
-    if (!path || !*path) path = "/usr/local/bin:/usr/bin:/bin";
-    while (*path) {
-        size_t l = strcspn(path, ":");
-        char p[PATH_MAX];
-        snprintf(p, sizeof p, "%.*s/%s", (int)(l ? l : 1), l ? path : ".", name);
-        if (is_file(p) && access(p, X_OK) == 0) {
-            snprintf(out, n, "%s", p);
-            return true;
-        }
-        path += l;
-        if (*path) path++;
-    }
-    out[0] = 0;
-    return false;
-}
-
-static void cache_root(char *out, size_t n) {
-    const char *c = getenv("CLDIFF_CACHE_DIR"), *x = getenv("XDG_CACHE_HOME"), *h = getenv("HOME");
-    if (c && *c)
-        snprintf(out, n, "%s", c);
-    else if (x && *x)
-        snprintf(out, n, "%s/cldiff", x);
-    else if (h && *h)
-        snprintf(out, n, "%s/.cache/cldiff", h);
-    else
-        snprintf(out, n, "/tmp/cldiff-cache-%u", (unsigned)getuid());
-}
 
 /* Where the sysroot is: first candidate that exists (the given one and the environment's are
  * taken as they are, to be checked). */
@@ -83,7 +44,7 @@ static bool locate(const char *given, cd_pl_phone *o) {
     for (char *s = strrchr(d, '/'); s; s = strrchr(d, '/')) {
         *s = 0;
         snprintf(p, sizeof p, "%s/.phone/sysroot", d);
-        if (is_dir(p)) {
+        if (cd_fs_is_dir(p)) {
             char rp[PATH_MAX];
             snprintf(o->sysroot, sizeof o->sysroot, "%s", realpath(p, rp) ? rp : p);
             snprintf(o->from, sizeof o->from, "default: %s", o->sysroot);
@@ -91,11 +52,11 @@ static bool locate(const char *given, cd_pl_phone *o) {
         }
     }
     char c[PATH_MAX];
-    cache_root(c, sizeof c);
+    cd_fs_cache_root(c, sizeof c);
     snprintf(p, sizeof p, "%s/phone/sysroot", c);
     snprintf(o->sysroot, sizeof o->sysroot, "%s", p);
     snprintf(o->from, sizeof o->from, "default: %s", p);
-    return is_dir(p);
+    return cd_fs_is_dir(p);
 }
 
 /* One check of a piece: fills why (what is missing) and returns false, or true. k: which piece. */
@@ -109,19 +70,19 @@ static bool check_piece(piece k, cd_pl_phone *o, bool found, char *ok, size_t ok
     const char *ml = "usr/lib/aarch64-linux-gnu";
     switch (k) {
     case P_QEMU:
-        if (!on_path("qemu-aarch64", o->qemu, sizeof o->qemu)) {
+        if (!cd_fs_which("qemu-aarch64", o->qemu, sizeof o->qemu)) {
             snprintf(why, wn, "qemu-aarch64 is not on PATH (Debian: apt-get install qemu-user, or scripts/setup.sh)");
             return false;
         }
         snprintf(ok, okn, "%s", o->qemu);
         return true;
     case P_SYSROOT:
-        if (!found || !is_dir(o->sysroot)) {
+        if (!found || !cd_fs_is_dir(o->sysroot)) {
             snprintf(why, wn, "no arm64 PoCL sysroot at %s (%s): %s", o->sysroot, o->from, SETUP_HINT);
             return false;
         }
         snprintf(p, sizeof p, "%s/lib/ld-linux-aarch64.so.1", o->sysroot);
-        if (!is_file(p)) {
+        if (!cd_fs_is_file(p)) {
             snprintf(why, wn, "%s has no lib/ld-linux-aarch64.so.1 (not a merged-/usr arm64 sysroot): %s", o->sysroot,
                      SETUP_HINT);
             return false;
@@ -133,7 +94,7 @@ static bool check_piece(piece k, cd_pl_phone *o, bool found, char *ok, size_t ok
                                            "libOpenCL.so", "libLLVM-15.so.1", "libz.so.1"};
         for (size_t i = 0; i < sizeof libs / sizeof *libs; i++) {
             snprintf(p, sizeof p, "%s/%s/%s", o->sysroot, ml, libs[i]);
-            if (!is_file(p)) {
+            if (!cd_fs_is_file(p)) {
                 snprintf(why, wn, "%s is missing%s: %s", p,
                          !strcmp(libs[i], "libOpenCL.so") ? " (Paddle-Lite dlopens the unversioned name)" : "",
                          SETUP_HINT);
@@ -159,7 +120,7 @@ static bool check_piece(piece k, cd_pl_phone *o, bool found, char *ok, size_t ok
         }
         /* qemu 7.2 applies -L to openat but not to faccessat, and PoCL checks its kernel library
          * beside libpocl with faccessat: the .icd file must name libpocl by its host path */
-        if (line[0] != '/' || !is_file(line)) {
+        if (line[0] != '/' || !cd_fs_is_file(line)) {
             snprintf(why, wn,
                      "%s names '%s', which is not a host path of the arm64 libpocl (PoCL would not find its "
                      "kernel library under qemu): %s",
@@ -193,12 +154,12 @@ static bool check_piece(piece k, cd_pl_phone *o, bool found, char *ok, size_t ok
         size_t l = strlen(o->tools);
         snprintf(o->tools + l, sizeof o->tools - l, "/tools");
         snprintf(p, sizeof p, "%s/ld", o->tools);
-        if (!is_file(p) || access(p, X_OK)) {
+        if (!cd_fs_is_file(p) || access(p, X_OK)) {
             snprintf(why, wn, "the linker wrapper %s (PoCL links every kernel through it) is missing: %s", p,
                      SETUP_HINT);
             return false;
         }
-        if (!is_file("/usr/bin/aarch64-linux-gnu-ld")) {
+        if (!cd_fs_is_file("/usr/bin/aarch64-linux-gnu-ld")) {
             snprintf(why, wn,
                      "/usr/bin/aarch64-linux-gnu-ld is missing (the wrapper %s calls it; Debian: apt-get install "
                      "binutils-aarch64-linux-gnu, or scripts/setup.sh)",
@@ -214,7 +175,7 @@ static bool check_piece(piece k, cd_pl_phone *o, bool found, char *ok, size_t ok
 
 static void kcache_dir(cd_pl_phone *o) {
     char c[PATH_MAX];
-    cache_root(c, sizeof c);
+    cd_fs_cache_root(c, sizeof c);
     snprintf(o->kcache, sizeof o->kcache, "%.*s/phone/pocl-kcache", PATH_MAX - 32, c);
 }
 
@@ -304,7 +265,7 @@ static int count_files(const char *dir, int depth, const char *name) {
         }
         char p[PATH_MAX];
         if (snprintf(p, sizeof p, "%s/%s", dir, e->d_name) >= (int)sizeof p) continue;
-        if (is_dir(p)) n += count_files(p, depth - 1, name);
+        if (cd_fs_is_dir(p)) n += count_files(p, depth - 1, name);
     }
     closedir(d);
     return n;

@@ -22,6 +22,7 @@
 #include "backends/opencl/device.h"
 #include "backends/opencl/loader.h"
 #include "backends/paddlelite/pl_phone.h"
+#include "util/fsutil.h"
 #include "util/sha256.h"
 #include "util/subproc.h"
 
@@ -49,67 +50,6 @@ static double now_ms(void) {
     struct timespec t;
     clock_gettime(CLOCK_MONOTONIC, &t);
     return (double)t.tv_sec * 1e3 + (double)t.tv_nsec / 1e6;
-}
-
-static bool is_dir(const char *p) {
-    struct stat st;
-    return stat(p, &st) == 0 && S_ISDIR(st.st_mode);
-}
-
-static bool is_file(const char *p) {
-    struct stat st;
-    return stat(p, &st) == 0 && S_ISREG(st.st_mode);
-}
-
-static bool is_exec(const char *p) { return is_file(p) && access(p, X_OK) == 0; }
-
-/* The folder of the running executable ("" when /proc is not there). */
-static void exe_dir(char *out, size_t n) {
-    char exe[PATH_MAX];
-    ssize_t l = readlink("/proc/self/exe", exe, sizeof exe - 1);
-    out[0] = 0;
-    if (l <= 0) return;
-    exe[l] = 0;
-    char *s = strrchr(exe, '/');
-    if (!s) return;
-    *s = 0;
-    snprintf(out, n, "%s", exe[0] ? exe : "/");
-}
-
-/* Parent folder in place; false at "/". */
-static bool up(char *p) {
-    char *s = strrchr(p, '/');
-    if (!s || (s == p && !p[1])) return false;
-    if (s == p)
-        p[1] = 0;
-    else
-        *s = 0;
-    return true;
-}
-
-/* A program by name on $PATH (or a path with a slash as is). */
-static bool which(const char *name, char *out, size_t n) {
-    out[0] = 0;
-    if (!name || !*name) return false;
-    if (strchr(name, '/')) {
-        if (!is_exec(name)) return false;
-        snprintf(out, n, "%s", name);
-        return true;
-    }
-    const char *path = getenv("PATH");
-    if (!path || !*path) path = "/usr/local/bin:/usr/bin:/bin";
-    while (*path) {
-        size_t l = strcspn(path, ":");
-        char p[PATH_MAX];
-        snprintf(p, sizeof p, "%.*s/%s", (int)(l ? l : 1), l ? path : ".", name);
-        if (is_exec(p)) {
-            snprintf(out, n, "%s", p);
-            return true;
-        }
-        path += l;
-        if (*path) path++;
-    }
-    return false;
 }
 
 static const char *host_arch(void) {
@@ -186,17 +126,17 @@ static cd_status sdk_check(cd_pl_engine_kind k, const char *path, const char *fr
     char dir[PATH_MAX], p[PATH_MAX + 64];
     memset(out, 0, sizeof *out);
     if (!path || !*path) return cd_err(err, CD_E_BACKEND, "%s: empty Paddle-Lite SDK path (from %s)", eng, from);
-    if (!realpath(path, dir) || !is_dir(dir))
+    if (!realpath(path, dir) || !cd_fs_is_dir(dir))
         return cd_err(err, CD_E_BACKEND,
                       "%s: Paddle-Lite SDK folder %s (from %s) %s; give the folder that holds "
                       "include/paddle_api.h and lib/" PL_LIB,
-                      eng, path, from, is_file(path) ? "is a file, not a folder" : "does not exist");
+                      eng, path, from, cd_fs_is_file(path) ? "is a file, not a folder" : "does not exist");
     snprintf(p, sizeof p, "%s/include/paddle_api.h", dir);
-    if (!is_file(p)) {
+    if (!cd_fs_is_file(p)) {
         /* a release archive (inference_lite_lib.<os>.<arch>/) holds the SDK in cxx/ */
         char c[PATH_MAX + 64];
         snprintf(c, sizeof c, "%s/cxx/include/paddle_api.h", dir);
-        if (is_file(c)) {
+        if (cd_fs_is_file(c)) {
             size_t l = strlen(dir);
             snprintf(dir + l, sizeof dir - l, "/cxx");
             snprintf(p, sizeof p, "%s/include/paddle_api.h", dir);
@@ -204,19 +144,19 @@ static cd_status sdk_check(cd_pl_engine_kind k, const char *path, const char *fr
     }
     char lib[PATH_MAX + 64];
     snprintf(lib, sizeof lib, "%s/lib", dir);
-    bool has_inc = is_file(p), has_libdir = is_dir(lib);
+    bool has_inc = cd_fs_is_file(p), has_libdir = cd_fs_is_dir(lib);
     snprintf(lib, sizeof lib, "%s/lib/" PL_LIB, dir);
-    if (!has_libdir || !is_file(lib) || !has_inc)
+    if (!has_libdir || !cd_fs_is_file(lib) || !has_inc)
         return cd_err(err, CD_E_BACKEND,
                       "%s: %s (from %s) is not a Paddle-Lite SDK: %s%s%s; the release layout is "
                       "include/paddle_api.h and lib/" PL_LIB " (scripts/setup.sh unpacks the SDKs of "
                       "../shared/paddle-lite into .paddle-lite/; scripts/build_paddle_lite_sdk.sh builds one from a "
                       "Paddle-Lite source tree)",
                       eng, dir, from,
-                      !has_libdir         ? "it has no lib/ folder"
-                          : !is_file(lib) ? "no lib/" PL_LIB
-                                          : "",
-                      (!has_libdir || !is_file(lib)) && !has_inc ? " and " : "",
+                      !has_libdir               ? "it has no lib/ folder"
+                          : !cd_fs_is_file(lib) ? "no lib/" PL_LIB
+                                                : "",
+                      (!has_libdir || !cd_fs_is_file(lib)) && !has_inc ? " and " : "",
                       !has_inc ? "no include/paddle_api.h" : "");
     char arch[16], why[PATH_MAX + 64];
     if (!elf_arch(lib, arch, sizeof arch, why, sizeof why))
@@ -297,7 +237,7 @@ static cd_status find_in(cd_pl_engine_kind k, const char *given, const char *con
         for (int i = 0; i < nr; i++) {
             char p[PATH_MAX + 64];
             snprintf(p, sizeof p, "%s/%s", roots[i], names[j]);
-            if (!is_dir(p)) continue;
+            if (!cd_fs_is_dir(p)) continue;
             snprintf(from, sizeof from, "default: %s", p);
             cd_error e;
             if (sdk_check(k, p, from, out, &e) == CD_OK) return CD_OK;
@@ -333,13 +273,13 @@ cd_status cd_pl_sdk_find(cd_pl_engine_kind k, const char *given, cd_pl_sdk *out,
     const char *rp[72];
     int nr = 0;
     char d[PATH_MAX], ed[PATH_MAX], looked[1600] = "";
-    exe_dir(ed, sizeof ed);
+    cd_fs_exe_dir(ed, sizeof ed);
     if (ed[0]) {
         snprintf(d, sizeof d, "%s", ed);
         do snprintf(roots[nr++], PATH_MAX, "%s%s.paddle-lite", d, !strcmp(d, "/") ? "" : "/");
-        while (nr < 64 && up(d));
+        while (nr < 64 && cd_fs_up(d));
         snprintf(d, sizeof d, "%s", ed);
-        bool has_up = up(d);
+        bool has_up = cd_fs_up(d);
         if (has_up) snprintf(roots[nr++], PATH_MAX, "%s/share/cldiff/paddle-lite", !strcmp(d, "/") ? "" : d);
         snprintf(looked, sizeof looked, "%s/.paddle-lite and .paddle-lite in each folder above it%s%s", ed,
                  has_up ? ", " : "", has_up ? roots[nr - 1] : "");
@@ -359,12 +299,12 @@ bool cd_pl_find_helper(const char *rel, char *out, size_t n) {
     char r[4][PATH_MAX];
     int nr = 0;
     char ed[PATH_MAX];
-    exe_dir(ed, sizeof ed);
+    cd_fs_exe_dir(ed, sizeof ed);
     if (ed[0]) {
         snprintf(r[nr++], PATH_MAX, "%s", ed);
         char d[PATH_MAX];
         snprintf(d, sizeof d, "%s", ed);
-        if (up(d)) {
+        if (cd_fs_up(d)) {
             snprintf(r[nr++], PATH_MAX, "%s", d);
             snprintf(r[nr++], PATH_MAX, "%s/share/cldiff", !strcmp(d, "/") ? "" : d);
         }
@@ -375,7 +315,7 @@ bool cd_pl_find_helper(const char *rel, char *out, size_t n) {
     for (int i = 0; i < nr; i++) {
         char p[PATH_MAX + 256];
         snprintf(p, sizeof p, "%s/%s", r[i], rel);
-        if (is_file(p)) {
+        if (cd_fs_is_file(p)) {
             char rp[PATH_MAX];
             snprintf(out, n, "%s", realpath(p, rp) ? rp : p);
             return true;
@@ -512,30 +452,6 @@ bool cd_pl_runner_loads(const cd_pl_runner *r, double *ms, char *msg, size_t n) 
     return false;
 }
 
-static void cache_root(char *out, size_t n) {
-    const char *c = getenv("CLDIFF_CACHE_DIR"), *x = getenv("XDG_CACHE_HOME"), *h = getenv("HOME");
-    if (c && *c)
-        snprintf(out, n, "%s", c);
-    else if (x && *x)
-        snprintf(out, n, "%s/cldiff", x);
-    else if (h && *h)
-        snprintf(out, n, "%s/.cache/cldiff", h);
-    else
-        snprintf(out, n, "/tmp/cldiff-cache-%u", (unsigned)getuid());
-}
-
-static bool mkdirs(const char *path) {
-    char p[PATH_MAX];
-    snprintf(p, sizeof p, "%s", path);
-    for (char *s = p + 1; *s; s++)
-        if (*s == '/') {
-            *s = 0;
-            if (mkdir(p, 0755) != 0 && errno != EEXIST) return false;
-            *s = '/';
-        }
-    return mkdir(p, 0755) == 0 || errno == EEXIST;
-}
-
 /* Compiler, launcher and sysroot for an SDK on this machine. */
 static cd_status toolchain(const cd_pl_sdk *sdk, cd_pl_runner *r, cd_error *err) {
     const char *host = host_arch();
@@ -547,13 +463,13 @@ static cd_status toolchain(const cd_pl_sdk *sdk, cd_pl_runner *r, cd_error *err)
                       sdk->dir, sdk->arch, host);
     const char *cxx = getenv("CLDIFF_PL_CXX");
     const char *want = cxx && *cxx ? cxx : native ? "c++" : "aarch64-linux-gnu-g++";
-    if (!which(want, r->compiler, sizeof r->compiler))
+    if (!cd_fs_which(want, r->compiler, sizeof r->compiler))
         return cd_err(err, CD_E_BACKEND,
                       "no C++ compiler for the Paddle-Lite runner: %s not found%s (Debian: apt-get "
                       "install %s, or scripts/setup.sh; CLDIFF_PL_CXX names another)",
                       want, cxx && *cxx ? " (CLDIFF_PL_CXX)" : " on PATH", native ? "g++" : "g++-aarch64-linux-gnu");
     if (native) return CD_OK;
-    if (!which("qemu-aarch64", r->launcher, sizeof r->launcher))
+    if (!cd_fs_which("qemu-aarch64", r->launcher, sizeof r->launcher))
         return cd_err(err, CD_E_BACKEND,
                       "the aarch64 Paddle-Lite SDK %s runs on this %s machine under qemu-aarch64, "
                       "which is not on PATH (Debian: apt-get install qemu-user, or scripts/setup.sh)",
@@ -562,13 +478,13 @@ static cd_status toolchain(const cd_pl_sdk *sdk, cd_pl_runner *r, cd_error *err)
     snprintf(r->sysroot, sizeof r->sysroot, "%s", sr && *sr ? sr : ARM_SYSROOT);
     char p[PATH_MAX];
     snprintf(p, sizeof p, "%s/lib/ld-linux-aarch64.so.1", r->sysroot);
-    if (!is_file(p))
+    if (!cd_fs_is_file(p))
         return cd_err(err, CD_E_BACKEND,
                       "no aarch64 sysroot for qemu-aarch64 -L %s: %s is missing (Debian: apt-get "
                       "install libc6-arm64-cross; QEMU_LD_PREFIX names another sysroot)",
                       r->sysroot, p);
     snprintf(p, sizeof p, "%s/lib/libstdc++.so.6", r->sysroot);
-    if (!is_file(p))
+    if (!cd_fs_is_file(p))
         return cd_err(err, CD_E_BACKEND,
                       "the aarch64 sysroot %s has no libstdc++.so.6 for the Paddle-Lite runner "
                       "(Debian: apt-get install libstdc++6-arm64-cross)",
@@ -593,7 +509,7 @@ cd_status cd_pl_runner_get(const cd_pl_sdk *sdk, cd_pl_runner *out, cd_error *er
     char src[PATH_MAX];
     const char *se = getenv("CLDIFF_PL_RUNNER_SRC");
     if (se && *se) {
-        if (!is_file(se))
+        if (!cd_fs_is_file(se))
             return cd_err(err, CD_E_BACKEND,
                           "CLDIFF_PL_RUNNER_SRC=%s: no such file (the runner source, "
                           "probes/paddle-lite/pl_probe_runner.cc)",
@@ -621,11 +537,11 @@ cd_status cd_pl_runner_get(const cd_pl_sdk *sdk, cd_pl_runner *out, cd_error *er
     cd_sha256_hex(dg, hex);
     hex[16] = 0;
     char root[PATH_MAX], dir[PATH_MAX + 64];
-    cache_root(root, sizeof root);
+    cd_fs_cache_root(root, sizeof root);
     snprintf(dir, sizeof dir, "%s/pl-runner/%s", root, hex);
     snprintf(out->exe, sizeof out->exe, "%s/pl_probe_runner", dir);
-    if (is_exec(out->exe)) return CD_OK;
-    if (!mkdirs(dir))
+    if (cd_fs_is_exec(out->exe)) return CD_OK;
+    if (!cd_fs_mkdirs(dir, 0755))
         return cd_err(err, CD_E_IO, "cannot make the runner cache folder %s: %s (CLDIFF_CACHE_DIR names another)", dir,
                       strerror(errno));
     /* built under a name of its own, checked, then renamed: a concurrent cldiff sees all or nothing */
@@ -660,7 +576,7 @@ cd_status cd_pl_runner_get(const cd_pl_sdk *sdk, cd_pl_runner *out, cd_error *er
         fprintf(lf, "\n%s", cout);
         fclose(lf);
     }
-    if (!started || to || !WIFEXITED(ws) || WEXITSTATUS(ws) != 0 || !is_exec(tmp)) {
+    if (!started || to || !WIFEXITED(ws) || WEXITSTATUS(ws) != 0 || !cd_fs_is_exec(tmp)) {
         char tl[1200];
         tail_lines(cout, 4, tl, sizeof tl);
         unlink(tmp);
@@ -711,7 +627,7 @@ static bool pl_opencl_lib(const char *arch, char *out, size_t n) {
         "/opt/intel/opencl/linux/compiler/lib/intel64_lin/libOpenCL.so", "/usr/lib/x86_64-linux-gnu/libOpenCL.so"};
     for (size_t i = 0; i < sizeof paths / sizeof *paths; i++) {
         char a[16], why[256], rp[PATH_MAX];
-        if (!is_file(paths[i]) || !realpath(paths[i], rp)) continue;
+        if (!cd_fs_is_file(paths[i]) || !realpath(paths[i], rp)) continue;
         if (elf_arch(rp, a, sizeof a, why, sizeof why) && !strcmp(a, arch)) {
             snprintf(out, n, "%s", paths[i]);
             return true;
@@ -816,7 +732,7 @@ static int list_platforms(const char *lib, char *msg, size_t n, char *pick, size
 static bool ldd_missing(const char *lib, char *missing, size_t n, char *found, size_t fn) {
     char ldd[PATH_MAX], out[8192];
     missing[0] = found[0] = 0;
-    if (!which("ldd", ldd, sizeof ldd)) {
+    if (!cd_fs_which("ldd", ldd, sizeof ldd)) {
         snprintf(missing, n, "(ldd not found)");
         return false;
     }

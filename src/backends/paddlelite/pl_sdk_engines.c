@@ -31,6 +31,7 @@
 #include "engine/backend_def.h"
 #include "model/nb_reader.h"
 #include "backends/paddlelite/pd_export.h"
+#include "util/fsutil.h"
 #include "util/npy.h"
 #include "util/sha256.h"
 
@@ -255,15 +256,7 @@ static cd_status route_export_opt(eng *e, const cd_graph *g, int n_ops, const ch
         cd_sha256_final(&hc, dg);
         cd_sha256_hex(dg, key);
         char root[PATH_MAX];
-        const char *c = getenv("CLDIFF_CACHE_DIR"), *x = getenv("XDG_CACHE_HOME"), *h = getenv("HOME");
-        if (c && *c)
-            snprintf(root, sizeof root, "%s", c);
-        else if (x && *x)
-            snprintf(root, sizeof root, "%s/cldiff", x);
-        else if (h && *h)
-            snprintf(root, sizeof root, "%s/.cache/cldiff", h);
-        else
-            snprintf(root, sizeof root, "/tmp/cldiff-cache-%u", (unsigned)getuid());
+        cd_fs_cache_root(root, sizeof root);
         snprintf(cached, sizeof cached, "%s/pl-opt/%s.nb", root, key);
         if (access(cached, R_OK) == 0 && copy_file(cached, nb) == 0) {
             e->opt_cached = true;
@@ -987,13 +980,7 @@ static cd_status eng_available(cd_pl_engine_kind kind, const char *name, const c
     cd_error e2 = {0};
     if (cd_pl_find(&env, &e2) == CD_OK) return CD_OK;
     char root[PATH_MAX], dir[PATH_MAX + 16];
-    const char *c = getenv("CLDIFF_CACHE_DIR"), *x = getenv("XDG_CACHE_HOME"), *h = getenv("HOME");
-    if (c && *c)
-        snprintf(root, sizeof root, "%s", c);
-    else if (x && *x)
-        snprintf(root, sizeof root, "%s/cldiff", x);
-    else
-        snprintf(root, sizeof root, "%s/.cache/cldiff", h && *h ? h : "/tmp");
+    cd_fs_cache_root(root, sizeof root); /* the cache Opt's outputs are kept in (pl_sdk.h) */
     snprintf(dir, sizeof dir, "%s/pl-opt", root);
     DIR *d = opendir(dir);
     bool cached = false;
