@@ -6,9 +6,10 @@
   transformer_pre_ln, transformer_post_ln and rec_svtr pass with EVERY compared layer checked
   locally, fp32 and fp16 (before: INCOMPLETE, exit 10, "statistics output, no element bound"),
   and their ratios lie inside the bound (fp32 below 0.1; fp16 one half rounding, below 1).
-* testdata/mnn/attention.mnn on mnn-cpu,mnn-opencl: the ConvertTensor layers whose input MNN's
-  raster computed in the same step are checked (their input rebuilt exactly from the recorded
-  tensor), 14 of 14 layers checked (before: 3 not run locally, INCOMPLETE).
+* testdata/mnn/attention.mnn and ops_conv_group.mnn on mnn-cpu,mnn-opencl: the ConvertTensor and
+  Slice layers whose input MNN's raster computed in the same step are checked (their input
+  rebuilt exactly from the recorded tensor), 14 of 14 and 7 of 7 layers checked (before: 3 and 2
+  not run locally, INCOMPLETE).
 Skips (exit 77, printed) where .zoo (scripts/zoo) or the MNN SDK is absent.
 """
 import csv
@@ -56,24 +57,27 @@ def main():
             lim = 0.1 if prec == "--fp32" else 1.0
             c.ok(all(x["local_family"] == "norm" and x["local_pass"] == "1" for x in stats) and 0 < worst < lim,
                  "%s %s: the statistics are checked under the norm bound, worst ratio %.3g < %g" % (m, prec, worst, lim))
-    mnn = os.path.join(SRC, "testdata", "mnn", "attention.mnn")
-    out = os.path.join(work, "attention")
-    r = cldiff(mnn, "--backends", "mnn-cpu,mnn-opencl", "--input", os.path.join(SRC, "testdata", "mnn",
-               "attention.input.npy"), "--out", out, "--no-repro", "--quiet")
-    if r.rc == 4:
-        print("SKIP part: the MNN engines are not usable here: " + r.err[-300:])
-    else:
+    for name, n_layers, n_assign in (("attention", 14, 4), ("ops_conv_group", 7, 3)):
+        mnn = os.path.join(SRC, "testdata", "mnn", name + ".mnn")
+        out = os.path.join(work, name)
+        r = cldiff(mnn, "--backends", "mnn-cpu,mnn-opencl", "--input", os.path.join(SRC, "testdata", "mnn",
+                   name + ".input.npy"), "--out", out, "--no-repro", "--quiet")
+        if r.rc == 4:
+            print("SKIP part: the MNN engines are not usable here: " + r.err[-300:])
+            break
         ran += 1
-        c.rc(r, 0, "attention.mnn on mnn-cpu,mnn-opencl: pass")
+        c.rc(r, 0, "%s.mnn on mnn-cpu,mnn-opencl: pass" % name)
         s = load_json(os.path.join(out, "summary.json")) if os.path.isfile(os.path.join(out, "summary.json")) else {}
         lc = s.get("local_check") or {}
-        c.ok(lc.get("layers_checked") == s.get("layers_compared") == 14, "attention.mnn: 14 of 14 checked locally",
+        c.ok(lc.get("layers_checked") == s.get("layers_compared") == n_layers,
+             "%s.mnn: %d of %d checked locally" % (name, n_layers, n_layers),
              "%r of %r: %r" % (lc.get("layers_checked"), s.get("layers_compared"), s.get("incomplete")))
         rows = list(csv.DictReader(open(os.path.join(out, "layers.csv")))) if os.path.isfile(
             os.path.join(out, "layers.csv")) else []
-        conv = [x for x in rows if x["op_type"] == "assign"]
-        c.ok(len(conv) == 4 and all(x["local_family"] == "exact" and x["local_pass"] == "1" for x in conv),
-             "attention.mnn: the 4 ConvertTensor layers checked exactly", str([x["local_note"] for x in conv]))
+        moved = [x for x in rows if x["op_type"] in ("assign", "split")]
+        c.ok(len(moved) == n_assign and all(x["local_family"] == "exact" and x["local_pass"] == "1" for x in moved),
+             "%s.mnn: the %d ConvertTensor/Slice outputs checked exactly" % (name, n_assign),
+             str([x["local_note"] for x in moved]))
     if not ran:
         print("SKIP: neither %s nor the MNN engines are here" % ZOO)
         sys.exit(SKIP)

@@ -131,8 +131,8 @@ static int raster_tensor(const cd_graph *g, const char *name, bool raster, const
     return -1;
 }
 
-/* The input of a ConvertTensor that MNN never handed over: its geometry computed the shape and
- * layout steps before it (Reshape, Permute, ...) and the conversion as one raster from the last
+/* An op's input that MNN never handed over: its geometry computed the shape and layout steps
+ * before the op (Reshape, Permute, ConvertTensor, ...) with the op's own raster, from the last
  * tensor it did hand over. The local check needs that input: it is rebuilt here from the
  * recorded tensor it comes from, through the pure data movement in between (a reshape keeps the
  * row-major order, a permute moves elements, both exactly), so the raster's result is checked
@@ -256,9 +256,10 @@ static cd_status collect(meng *e, collected *c, cd_error *err) {
         v.shape = m->shape; /* the same values in the plan's shape (MNN may keep another rank) */
         filled[t] = true;
         if (q->xo->record && cd_exec_is_activation(plan, t)) st = cd_forcing_put(q->xo->record, t, &v, err);
-        /* a ConvertTensor whose input MNN's raster computed in the same step: that input, from
-         * what it was handed over as, for the local check */
-        if (!st && q->xo->record && is_convert(&g->ops[oi]))
+        /* an op whose input MNN's raster computed in the same step (a ConvertTensor after a
+         * Reshape, a Slice after a ConvertTensor): that input, from what it was handed over as,
+         * for the local check */
+        if (!st && q->xo->record)
             for (int s = 0; s < g->ops[oi].n_in && !st; s++)
                 for (int k2 = 0; k2 < g->ops[oi].in[s].n && !st; k2++)
                     derive_input(g, plan, q->xo->record, g->ops[oi].in[s].ids[k2], 0, err, &st);
