@@ -389,9 +389,9 @@ static void verdict_json(FILE *f, const cd_report_input *in) {
     fprintf(f, ",\n  \"local_check\": {\"ran\": %s, \"reference\": ", jbool(an->local_ran));
     cd_put_json_str(f, an->local_ref);
     fprintf(f,
-            ", \"layers_checked\": %d, \"layers_compared_only\": %d, \"faults\": %d},\n  \"layers_drifted\": %d,\n "
+            ", \"layers_checked\": %d, \"faults\": %d},\n  \"layers_compared_only\": %d,\n  \"layers_drifted\": %d,\n "
             " \"output_tolerance\": ",
-            an->n_local, an->n_compared_only, an->n_faults, an->n_drift);
+            an->n_local, an->n_faults, an->n_compared_only, an->n_drift);
     cd_put_json_str(f, an->out_tol_desc);
     fputs(",\n  \"outputs\": [", f);
     bool judged = cd_report_outputs_judged(an);

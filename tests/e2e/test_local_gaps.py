@@ -41,7 +41,7 @@ def main():
             s = load_json(os.path.join(out, "summary.json")) if os.path.isfile(os.path.join(out, "summary.json")) else {}
             lc = s.get("local_check") or {}
             c.ok(s.get("verdict") == "pass" and not s.get("incomplete") and
-                 lc.get("layers_checked") == s.get("layers_compared") and lc.get("layers_compared_only") == 0,
+                 lc.get("layers_checked") == s.get("layers_compared") and s.get("layers_compared_only") == 0,
                  "%s %s: every compared layer checked locally" % (m, prec),
                  "%r checked of %r; incomplete %r" % (lc.get("layers_checked"), s.get("layers_compared"),
                                                      s.get("incomplete")))
