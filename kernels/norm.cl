@@ -86,6 +86,6 @@ instance_norm(__global const REAL *x, __global REAL *y, __global const REAL *sca
     }
     if (l == 0) {
         if (mean_out) STOREF(mean_out, nc, mu);
-        if (var_out) STOREF(var_out, nc, var);
+        if (var_out) STOREF(var_out, nc, inv); /* Paddle's SavedVariance: 1/sqrt(var + eps), as the CPU */
     }
 }

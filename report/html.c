@@ -628,6 +628,13 @@ cd_status cd_report_html(const cd_report_input *in, const char *dir, cd_error *e
         h(f, an->incomplete);
         fputs("</div>\n", f);
     }
+    char col[1400];
+    cd_report_compared_only_line(an, col, sizeof col);
+    if (col[0]) {
+        fputs("<div class=\"card info\" id=\"compared-only\">", f);
+        h(f, col);
+        fputs("</div>\n", f);
+    }
     outputs_card(f, an);
     if (an->local_ran)
         fprintf(f,

@@ -72,6 +72,10 @@ const cd_layer_cmp *cd_report_first_defect(const cd_analysis *an);
 /* "MODEL DEFECT at conv2d_0 (conv2d, op #1) and N more op(s): ... . <what the engine does, how to
  * fix the model>"; "" when the run has none. Every report prints it. */
 void cd_report_defect_line(const cd_analysis *an, char *buf, size_t n);
+/* "compared only, not checkable locally: LAYER (type, op #N: why; A vs B within tolerance); ..."
+ * naming the layers the local check cannot check by design (loc_compared_only: they never make a
+ * run incomplete, docs/verdicts.md); "" when there are none. Every report prints it. */
+void cd_report_compared_only_line(const cd_analysis *an, char *buf, size_t n);
 /* loc.rmse / loc.ref_rms (loc.rmse when the reference is all zero). */
 double cd_report_rel_local(const cd_layer_cmp *l);
 /* Whether the output tolerance was applied (out_pass/out_range_err mean something). */

@@ -78,3 +78,21 @@ void cd_report_defect_line(const cd_analysis *an, char *buf, size_t n) {
     while (*why == ':' || *why == ' ') why++;
     if (o < n) snprintf(buf + o, n - o, ". %s", why);
 }
+
+void cd_report_compared_only_line(const cd_analysis *an, char *buf, size_t n) {
+    buf[0] = 0;
+    int k = 0;
+    size_t o = 0;
+    for (int i = 0; i < an->n_layers && o < n; i++) {
+        const cd_layer_cmp *l = &an->layers[i];
+        if (!l->loc_compared_only) continue;
+        if (!k++) o += (size_t)snprintf(buf, n, "compared only, not checkable locally:");
+        if (k > 8) continue;
+        const char *why = l->loc_note, *p = strstr(why, "locally: ");
+        if (p) why = p + strlen("locally: ");
+        if (o < n)
+            o += (size_t)snprintf(buf + o, n - o, "%s %s (%s, op #%d: %s; A vs B %s)", k > 1 ? ";" : "", l->layer,
+                                  l->op_type, l->op_index, why, l->m.pass ? "within tolerance" : "beyond tolerance");
+    }
+    if (k > 8 && o < n) snprintf(buf + o, n - o, "; and %d more", k - 8);
+}

@@ -388,8 +388,10 @@ static void verdict_json(FILE *f, const cd_report_input *in) {
         fputs("null", f);
     fprintf(f, ",\n  \"local_check\": {\"ran\": %s, \"reference\": ", jbool(an->local_ran));
     cd_put_json_str(f, an->local_ref);
-    fprintf(f, ", \"layers_checked\": %d, \"faults\": %d},\n  \"layers_drifted\": %d,\n  \"output_tolerance\": ",
-            an->n_local, an->n_faults, an->n_drift);
+    fprintf(f,
+            ", \"layers_checked\": %d, \"faults\": %d},\n  \"layers_compared_only\": %d,\n  \"layers_drifted\": %d,\n "
+            " \"output_tolerance\": ",
+            an->n_local, an->n_faults, an->n_compared_only, an->n_drift);
     cd_put_json_str(f, an->out_tol_desc);
     fputs(",\n  \"outputs\": [", f);
     bool judged = cd_report_outputs_judged(an);
@@ -581,6 +583,21 @@ cd_status cd_report_json(const cd_report_input *in, const char *dir, cd_error *e
         cd_put_json_str(f, an->incomplete);
     else
         fputs("null", f);
+    fputs(",\n  \"compared_only\": [", f);
+    for (int i = 0, k = 0; i < an->n_layers; i++) {
+        const cd_layer_cmp *l = &an->layers[i];
+        if (!l->loc_compared_only) continue;
+        fprintf(f, "%s{\"layer\": ", k++ ? ", " : "");
+        cd_put_json_str(f, l->layer);
+        fputs(", \"op_type\": ", f);
+        cd_put_json_str(f, l->op_type);
+        fputs(", \"tensor\": ", f);
+        cd_put_json_str(f, l->tensor);
+        fputs(", \"why\": ", f);
+        cd_put_json_str(f, l->loc_note);
+        fprintf(f, ", \"within_tolerance\": %s}", jbool(l->m.pass));
+    }
+    fputc(']', f);
     fprintf(f, ",\n  \"interrupted\": %s,\n  \"layers_not_compared\": %d,\n  \"error\": ", jbool(an->interrupted),
             an->n_unchecked);
     if (an->error[0])
@@ -775,6 +792,13 @@ cd_status cd_report_junit(const cd_report_input *in, const char *dir, cd_error *
     fprintf(f, " %s %s vs %s\" tests=\"%d\" failures=\"%d\" errors=\"%d\" time=\"%.3f\">\n", in->env->precision,
             in->env->backend_a, in->env->backend_b, an->n_layers + (no_verdict ? 1 : 0), junit_layer_failures(an),
             (in->env->crash ? 1 : 0) + (no_verdict ? 1 : 0), in->env->wall_ms_total / 1e3);
+    char col[1400];
+    cd_report_compared_only_line(an, col, sizeof col);
+    if (col[0]) {
+        fputs("    <properties><property name=\"compared_only\" value=\"", f);
+        cd_put_xml(f, col);
+        fputs("\"/></properties>\n", f);
+    }
     /* incomplete or error: never a pass (docs/verdicts.md) */
     if (no_verdict) {
         fprintf(f, "    <testcase classname=\"cldiff.run\" name=\"verdict\"><error type=\"%s\" message=\"",
@@ -818,7 +842,7 @@ cd_status cd_report_junit(const cd_report_input *in, const char *dir, cd_error *
             }
             fputs(">\n      <system-out>", f);
             if (unchecked) {
-                fputs("not checked locally: ", f);
+                if (!l->loc_compared_only) fputs("not checked locally: ", f); /* its note says "compared only" */
                 cd_put_xml(f, l->loc_note);
                 fputs(drift || diag ? "\n" : "", f);
             }
@@ -991,6 +1015,9 @@ static void verdict_text(const cd_report_input *in, FILE *f, bool md, const char
     /* a model defect is named under every verdict kind (a finding) */
     char dl[1400];
     cd_report_defect_line(an, dl, sizeof dl);
+    if (dl[0]) fprintf(f, "%s%s%s\n", md ? "\n" : item, dl, md ? "\n" : "");
+    /* layers the local check cannot check by design: compared, named, never a gap */
+    cd_report_compared_only_line(an, dl, sizeof dl);
     if (dl[0]) fprintf(f, "%s%s%s\n", md ? "\n" : item, dl, md ? "\n" : "");
 }
 

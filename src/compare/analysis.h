@@ -73,6 +73,10 @@ typedef struct cd_layer_cmp {
     int64_t loc_worst;         /* flat index of the largest ratio, -1 none */
     bool loc_pass;             /* every element within its bound, no NaN/Inf where ref is finite */
     char loc_note[200];        /* how the bound was made, or why the layer was not checked */
+    bool loc_compared_only;    /* not checkable locally BY DESIGN (no cldiff kernel for the op, an
+                                  output with no element bound): compared A vs B only, named in
+                                  every report (loc_note says why), never makes the run
+                                  incomplete; missing data (stats-only, not captured) is not this */
     /* ---- free run: information unless the layer is a model output ---- */
     bool drift; /* free-run element tolerance exceeded (!m.pass) */
     /* ---- model outputs (is_output): the output tolerance and task-aware summaries ---- */
@@ -168,6 +172,7 @@ typedef struct cd_analysis {
     char local_ref[48];    /* run the local errors are measured against ("cpu", "ref_local") */
     char local_inputs[48]; /* run whose layer inputs the local pass used ("" : run A) */
     int n_local;           /* layers checked locally */
+    int n_compared_only;   /* layers compared only, not checkable locally by design (loc_compared_only) */
     int first_fault;       /* first layer whose local check fails, -1 none */
     int n_faults;
     int n_drift;               /* layers beyond the element tolerance in the free run (information) */

@@ -528,7 +528,7 @@ cd_status cd_local_store(cd_dump *d, const char *run_local, const cd_analysis *a
     for (int64_t i = 0; i < n; i++) {
         const cd_layer_cmp *l = &an->layers[i];
         opi[i] = l->op_index;
-        chk[i] = l->has_local;
+        chk[i] = l->has_local ? 1 : l->loc_compared_only ? 2 : 0; /* 2: compared only, by design */
         pass[i] = l->loc_pass;
         exc[i] = l->loc_exceed;
         worst[i] = l->loc_worst;
@@ -628,6 +628,7 @@ cd_status cd_local_load(const cd_dump_reader *r, const char *run_local, cd_analy
         memset(err, 0, sizeof *err);
     }
     an->n_local = 0;
+    an->n_compared_only = 0;
     const int64_t *opi = c[0].data, *chk = c[2].data, *pass = c[4].data, *exc = c[8].data, *worst = c[9].data,
                   *nfm = c[15].data;
     const char *const *tensor = c[1].data, *const *fam = c[3].data, *const *note = c[16].data;
@@ -637,7 +638,9 @@ cd_status cd_local_load(const cd_dump_reader *r, const char *run_local, cd_analy
         for (int i = 0; i < an->n_layers; i++) {
             cd_layer_cmp *l = &an->layers[i];
             if (l->op_index != opi[k] || strcmp(l->tensor, tensor[k] ? tensor[k] : "")) continue;
-            l->has_local = chk[k] != 0;
+            l->has_local = chk[k] == 1;
+            l->loc_compared_only = chk[k] == 2;
+            an->n_compared_only += l->loc_compared_only;
             l->loc_pass = pass[k] != 0;
             snprintf(l->family, sizeof l->family, "%s", fam[k] ? fam[k] : "");
             snprintf(l->loc_note, sizeof l->loc_note, "%s", note[k] ? note[k] : "");

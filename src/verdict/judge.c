@@ -291,7 +291,7 @@ static void coverage(const cd_judge_req *q, cd_analysis *an, const char *run_a, 
     /* the local check ran: every compared layer must have been checked by it */
     int first_nl = -1, n_nl = 0;
     for (int i = 0; an->local_ran && i < an->n_layers; i++)
-        if (!an->layers[i].has_local) {
+        if (!an->layers[i].has_local && !an->layers[i].loc_compared_only) { /* missing data, not by design */
             if (first_nl < 0) first_nl = i;
             n_nl++;
         }

@@ -676,8 +676,38 @@ static cd_status norm_allowance(const cd_local_req *q, const cd_layer_cmp *l, co
     int xid = cd_op_in(op, "X", 0), yid = cd_op_out(op, "Y", 0);
     int sid = cd_op_in(op, "Scale", 0), bid = cd_op_in(op, "Bias", 0);
     int mid = bn ? cd_op_in(op, "Mean", 0) : -1, vid = bn ? cd_op_in(op, "Variance", 0) : -1;
-    if (xid < 0 || yid < 0 || strcmp(l->tensor, g->tensors[yid].name)) {
-        snprintf(note, nlen, "%s output '%s': statistics output, no element bound", t, l->tensor);
+    if (xid < 0 || yid < 0) {
+        snprintf(note, nlen, "%s output '%s': no X or Y, no element bound", t, l->tensor);
+        return CD_OK;
+    }
+    /* which output: Y (0), or a statistics output, one value per group: the mean (1), the
+     * variance (2) or the inverse standard deviation (3, instance_norm's SavedVariance as Paddle
+     * defines it); batch_norm's are copies of its running statistics (4: exact) */
+    int which = 0;
+    if (strcmp(l->tensor, g->tensors[yid].name)) {
+        static const char *const stat[][2] = {{"Mean", "layer_norm"},
+                                              {"Variance", "layer_norm"},
+                                              {"SavedMean", "instance_norm"},
+                                              {"SavedVariance", "instance_norm"},
+                                              {"MeanOut", ""},
+                                              {"VarianceOut", ""},
+                                              {"SavedMean", ""},
+                                              {"SavedVariance", ""}};
+        static const int kind[] = {1, 2, 1, 3, 4, 4, 4, 4};
+        for (int k = 0; k < 8 && !which; k++) {
+            if (bn != !stat[k][1][0] || (!bn && strcmp(t, stat[k][1]))) continue;
+            int o = cd_op_out(op, stat[k][0], 0);
+            if (o >= 0 && !strcmp(l->tensor, g->tensors[o].name)) which = kind[k];
+        }
+        if (!which) {
+            snprintf(note, nlen, "%s output '%s': not Y nor a statistics output, no element bound", t, l->tensor);
+            return CD_OK;
+        }
+    }
+    if (which == 4) { /* a copy of the running statistics (ops_nn_norm_tmpl.h): exact */
+        double *z = calloc((size_t)(nref ? nref : 1), sizeof *z);
+        if (!z) return cd_err(err, CD_E_NOMEM, "out of memory");
+        *allow = z;
         return CD_OK;
     }
     const cd_shape *xs = &q->plan->meta[xid].shape;
@@ -690,7 +720,7 @@ static cd_status norm_allowance(const cd_local_req *q, const cd_layer_cmp *l, co
     if (!st && x && vid >= 0) va = tensor_vals(q, q->run_a, vid, &nvv, note, nlen, err, &st);
     double *a = NULL;
     if (st || note[0] || !x) goto done;
-    if (nx != nref) {
+    if (!which && nx != nref) {
         snprintf(note, nlen, "%s: %lld input values for %lld outputs", t, (long long)nx, (long long)nref);
         goto done;
     }
@@ -716,6 +746,11 @@ static cd_status norm_allowance(const cd_local_req *q, const cd_layer_cmp *l, co
         inner = len;
     }
     if (len < 1) len = 1;
+    if (which && nref * len != nx) {
+        snprintf(note, nlen, "%s: %lld statistics for %lld input values in groups of %lld", t, (long long)nref,
+                 (long long)nx, (long long)len);
+        goto done;
+    }
     double eps = cd_attr_float(op, bn ? "epsilon" : "epsilon", 1e-5);
     a = malloc((size_t)(nx ? nx : 1) * sizeof *a);
     if (!a) {
@@ -746,6 +781,21 @@ static cd_status norm_allowance(const cd_local_req *q, const cd_layer_cmp *l, co
         double gk = cd_gamma(gl + 2, q->ref.u) + cd_gamma(gl + 2, q->b.u);
         double dmu = bn ? 0 : gk * sabs / (double)gl;
         double dvar = bn ? 0 : gk * var + 2 * dmu * sdev + dmu * dmu;
+        if (which) {
+            /* the group's statistic as each side stores it (rounded once to its type): the
+             * variance either as the mean of squared deviations or as E[x^2] - mean^2 (each
+             * within gamma_{K+2} of the mean of squares, var + mean^2) */
+            double dvar2 = gk * (var + m * m) + 2 * dmu * (sdev + fabs(m)) + dmu * dmu;
+            double inv = 1 / sqrt(var + eps), v;
+            if (which == 1)
+                v = dmu + u2 * fabs(m);
+            else if (which == 2)
+                v = dvar2 + u2 * var;
+            else
+                v = inv * (0.5 * dvar2 / (var + eps) + 6 * u2) + u2 * inv;
+            a[g0 / len] = CD_BOUND_SAFETY * v;
+            continue;
+        }
         for (int64_t i = 0; i < gl; i++) {
             int64_t e = g0 + i, c = bn ? (e / inner) % C : (!strcmp(t, "layer_norm") ? i % C : (e / inner) % C);
             double gm = sc && (bn || ns == C) ? sc[c] : 1, bb = bi && (bn || nb == C) ? bi[c] : 0;

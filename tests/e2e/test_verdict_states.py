@@ -24,9 +24,10 @@ import sys
 import xml.etree.ElementTree as ET
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from e2e_lib import SHARED, MULTI, SRC, TINY, Checks, cldiff, load_json, need_cldiff, tmpdir  # noqa: E402
+from e2e_lib import SHARED, MULTI, SRC, TINY, Checks, astr, cldiff, load_json, need_cldiff, tmpdir  # noqa: E402
 
 import h5py  # noqa: E402
+import numpy  # noqa: E402
 
 PLANTS = [("cv_store(out, (n * Cout + oc) * npix + q, acc[i][j],",
            "cv_store(out, (n * Cout + oc) * npix + q, acc[i][j] + (Cin == 3 ? (ACC)0.01f : ACC_ZERO),"),
@@ -333,6 +334,50 @@ def main():
     else:
         print("SKIP: pyramidbox case: %s not found (set CD_SHARED_MODELS)" % pyr)
 
+    # ---------------------------------------------------------------- compared only vs missing data
+    # A layer the local check cannot check by design (the check stores checked=2 with its reason:
+    # an op cldiff has no CPU kernel for, src/verdict/local.c) is compared and named in every
+    # report, and the run is not incomplete; the same layer with no local result for want of data
+    # (checked=0) leaves the run incomplete. The pass dump's local table is relabelled (its
+    # checksum recomputed as documented) and judged again by `cldiff report`.
+    why = b"compared only, not checkable locally: cldiff has no kernel for conv2d"
+    for label, checked, note in (("compared-only", 2, why), ("unchecked", 0, b"not run locally: statistics-only dump")):
+        dump = W(label + ".h5")
+        shutil.copy(W("pass", "dump.h5"), dump)
+        with h5py.File(dump, "r+") as f:
+            t = f["local/opencl_local"]
+            rows = t[()]
+            i = [astr(x) for x in rows["layer"]].index("conv2d_1")
+            rows["checked"][i], rows["note"][i] = checked, note
+            t[...] = rows
+            t.attrs["digest"] = numpy.bytes_("d64:%016x" % digest64(t[()].tobytes()))  # as cldiff writes it
+        out = W(label + "-report")
+        r = cldiff("report", dump, "--out", out)
+        s = summary(landed(out))
+        if checked == 0:
+            c.rc(r, 10, "a layer with no local result for want of data: incomplete")
+            c.ok("conv2d_1" in (s.get("incomplete") or "") and s.get("compared_only") == [],
+                 "the missing layer is named as not checked, not as compared only",
+                 "%r %r" % (s.get("incomplete"), s.get("compared_only")))
+            continue
+        c.rc(r, 0, "a layer not checkable locally by design: compared only, the run still passes")
+        co = s.get("compared_only") or [{}]
+        c.ok(s.get("verdict") == "pass" and not s.get("incomplete") and len(co) == 1 and co[0].get("layer") == "conv2d_1"
+             and co[0].get("within_tolerance") is True and "no kernel for conv2d" in co[0].get("why", ""),
+             "summary.json: pass, compared_only names conv2d_1 and why", "%r %r" % (s.get("incomplete"), co))
+        c.ok(s.get("layers_compared_only") == 1
+             and (s.get("local_check") or {}).get("layers_checked") == s.get("layers_compared") - 1,
+             "summary.json: 1 layer compared only, the others checked locally", str(s.get("local_check")))
+        line = "compared only, not checkable locally: conv2d_1 (conv2d, op #"
+        c.ok(line in r.out and "no kernel for conv2d" in r.out, "terminal names the compared-only layer", r.out[-600:])
+        md = open(os.path.join(out, "summary.md")).read()
+        c.ok(line in md and "verdict: PASS" in md, "summary.md names it", md[:600])
+        junit = ET.parse(os.path.join(out, "junit.xml")).getroot()
+        props = [p.get("value") for p in junit.iter("property") if p.get("name") == "compared_only"]
+        c.ok(len(props) == 1 and line in props[0] and not list(junit.iter("error")),
+             "junit.xml: a compared_only property, no <error>", str(props))
+        html = open(os.path.join(out, "report.html")).read()
+        c.ok('id="compared-only"' in html and line in html, "report.html names it")
     # ---------------------------------------------------------------- a B that cannot run
     r = cldiff(TINY, "--cl-lib", W("no-such-libOpenCL.so"), "--out", W("no-b"))
     c.rc(r, 4, "backend B cannot start")

@@ -131,6 +131,59 @@ static int raster_tensor(const cd_graph *g, const char *name, bool raster, const
     return -1;
 }
 
+/* An op's input that MNN never handed over: its geometry computed the shape and layout steps
+ * before the op (Reshape, Permute, ConvertTensor, ...) with the op's own raster, from the last
+ * tensor it did hand over. The local check needs that input: it is rebuilt here from the
+ * recorded tensor it comes from, through the pure data movement in between (a reshape keeps the
+ * row-major order, a permute moves elements, both exactly), so the raster's result is checked
+ * against cldiff's CPU on B's own values (docs/mnn.md, "Engines"). false: not derivable (a
+ * computing op in between, a shape that does not fit). */
+static bool derive_input(const cd_graph *g, const cd_plan *plan, cd_forcing *rec, int t, int depth, cd_error *err,
+                         cd_status *st) {
+    if (cd_forcing_has(rec, t)) return true;
+    int p = t >= 0 ? g->tensors[t].producer : -1;
+    if (p < 0 || depth > 16 || !g->ops[p].n_in || !g->ops[p].in[0].n) return false;
+    const cd_op *op = &g->ops[p];
+    const char *m = cd_attr_str(op, "mnn_type", "");
+    static const char *const flat[] = {"Reshape",    "Squeeze",       "Unsqueeze", "Flatten",
+                                       "ExpandDims", "ConvertTensor", NULL};
+    bool perm = !strcmp(m, "Permute") || !strcmp(m, "Transpose");
+    if (!perm && !one_of(m, flat)) return false;
+    int x = op->in[0].ids[0];
+    if (x < 0 || !cd_exec_is_activation(plan, t) || !derive_input(g, plan, rec, x, depth + 1, err, st) || *st)
+        return false;
+    const cd_value *mt = &plan->meta[t];
+    cd_value xv = {0}, v = {.dtype = mt->dtype, .shape = mt->shape};
+    if ((*st = cd_forcing_get(rec, x, mt->dtype, false, &xv, err))) return false;
+    bool ok = cd_value_numel(&xv) == cd_value_numel(&v);
+    const int64_t *ax = NULL;
+    int na = perm ? cd_attr_ints(op, "axis", &ax) : 0;
+    if (ok && perm && (na != v.shape.rank || xv.shape.rank != na)) ok = false;
+    if (ok && !(*st = cd_value_alloc(&v, err))) {
+        size_t es = v.nbytes / (size_t)(cd_value_numel(&v) ? cd_value_numel(&v) : 1);
+        if (!perm)
+            memcpy(v.data, xv.data, v.nbytes);
+        else { /* out[i_0..i_r-1] = x[j] with j_{ax[k]} = i_k */
+            int64_t n = cd_value_numel(&v), xs[CD_MAX_RANK], idx[CD_MAX_RANK] = {0};
+            int64_t acc = 1;
+            for (int k = na - 1; k >= 0; k--) {
+                xs[k] = acc;
+                acc *= xv.shape.d[k];
+            }
+            for (int64_t i = 0; i < n; i++) {
+                int64_t j = 0;
+                for (int k = 0; k < na; k++) j += idx[k] * xs[ax[k]];
+                memcpy((char *)v.data + (size_t)i * es, (const char *)xv.data + (size_t)j * es, es);
+                for (int k = na - 1; k >= 0 && ++idx[k] == v.shape.d[k]; k--) idx[k] = 0;
+            }
+        }
+        *st = cd_forcing_put(rec, t, &v, err);
+    }
+    cd_value_release(&xv);
+    cd_value_release(&v);
+    return ok && !*st;
+}
+
 typedef struct collected {
     int hits, unmatched, internal, shape_differs;
 } collected;
@@ -203,6 +256,13 @@ static cd_status collect(meng *e, collected *c, cd_error *err) {
         v.shape = m->shape; /* the same values in the plan's shape (MNN may keep another rank) */
         filled[t] = true;
         if (q->xo->record && cd_exec_is_activation(plan, t)) st = cd_forcing_put(q->xo->record, t, &v, err);
+        /* an op whose input MNN's raster computed in the same step (a ConvertTensor after a
+         * Reshape, a Slice after a ConvertTensor): that input, from what it was handed over as,
+         * for the local check */
+        if (!st && q->xo->record)
+            for (int s = 0; s < g->ops[oi].n_in && !st; s++)
+                for (int k2 = 0; k2 < g->ops[oi].in[s].n && !st; k2++)
+                    derive_input(g, plan, q->xo->record, g->ops[oi].in[s].ids[k2], 0, err, &st);
         if (!st && q->sink && q->sink->hit && q->xo->probe_mask && q->xo->probe_mask[oi]) {
             cd_op_report rep;
             memset(&rep, 0, sizeof rep);
