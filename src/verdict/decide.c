@@ -125,6 +125,22 @@ void cd_decide_verdict(cd_analysis *a, const cd_policy *p) {
                          "further than A)",
                          (long long)l->det_gold_b, (long long)l->det_gold, (long long)l->det_gold_a);
             }
+        } else if (!strcmp(l->op_type, "arg_max") || !strcmp(l->op_type, "arg_min")) {
+            /* class labels (a segmentation map, a classifier's index): a near-tie flips a label
+             * by a whole class, so the range rule says nothing; what counts is how many flip.
+             * At most 0.1% of them, or in fp16 B no more than twice A's own flips against the
+             * float32 golden run's labels (plus 0.1%) */
+            double flips = l->m.fail_fraction;
+            bool golden = l->has_golden;
+            l->out_pass =
+                !l->nf_hard && (flips <= 1e-3 || (golden && l->gb.fail_fraction <= 2 * l->ga.fail_fraction + 1e-3));
+            if (golden)
+                snprintf(l->out_rule, sizeof l->out_rule,
+                         "labels: %.3g%% differ; against the float32 golden run A %.3g%%, B %.3g%% (B within twice "
+                         "A's + 0.1%%)",
+                         100 * flips, 100 * l->ga.fail_fraction, 100 * l->gb.fail_fraction);
+            else
+                snprintf(l->out_rule, sizeof l->out_rule, "labels: %.3g%% differ (at most 0.1%%)", 100 * flips);
         } else if (l->counts_differ) {
             /* an index or count output of a detection op (NMS's Index, RoisNum) follows the
              * boxes: judged with the op's detection output; anything else cannot be compared */
