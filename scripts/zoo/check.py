@@ -170,7 +170,49 @@ def cpu_vs_paddle(cldiff, zoo, info, target, kind, out):
     return rec
 
 
-def pair_run(cldiff, nb, pair, prec, extra, out, label, want_input=None):
+ENGINES = ("paddle-lite-arm", "paddle-lite-opencl", "paddle-lite-phone")
+
+
+def is_engine_pair(pair):
+    return any(e in pair.split(",") for e in ENGINES)
+
+
+def pair_nb(info, pair):
+    """The .nb a pair runs: the phone route runs the `opencl,arm` file as a phone would; every
+    other pair the `arm` one (paddle-lite-opencl exports it and has Opt place it for OpenCL)."""
+    t = "opencl" if "paddle-lite-phone" in pair.split(",") else "arm"
+    o = info["opt"].get(t, {})
+    return o.get("nb") if o.get("ok") else None
+
+
+def runs_vs_paddle(dump, info, mdir, kind):
+    """Each run's model outputs in the dump against Paddle's own (the tiebreaker of an engine
+    pair): {run: {"err": max over outputs, "worst": output name, "missing": n}}."""
+    int8 = info["precision"].startswith("int8")
+    res = {}
+    with h5py.File(dump, "r") as f:
+        for rn in f["runs"]:
+            if rn.endswith("_local"):
+                continue
+            run = f["runs"][rn]
+            by_name = {t["tensor"]: t["dataset"] for t in cldiff_dump.tensors(run)}
+            worst, missing = None, 0
+            for k, o in enumerate(info["outputs"]):
+                pp = os.path.join(mdir, "paddle_%s_%d.npy" % (kind, k))
+                ds = by_name.get(o["name"])
+                if ds is None or not os.path.exists(pp):
+                    missing += 1
+                    continue
+                c = compare(np.array(run[ds]), np.load(pp))
+                if worst is None or c["err"] > worst[0]:
+                    worst = (c["err"], o["name"], c.get("kind"))
+            if worst is not None:
+                tol = TOL["int_fraction"] if worst[2] == "int" else TOL["int8" if int8 else "fp32"]
+                res[rn] = {"err": worst[0], "worst": worst[1], "missing": missing, "ok": worst[0] <= tol}
+    return res
+
+
+def pair_run(cldiff, nb, pair, prec, extra, out, label, want_input=None, oracle=None):
     d = os.path.join(out, label)
     cmd = [cldiff, nb, "--backends", pair, "--" + prec, "--out", d, "--no-repro"] + extra
     rc, log, secs = sh(cmd)
@@ -193,6 +235,11 @@ def pair_run(cldiff, nb, pair, prec, extra, out, label, want_input=None):
         with h5py.File(dump, "r") as f:
             fed = np.array(f["inputs"][list(f["inputs"].keys())[0]], np.float64)
         rec["png_input_diff"] = float(np.max(np.abs(fed - want_input))) if fed.shape == want_input.shape else None
+    if oracle is not None and os.path.exists(dump):
+        try:
+            rec["vs_paddle"] = runs_vs_paddle(dump, *oracle)
+        except (OSError, KeyError) as e:
+            rec["vs_paddle_error"] = str(e)
     if os.path.exists(dump) and not KEEP_DUMPS:
         os.remove(dump)  # every layer of both runs: 4.5 GB over the zoo; the summary stays
     rec.update(verdict=s.get("verdict_kind") or s.get("verdict"), verdict_text=(s.get("verdict") or ""),
@@ -208,17 +255,25 @@ def pair_run(cldiff, nb, pair, prec, extra, out, label, want_input=None):
 def zoo_pairs(cldiff, zoo, info, pairs, precs, kinds, out):
     mdir = os.path.join(zoo, info["name"])
     recs = []
-    if not info["opt"].get("arm", {}).get("ok"):
-        return recs
-    nb = os.path.join(mdir, info["opt"]["arm"]["nb"])
     for kind in kinds:
         if kind not in info["inputs"]:
             continue
         for pair in pairs:
-            for prec in precs:
+            nbf = pair_nb(info, pair)
+            if nbf is None:
+                continue
+            nb = os.path.join(mdir, nbf)
+            # an engine pair gets the .npy Paddle was fed on both inputs, so that every run's
+            # outputs can be held to Paddle's (the tiebreaker); an engine runs its own precision
+            eng = is_engine_pair(pair)
+            for prec in (precs[:1] if eng else precs):
                 want = np.load(os.path.join(mdir, info["inputs"][kind]["file"])).astype(np.float64)
-                r = pair_run(cldiff, nb, pair, prec, input_args(info, kind, mdir), os.path.join(out, info["name"]),
-                             "%s_%s_%s" % (pair.replace(",", "-"), prec, kind), want if kind == "natural" else None)
+                args = (["--input", "x=%s" % os.path.join(mdir, info["inputs"][kind]["file"])] if eng
+                        else input_args(info, kind, mdir))
+                r = pair_run(cldiff, nb, pair, prec, args, os.path.join(out, info["name"]),
+                             "%s_%s_%s" % (pair.replace(",", "-"), prec, kind),
+                             want if kind == "natural" and not eng else None,
+                             (info, mdir, kind) if eng else None)
                 r.update(model=info["name"], check="pair", input=kind)
                 recs.append(r)
     return recs
@@ -255,13 +310,16 @@ def table(recs, machine):
         if r["check"] == "cpu-vs-paddle":
             k = (r["model"], r["input"])
             cpu.setdefault(k, []).append(r)
-    lines = ["| model | pair | precision | input | machine | verdict | largest ratio (layer) | outputs vs Paddle (cldiff CPU, max rel err; arm/x86 .nb) |",
+    lines = ["| model | pair | precision | input | machine | verdict | largest ratio (layer) | outputs vs Paddle (max rel err: cldiff CPU on the arm/x86 .nb; engine pairs: each run of the pair) |",
              "|---|---|---|---|---|---|---|---|"]
     for r in recs:
         if r["check"] != "pair":
             continue
         c = cpu.get((r["model"], r["input"]), [])
-        if c:
+        if r.get("vs_paddle"):
+            vs = "; ".join("%s %.1e%s" % (rn, v["err"], "" if v["ok"] else " **WRONG** (%s)" % v["worst"])
+                           for rn, v in sorted(r["vs_paddle"].items()))
+        elif c:
             vs = "; ".join("%s %s%s%s" % (x["target"], "%.1e" % x["max_err"] if "max_err" in x else "error",
                                            " (tie; int8 vs fp32 %.2g)" % max(o.get("quant_gap", 0)
                                                                             for o in x["outputs"])
@@ -353,9 +411,17 @@ def main():
             head, rest = doc.split(b, 1)
             old, tail = rest.split(e, 1)
             # rows and stamps of other machines stay: one table, every machine's runs
-            stamps = [l for l in old.splitlines() if l.startswith("Written by ") and "(%s)." % a.machine not in l]
+            # a stamp goes when this machine re-ran the same pairs
+            pk = "--pairs %s" % shlex.quote(a.pairs)
+            stamps = [l for l in old.splitlines() if l.startswith("Written by ") and
+                      ("(%s)." % a.machine not in l or (pk not in l and "--pairs" in l) or
+                       ("--pairs" not in l and a.pairs != "cpu,opencl"))]
+            # rows of this machine for pairs not run now stay too
+            ran = {(r["pair"], r["model"]) for r in recs if r["check"] == "pair"}
             others = [l for l in old.splitlines()
-                      if l.startswith("| ") and not l.startswith("| model ") and l.split("|")[5].strip() != a.machine]
+                      if l.startswith("| ") and not l.startswith("| model ") and
+                      (l.split("|")[5].strip() != a.machine or
+                       (l.split("|")[2].strip(), l.split("|")[1].strip()) not in ran)]
             stamps.append("Written by `scripts/zoo/check.py %s` on %s (%s)." % (
                 " ".join(shlex.quote(x) for x in sys.argv[1:]), time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
                 a.machine))
