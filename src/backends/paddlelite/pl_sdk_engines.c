@@ -210,7 +210,7 @@ static cd_status route_export_opt(eng *e, const cd_graph *g, int n_ops, const ch
         const cd_op *op = &g->ops[oi];
         if ((mask && !mask[oi]) || cd_pd_export_skips_fetch(op->type)) continue;
         for (int s = 0; s < op->n_out; s++) {
-            if (!strcmp(op->out[s].name, "XShape")) continue;
+            if (cd_exec_training_only(op->type, op->out[s].name)) continue;
             for (int k = 0; k < op->out[s].n; k++) {
                 int t = op->out[s].ids[k];
                 if (t < 0 || g->tensors[t].persistable || is_out[t] || cst[t] || (dt[t] != CD_F32 && dt[t] != CD_F16))
