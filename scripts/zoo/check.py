@@ -45,6 +45,7 @@ import cldiff_dump  # noqa: E402
 # fraction of differing elements for integer outputs (argmax over nearly equal logits).
 TOL = {"fp32": 1e-4, "int8": 2e-2, "int_fraction": 1e-3}
 KEEP_DUMPS = False  # --keep-dumps
+PAIR_ARGS = []  # --pair-args: more cldiff options for every pair run (e.g. --backend-opt ...)
 
 SHARED = [  # file, input, picture, mean, std, channel order, extra inputs
     ("ppocr_v2.0_cls_fp32_arm_v2.14rc.nb", "x", "natural_textline.png", "0.5,0.5,0.5", "0.5,0.5,0.5", "rgb",
@@ -219,7 +220,7 @@ def runs_vs_paddle(dump, info, mdir, kind):
 
 def pair_run(cldiff, nb, pair, prec, extra, out, label, want_input=None, oracle=None):
     d = os.path.join(out, label)
-    cmd = [cldiff, nb, "--backends", pair, "--" + prec, "--out", d, "--no-repro"] + extra
+    cmd = [cldiff, nb, "--backends", pair, "--" + prec, "--out", d, "--no-repro"] + extra + PAIR_ARGS
     rc, log, secs = sh(cmd)
     rec = {"pair": pair, "precision": prec, "rc": rc, "seconds": round(secs, 2),
            "command": " ".join(shlex.quote(c) for c in cmd)}
@@ -366,11 +367,14 @@ def main():
     ap.add_argument("--jobs", type=int, default=2)
     ap.add_argument("--write-doc", default=None)
     ap.add_argument("--keep-dumps", action="store_true", help="keep each pair run's dump.h5")
+    ap.add_argument("--pair-args", default="", help="more cldiff options for every pair run, one string "
+                    "(e.g. '--backend-opt paddle-lite-opencl:vendors=DIR --backend-opt opencl:platform=NVIDIA')")
     ap.add_argument("--from-json", default="", help="check.json files (comma-separated) of earlier runs: "
                     "no run, their records go to the summary and --write-doc (with the --pairs given)")
     a = ap.parse_args()
-    global KEEP_DUMPS
+    global KEEP_DUMPS, PAIR_ARGS
     KEEP_DUMPS = a.keep_dumps
+    PAIR_ARGS = shlex.split(a.pair_args)
     out = a.out or os.path.join(a.zoo, "check")
     os.makedirs(out, exist_ok=True)
     man = os.path.join(a.zoo, "manifest.jsonl")
