@@ -198,7 +198,7 @@ def runs_vs_paddle(dump, info, mdir, kind):
             run = f["runs"][rn]
             ts = list(cldiff_dump.tensors(run))
             by_name = {t["tensor"]: t["dataset"] for t in ts}
-            worst, missing, used = None, 0, set()
+            worst, missing, used, by_shape = None, 0, set(), 0
             for k, o in enumerate(info["outputs"]):
                 pp = os.path.join(mdir, "paddle_%s_%d.npy" % (kind, k))
                 ds = by_name.get(o["name"])
@@ -209,6 +209,7 @@ def runs_vs_paddle(dump, info, mdir, kind):
                     cand = [t for t in ts if tuple(t["shape"]) == want and t["dataset"] not in used]
                     if cand:
                         ds = max(cand, key=lambda t: t["op_index"])["dataset"]
+                        by_shape += 1
                 used.add(ds)
                 if ds is None or not os.path.exists(pp):
                     missing += 1
@@ -223,7 +224,8 @@ def runs_vs_paddle(dump, info, mdir, kind):
                 if worst is None or c["err"] > worst[0]:
                     worst = (c["err"], o["name"], c["err"] <= tol or tie, tie)
             if worst is not None:
-                res[rn] = {"err": worst[0], "worst": worst[1], "missing": missing, "ok": worst[2], "tie": worst[3]}
+                res[rn] = {"err": worst[0], "worst": worst[1], "missing": missing, "ok": worst[2], "tie": worst[3],
+                           "by_shape": by_shape}
     return res
 
 
@@ -342,7 +344,9 @@ def table(recs, machine):
             vs = "; ".join("%s %.1e%s" % (rn, v["err"], " (float program)" if fl and rn == "paddle-lite-opencl" else
                                           (" (tie)" if v.get("tie") else "") if v["ok"] else
                                           " **WRONG** (%s)" % v["worst"])
-                           for rn, v in sorted(r["vs_paddle"].items()) if rn != "float_ref")
+                           for rn, v in sorted(r["vs_paddle"].items())
+                           # a crashed run (B) holds only the tensors before the crash
+                           if rn != "float_ref" and not (r["verdict"] == "crash" and rn == r["pair"].split(",")[1]))
         elif c:
             vs = "; ".join("%s %s%s%s" % (x["target"], "%.1e" % x["max_err"] if "max_err" in x else "error",
                                            " (tie; int8 vs fp32 %.2g)" % max(o.get("quant_gap", 0)
