@@ -110,6 +110,20 @@ static void eng_free(eng *e) {
 
 static const char *opt_str(const eng *e, const char *key) { return cd_backend_opt(e->q->bo, e->name, key); }
 
+/* keep=1 or CLDIFF_PL_KEEP: the work folder stays after the run */
+static bool keep_work(const eng *e) {
+    const char *keep = getenv("CLDIFF_PL_KEEP");
+    return (keep && *keep && strcmp(keep, "0")) || (opt_str(e, "keep") && strcmp(opt_str(e, "keep"), "0"));
+}
+
+/* Where the work folder goes: the run's staging folder, or, when it is kept, $TMPDIR (the staging
+ * folder is renamed to --out at the end: the path the run prints would be gone). */
+static const char *work_base(const eng *e) {
+    const char *tmp = getenv("TMPDIR"), *wd = e->q->work_dir;
+    if (keep_work(e)) return tmp && *tmp ? tmp : "/tmp";
+    return wd && *wd ? wd : "/tmp";
+}
+
 /* ---------------------------------------------------------------- the model's routes */
 
 /* The ARM route: the user's .nb instrumented as it is. */
@@ -669,7 +683,7 @@ static cd_status eng_run(cd_pl_engine_kind kind, const char *name, const cd_runn
                     "layers on ARM, which this library lacks): the model's float program runs, int8 weights "
                     "dequantized by their scales; its local check is against the CPU's float path\n",
                     name);
-        snprintf(e->dir, sizeof e->dir, "%s/.%s-XXXXXX", q->work_dir && *q->work_dir ? q->work_dir : "/tmp", name);
+        snprintf(e->dir, sizeof e->dir, "%s/.%s-XXXXXX", work_base(e), name);
         if (!mkdtemp(e->dir)) st = cd_err(err, CD_E_IO, "cannot create a work folder %s: %s", e->dir, strerror(errno));
     }
     char nb[PATH_MAX + 32], p[PATH_MAX + 64];
@@ -867,8 +881,7 @@ static cd_status eng_run(cd_pl_engine_kind kind, const char *name, const cd_runn
     if (e->unfetched[0]) cd_run_attr_str(res, CD_RUN_ATTR_NOT_FETCHED, "%s", e->unfetched);
     res->has_hits = true;
     if (!q->quiet && !st) fprintf(stderr, "cldiff: note: %s: %s\n", name, e->route);
-    const char *keep = getenv("CLDIFF_PL_KEEP");
-    if ((keep && *keep && strcmp(keep, "0")) || (opt_str(e, "keep") && strcmp(opt_str(e, "keep"), "0")))
+    if (keep_work(e))
         fprintf(stderr, "cldiff: %s work folder kept: %s\n", name, e->dir);
     else if (e->dir[0]) {
         char cmd[PATH_MAX + 32];
@@ -911,7 +924,7 @@ static cd_status eng_placement(cd_pl_engine_kind kind, const char *name, const c
     choose_route(e, target);
     cd_status st = CD_OK;
     if (e->places[0]) {
-        snprintf(e->dir, sizeof e->dir, "%s/.%s-XXXXXX", q->work_dir && *q->work_dir ? q->work_dir : "/tmp", name);
+        snprintf(e->dir, sizeof e->dir, "%s/.%s-XXXXXX", work_base(e), name);
         if (!mkdtemp(e->dir)) st = cd_err(err, CD_E_IO, "cannot create a work folder %s: %s", e->dir, strerror(errno));
         char nb[PATH_MAX + 32];
         snprintf(nb, sizeof nb, "%s/model.nb", e->dir);
