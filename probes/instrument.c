@@ -3,6 +3,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include "engine/executor.h"
 #include "model/nb_writer.h"
 #include "probes/select.h"
 #include "util/json.h"
@@ -74,7 +75,7 @@ void cd_instrumented_free(cd_instrumented *in) {
     memset(in, 0, sizeof *in);
 }
 
-static bool probe_slot(const cd_slot *s) { return !cd_slot_no_data(s->name); }
+static bool probe_slot(const char *op_type, const cd_slot *s) { return !cd_exec_training_only(op_type, s->name); }
 
 cd_status cd_instrument(const cd_graph *g, const bool *mask, const cd_value *meta, const cd_retarget *retarget,
                         cd_instrumented *out, cd_error *err) {
@@ -144,7 +145,7 @@ cd_status cd_instrument(const cd_graph *g, const bool *mask, const cd_value *met
         const cd_op *op = &g->ops[i];
         if (!mask || !mask[i] || cd_select_never_probed(op)) continue;
         for (int s = 0; s < op->n_out && !st; s++) {
-            if (!probe_slot(&op->out[s])) continue;
+            if (!probe_slot(op->type, &op->out[s])) continue;
             for (int j = 0; j < op->out[s].n && !st; j++) {
                 int id = op->out[s].ids[j];
                 if (id < 0 || g->tensors[id].persistable) continue;

@@ -50,7 +50,7 @@ typedef struct cd_retarget {
     bool keep_names; /* skip the renaming (to show what reused names do to probes) */
 } cd_retarget;
 
-/* mask[i]: probe op i's outputs (XShape outputs are skipped as the executor skips them;
+/* mask[i]: probe op i's outputs (training-only outputs, cd_exec_training_only, are skipped as the executor skips them;
  * feed/fetch never probed). meta (a plan's per-tensor dtype/shape, may be NULL) fills the
  * manifest's shapes. retarget (may be NULL) rewrites ARM kernel records (x86 builds of the
  * runtime cannot load ARM kernels) and can turn the renaming off. */

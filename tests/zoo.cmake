@@ -5,3 +5,10 @@ add_test(NAME zoo_slice COMMAND ${CD_E2E_PYTHON} ${CMAKE_CURRENT_SOURCE_DIR}/zoo
          WORKING_DIRECTORY ${CMAKE_BINARY_DIR})
 set_tests_properties(zoo_slice PROPERTIES ENVIRONMENT "${CD_E2E_ENV}" SKIP_RETURN_CODE 77 LABELS "zoo;e2e"
                      TIMEOUT 300)
+
+# Engine slice (tests/zoo/test_zoo_engines.py): paddle-lite-arm,cpu on zoo models, Paddle's own
+# outputs as the tiebreaker. Skipped (77) without .zoo/ or the armv8 SDK under qemu.
+add_test(NAME zoo_engines COMMAND ${CD_E2E_PYTHON} ${CMAKE_CURRENT_SOURCE_DIR}/zoo/test_zoo_engines.py
+         WORKING_DIRECTORY ${CMAKE_BINARY_DIR})
+set_tests_properties(zoo_engines PROPERTIES ENVIRONMENT "${CD_E2E_ENV}" SKIP_RETURN_CODE 77 LABELS "zoo;e2e"
+                     TIMEOUT 300)

@@ -45,6 +45,7 @@ import cldiff_dump  # noqa: E402
 # fraction of differing elements for integer outputs (argmax over nearly equal logits).
 TOL = {"fp32": 1e-4, "int8": 2e-2, "int_fraction": 1e-3}
 KEEP_DUMPS = False  # --keep-dumps
+PAIR_ARGS = []  # --pair-args: more cldiff options for every pair run (e.g. --backend-opt ...)
 
 SHARED = [  # file, input, picture, mean, std, channel order, extra inputs
     ("ppocr_v2.0_cls_fp32_arm_v2.14rc.nb", "x", "natural_textline.png", "0.5,0.5,0.5", "0.5,0.5,0.5", "rgb",
@@ -170,13 +171,75 @@ def cpu_vs_paddle(cldiff, zoo, info, target, kind, out):
     return rec
 
 
-def pair_run(cldiff, nb, pair, prec, extra, out, label, want_input=None):
+ENGINES = ("paddle-lite-arm", "paddle-lite-opencl", "paddle-lite-phone")
+
+
+def is_engine_pair(pair):
+    return any(e in pair.split(",") for e in ENGINES)
+
+
+def pair_nb(info, pair):
+    """The .nb a pair runs: the phone route runs the `opencl,arm` file as a phone would; every
+    other pair the `arm` one (paddle-lite-opencl exports it and has Opt place it for OpenCL)."""
+    t = "opencl" if "paddle-lite-phone" in pair.split(",") else "arm"
+    o = info["opt"].get(t, {})
+    return o.get("nb") if o.get("ok") else None
+
+
+def runs_vs_paddle(dump, info, mdir, kind):
+    """Each run's model outputs in the dump against Paddle's own (the tiebreaker of an engine
+    pair): {run: {"err": max over outputs, "worst": output name, "missing": n}}."""
+    int8 = info["precision"].startswith("int8")
+    res = {}
+    with h5py.File(dump, "r") as f:
+        for rn in f["runs"]:
+            if rn.endswith("_local") or rn == "float_ref":  # float_ref: an int8 model run in float
+                continue
+            run = f["runs"][rn]
+            ts = list(cldiff_dump.tensors(run))
+            by_name = {t["tensor"]: t["dataset"] for t in ts}
+            worst, missing, used, by_shape = None, 0, set(), 0
+            for k, o in enumerate(info["outputs"]):
+                pp = os.path.join(mdir, "paddle_%s_%d.npy" % (kind, k))
+                ds = by_name.get(o["name"])
+                if ds is None and os.path.exists(pp):
+                    # Opt for opencl,arm renames outputs (scale folded, layout/io_copy appended):
+                    # the last tensor of the output's shape, each used once
+                    want = tuple(np.load(pp, mmap_mode="r").shape)
+                    cand = [t for t in ts if tuple(t["shape"]) == want and t["dataset"] not in used]
+                    if cand:
+                        ds = max(cand, key=lambda t: t["op_index"])["dataset"]
+                        by_shape += 1
+                used.add(ds)
+                if ds is None or not os.path.exists(pp):
+                    missing += 1
+                    continue
+                ref = np.load(pp)
+                c = compare(np.array(run[ds]), ref)
+                tol = TOL["int_fraction"] if c.get("kind") == "int" else TOL["int8" if int8 else "fp32"]
+                tie = False
+                fp = os.path.join(os.path.dirname(mdir), info["name"][:-5], "paddle_%s_%d.npy" % (kind, k))
+                if int8 and c["err"] > tol and os.path.exists(fp):
+                    tie = c["err"] <= compare(ref, np.load(fp))["err"]  # the rounding tie of cpu_vs_paddle
+                if worst is None or c["err"] > worst[0]:
+                    worst = (c["err"], o["name"], c["err"] <= tol or tie, tie)
+            if worst is not None:
+                res[rn] = {"err": worst[0], "worst": worst[1], "missing": missing, "ok": worst[2], "tie": worst[3],
+                           "by_shape": by_shape}
+    return res
+
+
+def pair_run(cldiff, nb, pair, prec, extra, out, label, want_input=None, oracle=None):
     d = os.path.join(out, label)
-    cmd = [cldiff, nb, "--backends", pair, "--" + prec, "--out", d, "--no-repro"] + extra
+    cmd = [cldiff, nb, "--backends", pair, "--" + prec, "--out", d, "--no-repro"] + extra + PAIR_ARGS
     rc, log, secs = sh(cmd)
     rec = {"pair": pair, "precision": prec, "rc": rc, "seconds": round(secs, 2),
            "command": " ".join(shlex.quote(c) for c in cmd)}
     sp = os.path.join(d, "summary.json")
+    if not os.path.exists(sp) and "what it wrote is in " in log:
+        # a run without a verdict (INCOMPLETE, interrupted) leaves --out alone and writes beside it
+        d = log.split("what it wrote is in ", 1)[1].split()[0]
+        sp = os.path.join(d, "summary.json")
     if not os.path.exists(sp):
         rec.update(verdict="error", why=log.strip().splitlines()[-1] if log.strip() else "exit %d" % rc)
         return rec
@@ -193,6 +256,11 @@ def pair_run(cldiff, nb, pair, prec, extra, out, label, want_input=None):
         with h5py.File(dump, "r") as f:
             fed = np.array(f["inputs"][list(f["inputs"].keys())[0]], np.float64)
         rec["png_input_diff"] = float(np.max(np.abs(fed - want_input))) if fed.shape == want_input.shape else None
+    if oracle is not None and os.path.exists(dump):
+        try:
+            rec["vs_paddle"] = runs_vs_paddle(dump, *oracle)
+        except (OSError, KeyError) as e:
+            rec["vs_paddle_error"] = str(e)
     if os.path.exists(dump) and not KEEP_DUMPS:
         os.remove(dump)  # every layer of both runs: 4.5 GB over the zoo; the summary stays
     rec.update(verdict=s.get("verdict_kind") or s.get("verdict"), verdict_text=(s.get("verdict") or ""),
@@ -208,17 +276,25 @@ def pair_run(cldiff, nb, pair, prec, extra, out, label, want_input=None):
 def zoo_pairs(cldiff, zoo, info, pairs, precs, kinds, out):
     mdir = os.path.join(zoo, info["name"])
     recs = []
-    if not info["opt"].get("arm", {}).get("ok"):
-        return recs
-    nb = os.path.join(mdir, info["opt"]["arm"]["nb"])
     for kind in kinds:
         if kind not in info["inputs"]:
             continue
         for pair in pairs:
-            for prec in precs:
+            nbf = pair_nb(info, pair)
+            if nbf is None:
+                continue
+            nb = os.path.join(mdir, nbf)
+            # an engine pair gets the .npy Paddle was fed on both inputs, so that every run's
+            # outputs can be held to Paddle's (the tiebreaker); an engine runs its own precision
+            eng = is_engine_pair(pair)
+            for prec in (precs[:1] if eng else precs):
                 want = np.load(os.path.join(mdir, info["inputs"][kind]["file"])).astype(np.float64)
-                r = pair_run(cldiff, nb, pair, prec, input_args(info, kind, mdir), os.path.join(out, info["name"]),
-                             "%s_%s_%s" % (pair.replace(",", "-"), prec, kind), want if kind == "natural" else None)
+                args = (["--input", "x=%s" % os.path.join(mdir, info["inputs"][kind]["file"])] if eng
+                        else input_args(info, kind, mdir))
+                r = pair_run(cldiff, nb, pair, prec, args, os.path.join(out, info["name"]),
+                             "%s_%s_%s" % (pair.replace(",", "-"), prec, kind),
+                             want if kind == "natural" and not eng else None,
+                             (info, mdir, kind) if eng else None)
                 r.update(model=info["name"], check="pair", input=kind)
                 recs.append(r)
     return recs
@@ -255,13 +331,23 @@ def table(recs, machine):
         if r["check"] == "cpu-vs-paddle":
             k = (r["model"], r["input"])
             cpu.setdefault(k, []).append(r)
-    lines = ["| model | pair | precision | input | machine | verdict | largest ratio (layer) | outputs vs Paddle (cldiff CPU, max rel err; arm/x86 .nb) |",
+    lines = ["| model | pair | precision | input | machine | verdict | largest ratio (layer) | outputs vs Paddle (max rel err: cldiff CPU on the arm/x86 .nb; engine pairs: each run of the pair) |",
              "|---|---|---|---|---|---|---|---|"]
     for r in recs:
         if r["check"] != "pair":
             continue
         c = cpu.get((r["model"], r["input"]), [])
-        if c:
+        if r.get("vs_paddle"):
+            # an int8 model on paddle-lite-opencl runs its float program (int8 weights dequantized:
+            # Paddle-Lite has no OpenCL int8 kernels), which Paddle's int8 outputs do not judge
+            fl = r["model"].endswith("_int8")
+            vs = "; ".join("%s %.1e%s" % (rn, v["err"], " (float program)" if fl and rn == "paddle-lite-opencl" else
+                                          (" (tie)" if v.get("tie") else "") if v["ok"] else
+                                          " **WRONG** (%s)" % v["worst"])
+                           for rn, v in sorted(r["vs_paddle"].items())
+                           # a crashed run (B) holds only the tensors before the crash
+                           if rn != "float_ref" and not (r["verdict"] == "crash" and rn == r["pair"].split(",")[1]))
+        elif c:
             vs = "; ".join("%s %s%s%s" % (x["target"], "%.1e" % x["max_err"] if "max_err" in x else "error",
                                            " (tie; int8 vs fp32 %.2g)" % max(o.get("quant_gap", 0)
                                                                             for o in x["outputs"])
@@ -294,9 +380,14 @@ def main():
     ap.add_argument("--jobs", type=int, default=2)
     ap.add_argument("--write-doc", default=None)
     ap.add_argument("--keep-dumps", action="store_true", help="keep each pair run's dump.h5")
+    ap.add_argument("--pair-args", default="", help="more cldiff options for every pair run, one string "
+                    "(e.g. '--backend-opt paddle-lite-opencl:vendors=DIR --backend-opt opencl:platform=NVIDIA')")
+    ap.add_argument("--from-json", default="", help="check.json files (comma-separated) of earlier runs: "
+                    "no run, their records go to the summary and --write-doc (with the --pairs given)")
     a = ap.parse_args()
-    global KEEP_DUMPS
+    global KEEP_DUMPS, PAIR_ARGS
     KEEP_DUMPS = a.keep_dumps
+    PAIR_ARGS = shlex.split(a.pair_args)
     out = a.out or os.path.join(a.zoo, "check")
     os.makedirs(out, exist_ok=True)
     man = os.path.join(a.zoo, "manifest.jsonl")
@@ -310,8 +401,14 @@ def main():
     precs = a.precisions.split(",")
     kinds = a.inputs.split(",")
     jobs = []
+    if a.from_json:
+        recs = []
+        for fn in a.from_json.split(","):
+            recs += json.load(open(fn))
+        a.jobs, infos = 1, [i for i in infos if any(r["model"] == i["name"] for r in recs)]
+        infos = infos or [{"name": ""}]
     with cf.ThreadPoolExecutor(a.jobs) as ex:
-        for info in infos:
+        for info in ([] if a.from_json else infos):
             for t in a.targets.split(","):
                 if info["opt"].get(t, {}).get("ok"):
                     for k in kinds:
@@ -319,9 +416,9 @@ def main():
                             jobs.append(ex.submit(cpu_vs_paddle, a.cldiff, a.zoo, info, t, k, out))
             if not a.no_pairs:
                 jobs.append(ex.submit(zoo_pairs, a.cldiff, a.zoo, info, pairs, precs, kinds, out))
-        if a.shared and not a.no_pairs:
+        if a.shared and not a.no_pairs and not a.from_json:
             jobs.append(ex.submit(shared_runs, a.cldiff, pairs, precs, out))
-        recs = []
+        recs = recs if a.from_json else []
         for j in jobs:
             r = j.result()
             recs += r if isinstance(r, list) else [r]
@@ -353,9 +450,17 @@ def main():
             head, rest = doc.split(b, 1)
             old, tail = rest.split(e, 1)
             # rows and stamps of other machines stay: one table, every machine's runs
-            stamps = [l for l in old.splitlines() if l.startswith("Written by ") and "(%s)." % a.machine not in l]
+            # a stamp goes when this machine re-ran the same pairs
+            pk = "--pairs %s" % shlex.quote(a.pairs)
+            stamps = [l for l in old.splitlines() if l.startswith("Written by ") and
+                      ("(%s)." % a.machine not in l or (pk not in l and "--pairs" in l) or
+                       ("--pairs" not in l and a.pairs != "cpu,opencl"))]
+            # rows of this machine for pairs not run now stay too
+            ran = {(r["pair"], r["model"]) for r in recs if r["check"] == "pair"}
             others = [l for l in old.splitlines()
-                      if l.startswith("| ") and not l.startswith("| model ") and l.split("|")[5].strip() != a.machine]
+                      if l.startswith("| ") and not l.startswith("| model ") and
+                      (l.split("|")[5].strip() != a.machine or
+                       (l.split("|")[2].strip(), l.split("|")[1].strip()) not in ran)]
             stamps.append("Written by `scripts/zoo/check.py %s` on %s (%s)." % (
                 " ".join(shlex.quote(x) for x in sys.argv[1:]), time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
                 a.machine))

@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include "engine/executor.h"
 #include "cli/cli.h"
 #include "engine/params.h"
 #include "engine/plan.h"
@@ -109,7 +110,7 @@ static cd_status write_fetch_list(const cd_graph *g, const cd_pd_export_opts *o,
         const cd_op *op = &g->ops[oi];
         if (cd_pd_export_skips_fetch(op->type)) continue;
         for (int s = 0; s < op->n_out; s++) {
-            if (cd_slot_no_data(op->out[s].name)) continue;
+            if (cd_exec_training_only(op->type, op->out[s].name)) continue;
             for (int k = 0; k < op->out[s].n; k++) {
                 int t = op->out[s].ids[k];
                 if (t < 0 || cst[t]) continue;

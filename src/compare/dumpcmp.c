@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "compare/outputs.h"
+#include "engine/backend_def.h"
 
 static bool same_shape(const cd_shape *a, const cd_shape *b) { return cd_shape_eq(a, b); }
 
@@ -34,6 +35,22 @@ static void add_unmatched(cd_cmp_unmatched **u, int *n, char side, const cd_dump
     snprintf(e->tensor, sizeof e->tensor, "%s", t->tensor);
     snprintf(e->layer, sizeof e->layer, "%s", t->layer);
     e->op_index = t->op_index;
+}
+
+/* Whether run `run`'s attribute CD_RUN_ATTR_NOT_FETCHED lists op index op. */
+static bool not_fetched(const cd_dump_reader *r, const char *run, int op) {
+    char path[300], list[512];
+    cd_error e = {0};
+    snprintf(path, sizeof path, "/runs/%s", run);
+    if (op < 0 || cd_dump_attr_str(r, path, CD_RUN_ATTR_NOT_FETCHED, list, sizeof list, &e) != CD_OK) return false;
+    for (const char *p = list; *p;) {
+        char *end;
+        long v = strtol(p, &end, 10);
+        if (end == p) return false;
+        if (v == op) return true;
+        p = *end == ',' ? end + 1 : end;
+    }
+    return false;
 }
 
 cd_status cd_compare_read_pair(const cd_cmp_request *q, const cd_layer_cmp *l, float **ref, float **val,
@@ -354,7 +371,7 @@ cd_status cd_compare_runs(const cd_cmp_request *q, cd_analysis *an, cd_cmp_unmat
         const cd_dump_tensor_info *a = &ta[i];
         int j = find_match(a, tb, nb, used, q->by_op_index);
         if (j < 0) {
-            add_unmatched(unmatched, n_unmatched, 'a', a);
+            if (!not_fetched(q->rb, q->run_b, a->op_index)) add_unmatched(unmatched, n_unmatched, 'a', a);
             continue;
         }
         used[j] = true;
@@ -364,7 +381,8 @@ cd_status cd_compare_runs(const cd_cmp_request *q, cd_analysis *an, cd_cmp_unmat
         an->n_layers++;
     }
     for (int j = 0; j < nb && !st; j++)
-        if (!used[j]) add_unmatched(unmatched, n_unmatched, 'b', &tb[j]);
+        if (!used[j] && !not_fetched(q->ra, q->run_a, tb[j].op_index))
+            add_unmatched(unmatched, n_unmatched, 'b', &tb[j]);
     if (!st) cd_analyze(an);
 done:
     free(ta);

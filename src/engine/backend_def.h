@@ -53,6 +53,10 @@ typedef struct cd_runner_result {
  * (half arithmetic) or "fp32" (float arithmetic, whatever the storage), e.g. OpenCL asked for
  * --fp16-compute on a device without cl_khr_fp16 records "fp32". The verdict's bounds use it. */
 #define CD_RUN_ATTR_COMPUTE "compute"
+/* An engine's run: the probed ops (indices, comma-separated) whose outputs it does not fetch by
+ * design (constants its converter folds into parameters, integer tensors); the comparison does
+ * not count the other run's tensors of those ops as in one run only. */
+#define CD_RUN_ATTR_NOT_FETCHED "not_fetched_ops"
 void cd_run_attr_str(cd_runner_result *r, const char *key, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 void cd_run_attr_num(cd_runner_result *r, const char *key, double v);
 

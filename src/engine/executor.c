@@ -44,6 +44,21 @@ static cd_status convert_input(const cd_plan *plan, int k, const cd_value *in, c
     return CD_OK;
 }
 
+/* Outputs that carry nothing for inference: XShape (reshape2, transpose2, flatten2, squeeze2...)
+ * only carries the input's shape for training; rnn's DropoutState and Reserve are training
+ * scratch (one zero element here, no host data in Paddle-Lite's ARM kernel); batch_norm's
+ * running statistics. No dataset, no comparison row. */
+bool cd_exec_training_only(const char *op_type, const char *slot) {
+    if (!strcmp(slot, "XShape")) return true;
+    if (!strcmp(op_type, "rnn")) return !strcmp(slot, "DropoutState") || !strcmp(slot, "Reserve");
+    /* batch_norm in inference: MeanOut/VarianceOut are the running statistics unchanged,
+     * SavedMean/SavedVariance/ReserveSpace training scratch (Paddle-Lite ARM leaves them unset) */
+    if (!strcmp(op_type, "batch_norm") || !strcmp(op_type, "sync_batch_norm"))
+        return !strcmp(slot, "MeanOut") || !strcmp(slot, "VarianceOut") || !strcmp(slot, "SavedMean") ||
+            !strcmp(slot, "SavedVariance") || !strcmp(slot, "ReserveSpace");
+    return false;
+}
+
 /* settled (may be NULL): set to whether every probed output of op i passed opts->settle;
  * info keeps the summary of its worst output. */
 static cd_status probe_outputs(const cd_plan *plan, cd_backend *b, int i, const cd_op_report *rep, cd_probe_sink *sink,
@@ -54,8 +69,7 @@ static cd_status probe_outputs(const cd_plan *plan, cd_backend *b, int i, const 
         memset(info, 0, sizeof *info);
     }
     for (int s = 0; s < op->n_out; s++) {
-        /* XShape, rnn's scratch: no data worth a dataset or a comparison row (model/graph.h) */
-        if (cd_slot_no_data(op->out[s].name)) continue;
+        if (cd_exec_training_only(op->type, op->out[s].name)) continue;
         for (int k = 0; k < op->out[s].n; k++) {
             int id = op->out[s].ids[k];
             if (id < 0) continue;
@@ -122,7 +136,7 @@ static cd_status record_outputs(const cd_plan *plan, cd_backend *b, int i, const
         for (int k = 0; k < op->out[s].n; k++) {
             int id = op->out[s].ids[k];
             if (id < 0 || !need[id]) continue;
-            if (!o->record && probed && !cd_slot_no_data(op->out[s].name)) continue;
+            if (!o->record && probed && !cd_exec_training_only(op->type, op->out[s].name)) continue;
             cd_value host = {0};
             cd_status st = b->vt->read(b, id, &host, err);
             if (!st)
@@ -168,7 +182,7 @@ static bool settle_local_outputs(const cd_plan *plan, cd_backend *b, int i, cons
     bool all = true, any = false;
     memset(info, 0, sizeof *info);
     for (int s = 0; s < op->n_out && all; s++) {
-        if (cd_slot_no_data(op->out[s].name)) continue;
+        if (cd_exec_training_only(op->type, op->out[s].name)) continue;
         for (int k = 0; k < op->out[s].n && all; k++) {
             int id = op->out[s].ids[k];
             if (id < 0) continue;

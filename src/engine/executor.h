@@ -58,6 +58,11 @@ typedef struct cd_exec_opts {
  * keeps and the local pass replaces. */
 bool cd_exec_is_activation(const cd_plan *plan, int id);
 
+/* Whether output slot `slot` of an op of type op_type carries nothing for inference (XShape,
+ * rnn's DropoutState/Reserve, batch_norm's running statistics and saved moments): never probed,
+ * by the executor nor by the engines' instrumentation. */
+bool cd_exec_training_only(const char *op_type, const char *slot);
+
 /* inputs[k] is the host value of model input k. */
 cd_status cd_execute(const cd_plan *plan, cd_backend *b, const cd_value *inputs, const cd_exec_opts *opts,
                      cd_probe_sink *sink, cd_error *err);

@@ -716,7 +716,3 @@ bool cd_graph_has_var(const cd_graph *g, const char *name) {
     if (!g || !g->priv || !name) return false;
     return map_get(&P(g)->names, name) >= 0;
 }
-
-bool cd_slot_no_data(const char *slot) {
-    return !strcmp(slot, "XShape") || !strcmp(slot, "DropoutState") || !strcmp(slot, "Reserve");
-}

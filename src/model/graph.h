@@ -141,11 +141,7 @@ int cd_attr_floats(const cd_op *op, const char *name, const double **out);
 
 const cd_slot *cd_op_in_slot(const cd_op *op, const char *slot);
 const cd_slot *cd_op_out_slot(const cd_op *op, const char *slot);
-/* An output slot that carries no data worth a dataset or a comparison: XShape (reshape2,
- * transpose2, flatten2, squeeze2...: the input's shape, for training) and the rnn op's training
- * scratch DropoutState and Reserve (one placeholder element; engines do not write them). Never
- * probed, stored or compared. */
-bool cd_slot_no_data(const char *slot);
+
 /* Tensor id bound to slot[idx], or -1 if absent / not connected. */
 int cd_op_in(const cd_op *op, const char *slot, int idx);
 int cd_op_out(const cd_op *op, const char *slot, int idx);

@@ -98,7 +98,7 @@ msg=$("$CLDIFF" "$MODEL" --backends cpu,paddle-lite-phone --fp16 --out "$OUT/fp1
 
 # 3. the run (cold: PoCL compiles; warm: cached kernels)
 t0=$(date +%s.%N)
-CLDIFF_PL_KEEP=1 "$CLDIFF" "$MODEL" --backends cpu,paddle-lite-phone --out "$OUT/run" >"$OUT/run.log" 2>&1; rc=$?
+CLDIFF_PL_KEEP=1 TMPDIR="$OUT" "$CLDIFF" "$MODEL" --backends cpu,paddle-lite-phone --out "$OUT/run" >"$OUT/run.log" 2>&1; rc=$?
 t1=$(date +%s.%N)
 echo "phone route run: $(echo "$t1 - $t0" | bc) s wall (exit $rc)"
 tail -8 "$OUT/run.log"

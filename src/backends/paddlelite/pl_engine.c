@@ -388,6 +388,10 @@ cd_status cd_pl_collect(cd_pl_collect_req *cq, int *n_hits, int *n_shape_mismatc
                 (*n_dequantized)++;
             }
         }
+        /* a 0-d tensor (Paddle 2.5+ `fill_constant` with shape []) is one value, as the plan's
+         * [1]: kept in the plan's shape so that the two runs' tensors match */
+        if (v.shape.rank == 0 && cd_shape_numel(&plan->meta[f->tensor_id].shape) == 1)
+            v.shape = plan->meta[f->tensor_id].shape;
         /* dynamic outputs (nms) come back smaller than the plan's upper bound: counted only */
         if (!cd_shape_eq(&v.shape, &plan->meta[f->tensor_id].shape)) (*n_shape_mismatch)++;
         if (cq->record && cd_exec_is_activation(plan, f->tensor_id))

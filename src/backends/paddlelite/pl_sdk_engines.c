@@ -96,6 +96,7 @@ typedef struct eng {
     cd_pl_phone phone;     /* the phone route's qemu, arm64 PoCL sysroot and caches (PHONE) */
     bool opencl_model;     /* the model has OpenCL kernel records: the runner gets --opencl-precision */
     int kernels_built;     /* PoCL programs compiled during the runs (PHONE) */
+    char unfetched[480];   /* export route: probed ops none of whose outputs it fetches, by design */
 } eng;
 
 static void eng_free(eng *e) {
@@ -109,6 +110,20 @@ static void eng_free(eng *e) {
 }
 
 static const char *opt_str(const eng *e, const char *key) { return cd_backend_opt(e->q->bo, e->name, key); }
+
+/* keep=1 or CLDIFF_PL_KEEP: the work folder stays after the run */
+static bool keep_work(const eng *e) {
+    const char *keep = getenv("CLDIFF_PL_KEEP");
+    return (keep && *keep && strcmp(keep, "0")) || (opt_str(e, "keep") && strcmp(opt_str(e, "keep"), "0"));
+}
+
+/* Where the work folder goes: the run's staging folder, or, when it is kept, $TMPDIR (the staging
+ * folder is renamed to --out at the end: the path the run prints would be gone). */
+static const char *work_base(const eng *e) {
+    const char *tmp = getenv("TMPDIR"), *wd = e->q->work_dir;
+    if (keep_work(e)) return tmp && *tmp ? tmp : "/tmp";
+    return wd && *wd ? wd : "/tmp";
+}
 
 /* ---------------------------------------------------------------- the model's routes */
 
@@ -209,13 +224,17 @@ static cd_status route_export_opt(eng *e, const cd_graph *g, int n_ops, const ch
     int n_extra = 0;
     for (int oi = 0; !st && oi < n_ops; oi++) {
         const cd_op *op = &g->ops[oi];
-        if ((mask && !mask[oi]) || cd_pd_export_skips_fetch(op->type)) continue;
+        if (mask && !mask[oi]) continue;
+        bool skip_op = cd_pd_export_skips_fetch(op->type), fetched = false, any = false;
         for (int s = 0; s < op->n_out; s++) {
-            if (cd_slot_no_data(op->out[s].name)) continue;
+            if (cd_exec_training_only(op->type, op->out[s].name)) continue;
             for (int k = 0; k < op->out[s].n; k++) {
                 int t = op->out[s].ids[k];
-                if (t < 0 || g->tensors[t].persistable || is_out[t] || cst[t] || (dt[t] != CD_F32 && dt[t] != CD_F16))
-                    continue;
+                if (t < 0 || g->tensors[t].persistable) continue;
+                any = true;
+                if (is_out[t]) fetched = true;
+                if (skip_op || is_out[t] || cst[t] || (dt[t] != CD_F32 && dt[t] != CD_F16)) continue;
+                fetched = true;
                 e->fetch[e->n_fetch++] = (cd_probe_fetch){.col = gg.n_outputs + n_extra,
                                                           .op_index = oi,
                                                           .tensor_id = t,
@@ -225,6 +244,12 @@ static cd_status route_export_opt(eng *e, const cd_graph *g, int n_ops, const ch
                 extra[n_extra++] = t;
             }
         }
+        /* a constant Opt folds into a parameter, an integer tensor, an op the export does not
+         * fetch: the judge does not count the other run's tensor of it as unchecked (the ops
+         * reading it are checked on the engine's own values) */
+        size_t ul = strlen(e->unfetched);
+        if (any && !fetched && ul + 12 < sizeof e->unfetched)
+            snprintf(e->unfetched + ul, sizeof e->unfetched - ul, "%s%d", ul ? "," : "", oi);
     }
     o.extra_fetch = extra;
     o.n_extra_fetch = n_extra;
@@ -651,7 +676,7 @@ static cd_status eng_run(cd_pl_engine_kind kind, const char *name, const cd_runn
                     "layers on ARM, which this library lacks): the model's float program runs, int8 weights "
                     "dequantized by their scales; its local check is against the CPU's float path\n",
                     name);
-        snprintf(e->dir, sizeof e->dir, "%s/.%s-XXXXXX", q->work_dir && *q->work_dir ? q->work_dir : "/tmp", name);
+        snprintf(e->dir, sizeof e->dir, "%s/.%s-XXXXXX", work_base(e), name);
         if (!mkdtemp(e->dir)) st = cd_err(err, CD_E_IO, "cannot create a work folder %s: %s", e->dir, strerror(errno));
     }
     char nb[PATH_MAX + 32], p[PATH_MAX + 64];
@@ -846,10 +871,10 @@ static cd_status eng_run(cd_pl_engine_kind kind, const char *name, const cd_runn
     cd_run_attr_num(res, "engine_opt_ms", e->opt_ms);
     cd_run_attr_num(res, "engine_wall_ms", e->wall_ms);
     cd_run_attr_num(res, "fetched_tensors", e->n_fetch);
+    if (e->unfetched[0]) cd_run_attr_str(res, CD_RUN_ATTR_NOT_FETCHED, "%s", e->unfetched);
     res->has_hits = true;
     if (!q->quiet && !st) fprintf(stderr, "cldiff: note: %s: %s\n", name, e->route);
-    const char *keep = getenv("CLDIFF_PL_KEEP");
-    if ((keep && *keep && strcmp(keep, "0")) || (opt_str(e, "keep") && strcmp(opt_str(e, "keep"), "0")))
+    if (keep_work(e))
         fprintf(stderr, "cldiff: %s work folder kept: %s\n", name, e->dir);
     else if (e->dir[0]) {
         char cmd[PATH_MAX + 32];
@@ -892,7 +917,7 @@ static cd_status eng_placement(cd_pl_engine_kind kind, const char *name, const c
     choose_route(e, target);
     cd_status st = CD_OK;
     if (e->places[0]) {
-        snprintf(e->dir, sizeof e->dir, "%s/.%s-XXXXXX", q->work_dir && *q->work_dir ? q->work_dir : "/tmp", name);
+        snprintf(e->dir, sizeof e->dir, "%s/.%s-XXXXXX", work_base(e), name);
         if (!mkdtemp(e->dir)) st = cd_err(err, CD_E_IO, "cannot create a work folder %s: %s", e->dir, strerror(errno));
         char nb[PATH_MAX + 32];
         snprintf(nb, sizeof nb, "%s/model.nb", e->dir);
