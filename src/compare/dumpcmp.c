@@ -10,6 +10,13 @@ static bool same_shape(const cd_shape *a, const cd_shape *b) { return cd_shape_e
 
 /* Index of the tensor in list b matching a: same op index and tensor name (same model),
  * or the next unused one with the same tensor name and shape (different models). */
+static bool rows_differ(const cd_dump_tensor_info *a, const cd_dump_tensor_info *b) {
+    if (a->shape.rank != b->shape.rank || a->shape.rank < 1 || a->shape.d[0] == b->shape.d[0]) return false;
+    for (int d = 1; d < a->shape.rank; d++)
+        if (a->shape.d[d] != b->shape.d[d]) return false;
+    return true;
+}
+
 static int find_match(const cd_dump_tensor_info *a, const cd_dump_tensor_info *b, int nb, bool *used, bool by_op) {
     for (int j = 0; j < nb; j++) {
         if (used[j]) continue;
@@ -17,11 +24,11 @@ static int find_match(const cd_dump_tensor_info *a, const cd_dump_tensor_info *b
         if (strcmp(a->tensor, b[j].tensor) || !same_shape(&a->shape, &b[j].shape)) continue;
         return j;
     }
-    /* one model: the same op's tensor whatever its shape (a detection op's box count depends on
-     * the values: fp16 keeps a few boxes more or less); compare_layer says what differs */
+    /* one model: the same op's tensor with another count of rows (a detection op's box count
+     * depends on the values: fp16 keeps a few boxes more or less; every other dim equal);
+     * compare_layer says what differs */
     for (int j = 0; by_op && j < nb; j++)
-        if (!used[j] && b[j].op_index == a->op_index && !strcmp(a->tensor, b[j].tensor) &&
-            a->shape.rank == b[j].shape.rank)
+        if (!used[j] && b[j].op_index == a->op_index && !strcmp(a->tensor, b[j].tensor) && rows_differ(a, &b[j]))
             return j;
     return -1;
 }

@@ -88,11 +88,24 @@ cd_status cd_local_check_layers(const cd_local_req *q, cd_analysis *an, cd_error
          * bound on inputs that already differ from A's, docs/verdicts.md) */
         bool settled =
             q->settled && q->settled[l->op_index] && (q->own_inputs ? v != NULL : !v && q->run_free && l->dataset_b[0]);
+        if (!settled && q->engine_b && v && !v->stats_only && sep_ref && (!rr || rr->stats_only)) {
+            /* by design: an engine's route does not hand over this layer's inputs (the export
+             * route's fused ops read tensors Opt made internal), so the CPU could keep only
+             * statistics of its run on them: compared and named, not missing */
+            l->loc_compared_only = true;
+            an->n_compared_only++;
+            snprintf(l->loc_note, sizeof l->loc_note,
+                     "compared only, not checkable locally: %s does not hand over this layer's inputs",
+                     q->run_a && q->run_a[0] ? q->run_a : "the engine");
+            continue;
+        }
         if (!settled && (!v || v->stats_only || (sep_ref && (!rr || rr->stats_only)))) {
             snprintf(l->loc_note, sizeof l->loc_note, "%s",
-                     !v ? "not run locally: an input was not captured, or "
-                          "its shape changed at run time (dynamic shapes)"
-                        : "not run locally: statistics-only dump");
+                     !v                   ? "not run locally: an input was not captured, or "
+                                            "its shape changed at run time (dynamic shapes)"
+                         : v->stats_only  ? "not run locally: statistics-only dump"
+                         : sep_ref && !rr ? "not run locally: the reference has no run of this layer"
+                                          : "not run locally: the reference kept statistics only");
             continue;
         }
         if (settled && q->settled_info) {

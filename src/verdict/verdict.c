@@ -98,6 +98,7 @@ void cd_verdict_local_req(const cd_verdict_run *v, cd_local_req *q) {
         q->run_a = v->run_b;
         q->run_ref = v->run_local;
         q->run_local = v->run_b;
+        q->engine_b = true;
         /* the reference backend runs in-process at the run's precision (cd_runner_inproc) */
         q->ref = cd_verdict_side_arith(v->prec == CD_PREC_FP16 ? "fp16" : "fp32", v->prec);
         q->b = (cd_arith){.u = CD_U32, .half_store = false};

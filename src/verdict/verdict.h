@@ -50,6 +50,9 @@ typedef struct cd_local_req {
     /* fp16 on B's own inputs: run_a and run_local are B's free run, run_ref the reference on
      * B's activations; settled[] marks the layers checked as the reference ran */
     bool own_inputs;
+    /* B is a whole-model engine (run_ref: the CPU on B's inputs): an input the engine's route
+     * does not hand over leaves the layer compared only (by design), not missing */
+    bool engine_b;
 } cd_local_req;
 
 /* Settling (fp32): B's free-run output of a probed op checked, in B's process, against A's
