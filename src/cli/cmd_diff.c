@@ -335,6 +335,9 @@ static cd_status diff_judge(diff_run *d, const cd_verdict_run *live, const char 
     d->an = j.an;
     d->have_an = j.have_an;
     d->q = j.q;
+    /* j's run names live in j, on this stack frame: the request keeps d's own copies */
+    d->q.run_a = d->run_a;
+    d->q.run_b = d->run_b;
     d->um = j.um;
     d->nu = j.nu;
     if (j.interrupted_local) d->stop_phase = "the local check";

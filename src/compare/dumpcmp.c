@@ -505,8 +505,14 @@ cd_status cd_compare_store(cd_dump *d, const char *run_a, const char *run_b, con
         st = cd_dump_set_attr_str(d, path, "nonfinite_origin",
                                   an->nonfinite_origin >= 0 ? an->layers[an->nonfinite_origin].layer : "", err);
     if (!st) st = cd_dump_set_attr_i64(d, path, "repeat", an->repeat_n, err);
-    static const char *kinds[] = {"pass", "kernel_fault", "output_drift", "crash", "nondeterministic"};
-    if (!st) st = cd_dump_set_attr_str(d, path, "verdict_kind", kinds[an->kind], err);
+    /* every cd_verdict_kind (analysis.h), in its order */
+    static const char *kinds[] = {"pass",       "kernel_fault", "output_drift", "crash", "nondeterministic",
+                                  "incomplete", "error",        "model_defect"};
+    _Static_assert(sizeof kinds / sizeof *kinds == CD_KIND_DEFECT + 1, "a verdict kind without a name");
+    unsigned kk = (unsigned)an->kind;
+    if (!st)
+        st = cd_dump_set_attr_str(d, path, "verdict_kind", kk < sizeof kinds / sizeof *kinds ? kinds[kk] : "unknown",
+                                  err);
     if (!st)
         st = cd_dump_set_attr_str(d, path, "first_fault", an->first_fault >= 0 ? an->layers[an->first_fault].layer : "",
                                   err);
