@@ -70,8 +70,11 @@ def run(*args):
 def run_interrupted(out):
     """cldiff TINY --out OUT, SIGINT while run B (opencl) stores its fifth tensor."""
     rfd, wfd = os.pipe()
+    asan = os.environ.get("ASAN_OPTIONS", "")
+    # under the ASan build the shim is preloaded ahead of the ASan runtime: allowed, as in
+    # tests/hardening/test_interrupt.py
     env = dict(os.environ, CLDIFF_NO_PROGRESS="1", NO_COLOR="1", LD_PRELOAD=SHIM, CDHOLD_GROUP="/runs/opencl",
-               CDHOLD_AT="5", CDHOLD_FD=str(wfd))
+               CDHOLD_AT="5", CDHOLD_FD=str(wfd), ASAN_OPTIONS=(asan + ":" if asan else "") + "verify_asan_link_order=0")
     p = subprocess.Popen([CLDIFF, TINY, "--out", out, "--quiet"], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                          env=env, pass_fds=(wfd,))
     os.close(wfd)
