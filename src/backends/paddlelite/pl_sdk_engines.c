@@ -117,11 +117,10 @@ static bool keep_work(const eng *e) {
     return (keep && *keep && strcmp(keep, "0")) || (opt_str(e, "keep") && strcmp(opt_str(e, "keep"), "0"));
 }
 
-/* Where the work folder goes: the run's staging folder, or, when it is kept, $TMPDIR (the staging
- * folder is renamed to --out at the end: the path the run prints would be gone). */
+/* Where the work folder goes: the run's staging folder, committed into --out with the run's
+ * files (a kept one is found there, `.paddle-lite-<engine>-*`, as scripts/pl_planted.py reads it). */
 static const char *work_base(const eng *e) {
-    const char *tmp = getenv("TMPDIR"), *wd = e->q->work_dir;
-    if (keep_work(e)) return tmp && *tmp ? tmp : "/tmp";
+    const char *wd = e->q->work_dir;
     return wd && *wd ? wd : "/tmp";
 }
 
@@ -875,7 +874,8 @@ static cd_status eng_run(cd_pl_engine_kind kind, const char *name, const cd_runn
     res->has_hits = true;
     if (!q->quiet && !st) fprintf(stderr, "cldiff: note: %s: %s\n", name, e->route);
     if (keep_work(e))
-        fprintf(stderr, "cldiff: %s work folder kept: %s\n", name, e->dir);
+        fprintf(stderr, "cldiff: %s work folder kept: %s\ncldiff: (it moves into --out with the run's files: %s)\n",
+                name, e->dir, strrchr(e->dir, '/') ? strrchr(e->dir, '/') + 1 : e->dir);
     else if (e->dir[0]) {
         char cmd[PATH_MAX + 32];
         /* the folder holds subfolders (export/, out/, prefix/): remove them first */
