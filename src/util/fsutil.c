@@ -1,10 +1,12 @@
 #include "util/fsutil.h"
 #include <errno.h>
+#include <stdarg.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/utsname.h>
 #include <unistd.h>
 
 bool cd_fs_is_file(const char *p) {
@@ -87,4 +89,20 @@ bool cd_fs_mkdirs(const char *path, unsigned mode) {
             *s = '/';
         }
     return mkdir(p, (mode_t)mode) == 0 || errno == EEXIST;
+}
+
+const char *cd_fs_host_arch(void) {
+    static struct utsname u;
+    if (uname(&u) != 0) return "unknown";
+    if (!strcmp(u.machine, "arm64")) return "aarch64";
+    return u.machine;
+}
+
+void cd_appendf(char *buf, size_t n, const char *fmt, ...) {
+    size_t l = strlen(buf);
+    if (l + 1 >= n) return;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(buf + l, n - l, fmt, ap);
+    va_end(ap);
 }

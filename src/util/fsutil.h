@@ -19,4 +19,9 @@ bool cd_fs_which(const char *name, char *out, size_t n);
 void cd_fs_cache_root(char *out, size_t n);
 /* mkdir -p with the given mode; true when the folder exists afterwards. */
 bool cd_fs_mkdirs(const char *path, unsigned mode);
+/* This machine's architecture as the SDKs name it (uname's machine, arm64 as aarch64). */
+const char *cd_fs_host_arch(void);
+/* Appends printf-style text to the NUL-terminated buf of n bytes (truncated, never overrun):
+ * the doctor reports the engines build line by line. */
+void cd_appendf(char *buf, size_t n, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 #endif

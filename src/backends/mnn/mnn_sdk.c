@@ -32,13 +32,6 @@ static double now_ms(void) {
     return (double)t.tv_sec * 1e3 + (double)t.tv_nsec / 1e6;
 }
 
-static const char *host_arch(void) {
-    static struct utsname u;
-    if (uname(&u) != 0) return "unknown";
-    if (!strcmp(u.machine, "arm64")) return "aarch64";
-    return u.machine;
-}
-
 /* ELF machine of a library, and whether it names clCreateProgramWithSource. */
 static bool lib_scan(const char *path, char *arch, size_t an, bool *opencl) {
     *opencl = false;
@@ -84,11 +77,11 @@ static cd_status sdk_check(const char *eng, const char *path, const char *from, 
     char arch[16] = "";
     if (!lib_scan(lib, arch, sizeof arch, &ocl))
         return cd_err(err, CD_E_BACKEND, "%s: %s (from %s) is not an ELF shared library", eng, lib, from);
-    if (strcmp(arch, host_arch()))
+    if (strcmp(arch, cd_fs_host_arch()))
         return cd_err(err, CD_E_BACKEND,
                       "%s: MNN SDK %s (from %s) is built for %s, this machine is %s: the engine runs MNN natively "
                       "(an aarch64 SDK runs under qemu only for mnn-arm)",
-                      eng, dir, from, arch, host_arch());
+                      eng, dir, from, arch, cd_fs_host_arch());
     if (need_ocl && !ocl)
         return cd_err(err, CD_E_BACKEND,
                       "%s: MNN SDK %s (from %s) has no OpenCL runtime (its library does not name "
@@ -107,7 +100,7 @@ static bool find_in_root(const char *eng, const char *root, bool need_ocl, cd_mn
     DIR *d = opendir(root);
     if (!d) return false;
     char pre[64];
-    snprintf(pre, sizeof pre, "sdk-mnn-%s-", host_arch());
+    snprintf(pre, sizeof pre, "sdk-mnn-%s-", cd_fs_host_arch());
     struct dirent *e;
     char best[NAME_MAX + 1] = "";
     while ((e = readdir(d)))
@@ -155,7 +148,7 @@ cd_status cd_mnn_sdk_find(const char *eng, const char *given, bool need_ocl, cd_
                   "%s unavailable: no MNN SDK given (CLDIFF_MNN_SDK unset, no --backend-opt %s:sdk=DIR) and no "
                   "sdk-mnn-%s-* folder in %s. Run scripts/setup_mnn.sh (it unpacks ../shared/mnn/sdk-*.tar.xz into "
                   ".mnn/) or set CLDIFF_MNN_SDK=DIR (include/MNN/, lib/libMNN.so)",
-                  eng, eng, host_arch(), looked[0] ? looked : "(no folder)");
+                  eng, eng, cd_fs_host_arch(), looked[0] ? looked : "(no folder)");
 }
 
 cd_status cd_mnn_spawn_wait(char *const argv[], const char *log_path, double timeout_s, int *wstatus, bool *timed_out,
@@ -311,36 +304,26 @@ cd_status cd_mnn_runner_get(const cd_mnn_sdk *sdk, char *exe, size_t n, bool *bu
     return CD_OK;
 }
 
-static void add(char *rep, size_t n, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-static void add(char *rep, size_t n, const char *fmt, ...) {
-    size_t l = strlen(rep);
-    if (l + 1 >= n) return;
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(rep + l, n - l, fmt, ap);
-    va_end(ap);
-}
-
 bool cd_mnn_engine_check(const char *eng, bool need_ocl, char *report, size_t n) {
     report[0] = 0;
     bool usable = true;
     cd_mnn_sdk sdk;
     cd_error err = {0};
     if (cd_mnn_sdk_find(eng, NULL, need_ocl, &sdk, &err)) {
-        add(report, n, "  MISSING SDK: %s\n  => %s NOT usable (see above)\n", err.msg, eng);
+        cd_appendf(report, n, "  MISSING SDK: %s\n  => %s NOT usable (see above)\n", err.msg, eng);
         return false;
     }
-    add(report, n, "  ok      SDK %s (%s), %s library%s\n", sdk.dir, sdk.from, sdk.arch,
-        sdk.opencl ? " with MNN's OpenCL runtime" : "");
+    cd_appendf(report, n, "  ok      SDK %s (%s), %s library%s\n", sdk.dir, sdk.from, sdk.arch,
+               sdk.opencl ? " with MNN's OpenCL runtime" : "");
     char exe[PATH_MAX + 300];
     bool built = false;
     double t0 = now_ms();
     if (cd_mnn_runner_get(&sdk, exe, sizeof exe, &built, &err)) {
-        add(report, n, "  FAILED runner: %s\n  => %s NOT usable (see above)\n", err.msg, eng);
+        cd_appendf(report, n, "  FAILED runner: %s\n  => %s NOT usable (see above)\n", err.msg, eng);
         return false;
     }
-    add(report, n, "  ok      runner %s (%s%s)\n", exe, built ? "built now" : "cached", built ? "" : "");
-    if (built) add(report, n, "          (build and first load took %.1f s)\n", (now_ms() - t0) / 1e3);
+    cd_appendf(report, n, "  ok      runner %s (%s%s)\n", exe, built ? "built now" : "cached", built ? "" : "");
+    if (built) cd_appendf(report, n, "          (build and first load took %.1f s)\n", (now_ms() - t0) / 1e3);
     if (need_ocl) {
         /* a real session: testdata/mnn/conv.mnn (beside cldiff or in its source tree) on MNN's OpenCL */
         char model[PATH_MAX + 64] = "", d[PATH_MAX];
@@ -378,14 +361,14 @@ bool cd_mnn_engine_check(const char *eng, bool need_ocl, char *report, size_t n)
             if (f) fclose(f);
             cd_mnn_log_tail(logp, 2, tail, sizeof tail);
             if (!st && !to && WIFEXITED(ws) && WEXITSTATUS(ws) == 0)
-                add(report, n, "  ok      MNN's OpenCL session on %s runs on backend %s (%.1f s)\n", model, sess,
-                    (now_ms() - t1) / 1e3);
+                cd_appendf(report, n, "  ok      MNN's OpenCL session on %s runs on backend %s (%.1f s)\n", model, sess,
+                           (now_ms() - t1) / 1e3);
             else {
-                add(report, n, "  FAILED  MNN's OpenCL session on %s: %s\n", model,
-                    st            ? e2.msg
-                        : to      ? "timed out"
-                        : tail[0] ? tail
-                                  : "the runner failed");
+                cd_appendf(report, n, "  FAILED  MNN's OpenCL session on %s: %s\n", model,
+                           st            ? e2.msg
+                               : to      ? "timed out"
+                               : tail[0] ? tail
+                                         : "the runner failed");
                 usable = false;
             }
             /* the folder holds the runner's files only */
@@ -402,10 +385,10 @@ bool cd_mnn_engine_check(const char *eng, bool need_ocl, char *report, size_t n)
             rmdir(out);
             rmdir(dir);
         }
-        add(report, n,
-            "          MNN takes the first OpenCL platform's devices; a session it moves to its CPU is refused "
-            "(exit 4)\n");
+        cd_appendf(report, n,
+                   "          MNN takes the first OpenCL platform's devices; a session it moves to its CPU is refused "
+                   "(exit 4)\n");
     }
-    add(report, n, "  => %s %s\n", eng, usable ? "usable" : "NOT usable (see above)");
+    cd_appendf(report, n, "  => %s %s\n", eng, usable ? "usable" : "NOT usable (see above)");
     return usable;
 }

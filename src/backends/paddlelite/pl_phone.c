@@ -191,16 +191,6 @@ cd_status cd_pl_phone_find(const char *given, cd_pl_phone *out, cd_error *err) {
     return CD_OK;
 }
 
-static void add(char *rep, size_t n, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-static void add(char *rep, size_t n, const char *fmt, ...) {
-    size_t l = strlen(rep);
-    if (l + 1 >= n) return;
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(rep + l, n - l, fmt, ap);
-    va_end(ap);
-}
-
 bool cd_pl_phone_check(const char *given, char *report, size_t n) {
     cd_pl_phone o;
     memset(&o, 0, sizeof o);
@@ -209,17 +199,17 @@ bool cd_pl_phone_check(const char *given, char *report, size_t n) {
         char ok[PATH_MAX * 2], why[PATH_MAX * 3];
         if (k > P_SYSROOT && !sys_ok) continue; /* one line for a missing sysroot */
         if (check_piece((piece)k, &o, found, ok, sizeof ok, why, sizeof why))
-            add(report, n, "  ok      %s %s\n", PIECE[k], ok);
+            cd_appendf(report, n, "  ok      %s %s\n", PIECE[k], ok);
         else {
-            add(report, n, "  MISSING %s: %s\n", PIECE[k], why);
+            cd_appendf(report, n, "  MISSING %s: %s\n", PIECE[k], why);
             all = false;
             if (k == P_SYSROOT) sys_ok = false;
         }
     }
     kcache_dir(&o);
     int nk = cd_pl_phone_kcache_count(o.kcache);
-    add(report, n, "  ok      PoCL kernel cache %s (%d compiled kernels%s)\n", o.kcache, nk,
-        nk ? "" : ": the first run of a model compiles its kernels under emulation, minutes");
+    cd_appendf(report, n, "  ok      PoCL kernel cache %s (%d compiled kernels%s)\n", o.kcache, nk,
+               nk ? "" : ": the first run of a model compiles its kernels under emulation, minutes");
     return all;
 }
 

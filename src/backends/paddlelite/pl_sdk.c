@@ -52,13 +52,6 @@ static double now_ms(void) {
     return (double)t.tv_sec * 1e3 + (double)t.tv_nsec / 1e6;
 }
 
-static const char *host_arch(void) {
-    static struct utsname u;
-    if (uname(&u) != 0) return "unknown";
-    if (!strcmp(u.machine, "arm64")) return "aarch64";
-    return u.machine;
-}
-
 static int host_glibc_minor(void) {
     const char *v = gnu_get_libc_version();
     int ma = 0, mi = 0;
@@ -161,7 +154,7 @@ static cd_status sdk_check(cd_pl_engine_kind k, const char *path, const char *fr
     char arch[16], why[PATH_MAX + 64];
     if (!elf_arch(lib, arch, sizeof arch, why, sizeof why))
         return cd_err(err, CD_E_BACKEND, "%s: Paddle-Lite SDK %s (from %s): %s", eng, dir, from, why);
-    const char *host = host_arch();
+    const char *host = cd_fs_host_arch();
     bool ocl = false;
     int gmin = 0;
     lib_scan(lib, &ocl, &gmin);
@@ -207,7 +200,7 @@ static cd_status sdk_check(cd_pl_engine_kind k, const char *path, const char *fr
 
 /* The default SDK folder names for an engine on this machine, in preference order. */
 static int default_names(cd_pl_engine_kind k, const char *names[2]) {
-    if (k != CD_PL_ENGINE_OPENCL || strcmp(host_arch(), "x86_64")) {
+    if (k != CD_PL_ENGINE_OPENCL || strcmp(cd_fs_host_arch(), "x86_64")) {
         names[0] = SDK_ARM;
         return 1;
     }
@@ -258,7 +251,7 @@ static cd_status find_in(cd_pl_engine_kind k, const char *given, const char *con
                   "include/paddle_api.h and lib/" PL_LIB "), or build one with "
                   "scripts/build_paddle_lite_sdk.sh %s SRC_TREE OUT_SDK",
                   eng, envn, eng, names[0], nn > 1 ? " or " : "", nn > 1 ? names[1] : "", looked, envn,
-                  k != CD_PL_ENGINE_OPENCL || strcmp(host_arch(), "x86_64") ? "armv8" : "x86");
+                  k != CD_PL_ENGINE_OPENCL || strcmp(cd_fs_host_arch(), "x86_64") ? "armv8" : "x86");
 }
 
 cd_status cd_pl_sdk_find_in(cd_pl_engine_kind k, const char *given, const char *const *roots, int n_roots,
@@ -454,7 +447,7 @@ bool cd_pl_runner_loads(const cd_pl_runner *r, double *ms, char *msg, size_t n) 
 
 /* Compiler, launcher and sysroot for an SDK on this machine. */
 static cd_status toolchain(const cd_pl_sdk *sdk, cd_pl_runner *r, cd_error *err) {
-    const char *host = host_arch();
+    const char *host = cd_fs_host_arch();
     bool native = !strcmp(sdk->arch, host);
     if (!native && !(strcmp(sdk->arch, "aarch64") == 0 && strcmp(host, "x86_64") == 0))
         return cd_err(err, CD_E_BACKEND,
@@ -608,16 +601,6 @@ cd_status cd_pl_runner_get(const cd_pl_sdk *sdk, cd_pl_runner *out, cd_error *er
 }
 
 /* ---- cldiff doctor ---- */
-
-static void add(char *rep, size_t n, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-static void add(char *rep, size_t n, const char *fmt, ...) {
-    size_t l = strlen(rep);
-    if (l + 1 >= n) return;
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(rep + l, n - l, fmt, ap);
-    va_end(ap);
-}
 
 /* The libOpenCL.so Paddle-Lite's Linux build dlopens: the first of its fixed list of paths
  * (lite/backends/opencl/cl_wrapper.cc) that exists and is built for the SDK's machine. */
@@ -775,102 +758,105 @@ bool cd_pl_engine_check(cd_pl_engine_kind k, const char *given_sdk, char *report
     bool usable = true;
     cd_pl_sdk sdk;
     cd_error err = {0};
-    const char *host = host_arch();
+    const char *host = cd_fs_host_arch();
     if (cd_pl_sdk_find(k, given_sdk, &sdk, &err)) {
         const char *m = err.msg, *eng = cd_pl_engine_name(k);
         if (!strncmp(m, eng, strlen(eng)) && !strncmp(m + strlen(eng), ": ", 2)) m += strlen(eng) + 2;
-        add(report, n, "  MISSING SDK: %s\n", m);
+        cd_appendf(report, n, "  MISSING SDK: %s\n", m);
         if (k == CD_PL_ENGINE_PHONE) cd_pl_phone_check(NULL, report, n);
-        add(report, n, "  => %s NOT usable (see above)\n", eng);
+        cd_appendf(report, n, "  => %s NOT usable (see above)\n", eng);
         return false;
     }
-    add(report, n, "  ok      SDK %s (%s), %s library%s\n", sdk.dir, sdk.from, sdk.arch,
-        sdk.opencl ? " with Paddle-Lite's OpenCL runtime" : "");
+    cd_appendf(report, n, "  ok      SDK %s (%s), %s library%s\n", sdk.dir, sdk.from, sdk.arch,
+               sdk.opencl ? " with Paddle-Lite's OpenCL runtime" : "");
     bool native = !strcmp(sdk.arch, host);
     cd_pl_runner r;
     memset(&r, 0, sizeof r);
     cd_status tst = toolchain(&sdk, &r, &err);
-    if (r.compiler[0]) add(report, n, "  ok      compiler %s\n", r.compiler);
+    if (r.compiler[0]) cd_appendf(report, n, "  ok      compiler %s\n", r.compiler);
     if (!native && r.launcher[0] && (!tst || strstr(err.msg, "sysroot")))
-        add(report, n, "  ok      runs under %s (emulated %s on %s)\n", r.launcher, sdk.arch, host);
-    if (!native && !tst) add(report, n, "  ok      aarch64 sysroot %s (qemu-aarch64 -L)\n", r.sysroot);
+        cd_appendf(report, n, "  ok      runs under %s (emulated %s on %s)\n", r.launcher, sdk.arch, host);
+    if (!native && !tst) cd_appendf(report, n, "  ok      aarch64 sysroot %s (qemu-aarch64 -L)\n", r.sysroot);
     if (tst) {
-        add(report, n, "  MISSING %s\n", err.msg);
+        cd_appendf(report, n, "  MISSING %s\n", err.msg);
         usable = false;
     }
     if (k == CD_PL_ENGINE_OPENCL) {
         char ocl[PATH_MAX];
         if (!pl_opencl_lib(sdk.arch, ocl, sizeof ocl)) {
-            add(report, n,
-                "  MISSING the unversioned libOpenCL.so that Paddle-Lite dlopens (%s): Debian: apt-get "
-                "install ocl-icd-opencl-dev (or scripts/setup.sh)\n",
-                !strcmp(sdk.arch, "x86_64") ? "/usr/lib/x86_64-linux-gnu/libOpenCL.so"
-                                            : "/usr/lib/aarch64-linux-gnu/libOpenCL.so");
+            cd_appendf(report, n,
+                       "  MISSING the unversioned libOpenCL.so that Paddle-Lite dlopens (%s): Debian: apt-get "
+                       "install ocl-icd-opencl-dev (or scripts/setup.sh)\n",
+                       !strcmp(sdk.arch, "x86_64") ? "/usr/lib/x86_64-linux-gnu/libOpenCL.so"
+                                                   : "/usr/lib/aarch64-linux-gnu/libOpenCL.so");
             usable = false;
         } else {
-            add(report, n, "  ok      %s (the unversioned OpenCL library Paddle-Lite dlopens)\n", ocl);
+            cd_appendf(report, n, "  ok      %s (the unversioned OpenCL library Paddle-Lite dlopens)\n", ocl);
             char msg[4096], pick[512], gpu[512];
             int np = list_platforms(ocl, msg, sizeof msg, pick, sizeof pick, gpu, sizeof gpu);
             if (np <= 0) {
-                add(report, n, "  MISSING an OpenCL platform through %s: %s\n", ocl,
-                    np < 0 ? msg : "the ICD loader lists none (Debian: pocl-opencl-icd, or a GPU vendor's ICD)");
+                cd_appendf(report, n, "  MISSING an OpenCL platform through %s: %s\n", ocl,
+                           np < 0 ? msg : "the ICD loader lists none (Debian: pocl-opencl-icd, or a GPU vendor's ICD)");
                 usable = false;
             } else {
                 const char *vend = getenv("OCL_ICD_VENDORS");
-                add(report, n, "  ok      %d OpenCL platform(s) in the ICD loader's order%s%s%s:\n", np,
-                    vend && *vend ? " (OCL_ICD_VENDORS=" : "", vend && *vend ? vend : "", vend && *vend ? ")" : "");
-                add(report, n, "%s", msg);
+                cd_appendf(report, n, "  ok      %d OpenCL platform(s) in the ICD loader's order%s%s%s:\n", np,
+                           vend && *vend ? " (OCL_ICD_VENDORS=" : "", vend && *vend ? vend : "",
+                           vend && *vend ? ")" : "");
+                cd_appendf(report, n, "%s", msg);
                 if (pick[0])
-                    add(report, n,
-                        "          Paddle-Lite takes the FIRST platform (its first GPU, else its first CPU "
-                        "device): %s\n",
-                        pick);
+                    cd_appendf(report, n,
+                               "          Paddle-Lite takes the FIRST platform (its first GPU, else its first CPU "
+                               "device): %s\n",
+                               pick);
                 else {
-                    add(report, n,
-                        "  MISSING a GPU or CPU device on the first platform: Paddle-Lite takes the first "
-                        "platform only\n");
+                    cd_appendf(report, n,
+                               "  MISSING a GPU or CPU device on the first platform: Paddle-Lite takes the first "
+                               "platform only\n");
                     usable = false;
                 }
                 if (pick[0] && strstr(pick, "(CPU) on platform 0") && gpu[0])
-                    add(report, n,
+                    cd_appendf(
+                        report, n,
                         "  NOTE    Paddle-Lite will run on the first platform's CPU device although %s has a "
                         "GPU: to run on that GPU, point OCL_ICD_VENDORS at a folder holding only its .icd file\n",
                         gpu);
-                add(report, n,
-                    "          to put another driver first, point OCL_ICD_VENDORS at a folder holding only "
-                    "its .icd file (e.g. one line libnvidia-opencl.so.1 in nvidia.icd)\n");
+                cd_appendf(report, n,
+                           "          to put another driver first, point OCL_ICD_VENDORS at a folder holding only "
+                           "its .icd file (e.g. one line libnvidia-opencl.so.1 in nvidia.icd)\n");
             }
         }
     }
     if (native) {
         char miss[1024], found[1024];
         if (ldd_missing(sdk.lib, miss, sizeof miss, found, sizeof found))
-            add(report, n, "  ok      the libraries %s links are present%s%s\n", PL_LIB, found[0] ? ": " : "", found);
+            cd_appendf(report, n, "  ok      the libraries %s links are present%s%s\n", PL_LIB, found[0] ? ": " : "",
+                       found);
         else {
-            add(report, n,
-                "  MISSING libraries %s links: %s (Debian: apt-get install the package named, or "
-                "scripts/setup.sh)\n",
-                PL_LIB, miss);
+            cd_appendf(report, n,
+                       "  MISSING libraries %s links: %s (Debian: apt-get install the package named, or "
+                       "scripts/setup.sh)\n",
+                       PL_LIB, miss);
             usable = false;
         }
     }
     if (!tst) {
         double t0 = now_ms();
         if (cd_pl_runner_get(&sdk, &r, &err)) {
-            add(report, n, "  FAILED runner: %s\n", err.msg);
+            cd_appendf(report, n, "  FAILED runner: %s\n", err.msg);
             usable = false;
         } else {
             double build_ms = now_ms() - t0, run_ms = 0;
             char msg[1200];
             bool ok = cd_pl_runner_loads(&r, &run_ms, msg, sizeof msg);
-            add(report, n, "  %s runner %s (%s); run with no arguments it %s (%.0f ms)\n", ok ? "ok     " : "FAILED",
-                r.exe, r.built ? "built now" : "cached", msg, run_ms);
-            if (r.built) add(report, n, "          (build and first load took %.1f s)\n", build_ms / 1e3);
+            cd_appendf(report, n, "  %s runner %s (%s); run with no arguments it %s (%.0f ms)\n",
+                       ok ? "ok     " : "FAILED", r.exe, r.built ? "built now" : "cached", msg, run_ms);
+            if (r.built) cd_appendf(report, n, "          (build and first load took %.1f s)\n", build_ms / 1e3);
             if (!ok) usable = false;
         }
     }
     /* the phone route's own pieces: qemu, the arm64 PoCL sysroot, its ICD, the kernel linker */
     if (k == CD_PL_ENGINE_PHONE && !cd_pl_phone_check(NULL, report, n)) usable = false;
-    add(report, n, "  => %s %s\n", cd_pl_engine_name(k), usable ? "usable" : "NOT usable (see above)");
+    cd_appendf(report, n, "  => %s %s\n", cd_pl_engine_name(k), usable ? "usable" : "NOT usable (see above)");
     return usable;
 }
