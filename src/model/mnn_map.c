@@ -124,6 +124,16 @@ static void param_str(mop *m, const char *fmt, ...) {
         if (x) return err->code;                                                                                       \
     } while (0)
 
+/* A two-input elementwise op (BinaryOp, Eltwise) as Paddle's elementwise_*: X, Y, axis -1. */
+static void binary_slots(mop *m) {
+    if (m->o->n_in != 2) keep_named(m, "%d inputs", m->o->n_in);
+    if (!m->type) return;
+    add_int(m, "axis", -1);
+    m->in_slots[0] = "X";
+    m->in_slots[1] = "Y";
+    m->n_in_used = 2;
+}
+
 static bool main_is(const mnn_op *o, int t) { return o->has_main && o->main_type == t; }
 
 /* Float vector field -> malloc'd copy. */
@@ -464,13 +474,7 @@ static cd_status map_simple(mop *m, cd_error *err) {
         m->type = binary_type(bt);
         if (!m->type) keep_named(m, "binary opType %d has no cldiff op", bt);
         if (act) keep_named(m, "fused activation %d", act);
-        if (o->n_in != 2) keep_named(m, "%d inputs", o->n_in);
-        if (m->type) {
-            add_int(m, "axis", -1);
-            m->in_slots[0] = "X";
-            m->in_slots[1] = "Y";
-            m->n_in_used = 2;
-        }
+        binary_slots(m);
         break;
     }
     case 22: { /* Eltwise */
@@ -489,13 +493,7 @@ static cd_status map_simple(mop *m, cd_error *err) {
             return cd_err(err, CD_E_MODEL, "op #%d '%s': Eltwise type %u is not one of MNN's", o->index, o->name, et);
         m->type = et_op[et];
         if (!ones) keep_named(m, "coefficients");
-        if (o->n_in != 2) keep_named(m, "%d inputs", o->n_in);
-        if (m->type) {
-            add_int(m, "axis", -1);
-            m->in_slots[0] = "X";
-            m->in_slots[1] = "Y";
-            m->n_in_used = 2;
-        }
+        binary_slots(m);
         break;
     }
     case 10:   /* Concat */
