@@ -1,42 +1,69 @@
 #!/usr/bin/env bash
-# Cost of the Paddle-Lite engines (docs/paddle-lite-engines.md "Results"): for each model, the
-# median wall time of N runs of Paddle-Lite ARM alone (`cldiff run --backends paddle-lite-arm`,
-# qemu here), Paddle-Lite OpenCL alone, cldiff's CPU alone, and the whole differential run
-# `--backends paddle-lite-arm,paddle-lite-opencl`, interleaved, after one warm-up of each (PoCL's
-# kernel cache and the Opt cache are warm then), and the ratios to the CPU run.
+# Cost of the engines (docs/paddle-lite-engines.md "Results", docs/mnn.md "Cost"): for each model,
+# the median wall time of N runs of each engine alone (`cldiff run --backends E`), cldiff's CPU
+# alone, and the whole differential run of the pair, interleaved, after one warm-up of each (PoCL's
+# kernel cache, the Opt cache and the runners are warm then), and the ratios to the CPU run.
 #
-#   scripts/bench_engines.sh CLDIFF [N] [MODEL.nb[:shape] ...]
+#   scripts/bench_engines.sh CLDIFF [N] [MODEL[:shape] ...]
 #
-# Default models: mask_detector, ppocr_v4_mobile_cls (x=1,3,48,192), ppocr_v2.0_cls; N = 3.
-# Extra cldiff options in $CLDIFF_ARGS (e.g. --backend-opt paddle-lite-opencl:vendors=DIR).
+# Engines: $ENGINES (default "paddle-lite-arm paddle-lite-opencl"), the pair $PAIR (default the two
+# engines joined by a comma). For MNN: ENGINES="mnn-cpu mnn-opencl" with .mnn models (default then:
+# the models of testdata/mnn that cldiff's CPU runs whole). Default Paddle-Lite models:
+# mask_detector, ppocr_v4_mobile_cls (x=1,3,48,192), ppocr_v2.0_cls; N = 3. A run that fails
+# prints "fail" (its exit code) instead of a time. Extra cldiff options in $CLDIFF_ARGS (e.g.
+# --backend-opt paddle-lite-opencl:vendors=DIR).
 set -u
 bin=$1; n=${2:-3}; shift; [ $# -gt 0 ] && shift
 here="$(cd "$(dirname "$0")/.." && pwd)"
 M=${MODELS:-$here/../shared/models}
+read -r -a engines <<< "${ENGINES:-paddle-lite-arm paddle-lite-opencl}"
+pair=${PAIR:-$(IFS=,; echo "${engines[*]}")}
 models=("$@")
-[ ${#models[@]} -gt 0 ] || models=("$M/mask_detector_fp32_arm_v2.10rc.nb" "$M/ppocr_v4_mobile_cls_fp32_arm_v2.13rc.nb:x=1,3,48,192"
-                                    "$M/ppocr_v2.0_cls_fp32_arm_v2.14rc.nb:x=1,3,48,192")
+if [ ${#models[@]} -eq 0 ]; then
+  case "${engines[0]}" in
+    mnn-*) models=("$here/testdata/mnn/conv.mnn" "$here/testdata/mnn/branches.mnn" "$here/testdata/mnn/attention.mnn") ;;
+    *) models=("$M/mask_detector_fp32_arm_v2.10rc.nb" "$M/ppocr_v4_mobile_cls_fp32_arm_v2.13rc.nb:x=1,3,48,192"
+               "$M/ppocr_v2.0_cls_fp32_arm_v2.14rc.nb:x=1,3,48,192") ;;
+  esac
+fi
 out=$(mktemp -d /tmp/cldiff-bench-engines-XXXXXX)
 trap 'rm -rf "$out"' EXIT
-t() { local s e; s=$(date +%s.%N); "$@" > /dev/null 2>&1; e=$(date +%s.%N); python3 -c "print(f'{$e-$s:.3f}')"; }
-printf '%-40s %10s %10s %10s %10s %8s %8s\n' model cpu_s arm_s ocl_s diff_s arm/cpu diff/cpu
+# one timed run: seconds, or "fail:RC"
+t() {
+  local s e rc
+  s=$(date +%s.%N); "$@" > /dev/null 2>&1; rc=$?; e=$(date +%s.%N)
+  # 0 pass, 1 a verdict, 10 incomplete: the run finished; anything else is a failure to report
+  case $rc in 0|1|10) python3 -c "print(f'{$e-$s:.3f}')" ;; *) echo "fail:$rc" ;; esac
+}
+med() {
+  python3 -c "
+import statistics, sys
+v = sys.argv[1:]
+bad = [x for x in v if x.startswith('fail')]
+print(bad[0] if bad else f'{statistics.median(map(float, v)):.2f}')" $1
+}
+ratio() { python3 -c "import sys; a, b = sys.argv[1:]; print('-' if 'fail' in a + b else f'{float(a)/float(b):.1f}')" "$1" "$2"; }
+cols=(cpu "${engines[@]}" diff)
+printf '%-40s' model; for c in "${cols[@]}"; do printf ' %18s' "${c}_s"; done
+for e in "${engines[@]}"; do printf ' %18s' "$e/cpu"; done; printf ' %10s\n' diff/cpu
 for spec in "${models[@]}"; do
   m=${spec%%:*}; shp=(); [ "$spec" != "$m" ] && shp=(--shape "${spec#*:}")
+  inp=(); [ -f "${m%.*}.input.npy" ] && inp=(--input "${m%.*}.input.npy")
   declare -A times=()
   for round in $(seq 0 "$n"); do
-    for what in cpu paddle-lite-arm paddle-lite-opencl diff; do
+    for what in "${cols[@]}"; do
       if [ "$what" = diff ]; then
-        s=$(t "$bin" "$m" "${shp[@]}" --backends paddle-lite-arm,paddle-lite-opencl --out "$out/d" --no-repro ${CLDIFF_ARGS:-})
+        s=$(t "$bin" "$m" "${shp[@]}" "${inp[@]}" --backends "$pair" --out "$out/d" --no-repro ${CLDIFF_ARGS:-})
       else
-        s=$(t "$bin" run --backends "$what" "$m" "${shp[@]}" --out "$out/r" ${CLDIFF_ARGS:-})
+        s=$(t "$bin" run --backends "$what" "$m" "${shp[@]}" "${inp[@]}" --out "$out/r" ${CLDIFF_ARGS:-})
       fi
       [ "$round" -gt 0 ] && times[$what]="${times[$what]:-} $s"   # round 0 warms the caches
     done
   done
-  med() { python3 -c "import statistics,sys; print(f'{statistics.median(map(float, sys.argv[1:])):.2f}')" $1; }
-  c=$(med "${times[cpu]}"); a=$(med "${times[paddle-lite-arm]}"); o=$(med "${times[paddle-lite-opencl]}")
-  d=$(med "${times[diff]}")
-  printf '%-40s %10s %10s %10s %10s %8s %8s\n' "$(basename "$m" .nb)" "$c" "$a" "$o" "$d" \
-    "$(python3 -c "print(f'{$a/$c:.1f}')")" "$(python3 -c "print(f'{$d/$c:.1f}')")"
+  name=$(basename "$m"); printf '%-40s' "${name%.*}"
+  for c in "${cols[@]}"; do printf ' %18s' "$(med "${times[$c]}")"; done
+  c=$(med "${times[cpu]}")
+  for e in "${engines[@]}"; do printf ' %18s' "$(ratio "$(med "${times[$e]}")" "$c")"; done
+  printf ' %10s\n' "$(ratio "$(med "${times[diff]}")" "$c")"
   unset times
 done
