@@ -21,3 +21,10 @@ add_test(NAME mnn_planted
                  --out ${CMAKE_BINARY_DIR}/mnn-planted)
 set_tests_properties(mnn_planted PROPERTIES LABELS "mnn;e2e" TIMEOUT 900 SKIP_RETURN_CODE 77 COST 60
                      ENVIRONMENT "CLDIFF_NO_PROGRESS=1;NO_COLOR=1")
+
+# The repro pack of a .mnn run: the faulty layer cut out by MNN itself (layer.mnn), its command
+# reproducing a planted fault on MNN's engines and passing without it.
+add_test(NAME mnn_repro
+         COMMAND ${CMAKE_SOURCE_DIR}/.venv/bin/python ${CMAKE_CURRENT_SOURCE_DIR}/mnn/test_mnn_repro.py
+                 $<TARGET_FILE:cldiff> ${CMAKE_SOURCE_DIR} $<TARGET_FILE:faultinj>)
+set_tests_properties(mnn_repro PROPERTIES LABELS "mnn;e2e" TIMEOUT 600 SKIP_RETURN_CODE 77)

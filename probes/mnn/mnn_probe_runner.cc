@@ -5,7 +5,13 @@
 //   mnn_probe_runner MODEL.mnn IN_DIR OUT_DIR --forward cpu|opencl [--threads N]
 //                    [--precision low|normal|high] [--memory low|normal|high] [--power low|normal|high]
 //                    [--mode buffer|image] [--tuning none|fast|normal|wide|heavy]
+//   mnn_probe_runner --extract MODEL.mnn OUT.mnn TENSOR [NAME=d0,d1,... ...]
 //
+// --extract writes the op that produces TENSOR alone as a model (the repro pack of a .mnn run):
+// the op as MNN stored it, its constant inputs, and a model input (named like the tensor it
+// replaces, with its shape, layout and type) for every other input; NAME=dims resize the
+// model's own inputs first, so the shapes follow the run's. Exit 3 when TENSOR is not an op's
+// output, 6 when OUT.mnn cannot be written.
 // IN_DIR/inputs.txt names the model's inputs, one a line, in the order of the files
 // IN_DIR/input_<k>.npy (float32 / int32 / uint8 / int8, C order). OUT_DIR/ops.txt gets one line
 // per output of every executed op: "<seq> <k> <where> <descr> <file> <op type> <op name>", where
@@ -31,6 +37,8 @@
 #include <MNN/Interpreter.hpp>
 #include <MNN/MNNDefine.h>
 #include <MNN/Tensor.hpp>
+#include <MNN/expr/Expr.hpp>
+#include <MNN/expr/NeuralNetWorkOp.hpp>
 
 namespace {
 
@@ -132,9 +140,64 @@ const char* forward_name(int f) {
   }
 }
 
+// The op that writes `tensor`, alone, saved as a model (see the head of this file).
+int extract_op(int argc, char** argv) {
+  using namespace MNN::Express;
+  if (argc < 5) return fail(2, "usage: --extract MODEL.mnn OUT.mnn TENSOR [NAME=d0,d1,... ...]");
+  std::string model = argv[2], out = argv[3], tensor = argv[4];
+  auto vars = Variable::loadMap(model.c_str());
+  if (vars.empty()) return fail(3, "MNN cannot load the model " + model);
+  auto io = Variable::getInputAndOutput(vars);
+  for (int i = 5; i < argc; i++) {
+    std::string a = argv[i];
+    size_t eq = a.find('=');
+    if (eq == std::string::npos) return fail(2, "input shape '" + a + "' is not NAME=d0,d1,...");
+    auto it = io.first.find(a.substr(0, eq));
+    if (it == io.first.end()) continue;  // not a model input: its shape follows from the others
+    INTS dims;
+    std::stringstream ss(a.substr(eq + 1));
+    std::string d;
+    while (std::getline(ss, d, ',')) dims.push_back(std::atoi(d.c_str()));
+    it->second->resize(dims);
+  }
+  auto found = vars.find(tensor);
+  if (found == vars.end()) return fail(3, "no tensor '" + tensor + "' in " + model);
+  EXPRP ex = found->second->expr().first;
+  if (!ex || !ex->get()) return fail(3, "tensor '" + tensor + "' is a model input or a constant, not an op's output");
+  std::vector<VARP> ins;
+  for (const VARP& v : ex->inputs()) {
+    EXPRP ie = v->expr().first;
+    if (ie && !ie->get() && ie->inputType() != VARP::INPUT) {
+      ins.push_back(v);  // a constant: kept as it is
+      continue;
+    }
+    const Variable::Info* info = v->getInfo();
+    if (!info) return fail(3, "the shape of '" + v->name() + "', an input of the op writing '" + tensor +
+                                  "', cannot be computed (give the model's input shapes as NAME=dims)");
+    VARP x = _Input(info->dim, info->order, info->type);
+    x->setName(v->name());
+    ins.push_back(x);
+  }
+  EXPRP op = Expr::create(ex->extra(), std::move(ins), ex->outputSize());
+  op->setName(ex->name());
+  std::vector<VARP> outs;
+  for (int k = 0; k < ex->outputSize(); k++) {
+    VARP y = Variable::create(op, k);
+    y->setName(ex->outputName(k));
+    outs.push_back(y);
+  }
+  Variable::save(outs, out.c_str());
+  struct stat st;
+  if (stat(out.c_str(), &st) != 0 || st.st_size == 0) return fail(6, "cannot write " + out);
+  std::printf("extracted op '%s' (%d inputs, %d outputs) into %s\n", ex->name().c_str(), (int)ex->inputs().size(),
+              ex->outputSize(), out.c_str());
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
+  if (argc > 1 && std::string(argv[1]) == "--extract") return extract_op(argc, argv);
   if (argc < 4) {
     std::fprintf(stderr,
                  "usage: %s MODEL.mnn IN_DIR OUT_DIR --forward cpu|opencl [--threads N]\n"

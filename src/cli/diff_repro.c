@@ -9,7 +9,9 @@
 #include <string.h>
 #include "cli/diff_priv.h"
 #include "verdict/verdict.h"
+#include "backends/mnn/mnn_extract.h"
 #include "model/extract.h"
+#include "model/mnn_reader.h"
 #include "model/nb_writer.h"
 #include "util/npy.h"
 
@@ -86,6 +88,7 @@ static void repro_options(const cd_cli_opts *o, char *cmd, size_t cmd_n) {
     if (o->cl_lib) cat_arg(cmd, cmd_n, "--cl-lib", o->cl_lib);
     if (o->cl_platform) cat_arg(cmd, cmd_n, "--cl-platform", o->cl_platform);
     if (o->cl_device) cat_arg(cmd, cmd_n, "--cl-device", o->cl_device);
+    for (int i = 0; i < o->n_backend_kv; i++) cat_arg(cmd, cmd_n, "--backend-opt", o->backend_kv[i]);
     if (o->tolerance_file) {
         char abs_[PATH_MAX];
         cat_arg(cmd, cmd_n, "--tolerance",
@@ -136,9 +139,9 @@ static cd_status repro_outputs(const cd_dump_reader *r, const char *run_a, const
 }
 
 /* command.txt, README.md and device.txt. */
-static cd_status repro_texts(const char *run_a, const char *run_b, const char *run_in, const cd_layer_cmp *l,
-                             const cd_analysis *an, const cd_report_env *env, const char *dir, const char *cmd,
-                             cd_error *err) {
+static cd_status repro_texts(const char *layer_file, const char *run_a, const char *run_b, const char *run_in,
+                             const cd_layer_cmp *l, const cd_analysis *an, const cd_report_env *env, const char *dir,
+                             const char *cmd, cd_error *err) {
     char inh[160];
     snprintf(inh, sizeof inh, "; on %s's inputs this layer is within tolerance, so the pack may pass", run_in);
     char path[1200], readme[8192];
@@ -156,7 +159,7 @@ static cd_status repro_texts(const char *run_a, const char *run_b, const char *r
              "%lld of %lld elements out (%s vs %s, %s).\n\n"
              "Reproduce (from this folder):\n\n    %s\n\n"
              "Expected: exit 1 and `%s` named as the first divergence in repro-out/summary.json.\n\n"
-             "Files:\n- `layer.nb`: the op alone (params included), inputs declared as model inputs\n"
+             "Files:\n- `%s`: the op alone (params included), inputs declared as model inputs\n"
              "- `in<k>.npy`: its exact inputs as backend %s computed them (float32)\n"
              "- `out_%s.npy`, `out_%s.npy`: the layer's output on both backends in the full run, shape %s\n"
              "- `command.txt`: the command above\n\n"
@@ -166,7 +169,7 @@ static cd_status repro_texts(const char *run_a, const char *run_b, const char *r
                  : !strcmp(an->first_kind, "inherited") ? "inherited"
                                                         : "unclassified",
              !strcmp(an->first_kind, "inherited") ? inh : "", l->m.max_abs, l->m.cosine, (long long)l->m.fail_count,
-             (long long)l->m.n, run_a, run_b, env->precision, cmd, l->layer, run_in, run_a, run_b,
+             (long long)l->m.n, run_a, run_b, env->precision, cmd, l->layer, layer_file, run_in, run_a, run_b,
              cd_shape_str(&l->shape, sh, sizeof sh), env->backend_a, env->device_a ? env->device_a : "",
              env->driver_a ? env->driver_a : "", env->backend_b, env->device_b ? env->device_b : "",
              env->driver_b ? env->driver_b : "", env->variant_b ? env->variant_b : "", env->model_path,
@@ -180,6 +183,38 @@ static cd_status repro_texts(const char *run_a, const char *run_b, const char *r
              env->device_b ? env->device_b : "", env->driver_b ? env->driver_b : "",
              env->variant_b ? env->variant_b : "", env->precision);
     return cd_diff_write_text(path, readme, err);
+}
+
+/* layer.mnn: the op writing the layer's first output, cut out of the user's .mnn by MNN (the
+ * SDK of the run's MNN engine, else the default one), with the run's input shapes. */
+static cd_status mnn_layer(cd_session *s, const cd_extracted *ex, const char *dir, const char *path, cd_error *err) {
+    const cd_graph *g = s->g;
+    const cd_cli_opts *o = s->o;
+    const char *sdk = NULL;
+    for (int i = 0; i < o->n_backend_kv && !sdk; i++)
+        if (!strncmp(o->backend_kv[i], "mnn-", 4) && strstr(o->backend_kv[i], ":sdk=") &&
+            strncmp(o->backend_kv[i], "mnn-arm:", 8))
+            sdk = strstr(o->backend_kv[i], ":sdk=") + 5;
+    char(*shapes)[600] = calloc((size_t)g->n_inputs + 1, sizeof *shapes);
+    const char **sv = calloc((size_t)g->n_inputs + 1, sizeof *sv);
+    cd_status st = CD_OK;
+    if (!shapes || !sv) st = cd_err(err, CD_E_NOMEM, "out of memory");
+    for (int i = 0; !st && i < g->n_inputs; i++) {
+        int t = g->inputs[i];
+        const cd_shape *sh = &s->plan.meta[t].shape;
+        size_t n = (size_t)snprintf(shapes[i], sizeof shapes[i], "%s=", g->tensors[t].name);
+        for (int k = 0; k < sh->rank && n < sizeof shapes[i]; k++)
+            n += (size_t)snprintf(shapes[i] + n, sizeof shapes[i] - n, "%s%lld", k ? "," : "", (long long)sh->d[k]);
+        sv[i] = shapes[i];
+    }
+    char logp[1200];
+    snprintf(logp, sizeof logp, "%s/extract.log", dir);
+    if (!st)
+        st = cd_mnn_extract_op(sdk, o->model, g->tensors[ex->src_outputs[0]].name, sv, g->n_inputs, path, logp, err);
+    if (!st) remove(logp);
+    free(shapes);
+    free(sv);
+    return st;
 }
 
 /* The pack of layer l: the op alone, its inputs as run_in computed them (force: the record of
@@ -200,19 +235,25 @@ static cd_status write_repro(cd_session *s, const cd_dump_reader *r, const cd_fo
         st = cd_err(err, CD_E_NOMEM, "out of memory");
         goto done;
     }
-    snprintf(path, sizeof path, "%s/layer.nb", dir);
-    if ((st = cd_nb_write(ex.g, path, err))) goto done;
+    /* a .mnn model's layer is cut out by MNN itself, so MNN's engines run it; a .nb's by cldiff */
+    const char *layer_file = cd_mnn_graph(g) ? "layer.mnn" : "layer.nb";
+    snprintf(path, sizeof path, "%s/%s", dir, layer_file);
+    if (cd_mnn_graph(g))
+        st = mnn_layer(s, &ex, dir, path, err);
+    else
+        st = cd_nb_write(ex.g, path, err);
+    if (st) goto done;
     if ((st = cd_local_load_inputs(g, &s->plan, r, run_in, force, &ex, ins, in_shapes, note, sizeof note, err)))
         goto done;
     if (note[0]) {
         st = cd_err(err, CD_E_USAGE, "repro pack of %s: %s", l->layer, note);
         goto done;
     }
-    snprintf(cmd, sizeof cmd, "cldiff layer.nb");
+    snprintf(cmd, sizeof cmd, "cldiff %s", layer_file);
     if ((st = repro_inputs(g, &ex, ins, in_shapes, dir, cmd, sizeof cmd, err))) goto done;
     repro_options(s->o, cmd, sizeof cmd);
     if ((st = repro_outputs(r, run_a, run_b, l, dir, err))) goto done;
-    if ((st = repro_texts(run_a, run_b, run_in, l, an, env, dir, cmd, err))) goto done;
+    if ((st = repro_texts(layer_file, run_a, run_b, run_in, l, an, env, dir, cmd, err))) goto done;
     snprintf(cmd_out, cmd_n, "%s", cmd);
 done:
     for (int k = 0; ins && k < ex.n_inputs; k++) cd_value_release(&ins[k]);
