@@ -10,10 +10,14 @@
 // IN_DIR/input_<k>.npy (float32 / int32 / uint8 / int8, C order). OUT_DIR/ops.txt gets one line
 // per output of every executed op: "<seq> <k> <where> <descr> <file> <op type> <op name>", where
 // is "device" (the output lives in the GPU backend's memory) or "host"; OUT_DIR/run.txt says
-// what ran: the backends MNN's session reports (getSessionInfo BACKENDS) and the options.
+// what ran: the backends MNN's session reports (getSessionInfo BACKENDS), the options, and for
+// the CPU the arithmetic MNN's kernels use ("compute fp16" when MNN chose its ARMv8.2 backend:
+// precision low on an aarch64 CPU with FPHP and ASIMDHP, MNN's session backend then being
+// MNN_FORWARD_CPU_EXTENSION; else "compute fp32").
 // Phase and op markers go to stderr before each step, so a run that dies names where.
 // Exit codes: 0 ok, 2 usage, 3 bad input file or model, 4 the session is not on the backend
-// asked for (MNN moved it to its CPU), 6 cannot write OUT_DIR. Part of cldiff; written against
+// asked for (MNN moved it to its CPU, or a CPU session is on another backend), 6 cannot write
+// OUT_DIR. Part of cldiff; written against
 // MNN's public headers, nothing of MNN is copied here.
 #include <chrono>
 #include <cstdint>
@@ -27,6 +31,9 @@
 #include <vector>
 
 #include <sys/stat.h>
+#if defined(__linux__) && defined(__aarch64__)
+#include <sys/auxv.h>
+#endif
 
 #include <MNN/Interpreter.hpp>
 #include <MNN/MNNDefine.h>
@@ -132,6 +139,18 @@ const char* forward_name(int f) {
   }
 }
 
+// Whether this CPU offers half-precision arithmetic (AArch64 Linux: HWCAP FPHP and ASIMDHP, the
+// bits MNN's CPU runtime asks for before it takes its ARMv8.2 fp16 kernels). -1: not AArch64.
+int cpu_fp16arith() {
+#if defined(__linux__) && defined(__aarch64__)
+  unsigned long hw = getauxval(AT_HWCAP);
+  const unsigned long fphp = 1ul << 9, asimdhp = 1ul << 10;  // Linux arch/arm64 uapi hwcap.h
+  return (hw & fphp) && (hw & asimdhp) ? 1 : 0;
+#else
+  return -1;
+#endif
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -213,12 +232,31 @@ int main(int argc, char** argv) {
        << "\nprecision " << precision << "\nmemory " << memory << "\npower " << power << "\n";
   if (forward == "opencl") info << "gpu_mode " << mode << "\ntuning " << tuning << "\n";
   else info << "threads " << cfg.numThread << "\n";
+  int fp16 = cpu_fp16arith();
+  if (fp16 >= 0) info << "cpu_fp16arith " << fp16 << "\n";
+  if (forward == "cpu" && have_info) {
+    // MNN's CPU runtime makes its ARMv8.2 backend (type MNN_FORWARD_CPU_EXTENSION, fp16 storage
+    // and arithmetic) for precision low where the CPU has half arithmetic; on x86 the same type
+    // is its AVX2/AVX512 backend, float arithmetic
+    bool ext = backends[0] == MNN_FORWARD_CPU_EXTENSION;
+#if defined(__aarch64__)
+    bool half = ext && precision == "low";
+    info << "compute " << (half ? "fp16" : "fp32") << "\ncpu_kernels "
+         << (half ? "arm82-fp16" : ext ? "arm64-extension-fp32" : "arm64-fp32") << "\n";
+#else
+    info << "compute fp32\ncpu_kernels " << (ext ? "x86-simd-fp32" : "x86-fp32") << "\n";
+#endif
+  }
   info.flush();
   if (forward == "opencl" && (!have_info || backends[0] != MNN_FORWARD_OPENCL))
     return fail(4, std::string("MNN moved the session to its ") + (have_info ? forward_name(backends[0]) : "?") +
                        " backend (getSessionInfo BACKENDS " + std::to_string(backends[0]) +
                        "): OpenCL was asked for but MNN found no usable OpenCL device or runtime; "
                        "nothing of this run ran on OpenCL");
+  if (forward == "cpu" && (!have_info || (backends[0] != MNN_FORWARD_CPU && backends[0] != MNN_FORWARD_CPU_EXTENSION)))
+    return fail(4, std::string("MNN put the CPU session on its ") + (have_info ? forward_name(backends[0]) : "?") +
+                       " backend (getSessionInfo BACKENDS " + std::to_string(backends[0]) +
+                       "), not on its CPU (type 0, or 13 for its ARMv8.2 / AVX backends)");
   // inputs
   std::ifstream names(in_dir + "/inputs.txt");
   std::string nm;
