@@ -106,6 +106,7 @@ void cd_verdict_local_req(const cd_verdict_run *v, cd_local_req *q) {
          * backend stores and computes in fp16, docs/mnn.md "mnn-arm") is bounded as half,
          * whatever the plan's precision */
         if (v->compute_b && !strcmp(v->compute_b, "fp16")) q->b = (cd_arith){.u = CD_U16, .half_store = true};
+        q->b.exp_rel = db ? db->exp_rel : 0;
         q->ref.trans_ulps = q->b.trans_ulps = 256;
         q->run_free = NULL;
         q->settled = NULL;

@@ -12,7 +12,8 @@ is not installed.
 1. conv, branches, attention: `--backends mnn-arm,mnn-opencl` PASS with every expected layer
    compared; the dump says the session ran on MNN's CPU (backend type 0) in fp32 under qemu; MNN's
    ARM output equals onnxruntime's within 1e-4 of its range.
-2. `cpu,mnn-arm` (mnn-arm as B, each of its layers checked by cldiff's CPU on its own inputs): PASS.
+2. `cpu,mnn-arm` (mnn-arm as B, each of its layers checked by cldiff's CPU on its own inputs) on
+   every model of testdata/mnn/ that cldiff runs: PASS (MNN's approximate ARM exp in the bounds).
 3. precision=low (--fp16): MNN's ARMv8.2 backend ran (session backend 13, compute fp16 recorded,
    cpu_kernels arm82-fp16); the verdict PASS with fp16 bounds; the output really is fp16
    arithmetic: it differs from the precision=high output by more than float rounding and less
@@ -120,13 +121,21 @@ with tempfile.TemporaryDirectory() as d:
             tol = 1e-4 * float(np.abs(ref).max())
             check(da <= tol, f"{name}: MNN ARM output vs onnxruntime {da:.3g} <= {tol:.3g}")
 
-    # 2. mnn-arm as B: checked layer by layer by cldiff's CPU on its own inputs
-    out = os.path.join(d, "cpu-arm")
-    rc, so, se = run([os.path.join(DATA, "attention.mnn"), "--backends", "cpu,mnn-arm", "--input",
-                      os.path.join(DATA, "attention.input.npy"), "--out", out, "--no-repro"])
-    m = re.search(r"PASS \((\d+) layers checked locally", so)
-    check(rc == 0 and m and int(m.group(1)) >= 11,
-          f"cpu,mnn-arm: PASS with >= 11 layers checked locally (exit {rc}, {m and m.group(1)}: {se.strip()[-300:]})")
+    # 2. mnn-arm as B: checked layer by layer by cldiff's CPU on its own inputs, on every model
+    # cldiff runs (eltwise and matmul hold ops that stay named: refused, exit 8). MNN's ARM exp
+    # (softmax, exp, tanh, sigmoid) is a degree-4 polynomial, 918 u off on attention's softmax and
+    # 1.8e-5 on ops_unary's tanh: the bounds take mnn-arm's exp_rel (it was a false KERNEL FAULT)
+    for mn in sorted(glob.glob(os.path.join(DATA, "*.mnn"))):
+        name = os.path.basename(mn)[:-4]
+        x = os.path.join(DATA, name + ".input.npy")
+        if not os.path.exists(x) or name in ("eltwise", "matmul"):
+            continue
+        rc, so, se = run([mn, "--backends", "cpu,mnn-arm", "--input", x, "--out", os.path.join(d, "ca-" + name),
+                          "--no-repro"])
+        m = re.search(r"PASS \((\d+) layers checked locally", so)
+        check(rc == 0 and m and int(m.group(1)) >= 2,
+              f"cpu,mnn-arm {name}: PASS, {m and m.group(1)} layers checked locally (exit {rc}: "
+              f"{(so + se).strip()[-300:] if rc else ''})")
 
     # 3. precision low: MNN's ARMv8.2 fp16 backend, recorded and judged as fp16 arithmetic
     y = {}

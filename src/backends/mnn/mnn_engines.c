@@ -756,6 +756,9 @@ const cd_backend_def cd_backend_def_mnn_opencl = {
 const cd_backend_def cd_backend_def_mnn_arm = {
     .name = "mnn-arm",
     .summary = "MNN's own ARM kernels (a .mnn model; an aarch64 MNN SDK, under qemu-aarch64 -cpu max on x86-64)",
+    /* MNN's ARM softmax (MNNSoftmaxFp32_Pack1 and _Pack4) takes exp from expApprox, a degree-4
+     * polynomial after range reduction: at most 5.57e-5 relative (934 u; docs/mnn.md "mnn-arm") */
+    .exp_rel = 5.6e-5,
     .opts = ARM_OPTS,
     .run = arm_run,
     .placement = arm_place,
