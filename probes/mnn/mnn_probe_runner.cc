@@ -158,14 +158,14 @@ int main(int argc, char** argv) {
     std::fprintf(stderr,
                  "usage: %s MODEL.mnn IN_DIR OUT_DIR --forward cpu|opencl [--threads N]\n"
                  "          [--precision low|normal|high] [--memory low|normal|high] [--power low|normal|high]\n"
-                 "          [--mode buffer|image] [--tuning none|fast|normal|wide|heavy]\n",
+                 "          [--mode buffer|image] [--tuning none|fast|normal|wide|heavy] [--winograd 0-3]\n",
                  argv[0]);
     return 2;
   }
   std::string model = argv[1], in_dir = argv[2], out_dir = argv[3];
   std::string forward = "cpu", precision = "high", memory = "normal", power = "normal", mode = "buffer",
               tuning = "none";
-  int threads = 1;
+  int threads = 1, winograd = -1;
   for (int i = 4; i < argc; i++) {
     std::string a = argv[i];
     if (i + 1 >= argc) return fail(2, "option " + a + " needs a value");
@@ -177,6 +177,7 @@ int main(int argc, char** argv) {
     else if (a == "--power") power = v;
     else if (a == "--mode") mode = v;
     else if (a == "--tuning") tuning = v;
+    else if (a == "--winograd") winograd = std::atoi(v.c_str());
     else return fail(2, "unknown option " + a);
   }
   auto lvl = [](const std::string& v, const char* what, int* out) {
@@ -219,6 +220,8 @@ int main(int argc, char** argv) {
     cfg.mode = (mode == "image" ? MNN_GPU_MEMORY_IMAGE : MNN_GPU_MEMORY_BUFFER) | tune;
   else
     cfg.numThread = threads > 0 ? threads : 1;
+  // MNN's CPU picks Winograd for 3x3 convolutions by cost unless this hint is 0 (-1: MNN's default)
+  if (winograd >= 0) net->setSessionHint(MNN::Interpreter::WINOGRAD_MEMORY_LEVEL, winograd);
   std::fprintf(stderr, "mnn_probe_runner: phase session\n");
   std::fflush(stderr);
   MNN::Session* s = net->createSession(cfg);
@@ -231,7 +234,7 @@ int main(int argc, char** argv) {
        << "\nsession_backend " << (have_info ? forward_name(backends[0]) : "?") << " " << backends[0]
        << "\nprecision " << precision << "\nmemory " << memory << "\npower " << power << "\n";
   if (forward == "opencl") info << "gpu_mode " << mode << "\ntuning " << tuning << "\n";
-  else info << "threads " << cfg.numThread << "\n";
+  else info << "threads " << cfg.numThread << "\nwinograd " << (winograd < 0 ? std::string("default") : std::to_string(winograd)) << "\n";
   int fp16 = cpu_fp16arith();
   if (fp16 >= 0) info << "cpu_fp16arith " << fp16 << "\n";
   if (forward == "cpu" && have_info) {

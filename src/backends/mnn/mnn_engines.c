@@ -35,7 +35,7 @@ typedef struct meng {
     bool built;
     char dir[PATH_MAX];
     const char *precision, *memory, *power, *mode, *tuning;
-    char threads[16];
+    char threads[16], winograd[8];
 } meng;
 
 static const char *opt(const meng *e, const char *key, const char *dflt) {
@@ -84,6 +84,13 @@ static cd_status read_opts(meng *e, cd_error *err) {
         nt = (int)v;
     }
     snprintf(e->threads, sizeof e->threads, "%d", nt);
+    /* MNN's WINOGRAD_MEMORY_LEVEL session hint (0: no Winograd for 3x3 convolutions) */
+    const char *wg = cd_backend_opt(e->q->bo, e->name, "winograd");
+    if (wg && *wg && (e->opencl || strlen(wg) != 1 || wg[0] < '0' || wg[0] > '3'))
+        return cd_err(err, CD_E_USAGE, "--backend-opt %s:winograd=%s: %s", e->name, wg,
+                      e->opencl ? "winograd is an option of MNN's CPU engines (mnn-cpu, mnn-arm)"
+                                : "expected 0 (no Winograd) to 3 (MNN's default)");
+    snprintf(e->winograd, sizeof e->winograd, "%s", wg && *wg ? wg : "");
     return CD_OK;
 }
 
@@ -321,7 +328,8 @@ static void read_run_txt(meng *e, cd_runner_result *res, char *version, size_t v
             cd_run_attr_num(res, key, atof(v));
         else if (!strcmp(line, "session_backend") || !strcmp(line, "precision") || !strcmp(line, "memory") ||
                  !strcmp(line, "power") || !strcmp(line, "gpu_mode") || !strcmp(line, "tuning") ||
-                 !strcmp(line, "threads") || !strcmp(line, "cpu_kernels") || !strcmp(line, "cpu_fp16arith"))
+                 !strcmp(line, "threads") || !strcmp(line, "cpu_kernels") || !strcmp(line, "cpu_fp16arith") ||
+                 !strcmp(line, "winograd"))
             cd_run_attr_str(res, key, "%s", v);
     }
     if (f) fclose(f);
@@ -488,8 +496,10 @@ static cd_status eng_run(const char *name, bool opencl, const cd_runner_req *q, 
                         (char *)e->power,
                         "--threads",
                         threads,
-                        opencl ? "--mode" : NULL,
-                        (char *)e->mode,
+                        opencl               ? "--mode"
+                            : e->winograd[0] ? "--winograd"
+                                             : NULL,
+                        opencl ? (char *)e->mode : e->winograd,
                         "--tuning",
                         (char *)e->tuning,
                         NULL};
@@ -619,6 +629,12 @@ static cd_status eng_run(const char *name, bool opencl, const cd_runner_req *q, 
                 "out%s\n",
                 name, version, session, compute[0] ? ", compute " : "", compute, opts, col.hits, col.internal,
                 col.shape_differs ? " (some outputs' sizes differ from cldiff's plan: not compared)" : "");
+    if (!st && !q->quiet && !strcmp(compute, "fp16") && q->plan->prec != CD_PREC_FP16)
+        fprintf(stderr,
+                "cldiff: note: %s computed in fp16 (precision=%s: MNN's ARMv8.2 backend) in a float32 run: its layers "
+                "are checked with half bounds, but outputs are compared at float32 tolerances (expect OUTPUT DRIFT); "
+                "--fp16 compares at fp16's\n",
+                name, e->precision);
     const char *keep = cd_backend_opt(q->bo, name, "keep");
     if (keep && strcmp(keep, "0"))
         fprintf(stderr, "cldiff: %s work folder kept: %s\n", name, e->dir);
@@ -707,6 +723,7 @@ static const cd_backend_optdef CPU_OPTS[] = {
     {"memory", "low|normal|high", "MNN's BackendConfig memory mode"},
     {"power", "low|normal|high", "MNN's BackendConfig power mode"},
     {"threads", "N", "MNN's numThread (default --threads, else 1)"},
+    {"winograd", "0-3", "MNN's WINOGRAD_MEMORY_LEVEL hint (0: no Winograd 3x3 convolutions; default MNN's)"},
     {"keep", "0|1", "keep the work folder (inputs, every op's output, logs)"},
     {NULL, NULL, NULL},
 };
@@ -718,6 +735,7 @@ static const cd_backend_optdef ARM_OPTS[] = {
     {"memory", "low|normal|high", "MNN's BackendConfig memory mode"},
     {"power", "low|normal|high", "MNN's BackendConfig power mode"},
     {"threads", "N", "MNN's numThread (default --threads, else 1)"},
+    {"winograd", "0-3", "MNN's WINOGRAD_MEMORY_LEVEL hint (0: no Winograd 3x3 convolutions; default MNN's)"},
     {"keep", "0|1", "keep the work folder (inputs, every op's output, logs)"},
     {NULL, NULL, NULL},
 };
