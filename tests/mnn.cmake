@@ -28,3 +28,13 @@ add_test(NAME mnn_repro
          COMMAND ${CMAKE_SOURCE_DIR}/.venv/bin/python ${CMAKE_CURRENT_SOURCE_DIR}/mnn/test_mnn_repro.py
                  $<TARGET_FILE:cldiff> ${CMAKE_SOURCE_DIR} $<TARGET_FILE:faultinj>)
 set_tests_properties(mnn_repro PROPERTIES LABELS "mnn;e2e" TIMEOUT 600 SKIP_RETURN_CODE 77)
+
+# The engine mnn-arm (MNN's ARM kernels, an aarch64 SDK under qemu-aarch64 -cpu max) on
+# testdata/mnn/: mnn-arm,mnn-opencl and cpu,mnn-arm PASS, precision=low recorded and judged as
+# fp16 arithmetic (MNN's ARMv8.2 backend), errors exit 4 / a crash under qemu exit 5. Skips (77)
+# without the aarch64 SDK (CLDIFF_BUILD_MNN_ARM=1 scripts/setup_mnn.sh builds it). 50 s with cold runner and
+# PoCL caches, 17 s warm.
+add_test(NAME mnn_arm
+         COMMAND ${CMAKE_SOURCE_DIR}/.venv/bin/python ${CMAKE_CURRENT_SOURCE_DIR}/mnn/test_mnn_arm.py
+                 $<TARGET_FILE:cldiff> ${CMAKE_SOURCE_DIR})
+set_tests_properties(mnn_arm PROPERTIES LABELS "mnn;e2e" TIMEOUT 900 SKIP_RETURN_CODE 77)

@@ -16,10 +16,14 @@
 // IN_DIR/input_<k>.npy (float32 / int32 / uint8 / int8, C order). OUT_DIR/ops.txt gets one line
 // per output of every executed op: "<seq> <k> <where> <descr> <file> <op type> <op name>", where
 // is "device" (the output lives in the GPU backend's memory) or "host"; OUT_DIR/run.txt says
-// what ran: the backends MNN's session reports (getSessionInfo BACKENDS) and the options.
+// what ran: the backends MNN's session reports (getSessionInfo BACKENDS), the options, and for
+// the CPU the arithmetic MNN's kernels use ("compute fp16" when MNN chose its ARMv8.2 backend:
+// precision low on an aarch64 CPU with FPHP and ASIMDHP, MNN's session backend then being
+// MNN_FORWARD_CPU_EXTENSION; else "compute fp32").
 // Phase and op markers go to stderr before each step, so a run that dies names where.
 // Exit codes: 0 ok, 2 usage, 3 bad input file or model, 4 the session is not on the backend
-// asked for (MNN moved it to its CPU), 6 cannot write OUT_DIR. Part of cldiff; written against
+// asked for (MNN moved it to its CPU, or a CPU session is on another backend), 6 cannot write
+// OUT_DIR. Part of cldiff; written against
 // MNN's public headers, nothing of MNN is copied here.
 #include <chrono>
 #include <cstdint>
@@ -33,6 +37,9 @@
 #include <vector>
 
 #include <sys/stat.h>
+#if defined(__linux__) && defined(__aarch64__)
+#include <sys/auxv.h>
+#endif
 
 #include <MNN/Interpreter.hpp>
 #include <MNN/MNNDefine.h>
@@ -194,6 +201,18 @@ int extract_op(int argc, char** argv) {
   return 0;
 }
 
+// Whether this CPU offers half-precision arithmetic (AArch64 Linux: HWCAP FPHP and ASIMDHP, the
+// bits MNN's CPU runtime asks for before it takes its ARMv8.2 fp16 kernels). -1: not AArch64.
+int cpu_fp16arith() {
+#if defined(__linux__) && defined(__aarch64__)
+  unsigned long hw = getauxval(AT_HWCAP);
+  const unsigned long fphp = 1ul << 9, asimdhp = 1ul << 10;  // Linux arch/arm64 uapi hwcap.h
+  return (hw & fphp) && (hw & asimdhp) ? 1 : 0;
+#else
+  return -1;
+#endif
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -202,14 +221,14 @@ int main(int argc, char** argv) {
     std::fprintf(stderr,
                  "usage: %s MODEL.mnn IN_DIR OUT_DIR --forward cpu|opencl [--threads N]\n"
                  "          [--precision low|normal|high] [--memory low|normal|high] [--power low|normal|high]\n"
-                 "          [--mode buffer|image] [--tuning none|fast|normal|wide|heavy]\n",
+                 "          [--mode buffer|image] [--tuning none|fast|normal|wide|heavy] [--winograd 0-3]\n",
                  argv[0]);
     return 2;
   }
   std::string model = argv[1], in_dir = argv[2], out_dir = argv[3];
   std::string forward = "cpu", precision = "high", memory = "normal", power = "normal", mode = "buffer",
               tuning = "none";
-  int threads = 1;
+  int threads = 1, winograd = -1;
   for (int i = 4; i < argc; i++) {
     std::string a = argv[i];
     if (i + 1 >= argc) return fail(2, "option " + a + " needs a value");
@@ -221,6 +240,7 @@ int main(int argc, char** argv) {
     else if (a == "--power") power = v;
     else if (a == "--mode") mode = v;
     else if (a == "--tuning") tuning = v;
+    else if (a == "--winograd") winograd = std::atoi(v.c_str());
     else return fail(2, "unknown option " + a);
   }
   auto lvl = [](const std::string& v, const char* what, int* out) {
@@ -263,6 +283,8 @@ int main(int argc, char** argv) {
     cfg.mode = (mode == "image" ? MNN_GPU_MEMORY_IMAGE : MNN_GPU_MEMORY_BUFFER) | tune;
   else
     cfg.numThread = threads > 0 ? threads : 1;
+  // MNN's CPU picks Winograd for 3x3 convolutions by cost unless this hint is 0 (-1: MNN's default)
+  if (winograd >= 0) net->setSessionHint(MNN::Interpreter::WINOGRAD_MEMORY_LEVEL, winograd);
   std::fprintf(stderr, "mnn_probe_runner: phase session\n");
   std::fflush(stderr);
   MNN::Session* s = net->createSession(cfg);
@@ -275,13 +297,32 @@ int main(int argc, char** argv) {
        << "\nsession_backend " << (have_info ? forward_name(backends[0]) : "?") << " " << backends[0]
        << "\nprecision " << precision << "\nmemory " << memory << "\npower " << power << "\n";
   if (forward == "opencl") info << "gpu_mode " << mode << "\ntuning " << tuning << "\n";
-  else info << "threads " << cfg.numThread << "\n";
+  else info << "threads " << cfg.numThread << "\nwinograd " << (winograd < 0 ? std::string("default") : std::to_string(winograd)) << "\n";
+  int fp16 = cpu_fp16arith();
+  if (fp16 >= 0) info << "cpu_fp16arith " << fp16 << "\n";
+  if (forward == "cpu" && have_info) {
+    // MNN's CPU runtime makes its ARMv8.2 backend (type MNN_FORWARD_CPU_EXTENSION, fp16 storage
+    // and arithmetic) for precision low where the CPU has half arithmetic; on x86 the same type
+    // is its AVX2/AVX512 backend, float arithmetic
+    bool ext = backends[0] == MNN_FORWARD_CPU_EXTENSION;
+#if defined(__aarch64__)
+    bool half = ext && precision == "low";
+    info << "compute " << (half ? "fp16" : "fp32") << "\ncpu_kernels "
+         << (half ? "arm82-fp16" : ext ? "arm64-extension-fp32" : "arm64-fp32") << "\n";
+#else
+    info << "compute fp32\ncpu_kernels " << (ext ? "x86-simd-fp32" : "x86-fp32") << "\n";
+#endif
+  }
   info.flush();
   if (forward == "opencl" && (!have_info || backends[0] != MNN_FORWARD_OPENCL))
     return fail(4, std::string("MNN moved the session to its ") + (have_info ? forward_name(backends[0]) : "?") +
                        " backend (getSessionInfo BACKENDS " + std::to_string(backends[0]) +
                        "): OpenCL was asked for but MNN found no usable OpenCL device or runtime; "
                        "nothing of this run ran on OpenCL");
+  if (forward == "cpu" && (!have_info || (backends[0] != MNN_FORWARD_CPU && backends[0] != MNN_FORWARD_CPU_EXTENSION)))
+    return fail(4, std::string("MNN put the CPU session on its ") + (have_info ? forward_name(backends[0]) : "?") +
+                       " backend (getSessionInfo BACKENDS " + std::to_string(backends[0]) +
+                       "), not on its CPU (type 0, or 13 for its ARMv8.2 / AVX backends)");
   // inputs
   std::ifstream names(in_dir + "/inputs.txt");
   std::string nm;

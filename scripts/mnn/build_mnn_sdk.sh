@@ -12,7 +12,8 @@
 # Options: -DMNN_OPENCL=ON -DMNN_SEP_BUILD=OFF -DMNN_BUILD_TOOLS=OFF -DMNN_BUILD_CONVERTER=OFF,
 # Release; aarch64 cross-compiles with aarch64-linux-gnu-g++ (Debian: g++-aarch64-linux-gnu),
 # MNN_ARM82=ON (the ARMv8.2 fp16 kernels precision=low uses; qemu-aarch64 -cpu max runs them),
-# KleidiAI off (it is fetched from the network). ccache is used when present.
+# KleidiAI off (it is fetched from the network). ccache is used when present (CCACHE_BASEDIR
+# defaults to the temporary build folder, so a rebuild hits the cache).
 # One local edit: MNN's OpenCL runtime asks the first platform for GPU devices only; PoCL offers
 # a CPU device, so unedited MNN finds none and silently runs on its CPU. The edit asks for
 # CL_DEVICE_TYPE_ALL (on a machine whose first platform has a GPU it changes nothing).
@@ -70,7 +71,12 @@ if grep -q 'getDevices(CL_DEVICE_TYPE_GPU, &gpuDevices)' "$rt"; then
 fi
 opts=(-G Ninja -DCMAKE_BUILD_TYPE=Release -DMNN_OPENCL=ON -DMNN_SEP_BUILD=OFF -DMNN_BUILD_TOOLS=OFF
       -DMNN_BUILD_CONVERTER=OFF -DMNN_BUILD_DEMO=OFF -DMNN_BUILD_TEST=OFF -DMNN_KLEIDIAI=OFF)
-command -v ccache >/dev/null && opts+=(-DCMAKE_C_COMPILER_LAUNCHER=ccache -DCMAKE_CXX_COMPILER_LAUNCHER=ccache)
+if command -v ccache >/dev/null; then
+  opts+=(-DCMAKE_C_COMPILER_LAUNCHER=ccache -DCMAKE_CXX_COMPILER_LAUNCHER=ccache)
+  # the tree and build folder live in a new temporary folder each time: paths relative to it
+  # let a second build hit what the first one cached
+  export CCACHE_BASEDIR=${CCACHE_BASEDIR:-$work}
+fi
 if [ "$arch" = aarch64 ] && [ "$(uname -m)" != aarch64 ]; then
   command -v aarch64-linux-gnu-g++ >/dev/null || { echo "build_mnn_sdk: aarch64-linux-gnu-g++ missing (Debian: g++-aarch64-linux-gnu)" >&2; exit 1; }
   opts+=(-DCMAKE_SYSTEM_NAME=Linux -DCMAKE_SYSTEM_PROCESSOR=aarch64 -DCMAKE_C_COMPILER=aarch64-linux-gnu-gcc

@@ -13,7 +13,7 @@ extern const cd_backend_def cd_backend_def_paddle_lite;
 extern const cd_backend_def cd_backend_def_paddle_lite_x86;
 extern const cd_backend_def cd_backend_def_paddle_lite_arm;
 extern const cd_backend_def cd_backend_def_paddle_lite_opencl;
-extern const cd_backend_def cd_backend_def_mnn_cpu, cd_backend_def_mnn_opencl;
+extern const cd_backend_def cd_backend_def_mnn_cpu, cd_backend_def_mnn_opencl, cd_backend_def_mnn_arm;
 extern const cd_backend_def cd_backend_def_paddle_lite_phone;
 
 static const cd_backend_def *const REGISTRY[] = {
@@ -26,6 +26,7 @@ static const cd_backend_def *const REGISTRY[] = {
     &cd_backend_def_paddle_lite_x86,
     &cd_backend_def_mnn_cpu,
     &cd_backend_def_mnn_opencl,
+    &cd_backend_def_mnn_arm,
 };
 #define N_REGISTRY ((int)(sizeof REGISTRY / sizeof REGISTRY[0]))
 

@@ -5,8 +5,8 @@
 
 void cd_doctor_mnn(void) {
     printf("\nMNN engines (docs/mnn.md):\n");
-    static const char *const eng[] = {"mnn-cpu", "mnn-opencl"};
-    for (int k = 0; k < 2; k++) {
+    static const char *const eng[] = {"mnn-cpu", "mnn-opencl", "mnn-arm"};
+    for (int k = 0; k < 3; k++) {
         printf("%s:\n", eng[k]);
         fflush(stdout);
         char rep[8192];

@@ -47,7 +47,7 @@ static const char *const USAGE_MAIN =
     "                            paddle-lite-arm, paddle-lite-opencl (Paddle-Lite's own ARM and\n"
     "                            OpenCL kernels), paddle-lite (the x86 wheel); `cldiff doctor`\n"
     "                            says which are usable (docs/paddle-lite-engines.md); for a .mnn\n"
-    "                            model: mnn-cpu, mnn-opencl (MNN's own kernels, docs/mnn.md)\n"
+    "                            model: mnn-cpu, mnn-opencl, mnn-arm (MNN's own kernels, docs/mnn.md)\n"
     "  --backend-opt NAME:key=value  an option of one backend (repeatable), e.g.\n"
     "                            opencl:platform=NVIDIA, paddle-lite-arm:sdk=DIR; `cldiff doctor`\n"
     "                            lists every backend's options\n"

@@ -45,7 +45,10 @@ static double arith_part(const cd_bound_spec *s, double r, double mag, double x,
     switch (s->fam) {
     case CD_FAM_EXACT: return 0;
     case CD_FAM_ELEMENTWISE:
-    case CD_FAM_TRANSCENDENTAL: return sf * (s->ulps * (ur + ub) * m + s->abs_terms * (ur + ub));
+    case CD_FAM_TRANSCENDENTAL:
+        /* an engine's approximate exp (exp_rel) under exp, sigmoid, tanh, ...: relative in exp
+         * and sigmoid, absolute (at most half of it) in tanh near 0 */
+        return sf * (s->ulps * (ur + ub) * m + s->abs_terms * (ur + ub) + (s->ref.exp_rel + s->b.exp_rel) * (r + 1));
     case CD_FAM_ACCUMULATE: {
         double L = s->lipschitz > 0 ? s->lipschitz : 1;
         /* K products, the bias and a fused residual: K + 2 roundings on each side */
@@ -57,7 +60,11 @@ static double arith_part(const cd_bound_spec *s, double r, double mag, double x,
          * and |x - max| <= |ln y| because sum >= 1), exp has a few ulps, the K-term sum of
          * positive terms gamma_K, the division one more rounding. */
         double lnr = r > 0 ? fabs(log(r)) : 0;
-        return sf * ((cd_gamma(s->K, ur) + cd_gamma(s->K, ub)) * r + (lnr + s->ulps) * (ur + ub) * r);
+        /* an engine's approximate exp (exp_rel) errs in y's own term and in the sum (a weighted
+         * mean of the terms' errors): twice its relative error */
+        return sf *
+            ((cd_gamma(s->K, ur) + cd_gamma(s->K, ub)) * r + (lnr + s->ulps) * (ur + ub) * r +
+             2 * (s->ref.exp_rel + s->b.exp_rel) * r);
     }
     case CD_FAM_ROUNDING: {
         /* identical inputs round identically, except within a few roundings of a tie of
@@ -161,7 +168,9 @@ static lin_bound lin_bound_of(const cd_bound_spec *s, bool has_x, double absmax)
     lin_bound lb = {.rail = INFINITY};
     double ur = s->ref.u, ub = s->b.u, sf = s->safety > 0 ? s->safety : 1;
     double L = s->lipschitz > 0 ? s->lipschitz : 1, q = s->quantum > 0 ? s->quantum : 0;
-    if (!nonneg(ur) || !nonneg(ub) || !nonneg(s->ulps) || !nonneg(s->abs_terms) || !nonneg(s->act_ulps)) return lb;
+    if (!nonneg(ur) || !nonneg(ub) || !nonneg(s->ulps) || !nonneg(s->abs_terms) || !nonneg(s->act_ulps) ||
+        !nonneg(s->ref.exp_rel) || !nonneg(s->b.exp_rel))
+        return lb;
     /* arith_part = a0 + ar |ref| + am m, m the magnitude (|ref| when NaN) */
     double a0 = 0, ar = 0, am = 0;
     bool tight = true, allowance = false;
@@ -171,6 +180,10 @@ static lin_bound lin_bound_of(const cd_bound_spec *s, bool has_x, double absmax)
     case CD_FAM_TRANSCENDENTAL:
         am = sf * s->ulps * (ur + ub);
         a0 = sf * s->abs_terms * (ur + ub);
+        if (s->fam == CD_FAM_TRANSCENDENTAL) {
+            ar = sf * (s->ref.exp_rel + s->b.exp_rel);
+            a0 += ar;
+        }
         break;
     case CD_FAM_ACCUMULATE:
         am = sf * L * (cd_gamma(s->K + 2, ur) + cd_gamma(s->K + 2, ub));
@@ -178,7 +191,7 @@ static lin_bound lin_bound_of(const cd_bound_spec *s, bool has_x, double absmax)
         a0 = sf * s->abs_terms * (ur + ub);
         break;
     case CD_FAM_NORMALIZE: /* |ln ref| (ur + ub) |ref| left out: a lower bound */
-        ar = sf * (cd_gamma(s->K, ur) + cd_gamma(s->K, ub) + s->ulps * (ur + ub));
+        ar = sf * (cd_gamma(s->K, ur) + cd_gamma(s->K, ub) + s->ulps * (ur + ub) + 2 * (s->ref.exp_rel + s->b.exp_rel));
         tight = false;
         break;
     case CD_FAM_ROUNDING: /* the quantum allowed near a tie left out, but for an unknown x */

@@ -44,6 +44,10 @@ typedef struct cd_arith {
      * e.g. Paddle-Lite ARM's NEON sigmoid, a reciprocal estimate refined by one Newton step
      * (relative error about 2^-16 = 256 u; docs/verdicts.md "Engines") */
     double trans_ulps;
+    /* an engine's own exp inside a normalization (softmax): its relative error, added to the
+     * family's few ulps (0: none); MNN's ARM softmax, a degree-4 polynomial: 5.6e-5 (docs/mnn.md
+     * "mnn-arm") */
+    double exp_rel;
 } cd_arith;
 
 #define CD_U32 5.9604644775390625e-08   /* 2^-24 */

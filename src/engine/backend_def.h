@@ -84,6 +84,9 @@ typedef struct cd_backend_def {
      * differential run makes for itself (the local reference, the float32 golden run, the
      * unquantized model); exactly one registered backend has it */
     bool reference;
+    /* a whole-model engine whose softmax uses its own approximate exp: that exp's relative
+     * error (cd_arith.exp_rel; 0: an accurate exp) */
+    double exp_rel;
     const cd_backend_optdef *opts; /* {NULL}-terminated */
     /* Fills the backend's fields of bo from its --backend-opt entries (bo->kv); may be NULL. */
     cd_status (*apply_opts)(cd_backend_opts *bo, cd_error *err);

@@ -168,6 +168,11 @@ void cd_local_spec(const cd_graph *g, const cd_plan *plan, int op_index, cd_arit
          * its error there is a few u absolute, not relative to tanh (gru_l1_bi_init's initial
          * state on paddle-lite-arm: 1.8e-8 on a value of 1.4e-4, issue 26) */
         if (id == CD_OPID_tanh && (ref.trans_ulps >= 256 || b.trans_ulps >= 256)) spec->abs_terms = 4;
+        /* an engine's approximate exp (cd_arith.exp_rel: MNN ARM's) reaches only what is made from exp */
+        if (id != CD_OPID_exp && id != CD_OPID_sigmoid && id != CD_OPID_tanh && id != CD_OPID_swish &&
+            id != CD_OPID_silu && id != CD_OPID_elu && id != CD_OPID_gelu && id != CD_OPID_softplus &&
+            id != CD_OPID_mish && id != CD_OPID_log_softmax && id != CD_OPID_logsigmoid)
+            spec->ref.exp_rel = spec->b.exp_rel = 0;
         break;
     case CD_OPB_NORMALIZE:
         spec->fam = CD_FAM_NORMALIZE;

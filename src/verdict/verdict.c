@@ -102,6 +102,11 @@ void cd_verdict_local_req(const cd_verdict_run *v, cd_local_req *q) {
         /* the reference backend runs in-process at the run's precision (cd_runner_inproc) */
         q->ref = cd_verdict_side_arith(v->prec == CD_PREC_FP16 ? "fp16" : "fp32", v->prec);
         q->b = (cd_arith){.u = CD_U32, .half_store = false};
+        /* an engine that recorded half arithmetic (mnn-arm at precision low: MNN's ARMv8.2
+         * backend stores and computes in fp16, docs/mnn.md "mnn-arm") is bounded as half,
+         * whatever the plan's precision */
+        if (v->compute_b && !strcmp(v->compute_b, "fp16")) q->b = (cd_arith){.u = CD_U16, .half_store = true};
+        q->b.exp_rel = db ? db->exp_rel : 0;
         q->ref.trans_ulps = q->b.trans_ulps = 256;
         q->run_free = NULL;
         q->settled = NULL;

@@ -1,5 +1,6 @@
 /* The MNN engines (docs/mnn.md, "Engines"): mnn-cpu runs a .mnn model on MNN's own CPU kernels,
- * mnn-opencl on its OpenCL kernels. Both run the model once through probes/mnn/mnn_probe_runner
+ * mnn-opencl on its OpenCL kernels, mnn-arm on its ARM kernels (an aarch64 SDK; on x86-64 under
+ * qemu-aarch64 -cpu max, whose ARMv8.2 half arithmetic MNN's precision low uses). All run the model once through probes/mnn/mnn_probe_runner
  * (built for the SDK, mnn_sdk.h) as a child process; the runner saves the output of every op the
  * session executes (runSessionWithCallBackInfo), MNN's internal raster steps included, and
  * cldiff hands each to the probe sink as if its op had just run, and into the record of the
@@ -34,6 +35,7 @@ typedef struct meng {
     bool built;
     char dir[PATH_MAX];
     const char *precision, *memory, *power, *mode, *tuning;
+    char threads[16], winograd[8];
 } meng;
 
 static const char *opt(const meng *e, const char *key, const char *dflt) {
@@ -69,6 +71,26 @@ static cd_status read_opts(meng *e, cd_error *err) {
     if (!e->opencl && (cd_backend_opt(e->q->bo, e->name, "mode") || cd_backend_opt(e->q->bo, e->name, "tuning")))
         return cd_err(err, CD_E_USAGE, "--backend-opt %s: mode and tuning are MNN's OpenCL options (mnn-opencl)",
                       e->name);
+    /* MNN's numThread for its CPU: --backend-opt <engine>:threads=N, else --threads, else 1 */
+    const char *th = cd_backend_opt(e->q->bo, e->name, "threads");
+    int nt = e->q->bo->threads > 0 ? e->q->bo->threads : 1;
+    if (th && *th) {
+        char *end = NULL;
+        long v = strtol(th, &end, 10);
+        if (e->opencl || !end || *end || v < 1 || v > 256)
+            return cd_err(err, CD_E_USAGE, "--backend-opt %s:threads=%s: %s", e->name, th,
+                          e->opencl ? "threads is an option of MNN's CPU engines (mnn-cpu, mnn-arm)"
+                                    : "expected a thread count 1-256 (MNN's numThread)");
+        nt = (int)v;
+    }
+    snprintf(e->threads, sizeof e->threads, "%d", nt);
+    /* MNN's WINOGRAD_MEMORY_LEVEL session hint (0: no Winograd for 3x3 convolutions) */
+    const char *wg = cd_backend_opt(e->q->bo, e->name, "winograd");
+    if (wg && *wg && (e->opencl || strlen(wg) != 1 || wg[0] < '0' || wg[0] > '3'))
+        return cd_err(err, CD_E_USAGE, "--backend-opt %s:winograd=%s: %s", e->name, wg,
+                      e->opencl ? "winograd is an option of MNN's CPU engines (mnn-cpu, mnn-arm)"
+                                : "expected 0 (no Winograd) to 3 (MNN's default)");
+    snprintf(e->winograd, sizeof e->winograd, "%s", wg && *wg ? wg : "");
     return CD_OK;
 }
 
@@ -280,11 +302,12 @@ static cd_status collect(meng *e, collected *c, cd_error *err) {
     return st;
 }
 
-static void read_run_txt(meng *e, cd_runner_result *res, char *version, size_t vn, char *session, size_t sn) {
+static void read_run_txt(meng *e, cd_runner_result *res, char *version, size_t vn, char *session, size_t sn,
+                         char *compute, size_t cn) {
     char p[PATH_MAX + 32], line[1024];
     snprintf(p, sizeof p, "%s/out/run.txt", e->dir);
     FILE *f = fopen(p, "rb");
-    version[0] = session[0] = 0;
+    version[0] = session[0] = compute[0] = 0;
     while (f && fgets(line, sizeof line, f)) {
         line[strcspn(line, "\r\n")] = 0;
         char *sp = strchr(line, ' ');
@@ -293,6 +316,11 @@ static void read_run_txt(meng *e, cd_runner_result *res, char *version, size_t v
         const char *v = sp + 1;
         if (!strcmp(line, "mnn_version")) snprintf(version, vn, "%s", v);
         if (!strcmp(line, "session_backend")) snprintf(session, sn, "%s", v);
+        /* the arithmetic MNN's CPU kernels ran in (fp16: its ARMv8.2 backend); the judge's bounds use it */
+        if (!strcmp(line, "compute") && (!strcmp(v, "fp16") || !strcmp(v, "fp32"))) {
+            snprintf(compute, cn, "%s", v);
+            cd_run_attr_str(res, CD_RUN_ATTR_COMPUTE, "%s", v);
+        }
         char key[48];
         snprintf(key, sizeof key, "mnn_%s", line);
         if (!strcmp(line, "load_ms") || !strcmp(line, "run_ms") || !strcmp(line, "ops_executed") ||
@@ -300,7 +328,8 @@ static void read_run_txt(meng *e, cd_runner_result *res, char *version, size_t v
             cd_run_attr_num(res, key, atof(v));
         else if (!strcmp(line, "session_backend") || !strcmp(line, "precision") || !strcmp(line, "memory") ||
                  !strcmp(line, "power") || !strcmp(line, "gpu_mode") || !strcmp(line, "tuning") ||
-                 !strcmp(line, "threads"))
+                 !strcmp(line, "threads") || !strcmp(line, "cpu_kernels") || !strcmp(line, "cpu_fp16arith") ||
+                 !strcmp(line, "winograd"))
             cd_run_attr_str(res, key, "%s", v);
     }
     if (f) fclose(f);
@@ -447,13 +476,13 @@ static cd_status eng_run(const char *name, bool opencl, const cd_runner_req *q, 
     char od[PATH_MAX + 32], logp[PATH_MAX + 48], threads[16];
     snprintf(od, sizeof od, "%s/out", e->dir);
     snprintf(logp, sizeof logp, "%s/engine.log", e->dir);
-    snprintf(threads, sizeof threads, "%d", q->bo->threads > 0 ? q->bo->threads : 1);
+    snprintf(threads, sizeof threads, "%s", e->threads);
     if (!st && mkdir(od, 0777) != 0 && errno != EEXIST)
         st = cd_err(err, CD_E_IO, "cannot create '%s': %s", od, strerror(errno));
     int ws = 0;
     bool to = false;
     if (!st) {
-        char *argv[] = {e->exe,
+        char *args[] = {e->exe,
                         (char *)q->model_path,
                         e->dir,
                         od,
@@ -467,15 +496,21 @@ static cd_status eng_run(const char *name, bool opencl, const cd_runner_req *q, 
                         (char *)e->power,
                         "--threads",
                         threads,
-                        opencl ? "--mode" : NULL,
-                        (char *)e->mode,
+                        opencl               ? "--mode"
+                            : e->winograd[0] ? "--winograd"
+                                             : NULL,
+                        opencl ? (char *)e->mode : e->winograd,
                         "--tuning",
                         (char *)e->tuning,
                         NULL};
+        /* mnn-arm's aarch64 runner on x86-64: qemu-aarch64 -cpu max -L <sysroot> in front */
+        char *argv[sizeof args / sizeof *args + 6];
+        int na = cd_mnn_runner_prefix(&e->sdk, argv);
+        for (size_t i = 0; i < sizeof args / sizeof *args; i++) argv[na++] = args[i];
         st = cd_mnn_spawn_wait(argv, logp, q->timeout_s, &ws, &to, q->xo->stop_flag, err);
     }
-    char version[64] = "", session[64] = "";
-    if (!st) read_run_txt(e, res, version, sizeof version, session, sizeof session);
+    char version[64] = "", session[64] = "", compute[16] = "";
+    if (!st) read_run_txt(e, res, version, sizeof version, session, sizeof session, compute, sizeof compute);
     char tail[1024] = "";
     scan sc;
     memset(&sc, 0, sizeof sc);
@@ -564,8 +599,16 @@ static cd_status eng_run(const char *name, bool opencl, const cd_runner_req *q, 
                     name, col.unmatched, col.shape_differs);
     res->n_hits = col.hits;
     res->has_hits = true;
-    snprintf(res->device, sizeof res->device, "MNN %s, %s kernels (session backend %s)", version[0] ? version : "?",
-             opencl ? "OpenCL" : "CPU", session[0] ? session : "?");
+    bool arm = !strcmp(name, "mnn-arm");
+    snprintf(res->device, sizeof res->device, "MNN %s, %s kernels%s (session backend %s%s%s)",
+             version[0] ? version : "?",
+             opencl    ? "OpenCL"
+                 : arm ? "ARM"
+                       : "CPU",
+             e->sdk.qemu[0] ? " under qemu-aarch64 -cpu max" : "", session[0] ? session : "?", compute[0] ? ", " : "",
+             !compute[0]                    ? ""
+                 : !strcmp(compute, "fp16") ? "fp16 arithmetic: MNN's ARMv8.2 backend"
+                                            : "fp32 arithmetic");
     snprintf(res->driver, sizeof res->driver, "SDK %s (%s); runner %s", e->sdk.dir, e->sdk.from, e->exe);
     cd_run_attr_str(res, "engine", "%s", name);
     cd_run_attr_str(res, "engine_version", "%s", version);
@@ -574,17 +617,24 @@ static cd_status eng_run(const char *name, bool opencl, const cd_runner_req *q, 
     cd_run_attr_str(res, "engine_runner", "%s", e->exe);
     char opts[200];
     snprintf(opts, sizeof opts, "precision=%s,memory=%s,power=%s%s%s%s%s", e->precision, e->memory, e->power,
-             opencl ? ",mode=" : "", opencl ? e->mode : "", opencl ? ",tuning=" : "", opencl ? e->tuning : "");
+             opencl ? ",mode=" : ",threads=", opencl ? e->mode : e->threads, opencl ? ",tuning=" : "",
+             opencl ? e->tuning : "");
     cd_run_attr_str(res, "mnn_options", "%s", opts);
     cd_run_attr_num(res, "mnn_internal_steps", col.internal);
     cd_run_attr_num(res, "mnn_outputs_unmatched", col.unmatched);
     cd_run_attr_num(res, "shape_differs_from_plan", col.shape_differs);
     if (!st && !q->quiet)
-        fprintf(
-            stderr,
-            "cldiff: note: %s: MNN %s, session on %s, %s; %d op outputs handed over, %d internal steps kept out%s\n",
-            name, version, session, opts, col.hits, col.internal,
-            col.shape_differs ? " (some outputs' sizes differ from cldiff's plan: not compared)" : "");
+        fprintf(stderr,
+                "cldiff: note: %s: MNN %s, session on %s%s%s, %s; %d op outputs handed over, %d internal steps kept "
+                "out%s\n",
+                name, version, session, compute[0] ? ", compute " : "", compute, opts, col.hits, col.internal,
+                col.shape_differs ? " (some outputs' sizes differ from cldiff's plan: not compared)" : "");
+    if (!st && !q->quiet && !strcmp(compute, "fp16") && q->plan->prec != CD_PREC_FP16)
+        fprintf(stderr,
+                "cldiff: note: %s computed in fp16 (precision=%s: MNN's ARMv8.2 backend) in a float32 run: its layers "
+                "are checked with half bounds, but outputs are compared at float32 tolerances (expect OUTPUT DRIFT); "
+                "--fp16 compares at fp16's\n",
+                name, e->precision);
     const char *keep = cd_backend_opt(q->bo, name, "keep");
     if (keep && strcmp(keep, "0"))
         fprintf(stderr, "cldiff: %s work folder kept: %s\n", name, e->dir);
@@ -600,6 +650,10 @@ static cd_status cpu_run(const cd_runner_req *q, cd_runner_result *res, cd_error
 
 static cd_status ocl_run(const cd_runner_req *q, cd_runner_result *res, cd_error *err) {
     return eng_run("mnn-opencl", true, q, res, err);
+}
+
+static cd_status arm_run(const cd_runner_req *q, cd_runner_result *res, cd_error *err) {
+    return eng_run("mnn-arm", false, q, res, err);
 }
 
 /* Before any run (and for `cldiff doctor`): the SDK (with OpenCL for mnn-opencl) and the
@@ -619,6 +673,11 @@ static cd_status cpu_available(const cd_runner_req *q, cd_error *err) {
 
 static cd_status ocl_available(const cd_runner_req *q, cd_error *err) {
     return eng_available("mnn-opencl", true, q, err);
+}
+
+/* mnn-arm: an aarch64 SDK, and on x86-64 the cross compiler, qemu-aarch64 and its sysroot */
+static cd_status arm_available(const cd_runner_req *q, cd_error *err) {
+    return eng_available("mnn-arm", false, q, err);
 }
 
 static cd_status placement(const char *name, const cd_runner_req *q, cd_op_place *out, char *note, size_t nn,
@@ -654,11 +713,29 @@ static cd_status ocl_place(const cd_runner_req *q, cd_op_place *out, char *note,
     return placement("mnn-opencl", q, out, note, nn, err);
 }
 
+static cd_status arm_place(const cd_runner_req *q, cd_op_place *out, char *note, size_t nn, cd_error *err) {
+    return placement("mnn-arm", q, out, note, nn, err);
+}
+
 static const cd_backend_optdef CPU_OPTS[] = {
     {"sdk", "DIR", "the MNN SDK (include/MNN, lib/libMNN.so); env CLDIFF_MNN_SDK"},
     {"precision", "low|normal|high", "MNN's BackendConfig precision (default high: fp32; --fp16: low)"},
     {"memory", "low|normal|high", "MNN's BackendConfig memory mode"},
     {"power", "low|normal|high", "MNN's BackendConfig power mode"},
+    {"threads", "N", "MNN's numThread (default --threads, else 1)"},
+    {"winograd", "0-3", "MNN's WINOGRAD_MEMORY_LEVEL hint (0: no Winograd 3x3 convolutions; default MNN's)"},
+    {"keep", "0|1", "keep the work folder (inputs, every op's output, logs)"},
+    {NULL, NULL, NULL},
+};
+
+static const cd_backend_optdef ARM_OPTS[] = {
+    {"sdk", "DIR", "an aarch64 MNN SDK (include/MNN, lib/libMNN.so; MNN_ARM82 for fp16); env CLDIFF_MNN_ARM_SDK"},
+    {"precision", "low|normal|high",
+     "MNN's BackendConfig precision (default high: fp32; --fp16: low, fp16 arithmetic on an ARMv8.2 CPU)"},
+    {"memory", "low|normal|high", "MNN's BackendConfig memory mode"},
+    {"power", "low|normal|high", "MNN's BackendConfig power mode"},
+    {"threads", "N", "MNN's numThread (default --threads, else 1)"},
+    {"winograd", "0-3", "MNN's WINOGRAD_MEMORY_LEVEL hint (0: no Winograd 3x3 convolutions; default MNN's)"},
     {"keep", "0|1", "keep the work folder (inputs, every op's output, logs)"},
     {NULL, NULL, NULL},
 };
@@ -692,4 +769,16 @@ const cd_backend_def cd_backend_def_mnn_opencl = {
     .run = ocl_run,
     .placement = ocl_place,
     .available = ocl_available,
+};
+
+const cd_backend_def cd_backend_def_mnn_arm = {
+    .name = "mnn-arm",
+    .summary = "MNN's own ARM kernels (a .mnn model; an aarch64 MNN SDK, under qemu-aarch64 -cpu max on x86-64)",
+    /* MNN's ARM softmax (MNNSoftmaxFp32_Pack1 and _Pack4) takes exp from expApprox, a degree-4
+     * polynomial after range reduction: at most 5.57e-5 relative (934 u; docs/mnn.md "mnn-arm") */
+    .exp_rel = 5.6e-5,
+    .opts = ARM_OPTS,
+    .run = arm_run,
+    .placement = arm_place,
+    .available = arm_available,
 };

@@ -32,9 +32,13 @@ static double now_ms(void) {
     return (double)t.tv_sec * 1e3 + (double)t.tv_nsec / 1e6;
 }
 
-/* ELF machine of a library, and whether it names clCreateProgramWithSource. */
-static bool lib_scan(const char *path, char *arch, size_t an, bool *opencl) {
-    *opencl = false;
+/* The engine's SDK architecture: aarch64 for mnn-arm (MNN's ARM kernels), else this machine's. */
+static const char *want_arch(const char *eng) { return !strcmp(eng, "mnn-arm") ? "aarch64" : cd_fs_host_arch(); }
+
+/* ELF machine of a library, whether it names clCreateProgramWithSource, and whether it holds
+ * MNN's ARMv8.2 backend (MNN_ARM82: its error message "... Arm82 Backend", Arm82Backend.cpp). */
+static bool lib_scan(const char *path, char *arch, size_t an, bool *opencl, bool *arm82) {
+    *opencl = *arm82 = false;
     int fd = open(path, O_RDONLY | O_CLOEXEC);
     if (fd < 0) return false;
     struct stat st;
@@ -51,6 +55,7 @@ static bool lib_scan(const char *path, char *arch, size_t an, bool *opencl) {
         unsigned mc = m[5] == 2 ? (unsigned)m[18] << 8 | m[19] : (unsigned)m[18] | (unsigned)m[19] << 8;
         snprintf(arch, an, "%s", mc == 183 ? "aarch64" : mc == 62 ? "x86_64" : "other");
         *opencl = memmem(m, len, "clCreateProgramWithSource", 25) != NULL;
+        *arm82 = memmem(m, len, "Arm82 Backend", 13) != NULL;
     }
     munmap((void *)m, len);
     return elf;
@@ -73,15 +78,20 @@ static cd_status sdk_check(const char *eng, const char *path, const char *from, 
                       "include/MNN/*.hpp and lib/libMNN.so (scripts/setup_mnn.sh unpacks ../shared/mnn/sdk-*.tar.xz "
                       "into .mnn/; scripts/mnn/build_mnn_sdk.sh builds one from MNN's source)",
                       eng, dir, from, !cd_fs_is_file(p) ? "include/MNN/Interpreter.hpp" : "lib/libMNN.so");
-    bool ocl = false;
+    bool ocl = false, arm82 = false;
     char arch[16] = "";
-    if (!lib_scan(lib, arch, sizeof arch, &ocl))
+    if (!lib_scan(lib, arch, sizeof arch, &ocl, &arm82))
         return cd_err(err, CD_E_BACKEND, "%s: %s (from %s) is not an ELF shared library", eng, lib, from);
-    if (strcmp(arch, cd_fs_host_arch()))
-        return cd_err(err, CD_E_BACKEND,
-                      "%s: MNN SDK %s (from %s) is built for %s, this machine is %s: the engine runs MNN natively "
-                      "(an aarch64 SDK runs under qemu only for mnn-arm)",
-                      eng, dir, from, arch, cd_fs_host_arch());
+    bool arm = !strcmp(eng, "mnn-arm");
+    if (strcmp(arch, want_arch(eng)))
+        return cd_err(
+            err, CD_E_BACKEND,
+            arm ? "%s: MNN SDK %s (from %s) is built for %s: mnn-arm runs MNN's ARM kernels and needs an "
+                  "aarch64 SDK (scripts/mnn/build_mnn_sdk.sh aarch64 SRC .mnn/sdk-mnn-aarch64-debian12, or "
+                  "CLDIFF_BUILD_MNN_ARM=1 scripts/setup_mnn.sh)%.0s"
+                : "%s: MNN SDK %s (from %s) is built for %s, this machine is %s: the engine runs MNN natively "
+                  "(an aarch64 SDK runs under qemu only for mnn-arm)",
+            eng, dir, from, arch, cd_fs_host_arch());
     if (need_ocl && !ocl)
         return cd_err(err, CD_E_BACKEND,
                       "%s: MNN SDK %s (from %s) has no OpenCL runtime (its library does not name "
@@ -92,7 +102,58 @@ static cd_status sdk_check(const char *eng, const char *path, const char *from, 
     snprintf(out->arch, sizeof out->arch, "%s", arch);
     snprintf(out->from, sizeof out->from, "%s", from);
     out->opencl = ocl;
+    out->arm82 = arm82;
     return CD_OK;
+}
+
+/* The runner's compiler, and for an aarch64 SDK on x86-64 qemu-aarch64 and its sysroot. */
+static cd_status toolchain(const char *eng, cd_mnn_sdk *sdk, cd_error *err) {
+    const char *host = cd_fs_host_arch();
+    bool native = !strcmp(sdk->arch, host);
+    if (!native && !(strcmp(sdk->arch, "aarch64") == 0 && strcmp(host, "x86_64") == 0))
+        return cd_err(err, CD_E_BACKEND,
+                      "%s: MNN SDK %s is built for %s; this %s machine runs it neither natively "
+                      "nor under qemu-aarch64",
+                      eng, sdk->dir, sdk->arch, host);
+    const char *cx = getenv(native ? "CLDIFF_MNN_CXX" : "CLDIFF_MNN_ARM_CXX");
+    const char *want = cx && *cx ? cx : native ? "c++" : "aarch64-linux-gnu-g++";
+    if (!cd_fs_which(want, sdk->cxx, sizeof sdk->cxx) &&
+        !(native && !(cx && *cx) && cd_fs_which("g++", sdk->cxx, sizeof sdk->cxx)))
+        return cd_err(err, CD_E_BACKEND,
+                      "%s: no C++ compiler to build the MNN runner for the %s SDK %s: %s not found%s (Debian: apt-get "
+                      "install %s, or scripts/setup.sh; %s names another)",
+                      eng, sdk->arch, sdk->dir, want, cx && *cx ? "" : " on PATH",
+                      native ? "g++" : "g++-aarch64-linux-gnu", native ? "CLDIFF_MNN_CXX" : "CLDIFF_MNN_ARM_CXX");
+    if (native) return CD_OK;
+    if (!cd_fs_which("qemu-aarch64", sdk->qemu, sizeof sdk->qemu))
+        return cd_err(err, CD_E_BACKEND,
+                      "%s: the aarch64 MNN SDK %s runs on this %s machine under qemu-aarch64, which is not on PATH "
+                      "(Debian: apt-get install qemu-user, or scripts/setup.sh)",
+                      eng, sdk->dir, host);
+    const char *sr = getenv("QEMU_LD_PREFIX");
+    snprintf(sdk->sysroot, sizeof sdk->sysroot, "%s", sr && *sr ? sr : "/usr/aarch64-linux-gnu");
+    char p[PATH_MAX];
+    static const char *const need[] = {"lib/ld-linux-aarch64.so.1", "lib/libstdc++.so.6"},
+                             *const pkg[] = {"libc6-arm64-cross", "libstdc++6-arm64-cross"};
+    for (int i = 0; i < 2; i++) {
+        snprintf(p, sizeof p, "%s/%s", sdk->sysroot, need[i]);
+        if (!cd_fs_is_file(p))
+            return cd_err(err, CD_E_BACKEND,
+                          "%s: no aarch64 sysroot for qemu-aarch64 -L %s: %s is missing (Debian: apt-get install %s; "
+                          "QEMU_LD_PREFIX names another sysroot)",
+                          eng, sdk->sysroot, p, pkg[i]);
+    }
+    return CD_OK;
+}
+
+int cd_mnn_runner_prefix(const cd_mnn_sdk *sdk, char *argv[5]) {
+    if (!sdk->qemu[0]) return 0;
+    argv[0] = (char *)sdk->qemu;
+    argv[1] = "-cpu";
+    argv[2] = "max";
+    argv[3] = "-L";
+    argv[4] = (char *)sdk->sysroot;
+    return 5;
 }
 
 /* The first .mnn/sdk-mnn-<arch>-* folder in root that is an SDK. */
@@ -100,7 +161,7 @@ static bool find_in_root(const char *eng, const char *root, bool need_ocl, cd_mn
     DIR *d = opendir(root);
     if (!d) return false;
     char pre[64];
-    snprintf(pre, sizeof pre, "sdk-mnn-%s-", cd_fs_host_arch());
+    snprintf(pre, sizeof pre, "sdk-mnn-%s-", want_arch(eng));
     struct dirent *e;
     char best[NAME_MAX + 1] = "";
     while ((e = readdir(d)))
@@ -117,15 +178,16 @@ static bool find_in_root(const char *eng, const char *root, bool need_ocl, cd_mn
     return false;
 }
 
-cd_status cd_mnn_sdk_find(const char *eng, const char *given, bool need_ocl, cd_mnn_sdk *out, cd_error *err) {
+static cd_status sdk_find(const char *eng, const char *given, bool need_ocl, cd_mnn_sdk *out, cd_error *err) {
     char from[PATH_MAX + 64];
     if (given && *given) {
         snprintf(from, sizeof from, "--backend-opt %s:sdk=%s", eng, given);
         return sdk_check(eng, given, from, need_ocl, out, err);
     }
-    const char *ev = getenv("CLDIFF_MNN_SDK");
+    bool arm = !strcmp(eng, "mnn-arm");
+    const char *evn = arm ? "CLDIFF_MNN_ARM_SDK" : "CLDIFF_MNN_SDK", *ev = getenv(evn);
     if (ev && *ev) {
-        snprintf(from, sizeof from, "CLDIFF_MNN_SDK=%s", ev);
+        snprintf(from, sizeof from, "%s=%s", evn, ev);
         return sdk_check(eng, ev, from, need_ocl, out, err);
     }
     cd_error first = {0};
@@ -144,11 +206,24 @@ cd_status cd_mnn_sdk_find(const char *eng, const char *given, bool need_ocl, cd_
     snprintf(looked + l, sizeof looked - l, ", %s", r);
 #endif
     if (first.code) return cd_err(err, first.code, "%s", first.msg);
+    if (arm)
+        return cd_err(err, CD_E_BACKEND,
+                      "mnn-arm unavailable: no aarch64 MNN SDK given (CLDIFF_MNN_ARM_SDK unset, no --backend-opt "
+                      "mnn-arm:sdk=DIR) and no sdk-mnn-aarch64-* folder in %s. Build one (25-60 min): "
+                      "CLDIFF_BUILD_MNN_ARM=1 scripts/setup_mnn.sh (scripts/mnn/build_mnn_sdk.sh aarch64 into "
+                      ".mnn/sdk-mnn-aarch64-debian12), or put sdk-mnn-aarch64-*.tar.xz in ../shared/mnn and run "
+                      "scripts/setup_mnn.sh",
+                      looked[0] ? looked : "(no folder)");
     return cd_err(err, CD_E_BACKEND,
                   "%s unavailable: no MNN SDK given (CLDIFF_MNN_SDK unset, no --backend-opt %s:sdk=DIR) and no "
                   "sdk-mnn-%s-* folder in %s. Run scripts/setup_mnn.sh (it unpacks ../shared/mnn/sdk-*.tar.xz into "
                   ".mnn/) or set CLDIFF_MNN_SDK=DIR (include/MNN/, lib/libMNN.so)",
                   eng, eng, cd_fs_host_arch(), looked[0] ? looked : "(no folder)");
+}
+
+cd_status cd_mnn_sdk_find(const char *eng, const char *given, bool need_ocl, cd_mnn_sdk *out, cd_error *err) {
+    cd_status st = sdk_find(eng, given, need_ocl, out, err);
+    return st ? st : toolchain(eng, out, err);
 }
 
 cd_status cd_mnn_spawn_wait(char *const argv[], const char *log_path, double timeout_s, int *wstatus, bool *timed_out,
@@ -207,13 +282,16 @@ static bool find_source(char *out, size_t n) {
     return false;
 }
 
-/* Runs the runner with no arguments: usage and exit 2 mean it loads. */
-static bool runner_loads(const char *exe, char *msg, size_t n) {
+/* Runs the runner with no arguments (under qemu for an emulated SDK): usage and exit 2 mean it loads. */
+static bool runner_loads(const cd_mnn_sdk *sdk, const char *exe, char *msg, size_t n) {
     char logp[] = "/tmp/cldiff-mnn-runner-XXXXXX";
     int fd = mkstemp(logp);
     if (fd < 0) return snprintf(msg, n, "mkstemp: %s", strerror(errno)), false;
     close(fd);
-    char *argv[] = {(char *)exe, NULL};
+    char *argv[8];
+    int na = cd_mnn_runner_prefix(sdk, argv);
+    argv[na++] = (char *)exe;
+    argv[na] = NULL;
     int ws = 0;
     bool to = false;
     cd_error e = {0};
@@ -240,12 +318,12 @@ static bool runner_loads(const char *exe, char *msg, size_t n) {
 cd_status cd_mnn_runner_get(const cd_mnn_sdk *sdk, char *exe, size_t n, bool *built, cd_error *err) {
     *built = false;
     char src[PATH_MAX], cxx[PATH_MAX];
+    snprintf(cxx, sizeof cxx, "%s", sdk->cxx);
     if (!find_source(src, sizeof src))
         return cd_err(err, CD_E_BACKEND,
                       "the MNN runner's source probes/mnn/mnn_probe_runner.cc was found neither next to cldiff nor in "
                       "its source tree ($CLDIFF_MNN_RUNNER_SRC names it)");
-    const char *cx = getenv("CLDIFF_MNN_CXX");
-    if (!cd_fs_which(cx && *cx ? cx : "c++", cxx, sizeof cxx) && !cd_fs_which("g++", cxx, sizeof cxx))
+    if (!cxx[0])
         return cd_err(err, CD_E_BACKEND,
                       "no C++ compiler to build the MNN runner (c++ / g++ not on PATH): Debian: apt-get install g++");
     /* the cache key: SDK path, the library's size and mtime, the runner source, the compiler */
@@ -261,6 +339,7 @@ cd_status cd_mnn_runner_get(const cd_mnn_sdk *sdk, char *exe, size_t n, bool *bu
     cd_error e2 = {0};
     if (cd_sha256_file(src, shex, &e2) == CD_OK) cd_sha256_update(&h, shex, 64);
     cd_sha256_update(&h, cxx, strlen(cxx));
+    cd_sha256_update(&h, sdk->arch, strlen(sdk->arch));
     uint8_t dg[32];
     char key[65], root[PATH_MAX], dir[PATH_MAX + 200];
     cd_sha256_final(&h, dg);
@@ -291,7 +370,7 @@ cd_status cd_mnn_runner_get(const cd_mnn_sdk *sdk, char *exe, size_t n, bool *bu
                       cxx, tail[0] ? tail : "no output", logp);
     }
     char msg[1200];
-    if (!runner_loads(tmp, msg, sizeof msg)) {
+    if (!runner_loads(sdk, tmp, msg, sizeof msg)) {
         unlink(tmp);
         return cd_err(err, CD_E_BACKEND, "the MNN runner built for %s %s", sdk->dir, msg);
     }
@@ -313,8 +392,16 @@ bool cd_mnn_engine_check(const char *eng, bool need_ocl, char *report, size_t n)
         cd_appendf(report, n, "  MISSING SDK: %s\n  => %s NOT usable (see above)\n", err.msg, eng);
         return false;
     }
-    cd_appendf(report, n, "  ok      SDK %s (%s), %s library%s\n", sdk.dir, sdk.from, sdk.arch,
-               sdk.opencl ? " with MNN's OpenCL runtime" : "");
+    bool arm = !strcmp(eng, "mnn-arm");
+    cd_appendf(report, n, "  ok      SDK %s (%s), %s library%s%s\n", sdk.dir, sdk.from, sdk.arch,
+               sdk.opencl ? " with MNN's OpenCL runtime" : "",
+               arm ? (sdk.arm82 ? ", with MNN's ARMv8.2 fp16 kernels (MNN_ARM82)"
+                                : ", WITHOUT MNN's ARMv8.2 fp16 kernels "
+                                  "(precision=low stays fp32)")
+                   : "");
+    if (sdk.qemu[0])
+        cd_appendf(report, n, "  ok      %s -cpu max -L %s (ARMv8.2 half arithmetic), runner compiled with %s\n",
+                   sdk.qemu, sdk.sysroot, sdk.cxx);
     char exe[PATH_MAX + 300];
     bool built = false;
     double t0 = now_ms();
@@ -324,8 +411,9 @@ bool cd_mnn_engine_check(const char *eng, bool need_ocl, char *report, size_t n)
     }
     cd_appendf(report, n, "  ok      runner %s (%s%s)\n", exe, built ? "built now" : "cached", built ? "" : "");
     if (built) cd_appendf(report, n, "          (build and first load took %.1f s)\n", (now_ms() - t0) / 1e3);
-    if (need_ocl) {
-        /* a real session: testdata/mnn/conv.mnn (beside cldiff or in its source tree) on MNN's OpenCL */
+    if (need_ocl || arm) {
+        /* a real session: testdata/mnn/conv.mnn (beside cldiff or in its source tree) on MNN's OpenCL;
+         * for mnn-arm on its CPU at precision low (the ARMv8.2 fp16 kernels where the CPU has them) */
         char model[PATH_MAX + 64] = "", d[PATH_MAX];
         cd_fs_exe_dir(d, sizeof d);
         for (int i = 0; d[0] && i < 3 && !model[0]; i++) {
@@ -344,27 +432,42 @@ bool cd_mnn_engine_check(const char *eng, bool need_ocl, char *report, size_t n)
             if (f) fclose(f); /* no inputs given: MNN's own zero-filled input is enough to place the session */
             snprintf(out, sizeof out, "%s/out", dir);
             snprintf(logp, sizeof logp, "%s/log", dir);
-            char *argv[] = {exe, model, dir, out, "--forward", "opencl", NULL};
+            char *argv[16];
+            int na = cd_mnn_runner_prefix(&sdk, argv);
+            char *rest[] = {
+                exe, model, dir, out, "--forward", arm ? "cpu" : "opencl", "--precision", arm ? "low" : "high", NULL};
+            for (int i = 0; rest[i]; i++) argv[na++] = rest[i];
+            argv[na] = NULL;
             int ws = 0;
             bool to = false;
             cd_error e2 = {0};
             double t1 = now_ms();
             cd_status st = cd_mnn_spawn_wait(argv, logp, 120, &ws, &to, NULL, &e2);
-            char sess[64] = "?", tail[600];
+            char sess[64] = "?", comp[64] = "?", tail[600];
             snprintf(runp, sizeof runp, "%s/run.txt", out);
             f = fopen(runp, "r");
-            while (f && fgets(line, sizeof line, f))
+            while (f && fgets(line, sizeof line, f)) {
                 if (!strncmp(line, "session_backend ", 16)) {
                     snprintf(sess, sizeof sess, "%s", line + 16);
                     sess[strcspn(sess, "\r\n")] = 0;
                 }
+                if (!strncmp(line, "cpu_kernels ", 12)) {
+                    snprintf(comp, sizeof comp, "%s", line + 12);
+                    comp[strcspn(comp, "\r\n")] = 0;
+                }
+            }
             if (f) fclose(f);
             cd_mnn_log_tail(logp, 2, tail, sizeof tail);
-            if (!st && !to && WIFEXITED(ws) && WEXITSTATUS(ws) == 0)
+            if (!st && !to && WIFEXITED(ws) && WEXITSTATUS(ws) == 0 && !arm)
                 cd_appendf(report, n, "  ok      MNN's OpenCL session on %s runs on backend %s (%.1f s)\n", model, sess,
                            (now_ms() - t1) / 1e3);
+            else if (!st && !to && WIFEXITED(ws) && WEXITSTATUS(ws) == 0)
+                cd_appendf(report, n,
+                           "  ok      MNN's CPU session at precision low on %s runs on backend %s with the %s kernels "
+                           "(%.1f s)\n",
+                           model, sess, comp, (now_ms() - t1) / 1e3);
             else {
-                cd_appendf(report, n, "  FAILED  MNN's OpenCL session on %s: %s\n", model,
+                cd_appendf(report, n, "  FAILED  MNN's %s session on %s: %s\n", arm ? "CPU" : "OpenCL", model,
                            st            ? e2.msg
                                : to      ? "timed out"
                                : tail[0] ? tail
@@ -385,9 +488,10 @@ bool cd_mnn_engine_check(const char *eng, bool need_ocl, char *report, size_t n)
             rmdir(out);
             rmdir(dir);
         }
-        cd_appendf(report, n,
-                   "          MNN takes the first OpenCL platform's devices; a session it moves to its CPU is refused "
-                   "(exit 4)\n");
+        if (!arm)
+            cd_appendf(report, n,
+                       "          MNN takes the first OpenCL platform's devices; a session it moves to its CPU is "
+                       "refused (exit 4)\n");
     }
     cd_appendf(report, n, "  => %s %s\n", eng, usable ? "usable" : "NOT usable (see above)");
     return usable;

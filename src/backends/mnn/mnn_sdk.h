@@ -1,7 +1,8 @@
-/* MNN SDKs for the mnn-cpu and mnn-opencl engines (docs/mnn.md, "Engines"): which SDK (MNN's
- * release layout, include/MNN/Interpreter.hpp and lib/libMNN.so) an engine uses and how it was
- * found, the probes/mnn/mnn_probe_runner built against it (cached), and running it as a child.
- * Nothing here loads MNN into cldiff's process: the library runs only inside the runner. */
+/* MNN SDKs for the mnn-cpu, mnn-opencl and mnn-arm engines (docs/mnn.md, "Engines", "mnn-arm"):
+ * which SDK (MNN's release layout, include/MNN/Interpreter.hpp and lib/libMNN.so) an engine uses
+ * and how it was found, the probes/mnn/mnn_probe_runner built against it (cached; for mnn-arm's
+ * aarch64 SDK on x86-64 cross-compiled and run under qemu-aarch64 -cpu max), and running it as a
+ * child. Nothing here loads MNN into cldiff's process: the library runs only inside the runner. */
 #ifndef CD_MNN_SDK_H
 #define CD_MNN_SDK_H
 #include <stdbool.h>
@@ -14,20 +15,31 @@ typedef struct cd_mnn_sdk {
     char arch[16];
     char from[300]; /* "--backend-opt mnn-opencl:sdk=...", "CLDIFF_MNN_SDK=...", "default: <path>" */
     bool opencl;    /* the library holds MNN's OpenCL runtime (it names clCreateProgramWithSource) */
+    bool arm82;     /* an aarch64 library with MNN's ARMv8.2 fp16 kernels (MNN_ARM82: it names Arm82Backend) */
+    /* the runner's toolchain: the compiler, and for an aarch64 SDK on an x86-64 machine (mnn-arm)
+     * qemu-aarch64 and the sysroot of its -L ("" when the runner runs natively) */
+    char cxx[512], qemu[512], sysroot[512];
 } cd_mnn_sdk;
 
-/* given: the user's path (NULL/"": none); then $CLDIFF_MNN_SDK; then the defaults
- * .mnn/sdk-mnn-<arch>-* beside the executable and in each folder above it, and in the source tree
- * cldiff was built from. A path given by the user or the environment that is not an SDK is an
+/* given: the user's path (NULL/"": none); then $CLDIFF_MNN_SDK ($CLDIFF_MNN_ARM_SDK for mnn-arm);
+ * then the defaults .mnn/sdk-mnn-<arch>-* beside the executable and in each folder above it, and
+ * in the source tree cldiff was built from. <arch> is this machine's, aarch64 for mnn-arm (whose
+ * SDK must be aarch64: on x86-64 it needs aarch64-linux-gnu-g++, qemu-aarch64 and the sysroot
+ * /usr/aarch64-linux-gnu, $QEMU_LD_PREFIX names another). A path given by the user or the environment that is not an SDK is an
  * error (no other is taken in its place). need_opencl: the library must hold MNN's OpenCL runtime.
  * Missing or unusable -> CD_E_BACKEND saying what to do. engine names the engine in messages. */
 cd_status cd_mnn_sdk_find(const char *engine, const char *given, bool need_opencl, cd_mnn_sdk *out, cd_error *err);
 
 /* The runner for this SDK: compiled on first use from probes/mnn/mnn_probe_runner.cc with c++
- * ($CLDIFF_MNN_CXX overrides) into <cache>/mnn-runner/<hash>/mnn_probe_runner (cache:
+ * ($CLDIFF_MNN_CXX overrides; aarch64-linux-gnu-g++ for an aarch64 SDK on x86-64) into <cache>/mnn-runner/<hash>/mnn_probe_runner (cache:
  * $CLDIFF_CACHE_DIR, $XDG_CACHE_HOME/cldiff or ~/.cache/cldiff) and run once with no arguments
  * (usage, exit 2) before it is kept. exe: its path; *built: compiled by this call. */
 cd_status cd_mnn_runner_get(const cd_mnn_sdk *sdk, char *exe, size_t n, bool *built, cd_error *err);
+
+/* The launcher in front of the runner's own argv: "qemu-aarch64 -cpu max -L SYSROOT" for an
+ * emulated SDK (-cpu max: ARMv8.2 half arithmetic, FPHP and ASIMDHP), nothing when native. Fills
+ * argv[0..n-1] (at most 5), returns n. */
+int cd_mnn_runner_prefix(const cd_mnn_sdk *sdk, char *argv[5]);
 
 /* Runs argv (argv[0] a path) with stdout+stderr into log_path, stdin /dev/null, killed after
  * timeout_s (<= 0: none) or when *stop is set (CD_E_INTERRUPTED). *wstatus: the wait status. */
