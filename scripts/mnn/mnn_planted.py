@@ -20,6 +20,7 @@ with --skip-without-sdk where no MNN SDK is found.
 import argparse
 import json
 import os
+import platform
 import subprocess
 import sys
 import time
@@ -83,7 +84,7 @@ def main():
     if a.skip_without_sdk:
         import glob
         root = os.path.dirname(os.path.dirname(HERE))
-        sdk = os.environ.get("CLDIFF_MNN_SDK") or next(iter(glob.glob(os.path.join(root, ".mnn", "sdk-mnn-*"))), None)
+        sdk = os.environ.get("CLDIFF_MNN_SDK") or next(iter(glob.glob(os.path.join(root, ".mnn", "sdk-mnn-" + platform.machine() + "-*"))), None)
         if not sdk or not os.path.exists(os.path.join(sdk, "lib", "libMNN.so")):
             print("SKIP: no MNN SDK (.mnn/sdk-mnn-* or CLDIFF_MNN_SDK): run scripts/setup_mnn.sh")
             return 77

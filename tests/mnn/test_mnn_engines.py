@@ -25,6 +25,7 @@ Skips (exit 77) with the reason where no MNN SDK is found (scripts/setup_mnn.sh 
 import glob
 import json
 import os
+import platform
 import re
 import shutil
 import stat
@@ -38,7 +39,7 @@ CLDIFF, SRC = sys.argv[1], sys.argv[2]
 DATA = os.path.join(SRC, "testdata", "mnn")
 fails = []
 
-sdk = os.environ.get("CLDIFF_MNN_SDK") or next(iter(sorted(glob.glob(os.path.join(SRC, ".mnn", "sdk-mnn-*")))), None)
+sdk = os.environ.get("CLDIFF_MNN_SDK") or next(iter(sorted(glob.glob(os.path.join(SRC, ".mnn", "sdk-mnn-" + platform.machine() + "-*")))), None)
 if not sdk or not os.path.exists(os.path.join(sdk, "lib", "libMNN.so")):
     print("SKIP: no MNN SDK (.mnn/sdk-mnn-* or CLDIFF_MNN_SDK): run scripts/setup_mnn.sh")
     sys.exit(77)

@@ -13,6 +13,7 @@ Skips (exit 77) where no MNN SDK is found.
 """
 import glob
 import os
+import platform
 import re
 import shutil
 import subprocess
@@ -21,7 +22,7 @@ import tempfile
 
 CLDIFF, SRC, FAULTINJ = os.path.abspath(sys.argv[1]), sys.argv[2], sys.argv[3]
 DATA = os.path.join(SRC, "testdata", "mnn")
-sdk = os.environ.get("CLDIFF_MNN_SDK") or next(iter(sorted(glob.glob(os.path.join(SRC, ".mnn", "sdk-mnn-x86_64*")))), None)
+sdk = os.environ.get("CLDIFF_MNN_SDK") or next(iter(sorted(glob.glob(os.path.join(SRC, ".mnn", "sdk-mnn-" + platform.machine() + "-*")))), None)
 if not sdk or not os.path.exists(os.path.join(sdk, "lib", "libMNN.so")):
     print("SKIP: no MNN SDK (.mnn/sdk-mnn-x86_64-* or CLDIFF_MNN_SDK): run scripts/setup_mnn.sh")
     sys.exit(77)
