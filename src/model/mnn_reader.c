@@ -42,9 +42,9 @@ cd_status cd_mnn_check_runnable(const cd_graph *g, cd_error *err) {
     }
     if (!n) return CD_OK;
     return cd_err(err, CD_E_UNSUPPORTED,
-                  "%d MNN op%s of this model %s no counterpart in cldiff's op table: %s%s. cldiff plans every "
-                  "layer before it runs a model (the MNN engines too), and cannot plan these yet; `cldiff inspect` "
-                  "lists what maps (docs/mnn.md)",
+                  "%d MNN op%s of this model %s no counterpart in cldiff's op table: %s%s. cldiff's own backends "
+                  "cannot run them; MNN's engines can (--backends mnn-cpu,mnn-opencl: such ops are compared and "
+                  "named unchecked); `cldiff inspect` lists what maps (docs/mnn.md)",
                   n, n == 1 ? "" : "s", n == 1 ? "has" : "have", list, n > 8 ? ", ..." : "");
 }
 
