@@ -215,7 +215,7 @@ cd_status cd_mnn_shape_pass(cd_graph *g, const char *model_path, const cd_shape 
                     "MNN's shape pass (the shapes of the %d ops cldiff does not map, from a session on MNN's CPU) "
                     "failed (%s): %s",
                     n_unmapped,
-                    to                  ? "timed out"
+                    to                    ? "timed out"
                         : WIFSIGNALED(ws) ? "killed by a signal"
                                           : "runner exit status",
                     tail[0] ? tail : "no message");
