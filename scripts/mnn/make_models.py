@@ -11,6 +11,9 @@ OUT_DIR/<name>.input.npy (a fixed random input, seed 0). Models:
   matmul    reshape to 2-D, MatMul with a constant, add bias, sigmoid
   eltwise   add / mul / sub / max of two convs, prelu, transpose (permute)
   attention 1x1 convs as q, k, v; reshape, transpose, MatMul of two activations, softmax, add
+  unmapped  conv, a reshape to [N, C, -1] by a shape computed at run time (Shape, Slice, Concat:
+            ops cldiff does not map), softmax over the last axis, the reshape back, max pooling
+  conv_wq8  conv.onnx converted with --weightQuantBits 8 (IDST-quantized weights)
   ops_*     one small model per mapped op variant (asymmetric pads, SAME, groups, leaky relu,
             transposed conv, ceil pooling, padding counted, global pooling, clip, unary and
             binary ops with broadcasting, nearest and align-corners resize, reshape 0/-1,
@@ -187,7 +190,28 @@ def op_models():
     return m
 
 
-MODELS = {"attention": m_attention, "conv": m_conv, "branches": m_branches, "matmul": m_matmul, "eltwise": m_eltwise}
+def m_unmapped(rng):
+    n = [
+        helper.make_node("Conv", ["x", "w1", "b1"], ["c"], kernel_shape=[3, 3], pads=[1, 1, 1, 1]),
+        helper.make_node("Shape", ["c"], ["shp"]),
+        helper.make_node("Slice", ["shp", "s0", "s2"], ["nc"]),
+        helper.make_node("Concat", ["nc", "m1"], ["flat"], axis=0),
+        helper.make_node("Reshape", ["c", "flat"], ["r"]),
+        helper.make_node("Softmax", ["r"], ["s"], axis=-1),
+        helper.make_node("Reshape", ["s", "shp"], ["b"]),
+        helper.make_node("MaxPool", ["b"], ["y"], kernel_shape=[2, 2], strides=[2, 2]),
+    ]
+    i = [W("w1", (8, 3, 3, 3), rng), W("b1", (8,), rng),
+         numpy_helper.from_array(np.array([0], np.int64), "s0"),
+         numpy_helper.from_array(np.array([2], np.int64), "s2"),
+         numpy_helper.from_array(np.array([-1], np.int64), "m1")]
+    return model(n, i, [1, 3, 16, 16], ["y"], "unmapped"), (1, 3, 16, 16)
+
+
+MODELS = {"attention": m_attention, "conv": m_conv, "branches": m_branches, "matmul": m_matmul, "eltwise": m_eltwise,
+          "unmapped": m_unmapped}
+# models converted again from another model's ONNX with more mnnconvert options: name -> (source, options)
+VARIANTS = {"conv_wq8": ("conv", ["--weightQuantBits", "8"])}
 
 
 def mnnconvert():
@@ -221,6 +245,15 @@ def main():
         if r.returncode or not os.path.exists(mn):
             sys.exit(f"mnnconvert failed for {name} (exit {r.returncode}):\n{r.stdout[-2000:]}{r.stderr[-2000:]}")
         print(f"{name}: {mn} ({os.path.getsize(mn)} bytes)")
+    for name, (src, opts) in VARIANTS.items():
+        on, mn = os.path.join(a.out, src + ".onnx"), os.path.join(a.out, name + ".mnn")
+        if (only and name not in only) or not os.path.exists(on):
+            continue
+        r = subprocess.run([conv, "-f", "ONNX", "--modelFile", on, "--MNNModel", mn, "--bizCode", "cldiff"] + opts,
+                           capture_output=True, text=True)
+        if r.returncode or not os.path.exists(mn):
+            sys.exit(f"mnnconvert failed for {name} (exit {r.returncode}):\n{r.stdout[-2000:]}{r.stderr[-2000:]}")
+        print(f"{name}: {mn} ({os.path.getsize(mn)} bytes, {' '.join(opts)})")
 
 
 if __name__ == "__main__":

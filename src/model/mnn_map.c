@@ -172,6 +172,8 @@ static cd_status paddings(mnn_ctx *c, const cd_fb_table *t, int s_pads, int s_pa
     return CD_OK;
 }
 
+static bool deconv_type(const mnn_op *o) { return o->type == 17 || o->type == 18; }
+
 static cd_status map_conv(mop *m, cd_error *err) {
     mnn_ctx *c = m->c;
     const mnn_op *o = m->o;
@@ -220,14 +222,24 @@ static cd_status map_conv(mop *m, cd_error *err) {
         return err->code;
     }
     bool idst = false, symq = false;
-    cd_fb_table q;
+    cd_fb_table q, qs;
     if (cd_fb_sub(&c->fb, &o->main, CV_IDST, "quanParameter", false, &idst, &q, err) ||
-        cd_fb_sub(&c->fb, &o->main, CV_SYMQ, "symmetricQuan", false, &symq, &q, err)) {
+        cd_fb_sub(&c->fb, &o->main, CV_SYMQ, "symmetricQuan", false, &symq, &qs, err)) {
         free(w);
         free(b);
         return err->code;
     }
-    if (idst) param_str(m, ", weights quantized (IDSTQuan)");
+    char qdesc[120] = "", qwhy[120] = "";
+    if (idst && !nw) { /* weight-quantized: decoded to the float weights MNN computes with */
+        if (cd_mnn_idst_weights(c, &q, deconv_type(o) ? 0 : outc, &w, &nw, qdesc, sizeof qdesc, qwhy, sizeof qwhy,
+                                err)) {
+            free(b);
+            return cd_err_prefix(err, "op #%d '%s': ", o->index, o->name);
+        }
+        if (nw) idst = false;
+    }
+    if (idst) param_str(m, ", weights quantized (IDSTQuan%s%s)", qwhy[0] ? ": " : "", qwhy);
+    if (qdesc[0]) param_str(m, ", %s", qdesc);
     if (symq) param_str(m, ", int8 (QuantizedFloatParam)");
     int32_t *opad = NULL;
     uint32_t n_opad = 0;

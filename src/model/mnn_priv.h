@@ -70,4 +70,10 @@ cd_status cd_mnn_ints(mnn_ctx *c, const cd_fb_table *t, int slot, const char *fi
                       cd_error *err);
 /* A float32 field with its schema default. */
 cd_status cd_mnn_f32(mnn_ctx *c, const cd_fb_table *t, int slot, float dflt, float *out, cd_error *err);
+/* A Convolution2D's IDSTQuan (table q) decoded to float weights as MNN's CPU uses them (mnn_quant.c):
+ * *w (malloc'd, *nw values in the float weight's order) and desc saying how; or why[0] != 0 and no
+ * weights when cldiff does not decode this kind (sparse, integer scales, ...). outc: the conv's
+ * output channels (0: unchecked). Malformed data -> CD_E_MODEL with the file offset. */
+cd_status cd_mnn_idst_weights(mnn_ctx *c, const cd_fb_table *q, int outc, float **w, uint32_t *nw, char *desc,
+                              size_t dn, char *why, size_t wn, cd_error *err);
 #endif
