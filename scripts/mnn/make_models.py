@@ -14,13 +14,19 @@ OUT_DIR/<name>.input.npy (a fixed random input, seed 0). Models:
   unmapped  conv, a reshape to [N, C, -1] by a shape computed at run time (Shape, Slice, Concat:
             ops cldiff does not map), softmax over the last axis, the reshape back, max pooling
   conv_wq8  conv.onnx converted with --weightQuantBits 8 (IDST-quantized weights)
+  conv_int8 conv.mnn fully quantized by the wheel's quantization tool (int8 weights and activations,
+            KL calibration on 8 seeded images drawn like the test input: N(0,1) as pixels
+            127.5 + 42.5 x; MNN's CPU then runs int8 kernels, its OpenCL float ones)
   ops_*     one small model per mapped op variant (asymmetric pads, SAME, groups, leaky relu,
             transposed conv, ceil pooling, padding counted, global pooling, clip, unary and
             binary ops with broadcasting, nearest and align-corners resize, reshape 0/-1,
             MatMul of a transpose): `--only ops` makes only these
 """
 import argparse
+import json
 import os
+import struct
+import zlib
 import shutil
 import subprocess
 import sys
@@ -214,6 +220,35 @@ MODELS = {"attention": m_attention, "conv": m_conv, "branches": m_branches, "mat
 VARIANTS = {"conv_wq8": ("conv", ["--weightQuantBits", "8"])}
 
 
+def png(path, a):
+    """An 8-bit RGB PNG of a (h, w, 3) uint8 array (no imaging package needed)."""
+    h, w, _ = a.shape
+    raw = b"".join(b"\x00" + a[y].tobytes() for y in range(h))
+
+    def chunk(t, d):
+        return struct.pack(">I", len(d)) + t + d + struct.pack(">I", zlib.crc32(t + d) & 0xffffffff)
+    with open(path, "wb") as f:
+        f.write(b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", struct.pack(">IIBBBBB", w, h, 8, 2, 0, 0, 0)) +
+                chunk(b"IDAT", zlib.compress(raw)) + chunk(b"IEND", b""))
+
+
+def quantize(src, dst, work, size):
+    """The wheel's quantization tool (its `mnnquant` script hands the tool its arguments the wrong
+    way in MNN 3.6.1, so the tool is called as the script means to: an argv list)."""
+    img = os.path.join(work, "calib")
+    os.makedirs(img, exist_ok=True)
+    rng = np.random.default_rng(1)
+    for i in range(8):
+        px = np.clip(127.5 + 42.5 * rng.standard_normal((size, size, 3)), 0, 255).round().astype(np.uint8)
+        png(os.path.join(img, f"i{i}.png"), px)
+    cfg = os.path.join(work, "quant.json")
+    json.dump({"format": "RGB", "mean": [127.5] * 3, "normal": [1 / 42.5] * 3, "width": size, "height": size,
+               "path": img + "/", "used_image_num": 8, "feature_quantize_method": "KL",
+               "weight_quantize_method": "MAX_ABS"}, open(cfg, "w"))
+    code = ("import sys, _tools; _tools.mnnquant(['mnnquant', sys.argv[1], sys.argv[2], sys.argv[3]])")
+    return subprocess.run([sys.executable, "-c", code, src, dst, cfg], capture_output=True, text=True)
+
+
 def mnnconvert():
     exe = os.path.join(os.path.dirname(sys.executable), "mnnconvert")
     return exe if os.access(exe, os.X_OK) else shutil.which("mnnconvert")
@@ -254,6 +289,17 @@ def main():
         if r.returncode or not os.path.exists(mn):
             sys.exit(f"mnnconvert failed for {name} (exit {r.returncode}):\n{r.stdout[-2000:]}{r.stderr[-2000:]}")
         print(f"{name}: {mn} ({os.path.getsize(mn)} bytes, {' '.join(opts)})")
+    src, dst = os.path.join(a.out, "conv.mnn"), os.path.join(a.out, "conv_int8.mnn")
+    if os.path.exists(src) and (not only or "conv_int8" in only):
+        work = os.path.join(a.out, "conv_int8.work")
+        r = quantize(src, dst, work, 32)
+        shutil.rmtree(work, ignore_errors=True)
+        if os.path.exists(dst + ".json"):
+            os.remove(dst + ".json")
+        if r.returncode or not os.path.exists(dst):
+            sys.exit(f"the quantization tool failed for conv_int8 (exit {r.returncode}):\n{r.stdout[-2000:]}"
+                     f"{r.stderr[-2000:]}")
+        print(f"conv_int8: {dst} ({os.path.getsize(dst)} bytes, quantized)")
 
 
 if __name__ == "__main__":

@@ -124,6 +124,31 @@ static void param_str(mop *m, const char *fmt, ...) {
         if (x) return err->code;                                                                                       \
     } while (0)
 
+/* An op whose output a quantization tool made int8 (mnn_ctx.qscale): MNN runs it in integers, so
+ * its output carries the rounding to its scale that cldiff's float kernels do not: it stays named,
+ * unless it only moves values (a layout change, reshape, transpose, concat, split, max pooling)
+ * between tensors of one scale, where the int8 result is exactly the float one on the same
+ * dequantized inputs. */
+static void int8_stays_named(mop *m) {
+    const mnn_op *o = m->o;
+    float s = 0;
+    for (int k = 0; k < o->n_out; k++)
+        if (m->c->qscale[o->out[k]] > 0) s = m->c->qscale[o->out[k]];
+    if (s <= 0) return;
+    bool moves = !strcmp(m->type, "assign") || !strcmp(m->type, "transpose2") || !strcmp(m->type, "reshape2") ||
+        !strcmp(m->type, "concat") || !strcmp(m->type, "split");
+    for (int i = 0; i < m->n_attrs && !strcmp(m->type, "pool2d"); i++)
+        if (!strcmp(m->attrs[i].name, "pooling_type") && m->attrs[i].s && !strcmp(m->attrs[i].s, "max")) moves = true;
+    bool same = true;
+    for (int k = 0; k < o->n_in; k++) same = same && m->c->qscale[o->in[k]] == s;
+    for (int k = 0; k < o->n_out; k++) same = same && m->c->qscale[o->out[k]] == s;
+    if (moves && same) {
+        param_str(m, ", int8 (scale %g) values moved unchanged", s);
+        return;
+    }
+    keep_named(m, "runs in int8 (quantized activations, output scale %g): MNN's integer arithmetic", s);
+}
+
 /* A two-input elementwise op (BinaryOp, Eltwise) as Paddle's elementwise_*: X, Y, axis -1. */
 static void binary_slots(mop *m) {
     if (m->o->n_in != 2) keep_named(m, "%d inputs", m->o->n_in);
@@ -230,7 +255,7 @@ static cd_status map_conv(mop *m, cd_error *err) {
         return err->code;
     }
     char qdesc[120] = "", qwhy[120] = "";
-    if (idst && !nw) { /* weight-quantized: decoded to the float weights MNN computes with */
+    if (idst && !nw && !symq) { /* weight-quantized: decoded to the float weights MNN computes with */
         if (cd_mnn_idst_weights(c, &q, deconv_type(o) ? 0 : outc, &w, &nw, qdesc, sizeof qdesc, qwhy, sizeof qwhy,
                                 err)) {
             free(b);
@@ -745,6 +770,7 @@ cd_status cd_mnn_map_op(mnn_ctx *c, const mnn_op *o, cd_error *err) {
         strcmp(m.type, "nearest_interp_v2") && strcmp(m.type, "bilinear_interp_v2"))
         keep_named(&m, "%d inputs", o->n_in);
     if (!st && m.type && o->n_in < m.n_in_used) keep_named(&m, "%d inputs", o->n_in);
+    if (!st && m.type) int8_stays_named(&m);
     const char *tn = cd_mnn_op_type_name(o->type);
     char named[64], pname[2][300];
     if (!m.type) {

@@ -44,6 +44,8 @@ typedef struct mnn_ctx {
     char **tname;      /* tensor names (owned copies; "t<i>" where the file has none) */
     mnn_const *iconst; /* per tensor: int32 constant values */
     mnn_const *fconst; /* per tensor: float32 constant values */
+    float *qscale;     /* per tensor: the int8 scale of a quantized activation (Net.extraTensorDescribe
+                          quantInfo of type int8: MNN runs the ops around it in integers); 0: float */
 } mnn_ctx;
 
 /* One op as read: its table, type, name, tensor indexes (already checked < n_tensors). */

@@ -211,6 +211,12 @@ static cd_status collect(meng *e, collected *c, cd_error *err) {
             continue;
         }
         const char *name = line + used;
+        if (name[0] == '[' && strchr(name, ']')) {
+            /* MNN's CPU calls an op it runs in int8 "<Type> [ DT_INT8 ]": the name follows */
+            const char *e = strchr(name, ']');
+            snprintf(type + strlen(type), sizeof type - strlen(type), "[%.*s]", (int)(e - name - 1), name + 1);
+            for (name = e + 1; *name == ' '; name++) {}
+        }
         int oi = op_named(g, name), t = -1;
         if (oi >= 0)
             t = out_tensor(g, oi, k);
