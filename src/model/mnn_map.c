@@ -510,7 +510,16 @@ static cd_status map_simple(mop *m, cd_error *err) {
         param_str(m, "opType %d%s", bt, act ? " +relu" : "");
         m->type = binary_type(bt);
         if (!m->type) keep_named(m, "binary opType %d has no cldiff op", bt);
-        if (act) keep_named(m, "fused activation %d", act);
+        if (act == 1 && m->type &&
+            (!strcmp(m->type, "elementwise_add") || !strcmp(m->type, "elementwise_sub") ||
+             !strcmp(m->type, "elementwise_mul"))) {
+            /* a fused relu (MNN's activationType 1): Paddle's fusion_elementwise_*_activation */
+            m->type = !strcmp(m->type, "elementwise_add") ? "fusion_elementwise_add_activation"
+                : !strcmp(m->type, "elementwise_sub")     ? "fusion_elementwise_sub_activation"
+                                                          : "fusion_elementwise_mul_activation";
+            add_str(m, "act_type", "relu");
+        } else if (act)
+            keep_named(m, "fused activation %d", act);
         binary_slots(m);
         break;
     }
