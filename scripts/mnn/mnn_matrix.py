@@ -7,6 +7,14 @@ KERNEL FAULT here is a false one: a bug of cldiff or of MNN to explain).
     scripts/mnn/mnn_matrix.py --cldiff build/cldiff [--out DIR] [--md TABLE.md] [--quick]
 
 --quick: precision low/high, memory normal, both modes. Exit 1 on a non-PASS verdict.
+
+    scripts/mnn/mnn_matrix.py --cldiff build/cldiff --zoo .zoo-mnn [--only NAME,...] [--out DIR] [--md TABLE.md]
+
+--zoo: the zoo models as .mnn (scripts/mnn/make_zoo_mnn.py) on `mnn-cpu,mnn-opencl` with the zoo's
+natural input, and `cpu,mnn-opencl` where cldiff's CPU runs the whole model; the oracles of each
+output: onnxruntime on the ONNX model the .mnn was converted from, MNN's Python API (its CPU,
+saved by make_zoo_mnn.py); a kernel fault is false unless the oracles say the faulty side is wrong.
+Exit 1 on a false kernel fault or a run that fails.
 """
 import argparse
 import itertools
@@ -21,13 +29,110 @@ DATA = os.path.join(os.path.dirname(os.path.dirname(HERE)), "testdata", "mnn")
 MODELS = ["conv", "branches", "attention"]
 
 
+def rel_err(y, ref):
+    """max |y - ref| / max |ref| (inf when the sizes differ)."""
+    import numpy as np
+    y, ref = np.asarray(y, np.float64).ravel(), np.asarray(ref, np.float64).ravel()
+    if y.size != ref.size:
+        return float("inf")
+    return float(np.abs(y - ref).max() / max(float(np.abs(ref).max()), 1e-30))
+
+
+def dump_tensor(dump, run, name):
+    """The last tensor of run `run` in the dump whose name is `name` (the dump escapes '/')."""
+    import h5py
+    with h5py.File(dump, "r") as f:
+        if run not in f["runs"]:
+            return None
+        got = None
+        for k in f["runs"][run].keys():
+            if k.split("_", 1)[1].replace("%2F", "/").replace("%25", "%") == name:
+                got = f["runs"][run][k][()]
+        return got
+
+
+def zoo_matrix(a):
+    """Every zoo model as .mnn: mnn-cpu,mnn-opencl and, where cldiff's CPU can run it whole,
+    cpu,mnn-opencl; each output against onnxruntime and MNN's Python API."""
+    import numpy as np
+    import onnxruntime as ort
+    only = [s for s in a.only.split(",") if s]
+    man = [json.loads(line) for line in open(os.path.join(a.zoo, "manifest.jsonl"))]
+    rows, bad = [], 0
+    for m in man:
+        name = m["name"]
+        if only and name not in only:
+            continue
+        if not m.get("ok"):
+            rows.append((name, m.get("family", ""), "-", f"not converted ({m.get('step')})", "", "", "", "", "", "", ""))
+            continue
+        d = os.path.join(a.zoo, name)
+        x = os.path.join(d, "in_natural.npy")
+        sess = ort.InferenceSession(os.path.join(d, "model.onnx"), providers=["CPUExecutionProvider"])
+        feed = {sess.get_inputs()[0].name: np.load(x)}
+        refs = dict(zip([o.name for o in sess.get_outputs()], sess.run(None, feed)))
+        out0 = sess.get_outputs()[0].name
+        py = np.load(os.path.join(d, "mnn_py_natural.npy")) if os.path.exists(
+            os.path.join(d, "mnn_py_natural.npy")) else None
+        for A in ("mnn-cpu", "cpu"):
+            out = os.path.join(a.out, f"zoo-{name}-{A}")
+            t0 = time.time()
+            r = subprocess.run([a.cldiff, os.path.join(d, "model.mnn"), "--backends", f"{A},mnn-opencl", "--input", x,
+                                "--out", out, "--no-repro"], capture_output=True, text=True, errors="replace",
+                               timeout=900, env=dict(os.environ, CLDIFF_NO_PROGRESS="1", NO_COLOR="1"))
+            secs = time.time() - t0
+            if A == "cpu" and r.returncode == 8:
+                rows.append((name, m.get("family", ""), A, "refused (exit 8: ops cldiff's CPU cannot run)", "", "",
+                             "", "", "", "", f"{secs:.0f}"))
+                continue
+            try:
+                s = json.load(open(os.path.join(out, "summary.json")))
+                v, ff = s.get("verdict_kind") or s["verdict"], s.get("first_fault") or {}
+                n, n_only, n_chk = s["layers_compared"], s.get("layers_compared_only", 0), (
+                    s.get("local_check") or {}).get("layers_checked", "")
+            except (OSError, ValueError, KeyError):
+                v, ff, n, n_only, n_chk = f"exit {r.returncode}", {}, 0, 0, ""
+            dump = os.path.join(out, "dump.h5")
+            ea = eb = float("nan")
+            if os.path.exists(dump):
+                ya, yb = dump_tensor(dump, A, out0), dump_tensor(dump, "mnn-opencl", out0)
+                ea = rel_err(ya, refs[out0]) if ya is not None else float("nan")
+                eb = rel_err(yb, refs[out0]) if yb is not None else float("nan")
+            epy = rel_err(py, refs[out0]) if py is not None else float("nan")
+            # a kernel fault is false unless the oracles put the faulty side (B) further from
+            # onnxruntime than the other side
+            false_fault = v == "kernel_fault" and not (eb > 10 * max(ea, 1e-7))
+            failed = r.returncode not in (0, 1) or false_fault
+            bad += failed
+            layer = ff.get("layer", "") if isinstance(ff, dict) else ""
+            rows.append((name, m.get("family", ""), A, v + (f" at {layer}" if layer else ""), n, n_chk, n_only,
+                         f"{ea:.2g}", f"{eb:.2g}", f"{epy:.2g}", f"{secs:.0f}"))
+            print(f"{name:24} {A:8} {v:14} {layer:18} layers={n:3} checked={n_chk!s:3} compared-only={n_only:3} "
+                  f"A/ort={ea:.2g} opencl/ort={eb:.2g} mnn-py/ort={epy:.2g} {secs:.0f}s"
+                  + ("   <-- " + (r.stderr.strip()[-300:] if r.returncode not in (0, 1) else "FALSE KERNEL FAULT")
+                     if failed else ""), flush=True)
+    hdr = ("model", "family", "A", "verdict", "layers", "checked", "compared only", "A vs onnxruntime",
+           "mnn-opencl vs onnxruntime", "MNN Python vs onnxruntime", "s")
+    md = "| " + " | ".join(hdr) + " |\n|" + "---|" * len(hdr) + "\n" + "".join(
+        "| " + " | ".join(str(c) for c in row) + " |\n" for row in rows)
+    if a.md:
+        open(a.md, "w").write(md)
+    print(md)
+    print(f"{len(rows)} rows, {bad} false kernel faults or failed runs")
+    return 1 if bad else 0
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--cldiff", required=True)
     ap.add_argument("--out", default="mnn-matrix-out")
     ap.add_argument("--md", default="")
     ap.add_argument("--quick", action="store_true")
+    ap.add_argument("--zoo", default="", help="the zoo as .mnn (scripts/mnn/make_zoo_mnn.py): run the zoo matrix")
+    ap.add_argument("--only", default="", help="--zoo: these models only (comma-separated)")
     a = ap.parse_args()
+    if a.zoo:
+        return zoo_matrix(a)
     precs = ["low", "high"] if a.quick else ["low", "normal", "high"]
     mems = ["normal"] if a.quick else ["low", "normal"]
     rows, bad = [], 0
