@@ -130,8 +130,8 @@ void cd_graph_warn(cd_graph *g, const char *fmt, ...) __attribute__((format(prin
 
 /* An op cldiff has no definition of (an engine's op kept as mnn_<Type>) carries, once the engine
  * reported them, its outputs' types and shapes in this LONGS attribute: per output, in slot order,
- * the cd_dtype, the rank, the dims. The plan takes them as they are (engine/plan.c, docs/mnn.md
- * "Ops cldiff does not map"). */
+ * the cd_dtype, the rank, the dims. The plan takes them as they are (engine/plan.c; the MNN
+ * engines' shape pass, src/backends/mnn/mnn_shapes.c). */
 #define CD_ENGINE_SHAPES_ATTR "engine_out_shapes"
 
 /* ---- queries ---- */
