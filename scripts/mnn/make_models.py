@@ -232,18 +232,23 @@ def png(path, a):
                 chunk(b"IDAT", zlib.compress(raw)) + chunk(b"IEND", b""))
 
 
-def quantize(src, dst, work, size):
+def quantize(src, dst, work, size, images=None, mean=(127.5,) * 3, normal=(1 / 42.5,) * 3):
     """The wheel's quantization tool (its `mnnquant` script hands the tool its arguments the wrong
-    way in MNN 3.6.1, so the tool is called as the script means to: an argv list)."""
+    way in MNN 3.6.1, so the tool is called as the script means to: an argv list). images: (h, w, 3)
+    uint8 calibration pictures (default: 8 seeded ones drawn as 127.5 + 42.5 N(0,1)); size: (h, w)
+    or one number; the tool feeds the model (pixel - mean) x normal."""
     img = os.path.join(work, "calib")
     os.makedirs(img, exist_ok=True)
-    rng = np.random.default_rng(1)
-    for i in range(8):
-        px = np.clip(127.5 + 42.5 * rng.standard_normal((size, size, 3)), 0, 255).round().astype(np.uint8)
+    h, w = (size, size) if isinstance(size, int) else size
+    if images is None:
+        rng = np.random.default_rng(1)
+        images = [np.clip(127.5 + 42.5 * rng.standard_normal((h, w, 3)), 0, 255).round().astype(np.uint8)
+                  for _ in range(8)]
+    for i, px in enumerate(images):
         png(os.path.join(img, f"i{i}.png"), px)
     cfg = os.path.join(work, "quant.json")
-    json.dump({"format": "RGB", "mean": [127.5] * 3, "normal": [1 / 42.5] * 3, "width": size, "height": size,
-               "path": img + "/", "used_image_num": 8, "feature_quantize_method": "KL",
+    json.dump({"format": "RGB", "mean": list(mean), "normal": list(normal), "width": w, "height": h,
+               "path": img + "/", "used_image_num": len(images), "feature_quantize_method": "KL",
                "weight_quantize_method": "MAX_ABS"}, open(cfg, "w"))
     code = ("import sys, _tools; _tools.mnnquant(['mnnquant', sys.argv[1], sys.argv[2], sys.argv[3]])")
     return subprocess.run([sys.executable, "-c", code, src, dst, cfg], capture_output=True, text=True)

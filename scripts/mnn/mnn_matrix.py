@@ -11,7 +11,7 @@ KERNEL FAULT here is a false one: a bug of cldiff or of MNN to explain).
     scripts/mnn/mnn_matrix.py --cldiff build/cldiff --zoo .zoo-mnn [--only NAME,...] [--out DIR] [--md TABLE.md]
 
 --zoo: the zoo models as .mnn (scripts/mnn/make_zoo_mnn.py) on `mnn-cpu,mnn-opencl` with the zoo's
-natural input, and `cpu,mnn-opencl` where cldiff's CPU runs the whole model; the oracles of each
+natural input (its random one where it has none), and `cpu,mnn-opencl` where cldiff's CPU runs the whole model; the oracles of each
 output: onnxruntime on the ONNX model the .mnn was converted from, MNN's Python API (its CPU,
 saved by make_zoo_mnn.py); a kernel fault is false unless the oracles say the faulty side is wrong.
 Exit 1 on a false kernel fault or a run that fails.
@@ -67,13 +67,14 @@ def zoo_matrix(a):
             rows.append((name, m.get("family", ""), "-", f"not converted ({m.get('step')})", "", "", "", "", "", "", ""))
             continue
         d = os.path.join(a.zoo, name)
-        x = os.path.join(d, "in_natural.npy")
+        tag = "natural" if os.path.exists(os.path.join(d, "in_natural.npy")) else "random"
+        x = os.path.join(d, f"in_{tag}.npy")
         sess = ort.InferenceSession(os.path.join(d, "model.onnx"), providers=["CPUExecutionProvider"])
         feed = {sess.get_inputs()[0].name: np.load(x)}
         refs = dict(zip([o.name for o in sess.get_outputs()], sess.run(None, feed)))
         out0 = sess.get_outputs()[0].name
-        py = np.load(os.path.join(d, "mnn_py_natural.npy")) if os.path.exists(
-            os.path.join(d, "mnn_py_natural.npy")) else None
+        py = np.load(os.path.join(d, f"mnn_py_{tag}.npy")) if os.path.exists(
+            os.path.join(d, f"mnn_py_{tag}.npy")) else None
         for A in ("mnn-cpu", "cpu"):
             out = os.path.join(a.out, f"zoo-{name}-{A}")
             t0 = time.time()

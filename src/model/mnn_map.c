@@ -459,6 +459,25 @@ static cd_status map_simple(mop *m, cd_error *err) {
     const mnn_op *o = m->o;
     const cd_fb_table *t = &o->main;
     switch (o->type) {
+    case 2: { /* ArgMax: of a non-NC4HW4 input MNN drops the axis and writes int32 indices */
+        int32_t omv = 0, topk = 0, ax = 0;
+        if (main_is(o, MNN_P_ARGMAX)) {
+            TRY(cd_fb_i32(&c->fb, t, 0, 0, &omv, err));
+            TRY(cd_fb_i32(&c->fb, t, 1, 0, &topk, err));
+            TRY(cd_fb_i32(&c->fb, t, 2, 0, &ax, err));
+        }
+        param_str(m, "axis %d topK %d outMaxVal %d", ax, topk, omv);
+        if (omv || topk > 1) {
+            keep_named(m, "%s", omv ? "outputs the maximum values too" : "top-k indices");
+            break;
+        }
+        m->type = "arg_max";
+        add_int(m, "axis", ax);
+        add_bool(m, "keepdims", false);
+        add_bool(m, "flatten", false);
+        add_int(m, "dtype", 2);
+        break;
+    }
     case 69: { /* ReLU */
         float slope = 0;
         if (main_is(o, MNN_P_RELU)) TRY(cd_mnn_f32(c, t, 0, 0.0f, &slope, err));

@@ -8,6 +8,7 @@
 
 /* The union member numbers of MNN's OpParameter that the reader decodes. */
 enum {
+    MNN_P_ARGMAX = 2,
     MNN_P_AXIS = 4,
     MNN_P_BINARY = 6,
     MNN_P_BLOB = 7,
