@@ -8,7 +8,8 @@
 //
 // --shapes NAMES (the shape pass, docs/mnn.md "Ops cldiff does not map"): NAMES lists tensor names,
 // one a line; they become the session's saved tensors (ScheduleConfig::saveTensors), the inputs are
-// fed (their shapes resize the session) and nothing runs: OUT_DIR/shapes.txt gets one line per
+// fed (their shapes resize the session), the session runs once (no callbacks, nothing saved but
+// shapes: control flow sizes its outputs only when it runs) and OUT_DIR/shapes.txt gets one line per
 // name, "<type code> <bits> <rank> <dims...> <name>" in the layout the run hands values over in
 // (CAFFE), or "- <name>" where MNN keeps no such tensor.
 // IN_DIR/inputs.txt names the model's inputs, one a line, in the order of the files
@@ -261,6 +262,8 @@ int main(int argc, char** argv) {
     t->copyFromHostTensor(host.get());
   }
   if (!shapes.empty()) {
+    // one run: control flow (While, If) sizes its outputs only when it runs
+    if (net->runSession(s) != MNN::NO_ERROR) std::fprintf(stderr, "mnn_probe_runner: the shape run failed\n");
     std::ofstream so(out_dir + "/shapes.txt");
     for (const std::string& n : shape_names) {
       const MNN::Tensor* t = net->getSessionOutput(s, n.c_str());

@@ -82,9 +82,15 @@ def zoo_matrix(a):
                                 "--out", out, "--no-repro"], capture_output=True, text=True, errors="replace",
                                timeout=900, env=dict(os.environ, CLDIFF_NO_PROGRESS="1", NO_COLOR="1"))
             secs = time.time() - t0
-            if A == "cpu" and r.returncode == 8:
-                rows.append((name, m.get("family", ""), A, "refused (exit 8: ops cldiff's CPU cannot run)", "", "",
-                             "", "", "", "", f"{secs:.0f}"))
+            if r.returncode == 8:
+                why = ("ops cldiff's CPU cannot run" if A == "cpu" else
+                       "control flow: MNN's session API does not run it" if "control flow" in r.stderr else
+                       r.stderr.strip().splitlines()[-2][:120] if r.stderr.strip() else "")
+                rows.append((name, m.get("family", ""), A, f"refused (exit 8: {why})", "", "", "", "", "", "",
+                             f"{secs:.0f}"))
+                print(f"{name:24} {A:8} refused (exit 8: {why})", flush=True)
+                if A == "mnn-cpu":
+                    break
                 continue
             try:
                 s = json.load(open(os.path.join(out, "summary.json")))

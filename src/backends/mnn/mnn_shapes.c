@@ -1,9 +1,11 @@
 /* The shape pass (docs/mnn.md, "Ops cldiff does not map"): a .mnn model whose ops do not all map
  * onto cldiff's op table is planned from MNN's own shapes. The runner creates a session on MNN's
- * CPU with the outputs of those ops as saved tensors, feeds inputs of the run's shapes (zeros:
- * only their shapes matter to MNN's shape computation) and writes every saved tensor's type and
- * shape without running the model; each such op then carries them (CD_ENGINE_SHAPES_ATTR) and the
- * plan takes them as they are. Such ops are compared between engines, never checked locally. */
+ * CPU with the outputs of every op as saved tensors, feeds inputs of the run's shapes (zeros) and
+ * runs it once (control flow such as While sizes its outputs only when it runs), then writes
+ * every saved tensor's type and shape; each op then carries them (CD_ENGINE_SHAPES_ATTR). The
+ * plan takes them as they are for the named ops, and for a mapped op whose own shape rule fails
+ * or disagrees with MNN's (that op is then compared only). Named ops are compared between
+ * engines, never checked locally. */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <limits.h>
@@ -24,6 +26,11 @@ static int dtype_of(int code, int bits) {
     if (code == 0) return bits == 32 ? CD_I32 : bits == 8 ? CD_I8 : bits == 16 ? CD_I16 : bits == 64 ? CD_I64 : -1;
     if (code == 1) return bits == 8 ? CD_U8 : -1;
     return -1;
+}
+
+/* An op of MNN's model (not the feed and fetch ops cldiff adds). */
+static bool from_mnn(const cd_op *op) {
+    return strcmp(op->type, "feed") && strcmp(op->type, "fetch") && cd_attr_str(op, "mnn_type", NULL);
 }
 
 static void rm_dir(const char *dir) {
@@ -55,7 +62,7 @@ static cd_status write_request(const cd_graph *g, const cd_shape *in_shapes, con
     if (!f) return cd_err(err, CD_E_IO, "cannot write %s: %s", p, strerror(errno));
     for (int i = 0; i < g->n_ops; i++) {
         const cd_op *op = &g->ops[i];
-        if (cd_mnn_op_mapped(op)) continue;
+        if (!from_mnn(op)) continue;
         for (int s = 0; s < op->n_out; s++)
             for (int k = 0; k < op->out[s].n; k++) {
                 int id = op->out[s].ids[k];
@@ -139,7 +146,8 @@ static cd_status attach(cd_graph *g, const int *ids, int n_ids, const int64_t *e
     int64_t buf[(CD_MAX_RANK + 2) * 64];
     for (int i = 0; i < g->n_ops; i++) {
         const cd_op *op = &g->ops[i];
-        if (cd_mnn_op_mapped(op)) continue;
+        if (!from_mnn(op)) continue;
+        bool mapped = cd_mnn_op_mapped(op), whole = true;
         int n = 0;
         for (int s = 0; s < op->n_out; s++)
             for (int k = 0; k < op->out[s].n; k++) {
@@ -148,6 +156,11 @@ static cd_status attach(cd_graph *g, const int *ids, int n_ids, const int64_t *e
                 if (j >= n_ids || ids[j] != id)
                     return cd_err(err, CD_E_INTERNAL, "shape pass: outputs of op #%d out of order", i);
                 const char *tn = g->tensors[id].name;
+                if (mapped && (at[j] < 0 || enc[at[j]] < 0)) { /* cldiff's own shape rule will do */
+                    whole = false;
+                    j++;
+                    continue;
+                }
                 if (at[j] < 0)
                     return cd_err(err, CD_E_UNSUPPORTED,
                                   "op #%d '%s' (MNN %s): MNN keeps no tensor '%s' once its session is resized, so "
@@ -167,7 +180,7 @@ static cd_status attach(cd_graph *g, const int *ids, int n_ids, const int64_t *e
                 n += len;
                 j++;
             }
-        cd_status st = cd_mnn_set_engine_shapes(g, i, buf, n, err);
+        cd_status st = whole ? cd_mnn_set_engine_shapes(g, i, buf, n, err) : CD_OK;
         if (st) return st;
     }
     return CD_OK;
@@ -183,6 +196,16 @@ cd_status cd_mnn_shape_pass(cd_graph *g, const char *model_path, const cd_shape 
                             double timeout_s, bool quiet, cd_error *err) {
     int n_unmapped = cd_mnn_unmapped_ops(g);
     if (!n_unmapped) return CD_OK;
+    for (int i = 0; i < g->n_ops; i++) {
+        const char *t = cd_attr_str(&g->ops[i], "mnn_type", "");
+        if (!strcmp(t, "While") || !strcmp(t, "If"))
+            return cd_err(err, CD_E_UNSUPPORTED,
+                          "op #%d '%s' is MNN control flow (%s, with subgraphs: an RNN loop as paddle2onnx and "
+                          "mnnconvert write it); MNN's session API, which cldiff's MNN runner uses, does not run "
+                          "control flow (MNN says \"Can't run session because not resized\"), only its Module "
+                          "API does, which cldiff does not drive yet (docs/mnn.md, \"Zoo models\")",
+                          i, cd_attr_str(&g->ops[i], "mnn_name", "?"), t);
+    }
     struct timespec t0, t1;
     clock_gettime(CLOCK_MONOTONIC, &t0);
     cd_mnn_sdk sdk;
