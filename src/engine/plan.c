@@ -167,30 +167,6 @@ static cd_status infer_engine_shapes(cd_op_ctx *c) {
     return CD_OK;
 }
 
-/* After cldiff's shape rule ran: why[0] != 0 when an output's element count, or its kind (float or
- * an integer type), is not the one the engine reported. */
-static void engine_disagrees(const cd_op_ctx *c, char *why, size_t n) {
-    const int64_t *v = NULL;
-    int nv = cd_attr_ints(c->op, CD_ENGINE_SHAPES_ATTR, &v), p = 0;
-    for (int s = 0; s < c->op->n_out; s++)
-        for (int k = 0; k < c->op->out[s].n; k++) {
-            int id = c->op->out[s].ids[k];
-            if (p + 2 > nv || v[p + 1] < 0 || p + 2 + v[p + 1] > nv) return;
-            cd_shape es = {.rank = (int)v[p + 1]};
-            for (int d = 0; d < es.rank && d < CD_MAX_RANK; d++) es.d[d] = v[p + 2 + d];
-            const cd_value *o = id >= 0 ? &c->vals[id] : NULL;
-            char a[160], b[160];
-            if (o && o->shape.rank >= 0 && cd_shape_numel(&o->shape) != cd_shape_numel(&es))
-                snprintf(why, n, "output '%s': %s here, %s in the engine", c->g->tensors[id].name,
-                         cd_shape_str(&o->shape, a, sizeof a), cd_shape_str(&es, b, sizeof b));
-            else if (o && (unsigned)v[p] < CD_DTYPE_COUNT && is_float(o->dtype) != is_float((cd_dtype)v[p]))
-                snprintf(why, n, "output '%s': %s here, %s in the engine", c->g->tensors[id].name,
-                         cd_dtype_name(o->dtype), cd_dtype_name((cd_dtype)v[p]));
-            if (why[0]) return;
-            p += 2 + (int)v[p + 1];
-        }
-}
-
 static cd_status infer_op(const cd_graph *g, cd_plan *plan, int i, sbuf *warn, const bool *reused, cd_error *err) {
     const cd_op *op = &g->ops[i];
     const cd_op_def *def = plan->defs[i];
@@ -218,32 +194,7 @@ static cd_status infer_op(const cd_graph *g, cd_plan *plan, int i, sbuf *warn, c
             plan->meta[id].shape.rank = -1; /* so a shape rule that forgets an output is caught */
             plan->meta[id].dtype = cd_act_dtype(&c);
         }
-    cd_status st;
-    if (def && cd_op_attr(op, CD_ENGINE_SHAPES_ATTR)) {
-        /* an op the engine gave shapes too: cldiff's rule, unless it fails or disagrees with the
-         * engine's types or sizes; then the engine's shapes, and the op is compared only (no
-         * definition: the local check leaves it out) */
-        cd_error mine = {0};
-        c.err = &mine;
-        st = def->infer(&c);
-        c.err = err;
-        char why[200] = "";
-        if (st)
-            snprintf(why, sizeof why, "%s", mine.msg);
-        else
-            engine_disagrees(&c, why, sizeof why);
-        if (why[0]) {
-            st = infer_engine_shapes(&c);
-            if (!st) {
-                sb_printf(warn,
-                          "op #%d %s (%s): cldiff's shape rule does not give the engine's (%s): planned from "
-                          "the engine's shapes, compared only\n",
-                          i, op->name, op->type, why);
-                plan->defs[i] = def = NULL;
-            }
-        }
-    } else
-        st = def ? def->infer(&c) : infer_engine_shapes(&c);
+    cd_status st = def ? def->infer(&c) : infer_engine_shapes(&c);
     if (st) {
         if (err && !strstr(err->msg, "op #")) cd_err_prefix(err, "op #%d %s (%s): ", i, op->name, op->type);
         return st;

@@ -75,9 +75,7 @@ cd_status cd_local_check_layers(const cd_local_req *q, cd_analysis *an, cd_error
         /* by design: an op cldiff has no definition of (an engine's op kept as mnn_<Type>, issue
          * 28) has no CPU kernel to check it against; it is compared and named, not missing */
         const cd_op_info *oinf = cd_op_info_find(g->ops[l->op_index].type);
-        if (!oinf || (oinf->flags & CD_OPL_NOCPU) || !cd_op_find(g->ops[l->op_index].type) ||
-            (q->plan && q->plan->defs && !q->plan->defs[l->op_index] && strcmp(g->ops[l->op_index].type, "feed"))) {
-            /* (the last: an op the plan took the engine's shapes for, engine/plan.c) */
+        if (!oinf || (oinf->flags & CD_OPL_NOCPU) || !cd_op_find(g->ops[l->op_index].type)) {
             l->loc_compared_only = true;
             an->n_compared_only++;
             snprintf(l->loc_note, sizeof l->loc_note,

@@ -1,11 +1,9 @@
 /* The shape pass (docs/mnn.md, "Ops cldiff does not map"): a .mnn model whose ops do not all map
  * onto cldiff's op table is planned from MNN's own shapes. The runner creates a session on MNN's
- * CPU with the outputs of every op as saved tensors, feeds inputs of the run's shapes (zeros) and
- * runs it once (control flow such as While sizes its outputs only when it runs), then writes
- * every saved tensor's type and shape; each op then carries them (CD_ENGINE_SHAPES_ATTR). The
- * plan takes them as they are for the named ops, and for a mapped op whose own shape rule fails
- * or disagrees with MNN's (that op is then compared only). Named ops are compared between
- * engines, never checked locally. */
+ * CPU with the outputs of those ops as saved tensors, feeds inputs of the run's shapes (zeros:
+ * only their shapes matter to MNN's shape computation), runs it once and writes every saved
+ * tensor's type and shape; each such op then carries them (CD_ENGINE_SHAPES_ATTR) and the plan
+ * takes them as they are. Such ops are compared between engines, never checked locally. */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <limits.h>
@@ -28,9 +26,10 @@ static int dtype_of(int code, int bits) {
     return -1;
 }
 
-/* An op of MNN's model (not the feed and fetch ops cldiff adds). */
+/* An op of MNN's model that stays named (not a mapped one, nor the feed and fetch ops cldiff adds). */
 static bool from_mnn(const cd_op *op) {
-    return strcmp(op->type, "feed") && strcmp(op->type, "fetch") && cd_attr_str(op, "mnn_type", NULL);
+    return strcmp(op->type, "feed") && strcmp(op->type, "fetch") && cd_attr_str(op, "mnn_type", NULL) &&
+        !cd_mnn_op_mapped(op);
 }
 
 static void rm_dir(const char *dir) {
@@ -147,7 +146,6 @@ static cd_status attach(cd_graph *g, const int *ids, int n_ids, const int64_t *e
     for (int i = 0; i < g->n_ops; i++) {
         const cd_op *op = &g->ops[i];
         if (!from_mnn(op)) continue;
-        bool mapped = cd_mnn_op_mapped(op), whole = true;
         int n = 0;
         for (int s = 0; s < op->n_out; s++)
             for (int k = 0; k < op->out[s].n; k++) {
@@ -156,11 +154,6 @@ static cd_status attach(cd_graph *g, const int *ids, int n_ids, const int64_t *e
                 if (j >= n_ids || ids[j] != id)
                     return cd_err(err, CD_E_INTERNAL, "shape pass: outputs of op #%d out of order", i);
                 const char *tn = g->tensors[id].name;
-                if (mapped && (at[j] < 0 || enc[at[j]] < 0)) { /* cldiff's own shape rule will do */
-                    whole = false;
-                    j++;
-                    continue;
-                }
                 if (at[j] < 0)
                     return cd_err(err, CD_E_UNSUPPORTED,
                                   "op #%d '%s' (MNN %s): MNN keeps no tensor '%s' once its session is resized, so "
@@ -180,7 +173,7 @@ static cd_status attach(cd_graph *g, const int *ids, int n_ids, const int64_t *e
                 n += len;
                 j++;
             }
-        cd_status st = whole ? cd_mnn_set_engine_shapes(g, i, buf, n, err) : CD_OK;
+        cd_status st = cd_mnn_set_engine_shapes(g, i, buf, n, err);
         if (st) return st;
     }
     return CD_OK;
