@@ -115,6 +115,12 @@ with tempfile.TemporaryDirectory() as d:
                 dd = float(np.abs(y - ref).max())
                 check(dd <= tol, f"{name}: {rn}'s output vs onnxruntime {dd:.3g} <= {tol:.3g}")
 
+    # 1b. --fp16: no golden run (cldiff's CPU cannot run the named ops in float32), still a verdict
+    rc, so, se = run([os.path.join(DATA, "matmul.mnn"), "--backends", "mnn-cpu,mnn-opencl", "--fp16", "--input",
+                      os.path.join(DATA, "matmul.input.npy"), "--out", os.path.join(d, "fp16"), "--no-repro"])
+    check(rc == 0 and "verdict: PASS" in so and "no golden run" in se and "mnn_Reshape_1" in so,
+          f"matmul --fp16: PASS without the golden run, the named layer compared only (exit {rc}: {se[-300:]})")
+
     # 2. conv_wq8: every layer checked; cldiff's CPU equals MNN's CPU on the whole model
     out = os.path.join(d, "wq8")
     x = os.path.join(DATA, "conv.input.npy")
