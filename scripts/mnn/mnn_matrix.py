@@ -11,7 +11,8 @@ KERNEL FAULT here is a false one: a bug of cldiff or of MNN to explain).
     scripts/mnn/mnn_matrix.py --cldiff build/cldiff --zoo .zoo-mnn [--only NAME,...] [--out DIR] [--md TABLE.md]
 
 --zoo: the zoo models as .mnn (scripts/mnn/make_zoo_mnn.py) on `mnn-cpu,mnn-opencl` with the zoo's
-natural input (its random one where it has none), and `cpu,mnn-opencl` where cldiff's CPU runs the whole model; the oracles of each
+natural input (its random one where it has none), and `cpu,mnn-opencl` where cldiff's CPU runs the whole model
+(--variants: mnn-opencl's precision/memory/mode for each mnn-cpu run); the oracles of each
 output: onnxruntime on the ONNX model the .mnn was converted from, MNN's Python API (its CPU,
 saved by make_zoo_mnn.py); a kernel fault is false unless the oracles say the faulty side is wrong.
 Exit 1 on a false kernel fault or a run that fails.
@@ -75,20 +76,25 @@ def zoo_matrix(a):
         out0 = sess.get_outputs()[0].name
         py = np.load(os.path.join(d, f"mnn_py_{tag}.npy")) if os.path.exists(
             os.path.join(d, f"mnn_py_{tag}.npy")) else None
-        for A in ("mnn-cpu", "cpu"):
-            out = os.path.join(a.out, f"zoo-{name}-{A}")
+        runs = [("mnn-cpu", v) for v in a.variants.split(",") if v] + [("cpu", a.variants.split(",")[0])]
+        for A, var in runs:
+            prec, mem, mode = (var.split("/") + ["high", "normal", "buffer"])[:3]
+            out = os.path.join(a.out, f"zoo-{name}-{A}-{prec}-{mem}-{mode}")
             t0 = time.time()
             r = subprocess.run([a.cldiff, os.path.join(d, "model.mnn"), "--backends", f"{A},mnn-opencl", "--input", x,
-                                "--out", out, "--no-repro"], capture_output=True, text=True, errors="replace",
+                                "--out", out, "--no-repro", "--backend-opt", f"mnn-opencl:precision={prec}",
+                                "--backend-opt", f"mnn-opencl:memory={mem}", "--backend-opt", f"mnn-opencl:mode={mode}"],
+                               capture_output=True, text=True, errors="replace",
                                timeout=900, env=dict(os.environ, CLDIFF_NO_PROGRESS="1", NO_COLOR="1"))
+            A_label = A if var == "high/normal/buffer" else f"{A} (opencl {var})"
             secs = time.time() - t0
             if r.returncode == 8:
                 why = ("ops cldiff's CPU cannot run" if A == "cpu" else
                        "control flow: MNN's session API does not run it" if "control flow" in r.stderr else
                        r.stderr.strip().splitlines()[-2][:120] if r.stderr.strip() else "")
-                rows.append((name, m.get("family", ""), A, f"refused (exit 8: {why})", "", "", "", "", "", "",
+                rows.append((name, m.get("family", ""), A_label, f"refused (exit 8: {why})", "", "", "", "", "", "",
                              f"{secs:.0f}"))
-                print(f"{name:24} {A:8} refused (exit 8: {why})", flush=True)
+                print(f"{name:24} {A_label:8} refused (exit 8: {why})", flush=True)
                 if A == "mnn-cpu":
                     break
                 continue
@@ -112,9 +118,9 @@ def zoo_matrix(a):
             failed = r.returncode not in (0, 1) or false_fault
             bad += failed
             layer = ff.get("layer", "") if isinstance(ff, dict) else ""
-            rows.append((name, m.get("family", ""), A, v + (f" at {layer}" if layer else ""), n, n_chk, n_only,
+            rows.append((name, m.get("family", ""), A_label, v + (f" at {layer}" if layer else ""), n, n_chk, n_only,
                          f"{ea:.2g}", f"{eb:.2g}", f"{epy:.2g}", f"{secs:.0f}"))
-            print(f"{name:24} {A:8} {v:14} {layer:18} layers={n:3} checked={n_chk!s:3} compared-only={n_only:3} "
+            print(f"{name:24} {A_label:8} {v:14} {layer:18} layers={n:3} checked={n_chk!s:3} compared-only={n_only:3} "
                   f"A/ort={ea:.2g} opencl/ort={eb:.2g} mnn-py/ort={epy:.2g} {secs:.0f}s"
                   + ("   <-- " + (r.stderr.strip()[-300:] if r.returncode not in (0, 1) else "FALSE KERNEL FAULT")
                      if failed else ""), flush=True)
@@ -137,6 +143,9 @@ def main():
     ap.add_argument("--quick", action="store_true")
     ap.add_argument("--zoo", default="", help="the zoo as .mnn (scripts/mnn/make_zoo_mnn.py): run the zoo matrix")
     ap.add_argument("--only", default="", help="--zoo: these models only (comma-separated)")
+    ap.add_argument("--variants", default="high/normal/buffer",
+                    help="--zoo: mnn-opencl's precision/memory/mode per mnn-cpu run, comma-separated "
+                         "(e.g. high/normal/buffer,low/low/image); cpu runs the first")
     a = ap.parse_args()
     if a.zoo:
         return zoo_matrix(a)
