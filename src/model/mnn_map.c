@@ -615,6 +615,8 @@ static cd_status map_simple(mop *m, cd_error *err) {
         param_str(m, "dims of rank %d, format %u", n, fmt);
         if (n <= 0 || fmt != 0) {
             keep_named(m, "%s", fmt ? "NHWC reshape" : "shape computed at run time");
+            /* its shape from MNN's shape pass makes it a reshape2 again (cd_mnn_bind_reshapes) */
+            if (!fmt && o->n_in == 2) add_int(m, "mnn_reshape_runtime", 1);
             break;
         }
         m->type = "reshape2";

@@ -38,6 +38,11 @@ cd_status cd_mnn_check_runnable(const cd_graph *g, cd_error *err);
 /* Sets (or replaces) op op_index's CD_ENGINE_SHAPES_ATTR to enc[0..n) (model/graph.h): the
  * shapes MNN gave its outputs (the shape pass of src/backends/mnn/mnn_shapes.c). */
 cd_status cd_mnn_set_engine_shapes(cd_graph *g, int op_index, const int64_t *enc, int n, cd_error *err);
+/* A Reshape kept named because its shape is computed at run time, once the shape pass gave its
+ * output's shape (CD_ENGINE_SHAPES_ATTR, a float tensor, no zero dimension), becomes reshape2 to
+ * that shape, reading the data only: cldiff's CPU checks it. Returns how many (or a negative
+ * status on out of memory, err set). */
+int cd_mnn_bind_reshapes(cd_graph *g, cd_error *err);
 /* The op was mapped onto cldiff's op table (cldiff's CPU can check it). */
 bool cd_mnn_op_mapped(const cd_op *op);
 #endif

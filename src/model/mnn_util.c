@@ -200,3 +200,46 @@ cd_status cd_mnn_set_engine_shapes(cd_graph *g, int op_index, const int64_t *enc
     op->n_attr++;
     return CD_OK;
 }
+
+int cd_mnn_bind_reshapes(cd_graph *g, cd_error *err) {
+    int bound = 0;
+    for (int i = 0; g && i < g->n_ops; i++) {
+        cd_op *op = &g->ops[i];
+        const int64_t *v = NULL;
+        int nv = cd_attr_ints(op, CD_ENGINE_SHAPES_ATTR, &v);
+        if (strcmp(op->type, "mnn_Reshape") || !cd_attr_int(op, "mnn_reshape_runtime", 0) || nv < 3 || nv != 2 + v[1] ||
+            v[1] < 1 || v[1] > CD_MAX_RANK || (v[0] != CD_F32 && v[0] != CD_F16) || op->n_in != 1 || op->in[0].n != 2 ||
+            op->n_out != 1 || op->out[0].n != 1)
+            continue;
+        bool zero = false;
+        for (int d = 0; d < v[1]; d++) zero = zero || v[2 + d] <= 0; /* 0 would mean "copy" to reshape2 */
+        if (zero) continue;
+        cd_attr *na = realloc(op->attrs, sizeof *na * (size_t)(op->n_attr + 1));
+        if (!na) {
+            cd_err(err, CD_E_NOMEM, "out of memory");
+            return -1;
+        }
+        op->attrs = na;
+        cd_attr *a = &na[op->n_attr];
+        memset(a, 0, sizeof *a);
+        a->name = strdup("shape");
+        a->ints = malloc(sizeof *a->ints * (size_t)v[1]);
+        char *type = strdup("reshape2");
+        if (!a->name || !a->ints || !type) {
+            free(a->name);
+            free(a->ints);
+            free(type);
+            cd_err(err, CD_E_NOMEM, "out of memory");
+            return -1;
+        }
+        a->type = CD_ATTR_INTS;
+        a->n = (int)v[1];
+        memcpy(a->ints, v + 2, sizeof *a->ints * (size_t)v[1]);
+        op->n_attr++;
+        free(op->type);
+        op->type = type;
+        op->in[0].n = 1; /* the data only: the shape vector was MNN's to compute */
+        bound++;
+    }
+    return bound;
+}

@@ -243,6 +243,8 @@ cd_status cd_mnn_shape_pass(cd_graph *g, const char *model_path, const cd_shape 
     }
     if (!st) st = read_shapes(g, dir, ids, n_ids, enc, at, err);
     if (!st) st = attach(g, ids, n_ids, enc, at, err);
+    int rebound = st ? 0 : cd_mnn_bind_reshapes(g, err);
+    if (rebound < 0) st = err->code;
     free(ids);
     free(enc);
     free(at);
@@ -252,8 +254,10 @@ cd_status cd_mnn_shape_pass(cd_graph *g, const char *model_path, const cd_shape 
         fprintf(stderr,
                 "cldiff: note: %d MNN op%s of this model map%s onto nothing of cldiff's op table: planned from "
                 "MNN's own shapes (a session on MNN's CPU, %.0f ms), compared between the engines and named "
-                "unchecked (`cldiff inspect` lists them)\n",
-                n_unmapped, n_unmapped == 1 ? "" : "s", n_unmapped == 1 ? "s" : "",
-                (double)(t1.tv_sec - t0.tv_sec) * 1e3 + (double)(t1.tv_nsec - t0.tv_nsec) / 1e6);
+                "unchecked (`cldiff inspect` lists them); %d reshape%s to a shape computed at run time checked "
+                "as reshape2 to MNN's shape\n",
+                n_unmapped - rebound, n_unmapped - rebound == 1 ? "" : "s", n_unmapped - rebound == 1 ? "s" : "",
+                (double)(t1.tv_sec - t0.tv_sec) * 1e3 + (double)(t1.tv_nsec - t0.tv_nsec) / 1e6, rebound,
+                rebound == 1 ? "" : "s");
     return st;
 }
