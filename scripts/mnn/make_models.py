@@ -20,7 +20,7 @@ OUT_DIR/<name>.input.npy (a fixed random input, seed 0). Models:
   ops_*     one small model per mapped op variant (asymmetric pads, SAME, groups, leaky relu,
             transposed conv, ceil pooling, padding counted, global pooling, clip, unary and
             binary ops with broadcasting, nearest and align-corners resize, reshape 0/-1,
-            MatMul of a transpose): `--only ops` makes only these
+            MatMul of a transpose, layer normalization): `--only ops` makes only these
 """
 import argparse
 import json
@@ -191,6 +191,11 @@ def op_models():
     m["ops_reshape_softmax"] = single([helper.make_node("Reshape", ["x", "s"], ["r"]),
                                        helper.make_node("Softmax", ["r"], ["y"], axis=1)],
                                       [f(np.array([0, -1, 4], np.int64), "s")], (2, 3, 4, 4), "ops_reshape_softmax")
+    # LayerNormalization over the last two axes (opset 17), with scale and bias: MNN's LayerNorm
+    ln, _ = single([helper.make_node("LayerNormalization", ["x", "g", "b"], ["y"], axis=-2, epsilon=1e-5)],
+                   [W("g", (4, 6), rng), W("b", (4, 6), rng)], (2, 3, 4, 6), "ops_layernorm")
+    ln.opset_import[0].version = 17
+    m["ops_layernorm"] = (ln, (2, 3, 4, 6))
     m["ops_matmul_t"] = single([helper.make_node("Transpose", ["x"], ["xt"], perm=[0, 2, 1]),
                                 helper.make_node("MatMul", ["xt", "x"], ["y"])], [], (2, 5, 3), "ops_matmul_t")
     return m

@@ -478,6 +478,61 @@ static cd_status map_simple(mop *m, cd_error *err) {
         add_int(m, "dtype", 2);
         break;
     }
+    case 603: { /* LayerNorm over trailing axes (negative, contiguous up to -1): Paddle's layer_norm */
+        if (!main_is(o, MNN_P_LAYERNORM)) {
+            keep_named(m, "no LayerNorm parameter");
+            break;
+        }
+        int32_t *ax = NULL, grp;
+        uint32_t nax = 0, ng = 0, nb = 0;
+        float eps, *gm = NULL, *bt = NULL;
+        uint8_t rms;
+        size_t xd;
+        uint32_t nx;
+        TRY(cd_mnn_ints(c, t, 0, "axis", &ax, &nax, err));
+        cd_status st = cd_mnn_f32(c, t, 1, 0.0f, &eps, err);
+        if (!st) st = cd_fb_i32(&c->fb, t, 4, 1, &grp, err);
+        if (!st) st = cd_fb_vec(&c->fb, t, 5, "external", 8, &xd, &nx, err);
+        if (!st) st = cd_fb_u8(&c->fb, t, 6, 0, &rms, err);
+        if (!st) st = floats(c, t, 2, "gamma", &gm, &ng, err);
+        if (!st) st = floats(c, t, 3, "beta", &bt, &nb, err);
+        bool trailing = nax > 0 && nax <= CD_MAX_RANK;
+        for (uint32_t k = 0; trailing && k < nax; k++) trailing = ax[k] == (int32_t)k - (int32_t)nax;
+        if (!st) {
+            param_str(m, "%u axes from %d, epsilon %g, group %d%s%s", nax, nax ? ax[0] : 0, eps, grp,
+                      rms ? ", RMS" : "", nx ? ", external weights" : "");
+            if (!trailing || grp != 1 || rms || nx || (ng && nb && ng != nb))
+                keep_named(m, "%s",
+                           rms            ? "RMS norm"
+                               : grp != 1 ? "grouped"
+                               : nx       ? "external weights"
+                               : trailing ? "gamma and beta differ in length"
+                                          : "axes not the trailing ones");
+            else {
+                m->type = "layer_norm";
+                add_int(m, "begin_norm_axis", ax[0]);
+                add_float(m, "epsilon", eps);
+                for (int k = 0; k < 2; k++) {
+                    float **pv = k ? &bt : &gm;
+                    if (!(k ? nb : ng)) continue;
+                    m->pw[m->n_pw].slot = k ? "Bias" : "Scale";
+                    m->pw[m->n_pw].v = *pv;
+                    m->pw[m->n_pw].rank = 1;
+                    m->pw[m->n_pw].dims[0] = k ? nb : ng;
+                    m->n_pw++;
+                    *pv = NULL;
+                }
+                m->in_slots[0] = "X";
+                m->n_in_used = 1;
+                m->out_slot = "Y";
+            }
+        }
+        free(ax);
+        free(gm);
+        free(bt);
+        if (st) return st;
+        break;
+    }
     case 69: { /* ReLU */
         float slope = 0;
         if (main_is(o, MNN_P_RELU)) TRY(cd_mnn_f32(c, t, 0, 0.0f, &slope, err));

@@ -29,6 +29,7 @@ enum {
     MNN_P_BATCHMATMUL = 73,
     MNN_P_QUANTFLOAT = 74,
     MNN_P_POOL3D = 79,
+    MNN_P_LAYERNORM = 88,
 };
 
 /* A constant integer tensor (Const op with int32 data), for ops whose shape or permutation

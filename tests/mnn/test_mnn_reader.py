@@ -10,7 +10,8 @@
    op table and which stay unchecked, op by op.
 2. The models whose every op maps (conv, branches, attention and the one-op-family ops_* models:
    asymmetric pads, SAME, dilation, transposed conv, ceil pooling, padding counted, clip, unary and
-   broadcast binary ops, nearest and align-corners resize, reshape 0/-1, MatMul of a transpose) run on cldiff's CPU (`cldiff run --backends
+   broadcast binary ops, nearest and align-corners resize, reshape 0/-1, MatMul of a transpose,
+   LayerNorm over two trailing axes) run on cldiff's CPU (`cldiff run --backends
    cpu`); their outputs must match onnxruntime on the ONNX model they were converted from: this
    checks the mapping (paddings order, fused relu/relu6, pooling's count mode, interp's
    coordinate mode), not only that it parses.
@@ -83,7 +84,7 @@ except ImportError as e:
     print(f"SKIP part 2: {e} (the test runs in .venv: scripts/setup.sh)")
     ort = None
 FULL = ["conv", "branches", "attention", "ops_binary", "ops_conv_asym", "ops_conv_same", "ops_deconv", "ops_gap", "ops_conv_group",
-        "ops_matmul_t", "ops_pool_ceil", "ops_reshape_softmax", "ops_resize_align", "ops_resize_nearest", "ops_unary"]
+        "ops_matmul_t", "ops_layernorm", "ops_pool_ceil", "ops_reshape_softmax", "ops_resize_align", "ops_resize_nearest", "ops_unary"]
 for name in FULL if ort else ():
     rc, out, err = run("inspect", os.path.join(DATA, name + ".mnn"))
     check(re.search(r"compared only, unchecked: +0 ops", out) is not None, f"{name}: every op maps")
