@@ -4,14 +4,22 @@
 //
 //   mnn_probe_runner MODEL.mnn IN_DIR OUT_DIR --forward cpu|opencl [--threads N]
 //                    [--precision low|normal|high] [--memory low|normal|high] [--power low|normal|high]
-//                    [--mode buffer|image] [--tuning none|fast|normal|wide|heavy]
+//                    [--mode buffer|image] [--tuning none|fast|normal|wide|heavy] [--shapes NAMES]
 //   mnn_probe_runner --extract MODEL.mnn OUT.mnn TENSOR [NAME=d0,d1,... ...]
+//
+// --shapes NAMES (the shape pass, docs/mnn.md "Ops cldiff does not map"): NAMES lists tensor names,
+// one a line; they become the session's saved tensors (ScheduleConfig::saveTensors), the inputs are
+// fed (their shapes resize the session), the session runs once (no callbacks, nothing saved but
+// shapes: control flow sizes its outputs only when it runs) and OUT_DIR/shapes.txt gets one line per
+// name, "<type code> <bits> <rank> <dims...> <name>" in the layout the run hands values over in
+// (CAFFE), or "- <name>" where MNN keeps no such tensor.
 //
 // --extract writes the op that produces TENSOR alone as a model (the repro pack of a .mnn run):
 // the op as MNN stored it, its constant inputs, and a model input (named like the tensor it
 // replaces, with its shape, layout and type) for every other input; NAME=dims resize the
 // model's own inputs first, so the shapes follow the run's. Exit 3 when TENSOR is not an op's
 // output, 6 when OUT.mnn cannot be written.
+//
 // IN_DIR/inputs.txt names the model's inputs, one a line, in the order of the files
 // IN_DIR/input_<k>.npy (float32 / int32 / uint8 / int8, C order). OUT_DIR/ops.txt gets one line
 // per output of every executed op: "<seq> <k> <where> <descr> <file> <op type> <op name>", where
@@ -227,7 +235,7 @@ int main(int argc, char** argv) {
   }
   std::string model = argv[1], in_dir = argv[2], out_dir = argv[3];
   std::string forward = "cpu", precision = "high", memory = "normal", power = "normal", mode = "buffer",
-              tuning = "none";
+              tuning = "none", shapes;
   int threads = 1, winograd = -1;
   for (int i = 4; i < argc; i++) {
     std::string a = argv[i];
@@ -241,6 +249,7 @@ int main(int argc, char** argv) {
     else if (a == "--mode") mode = v;
     else if (a == "--tuning") tuning = v;
     else if (a == "--winograd") winograd = std::atoi(v.c_str());
+    else if (a == "--shapes") shapes = v;
     else return fail(2, "unknown option " + a);
   }
   auto lvl = [](const std::string& v, const char* what, int* out) {
@@ -279,6 +288,14 @@ int main(int argc, char** argv) {
   cfg.backendConfig = &bc;
   cfg.type = forward == "opencl" ? MNN_FORWARD_OPENCL : MNN_FORWARD_CPU;
   cfg.backupType = MNN_FORWARD_CPU;
+  std::vector<std::string> shape_names;
+  if (!shapes.empty()) {
+    std::ifstream sn(shapes);
+    if (!sn) return fail(3, "cannot read " + shapes);
+    for (std::string l; std::getline(sn, l);)
+      if (!l.empty()) shape_names.push_back(l);
+    cfg.saveTensors = shape_names;
+  }
   if (forward == "opencl")
     cfg.mode = (mode == "image" ? MNN_GPU_MEMORY_IMAGE : MNN_GPU_MEMORY_BUFFER) | tune;
   else
@@ -349,6 +366,27 @@ int main(int argc, char** argv) {
                          std::to_string(host->size()));
     std::memcpy(host->buffer().host, n.data.data(), n.data.size());
     t->copyFromHostTensor(host.get());
+  }
+  if (!shapes.empty()) {
+    // one run: control flow (While, If) sizes its outputs only when it runs
+    if (net->runSession(s) != MNN::NO_ERROR) std::fprintf(stderr, "mnn_probe_runner: the shape run failed\n");
+    std::ofstream so(out_dir + "/shapes.txt");
+    for (const std::string& n : shape_names) {
+      const MNN::Tensor* t = net->getSessionOutput(s, n.c_str());
+      if (!t) {
+        so << "- " << n << "\n";
+        continue;
+      }
+      MNN::Tensor view(t, MNN::Tensor::CAFFE, false);
+      std::vector<int> sh = view.shape();
+      so << static_cast<int>(t->getType().code) << " " << static_cast<int>(t->getType().bits) << " " << sh.size();
+      for (int d : sh) so << " " << d;
+      so << " " << n << "\n";
+    }
+    so.close();
+    if (!so) return fail(6, "cannot write " + out_dir + "/shapes.txt");
+    std::fprintf(stderr, "mnn_probe_runner: %zu tensor shapes saved in %s\n", shape_names.size(), out_dir.c_str());
+    return 0;
   }
   std::ofstream ops(out_dir + "/ops.txt");
   int seq = 0, n_raster = 0, n_device = 0, n_host = 0;

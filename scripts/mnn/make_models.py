@@ -11,13 +11,22 @@ OUT_DIR/<name>.input.npy (a fixed random input, seed 0). Models:
   matmul    reshape to 2-D, MatMul with a constant, add bias, sigmoid
   eltwise   add / mul / sub / max of two convs, prelu, transpose (permute)
   attention 1x1 convs as q, k, v; reshape, transpose, MatMul of two activations, softmax, add
+  unmapped  conv, a reshape to [N, C, -1] by a shape computed at run time (Shape, Slice, Concat:
+            ops cldiff does not map), softmax over the last axis, the reshape back, max pooling
+  conv_wq8  conv.onnx converted with --weightQuantBits 8 (IDST-quantized weights)
+  conv_int8 conv.mnn fully quantized by the wheel's quantization tool (int8 weights and activations,
+            KL calibration on 8 seeded images drawn like the test input: N(0,1) as pixels
+            127.5 + 42.5 x; MNN's CPU then runs int8 kernels, its OpenCL float ones)
   ops_*     one small model per mapped op variant (asymmetric pads, SAME, groups, leaky relu,
             transposed conv, ceil pooling, padding counted, global pooling, clip, unary and
             binary ops with broadcasting, nearest and align-corners resize, reshape 0/-1,
-            MatMul of a transpose): `--only ops` makes only these
+            MatMul of a transpose, layer normalization): `--only ops` makes only these
 """
 import argparse
+import json
 import os
+import struct
+import zlib
 import shutil
 import subprocess
 import sys
@@ -182,12 +191,72 @@ def op_models():
     m["ops_reshape_softmax"] = single([helper.make_node("Reshape", ["x", "s"], ["r"]),
                                        helper.make_node("Softmax", ["r"], ["y"], axis=1)],
                                       [f(np.array([0, -1, 4], np.int64), "s")], (2, 3, 4, 4), "ops_reshape_softmax")
+    # LayerNormalization over the last two axes (opset 17), with scale and bias: MNN's LayerNorm
+    ln, _ = single([helper.make_node("LayerNormalization", ["x", "g", "b"], ["y"], axis=-2, epsilon=1e-5)],
+                   [W("g", (4, 6), rng), W("b", (4, 6), rng)], (2, 3, 4, 6), "ops_layernorm")
+    ln.opset_import[0].version = 17
+    m["ops_layernorm"] = (ln, (2, 3, 4, 6))
     m["ops_matmul_t"] = single([helper.make_node("Transpose", ["x"], ["xt"], perm=[0, 2, 1]),
                                 helper.make_node("MatMul", ["xt", "x"], ["y"])], [], (2, 5, 3), "ops_matmul_t")
     return m
 
 
-MODELS = {"attention": m_attention, "conv": m_conv, "branches": m_branches, "matmul": m_matmul, "eltwise": m_eltwise}
+def m_unmapped(rng):
+    n = [
+        helper.make_node("Conv", ["x", "w1", "b1"], ["c"], kernel_shape=[3, 3], pads=[1, 1, 1, 1]),
+        helper.make_node("Shape", ["c"], ["shp"]),
+        helper.make_node("Slice", ["shp", "s0", "s2"], ["nc"]),
+        helper.make_node("Concat", ["nc", "m1"], ["flat"], axis=0),
+        helper.make_node("Reshape", ["c", "flat"], ["r"]),
+        helper.make_node("Softmax", ["r"], ["s"], axis=-1),
+        helper.make_node("Reshape", ["s", "shp"], ["b"]),
+        helper.make_node("MaxPool", ["b"], ["y"], kernel_shape=[2, 2], strides=[2, 2]),
+    ]
+    i = [W("w1", (8, 3, 3, 3), rng), W("b1", (8,), rng),
+         numpy_helper.from_array(np.array([0], np.int64), "s0"),
+         numpy_helper.from_array(np.array([2], np.int64), "s2"),
+         numpy_helper.from_array(np.array([-1], np.int64), "m1")]
+    return model(n, i, [1, 3, 16, 16], ["y"], "unmapped"), (1, 3, 16, 16)
+
+
+MODELS = {"attention": m_attention, "conv": m_conv, "branches": m_branches, "matmul": m_matmul, "eltwise": m_eltwise,
+          "unmapped": m_unmapped}
+# models converted again from another model's ONNX with more mnnconvert options: name -> (source, options)
+VARIANTS = {"conv_wq8": ("conv", ["--weightQuantBits", "8"])}
+
+
+def png(path, a):
+    """An 8-bit RGB PNG of a (h, w, 3) uint8 array (no imaging package needed)."""
+    h, w, _ = a.shape
+    raw = b"".join(b"\x00" + a[y].tobytes() for y in range(h))
+
+    def chunk(t, d):
+        return struct.pack(">I", len(d)) + t + d + struct.pack(">I", zlib.crc32(t + d) & 0xffffffff)
+    with open(path, "wb") as f:
+        f.write(b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", struct.pack(">IIBBBBB", w, h, 8, 2, 0, 0, 0)) +
+                chunk(b"IDAT", zlib.compress(raw)) + chunk(b"IEND", b""))
+
+
+def quantize(src, dst, work, size, images=None, mean=(127.5,) * 3, normal=(1 / 42.5,) * 3):
+    """The wheel's quantization tool (its `mnnquant` script hands the tool its arguments the wrong
+    way in MNN 3.6.1, so the tool is called as the script means to: an argv list). images: (h, w, 3)
+    uint8 calibration pictures (default: 8 seeded ones drawn as 127.5 + 42.5 N(0,1)); size: (h, w)
+    or one number; the tool feeds the model (pixel - mean) x normal."""
+    img = os.path.join(work, "calib")
+    os.makedirs(img, exist_ok=True)
+    h, w = (size, size) if isinstance(size, int) else size
+    if images is None:
+        rng = np.random.default_rng(1)
+        images = [np.clip(127.5 + 42.5 * rng.standard_normal((h, w, 3)), 0, 255).round().astype(np.uint8)
+                  for _ in range(8)]
+    for i, px in enumerate(images):
+        png(os.path.join(img, f"i{i}.png"), px)
+    cfg = os.path.join(work, "quant.json")
+    json.dump({"format": "RGB", "mean": list(mean), "normal": list(normal), "width": w, "height": h,
+               "path": img + "/", "used_image_num": len(images), "feature_quantize_method": "KL",
+               "weight_quantize_method": "MAX_ABS"}, open(cfg, "w"))
+    code = ("import sys, _tools; _tools.mnnquant(['mnnquant', sys.argv[1], sys.argv[2], sys.argv[3]])")
+    return subprocess.run([sys.executable, "-c", code, src, dst, cfg], capture_output=True, text=True)
 
 
 def mnnconvert():
@@ -221,6 +290,26 @@ def main():
         if r.returncode or not os.path.exists(mn):
             sys.exit(f"mnnconvert failed for {name} (exit {r.returncode}):\n{r.stdout[-2000:]}{r.stderr[-2000:]}")
         print(f"{name}: {mn} ({os.path.getsize(mn)} bytes)")
+    for name, (src, opts) in VARIANTS.items():
+        on, mn = os.path.join(a.out, src + ".onnx"), os.path.join(a.out, name + ".mnn")
+        if (only and name not in only) or not os.path.exists(on):
+            continue
+        r = subprocess.run([conv, "-f", "ONNX", "--modelFile", on, "--MNNModel", mn, "--bizCode", "cldiff"] + opts,
+                           capture_output=True, text=True)
+        if r.returncode or not os.path.exists(mn):
+            sys.exit(f"mnnconvert failed for {name} (exit {r.returncode}):\n{r.stdout[-2000:]}{r.stderr[-2000:]}")
+        print(f"{name}: {mn} ({os.path.getsize(mn)} bytes, {' '.join(opts)})")
+    src, dst = os.path.join(a.out, "conv.mnn"), os.path.join(a.out, "conv_int8.mnn")
+    if os.path.exists(src) and (not only or "conv_int8" in only):
+        work = os.path.join(a.out, "conv_int8.work")
+        r = quantize(src, dst, work, 32)
+        shutil.rmtree(work, ignore_errors=True)
+        if os.path.exists(dst + ".json"):
+            os.remove(dst + ".json")
+        if r.returncode or not os.path.exists(dst):
+            sys.exit(f"the quantization tool failed for conv_int8 (exit {r.returncode}):\n{r.stdout[-2000:]}"
+                     f"{r.stderr[-2000:]}")
+        print(f"conv_int8: {dst} ({os.path.getsize(dst)} bytes, quantized)")
 
 
 if __name__ == "__main__":

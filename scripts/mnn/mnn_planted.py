@@ -39,6 +39,10 @@ PLANTS = [
      "result=result/(COMPUTE_FLOAT4)(1.0*total_count);", "result=result/(COMPUTE_FLOAT4)(1.0*total_count+0.01);"),
     ("pool-max-scale", "pooling_buf", "conv", ["pool2d_0"],
      "result=fmax(result,inp_data);", "result=fmax(result,inp_data*(COMPUTE_FLOAT4)1.001);"),
+    # downstream of ops cldiff does not map (a reshape to a shape computed by Shape/Slice/Concat):
+    # the model is planned from MNN's shapes and the plant still named at its layer
+    ("pool-max-after-unmapped", "pooling_buf", "unmapped", ["pool2d_0"],
+     "result=fmax(result,inp_data);", "result=fmax(result,inp_data*(COMPUTE_FLOAT4)1.001);"),
     ("interp-bilinear-weight", "interp_buf", "branches", ["bilinear_interp_v2_0"],
      "*convert_float4(value_11));", "*convert_float4(value_11)*1.001f);"),
     ("raster-copy", "raster_buf", "branches", ["assign_0", "concat_0", "assign_1"],

@@ -15,6 +15,7 @@
 #include "probes/sink.h"
 #include "util/sha256.h"
 #include "backends/registry.h"
+#include "backends/mnn/mnn_sdk.h"
 
 volatile int cd_stop_flag = 0;
 
@@ -259,7 +260,11 @@ cd_status cd_session_open(cd_session *s, const cd_cli_opts *o, cd_error *err) {
     memset(s, 0, sizeof *s);
     s->o = o;
     cd_status st = cd_model_load(o->model, &s->g, err);
-    if (!st) st = cd_mnn_check_runnable(s->g, err);
+    /* MNN ops that map onto nothing of cldiff's op table: MNN's engines run them (planned from
+     * MNN's shapes below, compared and named unchecked); cldiff's own backends cannot */
+    bool mnn_only = o->n_backends > 0;
+    for (int k = 0; k < o->n_backends; k++) mnn_only = mnn_only && !strncmp(o->backends[k], "mnn-", 4);
+    if (!st && !mnn_only) st = cd_mnn_check_runnable(s->g, err);
     if (st) return st;
     for (const char *w = s->g->warnings; !o->quiet && w && *w;) {
         const char *nl = strchr(w, '\n');
@@ -280,6 +285,12 @@ cd_status cd_session_open(cd_session *s, const cd_cli_opts *o, cd_error *err) {
     char override[512];
     if ((st = cd_inputs_check_declared(s->g, o->shapes, o->n_shapes, s->in_shapes, override, sizeof override, err)))
         return st;
+    if (mnn_only && cd_mnn_unmapped_ops(s->g)) {
+        cd_backend_opts bo = cd_session_backend_opts(o, o->prec);
+        const char *sdk = cd_backend_opt(&bo, "mnn-cpu", "sdk");
+        if (!sdk || !*sdk) sdk = cd_backend_opt(&bo, "mnn-opencl", "sdk");
+        if ((st = cd_mnn_shape_pass(s->g, o->model, s->in_shapes, sdk, o->timeout_s, o->quiet, err))) return st;
+    }
     if ((st = cd_plan_build(s->g, s->in_shapes, o->prec, &s->plan, err))) {
         if (override[0] && st != CD_E_NOMEM) return cd_inputs_override_failed(override, err);
         /* a --shape too large for a kernel is the option's fault, not an unsupported op */

@@ -63,7 +63,7 @@ int64_t cd_diag_acc_len(const cd_plan *plan, int op_index) {
     case CD_ACC_LAYER_NORM:
         x = shape_of(plan, cd_op_in(op, "X", 0));
         if (!x) return 1;
-        return prod(x, (int)cd_attr_int(op, "begin_norm_axis", 1), x->rank);
+        return prod(x, norm_axis(cd_attr_int(op, "begin_norm_axis", 1), x->rank), x->rank);
     case CD_ACC_INSTANCE_NORM:
     case CD_ACC_GROUP_NORM: {
         x = shape_of(plan, cd_op_in(op, "X", 0));

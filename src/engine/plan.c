@@ -60,8 +60,9 @@ static cd_status check_support(const cd_graph *g, cd_plan *plan, cd_error *err) 
     for (int i = 0; i < g->n_ops; i++) {
         const cd_op *op = &g->ops[i];
         plan->defs[i] = cd_op_find(op->type);
-        /* feed is executed by the engine itself (the input value is set directly). */
-        if (!plan->defs[i] && strcmp(op->type, "feed")) {
+        /* feed is executed by the engine itself (the input value is set directly); an op an
+         * engine gave shapes to (CD_ENGINE_SHAPES_ATTR) is planned from them, with no definition */
+        if (!plan->defs[i] && strcmp(op->type, "feed") && !cd_op_attr(op, CD_ENGINE_SHAPES_ATTR)) {
             if (bad < 50) sb_printf(&b, "%s  #%d %s (%s)", bad ? "\n" : "", i, op->name, op->type);
             bad++;
         }
@@ -142,6 +143,30 @@ static bool *reused_names(const cd_graph *g) {
     return reused;
 }
 
+/* An op with no definition whose outputs' types and shapes an engine reported (model/graph.h
+ * CD_ENGINE_SHAPES_ATTR: per output dtype, rank, dims): taken as they are; float outputs in the
+ * run's activation type. */
+static cd_status infer_engine_shapes(cd_op_ctx *c) {
+    const int64_t *v = NULL;
+    int n = cd_attr_ints(c->op, CD_ENGINE_SHAPES_ATTR, &v), p = 0;
+    for (int s = 0; s < c->op->n_out; s++)
+        for (int k = 0; k < c->op->out[s].n; k++) {
+            int id = c->op->out[s].ids[k];
+            if (p + 2 > n || v[p] < 0 || v[p] >= CD_DTYPE_COUNT || v[p + 1] < 0 || v[p + 1] > CD_MAX_RANK ||
+                p + 2 + v[p + 1] > n)
+                return cd_op_fail(c, CD_E_MODEL, "the engine's shapes do not cover output %s[%d]", c->op->out[s].name,
+                                  k);
+            cd_value *o = id >= 0 ? &c->vals[id] : NULL;
+            if (o) {
+                o->dtype = is_float((cd_dtype)v[p]) ? cd_act_dtype(c) : (cd_dtype)v[p];
+                o->shape.rank = (int)v[p + 1];
+                for (int d = 0; d < o->shape.rank; d++) o->shape.d[d] = v[p + 2 + d];
+            }
+            p += 2 + (int)v[p + 1];
+        }
+    return CD_OK;
+}
+
 static cd_status infer_op(const cd_graph *g, cd_plan *plan, int i, sbuf *warn, const bool *reused, cd_error *err) {
     const cd_op *op = &g->ops[i];
     const cd_op_def *def = plan->defs[i];
@@ -169,7 +194,7 @@ static cd_status infer_op(const cd_graph *g, cd_plan *plan, int i, sbuf *warn, c
             plan->meta[id].shape.rank = -1; /* so a shape rule that forgets an output is caught */
             plan->meta[id].dtype = cd_act_dtype(&c);
         }
-    cd_status st = def->infer(&c);
+    cd_status st = def ? def->infer(&c) : infer_engine_shapes(&c);
     if (st) {
         if (err && !strstr(err->msg, "op #")) cd_err_prefix(err, "op #%d %s (%s): ", i, op->name, op->type);
         return st;
@@ -197,7 +222,7 @@ static cd_status infer_op(const cd_graph *g, cd_plan *plan, int i, sbuf *warn, c
         }
     /* Identity copies (io_copy, layout) carry shape vectors between targets in OpenCL
      * models, so they are evaluated too when their input is already known. */
-    if ((def->flags & (CD_OPF_SHAPE | CD_OPF_IDENTITY)) && can_eval_now(plan, op)) {
+    if (def && (def->flags & (CD_OPF_SHAPE | CD_OPF_IDENTITY)) && can_eval_now(plan, op)) {
         for (int s = 0; s < op->n_out; s++)
             for (int k = 0; k < op->out[s].n; k++) {
                 int id = op->out[s].ids[k];

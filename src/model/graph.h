@@ -128,6 +128,12 @@ cd_status cd_op_add_attr(cd_graph *g, cd_attr *a, cd_error *err);
 cd_status cd_graph_finalize(cd_graph *g, cd_error *err);
 void cd_graph_warn(cd_graph *g, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
+/* An op cldiff has no definition of (an engine's op kept as mnn_<Type>) carries, once the engine
+ * reported them, its outputs' types and shapes in this LONGS attribute: per output, in slot order,
+ * the cd_dtype, the rank, the dims. The plan takes them as they are (engine/plan.c; the MNN
+ * engines' shape pass, src/backends/mnn/mnn_shapes.c). */
+#define CD_ENGINE_SHAPES_ATTR "engine_out_shapes"
+
 /* ---- queries ---- */
 const cd_attr *cd_op_attr(const cd_op *op, const char *name);
 /* Typed getters with defaults; INT and BOOL are interchangeable for flags. */

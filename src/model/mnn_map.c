@@ -124,6 +124,31 @@ static void param_str(mop *m, const char *fmt, ...) {
         if (x) return err->code;                                                                                       \
     } while (0)
 
+/* An op whose output a quantization tool made int8 (mnn_ctx.qscale): MNN runs it in integers, so
+ * its output carries the rounding to its scale that cldiff's float kernels do not: it stays named,
+ * unless it only moves values (a layout change, reshape, transpose, concat, split, max pooling)
+ * between tensors of one scale, where the int8 result is exactly the float one on the same
+ * dequantized inputs. */
+static void int8_stays_named(mop *m) {
+    const mnn_op *o = m->o;
+    float s = 0;
+    for (int k = 0; k < o->n_out; k++)
+        if (m->c->qscale[o->out[k]] > 0) s = m->c->qscale[o->out[k]];
+    if (s <= 0) return;
+    bool moves = !strcmp(m->type, "assign") || !strcmp(m->type, "transpose2") || !strcmp(m->type, "reshape2") ||
+        !strcmp(m->type, "concat") || !strcmp(m->type, "split");
+    for (int i = 0; i < m->n_attrs && !strcmp(m->type, "pool2d"); i++)
+        if (!strcmp(m->attrs[i].name, "pooling_type") && m->attrs[i].s && !strcmp(m->attrs[i].s, "max")) moves = true;
+    bool same = true;
+    for (int k = 0; k < o->n_in; k++) same = same && m->c->qscale[o->in[k]] == s;
+    for (int k = 0; k < o->n_out; k++) same = same && m->c->qscale[o->out[k]] == s;
+    if (moves && same) {
+        param_str(m, ", int8 (scale %g) values moved unchanged", s);
+        return;
+    }
+    keep_named(m, "runs in int8 (quantized activations, output scale %g): MNN's integer arithmetic", s);
+}
+
 /* A two-input elementwise op (BinaryOp, Eltwise) as Paddle's elementwise_*: X, Y, axis -1. */
 static void binary_slots(mop *m) {
     if (m->o->n_in != 2) keep_named(m, "%d inputs", m->o->n_in);
@@ -171,6 +196,8 @@ static cd_status paddings(mnn_ctx *c, const cd_fb_table *t, int s_pads, int s_pa
                           c->fb.base + t->pos);
     return CD_OK;
 }
+
+static bool deconv_type(const mnn_op *o) { return o->type == 17 || o->type == 18; }
 
 static cd_status map_conv(mop *m, cd_error *err) {
     mnn_ctx *c = m->c;
@@ -220,14 +247,24 @@ static cd_status map_conv(mop *m, cd_error *err) {
         return err->code;
     }
     bool idst = false, symq = false;
-    cd_fb_table q;
+    cd_fb_table q, qs;
     if (cd_fb_sub(&c->fb, &o->main, CV_IDST, "quanParameter", false, &idst, &q, err) ||
-        cd_fb_sub(&c->fb, &o->main, CV_SYMQ, "symmetricQuan", false, &symq, &q, err)) {
+        cd_fb_sub(&c->fb, &o->main, CV_SYMQ, "symmetricQuan", false, &symq, &qs, err)) {
         free(w);
         free(b);
         return err->code;
     }
-    if (idst) param_str(m, ", weights quantized (IDSTQuan)");
+    char qdesc[120] = "", qwhy[120] = "";
+    if (idst && !nw && !symq) { /* weight-quantized: decoded to the float weights MNN computes with */
+        if (cd_mnn_idst_weights(c, &q, deconv_type(o) ? 0 : outc, &w, &nw, qdesc, sizeof qdesc, qwhy, sizeof qwhy,
+                                err)) {
+            free(b);
+            return cd_err_prefix(err, "op #%d '%s': ", o->index, o->name);
+        }
+        if (nw) idst = false;
+    }
+    if (idst) param_str(m, ", weights quantized (IDSTQuan%s%s)", qwhy[0] ? ": " : "", qwhy);
+    if (qdesc[0]) param_str(m, ", %s", qdesc);
     if (symq) param_str(m, ", int8 (QuantizedFloatParam)");
     int32_t *opad = NULL;
     uint32_t n_opad = 0;
@@ -422,6 +459,80 @@ static cd_status map_simple(mop *m, cd_error *err) {
     const mnn_op *o = m->o;
     const cd_fb_table *t = &o->main;
     switch (o->type) {
+    case 2: { /* ArgMax: of a non-NC4HW4 input MNN drops the axis and writes int32 indices */
+        int32_t omv = 0, topk = 0, ax = 0;
+        if (main_is(o, MNN_P_ARGMAX)) {
+            TRY(cd_fb_i32(&c->fb, t, 0, 0, &omv, err));
+            TRY(cd_fb_i32(&c->fb, t, 1, 0, &topk, err));
+            TRY(cd_fb_i32(&c->fb, t, 2, 0, &ax, err));
+        }
+        param_str(m, "axis %d topK %d outMaxVal %d", ax, topk, omv);
+        if (omv || topk > 1) {
+            keep_named(m, "%s", omv ? "outputs the maximum values too" : "top-k indices");
+            break;
+        }
+        m->type = "arg_max";
+        add_int(m, "axis", ax);
+        add_bool(m, "keepdims", false);
+        add_bool(m, "flatten", false);
+        add_int(m, "dtype", 2);
+        break;
+    }
+    case 603: { /* LayerNorm over trailing axes (negative, contiguous up to -1): Paddle's layer_norm */
+        if (!main_is(o, MNN_P_LAYERNORM)) {
+            keep_named(m, "no LayerNorm parameter");
+            break;
+        }
+        int32_t *ax = NULL, grp;
+        uint32_t nax = 0, ng = 0, nb = 0;
+        float eps, *gm = NULL, *bt = NULL;
+        uint8_t rms;
+        size_t xd;
+        uint32_t nx;
+        TRY(cd_mnn_ints(c, t, 0, "axis", &ax, &nax, err));
+        cd_status st = cd_mnn_f32(c, t, 1, 0.0f, &eps, err);
+        if (!st) st = cd_fb_i32(&c->fb, t, 4, 1, &grp, err);
+        if (!st) st = cd_fb_vec(&c->fb, t, 5, "external", 8, &xd, &nx, err);
+        if (!st) st = cd_fb_u8(&c->fb, t, 6, 0, &rms, err);
+        if (!st) st = floats(c, t, 2, "gamma", &gm, &ng, err);
+        if (!st) st = floats(c, t, 3, "beta", &bt, &nb, err);
+        bool trailing = nax > 0 && nax <= CD_MAX_RANK;
+        for (uint32_t k = 0; trailing && k < nax; k++) trailing = ax[k] == (int32_t)k - (int32_t)nax;
+        if (!st) {
+            param_str(m, "%u axes from %d, epsilon %g, group %d%s%s", nax, nax ? ax[0] : 0, eps, grp,
+                      rms ? ", RMS" : "", nx ? ", external weights" : "");
+            if (!trailing || grp != 1 || rms || nx || (ng && nb && ng != nb))
+                keep_named(m, "%s",
+                           rms            ? "RMS norm"
+                               : grp != 1 ? "grouped"
+                               : nx       ? "external weights"
+                               : trailing ? "gamma and beta differ in length"
+                                          : "axes not the trailing ones");
+            else {
+                m->type = "layer_norm";
+                add_int(m, "begin_norm_axis", ax[0]);
+                add_float(m, "epsilon", eps);
+                for (int k = 0; k < 2; k++) {
+                    float **pv = k ? &bt : &gm;
+                    if (!(k ? nb : ng)) continue;
+                    m->pw[m->n_pw].slot = k ? "Bias" : "Scale";
+                    m->pw[m->n_pw].v = *pv;
+                    m->pw[m->n_pw].rank = 1;
+                    m->pw[m->n_pw].dims[0] = k ? nb : ng;
+                    m->n_pw++;
+                    *pv = NULL;
+                }
+                m->in_slots[0] = "X";
+                m->n_in_used = 1;
+                m->out_slot = "Y";
+            }
+        }
+        free(ax);
+        free(gm);
+        free(bt);
+        if (st) return st;
+        break;
+    }
     case 69: { /* ReLU */
         float slope = 0;
         if (main_is(o, MNN_P_RELU)) TRY(cd_mnn_f32(c, t, 0, 0.0f, &slope, err));
@@ -473,7 +584,16 @@ static cd_status map_simple(mop *m, cd_error *err) {
         param_str(m, "opType %d%s", bt, act ? " +relu" : "");
         m->type = binary_type(bt);
         if (!m->type) keep_named(m, "binary opType %d has no cldiff op", bt);
-        if (act) keep_named(m, "fused activation %d", act);
+        if (act == 1 && m->type &&
+            (!strcmp(m->type, "elementwise_add") || !strcmp(m->type, "elementwise_sub") ||
+             !strcmp(m->type, "elementwise_mul"))) {
+            /* a fused relu (MNN's activationType 1): Paddle's fusion_elementwise_*_activation */
+            m->type = !strcmp(m->type, "elementwise_add") ? "fusion_elementwise_add_activation"
+                : !strcmp(m->type, "elementwise_sub")     ? "fusion_elementwise_sub_activation"
+                                                          : "fusion_elementwise_mul_activation";
+            add_str(m, "act_type", "relu");
+        } else if (act)
+            keep_named(m, "fused activation %d", act);
         binary_slots(m);
         break;
     }
@@ -550,6 +670,8 @@ static cd_status map_simple(mop *m, cd_error *err) {
         param_str(m, "dims of rank %d, format %u", n, fmt);
         if (n <= 0 || fmt != 0) {
             keep_named(m, "%s", fmt ? "NHWC reshape" : "shape computed at run time");
+            /* its shape from MNN's shape pass makes it a reshape2 again (cd_mnn_bind_reshapes) */
+            if (!fmt && o->n_in == 2) add_int(m, "mnn_reshape_runtime", 1);
             break;
         }
         m->type = "reshape2";
@@ -733,6 +855,7 @@ cd_status cd_mnn_map_op(mnn_ctx *c, const mnn_op *o, cd_error *err) {
         strcmp(m.type, "nearest_interp_v2") && strcmp(m.type, "bilinear_interp_v2"))
         keep_named(&m, "%d inputs", o->n_in);
     if (!st && m.type && o->n_in < m.n_in_used) keep_named(&m, "%d inputs", o->n_in);
+    if (!st && m.type) int8_stays_named(&m);
     const char *tn = cd_mnn_op_type_name(o->type);
     char named[64], pname[2][300];
     if (!m.type) {

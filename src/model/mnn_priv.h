@@ -8,6 +8,7 @@
 
 /* The union member numbers of MNN's OpParameter that the reader decodes. */
 enum {
+    MNN_P_ARGMAX = 2,
     MNN_P_AXIS = 4,
     MNN_P_BINARY = 6,
     MNN_P_BLOB = 7,
@@ -28,6 +29,7 @@ enum {
     MNN_P_BATCHMATMUL = 73,
     MNN_P_QUANTFLOAT = 74,
     MNN_P_POOL3D = 79,
+    MNN_P_LAYERNORM = 88,
 };
 
 /* A constant integer tensor (Const op with int32 data), for ops whose shape or permutation
@@ -44,6 +46,8 @@ typedef struct mnn_ctx {
     char **tname;      /* tensor names (owned copies; "t<i>" where the file has none) */
     mnn_const *iconst; /* per tensor: int32 constant values */
     mnn_const *fconst; /* per tensor: float32 constant values */
+    float *qscale;     /* per tensor: the int8 scale of a quantized activation (Net.extraTensorDescribe
+                          quantInfo of type int8: MNN runs the ops around it in integers); 0: float */
 } mnn_ctx;
 
 /* One op as read: its table, type, name, tensor indexes (already checked < n_tensors). */
@@ -70,4 +74,10 @@ cd_status cd_mnn_ints(mnn_ctx *c, const cd_fb_table *t, int slot, const char *fi
                       cd_error *err);
 /* A float32 field with its schema default. */
 cd_status cd_mnn_f32(mnn_ctx *c, const cd_fb_table *t, int slot, float dflt, float *out, cd_error *err);
+/* A Convolution2D's IDSTQuan (table q) decoded to float weights as MNN's CPU uses them (mnn_quant.c):
+ * *w (malloc'd, *nw values in the float weight's order) and desc saying how; or why[0] != 0 and no
+ * weights when cldiff does not decode this kind (sparse, integer scales, ...). outc: the conv's
+ * output channels (0: unchecked). Malformed data -> CD_E_MODEL with the file offset. */
+cd_status cd_mnn_idst_weights(mnn_ctx *c, const cd_fb_table *q, int outc, float **w, uint32_t *nw, char *desc,
+                              size_t dn, char *why, size_t wn, cd_error *err);
 #endif

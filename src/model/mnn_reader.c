@@ -11,13 +11,23 @@
 #include "model/nb_reader.h"
 
 /* Net */
-enum { NET_OPLISTS = 3, NET_OUTPUT_NAME = 4, NET_TENSOR_NAME = 7, NET_TENSOR_NUMBER = 8, NET_SUBGRAPHS = 10 };
+enum {
+    NET_EXTRA_DESCRIBE = 1,
+    NET_OPLISTS = 3,
+    NET_OUTPUT_NAME = 4,
+    NET_TENSOR_NAME = 7,
+    NET_TENSOR_NUMBER = 8,
+    NET_SUBGRAPHS = 10
+};
 /* Op */
 enum { OP_INPUTS = 0, OP_MAIN_TYPE = 1, OP_MAIN = 2, OP_NAME = 3, OP_OUTPUTS = 4, OP_TYPE = 5, OP_EXTERNAL = 7 };
 /* Blob */
 enum { BLOB_DIMS = 0, BLOB_TYPE = 2, BLOB_U8 = 3, BLOB_I8 = 4, BLOB_I32 = 5, BLOB_I64 = 6, BLOB_F32 = 7 };
 /* Input */
 enum { INPUT_DIMS = 0, INPUT_DTYPE = 1 };
+/* TensorDescribe, TensorQuantInfo */
+enum { TD_INDEX = 1, TD_QUANT = 4 };
+enum { TQ_SCALE = 0, TQ_TYPE = 4 };
 
 #define MNN_OP_INPUT 34
 #define MNN_OP_CONST 11
@@ -42,9 +52,9 @@ cd_status cd_mnn_check_runnable(const cd_graph *g, cd_error *err) {
     }
     if (!n) return CD_OK;
     return cd_err(err, CD_E_UNSUPPORTED,
-                  "%d MNN op%s of this model %s no counterpart in cldiff's op table: %s%s. cldiff plans every "
-                  "layer before it runs a model (the MNN engines too), and cannot plan these yet; `cldiff inspect` "
-                  "lists what maps (docs/mnn.md)",
+                  "%d MNN op%s of this model %s no counterpart in cldiff's op table: %s%s. cldiff's own backends "
+                  "cannot run them; MNN's engines can (--backends mnn-cpu,mnn-opencl: such ops are compared and "
+                  "named unchecked); `cldiff inspect` lists what maps (docs/mnn.md)",
                   n, n == 1 ? "" : "s", n == 1 ? "has" : "have", list, n > 8 ? ", ..." : "");
 }
 
@@ -208,6 +218,32 @@ static void ctx_free(mnn_ctx *c) {
     free(c->tname);
     free(c->iconst);
     free(c->fconst);
+    free(c->qscale);
+}
+
+/* Net.extraTensorDescribe: the tensors a quantization tool made int8 (quantInfo of type DT_INT8). */
+static cd_status read_quant_info(mnn_ctx *c, const cd_fb_table *net, cd_error *err) {
+    size_t d;
+    uint32_t n;
+    if (cd_fb_vec(&c->fb, net, NET_EXTRA_DESCRIBE, "extraTensorDescribe", 4, &d, &n, err)) return err->code;
+    for (uint32_t i = 0; i < n; i++) {
+        cd_fb_table td, qi;
+        bool has_q = false;
+        int32_t idx, type;
+        float scale = 0;
+        if (cd_fb_vec_table(&c->fb, d, i, 2, &td, err) || cd_fb_i32(&c->fb, &td, TD_INDEX, 0, &idx, err) ||
+            cd_fb_sub(&c->fb, &td, TD_QUANT, "quantInfo", false, &has_q, &qi, err))
+            return cd_err_prefix(err, "extraTensorDescribe[%u]: ", i);
+        if (!has_q) continue;
+        if (cd_fb_i32(&c->fb, &qi, TQ_TYPE, 0, &type, err) || cd_mnn_f32(c, &qi, TQ_SCALE, 0.0f, &scale, err))
+            return cd_err_prefix(err, "extraTensorDescribe[%u].quantInfo: ", i);
+        if (idx < 0 || (uint32_t)idx >= c->n_tensors)
+            return cd_err(err, CD_E_MODEL,
+                          "extraTensorDescribe[%u]: tensor index %d outside the %u tensors (file offset %zu)", i, idx,
+                          c->n_tensors, c->fb.base + td.pos);
+        if (type == 6) c->qscale[idx] = scale > 0 && scale < 1e30f ? scale : 1e-30f;
+    }
+    return CD_OK;
 }
 
 /* Pass 1: the op tables, their types, names and tensor indexes. */
@@ -285,9 +321,10 @@ cd_status cd_mnn_load_mem(const uint8_t *buf, size_t len, cd_graph **out, cd_err
     c.tname = calloc((size_t)c.n_tensors + 1, sizeof *c.tname);
     c.iconst = calloc((size_t)c.n_tensors + 1, sizeof *c.iconst);
     c.fconst = calloc((size_t)c.n_tensors + 1, sizeof *c.fconst);
+    c.qscale = calloc((size_t)c.n_tensors + 1, sizeof *c.qscale);
     op_rec *ops = calloc((size_t)n_ops, sizeof *ops);
     cd_status st = CD_OK;
-    if (!c.g || !c.tname || !c.iconst || !c.fconst || !ops)
+    if (!c.g || !c.tname || !c.iconst || !c.fconst || !c.qscale || !ops)
         st = cd_err(err, CD_E_NOMEM, "out of memory reading an MNN model of %u tensors and %u ops", c.n_tensors, n_ops);
     if (!st) snprintf(c.g->opt_version, sizeof c.g->opt_version, "mnn");
     for (uint32_t i = 0; !st && i < c.n_tensors; i++) {
@@ -304,7 +341,12 @@ cd_status cd_mnn_load_mem(const uint8_t *buf, size_t len, cd_graph **out, cd_err
         c.tname[i] = cd_strdup(s);
         if (!c.tname[i]) st = cd_err(err, CD_E_NOMEM, "out of memory");
     }
+    if (!st) st = read_quant_info(&c, &net, err);
     if (!st) st = read_ops(&c, ops_d, n_ops, ops, err);
+    /* a model input holds float data whatever scale the quantization tool noted for it: MNN
+     * quantizes it in the op after (FloatToInt8) */
+    for (uint32_t i = 0; !st && i < n_ops; i++)
+        for (int k = 0; ops[i].o.type == MNN_OP_INPUT && k < ops[i].o.n_out; k++) c.qscale[ops[i].o.out[k]] = 0;
     /* Pass 2: Input and Const first declare their tensors; the rest are activations. */
     int col = 0;
     for (uint32_t i = 0; !st && i < n_ops; i++) {

@@ -31,10 +31,18 @@ cd_status cd_model_load(const char *path, cd_graph **out, cd_error *err);
 bool cd_mnn_graph(const cd_graph *g);
 /* MNN's OpType name for its number ("Convolution", "Raster", ...); NULL when unknown. */
 const char *cd_mnn_op_type_name(int type);
-/* CD_E_UNSUPPORTED naming the ops of an MNN graph that stay named (mnn_<Type>) and why: cldiff
- * plans every layer before it runs a model, engines included, and a named op has no shape rule
- * (docs/mnn.md, "Still to come"). CD_OK for a graph without them or not from a .mnn. */
+/* CD_E_UNSUPPORTED naming the ops of an MNN graph that stay named (mnn_<Type>) and why: cldiff's
+ * own backends have no kernel for them (only MNN's engines run such a model: docs/mnn.md, "Ops
+ * cldiff does not map"). CD_OK for a graph without them or not from a .mnn. */
 cd_status cd_mnn_check_runnable(const cd_graph *g, cd_error *err);
+/* Sets (or replaces) op op_index's CD_ENGINE_SHAPES_ATTR to enc[0..n) (model/graph.h): the
+ * shapes MNN gave its outputs (the shape pass of src/backends/mnn/mnn_shapes.c). */
+cd_status cd_mnn_set_engine_shapes(cd_graph *g, int op_index, const int64_t *enc, int n, cd_error *err);
+/* A Reshape kept named because its shape is computed at run time, once the shape pass gave its
+ * output's shape (CD_ENGINE_SHAPES_ATTR, a float tensor, no zero dimension), becomes reshape2 to
+ * that shape, reading the data only: cldiff's CPU checks it. Returns how many (or a negative
+ * status on out of memory, err set). */
+int cd_mnn_bind_reshapes(cd_graph *g, cd_error *err);
 /* The op was mapped onto cldiff's op table (cldiff's CPU can check it). */
 bool cd_mnn_op_mapped(const cd_op *op);
 #endif

@@ -166,3 +166,80 @@ float cd_mnn_fconst_at(const mnn_ctx *c, int tensor, int k) {
     memcpy(&f, c->fb.buf + c->fconst[tensor].pos + 4 * (size_t)k, 4);
     return f;
 }
+
+cd_status cd_mnn_set_engine_shapes(cd_graph *g, int op_index, const int64_t *enc, int n, cd_error *err) {
+    if (!g || op_index < 0 || op_index >= g->n_ops || n < 0)
+        return cd_err(err, CD_E_INTERNAL, "engine shapes for op #%d of a graph with %d ops", op_index,
+                      g ? g->n_ops : 0);
+    cd_op *op = &g->ops[op_index];
+    for (int i = 0; i < op->n_attr; i++)
+        if (!strcmp(op->attrs[i].name, CD_ENGINE_SHAPES_ATTR)) { /* a second pass replaces the first */
+            int64_t *v = malloc(sizeof *v * (size_t)(n ? n : 1));
+            if (!v) return cd_err(err, CD_E_NOMEM, "out of memory");
+            if (n) memcpy(v, enc, sizeof *v * (size_t)n);
+            free(op->attrs[i].ints);
+            op->attrs[i].ints = v;
+            op->attrs[i].n = n;
+            return CD_OK;
+        }
+    cd_attr *na = realloc(op->attrs, sizeof *na * (size_t)(op->n_attr + 1));
+    if (!na) return cd_err(err, CD_E_NOMEM, "out of memory");
+    op->attrs = na;
+    cd_attr *a = &na[op->n_attr];
+    memset(a, 0, sizeof *a);
+    a->name = strdup(CD_ENGINE_SHAPES_ATTR);
+    a->ints = malloc(sizeof *a->ints * (size_t)(n ? n : 1));
+    if (!a->name || !a->ints) {
+        free(a->name);
+        free(a->ints);
+        return cd_err(err, CD_E_NOMEM, "out of memory");
+    }
+    a->type = CD_ATTR_LONGS;
+    a->n = n;
+    if (n) memcpy(a->ints, enc, sizeof *a->ints * (size_t)n);
+    op->n_attr++;
+    return CD_OK;
+}
+
+int cd_mnn_bind_reshapes(cd_graph *g, cd_error *err) {
+    int bound = 0;
+    for (int i = 0; g && i < g->n_ops; i++) {
+        cd_op *op = &g->ops[i];
+        const int64_t *v = NULL;
+        int nv = cd_attr_ints(op, CD_ENGINE_SHAPES_ATTR, &v);
+        if (strcmp(op->type, "mnn_Reshape") || !cd_attr_int(op, "mnn_reshape_runtime", 0) || nv < 3 || nv != 2 + v[1] ||
+            v[1] < 1 || v[1] > CD_MAX_RANK || (v[0] != CD_F32 && v[0] != CD_F16) || op->n_in != 1 || op->in[0].n != 2 ||
+            op->n_out != 1 || op->out[0].n != 1)
+            continue;
+        bool zero = false;
+        for (int d = 0; d < v[1]; d++) zero = zero || v[2 + d] <= 0; /* 0 would mean "copy" to reshape2 */
+        if (zero) continue;
+        cd_attr *na = realloc(op->attrs, sizeof *na * (size_t)(op->n_attr + 1));
+        if (!na) {
+            cd_err(err, CD_E_NOMEM, "out of memory");
+            return -1;
+        }
+        op->attrs = na;
+        cd_attr *a = &na[op->n_attr];
+        memset(a, 0, sizeof *a);
+        a->name = strdup("shape");
+        a->ints = malloc(sizeof *a->ints * (size_t)v[1]);
+        char *type = strdup("reshape2");
+        if (!a->name || !a->ints || !type) {
+            free(a->name);
+            free(a->ints);
+            free(type);
+            cd_err(err, CD_E_NOMEM, "out of memory");
+            return -1;
+        }
+        a->type = CD_ATTR_INTS;
+        a->n = (int)v[1];
+        memcpy(a->ints, v + 2, sizeof *a->ints * (size_t)v[1]);
+        op->n_attr++;
+        free(op->type);
+        op->type = type;
+        op->in[0].n = 1; /* the data only: the shape vector was MNN's to compute */
+        bound++;
+    }
+    return bound;
+}

@@ -737,7 +737,8 @@ static cd_status norm_allowance(const cd_local_req *q, const cd_layer_cmp *l, co
         }
     } else if (!strcmp(t, "layer_norm")) {
         int64_t b = cd_attr_int(op, "begin_norm_axis", 1);
-        for (int k = (int)b; k < xs->rank; k++) len *= xs->d[k];
+        if (b < 0) b += xs->rank; /* counted from the end, as the kernel reads it (MNN's LayerNorm) */
+        for (int k = b < 0 ? 0 : (int)b; k < xs->rank; k++) len *= xs->d[k];
         inner = 1;
         C = len; /* scale/bias over the normalized span */
     } else {     /* instance_norm: per (n, c) over the spatial extent */

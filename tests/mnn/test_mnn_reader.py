@@ -4,15 +4,18 @@
     test_mnn_reader.py CLDIFF SOURCE_DIR
 
 1. `cldiff inspect` on the .mnn files of testdata/mnn/ (conv_wq8: conv with
-   `mnnconvert --weightQuantBits 8`) (made from the .onnx beside them by
+   `mnnconvert --weightQuantBits 8`, its IDST weights decoded; conv_int8: fully quantized, its int8
+   ops named; unmapped: Shape/Slice-computed reshapes) (made from the .onnx beside them by
    scripts/mnn/make_models.py with the mnn wheel's mnnconvert): how many ops map onto cldiff's
    op table and which stay unchecked, op by op.
 2. The models whose every op maps (conv, branches, attention and the one-op-family ops_* models:
    asymmetric pads, SAME, dilation, transposed conv, ceil pooling, padding counted, clip, unary and
-   broadcast binary ops, nearest and align-corners resize, reshape 0/-1, MatMul of a transpose) run on cldiff's CPU (`cldiff run --backends
+   broadcast binary ops, nearest and align-corners resize, reshape 0/-1, MatMul of a transpose,
+   LayerNorm over two trailing axes) run on cldiff's CPU (`cldiff run --backends
    cpu`); their outputs must match onnxruntime on the ONNX model they were converted from: this
    checks the mapping (paddings order, fused relu/relu6, pooling's count mode, interp's
    coordinate mode), not only that it parses.
+   conv_wq8 on cldiff's CPU is off onnxruntime's float model by the weight quantization only.
 3. Bad files: truncated, root or vtable offsets out of range, random byte flips (seeded): exit 3
    with a file offset in the message, or a clean load; never a crash (signal) or another code.
 4. A .nb model still loads (the format is chosen by extension and content).
@@ -52,7 +55,12 @@ EXPECT = {
                         ("ab", "Reshape", "unchecked")]),
     "attention": (18, 0, [("s", "MatMul", "matmul_v2"), ("qt", "Permute", "transpose2"), ("q", "Reshape", "reshape2"),
                           ("p", "Softmax", "softmax")]),
-    "conv_wq8": (4, 3, [("c1", "Convolution", "unchecked"), ("p1", "Pooling", "pool2d")]),
+    "conv_wq8": (7, 0, [("c1", "Convolution", "conv2d"), ("c2", "ConvolutionDepthwise", "depthwise_conv2d"),
+                        ("p1", "Pooling", "pool2d")]),
+    "conv_int8": (1, 6, [("c1", "Convolution", "unchecked"), ("p1", "Pooling", "pool2d"), ("y", "Pooling", "unchecked"),
+                         ("x___tr4c1", "ConvertTensor", "unchecked")]),
+    "unmapped": (8, 4, [("shp", "Shape", "unchecked"), ("r", "Reshape", "unchecked"), ("s", "Softmax", "softmax"),
+                        ("y", "Pooling", "pool2d")]),
     "eltwise": (11, 2, [("s", "BinaryOp", "elementwise_add"), ("mx", "BinaryOp", "elementwise_max"),
                         ("Select12", "Select", "unchecked"), ("y", "Permute", "transpose2")]),
 }
@@ -76,7 +84,7 @@ except ImportError as e:
     print(f"SKIP part 2: {e} (the test runs in .venv: scripts/setup.sh)")
     ort = None
 FULL = ["conv", "branches", "attention", "ops_binary", "ops_conv_asym", "ops_conv_same", "ops_deconv", "ops_gap", "ops_conv_group",
-        "ops_matmul_t", "ops_pool_ceil", "ops_reshape_softmax", "ops_resize_align", "ops_resize_nearest", "ops_unary"]
+        "ops_matmul_t", "ops_layernorm", "ops_pool_ceil", "ops_reshape_softmax", "ops_resize_align", "ops_resize_nearest", "ops_unary"]
 for name in FULL if ort else ():
     rc, out, err = run("inspect", os.path.join(DATA, name + ".mnn"))
     check(re.search(r"compared only, unchecked: +0 ops", out) is not None, f"{name}: every op maps")
@@ -99,11 +107,31 @@ for name in FULL if ort else ():
 # a model with named ops is refused before anything runs, naming them (exit 8)
 with tempfile.TemporaryDirectory() as d:
     rc, out, err = run(os.path.join(DATA, "eltwise.mnn"), "--backends", "cpu,opencl", "--out", d)
-    check(rc == 8 and "2 MNN ops of this model have no counterpart" in err and "'Select12' (Select" in err,
-          f"eltwise.mnn: exit 8 naming its unmapped ops (got {rc}: {err.strip()[-300:]})")
+    check(rc == 8 and "2 MNN ops of this model have no counterpart" in err and "'Select12' (Select" in err
+          and "MNN's engines can (--backends mnn-cpu,mnn-opencl" in err,
+          f"eltwise.mnn: exit 8 naming its unmapped ops and the engines that run them (got {rc}: {err.strip()[-300:]})")
 rc, out, err = run("inspect", os.path.join(DATA, "conv_wq8.mnn"))
-check("weights quantized (IDSTQuan); not mapped: quantized weights" in out,
-      "conv_wq8 (mnnconvert --weightQuantBits 8): quantized convolutions named, unchecked")
+check(out.count("weights dequantized from IDSTQuan type 1 (asymmetric") == 3,
+      "conv_wq8 (mnnconvert --weightQuantBits 8): its 3 IDST-quantized convolutions decoded (asymmetric scales)")
+rc, out, err = run("inspect", os.path.join(DATA, "conv_int8.mnn"))
+check("runs in int8 (quantized activations, output scale" in out and "int8 (QuantizedFloatParam)" in out,
+      "conv_int8 (the quantization tool): int8 ops named with why")
+# the decoded weights are the quantized ones: cldiff's CPU on conv_wq8 is off onnxruntime's float
+# model by the quantization (1e-3..2e-2 here), not by 1e-6 (float weights) nor by garbage
+if ort:
+    x = np.load(os.path.join(DATA, "conv.input.npy"))
+    ref = ort.InferenceSession(os.path.join(DATA, "conv.onnx"), providers=["CPUExecutionProvider"]).run(
+        None, {"x": x})[0]
+    with tempfile.TemporaryDirectory() as d:
+        rc, out, err = run("run", "--backends", "cpu", os.path.join(DATA, "conv_wq8.mnn"), "--input",
+                           os.path.join(DATA, "conv.input.npy"), "--out", d, "--quiet")
+        check(rc == 0, f"run conv_wq8.mnn on cldiff's CPU exits 0 (got {rc}: {err.strip()[-300:]})")
+        if rc == 0:
+            with h5py.File(os.path.join(d, "dump.h5"), "r") as f:
+                got = f["runs/cpu"][sorted(f["runs/cpu"].keys())[-1]][()].reshape(ref.shape)
+            diff = float(np.abs(got - ref).max())
+            check(1e-3 <= diff <= 2e-2, f"conv_wq8: cldiff CPU (dequantized weights) vs onnxruntime (float) "
+                  f"{diff:.3g}: the size of 8-bit weight quantization")
 
 # 3. bad files
 src = open(os.path.join(DATA, "conv.mnn"), "rb").read()

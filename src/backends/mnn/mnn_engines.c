@@ -233,11 +233,21 @@ static cd_status collect(meng *e, collected *c, cd_error *err) {
             continue;
         }
         const char *name = line + used;
+        if (name[0] == '[' && strchr(name, ']')) {
+            /* MNN's CPU calls an op it runs in int8 "<Type> [ DT_INT8 ]": the name follows */
+            const char *e = strchr(name, ']');
+            snprintf(type + strlen(type), sizeof type - strlen(type), "[%.*s]", (int)(e - name - 1), name + 1);
+            for (name = e + 1; *name == ' '; name++) {}
+        }
         int oi = op_named(g, name), t = -1;
         if (oi >= 0)
             t = out_tensor(g, oi, k);
-        else if (strstr(name, "_raster_")) {
-            t = raster_tensor(g, name, !strcmp(type, "Raster"), filled);
+        else if (strstr(name, "_raster_") && (!strncmp(type, "Int8ToFloat", 11) || !strncmp(type, "FloatToInt8", 11))) {
+            /* the int8 conversion MNN puts before op N (of N's input): no op of the model */
+            c->internal++;
+            continue;
+        } else if (strstr(name, "_raster_")) {
+            t = raster_tensor(g, name, !strncmp(type, "Raster", 6) && (!type[6] || type[6] == '['), filled);
             oi = t >= 0 ? g->tensors[t].producer : -1;
             if (t < 0) {
                 c->internal++;

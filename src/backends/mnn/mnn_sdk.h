@@ -7,6 +7,7 @@
 #define CD_MNN_SDK_H
 #include <stdbool.h>
 #include <stddef.h>
+#include "model/graph.h"
 #include "util/error.h"
 
 typedef struct cd_mnn_sdk {
@@ -48,6 +49,15 @@ cd_status cd_mnn_spawn_wait(char *const argv[], const char *log_path, double tim
 
 /* The last non-empty lines of a log (at most k), joined with " | ". */
 void cd_mnn_log_tail(const char *path, int k, char *buf, size_t n);
+
+/* How many ops of a .mnn graph stay named (mnn_<Type>: no counterpart in cldiff's op table). */
+int cd_mnn_unmapped_ops(const cd_graph *g);
+/* The shape pass (mnn_shapes.c, docs/mnn.md "Ops cldiff does not map"): MNN's own types and shapes of
+ * the outputs of g's named ops for inputs of in_shapes (a session on MNN's CPU from the SDK
+ * sdk_given or the default one; nothing runs), set on each such op as CD_ENGINE_SHAPES_ATTR so that
+ * the plan takes them. CD_OK at once when every op maps. A note on stderr unless quiet. */
+cd_status cd_mnn_shape_pass(cd_graph *g, const char *model_path, const cd_shape *in_shapes, const char *sdk_given,
+                            double timeout_s, bool quiet, cd_error *err);
 
 /* For `cldiff doctor`: lines "  ok ..." / "  MISSING ..." appended to report; true when usable. */
 bool cd_mnn_engine_check(const char *engine, bool need_opencl, char *report, size_t n);
