@@ -123,18 +123,18 @@ with tempfile.TemporaryDirectory() as d:
             check(da <= tol, f"{name}: MNN ARM output vs onnxruntime {da:.3g} <= {tol:.3g}")
 
     # 2. mnn-arm as B: checked layer by layer by cldiff's CPU on its own inputs, on every model
-    # cldiff runs (eltwise and matmul hold ops that stay named: refused, exit 8). MNN's ARM exp
+    # cldiff runs (eltwise, matmul and unmapped hold ops that stay named: refused, exit 8). MNN's ARM exp
     # (softmax, exp, tanh, sigmoid) is a degree-4 polynomial, 918 u off on attention's softmax and
     # 1.8e-5 on ops_unary's tanh: the bounds take mnn-arm's exp_rel (it was a false KERNEL FAULT)
     for mn in sorted(glob.glob(os.path.join(DATA, "*.mnn"))):
         name = os.path.basename(mn)[:-4]
         x = os.path.join(DATA, name + ".input.npy")
-        if not os.path.exists(x) or name in ("eltwise", "matmul"):
+        if not os.path.exists(x) or name in ("eltwise", "matmul", "unmapped"):
             continue
         rc, so, se = run([mn, "--backends", "cpu,mnn-arm", "--input", x, "--out", os.path.join(d, "ca-" + name),
                           "--no-repro"])
         m = re.search(r"PASS \((\d+) layers checked locally", so)
-        check(rc == 0 and m and int(m.group(1)) >= 2,
+        check(rc == 0 and m and int(m.group(1)) >= 1,
               f"cpu,mnn-arm {name}: PASS, {m and m.group(1)} layers checked locally (exit {rc}: "
               f"{(so + se).strip()[-300:] if rc else ''})")
 
