@@ -10,7 +10,7 @@
  *   - OpenCL: Paddle-Lite's OpenCL library needs a model optimized for OpenCL places: cldiff
  *     exports the graph as a Paddle program (backends/paddlelite/pd_export.h) with a fetch op for every probed
  *     float tensor, and Opt (the paddlelite wheel, scripts/pl_ocl.py opt) optimizes it for
- *     "opencl,x86" (or the places given). What Opt placed where is read back from the optimized
+ *     "x86_opencl" ("opencl,arm" on an aarch64 host; or the places given). What Opt placed where is read back from the optimized
  *     model's kernel records and reported per layer.
  * A run that dies (signal, abort in a Paddle-Lite CHECK) is a finding: the engine is run again on
  * prefixes of the model, by bisection, to find the last layer that completes and the layer that
@@ -575,7 +575,73 @@ static cd_status bisect_crash(eng *e, int *last_ok, int *tries, cd_error *err) {
  * can not create operator 'X'", "operator 'X' is not supported by Paddle-Lite", "can not create
  * kernel for 'X'", "kernel for 'X' is not supported"): the first op of type X in the graph (-1:
  * none said, or no such op), what ("operator" / "kernel") and Paddle-Lite's sentence. */
-static int missing_from_log(const char *logp, const cd_graph *g, char *what, size_t wn, char *said, size_t sn) {
+/* Paddle-Lite's enum names (lite/api/paddle_place.h), as its kernel registration names them:
+ * REGISTER_LITE_KERNEL defines touch_<op><kTarget><kPrecision><kLayout><alias>() */
+static const char *k_target[] = {"kUnk",
+                                 "kHost",
+                                 "kX86",
+                                 "kCUDA",
+                                 "kARM",
+                                 "kOpenCL",
+                                 "kAny",
+                                 "kFPGA",
+                                 "kNPU",
+                                 "kXPU",
+                                 "kBM",
+                                 "kMLU",
+                                 "kRKNPU",
+                                 "kAPU",
+                                 "kHuaweiAscendNPU",
+                                 "kImaginationNNA",
+                                 "kIntelFPGA",
+                                 "kMetal",
+                                 "kNNAdapter"};
+static const char *k_precision[] = {"kUnk",  "kFloat", "kInt8",  "kInt32", "kAny", "kFP16",
+                                    "kBool", "kInt64", "kInt16", "kUInt8", "kFP64"};
+static const char *k_layout[] = {"kUnk",           "kNCHW",        "kAny",     "kNHWC",
+                                 "kImageDefault",  "kImageFolder", "kImageNW", "kMetalTexture2DArray",
+                                 "kMetalTexture2D"};
+
+/* index of name among cldiff's names of that enum (cd_target_name ...), -1 when none */
+static int enum_of(const char *name, size_t len, const char *(*fn)(int), int n) {
+    for (int i = 0; i < n; i++)
+        if (strlen(fn(i)) == len && !strncmp(fn(i), name, len)) return i;
+    return -1;
+}
+
+/* Whether the library (its bytes: lib, n) registers the kernel of a kernel record written
+ * "alias/target/precision/layout" (cd_pl_kernel_str) for op type: 1 yes, 0 no, -1 unknown. */
+static int lib_has_kernel(const char *lib, size_t n, const char *type, const char *rec) {
+    const char *p[4];
+    size_t l[4];
+    const char *s = rec;
+    for (int i = 0; i < 4; i++) {
+        p[i] = s;
+        l[i] = strcspn(s, "/");
+        if (i < 3 && s[l[i]] != '/') return -1;
+        s += l[i] + 1;
+    }
+    int t = enum_of(p[1], l[1], cd_target_name, (int)(sizeof k_target / sizeof *k_target));
+    int pr = enum_of(p[2], l[2], cd_precision_name, (int)(sizeof k_precision / sizeof *k_precision));
+    int la = enum_of(p[3], l[3], cd_layout_name, (int)(sizeof k_layout / sizeof *k_layout));
+    if (t < 0 || pr < 0 || la < 0) return -1;
+    char sym[256];
+    int sl = snprintf(sym, sizeof sym, "touch_%s%s%s%s%.*sv", type, k_target[t], k_precision[pr], k_layout[la],
+                      (int)l[0], p[0]);
+    if (sl <= 0 || (size_t)sl >= sizeof sym) return -1;
+    for (const char *q = lib; q && (size_t)(q - lib) + (size_t)sl <= n;) {
+        if (!memcmp(q, sym, (size_t)sl)) return 1;
+        q = memchr(q + 1, 't', n - (size_t)(q + 1 - lib));
+    }
+    return 0;
+}
+
+/* The op a library that lacks a kernel stops at. Paddle-Lite names only the op type; the first
+ * op of that type whose kernel record (what Opt picked: kernel_of) the library does not register
+ * is the one, else the first op of the type. Opt can pick kernels of a target the library was not
+ * built for (places "opencl" bring an ARM fallback: docs/paddle-lite-findings.md, report N). */
+static int missing_from_log(const char *logp, const cd_graph *g, char *const *kernel_of, const char *libp, char *what,
+                            size_t wn, char *said, size_t sn) {
     static const struct {
         const char *pre, *what;
     } pat[] = {{"can not create operator '", "operator"},
@@ -597,6 +663,24 @@ static int missing_from_log(const char *logp, const cd_graph *g, char *what, siz
             snprintf(type, sizeof type, "%.*s", (int)l, p);
             for (int k = 0; k < g->n_ops && found < 0; k++)
                 if (!strcmp(g->ops[k].type, type)) found = k;
+            if (found >= 0 && kernel_of && !strcmp(pat[i].what, "kernel") && libp && libp[0]) {
+                FILE *lf = fopen(libp, "rb");
+                long ln = -1;
+                char *lib = NULL;
+                if (lf && !fseek(lf, 0, SEEK_END) && (ln = ftell(lf)) > 0 && !fseek(lf, 0, SEEK_SET) &&
+                    (lib = malloc((size_t)ln)) && fread(lib, 1, (size_t)ln, lf) != (size_t)ln) {
+                    free(lib);
+                    lib = NULL;
+                }
+                if (lf) fclose(lf);
+                for (int k = found; lib && k < g->n_ops; k++)
+                    if (!strcmp(g->ops[k].type, type) && kernel_of[k] &&
+                        lib_has_kernel(lib, (size_t)ln, type, kernel_of[k]) == 0) {
+                        found = k;
+                        break;
+                    }
+                free(lib);
+            }
             if (found >= 0) {
                 snprintf(what, wn, "%s", pat[i].what);
                 line[strcspn(line, "\r\n")] = 0;
@@ -617,7 +701,14 @@ static int missing_from_log(const char *logp, const cd_graph *g, char *what, siz
 static void choose_route(eng *e, const char *target) {
     const char *pl = opt_str(e, "places");
     if (e->kind == CD_PL_ENGINE_OPENCL)
-        snprintf(e->places, sizeof e->places, "%s", pl ? pl : "opencl,x86");
+        /* the OpenCL library is built for this machine. Opt's "opencl" brings an ARM fallback
+         * that comes before "x86"'s places: every op Opt moves off OpenCL (5-D tensors, reduce
+         * without keep_dim, ...) would get an ARM kernel, which an x86 library lacks (report N);
+         * "x86_opencl" is Opt's target for an x86 OpenCL library, with the x86 fallback */
+        snprintf(e->places, sizeof e->places, "%s",
+                 pl                                          ? pl
+                     : !strcmp(cd_fs_host_arch(), "aarch64") ? "opencl,arm"
+                                                             : "x86_opencl");
     else if (pl)
         snprintf(e->places, sizeof e->places, "%s", pl);
     else if (e->kind == CD_PL_ENGINE_PHONE)
@@ -742,7 +833,7 @@ static cd_status eng_run(cd_pl_engine_kind kind, const char *name, const cd_runn
          * which works in the load phase as in the run */
         snprintf(logp, sizeof logp, "%s/engine.log", od);
         int named = !strcmp(phase, "load") || !phase[0]
-            ? missing_from_log(logp, g, lacks, sizeof lacks, said, sizeof said)
+            ? missing_from_log(logp, g, e->kernel_of, e->sdk.lib, lacks, sizeof lacks, said, sizeof said)
             : -1;
         if (named >= 0)
             last_ok = named;
@@ -799,12 +890,37 @@ static cd_status eng_run(cd_pl_engine_kind kind, const char *name, const cd_runn
         if (!st) {
             char where[1200] = "";
             bool load = !strcmp(phase, "load");
-            if (fail_op >= 0 && named >= 0)
+            /* the op's first input and its shape: what the kernel was picked for */
+            char shp[160] = "";
+            if (fail_op >= 0) {
+                const cd_op *fo = &g->ops[fail_op];
+                for (int s = 0; s < fo->n_in && !shp[0]; s++)
+                    if (fo->in[s].n > 0 && fo->in[s].ids[0] >= 0) {
+                        char sb[128];
+                        snprintf(shp, sizeof shp, ", %s %s", fo->in[s].name,
+                                 cd_shape_str(&q->plan->meta[fo->in[s].ids[0]].shape, sb, sizeof sb));
+                    }
+            }
+            /* a kernel Opt picked for a CPU target this library was not built for */
+            const char *kt = strchr(c->kernel, '/');
+            char foreign[16] = "";
+            if (kt && !strcmp(lacks, "kernel") && e->places[0])
+                snprintf(foreign, sizeof foreign, "%.*s", (int)strcspn(kt + 1, "/"), kt + 1);
+            bool cross = (!strcmp(foreign, "arm") && strcmp(e->sdk.arch, "aarch64")) ||
+                (!strcmp(foreign, "x86") && !strcmp(e->sdk.arch, "aarch64"));
+            if (fail_op >= 0 && named >= 0 && cross)
                 snprintf(where, sizeof where,
-                         ": this Paddle-Lite library has no %s for '%s', first needed by op #%d %s (%s%s%s); "
+                         ": Opt (places %s) gave op #%d %s (%s%s) the %s kernel %s, and this %s Paddle-Lite library "
+                         "has no %s kernels; Paddle-Lite said: %s. Use places for this library's CPU "
+                         "(--backend-opt %s:places=%s)",
+                         e->places, fail_op, c->layer, c->op_type, shp, foreign, c->kernel, e->sdk.arch, foreign, said,
+                         name, strcmp(e->sdk.arch, "aarch64") ? "x86_opencl" : "opencl,arm");
+            else if (fail_op >= 0 && named >= 0)
+                snprintf(where, sizeof where,
+                         ": this Paddle-Lite library has no %s for '%s', first needed by op #%d %s (%s%s%s%s); "
                          "Paddle-Lite said: %s. Use a library built with it (with_extra, or the %s for this "
                          "target), or a model without it",
-                         lacks, c->op_type, fail_op, c->layer, c->op_type, c->kernel[0] ? ", kernel record " : "",
+                         lacks, c->op_type, fail_op, c->layer, c->op_type, shp, c->kernel[0] ? ", kernel record " : "",
                          c->kernel, said, lacks);
             else if (fail_op >= 0 && load)
                 snprintf(where, sizeof where,
@@ -1040,7 +1156,7 @@ static const cd_backend_optdef ARM_OPTS[] = {
 
 static const cd_backend_optdef OCL_OPTS[] = {
     {"sdk", "DIR", "a Paddle-Lite SDK built with OpenCL for this machine; env CLDIFF_PL_OPENCL_SDK"},
-    {"places", "LIST", "Opt's places for the model (default opencl,x86)"},
+    {"places", "LIST", "Opt's places for the model (default x86_opencl; opencl,arm on aarch64)"},
     {"vendors", "DIR", "OCL_ICD_VENDORS for the engine: Paddle-Lite takes the first OpenCL platform"},
     {"declared-shapes", "0|1",
      "export activations with the .nb's declared shapes instead of inferred ones (shows "
