@@ -571,10 +571,6 @@ static cd_status bisect_crash(eng *e, int *last_ok, int *tries, cd_error *err) {
     return CD_OK;
 }
 
-/* What Paddle-Lite's own log says it lacks when it cannot load a model (lite/core/program.cc: "we
- * can not create operator 'X'", "operator 'X' is not supported by Paddle-Lite", "can not create
- * kernel for 'X'", "kernel for 'X' is not supported"): the first op of type X in the graph (-1:
- * none said, or no such op), what ("operator" / "kernel") and Paddle-Lite's sentence. */
 /* Paddle-Lite's enum names (lite/api/paddle_place.h), as its kernel registration names them:
  * REGISTER_LITE_KERNEL defines touch_<op><kTarget><kPrecision><kLayout><alias>() */
 static const char *k_target[] = {"kUnk",
@@ -636,7 +632,11 @@ static int lib_has_kernel(const char *lib, size_t n, const char *type, const cha
     return 0;
 }
 
-/* The op a library that lacks a kernel stops at. Paddle-Lite names only the op type; the first
+/* What Paddle-Lite's own log says it lacks when it cannot load a model (lite/core/program.cc: "we
+ * can not create operator 'X'", "operator 'X' is not supported by Paddle-Lite", "can not create
+ * kernel for 'X'", "kernel for 'X' is not supported"): the op of type X it stops at (-1: none
+ * said, or no such op), what ("operator" / "kernel") and Paddle-Lite's sentence.
+ * Paddle-Lite names only the op type; the first
  * op of that type whose kernel record (what Opt picked: kernel_of) the library does not register
  * is the one, else the first op of the type. Opt can pick kernels of a target the library was not
  * built for (places "opencl" bring an ARM fallback: docs/paddle-lite-findings.md, report N). */
@@ -773,16 +773,44 @@ static cd_status eng_run(cd_pl_engine_kind kind, const char *name, const cd_runn
     snprintf(nb, sizeof nb, "%s/model.nb", e->dir);
     if (!st) st = make_model(e, g->n_ops, nb, err);
     if (!st && e->places[0]) read_placement(e, g, nb);
-    if (!st && e->places[0] && getenv("CLDIFF_PL_OPT_PREFIXES")) {
-        /* fills the Opt cache with every prefix of the model, so that a machine without the
-         * wheel can bisect a crash (docs/paddle-lite-engines.md, "Another machine") */
+    const char *pfx = getenv("CLDIFF_PL_OPT_PREFIXES");
+    if (!st && e->places[0] && pfx && *pfx) {
+        /* fills the Opt cache with prefixes of the model, so that a machine without the wheel
+         * can bisect a crash (docs/paddle-lite-engines.md, "Another machine"): every prefix
+         * ("1", "all"), or those the bisection of bisect_crash() runs when the crash is at one
+         * of the ops listed (names or #indices: "fc_0,#91") */
         char pnb[PATH_MAX + 32];
         snprintf(pnb, sizeof pnb, "%s/prefix.nb", e->dir);
-        for (int k = 1; k < g->n_ops && !st; k++) {
+        bool all = !strcmp(pfx, "1") || !strcmp(pfx, "all");
+        char *want = calloc((size_t)g->n_ops + 1, 1);
+        if (!want) st = cd_err(err, CD_E_NOMEM, "out of memory");
+        for (const char *p = pfx; want && !all && *p;) {
+            size_t l = strcspn(p, ",");
+            int c = -1;
+            if (*p == '#')
+                c = atoi(p + 1);
+            else
+                for (int k = 0; k < g->n_ops && c < 0; k++)
+                    if (strlen(g->ops[k].name) == l && !strncmp(g->ops[k].name, p, l)) c = k;
+            /* the bisection's prefixes when prefix c runs and c + 1 dies */
+            for (int lo = 0, hi = g->n_ops; c >= 0 && c < g->n_ops && hi - lo > 1;) {
+                int mid = lo + (hi - lo) / 2;
+                want[mid] = 1;
+                if (mid <= c)
+                    lo = mid;
+                else
+                    hi = mid;
+            }
+            if (c >= 0 && c < g->n_ops) want[c] = 1; /* the largest prefix that runs, run again */
+            p += l + (p[l] == ',');
+        }
+        for (int k = 1; want && k < g->n_ops && !st; k++) {
+            if (!all && !want[k]) continue;
             cd_error e2 = {0};
             cd_status ps = make_model(e, k, pnb, &e2);
             if (ps == CD_E_INTERRUPTED) st = cd_err(err, ps, "%s", e2.msg);
         }
+        free(want);
         if (!st) st = make_model(e, g->n_ops, nb, err); /* the fetch list of the whole model again */
     }
     for (int k = 0; k < g->n_inputs && !st; k++) {
