@@ -12,7 +12,8 @@
 # models (arm .nb, inputs, Paddle's outputs), the shared ppocr cls models, the report M repro,
 # the Ubuntu 24.04 SDK and the OpenCL headers; .devcarry/zoo_pairs.sh is the batch to run there.
 #
-#   scripts/zoo/gpu_pack.sh [--models a,b,...] [--cldiff build/cldiff] [--budget-mb 40]
+#   scripts/zoo/gpu_pack.sh [--models a,b,...] [--cldiff build/cldiff] [--budget-mb 40] [--fresh]
+#   (--fresh: drop the Opt outputs of an earlier pack; else they are kept and reused)
 #
 # Needs: .zoo/ (scripts/zoo/build.py), .venv-pl (Opt), .venv-paddle (the report M repro),
 # ../shared/paddle-lite/sdk-x86_64-ubuntu24.tar.xz and ../shared/models. Takes 5-20 minutes on
@@ -23,11 +24,13 @@ cd "$here"
 MODELS=mobilenet_v3_small,mobilenet_v2,shufflenet_v2,pplcnet,ocr_cls,ocr_cls_int8,ocr_det_db,rec_svtr,rec_gru1_uni,rec_lstm2_bi,picodet,yolo,yolo_swish,ssd_face,seg_bilinear,keypoint,face_landmark,transformer_pre_ln
 CLDIFF=build/cldiff
 BUDGET=40
+FRESH=0
 while [ $# -gt 0 ]; do
     case "$1" in
         --models) MODELS=$2; shift 2 ;;
         --cldiff) CLDIFF=$2; shift 2 ;;
         --budget-mb) BUDGET=$2; shift 2 ;;
+        --fresh) FRESH=1; shift ;;
         -h|--help) sed -n '2,20p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
         *) echo "gpu_pack.sh: unknown argument '$1' (see --help)" >&2; exit 2 ;;
     esac
@@ -40,7 +43,9 @@ for f in "$CLDIFF" .zoo/manifest.jsonl "$SDK" .venv-pl/bin/python; do
     [ -e "$f" ] || { echo "gpu_pack.sh: $f not found (build cldiff, scripts/setup.sh, ../shared)" >&2; exit 2; }
 done
 ST=.devcarry/zoo_stage
-rm -rf "$ST"
+# Opt's outputs of an earlier pack stay (keyed by their content: a re-run skips those Opts)
+[ "$FRESH" = 1 ] && rm -rf "$ST"
+rm -rf "$ST/zoo" "$ST/models" "$ST/repro" "$ST/include" "$ST"/*.tar.xz
 mkdir -p "$ST/zoo" "$ST/models" "$ST/cache/pl-opt" "$ST/repro" .devcarry
 # the runner (pl-runner) is built once per machine; borrow this machine's so no compile here
 CACHE=${CLDIFF_CACHE_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/cldiff}
@@ -74,7 +79,7 @@ run_one() { # name nb input-args... : fills the Opt cache for the model and its 
     local c
     c=$(cands "$nb" "$crash" "$(echo " $* " | grep -o -- '--shape [^ ]*' || true)" || true)
     echo "[pack $(date +%T)] $name: prefixes for a crash at ${c:-nothing}"
-    CLDIFF_CACHE_DIR=$WORK/cache CLDIFF_PL_OPT_PREFIXES="${c:-all}" nice "$CLDIFF" "$nb" \
+    CLDIFF_CACHE_DIR=$WORK/cache CLDIFF_PL_OPT_PREFIXES="$c" nice "$CLDIFF" "$nb" \
         --backends cpu,paddle-lite-opencl "$@" --out "$WORK/run_$name" --no-repro > "$WORK/$name.log" 2>&1 || true
     grep -E "^verdict" "$WORK/$name.log" | cut -c1-160 || tail -2 "$WORK/$name.log"
 }
