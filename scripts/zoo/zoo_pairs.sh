@@ -4,6 +4,7 @@
 # scripts/zoo/gpu_pack.sh, which copies this file to .devcarry/zoo_pairs.sh):
 #
 #   bash .devcarry/zoo_pairs.sh [--pocl]        # --pocl: PoCL instead of NVIDIA (a local test)
+#   ZP_ONLY=a,b: only those zoo models (check.py --only)
 #
 # Builds cldiff (no tests), unpacks the pack (zoo models, Opt outputs as a cldiff cache, the
 # Ubuntu 24.04 SDK, OpenCL headers), then on NVIDIA's OpenCL: opencl,paddle-lite-opencl and
@@ -46,17 +47,19 @@ else
 fi
 "$B/cldiff" doctor "${CLP[@]}" > "$O/doctor.txt" 2>&1
 printf '#!/bin/sh\nexec %s/cldiff "$@" %s\n' "$B" "${CLP[*]}" > "$B/cldiff-zp" && chmod +x "$B/cldiff-zp"
+ONLY=()
+[ -n "${ZP_ONLY:-}" ] && ONLY=(--only "$ZP_ONLY")
 J=$(( $(nproc) / 2 )); [ $J -lt 2 ] && J=2; [ $J -gt 8 ] && J=8
 S=$O/summary.md
 echo "# zoo pairs on $MACHINE ($(date -u +%F' '%H:%M) UTC)" > "$S"
 # 1. the engine pair and cldiff's own OpenCL on the zoo models of the pack
 python3 scripts/zoo/check.py --zoo "$P/zoo" --targets none --pairs 'opencl,paddle-lite-opencl' --precisions fp32 \
     --inputs natural,random --cldiff "$B/cldiff-zp" --pair-args "${ENG[*]}" --machine "$MACHINE" \
-    --out "$P/eng" --jobs $J > "$P/eng.log" 2>&1
+    --out "$P/eng" --jobs $J "${ONLY[@]}" > "$P/eng.log" 2>&1
 echo "engine pair rc $? $((SECONDS - t0)) s"
 cp "$P/eng/check.json" "$O/engines.json" 2>/dev/null
 python3 scripts/zoo/check.py --zoo "$P/zoo" --targets none --pairs 'cpu,opencl' --precisions fp32,fp16 \
-    --inputs natural,random --cldiff "$B/cldiff-zp" --machine "$MACHINE" --out "$P/ocl" --jobs $J > "$P/ocl.log" 2>&1
+    --inputs natural,random --cldiff "$B/cldiff-zp" --machine "$MACHINE" --out "$P/ocl" --jobs $J "${ONLY[@]}" > "$P/ocl.log" 2>&1
 echo "cpu,opencl rc $? $((SECONDS - t0)) s"
 cp "$P/ocl/check.json" "$O/cpu_opencl.json" 2>/dev/null
 {
