@@ -11,6 +11,8 @@ as the tiebreaker, `--backends cpu,paddle-lite-opencl` on the x86 OpenCL library
     (before: the first transpose2 of the model, a 4-D one Opt had put on OpenCL, no shape).
   * rec_gru1_uni: KERNEL FAULT at rnn_0, the engine's final h off Paddle's (the x86 rnn kernel
     never writes State, report E), cldiff's CPU on Paddle's. Before: CRASH, no rnn kernel (ARM).
+  * rec_lstm1_uni: KERNEL FAULT at rnn_0 too (before: rnn_0 not checkable, the fault named at
+    fc_0: the export declared the initial c, a fill_constant, INT and did not fetch it).
 
 Exit 77 (skipped) without .zoo/ or without the paddle-lite-opencl engine (exit 4 from cldiff).
 """
@@ -25,7 +27,7 @@ SRC = os.environ.get("CD_SOURCE_DIR", os.path.dirname(os.path.dirname(os.path.di
 sys.path.insert(0, os.path.join(SRC, "scripts", "zoo"))
 sys.path.insert(0, os.path.join(SRC, "scripts"))
 
-MODELS = ("shufflenet_v2", "rec_gru1_uni")
+MODELS = ("shufflenet_v2", "rec_gru1_uni", "rec_lstm1_uni")
 
 
 def main():
@@ -96,6 +98,15 @@ def main():
         fails.append("rec_gru1_uni: the engine should be off Paddle (report E): %s" % eng)
     if not cpu or not cpu["ok"]:
         fails.append("rec_gru1_uni: cldiff's CPU should match Paddle: %s" % cpu)
+    # 4. an LSTM: rnn_0's final h and c (report E) are named at rnn_0; before, its initial c (a
+    # fill_constant sized by shape tensors, under a reused INT name) was exported as INT, never
+    # fetched, rnn_0 was "compared only" and the first fault named was fc_0 (report L)
+    r, vp = run("rec_lstm1_uni", [], "default")
+    ff = (r.get("first_fault") or {}).get("layer")
+    if r["verdict"] != "kernel_fault" or ff != "rnn_0":
+        fails.append("rec_lstm1_uni: want KERNEL FAULT at rnn_0, got %s at %s" % (r["verdict"], ff))
+    if not (vp.get("cpu") or {}).get("ok"):
+        fails.append("rec_lstm1_uni: cldiff's CPU should match Paddle: %s" % vp.get("cpu"))
     for f in fails:
         print("FAIL:", f)
     return 1 if fails else 0
