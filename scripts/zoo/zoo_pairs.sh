@@ -4,7 +4,7 @@
 # scripts/zoo/gpu_pack.sh, which copies this file to .devcarry/zoo_pairs.sh):
 #
 #   bash .devcarry/zoo_pairs.sh [--pocl]        # --pocl: PoCL instead of NVIDIA (a local test)
-#   ZP_ONLY=a,b: only those zoo models (check.py --only)
+#   ZP_ONLY=a,b: only those zoo models (check.py --only); ZP_PYTHON: a Python with numpy and h5py
 #
 # Builds cldiff (no tests), unpacks the pack (zoo models, Opt outputs as a cldiff cache, the
 # Ubuntu 24.04 SDK, OpenCL headers), then on NVIDIA's OpenCL: opencl,paddle-lite-opencl and
@@ -47,18 +47,19 @@ else
 fi
 "$B/cldiff" doctor "${CLP[@]}" > "$O/doctor.txt" 2>&1
 printf '#!/bin/sh\nexec %s/cldiff "$@" %s\n' "$B" "${CLP[*]}" > "$B/cldiff-zp" && chmod +x "$B/cldiff-zp"
+PY=${ZP_PYTHON:-python3}
 ONLY=()
 [ -n "${ZP_ONLY:-}" ] && ONLY=(--only "$ZP_ONLY")
 J=$(( $(nproc) / 2 )); [ $J -lt 2 ] && J=2; [ $J -gt 8 ] && J=8
 S=$O/summary.md
 echo "# zoo pairs on $MACHINE ($(date -u +%F' '%H:%M) UTC)" > "$S"
 # 1. the engine pair and cldiff's own OpenCL on the zoo models of the pack
-python3 scripts/zoo/check.py --zoo "$P/zoo" --targets none --pairs 'opencl,paddle-lite-opencl' --precisions fp32 \
-    --inputs natural,random --cldiff "$B/cldiff-zp" --pair-args "${ENG[*]}" --machine "$MACHINE" \
+"$PY" scripts/zoo/check.py --zoo "$P/zoo" --targets none --pairs 'opencl,paddle-lite-opencl' --precisions fp32 \
+    --inputs natural,random --cldiff "$B/cldiff-zp" --pair-args="${ENG[*]}" --machine "$MACHINE" \
     --out "$P/eng" --jobs $J "${ONLY[@]}" > "$P/eng.log" 2>&1
 echo "engine pair rc $? $((SECONDS - t0)) s"
 cp "$P/eng/check.json" "$O/engines.json" 2>/dev/null
-python3 scripts/zoo/check.py --zoo "$P/zoo" --targets none --pairs 'cpu,opencl' --precisions fp32,fp16 \
+"$PY" scripts/zoo/check.py --zoo "$P/zoo" --targets none --pairs 'cpu,opencl' --precisions fp32,fp16 \
     --inputs natural,random --cldiff "$B/cldiff-zp" --machine "$MACHINE" --out "$P/ocl" --jobs $J "${ONLY[@]}" > "$P/ocl.log" 2>&1
 echo "cpu,opencl rc $? $((SECONDS - t0)) s"
 cp "$P/ocl/check.json" "$O/cpu_opencl.json" 2>/dev/null
@@ -70,8 +71,8 @@ cp "$P/ocl/check.json" "$O/cpu_opencl.json" 2>/dev/null
 # engine's NVIDIA platform and on PoCL; the kept work folder's Opt output around the op that dies
 C=$O/cls.txt
 : > "$C"
-one() { # label model [args...]
-    local label=$1 nb=$2; shift 2
+one() { # label anchor-op model [args...]
+    local label=$1 anchor=$2 nb=$3; shift 3
     for plat in nvidia pocl; do
         [ $plat = nvidia ] && [ $NV = 0 ] && continue
         local eo=()
@@ -87,16 +88,17 @@ one() { # label model [args...]
             w=$(sed -n 's/.*work folder kept: \(.*\)$/\1/p' "$od.log" | head -1)
             [ -n "$w" ] && [ -d "$od/$(basename "$w")" ] && w=$od/$(basename "$w")
             if [ -n "$w" ] && [ -f "$w/model.nb" ]; then
-                echo "--- Opt's output (whole model), the ops around fc/hard_swish and every io_copy/layout:"
-                "$B/cldiff" inspect "$w/model.nb" 2>&1 | grep -A1 -E "^ +[0-9]+ .*(fc|hard_swish|io_copy|layout|softmax)" | cut -c1-220 | head -80
+                echo "--- Opt's output (whole model), from 8 ops before $anchor to the end:"
+                "$B/cldiff" inspect "$w/model.nb" 2>&1 | grep -A1 -E "^ +[0-9]+ " | grep -v "^--" |
+                    grep -B16 -A60 -m1 -E "^ +[0-9]+ $anchor " | cut -c1-220 | head -90
             fi
         } >> "$C"
     done
 }
 for f in ppocr_v2.0_cls_fp32_arm_v2.14rc ppocr_v4_mobile_cls_fp32_arm_v2.13rc; do
-    [ -f "$P/models/$f.nb" ] && one "$f" "$P/models/$f.nb" --shape x=1,3,48,192
+    [ -f "$P/models/$f.nb" ] && one "$f" fc_0 "$P/models/$f.nb" --shape x=1,3,48,192
 done
-[ -f "$P/repro/fetch2d_arm.nb" ] && one fetch2d "$P/repro/fetch2d_arm.nb" --input "x=$P/repro/x.npy"
+[ -f "$P/repro/fetch2d_arm.nb" ] && one fetch2d hard_swish_0 "$P/repro/fetch2d_arm.nb" --input "x=$P/repro/x.npy"
 {
     echo "## ppocr cls and report M's repro (cpu,paddle-lite-opencl)"; echo '```'
     grep -E "^===|^verdict|isolated" "$C" | cut -c1-400; echo '```'
