@@ -50,24 +50,28 @@ printf '#!/bin/sh\nexec %s/cldiff "$@" %s\n' "$B" "${CLP[*]}" > "$B/cldiff-zp" &
 PY=${ZP_PYTHON:-python3}
 ONLY=()
 [ -n "${ZP_ONLY:-}" ] && ONLY=(--only "$ZP_ONLY")
-J=$(( $(nproc) / 2 )); [ $J -lt 2 ] && J=2; [ $J -gt 8 ] && J=8
+J=$(( $(nproc) / 3 )); [ $J -lt 2 ] && J=2; [ $J -gt 6 ] && J=6
 S=$O/summary.md
 echo "# zoo pairs on $MACHINE ($(date -u +%F' '%H:%M) UTC)" > "$S"
-# 1. the engine pair and cldiff's own OpenCL on the zoo models of the pack
-"$PY" scripts/zoo/check.py --zoo "$P/zoo" --targets none --pairs 'opencl,paddle-lite-opencl' --precisions fp32 \
-    --inputs natural,random --cldiff "$B/cldiff-zp" --pair-args="${ENG[*]}" --machine "$MACHINE" \
-    --out "$P/eng" --jobs $J "${ONLY[@]}" > "$P/eng.log" 2>&1
-echo "engine pair rc $? $((SECONDS - t0)) s"
-cp "$P/eng/check.json" "$O/engines.json" 2>/dev/null
-"$PY" scripts/zoo/check.py --zoo "$P/zoo" --targets none --pairs 'cpu,opencl' --precisions fp32,fp16 \
-    --inputs natural,random --cldiff "$B/cldiff-zp" --machine "$MACHINE" --out "$P/ocl" --jobs $J "${ONLY[@]}" > "$P/ocl.log" 2>&1
-echo "cpu,opencl rc $? $((SECONDS - t0)) s"
-cp "$P/ocl/check.json" "$O/cpu_opencl.json" 2>/dev/null
-{
-    echo "## opencl,paddle-lite-opencl"; echo '```'; grep -E "paddle-lite|runs," "$P/eng.log"; echo '```'
-    echo "## cpu,opencl"; echo '```'; grep -E "cpu,opencl|runs," "$P/ocl.log"; echo '```'
-} >> "$S"
-# 2. the ppocr cls models (NVIDIA: CL_INVALID_MEM_OBJECT at fc_0) and report M's repro, on the
+# the three parts run side by side (16 cores, one GPU), each under a time limit so that the whole
+# stays under 9 minutes; check.py writes its check.json at its end
+# 1. the engine pair on the zoo models of the pack
+(
+    timeout 330 "$PY" scripts/zoo/check.py --zoo "$P/zoo" --targets none --pairs 'opencl,paddle-lite-opencl' \
+        --precisions fp32 --inputs natural,random --cldiff "$B/cldiff-zp" --pair-args="${ENG[*]}" \
+        --machine "$MACHINE" --out "$P/eng" --jobs $J "${ONLY[@]}" > "$P/eng.log" 2>&1
+    echo "engine pair rc $? $((SECONDS - t0)) s"
+    cp "$P/eng/check.json" "$O/engines.json" 2>/dev/null
+) &
+# 2. cldiff's own OpenCL on them
+(
+    timeout 330 "$PY" scripts/zoo/check.py --zoo "$P/zoo" --targets none --pairs 'cpu,opencl' --precisions fp32,fp16 \
+        --inputs natural,random --cldiff "$B/cldiff-zp" --machine "$MACHINE" --out "$P/ocl" --jobs $J "${ONLY[@]}" \
+        > "$P/ocl.log" 2>&1
+    echo "cpu,opencl rc $? $((SECONDS - t0)) s"
+    cp "$P/ocl/check.json" "$O/cpu_opencl.json" 2>/dev/null
+) &
+# 3. the ppocr cls models (NVIDIA: CL_INVALID_MEM_OBJECT at fc_0) and report M's repro, on the
 # engine's NVIDIA platform and on PoCL; the kept work folder's Opt output around the op that dies
 C=$O/cls.txt
 : > "$C"
@@ -78,7 +82,7 @@ one() { # label anchor-op model [args...]
         local eo=()
         [ $plat = nvidia ] && eo=("${ENG[@]}")
         local od=$P/cls_${label}_$plat
-        "$B/cldiff" "$nb" --backends cpu,paddle-lite-opencl "$@" "${eo[@]}" \
+        timeout 100 "$B/cldiff" "$nb" --backends cpu,paddle-lite-opencl "$@" "${eo[@]}" \
             --backend-opt paddle-lite-opencl:keep=1 --out "$od" --no-repro > "$od.log" 2>&1
         local rc=$?
         {
@@ -95,10 +99,18 @@ one() { # label anchor-op model [args...]
         } >> "$C"
     done
 }
-for f in ppocr_v2.0_cls_fp32_arm_v2.14rc ppocr_v4_mobile_cls_fp32_arm_v2.13rc; do
-    [ -f "$P/models/$f.nb" ] && one "$f" fc_0 "$P/models/$f.nb" --shape x=1,3,48,192
-done
-[ -f "$P/repro/fetch2d_arm.nb" ] && one fetch2d hard_swish_0 "$P/repro/fetch2d_arm.nb" --input "x=$P/repro/x.npy"
+(
+    for f in ppocr_v2.0_cls_fp32_arm_v2.14rc ppocr_v4_mobile_cls_fp32_arm_v2.13rc; do
+        [ -f "$P/models/$f.nb" ] && one "$f" fc_0 "$P/models/$f.nb" --shape x=1,3,48,192
+    done
+    [ -f "$P/repro/fetch2d_arm.nb" ] && one fetch2d hard_swish_0 "$P/repro/fetch2d_arm.nb" --input "x=$P/repro/x.npy"
+    echo "cls and repro $((SECONDS - t0)) s"
+) &
+wait
+{
+    echo "## opencl,paddle-lite-opencl"; echo '```'; grep -E "paddle-lite|runs," "$P/eng.log"; echo '```'
+    echo "## cpu,opencl"; echo '```'; grep -E "cpu,opencl|runs," "$P/ocl.log"; echo '```'
+} >> "$S"
 {
     echo "## ppocr cls and report M's repro (cpu,paddle-lite-opencl)"; echo '```'
     grep -E "^===|^verdict|isolated" "$C" | cut -c1-400; echo '```'
