@@ -8,7 +8,8 @@
 # made here, into a fresh cache, by running each model once through cpu,paddle-lite-opencl with
 # CLDIFF_PL_OPT_PREFIXES naming the ops a crash is likely at (each op with a 2-D output:
 # report M's pattern; the op where it crashed here): the prefixes the bisection runs for a crash
-# at one of them are made too. Packed into .devcarry/zoo_pack.tar.xz (gitignored) with the zoo
+# at one of them are made too, and the export without such 2-D fetches (what cldiff runs after
+# an abort at target_wrapper.cc:278). Packed into .devcarry/zoo_pack.tar.xz (gitignored) with the zoo
 # models (arm .nb, inputs, Paddle's outputs), the shared ppocr cls models, the report M repro,
 # the Ubuntu 24.04 SDK and the OpenCL headers; .devcarry/zoo_pairs.sh is the batch to run there.
 #
@@ -82,6 +83,13 @@ run_one() { # name nb input-args... : fills the Opt cache for the model and its 
     CLDIFF_CACHE_DIR=$WORK/cache CLDIFF_PL_OPT_PREFIXES="$c" nice "$CLDIFF" "$nb" \
         --backends cpu,paddle-lite-opencl "$@" --out "$WORK/run_$name" --no-repro > "$WORK/$name.log" 2>&1 || true
     grep -E "^verdict" "$WORK/$name.log" | cut -c1-160 || tail -2 "$WORK/$name.log"
+    # a machine where Paddle-Lite aborts at a fetched 2-D tensor (report M) runs the model again
+    # without such fetches (fetch-2d-shared=0): that export's Opt output too
+    if [ -n "$c" ]; then
+        CLDIFF_CACHE_DIR=$WORK/cache nice "$CLDIFF" "$nb" --backends cpu,paddle-lite-opencl "$@" \
+            --backend-opt paddle-lite-opencl:fetch-2d-shared=0 --out "$WORK/run2_$name" --no-repro \
+            > "$WORK/${name}_2d.log" 2>&1 || true
+    fi
 }
 
 IFS=, read -ra MS <<< "$MODELS"

@@ -13,6 +13,9 @@ as the tiebreaker, `--backends cpu,paddle-lite-opencl` on the x86 OpenCL library
     never writes State, report E), cldiff's CPU on Paddle's. Before: CRASH, no rnn kernel (ARM).
   * rec_lstm1_uni: KERNEL FAULT at rnn_0 too (before: rnn_0 not checkable, the fault named at
     fc_0: the export declared the initial c, a fill_constant, INT and did not fetch it).
+  * face_landmark: PASS, the engine's output on Paddle's (before: CRASH, Paddle-Lite's abort at
+    target_wrapper.cc:278 when fc_0's 2-D output that sigmoid_0 reads is fetched, report M; now
+    run again without fetching such tensors).
 
 Exit 77 (skipped) without .zoo/ or without the paddle-lite-opencl engine (exit 4 from cldiff).
 """
@@ -27,7 +30,7 @@ SRC = os.environ.get("CD_SOURCE_DIR", os.path.dirname(os.path.dirname(os.path.di
 sys.path.insert(0, os.path.join(SRC, "scripts", "zoo"))
 sys.path.insert(0, os.path.join(SRC, "scripts"))
 
-MODELS = ("shufflenet_v2", "rec_gru1_uni", "rec_lstm1_uni")
+MODELS = ("shufflenet_v2", "rec_gru1_uni", "rec_lstm1_uni", "face_landmark")
 
 
 def main():
@@ -107,6 +110,15 @@ def main():
         fails.append("rec_lstm1_uni: want KERNEL FAULT at rnn_0, got %s at %s" % (r["verdict"], ff))
     if not (vp.get("cpu") or {}).get("ok"):
         fails.append("rec_lstm1_uni: cldiff's CPU should match Paddle: %s" % vp.get("cpu"))
+    # 5. face_landmark: Paddle-Lite aborts (target_wrapper.cc:278) when fc_0's 2-D output, read by
+    # sigmoid_0, is fetched (report M); cldiff runs it again without such fetches: PASS, the
+    # engine's output on Paddle's (before: CRASH at sigmoid_0)
+    r, vp = run("face_landmark", [], "default")
+    eng = vp.get("paddle-lite-opencl")
+    if r["verdict"] != "pass":
+        fails.append("face_landmark: verdict %s, want pass (%s)" % (r["verdict"], r.get("verdict_text") or r.get("why")))
+    if not eng or not eng["ok"]:
+        fails.append("face_landmark: Paddle-Lite OpenCL's output should match Paddle's: %s" % eng)
     for f in fails:
         print("FAIL:", f)
     return 1 if fails else 0

@@ -97,6 +97,8 @@ typedef struct eng {
     bool opencl_model;     /* the model has OpenCL kernel records: the runner gets --opencl-precision */
     int kernels_built;     /* PoCL programs compiled during the runs (PHONE) */
     char unfetched[480];   /* export route: probed ops none of whose outputs it fetches, by design */
+    bool skip_2d_shared;   /* export route: 2-D tensors another op reads are not fetched (report M) */
+    int n_skipped_2d;
 } eng;
 
 static void eng_free(eng *e) {
@@ -147,6 +149,15 @@ static cd_status route_instrument(eng *e, const cd_graph *g, int n_ops, const ch
     return CD_OK;
 }
 
+/* whether one of the first n_ops ops reads tensor t */
+static bool read_by_op(const cd_graph *g, int n_ops, int t) {
+    for (int oi = 0; oi < n_ops && oi < g->n_ops; oi++)
+        for (int s = 0; s < g->ops[oi].n_in; s++)
+            for (int k = 0; k < g->ops[oi].in[s].n; k++)
+                if (g->ops[oi].in[s].ids[k] == t) return true;
+    return false;
+}
+
 /* The export route: the graph's first n_ops as a Paddle program with probed tensors fetched,
  * then Opt for e->places. Model outputs get fetched only when the whole model is exported. */
 static cd_status route_export_opt(eng *e, const cd_graph *g, int n_ops, const char *nb, cd_error *err) {
@@ -179,6 +190,8 @@ static cd_status route_export_opt(eng *e, const cd_graph *g, int n_ops, const ch
     free(e->fetch);
     e->fetch = calloc((size_t)g->n_tensors + (size_t)g->n_outputs + 1, sizeof *e->fetch);
     e->n_fetch = 0;
+    e->unfetched[0] = 0;
+    e->n_skipped_2d = 0;
     if (!dt || !extra || !e->fetch) {
         free(dt);
         free(extra);
@@ -233,6 +246,10 @@ static cd_status route_export_opt(eng *e, const cd_graph *g, int n_ops, const ch
                 any = true;
                 if (is_out[t]) fetched = true;
                 if (skip_op || is_out[t] || cst[t] || (dt[t] != CD_F32 && dt[t] != CD_F16)) continue;
+                if (e->skip_2d_shared && plan->meta[t].shape.rank == 2 && read_by_op(g, n_ops, t)) {
+                    e->n_skipped_2d++;
+                    continue;
+                }
                 fetched = true;
                 e->fetch[e->n_fetch++] = (cd_probe_fetch){.col = gg.n_outputs + n_extra,
                                                           .op_index = oi,
@@ -771,6 +788,8 @@ static cd_status eng_run(cd_pl_engine_kind kind, const char *name, const cd_runn
     }
     char nb[PATH_MAX + 32], p[PATH_MAX + 64];
     snprintf(nb, sizeof nb, "%s/model.nb", e->dir);
+    const char *f2 = opt_str(e, "fetch-2d-shared");
+    e->skip_2d_shared = f2 && !strcmp(f2, "0");
     if (!st) st = make_model(e, g->n_ops, nb, err);
     if (!st && e->places[0]) read_placement(e, g, nb);
     const char *pfx = getenv("CLDIFF_PL_OPT_PREFIXES");
@@ -822,6 +841,37 @@ static cd_status eng_run(cd_pl_engine_kind kind, const char *name, const cd_runn
     char od[PATH_MAX + 32];
     snprintf(od, sizeof od, "%s/out", e->dir);
     if (!st) st = run_runner(e, nb, od, &ro, err);
+    if (!st && ro.crashed && e->places[0] && !e->skip_2d_shared && !(f2 && !strcmp(f2, "force")) &&
+        strstr(ro.tail, "target_wrapper.cc:278")) {
+        /* an OpenCL buffer read that fails (CL_INVALID_VALUE, CL_INVALID_MEM_OBJECT): Opt links the
+         * fetch of a 2-D tensor that another op reads to that op's image (report M, a Paddle-Lite
+         * bug the probes trigger). Once more without fetching such tensors: their ops are not
+         * compared, every other layer is; else the crash is isolated as any other */
+        e->skip_2d_shared = true;
+        run_out r2 = {0};
+        cd_error e2 = {0};
+        bool ok = !make_model(e, g->n_ops, nb, &e2) && e->n_skipped_2d > 0 && !run_runner(e, nb, od, &r2, &e2) &&
+            !r2.crashed && !r2.exit_code;
+        if (ok) {
+            char first[sizeof ro.tail];
+            snprintf(first, sizeof first, "%s", ro.tail);
+            ro = r2;
+            const char *ce = strstr(first, "OpenCL error with code ");
+            if (!q->quiet)
+                fprintf(stderr,
+                        "cldiff: note: %s: Paddle-Lite aborted in an OpenCL buffer read (target_wrapper.cc:278%s%.*s) "
+                        "when 2-D tensors that another op reads were fetched (Opt's layout cast: "
+                        "docs/paddle-lite-findings.md, report M); it ran without fetching those %d tensor(s): their "
+                        "layers are not compared\n",
+                        name, ce ? ", " : "", ce ? (int)strcspn(ce + 23, " ") + 23 : 0, ce ? ce : "", e->n_skipped_2d);
+            cd_run_attr_str(res, "engine_first_abort", "%s", first);
+            cd_run_attr_num(res, "engine_2d_fetches_skipped", e->n_skipped_2d);
+        } else {
+            e->skip_2d_shared = false;
+            cd_error e3 = {0};
+            if (make_model(e, g->n_ops, nb, &e3)) e->n_fetch = 0;
+        }
+    }
     if (!st && !ro.crashed && ro.exit_code)
         st = cd_err(err,
                     ro.exit_code == 3       ? CD_E_MODEL
@@ -1190,6 +1240,9 @@ static const cd_backend_optdef OCL_OPTS[] = {
      "export activations with the .nb's declared shapes instead of inferred ones (shows "
      "what Opt builds from them: docs/paddle-lite-findings.md)"},
     {"keep", "0|1", "keep the work folder (exported and optimized model, inputs, outputs, logs)"},
+    {"fetch-2d-shared", "1|0|force",
+     "0: do not fetch 2-D tensors that another op reads (1, the default: only on a second run after "
+     "Paddle-Lite aborts at target_wrapper.cc:278, docs/paddle-lite-findings.md report M; force: never)"},
     {NULL, NULL, NULL},
 };
 
