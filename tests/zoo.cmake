@@ -12,3 +12,11 @@ add_test(NAME zoo_engines COMMAND ${CD_E2E_PYTHON} ${CMAKE_CURRENT_SOURCE_DIR}/z
          WORKING_DIRECTORY ${CMAKE_BINARY_DIR})
 set_tests_properties(zoo_engines PROPERTIES ENVIRONMENT "${CD_E2E_ENV}" SKIP_RETURN_CODE 77 LABELS "zoo;e2e"
                      TIMEOUT 300)
+
+# Paddle-Lite's OpenCL engine (tests/zoo/test_zoo_ocl_engine.py): cpu,paddle-lite-opencl on zoo
+# models, Opt's places for the x86 OpenCL library (report N), Paddle's outputs as the
+# tiebreaker. Skipped (77) without .zoo/ or the paddle-lite-opencl engine.
+add_test(NAME zoo_ocl_engine COMMAND ${CD_E2E_PYTHON} ${CMAKE_CURRENT_SOURCE_DIR}/zoo/test_zoo_ocl_engine.py
+         WORKING_DIRECTORY ${CMAKE_BINARY_DIR})
+set_tests_properties(zoo_ocl_engine PROPERTIES ENVIRONMENT "${CD_E2E_ENV}" SKIP_RETURN_CODE 77 LABELS "zoo;e2e"
+                     TIMEOUT 300)

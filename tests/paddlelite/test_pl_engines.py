@@ -88,7 +88,7 @@ def main():
             a = runs["paddle-lite-opencl"].attrs
             route = a.get("engine_route", b"")
             route = route.decode() if isinstance(route, bytes) else str(route)
-            c.ok("Opt places opencl,x86" in route and "on opencl" in route, "OpenCL run states export + Opt and the placement",
+            c.ok("Opt places x86_opencl" in route and "on opencl" in route, "OpenCL run states export + Opt and the placement",
                  route)
             c.ok(len(h["tensors/paddle-lite-opencl"][()]) >= 25, "OpenCL run: every layer captured",
                  str(len(h["tensors/paddle-lite-opencl"][()])))

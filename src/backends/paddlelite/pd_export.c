@@ -259,8 +259,10 @@ static bool is_float(cd_dtype t) { return t == CD_F32 || t == CD_F16 || t == CD_
  * declared INT64 type) of an earlier shape tensor. Opt would then pick kernels for the wrong
  * type. Activations written by an op that reads a float tensor are therefore declared
  * FP32, except for the outputs of ops that make integers (int_output_op); outputs of ops
- * that read only integer tensors take their first input's type; the rest keep the
- * declared type. Propagated in execution order. */
+ * that read only integer tensors take their first input's type; fill_constant's is its dtype
+ * attribute (an LSTM's initial c, sized by shape tensors, under the name of an INT shape
+ * tensor was declared INT and never fetched: its rnn could not be checked locally); the rest
+ * keep the declared type. Propagated in execution order. */
 static void act_dtypes(const cd_graph *g, const cd_pd_export_opts *o, plan *p) {
     for (int t = 0; t < g->n_tensors; t++) p->dtype[t] = g->tensors[t].dtype;
     for (int t = 0; t < g->n_tensors; t++)
@@ -284,7 +286,12 @@ static void act_dtypes(const cd_graph *g, const cd_pd_export_opts *o, plan *p) {
                     if (in >= 0) p->dtype[id] = p->dtype[in];
                     continue;
                 }
-                if (!strcmp(op->type, "shape") && is_float(p->dtype[id]))
+                int fill_t = -1; /* fill_constant*: the dtype attribute says, not the (reused) name */
+                if (!strncmp(op->type, "fill_constant", 13) && cd_op_attr(op, "dtype"))
+                    fill_t = cd_dtype_from_fb((int)cd_attr_int(op, "dtype", 5));
+                if (fill_t >= 0)
+                    p->dtype[id] = (cd_dtype)fill_t;
+                else if (!strcmp(op->type, "shape") && is_float(p->dtype[id]))
                     p->dtype[id] = CD_I32; /* shape: INT32 */
                 else if (float_in && !is_float(p->dtype[id]) && !int_output_op(op, op->out[s].name))
                     p->dtype[id] = CD_F32;

@@ -10,7 +10,7 @@
  *   - OpenCL: Paddle-Lite's OpenCL library needs a model optimized for OpenCL places: cldiff
  *     exports the graph as a Paddle program (backends/paddlelite/pd_export.h) with a fetch op for every probed
  *     float tensor, and Opt (the paddlelite wheel, scripts/pl_ocl.py opt) optimizes it for
- *     "opencl,x86" (or the places given). What Opt placed where is read back from the optimized
+ *     "x86_opencl" ("opencl,arm" on an aarch64 host; or the places given). What Opt placed where is read back from the optimized
  *     model's kernel records and reported per layer.
  * A run that dies (signal, abort in a Paddle-Lite CHECK) is a finding: the engine is run again on
  * prefixes of the model, by bisection, to find the last layer that completes and the layer that
@@ -97,6 +97,8 @@ typedef struct eng {
     bool opencl_model;     /* the model has OpenCL kernel records: the runner gets --opencl-precision */
     int kernels_built;     /* PoCL programs compiled during the runs (PHONE) */
     char unfetched[480];   /* export route: probed ops none of whose outputs it fetches, by design */
+    bool skip_2d_shared;   /* export route: 2-D tensors another op reads are not fetched (report M) */
+    int n_skipped_2d;
 } eng;
 
 static void eng_free(eng *e) {
@@ -147,6 +149,15 @@ static cd_status route_instrument(eng *e, const cd_graph *g, int n_ops, const ch
     return CD_OK;
 }
 
+/* whether one of the first n_ops ops reads tensor t */
+static bool read_by_op(const cd_graph *g, int n_ops, int t) {
+    for (int oi = 0; oi < n_ops && oi < g->n_ops; oi++)
+        for (int s = 0; s < g->ops[oi].n_in; s++)
+            for (int k = 0; k < g->ops[oi].in[s].n; k++)
+                if (g->ops[oi].in[s].ids[k] == t) return true;
+    return false;
+}
+
 /* The export route: the graph's first n_ops as a Paddle program with probed tensors fetched,
  * then Opt for e->places. Model outputs get fetched only when the whole model is exported. */
 static cd_status route_export_opt(eng *e, const cd_graph *g, int n_ops, const char *nb, cd_error *err) {
@@ -179,6 +190,8 @@ static cd_status route_export_opt(eng *e, const cd_graph *g, int n_ops, const ch
     free(e->fetch);
     e->fetch = calloc((size_t)g->n_tensors + (size_t)g->n_outputs + 1, sizeof *e->fetch);
     e->n_fetch = 0;
+    e->unfetched[0] = 0;
+    e->n_skipped_2d = 0;
     if (!dt || !extra || !e->fetch) {
         free(dt);
         free(extra);
@@ -233,6 +246,10 @@ static cd_status route_export_opt(eng *e, const cd_graph *g, int n_ops, const ch
                 any = true;
                 if (is_out[t]) fetched = true;
                 if (skip_op || is_out[t] || cst[t] || (dt[t] != CD_F32 && dt[t] != CD_F16)) continue;
+                if (e->skip_2d_shared && plan->meta[t].shape.rank == 2 && read_by_op(g, n_ops, t)) {
+                    e->n_skipped_2d++;
+                    continue;
+                }
                 fetched = true;
                 e->fetch[e->n_fetch++] = (cd_probe_fetch){.col = gg.n_outputs + n_extra,
                                                           .op_index = oi,
@@ -571,11 +588,77 @@ static cd_status bisect_crash(eng *e, int *last_ok, int *tries, cd_error *err) {
     return CD_OK;
 }
 
+/* Paddle-Lite's enum names (lite/api/paddle_place.h), as its kernel registration names them:
+ * REGISTER_LITE_KERNEL defines touch_<op><kTarget><kPrecision><kLayout><alias>() */
+static const char *k_target[] = {"kUnk",
+                                 "kHost",
+                                 "kX86",
+                                 "kCUDA",
+                                 "kARM",
+                                 "kOpenCL",
+                                 "kAny",
+                                 "kFPGA",
+                                 "kNPU",
+                                 "kXPU",
+                                 "kBM",
+                                 "kMLU",
+                                 "kRKNPU",
+                                 "kAPU",
+                                 "kHuaweiAscendNPU",
+                                 "kImaginationNNA",
+                                 "kIntelFPGA",
+                                 "kMetal",
+                                 "kNNAdapter"};
+static const char *k_precision[] = {"kUnk",  "kFloat", "kInt8",  "kInt32", "kAny", "kFP16",
+                                    "kBool", "kInt64", "kInt16", "kUInt8", "kFP64"};
+static const char *k_layout[] = {"kUnk",           "kNCHW",        "kAny",     "kNHWC",
+                                 "kImageDefault",  "kImageFolder", "kImageNW", "kMetalTexture2DArray",
+                                 "kMetalTexture2D"};
+
+/* index of name among cldiff's names of that enum (cd_target_name ...), -1 when none */
+static int enum_of(const char *name, size_t len, const char *(*fn)(int), int n) {
+    for (int i = 0; i < n; i++)
+        if (strlen(fn(i)) == len && !strncmp(fn(i), name, len)) return i;
+    return -1;
+}
+
+/* Whether the library (its bytes: lib, n) registers the kernel of a kernel record written
+ * "alias/target/precision/layout" (cd_pl_kernel_str) for op type: 1 yes, 0 no, -1 unknown. */
+static int lib_has_kernel(const char *lib, size_t n, const char *type, const char *rec) {
+    const char *p[4];
+    size_t l[4];
+    const char *s = rec;
+    for (int i = 0; i < 4; i++) {
+        p[i] = s;
+        l[i] = strcspn(s, "/");
+        if (i < 3 && s[l[i]] != '/') return -1;
+        s += l[i] + 1;
+    }
+    int t = enum_of(p[1], l[1], cd_target_name, (int)(sizeof k_target / sizeof *k_target));
+    int pr = enum_of(p[2], l[2], cd_precision_name, (int)(sizeof k_precision / sizeof *k_precision));
+    int la = enum_of(p[3], l[3], cd_layout_name, (int)(sizeof k_layout / sizeof *k_layout));
+    if (t < 0 || pr < 0 || la < 0) return -1;
+    char sym[256];
+    int sl = snprintf(sym, sizeof sym, "touch_%s%s%s%s%.*sv", type, k_target[t], k_precision[pr], k_layout[la],
+                      (int)l[0], p[0]);
+    if (sl <= 0 || (size_t)sl >= sizeof sym) return -1;
+    for (const char *q = lib; q && (size_t)(q - lib) + (size_t)sl <= n;) {
+        if (!memcmp(q, sym, (size_t)sl)) return 1;
+        q = memchr(q + 1, 't', n - (size_t)(q + 1 - lib));
+    }
+    return 0;
+}
+
 /* What Paddle-Lite's own log says it lacks when it cannot load a model (lite/core/program.cc: "we
  * can not create operator 'X'", "operator 'X' is not supported by Paddle-Lite", "can not create
- * kernel for 'X'", "kernel for 'X' is not supported"): the first op of type X in the graph (-1:
- * none said, or no such op), what ("operator" / "kernel") and Paddle-Lite's sentence. */
-static int missing_from_log(const char *logp, const cd_graph *g, char *what, size_t wn, char *said, size_t sn) {
+ * kernel for 'X'", "kernel for 'X' is not supported"): the op of type X it stops at (-1: none
+ * said, or no such op), what ("operator" / "kernel") and Paddle-Lite's sentence.
+ * Paddle-Lite names only the op type; the first
+ * op of that type whose kernel record (what Opt picked: kernel_of) the library does not register
+ * is the one, else the first op of the type. Opt can pick kernels of a target the library was not
+ * built for (places "opencl" bring an ARM fallback: docs/paddle-lite-findings.md, report N). */
+static int missing_from_log(const char *logp, const cd_graph *g, char *const *kernel_of, const char *libp, char *what,
+                            size_t wn, char *said, size_t sn) {
     static const struct {
         const char *pre, *what;
     } pat[] = {{"can not create operator '", "operator"},
@@ -597,6 +680,24 @@ static int missing_from_log(const char *logp, const cd_graph *g, char *what, siz
             snprintf(type, sizeof type, "%.*s", (int)l, p);
             for (int k = 0; k < g->n_ops && found < 0; k++)
                 if (!strcmp(g->ops[k].type, type)) found = k;
+            if (found >= 0 && kernel_of && !strcmp(pat[i].what, "kernel") && libp && libp[0]) {
+                FILE *lf = fopen(libp, "rb");
+                long ln = -1;
+                char *lib = NULL;
+                if (lf && !fseek(lf, 0, SEEK_END) && (ln = ftell(lf)) > 0 && !fseek(lf, 0, SEEK_SET) &&
+                    (lib = malloc((size_t)ln)) && fread(lib, 1, (size_t)ln, lf) != (size_t)ln) {
+                    free(lib);
+                    lib = NULL;
+                }
+                if (lf) fclose(lf);
+                for (int k = found; lib && k < g->n_ops; k++)
+                    if (!strcmp(g->ops[k].type, type) && kernel_of[k] &&
+                        lib_has_kernel(lib, (size_t)ln, type, kernel_of[k]) == 0) {
+                        found = k;
+                        break;
+                    }
+                free(lib);
+            }
             if (found >= 0) {
                 snprintf(what, wn, "%s", pat[i].what);
                 line[strcspn(line, "\r\n")] = 0;
@@ -617,7 +718,14 @@ static int missing_from_log(const char *logp, const cd_graph *g, char *what, siz
 static void choose_route(eng *e, const char *target) {
     const char *pl = opt_str(e, "places");
     if (e->kind == CD_PL_ENGINE_OPENCL)
-        snprintf(e->places, sizeof e->places, "%s", pl ? pl : "opencl,x86");
+        /* the OpenCL library is built for this machine. Opt's "opencl" brings an ARM fallback
+         * that comes before "x86"'s places: every op Opt moves off OpenCL (5-D tensors, reduce
+         * without keep_dim, ...) would get an ARM kernel, which an x86 library lacks (report N);
+         * "x86_opencl" is Opt's target for an x86 OpenCL library, with the x86 fallback */
+        snprintf(e->places, sizeof e->places, "%s",
+                 pl                                          ? pl
+                     : !strcmp(cd_fs_host_arch(), "aarch64") ? "opencl,arm"
+                                                             : "x86_opencl");
     else if (pl)
         snprintf(e->places, sizeof e->places, "%s", pl);
     else if (e->kind == CD_PL_ENGINE_PHONE)
@@ -680,18 +788,48 @@ static cd_status eng_run(cd_pl_engine_kind kind, const char *name, const cd_runn
     }
     char nb[PATH_MAX + 32], p[PATH_MAX + 64];
     snprintf(nb, sizeof nb, "%s/model.nb", e->dir);
+    const char *f2 = opt_str(e, "fetch-2d-shared");
+    e->skip_2d_shared = f2 && !strcmp(f2, "0");
     if (!st) st = make_model(e, g->n_ops, nb, err);
     if (!st && e->places[0]) read_placement(e, g, nb);
-    if (!st && e->places[0] && getenv("CLDIFF_PL_OPT_PREFIXES")) {
-        /* fills the Opt cache with every prefix of the model, so that a machine without the
-         * wheel can bisect a crash (docs/paddle-lite-engines.md, "Another machine") */
+    const char *pfx = getenv("CLDIFF_PL_OPT_PREFIXES");
+    if (!st && e->places[0] && pfx && *pfx) {
+        /* fills the Opt cache with prefixes of the model, so that a machine without the wheel
+         * can bisect a crash (docs/paddle-lite-engines.md, "Another machine"): every prefix
+         * ("1", "all"), or those the bisection of bisect_crash() runs when the crash is at one
+         * of the ops listed (names or #indices: "fc_0,#91") */
         char pnb[PATH_MAX + 32];
         snprintf(pnb, sizeof pnb, "%s/prefix.nb", e->dir);
-        for (int k = 1; k < g->n_ops && !st; k++) {
+        bool all = !strcmp(pfx, "1") || !strcmp(pfx, "all");
+        char *want = calloc((size_t)g->n_ops + 1, 1);
+        if (!want) st = cd_err(err, CD_E_NOMEM, "out of memory");
+        for (const char *p = pfx; want && !all && *p;) {
+            size_t l = strcspn(p, ",");
+            int c = -1;
+            if (*p == '#')
+                c = atoi(p + 1);
+            else
+                for (int k = 0; k < g->n_ops && c < 0; k++)
+                    if (strlen(g->ops[k].name) == l && !strncmp(g->ops[k].name, p, l)) c = k;
+            /* the bisection's prefixes when prefix c runs and c + 1 dies */
+            for (int lo = 0, hi = g->n_ops; c >= 0 && c < g->n_ops && hi - lo > 1;) {
+                int mid = lo + (hi - lo) / 2;
+                want[mid] = 1;
+                if (mid <= c)
+                    lo = mid;
+                else
+                    hi = mid;
+            }
+            if (c >= 0 && c < g->n_ops) want[c] = 1; /* the largest prefix that runs, run again */
+            p += l + (p[l] == ',');
+        }
+        for (int k = 1; want && k < g->n_ops && !st; k++) {
+            if (!all && !want[k]) continue;
             cd_error e2 = {0};
             cd_status ps = make_model(e, k, pnb, &e2);
             if (ps == CD_E_INTERRUPTED) st = cd_err(err, ps, "%s", e2.msg);
         }
+        free(want);
         if (!st) st = make_model(e, g->n_ops, nb, err); /* the fetch list of the whole model again */
     }
     for (int k = 0; k < g->n_inputs && !st; k++) {
@@ -703,6 +841,37 @@ static cd_status eng_run(cd_pl_engine_kind kind, const char *name, const cd_runn
     char od[PATH_MAX + 32];
     snprintf(od, sizeof od, "%s/out", e->dir);
     if (!st) st = run_runner(e, nb, od, &ro, err);
+    if (!st && ro.crashed && e->places[0] && !e->skip_2d_shared && !(f2 && !strcmp(f2, "force")) &&
+        strstr(ro.tail, "target_wrapper.cc:278")) {
+        /* an OpenCL buffer read that fails (CL_INVALID_VALUE, CL_INVALID_MEM_OBJECT): Opt links the
+         * fetch of a 2-D tensor that another op reads to that op's image (report M, a Paddle-Lite
+         * bug the probes trigger). Once more without fetching such tensors: their ops are not
+         * compared, every other layer is; else the crash is isolated as any other */
+        e->skip_2d_shared = true;
+        run_out r2 = {0};
+        cd_error e2 = {0};
+        bool ok = !make_model(e, g->n_ops, nb, &e2) && e->n_skipped_2d > 0 && !run_runner(e, nb, od, &r2, &e2) &&
+            !r2.crashed && !r2.exit_code;
+        if (ok) {
+            char first[sizeof ro.tail];
+            snprintf(first, sizeof first, "%s", ro.tail);
+            ro = r2;
+            const char *ce = strstr(first, "OpenCL error with code ");
+            if (!q->quiet)
+                fprintf(stderr,
+                        "cldiff: note: %s: Paddle-Lite aborted in an OpenCL buffer read (target_wrapper.cc:278%s%.*s) "
+                        "when 2-D tensors that another op reads were fetched (Opt's layout cast: "
+                        "docs/paddle-lite-findings.md, report M); it ran without fetching those %d tensor(s): their "
+                        "layers are not compared\n",
+                        name, ce ? ", " : "", ce ? (int)strcspn(ce + 23, " ") + 23 : 0, ce ? ce : "", e->n_skipped_2d);
+            cd_run_attr_str(res, "engine_first_abort", "%s", first);
+            cd_run_attr_num(res, "engine_2d_fetches_skipped", e->n_skipped_2d);
+        } else {
+            e->skip_2d_shared = false;
+            cd_error e3 = {0};
+            if (make_model(e, g->n_ops, nb, &e3)) e->n_fetch = 0;
+        }
+    }
     if (!st && !ro.crashed && ro.exit_code)
         st = cd_err(err,
                     ro.exit_code == 3       ? CD_E_MODEL
@@ -742,7 +911,7 @@ static cd_status eng_run(cd_pl_engine_kind kind, const char *name, const cd_runn
          * which works in the load phase as in the run */
         snprintf(logp, sizeof logp, "%s/engine.log", od);
         int named = !strcmp(phase, "load") || !phase[0]
-            ? missing_from_log(logp, g, lacks, sizeof lacks, said, sizeof said)
+            ? missing_from_log(logp, g, e->kernel_of, e->sdk.lib, lacks, sizeof lacks, said, sizeof said)
             : -1;
         if (named >= 0)
             last_ok = named;
@@ -799,12 +968,37 @@ static cd_status eng_run(cd_pl_engine_kind kind, const char *name, const cd_runn
         if (!st) {
             char where[1200] = "";
             bool load = !strcmp(phase, "load");
-            if (fail_op >= 0 && named >= 0)
+            /* the op's first input and its shape: what the kernel was picked for */
+            char shp[160] = "";
+            if (fail_op >= 0) {
+                const cd_op *fo = &g->ops[fail_op];
+                for (int s = 0; s < fo->n_in && !shp[0]; s++)
+                    if (fo->in[s].n > 0 && fo->in[s].ids[0] >= 0) {
+                        char sb[128];
+                        snprintf(shp, sizeof shp, ", %s %s", fo->in[s].name,
+                                 cd_shape_str(&q->plan->meta[fo->in[s].ids[0]].shape, sb, sizeof sb));
+                    }
+            }
+            /* a kernel Opt picked for a CPU target this library was not built for */
+            const char *kt = strchr(c->kernel, '/');
+            char foreign[16] = "";
+            if (kt && !strcmp(lacks, "kernel") && e->places[0])
+                snprintf(foreign, sizeof foreign, "%.*s", (int)strcspn(kt + 1, "/"), kt + 1);
+            bool cross = (!strcmp(foreign, "arm") && strcmp(e->sdk.arch, "aarch64")) ||
+                (!strcmp(foreign, "x86") && !strcmp(e->sdk.arch, "aarch64"));
+            if (fail_op >= 0 && named >= 0 && cross)
                 snprintf(where, sizeof where,
-                         ": this Paddle-Lite library has no %s for '%s', first needed by op #%d %s (%s%s%s); "
+                         ": Opt (places %s) gave op #%d %s (%s%s) the %s kernel %s, and this %s Paddle-Lite library "
+                         "has no %s kernels; Paddle-Lite said: %s. Use places for this library's CPU "
+                         "(--backend-opt %s:places=%s)",
+                         e->places, fail_op, c->layer, c->op_type, shp, foreign, c->kernel, e->sdk.arch, foreign, said,
+                         name, strcmp(e->sdk.arch, "aarch64") ? "x86_opencl" : "opencl,arm");
+            else if (fail_op >= 0 && named >= 0)
+                snprintf(where, sizeof where,
+                         ": this Paddle-Lite library has no %s for '%s', first needed by op #%d %s (%s%s%s%s); "
                          "Paddle-Lite said: %s. Use a library built with it (with_extra, or the %s for this "
                          "target), or a model without it",
-                         lacks, c->op_type, fail_op, c->layer, c->op_type, c->kernel[0] ? ", kernel record " : "",
+                         lacks, c->op_type, fail_op, c->layer, c->op_type, shp, c->kernel[0] ? ", kernel record " : "",
                          c->kernel, said, lacks);
             else if (fail_op >= 0 && load)
                 snprintf(where, sizeof where,
@@ -1040,12 +1234,15 @@ static const cd_backend_optdef ARM_OPTS[] = {
 
 static const cd_backend_optdef OCL_OPTS[] = {
     {"sdk", "DIR", "a Paddle-Lite SDK built with OpenCL for this machine; env CLDIFF_PL_OPENCL_SDK"},
-    {"places", "LIST", "Opt's places for the model (default opencl,x86)"},
+    {"places", "LIST", "Opt's places for the model (default x86_opencl; opencl,arm on aarch64)"},
     {"vendors", "DIR", "OCL_ICD_VENDORS for the engine: Paddle-Lite takes the first OpenCL platform"},
     {"declared-shapes", "0|1",
      "export activations with the .nb's declared shapes instead of inferred ones (shows "
      "what Opt builds from them: docs/paddle-lite-findings.md)"},
     {"keep", "0|1", "keep the work folder (exported and optimized model, inputs, outputs, logs)"},
+    {"fetch-2d-shared", "1|0|force",
+     "0: do not fetch 2-D tensors that another op reads (1, the default: only on a second run after "
+     "Paddle-Lite aborts at target_wrapper.cc:278, docs/paddle-lite-findings.md report M; force: never)"},
     {NULL, NULL, NULL},
 };
 
