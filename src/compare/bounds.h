@@ -48,6 +48,11 @@ typedef struct cd_arith {
      * family's few ulps (0: none); MNN's ARM softmax, a degree-4 polynomial: 5.6e-5 (docs/mnn.md
      * "mnn-arm") */
     double exp_rel;
+    /* an engine that may run a k x k convolution as a Winograd F(m, k) (docs/verdicts.md
+     * "Winograd convolutions"): whose algorithm (engine/backend_def.h cd_wino_kind; 0: never), the
+     * largest tile m + k - 1 it may take (0: its algorithm's), the largest m (0: no other limit
+     * than the tile) and its thread count (the tile it picks shrinks with the threads; 0: one) */
+    int wino, wino_alpha, wino_max_m, wino_threads;
 } cd_arith;
 
 #define CD_U32 5.9604644775390625e-08   /* 2^-24 */

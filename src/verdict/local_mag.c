@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include "engine/backend_def.h"
 #include "engine/executor.h"
 #include "model/extract.h"
 
@@ -44,6 +45,185 @@ static void op_inputs_free(op_inputs *o) {
 static float *op_inputs_take(op_inputs *o, int k) {
     o->ins[k].owned = false;
     return o->ins[k].data;
+}
+
+/* ---------------------------------------------------------------- the Winograd magnitude */
+
+/* An engine that ran a conv as a Winograd F(m, k) (tile alpha = m + k - 1) computes each output
+ * tile as A^T [sum_c (G g_c G^T) . (B^T d_c B)] A; its rounding errors are bounded by gamma_n times
+ * the same expression over |A|, |G|, |B|, |g_c|, |d_c| (docs/verdicts.md "Winograd convolutions"),
+ * the magnitude computed here, at least sum |w x| and up to hundreds of times it at a tile's far
+ * corner. The matrices come from the interpolation points (Toom-Cook, the last point at
+ * infinity): A and G evaluate at them (rows p^0..p^(m-1), p^0..p^(k-1); infinity's row picks the
+ * leading coefficient), B^T is the transposed inverse of the alpha x alpha evaluation matrix. A
+ * diagonal scaling an engine moves between G and B (MNN divides G's rows) cancels in the
+ * product, so only the points matter. */
+typedef struct cd_wino_tile {
+    int alpha, m, k;
+    double A[8][8], G[8][8], BT[8][8]; /* |A| alpha x m, |G| alpha x k, |B^T| alpha x alpha */
+    double *V;                         /* |B^T| |d_c| |B| of every input channel of one input tile */
+    int64_t vn, vy, vx;                /* ... the tile it holds (vn -1: none) */
+    double out[64];                    /* the magnitudes of one output tile */
+    int64_t on, oo, oy, ox;            /* ... which (on -1: none) */
+} cd_wino_tile;
+
+/* MNN's CPU: points 0, 1, -1, 2, -2, 3, -3 (WinogradGenerater with interp 1); Paddle-Lite ARM: the
+ * same up to the 6-tile, then 1/2, -1/2 in place of 3, -3 (its weight transform's rows). */
+static const double k_pts_mnn[7] = {0, 1, -1, 2, -2, 3, -3}, k_pts_pl[7] = {0, 1, -1, 2, -2, 0.5, -0.5};
+
+static double ipow(double p, int j) {
+    double r = 1;
+    while (j-- > 0) r *= p;
+    return r;
+}
+
+static cd_wino_tile *wino_tile_new(int alpha, int k, int kind, int64_t C) {
+    if (alpha > 8 || k < 2 || alpha - k + 1 < 2) return NULL;
+    cd_wino_tile *t = calloc(1, sizeof *t);
+    if (!t || !(t->V = malloc((size_t)(C > 0 ? C : 1) * (size_t)(alpha * alpha) * sizeof *t->V))) {
+        if (t) free(t);
+        return NULL;
+    }
+    t->alpha = alpha;
+    t->m = alpha - k + 1;
+    t->k = k;
+    t->vn = t->on = -1;
+    const double *p = kind == CD_WINO_PADDLE_ARM ? k_pts_pl : k_pts_mnn;
+    double V[8][16] = {{0}};
+    for (int i = 0; i < alpha; i++) {
+        for (int j = 0; j < alpha; j++) V[i][j] = i < alpha - 1 ? ipow(p[i], j) : j == alpha - 1;
+        V[i][alpha + i] = 1;
+        for (int j = 0; j < t->m; j++) t->A[i][j] = fabs(i < alpha - 1 ? ipow(p[i], j) : j == t->m - 1);
+        for (int j = 0; j < k; j++) t->G[i][j] = fabs(i < alpha - 1 ? ipow(p[i], j) : j == k - 1);
+    }
+    /* V^-1 by Gauss-Jordan with partial pivoting (distinct points: V is invertible) */
+    for (int c = 0; c < alpha; c++) {
+        int piv = c;
+        for (int r = c + 1; r < alpha; r++)
+            if (fabs(V[r][c]) > fabs(V[piv][c])) piv = r;
+        for (int j = 0; j < 2 * alpha; j++) {
+            double tmp = V[c][j];
+            V[c][j] = V[piv][j];
+            V[piv][j] = tmp;
+        }
+        double d = V[c][c];
+        for (int j = 0; j < 2 * alpha; j++) V[c][j] /= d;
+        for (int r = 0; r < alpha; r++)
+            if (r != c && V[r][c] != 0) {
+                double f = V[r][c];
+                for (int j = 0; j < 2 * alpha; j++) V[r][j] -= f * V[c][j];
+            }
+    }
+    /* B^T = (V^-1)^T: B^T[i][j] = V^-1[j][i] */
+    for (int i = 0; i < alpha; i++)
+        for (int j = 0; j < alpha; j++) t->BT[i][j] = fabs(V[j][alpha + i]);
+    return t;
+}
+
+static void wino_tile_free(cd_wino_tile *t) {
+    if (!t) return;
+    free(t->V);
+    free(t);
+}
+
+/* |B^T| |d_c| |B| of every input channel c of batch n's input tile (ty, tx) */
+static void wino_input(const mag_elem *me, cd_wino_tile *t, int64_t n, int64_t ty, int64_t tx) {
+    if (t->vn == n && t->vy == ty && t->vx == tx) return;
+    int al = t->alpha;
+    int64_t y0 = ty * t->m - me->pt, x0 = tx * t->m - me->pl;
+    for (int64_t c = 0; c < me->C; c++) {
+        const float *xc = me->x + (n * me->C + c) * me->H * me->W;
+        double d[8][8], T[8][8];
+        for (int s = 0; s < al; s++)
+            for (int u = 0; u < al; u++) {
+                int64_t iy = y0 + s, ix = x0 + u;
+                d[s][u] = iy >= 0 && iy < me->H && ix >= 0 && ix < me->W ? xc[iy * me->W + ix] : 0;
+            }
+        for (int p = 0; p < al; p++)
+            for (int u = 0; u < al; u++) {
+                double a = 0;
+                for (int s = 0; s < al; s++) a += t->BT[p][s] * d[s][u];
+                T[p][u] = a;
+            }
+        double *v = t->V + c * al * al;
+        for (int p = 0; p < al; p++)
+            for (int q = 0; q < al; q++) {
+                double a = 0;
+                for (int u = 0; u < al; u++) a += T[p][u] * t->BT[q][u];
+                v[p * al + q] = a;
+            }
+    }
+    t->vn = n;
+    t->vy = ty;
+    t->vx = tx;
+}
+
+/* the magnitudes of batch n's output tile (ty, tx) of channel o, into t->out (m x m) */
+static void wino_output(const mag_elem *me, cd_wino_tile *t, int64_t n, int64_t o, int64_t ty, int64_t tx) {
+    if (t->on == n && t->oo == o && t->oy == ty && t->ox == tx) return;
+    wino_input(me, t, n, ty, tx);
+    int al = t->alpha, k = t->k;
+    double M[8][8] = {{0}};
+    int64_t cpg = me->C / me->G, g = o / (me->O / me->G);
+    for (int64_t c = 0; c < cpg; c++) {
+        const float *w = me->w + (o * cpg + c) * k * k;
+        const double *v = t->V + (g * cpg + c) * al * al;
+        double R[8][8];
+        for (int p = 0; p < al; p++)
+            for (int u = 0; u < k; u++) {
+                double a = 0;
+                for (int s = 0; s < k; s++) a += t->G[p][s] * w[s * k + u];
+                R[p][u] = a;
+            }
+        for (int p = 0; p < al; p++)
+            for (int q = 0; q < al; q++) {
+                double a = 0;
+                for (int u = 0; u < k; u++) a += R[p][u] * t->G[q][u];
+                M[p][q] += a * v[p * al + q];
+            }
+    }
+    double bias = me->b ? me->b[o] : 0;
+    for (int i = 0; i < t->m; i++)
+        for (int j = 0; j < t->m; j++) {
+            double a = 0;
+            for (int p = 0; p < al; p++) {
+                double r = 0;
+                for (int q = 0; q < al; q++) r += M[p][q] * t->A[q][j];
+                a += t->A[p][i] * r;
+            }
+            t->out[i * t->m + j] = a + bias;
+        }
+    t->on = n;
+    t->oo = o;
+    t->oy = ty;
+    t->ox = tx;
+}
+
+/* the largest Winograd magnitude of output element (n, o, oh, ow) over the tiles B may have run */
+static double wino_mag(mag_elem *me, int64_t n, int64_t o, int64_t oh, int64_t ow) {
+    double best = 0;
+    for (int k = 0; k < me->n_wino; k++) {
+        cd_wino_tile *t = me->wino[k];
+        wino_output(me, t, n, o, oh / t->m, ow / t->m);
+        double v = t->out[(oh % t->m) * t->m + ow % t->m];
+        if (v > best) best = v;
+    }
+    return best;
+}
+
+static void wino_setup(mag_elem *m) {
+    const cd_op *op = &m->g->ops[m->op_index];
+    int alpha[3];
+    int n = m->q && !m->keep_sign ? cd_local_wino_tiles(op, m->plan, &m->q->b, alpha) : 0;
+    if (n && (m->KH != m->KW || m->sh != 1 || m->sw != 1 || m->dh != 1 || m->dw != 1)) {
+        m->state = -1; /* the tiles need a plain stride-1 read: no magnitude rather than a direct one */
+        return;
+    }
+    for (int k = 0; k < n; k++)
+        if (!(m->wino[m->n_wino++] = wino_tile_new(alpha[k], (int)m->KH, m->q->b.wino, m->C))) {
+            m->state = -1;
+            return;
+        }
 }
 
 /* ---------------------------------------------------------------- the magnitude run */
@@ -221,7 +401,41 @@ cd_status cd_local_magnitude(const cd_local_req *q, const cd_layer_cmp *l, float
     *mag = NULL;
     /* rnn and the norms: the element's allowance from the layer's inputs (local_allow.c) */
     if (cd_local_allow_op(&q->g->ops[l->op_index])) return cd_local_allowance(q, l, mag, nmag, note, note_len, err);
-    return run_op_cpu(q, l, NULL, true, mag, nmag, NULL, note, note_len, err);
+    cd_status st = run_op_cpu(q, l, NULL, true, mag, nmag, NULL, note, note_len, err);
+    int alpha[3];
+    if (st || !*mag || !cd_local_wino_tiles(&q->g->ops[l->op_index], q->plan, &q->b, alpha)) return st;
+    /* a conv B may have run as a Winograd one: the Winograd magnitude where it is larger */
+    mag_elem me = {.q = q,
+                   .g = q->g,
+                   .plan = q->plan,
+                   .op_index = l->op_index,
+                   .out_shape = l->shape,
+                   .n_out = *nmag,
+                   .budget = INT64_MAX};
+    cd_local_me_setup(&me);
+    if (me.state > 0 && me.n_wino && me.N * me.O * me.Ho * me.Wo == *nmag) {
+        for (int64_t n = 0; n < me.N; n++)
+            for (int k = 0; k < me.n_wino; k++) {
+                cd_wino_tile *t = me.wino[k];
+                for (int64_t ty = 0; ty * t->m < me.Ho; ty++)
+                    for (int64_t tx = 0; tx * t->m < me.Wo; tx++)
+                        for (int64_t o = 0; o < me.O; o++) {
+                            wino_output(&me, t, n, o, ty, tx);
+                            for (int64_t i = 0; i < t->m && ty * t->m + i < me.Ho; i++)
+                                for (int64_t j = 0; j < t->m && tx * t->m + j < me.Wo; j++) {
+                                    float *v = *mag + ((n * me.O + o) * me.Ho + ty * t->m + i) * me.Wo + tx * t->m + j;
+                                    double wm = t->out[i * t->m + j];
+                                    if (wm > *v) *v = (float)wm;
+                                }
+                        }
+            }
+    } else {
+        snprintf(note, note_len, "the Winograd magnitude of '%s' could not be computed", l->tensor);
+        free(*mag);
+        *mag = NULL;
+    }
+    cd_local_me_free(&me);
+    return st;
 }
 
 /* ---------------------------------------------------------------- magnitude per element */
@@ -362,6 +576,7 @@ void cd_local_me_setup(mag_elem *m) {
         m->x = x.data; /* |x| already (x itself with keep_sign) */
         x.owned = false;
         m->state = 1;
+        if (kind == ME_CONV) wino_setup(m);
     }
     cd_value_release(&x);
 }
@@ -395,13 +610,20 @@ double cd_local_mag_at(void *user, int64_t i) {
             }
         }
     }
-    return acc + (m->b ? m->b[o] : 0);
+    acc += m->b ? m->b[o] : 0;
+    if (m->n_wino) {
+        double wm = wino_mag(m, n, o, oh, ow);
+        if (wm > acc) acc = wm;
+    }
+    return acc;
 }
 
 void cd_local_me_free(mag_elem *m) {
     free(m->x);
     free(m->w);
     free(m->b);
+    for (int k = 0; k < m->n_wino; k++) wino_tile_free(m->wino[k]);
+    m->n_wino = 0;
 }
 
 /* ---------------------------------------------------------------- free-run evidence */

@@ -1052,6 +1052,7 @@ static const cd_backend_optdef OCL_OPTS[] = {
 const cd_backend_def cd_backend_def_paddle_lite_arm = {
     .name = "paddle-lite-arm",
     .summary = "Paddle-Lite's own ARM kernels (armv8 SDK; under qemu-aarch64 on x86-64)",
+    .winograd = CD_WINO_PADDLE_ARM,
     .opts = ARM_OPTS,
     .run = arm_run,
     .placement = arm_placement,
