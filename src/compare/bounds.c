@@ -454,3 +454,101 @@ void cd_local_check(const cd_bound_spec *s, const float *ref, const float *val, 
 }
 
 bool cd_bound_uses_absmax(cd_bound_family f) { return uses_absmax(f); }
+
+/* ---------------------------------------------------------------- Winograd convolutions */
+
+const double cd_wino_points_mnn[7] = {0, 1, -1, 2, -2, 3, -3}, cd_wino_points_pl8[7] = {0, 1, -1, 2, -2, 0.5, -0.5};
+
+static double ipow(double p, int j) {
+    double r = 1;
+    while (j-- > 0) r *= p;
+    return r;
+}
+
+bool cd_wino_mats_make(cd_wino_mats *t, int alpha, int k, const double *pts) {
+    memset(t, 0, sizeof *t);
+    if (alpha > 8 || k < 1 || alpha - k + 1 < 2) return false;
+    t->alpha = alpha;
+    t->m = alpha - k + 1;
+    t->k = k;
+    double V[8][16] = {{0}};
+    for (int i = 0; i < alpha; i++) {
+        bool inf = i == alpha - 1;
+        for (int j = 0; j < alpha; j++) V[i][j] = inf ? j == alpha - 1 : ipow(pts[i], j);
+        V[i][alpha + i] = 1;
+        for (int j = 0; j < t->m; j++) t->A[i][j] = inf ? j == t->m - 1 : ipow(pts[i], j);
+        for (int j = 0; j < k; j++) t->G[i][j] = inf ? j == k - 1 : ipow(pts[i], j);
+    }
+    /* V^-1 by Gauss-Jordan with partial pivoting */
+    for (int c = 0; c < alpha; c++) {
+        int piv = c;
+        for (int r = c + 1; r < alpha; r++)
+            if (fabs(V[r][c]) > fabs(V[piv][c])) piv = r;
+        if (!(fabs(V[piv][c]) > 1e-12)) return false;
+        for (int j = 0; j < 2 * alpha; j++) {
+            double tmp = V[c][j];
+            V[c][j] = V[piv][j];
+            V[piv][j] = tmp;
+        }
+        double d = V[c][c];
+        for (int j = 0; j < 2 * alpha; j++) V[c][j] /= d;
+        for (int r = 0; r < alpha; r++)
+            if (r != c && V[r][c] != 0) {
+                double f = V[r][c];
+                for (int j = 0; j < 2 * alpha; j++) V[r][j] -= f * V[c][j];
+            }
+    }
+    for (int i = 0; i < alpha; i++)
+        for (int j = 0; j < alpha; j++) t->BT[i][j] = V[j][alpha + i]; /* (V^-1)^T */
+    return true;
+}
+
+void cd_wino_weight_mag(const cd_wino_mats *t, const float *w, double *u) {
+    int al = t->alpha, k = t->k;
+    double R[8][8];
+    for (int p = 0; p < al; p++)
+        for (int q = 0; q < k; q++) {
+            double a = 0;
+            for (int s = 0; s < k; s++) a += fabs(t->G[p][s]) * fabs(w[s * k + q]);
+            R[p][q] = a;
+        }
+    for (int p = 0; p < al; p++)
+        for (int q = 0; q < al; q++) {
+            double a = 0;
+            for (int s = 0; s < k; s++) a += R[p][s] * fabs(t->G[q][s]);
+            u[p * al + q] = a;
+        }
+}
+
+void cd_wino_input_mag(const cd_wino_mats *t, const double *d, double *v) {
+    int al = t->alpha;
+    double T[8][8];
+    for (int p = 0; p < al; p++)
+        for (int q = 0; q < al; q++) {
+            double a = 0;
+            for (int s = 0; s < al; s++) a += fabs(t->BT[p][s]) * fabs(d[s * al + q]);
+            T[p][q] = a;
+        }
+    for (int p = 0; p < al; p++)
+        for (int q = 0; q < al; q++) {
+            double a = 0;
+            for (int s = 0; s < al; s++) a += T[p][s] * fabs(t->BT[q][s]);
+            v[p * al + q] = a;
+        }
+}
+
+void cd_wino_output_mag(const cd_wino_mats *t, const double *M, double *out) {
+    int al = t->alpha;
+    for (int i = 0; i < t->m; i++)
+        for (int j = 0; j < t->m; j++) {
+            double a = 0;
+            for (int p = 0; p < al; p++) {
+                double r = 0;
+                for (int q = 0; q < al; q++) r += M[p * al + q] * fabs(t->A[q][j]);
+                a += fabs(t->A[p][i]) * r;
+            }
+            out[i * t->m + j] = a;
+        }
+}
+
+int64_t cd_wino_roundings(int64_t c, int alpha) { return (c > 0 ? c : 1) + 4 * (int64_t)alpha + 12; }

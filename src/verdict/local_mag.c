@@ -49,74 +49,31 @@ static float *op_inputs_take(op_inputs *o, int k) {
 
 /* ---------------------------------------------------------------- the Winograd magnitude */
 
-/* An engine that ran a conv as a Winograd F(m, k) (tile alpha = m + k - 1) computes each output
- * tile as A^T [sum_c (G g_c G^T) . (B^T d_c B)] A; its rounding errors are bounded by gamma_n times
- * the same expression over |A|, |G|, |B|, |g_c|, |d_c| (docs/verdicts.md "Winograd convolutions"),
- * the magnitude computed here, at least sum |w x| and up to hundreds of times it at a tile's far
- * corner. The matrices come from the interpolation points (Toom-Cook, the last point at
- * infinity): A and G evaluate at them (rows p^0..p^(m-1), p^0..p^(k-1); infinity's row picks the
- * leading coefficient), B^T is the transposed inverse of the alpha x alpha evaluation matrix. A
- * diagonal scaling an engine moves between G and B (MNN divides G's rows) cancels in the
- * product, so only the points matter. */
+/* An engine that ran a conv as a Winograd F(m, k) computes each output tile as
+ * A^T [sum_c (G g_c G^T) . (B^T d_c B)] A; its rounding errors are bounded by gamma_n times the
+ * same expression over |A|, |G|, |B|, |g_c|, |d_c| (compare/bounds.h, docs/verdicts.md "Winograd
+ * convolutions"): the magnitude computed here, at least sum |w x| + |b| and up to hundreds of
+ * times it at a tile's far corner. */
 typedef struct cd_wino_tile {
-    int alpha, m, k;
-    double A[8][8], G[8][8], BT[8][8]; /* |A| alpha x m, |G| alpha x k, |B^T| alpha x alpha */
-    double *V;                         /* |B^T| |d_c| |B| of every input channel of one input tile */
-    int64_t vn, vy, vx;                /* ... the tile it holds (vn -1: none) */
-    double out[64];                    /* the magnitudes of one output tile */
-    int64_t on, oo, oy, ox;            /* ... which (on -1: none) */
+    cd_wino_mats t;
+    int alpha, m;
+    double *V;          /* |B^T| |d_c| |B| of every input channel of one input tile */
+    int64_t vn, vy, vx; /* ... the tile it holds (vn -1: none) */
+    double out[64];     /* the magnitudes of one output tile */
+    int64_t on, oo, oy, ox; /* ... which (on -1: none) */
 } cd_wino_tile;
 
-/* MNN's CPU: points 0, 1, -1, 2, -2, 3, -3 (WinogradGenerater with interp 1); Paddle-Lite ARM: the
- * same up to the 6-tile, then 1/2, -1/2 in place of 3, -3 (its weight transform's rows). */
-static const double k_pts_mnn[7] = {0, 1, -1, 2, -2, 3, -3}, k_pts_pl[7] = {0, 1, -1, 2, -2, 0.5, -0.5};
-
-static double ipow(double p, int j) {
-    double r = 1;
-    while (j-- > 0) r *= p;
-    return r;
-}
-
 static cd_wino_tile *wino_tile_new(int alpha, int k, int kind, int64_t C) {
-    if (alpha > 8 || k < 2 || alpha - k + 1 < 2) return NULL;
+    const double *pts = kind == CD_WINO_PADDLE_ARM && alpha == 8 ? cd_wino_points_pl8 : cd_wino_points_mnn;
     cd_wino_tile *t = calloc(1, sizeof *t);
-    if (!t || !(t->V = malloc((size_t)(C > 0 ? C : 1) * (size_t)(alpha * alpha) * sizeof *t->V))) {
-        if (t) free(t);
+    if (!t || !cd_wino_mats_make(&t->t, alpha, k, pts) ||
+        !(t->V = malloc((size_t)(C > 0 ? C : 1) * (size_t)(alpha * alpha) * sizeof *t->V))) {
+        free(t);
         return NULL;
     }
     t->alpha = alpha;
-    t->m = alpha - k + 1;
-    t->k = k;
+    t->m = t->t.m;
     t->vn = t->on = -1;
-    const double *p = kind == CD_WINO_PADDLE_ARM ? k_pts_pl : k_pts_mnn;
-    double V[8][16] = {{0}};
-    for (int i = 0; i < alpha; i++) {
-        for (int j = 0; j < alpha; j++) V[i][j] = i < alpha - 1 ? ipow(p[i], j) : j == alpha - 1;
-        V[i][alpha + i] = 1;
-        for (int j = 0; j < t->m; j++) t->A[i][j] = fabs(i < alpha - 1 ? ipow(p[i], j) : j == t->m - 1);
-        for (int j = 0; j < k; j++) t->G[i][j] = fabs(i < alpha - 1 ? ipow(p[i], j) : j == k - 1);
-    }
-    /* V^-1 by Gauss-Jordan with partial pivoting (distinct points: V is invertible) */
-    for (int c = 0; c < alpha; c++) {
-        int piv = c;
-        for (int r = c + 1; r < alpha; r++)
-            if (fabs(V[r][c]) > fabs(V[piv][c])) piv = r;
-        for (int j = 0; j < 2 * alpha; j++) {
-            double tmp = V[c][j];
-            V[c][j] = V[piv][j];
-            V[piv][j] = tmp;
-        }
-        double d = V[c][c];
-        for (int j = 0; j < 2 * alpha; j++) V[c][j] /= d;
-        for (int r = 0; r < alpha; r++)
-            if (r != c && V[r][c] != 0) {
-                double f = V[r][c];
-                for (int j = 0; j < 2 * alpha; j++) V[r][j] -= f * V[c][j];
-            }
-    }
-    /* B^T = (V^-1)^T: B^T[i][j] = V^-1[j][i] */
-    for (int i = 0; i < alpha; i++)
-        for (int j = 0; j < alpha; j++) t->BT[i][j] = fabs(V[j][alpha + i]);
     return t;
 }
 
@@ -133,25 +90,13 @@ static void wino_input(const mag_elem *me, cd_wino_tile *t, int64_t n, int64_t t
     int64_t y0 = ty * t->m - me->pt, x0 = tx * t->m - me->pl;
     for (int64_t c = 0; c < me->C; c++) {
         const float *xc = me->x + (n * me->C + c) * me->H * me->W;
-        double d[8][8], T[8][8];
+        double d[64];
         for (int s = 0; s < al; s++)
             for (int u = 0; u < al; u++) {
                 int64_t iy = y0 + s, ix = x0 + u;
-                d[s][u] = iy >= 0 && iy < me->H && ix >= 0 && ix < me->W ? xc[iy * me->W + ix] : 0;
+                d[s * al + u] = iy >= 0 && iy < me->H && ix >= 0 && ix < me->W ? xc[iy * me->W + ix] : 0;
             }
-        for (int p = 0; p < al; p++)
-            for (int u = 0; u < al; u++) {
-                double a = 0;
-                for (int s = 0; s < al; s++) a += t->BT[p][s] * d[s][u];
-                T[p][u] = a;
-            }
-        double *v = t->V + c * al * al;
-        for (int p = 0; p < al; p++)
-            for (int q = 0; q < al; q++) {
-                double a = 0;
-                for (int u = 0; u < al; u++) a += T[p][u] * t->BT[q][u];
-                v[p * al + q] = a;
-            }
+        cd_wino_input_mag(&t->t, d, t->V + c * al * al);
     }
     t->vn = n;
     t->vy = ty;
@@ -162,37 +107,17 @@ static void wino_input(const mag_elem *me, cd_wino_tile *t, int64_t n, int64_t t
 static void wino_output(const mag_elem *me, cd_wino_tile *t, int64_t n, int64_t o, int64_t ty, int64_t tx) {
     if (t->on == n && t->oo == o && t->oy == ty && t->ox == tx) return;
     wino_input(me, t, n, ty, tx);
-    int al = t->alpha, k = t->k;
-    double M[8][8] = {{0}};
+    int al = t->alpha, k = t->t.k;
+    double M[64] = {0}, U[64];
     int64_t cpg = me->C / me->G, g = o / (me->O / me->G);
     for (int64_t c = 0; c < cpg; c++) {
-        const float *w = me->w + (o * cpg + c) * k * k;
+        cd_wino_weight_mag(&t->t, me->w + (o * cpg + c) * k * k, U);
         const double *v = t->V + (g * cpg + c) * al * al;
-        double R[8][8];
-        for (int p = 0; p < al; p++)
-            for (int u = 0; u < k; u++) {
-                double a = 0;
-                for (int s = 0; s < k; s++) a += t->G[p][s] * w[s * k + u];
-                R[p][u] = a;
-            }
-        for (int p = 0; p < al; p++)
-            for (int q = 0; q < al; q++) {
-                double a = 0;
-                for (int u = 0; u < k; u++) a += R[p][u] * t->G[q][u];
-                M[p][q] += a * v[p * al + q];
-            }
+        for (int e = 0; e < al * al; e++) M[e] += U[e] * v[e];
     }
+    cd_wino_output_mag(&t->t, M, t->out);
     double bias = me->b ? me->b[o] : 0;
-    for (int i = 0; i < t->m; i++)
-        for (int j = 0; j < t->m; j++) {
-            double a = 0;
-            for (int p = 0; p < al; p++) {
-                double r = 0;
-                for (int q = 0; q < al; q++) r += M[p][q] * t->A[q][j];
-                a += t->A[p][i] * r;
-            }
-            t->out[i * t->m + j] = a + bias;
-        }
+    for (int e = 0; e < t->m * t->m; e++) t->out[e] += bias;
     t->on = n;
     t->oo = o;
     t->oy = ty;

@@ -267,7 +267,7 @@ void cd_local_spec(const cd_graph *g, const cd_plan *plan, int op_index, cd_arit
     int wa[3], nw = spec->fam == CD_FAM_ACCUMULATE ? cd_local_wino_tiles(op, plan, &b, wa) : 0;
     if (nw) {
         int fid = cd_op_in(op, "Filter", 0);
-        int64_t cg = plan->meta[fid].shape.d[1], kw = cg + 4 * wa[nw - 1] + 10;
+        int64_t kw = cd_wino_roundings(plan->meta[fid].shape.d[1], wa[nw - 1]) - 2;
         if (kw > spec->K) spec->K = kw;
     }
     if (desc && n) {
