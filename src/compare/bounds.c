@@ -51,9 +51,10 @@ static double arith_part(const cd_bound_spec *s, double r, double mag, double x,
         return sf * (s->ulps * (ur + ub) * m + s->abs_terms * (ur + ub) + (s->ref.exp_rel + s->b.exp_rel) * (r + 1));
     case CD_FAM_ACCUMULATE: {
         double L = s->lipschitz > 0 ? s->lipschitz : 1;
-        /* K products, the bias and a fused residual: K + 2 roundings on each side */
-        return sf *
-            (L * (cd_gamma(s->K + 2, ur) + cd_gamma(s->K + 2, ub)) * m + (s->act_ulps * r + s->abs_terms) * (ur + ub));
+        /* K products, the bias and a fused residual: K + 2 roundings on each side; a Winograd
+         * conv on B: its roundings on a magnitude that holds the reference's term too */
+        double g = s->wino_k > 0 ? cd_gamma(s->wino_k, ub) : cd_gamma(s->K + 2, ur) + cd_gamma(s->K + 2, ub);
+        return sf * (L * g * m + (s->act_ulps * r + s->abs_terms) * (ur + ub));
     }
     case CD_FAM_NORMALIZE: {
         /* y = exp(x - max) / sum: x - max rounds (relative error |x - max| u in exp's result,
@@ -186,7 +187,7 @@ static lin_bound lin_bound_of(const cd_bound_spec *s, bool has_x, double absmax)
         }
         break;
     case CD_FAM_ACCUMULATE:
-        am = sf * L * (cd_gamma(s->K + 2, ur) + cd_gamma(s->K + 2, ub));
+        am = sf * L * (s->wino_k > 0 ? cd_gamma(s->wino_k, ub) : cd_gamma(s->K + 2, ur) + cd_gamma(s->K + 2, ub));
         ar = sf * s->act_ulps * (ur + ub);
         a0 = sf * s->abs_terms * (ur + ub);
         break;

@@ -73,6 +73,11 @@ typedef struct cd_bound_spec {
     double safety;    /* factor on the arithmetic terms (CD_BOUND_SAFETY) */
     bool mag_run;     /* a magnitude run (|inputs|, |weights|, no activation) gives the
                                 true magnitude; without it |ref| stands in (a lower bound) */
+    /* accumulate: B may have run the conv as a Winograd one (docs/verdicts.md "Winograd
+     * convolutions"): its rounding count (cd_wino_roundings), which then holds both sides' terms,
+     * the magnitude being the Winograd magnitude plus gamma_{K+2}(ref.u) / gamma_{wino_k}(b.u)
+     * times sum |w x| + |b| (local_mag.c); 0: a direct dot product on both sides */
+    int64_t wino_k;
 } cd_bound_spec;
 
 #define CD_BOUND_SAFETY 2.0

@@ -57,9 +57,9 @@ static float *op_inputs_take(op_inputs *o, int k) {
 typedef struct cd_wino_tile {
     cd_wino_mats t;
     int alpha, m;
-    double *V;          /* |B^T| |d_c| |B| of every input channel of one input tile */
-    int64_t vn, vy, vx; /* ... the tile it holds (vn -1: none) */
-    double out[64];     /* the magnitudes of one output tile */
+    double *V;              /* |B^T| |d_c| |B| of every input channel of one input tile */
+    int64_t vn, vy, vx;     /* ... the tile it holds (vn -1: none) */
+    double out[64];         /* the magnitudes of one output tile */
     int64_t on, oo, oy, ox; /* ... which (on -1: none) */
 } cd_wino_tile;
 
@@ -149,6 +149,12 @@ static void wino_setup(mag_elem *m) {
             m->state = -1;
             return;
         }
+    if (n) {
+        cd_bound_spec sp;
+        cd_local_spec(m->g, m->plan, m->op_index, m->q->ref, m->q->b, &sp, NULL, 0);
+        double gb = sp.wino_k > 0 ? cd_gamma(sp.wino_k, sp.b.u) : 0;
+        m->wino_rho = gb > 0 ? cd_gamma(sp.K + 2, sp.ref.u) / gb : 1;
+    }
 }
 
 /* ---------------------------------------------------------------- the magnitude run */
@@ -338,7 +344,10 @@ cd_status cd_local_magnitude(const cd_local_req *q, const cd_layer_cmp *l, float
                    .n_out = *nmag,
                    .budget = INT64_MAX};
     cd_local_me_setup(&me);
-    if (me.state > 0 && me.n_wino && me.N * me.O * me.Ho * me.Wo == *nmag) {
+    float *wmax = me.state > 0 && me.n_wino && me.N * me.O * me.Ho * me.Wo == *nmag
+        ? calloc((size_t)(*nmag > 0 ? *nmag : 1), sizeof *wmax)
+        : NULL;
+    if (wmax) {
         for (int64_t n = 0; n < me.N; n++)
             for (int k = 0; k < me.n_wino; k++) {
                 cd_wino_tile *t = me.wino[k];
@@ -348,12 +357,14 @@ cd_status cd_local_magnitude(const cd_local_req *q, const cd_layer_cmp *l, float
                             wino_output(&me, t, n, o, ty, tx);
                             for (int64_t i = 0; i < t->m && ty * t->m + i < me.Ho; i++)
                                 for (int64_t j = 0; j < t->m && tx * t->m + j < me.Wo; j++) {
-                                    float *v = *mag + ((n * me.O + o) * me.Ho + ty * t->m + i) * me.Wo + tx * t->m + j;
+                                    float *v = wmax + ((n * me.O + o) * me.Ho + ty * t->m + i) * me.Wo + tx * t->m + j;
                                     double wm = t->out[i * t->m + j];
                                     if (wm > *v) *v = (float)wm;
                                 }
                         }
             }
+        for (int64_t i = 0; i < *nmag; i++) (*mag)[i] = (float)(wmax[i] + me.wino_rho * (*mag)[i]);
+        free(wmax);
     } else {
         snprintf(note, note_len, "the Winograd magnitude of '%s' could not be computed", l->tensor);
         free(*mag);
@@ -536,10 +547,8 @@ double cd_local_mag_at(void *user, int64_t i) {
         }
     }
     acc += m->b ? m->b[o] : 0;
-    if (m->n_wino) {
-        double wm = wino_mag(m, n, o, oh, ow);
-        if (wm > acc) acc = wm;
-    }
+    /* a Winograd conv: its magnitude, with the reference's direct term in B's units (bounds.h wino_k) */
+    if (m->n_wino) acc = wino_mag(m, n, o, oh, ow) + m->wino_rho * acc;
     return acc;
 }
 

@@ -38,6 +38,7 @@ typedef struct mag_elem {
      * run the conv with (n_wino of them; 0: the direct magnitude) and their transforms */
     int n_wino;
     struct cd_wino_tile *wino[3];
+    double wino_rho; /* the reference's share: gamma_{K+2}(ref.u) / gamma_{wino_k}(b.u) (bounds.h) */
 } mag_elem;
 
 /* The Winograd tiles (m + k - 1) side b may have run conv op with, ascending, at most 3; their

@@ -267,12 +267,12 @@ void cd_local_spec(const cd_graph *g, const cd_plan *plan, int op_index, cd_arit
     int wa[3], nw = spec->fam == CD_FAM_ACCUMULATE ? cd_local_wino_tiles(op, plan, &b, wa) : 0;
     if (nw) {
         int fid = cd_op_in(op, "Filter", 0);
-        int64_t kw = cd_wino_roundings(plan->meta[fid].shape.d[1], wa[nw - 1]) - 2;
-        if (kw > spec->K) spec->K = kw;
+        spec->wino_k = cd_wino_roundings(plan->meta[fid].shape.d[1], wa[nw - 1]);
     }
     if (desc && n) {
         int w = snprintf(desc, n, "%s", cd_bound_family_name(spec->fam));
-        if (nw && (size_t)w < n) w += snprintf(desc + w, n - (size_t)w, " winograd tile %d", wa[nw - 1]);
+        if (nw && (size_t)w < n)
+            w += snprintf(desc + w, n - (size_t)w, " winograd tile %d n=%lld", wa[nw - 1], (long long)spec->wino_k);
         if (spec->fam == CD_FAM_ACCUMULATE || spec->fam == CD_FAM_NORMALIZE || spec->fam == CD_FAM_GENERIC ||
             spec->fam == CD_FAM_RECURRENT || spec->fam == CD_FAM_NORM || spec->fam == CD_FAM_INTERP)
             w += snprintf(desc + w, n > (size_t)w ? n - (size_t)w : 0, " K=%lld", (long long)spec->K);
