@@ -78,6 +78,9 @@ typedef enum cd_wino_kind {
     /* Paddle-Lite ARM (WinogradConv, fp32): 3x3 stride 1, dilation 1, one group; tiles 4, 6, 8
      * by the outputs per thread, points 0, +-1, +-2 and for the 8-tile +-1/2 */
     CD_WINO_PADDLE_ARM,
+    /* Paddle-Lite's OpenCL image conv (conv_image_compute.cc): F(2,3) for a 3x3 stride 1,
+     * dilation 1 conv of one group with at least 32 input and 32 output channels */
+    CD_WINO_PADDLE_OPENCL,
 } cd_wino_kind;
 
 typedef struct cd_backend_def {

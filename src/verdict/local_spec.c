@@ -127,7 +127,8 @@ static bool all_ones(const cd_op *op, const char *name) {
  * to sqrt(outputs per thread) (clamped to 2..8), m = 2 only below WINOGRAD_MEMORY_LEVEL 3; which of
  * them its cost model takes is not followed: every one allowed counts. Paddle-Lite ARM (fp32
  * conv_compute.cc, conv_winograd.cc): a 3x3 stride 1, dilation 1 conv of one group; tile 4 under
- * 16 * 8 outputs per thread, 6 under 36 * 8, else 8 (fewer threads: a larger tile). */
+ * 16 * 8 outputs per thread, 6 under 36 * 8, else 8 (fewer threads: a larger tile). Paddle-Lite
+ * OpenCL (conv_image_compute.cc): F(2,3) for a 3x3 stride 1 conv of one group, 32+ channels in and out. */
 int cd_local_wino_tiles(const cd_op *op, const cd_plan *plan, const cd_arith *b, int alpha[3]) {
     if (!b->wino || !plan || strcmp(op->type, "conv2d")) return 0;
     int fid = cd_op_in(op, "Filter", 0), yid = cd_op_out(op, "Output", 0);
@@ -137,6 +138,11 @@ int cd_local_wino_tiles(const cd_op *op, const cd_plan *plan, const cd_arith *b,
     if (k != fs->d[3] || k < 2 || !all_ones(op, "strides") || !all_ones(op, "dilations") || G < 1) return 0;
     int64_t outs = ys->d[2] * ys->d[3];
     int n = 0;
+    if (b->wino == CD_WINO_PADDLE_OPENCL) {
+        if (k != 3 || G != 1 || fs->d[0] < 32 || fs->d[1] < 32) return 0;
+        alpha[n++] = 4;
+        return n;
+    }
     if (b->wino == CD_WINO_PADDLE_ARM) {
         if (k != 3 || G != 1) return 0;
         int64_t wu = outs / 8;

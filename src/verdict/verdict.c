@@ -68,7 +68,7 @@ void cd_verdict_local_as_isolation(cd_analysis *an) {
 static void wino_of_run(const cd_verdict_run *v, const cd_backend_def *db, cd_arith *b) {
     b->wino = db ? db->winograd : CD_WINO_NONE;
     if (!b->wino) return;
-    b->wino_alpha = b->u >= CD_U16 && b->wino == CD_WINO_MNN ? 6 : 8;
+    b->wino_alpha = b->wino == CD_WINO_PADDLE_OPENCL ? 4 : b->u >= CD_U16 && b->wino == CD_WINO_MNN ? 6 : 8;
     char path[300], val[32];
     cd_error e = {0};
     snprintf(path, sizeof path, "/runs/%s", v->run_b);
