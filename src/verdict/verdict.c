@@ -84,8 +84,9 @@ static void wino_of_run(const cd_verdict_run *v, const cd_backend_def *db, cd_ar
         }
         b->wino_max_m = 2;
     }
-    if (cd_dump_attr_str(v->r, path, "mnn_threads", val, sizeof val, &e) == CD_OK && atoi(val) > 0)
-        b->wino_threads = atoi(val);
+    /* the threads are left at one (the largest tile): MNN may run fewer than asked (its thread
+     * pool takes what the machine has, CPUBackend.cpp _resetThreadPool), and fewer threads
+     * allow a larger tile */
 }
 
 void cd_verdict_local_req(const cd_verdict_run *v, cd_local_req *q) {
