@@ -553,3 +553,61 @@ void cd_wino_output_mag(const cd_wino_mats *t, const double *M, double *out) {
 }
 
 int64_t cd_wino_roundings(int64_t c, int alpha) { return (c > 0 ? c : 1) + 4 * (int64_t)alpha + 12; }
+
+void cd_wino_weight_tf(const cd_wino_mats *t, const float *w, double *u) {
+    int al = t->alpha, k = t->k;
+    double R[8][8];
+    for (int p = 0; p < al; p++)
+        for (int q = 0; q < k; q++) {
+            double a = 0;
+            for (int s = 0; s < k; s++) a += t->G[p][s] * w[s * k + q];
+            R[p][q] = a;
+        }
+    for (int p = 0; p < al; p++)
+        for (int q = 0; q < al; q++) {
+            double a = 0;
+            for (int s = 0; s < k; s++) a += R[p][s] * t->G[q][s];
+            u[p * al + q] = a;
+        }
+}
+
+void cd_wino_input_tf(const cd_wino_mats *t, const double *d, double *v) {
+    int al = t->alpha;
+    double T[8][8];
+    for (int p = 0; p < al; p++)
+        for (int q = 0; q < al; q++) {
+            double a = 0;
+            for (int s = 0; s < al; s++) a += t->BT[p][s] * d[s * al + q];
+            T[p][q] = a;
+        }
+    for (int p = 0; p < al; p++)
+        for (int q = 0; q < al; q++) {
+            double a = 0;
+            for (int s = 0; s < al; s++) a += T[p][s] * t->BT[q][s];
+            v[p * al + q] = a;
+        }
+}
+
+void cd_wino_acc(const cd_wino_mats *t, const double *U, const double *Uabs, const double *V, const double *Vabs,
+                 double *acc) {
+    int a2 = t->alpha * t->alpha;
+    for (int e = 0; e < a2; e++) {
+        double uv = U[e] * V[e];
+        acc[e] += fabs(uv);
+        acc[a2 + e] += uv;
+        acc[2 * a2 + e] += fabs(U[e]) * Vabs[e];
+        acc[3 * a2 + e] += Uabs[e] * fabs(V[e]);
+    }
+}
+
+void cd_wino_tile_allow(const cd_wino_mats *t, const double *acc, int64_t c, double u, double bias_abs, double *out) {
+    int al = t->alpha, a2 = al * al;
+    double gn = cd_gamma(cd_wino_roundings(c, al), u);
+    double w0 = cd_gamma((c > 0 ? c : 1) + 1, u) / gn, w1 = cd_gamma(2 * al + 5, u) / gn,
+           w2 = cd_gamma(2 * al + 4, u) / gn, w3 = cd_gamma(2, u) / gn;
+    double M[64];
+    for (int e = 0; e < a2; e++)
+        M[e] = w0 * acc[e] + w1 * fabs(acc[a2 + e]) + w2 * acc[2 * a2 + e] + w3 * acc[3 * a2 + e];
+    cd_wino_output_mag(t, M, out);
+    for (int e = 0; e < t->m * t->m; e++) out[e] += w1 * bias_abs;
+}

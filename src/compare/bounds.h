@@ -150,6 +150,22 @@ bool cd_wino_mats_make(cd_wino_mats *t, int alpha, int k, const double *pts);
 void cd_wino_weight_mag(const cd_wino_mats *t, const float *w, double *u);
 void cd_wino_input_mag(const cd_wino_mats *t, const double *d, double *v);
 void cd_wino_output_mag(const cd_wino_mats *t, const double *M, double *out);
+/* The signed transforms: U = G w G^T of a k x k weight, V = B^T d B of an alpha x alpha tile. */
+void cd_wino_weight_tf(const cd_wino_mats *t, const float *w, double *u);
+void cd_wino_input_tf(const cd_wino_mats *t, const double *d, double *v);
+/* The stagewise (first-order) allowance of a Winograd conv, tighter than gamma_n times the
+ * magnitude through the absolute transforms where the transforms cancel: per channel,
+ * cd_wino_acc adds into acc (4 alpha x alpha blocks) |U . V|, U . V, |U| . |B^T||d||B| and
+ * |G||w||G^T| . |V|; cd_wino_tile_allow makes of them the m x m output magnitudes
+ *     |A|^T [ w0 S|U.V| + w1 |S U.V| + w2 S|U|.Vabs + w3 S Uabs.|V| ] |A| + w1 |b|
+ * with w = (gamma_{c+1}, gamma_{2 alpha + 5}, gamma_{2 alpha + 4}, gamma_2) / gamma_n (u): the
+ * channel sum and products, the output transform and the bias, the input transform, the
+ * weight transform's store, each propagated through the later stages; the bound is gamma_n(u)
+ * times it (docs/verdicts.md "Winograd convolutions"). */
+void cd_wino_acc(const cd_wino_mats *t, const double *U, const double *Uabs, const double *V, const double *Vabs,
+                 double *acc);
+void cd_wino_tile_allow(const cd_wino_mats *t, const double *acc, int64_t c, double u, double bias_abs, double *out);
+
 /* The rounding count n of a Winograd conv with c input channels per group and tile alpha: the
  * weight transform stored at B's precision (2), the input and output transforms (2 alpha + 4
  * each: two passes of alpha terms, an engine's factored form), the product and the c-term

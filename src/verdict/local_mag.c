@@ -50,14 +50,14 @@ static float *op_inputs_take(op_inputs *o, int k) {
 /* ---------------------------------------------------------------- the Winograd magnitude */
 
 /* An engine that ran a conv as a Winograd F(m, k) computes each output tile as
- * A^T [sum_c (G g_c G^T) . (B^T d_c B)] A; its rounding errors are bounded by gamma_n times the
- * same expression over |A|, |G|, |B|, |g_c|, |d_c| (compare/bounds.h, docs/verdicts.md "Winograd
- * convolutions"): the magnitude computed here, at least sum |w x| + |b| and up to hundreds of
- * times it at a tile's far corner. */
+ * A^T [sum_c (G g_c G^T) . (B^T d_c B)] A; its rounding errors, stage by stage and carried
+ * through the later stages, are bounded by gamma_n times the magnitude computed here
+ * (compare/bounds.h cd_wino_tile_allow, docs/verdicts.md "Winograd convolutions"): from the signed
+ * transforms of the weights and of B's input and from their absolute versions. */
 typedef struct cd_wino_tile {
     cd_wino_mats t;
     int alpha, m;
-    double *V;              /* |B^T| |d_c| |B| of every input channel of one input tile */
+    double *V;              /* B^T d_c B, then |B^T| |d_c| |B|, of every input channel of one input tile */
     int64_t vn, vy, vx;     /* ... the tile it holds (vn -1: none) */
     double out[64];         /* the magnitudes of one output tile */
     int64_t on, oo, oy, ox; /* ... which (on -1: none) */
@@ -67,7 +67,7 @@ static cd_wino_tile *wino_tile_new(int alpha, int k, int kind, int64_t C) {
     const double *pts = kind == CD_WINO_PADDLE_ARM && alpha == 8 ? cd_wino_points_pl8 : cd_wino_points_mnn;
     cd_wino_tile *t = calloc(1, sizeof *t);
     if (!t || !cd_wino_mats_make(&t->t, alpha, k, pts) ||
-        !(t->V = malloc((size_t)(C > 0 ? C : 1) * (size_t)(alpha * alpha) * sizeof *t->V))) {
+        !(t->V = malloc((size_t)(C > 0 ? C : 1) * (size_t)(2 * alpha * alpha) * sizeof *t->V))) {
         free(t);
         return NULL;
     }
@@ -83,20 +83,22 @@ static void wino_tile_free(cd_wino_tile *t) {
     free(t);
 }
 
-/* |B^T| |d_c| |B| of every input channel c of batch n's input tile (ty, tx) */
+/* the input transforms of every input channel c of batch n's input tile (ty, tx) */
 static void wino_input(const mag_elem *me, cd_wino_tile *t, int64_t n, int64_t ty, int64_t tx) {
     if (t->vn == n && t->vy == ty && t->vx == tx) return;
     int al = t->alpha;
     int64_t y0 = ty * t->m - me->pt, x0 = tx * t->m - me->pl;
     for (int64_t c = 0; c < me->C; c++) {
-        const float *xc = me->x + (n * me->C + c) * me->H * me->W;
+        const float *xc = me->xs + (n * me->C + c) * me->H * me->W;
         double d[64];
         for (int s = 0; s < al; s++)
             for (int u = 0; u < al; u++) {
                 int64_t iy = y0 + s, ix = x0 + u;
                 d[s * al + u] = iy >= 0 && iy < me->H && ix >= 0 && ix < me->W ? xc[iy * me->W + ix] : 0;
             }
-        cd_wino_input_mag(&t->t, d, t->V + c * al * al);
+        double *v = t->V + 2 * c * al * al;
+        cd_wino_input_tf(&t->t, d, v);
+        cd_wino_input_mag(&t->t, d, v + al * al);
     }
     t->vn = n;
     t->vy = ty;
@@ -108,16 +110,16 @@ static void wino_output(const mag_elem *me, cd_wino_tile *t, int64_t n, int64_t 
     if (t->on == n && t->oo == o && t->oy == ty && t->ox == tx) return;
     wino_input(me, t, n, ty, tx);
     int al = t->alpha, k = t->t.k;
-    double M[64] = {0}, U[64];
+    double acc[4 * 64] = {0}, U[64], Ua[64];
     int64_t cpg = me->C / me->G, g = o / (me->O / me->G);
     for (int64_t c = 0; c < cpg; c++) {
-        cd_wino_weight_mag(&t->t, me->w + (o * cpg + c) * k * k, U);
-        const double *v = t->V + (g * cpg + c) * al * al;
-        for (int e = 0; e < al * al; e++) M[e] += U[e] * v[e];
+        const float *w = me->ws + (o * cpg + c) * k * k;
+        cd_wino_weight_tf(&t->t, w, U);
+        cd_wino_weight_mag(&t->t, w, Ua);
+        const double *v = t->V + 2 * (g * cpg + c) * al * al;
+        cd_wino_acc(&t->t, U, Ua, v, v + al * al, acc);
     }
-    cd_wino_output_mag(&t->t, M, t->out);
-    double bias = me->b ? me->b[o] : 0;
-    for (int e = 0; e < t->m * t->m; e++) t->out[e] += bias;
+    cd_wino_tile_allow(&t->t, acc, cpg, me->q->b.u, me->b ? me->b[o] : 0, t->out);
     t->on = n;
     t->oo = o;
     t->oy = ty;
@@ -136,25 +138,40 @@ static double wino_mag(mag_elem *me, int64_t n, int64_t o, int64_t oh, int64_t o
     return best;
 }
 
+static bool me_load_x(mag_elem *m, int xid, cd_value *out);
+
 static void wino_setup(mag_elem *m) {
     const cd_op *op = &m->g->ops[m->op_index];
     int alpha[3];
     int n = m->q && !m->keep_sign ? cd_local_wino_tiles(op, m->plan, &m->q->b, alpha) : 0;
-    if (n && (m->KH != m->KW || m->sh != 1 || m->sw != 1 || m->dh != 1 || m->dw != 1)) {
-        m->state = -1; /* the tiles need a plain stride-1 read: no magnitude rather than a direct one */
+    if (!n) return;
+    /* the tiles need a plain stride-1 read, and the signed input and weights: no magnitude
+     * rather than a direct one where they are not had */
+    m->state = -1;
+    if (m->KH != m->KW || m->sh != 1 || m->sw != 1 || m->dh != 1 || m->dw != 1) return;
+    mag_elem sg = *m;
+    sg.keep_sign = true;
+    cd_value xs;
+    int xid = cd_op_in(op, "Input", 0), fid = cd_op_in(op, "Filter", 0);
+    if (xid < 0 || fid < 0 || !me_load_x(&sg, xid, &xs)) return;
+    bool ok = cd_value_numel(&xs) == m->N * m->C * m->H * m->W;
+    m->xs = xs.data;
+    xs.owned = false;
+    cd_value_release(&xs);
+    int64_t nw = m->O * (m->C / m->G) * m->KH * m->KW;
+    if (!ok || !m->xs || cd_value_numel(&m->plan->meta[fid]) != nw ||
+        !(m->ws = malloc((size_t)(nw > 0 ? nw : 1) * sizeof *m->ws)))
         return;
-    }
+    for (int64_t i = 0; i < nw; i++) m->ws[i] = (float)cd_value_get(&m->plan->meta[fid], i);
     for (int k = 0; k < n; k++)
-        if (!(m->wino[m->n_wino++] = wino_tile_new(alpha[k], (int)m->KH, m->q->b.wino, m->C))) {
-            m->state = -1;
-            return;
-        }
-    if (n) {
-        cd_bound_spec sp;
-        cd_local_spec(m->g, m->plan, m->op_index, m->q->ref, m->q->b, &sp, NULL, 0);
-        double gb = sp.wino_k > 0 ? cd_gamma(sp.wino_k, sp.b.u) : 0;
-        m->wino_rho = gb > 0 ? cd_gamma(sp.K + 2, sp.ref.u) / gb : 1;
-    }
+        if (!(m->wino[m->n_wino++] = wino_tile_new(alpha[k], (int)m->KH, m->q->b.wino, m->C))) return;
+    cd_bound_spec sp;
+    cd_local_spec(m->g, m->plan, m->op_index, m->q->ref, m->q->b, &sp, NULL, 0);
+    double gb = sp.wino_k > 0 ? cd_gamma(sp.wino_k, sp.b.u) : 0;
+    m->wino_rho = gb > 0 ? cd_gamma(sp.K + 2, sp.ref.u) / gb : 1;
+    m->wino_dir = gb > 0 ? cd_gamma(sp.K + 2, sp.b.u) / gb : 1;
+    if (!(m->wino_dir >= 1)) m->wino_dir = 1;
+    m->state = 1;
 }
 
 /* ---------------------------------------------------------------- the magnitude run */
@@ -363,7 +380,10 @@ cd_status cd_local_magnitude(const cd_local_req *q, const cd_layer_cmp *l, float
                                 }
                         }
             }
-        for (int64_t i = 0; i < *nmag; i++) (*mag)[i] = (float)(wmax[i] + me.wino_rho * (*mag)[i]);
+        for (int64_t i = 0; i < *nmag; i++) {
+            double d = (*mag)[i];
+            (*mag)[i] = (float)(fmax(wmax[i], me.wino_dir * d) + me.wino_rho * d);
+        }
         free(wmax);
     } else {
         snprintf(note, note_len, "the Winograd magnitude of '%s' could not be computed", l->tensor);
@@ -548,7 +568,7 @@ double cd_local_mag_at(void *user, int64_t i) {
     }
     acc += m->b ? m->b[o] : 0;
     /* a Winograd conv: its magnitude, with the reference's direct term in B's units (bounds.h wino_k) */
-    if (m->n_wino) acc = wino_mag(m, n, o, oh, ow) + m->wino_rho * acc;
+    if (m->n_wino) acc = fmax(wino_mag(m, n, o, oh, ow), m->wino_dir * acc) + m->wino_rho * acc;
     return acc;
 }
 
@@ -558,6 +578,10 @@ void cd_local_me_free(mag_elem *m) {
     free(m->b);
     for (int k = 0; k < m->n_wino; k++) wino_tile_free(m->wino[k]);
     m->n_wino = 0;
+    free(m->xs);
+    free(m->ws);
+    m->xs = NULL;
+    m->ws = NULL;
 }
 
 /* ---------------------------------------------------------------- free-run evidence */

@@ -38,7 +38,12 @@ typedef struct mag_elem {
      * run the conv with (n_wino of them; 0: the direct magnitude) and their transforms */
     int n_wino;
     struct cd_wino_tile *wino[3];
-    double wino_rho; /* the reference's share: gamma_{K+2}(ref.u) / gamma_{wino_k}(b.u) (bounds.h) */
+    /* the magnitude handed to the bound is max(Winograd, wino_dir sum|w x|) + wino_rho sum|w x|
+     * (bounds.h wino_k): wino_dir = max(1, gamma_{K+2}(b.u) / gamma_{wino_k}(b.u)) keeps B's direct
+     * kernel (the engine may not take Winograd) and |ref| under it, wino_rho =
+     * gamma_{K+2}(ref.u) / gamma_{wino_k}(b.u) is the reference's share */
+    double wino_rho, wino_dir;
+    float *xs, *ws; /* owned: the signed input and weights (the transforms' cancellations) */
 } mag_elem;
 
 /* The Winograd tiles (m + k - 1) side b may have run conv op with, ascending, at most 3; their
