@@ -69,10 +69,10 @@ static void wino_of_run(const cd_verdict_run *v, const cd_backend_def *db, cd_ar
     b->wino = db ? db->winograd : CD_WINO_NONE;
     if (!b->wino) return;
     b->wino_alpha = b->wino == CD_WINO_PADDLE_OPENCL ? 4 : b->u >= CD_U16 && b->wino == CD_WINO_MNN ? 6 : 8;
+    if (b->wino != CD_WINO_MNN || !v->r || !v->run_b) return;
     char path[300], val[32];
     cd_error e = {0};
     snprintf(path, sizeof path, "/runs/%s", v->run_b);
-    if (b->wino != CD_WINO_MNN) return;
     if (cd_dump_attr_str(v->r, path, "mnn_memory", val, sizeof val, &e) == CD_OK && !strcmp(val, "low")) {
         b->wino = CD_WINO_NONE;
         return;
