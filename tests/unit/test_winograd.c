@@ -5,12 +5,15 @@
  * an emulated half-precision Winograd convolution (every operation rounded to half, MNN's ARMv8.2
  * path) stays within the bound on the Winograd magnitude, where it may exceed the direct
  * kernel's; and a conv whose output is off by a relative 1e-3 in every element is still over the
- * bound in float32 for MNN's F(2,3), F(4,3), F(6,3) and Paddle-Lite's F(6,3). */
+ * bound in float32 for MNN's F(2,3), F(4,3), F(6,3) and Paddle-Lite's F(6,3). Which layers of
+ * which engines get the Winograd bound (the tiles MNN, Paddle-Lite ARM and OpenCL may pick), and a
+ * backend without Winograd keeps the direct bound unchanged. */
 #include <criterion/criterion.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include "compare/bounds.h"
+#include <string.h>
 #include "util/fp16.h"
 
 static uint64_t rng_state = 0x9e3779b97f4a7c15ull;
@@ -275,4 +278,130 @@ Test(winograd, an_output_off_by_a_relative_1e3_is_over_the_bound) {
         cr_assert(best > 1, "F(%d,3): a relative %g error in every output must exceed the bound (ratio %g)", t.m,
                   cases[c].off, best);
     }
+}
+
+/* ---------------------------------------------------------------- which layers, which engines */
+
+#include "engine/backend_def.h"
+#include "engine/executor.h"
+#include "verdict/verdict.h"
+
+static cd_error gerr;
+
+static void attr_ints(cd_graph *g, const char *name, const int64_t *v, int n) {
+    cd_attr a = {0};
+    a.name = cd_strdup(name);
+    a.type = CD_ATTR_INTS;
+    a.n = n;
+    a.ints = malloc(sizeof(int64_t) * (size_t)n);
+    memcpy(a.ints, v, sizeof(int64_t) * (size_t)n);
+    cr_assert_eq(cd_op_add_attr(g, &a, &gerr), CD_OK, "%s", gerr.msg);
+}
+static void attr_int(cd_graph *g, const char *name, int64_t v) {
+    cd_attr a = {0};
+    a.name = cd_strdup(name);
+    a.type = CD_ATTR_INT;
+    a.i = v;
+    cr_assert_eq(cd_op_add_attr(g, &a, &gerr), CD_OK, "%s", gerr.msg);
+}
+static void op1(cd_graph *g, const char *type, const char *islot, const char *in, const char *oslot, const char *out) {
+    cr_assert_not_null(cd_graph_add_op(g, type, &gerr), "%s", gerr.msg);
+    cr_assert_eq(cd_op_add_input(g, islot, &in, 1, &gerr), CD_OK, "%s", gerr.msg);
+    cr_assert_eq(cd_op_add_output(g, oslot, &out, 1, &gerr), CD_OK, "%s", gerr.msg);
+}
+
+/* feed -> conv2d (C -> O channels, k x k, stride, dilation, groups, HxW, padding 1) -> fetch; the
+ * spec of the conv for checked side b */
+static cd_bound_spec conv_spec(int64_t C, int64_t O, int64_t k, int64_t stride, int64_t dil, int64_t groups, int64_t H,
+                               const char *type, cd_arith b, char *desc, size_t n) {
+    cd_graph *g = cd_graph_new();
+    int64_t none[1] = {0}, xd[4] = {1, C, H, H}, fd[4] = {O, C / groups, k, k}, yd[4] = {1, O, -1, -1};
+    cd_graph_declare_var(g, "feed", CD_F32, none, 0, false, &gerr);
+    cd_graph_declare_var(g, "fetch", CD_F32, none, 0, false, &gerr);
+    cd_graph_declare_var(g, "x", CD_F32, xd, 4, false, &gerr);
+    cd_graph_declare_var(g, "y", CD_F32, yd, 4, false, &gerr);
+    cr_assert_eq(cd_graph_declare_var(g, "w", CD_F32, fd, 4, true, &gerr), CD_OK, "%s", gerr.msg);
+    size_t nw = (size_t)(O * (C / groups) * k * k);
+    float *w = calloc(nw, sizeof *w);
+    for (size_t i = 0; i < nw; i++) w[i] = (float)(i % 7) - 3;
+    cr_assert_eq(cd_graph_set_param(g, "w", CD_F32, fd, 4, w, nw * sizeof *w, &gerr), CD_OK, "%s", gerr.msg);
+    free(w);
+    op1(g, "feed", "X", "feed", "Out", "x");
+    attr_int(g, "col", 0);
+    cr_assert_not_null(cd_graph_add_op(g, type, &gerr));
+    const char *in = "x", *f = "w", *out = "y";
+    cd_op_add_input(g, "Input", &in, 1, &gerr);
+    cd_op_add_input(g, "Filter", &f, 1, &gerr);
+    cd_op_add_output(g, "Output", &out, 1, &gerr);
+    int64_t s2[2] = {stride, stride}, d2[2] = {dil, dil}, p2[2] = {dil, dil};
+    attr_ints(g, "strides", s2, 2);
+    attr_ints(g, "dilations", d2, 2);
+    attr_ints(g, "paddings", p2, 2);
+    attr_int(g, "groups", groups);
+    op1(g, "fetch", "X", "y", "Out", "fetch");
+    attr_int(g, "col", 0);
+    cr_assert_eq(cd_graph_finalize(g, &gerr), CD_OK, "%s", gerr.msg);
+    cd_plan plan;
+    cd_shape s = {4, {1, C, H, H}};
+    cr_assert_eq(cd_plan_build(g, &s, CD_PREC_FP32, &plan, &gerr), CD_OK, "%s", gerr.msg);
+    cd_bound_spec spec;
+    cd_local_spec(g, &plan, 1, (cd_arith){.u = CD_U32}, b, &spec, desc, n);
+    cd_plan_free(&plan);
+    cd_graph_free(g);
+    return spec;
+}
+
+Test(winograd, which_layers_of_which_engines) {
+    char desc[160];
+    const cd_arith f32 = {.u = CD_U32}, f16 = {.u = CD_U16, .half_store = true};
+    cd_arith mnn32 = f32, mnn16 = f16, pla = f32, plo = f16;
+    mnn32.wino = mnn16.wino = CD_WINO_MNN;
+    mnn32.wino_alpha = 8;
+    mnn16.wino_alpha = 6;
+    pla.wino = CD_WINO_PADDLE_ARM;
+    pla.wino_alpha = 8;
+    plo.wino = CD_WINO_PADDLE_OPENCL;
+    plo.wino_alpha = 4;
+    /* a backend without Winograd: the direct bound, unchanged (K = 9 C) */
+    cd_bound_spec s = conv_spec(16, 32, 3, 1, 1, 1, 16, "conv2d", f32, desc, sizeof desc);
+    cr_assert(s.fam == CD_FAM_ACCUMULATE && s.wino_k == 0 && s.K == 144 && !strstr(desc, "winograd"), "%s", desc);
+    cd_bound_spec plain = s;
+    plain.b = mnn32;
+    cr_assert_eq(cd_bound_elem(&s, 1.5, 3.0, NAN, 0), cd_bound_elem(&plain, 1.5, 3.0, NAN, 0));
+    /* MNN: 16x16 outputs allow m up to 8: tiles 4, 6, 8 in fp32, 6 at most in fp16 */
+    s = conv_spec(16, 32, 3, 1, 1, 1, 16, "conv2d", mnn32, desc, sizeof desc);
+    cr_assert(s.wino_k == 16 + 4 * 8 + 12 && s.K == 144 && strstr(desc, "winograd tile 8"), "%s", desc);
+    s = conv_spec(16, 32, 3, 1, 1, 1, 16, "conv2d", mnn16, desc, sizeof desc);
+    cr_assert(s.wino_k == 16 + 4 * 6 + 12 && strstr(desc, "winograd tile 6"), "%s", desc);
+    /* 3x3 outputs: m <= sqrt(9) = 3, so m = 2; 4x4: m <= 4, tile 6 */
+    s = conv_spec(16, 32, 3, 1, 1, 1, 4, "conv2d", mnn32, desc, sizeof desc);
+    cr_assert(strstr(desc, "winograd tile 6"), "%s", desc);
+    s = conv_spec(16, 32, 3, 1, 1, 1, 3, "conv2d", mnn32, desc, sizeof desc);
+    cr_assert(s.wino_k == 16 + 4 * 4 + 12 && strstr(desc, "winograd tile 4"), "%s", desc);
+    /* below WINOGRAD_MEMORY_LEVEL 3: F(2, k) only */
+    cd_arith lvl = mnn32;
+    lvl.wino_max_m = 2;
+    s = conv_spec(16, 32, 3, 1, 1, 1, 16, "conv2d", lvl, desc, sizeof desc);
+    cr_assert(strstr(desc, "winograd tile 4 "), "%s", desc);
+    /* a 5x5 kernel: tiles 6 and 8 (m 2, 4); groups: per group (C / G channels) */
+    s = conv_spec(16, 32, 5, 1, 1, 1, 16, "conv2d", mnn32, desc, sizeof desc);
+    cr_assert(strstr(desc, "winograd tile 8"), "%s", desc);
+    s = conv_spec(16, 32, 3, 1, 1, 4, 16, "conv2d", mnn32, desc, sizeof desc);
+    cr_assert(s.wino_k == 4 + 4 * 8 + 12, "%s", desc);
+    /* not Winograd: strided, dilated, depthwise, 1x1 */
+    cr_assert_eq(conv_spec(16, 32, 3, 2, 1, 1, 16, "conv2d", mnn32, desc, sizeof desc).wino_k, 0, "%s", desc);
+    cr_assert_eq(conv_spec(16, 32, 3, 1, 2, 1, 16, "conv2d", mnn32, desc, sizeof desc).wino_k, 0, "%s", desc);
+    cr_assert_eq(conv_spec(16, 16, 3, 1, 1, 16, 16, "depthwise_conv2d", mnn32, desc, sizeof desc).wino_k, 0, "%s",
+                 desc);
+    cr_assert_eq(conv_spec(16, 16, 3, 1, 1, 16, 16, "conv2d", mnn32, desc, sizeof desc).wino_k, 0, "%s", desc);
+    cr_assert_eq(conv_spec(16, 32, 1, 1, 1, 1, 16, "conv2d", mnn32, desc, sizeof desc).wino_k, 0, "%s", desc);
+    /* Paddle-Lite ARM: 3x3, one group; the tile by the outputs (16x16 / 8 = 32: tile 6) */
+    s = conv_spec(16, 32, 3, 1, 1, 1, 16, "conv2d", pla, desc, sizeof desc);
+    cr_assert(strstr(desc, "winograd tile 6"), "%s", desc);
+    cr_assert_eq(conv_spec(16, 32, 3, 1, 1, 2, 16, "conv2d", pla, desc, sizeof desc).wino_k, 0, "%s", desc);
+    cr_assert_eq(conv_spec(16, 32, 5, 1, 1, 1, 16, "conv2d", pla, desc, sizeof desc).wino_k, 0, "%s", desc);
+    /* Paddle-Lite OpenCL: F(2,3) from 32 channels in and out */
+    cr_assert_eq(conv_spec(16, 32, 3, 1, 1, 1, 16, "conv2d", plo, desc, sizeof desc).wino_k, 0, "%s", desc);
+    s = conv_spec(32, 32, 3, 1, 1, 1, 16, "conv2d", plo, desc, sizeof desc);
+    cr_assert(s.wino_k == 32 + 16 + 12 && strstr(desc, "winograd tile 4"), "%s", desc);
 }
