@@ -131,6 +131,8 @@ static bool all_ones(const cd_op *op, const char *name) {
  * OpenCL (conv_image_compute.cc): F(2,3) for a 3x3 stride 1 conv of one group, 32+ channels in and out. */
 int cd_local_wino_tiles(const cd_op *op, const cd_plan *plan, const cd_arith *b, int alpha[3]) {
     if (!b->wino || !plan || strcmp(op->type, "conv2d")) return 0;
+    /* an int8 kernel (Paddle-Lite's int8 Winograd transforms in integers: exact) keeps its bound */
+    if (op->kernel.present && op->kernel.precision == 2) return 0;
     int fid = cd_op_in(op, "Filter", 0), yid = cd_op_out(op, "Output", 0);
     if (fid < 0 || yid < 0 || plan->meta[fid].shape.rank != 4 || plan->meta[yid].shape.rank != 4) return 0;
     const cd_shape *fs = &plan->meta[fid].shape, *ys = &plan->meta[yid].shape;
