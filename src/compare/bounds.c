@@ -51,9 +51,10 @@ static double arith_part(const cd_bound_spec *s, double r, double mag, double x,
         return sf * (s->ulps * (ur + ub) * m + s->abs_terms * (ur + ub) + (s->ref.exp_rel + s->b.exp_rel) * (r + 1));
     case CD_FAM_ACCUMULATE: {
         double L = s->lipschitz > 0 ? s->lipschitz : 1;
-        /* K products, the bias and a fused residual: K + 2 roundings on each side */
-        return sf *
-            (L * (cd_gamma(s->K + 2, ur) + cd_gamma(s->K + 2, ub)) * m + (s->act_ulps * r + s->abs_terms) * (ur + ub));
+        /* K products, the bias and a fused residual: K + 2 roundings on each side; a Winograd
+         * conv on B: its roundings on a magnitude that holds the reference's term too */
+        double g = s->wino_k > 0 ? cd_gamma(s->wino_k, ub) : cd_gamma(s->K + 2, ur) + cd_gamma(s->K + 2, ub);
+        return sf * (L * g * m + (s->act_ulps * r + s->abs_terms) * (ur + ub));
     }
     case CD_FAM_NORMALIZE: {
         /* y = exp(x - max) / sum: x - max rounds (relative error |x - max| u in exp's result,
@@ -186,7 +187,7 @@ static lin_bound lin_bound_of(const cd_bound_spec *s, bool has_x, double absmax)
         }
         break;
     case CD_FAM_ACCUMULATE:
-        am = sf * L * (cd_gamma(s->K + 2, ur) + cd_gamma(s->K + 2, ub));
+        am = sf * L * (s->wino_k > 0 ? cd_gamma(s->wino_k, ub) : cd_gamma(s->K + 2, ur) + cd_gamma(s->K + 2, ub));
         ar = sf * s->act_ulps * (ur + ub);
         a0 = sf * s->abs_terms * (ur + ub);
         break;
@@ -454,3 +455,159 @@ void cd_local_check(const cd_bound_spec *s, const float *ref, const float *val, 
 }
 
 bool cd_bound_uses_absmax(cd_bound_family f) { return uses_absmax(f); }
+
+/* ---------------------------------------------------------------- Winograd convolutions */
+
+const double cd_wino_points_mnn[7] = {0, 1, -1, 2, -2, 3, -3}, cd_wino_points_pl8[7] = {0, 1, -1, 2, -2, 0.5, -0.5};
+
+static double ipow(double p, int j) {
+    double r = 1;
+    while (j-- > 0) r *= p;
+    return r;
+}
+
+bool cd_wino_mats_make(cd_wino_mats *t, int alpha, int k, const double *pts) {
+    memset(t, 0, sizeof *t);
+    if (alpha > 8 || k < 1 || alpha - k + 1 < 2) return false;
+    t->alpha = alpha;
+    t->m = alpha - k + 1;
+    t->k = k;
+    double V[8][16] = {{0}};
+    for (int i = 0; i < alpha; i++) {
+        bool inf = i == alpha - 1;
+        for (int j = 0; j < alpha; j++) V[i][j] = inf ? j == alpha - 1 : ipow(pts[i], j);
+        V[i][alpha + i] = 1;
+        for (int j = 0; j < t->m; j++) t->A[i][j] = inf ? j == t->m - 1 : ipow(pts[i], j);
+        for (int j = 0; j < k; j++) t->G[i][j] = inf ? j == k - 1 : ipow(pts[i], j);
+    }
+    /* V^-1 by Gauss-Jordan with partial pivoting */
+    for (int c = 0; c < alpha; c++) {
+        int piv = c;
+        for (int r = c + 1; r < alpha; r++)
+            if (fabs(V[r][c]) > fabs(V[piv][c])) piv = r;
+        if (!(fabs(V[piv][c]) > 1e-12)) return false;
+        for (int j = 0; j < 2 * alpha; j++) {
+            double tmp = V[c][j];
+            V[c][j] = V[piv][j];
+            V[piv][j] = tmp;
+        }
+        double d = V[c][c];
+        for (int j = 0; j < 2 * alpha; j++) V[c][j] /= d;
+        for (int r = 0; r < alpha; r++)
+            if (r != c && V[r][c] != 0) {
+                double f = V[r][c];
+                for (int j = 0; j < 2 * alpha; j++) V[r][j] -= f * V[c][j];
+            }
+    }
+    for (int i = 0; i < alpha; i++)
+        for (int j = 0; j < alpha; j++) t->BT[i][j] = V[j][alpha + i]; /* (V^-1)^T */
+    return true;
+}
+
+void cd_wino_weight_mag(const cd_wino_mats *t, const float *w, double *u) {
+    int al = t->alpha, k = t->k;
+    double R[8][8];
+    for (int p = 0; p < al; p++)
+        for (int q = 0; q < k; q++) {
+            double a = 0;
+            for (int s = 0; s < k; s++) a += fabs(t->G[p][s]) * fabs(w[s * k + q]);
+            R[p][q] = a;
+        }
+    for (int p = 0; p < al; p++)
+        for (int q = 0; q < al; q++) {
+            double a = 0;
+            for (int s = 0; s < k; s++) a += R[p][s] * fabs(t->G[q][s]);
+            u[p * al + q] = a;
+        }
+}
+
+void cd_wino_input_mag(const cd_wino_mats *t, const double *d, double *v) {
+    int al = t->alpha;
+    double T[8][8];
+    for (int p = 0; p < al; p++)
+        for (int q = 0; q < al; q++) {
+            double a = 0;
+            for (int s = 0; s < al; s++) a += fabs(t->BT[p][s]) * fabs(d[s * al + q]);
+            T[p][q] = a;
+        }
+    for (int p = 0; p < al; p++)
+        for (int q = 0; q < al; q++) {
+            double a = 0;
+            for (int s = 0; s < al; s++) a += T[p][s] * fabs(t->BT[q][s]);
+            v[p * al + q] = a;
+        }
+}
+
+void cd_wino_output_mag(const cd_wino_mats *t, const double *M, double *out) {
+    int al = t->alpha;
+    for (int i = 0; i < t->m; i++)
+        for (int j = 0; j < t->m; j++) {
+            double a = 0;
+            for (int p = 0; p < al; p++) {
+                double r = 0;
+                for (int q = 0; q < al; q++) r += M[p * al + q] * fabs(t->A[q][j]);
+                a += fabs(t->A[p][i]) * r;
+            }
+            out[i * t->m + j] = a;
+        }
+}
+
+int64_t cd_wino_roundings(int64_t c, int alpha) { return (c > 0 ? c : 1) + 4 * (int64_t)alpha + 12; }
+
+void cd_wino_weight_tf(const cd_wino_mats *t, const float *w, double *u) {
+    int al = t->alpha, k = t->k;
+    double R[8][8];
+    for (int p = 0; p < al; p++)
+        for (int q = 0; q < k; q++) {
+            double a = 0;
+            for (int s = 0; s < k; s++) a += t->G[p][s] * w[s * k + q];
+            R[p][q] = a;
+        }
+    for (int p = 0; p < al; p++)
+        for (int q = 0; q < al; q++) {
+            double a = 0;
+            for (int s = 0; s < k; s++) a += R[p][s] * t->G[q][s];
+            u[p * al + q] = a;
+        }
+}
+
+void cd_wino_input_tf(const cd_wino_mats *t, const double *d, double *v) {
+    int al = t->alpha;
+    double T[8][8];
+    for (int p = 0; p < al; p++)
+        for (int q = 0; q < al; q++) {
+            double a = 0;
+            for (int s = 0; s < al; s++) a += t->BT[p][s] * d[s * al + q];
+            T[p][q] = a;
+        }
+    for (int p = 0; p < al; p++)
+        for (int q = 0; q < al; q++) {
+            double a = 0;
+            for (int s = 0; s < al; s++) a += T[p][s] * t->BT[q][s];
+            v[p * al + q] = a;
+        }
+}
+
+void cd_wino_acc(const cd_wino_mats *t, const double *U, const double *Uabs, const double *V, const double *Vabs,
+                 double *acc) {
+    int a2 = t->alpha * t->alpha;
+    for (int e = 0; e < a2; e++) {
+        double uv = U[e] * V[e];
+        acc[e] += fabs(uv);
+        acc[a2 + e] += uv;
+        acc[2 * a2 + e] += fabs(U[e]) * Vabs[e];
+        acc[3 * a2 + e] += Uabs[e] * fabs(V[e]);
+    }
+}
+
+void cd_wino_tile_allow(const cd_wino_mats *t, const double *acc, int64_t c, double u, double bias_abs, double *out) {
+    int al = t->alpha, a2 = al * al;
+    double gn = cd_gamma(cd_wino_roundings(c, al), u);
+    double w0 = cd_gamma((c > 0 ? c : 1) + 1, u) / gn, w1 = cd_gamma(2 * al + 5, u) / gn,
+           w2 = cd_gamma(2 * al + 4, u) / gn, w3 = cd_gamma(2, u) / gn;
+    double M[64];
+    for (int e = 0; e < a2; e++)
+        M[e] = w0 * acc[e] + w1 * fabs(acc[a2 + e]) + w2 * acc[2 * a2 + e] + w3 * acc[3 * a2 + e];
+    cd_wino_output_mag(t, M, out);
+    for (int e = 0; e < t->m * t->m; e++) out[e] += w1 * bias_abs;
+}

@@ -48,6 +48,11 @@ typedef struct cd_arith {
      * family's few ulps (0: none); MNN's ARM softmax, a degree-4 polynomial: 5.6e-5 (docs/mnn.md
      * "mnn-arm") */
     double exp_rel;
+    /* an engine that may run a k x k convolution as a Winograd F(m, k) (docs/verdicts.md
+     * "Winograd convolutions"): whose algorithm (engine/backend_def.h cd_wino_kind; 0: never), the
+     * largest tile m + k - 1 it may take (0: its algorithm's), the largest m (0: no other limit
+     * than the tile) and its thread count (the tile it picks shrinks with the threads; 0: one) */
+    int wino, wino_alpha, wino_max_m, wino_threads;
 } cd_arith;
 
 #define CD_U32 5.9604644775390625e-08   /* 2^-24 */
@@ -68,6 +73,11 @@ typedef struct cd_bound_spec {
     double safety;    /* factor on the arithmetic terms (CD_BOUND_SAFETY) */
     bool mag_run;     /* a magnitude run (|inputs|, |weights|, no activation) gives the
                                 true magnitude; without it |ref| stands in (a lower bound) */
+    /* accumulate: B may have run the conv as a Winograd one (docs/verdicts.md "Winograd
+     * convolutions"): its rounding count (cd_wino_roundings), which then holds both sides' terms,
+     * the magnitude being the Winograd magnitude plus gamma_{K+2}(ref.u) / gamma_{wino_k}(b.u)
+     * times sum |w x| + |b| (local_mag.c); 0: a direct dot product on both sides */
+    int64_t wino_k;
 } cd_bound_spec;
 
 #define CD_BOUND_SAFETY 2.0
@@ -113,6 +123,55 @@ void cd_local_check(const cd_bound_spec *s, const float *ref, const float *val, 
 void cd_local_check_lazy(const cd_bound_spec *s, const float *ref, const float *val, const float *mag,
                          cd_mag_at_fn mag_at, void *mag_user, const float *x, int64_t n, double user_atol,
                          double user_rtol, int64_t max_calls, cd_local_result *r);
+/* Winograd convolutions (docs/verdicts.md "Winograd convolutions"). F(m, k) computes an m x m
+ * output tile of a k x k correlation from an alpha x alpha input tile, alpha = m + k - 1, as
+ * A^T [sum_c (G g_c G^T) . (B^T d_c B)] A. The transforms come from alpha - 1 distinct
+ * interpolation points and the point at infinity (Toom-Cook): A (alpha x m) and G (alpha x k)
+ * evaluate at the points (rows p^0, p^1, ...; infinity's row picks the leading coefficient), B^T
+ * is the transposed inverse of the alpha x alpha evaluation matrix. An engine's diagonal scaling
+ * between G and B cancels in the product: only the points matter for the bound. */
+typedef struct cd_wino_mats {
+    int alpha, m, k;
+    double A[8][8];  /* alpha x m */
+    double G[8][8];  /* alpha x k */
+    double BT[8][8]; /* alpha x alpha */
+} cd_wino_mats;
+/* MNN's CPU: 0, 1, -1, 2, -2, 3, -3 (the first alpha - 1); Paddle-Lite ARM: the same up to the
+ * 6-tile, 0, 1, -1, 2, -2, 1/2, -1/2 for the 8-tile */
+extern const double cd_wino_points_mnn[7], cd_wino_points_pl8[7];
+/* The transforms of F(alpha - k + 1, k) from pts (alpha - 1 of them); false when alpha > 8, m < 2
+ * or the points are not distinct. */
+bool cd_wino_mats_make(cd_wino_mats *t, int alpha, int k, const double *pts);
+/* The magnitudes through the absolute transforms: of a weight (k x k, row-major) |G| |w| |G|^T,
+ * of an input tile (alpha x alpha) |B^T| |d| |B|, of one output tile (m x m) |A|^T M |A| from
+ * M = sum_c U_c . V_c; all alpha x alpha row-major. |w| and |d| are taken here. The computed
+ * output differs from the exact one by at most gamma_n times that output magnitude, n the
+ * roundings along the way (docs/verdicts.md). */
+void cd_wino_weight_mag(const cd_wino_mats *t, const float *w, double *u);
+void cd_wino_input_mag(const cd_wino_mats *t, const double *d, double *v);
+void cd_wino_output_mag(const cd_wino_mats *t, const double *M, double *out);
+/* The signed transforms: U = G w G^T of a k x k weight, V = B^T d B of an alpha x alpha tile. */
+void cd_wino_weight_tf(const cd_wino_mats *t, const float *w, double *u);
+void cd_wino_input_tf(const cd_wino_mats *t, const double *d, double *v);
+/* The stagewise (first-order) allowance of a Winograd conv, tighter than gamma_n times the
+ * magnitude through the absolute transforms where the transforms cancel: per channel,
+ * cd_wino_acc adds into acc (4 alpha x alpha blocks) |U . V|, U . V, |U| . |B^T||d||B| and
+ * |G||w||G^T| . |V|; cd_wino_tile_allow makes of them the m x m output magnitudes
+ *     |A|^T [ w0 S|U.V| + w1 |S U.V| + w2 S|U|.Vabs + w3 S Uabs.|V| ] |A| + w1 |b|
+ * with w = (gamma_{c+1}, gamma_{2 alpha + 5}, gamma_{2 alpha + 4}, gamma_2) / gamma_n (u): the
+ * channel sum and products, the output transform and the bias, the input transform, the
+ * weight transform's store, each propagated through the later stages; the bound is gamma_n(u)
+ * times it (docs/verdicts.md "Winograd convolutions"). */
+void cd_wino_acc(const cd_wino_mats *t, const double *U, const double *Uabs, const double *V, const double *Vabs,
+                 double *acc);
+void cd_wino_tile_allow(const cd_wino_mats *t, const double *acc, int64_t c, double u, double bias_abs, double *out);
+
+/* The rounding count n of a Winograd conv with c input channels per group and tile alpha: the
+ * weight transform stored at B's precision (2), the input and output transforms (2 alpha + 4
+ * each: two passes of alpha terms, an engine's factored form), the product and the c-term
+ * channel sum (c + 1), the bias (1): c + 4 alpha + 12, to stand for K + 2. */
+int64_t cd_wino_roundings(int64_t c, int alpha);
+
 /* Whether a family's bound reads the tensor's range (max |ref|): a check of part of a tensor
  * then differs from the whole tensor's for such a family, and for no other. */
 bool cd_bound_uses_absmax(cd_bound_family f);

@@ -68,6 +68,21 @@ typedef struct cd_op_place {
     bool supported;  /* false: the backend cannot run it (the run would fail) */
 } cd_op_place;
 
+/* Which Winograd convolutions an engine's CPU may run (cd_backend_def.winograd; the local check
+ * holds its convolutions to the Winograd bound, docs/verdicts.md "Winograd convolutions"). */
+typedef enum cd_wino_kind {
+    CD_WINO_NONE = 0,
+    /* MNN's CPU (ConvolutionPackWinograd): any square k x k, k > 1, stride 1, dilation 1, not
+     * depthwise; tiles 4, 6, 8 (6 at most in fp16), interpolation points 0, 1, -1, 2, -2, 3, -3 */
+    CD_WINO_MNN,
+    /* Paddle-Lite ARM (WinogradConv, fp32): 3x3 stride 1, dilation 1, one group; tiles 4, 6, 8
+     * by the outputs per thread, points 0, +-1, +-2 and for the 8-tile +-1/2 */
+    CD_WINO_PADDLE_ARM,
+    /* Paddle-Lite's OpenCL image conv (conv_image_compute.cc): F(2,3) for a 3x3 stride 1,
+     * dilation 1 conv of one group with at least 32 input and 32 output channels */
+    CD_WINO_PADDLE_OPENCL,
+} cd_wino_kind;
+
 typedef struct cd_backend_def {
     const char *name;
     const char *aliases[3]; /* NULL-terminated */
@@ -87,6 +102,8 @@ typedef struct cd_backend_def {
     /* a whole-model engine whose softmax uses its own approximate exp: that exp's relative
      * error (cd_arith.exp_rel; 0: an accurate exp) */
     double exp_rel;
+    /* a whole-model engine whose CPU may run convolutions as Winograd (cd_wino_kind) */
+    int winograd;
     const cd_backend_optdef *opts; /* {NULL}-terminated */
     /* Fills the backend's fields of bo from its --backend-opt entries (bo->kv); may be NULL. */
     cd_status (*apply_opts)(cd_backend_opts *bo, cd_error *err);

@@ -234,9 +234,11 @@ cd_status cd_local_check_layers(const cd_local_req *q, cd_analysis *an, cd_error
                 l->loc_exceed = res.exceed;
                 l->loc_worst = res.worst;
                 l->loc_pass = res.pass;
-                char mel[96] = "";
+                char mel[128] = "";
+                /* a Winograd conv's magnitude goes through the absolute transforms (local_mag.c) */
+                const char *mname = spec.wino_k ? "Winograd magnitude" : "magnitude sum|w x|+|b|";
                 if (!used_mag && res.mag_elems)
-                    snprintf(mel, sizeof mel, "; magnitude sum|w x|+|b| of the %lld elements nearest the bound%s",
+                    snprintf(mel, sizeof mel, "; %s of the %lld elements nearest the bound%s", mname,
                              (long long)res.mag_elems, res.ratio_upper ? " (ratio: an upper bound)" : "");
                 snprintf(
                     l->loc_note, sizeof l->loc_note, "%s%s%s%s%s%s%s%s", desc,
@@ -246,6 +248,7 @@ cd_status cd_local_check_layers(const cd_local_req *q, cd_analysis *an, cd_error
                              : "",
                     settled ? "; settled by the free run (its own output is within this bound; not run again)" : "",
                     mag_run        ? (cd_local_allow_op(op) ? "; bound per element from the layer's inputs"
+                                          : spec.wino_k     ? "; Winograd magnitude on a CPU run's sum|w x|+|b|"
                                                             : "; magnitude sum|w x|+|b| from a CPU run")
                         : used_mag ? "; magnitude per element"
                                    : "",

@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include "engine/backend_def.h"
 #include "engine/executor.h"
 #include "model/extract.h"
 
@@ -44,6 +45,133 @@ static void op_inputs_free(op_inputs *o) {
 static float *op_inputs_take(op_inputs *o, int k) {
     o->ins[k].owned = false;
     return o->ins[k].data;
+}
+
+/* ---------------------------------------------------------------- the Winograd magnitude */
+
+/* An engine that ran a conv as a Winograd F(m, k) computes each output tile as
+ * A^T [sum_c (G g_c G^T) . (B^T d_c B)] A; its rounding errors, stage by stage and carried
+ * through the later stages, are bounded by gamma_n times the magnitude computed here
+ * (compare/bounds.h cd_wino_tile_allow, docs/verdicts.md "Winograd convolutions"): from the signed
+ * transforms of the weights and of B's input and from their absolute versions. */
+typedef struct cd_wino_tile {
+    cd_wino_mats t;
+    int alpha, m;
+    double *V;              /* B^T d_c B, then |B^T| |d_c| |B|, of every input channel of one input tile */
+    int64_t vn, vy, vx;     /* ... the tile it holds (vn -1: none) */
+    double out[64];         /* the magnitudes of one output tile */
+    int64_t on, oo, oy, ox; /* ... which (on -1: none) */
+} cd_wino_tile;
+
+static cd_wino_tile *wino_tile_new(int alpha, int k, int kind, int64_t C) {
+    const double *pts = kind == CD_WINO_PADDLE_ARM && alpha == 8 ? cd_wino_points_pl8 : cd_wino_points_mnn;
+    cd_wino_tile *t = calloc(1, sizeof *t);
+    if (!t || !cd_wino_mats_make(&t->t, alpha, k, pts) ||
+        !(t->V = malloc((size_t)(C > 0 ? C : 1) * (size_t)(2 * alpha * alpha) * sizeof *t->V))) {
+        free(t);
+        return NULL;
+    }
+    t->alpha = alpha;
+    t->m = t->t.m;
+    t->vn = t->on = -1;
+    return t;
+}
+
+static void wino_tile_free(cd_wino_tile *t) {
+    if (!t) return;
+    free(t->V);
+    free(t);
+}
+
+/* the input transforms of every input channel c of batch n's input tile (ty, tx) */
+static void wino_input(const mag_elem *me, cd_wino_tile *t, int64_t n, int64_t ty, int64_t tx) {
+    if (t->vn == n && t->vy == ty && t->vx == tx) return;
+    int al = t->alpha;
+    int64_t y0 = ty * t->m - me->pt, x0 = tx * t->m - me->pl;
+    for (int64_t c = 0; c < me->C; c++) {
+        const float *xc = me->xs + (n * me->C + c) * me->H * me->W;
+        double d[64];
+        for (int s = 0; s < al; s++)
+            for (int u = 0; u < al; u++) {
+                int64_t iy = y0 + s, ix = x0 + u;
+                d[s * al + u] = iy >= 0 && iy < me->H && ix >= 0 && ix < me->W ? xc[iy * me->W + ix] : 0;
+            }
+        double *v = t->V + 2 * c * al * al;
+        cd_wino_input_tf(&t->t, d, v);
+        cd_wino_input_mag(&t->t, d, v + al * al);
+    }
+    t->vn = n;
+    t->vy = ty;
+    t->vx = tx;
+}
+
+/* the magnitudes of batch n's output tile (ty, tx) of channel o, into t->out (m x m) */
+static void wino_output(const mag_elem *me, cd_wino_tile *t, int64_t n, int64_t o, int64_t ty, int64_t tx) {
+    if (t->on == n && t->oo == o && t->oy == ty && t->ox == tx) return;
+    wino_input(me, t, n, ty, tx);
+    int al = t->alpha, k = t->t.k;
+    double acc[4 * 64] = {0}, U[64], Ua[64];
+    int64_t cpg = me->C / me->G, g = o / (me->O / me->G);
+    for (int64_t c = 0; c < cpg; c++) {
+        const float *w = me->ws + (o * cpg + c) * k * k;
+        cd_wino_weight_tf(&t->t, w, U);
+        cd_wino_weight_mag(&t->t, w, Ua);
+        const double *v = t->V + 2 * (g * cpg + c) * al * al;
+        cd_wino_acc(&t->t, U, Ua, v, v + al * al, acc);
+    }
+    cd_wino_tile_allow(&t->t, acc, cpg, me->q->b.u, me->b ? me->b[o] : 0, t->out);
+    t->on = n;
+    t->oo = o;
+    t->oy = ty;
+    t->ox = tx;
+}
+
+/* the largest Winograd magnitude of output element (n, o, oh, ow) over the tiles B may have run */
+static double wino_mag(mag_elem *me, int64_t n, int64_t o, int64_t oh, int64_t ow) {
+    double best = 0;
+    for (int k = 0; k < me->n_wino; k++) {
+        cd_wino_tile *t = me->wino[k];
+        wino_output(me, t, n, o, oh / t->m, ow / t->m);
+        double v = t->out[(oh % t->m) * t->m + ow % t->m];
+        if (v > best) best = v;
+    }
+    return best;
+}
+
+static bool me_load_x(mag_elem *m, int xid, cd_value *out);
+
+static void wino_setup(mag_elem *m) {
+    const cd_op *op = &m->g->ops[m->op_index];
+    int alpha[3];
+    int n = m->q && !m->keep_sign ? cd_local_wino_tiles(op, m->plan, &m->q->b, alpha) : 0;
+    if (!n) return;
+    /* the tiles need a plain stride-1 read, and the signed input and weights: no magnitude
+     * rather than a direct one where they are not had */
+    m->state = -1;
+    if (m->KH != m->KW || m->sh != 1 || m->sw != 1 || m->dh != 1 || m->dw != 1) return;
+    mag_elem sg = *m;
+    sg.keep_sign = true;
+    cd_value xs;
+    int xid = cd_op_in(op, "Input", 0), fid = cd_op_in(op, "Filter", 0);
+    if (xid < 0 || fid < 0 || !me_load_x(&sg, xid, &xs)) return;
+    bool ok = cd_value_numel(&xs) == m->N * m->C * m->H * m->W;
+    m->xs = xs.data;
+    xs.owned = false;
+    cd_value_release(&xs);
+    int64_t nw = m->O * (m->C / m->G) * m->KH * m->KW;
+    if (!ok || !m->xs || cd_value_numel(&m->plan->meta[fid]) != nw ||
+        !(m->ws = malloc((size_t)(nw > 0 ? nw : 1) * sizeof *m->ws)))
+        return;
+    for (int64_t i = 0; i < nw; i++) m->ws[i] = (float)cd_value_get(&m->plan->meta[fid], i);
+    for (int k = 0; k < n; k++)
+        if (!(m->wino[m->n_wino++] = wino_tile_new(alpha[k], (int)m->KH, m->q->b.wino, m->C))) return;
+    cd_bound_spec sp;
+    cd_local_spec(m->g, m->plan, m->op_index, m->q->ref, m->q->b, &sp, NULL, 0);
+    double gb = sp.wino_k > 0 ? cd_gamma(sp.wino_k, sp.b.u) : 0;
+    m->wino_rho = gb > 0 ? cd_gamma(sp.K + 2, sp.ref.u) / gb : 1;
+    m->wino_dir = gb > 0 ? cd_gamma(sp.K + 2, sp.b.u) / gb : 1;
+    if (!(m->wino_dir >= 1)) m->wino_dir = 1;
+    m->state = 1;
 }
 
 /* ---------------------------------------------------------------- the magnitude run */
@@ -221,7 +349,49 @@ cd_status cd_local_magnitude(const cd_local_req *q, const cd_layer_cmp *l, float
     *mag = NULL;
     /* rnn and the norms: the element's allowance from the layer's inputs (local_allow.c) */
     if (cd_local_allow_op(&q->g->ops[l->op_index])) return cd_local_allowance(q, l, mag, nmag, note, note_len, err);
-    return run_op_cpu(q, l, NULL, true, mag, nmag, NULL, note, note_len, err);
+    cd_status st = run_op_cpu(q, l, NULL, true, mag, nmag, NULL, note, note_len, err);
+    int alpha[3];
+    if (st || !*mag || !cd_local_wino_tiles(&q->g->ops[l->op_index], q->plan, &q->b, alpha)) return st;
+    /* a conv B may have run as a Winograd one: the Winograd magnitude where it is larger */
+    mag_elem me = {.q = q,
+                   .g = q->g,
+                   .plan = q->plan,
+                   .op_index = l->op_index,
+                   .out_shape = l->shape,
+                   .n_out = *nmag,
+                   .budget = INT64_MAX};
+    cd_local_me_setup(&me);
+    float *wmax = me.state > 0 && me.n_wino && me.N * me.O * me.Ho * me.Wo == *nmag
+        ? calloc((size_t)(*nmag > 0 ? *nmag : 1), sizeof *wmax)
+        : NULL;
+    if (wmax) {
+        for (int64_t n = 0; n < me.N; n++)
+            for (int k = 0; k < me.n_wino; k++) {
+                cd_wino_tile *t = me.wino[k];
+                for (int64_t ty = 0; ty * t->m < me.Ho; ty++)
+                    for (int64_t tx = 0; tx * t->m < me.Wo; tx++)
+                        for (int64_t o = 0; o < me.O; o++) {
+                            wino_output(&me, t, n, o, ty, tx);
+                            for (int64_t i = 0; i < t->m && ty * t->m + i < me.Ho; i++)
+                                for (int64_t j = 0; j < t->m && tx * t->m + j < me.Wo; j++) {
+                                    float *v = wmax + ((n * me.O + o) * me.Ho + ty * t->m + i) * me.Wo + tx * t->m + j;
+                                    double wm = t->out[i * t->m + j];
+                                    if (wm > *v) *v = (float)wm;
+                                }
+                        }
+            }
+        for (int64_t i = 0; i < *nmag; i++) {
+            double d = (*mag)[i];
+            (*mag)[i] = (float)(fmax(wmax[i], me.wino_dir * d) + me.wino_rho * d);
+        }
+        free(wmax);
+    } else {
+        snprintf(note, note_len, "the Winograd magnitude of '%s' could not be computed", l->tensor);
+        free(*mag);
+        *mag = NULL;
+    }
+    cd_local_me_free(&me);
+    return st;
 }
 
 /* ---------------------------------------------------------------- magnitude per element */
@@ -362,6 +532,7 @@ void cd_local_me_setup(mag_elem *m) {
         m->x = x.data; /* |x| already (x itself with keep_sign) */
         x.owned = false;
         m->state = 1;
+        if (kind == ME_CONV) wino_setup(m);
     }
     cd_value_release(&x);
 }
@@ -395,13 +566,22 @@ double cd_local_mag_at(void *user, int64_t i) {
             }
         }
     }
-    return acc + (m->b ? m->b[o] : 0);
+    acc += m->b ? m->b[o] : 0;
+    /* a Winograd conv: its magnitude, with the reference's direct term in B's units (bounds.h wino_k) */
+    if (m->n_wino) acc = fmax(wino_mag(m, n, o, oh, ow), m->wino_dir * acc) + m->wino_rho * acc;
+    return acc;
 }
 
 void cd_local_me_free(mag_elem *m) {
     free(m->x);
     free(m->w);
     free(m->b);
+    for (int k = 0; k < m->n_wino; k++) wino_tile_free(m->wino[k]);
+    m->n_wino = 0;
+    free(m->xs);
+    free(m->ws);
+    m->xs = NULL;
+    m->ws = NULL;
 }
 
 /* ---------------------------------------------------------------- free-run evidence */

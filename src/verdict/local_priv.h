@@ -34,7 +34,22 @@ typedef struct mag_elem {
     double sc, bi;
     bool bias_after;
     int64_t calls, budget;
+    /* the Winograd magnitude (docs/verdicts.md "Winograd convolutions"): the tiles B may have
+     * run the conv with (n_wino of them; 0: the direct magnitude) and their transforms */
+    int n_wino;
+    struct cd_wino_tile *wino[3];
+    /* the magnitude handed to the bound is max(Winograd, wino_dir sum|w x|) + wino_rho sum|w x|
+     * (bounds.h wino_k): wino_dir = max(1, gamma_{K+2}(b.u) / gamma_{wino_k}(b.u)) keeps B's direct
+     * kernel (the engine may not take Winograd) and |ref| under it, wino_rho =
+     * gamma_{K+2}(ref.u) / gamma_{wino_k}(b.u) is the reference's share */
+    double wino_rho, wino_dir;
+    float *xs, *ws; /* owned: the signed input and weights (the transforms' cancellations) */
 } mag_elem;
+
+/* The Winograd tiles (m + k - 1) side b may have run conv op with, ascending, at most 3; their
+ * interpolation points come from b->wino. 0: a direct convolution (not a conv, not square,
+ * strided, dilated, depthwise, or b runs no Winograd). */
+int cd_local_wino_tiles(const cd_op *op, const cd_plan *plan, const cd_arith *b, int alpha[3]);
 
 /* sum |w x| + |b| of output element i (NaN when unavailable or over budget); set up lazily. */
 double cd_local_mag_at(void *user, int64_t i);

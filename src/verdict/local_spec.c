@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <string.h>
 #include "diag/diag.h"
+#include "engine/backend_def.h"
 #include "engine/op_list.h"
 
 /* ---------------------------------------------------------------- op families */
@@ -109,6 +110,63 @@ static void special_family(const cd_op *op, cd_op_id id, const cd_plan *plan, cd
     }
 }
 
+/* ---------------------------------------------------------------- Winograd convolutions */
+
+static bool all_ones(const cd_op *op, const char *name) {
+    const int64_t *v;
+    int n = cd_attr_ints(op, name, &v);
+    for (int i = 0; i < n; i++)
+        if (v[i] != 1) return false;
+    return true;
+}
+
+/* The engines' conditions (docs/verdicts.md "Winograd convolutions"). MNN's CPU
+ * (ConvolutionFloatFactory.cpp, ConvolutionWinogradImpl::canUseWinograd,
+ * ConvolutionPackWinograd::bestWinogradUnit): a square k x k, k > 1, stride 1, dilation 1 conv
+ * of each group, not a depthwise one; tiles 4, 6, 8 (4, 6 in fp16) with m = tile - k + 1 from 2 up
+ * to sqrt(outputs per thread) (clamped to 2..8), m = 2 only below WINOGRAD_MEMORY_LEVEL 3; which of
+ * them its cost model takes is not followed: every one allowed counts. Paddle-Lite ARM (fp32
+ * conv_compute.cc, conv_winograd.cc): a 3x3 stride 1, dilation 1 conv of one group; tile 4 under
+ * 16 * 8 outputs per thread, 6 under 36 * 8, else 8 (fewer threads: a larger tile). Paddle-Lite
+ * OpenCL (conv_image_compute.cc): F(2,3) for a 3x3 stride 1 conv of one group, 32+ channels in and out. */
+int cd_local_wino_tiles(const cd_op *op, const cd_plan *plan, const cd_arith *b, int alpha[3]) {
+    if (!b->wino || !plan || strcmp(op->type, "conv2d")) return 0;
+    /* an int8 kernel (Paddle-Lite's int8 Winograd transforms in integers: exact) keeps its bound */
+    if (op->kernel.present && op->kernel.precision == 2) return 0;
+    int fid = cd_op_in(op, "Filter", 0), yid = cd_op_out(op, "Output", 0);
+    if (fid < 0 || yid < 0 || plan->meta[fid].shape.rank != 4 || plan->meta[yid].shape.rank != 4) return 0;
+    const cd_shape *fs = &plan->meta[fid].shape, *ys = &plan->meta[yid].shape;
+    int64_t k = fs->d[2], G = cd_attr_int(op, "groups", 1);
+    if (k != fs->d[3] || k < 2 || !all_ones(op, "strides") || !all_ones(op, "dilations") || G < 1) return 0;
+    int64_t outs = ys->d[2] * ys->d[3];
+    int n = 0;
+    if (b->wino == CD_WINO_PADDLE_OPENCL) {
+        if (k != 3 || G != 1 || fs->d[0] < 32 || fs->d[1] < 32) return 0;
+        alpha[n++] = 4;
+        return n;
+    }
+    if (b->wino == CD_WINO_PADDLE_ARM) {
+        if (k != 3 || G != 1) return 0;
+        int64_t wu = outs / 8;
+        int top = wu < 16 ? 4 : wu < 36 ? 6 : 8;
+        if (b->wino_alpha > 0 && top > b->wino_alpha) top = b->wino_alpha;
+        for (int a = 4; a <= top; a += 2) alpha[n++] = a;
+        return n;
+    }
+    if (b->wino != CD_WINO_MNN || (fs->d[1] == 1 && G > 1)) return 0; /* depthwise: MNN's own kernels */
+    int64_t th = b->wino_threads > 0 ? b->wino_threads : 1;
+    int64_t max_m = (int64_t)sqrtf((float)((outs + th - 1) / th));
+    if (max_m > 8) max_m = 8;
+    if (max_m < 2) max_m = 2;
+    if (b->wino_max_m > 0 && max_m > b->wino_max_m) max_m = b->wino_max_m;
+    int top = b->wino_alpha > 0 ? b->wino_alpha : 8;
+    for (int a = 4; a <= top && a <= 8; a += 2) {
+        int64_t m = a - k + 1;
+        if (m >= 2 && m <= max_m) alpha[n++] = a;
+    }
+    return n;
+}
+
 void cd_local_spec(const cd_graph *g, const cd_plan *plan, int op_index, cd_arith ref, cd_arith b, cd_bound_spec *spec,
                    char *desc, size_t n) {
     const cd_op *op = &g->ops[op_index];
@@ -211,8 +269,18 @@ void cd_local_spec(const cd_graph *g, const cd_plan *plan, int op_index, cd_arit
             if (spec->fam == CD_FAM_ELEMENTWISE) spec->ulps = spec->ulps * ai.L + ai.ulps;
         }
     }
+    /* a Winograd convolution: its roundings (weight, input and output transforms of the largest
+     * tile, the product and the channel sum, the bias) in place of the direct dot product's,
+     * on the Winograd magnitude (local_mag.c) */
+    int wa[3], nw = spec->fam == CD_FAM_ACCUMULATE ? cd_local_wino_tiles(op, plan, &b, wa) : 0;
+    if (nw) {
+        int fid = cd_op_in(op, "Filter", 0);
+        spec->wino_k = cd_wino_roundings(plan->meta[fid].shape.d[1], wa[nw - 1]);
+    }
     if (desc && n) {
         int w = snprintf(desc, n, "%s", cd_bound_family_name(spec->fam));
+        if (nw && (size_t)w < n)
+            w += snprintf(desc + w, n - (size_t)w, " winograd tile %d n=%lld", wa[nw - 1], (long long)spec->wino_k);
         if (spec->fam == CD_FAM_ACCUMULATE || spec->fam == CD_FAM_NORMALIZE || spec->fam == CD_FAM_GENERIC ||
             spec->fam == CD_FAM_RECURRENT || spec->fam == CD_FAM_NORM || spec->fam == CD_FAM_INTERP)
             w += snprintf(desc + w, n > (size_t)w ? n - (size_t)w : 0, " K=%lld", (long long)spec->K);

@@ -61,6 +61,34 @@ void cd_verdict_local_as_isolation(cd_analysis *an) {
     }
 }
 
+/* Which Winograd convolutions engine B may have run (docs/verdicts.md "Winograd convolutions"):
+ * its definition's algorithm, and what its run recorded of the choice: MNN's CPU takes no
+ * Winograd with WINOGRAD_MEMORY_LEVEL 0 or memory low (ConvolutionFloatFactory.cpp), only
+ * F(2, k) below level 3, tiles of 6 at most in fp16, and a tile m with m * m <= outputs / threads. */
+static void wino_of_run(const cd_verdict_run *v, const cd_backend_def *db, cd_arith *b) {
+    b->wino = db ? db->winograd : CD_WINO_NONE;
+    if (!b->wino) return;
+    b->wino_alpha = b->wino == CD_WINO_PADDLE_OPENCL ? 4 : b->u >= CD_U16 && b->wino == CD_WINO_MNN ? 6 : 8;
+    if (b->wino != CD_WINO_MNN || !v->r || !v->run_b) return;
+    char path[300], val[32];
+    cd_error e = {0};
+    snprintf(path, sizeof path, "/runs/%s", v->run_b);
+    if (cd_dump_attr_str(v->r, path, "mnn_memory", val, sizeof val, &e) == CD_OK && !strcmp(val, "low")) {
+        b->wino = CD_WINO_NONE;
+        return;
+    }
+    if (cd_dump_attr_str(v->r, path, "mnn_winograd", val, sizeof val, &e) == CD_OK && val[0] >= '0' && val[0] <= '2') {
+        if (val[0] == '0') {
+            b->wino = CD_WINO_NONE;
+            return;
+        }
+        b->wino_max_m = 2;
+    }
+    /* the threads are left at one (the largest tile): MNN may run fewer than asked (its thread
+     * pool takes what the machine has, CPUBackend.cpp _resetThreadPool), and fewer threads
+     * allow a larger tile */
+}
+
 void cd_verdict_local_req(const cd_verdict_run *v, cd_local_req *q) {
     bool fp16 = v->prec == CD_PREC_FP16;
     *q = (cd_local_req){.g = v->g,
@@ -107,6 +135,7 @@ void cd_verdict_local_req(const cd_verdict_run *v, cd_local_req *q) {
          * whatever the plan's precision */
         if (v->compute_b && !strcmp(v->compute_b, "fp16")) q->b = (cd_arith){.u = CD_U16, .half_store = true};
         q->b.exp_rel = db ? db->exp_rel : 0;
+        wino_of_run(v, db, &q->b);
         q->ref.trans_ulps = q->b.trans_ulps = 256;
         q->run_free = NULL;
         q->settled = NULL;

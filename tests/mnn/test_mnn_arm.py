@@ -19,6 +19,8 @@ is not installed.
    arithmetic: it differs from the precision=high output by more than float rounding and less
    than half rounding allows.
    In a float32 run, precision low is OUTPUT DRIFT by design and said; winograd=0 reaches MNN.
+   With MNN's Winograd, branches' conv2d_0 is held to the Winograd bound: OUTPUT DRIFT, not the
+   KERNEL FAULT the direct bound gave (ratio 1.03), in a float32 run and with --fp16.
 4. Errors: no aarch64 SDK at the given path, an x86-64 SDK given to mnn-arm: exit 4 saying what to
    do; a runner that dies under qemu in an op (a stand-in aarch64 runner built by a stand-in
    compiler, CLDIFF_MNN_ARM_CXX): exit 5 naming the op and its layer.
@@ -183,6 +185,27 @@ with tempfile.TemporaryDirectory() as d:
         a, _ = attrs(os.path.join(out, "dump.h5"), "mnn-arm")
         check(a.get("mnn_winograd") == "0" and a.get("compute") == "fp16",
               f"winograd=0 and compute fp16 recorded ({a.get('mnn_winograd')}, {a.get('compute')})")
+
+    # 3c. the same with MNN's Winograd (docs/verdicts.md "Winograd convolutions"): conv2d_0's fp16
+    # Winograd was a false KERNEL FAULT under the direct bound (ratio 1.03); the Winograd bound
+    # holds it, in a float32 run and with --fp16 (OUTPUT DRIFT there too: the output really drifts)
+    for extra in ([], ["--fp16"]):
+        out = os.path.join(d, "wino" + "".join(extra))
+        rc, so, se = run([os.path.join(DATA, "branches.mnn"), "--backends", "cpu,mnn-arm", "--input",
+                          os.path.join(DATA, "branches.input.npy"), "--out", out, "--no-repro", "--backend-opt",
+                          "mnn-arm:precision=low"] + extra)
+        p = os.path.join(out, "summary.json")
+        s = json.load(open(p)) if os.path.exists(p) else {}
+        conv = [l for l in s.get("layers", []) if l.get("layer") == "conv2d_0"]
+        loc = (conv[0].get("local") or {}) if conv else {}
+        lr = loc.get("ratio")
+        print(f"precision=low {' '.join(extra) or 'float32'} with MNN's Winograd: conv2d_0 local ratio {lr} "
+              f"({loc.get('note', '')[:60]})")
+        check(rc == 1 and s.get("verdict_kind") == "output_drift",
+              f"precision=low{' --fp16' if extra else ''}, MNN's Winograd: OUTPUT DRIFT, no KERNEL FAULT "
+              f"(exit {rc}, {s.get('verdict_kind')})")
+        check(isinstance(lr, (int, float)) and lr < 0.5 and "winograd tile" in loc.get("note", ""),
+              f"conv2d_0 held to the Winograd bound, within half of it (ratio {lr}, {loc.get('note', '')[:80]})")
 
     # 4. errors
     rc, so, se = run([os.path.join(DATA, "conv.mnn"), "--backends", "cpu,mnn-arm", "--out", os.path.join(d, "e1"),

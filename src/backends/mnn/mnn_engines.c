@@ -766,6 +766,7 @@ static const cd_backend_optdef OCL_OPTS[] = {
 const cd_backend_def cd_backend_def_mnn_cpu = {
     .name = "mnn-cpu",
     .summary = "MNN's own CPU kernels (a .mnn model; the MNN SDK of .mnn/)",
+    .winograd = CD_WINO_MNN,
     .opts = CPU_OPTS,
     .run = cpu_run,
     .placement = cpu_place,
@@ -787,6 +788,7 @@ const cd_backend_def cd_backend_def_mnn_arm = {
     /* MNN's ARM softmax (MNNSoftmaxFp32_Pack1 and _Pack4) takes exp from expApprox, a degree-4
      * polynomial after range reduction: at most 5.57e-5 relative (934 u; docs/mnn.md "mnn-arm") */
     .exp_rel = 5.6e-5,
+    .winograd = CD_WINO_MNN,
     .opts = ARM_OPTS,
     .run = arm_run,
     .placement = arm_place,

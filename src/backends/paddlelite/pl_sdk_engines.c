@@ -1249,6 +1249,7 @@ static const cd_backend_optdef OCL_OPTS[] = {
 const cd_backend_def cd_backend_def_paddle_lite_arm = {
     .name = "paddle-lite-arm",
     .summary = "Paddle-Lite's own ARM kernels (armv8 SDK; under qemu-aarch64 on x86-64)",
+    .winograd = CD_WINO_PADDLE_ARM,
     .opts = ARM_OPTS,
     .run = arm_run,
     .placement = arm_placement,
@@ -1258,6 +1259,7 @@ const cd_backend_def cd_backend_def_paddle_lite_arm = {
 const cd_backend_def cd_backend_def_paddle_lite_opencl = {
     .name = "paddle-lite-opencl",
     .summary = "Paddle-Lite's own OpenCL kernels (an SDK with OpenCL; the model converted with Opt for OpenCL)",
+    .winograd = CD_WINO_PADDLE_OPENCL,
     .float_int8 = true,
     .opts = OCL_OPTS,
     .run = ocl_run,
@@ -1277,6 +1279,8 @@ const cd_backend_def cd_backend_def_paddle_lite_phone = {
     .name = "paddle-lite-phone",
     .summary = "the phone's Paddle-Lite: the armv8 SDK with OpenCL, the .nb as given (opencl,arm, arm), under "
                "qemu-aarch64 on arm64 PoCL",
+    /* its convs run on OpenCL (F(2,3) at 32+ channels) or ARM (F(2,3) to F(6,3)): ARM's cover both */
+    .winograd = CD_WINO_PADDLE_ARM,
     .opts = PHONE_OPTS,
     .run = phone_run,
     .placement = phone_placement,
