@@ -72,6 +72,18 @@ int cd_cl_op_mode(const cd_plan *plan, const cd_backend_opts *o, int i, const cd
     return MODE_FALLBACK;
 }
 
+int cd_cl_plan_families(const cd_plan *plan, const cd_backend_opts *o, const char **fam, int max) {
+    int n = 0;
+    for (int i = 0; i < plan->g->n_ops; i++) {
+        const cd_cl_op_def *d = NULL;
+        if (cd_cl_op_mode(plan, o, i, &d) != MODE_KERNEL || !d || !d->family) continue;
+        bool seen = false;
+        for (int k = 0; k < n && !seen; k++) seen = !strcmp(fam[k], d->family);
+        if (!seen && n < max) fam[n++] = d->family;
+    }
+    return n;
+}
+
 static cd_status cl_prepare(cd_backend *b, const cd_plan *plan, cd_error *err) {
     clrt *r = b->impl;
     if (r->plan) return cd_err(err, CD_E_INTERNAL, "opencl backend: prepare called twice");
