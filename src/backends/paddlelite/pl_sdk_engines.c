@@ -95,7 +95,8 @@ typedef struct eng {
     char device_line[256]; /* "Using device: ..." from the engine's log */
     cd_pl_phone phone;     /* the phone route's qemu, arm64 PoCL sysroot and caches (PHONE) */
     bool opencl_model;     /* the model has OpenCL kernel records: the runner gets --opencl-precision */
-    int kernels_built;     /* PoCL programs compiled during the runs (PHONE) */
+    int kernels_built;     /* kernels PoCL compiled during the runs (PHONE, OPENCL on PoCL) */
+    int programs_built;    /* programs PoCL built during the runs (the same) */
     char unfetched[480];   /* export route: probed ops none of whose outputs it fetches, by design */
 } eng;
 
@@ -463,15 +464,26 @@ static cd_status run_runner(eng *e, const char *nb, const char *out_dir, run_out
     char **env =
         e->kind == CD_PL_ENGINE_PHONE ? cd_pl_phone_env(&e->phone, phone_bufs) : engine_env(e, envbuf, sizeof envbuf);
     if (e->kind == CD_PL_ENGINE_PHONE && !env) return cd_err(err, CD_E_NOMEM, "out of memory");
-    cd_pl_progress *prog =
-        e->kind == CD_PL_ENGINE_PHONE && !e->q->quiet ? cd_pl_progress_start(e->name, e->phone.kcache) : NULL;
+    /* PoCL's compiles of Paddle-Lite's kernels, counted in its cache: the phone's arm64 PoCL,
+     * or the host's PoCL for the OpenCL engine (when another driver runs it, nothing appears) */
+    char hostk[PATH_MAX];
+    if (e->kind == CD_PL_ENGINE_OPENCL) cd_pl_host_kcache(hostk, sizeof hostk);
+    cd_pl_progress *prog = NULL;
+    if (e->kind == CD_PL_ENGINE_PHONE)
+        prog = cd_pl_progress_start(e->name, e->phone.kcache, "under qemu-aarch64", e->q->quiet);
+    else if (e->kind == CD_PL_ENGINE_OPENCL && hostk[0])
+        prog = cd_pl_progress_start(e->name, hostk, "on PoCL", e->q->quiet);
     int ws = 0;
     bool to = false;
     double t0 = now_ms();
     cd_status st =
         cd_pl_spawn_wait((char *const *)argv, env, logp, e->q->timeout_s, &ws, &to, e->q->xo->stop_flag, err);
     e->wall_ms += now_ms() - t0;
-    if (prog) e->kernels_built += cd_pl_progress_stop(prog);
+    if (prog) {
+        int progs = 0;
+        e->kernels_built += cd_pl_progress_stop(prog, &progs);
+        e->programs_built += progs;
+    }
     free(env);
     cd_pl_log_tail(logp, ro->tail, sizeof ro->tail);
     runner_phase(logp, ro);
@@ -837,8 +849,14 @@ static cd_status eng_run(cd_pl_engine_kind kind, const char *name, const cd_runn
         snprintf(res->device + dl, sizeof res->device - dl, "%s",
                  e->opencl_model ? " (arm64 PoCL under qemu)" : " (qemu)");
         cd_run_attr_str(res, "engine_sysroot", "%s", e->phone.sysroot);
-        cd_run_attr_str(res, "engine_kernel_cache", "%s", e->phone.kcache);
+    }
+    char hostk[PATH_MAX] = "";
+    if (kind == CD_PL_ENGINE_OPENCL) cd_pl_host_kcache(hostk, sizeof hostk);
+    if (kind == CD_PL_ENGINE_PHONE || hostk[0]) {
+        /* what PoCL compiled of Paddle-Lite's kernels in this run; 0: all from its cache */
+        cd_run_attr_str(res, "engine_kernel_cache", "%s", kind == CD_PL_ENGINE_PHONE ? e->phone.kcache : hostk);
         cd_run_attr_num(res, "engine_kernels_compiled", e->kernels_built);
+        cd_run_attr_num(res, "engine_programs_built", e->programs_built);
     }
     snprintf(res->driver, sizeof res->driver, "SDK %s (%s); runner %s%s%s%s%s", e->sdk.dir, e->sdk.from, e->runner.exe,
              e->runner.launcher[0] ? " under " : "", e->runner.launcher, kind == CD_PL_ENGINE_PHONE ? " -L " : "",
@@ -873,6 +891,13 @@ static cd_status eng_run(cd_pl_engine_kind kind, const char *name, const cd_runn
     if (e->unfetched[0]) cd_run_attr_str(res, CD_RUN_ATTR_NOT_FETCHED, "%s", e->unfetched);
     res->has_hits = true;
     if (!q->quiet && !st) fprintf(stderr, "cldiff: note: %s: %s\n", name, e->route);
+    if (!q->quiet && !st && (kind == CD_PL_ENGINE_PHONE || hostk[0]) && (e->kernels_built || e->programs_built))
+        fprintf(stderr,
+                "cldiff: note: %s: PoCL built %d OpenCL program%s and compiled %d kernel%s of Paddle-Lite's in this "
+                "run (%.1f s in the engine); kept in PoCL's cache %s: the next run of this model reuses them\n",
+                name, e->programs_built, e->programs_built == 1 ? "" : "s", e->kernels_built,
+                e->kernels_built == 1 ? "" : "s", e->wall_ms / 1000.0,
+                kind == CD_PL_ENGINE_PHONE ? e->phone.kcache : hostk);
     if (keep_work(e))
         fprintf(stderr, "cldiff: %s work folder kept: %s\ncldiff: (it moves into --out with the run's files: %s)\n",
                 name, e->dir, strrchr(e->dir, '/') ? strrchr(e->dir, '/') + 1 : e->dir);
