@@ -6,9 +6,14 @@
 # kernel cache and the Opt cache are warm then), and the ratios to the CPU run.
 #
 #   scripts/bench_engines.sh CLDIFF [N] [MODEL.nb[:shape] ...]
+#   COLD=1 scripts/bench_engines.sh CLDIFF [N] [MODEL.nb[:shape] ...]
 #
 # Default models: mask_detector, ppocr_v4_mobile_cls (x=1,3,48,192), ppocr_v2.0_cls; N = 3.
 # Extra cldiff options in $CLDIFF_ARGS (e.g. --backend-opt paddle-lite-opencl:vendors=DIR).
+# COLD=1: every timed run starts from empty caches, a model's first run on this machine
+# (docs/benchmarks.md "First runs"): a fresh CLDIFF_CACHE_DIR (Opt outputs, cldiff's OpenCL
+# programs) and XDG_CACHE_HOME (PoCL's kernel cache); the Paddle-Lite runners built once per
+# machine are copied in from the usual cache, so their build is not counted.
 set -u
 bin=$1; n=${2:-3}; shift; [ $# -gt 0 ] && shift
 here="$(cd "$(dirname "$0")/.." && pwd)"
@@ -18,7 +23,18 @@ models=("$@")
                                     "$M/ppocr_v2.0_cls_fp32_arm_v2.14rc.nb:x=1,3,48,192")
 out=$(mktemp -d /tmp/cldiff-bench-engines-XXXXXX)
 trap 'rm -rf "$out"' EXIT
-t() { local s e; s=$(date +%s.%N); "$@" > /dev/null 2>&1; e=$(date +%s.%N); python3 -c "print(f'{$e-$s:.3f}')"; }
+runners=${CLDIFF_CACHE_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/cldiff}/pl-runner
+t() {
+  local s e
+  if [ "${COLD:-0}" = 1 ]; then
+    rm -rf "$out/cold"; mkdir -p "$out/cold/cldiff"
+    [ -d "$runners" ] && cp -r "$runners" "$out/cold/cldiff/"
+    s=$(date +%s.%N); CLDIFF_CACHE_DIR=$out/cold/cldiff XDG_CACHE_HOME=$out/cold "$@" > /dev/null 2>&1; e=$(date +%s.%N)
+  else
+    s=$(date +%s.%N); "$@" > /dev/null 2>&1; e=$(date +%s.%N)
+  fi
+  python3 -c "print(f'{$e-$s:.3f}')"
+}
 printf '%-40s %10s %10s %10s %10s %8s %8s\n' model cpu_s arm_s ocl_s diff_s arm/cpu diff/cpu
 for spec in "${models[@]}"; do
   m=${spec%%:*}; shp=(); [ "$spec" != "$m" ] && shp=(--shape "${spec#*:}")
