@@ -6,7 +6,8 @@
     one cache entry per program plus the planner's memo listing them;
   - on PoCL (which keeps compiled programs itself) the entries are markers, not binaries;
     with POCL_KERNEL_CACHE=0 and no builds ahead (CLDIFF_CL_BUILD_JOBS=0: the old lazy path)
-    they are binaries; all these runs give bit-identical tensors;
+    they are binaries; cldiff turns PoCL's work-group specialisation off unless the user set
+    it: a run with it on (the old way) gives bit-identical tensors, as do all these runs;
   - a second run builds nothing and prints no program line; without a terminal (and without
     --progress) the builds ahead happen silently;
   - a family that fails or crashes in a build ahead changes nothing the user sees: the run
@@ -86,6 +87,12 @@ def main():
     if pocl:
         c.ok(e1 and all(v == MARKER for v in e1.values()), "PoCL: every entry is the driver-kept marker",
              str({k: len(v) for k, v in e1.items()}))
+    if pocl:
+        sos = [os.path.relpath(os.path.join(dp, f), c1) for dp, _, fs in os.walk(os.path.join(c1, "pocl"))
+               for f in fs if f.endswith(".so")]
+        c.ok(sos and all(os.path.basename(os.path.dirname(p)) == "0-0-0" for p in sos),
+             "PoCL: each kernel compiled once, for any work-group size (%d kernels)" % len(sos),
+             str([p for p in sos if "0-0-0" not in p][:5]))
     t1 = tensors(d1) if r1.rc == 0 else {}
     c.ok(len(t1) >= 5, "cold run: layers in the dump (%d)" % len(t1))
 
@@ -96,10 +103,12 @@ def main():
     c.ok(entries(c1) == e1, "warm run: the cache entries unchanged")
     c.ok(r2.rc == 0 and tensors(d2) == t1, "warm run: tensors bit-identical to the cold run")
 
-    # 3. the old path: lazy builds, binaries stored (POCL_KERNEL_CACHE=0): same tensors
+    # 3. the old path: lazy builds, binaries stored (POCL_KERNEL_CACHE=0), PoCL's kernels
+    # specialised per work-group size (POCL_WORK_GROUP_SPECIALIZATION=1): same tensors
     c3 = os.path.join(work, "cache3")
-    r3, d3 = run(c, work, "lazy", c3, "--progress", env={"CLDIFF_CL_BUILD_JOBS": "0", "POCL_KERNEL_CACHE": "0"})
-    c.rc(r3, 0, "lazy run (CLDIFF_CL_BUILD_JOBS=0, POCL_KERNEL_CACHE=0)")
+    r3, d3 = run(c, work, "lazy", c3, "--progress", env={"CLDIFF_CL_BUILD_JOBS": "0", "POCL_KERNEL_CACHE": "0",
+                                                          "POCL_WORK_GROUP_SPECIALIZATION": "1"})
+    c.rc(r3, 0, "lazy run (CLDIFF_CL_BUILD_JOBS=0, POCL_KERNEL_CACHE=0, POCL_WORK_GROUP_SPECIALIZATION=1)")
     c.ok("OpenCL programs" not in r3.err, "lazy run: nothing built ahead")
     e3 = entries(c3)
     c.ok(len(e3) == len(e1) and all(v != MARKER and len(v) > 1000 for v in e3.values()),

@@ -216,6 +216,12 @@ cd_status cd_opencl_backend_open(const cd_backend_opts *opts, cd_backend **out, 
     b->impl = r;
     r->b = b;
     r->cur_op = -1;
+    /* PoCL compiles a kernel again for every work-group size it is launched with (46
+     * compiles for ppocr_v3_det's 8 kernels, two thirds of a first run); without that
+     * specialisation it compiles each kernel once. Same tensors, bit for bit, on every shared
+     * model; warm runs as fast within the noise (docs/benchmarks.md "First runs"). A value the
+     * user set is kept; other drivers ignore the variable. Set before the driver starts. */
+    setenv("POCL_WORK_GROUP_SPECIALIZATION", "0", 0);
     cd_status st = cd_cl_load(opts->cl_lib, &r->cl, &r->search, err);
     if (!st) st = cd_cl_pick(&r->cl, opts->cl_platform, opts->cl_device, &r->pid, &r->dev, &r->info, err);
     if (st) {
