@@ -266,6 +266,10 @@ static const char k_driver_kept[] = "cldiff: the driver's own cache keeps this p
 
 static bool driver_keeps_programs(const cd_cl_devinfo *info) {
     if (!info || (!strstr(info->platform_version, "PoCL") && !strstr(info->platform_version, "pocl"))) return false;
+    /* CLDIFF_CL_BINARIES=1 keeps binaries all the same: a warm run then never calls the
+     * compiler (scripts/sanitize.sh: under valgrind even PoCL's source hashing is slow) */
+    const char *b = getenv("CLDIFF_CL_BINARIES");
+    if (b && *b && strcmp(b, "0")) return false;
     const char *e = getenv("POCL_KERNEL_CACHE");
     return !(e && !strcmp(e, "0"));
 }
