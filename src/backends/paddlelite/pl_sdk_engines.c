@@ -95,6 +95,7 @@ typedef struct eng {
     char device_line[256]; /* "Using device: ..." from the engine's log */
     cd_pl_phone phone;     /* the phone route's qemu, arm64 PoCL sysroot and caches (PHONE) */
     bool opencl_model;     /* the model has OpenCL kernel records: the runner gets --opencl-precision */
+    int ok_prefix;         /* the bisection's prefix whose outputs are kept in <dir>/prefix-ok (0: none) */
     int kernels_built;     /* kernels PoCL compiled during the runs (PHONE, OPENCL on PoCL) */
     int programs_built;    /* programs PoCL built during the runs (the same) */
     char unfetched[480];   /* export route: probed ops none of whose outputs it fetches, by design */
@@ -559,6 +560,7 @@ static cd_status bisect_crash(eng *e, int *last_ok, int *tries, cd_error *err) {
     int lo = 0, hi = g->n_ops; /* prefix lo runs (trivially 0), prefix hi dies */
     *last_ok = -1;
     *tries = 0;
+    e->ok_prefix = 0;
     char nb[PATH_MAX + 32], od[PATH_MAX + 32];
     snprintf(nb, sizeof nb, "%s/prefix.nb", e->dir);
     snprintf(od, sizeof od, "%s/prefix", e->dir);
@@ -582,9 +584,15 @@ static cd_status bisect_crash(eng *e, int *last_ok, int *tries, cd_error *err) {
         if (st) return CD_OK; /* a prefix that cannot be made: leave it unknown */
         if (ro.crashed)
             hi = mid;
-        else if (ro.exit_code == 0)
+        else if (ro.exit_code == 0) {
             lo = mid;
-        else
+            /* its outputs are the largest prefix's so far: kept, so that the run after the
+             * bisection need not run it again */
+            char okd[PATH_MAX + 32];
+            snprintf(okd, sizeof okd, "%s/prefix-ok", e->dir);
+            cd_pl_rm_tree(okd);
+            e->ok_prefix = rename(od, okd) == 0 ? mid : 0;
+        } else
             return CD_OK;
     }
     *last_ok = lo;
@@ -799,8 +807,12 @@ static cd_status eng_run(cd_pl_engine_kind kind, const char *name, const cd_runn
             snprintf(pod, sizeof pod, "%s/prefix", e->dir);
             cd_error e2 = {0};
             run_out r2;
-            if (!make_model(e, last_ok, pnb, &e2) && !run_runner(e, pnb, pod, &r2, &e2) && !r2.crashed &&
-                !r2.exit_code) {
+            /* the bisection kept that prefix's outputs (the model is made again all the same: the
+             * fetched tensors are read by its fetch list; Opt's output is in the cache) */
+            bool kept = e->ok_prefix == last_ok;
+            if (kept) snprintf(pod, sizeof pod, "%s/prefix-ok", e->dir);
+            if (!make_model(e, last_ok, pnb, &e2) &&
+                (kept || (!run_runner(e, pnb, pod, &r2, &e2) && !r2.crashed && !r2.exit_code))) {
                 cd_pl_collect_req cq = {.plan = q->plan,
                                         .fetch = e->fetch,
                                         .n_fetch = e->n_fetch,
@@ -911,9 +923,9 @@ static cd_status eng_run(cd_pl_engine_kind kind, const char *name, const cd_runn
                 name, e->dir, strrchr(e->dir, '/') ? strrchr(e->dir, '/') + 1 : e->dir);
     else if (e->dir[0]) {
         char cmd[PATH_MAX + 32];
-        /* the folder holds subfolders (export/, out/, prefix/): remove them first */
-        const char *subs[] = {"export", "out", "prefix"};
-        for (int i = 0; i < 3; i++) {
+        /* the folder holds subfolders (export/, out/, prefix/, prefix-ok/): remove them first */
+        const char *subs[] = {"export", "out", "prefix", "prefix-ok"};
+        for (int i = 0; i < 4; i++) {
             snprintf(cmd, sizeof cmd, "%s/%s", e->dir, subs[i]);
             cd_pl_rm_tree(cmd);
         }
