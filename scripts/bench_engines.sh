@@ -5,6 +5,7 @@
 # kernel cache, the Opt cache and the runners are warm then), and the ratios to the CPU run.
 #
 #   scripts/bench_engines.sh CLDIFF [N] [MODEL[:shape] ...]
+#   COLD=1 scripts/bench_engines.sh CLDIFF [N] [MODEL[:shape] ...]
 #
 # Engines: $ENGINES (default "paddle-lite-arm paddle-lite-opencl"), the pair $PAIR (default the two
 # engines joined by a comma). For MNN: ENGINES="mnn-cpu mnn-opencl" with .mnn models (default then:
@@ -12,6 +13,10 @@
 # mask_detector, ppocr_v4_mobile_cls (x=1,3,48,192), ppocr_v2.0_cls; N = 3. A run that fails
 # prints "fail" (its exit code) instead of a time. Extra cldiff options in $CLDIFF_ARGS (e.g.
 # --backend-opt paddle-lite-opencl:vendors=DIR).
+# COLD=1: every timed run starts from empty caches, a model's first run on this machine
+# (docs/benchmarks.md "First runs"): a fresh CLDIFF_CACHE_DIR (Opt outputs, cldiff's OpenCL
+# programs) and XDG_CACHE_HOME (PoCL's kernel cache); the engines' runners built once per
+# machine are copied in from the usual cache, so their build is not counted.
 set -u
 bin=$1; n=${2:-3}; shift; [ $# -gt 0 ] && shift
 here="$(cd "$(dirname "$0")/.." && pwd)"
@@ -28,10 +33,17 @@ if [ ${#models[@]} -eq 0 ]; then
 fi
 out=$(mktemp -d /tmp/cldiff-bench-engines-XXXXXX)
 trap 'rm -rf "$out"' EXIT
+cache=${CLDIFF_CACHE_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/cldiff}
 # one timed run: seconds, or "fail:RC"
 t() {
   local s e rc
-  s=$(date +%s.%N); "$@" > /dev/null 2>&1; rc=$?; e=$(date +%s.%N)
+  if [ "${COLD:-0}" = 1 ]; then
+    rm -rf "$out/cold"; mkdir -p "$out/cold/cldiff"
+    for r in pl-runner mnn-runner; do [ -d "$cache/$r" ] && cp -r "$cache/$r" "$out/cold/cldiff/"; done
+    s=$(date +%s.%N); CLDIFF_CACHE_DIR=$out/cold/cldiff XDG_CACHE_HOME=$out/cold "$@" > /dev/null 2>&1; rc=$?; e=$(date +%s.%N)
+  else
+    s=$(date +%s.%N); "$@" > /dev/null 2>&1; rc=$?; e=$(date +%s.%N)
+  fi
   # 0 pass, 1 a verdict, 10 incomplete: the run finished; anything else is a failure to report
   case $rc in 0|1|10) python3 -c "print(f'{$e-$s:.3f}')" ;; *) echo "fail:$rc" ;; esac
 }

@@ -134,6 +134,9 @@ if [ $do_vg = 1 ]; then
         # libgomp threads that spin while they wait cost much more under valgrind (it runs
         # one thread at a time): 107 s instead of 55 s for the OpenCL run below (2 cores)
         export OMP_WAIT_POLICY=PASSIVE
+        # program binaries in cldiff's cache even on PoCL (docs/opencl.md "Program cache"): a
+        # warm run then loads them and never calls PoCL's compiler, not even to hash a source
+        export CLDIFF_CL_BINARIES=1
         if [ "$want_cl" = 1 ]; then
             local kl="${CLDIFF_VALGRIND_POCL_KERNELLIB:-}"
             [ -n "$kl" ] || ! grep -qw avx2 /proc/cpuinfo || kl=avx2

@@ -8,6 +8,7 @@ set(CD_TEST_COSTS
   fuzz_ci 120
   hardening_aarch64 90
   e2e_faults 60
+  e2e_cl_prebuild 100
   mnn_arm 50
   fault_sweep_ci 50
   oracle_test_cl_conformance 30

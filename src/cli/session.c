@@ -540,14 +540,16 @@ cd_status cd_session_run_req(cd_session *s, const cd_run_req *q, cd_run_result *
                         .model_sha256 = s->sha256,
                         .work_dir = s->o->out_dir,
                         .timeout_s = s->o->timeout_s,
-                        .quiet = s->o->quiet};
+                        .quiet = s->o->quiet,
+                        .progress = pr.tty,
+                        .run_name = run};
     cd_runner_result *rr = calloc(1, sizeof *rr);
     if (!rr) st = cd_err(err, CD_E_NOMEM, "out of memory");
     double t0 = now_ms();
     if (pr.tty) {
         /* the silent part before the first layer: kernels building, an engine's whole run */
         pr.pending = fprintf(stderr, "  %-7s %s", run,
-                             def->opencl ? "building the OpenCL kernels (10-30 s the first time, cached after) ..."
+                             def->opencl          ? "preparing the OpenCL run ..."
                                  : !def->op_by_op ? "the engine runs the whole model, no layer-by-layer progress ..."
                                                   : "preparing ...");
         fflush(stderr);

@@ -38,6 +38,8 @@ typedef struct cd_runner_req {
     const char *work_dir; /* temporary files of engines go below it (the --out folder) */
     double timeout_s;     /* <= 0: none */
     bool quiet;
+    bool progress;        /* progress lines on stderr (a terminal, or --progress) */
+    const char *run_name; /* the dump run's name, for those lines; may be NULL */
 } cd_runner_req;
 
 typedef struct cd_runner_result {

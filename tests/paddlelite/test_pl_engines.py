@@ -12,7 +12,9 @@ qemu-aarch64 for the ARM library, the paddlelite wheel's Opt (.venv-pl) and PoCL
     the OpenCL run's own inputs), exit 1, and v2 aborts: exit 5 naming op #7
     fusion_elementwise_add_activation_0 (bisection over model prefixes), the layers before it kept;
   * --fp16 with the OpenCL engine: exit 4 saying why (no cl_khr_fp16 here), not a faked run;
-  * `cldiff inspect --backends paddle-lite-opencl` lists what Opt placed where, without a run.
+  * `cldiff inspect --backends paddle-lite-opencl` lists what Opt placed where, without a run;
+  * with an empty PoCL cache the OpenCL engine's run counts and says what PoCL compiled (each
+    kernel once), and a second run compiles nothing and says nothing.
 Skips (exit 77, reason printed) where an SDK, qemu, the wheel or the shared models are missing.
 """
 import json
@@ -96,6 +98,34 @@ def main():
             dev = runs["paddle-lite-arm"].attrs.get("device", b"")
             dev = dev.decode() if isinstance(dev, bytes) else str(dev)
             c.ok("ARM kernels" in dev, "ARM run names Paddle-Lite's ARM kernels", dev)
+
+    # First runs (issue 29): what PoCL compiles of Paddle-Lite's kernels is counted and said, in a
+    # PoCL cache of its own (cldiff's cache, with the runner and Opt's output, stays warm); the
+    # kernels are compiled once each (POCL_WORK_GROUP_SPECIALIZATION=0 for the runner)
+    kc = os.path.join(d, "pocl-kcache")
+    counts = []
+    for i in range(2):
+        o = os.path.join(d, "kc%d" % i)
+        r = cldiff("run", "--backends", "paddle-lite-opencl", MASK, "--out", o, env={"POCL_CACHE_DIR": kc})
+        c.rc(r, 0, "mask_detector alone on paddle-lite-opencl, %s PoCL cache" % ("empty" if i == 0 else "warm"))
+        if r.rc != 0:
+            break
+        with h5py.File(os.path.join(o, "dump.h5"), "r") as h:
+            a = h["runs/paddle-lite-opencl"].attrs
+            kdir = a.get("engine_kernel_cache", b"")
+            kdir = kdir.decode() if isinstance(kdir, bytes) else str(kdir)
+            counts.append((int(a.get("engine_programs_built", -1)), int(a.get("engine_kernels_compiled", -1))))
+        c.ok(kdir == kc, "engine_kernel_cache names the host PoCL's cache", kdir)
+        said = "PoCL built %d OpenCL program" % counts[-1][0]
+        c.ok((said in r.err) == (i == 0), "the note on PoCL's compiles %s" % ("given" if i == 0 else "absent when all cached"),
+             r.err[-500:])
+    if len(counts) == 2:
+        c.ok(counts[0][0] > 0 and counts[0][1] > 0 and counts[1] == (0, 0),
+             "first run: programs and kernels compiled %s, second: none %s" % (counts[0], counts[1]))
+        sos = [os.path.join(dp, f) for dp, _, fs in os.walk(kc) for f in fs if f.endswith(".so")]
+        c.ok(sos and all(os.path.basename(os.path.dirname(p)) == "0-0-0" for p in sos),
+             "each of Paddle-Lite's kernels compiled once, for any work-group size (%d)" % len(sos),
+             str([p for p in sos if "0-0-0" not in p][:3]))
 
     # The two first findings of issue 19 were our export's (docs/paddle-lite-findings.md): with the
     # inferred activation shapes both models agree; with the .nb's declared shapes (what the export

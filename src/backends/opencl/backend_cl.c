@@ -72,6 +72,18 @@ int cd_cl_op_mode(const cd_plan *plan, const cd_backend_opts *o, int i, const cd
     return MODE_FALLBACK;
 }
 
+int cd_cl_plan_families(const cd_plan *plan, const cd_backend_opts *o, const char **fam, int max) {
+    int n = 0;
+    for (int i = 0; i < plan->g->n_ops; i++) {
+        const cd_cl_op_def *d = NULL;
+        if (cd_cl_op_mode(plan, o, i, &d) != MODE_KERNEL || !d || !d->family) continue;
+        bool seen = false;
+        for (int k = 0; k < n && !seen; k++) seen = !strcmp(fam[k], d->family);
+        if (!seen && n < max) fam[n++] = d->family;
+    }
+    return n;
+}
+
 static cd_status cl_prepare(cd_backend *b, const cd_plan *plan, cd_error *err) {
     clrt *r = b->impl;
     if (r->plan) return cd_err(err, CD_E_INTERNAL, "opencl backend: prepare called twice");
@@ -204,6 +216,12 @@ cd_status cd_opencl_backend_open(const cd_backend_opts *opts, cd_backend **out, 
     b->impl = r;
     r->b = b;
     r->cur_op = -1;
+    /* PoCL compiles a kernel again for every work-group size it is launched with (46
+     * compiles for ppocr_v3_det's 8 kernels, two thirds of a first run); without that
+     * specialisation it compiles each kernel once. Same tensors, bit for bit, on every shared
+     * model; warm runs as fast within the noise (docs/benchmarks.md "First runs"). A value the
+     * user set is kept; other drivers ignore the variable. Set before the driver starts. */
+    setenv("POCL_WORK_GROUP_SPECIALIZATION", "0", 0);
     cd_status st = cd_cl_load(opts->cl_lib, &r->cl, &r->search, err);
     if (!st) st = cd_cl_pick(&r->cl, opts->cl_platform, opts->cl_device, &r->pid, &r->dev, &r->info, err);
     if (st) {

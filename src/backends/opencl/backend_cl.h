@@ -47,4 +47,22 @@ const char *cd_cl_build_options(cd_cl_variant v, const cd_cl_devinfo *info);
 cd_status cd_cl_build_program(const cd_clfn *cl, cl_context ctx, cl_device_id dev, const cd_cl_devinfo *info,
                               const char *source, const char *options, cd_cl_cache *cache, cl_program *out, char **log,
                               cd_error *err);
+/* Whether the cache holds an entry for the program (its file exists; cd_cl_build_program
+ * still checks it); path (may be NULL) receives the entry's path. false when cache is NULL
+ * or disabled. */
+bool cd_cl_program_cached(const cd_cl_devinfo *info, const char *source, const char *options, const cd_cl_cache *cache,
+                          char *path, size_t pn);
+
+/* Building a plan's programs ahead of its run, several at a time (isolate.c: each in a child
+ * process of its own, docs/opencl.md "Program builds ahead of the run"). */
+/* The kernel families the plan's ops run with on this backend (op_mode kernel), each once, in
+ * order of first use; returns their count (at most max). */
+int cd_cl_plan_families(const cd_plan *plan, const cd_backend_opts *o, const char **fam, int max);
+/* 1 when the family's program (in the backend's variant) is in the program cache, 0 when
+ * not, -1 when its source cannot be assembled (the run says why); path (may be NULL)
+ * receives the cache entry's path. */
+int cd_opencl_family_cached(cd_backend *b, const char *family, char *path, size_t pn);
+/* Builds the family's program (through the cache: a build stores its binary); CD_OK or the
+ * build's error. */
+cd_status cd_opencl_build_family(cd_backend *b, const char *family, cd_error *err);
 #endif

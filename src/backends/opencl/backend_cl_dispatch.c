@@ -316,3 +316,26 @@ cd_status clrt_run_op(cd_backend *b, int i, cd_op_report *rep, cd_error *err) {
     rep->elapsed_us = now_us() - t0;
     return st;
 }
+
+int cd_opencl_family_cached(cd_backend *b, const char *family, char *path, size_t pn) {
+    clrt *r = b->impl;
+    cd_error e;
+    cd_err_clear(&e);
+    if (path && pn) path[0] = 0;
+    char *src = cd_cl_program_source(b->opts.kernel_dir, family, r->variant, &e);
+    if (!src) return -1;
+    int hit =
+        cd_cl_program_cached(&r->info, src, cd_cl_build_options(r->variant, &r->info), &r->cache, path, pn) ? 1 : 0;
+    free(src);
+    return hit;
+}
+
+cd_status cd_opencl_build_family(cd_backend *b, const char *family, cd_error *err) {
+    clrt *r = b->impl;
+    clprog *p = ensure_prog(r, -1, family, err);
+    if (!p) return CD_E_NOMEM;
+    if (!p->prog)
+        return cd_err(err, CD_E_UNSUPPORTED, "kernel %s (%s) failed to build: %s", family,
+                      cd_cl_variant_name(r->variant), p->why ? p->why : "unknown reason");
+    return CD_OK;
+}

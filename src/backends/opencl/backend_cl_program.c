@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include "backends/opencl/backend_cl.h"
 #include "backends/opencl/loader.h"
 #include "engine/op_list.h"
@@ -233,6 +234,50 @@ static cd_status build_from_source(const cd_clfn *cl, cl_context ctx, cl_device_
     return CD_OK;
 }
 
+/* The cache key of a program: device, driver and platform versions, options, source. */
+static void program_key(const cd_cl_devinfo *info, const char *source, const char *options, char *driver, size_t dn,
+                        cd_cl_cache_key *key) {
+    snprintf(driver, dn, "%s | %s", info ? info->driver : "", info ? info->platform_version : "");
+    key->device = info ? info->name : "";
+    key->driver = driver;
+    key->options = options;
+    cd_cl_cache_hash_source(key, source, strlen(source));
+}
+
+bool cd_cl_program_cached(const cd_cl_devinfo *info, const char *source, const char *options, const cd_cl_cache *cache,
+                          char *path, size_t pn) {
+    if (path && pn) path[0] = 0;
+    if (!cache || !cache->enabled) return false;
+    cd_cl_cache_key key;
+    char driver[300], p[1200];
+    program_key(info, source, options, driver, sizeof driver, &key);
+    cd_cl_cache_path(cache, &key, p, sizeof p);
+    if (path && pn) snprintf(path, pn, "%s", p);
+    return access(p, R_OK) == 0;
+}
+
+/* A driver that keeps compiled programs itself: PoCL with its kernel cache on (the default;
+ * POCL_KERNEL_CACHE=0 turns it off). Asking PoCL for a program's binary makes it compile
+ * every kernel of the program for a generic work-group size, which the run never uses: on
+ * ppocr_v3_det that doubled the CPU time of a first run (docs/benchmarks.md "First runs").
+ * For such a driver the cache entry is a marker saying "built once, the driver keeps it",
+ * and the program is built from source, which the driver's cache answers. */
+static const char k_driver_kept[] = "cldiff: the driver's own cache keeps this program\n";
+
+static bool driver_keeps_programs(const cd_cl_devinfo *info) {
+    if (!info || (!strstr(info->platform_version, "PoCL") && !strstr(info->platform_version, "pocl"))) return false;
+    /* CLDIFF_CL_BINARIES=1 keeps binaries all the same: a warm run then never calls the
+     * compiler (scripts/sanitize.sh: under valgrind even PoCL's source hashing is slow) */
+    const char *b = getenv("CLDIFF_CL_BINARIES");
+    if (b && *b && strcmp(b, "0")) return false;
+    const char *e = getenv("POCL_KERNEL_CACHE");
+    return !(e && !strcmp(e, "0"));
+}
+
+static bool is_marker(const uint8_t *bin, size_t n) {
+    return n == sizeof k_driver_kept - 1 && !memcmp(bin, k_driver_kept, n);
+}
+
 cd_status cd_cl_build_program(const cd_clfn *cl, cl_context ctx, cl_device_id dev, const cd_cl_devinfo *info,
                               const char *source, const char *options, cd_cl_cache *cache, cl_program *out, char **log,
                               cd_error *err) {
@@ -240,14 +285,13 @@ cd_status cd_cl_build_program(const cd_clfn *cl, cl_context ctx, cl_device_id de
     if (log) *log = NULL;
     cd_cl_cache_key key;
     char driver[300];
-    snprintf(driver, sizeof driver, "%s | %s", info ? info->driver : "", info ? info->platform_version : "");
-    key.device = info ? info->name : "";
-    key.driver = driver;
-    key.options = options;
-    cd_cl_cache_hash_source(&key, source, strlen(source));
+    program_key(info, source, options, driver, sizeof driver, &key);
     uint8_t *bin = NULL;
     size_t n = 0;
-    if (cache && cd_cl_cache_get(cache, &key, &bin, &n)) {
+    bool kept = driver_keeps_programs(info), marker = false;
+    if (cache && cd_cl_cache_get(cache, &key, &bin, &n) && (marker = is_marker(bin, n))) {
+        free(bin); /* built before: from source, through the driver's cache */
+    } else if (bin) {
         /* A binary that passed the checksum can still be refused (driver changed without a
          * version bump): it is then dropped and the source is built. */
         cl_int rc, bst = CL_SUCCESS;
@@ -266,6 +310,10 @@ cd_status cd_cl_build_program(const cd_clfn *cl, cl_context ctx, cl_device_id de
     }
     cd_status st = build_from_source(cl, ctx, dev, source, options, out, log, err);
     if (st || !cache || !cache->enabled) return st;
+    if (kept) {
+        if (!marker) cd_cl_cache_put(cache, &key, (const uint8_t *)k_driver_kept, sizeof k_driver_kept - 1);
+        return CD_OK;
+    }
     size_t bsz = 0;
     if (cl->clGetProgramInfo(*out, CL_PROGRAM_BINARY_SIZES, sizeof bsz, &bsz, NULL) == CL_SUCCESS && bsz > 0) {
         unsigned char *b = malloc(bsz);

@@ -1,6 +1,7 @@
 /* The isolating parent/child pair for OpenCL runs (see isolate.h). */
 #include <errno.h>
 #include <fcntl.h>
+#include <poll.h>
 #include <omp.h>
 #include <signal.h>
 #include <stdint.h>
@@ -13,6 +14,7 @@
 #include "util/error.h"
 #include "backends/opencl/backend_cl.h"
 #include "backends/opencl/isolate.h"
+#include "util/sha256.h"
 #include "util/subproc.h"
 
 enum { REC_PHASE = 1, REC_HIT = 2, REC_DONE = 3, REC_DESC = 4, REC_RESULT = 5, REC_SETTLED = 6 };
@@ -429,9 +431,260 @@ cd_status cd_run_isolated(const cd_plan *plan, const cd_backend_opts *opts, cons
     return cd_err(err, CD_E_CRASH, "OpenCL run crashed: %s", msg);
 }
 
+/* ------------------------------------------------------- programs ahead of the run */
+
+/* A first run on a driver that compiles slowly (PoCL: 10-30 s per model) used to build each
+ * family's program when its first op ran, one after the other. Before the run child starts,
+ * the programs the plan needs and the cache lacks are built here, several at a time, each in
+ * a child process of its own that stores the binary in the program cache; the run child then
+ * loads them from the cache as on any later run (the same binaries, so the same results).
+ * Own processes, not threads: a driver may serialise builds within one process (PoCL holds
+ * a lock per context), and a build that crashes or fails here costs nothing but time: the
+ * run child builds that family again when its op comes, and reports the crash or the failure
+ * at that op as before. Nothing is built ahead with --no-cache (nowhere to keep it). */
+
+#define MAX_FAMILIES 64
+
+typedef struct {
+    const cd_backend_opts *opts;
+    const char **fam;
+    int n;
+    const char *memo; /* planner: where to note the families' cache entries */
+} prebuild_args;
+
+/* The planner needs the driver (the cache keys name the device and driver versions), which
+ * costs a process and the driver's start (~0.1 s) on every run. It notes the entries of the
+ * plan's families in a memo named by what chose them (families, precision, device choice,
+ * kernel folder); while every entry the memo lists exists, the parent skips the planner. A
+ * stale memo (a new driver, edited kernels) only costs the builds ahead: the run child builds
+ * what it lacks, as it always did. */
+static void memo_path(const cd_backend_opts *o, const char **fam, int n, char *out, size_t on) {
+    out[0] = 0;
+    cd_cl_cache c;
+    cd_cl_cache_open(&c, o->cache_dir, o->no_cache);
+    if (!c.enabled) return;
+    size_t cap = 8192, len = 0;
+    char *t = malloc(cap);
+    if (!t) return;
+    const char *ev = getenv("OCL_ICD_VENDORS"), *pk = getenv("POCL_KERNEL_CACHE");
+    int w = snprintf(t, cap, "prec %d fp16c %d lib %s plat %s dev %s kdir %s icd %s pocl_cache %s\n", (int)o->prec,
+                     o->fp16_compute, o->cl_lib ? o->cl_lib : "", o->cl_platform ? o->cl_platform : "",
+                     o->cl_device ? o->cl_device : "", o->kernel_dir ? o->kernel_dir : "", ev ? ev : "", pk ? pk : "");
+    len = w > 0 && (size_t)w < cap ? (size_t)w : 0;
+    for (int i = 0; i < n; i++) {
+        w = snprintf(t + len, cap - len, "%s\n", fam[i]);
+        if (w < 0 || (size_t)w >= cap - len) break;
+        len += (size_t)w;
+    }
+    uint8_t d[32];
+    char hex[65];
+    cd_sha256(t, len, d);
+    cd_sha256_hex(d, hex);
+    free(t);
+    snprintf(out, on, "%.900s/plan-%.16s.txt", c.dir, hex);
+}
+
+/* true when the memo lists at least one entry and every one exists */
+static bool memo_all_cached(const char *memo) {
+    if (!memo[0]) return false;
+    FILE *f = fopen(memo, "r");
+    if (!f) return false;
+    char line[1300];
+    int k = 0;
+    bool ok = true;
+    while (ok && fgets(line, sizeof line, f)) {
+        line[strcspn(line, "\n")] = 0;
+        ok = line[0] && access(line, R_OK) == 0;
+        k++;
+    }
+    fclose(f);
+    return ok && k > 0;
+}
+
+static cd_status child_backend(const cd_backend_opts *opts, cd_backend **b) {
+    omp_set_num_threads(1);
+    cd_backend_opts o = *opts;
+    o.threads = 1;
+    cd_error e;
+    cd_err_clear(&e);
+    return cd_opencl_backend_open(&o, b, &e);
+}
+
+/* Writes one character per family: '1' cached, '0' to build, 'x' no source. */
+static void planner_entry(int fd, void *arg) {
+    const prebuild_args *a = arg;
+    signal(SIGPIPE, SIG_DFL);
+    cd_backend *b = NULL;
+    if (child_backend(a->opts, &b)) _exit(0); /* the run child says why */
+    char out[MAX_FAMILIES];
+    char(*paths)[1200] = calloc((size_t)a->n, sizeof *paths);
+    for (int i = 0; i < a->n; i++) {
+        int st = cd_opencl_family_cached(b, a->fam[i], paths ? paths[i] : NULL, paths ? sizeof paths[i] : 0);
+        out[i] = st > 0 ? '1' : st == 0 ? '0' : 'x';
+    }
+    child_ctx c = {.fd = fd};
+    write_all(&c, out, (size_t)a->n);
+    /* the memo: the entries of every family with a source (the builders make the missing
+     * ones); written to a temporary name and renamed */
+    if (a->memo && a->memo[0] && paths) {
+        char tmp[1100];
+        snprintf(tmp, sizeof tmp, "%.1000s.tmp.%ld", a->memo, (long)getpid());
+        FILE *f = fopen(tmp, "w");
+        bool ok = f != NULL;
+        for (int i = 0; ok && i < a->n; i++)
+            if (paths[i][0]) ok = fprintf(f, "%s\n", paths[i]) > 0;
+        if (f) ok = (fclose(f) == 0) && ok;
+        if (!ok || rename(tmp, a->memo) != 0) unlink(tmp);
+    }
+    _exit(0); /* no driver teardown: nothing of it is needed */
+}
+
+/* Writes 'k' when the family's program was built (and stored), 'f' when not. */
+static void builder_entry(int fd, void *arg) {
+    const prebuild_args *a = arg;
+    signal(SIGPIPE, SIG_DFL);
+    cd_backend *b = NULL;
+    if (child_backend(a->opts, &b)) _exit(0);
+    cd_error e;
+    cd_err_clear(&e);
+    child_ctx c = {.fd = fd};
+    write_all(&c, cd_opencl_build_family(b, a->fam[0], &e) ? "f" : "k", 1);
+    _exit(0);
+}
+
+static double mono_now(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+/* How many builds run at once: CLDIFF_CL_BUILD_JOBS (0: no builds ahead), else the online
+ * cores. */
+static int build_jobs(void) {
+    const char *e = getenv("CLDIFF_CL_BUILD_JOBS");
+    if (e && *e) {
+        char *end;
+        long v = strtol(e, &end, 10);
+        if (*end == 0 && v >= 0) return v > 16 ? 16 : (int)v;
+    }
+    long n = sysconf(_SC_NPROCESSORS_ONLN);
+    return n < 1 ? 1 : n > 16 ? 16 : (int)n;
+}
+
+/* The line on a terminal: rewritten in place, blanks over a longer earlier text (the
+ * session's "preparing" line is shorter than these). */
+static void prebuild_line(bool tty, int *shown, const char *run, int done, int todo, int cached, bool last, double secs,
+                          int jobs) {
+    if (!tty) return;
+    char line[200];
+    if (last)
+        snprintf(line, sizeof line, "  %-7s OpenCL programs: %d built in %.1f s (%d at a time), %d cached", run, done,
+                 secs, jobs, cached);
+    else
+        snprintf(line, sizeof line, "  %-7s OpenCL programs: building, %d/%d done (%d at a time), %d cached ...", run,
+                 done, todo, jobs, cached);
+    int len = (int)strlen(line);
+    fprintf(stderr, "\r%s%*s%s", line, *shown > len ? *shown - len : 0, "", last ? "\n" : "");
+    *shown = len;
+    fflush(stderr);
+}
+
+static void prebuild(const cd_plan *plan, const cd_backend_opts *opts, const char *run, bool tty, double timeout_s,
+                     volatile int *stop) {
+    int jobs = build_jobs();
+    if (opts->no_cache || jobs == 0) return;
+    const char *fam[MAX_FAMILIES];
+    int n = cd_cl_plan_families(plan, opts, fam, MAX_FAMILIES);
+    if (n == 0) return;
+    char memo[1000];
+    memo_path(opts, fam, n, memo, sizeof memo);
+    if (memo_all_cached(memo)) return;
+    double t0 = mono_now();
+    prebuild_args pa = {opts, fam, n, memo};
+    cd_subproc_opts so = {.timeout_s = timeout_s, .stop = stop, .quiet_child = true};
+    cd_subproc sp;
+    if (cd_subproc_fork(&sp, &so, planner_entry, &pa) != 0) return;
+    cd_subproc_text txt = {0};
+    cd_subproc_result sr;
+    cd_subproc_wait(&sp, cd_subproc_collect, &txt, &sr);
+    const char *todo[MAX_FAMILIES];
+    int m = 0, cached = 0;
+    if (txt.out && txt.out_len == (size_t)n)
+        for (int i = 0; i < n; i++) {
+            if (txt.out[i] == '0') todo[m++] = fam[i];
+            cached += txt.out[i] == '1';
+        }
+    free(txt.out);
+    if (m == 0) return; /* all cached (or no device: the run child says so) */
+    if (jobs > m) jobs = m;
+    cd_subproc kids[16];
+    prebuild_args ka[16];
+    bool busy[16] = {false};
+    int next = 0, done = 0, running = 0;
+    double deadline = timeout_s > 0 ? t0 + timeout_s : 0;
+    int shown = 50; /* over the session's "preparing" text */
+    prebuild_line(tty, &shown, run, 0, m, cached, false, 0, jobs);
+    so.timeout_s = 0; /* the deadline below covers them all */
+    for (;;) {
+        for (int j = 0; j < jobs && next < m && !(stop && *stop); j++) {
+            if (busy[j]) continue;
+            ka[j] = (prebuild_args){opts, &todo[next], 1, NULL};
+            if (cd_subproc_fork(&kids[j], &so, builder_entry, &ka[j]) != 0) {
+                next = m; /* cannot start more: the run builds the rest */
+                break;
+            }
+            next++;
+            busy[j] = true;
+            running++;
+        }
+        if (!running) break;
+        struct pollfd pf[16];
+        int who[16], np = 0;
+        for (int j = 0; j < jobs; j++)
+            if (busy[j]) {
+                pf[np] = (struct pollfd){.fd = kids[j].fd[0], .events = POLLIN};
+                who[np++] = j;
+            }
+        int wait_ms = -1;
+        if (deadline > 0) {
+            double left = deadline - mono_now();
+            wait_ms = left <= 0 ? 0 : (int)(left * 1000) + 1;
+        }
+        int pr = poll(pf, (nfds_t)np, wait_ms);
+        bool give_up = (stop && *stop) || (pr == 0 && deadline > 0);
+        if (pr < 0 && errno != EINTR) give_up = true;
+        for (int k = 0; k < np && pr > 0; k++) {
+            if (!pf[k].revents) continue;
+            char buf[16];
+            ssize_t got = read(pf[k].fd, buf, sizeof buf);
+            if (got < 0 && errno == EINTR) continue;
+            if (got > 0) continue; /* its answer; the end of the stream follows */
+            int j = who[k];
+            cd_subproc_wait(&kids[j], NULL, NULL, &sr);
+            busy[j] = false;
+            running--;
+            done++;
+            prebuild_line(tty, &shown, run, done, m, cached, false, 0, jobs);
+        }
+        if (give_up) {
+            for (int j = 0; j < jobs; j++)
+                if (busy[j]) {
+                    cd_subproc_kill(&kids[j], SIGKILL);
+                    cd_subproc_wait(&kids[j], NULL, NULL, &sr);
+                    busy[j] = false;
+                }
+            if (tty) fprintf(stderr, "\n");
+            return;
+        }
+    }
+    prebuild_line(tty, &shown, run, done, m, cached, true, mono_now() - t0, jobs);
+}
+
 cd_status cd_runner_isolated(const cd_runner_req *q, cd_runner_result *res, cd_error *err) {
     cd_isolated_run ir;
     memset(&ir, 0, sizeof ir);
+    prebuild(q->plan, q->bo, q->run_name ? q->run_name : q->backend, q->progress && !q->quiet, q->timeout_s,
+             q->xo ? q->xo->stop_flag : NULL);
     cd_status st = cd_run_isolated(q->plan, q->bo, q->inputs, q->xo, q->sink, q->timeout_s, &ir, err);
     snprintf(res->device, sizeof res->device, "%s", ir.device);
     snprintf(res->driver, sizeof res->driver, "%s", ir.driver);

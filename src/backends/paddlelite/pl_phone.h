@@ -42,7 +42,13 @@ int cd_pl_phone_kcache_count(const char *kcache);
 /* A progress line on stderr while the engine runs (a thread: every 2 s on a terminal, every
  * 20 s otherwise), from the first 3 s on, with the count of kernels PoCL compiled so far. */
 typedef struct cd_pl_progress cd_pl_progress;
-cd_pl_progress *cd_pl_progress_start(const char *name, const char *kcache);
-/* Stops the thread; the last line is ended. Returns the kernels PoCL compiled during the run. */
-int cd_pl_progress_stop(cd_pl_progress *p);
+/* where: how the engine runs, for the line ("under qemu-aarch64", "on PoCL"); quiet: no line,
+ * the counts only. */
+cd_pl_progress *cd_pl_progress_start(const char *name, const char *kcache, const char *where, bool quiet);
+/* Stops the thread; the last line is ended. Returns the kernels PoCL compiled during the run;
+ * *programs (may be NULL) receives the programs it built. */
+int cd_pl_progress_stop(cd_pl_progress *p, int *programs);
+/* The host PoCL's kernel cache: $POCL_CACHE_DIR, else $XDG_CACHE_HOME/pocl/kcache, else
+ * ~/.cache/pocl/kcache; "" when none can be named. */
+void cd_pl_host_kcache(char *out, size_t n);
 #endif

@@ -95,7 +95,9 @@ typedef struct eng {
     char device_line[256]; /* "Using device: ..." from the engine's log */
     cd_pl_phone phone;     /* the phone route's qemu, arm64 PoCL sysroot and caches (PHONE) */
     bool opencl_model;     /* the model has OpenCL kernel records: the runner gets --opencl-precision */
-    int kernels_built;     /* PoCL programs compiled during the runs (PHONE) */
+    int ok_prefix;         /* the bisection's prefix whose outputs are kept in <dir>/prefix-ok (0: none) */
+    int kernels_built;     /* kernels PoCL compiled during the runs (PHONE, OPENCL on PoCL) */
+    int programs_built;    /* programs PoCL built during the runs (the same) */
     char unfetched[480];   /* export route: probed ops none of whose outputs it fetches, by design */
     bool skip_2d_shared;   /* export route: 2-D tensors another op reads are not fetched (report M) */
     int n_skipped_2d;
@@ -431,16 +433,24 @@ static void runner_phase(const char *logp, run_out *ro) {
 /* The engine's environment: OCL_ICD_VENDORS from --backend-opt NAME:vendors=DIR. */
 static char **engine_env(eng *e, char *buf, size_t bn) {
     const char *v = opt_str(e, "vendors");
-    if (!v) return NULL;
+    /* PoCL compiles each of Paddle-Lite's kernels once instead of once per work-group size,
+     * as for cldiff's own OpenCL backend (backend_cl.c): blazeface's first run 80 -> 14
+     * kernel compiles, the same tensors bit for bit (docs/benchmarks.md "First runs"); a value
+     * the user set is kept */
+    bool once = e->kind == CD_PL_ENGINE_OPENCL && !getenv("POCL_WORK_GROUP_SPECIALIZATION");
+    if (!v && !once) return NULL;
     int n = 0;
     while (environ[n]) n++;
-    char **env = calloc((size_t)n + 2, sizeof *env);
+    char **env = calloc((size_t)n + 3, sizeof *env);
     if (!env) return NULL;
     int k = 0;
     for (int i = 0; i < n; i++)
-        if (strncmp(environ[i], "OCL_ICD_VENDORS=", 16)) env[k++] = environ[i];
-    snprintf(buf, bn, "OCL_ICD_VENDORS=%s", v);
-    env[k++] = buf;
+        if (!v || strncmp(environ[i], "OCL_ICD_VENDORS=", 16)) env[k++] = environ[i];
+    if (v) {
+        snprintf(buf, bn, "OCL_ICD_VENDORS=%s", v);
+        env[k++] = buf;
+    }
+    if (once) env[k++] = (char *)"POCL_WORK_GROUP_SPECIALIZATION=0";
     return env;
 }
 
@@ -480,15 +490,26 @@ static cd_status run_runner(eng *e, const char *nb, const char *out_dir, run_out
     char **env =
         e->kind == CD_PL_ENGINE_PHONE ? cd_pl_phone_env(&e->phone, phone_bufs) : engine_env(e, envbuf, sizeof envbuf);
     if (e->kind == CD_PL_ENGINE_PHONE && !env) return cd_err(err, CD_E_NOMEM, "out of memory");
-    cd_pl_progress *prog =
-        e->kind == CD_PL_ENGINE_PHONE && !e->q->quiet ? cd_pl_progress_start(e->name, e->phone.kcache) : NULL;
+    /* PoCL's compiles of Paddle-Lite's kernels, counted in its cache: the phone's arm64 PoCL,
+     * or the host's PoCL for the OpenCL engine (when another driver runs it, nothing appears) */
+    char hostk[PATH_MAX];
+    if (e->kind == CD_PL_ENGINE_OPENCL) cd_pl_host_kcache(hostk, sizeof hostk);
+    cd_pl_progress *prog = NULL;
+    if (e->kind == CD_PL_ENGINE_PHONE)
+        prog = cd_pl_progress_start(e->name, e->phone.kcache, "under qemu-aarch64", e->q->quiet);
+    else if (e->kind == CD_PL_ENGINE_OPENCL && hostk[0])
+        prog = cd_pl_progress_start(e->name, hostk, "on PoCL", e->q->quiet);
     int ws = 0;
     bool to = false;
     double t0 = now_ms();
     cd_status st =
         cd_pl_spawn_wait((char *const *)argv, env, logp, e->q->timeout_s, &ws, &to, e->q->xo->stop_flag, err);
     e->wall_ms += now_ms() - t0;
-    if (prog) e->kernels_built += cd_pl_progress_stop(prog);
+    if (prog) {
+        int progs = 0;
+        e->kernels_built += cd_pl_progress_stop(prog, &progs);
+        e->programs_built += progs;
+    }
     free(env);
     cd_pl_log_tail(logp, ro->tail, sizeof ro->tail);
     runner_phase(logp, ro);
@@ -556,6 +577,7 @@ static cd_status bisect_crash(eng *e, int *last_ok, int *tries, cd_error *err) {
     int lo = 0, hi = g->n_ops; /* prefix lo runs (trivially 0), prefix hi dies */
     *last_ok = -1;
     *tries = 0;
+    e->ok_prefix = 0;
     char nb[PATH_MAX + 32], od[PATH_MAX + 32];
     snprintf(nb, sizeof nb, "%s/prefix.nb", e->dir);
     snprintf(od, sizeof od, "%s/prefix", e->dir);
@@ -579,9 +601,15 @@ static cd_status bisect_crash(eng *e, int *last_ok, int *tries, cd_error *err) {
         if (st) return CD_OK; /* a prefix that cannot be made: leave it unknown */
         if (ro.crashed)
             hi = mid;
-        else if (ro.exit_code == 0)
+        else if (ro.exit_code == 0) {
             lo = mid;
-        else
+            /* its outputs are the largest prefix's so far: kept, so that the run after the
+             * bisection need not run it again */
+            char okd[PATH_MAX + 32];
+            snprintf(okd, sizeof okd, "%s/prefix-ok", e->dir);
+            cd_pl_rm_tree(okd);
+            e->ok_prefix = rename(od, okd) == 0 ? mid : 0;
+        } else
             return CD_OK;
     }
     *last_ok = lo;
@@ -948,8 +976,12 @@ static cd_status eng_run(cd_pl_engine_kind kind, const char *name, const cd_runn
             snprintf(pod, sizeof pod, "%s/prefix", e->dir);
             cd_error e2 = {0};
             run_out r2;
-            if (!make_model(e, last_ok, pnb, &e2) && !run_runner(e, pnb, pod, &r2, &e2) && !r2.crashed &&
-                !r2.exit_code) {
+            /* the bisection kept that prefix's outputs (the model is made again all the same: the
+             * fetched tensors are read by its fetch list; Opt's output is in the cache) */
+            bool kept = e->ok_prefix == last_ok;
+            if (kept) snprintf(pod, sizeof pod, "%s/prefix-ok", e->dir);
+            if (!make_model(e, last_ok, pnb, &e2) &&
+                (kept || (!run_runner(e, pnb, pod, &r2, &e2) && !r2.crashed && !r2.exit_code))) {
                 cd_pl_collect_req cq = {.plan = q->plan,
                                         .fetch = e->fetch,
                                         .n_fetch = e->n_fetch,
@@ -1031,8 +1063,14 @@ static cd_status eng_run(cd_pl_engine_kind kind, const char *name, const cd_runn
         snprintf(res->device + dl, sizeof res->device - dl, "%s",
                  e->opencl_model ? " (arm64 PoCL under qemu)" : " (qemu)");
         cd_run_attr_str(res, "engine_sysroot", "%s", e->phone.sysroot);
-        cd_run_attr_str(res, "engine_kernel_cache", "%s", e->phone.kcache);
+    }
+    char hostk[PATH_MAX] = "";
+    if (kind == CD_PL_ENGINE_OPENCL) cd_pl_host_kcache(hostk, sizeof hostk);
+    if (kind == CD_PL_ENGINE_PHONE || hostk[0]) {
+        /* what PoCL compiled of Paddle-Lite's kernels in this run; 0: all from its cache */
+        cd_run_attr_str(res, "engine_kernel_cache", "%s", kind == CD_PL_ENGINE_PHONE ? e->phone.kcache : hostk);
         cd_run_attr_num(res, "engine_kernels_compiled", e->kernels_built);
+        cd_run_attr_num(res, "engine_programs_built", e->programs_built);
     }
     snprintf(res->driver, sizeof res->driver, "SDK %s (%s); runner %s%s%s%s%s", e->sdk.dir, e->sdk.from, e->runner.exe,
              e->runner.launcher[0] ? " under " : "", e->runner.launcher, kind == CD_PL_ENGINE_PHONE ? " -L " : "",
@@ -1067,14 +1105,21 @@ static cd_status eng_run(cd_pl_engine_kind kind, const char *name, const cd_runn
     if (e->unfetched[0]) cd_run_attr_str(res, CD_RUN_ATTR_NOT_FETCHED, "%s", e->unfetched);
     res->has_hits = true;
     if (!q->quiet && !st) fprintf(stderr, "cldiff: note: %s: %s\n", name, e->route);
+    if (!q->quiet && !st && (kind == CD_PL_ENGINE_PHONE || hostk[0]) && (e->kernels_built || e->programs_built))
+        fprintf(stderr,
+                "cldiff: note: %s: PoCL built %d OpenCL program%s and compiled %d kernel%s of Paddle-Lite's in this "
+                "run (%.1f s in the engine); kept in PoCL's cache %s: the next run of this model reuses them\n",
+                name, e->programs_built, e->programs_built == 1 ? "" : "s", e->kernels_built,
+                e->kernels_built == 1 ? "" : "s", e->wall_ms / 1000.0,
+                kind == CD_PL_ENGINE_PHONE ? e->phone.kcache : hostk);
     if (keep_work(e))
         fprintf(stderr, "cldiff: %s work folder kept: %s\ncldiff: (it moves into --out with the run's files: %s)\n",
                 name, e->dir, strrchr(e->dir, '/') ? strrchr(e->dir, '/') + 1 : e->dir);
     else if (e->dir[0]) {
         char cmd[PATH_MAX + 32];
-        /* the folder holds subfolders (export/, out/, prefix/): remove them first */
-        const char *subs[] = {"export", "out", "prefix"};
-        for (int i = 0; i < 3; i++) {
+        /* the folder holds subfolders (export/, out/, prefix/, prefix-ok/): remove them first */
+        const char *subs[] = {"export", "out", "prefix", "prefix-ok"};
+        for (int i = 0; i < 4; i++) {
             snprintf(cmd, sizeof cmd, "%s/%s", e->dir, subs[i]);
             cd_pl_rm_tree(cmd);
         }
