@@ -438,10 +438,14 @@ static char **engine_env(eng *e, char *buf, size_t bn) {
      * kernel compiles, the same tensors bit for bit (docs/benchmarks.md "First runs"); a value
      * the user set is kept */
     bool once = e->kind == CD_PL_ENGINE_OPENCL && !getenv("POCL_WORK_GROUP_SPECIALIZATION");
-    if (!v && !once) return NULL;
+    /* NVIDIA's driver reports a kernel's fault (an out-of-bounds image write) at a later enqueue
+     * unless launches are synchronous: with this, Paddle-Lite's abort names the kernel that faulted
+     * (findings reports L and O: fc_image_compute.cc:279 instead of :324); other drivers ignore it */
+    bool sync = e->kind == CD_PL_ENGINE_OPENCL && !getenv("CUDA_LAUNCH_BLOCKING");
+    if (!v && !once && !sync) return NULL;
     int n = 0;
     while (environ[n]) n++;
-    char **env = calloc((size_t)n + 3, sizeof *env);
+    char **env = calloc((size_t)n + 4, sizeof *env);
     if (!env) return NULL;
     int k = 0;
     for (int i = 0; i < n; i++)
@@ -451,6 +455,7 @@ static char **engine_env(eng *e, char *buf, size_t bn) {
         env[k++] = buf;
     }
     if (once) env[k++] = (char *)"POCL_WORK_GROUP_SPECIALIZATION=0";
+    if (sync) env[k++] = (char *)"CUDA_LAUNCH_BLOCKING=1";
     return env;
 }
 
