@@ -1,0 +1,269 @@
+/* fp32 convolution with the vector over output channels (conv_ocv.h).
+ *
+ * A tile is OCV filter blocks (16 output channels each) x P output pixels of the flattened
+ * Ho x Wo map (they may span rows: pix[] holds each pixel's offset in the padded input). Per
+ * tap k the OCV weight vectors are loaded once and each pixel's input value is broadcast from
+ * the padded copy (xp + tap[k] + pix[p]): OCV x P fused multiply-adds per OCV + P loads, no
+ * gathers or shuffles, the same code for every stride and dilation. The sums leave the
+ * registers through a small buffer, one output channel row of P values at a time (NCHW).
+ *
+ * AVX-512: OCV 1..4 with P = 16, 12, 8, 6 (at most 24 accumulators of the 32 registers);
+ * AVX2 + FMA: one block (two 8-lane registers) x 6 pixels (12 accumulators of 16). */
+#include "backends/cpu/conv_ocv.h"
+#include "backends/cpu/par.h"
+#include <limits.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define OCV_KC 256 /* the GEMM's K slice (gemm_inst.h KC): the sums are sliced the same way */
+#define OCV_PMAX 16
+
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
+#define OCV_X86 1
+#include <immintrin.h>
+#endif
+
+int cd_conv_ocv_level(void) {
+#ifdef OCV_X86
+    const char *w = getenv("CLDIFF_GEMM_F32_KERNEL");
+    const int cap = !w ? 2 : !strcmp(w, "avx2-fma") ? 1 : !strcmp(w, "generic") ? 0 : 2;
+    __builtin_cpu_init();
+    if (cap >= 2 && __builtin_cpu_supports("avx512f")) return 2;
+    if (cap >= 1 && __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) return 1;
+#endif
+    return 0;
+}
+
+size_t cd_conv_ocv_packed_floats(int Cout, int K) {
+    return (size_t)((Cout + CD_OCV_BLOCK - 1) / CD_OCV_BLOCK) * CD_OCV_BLOCK * (size_t)K;
+}
+
+void cd_conv_ocv_pack(const float *W, int Cout, int K, float *dst) {
+    const int nb = (Cout + CD_OCV_BLOCK - 1) / CD_OCV_BLOCK;
+    for (int b = 0; b < nb; b++)
+        for (int k = 0; k < K; k++) {
+            float *d = dst + ((size_t)b * K + k) * CD_OCV_BLOCK;
+            for (int l = 0; l < CD_OCV_BLOCK; l++) {
+                const int oc = b * CD_OCV_BLOCK + l;
+                d[l] = oc < Cout ? W[(size_t)oc * K + k] : 0.0f;
+            }
+        }
+}
+
+bool cd_conv_ocv_epi_ok(const cd_act *act) {
+    return act->kind == CD_ACT_NONE || act->kind == CD_ACT_RELU || act->kind == CD_ACT_RELU6 ||
+        act->kind == CD_ACT_LEAKY_RELU;
+}
+
+typedef struct {
+    const float *xp; /* padded input [Cin][Hp][Wp] */
+    const int *tap;  /* per k = (ic, ky, kx): ic * Hp * Wp + ky * dh * Wp + kx * dw */
+    const int *pix;  /* per output pixel (padded to whole tiles with 0): oy * sh * Wp + ox * sw */
+    const float *wp; /* packed filter [block][K][16] */
+    float *y;        /* [Cout][HWo] */
+    int K, Cout, HWo;
+    const cd_conv_ocv_epi *epi;
+} ocv_job;
+
+/* The store of one tile's slice: buf[v][p][16] (OCV blocks x P pixels), channels of block
+ * b0 + v, pixels [p0, p0 + np). first: the first K slice (y = sum), else y = y + sum; last:
+ * then bias and activation, in the conv epilogue's order and operations. No multiply-add pair
+ * to contract here (fp-contract off all the same, as the epilogue). */
+__attribute__((optimize("fp-contract=off"))) static void ocv_store(const ocv_job *j, const float *buf, int ocv, int P,
+                                                                   int b0, int p0, int np, int first, int last) {
+    const cd_conv_ocv_epi *e = last ? j->epi : NULL;
+    for (int v = 0; v < ocv; v++)
+        for (int l = 0; l < CD_OCV_BLOCK; l++) {
+            const int oc = (b0 + v) * CD_OCV_BLOCK + l;
+            if (oc >= j->Cout) break;
+            float *yr = j->y + (size_t)oc * j->HWo + p0;
+            const float *s = buf + (size_t)v * P * CD_OCV_BLOCK + l;
+            const float b = e && e->bias ? e->bias[oc] : 0.0f;
+            const int kind = e ? (int)e->act.kind : CD_ACT_NONE;
+            const float a = e ? e->act.a : 0.0f;
+            for (int p = 0; p < np; p++) {
+                float r = s[(size_t)p * CD_OCV_BLOCK];
+                if (!first) r = yr[p] + r;
+                if (e) {
+                    if (e->bias) r = r + b;
+                    switch (kind) {
+                    case CD_ACT_RELU: r = r < 0.0f ? 0.0f : r; break;
+                    case CD_ACT_RELU6: r = r < 0.0f ? 0.0f : (r > a ? a : r); break;
+                    case CD_ACT_LEAKY_RELU: r = r < 0.0f ? a * r : r; break;
+                    default: break;
+                    }
+                }
+                yr[p] = r;
+            }
+        }
+}
+
+#ifdef OCV_X86
+/* AVX-512 tile: OCV blocks x P pixels, K slice [k0, k1). */
+static inline __attribute__((always_inline, target("avx512f"))) void
+ocv_tile512(const ocv_job *j, int b0, const int OCV, const int P, int p0, int np) {
+    const int K = j->K;
+    const float *w[4];
+    for (int v = 0; v < OCV; v++) w[v] = j->wp + (size_t)(b0 + v) * K * CD_OCV_BLOCK;
+    int off[OCV_PMAX];
+#pragma GCC unroll 16
+    for (int p = 0; p < P; p++) off[p] = j->pix[p0 + p];
+    float buf[4 * OCV_PMAX * CD_OCV_BLOCK] __attribute__((aligned(64)));
+    for (int k0 = 0; k0 < K; k0 += OCV_KC) {
+        const int k1 = K < k0 + OCV_KC ? K : k0 + OCV_KC;
+        __m512 acc[4][OCV_PMAX];
+#pragma GCC unroll 4
+        for (int v = 0; v < OCV; v++)
+#pragma GCC unroll 16
+            for (int p = 0; p < P; p++) acc[v][p] = _mm512_setzero_ps();
+        for (int k = k0; k < k1; k++) {
+            const float *xk = j->xp + j->tap[k];
+            __m512 wv[4];
+#pragma GCC unroll 4
+            for (int v = 0; v < OCV; v++) wv[v] = _mm512_loadu_ps(w[v] + (size_t)k * CD_OCV_BLOCK);
+#pragma GCC unroll 16
+            for (int p = 0; p < P; p++) {
+                const __m512 xb = _mm512_set1_ps(xk[off[p]]);
+#pragma GCC unroll 4
+                for (int v = 0; v < OCV; v++) acc[v][p] = _mm512_fmadd_ps(wv[v], xb, acc[v][p]);
+            }
+        }
+#pragma GCC unroll 4
+        for (int v = 0; v < OCV; v++)
+#pragma GCC unroll 16
+            for (int p = 0; p < P; p++) _mm512_store_ps(buf + ((size_t)v * P + p) * CD_OCV_BLOCK, acc[v][p]);
+        ocv_store(j, buf, OCV, P, b0, p0, np, k0 == 0, k1 == K);
+    }
+}
+
+/* Pixel tile size per OCV at AVX-512 (OCV x P <= 24 accumulators). */
+static int ocv_p512(int ocv) { return ocv == 1 ? 16 : ocv == 2 ? 12 : ocv == 3 ? 8 : 6; }
+
+__attribute__((target("avx512f"))) static void ocv_item512(const ocv_job *j, int b0, int ocv, int p0, int np) {
+    switch (ocv) {
+    case 1: ocv_tile512(j, b0, 1, 16, p0, np); break;
+    case 2: ocv_tile512(j, b0, 2, 12, p0, np); break;
+    case 3: ocv_tile512(j, b0, 3, 8, p0, np); break;
+    default: ocv_tile512(j, b0, 4, 6, p0, np); break;
+    }
+}
+
+/* AVX2 + FMA tile: one block (two 8-lane halves) x 6 pixels. */
+#define OCV_P256 6
+__attribute__((target("avx2,fma"))) static void ocv_item256(const ocv_job *j, int b0, int p0, int np) {
+    const int K = j->K, P = OCV_P256;
+    const float *w = j->wp + (size_t)b0 * K * CD_OCV_BLOCK;
+    int off[OCV_P256];
+    for (int p = 0; p < P; p++) off[p] = j->pix[p0 + p];
+    float buf[OCV_P256 * CD_OCV_BLOCK] __attribute__((aligned(32)));
+    for (int k0 = 0; k0 < K; k0 += OCV_KC) {
+        const int k1 = K < k0 + OCV_KC ? K : k0 + OCV_KC;
+        __m256 lo[OCV_P256], hi[OCV_P256];
+#pragma GCC unroll 6
+        for (int p = 0; p < P; p++) lo[p] = hi[p] = _mm256_setzero_ps();
+        for (int k = k0; k < k1; k++) {
+            const float *xk = j->xp + j->tap[k];
+            const __m256 w0 = _mm256_loadu_ps(w + (size_t)k * CD_OCV_BLOCK),
+                         w1 = _mm256_loadu_ps(w + (size_t)k * CD_OCV_BLOCK + 8);
+#pragma GCC unroll 6
+            for (int p = 0; p < P; p++) {
+                const __m256 xb = _mm256_broadcast_ss(xk + off[p]);
+                lo[p] = _mm256_fmadd_ps(w0, xb, lo[p]);
+                hi[p] = _mm256_fmadd_ps(w1, xb, hi[p]);
+            }
+        }
+#pragma GCC unroll 6
+        for (int p = 0; p < P; p++) {
+            _mm256_store_ps(buf + (size_t)p * CD_OCV_BLOCK, lo[p]);
+            _mm256_store_ps(buf + (size_t)p * CD_OCV_BLOCK + 8, hi[p]);
+        }
+        ocv_store(j, buf, 1, P, b0, p0, np, k0 == 0, k1 == K);
+    }
+}
+#endif
+
+bool cd_conv_ocv_f32(const cd_conv_direct_geo *g, int Cout, const float *wpack, float *Y, const cd_conv_ocv_epi *epi,
+                     int threads) {
+    const int level = cd_conv_ocv_level();
+    if (!level) return false;
+#ifdef OCV_X86
+    const int K = g->Cin * g->KH * g->KW, HWo = g->Ho * g->Wo;
+    const int Hp = (g->Ho - 1) * g->sh + (g->KH - 1) * g->dh + 1, Wp = (g->Wo - 1) * g->sw + (g->KW - 1) * g->dw + 1;
+    const size_t plane = (size_t)Hp * Wp;
+    const size_t npix = (size_t)HWo + OCV_PMAX; /* the last tile reads up to P - 1 past HWo */
+    if ((size_t)g->Cin * plane > (size_t)INT_MAX / 2) return false;
+    float *xp = malloc((size_t)g->Cin * plane * sizeof(float));
+    int *tap = malloc((size_t)K * sizeof(int)), *pix = calloc(npix, sizeof(int));
+    if (!xp || !tap || !pix) {
+        free(xp);
+        free(tap);
+        free(pix);
+        return false;
+    }
+    /* the zero-padded input: rows r = iy + pt, columns c = ix + pl (only what taps reach) */
+    for (int ic = 0; ic < g->Cin; ic++)
+        for (int r = 0; r < Hp; r++) {
+            float *d = xp + (size_t)ic * plane + (size_t)r * Wp;
+            const int iy = r - g->pt;
+            if (iy < 0 || iy >= g->H) {
+                memset(d, 0, (size_t)Wp * sizeof(float));
+                continue;
+            }
+            const float *s = g->x + ((size_t)ic * g->H + iy) * g->W;
+            memset(d, 0, (size_t)Wp * sizeof(float));
+            const int c1 = g->pl + g->W < Wp ? g->pl + g->W : Wp; /* columns [pl, c1) hold input */
+            if (c1 > g->pl) memcpy(d + g->pl, s, (size_t)(c1 - g->pl) * sizeof(float));
+        }
+    for (int ic = 0, k = 0; ic < g->Cin; ic++)
+        for (int ky = 0; ky < g->KH; ky++)
+            for (int kx = 0; kx < g->KW; kx++, k++) tap[k] = (int)((size_t)ic * plane) + ky * g->dh * Wp + kx * g->dw;
+    for (int oy = 0, p = 0; oy < g->Ho; oy++)
+        for (int ox = 0; ox < g->Wo; ox++, p++) pix[p] = oy * g->sh * Wp + ox * g->sw;
+    const ocv_job j = {xp, tap, pix, wpack, Y, K, Cout, HWo, epi};
+    const int nb = (Cout + CD_OCV_BLOCK - 1) / CD_OCV_BLOCK;
+    /* groups of blocks: AVX-512 up to 4 blocks, as even as they go; AVX2 one */
+    const int ng = level == 2 ? (nb + 3) / 4 : nb;
+    int gb[64 + 1], gn = 0; /* group starts (ng <= 64 here, else one block per group) */
+    const bool grouped = level == 2 && ng <= 64;
+    if (grouped) {
+        for (int q = 0; q <= ng; q++) gb[q] = (int)((long)nb * q / ng);
+        gn = ng;
+    } else {
+        gn = nb;
+    }
+    /* items: group x pixel tile; the tile size is the group's P */
+    int maxt = 0;
+    for (int q = 0; q < gn; q++) {
+        const int ocv = grouped ? gb[q + 1] - gb[q] : 1, P = level == 2 ? ocv_p512(ocv) : OCV_P256;
+        const int t = (HWo + P - 1) / P;
+        if (t > maxt) maxt = t;
+    }
+    const long items = (long)gn * maxt;
+    const double macs = (double)Cout * K * HWo;
+    const int nt = threads > 1 && macs >= CD_GEMM_ONE_THREAD_MACS ? threads : 1;
+    CD_PAR_FOR(nt > 1, nt, long, it, items, {
+        const int q = (int)(it / maxt), t = (int)(it % maxt);
+        const int b0 = grouped ? gb[q] : q, ocv = grouped ? gb[q + 1] - gb[q] : 1;
+        const int P = level == 2 ? ocv_p512(ocv) : OCV_P256, p0 = t * P;
+        if (p0 < HWo) {
+            const int np = HWo - p0 < P ? HWo - p0 : P;
+            if (level == 2)
+                ocv_item512(&j, b0, ocv, p0, np);
+            else
+                ocv_item256(&j, b0, p0, np);
+        }
+    });
+    free(xp);
+    free(tap);
+    free(pix);
+    return true;
+#else
+    (void)g;
+    (void)Cout;
+    (void)wpack;
+    (void)Y;
+    (void)epi;
+    (void)threads;
+    return false;
+#endif
+}
