@@ -541,6 +541,78 @@ Test(gemm, f32_conv_ocv_matches_im2col_gemm_bits) {
     conv_ocv_case(96, 64, 8, 8, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1, 1, CD_ACT_LEAKY_RELU); /* K = 576 */
 }
 
+/* ---- cd_conv_ocv_dw_f32: depthwise on small maps, vector over channels ----
+ * against the plane kernel (cd_nn_depthwise_sums_f32, the depthwise path of every other map):
+ * identical bits for channel tails, strides 1-2, dilation 2, 3x3 and 5x5 filters whose tap rows
+ * fall wholly in the padding (skipped by both), 1x1 to 8x8 outputs, two images, 1 and 2 threads,
+ * and the bias + activation of the store (hard_swish included) against y + b then the
+ * activation, computed here. */
+static float dw_act(int kind, float v) {
+    if (kind == CD_ACT_HARD_SWISH) { /* threshold 6, scale 6, offset 3 */
+        float t = v + 3.0f;
+        t = t < 0.0f ? 0.0f : (t > 6.0f ? 6.0f : t);
+        return v * t / 6.0f;
+    }
+    return ocv_act(kind, kind == CD_ACT_RELU6 ? 0.5f : 0.1f, v);
+}
+
+static void dw_ocv_case(int C, int H, int W, int K, int s, int d, int pt, int pb, int pl, int pr, int N, int threads,
+                        int act) {
+    int Ho = (H + pt + pb - (d * (K - 1) + 1)) / s + 1, Wo = (W + pl + pr - (d * (K - 1) + 1)) / s + 1;
+    size_t nin = (size_t)N * C * H * W, nout = (size_t)N * C * Ho * Wo;
+    float *x = malloc(nin * 4), *w = malloc((size_t)C * K * K * 4), *b = malloc((size_t)C * 4);
+    float *y1 = malloc(nout * 4), *y2 = malloc(nout * 4);
+    for (size_t i = 0; i < nin; i++) x[i] = frand();
+    for (int i = 0; i < C * K * K; i++) w[i] = frand() * 0.9f;
+    for (int i = 0; i < C; i++) b[i] = frand();
+    cd_conv_direct_geo g = {x, C, H, W, K, K, s, s, d, d, pt, pl, Ho, Wo};
+    cd_error e = {0};
+    cd_op_ctx c = {.threads = 1, .err = &e};
+    cr_assert_eq(cd_nn_depthwise_sums_f32(&c, &g, N, x, w, y1, 0.0f), CD_OK);
+    if (act >= 0)
+        for (size_t i = 0; i < nout; i++) {
+            volatile float v = y1[i] + b[i / ((size_t)Ho * Wo) % C];
+            y1[i] = dw_act(act, v);
+        }
+    cd_conv_ocv_epi epi = {b, {.kind = act >= 0 ? (cd_act_kind)act : CD_ACT_NONE}};
+    epi.act.a = act == CD_ACT_HARD_SWISH ? 6.0f : act == CD_ACT_RELU6 ? 0.5f : 0.1f;
+    epi.act.b = 6.0f;
+    epi.act.c = 3.0f;
+    memset(y2, 0xff, nout * 4); /* NaN: every output must be written */
+    cr_assert(cd_conv_ocv_dw_f32(&g, N, w, y2, act >= 0 ? &epi : NULL, threads));
+    for (size_t i = 0; i < nout; i++)
+        cr_assert(memcmp(&y1[i], &y2[i], 4) == 0,
+                  "dw C%d %dx%d k%d s%d d%d p%d,%d,%d,%d N%d threads=%d act=%d (%s): y[%zu] ocv %.9g, plane %.9g", C, H,
+                  W, K, s, d, pt, pb, pl, pr, N, threads, act, cd_gemm_kernel_name_f32(), i, (double)y2[i],
+                  (double)y1[i]);
+    free(x);
+    free(w);
+    free(b);
+    free(y1);
+    free(y2);
+}
+
+Test(gemm, f32_depthwise_ocv_matches_plane_kernel_bits) {
+    if (!cd_conv_ocv_level()) {
+        cr_skip_test("no AVX2 + FMA or AVX-512 on this machine (or CLDIFF_GEMM_F32_KERNEL=generic): "
+                     "depthwise keeps the plane kernel");
+    }
+    dw_ocv_case(96, 8, 8, 3, 1, 1, 1, 1, 1, 1, 1, 1, -1);   /* mobilenet_v2's 8x8 layers */
+    dw_ocv_case(72, 16, 16, 3, 2, 1, 1, 1, 1, 1, 1, 1, -1); /* stride 2 to 8x8 */
+    dw_ocv_case(5, 4, 4, 3, 1, 1, 1, 1, 1, 1, 1, 1, -1);    /* one partial block */
+    dw_ocv_case(33, 4, 4, 3, 2, 1, 1, 1, 1, 1, 2, 1, -1);   /* 2x2 out, two images, 16 + 16 + 1 */
+    dw_ocv_case(20, 2, 3, 5, 1, 1, 2, 2, 2, 2, 1, 1, -1);   /* 5x5 on 2 rows: 3 of 5 tap rows padding */
+    dw_ocv_case(24, 1, 1, 3, 1, 1, 1, 1, 1, 1, 1, 1, -1);   /* 1x1 map */
+    dw_ocv_case(40, 9, 7, 3, 1, 2, 2, 2, 2, 2, 1, 1, -1);   /* dilation 2 */
+    dw_ocv_case(48, 7, 7, 5, 2, 1, 2, 1, 2, 1, 1, 1, -1);   /* asymmetric padding, 5x5 stride 2 */
+    dw_ocv_case(64, 8, 8, 3, 1, 1, 1, 1, 1, 1, 2, 2, -1);   /* 2 threads */
+    dw_ocv_case(96, 8, 8, 3, 1, 1, 1, 1, 1, 1, 1, 1, CD_ACT_RELU6);
+    dw_ocv_case(21, 6, 6, 3, 1, 1, 1, 1, 1, 1, 1, 2, CD_ACT_HARD_SWISH);
+    dw_ocv_case(17, 5, 5, 3, 1, 1, 1, 1, 1, 1, 1, 1, CD_ACT_RELU);
+    dw_ocv_case(16, 8, 8, 3, 1, 1, 1, 1, 1, 1, 1, 1, CD_ACT_LEAKY_RELU);
+    dw_ocv_case(32, 8, 8, 3, 1, 1, 1, 1, 1, 1, 1, 1, CD_ACT_NONE);
+}
+
 /* ---- the one-column path (N = 1 with a k-major A: conv's transposed filter for 1x1 maps) ----
  * against the packed path, fed the same column through a packing callback: identical bits for
  * row tails (M not a multiple of 16, M < 16), several K slices, alpha/beta and 2 threads. */

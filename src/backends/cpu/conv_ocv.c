@@ -12,11 +12,14 @@
 #include "backends/cpu/conv_ocv.h"
 #include "backends/cpu/par.h"
 #include <limits.h>
+#include <omp.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
 #define OCV_KC 256 /* the GEMM's K slice (gemm_inst.h KC): the sums are sliced the same way */
 #define OCV_PMAX 16
+#define DW_PMAX 8 /* pixels of a depthwise row tile */
 
 #if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
 #define OCV_X86 1
@@ -52,7 +55,7 @@ void cd_conv_ocv_pack(const float *W, int Cout, int K, float *dst) {
 
 bool cd_conv_ocv_epi_ok(const cd_act *act) {
     return act->kind == CD_ACT_NONE || act->kind == CD_ACT_RELU || act->kind == CD_ACT_RELU6 ||
-        act->kind == CD_ACT_LEAKY_RELU;
+        act->kind == CD_ACT_LEAKY_RELU || act->kind == CD_ACT_HARD_SWISH;
 }
 
 typedef struct {
@@ -80,7 +83,7 @@ __attribute__((optimize("fp-contract=off"))) static void ocv_store(const ocv_job
             const float *s = buf + (size_t)v * P * CD_OCV_BLOCK + l;
             const float b = e && e->bias ? e->bias[oc] : 0.0f;
             const int kind = e ? (int)e->act.kind : CD_ACT_NONE;
-            const float a = e ? e->act.a : 0.0f;
+            const float a = e ? e->act.a : 0.0f, hb = e ? e->act.b : 0.0f, hc = e ? e->act.c : 0.0f;
             for (int p = 0; p < np; p++) {
                 float r = s[(size_t)p * CD_OCV_BLOCK];
                 if (!first) r = yr[p] + r;
@@ -90,6 +93,12 @@ __attribute__((optimize("fp-contract=off"))) static void ocv_store(const ocv_job
                     case CD_ACT_RELU: r = r < 0.0f ? 0.0f : r; break;
                     case CD_ACT_RELU6: r = r < 0.0f ? 0.0f : (r > a ? a : r); break;
                     case CD_ACT_LEAKY_RELU: r = r < 0.0f ? a * r : r; break;
+                    case CD_ACT_HARD_SWISH: { /* threshold a, scale b, offset c (ops.h) */
+                        float t = r + hc;
+                        t = t < 0.0f ? 0.0f : (t > a ? a : t);
+                        r = r * t / hb;
+                        break;
+                    }
                     default: break;
                     }
                 }
@@ -261,6 +270,176 @@ bool cd_conv_ocv_f32(const cd_conv_direct_geo *g, int Cout, const float *wpack, 
     (void)g;
     (void)Cout;
     (void)wpack;
+    (void)Y;
+    (void)epi;
+    (void)threads;
+    return false;
+#endif
+}
+
+/* ---- depthwise (one input channel per group, channel multiplier 1) on small maps ----
+ * Vector over 16 channels: the block's input planes transposed into a zero-padded
+ * [Hp][Wp][16] scratch, the filter into [KH*KW][16]; per output pixel acc = fma(w, x, acc) from
+ * +0 over the taps, ky outer, kx inner, tap rows wholly in the top or bottom padding skipped
+ * and left/right padding taps included as w * 0: the per-column arithmetic of the plane
+ * kernel (ops_nn_conv_tmpl.h F(dw_run)). Up to 8 pixels of a row at once (independent
+ * accumulators: the plane kernel's one vector per 4-wide row waited on its FMA chain). */
+typedef struct {
+    const cd_conv_direct_geo *g;
+    const int *kyr; /* per output row: tap rows [kyr[2 oy], kyr[2 oy + 1]) */
+    const float *w; /* [C][KH*KW] */
+    int Hp, Wp;
+} dw_geo;
+
+#ifdef OCV_X86
+static inline __attribute__((always_inline, target("avx512f"))) void
+dw_row512(const dw_geo *d, const float *xt, const float *wt, float *buf, int oy, int ox0, const int P) {
+    const cd_conv_direct_geo *g = d->g;
+    const int ky0 = d->kyr[2 * oy], ky1 = d->kyr[2 * oy + 1], KW = g->KW;
+    __m512 acc[DW_PMAX];
+#pragma GCC unroll 8
+    for (int p = 0; p < P; p++) acc[p] = _mm512_setzero_ps();
+    for (int ky = ky0; ky < ky1; ky++) {
+        const float *xr = xt + ((size_t)(oy * g->sh + ky * g->dh) * d->Wp + (size_t)ox0 * g->sw) * CD_OCV_BLOCK;
+        for (int kx = 0; kx < KW; kx++) {
+            const __m512 wv = _mm512_loadu_ps(wt + (size_t)(ky * KW + kx) * CD_OCV_BLOCK);
+            const float *xk = xr + (size_t)kx * g->dw * CD_OCV_BLOCK;
+#pragma GCC unroll 8
+            for (int p = 0; p < P; p++)
+                acc[p] = _mm512_fmadd_ps(wv, _mm512_loadu_ps(xk + (size_t)p * g->sw * CD_OCV_BLOCK), acc[p]);
+        }
+    }
+#pragma GCC unroll 8
+    for (int p = 0; p < P; p++) _mm512_store_ps(buf + (size_t)p * CD_OCV_BLOCK, acc[p]);
+}
+
+static inline __attribute__((always_inline, target("avx2,fma"))) void
+dw_row256(const dw_geo *d, const float *xt, const float *wt, float *buf, int oy, int ox0, const int P) {
+    const cd_conv_direct_geo *g = d->g;
+    const int ky0 = d->kyr[2 * oy], ky1 = d->kyr[2 * oy + 1], KW = g->KW;
+    __m256 lo[DW_PMAX / 2 + 1], hi[DW_PMAX / 2 + 1];
+#pragma GCC unroll 8
+    for (int p = 0; p < P; p++) lo[p] = hi[p] = _mm256_setzero_ps();
+    for (int ky = ky0; ky < ky1; ky++) {
+        const float *xr = xt + ((size_t)(oy * g->sh + ky * g->dh) * d->Wp + (size_t)ox0 * g->sw) * CD_OCV_BLOCK;
+        for (int kx = 0; kx < KW; kx++) {
+            const float *wk = wt + (size_t)(ky * KW + kx) * CD_OCV_BLOCK;
+            const __m256 w0 = _mm256_loadu_ps(wk), w1 = _mm256_loadu_ps(wk + 8);
+            const float *xk = xr + (size_t)kx * g->dw * CD_OCV_BLOCK;
+#pragma GCC unroll 8
+            for (int p = 0; p < P; p++) {
+                const float *xp = xk + (size_t)p * g->sw * CD_OCV_BLOCK;
+                lo[p] = _mm256_fmadd_ps(w0, _mm256_loadu_ps(xp), lo[p]);
+                hi[p] = _mm256_fmadd_ps(w1, _mm256_loadu_ps(xp + 8), hi[p]);
+            }
+        }
+    }
+#pragma GCC unroll 8
+    for (int p = 0; p < P; p++) {
+        _mm256_store_ps(buf + (size_t)p * CD_OCV_BLOCK, lo[p]);
+        _mm256_store_ps(buf + (size_t)p * CD_OCV_BLOCK + 8, hi[p]);
+    }
+}
+
+__attribute__((target("avx512f"))) static void dw_rows512(const dw_geo *d, const float *xt, const float *wt, float *buf,
+                                                          int oy, int ox0, int np) {
+    switch (np) {
+    case 1: dw_row512(d, xt, wt, buf, oy, ox0, 1); break;
+    case 2: dw_row512(d, xt, wt, buf, oy, ox0, 2); break;
+    case 3: dw_row512(d, xt, wt, buf, oy, ox0, 3); break;
+    case 4: dw_row512(d, xt, wt, buf, oy, ox0, 4); break;
+    case 5: dw_row512(d, xt, wt, buf, oy, ox0, 5); break;
+    case 6: dw_row512(d, xt, wt, buf, oy, ox0, 6); break;
+    case 7: dw_row512(d, xt, wt, buf, oy, ox0, 7); break;
+    default: dw_row512(d, xt, wt, buf, oy, ox0, 8); break;
+    }
+}
+
+/* AVX2: at most 4 pixels (8 accumulators of the 16 registers) */
+__attribute__((target("avx2,fma"))) static void dw_rows256(const dw_geo *d, const float *xt, const float *wt,
+                                                           float *buf, int oy, int ox0, int np) {
+    switch (np) {
+    case 1: dw_row256(d, xt, wt, buf, oy, ox0, 1); break;
+    case 2: dw_row256(d, xt, wt, buf, oy, ox0, 2); break;
+    case 3: dw_row256(d, xt, wt, buf, oy, ox0, 3); break;
+    default: dw_row256(d, xt, wt, buf, oy, ox0, 4); break;
+    }
+}
+
+/* Channel block cb of image x (C planes of H x W) into y (C planes of Ho x Wo); xt, wt, buf:
+ * this thread's scratch. */
+static void dw_block(const dw_geo *d, int level, const float *x, float *y, int C, int cb, float *xt, float *wt,
+                     float *buf, const cd_conv_ocv_epi *epi) {
+    const cd_conv_direct_geo *g = d->g;
+    const int c0 = cb * CD_OCV_BLOCK, nc = C - c0 < CD_OCV_BLOCK ? C - c0 : CD_OCV_BLOCK, KHW = g->KH * g->KW;
+    memset(xt, 0, (size_t)d->Hp * d->Wp * CD_OCV_BLOCK * sizeof(float));
+    const int rows = g->H < d->Hp - g->pt ? g->H : d->Hp - g->pt, cols = g->W < d->Wp - g->pl ? g->W : d->Wp - g->pl;
+    for (int l = 0; l < nc; l++) {
+        const float *xs = x + (size_t)(c0 + l) * g->H * g->W;
+        for (int iy = 0; iy < rows; iy++) {
+            float *dr = xt + ((size_t)(iy + g->pt) * d->Wp + g->pl) * CD_OCV_BLOCK + l;
+            const float *sr = xs + (size_t)iy * g->W;
+            for (int ix = 0; ix < cols; ix++) dr[(size_t)ix * CD_OCV_BLOCK] = sr[ix];
+        }
+    }
+    for (int k = 0; k < KHW; k++)
+        for (int l = 0; l < CD_OCV_BLOCK; l++)
+            wt[k * CD_OCV_BLOCK + l] = l < nc ? d->w[(size_t)(c0 + l) * KHW + k] : 0.0f;
+    const ocv_job j = {NULL, NULL, NULL, NULL, y, KHW, C, g->Ho * g->Wo, epi};
+    const int pmax = level == 2 ? DW_PMAX : DW_PMAX / 2;
+    for (int oy = 0; oy < g->Ho; oy++)
+        for (int ox = 0; ox < g->Wo; ox += pmax) {
+            const int np = g->Wo - ox < pmax ? g->Wo - ox : pmax;
+            if (level == 2)
+                dw_rows512(d, xt, wt, buf, oy, ox, np);
+            else
+                dw_rows256(d, xt, wt, buf, oy, ox, np);
+            ocv_store(&j, buf, 1, np, cb, oy * g->Wo + ox, np, 1, 1);
+        }
+}
+#endif
+
+bool cd_conv_ocv_dw_f32(const cd_conv_direct_geo *g, int N, const float *W, float *Y, const cd_conv_ocv_epi *epi,
+                        int threads) {
+    const int level = cd_conv_ocv_level();
+    if (!level) return false;
+#ifdef OCV_X86
+    const int C = g->Cin, Hp = (g->Ho - 1) * g->sh + (g->KH - 1) * g->dh + 1,
+              Wp = (g->Wo - 1) * g->sw + (g->KW - 1) * g->dw + 1;
+    int *kyr = malloc((size_t)g->Ho * 2 * sizeof(int));
+    if (!kyr) return false;
+    for (int oy = 0; oy < g->Ho; oy++) { /* as the plane kernel's row table (ops_nn_conv_tmpl.h) */
+        const long r0 = (long)oy * g->sh, lo = g->pt - r0, hi = g->pt + g->H - r0;
+        const long ky0 = lo <= 0 ? 0 : (lo + g->dh - 1) / g->dh, ky1 = hi <= 0 ? 0 : (hi + g->dh - 1) / g->dh;
+        kyr[2 * oy] = (int)(ky0 < g->KH ? ky0 : g->KH);
+        kyr[2 * oy + 1] = (int)(ky1 < g->KH ? ky1 : g->KH);
+    }
+    const dw_geo d = {g, kyr, W, Hp, Wp};
+    const int nb = (C + CD_OCV_BLOCK - 1) / CD_OCV_BLOCK;
+    const size_t xts = (size_t)Hp * Wp * CD_OCV_BLOCK, wts = (size_t)g->KH * g->KW * CD_OCV_BLOCK;
+    const size_t per = xts + wts + DW_PMAX * CD_OCV_BLOCK + 16; /* floats per thread, +16: alignment */
+    const int nt = threads > 1 && (long)N * nb > 1 ? threads : 1;
+    float *scr = malloc((size_t)nt * per * sizeof(float));
+    if (!scr) {
+        free(kyr);
+        return false;
+    }
+    const long items = (long)N * nb;
+    const size_t in_img = (size_t)C * g->H * g->W, out_img = (size_t)C * g->Ho * g->Wo;
+    CD_PAR_FOR(nt > 1, nt, long, it, items, {
+        const int tn = nt > 1 ? omp_get_thread_num() : 0;
+        float *xt = scr + (size_t)tn * per, *wt = xt + xts;
+        float *buf = (float *)(((uintptr_t)(wt + wts) + 63) & ~(uintptr_t)63);
+        const long n = it / nb;
+        dw_block(&d, level, g->x + n * in_img, Y + n * out_img, C, (int)(it % nb), xt, wt, buf, epi);
+    });
+    free(scr);
+    free(kyr);
+    return true;
+#else
+    (void)g;
+    (void)N;
+    (void)W;
     (void)Y;
     (void)epi;
     (void)threads;

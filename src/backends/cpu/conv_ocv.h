@@ -26,7 +26,8 @@ size_t cd_conv_ocv_packed_floats(int Cout, int K);
 void cd_conv_ocv_pack(const float *W, int Cout, int K, float *dst);
 
 /* What the store applies after the sum: y = act(y + bias[oc]) (bias may be NULL). act kinds:
- * CD_ACT_NONE, CD_ACT_RELU, CD_ACT_RELU6 (a = threshold), CD_ACT_LEAKY_RELU (a = alpha). */
+ * CD_ACT_NONE, CD_ACT_RELU, CD_ACT_RELU6 (a = threshold), CD_ACT_LEAKY_RELU (a = alpha),
+ * CD_ACT_HARD_SWISH (a threshold, b scale, c offset), each as the conv epilogue computes it. */
 typedef struct {
     const float *bias;
     cd_act act;
@@ -39,4 +40,13 @@ bool cd_conv_ocv_epi_ok(const cd_act *act);
  * the padded input copy or when cd_conv_ocv_level() is 0. */
 bool cd_conv_ocv_f32(const cd_conv_direct_geo *g, int Cout, const float *wpack, float *Y, const cd_conv_ocv_epi *epi,
                      int threads);
+
+/* Depthwise conv (one input and one output channel per group: C = g->Cin groups, channel
+ * multiplier 1) of N images, g->x [N][C][H][W], W [C][KH*KW], Y [N][C][Ho][Wo]: the vector over
+ * 16 channels, for small maps where a plane's row is shorter than a vector. The bits of the
+ * plane kernel of ops_nn_conv_tmpl.h (acc = fma(w, x, acc) from +0, ky outer, kx inner, tap rows
+ * wholly in the top/bottom padding skipped, left/right padding taps as w * 0). epi as above.
+ * Returns false (nothing written) when out of memory or cd_conv_ocv_level() is 0. */
+bool cd_conv_ocv_dw_f32(const cd_conv_direct_geo *g, int N, const float *W, float *Y, const cd_conv_ocv_epi *epi,
+                        int threads);
 #endif

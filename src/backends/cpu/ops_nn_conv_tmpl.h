@@ -108,6 +108,10 @@ static void F(pack_im2col)(const void *ctxv, int k0, int kc, int n0, int nc, voi
  * zero (and a NaN or Inf weight over padding no longer poisons the sum). fp16: one rounding per multiply and per add
  * (contraction off), so the bits do not depend on the ISA level chosen at run time. */
 #define DW_VL 16
+/* fp32 depthwise convs with output rows up to this long take cd_conv_ocv_dw_f32 (F(conv_fwd)) */
+#ifndef DW_SMALL_WO
+#define DW_SMALL_WO 8
+#endif
 typedef NN_T F(dwvec) __attribute__((vector_size(DW_VL * sizeof(NN_T))));
 
 typedef struct {
@@ -813,6 +817,23 @@ static cd_status F(conv_fwd)(cd_op_ctx *c, const conv_geo *g, const NN_T *in, co
     *fused = false;
     const int64_t cig = g->Cin / g->groups, cog = g->Cout / g->groups, HWo = g->Ho * g->Wo;
     const int K = (int)(cig * g->KH * g->KW);
+#if !NN_IS_HALF
+    /* depthwise on maps whose rows are shorter than DW_SMALL_WO: the vector over channels
+     * (conv_ocv.h), bias and activation in its store; the same bits as F(conv_direct) */
+    if (cig == 1 && g->groups > 1 && g->Cout == g->groups && g->Wo <= DW_SMALL_WO && cd_conv_ocv_level()) {
+        const cd_value *bv = cd_in(c, "Bias", 0);
+        const bool fuse = !g->residual && cd_conv_ocv_epi_ok(&g->act);
+        const cd_conv_ocv_epi epi = {bv ? (const float *)bv->data : NULL, g->act};
+        const cd_conv_direct_geo dg = {in,         (int)g->Cin, (int)g->H,  (int)g->W,  (int)g->KH,
+                                       (int)g->KW, (int)g->sh,  (int)g->sw, (int)g->dh, (int)g->dw,
+                                       (int)g->pt, (int)g->pl,  (int)g->Ho, (int)g->Wo};
+        const bool par = c->threads > 1 && g->N * g->Cout * HWo * g->KH * g->KW >= NN_DW_PAR_MIN_MACS;
+        if (!cd_conv_ocv_dw_f32(&dg, (int)g->N, w, out, fuse ? &epi : NULL, par ? c->threads : 1))
+            return cd_op_fail(c, CD_E_NOMEM, "out of memory for the depthwise conv's channel-block scratch");
+        *fused = fuse;
+        return CD_OK;
+    }
+#endif
     if (cig == 1 && g->groups > 1) { return F(conv_direct)(c, g, in, w, out, 0.0f); }
     bool pointwise = conv_pointwise(g);
     /* Short reductions (a first layer over 3 channels: K = 27) run the direct kernel: building
