@@ -108,6 +108,79 @@ __attribute__((optimize("fp-contract=off"))) static void ocv_store(const ocv_job
 }
 
 #ifdef OCV_X86
+/* c[j] lane i = r[i] lane j (16 x 16 floats): unpacks and in-lane shuffles, then a 4 x 4
+ * transpose of 128-bit lanes. */
+static inline __attribute__((always_inline, target("avx512f"))) void ocv_tr16(const __m512 r[16], __m512 c[16]) {
+    __m512 a[16], b[16];
+    for (int i = 0; i < 8; i++) {
+        a[2 * i] = _mm512_unpacklo_ps(r[2 * i], r[2 * i + 1]);
+        a[2 * i + 1] = _mm512_unpackhi_ps(r[2 * i], r[2 * i + 1]);
+    }
+    for (int i = 0; i < 4; i++) {
+        b[4 * i] = _mm512_shuffle_ps(a[4 * i], a[4 * i + 2], 0x44);
+        b[4 * i + 1] = _mm512_shuffle_ps(a[4 * i], a[4 * i + 2], 0xee);
+        b[4 * i + 2] = _mm512_shuffle_ps(a[4 * i + 1], a[4 * i + 3], 0x44);
+        b[4 * i + 3] = _mm512_shuffle_ps(a[4 * i + 1], a[4 * i + 3], 0xee);
+    }
+    for (int q = 0; q < 4; q++) { /* b[4 i + q] lane k: pixels 4i..4i+3 of channel 4k + q */
+        const __m512 e0 = _mm512_shuffle_f32x4(b[q], b[4 + q], 0x44), e1 = _mm512_shuffle_f32x4(b[q], b[4 + q], 0xee),
+                     e2 = _mm512_shuffle_f32x4(b[8 + q], b[12 + q], 0x44),
+                     e3 = _mm512_shuffle_f32x4(b[8 + q], b[12 + q], 0xee);
+        c[q] = _mm512_shuffle_f32x4(e0, e2, 0x88);
+        c[4 + q] = _mm512_shuffle_f32x4(e0, e2, 0xdd);
+        c[8 + q] = _mm512_shuffle_f32x4(e1, e3, 0x88);
+        c[12 + q] = _mm512_shuffle_f32x4(e1, e3, 0xdd);
+    }
+}
+
+/* ocv_store on AVX-512: the P pixel vectors of a block (buf[v][p][16]) transposed in registers
+ * (16 x 16: unpacks, in-lane shuffles, then a 4 x 4 transpose of 128-bit lanes) into one vector
+ * of pixels per channel, then the same operations per lane as ocv_store (y + sum, + bias, the
+ * activation with ordered compares: false for NaN), one masked store per channel row. */
+__attribute__((target("avx512f"), optimize("fp-contract=off"))) static void
+ocv_store512(const ocv_job *j, const float *buf, int ocv, int P, int b0, int p0, int np, int first, int last) {
+    const cd_conv_ocv_epi *e = last ? j->epi : NULL;
+    const int kind = e ? (int)e->act.kind : CD_ACT_NONE;
+    const __m512 z = _mm512_setzero_ps(), va = _mm512_set1_ps(e ? e->act.a : 0.0f),
+                 vb = _mm512_set1_ps(e ? e->act.b : 0.0f), vc = _mm512_set1_ps(e ? e->act.c : 0.0f);
+    const __mmask16 m = (__mmask16)((1u << np) - 1u);
+    for (int v = 0; v < ocv; v++) {
+        __m512 r[16], c[16];
+        for (int p = 0; p < 16; p++) r[p] = p < P ? _mm512_load_ps(buf + ((size_t)v * P + p) * CD_OCV_BLOCK) : z;
+        ocv_tr16(r, c);
+        for (int l = 0; l < CD_OCV_BLOCK; l++) {
+            const int oc = (b0 + v) * CD_OCV_BLOCK + l;
+            if (oc >= j->Cout) break;
+            float *yr = j->y + (size_t)oc * j->HWo + p0;
+            __m512 x = c[l];
+            if (!first) x = _mm512_add_ps(_mm512_maskz_loadu_ps(m, yr), x);
+            if (e) {
+                if (e->bias) x = _mm512_add_ps(x, _mm512_set1_ps(e->bias[oc]));
+                switch (kind) {
+                case CD_ACT_RELU: x = _mm512_mask_blend_ps(_mm512_cmp_ps_mask(x, z, _CMP_LT_OQ), x, z); break;
+                case CD_ACT_RELU6: {
+                    const __m512 t = _mm512_mask_blend_ps(_mm512_cmp_ps_mask(x, va, _CMP_GT_OQ), x, va);
+                    x = _mm512_mask_blend_ps(_mm512_cmp_ps_mask(x, z, _CMP_LT_OQ), t, z);
+                    break;
+                }
+                case CD_ACT_LEAKY_RELU:
+                    x = _mm512_mask_blend_ps(_mm512_cmp_ps_mask(x, z, _CMP_LT_OQ), x, _mm512_mul_ps(va, x));
+                    break;
+                case CD_ACT_HARD_SWISH: {
+                    __m512 t = _mm512_add_ps(x, vc);
+                    t = _mm512_mask_blend_ps(_mm512_cmp_ps_mask(t, va, _CMP_GT_OQ), t, va);
+                    t = _mm512_mask_blend_ps(_mm512_cmp_ps_mask(t, z, _CMP_LT_OQ), t, z);
+                    x = _mm512_div_ps(_mm512_mul_ps(x, t), vb);
+                    break;
+                }
+                default: break;
+                }
+            }
+            _mm512_mask_storeu_ps(yr, m, x);
+        }
+    }
+}
+
 /* AVX-512 tile: OCV blocks x P pixels, K slice [k0, k1). */
 static inline __attribute__((always_inline, target("avx512f"))) void
 ocv_tile512(const ocv_job *j, int b0, const int OCV, const int P, int p0, int np) {
@@ -141,7 +214,7 @@ ocv_tile512(const ocv_job *j, int b0, const int OCV, const int P, int p0, int np
         for (int v = 0; v < OCV; v++)
 #pragma GCC unroll 16
             for (int p = 0; p < P; p++) _mm512_store_ps(buf + ((size_t)v * P + p) * CD_OCV_BLOCK, acc[v][p]);
-        ocv_store(j, buf, OCV, P, b0, p0, np, k0 == 0, k1 == K);
+        ocv_store512(j, buf, OCV, P, b0, p0, np, k0 == 0, k1 == K);
     }
 }
 
@@ -366,6 +439,25 @@ __attribute__((target("avx2,fma"))) static void dw_rows256(const dw_geo *d, cons
     }
 }
 
+/* The block's nc input planes (x: the first) into the padded scratch, 16 columns of a row at a
+ * time through ocv_tr16. */
+__attribute__((target("avx512f"))) static void dw_in512(const dw_geo *d, const float *x, int nc, int rows, int cols,
+                                                        float *xt) {
+    const cd_conv_direct_geo *g = d->g;
+    const size_t HW = (size_t)g->H * g->W;
+    for (int iy = 0; iy < rows; iy++)
+        for (int ix0 = 0; ix0 < cols; ix0 += 16) {
+            const int n = cols - ix0 < 16 ? cols - ix0 : 16;
+            const __mmask16 m = (__mmask16)((1u << n) - 1u);
+            __m512 r[16], c[16];
+            for (int l = 0; l < 16; l++)
+                r[l] = l < nc ? _mm512_maskz_loadu_ps(m, x + l * HW + (size_t)iy * g->W + ix0) : _mm512_setzero_ps();
+            ocv_tr16(r, c);
+            float *dr = xt + ((size_t)(iy + g->pt) * d->Wp + g->pl + ix0) * CD_OCV_BLOCK;
+            for (int p = 0; p < n; p++) _mm512_storeu_ps(dr + (size_t)p * CD_OCV_BLOCK, c[p]);
+        }
+}
+
 /* Channel block cb of image x (C planes of H x W) into y (C planes of Ho x Wo); xt, wt, buf:
  * this thread's scratch. */
 static void dw_block(const dw_geo *d, int level, const float *x, float *y, int C, int cb, float *xt, float *wt,
@@ -374,14 +466,17 @@ static void dw_block(const dw_geo *d, int level, const float *x, float *y, int C
     const int c0 = cb * CD_OCV_BLOCK, nc = C - c0 < CD_OCV_BLOCK ? C - c0 : CD_OCV_BLOCK, KHW = g->KH * g->KW;
     memset(xt, 0, (size_t)d->Hp * d->Wp * CD_OCV_BLOCK * sizeof(float));
     const int rows = g->H < d->Hp - g->pt ? g->H : d->Hp - g->pt, cols = g->W < d->Wp - g->pl ? g->W : d->Wp - g->pl;
-    for (int l = 0; l < nc; l++) {
-        const float *xs = x + (size_t)(c0 + l) * g->H * g->W;
-        for (int iy = 0; iy < rows; iy++) {
-            float *dr = xt + ((size_t)(iy + g->pt) * d->Wp + g->pl) * CD_OCV_BLOCK + l;
-            const float *sr = xs + (size_t)iy * g->W;
-            for (int ix = 0; ix < cols; ix++) dr[(size_t)ix * CD_OCV_BLOCK] = sr[ix];
+    if (level == 2)
+        dw_in512(d, x + (size_t)c0 * g->H * g->W, nc, rows, cols, xt);
+    else
+        for (int l = 0; l < nc; l++) {
+            const float *xs = x + (size_t)(c0 + l) * g->H * g->W;
+            for (int iy = 0; iy < rows; iy++) {
+                float *dr = xt + ((size_t)(iy + g->pt) * d->Wp + g->pl) * CD_OCV_BLOCK + l;
+                const float *sr = xs + (size_t)iy * g->W;
+                for (int ix = 0; ix < cols; ix++) dr[(size_t)ix * CD_OCV_BLOCK] = sr[ix];
+            }
         }
-    }
     for (int k = 0; k < KHW; k++)
         for (int l = 0; l < CD_OCV_BLOCK; l++)
             wt[k * CD_OCV_BLOCK + l] = l < nc ? d->w[(size_t)(c0 + l) * KHW + k] : 0.0f;
@@ -394,7 +489,10 @@ static void dw_block(const dw_geo *d, int level, const float *x, float *y, int C
                 dw_rows512(d, xt, wt, buf, oy, ox, np);
             else
                 dw_rows256(d, xt, wt, buf, oy, ox, np);
-            ocv_store(&j, buf, 1, np, cb, oy * g->Wo + ox, np, 1, 1);
+            if (level == 2)
+                ocv_store512(&j, buf, 1, np, cb, oy * g->Wo + ox, np, 1, 1);
+            else
+                ocv_store(&j, buf, 1, np, cb, oy * g->Wo + ox, np, 1, 1);
         }
 }
 #endif
