@@ -531,6 +531,10 @@ Test(gemm, f32_conv_ocv_matches_im2col_gemm_bits) {
     conv_ocv_case(70, 96, 6, 5, 3, 3, 1, 1, 1, 1, 0, 2, 1, 0, 1, -1);   /* 5 blocks, K = 864: 4 slices */
     conv_ocv_case(24, 8, 1, 1, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 1, -1);    /* a 1x1 map, all but one tap padding */
     conv_ocv_case(48, 24, 16, 16, 1, 1, 2, 2, 1, 1, 0, 0, 0, 0, 1, -1); /* 1x1 stride 2 */
+    /* no padding: the input read in place (no padded copy) */
+    conv_ocv_case(96, 64, 4, 4, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 1, CD_ACT_RELU6); /* 1x1 on a 4x4 map */
+    conv_ocv_case(20, 8, 6, 7, 3, 3, 1, 1, 1, 1, 0, 0, 0, 0, 1, -1);            /* 3x3 valid */
+    conv_ocv_case(24, 300, 2, 2, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 1, -1);          /* K = 300: 2 slices */
     cr_assert(64.0 * 288 * 16 * 16 >= CD_GEMM_ONE_THREAD_MACS);
     conv_ocv_case(64, 32, 32, 32, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1, 2, -1); /* above the one-thread threshold */
     conv_ocv_case(50, 40, 20, 20, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 2, CD_ACT_LEAKY_RELU);

@@ -270,20 +270,23 @@ bool cd_conv_ocv_f32(const cd_conv_direct_geo *g, int Cout, const float *wpack, 
     if (!level) return false;
 #ifdef OCV_X86
     const int K = g->Cin * g->KH * g->KW, HWo = g->Ho * g->Wo;
-    const int Hp = (g->Ho - 1) * g->sh + (g->KH - 1) * g->dh + 1, Wp = (g->Wo - 1) * g->sw + (g->KW - 1) * g->dw + 1;
+    const int Hn = (g->Ho - 1) * g->sh + (g->KH - 1) * g->dh + 1, Wn = (g->Wo - 1) * g->sw + (g->KW - 1) * g->dw + 1;
+    /* no padding to add (every tap inside the input): the input itself, no copy */
+    const bool inside = g->pt == 0 && g->pl == 0 && Hn <= g->H && Wn <= g->W;
+    const int Hp = inside ? g->H : Hn, Wp = inside ? g->W : Wn;
     const size_t plane = (size_t)Hp * Wp;
     const size_t npix = (size_t)HWo + OCV_PMAX; /* the last tile reads up to P - 1 past HWo */
     if ((size_t)g->Cin * plane > (size_t)INT_MAX / 2) return false;
-    float *xp = malloc((size_t)g->Cin * plane * sizeof(float));
+    float *xp = inside ? NULL : malloc((size_t)g->Cin * plane * sizeof(float));
     int *tap = malloc((size_t)K * sizeof(int)), *pix = calloc(npix, sizeof(int));
-    if (!xp || !tap || !pix) {
+    if ((!inside && !xp) || !tap || !pix) {
         free(xp);
         free(tap);
         free(pix);
         return false;
     }
     /* the zero-padded input: rows r = iy + pt, columns c = ix + pl (only what taps reach) */
-    for (int ic = 0; ic < g->Cin; ic++)
+    for (int ic = 0; !inside && ic < g->Cin; ic++)
         for (int r = 0; r < Hp; r++) {
             float *d = xp + (size_t)ic * plane + (size_t)r * Wp;
             const int iy = r - g->pt;
@@ -301,7 +304,7 @@ bool cd_conv_ocv_f32(const cd_conv_direct_geo *g, int Cout, const float *wpack, 
             for (int kx = 0; kx < g->KW; kx++, k++) tap[k] = (int)((size_t)ic * plane) + ky * g->dh * Wp + kx * g->dw;
     for (int oy = 0, p = 0; oy < g->Ho; oy++)
         for (int ox = 0; ox < g->Wo; ox++, p++) pix[p] = oy * g->sh * Wp + ox * g->sw;
-    const ocv_job j = {xp, tap, pix, wpack, Y, K, Cout, HWo, epi};
+    const ocv_job j = {inside ? g->x : xp, tap, pix, wpack, Y, K, Cout, HWo, epi};
     const int nb = (Cout + CD_OCV_BLOCK - 1) / CD_OCV_BLOCK;
     /* groups of blocks: AVX-512 up to 4 blocks, as even as they go; AVX2 one */
     const int ng = level == 2 ? (nb + 3) / 4 : nb;

@@ -342,11 +342,16 @@ static cd_status check_dtypes(cd_op_ctx *c) {
     return CD_OK;
 }
 
-/* Whether conv2d runs g on cd_conv_ocv_f32 (fp32, not transposed, not depthwise, not a 1x1
- * stride-1 product, not the short-reduction or wide-row direct conv) on this machine. */
+/* Whether conv2d runs g on cd_conv_ocv_f32 (fp32, not transposed, not depthwise, not the
+ * short-reduction or wide-row direct conv, a 1x1 stride-1 product only on a small map) on this
+ * machine. */
 static bool conv_takes_ocv(const conv_geo *g) {
     const int64_t cig = g->Cin / g->groups;
-    if (g->transpose || (cig == 1 && g->groups > 1) || conv_pointwise(g) || !cd_conv_ocv_level()) return false;
+    if (g->transpose || (cig == 1 && g->groups > 1) || !cd_conv_ocv_level()) return false;
+    /* 1x1 stride-1 convs on maps of at most 16 pixels (4x4): the direct GEMM's vectors run over
+     * pixels, mostly empty there; measured on the zoo's mobile networks, 64 pixels gained
+     * nothing more (1x1 maps keep the one-column GEMM) */
+    if (conv_pointwise(g)) return g->Ho * g->Wo <= 16;
     const cd_conv_direct_geo fg = {NULL,       (int)cig,   (int)g->H,  (int)g->W,  (int)g->KH, (int)g->KW, (int)g->sh,
                                    (int)g->sw, (int)g->dh, (int)g->dw, (int)g->pt, (int)g->pl, (int)g->Ho, (int)g->Wo};
     return !cd_conv_direct_fits_f32(&fg, (int)(g->Cout / g->groups));

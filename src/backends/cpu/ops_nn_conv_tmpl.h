@@ -871,24 +871,23 @@ static cd_status F(conv_fwd)(cd_op_ctx *c, const conv_geo *g, const NN_T *in, co
                 continue;
             }
 #endif
+#if !NN_IS_HALF
+            if (ocv_wp) { /* prepared: the filter packed for the channel-vector conv */
+                const cd_value *bv = cd_in(c, "Bias", 0);
+                const bool fuse = !g->residual && cd_conv_ocv_epi_ok(&g->act);
+                const cd_conv_ocv_epi epi = {bv ? (const float *)bv->data + gr * cog : NULL, g->act};
+                const cd_conv_direct_geo og = {x,          (int)cig,   (int)g->H,  (int)g->W,  (int)g->KH,
+                                               (int)g->KW, (int)g->sh, (int)g->sw, (int)g->dh, (int)g->dw,
+                                               (int)g->pt, (int)g->pl, (int)g->Ho, (int)g->Wo};
+                if (!cd_conv_ocv_f32(&og, (int)cog, ocv_wp + (size_t)gr * ocv_group, y, fuse ? &epi : NULL, c->threads))
+                    return cd_op_fail(c, CD_E_NOMEM, "out of memory for the conv's padded input copy");
+                *fused = fuse;
+                continue;
+            }
+#endif
             if (pointwise) {
                 GEMM((int)cog, (int)HWo, K, (NN_T)1, a, K, false, x, (int)HWo, false, (NN_T)0, y, (int)HWo, c->threads);
             } else {
-#if !NN_IS_HALF
-                if (ocv_wp) { /* prepared: the filter packed for the channel-vector conv */
-                    const cd_value *bv = cd_in(c, "Bias", 0);
-                    const bool fuse = !g->residual && cd_conv_ocv_epi_ok(&g->act);
-                    const cd_conv_ocv_epi epi = {bv ? (const float *)bv->data + gr * cog : NULL, g->act};
-                    const cd_conv_direct_geo og = {x,          (int)cig,   (int)g->H,  (int)g->W,  (int)g->KH,
-                                                   (int)g->KW, (int)g->sh, (int)g->sw, (int)g->dh, (int)g->dw,
-                                                   (int)g->pt, (int)g->pl, (int)g->Ho, (int)g->Wo};
-                    if (!cd_conv_ocv_f32(&og, (int)cog, ocv_wp + (size_t)gr * ocv_group, y, fuse ? &epi : NULL,
-                                         c->threads))
-                        return cd_op_fail(c, CD_E_NOMEM, "out of memory for the conv's padded input copy");
-                    *fused = fuse;
-                    continue;
-                }
-#endif
                 F(im2col_ctx)
                 ix = {x,          (int)g->H,  (int)g->W,  (int)g->KH, (int)g->KW, (int)g->sh,
                       (int)g->sw, (int)g->dh, (int)g->dw, (int)g->pt, (int)g->pl, (int)g->Wo};
