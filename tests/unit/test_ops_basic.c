@@ -280,6 +280,43 @@ Test(eltwise, fp16_add_is_rounded_half_sum_and_fused_relu) {
     t_free(t);
 }
 
+/* The fused add + activation's post-stage inlines relu, relu6, leaky_relu and hard_swish
+ * (ops_basic_eltwise_post_tmpl.h): bit for bit cd_act_apply of the float sum, NaN and -0
+ * included; sigmoid still goes through cd_act_apply. */
+Test(eltwise, fused_activation_matches_cd_act_apply) {
+    const char *acts[] = {"relu", "relu6", "leaky_relu", "hard_swish", "sigmoid"};
+    const int n = 2001;
+    double *xs = malloc(sizeof(double) * n), *ys = malloc(sizeof(double) * n);
+    for (int i = 0; i < n; i++) {
+        xs[i] = (i - 1000) * 0.0123;
+        ys[i] = (i % 7) * 0.5 - 1.5;
+    }
+    xs[0] = NAN;
+    xs[1] = -0.0; /* -0 + -0: the sign must survive relu */
+    ys[1] = -0.0;
+    for (size_t k = 0; k < sizeof acts / sizeof acts[0]; k++) {
+        T *t = t_new("fusion_elementwise_add_activation");
+        t_val(t, 0, CD_F32, 1, (int64_t[]){n}, xs);
+        t_val(t, 1, CD_F32, 1, (int64_t[]){n}, ys);
+        t_in(t, "X", 0);
+        t_in(t, "Y", 1);
+        t_out(t, "Out", 2);
+        a_int(t, "axis", -1);
+        a_str(t, "act_type", acts[k]);
+        cr_assert_eq(t_run(t), CD_OK, "%s", t->err.msg);
+        cd_act a;
+        cr_assert_eq(cd_act_from_op(&t->c, "act_type", &a), CD_OK);
+        for (int i = 0; i < n; i++) {
+            float want = cd_act_apply(&a, (float)xs[i] + (float)ys[i]), got = ((float *)t->vals[2].data)[i];
+            cr_assert(memcmp(&want, &got, 4) == 0 || (isnan(want) && isnan(got)), "%s x+y=%g: %g vs %g", acts[k],
+                      xs[i] + ys[i], got, want);
+        }
+        t_free(t);
+    }
+    free(xs);
+    free(ys);
+}
+
 Test(eltwise, fuse_scale_mul) {
     T *t = t_new("elementwise_mul");
     t_val(t, 0, CD_F32, 1, (int64_t[]){3}, (double[]){1, 2, -3});
