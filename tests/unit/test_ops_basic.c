@@ -336,6 +336,80 @@ Test(eltwise, fuse_scale_mul) {
     t_free(t);
 }
 
+/* ---- max pooling: the AVX-512 plane kernel (ops_nn_pool_tmpl.h F(max_plane512), -inf
+ * padded rows) must give the scalar scan's bits: m from the window's first input value, then
+ * m = v where v > m or v is NaN, so the last NaN's payload wins; -inf, -0 and +0 inputs,
+ * 2x2 and 3x3 windows, strides 1 and 2, paddings 0-2, widths 1-40 (partial last vectors), two
+ * channels. ---- */
+static void max_pool_case(int64_t H, int64_t W, int64_t k, int64_t st, int64_t pad) {
+    const int64_t C = 2, n = C * H * W, Ho = (H + 2 * pad - k) / st + 1, Wo = (W + 2 * pad - k) / st + 1;
+    float *x = malloc((size_t)n * sizeof(float));
+    unsigned seed = (unsigned)(H * 131 + W * 7 + k + st * 3 + pad);
+    for (int64_t i = 0; i < n; i++) {
+        const double r = rnd(&seed);
+        uint32_t bits;
+        float f = (float)r;
+        if (r > 0.9) { /* quiet NaNs with distinct payloads */
+            bits = 0x7fc00000u | (uint32_t)(i & 0xffff);
+            memcpy(&f, &bits, 4);
+        } else if (r < -0.9)
+            f = -INFINITY;
+        else if (fabs(r) < 0.05)
+            f = r < 0 ? -0.0f : 0.0f;
+        x[i] = f;
+    }
+    T *t = t_new("pool2d");
+    cd_value *v = &t->vals[0];
+    v->dtype = CD_F32;
+    v->shape.rank = 4;
+    const int64_t dims[4] = {1, C, H, W};
+    for (int i = 0; i < 4; i++) v->shape.d[i] = dims[i];
+    cr_assert_eq(cd_value_alloc(v, NULL), CD_OK);
+    memcpy(v->data, x, (size_t)n * sizeof(float));
+    t_in(t, "X", 0);
+    t_out(t, "Out", 1);
+    a_str(t, "pooling_type", "max");
+    a_ints(t, "ksize", 2, (int64_t[]){k, k});
+    a_ints(t, "strides", 2, (int64_t[]){st, st});
+    a_ints(t, "paddings", 2, (int64_t[]){pad, pad});
+    cr_assert_eq(t_run(t), CD_OK, "%s", t->err.msg);
+    const float *y = t->vals[1].data;
+    for (int64_t c = 0; c < C; c++)
+        for (int64_t oy = 0; oy < Ho; oy++)
+            for (int64_t ox = 0; ox < Wo; ox++) {
+                const int64_t hs = oy * st - pad < 0 ? 0 : oy * st - pad, ws = ox * st - pad < 0 ? 0 : ox * st - pad;
+                const int64_t he = oy * st - pad + k > H ? H : oy * st - pad + k;
+                const int64_t we = ox * st - pad + k > W ? W : ox * st - pad + k;
+                float want = 0.0f;
+                if (he > hs && we > ws) {
+                    want = x[(c * H + hs) * W + ws];
+                    for (int64_t iy = hs; iy < he; iy++)
+                        for (int64_t ix = ws; ix < we; ix++) {
+                            const float e = x[(c * H + iy) * W + ix];
+                            if (e > want || e != e) want = e;
+                        }
+                }
+                const float got = y[(c * Ho + oy) * Wo + ox];
+                cr_assert(memcmp(&want, &got, 4) == 0,
+                          "max pool %lldx%lld k%lld s%lld p%lld: c%lld (%lld,%lld) %g vs %g", (long long)H,
+                          (long long)W, (long long)k, (long long)st, (long long)pad, (long long)c, (long long)oy,
+                          (long long)ox, (double)got, (double)want);
+            }
+    t_free(t);
+    free(x);
+}
+
+Test(pool, max_matches_scalar_scan_bits) {
+    static const int64_t cfg[][3] = {{3, 2, 1}, {3, 1, 1}, {2, 2, 0}, {3, 2, 0}, {3, 1, 2}, {2, 1, 1}, {3, 2, 2}};
+    static const int64_t sizes[][2] = {{32, 32}, {16, 17}, {5, 40}, {7, 33}, {3, 1}, {1, 5}, {9, 16}};
+    for (size_t a = 0; a < sizeof cfg / sizeof cfg[0]; a++)
+        for (size_t b = 0; b < sizeof sizes / sizeof sizes[0]; b++) {
+            const int64_t k = cfg[a][0], st = cfg[a][1], pad = cfg[a][2], H = sizes[b][0], W = sizes[b][1];
+            if (H + 2 * pad < k || W + 2 * pad < k || pad >= k) continue;
+            max_pool_case(H, W, k, st, pad);
+        }
+}
+
 /* ---- activations: the inlined fast paths must equal cd_act_apply bit for bit ---- */
 
 Test(act, fast_paths_match_cd_act_apply) {
