@@ -691,6 +691,25 @@ Test(shape, transpose_concat_split_slice) {
     cr_assert_eq(t_infer(t), CD_E_MODEL);
     cr_assert(strstr(t->err.msg, "not a permutation"), "%s", t->err.msg);
     t_free(t);
+    /* axes that stay adjacent and in order are merged (ops_shape.c): the identity is one copy,
+     * {1, 2, 0} rows of 12 with stride 1, {0, 2, 1} rows of 3 with stride 4 */
+    static const int64_t perms[3][3] = {{0, 1, 2}, {1, 2, 0}, {0, 2, 1}};
+    for (int q = 0; q < 3; q++) {
+        t = t_new("transpose2");
+        t_val(t, 0, CD_F32, 3, (int64_t[]){2, 3, 4}, xs);
+        t_in(t, "X", 0);
+        t_out(t, "Out", 1);
+        a_ints(t, "axis", 3, perms[q]);
+        cr_assert_eq(t_run(t), CD_OK, "%s", t->err.msg);
+        const int64_t d[3] = {2, 3, 4}, st[3] = {12, 4, 1};
+        const int64_t o0 = d[perms[q][0]], o1 = d[perms[q][1]], o2 = d[perms[q][2]];
+        for (int64_t a = 0; a < o0; a++)
+            for (int64_t b = 0; b < o1; b++)
+                for (int64_t e = 0; e < o2; e++)
+                    cr_assert_eq(((float *)t->vals[1].data)[(a * o1 + b) * o2 + e],
+                                 xs[a * st[perms[q][0]] + b * st[perms[q][1]] + e * st[perms[q][2]]], "perm %d", q);
+        t_free(t);
+    }
 
     t = t_new("concat");
     t_val(t, 0, CD_I64, 2, (int64_t[]){2, 3}, xs);
