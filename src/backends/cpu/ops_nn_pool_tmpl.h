@@ -69,14 +69,8 @@ static void F(pool_run)(const pool_geo *g, const NN_T *in, NN_T *out, int thread
         CD_PAR_FOR(par, threads, int64_t, t, total, { out[t] = (NN_T)(F(plane_sum)(in + t * HW, HW) / (float)HW); });
         return;
     }
-    /* column windows are the same for every row and plane */
-    int64_t *wwin = malloc((size_t)g->Wo * 3 * sizeof(int64_t));
-    if (wwin)
-        for (int64_t ox = 0; ox < g->Wo; ox++)
-            pool_window(g, false, ox, &wwin[3 * ox], &wwin[3 * ox + 1], &wwin[3 * ox + 2]);
-            /* max pooling: the output columns whose windows lie inside the row, [vlo, vhi) */
 #if POOL_VEC
-    /* max pooling where every window has an input column: F(max_plane_vec), a scratch per thread
+    /* max pooling where every window has an input column: F(max_plane512), a scratch per thread
      * of H rows x Wp (the last vector's columns included), -inf outside the copied columns */
     if (g->is_max && !g->adaptive && (g->sw == 1 || g->sw == 2) && g->kw > g->pl &&
         (g->Wo - 1) * g->sw - g->pl < g->W && __builtin_cpu_supports("avx512f")) {
@@ -97,6 +91,11 @@ static void F(pool_run)(const pool_geo *g, const NN_T *in, NN_T *out, int thread
         }
     }
 #endif
+    /* column windows are the same for every row and plane */
+    int64_t *wwin = malloc((size_t)g->Wo * 3 * sizeof(int64_t));
+    if (wwin)
+        for (int64_t ox = 0; ox < g->Wo; ox++)
+            pool_window(g, false, ox, &wwin[3 * ox], &wwin[3 * ox + 1], &wwin[3 * ox + 2]);
     CD_PAR_FOR(par, threads, int64_t, t, total, {
         const NN_T *x = in + t * HW;
         NN_T *y = out + t * g->Ho * g->Wo;
