@@ -7,7 +7,9 @@
 #                        [--work DIR]
 #
 # Models: every *fp32*.nb of --models (default ../shared/models) and of --zoo (optional), with
-# the input shapes of shapes.txt in that folder. Each model's inputs are the ones cldiff draws
+# the input shapes of shapes.txt in that folder. --zoo may also be a zoo root as scripts/zoo
+# builds it (.zoo: <name>/<name>_x86.nb + info.json): then every fp32 model's x86 .nb, with the
+# input name and shape of its info.json. Each model's inputs are the ones cldiff draws
 # (seeded random, --seed 1), saved as .npy for the Paddle-Lite runner, so both see the same
 # values. Then N rounds (default 5), interleaved (every round runs every engine and thread
 # count once, so a slow phase of the machine hits all of them):
@@ -20,7 +22,8 @@
 #            --warmup W (default 3)
 # and prints per model and thread count the medians and the ratios cldiff/PL (warm/warm,
 # cold/first); cldiff's per-op-type and heaviest-op tables (cpu:timing=1) of each model and
-# thread count are kept in the work folder (m<k>/timing_t<T>.txt). A model Paddle-Lite x86 cannot run (an ARM-only .nb) gets "n/a" and the reason.
+# thread count are kept in the work folder (m<k>/timing_t<T>.txt). A model Paddle-Lite x86
+# cannot run (an ARM-only .nb) gets "n/a" and the reason.
 set -u
 SRC=$(cd "$(dirname "$0")/.." && pwd)
 CLDIFF=${CLDIFF:-$SRC/build/cldiff}
@@ -36,7 +39,7 @@ WORK=""
 PY=$SRC/.venv/bin/python
 [ -x "$PY" ] || PY=python3
 
-usage() { sed -n '2,22p' "$0" | sed 's/^# \{0,1\}//'; exit "${1:-2}"; }
+usage() { sed -n '2,26p' "$0" | sed 's/^# \{0,1\}//'; exit "${1:-2}"; }
 while [ $# -gt 0 ]; do
     case "$1" in
     --cldiff) CLDIFF=$2; shift 2 ;;
@@ -83,6 +86,26 @@ LIST=$WORK/models.tsv
 : >"$LIST"
 for dir in "$MODELS" $ZOO; do
     [ -d "$dir" ] || continue
+    # a zoo root (scripts/zoo): <name>/info.json with precision fp32 and <name>/<name>_x86.nb
+    "$PY" - "$dir" "$ONLY" <<'EOF' >>"$LIST"
+import glob, json, os, sys
+root, only = sys.argv[1], [x for x in sys.argv[2].split(",") if x]
+for info in sorted(glob.glob(os.path.join(root, "*", "info.json"))):
+    d = os.path.dirname(info)
+    name = os.path.basename(d)
+    nb = os.path.join(d, name + "_x86.nb")
+    try:
+        j = json.load(open(info))
+    except (OSError, ValueError):
+        continue
+    if j.get("precision") != "fp32" or not os.path.isfile(nb):
+        continue
+    if only and os.path.basename(nb) not in only:
+        continue
+    shp = j.get("input_shape")
+    arg = f" --shape {j.get('input_name', 'x')}={','.join(str(v) for v in shp)}" if shp else ""
+    print(f"{nb}\t{arg}")
+EOF
     for m in "$dir"/*fp32*.nb; do
         [ -f "$m" ] || continue
         b=$(basename "$m")
@@ -190,7 +213,7 @@ print("| model | threads | cldiff cold | cldiff warm | PL first | PL warm | warm
 print("|---|---:|---:|---:|---:|---:|---:|---:|")
 for (m, t), v in sorted(rows.items()):
     cc, cw, pf, pw = (med([x[i] for x in v]) for i in range(4))
-    print(f"| {m} | {t} | {f(cc)} | {f(cw)} | {f(pf)} | {f(pw)} | {f(cw / pw, 2)} | {f(cc / pf, 2)} |")
+    print(f"| {m} | {t} | {f(cc, 2)} | {f(cw, 2)} | {f(pf, 2)} | {f(pw, 2)} | {f(cw / pw, 2)} | {f(cc / pf, 2)} |")
 print(f"(work folder: {work}; a n/a PL column: see m*/pl<T>.log there; cldiff's per-op-type and heaviest-op "
       f"tables: m<k>/timing_t<T>.txt, m<k> being line k of {work}/models.tsv)")
 EOF

@@ -1,8 +1,17 @@
-/* SHA-256 written from the FIPS 180-4 definition. */
+/* SHA-256 written from the FIPS 180-4 definition; on x86-64 CPUs with the SHA extensions the
+ * compression function runs on them (sha256rnds2 / sha256msg1 / sha256msg2, picked at run
+ * time: the same digest, ~5x faster: the model hash at load was 31% of a whole ppocr_v3_det
+ * run's instructions). CLDIFF_SHA256=generic keeps the portable code (tests compare both). */
 #include "util/sha256.h"
 #include <errno.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
+#define SHA_X86 1
+#include <cpuid.h>
+#include <immintrin.h>
+#endif
 
 static const uint32_t K[64] = {
     0x428a2f98, 0x71374491, 0xb5c0fbcf, 0xe9b5dba5, 0x3956c25b, 0x59f111f1, 0x923f82a4, 0xab1c5ed5,
@@ -49,12 +58,83 @@ static void block(uint32_t h[8], const uint8_t *p) {
     h[7] += hh;
 }
 
+#ifdef SHA_X86
+/* n 64-byte blocks with the SHA extensions. The state lives as ABEF and CDGH (the lanes
+ * sha256rnds2 takes); every 4 rounds the message words (byte-swapped to big-endian) plus their
+ * K constants feed two sha256rnds2, and words 16..63 come from sha256msg1 (the sigma0 part),
+ * the w[t-7] term and sha256msg2 (sigma1). */
+__attribute__((target("sha,sse4.1,ssse3"))) static void blocks_ni(uint32_t h[8], const uint8_t *p, size_t n) {
+    const __m128i bswap = _mm_set_epi64x(0x0c0d0e0f08090a0bULL, 0x0405060700010203ULL);
+    __m128i dcba = _mm_loadu_si128((const __m128i *)h), hgfe = _mm_loadu_si128((const __m128i *)(h + 4));
+    const __m128i badc = _mm_shuffle_epi32(dcba, 0xb1); /* lanes B A D C (low to high) */
+    const __m128i efgh = _mm_shuffle_epi32(hgfe, 0x1b); /* lanes H G F E */
+    __m128i abef = _mm_alignr_epi8(badc, efgh, 8);      /* F E B A */
+    __m128i cdgh = _mm_blend_epi16(efgh, badc, 0xf0);   /* H G D C */
+    for (; n > 0; n--, p += 64) {
+        const __m128i abef0 = abef, cdgh0 = cdgh;
+        __m128i m[4];
+        for (int i = 0; i < 16; i++) {
+            __m128i w;
+            if (i < 4) {
+                w = _mm_shuffle_epi8(_mm_loadu_si128((const __m128i *)(p + 16 * i)), bswap);
+            } else { /* words 4i..4i+3 from the previous 16 */
+                w = _mm_sha256msg1_epu32(m[i & 3], m[(i + 1) & 3]);
+                w = _mm_add_epi32(w, _mm_alignr_epi8(m[(i + 3) & 3], m[(i + 2) & 3], 4));
+                w = _mm_sha256msg2_epu32(w, m[(i + 3) & 3]);
+            }
+            m[i & 3] = w;
+            __m128i wk = _mm_add_epi32(w, _mm_loadu_si128((const __m128i *)(K + 4 * i)));
+            cdgh = _mm_sha256rnds2_epu32(cdgh, abef, wk); /* rounds 4i, 4i+1: the new ABEF */
+            wk = _mm_shuffle_epi32(wk, 0x0e);
+            abef = _mm_sha256rnds2_epu32(abef, cdgh, wk); /* rounds 4i+2, 4i+3 */
+        }
+        abef = _mm_add_epi32(abef, abef0);
+        cdgh = _mm_add_epi32(cdgh, cdgh0);
+    }
+    const __m128i feba = _mm_shuffle_epi32(abef, 0x1b);                   /* A B E F */
+    const __m128i dchg = _mm_shuffle_epi32(cdgh, 0xb1);                   /* G H C D */
+    _mm_storeu_si128((__m128i *)h, _mm_blend_epi16(feba, dchg, 0xf0));    /* A B C D */
+    _mm_storeu_si128((__m128i *)(h + 4), _mm_alignr_epi8(dchg, feba, 8)); /* E F G H */
+}
+
+static int have_ni(void) {
+    unsigned a, b, c, d;
+    if (!__get_cpuid(1, &a, &b, &c, &d) || !(c & bit_SSE4_1) || !(c & bit_SSSE3)) return 0;
+    if (!__get_cpuid_count(7, 0, &a, &b, &c, &d)) return 0;
+    return (b >> 29) & 1; /* CPUID.(EAX=7,ECX=0):EBX.SHA[bit 29] */
+}
+#endif
+
+/* 1: blocks_ni, 0: block; chosen per context at init (CLDIFF_SHA256=generic: 0) */
+static int pick_impl(void) {
+#ifdef SHA_X86
+    const char *e = getenv("CLDIFF_SHA256");
+    if (e && !strcmp(e, "generic")) return 0;
+    return have_ni();
+#else
+    return 0;
+#endif
+}
+
+const char *cd_sha256_impl(void) { return pick_impl() ? "sha-ni" : "generic"; }
+
+static void blocks(cd_sha256_ctx *c, const uint8_t *p, size_t n) {
+#ifdef SHA_X86
+    if (c->impl == 1) {
+        blocks_ni(c->h, p, n);
+        return;
+    }
+#endif
+    for (; n > 0; n--, p += 64) block(c->h, p);
+}
+
 void cd_sha256_init(cd_sha256_ctx *c) {
     static const uint32_t iv[8] = {0x6a09e667, 0xbb67ae85, 0x3c6ef372, 0xa54ff53a,
                                    0x510e527f, 0x9b05688c, 0x1f83d9ab, 0x5be0cd19};
     memcpy(c->h, iv, sizeof iv);
     c->total = 0;
     c->used = 0;
+    c->impl = pick_impl();
 }
 
 void cd_sha256_update(cd_sha256_ctx *c, const void *data, size_t n) {
@@ -67,10 +147,12 @@ void cd_sha256_update(cd_sha256_ctx *c, const void *data, size_t n) {
         p += take;
         n -= take;
         if (c->used < 64) return;
-        block(c->h, c->buf);
+        blocks(c, c->buf, 1);
         c->used = 0;
     }
-    for (; n >= 64; p += 64, n -= 64) block(c->h, p);
+    blocks(c, p, n / 64);
+    p += n / 64 * 64;
+    n %= 64;
     memcpy(c->buf, p, n);
     c->used = n;
 }

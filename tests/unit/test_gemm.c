@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include "backends/cpu/conv_ocv.h"
 #include "backends/cpu/gemm.h"
 
 static uint32_t g_rng = 12345u;
@@ -451,6 +452,185 @@ Test(gemm, f32_conv_direct_matches_im2col_gemm_bits) {
     conv_direct_case(6, 33, 12, 50, 3, 3, 1, 1, 2, 2, 2, 2, 2, 2, 1);  /* dilation 2, K = 297 */
     conv_direct_case(5, 64, 6, 33, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 1);   /* K = 576, Wo = 33 */
     conv_direct_case(3, 29, 7, 21, 5, 5, 1, 3, 1, 1, 2, 2, 2, 2, 1);   /* stride 3 columns, K = 725 */
+}
+
+/* ---- cd_conv_ocv_f32 (conv_ocv.h: the vector over output channels, filter packed once) ----
+ * against im2col + cd_gemm_f32: identical bits for block counts 1..6 and channel tails (Cout not
+ * a multiple of 16), pixel-tile tails, strides 1-3, dilation, asymmetric padding, reductions of
+ * 1-4 K slices, 1 and 2 threads; with bias and relu / relu6 / leaky_relu applied in the store,
+ * the bits of the conv epilogue's y + b then the activation. test_gemm_avx2 runs it on the
+ * AVX2 + FMA tiles. */
+static float ocv_act(int kind, float a, float v) {
+    switch (kind) {
+    case CD_ACT_RELU: return v < 0.0f ? 0.0f : v;
+    case CD_ACT_RELU6: return v < 0.0f ? 0.0f : (v > a ? a : v);
+    case CD_ACT_LEAKY_RELU: return v < 0.0f ? a * v : v;
+    default: return v;
+    }
+}
+
+static void conv_ocv_case(int Cout, int Cin, int H, int W, int KH, int KW, int sh, int sw, int dh, int dw, int pt,
+                          int pb, int pl, int pr, int threads, int act) {
+    int Ho = (H + pt + pb - (dh * (KH - 1) + 1)) / sh + 1, Wo = (W + pl + pr - (dw * (KW - 1) + 1)) / sw + 1;
+    int K = Cin * KH * KW, N = Ho * Wo;
+    float *x = malloc((size_t)Cin * H * W * 4), *w = malloc((size_t)Cout * K * 4), *b = malloc((size_t)Cout * 4);
+    float *col = malloc((size_t)K * N * 4), *y1 = malloc((size_t)Cout * N * 4), *y2 = malloc((size_t)Cout * N * 4);
+    float *wp = malloc(cd_conv_ocv_packed_floats(Cout, K) * 4);
+    for (int i = 0; i < Cin * H * W; i++) x[i] = frand();
+    for (int i = 0; i < Cout * K; i++) w[i] = frand() * 0.9f;
+    for (int i = 0; i < Cout; i++) b[i] = frand();
+    for (int ic = 0; ic < Cin; ic++)
+        for (int ky = 0; ky < KH; ky++)
+            for (int kx = 0; kx < KW; kx++)
+                for (int oy = 0; oy < Ho; oy++)
+                    for (int ox = 0; ox < Wo; ox++) {
+                        int iy = oy * sh - pt + ky * dh, ix = ox * sw - pl + kx * dw;
+                        col[(size_t)((ic * KH + ky) * KW + kx) * N + oy * Wo + ox] =
+                            iy >= 0 && iy < H && ix >= 0 && ix < W ? x[((size_t)ic * H + iy) * W + ix] : 0.0f;
+                    }
+    cd_gemm_f32(Cout, N, K, 1.0f, w, K, false, col, N, false, 0.0f, y1, N, 1);
+    const float a = act == CD_ACT_RELU6 ? 0.5f : 0.1f; /* relu6's threshold low enough to clip */
+    if (act >= 0)
+        for (int oc = 0; oc < Cout; oc++)
+            for (int i = 0; i < N; i++) {
+                volatile float v = y1[(size_t)oc * N + i] + b[oc]; /* rounded on its own, as the epilogue */
+                y1[(size_t)oc * N + i] = ocv_act(act, a, v);
+            }
+    cd_conv_ocv_pack(w, Cout, K, wp);
+    cd_conv_direct_geo g = {x, Cin, H, W, KH, KW, sh, sw, dh, dw, pt, pl, Ho, Wo};
+    cd_conv_ocv_epi epi = {b, {.kind = act >= 0 ? (cd_act_kind)act : CD_ACT_NONE, .a = a}};
+    memset(y2, 0xff, (size_t)Cout * N * 4); /* NaN: every output must be written */
+    cr_assert(cd_conv_ocv_f32(&g, Cout, wp, y2, act >= 0 ? &epi : NULL, threads));
+    for (int i = 0; i < Cout * N; i++)
+        cr_assert(memcmp(&y1[i], &y2[i], 4) == 0,
+                  "ocv conv %dx%dx%dx%d k%dx%d s%d,%d d%d,%d p%d,%d,%d,%d threads=%d act=%d (%s): y[%d] ocv %.9g, "
+                  "im2col+gemm %.9g",
+                  Cout, Cin, H, W, KH, KW, sh, sw, dh, dw, pt, pb, pl, pr, threads, act, cd_gemm_kernel_name_f32(), i,
+                  (double)y2[i], (double)y1[i]);
+    free(x);
+    free(w);
+    free(b);
+    free(col);
+    free(y1);
+    free(y2);
+    free(wp);
+}
+
+Test(gemm, f32_conv_ocv_matches_im2col_gemm_bits) {
+    if (!cd_conv_ocv_level()) {
+        cr_skip_test("no AVX2 + FMA or AVX-512 on this machine (or CLDIFF_GEMM_F32_KERNEL=generic): "
+                     "conv2d keeps im2col + GEMM");
+    }
+    conv_ocv_case(32, 16, 32, 32, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1, 1, -1); /* yolo's second conv */
+    conv_ocv_case(96, 64, 8, 8, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1, 1, -1);   /* 6 blocks: 3 + 3, K = 576 */
+    conv_ocv_case(64, 64, 9, 9, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 1, -1);   /* 4 blocks, Wo = 9 */
+    conv_ocv_case(5, 20, 7, 11, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 1, -1);   /* one partial block */
+    conv_ocv_case(17, 30, 10, 13, 3, 3, 2, 2, 1, 1, 1, 0, 1, 0, 1, -1); /* 16 + 1 channels */
+    conv_ocv_case(33, 29, 7, 21, 5, 5, 1, 3, 1, 1, 2, 2, 2, 2, 1, -1);  /* stride 3 columns, K = 725 */
+    conv_ocv_case(40, 33, 12, 20, 3, 3, 1, 1, 2, 2, 2, 2, 2, 2, 1, -1); /* dilation 2, K = 297 */
+    conv_ocv_case(70, 96, 6, 5, 3, 3, 1, 1, 1, 1, 0, 2, 1, 0, 1, -1);   /* 5 blocks, K = 864: 4 slices */
+    conv_ocv_case(24, 8, 1, 1, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 1, -1);    /* a 1x1 map, all but one tap padding */
+    conv_ocv_case(48, 24, 16, 16, 1, 1, 2, 2, 1, 1, 0, 0, 0, 0, 1, -1); /* 1x1 stride 2 */
+    /* no padding: the input read in place (no padded copy) */
+    conv_ocv_case(96, 64, 4, 4, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 1, CD_ACT_RELU6); /* 1x1 on a 4x4 map */
+    conv_ocv_case(20, 8, 6, 7, 3, 3, 1, 1, 1, 1, 0, 0, 0, 0, 1, -1);            /* 3x3 valid */
+    conv_ocv_case(24, 300, 2, 2, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 1, -1);          /* K = 300: 2 slices */
+    cr_assert(64.0 * 288 * 16 * 16 >= CD_GEMM_ONE_THREAD_MACS);
+    conv_ocv_case(64, 32, 32, 32, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1, 2, -1); /* above the one-thread threshold */
+    conv_ocv_case(50, 40, 20, 20, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 2, CD_ACT_LEAKY_RELU);
+    /* bias and activation in the store */
+    conv_ocv_case(32, 16, 32, 32, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1, 1, CD_ACT_NONE);
+    conv_ocv_case(33, 20, 9, 9, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 1, CD_ACT_RELU);
+    conv_ocv_case(20, 40, 8, 8, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 1, CD_ACT_RELU6);      /* K = 360: 2 slices */
+    conv_ocv_case(96, 64, 8, 8, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1, 1, CD_ACT_LEAKY_RELU); /* K = 576 */
+}
+
+/* ---- cd_conv_ocv_dw_f32: depthwise on small maps, vector over channels ----
+ * against the plane kernel's arithmetic (the depthwise path of every other map, written here as
+ * an fmaf chain; the whole-model dumps show the two kernels' bits equal in the release build):
+ * identical bits for channel tails, strides 1-2, dilation 2, 3x3 and 5x5 filters whose tap rows
+ * fall wholly in the padding (skipped by both), 1x1 to 8x8 outputs, two images, 1 and 2 threads,
+ * and the bias + activation of the store (hard_swish included) against y + b then the
+ * activation, computed here. */
+static float dw_act(int kind, float v) {
+    if (kind == CD_ACT_HARD_SWISH) { /* threshold 6, scale 6, offset 3 */
+        float t = v + 3.0f;
+        t = t < 0.0f ? 0.0f : (t > 6.0f ? 6.0f : t);
+        return v * t / 6.0f;
+    }
+    return ocv_act(kind, kind == CD_ACT_RELU6 ? 0.5f : 0.1f, v);
+}
+
+static void dw_ocv_case(int C, int H, int W, int K, int s, int d, int pt, int pb, int pl, int pr, int N, int threads,
+                        int act) {
+    int Ho = (H + pt + pb - (d * (K - 1) + 1)) / s + 1, Wo = (W + pl + pr - (d * (K - 1) + 1)) / s + 1;
+    size_t nin = (size_t)N * C * H * W, nout = (size_t)N * C * Ho * Wo;
+    float *x = malloc(nin * 4), *w = malloc((size_t)C * K * K * 4), *b = malloc((size_t)C * 4);
+    float *y1 = malloc(nout * 4), *y2 = malloc(nout * 4);
+    for (size_t i = 0; i < nin; i++) x[i] = frand();
+    for (int i = 0; i < C * K * K; i++) w[i] = frand() * 0.9f;
+    for (int i = 0; i < C; i++) b[i] = frand();
+    cd_conv_direct_geo g = {x, C, H, W, K, K, s, s, d, d, pt, pl, Ho, Wo};
+    /* the plane kernel's arithmetic as a scalar fmaf chain: its own build contracts acc + w * x
+     * into an FMA only when optimized (the sanitizer build is not), fmaf in every build */
+    for (int n = 0; n < N; n++)
+        for (int ch = 0; ch < C; ch++)
+            for (int oy = 0; oy < Ho; oy++)
+                for (int ox = 0; ox < Wo; ox++) {
+                    float acc = 0.0f;
+                    for (int ky = 0; ky < K; ky++) {
+                        const int iy = oy * s - pt + ky * d;
+                        if (iy < 0 || iy >= H) continue; /* a tap row wholly in the padding: skipped */
+                        for (int kx = 0; kx < K; kx++) {
+                            const int ix = ox * s - pl + kx * d;
+                            const float xv = ix >= 0 && ix < W ? x[(((size_t)n * C + ch) * H + iy) * W + ix] : 0.0f;
+                            acc = fmaf(w[(size_t)ch * K * K + ky * K + kx], xv, acc);
+                        }
+                    }
+                    y1[(((size_t)n * C + ch) * Ho + oy) * Wo + ox] = acc;
+                }
+    if (act >= 0)
+        for (size_t i = 0; i < nout; i++) {
+            volatile float v = y1[i] + b[i / ((size_t)Ho * Wo) % C];
+            y1[i] = dw_act(act, v);
+        }
+    cd_conv_ocv_epi epi = {b, {.kind = act >= 0 ? (cd_act_kind)act : CD_ACT_NONE}};
+    epi.act.a = act == CD_ACT_HARD_SWISH ? 6.0f : act == CD_ACT_RELU6 ? 0.5f : 0.1f;
+    epi.act.b = 6.0f;
+    epi.act.c = 3.0f;
+    memset(y2, 0xff, nout * 4); /* NaN: every output must be written */
+    cr_assert(cd_conv_ocv_dw_f32(&g, N, w, y2, act >= 0 ? &epi : NULL, threads));
+    for (size_t i = 0; i < nout; i++)
+        cr_assert(memcmp(&y1[i], &y2[i], 4) == 0,
+                  "dw C%d %dx%d k%d s%d d%d p%d,%d,%d,%d N%d threads=%d act=%d (%s): y[%zu] ocv %.9g, plane %.9g", C, H,
+                  W, K, s, d, pt, pb, pl, pr, N, threads, act, cd_gemm_kernel_name_f32(), i, (double)y2[i],
+                  (double)y1[i]);
+    free(x);
+    free(w);
+    free(b);
+    free(y1);
+    free(y2);
+}
+
+Test(gemm, f32_depthwise_ocv_matches_fma_chain_bits) {
+    if (!cd_conv_ocv_level()) {
+        cr_skip_test("no AVX2 + FMA or AVX-512 on this machine (or CLDIFF_GEMM_F32_KERNEL=generic): "
+                     "depthwise keeps the plane kernel");
+    }
+    dw_ocv_case(96, 8, 8, 3, 1, 1, 1, 1, 1, 1, 1, 1, -1);   /* mobilenet_v2's 8x8 layers */
+    dw_ocv_case(72, 16, 16, 3, 2, 1, 1, 1, 1, 1, 1, 1, -1); /* stride 2 to 8x8 */
+    dw_ocv_case(5, 4, 4, 3, 1, 1, 1, 1, 1, 1, 1, 1, -1);    /* one partial block */
+    dw_ocv_case(33, 4, 4, 3, 2, 1, 1, 1, 1, 1, 2, 1, -1);   /* 2x2 out, two images, 16 + 16 + 1 */
+    dw_ocv_case(20, 2, 3, 5, 1, 1, 2, 2, 2, 2, 1, 1, -1);   /* 5x5 on 2 rows: 3 of 5 tap rows padding */
+    dw_ocv_case(24, 1, 1, 3, 1, 1, 1, 1, 1, 1, 1, 1, -1);   /* 1x1 map */
+    dw_ocv_case(40, 9, 7, 3, 1, 2, 2, 2, 2, 2, 1, 1, -1);   /* dilation 2 */
+    dw_ocv_case(48, 7, 7, 5, 2, 1, 2, 1, 2, 1, 1, 1, -1);   /* asymmetric padding, 5x5 stride 2 */
+    dw_ocv_case(64, 8, 8, 3, 1, 1, 1, 1, 1, 1, 2, 2, -1);   /* 2 threads */
+    dw_ocv_case(96, 8, 8, 3, 1, 1, 1, 1, 1, 1, 1, 1, CD_ACT_RELU6);
+    dw_ocv_case(21, 6, 6, 3, 1, 1, 1, 1, 1, 1, 1, 2, CD_ACT_HARD_SWISH);
+    dw_ocv_case(17, 5, 5, 3, 1, 1, 1, 1, 1, 1, 1, 1, CD_ACT_RELU);
+    dw_ocv_case(16, 8, 8, 3, 1, 1, 1, 1, 1, 1, 1, 1, CD_ACT_LEAKY_RELU);
+    dw_ocv_case(32, 8, 8, 3, 1, 1, 1, 1, 1, 1, 1, 1, CD_ACT_NONE);
 }
 
 /* ---- the one-column path (N = 1 with a k-major A: conv's transposed filter for 1x1 maps) ----

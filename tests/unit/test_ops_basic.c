@@ -280,6 +280,43 @@ Test(eltwise, fp16_add_is_rounded_half_sum_and_fused_relu) {
     t_free(t);
 }
 
+/* The fused add + activation's post-stage inlines relu, relu6, leaky_relu and hard_swish
+ * (ops_basic_eltwise_post_tmpl.h): bit for bit cd_act_apply of the float sum, NaN and -0
+ * included; sigmoid still goes through cd_act_apply. */
+Test(eltwise, fused_activation_matches_cd_act_apply) {
+    const char *acts[] = {"relu", "relu6", "leaky_relu", "hard_swish", "sigmoid"};
+    const int n = 2001;
+    double *xs = malloc(sizeof(double) * n), *ys = malloc(sizeof(double) * n);
+    for (int i = 0; i < n; i++) {
+        xs[i] = (i - 1000) * 0.0123;
+        ys[i] = (i % 7) * 0.5 - 1.5;
+    }
+    xs[0] = NAN;
+    xs[1] = -0.0; /* -0 + -0: the sign must survive relu */
+    ys[1] = -0.0;
+    for (size_t k = 0; k < sizeof acts / sizeof acts[0]; k++) {
+        T *t = t_new("fusion_elementwise_add_activation");
+        t_val(t, 0, CD_F32, 1, (int64_t[]){n}, xs);
+        t_val(t, 1, CD_F32, 1, (int64_t[]){n}, ys);
+        t_in(t, "X", 0);
+        t_in(t, "Y", 1);
+        t_out(t, "Out", 2);
+        a_int(t, "axis", -1);
+        a_str(t, "act_type", acts[k]);
+        cr_assert_eq(t_run(t), CD_OK, "%s", t->err.msg);
+        cd_act a;
+        cr_assert_eq(cd_act_from_op(&t->c, "act_type", &a), CD_OK);
+        for (int i = 0; i < n; i++) {
+            float want = cd_act_apply(&a, (float)xs[i] + (float)ys[i]), got = ((float *)t->vals[2].data)[i];
+            cr_assert(memcmp(&want, &got, 4) == 0 || (isnan(want) && isnan(got)), "%s x+y=%g: %g vs %g", acts[k],
+                      xs[i] + ys[i], got, want);
+        }
+        t_free(t);
+    }
+    free(xs);
+    free(ys);
+}
+
 Test(eltwise, fuse_scale_mul) {
     T *t = t_new("elementwise_mul");
     t_val(t, 0, CD_F32, 1, (int64_t[]){3}, (double[]){1, 2, -3});
@@ -297,6 +334,80 @@ Test(eltwise, fuse_scale_mul) {
     const float want[] = {3.0f, 5.0f, 0.0f}; /* 0.5*4+1, min(0.5*10+1,5), relu(0.5*-18+1) */
     for (int i = 0; i < 3; i++) cr_assert_eq(((float *)t->vals[2].data)[i], want[i]);
     t_free(t);
+}
+
+/* ---- max pooling: the AVX-512 plane kernel (ops_nn_pool_tmpl.h F(max_plane512), -inf
+ * padded rows) must give the scalar scan's bits: m from the window's first input value, then
+ * m = v where v > m or v is NaN, so the last NaN's payload wins; -inf, -0 and +0 inputs,
+ * 2x2 and 3x3 windows, strides 1 and 2, paddings 0-2, widths 1-40 (partial last vectors), two
+ * channels. ---- */
+static void max_pool_case(int64_t H, int64_t W, int64_t k, int64_t st, int64_t pad) {
+    const int64_t C = 2, n = C * H * W, Ho = (H + 2 * pad - k) / st + 1, Wo = (W + 2 * pad - k) / st + 1;
+    float *x = malloc((size_t)n * sizeof(float));
+    unsigned seed = (unsigned)(H * 131 + W * 7 + k + st * 3 + pad);
+    for (int64_t i = 0; i < n; i++) {
+        const double r = rnd(&seed);
+        uint32_t bits;
+        float f = (float)r;
+        if (r > 0.9) { /* quiet NaNs with distinct payloads */
+            bits = 0x7fc00000u | (uint32_t)(i & 0xffff);
+            memcpy(&f, &bits, 4);
+        } else if (r < -0.9)
+            f = -INFINITY;
+        else if (fabs(r) < 0.05)
+            f = r < 0 ? -0.0f : 0.0f;
+        x[i] = f;
+    }
+    T *t = t_new("pool2d");
+    cd_value *v = &t->vals[0];
+    v->dtype = CD_F32;
+    v->shape.rank = 4;
+    const int64_t dims[4] = {1, C, H, W};
+    for (int i = 0; i < 4; i++) v->shape.d[i] = dims[i];
+    cr_assert_eq(cd_value_alloc(v, NULL), CD_OK);
+    memcpy(v->data, x, (size_t)n * sizeof(float));
+    t_in(t, "X", 0);
+    t_out(t, "Out", 1);
+    a_str(t, "pooling_type", "max");
+    a_ints(t, "ksize", 2, (int64_t[]){k, k});
+    a_ints(t, "strides", 2, (int64_t[]){st, st});
+    a_ints(t, "paddings", 2, (int64_t[]){pad, pad});
+    cr_assert_eq(t_run(t), CD_OK, "%s", t->err.msg);
+    const float *y = t->vals[1].data;
+    for (int64_t c = 0; c < C; c++)
+        for (int64_t oy = 0; oy < Ho; oy++)
+            for (int64_t ox = 0; ox < Wo; ox++) {
+                const int64_t hs = oy * st - pad < 0 ? 0 : oy * st - pad, ws = ox * st - pad < 0 ? 0 : ox * st - pad;
+                const int64_t he = oy * st - pad + k > H ? H : oy * st - pad + k;
+                const int64_t we = ox * st - pad + k > W ? W : ox * st - pad + k;
+                float want = 0.0f;
+                if (he > hs && we > ws) {
+                    want = x[(c * H + hs) * W + ws];
+                    for (int64_t iy = hs; iy < he; iy++)
+                        for (int64_t ix = ws; ix < we; ix++) {
+                            const float e = x[(c * H + iy) * W + ix];
+                            if (e > want || e != e) want = e;
+                        }
+                }
+                const float got = y[(c * Ho + oy) * Wo + ox];
+                cr_assert(memcmp(&want, &got, 4) == 0,
+                          "max pool %lldx%lld k%lld s%lld p%lld: c%lld (%lld,%lld) %g vs %g", (long long)H,
+                          (long long)W, (long long)k, (long long)st, (long long)pad, (long long)c, (long long)oy,
+                          (long long)ox, (double)got, (double)want);
+            }
+    t_free(t);
+    free(x);
+}
+
+Test(pool, max_matches_scalar_scan_bits) {
+    static const int64_t cfg[][3] = {{3, 2, 1}, {3, 1, 1}, {2, 2, 0}, {3, 2, 0}, {3, 1, 2}, {2, 1, 1}, {3, 2, 2}};
+    static const int64_t sizes[][2] = {{32, 32}, {16, 17}, {5, 40}, {7, 33}, {3, 1}, {1, 5}, {9, 16}};
+    for (size_t a = 0; a < sizeof cfg / sizeof cfg[0]; a++)
+        for (size_t b = 0; b < sizeof sizes / sizeof sizes[0]; b++) {
+            const int64_t k = cfg[a][0], st = cfg[a][1], pad = cfg[a][2], H = sizes[b][0], W = sizes[b][1];
+            if (H + 2 * pad < k || W + 2 * pad < k || pad >= k) continue;
+            max_pool_case(H, W, k, st, pad);
+        }
 }
 
 /* ---- activations: the inlined fast paths must equal cd_act_apply bit for bit ---- */
@@ -580,6 +691,25 @@ Test(shape, transpose_concat_split_slice) {
     cr_assert_eq(t_infer(t), CD_E_MODEL);
     cr_assert(strstr(t->err.msg, "not a permutation"), "%s", t->err.msg);
     t_free(t);
+    /* axes that stay adjacent and in order are merged (ops_shape.c): the identity is one copy,
+     * {1, 2, 0} rows of 12 with stride 1, {0, 2, 1} rows of 3 with stride 4 */
+    static const int64_t perms[3][3] = {{0, 1, 2}, {1, 2, 0}, {0, 2, 1}};
+    for (int q = 0; q < 3; q++) {
+        t = t_new("transpose2");
+        t_val(t, 0, CD_F32, 3, (int64_t[]){2, 3, 4}, xs);
+        t_in(t, "X", 0);
+        t_out(t, "Out", 1);
+        a_ints(t, "axis", 3, perms[q]);
+        cr_assert_eq(t_run(t), CD_OK, "%s", t->err.msg);
+        const int64_t d[3] = {2, 3, 4}, st[3] = {12, 4, 1};
+        const int64_t o0 = d[perms[q][0]], o1 = d[perms[q][1]], o2 = d[perms[q][2]];
+        for (int64_t a = 0; a < o0; a++)
+            for (int64_t b = 0; b < o1; b++)
+                for (int64_t e = 0; e < o2; e++)
+                    cr_assert_eq(((float *)t->vals[1].data)[(a * o1 + b) * o2 + e],
+                                 xs[a * st[perms[q][0]] + b * st[perms[q][1]] + e * st[perms[q][2]]], "perm %d", q);
+        t_free(t);
+    }
 
     t = t_new("concat");
     t_val(t, 0, CD_I64, 2, (int64_t[]){2, 3}, xs);

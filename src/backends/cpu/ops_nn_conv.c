@@ -10,6 +10,7 @@
  *
  * Each kernel is written once (template body in ops_nn_conv_tmpl.h) and instantiated for float and for
  * _Float16, where storage and arithmetic are half (one rounding per operation). */
+#include "backends/cpu/conv_ocv.h"
 #include "backends/cpu/gemm.h"
 #include "backends/cpu/int8_quant.h"
 #include "backends/cpu/par.h"
@@ -36,6 +37,11 @@ typedef struct {
 typedef struct {
     conv_geo g;
     const float *wt; /* [Cin][Cout], or NULL */
+    /* fp32 convs that would run im2col + GEMM, where cd_conv_ocv_level() > 0: the filter of
+     * every group packed for cd_conv_ocv_f32 (conv_ocv.h), group gr at gr * wp_group floats;
+     * NULL otherwise. Packed once per process: warm runs reuse it. */
+    const float *wp;
+    size_t wp_group;
 } conv_state;
 
 static bool conv_pointwise(const conv_geo *g) {
@@ -336,24 +342,50 @@ static cd_status check_dtypes(cd_op_ctx *c) {
     return CD_OK;
 }
 
+/* Whether conv2d runs g on cd_conv_ocv_f32 (fp32, not transposed, not depthwise, not the
+ * short-reduction or wide-row direct conv, a 1x1 stride-1 product only on a small map) on this
+ * machine. */
+static bool conv_takes_ocv(const conv_geo *g) {
+    const int64_t cig = g->Cin / g->groups;
+    if (g->transpose || (cig == 1 && g->groups > 1) || !cd_conv_ocv_level()) return false;
+    /* 1x1 stride-1 convs on maps of at most 16 pixels (4x4): the direct GEMM's vectors run over
+     * pixels, mostly empty there; measured on the zoo's mobile networks, 64 pixels gained
+     * nothing more (1x1 maps keep the one-column GEMM) */
+    if (conv_pointwise(g)) return g->Ho * g->Wo <= 16;
+    const cd_conv_direct_geo fg = {NULL,       (int)cig,   (int)g->H,  (int)g->W,  (int)g->KH, (int)g->KW, (int)g->sh,
+                                   (int)g->sw, (int)g->dh, (int)g->dw, (int)g->pt, (int)g->pl, (int)g->Ho, (int)g->Wo};
+    return !cd_conv_direct_fits_f32(&fg, (int)(g->Cout / g->groups));
+}
+
 cd_status cd_nn_conv_prepare(cd_op_ctx *c, void **state) {
     conv_geo g;
     cd_status s = conv_parse(c, &g);
     if (s) return s;
     const cd_value *f = cd_in(c, "Filter", 0);
-    const bool gemv = c->prec == CD_PREC_FP32 && !g.transpose && g.groups == 1 && g.Ho * g.Wo == 1 &&
-        conv_pointwise(&g) && f && f->data && f->dtype == CD_F32;
-    const size_t extra = gemv ? (size_t)(g.Cin * g.Cout) * sizeof(float) : 0;
-    conv_state *st = malloc(sizeof *st + extra);
+    const bool f32 = c->prec == CD_PREC_FP32 && f && f->data && f->dtype == CD_F32;
+    const bool gemv = f32 && !g.transpose && g.groups == 1 && g.Ho * g.Wo == 1 && conv_pointwise(&g);
+    const bool ocv = f32 && !gemv && conv_takes_ocv(&g);
+    const int cog = (int)(g.Cout / g.groups), K = (int)(g.Cin / g.groups * g.KH * g.KW);
+    const size_t wpg = ocv ? cd_conv_ocv_packed_floats(cog, K) : 0;
+    const size_t extra = (gemv ? (size_t)(g.Cin * g.Cout) : 0) + wpg * (size_t)g.groups;
+    conv_state *st = malloc(sizeof *st + extra * sizeof(float));
     if (!st) return CD_E_NOMEM;
     st->g = g;
     st->wt = NULL;
+    st->wp = NULL;
+    st->wp_group = wpg;
     if (gemv) {
         float *wt = (float *)(st + 1);
         const float *w = f->data;
         for (int64_t oc = 0; oc < g.Cout; oc++)
             for (int64_t ic = 0; ic < g.Cin; ic++) wt[ic * g.Cout + oc] = w[oc * g.Cin + ic];
         st->wt = wt;
+    }
+    if (ocv) {
+        float *wp = (float *)(st + 1);
+        for (int64_t gr = 0; gr < g.groups; gr++)
+            cd_conv_ocv_pack((const float *)f->data + (size_t)gr * cog * K, cog, K, wp + (size_t)gr * wpg);
+        st->wp = wp;
     }
     *state = st;
     return CD_OK;

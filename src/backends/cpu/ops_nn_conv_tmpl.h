@@ -108,6 +108,10 @@ static void F(pack_im2col)(const void *ctxv, int k0, int kc, int n0, int nc, voi
  * zero (and a NaN or Inf weight over padding no longer poisons the sum). fp16: one rounding per multiply and per add
  * (contraction off), so the bits do not depend on the ISA level chosen at run time. */
 #define DW_VL 16
+/* fp32 depthwise convs with output rows up to this long take cd_conv_ocv_dw_f32 (F(conv_fwd)) */
+#ifndef DW_SMALL_WO
+#define DW_SMALL_WO 8
+#endif
 typedef NN_T F(dwvec) __attribute__((vector_size(DW_VL * sizeof(NN_T))));
 
 typedef struct {
@@ -807,9 +811,29 @@ static void F(epilogue)(cd_op_ctx *c, const conv_geo *g, NN_T *out) {
     CD_PAR_FOR(par, threads, int64_t, p, parts, { range(&e, total * p / parts, total * (p + 1) / parts, out); });
 }
 
-static cd_status F(conv_fwd)(cd_op_ctx *c, const conv_geo *g, const NN_T *in, const NN_T *w, NN_T *out) {
+/* *fused: set when the kernel applied bias and activation in its store (the epilogue is then
+ * skipped). */
+static cd_status F(conv_fwd)(cd_op_ctx *c, const conv_geo *g, const NN_T *in, const NN_T *w, NN_T *out, bool *fused) {
+    *fused = false;
     const int64_t cig = g->Cin / g->groups, cog = g->Cout / g->groups, HWo = g->Ho * g->Wo;
     const int K = (int)(cig * g->KH * g->KW);
+#if !NN_IS_HALF
+    /* depthwise on maps whose rows are shorter than DW_SMALL_WO: the vector over channels
+     * (conv_ocv.h), bias and activation in its store; the same bits as F(conv_direct) */
+    if (cig == 1 && g->groups > 1 && g->Cout == g->groups && g->Wo <= DW_SMALL_WO && cd_conv_ocv_level()) {
+        const cd_value *bv = cd_in(c, "Bias", 0);
+        const bool fuse = !g->residual && cd_conv_ocv_epi_ok(&g->act);
+        const cd_conv_ocv_epi epi = {bv ? (const float *)bv->data : NULL, g->act};
+        const cd_conv_direct_geo dg = {in,         (int)g->Cin, (int)g->H,  (int)g->W,  (int)g->KH,
+                                       (int)g->KW, (int)g->sh,  (int)g->sw, (int)g->dh, (int)g->dw,
+                                       (int)g->pt, (int)g->pl,  (int)g->Ho, (int)g->Wo};
+        const bool par = c->threads > 1 && g->N * g->Cout * HWo * g->KH * g->KW >= NN_DW_PAR_MIN_MACS;
+        if (!cd_conv_ocv_dw_f32(&dg, (int)g->N, w, out, fuse ? &epi : NULL, par ? c->threads : 1))
+            return cd_op_fail(c, CD_E_NOMEM, "out of memory for the depthwise conv's channel-block scratch");
+        *fused = fuse;
+        return CD_OK;
+    }
+#endif
     if (cig == 1 && g->groups > 1) { return F(conv_direct)(c, g, in, w, out, 0.0f); }
     bool pointwise = conv_pointwise(g);
     /* Short reductions (a first layer over 3 channels: K = 27) run the direct kernel: building
@@ -819,6 +843,11 @@ static cd_status F(conv_fwd)(cd_op_ctx *c, const conv_geo *g, const NN_T *in, co
     const cd_conv_direct_geo fg = {NULL,       (int)cig,   (int)g->H,  (int)g->W,  (int)g->KH, (int)g->KW, (int)g->sh,
                                    (int)g->sw, (int)g->dh, (int)g->dw, (int)g->pt, (int)g->pl, (int)g->Ho, (int)g->Wo};
     const bool direct = !pointwise && cd_conv_direct_fits_f32(&fg, (int)cog);
+    /* the filter packed at prepare for cd_conv_ocv_f32 (conv_ocv.h), used where the level that
+     * packed it still runs (CLDIFF_GEMM_F32_KERNEL is read at every call) */
+    const conv_state *cs = c->state;
+    const float *ocv_wp = cs && cs->wp && cd_conv_ocv_level() ? cs->wp : NULL;
+    const size_t ocv_group = cs ? cs->wp_group : 0;
 #endif
     for (int64_t n = 0; n < g->N; n++)
         for (int64_t gr = 0; gr < g->groups; gr++) {
@@ -839,6 +868,20 @@ static cd_status F(conv_fwd)(cd_op_ctx *c, const conv_geo *g, const NN_T *in, co
             const float *wt = c->state ? ((const conv_state *)c->state)->wt : NULL;
             if (wt) { /* prepared: the filter k-major, for the one-column product */
                 GEMM((int)cog, 1, K, (NN_T)1, wt, (int)g->Cout, true, x, 1, false, (NN_T)0, y, 1, c->threads);
+                continue;
+            }
+#endif
+#if !NN_IS_HALF
+            if (ocv_wp) { /* prepared: the filter packed for the channel-vector conv */
+                const cd_value *bv = cd_in(c, "Bias", 0);
+                const bool fuse = !g->residual && cd_conv_ocv_epi_ok(&g->act);
+                const cd_conv_ocv_epi epi = {bv ? (const float *)bv->data + gr * cog : NULL, g->act};
+                const cd_conv_direct_geo og = {x,          (int)cig,   (int)g->H,  (int)g->W,  (int)g->KH,
+                                               (int)g->KW, (int)g->sh, (int)g->sw, (int)g->dh, (int)g->dw,
+                                               (int)g->pt, (int)g->pl, (int)g->Ho, (int)g->Wo};
+                if (!cd_conv_ocv_f32(&og, (int)cog, ocv_wp + (size_t)gr * ocv_group, y, fuse ? &epi : NULL, c->threads))
+                    return cd_op_fail(c, CD_E_NOMEM, "out of memory for the conv's padded input copy");
+                *fused = fuse;
                 continue;
             }
 #endif
@@ -911,9 +954,10 @@ static cd_status F(conv_transpose_fwd)(cd_op_ctx *c, const conv_geo *g, const NN
 static cd_status F(conv_run)(cd_op_ctx *c, const conv_geo *g) {
     const NN_T *in = cd_in(c, "Input", 0)->data, *w = cd_in(c, "Filter", 0)->data;
     NN_T *out = cd_out(c, "Output", 0)->data;
-    cd_status s = g->transpose ? F(conv_transpose_fwd)(c, g, in, w, out) : F(conv_fwd)(c, g, in, w, out);
+    bool fused = false;
+    cd_status s = g->transpose ? F(conv_transpose_fwd)(c, g, in, w, out) : F(conv_fwd)(c, g, in, w, out, &fused);
     if (s) return s;
-    F(epilogue)(c, g, out);
+    if (!fused) F(epilogue)(c, g, out);
     return CD_OK;
 }
 

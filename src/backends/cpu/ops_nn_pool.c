@@ -18,6 +18,10 @@
  * use, and to ONNX count_include_pad for asymmetric ones); max propagates NaN. */
 #include "backends/cpu/par.h"
 #include "engine/ops.h"
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
+#include <immintrin.h>
+#endif
+#include <omp.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -156,10 +160,18 @@ static inline void pool_window(const pool_geo *g, bool rows, int64_t o, int64_t 
 
 #define NN_T float
 #define NN_S f32
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
+#define POOL_VEC 1 /* float: the AVX-512 max-pool planes (ops_nn_pool_tmpl.h F(max_plane512)) */
+#else
+#define POOL_VEC 0
+#endif
 #include "ops_nn_pool_tmpl.h"
+#undef POOL_VEC
+#define POOL_VEC 0
 #define NN_T _Float16
 #define NN_S f16
 #include "ops_nn_pool_tmpl.h"
+#undef POOL_VEC
 
 cd_status cd_nn_pool_run(cd_op_ctx *c) {
     pool_geo g;

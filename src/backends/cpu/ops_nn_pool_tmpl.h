@@ -21,6 +21,47 @@ static inline float F(plane_sum)(const NN_T *x, int64_t n) {
     return s;
 }
 
+#if POOL_VEC
+/* Max pooling, float, one plane through a row-padded copy (AVX-512, strides 1 and 2): the
+ * plane's rows at columns [pl, pl + W) of a scratch whose other columns hold -inf, so every
+ * output column's window is read by the same 16-lane code: m from -inf, then every tap, iy
+ * outer over the window's input rows, ix inner over all kw columns: m = v where v > m or v is
+ * NaN (masked moves). The same bits as the scalar loop (m from the first input value of the
+ * window): a -inf pad never replaces m, and the first input value always does unless it is
+ * -inf itself (m the same). Used only where every window has an input column (F(pool_run)). */
+__attribute__((target("avx512f"))) static void F(max_plane512)(const pool_geo *g, const NN_T *x, NN_T *y, NN_T *xp,
+                                                               int64_t Wp) {
+    const int64_t W = g->W, sw = g->sw, kw = g->kw;
+    const __m512i even = _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 17, 19, 21, 23, 25, 27, 29, 31);
+    for (int64_t iy = 0; iy < g->H; iy++) memcpy(xp + iy * Wp + g->pl, x + iy * W, (size_t)W * sizeof(NN_T));
+    for (int64_t oy = 0; oy < g->Ho; oy++) {
+        int64_t hs, he, hcnt;
+        pool_window(g, true, oy, &hs, &he, &hcnt);
+        NN_T *yr = y + oy * g->Wo;
+        if (he <= hs) { /* the window rows lie wholly in the padding: 0, as the scalar loop */
+            memset(yr, 0, (size_t)g->Wo * sizeof(NN_T));
+            continue;
+        }
+        for (int64_t ox = 0; ox < g->Wo; ox += 16) {
+            __m512 m = _mm512_set1_ps(-__builtin_inff());
+            const NN_T *xo = xp + ox * sw;
+            for (int64_t iy = hs; iy < he; iy++)
+                for (int64_t ix = 0; ix < kw; ix++) {
+                    const NN_T *p = xo + iy * Wp + ix;
+                    /* stride 2: p[0..15] and p[15..30], nothing past the last lane's value */
+                    const __m512 v = sw == 1
+                        ? _mm512_loadu_ps(p)
+                        : _mm512_permutex2var_ps(_mm512_loadu_ps(p), even, _mm512_loadu_ps(p + 15));
+                    const __mmask16 k = _mm512_cmp_ps_mask(v, m, _CMP_GT_OQ) | _mm512_cmp_ps_mask(v, v, _CMP_UNORD_Q);
+                    m = _mm512_mask_mov_ps(m, k, v);
+                }
+            const int64_t n = g->Wo - ox < 16 ? g->Wo - ox : 16;
+            _mm512_mask_storeu_ps(yr + ox, (__mmask16)((1u << n) - 1u), m);
+        }
+    }
+}
+#endif
+
 static void F(pool_run)(const pool_geo *g, const NN_T *in, NN_T *out, int threads) {
     const int64_t total = g->N * g->C, HW = g->H * g->W;
     const bool par = threads > 1 && total > 1 && total * HW >= ((int64_t)1 << 18);
@@ -28,6 +69,28 @@ static void F(pool_run)(const pool_geo *g, const NN_T *in, NN_T *out, int thread
         CD_PAR_FOR(par, threads, int64_t, t, total, { out[t] = (NN_T)(F(plane_sum)(in + t * HW, HW) / (float)HW); });
         return;
     }
+#if POOL_VEC
+    /* max pooling where every window has an input column: F(max_plane512), a scratch per thread
+     * of H rows x Wp (the last vector's columns included), -inf outside the copied columns */
+    if (g->is_max && !g->adaptive && (g->sw == 1 || g->sw == 2) && g->kw > g->pl &&
+        (g->Wo - 1) * g->sw - g->pl < g->W && __builtin_cpu_supports("avx512f")) {
+        const int64_t Wo16 = (g->Wo + 15) / 16 * 16;
+        int64_t Wp = (Wo16 - 1) * g->sw + g->kw;
+        if (Wp < g->pl + g->W) Wp = g->pl + g->W;
+        const int nt = par ? threads : 1;
+        const size_t per = (size_t)(g->H * Wp);
+        NN_T *scr = malloc((size_t)nt * per * sizeof(NN_T));
+        if (scr) {
+            for (size_t i = 0; i < (size_t)nt * per; i++) scr[i] = -__builtin_inff();
+            CD_PAR_FOR(par, threads, int64_t, t, total, {
+                NN_T *xp = scr + (size_t)(par ? omp_get_thread_num() : 0) * per;
+                F(max_plane512)(g, in + t * HW, out + t * g->Ho * g->Wo, xp, Wp);
+            });
+            free(scr);
+            return;
+        }
+    }
+#endif
     /* column windows are the same for every row and plane */
     int64_t *wwin = malloc((size_t)g->Wo * 3 * sizeof(int64_t));
     if (wwin)

@@ -315,10 +315,22 @@ cd_status cd_shape_transpose_run(cd_op_ctx *c) {
     int64_t xs[CD_MAX_RANK], is[CD_MAX_RANK], od[CD_MAX_RANK];
     xs[r - 1] = 1;
     for (int i = r - 2; i >= 0; i--) xs[i] = xs[i + 1] * x->shape.d[i + 1];
+    /* output axes i-1, i that stay adjacent and in order in the input (perm[i] == perm[i-1] + 1)
+     * are one axis (size the product, stride of the inner one): a channel shuffle's 5-D
+     * transpose becomes rows of whole H x W planes, copied with memcpy (the per-row index
+     * arithmetic was most of shufflenet_v2's transposes on 4x4 maps) */
+    int nr = 0;
     for (int i = 0; i < r; i++) {
-        is[i] = xs[perm[i]];
-        od[i] = x->shape.d[perm[i]];
+        if (nr > 0 && perm[i] == perm[i - 1] + 1) {
+            od[nr - 1] *= x->shape.d[perm[i]];
+            is[nr - 1] = xs[perm[i]];
+            continue;
+        }
+        is[nr] = xs[perm[i]];
+        od[nr] = x->shape.d[perm[i]];
+        nr++;
     }
+    r = nr;
     int64_t rows = n / od[r - 1];
     int th = c->threads > 0 ? c->threads : 1;
     switch (cd_dtype_size(x->dtype)) {

@@ -14,7 +14,10 @@ static void TR_NAME(const TR_T *in, TR_T *out, const int64_t *od, const int64_t 
         }
         const TR_T *src = in + off;
         TR_T *dst = out + row * W;
-        for (int64_t j = 0; j < W; j++) dst[j] = src[j * sW];
+        if (sW == 1)
+            memcpy(dst, src, (size_t)W * sizeof(TR_T));
+        else
+            for (int64_t j = 0; j < W; j++) dst[j] = src[j * sW];
     });
 }
 
