@@ -46,3 +46,12 @@ add_test(NAME mnn_arm
          COMMAND ${CMAKE_SOURCE_DIR}/.venv/bin/python ${CMAKE_CURRENT_SOURCE_DIR}/mnn/test_mnn_arm.py
                  $<TARGET_FILE:cldiff> ${CMAKE_SOURCE_DIR})
 set_tests_properties(mnn_arm PROPERTIES LABELS "mnn;e2e" TIMEOUT 900 SKIP_RETURN_CODE 77)
+
+# The two MNN 3.6.1 bugs of docs/mnn-findings.md: the OpenCL buffer ArgMax repro (argmax.mnn: KERNEL
+# FAULT at arg_max_0, only the first H*W/4 indices written; image mode, the 7x7 control and the
+# kernel with the report's fix PASS) and the x86 int8 max pooling replayed on MNN's stored bytes
+# (right on MNN's ARM kernels under qemu). About 2 s. Skips (77) without an MNN SDK.
+add_test(NAME mnn_findings
+         COMMAND ${CMAKE_SOURCE_DIR}/.venv/bin/python ${CMAKE_CURRENT_SOURCE_DIR}/mnn/test_mnn_findings.py
+                 $<TARGET_FILE:cldiff> ${CMAKE_SOURCE_DIR} $<TARGET_FILE:faultinj>)
+set_tests_properties(mnn_findings PROPERTIES LABELS "mnn;e2e" TIMEOUT 600 SKIP_RETURN_CODE 77)

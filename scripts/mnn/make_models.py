@@ -13,6 +13,8 @@ OUT_DIR/<name>.input.npy (a fixed random input, seed 0). Models:
   attention 1x1 convs as q, k, v; reshape, transpose, MatMul of two activations, softmax, add
   unmapped  conv, a reshape to [N, C, -1] by a shape computed at run time (Shape, Slice, Concat:
             ops cldiff does not map), softmax over the last axis, the reshape back, max pooling
+  argmax    ArgMax over the channels of a [1,5,8,8] input (the repro of MNN's OpenCL buffer
+            ArgMax, docs/mnn-findings.md); argmax_odd the same on [1,5,7,7] (the control)
   conv_wq8  conv.onnx converted with --weightQuantBits 8 (IDST-quantized weights)
   conv_int8 conv.mnn fully quantized by the wheel's quantization tool (int8 weights and activations,
             KL calibration on 8 seeded images drawn like the test input: N(0,1) as pixels
@@ -219,8 +221,17 @@ def m_unmapped(rng):
     return model(n, i, [1, 3, 16, 16], ["y"], "unmapped"), (1, 3, 16, 16)
 
 
+def m_argmax(rng, h=8, w=8, name="argmax"):
+    """ArgMax over the channels of the input alone (keepdims 0: one MNN op): the repro of MNN's OpenCL buffer
+    ArgMax (docs/mnn-findings.md). H x W = 64 is a multiple of 4, so MNN takes its argmax_v4_buf
+    kernel; argmax_odd (7 x 7 = 49) takes argmax_buf and is the control."""
+    n = [helper.make_node("ArgMax", ["x"], ["y"], axis=1, keepdims=0)]
+    return model(n, [], [1, 5, h, w], ["y"], name), (1, 5, h, w)
+
+
 MODELS = {"attention": m_attention, "conv": m_conv, "branches": m_branches, "matmul": m_matmul, "eltwise": m_eltwise,
-          "unmapped": m_unmapped}
+          "unmapped": m_unmapped, "argmax": m_argmax,
+          "argmax_odd": lambda rng: m_argmax(rng, 7, 7, "argmax_odd")}
 # models converted again from another model's ONNX with more mnnconvert options: name -> (source, options)
 VARIANTS = {"conv_wq8": ("conv", ["--weightQuantBits", "8"])}
 
