@@ -33,25 +33,23 @@ import re
 import resource
 import shutil
 import stat
-import subprocess
 import sys
 import tempfile
 
 import numpy as np
+from mnn_common import attrs, check, find_sdk, finish
+from mnn_common import run as mc_run
 
 CLDIFF, SRC = sys.argv[1], sys.argv[2]
 DATA = os.path.join(SRC, "testdata", "mnn")
-fails = []
 
-arm_sdk = os.environ.get("CLDIFF_MNN_ARM_SDK") or next(
-    iter(sorted(glob.glob(os.path.join(SRC, ".mnn", "sdk-mnn-aarch64-*")))), None)
-if not arm_sdk or not os.path.exists(os.path.join(arm_sdk, "lib", "libMNN.so")):
+arm_sdk = find_sdk(SRC, "aarch64", "CLDIFF_MNN_ARM_SDK")
+if not arm_sdk:
     print("SKIP: no aarch64 MNN SDK (.mnn/sdk-mnn-aarch64-* or CLDIFF_MNN_ARM_SDK): build it with "
           "CLDIFF_BUILD_MNN_ARM=1 scripts/setup_mnn.sh (25-60 min)")
     sys.exit(77)
-x86_sdk = os.environ.get("CLDIFF_MNN_SDK") or next(
-    iter(sorted(glob.glob(os.path.join(SRC, ".mnn", f"sdk-mnn-{platform.machine()}-*")))), None)
-if not x86_sdk or not os.path.exists(os.path.join(x86_sdk, "lib", "libMNN.so")):
+x86_sdk = find_sdk(SRC)
+if not x86_sdk:
     print("SKIP: no MNN SDK for mnn-opencl (.mnn/sdk-mnn-<arch>-* or CLDIFF_MNN_SDK): run scripts/setup_mnn.sh")
     sys.exit(77)
 emulated = platform.machine() != "aarch64"
@@ -62,31 +60,13 @@ if emulated:
             sys.exit(77)
 
 
-def check(cond, what):
-    print(("ok   " if cond else "FAIL ") + what)
-    if not cond:
-        fails.append(what)
+def run(args, env=None, timeout=900):
+    return mc_run(CLDIFF, args, env, timeout, no_core)
 
 
 def no_core():
     # a guest that dies under qemu-aarch64 leaves no core file in the working folder
     resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
-
-
-def run(args, env=None, timeout=900):
-    e = dict(os.environ, CLDIFF_NO_PROGRESS="1", NO_COLOR="1")
-    e.update(env or {})
-    r = subprocess.run([CLDIFF, *args], capture_output=True, text=True, errors="replace", env=e, timeout=timeout,
-                       preexec_fn=no_core)
-    return r.returncode, r.stdout, r.stderr
-
-
-def attrs(dump, run_name):
-    import h5py
-    with h5py.File(dump, "r") as f:
-        a = dict(f["runs"][run_name].attrs)
-        last = sorted(f["runs"][run_name].keys())[-1]
-        return {k: (v.decode() if isinstance(v, bytes) else v) for k, v in a.items()}, f["runs"][run_name][last][()]
 
 
 try:
@@ -244,5 +224,4 @@ exec aarch64-linux-gnu-gcc -O1 -o "$out" {stub}
         check(rc == 5 and "SIGSEGV in op 'c1' (Convolution, layer conv2d_0)" in se,
               f"a crash under qemu: exit 5 naming the op and the layer (got {rc}: {se.strip()[-400:]})")
 
-print(f"{len(fails)} failed" if fails else "all passed")
-sys.exit(1 if fails else 0)
+finish()

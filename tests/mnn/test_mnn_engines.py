@@ -25,48 +25,24 @@ Skips (exit 77) with the reason where no MNN SDK is found (scripts/setup_mnn.sh 
 import glob
 import json
 import os
-import platform
 import re
-import shutil
 import stat
-import subprocess
 import sys
 import tempfile
 
 import numpy as np
+from mnn_common import attrs, check, find_sdk, finish, require_sdk
+from mnn_common import run as mc_run
 
 CLDIFF, SRC = sys.argv[1], sys.argv[2]
 DATA = os.path.join(SRC, "testdata", "mnn")
-fails = []
 
-sdk = os.environ.get("CLDIFF_MNN_SDK") or next(iter(sorted(glob.glob(os.path.join(SRC, ".mnn", "sdk-mnn-" + platform.machine() + "-*")))), None)
-if not sdk or not os.path.exists(os.path.join(sdk, "lib", "libMNN.so")):
-    print("SKIP: no MNN SDK (.mnn/sdk-mnn-* or CLDIFF_MNN_SDK): run scripts/setup_mnn.sh")
-    sys.exit(77)
-if not (shutil.which("c++") or shutil.which("g++")):
-    print("SKIP: no C++ compiler to build the MNN runner (Debian: g++)")
-    sys.exit(77)
-
-
-def check(cond, what):
-    print(("ok   " if cond else "FAIL ") + what)
-    if not cond:
-        fails.append(what)
+require_sdk(SRC)
+sdk = find_sdk(SRC)
 
 
 def run(args, env=None, timeout=600):
-    e = dict(os.environ)
-    e.update(env or {})
-    r = subprocess.run([CLDIFF, *args], capture_output=True, text=True, errors="replace", env=e, timeout=timeout)
-    return r.returncode, r.stdout, r.stderr
-
-
-def attrs(dump, run_name):
-    import h5py
-    with h5py.File(dump, "r") as f:
-        a = dict(f["runs"][run_name].attrs)
-        last = sorted(f["runs"][run_name].keys())[-1]
-        return {k: (v.decode() if isinstance(v, bytes) else v) for k, v in a.items()}, f["runs"][run_name][last][()]
+    return mc_run(CLDIFF, args, env, timeout)
 
 
 try:
@@ -186,5 +162,4 @@ chmod +x "$out"
     rc, so, se = run([nb, "--backends", "cpu,mnn-opencl", "--out", os.path.join(d, "nb")])
     check(rc == 2 and "runs MNN models" in se, f"mnn-opencl on a .nb: exit 2 (got {rc}: {se.strip()[-200:]})")
 
-print(f"{len(fails)} failed" if fails else "all passed")
-sys.exit(1 if fails else 0)
+finish()

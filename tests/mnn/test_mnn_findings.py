@@ -23,25 +23,17 @@ import os
 import platform
 import re
 import shutil
-import subprocess
 import sys
 import tempfile
 
 import numpy as np
+from mnn_common import check, finish, require_sdk, tensor
+from mnn_common import run as mc_run
 
 CLDIFF, SRC, FAULTINJ = sys.argv[1], sys.argv[2], sys.argv[3]
 DATA = os.path.join(SRC, "testdata", "mnn")
-fails = []
 
-sdk = os.environ.get("CLDIFF_MNN_SDK") or next(
-    iter(sorted(glob.glob(os.path.join(SRC, ".mnn", "sdk-mnn-" + platform.machine() + "-*")))), None)
-if not sdk or not os.path.exists(os.path.join(sdk, "lib", "libMNN.so")):
-    print("SKIP: no MNN SDK (.mnn/sdk-mnn-* or CLDIFF_MNN_SDK): run scripts/setup_mnn.sh")
-    sys.exit(77)
-if not (shutil.which("c++") or shutil.which("g++")):
-    print("SKIP: no C++ compiler to build the MNN runner (Debian: g++)")
-    sys.exit(77)
-import h5py  # noqa: E402
+require_sdk(SRC)
 
 # The bound check of argmax_v4_buf as MNN 3.6.1 embeds it (argmax_buf_mnn_cl.cpp) and the fix
 # of docs/mnn-findings.md: compare the work-item's own id, not the shifted element index.
@@ -50,30 +42,13 @@ NEEDLE = (" const int y=get_global_id(1) << 2; // inside\n const int z=get_globa
 FIX = NEEDLE.replace("DEAL_NON_UNIFORM_DIM3(x,y,z);", "DEAL_NON_UNIFORM_DIM3(x,(int)get_global_id(1),z);")
 
 
-def check(cond, what):
-    print(("ok   " if cond else "FAIL ") + what)
-    if not cond:
-        fails.append(what)
-
-
 def run(args, env=None, timeout=600):
-    e = dict(os.environ, CLDIFF_NO_PROGRESS="1", NO_COLOR="1", **(env or {}))
-    r = subprocess.run([CLDIFF, *args], capture_output=True, text=True, errors="replace", env=e, timeout=timeout)
-    return r.returncode, r.stdout, r.stderr
+    return mc_run(CLDIFF, args, env, timeout)
 
 
 def tail(rc, se):
     """The end of cldiff's stderr where it did not reach a verdict (exit 0 or 1)."""
     return "" if rc in (0, 1) else se.strip()[-300:]
-
-
-def tensor(dump, run_name, name):
-    with h5py.File(dump, "r") as f:
-        r = f["runs"][run_name]
-        for k in r.keys():
-            if k.split("_", 1)[1] == name:
-                return r[k][()]
-    return None
 
 
 def summary(out):
@@ -158,5 +133,4 @@ with tempfile.TemporaryDirectory() as d:
     else:
         print("note: no aarch64 MNN SDK or qemu-aarch64: MNN's ARM int8 max pooling not run")
 
-print(f"{len(fails)} failure(s)" if fails else "all passed")
-sys.exit(1 if fails else 0)
+finish()

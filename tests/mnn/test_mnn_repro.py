@@ -11,28 +11,18 @@ replace, with the run's shapes), the inputs, both outputs and the command; the c
 same KERNEL FAULT with the plant and PASS without it (the op alone is right on MNN's CPU).
 Skips (exit 77) where no MNN SDK is found.
 """
-import glob
 import os
-import platform
 import re
 import shutil
 import subprocess
 import sys
 import tempfile
 
+from mnn_common import check, finish, require_sdk
+
 CLDIFF, SRC, FAULTINJ = os.path.abspath(sys.argv[1]), sys.argv[2], sys.argv[3]
 DATA = os.path.join(SRC, "testdata", "mnn")
-sdk = os.environ.get("CLDIFF_MNN_SDK") or next(iter(sorted(glob.glob(os.path.join(SRC, ".mnn", "sdk-mnn-" + platform.machine() + "-*")))), None)
-if not sdk or not os.path.exists(os.path.join(sdk, "lib", "libMNN.so")):
-    print("SKIP: no MNN SDK (.mnn/sdk-mnn-x86_64-* or CLDIFF_MNN_SDK): run scripts/setup_mnn.sh")
-    sys.exit(77)
-fails = []
-
-
-def check(cond, what):
-    print(("ok   " if cond else "FAIL ") + what)
-    if not cond:
-        fails.append(what)
+require_sdk(SRC)
 
 
 MAD = "#define mad(a,b,c) (fma((a),(b),(c))*1.001f)\n"
@@ -72,5 +62,4 @@ for model, needle, layer, n_in in CASES:
     check(clean.returncode == 0 and "verdict: PASS" in clean.stdout,
           f"{model}: the pack's command without it: PASS (exit {clean.returncode})")
 shutil.rmtree(work, ignore_errors=True)
-print(f"{len(fails)} failure(s)")
-sys.exit(1 if fails else 0)
+finish()

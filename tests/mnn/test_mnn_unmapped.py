@@ -21,61 +21,31 @@ Skips (exit 77) with the reason where no MNN SDK is found or no C++ compiler bui
 4. cldiff's own CPU as a side: such a model is refused before anything runs (exit 8), naming the
    ops; `cldiff run --backends mnn-cpu` alone plans and runs it.
 """
-import glob
 import json
 import os
 import re
-import shutil
-import subprocess
 import sys
 import tempfile
 
 import numpy as np
+from mnn_common import check, finish, last_output, require_sdk, tensor
+from mnn_common import run as mc_run
 
 CLDIFF, SRC = sys.argv[1], sys.argv[2]
 DATA = os.path.join(SRC, "testdata", "mnn")
-fails = []
 
-sdk = os.environ.get("CLDIFF_MNN_SDK") or next(iter(sorted(glob.glob(os.path.join(SRC, ".mnn", "sdk-mnn-*")))), None)
-if not sdk or not os.path.exists(os.path.join(sdk, "lib", "libMNN.so")):
-    print("SKIP: no MNN SDK (.mnn/sdk-mnn-* or CLDIFF_MNN_SDK): run scripts/setup_mnn.sh")
-    sys.exit(77)
-if not (shutil.which("c++") or shutil.which("g++")):
-    print("SKIP: no C++ compiler to build the MNN runner (Debian: g++)")
-    sys.exit(77)
-import h5py  # noqa: E402
+require_sdk(SRC)
+
+
+def run(args, timeout=600):
+    return mc_run(CLDIFF, args, None, timeout)
+
+
 
 try:
     import onnxruntime as ort
 except ImportError:
     ort = None
-
-
-def check(cond, what):
-    print(("ok   " if cond else "FAIL ") + what)
-    if not cond:
-        fails.append(what)
-
-
-def run(args, timeout=600):
-    e = dict(os.environ, CLDIFF_NO_PROGRESS="1", NO_COLOR="1")
-    r = subprocess.run([CLDIFF, *args], capture_output=True, text=True, errors="replace", env=e, timeout=timeout)
-    return r.returncode, r.stdout, r.stderr
-
-
-def last_output(dump, run_name):
-    with h5py.File(dump, "r") as f:
-        r = f["runs"][run_name]
-        return r[sorted(r.keys())[-1]][()]
-
-
-def tensor(dump, run_name, name):
-    with h5py.File(dump, "r") as f:
-        r = f["runs"][run_name]
-        for k in r.keys():
-            if k.split("_", 1)[1] == name:
-                return r[k][()]
-    return None
 
 
 # 1. models with named ops: name -> (compared-only layers, at least this many checked locally)
@@ -192,5 +162,4 @@ with tempfile.TemporaryDirectory() as d:
     check(rc == 0 and "planned from MNN's own shapes" in se,
           f"matmul: `cldiff run --backends mnn-cpu` plans and runs it (got {rc}: {se.strip()[-300:]})")
 
-print(f"{len(fails)} failure(s)" if fails else "all passed")
-sys.exit(1 if fails else 0)
+finish()
