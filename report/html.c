@@ -490,10 +490,11 @@ static void verdict_card(FILE *f, const cd_report_input *in) {
     }
     case CD_KIND_PASS:
         fputs("<b>PASS</b>: ", f);
-        if (an->local_ran)
-            fprintf(f, "%d layers checked locally, all within their bounds", an->n_local);
-        else
-            fprintf(f, "%d layers compared, no local check", an->n_layers);
+        {
+            char basis[160];
+            cd_report_pass_basis(an, basis, sizeof basis);
+            fputs(basis, f);
+        }
         if (cd_report_outputs_judged(an)) fprintf(f, "; %d output(s) within the output tolerance", an->n_outputs);
         if (an->n_drift)
             fprintf(f,

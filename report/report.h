@@ -80,4 +80,8 @@ void cd_report_compared_only_line(const cd_analysis *an, char *buf, size_t n);
 double cd_report_rel_local(const cd_layer_cmp *l);
 /* Whether the output tolerance was applied (out_pass/out_range_err mean something). */
 bool cd_report_outputs_judged(const cd_analysis *an);
+/* What a PASS rests on, for every report: "N layers checked locally, all within their bounds",
+ * "no layer checked locally (N compared)" when the local check ran but had nothing to check
+ * (an engine that hands over the outputs only), or "N layers compared, no local check". */
+void cd_report_pass_basis(const cd_analysis *an, char *buf, size_t n);
 #endif

@@ -51,6 +51,15 @@ double cd_report_rel_local(const cd_layer_cmp *l) {
 
 bool cd_report_outputs_judged(const cd_analysis *an) { return an->n_outputs > 0; }
 
+void cd_report_pass_basis(const cd_analysis *an, char *buf, size_t n) {
+    if (an->local_ran && an->n_local > 0)
+        snprintf(buf, n, "%d layers checked locally, all within their bounds", an->n_local);
+    else if (an->local_ran)
+        snprintf(buf, n, "no layer checked locally (%d compared)", an->n_layers);
+    else
+        snprintf(buf, n, "%d layers compared, no local check", an->n_layers);
+}
+
 const char *cd_report_verdict_name(cd_verdict v) {
     switch (v) {
     case CD_VERDICT_PASS: return "pass";

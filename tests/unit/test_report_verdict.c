@@ -506,3 +506,22 @@ static void no_verdict_reports(bool error) {
 
 Test(report_verdict, incomplete_is_no_pass_in_any_format) { no_verdict_reports(false); }
 Test(report_verdict, error_is_no_pass_in_any_format) { no_verdict_reports(true); }
+
+/* A PASS whose local check had nothing to check (an engine route that hands over the outputs
+ * only) says so, instead of "0 layers checked locally, all within their bounds". */
+Test(report_verdict, pass_basis_without_local_layers) {
+    cd_analysis an;
+    memset(&an, 0, sizeof an);
+    char b[160];
+    an.local_ran = true;
+    an.n_local = 0;
+    an.n_layers = 2;
+    cd_report_pass_basis(&an, b, sizeof b);
+    cr_assert_str_eq(b, "no layer checked locally (2 compared)");
+    an.n_local = 2;
+    cd_report_pass_basis(&an, b, sizeof b);
+    cr_assert_str_eq(b, "2 layers checked locally, all within their bounds");
+    an.local_ran = false;
+    cd_report_pass_basis(&an, b, sizeof b);
+    cr_assert_str_eq(b, "2 layers compared, no local check");
+}
