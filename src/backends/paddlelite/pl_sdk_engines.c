@@ -1005,12 +1005,13 @@ static cd_status eng_run(cd_pl_engine_kind kind, const char *name, const cd_runn
         if (!st) {
             char where[1200] = "";
             bool load = !strcmp(phase, "load");
-            /* the op's first input and its shape: what the kernel was picked for */
+            /* the op's first activation input and its shape: what the kernel was picked for (a
+             * parameter such as a conv's Bias says nothing about that) */
             char shp[160] = "";
             if (fail_op >= 0) {
                 const cd_op *fo = &g->ops[fail_op];
                 for (int s = 0; s < fo->n_in && !shp[0]; s++)
-                    if (fo->in[s].n > 0 && fo->in[s].ids[0] >= 0) {
+                    if (fo->in[s].n > 0 && fo->in[s].ids[0] >= 0 && !g->tensors[fo->in[s].ids[0]].persistable) {
                         char sb[128];
                         snprintf(shp, sizeof shp, ", %s %s", fo->in[s].name,
                                  cd_shape_str(&q->plan->meta[fo->in[s].ids[0]].shape, sb, sizeof sb));
