@@ -52,7 +52,7 @@ static bool one_of(const char *v, const char *const *set) {
 static cd_status read_opts(meng *e, cd_error *err) {
     static const char *const lvl[] = {"low", "normal", "high", NULL}, *const modes[] = {"buffer", "image", NULL},
                              *const tunes[] = {"none", "fast", "normal", "wide", "heavy", NULL};
-    e->precision = opt(e, "precision", e->q->plan->prec == CD_PREC_FP16 ? "low" : "high");
+    e->precision = opt(e, "precision", e->q->plan && e->q->plan->prec == CD_PREC_FP16 ? "low" : "high");
     e->memory = opt(e, "memory", "normal");
     e->power = opt(e, "power", "normal");
     e->mode = opt(e, "mode", "buffer");
@@ -672,6 +672,12 @@ static cd_status eng_available(const char *name, bool opencl, const cd_runner_re
     cd_mnn_sdk sdk;
     char exe[PATH_MAX];
     bool built = false;
+    /* the option values first: a wrong one is a usage error before anything runs, not after run A */
+    if (q->bo) {
+        meng m = {.name = name, .opencl = opencl, .q = q};
+        cd_status so = read_opts(&m, err);
+        if (so) return so;
+    }
     cd_status st = cd_mnn_sdk_find(name, q->bo ? cd_backend_opt(q->bo, name, "sdk") : NULL, opencl, &sdk, err);
     if (!st) st = cd_mnn_runner_get(&sdk, exe, sizeof exe, &built, err);
     return st;
