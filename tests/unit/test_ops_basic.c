@@ -410,6 +410,64 @@ Test(pool, max_matches_scalar_scan_bits) {
         }
 }
 
+/* ---- average pooling over the whole plane (adaptive to 1x1, or one window of the plane's
+ * size): the eight-planes-at-a-time sums (ops_nn_pool_tmpl.h F(avg_whole)) must give the
+ * sequential loop's bits: a float sum from +0 in row-major order, divided by the count. Plane
+ * counts around the block of 8 (1, 7, 8, 9, 19), plane sizes 1x1 to 16x16, -0 planes (0 + -0
+ * is +0), NaN and Inf, one and two threads (the 2-thread split needs C*H*W >= 2^18). ---- */
+static void avg_whole_case(int64_t C, int64_t H, int64_t W, int threads, bool adaptive) {
+    const int64_t n = C * H * W;
+    float *x = malloc((size_t)n * sizeof(float));
+    unsigned seed = (unsigned)(C * 977 + H * 31 + W + threads);
+    for (int64_t i = 0; i < n; i++) {
+        const double r = rnd(&seed);
+        x[i] = (float)(r * r * r * 100.0); /* wide range: the sums round at every step */
+    }
+    if (n > 5 && C > 3) x[3 * H * W + 5 % (H * W)] = NAN;                  /* plane 3: NaN */
+    if (C > 1) x[H * W] = INFINITY;                                        /* plane 1: Inf first */
+    for (int64_t i = 0; i < H * W && C > 2; i++) x[2 * H * W + i] = -0.0f; /* plane 2: all -0 */
+    T *t = t_new("pool2d");
+    t->c.threads = threads;
+    cd_value *v = &t->vals[0];
+    v->dtype = CD_F32;
+    v->shape.rank = 4;
+    const int64_t dims[4] = {1, C, H, W};
+    for (int i = 0; i < 4; i++) v->shape.d[i] = dims[i];
+    cr_assert_eq(cd_value_alloc(v, NULL), CD_OK);
+    memcpy(v->data, x, (size_t)n * sizeof(float));
+    t_in(t, "X", 0);
+    t_out(t, "Out", 1);
+    a_str(t, "pooling_type", "avg");
+    if (adaptive) {
+        a_bool(t, "adaptive", true);
+        a_ints(t, "ksize", 2, (int64_t[]){1, 1});
+    } else {
+        a_ints(t, "ksize", 2, (int64_t[]){H, W});
+        a_bool(t, "exclusive", false);
+    }
+    cr_assert_eq(t_run(t), CD_OK, "%s", t->err.msg);
+    const float *y = t->vals[1].data;
+    for (int64_t c = 0; c < C; c++) {
+        float sum = 0.0f;
+        for (int64_t i = 0; i < H * W; i++) sum += x[c * H * W + i];
+        const float want = sum / (float)(H * W), got = y[c];
+        cr_assert(memcmp(&want, &got, 4) == 0 || (want != want && got != got),
+                  "avg pool %lldx%lldx%lld threads %d adaptive %d: plane %lld %a vs %a", (long long)C, (long long)H,
+                  (long long)W, threads, (int)adaptive, (long long)c, (double)got, (double)want);
+    }
+    t_free(t);
+    free(x);
+}
+
+Test(pool, avg_whole_plane_matches_sequential_sum_bits) {
+    static const int64_t cs[] = {1, 7, 8, 9, 19};
+    static const int64_t sizes[][2] = {{1, 1}, {3, 5}, {4, 4}, {16, 16}};
+    for (size_t a = 0; a < sizeof cs / sizeof cs[0]; a++)
+        for (size_t b = 0; b < sizeof sizes / sizeof sizes[0]; b++)
+            for (int ad = 0; ad < 2; ad++) avg_whole_case(cs[a], sizes[b][0], sizes[b][1], 1, ad);
+    avg_whole_case(1027, 16, 16, 2, true); /* 2^18 values and more: two threads, uneven halves */
+}
+
 /* ---- activations: the inlined fast paths must equal cd_act_apply bit for bit ---- */
 
 Test(act, fast_paths_match_cd_act_apply) {
