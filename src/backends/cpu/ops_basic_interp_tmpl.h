@@ -13,7 +13,7 @@ static void IP_NAME(const interp_cfg *k, int64_t planes, const IP_T *in, IP_T *o
                     int threads) {
     const int64_t IH = k->in_h, IW = k->in_w, OH = k->out_h, OW = k->out_w;
     const bool bil = k->bilinear;
-    CD_PAR_FOR(planes * OH * OW >= 16384, threads, int64_t, r, planes * OH, {
+    CD_PAR_FOR(planes * OH * OW >= CD_PAR_MIN_CHEAP, threads, int64_t, r, planes * OH, {
         const int64_t p = r / OH, y = r % OH;
         const IP_T *r0 = in + (p * IH + y0[y]) * IW, *r1 = in + (p * IH + y1[y]) * IW;
         IP_T *o = out + r * OW;
