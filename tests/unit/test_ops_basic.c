@@ -581,6 +581,45 @@ Test(misc, arg_max_axis_and_pad_reflect) {
     t_free(t);
 }
 
+/* arg_max over the channels of a map (inner >= 16: ops_basic_misc_argmax_tmpl.h's column
+ * blocks) gives the scan's index per position: the first maximum (ties, -0 vs +0 -> the lower
+ * index), NaN never wins over a number, an all-NaN column -> 0; int64 and int32 outputs; 300
+ * columns (a block of 256 and a tail). */
+Test(misc, arg_max_columns_match_scan) {
+    const int64_t P = 2, L = 5, Q = 300, n = P * L * Q;
+    double *xs = malloc((size_t)n * sizeof(double));
+    unsigned seed = 77;
+    for (int64_t i = 0; i < n; i++) xs[i] = floor(rnd(&seed)); /* few distinct values: many ties */
+    for (int64_t k = 0; k < L; k++) xs[k * Q + 3] = NAN;       /* column 3: all NaN */
+    xs[5] = NAN;                                               /* column 5: NaN first */
+    for (int64_t k = 0; k < L; k++) xs[k * Q + 7] = k % 2 ? 0.0 : -0.0;
+    for (int dt = 2; dt <= 3; dt++) {
+        T *t = t_new("arg_max");
+        t_val(t, 0, CD_F32, 3, (int64_t[]){P, L, Q}, xs);
+        t_in(t, "X", 0);
+        t_out(t, "Out", 1);
+        a_int(t, "axis", 1);
+        a_int(t, "dtype", dt);
+        cr_assert_eq(t_run(t), CD_OK, "%s", t->err.msg);
+        const float *x = t->vals[0].data;
+        for (int64_t p = 0; p < P; p++)
+            for (int64_t q = 0; q < Q; q++) {
+                const float *b = x + p * L * Q + q;
+                int64_t best = 0;
+                float bv = b[0];
+                for (int64_t k = 1; k < L; k++)
+                    if (b[k * Q] > bv || (bv != bv && b[k * Q] == b[k * Q])) bv = b[k * Q], best = k;
+                const int64_t got =
+                    dt == 3 ? ((int64_t *)t->vals[1].data)[p * Q + q] : ((int32_t *)t->vals[1].data)[p * Q + q];
+                cr_assert_eq(got, best, "dtype %d p %lld q %lld: %lld vs %lld", dt, (long long)p, (long long)q,
+                             (long long)got, (long long)best);
+            }
+        cr_assert_eq(dt == 3 ? ((int64_t *)t->vals[1].data)[3] : ((int32_t *)t->vals[1].data)[3], 0);
+        t_free(t);
+    }
+    free(xs);
+}
+
 Test(interp, bilinear_align_corners_and_half_pixel) {
     T *t = t_new("bilinear_interp_v2");
     t_val(t, 0, CD_F32, 4, (int64_t[]){1, 1, 2, 2}, (double[]){0, 1, 2, 3});
