@@ -644,6 +644,64 @@ Test(interp, bilinear_align_corners_and_half_pixel) {
     t_free(t);
 }
 
+/* Bilinear upscaling (ops_basic_interp_tmpl.h: horizontal blends made once per source row
+ * and reused by the output rows that share it) gives, bit for bit, the four-tap formula
+ * vy * (vx * a + wx * b) + wy * (vx * c + wx * d) on the taps the op defines (align_corners,
+ * or half-pixel align_mode 0 with the clamp at 0, or align_mode 1); 6 planes of 5x7 -> 37x29
+ * (tasks of 16 rows, a partial last one), one and two threads. */
+static void bilinear_taps(int64_t in, int64_t out, int ac, int mode, int32_t *i0, int32_t *i1, float *lam) {
+    const float ratio = ac ? (out > 1 && in > 1 ? (float)(in - 1) / (float)(out - 1) : 0.0f) : (float)in / (float)out;
+    for (int64_t d = 0; d < out; d++) {
+        float src = (!ac && mode == 0) ? ((float)d + 0.5f) * ratio - 0.5f : (float)d * ratio;
+        if (src < 0.0f) src = 0.0f;
+        int64_t i = (int64_t)src;
+        if (i > in - 1) i = in - 1;
+        i0[d] = (int32_t)i;
+        i1[d] = (int32_t)(i + 1 < in ? i + 1 : in - 1);
+        lam[d] = src - (float)i;
+        if (lam[d] < 0.0f) lam[d] = 0.0f;
+    }
+}
+
+Test(interp, bilinear_upscale_matches_formula_bits) {
+    const int64_t C = 6, IH = 5, IW = 7, OH = 37, OW = 29, n = C * IH * IW;
+    double *xs = malloc((size_t)n * sizeof(double));
+    unsigned seed = 4242;
+    for (int64_t i = 0; i < n; i++) xs[i] = rnd(&seed) * rnd(&seed) * 1000.0;
+    static const int cfg[][3] = {{1, 1, 1}, {0, 0, 1}, {0, 1, 2}, {0, 0, 2}};
+    for (size_t c = 0; c < sizeof cfg / sizeof cfg[0]; c++) {
+        const int ac = cfg[c][0], mode = cfg[c][1];
+        T *t = t_new("bilinear_interp_v2");
+        t->c.threads = cfg[c][2];
+        t_val(t, 0, CD_F32, 4, (int64_t[]){1, C, IH, IW}, xs);
+        t_in(t, "X", 0);
+        t_out(t, "Out", 1);
+        a_bool(t, "align_corners", ac);
+        a_int(t, "align_mode", mode);
+        a_int(t, "out_h", OH);
+        a_int(t, "out_w", OW);
+        cr_assert_eq(t_run(t), CD_OK, "%s", t->err.msg);
+        int32_t y0[37], y1[37], x0[29], x1[29];
+        float ly[37], lx[29];
+        bilinear_taps(IH, OH, ac, mode, y0, y1, ly);
+        bilinear_taps(IW, OW, ac, mode, x0, x1, lx);
+        const float *x = t->vals[0].data, *y = t->vals[1].data;
+        for (int64_t p = 0; p < C; p++)
+            for (int64_t oy = 0; oy < OH; oy++)
+                for (int64_t ox = 0; ox < OW; ox++) {
+                    const float *r0 = x + (p * IH + y0[oy]) * IW, *r1 = x + (p * IH + y1[oy]) * IW;
+                    const float wy = ly[oy], vy = 1.0f - wy, wx = lx[ox], vx = 1.0f - wx;
+                    const float want =
+                        vy * (vx * r0[x0[ox]] + wx * r0[x1[ox]]) + wy * (vx * r1[x0[ox]] + wx * r1[x1[ox]]);
+                    const float got = y[(p * OH + oy) * OW + ox];
+                    cr_assert(memcmp(&want, &got, 4) == 0, "ac %d mode %d: plane %lld (%lld,%lld) %a vs %a", ac, mode,
+                              (long long)p, (long long)oy, (long long)ox, (double)got, (double)want);
+                }
+        t_free(t);
+    }
+    free(xs);
+}
+
 Test(interp, nonpositive_size_message) {
     T *t = t_new("nearest_interp");
     t_val(t, 0, CD_F32, 4, (int64_t[]){1, 1, 2, 2}, NULL);
