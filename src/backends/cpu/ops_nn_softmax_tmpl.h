@@ -111,7 +111,10 @@ static void F(sm_rows)(const sm_geo *g, const NN_T *in, NN_T *out, int64_t r0, i
             const NN_T *x = in + (rb + j) * n;
             NN_T *y = out + (rb + j) * n;
             const NN_T mx = F(row_max)(x, n);
-            for (int64_t a = 0; a < n; a++) y[a] = (NN_T)expf((float)(x[a] - mx));
+            for (int64_t a = 0; a < n; a++) {
+                const NN_T d = x[a] - mx; /* rounded to NN_T, as sm_task's d (half: before expf) */
+                y[a] = (NN_T)expf((float)d);
+            }
         }
         const NN_T *yb = out + rb * n;
         if (nr == 8) {
