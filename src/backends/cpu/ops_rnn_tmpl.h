@@ -38,6 +38,10 @@ static void F(rnn_dir)(const rnn_cfg *r, int d, const RNN_T *in, int64_t in_l, c
         for (int64_t j = 0; j < GH; j++)
             for (int64_t k = 0; k < H; k++) wt_own[k * GH + j] = w_hh[j * H + k];
     const RNN_T *wt = w_hh_t ? w_hh_t : wt_own;
+    /* the phased cells' scratch: gate inputs in float, gates and tanh(c) in RNN_T (NULL: the
+     * plain loop) */
+    float *pa = malloc((size_t)GH * sizeof(float) + (size_t)(GH + H) * sizeof(RNN_T));
+    RNN_T *ga = pa ? (RNN_T *)(pa + GH) : NULL;
     for (int64_t s = 0; s < r->t; s++) {
         int64_t t = d == 0 ? s : r->t - 1 - s;
         if (N > 0 && wt)
@@ -55,6 +59,43 @@ static void F(rnn_dir)(const rnn_cfg *r, int d, const RNN_T *in, int64_t in_l, c
             const RNN_T *x = gx + (t * N + n) * GH;
             const RNN_T *u = gh + n * GH;
             RNN_T *hn = h + n * H;
+            if (pa && r->mode == RNN_LSTM) {
+                /* The loop below in phases over the row, each value made by the same expression:
+                 * the gate inputs (float, as the loop's casts take them), then the four gates'
+                 * libm calls, then the cell, its tanhf, and h. The calls of a phase do not depend
+                 * on one another, so they overlap; in the loop tanhf(c) waited for three. */
+                RNN_T *gi = ga, *gf = ga + H, *gc = ga + 2 * H, *go = ga + 3 * H, *tc = ga + 4 * H;
+                for (int64_t j = 0; j < GH; j++) pa[j] = (float)(x[j] + (u[j] + b_hh[j]));
+                for (int64_t k = 0; k < H; k++) gi[k] = (RNN_T)sigmoid_f(pa[k]);
+                for (int64_t k = 0; k < H; k++) gf[k] = (RNN_T)sigmoid_f(pa[H + k]);
+                for (int64_t k = 0; k < H; k++) gc[k] = (RNN_T)tanhf(pa[2 * H + k]);
+                for (int64_t k = 0; k < H; k++) go[k] = (RNN_T)sigmoid_f(pa[3 * H + k]);
+                for (int64_t k = 0; k < H; k++) {
+                    RNN_T cv = gf[k] * cst[n * H + k] + gi[k] * gc[k];
+                    cst[n * H + k] = cv;
+                }
+                for (int64_t k = 0; k < H; k++) tc[k] = (RNN_T)tanhf((float)cst[n * H + k]);
+                for (int64_t k = 0; k < H; k++) {
+                    RNN_T hv = go[k] * tc[k];
+                    o[k] = hv;
+                }
+                memcpy(hn, o, (size_t)H * sizeof(RNN_T));
+                continue;
+            }
+            if (pa && r->mode == RNN_GRU) { /* the same phases for the GRU cell */
+                RNN_T *gr = ga, *gz = ga + H, *gc = ga + 2 * H;
+                for (int64_t j = 0; j < 2 * H; j++) pa[j] = (float)(x[j] + (u[j] + b_hh[j]));
+                for (int64_t k = 0; k < H; k++) gr[k] = (RNN_T)sigmoid_f(pa[k]);
+                for (int64_t k = 0; k < H; k++) gz[k] = (RNN_T)sigmoid_f(pa[H + k]);
+                for (int64_t k = 0; k < H; k++)
+                    gc[k] = (RNN_T)tanhf((float)(x[2 * H + k] + gr[k] * (u[2 * H + k] + b_hh[2 * H + k])));
+                for (int64_t k = 0; k < H; k++) {
+                    RNN_T hv = gz[k] * hn[k] + ((RNN_T)1 - gz[k]) * gc[k];
+                    o[k] = hv;
+                }
+                memcpy(hn, o, (size_t)H * sizeof(RNN_T));
+                continue;
+            }
             for (int64_t k = 0; k < H; k++) {
                 RNN_T hv;
                 switch (r->mode) {
@@ -90,6 +131,7 @@ static void F(rnn_dir)(const rnn_cfg *r, int d, const RNN_T *in, int64_t in_l, c
         }
     }
     free(wt_own);
+    free(pa);
 }
 
 /* The whole op for one element type: layers, directions, state copies. */
