@@ -284,7 +284,7 @@ Test(eltwise, fp16_add_is_rounded_half_sum_and_fused_relu) {
  * (ops_basic_eltwise_post_tmpl.h): bit for bit cd_act_apply of the float sum, NaN and -0
  * included; sigmoid still goes through cd_act_apply. */
 Test(eltwise, fused_activation_matches_cd_act_apply) {
-    const char *acts[] = {"relu", "relu6", "leaky_relu", "hard_swish", "sigmoid"};
+    const char *acts[] = {"relu", "relu6", "leaky_relu", "hard_swish", "sigmoid", "swish", "tanh"};
     const int n = 2001;
     double *xs = malloc(sizeof(double) * n), *ys = malloc(sizeof(double) * n);
     for (int i = 0; i < n; i++) {
