@@ -29,9 +29,6 @@ static void PS_NAME(PS_T *o, int64_t n, const elt_cfg *e, int threads) {
     case CD_ACT_LEAKY_RELU: PS_LOOP(v < 0.0f ? aa * v : v); break;
     case CD_ACT_HARD_SWISH: PS_LOOP(v * ((v + ac) < 0.0f ? 0.0f : ((v + ac) > aa ? aa : (v + ac))) / ab); break;
     case CD_ACT_GELU: PS_LOOP(gelu_f(v, aa != 0.0f)); break;
-    case CD_ACT_SIGMOID: PS_LOOP(1.0f / (1.0f + expf(-v))); break;
-    case CD_ACT_SWISH: PS_LOOP(v / (1.0f + expf(-aa * v))); break;
-    case CD_ACT_TANH: PS_LOOP(tanhf(v)); break;
     default: PS_LOOP(cd_act_apply(&a, v)); break;
     }
 }
