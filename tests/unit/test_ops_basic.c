@@ -284,7 +284,7 @@ Test(eltwise, fp16_add_is_rounded_half_sum_and_fused_relu) {
  * (ops_basic_eltwise_post_tmpl.h): bit for bit cd_act_apply of the float sum, NaN and -0
  * included; sigmoid still goes through cd_act_apply. */
 Test(eltwise, fused_activation_matches_cd_act_apply) {
-    const char *acts[] = {"relu", "relu6", "leaky_relu", "hard_swish", "sigmoid"};
+    const char *acts[] = {"relu", "relu6", "leaky_relu", "hard_swish", "sigmoid", "swish", "tanh"};
     const int n = 2001;
     double *xs = malloc(sizeof(double) * n), *ys = malloc(sizeof(double) * n);
     for (int i = 0; i < n; i++) {
@@ -410,6 +410,64 @@ Test(pool, max_matches_scalar_scan_bits) {
         }
 }
 
+/* ---- average pooling over the whole plane (adaptive to 1x1, or one window of the plane's
+ * size): the eight-planes-at-a-time sums (ops_nn_pool_tmpl.h F(avg_whole)) must give the
+ * sequential loop's bits: a float sum from +0 in row-major order, divided by the count. Plane
+ * counts around the block of 8 (1, 7, 8, 9, 19), plane sizes 1x1 to 16x16, -0 planes (0 + -0
+ * is +0), NaN and Inf, one and two threads (the 2-thread split needs C*H*W >= 2^18). ---- */
+static void avg_whole_case(int64_t C, int64_t H, int64_t W, int threads, bool adaptive) {
+    const int64_t n = C * H * W;
+    float *x = malloc((size_t)n * sizeof(float));
+    unsigned seed = (unsigned)(C * 977 + H * 31 + W + threads);
+    for (int64_t i = 0; i < n; i++) {
+        const double r = rnd(&seed);
+        x[i] = (float)(r * r * r * 100.0); /* wide range: the sums round at every step */
+    }
+    if (n > 5 && C > 3) x[3 * H * W + 5 % (H * W)] = NAN;                  /* plane 3: NaN */
+    if (C > 1) x[H * W] = INFINITY;                                        /* plane 1: Inf first */
+    for (int64_t i = 0; i < H * W && C > 2; i++) x[2 * H * W + i] = -0.0f; /* plane 2: all -0 */
+    T *t = t_new("pool2d");
+    t->c.threads = threads;
+    cd_value *v = &t->vals[0];
+    v->dtype = CD_F32;
+    v->shape.rank = 4;
+    const int64_t dims[4] = {1, C, H, W};
+    for (int i = 0; i < 4; i++) v->shape.d[i] = dims[i];
+    cr_assert_eq(cd_value_alloc(v, NULL), CD_OK);
+    memcpy(v->data, x, (size_t)n * sizeof(float));
+    t_in(t, "X", 0);
+    t_out(t, "Out", 1);
+    a_str(t, "pooling_type", "avg");
+    if (adaptive) {
+        a_bool(t, "adaptive", true);
+        a_ints(t, "ksize", 2, (int64_t[]){1, 1});
+    } else {
+        a_ints(t, "ksize", 2, (int64_t[]){H, W});
+        a_bool(t, "exclusive", false);
+    }
+    cr_assert_eq(t_run(t), CD_OK, "%s", t->err.msg);
+    const float *y = t->vals[1].data;
+    for (int64_t c = 0; c < C; c++) {
+        float sum = 0.0f;
+        for (int64_t i = 0; i < H * W; i++) sum += x[c * H * W + i];
+        const float want = sum / (float)(H * W), got = y[c];
+        cr_assert(memcmp(&want, &got, 4) == 0 || (want != want && got != got),
+                  "avg pool %lldx%lldx%lld threads %d adaptive %d: plane %lld %a vs %a", (long long)C, (long long)H,
+                  (long long)W, threads, (int)adaptive, (long long)c, (double)got, (double)want);
+    }
+    t_free(t);
+    free(x);
+}
+
+Test(pool, avg_whole_plane_matches_sequential_sum_bits) {
+    static const int64_t cs[] = {1, 7, 8, 9, 19};
+    static const int64_t sizes[][2] = {{1, 1}, {3, 5}, {4, 4}, {16, 16}};
+    for (size_t a = 0; a < sizeof cs / sizeof cs[0]; a++)
+        for (size_t b = 0; b < sizeof sizes / sizeof sizes[0]; b++)
+            for (int ad = 0; ad < 2; ad++) avg_whole_case(cs[a], sizes[b][0], sizes[b][1], 1, ad);
+    avg_whole_case(1027, 16, 16, 2, true); /* 2^18 values and more: two threads, uneven halves */
+}
+
 /* ---- activations: the inlined fast paths must equal cd_act_apply bit for bit ---- */
 
 Test(act, fast_paths_match_cd_act_apply) {
@@ -523,6 +581,45 @@ Test(misc, arg_max_axis_and_pad_reflect) {
     t_free(t);
 }
 
+/* arg_max over the channels of a map (inner >= 16: ops_basic_misc_argmax_tmpl.h's column
+ * blocks) gives the scan's index per position: the first maximum (ties, -0 vs +0 -> the lower
+ * index), NaN never wins over a number, an all-NaN column -> 0; int64 and int32 outputs; 300
+ * columns (a block of 256 and a tail). */
+Test(misc, arg_max_columns_match_scan) {
+    const int64_t P = 2, L = 5, Q = 300, n = P * L * Q;
+    double *xs = malloc((size_t)n * sizeof(double));
+    unsigned seed = 77;
+    for (int64_t i = 0; i < n; i++) xs[i] = floor(rnd(&seed)); /* few distinct values: many ties */
+    for (int64_t k = 0; k < L; k++) xs[k * Q + 3] = NAN;       /* column 3: all NaN */
+    xs[5] = NAN;                                               /* column 5: NaN first */
+    for (int64_t k = 0; k < L; k++) xs[k * Q + 7] = k % 2 ? 0.0 : -0.0;
+    for (int dt = 2; dt <= 3; dt++) {
+        T *t = t_new("arg_max");
+        t_val(t, 0, CD_F32, 3, (int64_t[]){P, L, Q}, xs);
+        t_in(t, "X", 0);
+        t_out(t, "Out", 1);
+        a_int(t, "axis", 1);
+        a_int(t, "dtype", dt);
+        cr_assert_eq(t_run(t), CD_OK, "%s", t->err.msg);
+        const float *x = t->vals[0].data;
+        for (int64_t p = 0; p < P; p++)
+            for (int64_t q = 0; q < Q; q++) {
+                const float *b = x + p * L * Q + q;
+                int64_t best = 0;
+                float bv = b[0];
+                for (int64_t k = 1; k < L; k++)
+                    if (b[k * Q] > bv || (bv != bv && b[k * Q] == b[k * Q])) bv = b[k * Q], best = k;
+                const int64_t got =
+                    dt == 3 ? ((int64_t *)t->vals[1].data)[p * Q + q] : ((int32_t *)t->vals[1].data)[p * Q + q];
+                cr_assert_eq(got, best, "dtype %d p %lld q %lld: %lld vs %lld", dt, (long long)p, (long long)q,
+                             (long long)got, (long long)best);
+            }
+        cr_assert_eq(dt == 3 ? ((int64_t *)t->vals[1].data)[3] : ((int32_t *)t->vals[1].data)[3], 0);
+        t_free(t);
+    }
+    free(xs);
+}
+
 Test(interp, bilinear_align_corners_and_half_pixel) {
     T *t = t_new("bilinear_interp_v2");
     t_val(t, 0, CD_F32, 4, (int64_t[]){1, 1, 2, 2}, (double[]){0, 1, 2, 3});
@@ -545,6 +642,64 @@ Test(interp, bilinear_align_corners_and_half_pixel) {
             cr_assert_float_eq(((float *)t->vals[1].data)[y * 3 + x], want, 1e-6, "hp %d %d", y, x);
         }
     t_free(t);
+}
+
+/* Bilinear upscaling (ops_basic_interp_tmpl.h: horizontal blends made once per source row
+ * and reused by the output rows that share it) gives, bit for bit, the four-tap formula
+ * vy * (vx * a + wx * b) + wy * (vx * c + wx * d) on the taps the op defines (align_corners,
+ * or half-pixel align_mode 0 with the clamp at 0, or align_mode 1); 6 planes of 5x7 -> 37x29
+ * (tasks of 16 rows, a partial last one), one and two threads. */
+static void bilinear_taps(int64_t in, int64_t out, int ac, int mode, int32_t *i0, int32_t *i1, float *lam) {
+    const float ratio = ac ? (out > 1 && in > 1 ? (float)(in - 1) / (float)(out - 1) : 0.0f) : (float)in / (float)out;
+    for (int64_t d = 0; d < out; d++) {
+        float src = (!ac && mode == 0) ? ((float)d + 0.5f) * ratio - 0.5f : (float)d * ratio;
+        if (src < 0.0f) src = 0.0f;
+        int64_t i = (int64_t)src;
+        if (i > in - 1) i = in - 1;
+        i0[d] = (int32_t)i;
+        i1[d] = (int32_t)(i + 1 < in ? i + 1 : in - 1);
+        lam[d] = src - (float)i;
+        if (lam[d] < 0.0f) lam[d] = 0.0f;
+    }
+}
+
+Test(interp, bilinear_upscale_matches_formula_bits) {
+    const int64_t C = 6, IH = 5, IW = 7, OH = 37, OW = 29, n = C * IH * IW;
+    double *xs = malloc((size_t)n * sizeof(double));
+    unsigned seed = 4242;
+    for (int64_t i = 0; i < n; i++) xs[i] = rnd(&seed) * rnd(&seed) * 1000.0;
+    static const int cfg[][3] = {{1, 1, 1}, {0, 0, 1}, {0, 1, 2}, {0, 0, 2}};
+    for (size_t c = 0; c < sizeof cfg / sizeof cfg[0]; c++) {
+        const int ac = cfg[c][0], mode = cfg[c][1];
+        T *t = t_new("bilinear_interp_v2");
+        t->c.threads = cfg[c][2];
+        t_val(t, 0, CD_F32, 4, (int64_t[]){1, C, IH, IW}, xs);
+        t_in(t, "X", 0);
+        t_out(t, "Out", 1);
+        a_bool(t, "align_corners", ac);
+        a_int(t, "align_mode", mode);
+        a_int(t, "out_h", OH);
+        a_int(t, "out_w", OW);
+        cr_assert_eq(t_run(t), CD_OK, "%s", t->err.msg);
+        int32_t y0[37], y1[37], x0[29], x1[29];
+        float ly[37], lx[29];
+        bilinear_taps(IH, OH, ac, mode, y0, y1, ly);
+        bilinear_taps(IW, OW, ac, mode, x0, x1, lx);
+        const float *x = t->vals[0].data, *y = t->vals[1].data;
+        for (int64_t p = 0; p < C; p++)
+            for (int64_t oy = 0; oy < OH; oy++)
+                for (int64_t ox = 0; ox < OW; ox++) {
+                    const float *r0 = x + (p * IH + y0[oy]) * IW, *r1 = x + (p * IH + y1[oy]) * IW;
+                    const float wy = ly[oy], vy = 1.0f - wy, wx = lx[ox], vx = 1.0f - wx;
+                    const float want =
+                        vy * (vx * r0[x0[ox]] + wx * r0[x1[ox]]) + wy * (vx * r1[x0[ox]] + wx * r1[x1[ox]]);
+                    const float got = y[(p * OH + oy) * OW + ox];
+                    cr_assert(memcmp(&want, &got, 4) == 0, "ac %d mode %d: plane %lld (%lld,%lld) %a vs %a", ac, mode,
+                              (long long)p, (long long)oy, (long long)ox, (double)got, (double)want);
+                }
+        t_free(t);
+    }
+    free(xs);
 }
 
 Test(interp, nonpositive_size_message) {

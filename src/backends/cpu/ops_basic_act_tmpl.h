@@ -46,6 +46,15 @@ static void UN_NAME(const UN_T *in, UN_T *out, int64_t n, const un_cfg *u, int t
             FLOOP(UN_T, gelu_f(x, ap));
             break;
         }
+        /* the libm kinds as cd_act_apply writes them, without its call and switch per element */
+        case CD_ACT_SIGMOID: FLOOP(UN_T, 1.0f / (1.0f + expf(-x))); break;
+        case CD_ACT_SWISH: {
+            const float a = A.a;
+            FLOOP(UN_T, x / (1.0f + expf(-a * x)));
+            break;
+        }
+        case CD_ACT_TANH: FLOOP(UN_T, tanhf(x)); break;
+        case CD_ACT_EXP: FLOOP(UN_T, expf(x)); break;
         default: FLOOP(UN_T, cd_act_apply(&A, x)); break;
         }
         break;

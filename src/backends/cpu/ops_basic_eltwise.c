@@ -116,7 +116,7 @@ static inline void bcast_row(const bcast *b, int64_t row, int64_t *ox, int64_t *
 
 /* ------------------------------------------------------------------ kernels */
 
-#define PAR_MIN 32768 /* below this many elements threads cost more than they save */
+#define PAR_MIN CD_PAR_MIN_CHEAP /* below this many elements threads cost more than they save (par.h) */
 
 /* float helpers: NaN-propagating max/min like the frameworks' a > b ? a : b */
 #define FMAX(x, y) ((x) > (y) ? (x) : (y))

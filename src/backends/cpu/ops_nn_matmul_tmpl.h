@@ -60,7 +60,9 @@ static void F(mm_core)(const mm_geo *g, const NN_T *x, const NN_T *w, NN_T *out,
     const int64_t batches = g->batches;
     /* many small products: one thread per product; few large ones: threads inside GEMM */
     const bool small = M * N * K < 32768 && batches > 1;
-    CD_PAR_FOR(small, threads, int64_t, b, batches, {
+    /* ... and the batches on threads only when all of them together are worth a team (gemm.h) */
+    const bool par = small && (double)batches * (double)(M * N * K) >= (double)CD_GEMM_ONE_THREAD_MACS;
+    CD_PAR_FOR(par, threads, int64_t, b, batches, {
         int64_t xo, yo;
         cd_mm_batch(g, b, &xo, &yo);
         GEMM((int)M, (int)N, (int)K, alpha, x + xo * xsz, lda, g->tx, w + yo * ysz, ldb, g->ty, (NN_T)0,

@@ -21,6 +21,43 @@ static inline float F(plane_sum)(const NN_T *x, int64_t n) {
     return s;
 }
 
+/* Average pooling whose one window is the whole plane (adaptive pooling to 1x1, the SE blocks of
+ * mobilenet_v3 / pplcnet), planes t0..t1-1: the generic loop's arithmetic (a float sum from 0 in
+ * row-major order, then sum / cnt rounded to NN_T), eight planes at a time so that eight
+ * independent addition chains are in flight instead of one latency-bound chain (16x16 planes:
+ * 11 us for 48 planes). Each plane's sum is the same sequence of additions: the same bits. */
+static void F(avg_whole)(const NN_T *in, NN_T *out, int64_t t0, int64_t t1, int64_t HW, float cnt) {
+    int64_t t = t0;
+    for (; t + 8 <= t1; t += 8) {
+        const NN_T *x = in + t * HW;
+        float s0 = 0, s1 = 0, s2 = 0, s3 = 0, s4 = 0, s5 = 0, s6 = 0, s7 = 0;
+        for (int64_t i = 0; i < HW; i++) {
+            s0 += (float)x[i];
+            s1 += (float)x[HW + i];
+            s2 += (float)x[2 * HW + i];
+            s3 += (float)x[3 * HW + i];
+            s4 += (float)x[4 * HW + i];
+            s5 += (float)x[5 * HW + i];
+            s6 += (float)x[6 * HW + i];
+            s7 += (float)x[7 * HW + i];
+        }
+        out[t] = (NN_T)(s0 / cnt);
+        out[t + 1] = (NN_T)(s1 / cnt);
+        out[t + 2] = (NN_T)(s2 / cnt);
+        out[t + 3] = (NN_T)(s3 / cnt);
+        out[t + 4] = (NN_T)(s4 / cnt);
+        out[t + 5] = (NN_T)(s5 / cnt);
+        out[t + 6] = (NN_T)(s6 / cnt);
+        out[t + 7] = (NN_T)(s7 / cnt);
+    }
+    for (; t < t1; t++) {
+        const NN_T *x = in + t * HW;
+        float s = 0;
+        for (int64_t i = 0; i < HW; i++) s += (float)x[i];
+        out[t] = (NN_T)(s / cnt);
+    }
+}
+
 #if POOL_VEC
 /* Max pooling, float, one plane through a row-padded copy (AVX-512, strides 1 and 2): the
  * plane's rows at columns [pl, pl + W) of a scratch whose other columns hold -inf, so every
@@ -60,6 +97,40 @@ __attribute__((target("avx512f"))) static void F(max_plane512)(const pool_geo *g
         }
     }
 }
+
+/* The same scan read in place, where every window lies wholly inside the plane (no leading
+ * padding, the last window ending inside the input: rec models' 2x2 / 2x1 stride-2 pools):
+ * no copy of the plane. A row's last vector loads only the lanes its output columns read
+ * (masked loads, the other lanes zero and never stored), so nothing past the plane is read;
+ * the other vectors' loads stay inside their input row. Lanes hold the same values the padded
+ * copy would: the same bits. */
+__attribute__((target("avx512f"))) static void F(max_plane512_inplace)(const pool_geo *g, const NN_T *x, NN_T *y) {
+    const int64_t W = g->W, sw = g->sw, kw = g->kw, kh = g->kh;
+    const __m512i even = _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 17, 19, 21, 23, 25, 27, 29, 31);
+    for (int64_t oy = 0; oy < g->Ho; oy++) {
+        NN_T *yr = y + oy * g->Wo;
+        const NN_T *xr = x + oy * g->sh * W;
+        for (int64_t ox = 0; ox < g->Wo; ox += 16) {
+            const int64_t n = g->Wo - ox < 16 ? g->Wo - ox : 16;
+            /* lanes of the first and the second load that output lanes 0..n-1 read */
+            const int64_t l0 = sw == 1 ? n : (2 * n - 1 < 16 ? 2 * n - 1 : 16), l1 = sw == 1 ? 0 : 2 * n - 16;
+            const __mmask16 k0 = (__mmask16)(l0 >= 16 ? 0xffffu : (1u << l0) - 1u);
+            const __mmask16 k1 = (__mmask16)(l1 <= 0 ? 0u : (l1 >= 16 ? 0xffffu : (1u << l1) - 1u));
+            __m512 m = _mm512_set1_ps(-__builtin_inff());
+            const NN_T *xo = xr + ox * sw;
+            for (int64_t iy = 0; iy < kh; iy++)
+                for (int64_t ix = 0; ix < kw; ix++) {
+                    const NN_T *p = xo + iy * W + ix;
+                    const __m512 v = sw == 1
+                        ? _mm512_maskz_loadu_ps(k0, p)
+                        : _mm512_permutex2var_ps(_mm512_maskz_loadu_ps(k0, p), even, _mm512_maskz_loadu_ps(k1, p + 15));
+                    const __mmask16 k = _mm512_cmp_ps_mask(v, m, _CMP_GT_OQ) | _mm512_cmp_ps_mask(v, v, _CMP_UNORD_Q);
+                    m = _mm512_mask_mov_ps(m, k, v);
+                }
+            _mm512_mask_storeu_ps(yr + ox, (__mmask16)((1u << n) - 1u), m);
+        }
+    }
+}
 #endif
 
 static void F(pool_run)(const pool_geo *g, const NN_T *in, NN_T *out, int threads) {
@@ -69,11 +140,32 @@ static void F(pool_run)(const pool_geo *g, const NN_T *in, NN_T *out, int thread
         CD_PAR_FOR(par, threads, int64_t, t, total, { out[t] = (NN_T)(F(plane_sum)(in + t * HW, HW) / (float)HW); });
         return;
     }
+    if (!g->is_max && g->Ho == 1 && g->Wo == 1) {
+        int64_t hs, he, hcnt, ws, we, wcnt;
+        pool_window(g, true, 0, &hs, &he, &hcnt);
+        pool_window(g, false, 0, &ws, &we, &wcnt);
+        if (hs == 0 && he == g->H && ws == 0 && we == g->W) { /* one window, the whole plane */
+            const float cnt = (float)((g->exclusive || g->adaptive) ? HW : hcnt * wcnt);
+            const int nt = par ? threads : 1;
+            const int64_t per = (total + nt - 1) / nt;
+            CD_PAR_FOR(par, threads, int64_t, k, (int64_t)nt, {
+                const int64_t t0 = k * per, t1 = t0 + per < total ? t0 + per : total;
+                if (t0 < t1) F(avg_whole)(in, out, t0, t1, HW, cnt);
+            });
+            return;
+        }
+    }
 #if POOL_VEC
     /* max pooling where every window has an input column: F(max_plane512), a scratch per thread
      * of H rows x Wp (the last vector's columns included), -inf outside the copied columns */
     if (g->is_max && !g->adaptive && (g->sw == 1 || g->sw == 2) && g->kw > g->pl &&
         (g->Wo - 1) * g->sw - g->pl < g->W && __builtin_cpu_supports("avx512f")) {
+        if (g->pt == 0 && g->pl == 0 && (g->Ho - 1) * g->sh + g->kh <= g->H && (g->Wo - 1) * g->sw + g->kw <= g->W) {
+            CD_PAR_FOR(par, threads, int64_t, t, total, {
+                F(max_plane512_inplace)(g, in + t * HW, out + t * g->Ho * g->Wo);
+            });
+            return;
+        }
         const int64_t Wo16 = (g->Wo + 15) / 16 * 16;
         int64_t Wp = (Wo16 - 1) * g->sw + g->kw;
         if (Wp < g->pl + g->W) Wp = g->pl + g->W;

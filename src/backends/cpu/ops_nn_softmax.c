@@ -10,6 +10,7 @@
  * The axis is processed as rows of `inner` contiguous values, so softmax over channels of
  * an NCHW tensor walks memory sequentially instead of striding by H*W. */
 #include "engine/ops.h"
+#include "backends/cpu/par.h"
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>

@@ -50,9 +50,112 @@ static void F(sm_task)(const sm_geo *g, const NN_T *in, NN_T *out, int64_t t, in
     }
 }
 
+/* The scan `m = x[0]; m = x[a] where x[a] > m or x[a] is NaN` of one row, without its
+ * loop-carried branch (rec_svtr's 200-value rows spent a third of the run in it): with a NaN in
+ * the row the scan ends on the last NaN, so that row takes the scan itself; without one, the
+ * scan's result is the first value equal to the maximum. Eight lanes of partial maxima
+ * (x > p ? x : p, a max instruction) give the maximum's value; values that compare equal have
+ * the same bits except +0 and -0, so a zero maximum is taken from the first zero of the row. */
+static NN_T F(row_max)(const NN_T *x, int64_t n) {
+    int nan = 0;
+    for (int64_t a = 0; a < n; a++) nan |= x[a] != x[a];
+    if (nan) {
+        NN_T mx = x[0];
+        for (int64_t a = 1; a < n; a++)
+            if (x[a] > mx || x[a] != x[a]) mx = x[a];
+        return mx;
+    }
+    NN_T p[8];
+    for (int j = 0; j < 8; j++) p[j] = x[0];
+    int64_t a = 0;
+    for (; a + 8 <= n; a += 8)
+        for (int j = 0; j < 8; j++) p[j] = x[a + j] > p[j] ? x[a + j] : p[j];
+    for (; a < n; a++) p[0] = x[a] > p[0] ? x[a] : p[0];
+    NN_T m = p[0];
+    for (int j = 1; j < 8; j++) m = p[j] > m ? p[j] : m;
+    if (m == (NN_T)0)
+        for (a = 0; a < n; a++)
+            if (x[a] == (NN_T)0) return x[a];
+    return m;
+}
+
+/* Rows r0..r1-1 of a softmax over the last axis (inner == 1): sm_task's arithmetic on one
+ * contiguous row, element by element in the same order (max scan, x - max, exp, the float sum
+ * in axis order, then the division or the log subtraction), without sm_task's per-row
+ * scratch blocks of one value (picodet's 256 rows of 8 took 24 us that way). Softmax rows go
+ * eight at a time: the exponentials are stored first (the calls then carry no dependency from
+ * one element to the next), then the eight rows' sums run interleaved, each its own chain of
+ * additions in axis order (the same sums), instead of one latency-bound chain at a time. */
+static void F(sm_rows)(const sm_geo *g, const NN_T *in, NN_T *out, int64_t r0, int64_t r1) {
+    const int64_t n = g->n;
+    if (g->log) {
+        for (int64_t r = r0; r < r1; r++) {
+            const NN_T *x = in + r * n;
+            NN_T *y = out + r * n;
+            const NN_T mx = F(row_max)(x, n);
+            float sum = 0.0f;
+            for (int64_t a = 0; a < n; a++) {
+                NN_T d = x[a] - mx;
+                sum += (float)(NN_T)expf((float)d);
+                y[a] = d;
+            }
+            NN_T ls = (NN_T)logf(sum);
+            for (int64_t a = 0; a < n; a++) y[a] = y[a] - ls;
+        }
+        return;
+    }
+    for (int64_t rb = r0; rb < r1; rb += 8) {
+        const int nr = r1 - rb < 8 ? (int)(r1 - rb) : 8;
+        float sum[8];
+        for (int j = 0; j < nr; j++) {
+            const NN_T *x = in + (rb + j) * n;
+            NN_T *y = out + (rb + j) * n;
+            const NN_T mx = F(row_max)(x, n);
+            for (int64_t a = 0; a < n; a++) {
+                const NN_T d = x[a] - mx; /* rounded to NN_T, as sm_task's d (half: before expf) */
+                y[a] = (NN_T)expf((float)d);
+            }
+        }
+        const NN_T *yb = out + rb * n;
+        if (nr == 8) {
+            float s0 = 0.0f, s1 = 0.0f, s2 = 0.0f, s3 = 0.0f, s4 = 0.0f, s5 = 0.0f, s6 = 0.0f, s7 = 0.0f;
+            for (int64_t a = 0; a < n; a++) {
+                s0 += (float)yb[a];
+                s1 += (float)yb[n + a];
+                s2 += (float)yb[2 * n + a];
+                s3 += (float)yb[3 * n + a];
+                s4 += (float)yb[4 * n + a];
+                s5 += (float)yb[5 * n + a];
+                s6 += (float)yb[6 * n + a];
+                s7 += (float)yb[7 * n + a];
+            }
+            sum[0] = s0, sum[1] = s1, sum[2] = s2, sum[3] = s3, sum[4] = s4, sum[5] = s5, sum[6] = s6, sum[7] = s7;
+        } else
+            for (int j = 0; j < nr; j++) {
+                float sj = 0.0f;
+                for (int64_t a = 0; a < n; a++) sj += (float)yb[j * n + a];
+                sum[j] = sj;
+            }
+        for (int j = 0; j < nr; j++) {
+            NN_T *y = out + (rb + j) * n;
+            const float sj = sum[j];
+            for (int64_t a = 0; a < n; a++) y[a] = (NN_T)((float)y[a] / sj);
+        }
+    }
+}
+
 static bool F(sm_run)(const sm_geo *g, const NN_T *in, NN_T *out, int threads) {
     const int64_t nblk = (g->inner + SM_BLOCK - 1) / SM_BLOCK, tasks = g->outer * nblk;
     bool ok = true;
+    if (g->inner == 1) { /* rows split between threads in runs of whole rows: the same bits */
+        const bool par = threads > 1 && g->outer > 1 && g->outer * g->n > 16384;
+        const int64_t nt = par ? threads : 1, per = (g->outer + nt - 1) / nt;
+        CD_PAR_FOR(par, threads, int64_t, t, nt, {
+            int64_t r0 = t * per, r1 = r0 + per < g->outer ? r0 + per : g->outer;
+            if (r0 < r1) F(sm_rows)(g, in, out, r0, r1);
+        });
+        return true;
+    }
     if (threads < 2 || g->outer * g->n * g->inner <= 16384) { /* no OpenMP region (backends/cpu/par.h) */
         float *sum = malloc(SM_BLOCK * (sizeof(float) + sizeof(NN_T)));
         if (!sum) return false;

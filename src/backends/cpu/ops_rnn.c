@@ -179,6 +179,19 @@ double cd_rnn_macs(const cd_op_ctx *c) {
 
 static inline float sigmoid_f(float x) { return 1.0f / (1.0f + expf(-x)); }
 
+/* The prepared state (cd_op_def.prepare): the weights each step's GEMMs read, laid out once per
+ * process in the row-major form the GEMM reads without packing: W_hh^T [H, G*H] for every layer
+ * and direction (fp32 and fp16 runs), W_ih^T [in_l, G*H] (fp32 runs). One malloc block, the
+ * matrices after the struct at the given byte offsets plus one (0: not prepared; the run then
+ * lays out or reads transposed as before). The products and their order do not change. */
+typedef struct {
+    int layers, dirs, hidden, gates;
+    cd_dtype dt;
+    size_t off_ih[2 * MAX_LAYERS], off_hh[2 * MAX_LAYERS];
+} rnn_state;
+#define RNN_STATE_HEAD ((sizeof(rnn_state) + 63) & ~(size_t)63)
+#define RNN_STATE_DATA(st) ((const char *)(st) + RNN_STATE_HEAD)
+
 /* rnn_dir_f32 / rnn_run_f32 and their _f16 twins (the op body, one template). */
 #define RNN_T float
 #define RNN_S f32
@@ -188,6 +201,64 @@ static inline float sigmoid_f(float x) { return 1.0f / (1.0f + expf(-x)); }
 #define RNN_S f16
 #define RNN_GEMM cd_gemm_f16
 #include "ops_rnn_tmpl.h"
+
+/* dst[k][j] = src[j][k], src [rows][cols]: in blocks of 16 x 16 so both sides stay in cache. */
+#define RNN_TRANSPOSE(T, dst, src, rows, cols)                                                                         \
+    do {                                                                                                               \
+        T *d_ = (T *)(dst);                                                                                            \
+        const T *p_ = (const T *)(src);                                                                                \
+        for (int64_t j0 = 0; j0 < (rows); j0 += 16)                                                                    \
+            for (int64_t k0 = 0; k0 < (cols); k0 += 16)                                                                \
+                for (int64_t j = j0; j < j0 + 16 && j < (rows); j++)                                                   \
+                    for (int64_t k = k0; k < k0 + 16 && k < (cols); k++) d_[k * (rows) + j] = p_[j * (cols) + k];      \
+    } while (0)
+
+static void transpose_into(void *dst, const void *src, int64_t rows, int64_t cols, size_t es) {
+    if (es == sizeof(float))
+        RNN_TRANSPOSE(float, dst, src, rows, cols);
+    else
+        RNN_TRANSPOSE(_Float16, dst, src, rows, cols);
+}
+
+cd_status cd_rnn_prepare(cd_op_ctx *c, void **state) {
+    rnn_cfg r;
+    cd_status s = rnn_read(c, &r);
+    if (s) return s;
+    cd_dtype dt = c->prec == CD_PREC_FP16 ? CD_F16 : CD_F32;
+    size_t es = dt == CD_F16 ? sizeof(_Float16) : sizeof(float);
+    int64_t H = r.hidden, GH = (int64_t)r.gates * H;
+    size_t bytes = 0, off_ih[2 * MAX_LAYERS] = {0}, off_hh[2 * MAX_LAYERS] = {0};
+    for (int l = 0; l < r.layers; l++)
+        for (int d = 0; d < r.dirs; d++) {
+            int k = (l * r.dirs + d) * 2, li = l * r.dirs + d;
+            const cd_value *wi = r.w[k], *wh = r.w[k + 1];
+            if (!wh->data || wh->dtype != dt) return CD_E_MODEL; /* the run reports it */
+            off_hh[li] = bytes + 1;
+            bytes += ((size_t)(H * GH) * es + 63) & ~(size_t)63;
+            if (dt == CD_F32 && wi->data && wi->dtype == dt) {
+                off_ih[li] = bytes + 1;
+                bytes += ((size_t)(wi->shape.d[1] * GH) * es + 63) & ~(size_t)63;
+            }
+        }
+    rnn_state *st = aligned_alloc(64, RNN_STATE_HEAD + bytes);
+    if (!st) return CD_E_NOMEM;
+    st->layers = r.layers;
+    st->dirs = r.dirs;
+    st->hidden = r.hidden;
+    st->gates = r.gates;
+    st->dt = dt;
+    memcpy(st->off_ih, off_ih, sizeof off_ih);
+    memcpy(st->off_hh, off_hh, sizeof off_hh);
+    char *base = (char *)st + RNN_STATE_HEAD;
+    for (int l = 0; l < r.layers; l++)
+        for (int d = 0; d < r.dirs; d++) {
+            int k = (l * r.dirs + d) * 2, li = l * r.dirs + d;
+            transpose_into(base + off_hh[li] - 1, r.w[k + 1]->data, GH, H, es);
+            if (off_ih[li]) transpose_into(base + off_ih[li] - 1, r.w[k]->data, GH, r.w[k]->shape.d[1], es);
+        }
+    *state = st;
+    return CD_OK;
+}
 
 cd_status cd_rnn_run(cd_op_ctx *c) {
     rnn_cfg r;
@@ -218,7 +289,12 @@ cd_status cd_rnn_run(cd_op_ctx *c) {
             len[n] = (int64_t)v;
         }
     }
-    s = dt == CD_F16 ? rnn_run_f16(c, &r, len) : rnn_run_f32(c, &r, len);
+    const rnn_state *st = c->state;
+    if (st &&
+        (st->layers != r.layers || st->dirs != r.dirs || st->hidden != r.hidden || st->gates != r.gates ||
+         st->dt != dt))
+        st = NULL;
+    s = dt == CD_F16 ? rnn_run_f16(c, &r, len, st) : rnn_run_f32(c, &r, len, st);
     free(len);
     if (s) return s;
     /* Training scratch outputs: one defined zero each. */

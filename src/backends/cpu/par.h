@@ -13,6 +13,14 @@
 #ifndef CD_CPU_PAR_H
 #define CD_CPU_PAR_H
 
+/* Element counts below which a loop of cheap per-element arithmetic (an add, a blend: ~1 ns or
+ * less an element) runs on one thread. Waking a team whose workers have gone to sleep after a
+ * run of one-thread layers costs 50-200 us (backends/cpu/gemm.h CD_GEMM_ONE_THREAD_MACS), the
+ * work of 10^5 such elements: on the quiet 16-core host seg_bilinear_ac ran 0.33 ms warm on one
+ * thread and 0.49 ms on two, its only parallel region a 5x64x64 bilinear resize (20480 outputs).
+ * Loops with a libm call per element keep lower thresholds of their own. */
+#define CD_PAR_MIN_CHEAP (1 << 16)
+
 #define CD_PAR_FOR(PAR, THREADS, T, VAR, N, ...)                                                                       \
     do {                                                                                                               \
         const int cd_pf_nt_ = (THREADS);                                                                               \
