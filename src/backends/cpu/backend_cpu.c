@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <time.h>
 
 typedef struct {
@@ -175,6 +176,19 @@ static void pool_rehearse(cpu_impl *im) {
         if (held[t]) pool_put(im, held[t], cap[t]);
     free(held);
     free(cap);
+}
+
+static long minflt(void) {
+    struct rusage u;
+    return getrusage(RUSAGE_SELF, &u) ? 0 : u.ru_minflt;
+}
+
+/* CPU time of the whole process (all threads), us: on a loaded machine the cold run's wall time
+ * includes waits for a core, its CPU time does not */
+static double cpu_us(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+    return (double)ts.tv_sec * 1e6 + (double)ts.tv_nsec / 1e3;
 }
 
 static double now_us(void) {
@@ -553,10 +567,17 @@ static double median(double *v, int n) {
     return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
 }
 
+/* The cold run's parts, ms: backend open (the OpenMP team), prepare, probes (the sink). */
+typedef struct {
+    double open_ms, prepare_ms, probe_ms;
+    long flt_prepare, flt_run, flt_warm; /* minor page faults: prepare, run 1, runs 2..N */
+    double cpu_ms;                       /* process CPU time of the cold run (all threads) */
+} cold_parts;
+
 /* The stderr report: run times, then one row per op type (ops, cold ms, warm median ms,
  * share of the warm run), heaviest first. op_us: runs x n_ops, run 0 cold. */
-static void timing_report(const cd_plan *plan, int threads, int runs, double open_ms, const double *run_ms,
-                          const double *op_us) {
+static void timing_report(const cd_plan *plan, int threads, int runs, double open_ms, const cold_parts *cp,
+                          const double *run_ms, const double *op_us) {
     const cd_graph *g = plan->g;
     const int n = g->n_ops, warm = runs - 1;
     double *wr = malloc((size_t)(warm > 0 ? warm : 1) * sizeof *wr);
@@ -572,6 +593,24 @@ static void timing_report(const cd_plan *plan, int threads, int runs, double ope
         fprintf(stderr, "; warm median %.2f ms over %d runs (min %.2f, max %.2f)\n", wm, warm, wr[0], wr[warm - 1]);
     else
         fprintf(stderr, "; no warm runs (cpu:repeat=N, N > 1)\n");
+    double ops_cold = 0, ops_warm = 0;
+    for (int i = 0; i < n; i++) ops_cold += op_us[i] / 1e3;
+    for (int r = 0; r < warm; r++) {
+        double sum = 0;
+        for (int i = 0; i < n; i++) sum += op_us[(size_t)(r + 1) * n + i] / 1e3;
+        wr[r] = sum;
+    }
+    if (warm > 0) ops_warm = median(wr, warm);
+    /* where the cold run's time went: the parts that only run 1 has, then its ops */
+    fprintf(stderr,
+            "  cold = open %.3f (thread team) + prepare %.3f (attributes, filters, pool) + ops %.3f + probes %.3f "
+            "(dump writes) + executor %.3f ms",
+            cp->open_ms, cp->prepare_ms, ops_cold, cp->probe_ms,
+            run_ms[0] - cp->open_ms - cp->prepare_ms - ops_cold - cp->probe_ms);
+    if (warm > 0) fprintf(stderr, "; warm ops %.3f + executor %.3f ms (medians)", ops_warm, wm - ops_warm);
+    fprintf(stderr,
+            "\n  cold CPU time %.3f ms (all threads); page faults: open + prepare %ld, run 1 %ld, runs 2..%d %ld\n",
+            cp->cpu_ms, cp->flt_prepare, cp->flt_run, runs, cp->flt_warm);
     for (int i = 0; i < n; i++) {
         int t = 0;
         while (t < nt && strcmp(types[t], g->ops[i].type)) t++;
@@ -645,6 +684,28 @@ out:
     free(wmed);
 }
 
+/* A probe sink that forwards to another and adds up the time spent in it. */
+typedef struct {
+    cd_probe_sink *inner;
+    double us;
+} probe_clock;
+
+static cd_status clocked_hit(void *user, int op_index, int tensor_id, const cd_value *host, const cd_op_report *rep,
+                             cd_error *err) {
+    probe_clock *pc = user;
+    double t = now_us();
+    cd_status st = pc->inner->hit(pc->inner->user, op_index, tensor_id, host, rep, err);
+    pc->us += now_us() - t;
+    return st;
+}
+
+static void clocked_done(void *user, int op_index, const cd_op_report *rep) {
+    probe_clock *pc = user;
+    double t = now_us();
+    pc->inner->op_done(pc->inner->user, op_index, rep);
+    pc->us += now_us() - t;
+}
+
 static cd_status cpu_run(const cd_runner_req *q, cd_runner_result *res, cd_error *err) {
     const int repeat = cpu_opt_int(q->bo, "repeat", 1), timing = cpu_opt_int(q->bo, "timing", 0);
     /* a local pass (the verdict's re-run of layers) is not repeated or timed */
@@ -663,20 +724,38 @@ static cd_status cpu_run(const cd_runner_req *q, cd_runner_result *res, cd_error
         return cd_err(err, CD_E_NOMEM, "out of memory for the timing table");
     }
     cd_backend *b = NULL;
+    /* the captured run's probes go through a sink that clocks them (stored in the dump, not
+     * part of any op: the breakdown shows them apart) */
+    probe_clock pc = {.inner = q->sink};
+    cd_probe_sink csink = {.user = &pc,
+                           .hit = q->sink && q->sink->hit ? clocked_hit : NULL,
+                           .op_done = q->sink && q->sink->op_done ? clocked_done : NULL};
+    cold_parts cp = {0};
+    long f0 = minflt();
+    double c0 = cpu_us();
     double t0 = now_us();
     cd_status st = cd_cpu_backend_open(q->bo, &b, err);
-    double open_ms = 0;
+    double t1 = now_us(), open_ms = 0;
+    cp.open_ms = (t1 - t0) / 1e3;
     if (!st) {
         b->vt->describe(b, res->device, sizeof res->device, res->driver, sizeof res->driver);
         st = b->vt->prepare(b, q->plan, err); /* cd_execute's own prepare then finds it done */
-        open_ms = (now_us() - t0) / 1e3;
-        if (!st) st = cd_execute(q->plan, b, q->inputs, q->xo, q->sink, err);
+        double t2 = now_us();
+        cp.prepare_ms = (t2 - t1) / 1e3;
+        open_ms = (t2 - t0) / 1e3;
+        long f1 = minflt();
+        cp.flt_prepare = f1 - f0;
+        if (!st) st = cd_execute(q->plan, b, q->inputs, q->xo, q->sink ? &csink : NULL, err);
         run_ms[0] = (now_us() - t0) / 1e3;
+        cp.flt_run = minflt() - f1;
+        cp.cpu_ms = (cpu_us() - c0) / 1e3;
+        cp.probe_ms = pc.us / 1e3;
         if (!st) memcpy(op_us, ((cpu_impl *)b->impl)->op_us, (size_t)q->plan->g->n_ops * sizeof *op_us);
     }
     /* warm runs: the same plan and inputs, nothing probed or recorded */
     const cd_exec_opts wxo = {.stop_flag = q->xo->stop_flag};
     int runs = st ? 0 : 1;
+    long fw = minflt();
     for (int r = 1; !st && r < repeat; r++) {
         double tr = now_us();
         st = cd_execute(q->plan, b, q->inputs, &wxo, NULL, err);
@@ -686,6 +765,7 @@ static cd_status cpu_run(const cd_runner_req *q, cd_runner_result *res, cd_error
             runs++;
         }
     }
+    cp.flt_warm = minflt() - fw;
     if (b) cd_backend_close(b);
     snprintf(res->device, sizeof res->device, "host CPU, %d threads", q->bo->threads);
     if (runs > 0) {
@@ -699,7 +779,7 @@ static cd_status cpu_run(const cd_runner_req *q, cd_runner_result *res, cd_error
             }
             cd_run_attr_num(res, "warm_runs", runs - 1);
         }
-        if (timing) timing_report(q->plan, q->bo->threads, runs, open_ms, run_ms, op_us);
+        if (timing) timing_report(q->plan, q->bo->threads, runs, open_ms, &cp, run_ms, op_us);
     }
     free(run_ms);
     free(op_us);
