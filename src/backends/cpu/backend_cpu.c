@@ -285,6 +285,8 @@ static cd_status cpu_prepare(cd_backend *b, const cd_plan *plan, cd_error *err) 
      * only its own op's state: a hook must not touch anything shared), while the master
      * also fills the pool. */
     const int nth = b->opts.threads > 0 ? b->opts.threads : 1;
+    const char *pt = cd_backend_opt(&b->opts, "cpu", "prepare_threads"); /* checked in cpu_apply_opts */
+    const int pth = pt && atoi(pt) > 0 && atoi(pt) < nth ? atoi(pt) : nth;
     int *todo = malloc((size_t)(plan->g->n_ops > 0 ? plan->g->n_ops : 1) * sizeof *todo), n_todo = 0;
     for (int i = 0; i < plan->g->n_ops; i++) {
         const cd_op_def *def = plan->defs[i];
@@ -317,8 +319,8 @@ static cd_status cpu_prepare(cd_backend *b, const cd_plan *plan, cd_error *err) 
                 prepare_op(im, i, nth);
         }
     }
-    if (nth > 1 && n_todo > 1) {
-#pragma omp parallel num_threads(nth)
+    if (pth > 1 && n_todo > 1) {
+#pragma omp parallel num_threads(pth)
         {
 #pragma omp master
             pool_rehearse(im);
@@ -598,9 +600,9 @@ static int cpu_opt_int(const cd_backend_opts *bo, const char *key, int dflt) {
 }
 
 static cd_status cpu_apply_opts(cd_backend_opts *bo, cd_error *err) {
-    static const char *const keys[] = {"repeat", "timing"};
-    static const int lo[] = {1, 0}, hi[] = {100000, 1};
-    for (int k = 0; k < 2; k++) {
+    static const char *const keys[] = {"repeat", "timing", "prepare_threads"};
+    static const int lo[] = {1, 0, 1}, hi[] = {100000, 1, 4096};
+    for (int k = 0; k < 3; k++) {
         const char *v = cd_backend_opt(bo, "cpu", keys[k]);
         if (!v) continue;
         char *end;
@@ -876,6 +878,9 @@ const cd_backend_def cd_backend_def_cpu = {
                                          "run the model N times in one process: run 1 captured (cold), runs 2..N "
                                          "warm; the dump's run gets cold_ms and warm_ms (median)"},
                                         {"timing", "0|1", "print run times and a per-op-type table on stderr"},
+                                        {"prepare_threads", "N",
+                                         "threads that pack the filters at prepare (default: --threads; 1: one "
+                                         "by one, as before)"},
                                         {NULL, NULL, NULL}},
     .apply_opts = cpu_apply_opts,
     .run = cpu_run,
