@@ -42,6 +42,8 @@ typedef struct {
     int n_free, cap_free;
     /* per op: elapsed_us of its last run (the repeat/timing report of cpu_run reads it) */
     double *op_us;
+    /* per op: us its prepare hook took at the last prepare; and the pool's fill (timing report) */
+    double *prep_us, pool_us;
     /* prepare ran for this plan and its state is kept: a repeated execution of the same plan
      * (cpu:repeat=N) reuses the parsed attributes, packed filters and the filled pool */
     bool prepared;
@@ -246,10 +248,12 @@ static void prepare_op(cpu_impl *im, int i, int threads) {
                    .threads = threads,
                    .err = &e};
     void *st = NULL;
+    const double t0 = now_us();
     if (plan->defs[i]->prepare(&c, &st) == CD_OK)
         im->op_state[i] = st;
     else
         free(st);
+    im->prep_us[i] = now_us() - t0;
 }
 
 static cd_status cpu_prepare(cd_backend *b, const cd_plan *plan, cd_error *err) {
@@ -272,6 +276,7 @@ static cd_status cpu_prepare(cd_backend *b, const cd_plan *plan, cd_error *err) 
     free(im->pool_ptr);
     free(im->pool_cap);
     free(im->op_us);
+    free(im->prep_us);
     im->plan = plan;
     im->reinfer = false;
     im->vals = cd_calloc((size_t)plan->g->n_tensors, sizeof *im->vals, err);
@@ -281,7 +286,9 @@ static cd_status cpu_prepare(cd_backend *b, const cd_plan *plan, cd_error *err) 
     im->op_state = cd_calloc((size_t)plan->g->n_ops > 0 ? (size_t)plan->g->n_ops : 1, sizeof *im->op_state, err);
     im->i8_state = cd_calloc((size_t)plan->g->n_ops > 0 ? (size_t)plan->g->n_ops : 1, sizeof *im->i8_state, err);
     im->op_us = cd_calloc((size_t)plan->g->n_ops > 0 ? (size_t)plan->g->n_ops : 1, sizeof *im->op_us, err);
-    if (!im->vals || !im->expect || !im->pool_ptr || !im->pool_cap || !im->op_state || !im->i8_state || !im->op_us)
+    im->prep_us = cd_calloc((size_t)plan->g->n_ops > 0 ? (size_t)plan->g->n_ops : 1, sizeof *im->prep_us, err);
+    if (!im->vals || !im->expect || !im->pool_ptr || !im->pool_cap || !im->op_state || !im->i8_state || !im->op_us ||
+        !im->prep_us)
         return CD_E_NOMEM;
     /* Attribute parsing and validation of the ops that can do it ahead, outside their timed
      * run, and their filters packed. A failure leaves no state: the run parses again and
@@ -328,12 +335,18 @@ static cd_status cpu_prepare(cd_backend *b, const cd_plan *plan, cd_error *err) 
 #pragma omp parallel num_threads(pth)
         {
 #pragma omp master
-            pool_rehearse(im);
+            {
+                const double t0 = now_us();
+                pool_rehearse(im);
+                im->pool_us = now_us() - t0;
+            }
 #pragma omp for schedule(dynamic, 1) nowait
             for (int k = 0; k < n_todo; k++) prepare_op(im, todo[k], nth);
         }
     } else {
+        const double t0 = now_us();
         pool_rehearse(im);
+        im->pool_us = now_us() - t0;
         for (int k = 0; k < n_todo; k++) prepare_op(im, todo[k], nth);
     }
     free(todo);
@@ -530,6 +543,7 @@ static void cpu_close(cd_backend *b) {
         free(im->pool_ptr);
         free(im->pool_cap);
         free(im->op_us);
+        free(im->prep_us);
         free(im);
     }
     free(b);
@@ -633,6 +647,8 @@ static double median(double *v, int n) {
 /* The cold run's parts, ms: backend open (the OpenMP team), prepare, probes (the sink). */
 typedef struct {
     double open_ms, prepare_ms, probe_ms;
+    double pool_ms;                      /* the pool's fill, part of prepare */
+    const double *prep_us;               /* per op: its prepare hook (n_ops; on several threads at once) */
     long flt_prepare, flt_run, flt_warm; /* minor page faults: prepare, run 1, runs 2..N */
     double cpu_ms;                       /* process CPU time of the cold run (all threads) */
 } cold_parts;
@@ -647,7 +663,8 @@ static void timing_report(const cd_plan *plan, int threads, int runs, double ope
     const char **types = calloc((size_t)(n > 0 ? n : 1), sizeof *types);
     int *cnt = calloc((size_t)(n > 0 ? n : 1), sizeof *cnt), nt = 0;
     double *cold = calloc((size_t)(n > 0 ? n : 1), sizeof *cold), *wmed = calloc((size_t)(n > 0 ? n : 1), sizeof *wmed);
-    if (!wr || !types || !cnt || !cold || !wmed) goto out;
+    double *prep = calloc((size_t)(n > 0 ? n : 1), sizeof *prep);
+    if (!wr || !types || !cnt || !cold || !wmed || !prep) goto out;
     for (int r = 0; r < warm; r++) wr[r] = run_ms[r + 1];
     double wm = median(wr, warm);
     fprintf(stderr,
@@ -671,6 +688,10 @@ static void timing_report(const cd_plan *plan, int threads, int runs, double ope
             "ms",
             cp->open_ms, cp->prepare_ms, ops_cold, run_ms[0] - cp->open_ms - cp->prepare_ms - ops_cold);
     if (warm > 0) fprintf(stderr, "; warm ops %.3f + executor %.3f ms (medians)", ops_warm, wm - ops_warm);
+    double prep_sum = 0;
+    for (int i = 0; cp->prep_us && i < n; i++) prep_sum += cp->prep_us[i] / 1e3;
+    fprintf(stderr, "\n  prepare: pool %.3f ms, op hooks (attributes, packed filters) %.3f ms%s", cp->pool_ms, prep_sum,
+            threads > 1 ? " summed over the threads" : "");
     fprintf(stderr,
             "\n  cold CPU time %.3f ms (all threads, less the dump writes); page faults: open + prepare %ld, run 1 "
             "%ld, runs 2..%d %ld\n",
@@ -681,6 +702,7 @@ static void timing_report(const cd_plan *plan, int threads, int runs, double ope
         if (t == nt) types[nt++] = g->ops[i].type;
         cnt[t]++;
         cold[t] += op_us[i] / 1e3;
+        if (cp->prep_us) prep[t] += cp->prep_us[i] / 1e3;
     }
     double wtot = 0;
     for (int t = 0; t < nt; t++) {
@@ -702,6 +724,9 @@ static void timing_report(const cd_plan *plan, int threads, int runs, double ope
                 d = cold[a];
                 cold[a] = cold[b2];
                 cold[b2] = d;
+                d = prep[a];
+                prep[a] = prep[b2];
+                prep[b2] = d;
                 int c = cnt[a];
                 cnt[a] = cnt[b2];
                 cnt[b2] = c;
@@ -709,9 +734,11 @@ static void timing_report(const cd_plan *plan, int threads, int runs, double ope
                 types[a] = types[b2];
                 types[b2] = s;
             }
-    fprintf(stderr, "  %-32s %5s %10s %10s %7s\n", "op type", "ops", "cold ms", warm > 0 ? "warm ms" : "ms", "share");
+    /* prepare ms: the op type's prepare hooks (attributes, packed filters), before run 1 */
+    fprintf(stderr, "  %-32s %5s %10s %10s %10s %7s\n", "op type", "ops", "prepare ms", "cold ms",
+            warm > 0 ? "warm ms" : "ms", "share");
     for (int t = 0; t < nt; t++)
-        fprintf(stderr, "  %-32s %5d %10.3f %10.3f %6.1f%%\n", types[t], cnt[t], cold[t], wmed[t],
+        fprintf(stderr, "  %-32s %5d %10.3f %10.3f %10.3f %6.1f%%\n", types[t], cnt[t], prep[t], cold[t], wmed[t],
                 wtot > 0 ? 100.0 * wmed[t] / wtot : 0.0);
     /* the heaviest single ops (warm median; cold where there is no warm run) */
     double *om = calloc((size_t)(n > 0 ? n : 1), sizeof *om);
@@ -741,6 +768,7 @@ static void timing_report(const cd_plan *plan, int threads, int runs, double ope
     free(om);
     free(ord);
 out:
+    free(prep);
     free(wr);
     free(types);
     free(cnt);
@@ -795,6 +823,7 @@ static cd_status cpu_run(const cd_runner_req *q, cd_runner_result *res, cd_error
                            .hit = q->sink && q->sink->hit ? clocked_hit : NULL,
                            .op_done = q->sink && q->sink->op_done ? clocked_done : NULL};
     cold_parts cp = {0};
+    double *prep = NULL;
     long f0 = minflt();
     double c0 = cpu_us();
     double t0 = now_us();
@@ -806,6 +835,13 @@ static cd_status cpu_run(const cd_runner_req *q, cd_runner_result *res, cd_error
         st = b->vt->prepare(b, q->plan, err); /* cd_execute's own prepare then finds it done */
         double t2 = now_us();
         cp.prepare_ms = (t2 - t1) / 1e3;
+        if (!st) {
+            cpu_impl *im = b->impl;
+            cp.pool_ms = im->pool_us / 1e3;
+            if ((prep = malloc((size_t)n * sizeof *prep)))
+                memcpy(prep, im->prep_us, (size_t)q->plan->g->n_ops * sizeof *prep);
+            cp.prep_us = prep;
+        }
         open_ms = (t2 - t0) / 1e3;
         long f1 = minflt();
         cp.flt_prepare = f1 - f0;
@@ -852,6 +888,7 @@ static cd_status cpu_run(const cd_runner_req *q, cd_runner_result *res, cd_error
     }
     free(run_ms);
     free(op_us);
+    free(prep);
     return st;
 }
 
