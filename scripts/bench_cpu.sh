@@ -223,4 +223,29 @@ for (m, t), v in sorted(rows.items()):
     print(f"| {m} | {t} | {f(cc, 2)} | {f(cw, 2)} | {f(pf, 2)} | {f(pw, 2)} | {f(cw / pw, 2)} | {f(cc / pf, 2)} |")
 print(f"(work folder: {work}; a n/a PL column: see m*/pl<T>.log there; cldiff's per-op-type and heaviest-op "
       f"tables: m<k>/timing_t<T>.txt, m<k> being line k of {work}/models.tsv)")
+# where each cold run went: the parts cpu:timing=1 printed (one process per model and thread count)
+import glob, os, re
+names = [os.path.basename(l.split("\t")[0]) for l in open(os.path.join(work, "models.tsv")) if l.strip()]
+num = r"(-?[0-9.]+)"
+pats = {"cold": r"cold " + num + r" ms \(open", "open": r"cold = open " + num, "prep": r"\+ prepare " + num + r" \(",
+        "pool": r"prepare: pool " + num, "hooks": r"op hooks \(attributes, packed filters\) " + num,
+        "ops": r"\+ ops " + num, "wops": r"warm ops " + num, "exe": r"\+ executor " + num,
+        "fp": r"open \+ prepare (\d+), run 1", "fr": r"run 1 (\d+),"}
+parts = []
+for k, name in enumerate(names, 1):
+    for tf in sorted(glob.glob(os.path.join(work, f"m{k}", "timing_t*.txt"))):
+        txt = open(tf).read()
+        got = {key: re.search(p, txt) for key, p in pats.items()}
+        if all(got.values()):
+            parts.append((name, tf.rsplit("_t", 1)[1][:-4], {key: float(g.group(1)) for key, g in got.items()}))
+if parts:
+    print()
+    print("# cldiff's cold run in parts (ms; one process each, cpu:timing=1: m<k>/timing_t<T>.txt): prepare = the "
+          "pool's fill + the op hooks (attributes, packed filters; summed over threads) + setup; page faults of "
+          "prepare and of run 1")
+    print("| model | threads | cold | open | prepare | pool | op hooks | ops cold | ops warm | executor | page faults |")
+    print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+    for name, t, v in parts:
+        print(f"| {name} | {t} | {v['cold']:.2f} | {v['open']:.3f} | {v['prep']:.3f} | {v['pool']:.3f} | "
+              f"{v['hooks']:.3f} | {v['ops']:.3f} | {v['wops']:.3f} | {v['exe']:.3f} | {int(v['fp'])} + {int(v['fr'])} |")
 EOF
