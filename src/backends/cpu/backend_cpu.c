@@ -831,7 +831,6 @@ static cd_status cpu_run(const cd_runner_req *q, cd_runner_result *res, cd_error
     double t1 = now_us(), open_ms = 0;
     cp.open_ms = (t1 - t0) / 1e3;
     if (!st) {
-        b->vt->describe(b, res->device, sizeof res->device, res->driver, sizeof res->driver);
         st = b->vt->prepare(b, q->plan, err); /* cd_execute's own prepare then finds it done */
         double t2 = now_us();
         cp.prepare_ms = (t2 - t1) / 1e3;
@@ -866,6 +865,8 @@ static cd_status cpu_run(const cd_runner_req *q, cd_runner_result *res, cd_error
         }
     }
     cp.flt_warm = minflt() - fw;
+    /* the device description for the dump (a read of /proc/cpuinfo), after the timed runs */
+    if (b) b->vt->describe(b, res->device, sizeof res->device, res->driver, sizeof res->driver);
     if (b) cd_backend_close(b);
     snprintf(res->device, sizeof res->device, "host CPU, %d threads", q->bo->threads);
     if (runs > 0) {
