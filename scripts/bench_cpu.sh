@@ -4,7 +4,7 @@
 #
 #   scripts/bench_cpu.sh [--cldiff PATH] [--models DIR] [--zoo DIR] [--only a.nb,b.nb]
 #                        [--rounds N] [--threads "1 2"] [--repeat N] [--warmup N] [--sdk DIR]
-#                        [--work DIR]
+#                        [--work DIR] [--cpu-opt KEY=VALUE]...
 #
 # Models: every *fp32*.nb of --models (default ../shared/models) and of --zoo (optional), with
 # the input shapes of shapes.txt in that folder. --zoo may also be a zoo root as scripts/zoo
@@ -14,8 +14,9 @@
 # values. Then N rounds (default 5), interleaved (every round runs every engine and thread
 # count once, so a slow phase of the machine hits all of them):
 #   cldiff   cldiff run --backends cpu --layers outputs --threads T --backend-opt cpu:repeat=R
-#            (default R 5): cold_ms = run 1 (backend opened, filters packed), warm_ms = median
-#            of runs 2..R, both read from the dump's run attributes
+#            (default R 5): cold_ms = run 1 (backend opened, filters packed; less the dump
+#            writes of its outputs, cold_probes_ms, as PL's run_ms leaves out its output fetch),
+#            warm_ms = median of runs 2..R, both read from the dump's run attributes
 #   PL       probes/paddle-lite/pl_probe_runner built against the Paddle-Lite x86 SDK
 #            (.paddle-lite/sdk-x86_64-ubuntu24 on Ubuntu, sdk-x86_64-debian12 otherwise):
 #            first = run_ms with --warmup 0 (first run after load), warm = run_ms after
@@ -23,7 +24,8 @@
 # and prints per model and thread count the medians and the ratios cldiff/PL (warm/warm,
 # cold/first); cldiff's per-op-type and heaviest-op tables (cpu:timing=1) of each model and
 # thread count are kept in the work folder (m<k>/timing_t<T>.txt). A model Paddle-Lite x86
-# cannot run (an ARM-only .nb) gets "n/a" and the reason.
+# cannot run (an ARM-only .nb) gets "n/a" and the reason. --cpu-opt KEY=VALUE adds
+# --backend-opt cpu:KEY=VALUE to cldiff's timed runs (an A/B, e.g. prepare_threads=1).
 set -u
 SRC=$(cd "$(dirname "$0")/.." && pwd)
 CLDIFF=${CLDIFF:-$SRC/build/cldiff}
@@ -36,10 +38,11 @@ REPEAT=5
 WARMUP=3
 SDK=""
 WORK=""
+CPUOPT=()
 PY=$SRC/.venv/bin/python
 [ -x "$PY" ] || PY=python3
 
-usage() { sed -n '2,26p' "$0" | sed 's/^# \{0,1\}//'; exit "${1:-2}"; }
+usage() { sed -n '2,28p' "$0" | sed 's/^# \{0,1\}//'; exit "${1:-2}"; }
 while [ $# -gt 0 ]; do
     case "$1" in
     --cldiff) CLDIFF=$2; shift 2 ;;
@@ -52,6 +55,7 @@ while [ $# -gt 0 ]; do
     --warmup) WARMUP=$2; shift 2 ;;
     --sdk) SDK=$2; shift 2 ;;
     --work) WORK=$2; shift 2 ;;
+    --cpu-opt) CPUOPT+=(--backend-opt "cpu:$2"); shift 2 ;;
     -h|--help) usage 0 ;;
     *) echo "bench_cpu.sh: unknown argument '$1'" >&2; usage ;;
     esac
@@ -150,7 +154,7 @@ done <"$LIST"
 one_cldiff() { # model-index threads
     local d=$WORK/m$1 m=$2 shp=$3 t=$4
     # shellcheck disable=SC2086
-    if "$CLDIFF" run --backends cpu "$m" $shp --layers outputs --threads "$t" --quiet \
+    if "$CLDIFF" run --backends cpu "$m" $shp --layers outputs --threads "$t" --quiet "${CPUOPT[@]}" \
         --backend-opt cpu:repeat="$REPEAT" --out "$d/c$t" </dev/null >"$d/c$t.log" 2>&1; then
         "$PY" -c 'import sys,h5py; a=h5py.File(sys.argv[1],"r")["runs/cpu"].attrs; print(a["cold_ms"], a.get("warm_ms", a["cold_ms"]))' \
             "$d/c$t/dump.h5" 2>/dev/null || echo "nan nan"
@@ -175,7 +179,7 @@ while IFS=$'\t' read -r m shp; do
     k=$((k + 1))
     for t in $THREADS; do
         # shellcheck disable=SC2086
-        "$CLDIFF" run --backends cpu "$m" $shp --layers outputs --threads "$t" --quiet \
+        "$CLDIFF" run --backends cpu "$m" $shp --layers outputs --threads "$t" --quiet "${CPUOPT[@]}" \
             --backend-opt cpu:repeat="$REPEAT" --backend-opt cpu:timing=1 --out "$WORK/m$k/tt$t" \
             </dev/null >/dev/null 2>"$WORK/m$k/timing_t$t.txt" || true
     done
@@ -209,6 +213,9 @@ def f(x, p=1):
     return "n/a" if math.isnan(x) else f"{x:.{p}f}"
 print(f"# cldiff CPU vs Paddle-Lite x86: medians of {rounds} interleaved rounds (ms); cldiff cpu:repeat={repeat}, "
       f"PL warm after --warmup {warmup}")
+print("# cldiff cold = cold_ms: backend open + prepare (filters packed) + run 1, less the dump writes of its outputs "
+      "(cold_probes_ms); PL first = run_ms of its first Run() (PrepareForRun inside; load, input copy and output "
+      "fetch outside): docs/cpu-backend.md \"Timing\"")
 print("| model | threads | cldiff cold | cldiff warm | PL first | PL warm | warm ratio cldiff/PL | cold ratio cldiff/PL first |")
 print("|---|---:|---:|---:|---:|---:|---:|---:|")
 for (m, t), v in sorted(rows.items()):
@@ -216,4 +223,29 @@ for (m, t), v in sorted(rows.items()):
     print(f"| {m} | {t} | {f(cc, 2)} | {f(cw, 2)} | {f(pf, 2)} | {f(pw, 2)} | {f(cw / pw, 2)} | {f(cc / pf, 2)} |")
 print(f"(work folder: {work}; a n/a PL column: see m*/pl<T>.log there; cldiff's per-op-type and heaviest-op "
       f"tables: m<k>/timing_t<T>.txt, m<k> being line k of {work}/models.tsv)")
+# where each cold run went: the parts cpu:timing=1 printed (one process per model and thread count)
+import glob, os, re
+names = [os.path.basename(l.split("\t")[0]) for l in open(os.path.join(work, "models.tsv")) if l.strip()]
+num = r"(-?[0-9.]+)"
+pats = {"cold": r"cold " + num + r" ms \(open", "open": r"cold = open " + num, "prep": r"\+ prepare " + num + r" \(",
+        "pool": r"prepare: pool " + num, "hooks": r"op hooks \(attributes, packed filters\) " + num,
+        "ops": r"\+ ops " + num, "wops": r"warm ops " + num, "exe": r"\+ executor " + num,
+        "fp": r"open \+ prepare (\d+), run 1", "fr": r"run 1 (\d+),"}
+parts = []
+for k, name in enumerate(names, 1):
+    for tf in sorted(glob.glob(os.path.join(work, f"m{k}", "timing_t*.txt"))):
+        txt = open(tf).read()
+        got = {key: re.search(p, txt) for key, p in pats.items()}
+        if all(got.values()):
+            parts.append((name, tf.rsplit("_t", 1)[1][:-4], {key: float(g.group(1)) for key, g in got.items()}))
+if parts:
+    print()
+    print("# cldiff's cold run in parts (ms; one process each, cpu:timing=1: m<k>/timing_t<T>.txt): prepare = the "
+          "pool's fill + the op hooks (attributes, packed filters; summed over threads) + setup; page faults of "
+          "prepare and of run 1")
+    print("| model | threads | cold | open | prepare | pool | op hooks | ops cold | ops warm | executor | page faults |")
+    print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+    for name, t, v in parts:
+        print(f"| {name} | {t} | {v['cold']:.2f} | {v['open']:.3f} | {v['prep']:.3f} | {v['pool']:.3f} | "
+              f"{v['hooks']:.3f} | {v['ops']:.3f} | {v['wops']:.3f} | {v['exe']:.3f} | {int(v['fp'])} + {int(v['fr'])} |")
 EOF

@@ -280,9 +280,19 @@ cd_status cd_execute(const cd_plan *plan, cd_backend *b, const cd_value *inputs,
     }
     for (int k = 0; k < g->n_inputs; k++) {
         cd_value v;
-        if ((st = convert_input(plan, k, &inputs[k], &v, err))) return st;
+        /* an input already in the plan's dtype goes to the backend as it is (set_input copies
+         * it), not through a converted copy */
+        const cd_value *m = &plan->meta[g->inputs[k]];
+        const int64_t n = cd_value_numel(m);
+        const bool as_is = inputs[k].data && inputs[k].dtype == m->dtype && cd_shape_eq(&inputs[k].shape, &m->shape) &&
+            n >= 0 && inputs[k].nbytes == (size_t)n * cd_dtype_size(m->dtype);
+        if (as_is) {
+            v = inputs[k];
+            v.owned = false;
+        } else if ((st = convert_input(plan, k, &inputs[k], &v, err)))
+            return st;
         st = b->vt->set_input(b, g->inputs[k], &v, err);
-        cd_value_release(&v);
+        if (!as_is) cd_value_release(&v);
         if (st) return st;
     }
     for (int i = 0; i < g->n_ops && !st; i++) {

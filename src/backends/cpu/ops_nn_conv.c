@@ -377,8 +377,14 @@ cd_status cd_nn_conv_prepare(cd_op_ctx *c, void **state) {
     if (gemv) {
         float *wt = (float *)(st + 1);
         const float *w = f->data;
-        for (int64_t oc = 0; oc < g.Cout; oc++)
-            for (int64_t ic = 0; ic < g.Cin; ic++) wt[ic * g.Cout + oc] = w[oc * g.Cin + ic];
+        /* in 16 x 16 tiles: row by row the stores went Cout floats apart, one cache line (and
+         * at first one fresh page) per weight (9% of pplcnet's cold run) */
+        for (int64_t o0 = 0; o0 < g.Cout; o0 += 16)
+            for (int64_t i0 = 0; i0 < g.Cin; i0 += 16) {
+                const int64_t oe = o0 + 16 < g.Cout ? o0 + 16 : g.Cout, ie = i0 + 16 < g.Cin ? i0 + 16 : g.Cin;
+                for (int64_t ic = i0; ic < ie; ic++)
+                    for (int64_t oc = o0; oc < oe; oc++) wt[ic * g.Cout + oc] = w[oc * g.Cin + ic];
+            }
         st->wt = wt;
     }
     if (ocv) {
