@@ -29,6 +29,7 @@
 #include "backends/paddlelite/pl_phone.h"
 #include "backends/paddlelite/pl_priv.h"
 #include "backends/paddlelite/pl_sdk.h"
+#include "backends/paddlelite/pl_search.h"
 #include "engine/backend_def.h"
 #include "model/nb_reader.h"
 #include "backends/paddlelite/pd_export.h"
@@ -743,119 +744,6 @@ static cd_status make_model(eng *e, int n_ops, const char *nb, cd_error *err) {
 
 /* ---------------------------------------------------------------- finding the op a crash is at */
 
-/* The search over model prefixes after a crash: prefix lo (ops [0, lo)) runs, prefix hi dies.
- * Each round runs one or two prefixes side by side (two cores: two Opts, two engine runs at
- * once). Its modes, each a fallback of the one before when a prefix of it cannot be made (a
- * machine without Opt whose cache holds other prefixes, docs/paddle-lite-engines.md "Another
- * machine"); a fallback starts again from (0, n):
- *   HINT: the runner's --trace named the instruction the whole run died in, which belongs to
- *     original op h: prefixes h and h + 1 first (h runs, h + 1 dies: found in one round); else
- *     prefixes galloping away from h (1, 2, then 4, 8, ...) until the boundary is bracketed;
- *   THIRDS: two prefixes at a third and two thirds of (lo, hi);
- *   HALVES: one prefix at the middle (the search before 2026-11-28: caches filled for it). */
-enum { SEARCH_HINT, SEARCH_THIRDS, SEARCH_HALVES, SEARCH_NONE };
-
-typedef struct search {
-    int lo, hi, n, mode, hint, round, gap, dir;
-} search;
-
-static void search_init(search *s, int n_ops, int hint) {
-    memset(s, 0, sizeof *s);
-    s->hi = s->n = n_ops;
-    s->hint = hint;
-    s->mode = hint > 0 && hint < n_ops ? SEARCH_HINT : SEARCH_THIRDS;
-    s->gap = 1;
-}
-
-static int search_add(const search *s, int *p, int np, int k) {
-    if (k <= s->lo || k >= s->hi) return np;
-    for (int i = 0; i < np; i++)
-        if (p[i] == k) return np;
-    p[np++] = k;
-    return np;
-}
-
-/* The prefixes (op counts) of the next round, ascending; 0: the search is done. */
-static int search_probes(search *s, int p[2]) {
-    while (s->hi - s->lo > 1 && s->mode != SEARCH_NONE) {
-        int np = 0, d = s->hi - s->lo;
-        if (s->mode == SEARCH_HINT) {
-            if (s->round == 0) {
-                np = search_add(s, p, np, s->hint);
-                np = search_add(s, p, np, s->hint + 1);
-            } else if (s->dir < 0) {
-                np = search_add(s, p, np, s->hi - s->gap);
-                np = search_add(s, p, np, s->hi - 2 * s->gap);
-            } else if (s->dir > 0) {
-                np = search_add(s, p, np, s->lo + s->gap);
-                np = search_add(s, p, np, s->lo + 2 * s->gap);
-            }
-            if (!np) {
-                s->mode = SEARCH_THIRDS;
-                continue;
-            }
-        } else if (s->mode == SEARCH_THIRDS) {
-            np = search_add(s, p, np, s->lo + (d + 1) / 3);
-            np = search_add(s, p, np, s->lo + (2 * d + 1) / 3);
-        } else
-            np = search_add(s, p, np, s->lo + d / 2);
-        if (np == 2 && p[0] > p[1]) {
-            int t = p[0];
-            p[0] = p[1];
-            p[1] = t;
-        }
-        return np;
-    }
-    return 0;
-}
-
-/* What a round found: runs[i] for prefix p[i] (true: it ran, false: it died). */
-static void search_update(search *s, const int *p, const bool *runs, int np) {
-    bool any_ran = false, any_died = false;
-    for (int i = 0; i < np; i++)
-        if (!runs[i] && p[i] < s->hi) s->hi = p[i];
-    for (int i = 0; i < np; i++) {
-        any_ran |= runs[i];
-        any_died |= !runs[i];
-        /* a prefix that runs above one that dies (not monotonic): the lower death counts */
-        if (runs[i] && p[i] > s->lo && p[i] < s->hi) s->lo = p[i];
-    }
-    if (s->mode == SEARCH_HINT) {
-        if (s->round == 0)
-            s->dir = s->hi <= s->hint ? -1 : s->lo > s->hint ? 1 : 0;
-        else if ((s->dir < 0 && any_ran) || (s->dir > 0 && any_died))
-            s->mode = SEARCH_THIRDS; /* bracketed: split what is left */
-        else
-            s->gap *= 4;
-    }
-    s->round++;
-}
-
-/* A prefix of this mode could not be made: the next mode, from the start. */
-static bool search_fallback(search *s) {
-    int n = s->n, hint = s->hint, mode = s->mode + 1;
-    search_init(s, n, hint);
-    s->mode = mode;
-    return mode != SEARCH_NONE;
-}
-
-/* Every prefix a search in `mode` runs when the crash is at op c (prefix c runs, c + 1 dies):
- * marked in want[] (CLDIFF_PL_OPT_PREFIXES fills the Opt cache with them). */
-static void search_mark(int n_ops, int mode, int c, char *want) {
-    search s;
-    search_init(&s, n_ops, mode == SEARCH_HINT ? c : -1);
-    s.mode = mode;
-    int p[2];
-    bool runs[2];
-    for (int np; (np = search_probes(&s, p)) > 0;) {
-        for (int i = 0; i < np; i++) {
-            want[p[i]] = 1;
-            runs[i] = p[i] <= c;
-        }
-        search_update(&s, p, runs, np);
-    }
-}
-
 /* The last instruction the runner's --trace says it started (-1: none). */
 static int trace_last(const char *path) {
     FILE *f = fopen(path, "rb");
@@ -902,15 +790,15 @@ static cd_status round_models(eng *e, const int *p, int np, char nbs[][PATH_MAX 
  * dies (-1: not found, e.g. a prefix died for another reason). */
 static cd_status bisect_crash(eng *e, int hint, int *last_ok, int *tries, cd_error *err) {
     const cd_graph *g = e->q->plan->g;
-    search s;
-    search_init(&s, g->n_ops, hint);
+    cd_pl_search s;
+    cd_pl_search_init(&s, g->n_ops, hint);
     *last_ok = -1;
     *tries = 0;
     e->ok_prefix = 0;
     bool dbg = getenv("CLDIFF_PL_DEBUG") != NULL;
     const char *mode_name[] = {"trace", "thirds", "halves", "-"};
     int p[2];
-    for (int np; (np = search_probes(&s, p)) > 0;) {
+    for (int np; (np = cd_pl_search_probes(&s, p)) > 0;) {
         char nbs[2][PATH_MAX + 32], ods[2][PATH_MAX + 32];
         bool made[2] = {false, false}, runs[2] = {false, false};
         cd_error e2 = {0};
@@ -921,7 +809,7 @@ static cd_status bisect_crash(eng *e, int hint, int *last_ok, int *tries, cd_err
                 fprintf(stderr, "cldiff: %s search (%s): a prefix cannot be made: %s\n", e->name, mode_name[s.mode],
                         e2.msg);
             /* leave it unknown, or try the prefixes of the next mode (a cache filled for them) */
-            if (!search_fallback(&s)) return CD_OK;
+            if (!cd_pl_search_fallback(&s)) return CD_OK;
             continue;
         }
         runner_job jobs[2];
@@ -961,7 +849,7 @@ static cd_status bisect_crash(eng *e, int hint, int *last_ok, int *tries, cd_err
             if (!ro[i].crashed && ro[i].exit_code) return CD_OK; /* it failed otherwise: unknown */
             runs[i] = !ro[i].crashed;
         }
-        search_update(&s, p, runs, np);
+        cd_pl_search_update(&s, p, runs, np);
         /* the outputs of the largest prefix that ran so far: kept, so that the run after the
          * search need not run it again */
         for (int i = np - 1; i >= 0; i--)
@@ -973,7 +861,7 @@ static cd_status bisect_crash(eng *e, int hint, int *last_ok, int *tries, cd_err
                 break;
             }
     }
-    if (s.mode == SEARCH_NONE || s.hi - s.lo > 1) return CD_OK;
+    if (s.mode == CD_PL_SEARCH_NONE || s.hi - s.lo > 1) return CD_OK;
     *last_ok = s.lo;
     e->bisect_hint_ok = hint >= 0 && s.lo == hint;
     return CD_OK;
@@ -1207,8 +1095,8 @@ static cd_status eng_run(cd_pl_engine_kind kind, const char *name, const cd_runn
              * op c, and those of the search in thirds, which a trace that names another op falls
              * back on when its prefixes are not in the cache */
             if (c >= 0 && c < g->n_ops) {
-                search_mark(g->n_ops, SEARCH_HINT, c, want);
-                search_mark(g->n_ops, SEARCH_THIRDS, c, want);
+                cd_pl_search_mark(g->n_ops, CD_PL_SEARCH_HINT, c, want);
+                cd_pl_search_mark(g->n_ops, CD_PL_SEARCH_THIRDS, c, want);
                 want[c] = 1; /* the largest prefix that runs, run again */
             }
             p += l + (p[l] == ',');
