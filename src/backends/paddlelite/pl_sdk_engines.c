@@ -107,6 +107,7 @@ typedef struct eng {
     int crash_hint;     /* the original op of the instruction the whole run died in (-1: not known) */
     int bisect_rounds;  /* rounds of the crash search (one or two prefixes each, side by side) */
     int bisect_hint_ok; /* 1: the runner's trace named the op the search confirmed */
+    bool no_opt;        /* export route: no Opt on this machine (the wheel's Python not found) */
 } eng;
 
 static void eng_free(eng *e) {
@@ -380,10 +381,12 @@ static cd_status route_export_opt(eng *e, const cd_graph *g, int n_ops, const ch
     }
     /* Opt, in the wheel's Python */
     if (!e->have_env) {
-        if ((st = cd_pl_find(&e->env, err)))
+        if ((st = cd_pl_find(&e->env, err))) {
+            e->no_opt = true;
             return cd_err_prefix(
                 err, "%s needs Paddle-Lite's Opt (the paddlelite wheel) to optimize the model for %s: ", e->name,
                 e->places);
+        }
         e->have_env = true;
     }
     char ocl[PATH_MAX];
@@ -808,8 +811,10 @@ static cd_status bisect_crash(eng *e, int hint, int *last_ok, int *tries, cd_err
             if (dbg)
                 fprintf(stderr, "cldiff: %s search (%s): a prefix cannot be made: %s\n", e->name, mode_name[s.mode],
                         e2.msg);
-            /* leave it unknown, or try the prefixes of the next mode (a cache filled for them) */
-            if (!cd_pl_search_fallback(&s)) return CD_OK;
+            /* no Opt here: the prefixes of the next mode (a cache filled for them); Opt failing on
+             * a prefix: the halving search, which leaves the op unknown at its first such prefix */
+            if (e->no_opt ? !cd_pl_search_fallback(&s) : s.start == CD_PL_SEARCH_HALVES) return CD_OK;
+            if (!e->no_opt) cd_pl_search_restart(&s, CD_PL_SEARCH_HALVES);
             continue;
         }
         runner_job jobs[2];

@@ -72,17 +72,20 @@ void cd_pl_search_update(cd_pl_search *s, const int *p, const bool *runs, int np
     s->round++;
 }
 
-bool cd_pl_search_fallback(cd_pl_search *s) {
-    int n = s->n, hint = s->hint, mode = s->start + 1;
-    cd_pl_search_init(s, n, hint);
+void cd_pl_search_restart(cd_pl_search *s, int mode) {
+    cd_pl_search_init(s, s->n, s->hint);
     s->mode = s->start = mode;
-    return mode != CD_PL_SEARCH_NONE;
+}
+
+bool cd_pl_search_fallback(cd_pl_search *s) {
+    cd_pl_search_restart(s, s->start + 1);
+    return s->mode != CD_PL_SEARCH_NONE;
 }
 
 void cd_pl_search_mark(int n_ops, int mode, int c, char *want) {
     cd_pl_search s;
     cd_pl_search_init(&s, n_ops, mode == CD_PL_SEARCH_HINT ? c : -1);
-    s.mode = s.start = mode;
+    cd_pl_search_restart(&s, mode);
     int p[2];
     bool runs[2];
     for (int np; (np = cd_pl_search_probes(&s, p)) > 0;) {

@@ -5,8 +5,10 @@
  * (two Opts and two engine runs at once on two cores). Only the arithmetic lives here: no
  * process is started, so it is unit-tested with made-up crashes (tests/unit/test_pl_search.c).
  *
- * Modes, each the fallback of the one before when a prefix it names cannot be made (a machine
- * without Opt, whose Opt cache was filled for other prefixes); a fallback starts from (0, n):
+ * Modes, each the fallback of the one before when a prefix it names cannot be made on a machine
+ * without Opt, whose Opt cache was filled for other prefixes (a fallback starts from (0, n);
+ * where Opt itself fails on a prefix the engine starts HALVES, which gives up at such a prefix,
+ * as cldiff always did):
  *   HINT: the runner's trace named the instruction the whole run died in, which belongs to
  *     original op h: prefixes h and h + 1 first (h runs and h + 1 dies: found in one round);
  *     else prefixes galloping away from h (1 and 2 ops, then 4 and 8, ...) until the boundary
@@ -47,6 +49,8 @@ int cd_pl_search_probes(cd_pl_search *s, int p[2]);
 void cd_pl_search_update(cd_pl_search *s, const int *p, const bool *runs, int np);
 /* A prefix of this mode could not be made: the next mode, from (0, n). false: none left. */
 bool cd_pl_search_fallback(cd_pl_search *s);
+/* Starts again from (0, n) in `mode`. */
+void cd_pl_search_restart(cd_pl_search *s, int mode);
 /* Marks in want[0..n_ops) every prefix a search in `mode` (HINT with the hint at c) runs when
  * the engine dies at op c (prefix c runs, c + 1 dies): what CLDIFF_PL_OPT_PREFIXES puts into the
  * Opt cache for another machine. */
