@@ -427,8 +427,14 @@ static int orig_producer(const cd_graph *g, const char *name) {
     if (!x) x = strstr(want, ".cdact");
     if (x) *x = 0;
     char *v = strstr(want, ".cdv");
-    int ver = v ? atoi(v + 4) : 0;
-    if (v) *v = 0;
+    int ver = 0;
+    if (v) {
+        /* "<name>.cdv<digits>" only: "<name>.cdv3/layout_trans" is a tensor Opt made */
+        char *end = NULL;
+        ver = (int)strtol(v + 4, &end, 10);
+        if (end == v + 4 || *end) return -1;
+        *v = 0;
+    }
     for (int gt = 0; gt < g->n_tensors; gt++)
         if (g->tensors[gt].version == ver && g->tensors[gt].producer >= 0 && !strcmp(g->tensors[gt].name, want))
             return g->tensors[gt].producer;
@@ -440,7 +446,7 @@ static int orig_producer(const cd_graph *g, const char *name) {
  * inserted (layout, io_copy, calib), the first original op that reads its outputs, else one that
  * reads what it reads (a layout made for that op, which a fetch shares: report M), else the latest
  * original op behind its inputs. -1: not known. */
-static int trace_op(const cd_graph *g, const char *nb, int k) {
+static int trace_op(const cd_graph *g, const char *nb, int k, char *what, size_t wn) {
     cd_graph *og = NULL;
     cd_error e2 = {0};
     if (k < 0 || cd_nb_load(nb, &og, &e2)) return -1;
@@ -468,6 +474,7 @@ static int trace_op(const cd_graph *g, const char *nb, int k) {
             for (int q = 0; q < op->out[s].n; q++)
                 if (op->out[s].ids[q] >= 0) t_op[op->out[s].ids[q]] = own[oi] >= 0 ? own[oi] : bh;
     }
+    if (j >= 0) snprintf(what, wn, "%s (%s)", og->ops[j].name, og->ops[j].type);
     if (j >= 0 && own[j] >= 0)
         res = own[j];
     else if (j >= 0) {
@@ -1205,9 +1212,11 @@ static cd_status eng_run(cd_pl_engine_kind kind, const char *name, const cd_runn
         else {
             /* the trace's last instruction, as the original op it belongs to: the hint of the search */
             int k = !strcmp(phase, "run") ? trace_last(trace) : -1;
-            e->crash_hint = k >= 0 && e->places[0] ? trace_op(g, nb, k) : -1;
+            char what[160] = "?";
+            e->crash_hint = k >= 0 && e->places[0] ? trace_op(g, nb, k, what, sizeof what) : -1;
             if (getenv("CLDIFF_PL_DEBUG"))
-                fprintf(stderr, "cldiff: %s: the runner's trace: instruction %d, op #%d\n", name, k, e->crash_hint);
+                fprintf(stderr, "cldiff: %s: the runner's trace: instruction %d, Opt's %s, op #%d\n", name, k, what,
+                        e->crash_hint);
             cd_status bs = bisect_crash(e, e->crash_hint, &last_ok, &tries, err);
             if (bs == CD_E_INTERRUPTED) st = bs;
         }
