@@ -13,8 +13,9 @@
  *     "x86_opencl" ("opencl,arm" on an aarch64 host; or the places given). What Opt placed where is read back from the optimized
  *     model's kernel records and reported per layer.
  * A run that dies (signal, abort in a Paddle-Lite CHECK) is a finding: the engine is run again on
- * prefixes of the model, by bisection, to find the last layer that completes and the layer that
- * kills it; the prefix's probes are kept. */
+ * prefixes of the model (pl_search.h: from the runner's trace of the instruction it died in,
+ * else in thirds, two prefixes side by side) to find the last layer that completes and the layer
+ * that kills it; the prefix's probes are kept. */
 #include <dirent.h>
 #include <errno.h>
 #include <limits.h>
@@ -225,6 +226,15 @@ static cd_status opt_finish(eng *e, opt_job *job, cd_error *err) {
         }
     }
     return st;
+}
+
+/* Ends a started Opt whose output is not wanted (nothing goes into the cache). */
+static void opt_cancel(opt_job *job) {
+    if (!job->running) return;
+    job->running = false;
+    cd_subproc_kill(&job->sp, SIGKILL);
+    cd_subproc_result r;
+    cd_subproc_wait(&job->sp, NULL, NULL, &r);
 }
 
 /* The export route: the graph's first n_ops as a Paddle program with probed tensors fetched,
@@ -1134,9 +1144,40 @@ static cd_status eng_run(cd_pl_engine_kind kind, const char *name, const cd_runn
      * round of the search instead of log2(ops) runs) */
     char trace[PATH_MAX + 48];
     snprintf(trace, sizeof trace, "%s/trace.txt", e->dir);
+    /* the model without the 2-D fetches report M aborts on (below), optimized while the engine
+     * runs, so that a run that aborts so runs again at once; where no such tensor is fetched the
+     * program is the model's own, whose Opt output the cache holds: nothing runs */
+    opt_job spec;
+    memset(&spec, 0, sizeof spec);
+    bool m_route = e->places[0] && !e->skip_2d_shared && !(f2 && !strcmp(f2, "force"));
+    if (!st && m_route) {
+        cd_probe_fetch *keep_fetch = e->fetch;
+        int keep_n = e->n_fetch, keep_sk = e->n_skipped_2d;
+        bool keep_cached = e->opt_cached;
+        char keep_unf[sizeof e->unfetched], snb[PATH_MAX + 32];
+        memcpy(keep_unf, e->unfetched, sizeof keep_unf);
+        e->fetch = NULL;
+        e->skip_2d_shared = true;
+        snprintf(snb, sizeof snb, "%s/model-2d.nb", e->dir);
+        cd_error e2 = {0};
+        if (route_export_opt(e, g, g->n_ops, snb, 2, &spec, &e2)) opt_cancel(&spec);
+        free(e->fetch);
+        e->fetch = keep_fetch;
+        e->n_fetch = keep_n;
+        e->n_skipped_2d = keep_sk;
+        memcpy(e->unfetched, keep_unf, sizeof keep_unf);
+        e->skip_2d_shared = false;
+        e->opt_cached = keep_cached;
+    }
     if (!st) st = run_runner(e, nb, od, trace, &ro, err);
-    if (!st && ro.crashed && e->places[0] && !e->skip_2d_shared && !(f2 && !strcmp(f2, "force")) &&
-        strstr(ro.tail, "target_wrapper.cc:278")) {
+    bool m_abort = !st && ro.crashed && m_route && strstr(ro.tail, "target_wrapper.cc:278");
+    if (m_abort && spec.running) {
+        cd_error e2 = {0};
+        opt_finish(e, &spec, &e2); /* into the cache: make_model() below finds it there */
+        e->opt_ms += now_ms() - spec.t0;
+    } else
+        opt_cancel(&spec);
+    if (m_abort) {
         /* an OpenCL buffer read that fails (CL_INVALID_VALUE, CL_INVALID_MEM_OBJECT): Opt links the
          * fetch of a 2-D tensor that another op reads to that op's image (report M, a Paddle-Lite
          * bug the probes trigger). Once more without fetching such tensors: their ops are not
@@ -1397,8 +1438,9 @@ static cd_status eng_run(cd_pl_engine_kind kind, const char *name, const cd_runn
     else if (e->dir[0]) {
         char cmd[PATH_MAX + 32];
         /* the folder holds subfolders (export/, out/, prefix/, prefix-ok/): remove them first */
-        const char *subs[] = {"export", "export0", "export1", "out", "prefix", "prefix0", "prefix1", "prefix-ok"};
-        for (int i = 0; i < 8; i++) {
+        const char *subs[] = {"export", "export0", "export1", "export2",  "out",
+                              "prefix", "prefix0", "prefix1", "prefix-ok"};
+        for (int i = 0; i < 9; i++) {
             snprintf(cmd, sizeof cmd, "%s/%s", e->dir, subs[i]);
             cd_pl_rm_tree(cmd);
         }
