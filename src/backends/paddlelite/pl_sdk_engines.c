@@ -1146,11 +1146,13 @@ static cd_status eng_run(cd_pl_engine_kind kind, const char *name, const cd_runn
     snprintf(trace, sizeof trace, "%s/trace.txt", e->dir);
     /* the model without the 2-D fetches report M aborts on (below), optimized while the engine
      * runs, so that a run that aborts so runs again at once; where no such tensor is fetched the
-     * program is the model's own, whose Opt output the cache holds: nothing runs */
+     * program is the model's own, whose Opt output the cache holds: nothing runs. Only with cores
+     * to spare: on two, Opt slowed the engine's first run (PoCL compiling) as much as it saved
+     * (deep_v3_35_int8 cold: the OpenCL engine 18.7 and 23.0 s against 14.1 and 15.0 s without) */
     opt_job spec;
     memset(&spec, 0, sizeof spec);
     bool m_route = e->places[0] && !e->skip_2d_shared && !(f2 && !strcmp(f2, "force"));
-    if (!st && m_route) {
+    if (!st && m_route && sysconf(_SC_NPROCESSORS_ONLN) >= 4) {
         cd_probe_fetch *keep_fetch = e->fetch;
         int keep_n = e->n_fetch, keep_sk = e->n_skipped_2d;
         bool keep_cached = e->opt_cached;
