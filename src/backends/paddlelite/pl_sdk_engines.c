@@ -836,6 +836,7 @@ static cd_status bisect_crash(eng *e, int hint, int *last_ok, int *tries, cd_err
         }
         runner_job jobs[2];
         run_out ro[2];
+        memset(jobs, 0, sizeof jobs);
         memset(ro, 0, sizeof ro);
         cd_pl_progress *prog = runner_progress_start(e);
         double t0 = now_ms();
@@ -843,16 +844,16 @@ static cd_status bisect_crash(eng *e, int hint, int *last_ok, int *tries, cd_err
             snprintf(ods[i], sizeof ods[i], "%s/prefix%d", e->dir, i);
             st = runner_start(e, nbs[i], ods[i], NULL, &jobs[i], &e2);
             if (st)
-                for (int k = 0; k < i; k++) {
-                    cd_subproc_kill(&jobs[k].sp, SIGKILL);
-                    runner_finish(e, &jobs[k], &ro[k], &(cd_error){0});
-                }
+                for (int k = 0; k < i; k++) cd_subproc_kill(&jobs[k].sp, SIGKILL); /* reaped below */
             else
                 (*tries)++;
         }
-        for (int i = 0; i < np && !st; i++) {
-            cd_status fs = runner_finish(e, &jobs[i], &ro[i], &e2);
-            if (fs && !st) st = fs;
+        /* every started runner is waited for, whatever the other one did */
+        for (int i = 0; i < np; i++) {
+            if (!jobs[i].running) continue;
+            cd_error e3 = {0};
+            cd_status fs = runner_finish(e, &jobs[i], &ro[i], &e3);
+            if (fs && !st) st = cd_err(&e2, fs, "%s", e3.msg);
         }
         e->wall_ms += now_ms() - t0;
         runner_progress_stop(e, prog);
