@@ -17,6 +17,9 @@
 # (docs/benchmarks.md "First runs"): a fresh CLDIFF_CACHE_DIR (Opt outputs, cldiff's OpenCL
 # programs) and XDG_CACHE_HOME (PoCL's kernel cache); the engines' runners built once per
 # machine are copied in from the usual cache, so their build is not counted.
+# A crash and its search over model prefixes (docs/paddle-lite-engines.md "An engine that dies"):
+# CLDIFF_ARGS="--backend-opt paddle-lite-opencl:fetch-2d-shared=force" makes picodet (243 ops) and
+# scripts/make_deep_int8.py's 642-op model abort in Paddle-Lite OpenCL (report M).
 set -u
 bin=$1; n=${2:-3}; shift; [ $# -gt 0 ] && shift
 here="$(cd "$(dirname "$0")/.." && pwd)"

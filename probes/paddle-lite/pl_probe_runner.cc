@@ -3,13 +3,20 @@
 // GetInput/GetOutput) and saves every output as a .npy file, for `cldiff import`.
 //
 //   pl_probe_runner probed.nb IN_DIR OUT_DIR [--threads N] [--power-mode high|low|full|no_bind]
-//                   [--opencl-precision auto|fp16|fp32] [--warmup N]
+//                   [--opencl-precision auto|fp16|fp32] [--warmup N] [--trace FILE]
 //
 // IN_DIR/input_<k>.npy is model input k (feed col order; float32, int32, int64, uint8 or
 // int8, little-endian, C order); OUT_DIR/out_<i>.npy is GetOutput(i) for every output
 // (fetch col order), and OUT_DIR/run.txt says what ran. Exit codes: 0 ok, 2 usage,
 // 3 bad input file, 4 OpenCL asked for but unusable. Part of cldiff (docs/paddle-lite.md);
 // written against the API of lite/api/paddle_api.h, nothing of Paddle-Lite is copied here.
+//
+// --trace FILE: a line "op K" is appended to FILE (unbuffered) as the K-th instruction of the
+// measured Run() starts (K counts from 0; feed and fetch ops are not instructions that run), so
+// that a run that dies says in which instruction (docs/paddle-lite-engines.md "An engine that
+// dies"). It needs the library to call its instruction runner through its dynamic symbol table
+// (the x86 SDKs do; the armv8 tiny publish hides it): the runner defines that one symbol, counts,
+// and calls the library's own. Where the library does not call it the file stays empty.
 #include <chrono>
 #include <cstdint>
 #include <cstdio>
@@ -20,7 +27,10 @@
 #include <string>
 #include <vector>
 
+#include <dlfcn.h>
+#include <fcntl.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "paddle_api.h"
 
@@ -36,6 +46,12 @@ struct Npy {
   std::vector<int64_t> shape;
   std::vector<char> data;
 };
+
+// --trace: the file, the next instruction's number, the nesting depth (a while or
+// conditional_block op runs its sub-block's instructions inside its own: only the top level counts)
+int g_trace_fd = -1;
+long g_trace_next = 0;
+int g_trace_depth = 0;
 
 int fail(int code, const std::string& msg) {
   std::fprintf(stderr, "pl_probe_runner: %s\n", msg.c_str());
@@ -120,15 +136,42 @@ void fill_input(Tensor* t, const Npy& n) {
 
 }  // namespace
 
+// The library's instruction runner (one call per op of the program, in order), by its exported
+// C++ name; this definition is the one the library's own calls reach when it exports the name.
+extern "C" void pl_runner_instruction_run(void* inst) __asm__("_ZN6paddle4lite11Instruction3RunEv");
+extern "C" void pl_runner_instruction_run(void* inst) {
+  typedef void (*run_fn)(void*);
+  static run_fn next = nullptr;
+  if (!next) next = reinterpret_cast<run_fn>(dlsym(RTLD_NEXT, "_ZN6paddle4lite11Instruction3RunEv"));
+  if (!next) {
+    std::fprintf(stderr, "pl_probe_runner: the library's Instruction::Run was not found (dlsym: %s)\n", dlerror());
+    std::abort();
+  }
+  if (g_trace_depth == 0) {
+    if (g_trace_fd >= 0) {
+      char line[32];
+      int n = std::snprintf(line, sizeof line, "op %ld\n", g_trace_next);
+      if (write(g_trace_fd, line, static_cast<size_t>(n)) != n) {
+        close(g_trace_fd);  // a full disk: no trace rather than a wrong one
+        g_trace_fd = -1;
+      }
+    }
+    g_trace_next++;
+  }
+  g_trace_depth++;
+  next(inst);
+  g_trace_depth--;
+}
+
 int main(int argc, char** argv) {
   if (argc < 4) {
     std::fprintf(stderr,
                  "usage: %s probed.nb IN_DIR OUT_DIR [--threads N] [--power-mode high|low|full|no_bind]\n"
-                 "          [--opencl-precision auto|fp16|fp32] [--warmup N]\n",
+                 "          [--opencl-precision auto|fp16|fp32] [--warmup N] [--trace FILE]\n",
                  argv[0]);
     return 2;
   }
-  std::string model = argv[1], in_dir = argv[2], out_dir = argv[3], cl_prec;
+  std::string model = argv[1], in_dir = argv[2], out_dir = argv[3], cl_prec, trace;
   int threads = 1, warmup = 0;
   std::string power = "no_bind";
   for (int i = 4; i < argc; i++) {
@@ -139,6 +182,7 @@ int main(int argc, char** argv) {
     else if (a == "--power-mode") power = v;
     else if (a == "--opencl-precision") cl_prec = v;
     else if (a == "--warmup") warmup = std::atoi(v.c_str());
+    else if (a == "--trace") trace = v;
     else return fail(2, "unknown option " + a);
   }
   MobileConfig config;
@@ -184,8 +228,15 @@ int main(int argc, char** argv) {
   std::fprintf(stderr, "pl_probe_runner: phase run\n");
   std::fflush(stderr);
   for (int w = 0; w < warmup; w++) pred->Run();
+  if (!trace.empty()) {
+    g_trace_fd = open(trace.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_APPEND, 0644);
+    if (g_trace_fd < 0) return fail(2, "cannot write the trace file " + trace);
+  }
+  g_trace_next = 0;
   auto t2 = std::chrono::steady_clock::now();
   pred->Run();
+  if (g_trace_fd >= 0) close(g_trace_fd);
+  g_trace_fd = -1;
   auto t3 = std::chrono::steady_clock::now();
   std::fprintf(stderr, "pl_probe_runner: phase fetch\n");
   std::fflush(stderr);

@@ -557,6 +557,7 @@ cd_status cd_pl_runner_get(const cd_pl_sdk *sdk, cd_pl_runner *out, cd_error *er
                     "-lpaddle_light_api_shared",
                     rpath,
                     "-Wl,--allow-shlib-undefined",
+                    "-ldl", /* dlsym: --trace (glibc < 2.34 keeps it in libdl) */
                     NULL};
     char cout[8192];
     int ws;

@@ -13,11 +13,13 @@
  *     "x86_opencl" ("opencl,arm" on an aarch64 host; or the places given). What Opt placed where is read back from the optimized
  *     model's kernel records and reported per layer.
  * A run that dies (signal, abort in a Paddle-Lite CHECK) is a finding: the engine is run again on
- * prefixes of the model, by bisection, to find the last layer that completes and the layer that
- * kills it; the prefix's probes are kept. */
+ * prefixes of the model (pl_search.h: from the runner's trace of the instruction it died in,
+ * else in thirds, two prefixes side by side) to find the last layer that completes and the layer
+ * that kills it; the prefix's probes are kept. */
 #include <dirent.h>
 #include <errno.h>
 #include <limits.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -28,12 +30,14 @@
 #include "backends/paddlelite/pl_phone.h"
 #include "backends/paddlelite/pl_priv.h"
 #include "backends/paddlelite/pl_sdk.h"
+#include "backends/paddlelite/pl_search.h"
 #include "engine/backend_def.h"
 #include "model/nb_reader.h"
 #include "backends/paddlelite/pd_export.h"
 #include "util/fsutil.h"
 #include "util/npy.h"
 #include "util/sha256.h"
+#include "util/subproc.h"
 
 extern char **environ;
 
@@ -101,6 +105,10 @@ typedef struct eng {
     char unfetched[480];   /* export route: probed ops none of whose outputs it fetches, by design */
     bool skip_2d_shared;   /* export route: 2-D tensors another op reads are not fetched (report M) */
     int n_skipped_2d;
+    int crash_hint;     /* the original op of the instruction the whole run died in (-1: not known) */
+    int bisect_rounds;  /* rounds of the crash search (one or two prefixes each, side by side) */
+    int bisect_hint_ok; /* 1: the runner's trace named the op the search confirmed */
+    bool no_opt;        /* export route: no Opt on this machine (the wheel's Python not found) */
 } eng;
 
 static void eng_free(eng *e) {
@@ -160,13 +168,88 @@ static bool read_by_op(const cd_graph *g, int n_ops, int t) {
     return false;
 }
 
+/* An Opt started by route_export_opt() and not yet waited for (the crash search optimizes two
+ * prefixes side by side). */
+typedef struct opt_job {
+    bool running;
+    cd_subproc sp;
+    double t0;
+    char nb[PATH_MAX + 32];
+    char logp[PATH_MAX + 32];
+    char cached[PATH_MAX + 96]; /* where its output goes in the cache ("" : nowhere) */
+} opt_job;
+
+/* Waits for a started Opt, says how it ended and puts its output into the cache. */
+static cd_status opt_finish(eng *e, opt_job *job, cd_error *err) {
+    if (!job->running) return CD_OK;
+    job->running = false;
+    cd_subproc_result r;
+    cd_subproc_wait(&job->sp, NULL, NULL, &r);
+    if (r.stopped) return cd_err(err, CD_E_INTERRUPTED, "interrupted while Paddle-Lite ran (%s)", e->env.python);
+    int ws = r.wstatus;
+    bool to = r.timed_out;
+    cd_status st = CD_OK;
+    if (to || !WIFEXITED(ws) || WEXITSTATUS(ws)) {
+        char tail[1024], how[64];
+        cd_pl_log_tail(job->logp, tail, sizeof tail);
+        const char *sn = WIFSIGNALED(ws) ? cd_signal_name(WTERMSIG(ws)) : NULL;
+        if (to)
+            snprintf(how, sizeof how, "timed out");
+        else if (WIFSIGNALED(ws))
+            snprintf(how, sizeof how, "died with %s", sn ? sn : "a signal");
+        else
+            snprintf(how, sizeof how, "failed (exit %d)", WEXITSTATUS(ws));
+        st = cd_err(err, CD_E_BACKEND,
+                    "%s: Paddle-Lite's Opt (paddlelite %s) %s optimizing the exported model for "
+                    "places %s (the model cannot run in this engine): %s",
+                    e->name, e->env.version, how, e->places, tail[0] ? tail : "no message");
+    }
+    if (!st && job->cached[0]) {
+        /* into the cache: best effort (a read-only cache folder only costs the next run an Opt) */
+        char d1[PATH_MAX + 96];
+        snprintf(d1, sizeof d1, "%s", job->cached);
+        char *sl = strrchr(d1, '/');
+        if (sl) {
+            *sl = 0;
+            char *s2 = strrchr(d1, '/');
+            if (s2) {
+                *s2 = 0;
+                mkdir(d1, 0777);
+                *s2 = '/';
+            }
+            mkdir(d1, 0777);
+        }
+        char tmp[PATH_MAX + 128];
+        snprintf(tmp, sizeof tmp, "%s.%d.tmp", job->cached, (int)getpid());
+        if (copy_file(job->nb, tmp) == 0) {
+            if (rename(tmp, job->cached) != 0) remove(tmp);
+        }
+    }
+    return st;
+}
+
+/* Ends a started Opt whose output is not wanted (nothing goes into the cache). */
+static void opt_cancel(opt_job *job) {
+    if (!job->running) return;
+    job->running = false;
+    cd_subproc_kill(&job->sp, SIGKILL);
+    cd_subproc_result r;
+    cd_subproc_wait(&job->sp, NULL, NULL, &r);
+}
+
 /* The export route: the graph's first n_ops as a Paddle program with probed tensors fetched,
- * then Opt for e->places. Model outputs get fetched only when the whole model is exported. */
-static cd_status route_export_opt(eng *e, const cd_graph *g, int n_ops, const char *nb, cd_error *err) {
+ * then Opt for e->places. Model outputs get fetched only when the whole model is exported.
+ * slot >= 0 (the crash search): the program goes into export<slot>/, and with job the Opt is
+ * only started (job->running; opt_finish() waits for it); else it is waited for here. */
+static cd_status route_export_opt(eng *e, const cd_graph *g, int n_ops, const char *nb, int slot, opt_job *job,
+                                  cd_error *err) {
     const cd_plan *plan = e->q->plan;
     const bool *mask = e->q->xo->probe_mask;
     char exp[PATH_MAX + 16];
-    snprintf(exp, sizeof exp, "%s/export", e->dir);
+    if (slot >= 0)
+        snprintf(exp, sizeof exp, "%s/export%d", e->dir, slot);
+    else
+        snprintf(exp, sizeof exp, "%s/export", e->dir);
     if (mkdir(exp, 0777) != 0 && errno != EEXIST)
         return cd_err(err, CD_E_IO, "cannot create '%s': %s", exp, strerror(errno));
     cd_graph gg = *g;
@@ -308,10 +391,12 @@ static cd_status route_export_opt(eng *e, const cd_graph *g, int n_ops, const ch
     }
     /* Opt, in the wheel's Python */
     if (!e->have_env) {
-        if ((st = cd_pl_find(&e->env, err)))
+        if ((st = cd_pl_find(&e->env, err))) {
+            e->no_opt = true;
             return cd_err_prefix(
                 err, "%s needs Paddle-Lite's Opt (the paddlelite wheel) to optimize the model for %s: ", e->name,
                 e->places);
+        }
         e->have_env = true;
     }
     char ocl[PATH_MAX];
@@ -320,51 +405,112 @@ static cd_status route_export_opt(eng *e, const cd_graph *g, int n_ops, const ch
                       "%s: scripts/pl_ocl.py not found next to cldiff, in share/cldiff or in its "
                       "source tree (reinstall cldiff)",
                       e->name);
-    char logp[PATH_MAX + 32];
-    snprintf(logp, sizeof logp, "%s/opt.log", e->dir);
+    opt_job own;
+    opt_job *jb = job ? job : &own;
+    memset(jb, 0, sizeof *jb);
+    if (slot >= 0)
+        snprintf(jb->logp, sizeof jb->logp, "%s/opt%d.log", e->dir, slot);
+    else
+        snprintf(jb->logp, sizeof jb->logp, "%s/opt.log", e->dir);
+    snprintf(jb->nb, sizeof jb->nb, "%s", nb);
+    snprintf(jb->cached, sizeof jb->cached, "%s", cached);
     char *argv[] = {e->env.python, ocl, "opt", exp, (char *)nb, "--places", e->places, NULL};
-    int ws = 0;
-    bool to = false;
-    double t0 = now_ms();
-    st = cd_pl_spawn_wait(argv, NULL, logp, 600, &ws, &to, e->q->xo->stop_flag, err);
-    e->opt_ms += now_ms() - t0;
-    if (!st && (to || !WIFEXITED(ws) || WEXITSTATUS(ws))) {
-        char tail[1024], how[64];
-        cd_pl_log_tail(logp, tail, sizeof tail);
-        const char *sn = WIFSIGNALED(ws) ? cd_signal_name(WTERMSIG(ws)) : NULL;
-        if (to)
-            snprintf(how, sizeof how, "timed out");
-        else if (WIFSIGNALED(ws))
-            snprintf(how, sizeof how, "died with %s", sn ? sn : "a signal");
-        else
-            snprintf(how, sizeof how, "failed (exit %d)", WEXITSTATUS(ws));
-        st = cd_err(err, CD_E_BACKEND,
-                    "%s: Paddle-Lite's Opt (paddlelite %s) %s optimizing the exported model for "
-                    "places %s (the model cannot run in this engine): %s",
-                    e->name, e->env.version, how, e->places, tail[0] ? tail : "no message");
-    }
-    if (!st && cached[0]) {
-        /* into the cache: best effort (a read-only cache folder only costs the next run an Opt) */
-        char d1[PATH_MAX + 96];
-        snprintf(d1, sizeof d1, "%s", cached);
-        char *sl = strrchr(d1, '/');
-        if (sl) {
-            *sl = 0;
-            char *s2 = strrchr(d1, '/');
-            if (s2) {
-                *s2 = 0;
-                mkdir(d1, 0777);
-                *s2 = '/';
-            }
-            mkdir(d1, 0777);
-        }
-        char tmp[PATH_MAX + 128];
-        snprintf(tmp, sizeof tmp, "%s.%d.tmp", cached, (int)getpid());
-        if (copy_file(nb, tmp) == 0) {
-            if (rename(tmp, cached) != 0) remove(tmp);
-        }
-    }
+    /* its own process group: a timeout or Ctrl-C ends Python's children as well */
+    cd_subproc_opts so = {.timeout_s = 600, .stop = e->q->xo->stop_flag, .own_group = true, .log_path = jb->logp};
+    int rc = cd_subproc_spawn(&jb->sp, &so, argv, NULL);
+    if (rc) return cd_err(err, CD_E_BACKEND, "cannot start %s: %s", argv[0], strerror(rc));
+    jb->running = true;
+    jb->t0 = now_ms();
+    if (job) return CD_OK;
+    st = opt_finish(e, jb, err);
+    e->opt_ms += now_ms() - jb->t0;
     return st;
+}
+
+/* The original op that writes the tensor an exported name stands for: "<name>" or "<name>.cdv<k>"
+ * (the k-th tensor of a reused name), also with the ".cdpre" / ".cdact" of an undone fusion; -1:
+ * none (a name Opt made, a feed). */
+static int orig_producer(const cd_graph *g, const char *name) {
+    char want[512];
+    snprintf(want, sizeof want, "%s", name);
+    char *x = strstr(want, ".cdpre");
+    if (!x) x = strstr(want, ".cdact");
+    if (x) *x = 0;
+    char *v = strstr(want, ".cdv");
+    int ver = 0;
+    if (v) {
+        /* "<name>.cdv<digits>" only: "<name>.cdv3/layout_trans" is a tensor Opt made */
+        char *end = NULL;
+        ver = (int)strtol(v + 4, &end, 10);
+        if (end == v + 4 || *end) return -1;
+        *v = 0;
+    }
+    for (int gt = 0; gt < g->n_tensors; gt++)
+        if (g->tensors[gt].version == ver && g->tensors[gt].producer >= 0 && !strcmp(g->tensors[gt].name, want))
+            return g->tensors[gt].producer;
+    return -1;
+}
+
+/* The original op that instruction k of the optimized model nb belongs to (the runner's --trace
+ * counts its ops but feed and fetch, in order): the one that writes the same name; for an op Opt
+ * inserted (layout, io_copy, calib), the first original op that reads its outputs, else one that
+ * reads what it reads (a layout made for that op, which a fetch shares: report M), else the latest
+ * original op behind its inputs. -1: not known. */
+static int trace_op(const cd_graph *g, const char *nb, int k, char *what, size_t wn) {
+    cd_graph *og = NULL;
+    cd_error e2 = {0};
+    if (k < 0 || cd_nb_load(nb, &og, &e2)) return -1;
+    int *own = calloc((size_t)og->n_ops + 1, sizeof *own), *t_op = calloc((size_t)og->n_tensors + 1, sizeof *t_op);
+    int j = -1, n_inst = 0, behind = -1, res = -1;
+    for (int oi = 0; own && t_op && oi < og->n_ops; oi++) {
+        const cd_op *op = &og->ops[oi];
+        bool ff = !strcmp(op->type, "feed") || !strcmp(op->type, "fetch");
+        if (!ff && n_inst++ == k) j = oi;
+        own[oi] = -1;
+        for (int s = 0; !ff && s < op->n_out; s++)
+            for (int q = 0; q < op->out[s].n && !cd_exec_training_only(op->type, op->out[s].name); q++) {
+                int t = op->out[s].ids[q];
+                int o = t >= 0 ? orig_producer(g, og->tensors[t].name) : -1;
+                if (o > own[oi]) own[oi] = o;
+            }
+        int bh = -1;
+        for (int s = 0; own[oi] < 0 && s < op->n_in; s++)
+            for (int q = 0; q < op->in[s].n; q++) {
+                int t = op->in[s].ids[q];
+                if (t >= 0 && t_op[t] > bh) bh = t_op[t];
+            }
+        if (oi == j) behind = bh;
+        for (int s = 0; s < op->n_out; s++)
+            for (int q = 0; q < op->out[s].n; q++)
+                if (op->out[s].ids[q] >= 0) t_op[op->out[s].ids[q]] = own[oi] >= 0 ? own[oi] : bh;
+    }
+    if (j >= 0) snprintf(what, wn, "%s (%s)", og->ops[j].name, og->ops[j].type);
+    if (j >= 0 && own[j] >= 0)
+        res = own[j];
+    else if (j >= 0) {
+        const cd_op *op = &og->ops[j];
+        /* pass 0: readers of its outputs; pass 1: other readers of its inputs */
+        for (int pass = 0; pass < 2 && res < 0; pass++) {
+            const cd_slot *sl = pass ? op->in : op->out;
+            int ns = pass ? op->n_in : op->n_out;
+            for (int r = 0; r < og->n_ops; r++) {
+                if (r == j || own[r] < 0 || own[r] < behind) continue;
+                const cd_op *ro = &og->ops[r];
+                bool reads = false;
+                for (int s = 0; s < ro->n_in && !reads; s++)
+                    for (int q = 0; q < ro->in[s].n && !reads; q++)
+                        for (int a = 0; a < ns && !reads; a++)
+                            for (int b = 0; b < sl[a].n && !reads; b++)
+                                reads = ro->in[s].ids[q] >= 0 && ro->in[s].ids[q] == sl[a].ids[b];
+                if (reads && (res < 0 || own[r] < res)) res = own[r];
+            }
+        }
+        if (res < 0) res = behind;
+    }
+    free(own);
+    free(t_op);
+    cd_graph_free(og);
+    return res;
 }
 
 /* Reads the kernel records of the optimized model back onto the original ops: an optimized op
@@ -459,13 +605,23 @@ static char **engine_env(eng *e, char *buf, size_t bn) {
     return env;
 }
 
-static cd_status run_runner(eng *e, const char *nb, const char *out_dir, run_out *ro, cd_error *err) {
-    memset(ro, 0, sizeof *ro);
+/* One start of the runner (the crash search starts two side by side). */
+typedef struct runner_job {
+    bool running;
+    cd_subproc sp;
+    char logp[PATH_MAX + 32];
+} runner_job;
+
+/* Starts the runner on nb with its outputs into out_dir (emptied first); trace: the file its
+ * --trace writes (NULL: none). */
+static cd_status runner_start(eng *e, const char *nb, const char *out_dir, const char *trace, runner_job *j,
+                              cd_error *err) {
+    memset(j, 0, sizeof *j);
     const char *pre[4];
     int np = cd_pl_runner_argv(&e->runner, pre);
     char threads[16];
     snprintf(threads, sizeof threads, "%d", e->q->bo->threads > 0 ? e->q->bo->threads : 1);
-    const char *argv[16];
+    const char *argv[20];
     int n = 0;
     for (int i = 0; i < np; i++) argv[n++] = pre[i];
     argv[n++] = nb;
@@ -477,6 +633,10 @@ static cd_status run_runner(eng *e, const char *nb, const char *out_dir, run_out
         argv[n++] = "--opencl-precision";
         argv[n++] = "fp32";
     }
+    if (trace) {
+        argv[n++] = "--trace";
+        argv[n++] = trace;
+    }
     if (e->kind == CD_PL_ENGINE_PHONE && np == 4) {
         /* the phone route: qemu -L the arm64 PoCL sysroot (not the cross sysroot of the ARM engine) */
         argv[0] = e->phone.qemu;
@@ -484,41 +644,38 @@ static cd_status run_runner(eng *e, const char *nb, const char *out_dir, run_out
         argv[2] = e->phone.sysroot;
     }
     argv[n] = NULL;
-    char logp[PATH_MAX + 32], envbuf[PATH_MAX + 32];
+    char envbuf[PATH_MAX + 32];
     if (mkdir(out_dir, 0777) != 0 && errno != EEXIST)
         return cd_err(err, CD_E_IO, "cannot create '%s': %s", out_dir, strerror(errno));
     /* files of an earlier (prefix) run must not be taken for this run's */
     cd_pl_rm_tree(out_dir);
     if (mkdir(out_dir, 0777) != 0) return cd_err(err, CD_E_IO, "cannot create '%s': %s", out_dir, strerror(errno));
-    snprintf(logp, sizeof logp, "%s/engine.log", out_dir);
+    snprintf(j->logp, sizeof j->logp, "%s/engine.log", out_dir);
     char phone_bufs[3][PATH_MAX * 2];
     char **env =
         e->kind == CD_PL_ENGINE_PHONE ? cd_pl_phone_env(&e->phone, phone_bufs) : engine_env(e, envbuf, sizeof envbuf);
     if (e->kind == CD_PL_ENGINE_PHONE && !env) return cd_err(err, CD_E_NOMEM, "out of memory");
-    /* PoCL's compiles of Paddle-Lite's kernels, counted in its cache: the phone's arm64 PoCL,
-     * or the host's PoCL for the OpenCL engine (when another driver runs it, nothing appears) */
-    char hostk[PATH_MAX];
-    if (e->kind == CD_PL_ENGINE_OPENCL) cd_pl_host_kcache(hostk, sizeof hostk);
-    cd_pl_progress *prog = NULL;
-    if (e->kind == CD_PL_ENGINE_PHONE)
-        prog = cd_pl_progress_start(e->name, e->phone.kcache, "under qemu-aarch64", e->q->quiet);
-    else if (e->kind == CD_PL_ENGINE_OPENCL && hostk[0])
-        prog = cd_pl_progress_start(e->name, hostk, "on PoCL", e->q->quiet);
-    int ws = 0;
-    bool to = false;
-    double t0 = now_ms();
-    cd_status st =
-        cd_pl_spawn_wait((char *const *)argv, env, logp, e->q->timeout_s, &ws, &to, e->q->xo->stop_flag, err);
-    e->wall_ms += now_ms() - t0;
-    if (prog) {
-        int progs = 0;
-        e->kernels_built += cd_pl_progress_stop(prog, &progs);
-        e->programs_built += progs;
-    }
+    /* its own process group: a timeout or Ctrl-C ends the whole engine */
+    cd_subproc_opts so = {
+        .timeout_s = e->q->timeout_s, .stop = e->q->xo->stop_flag, .own_group = true, .log_path = j->logp};
+    int rc = cd_subproc_spawn(&j->sp, &so, (char *const *)argv, env);
     free(env);
-    cd_pl_log_tail(logp, ro->tail, sizeof ro->tail);
-    runner_phase(logp, ro);
-    FILE *f = fopen(logp, "rb");
+    if (rc) return cd_err(err, CD_E_BACKEND, "cannot start %s: %s", argv[0], strerror(rc));
+    j->running = true;
+    return CD_OK;
+}
+
+/* Waits for a started runner and says how it ended. */
+static cd_status runner_finish(eng *e, runner_job *j, run_out *ro, cd_error *err) {
+    memset(ro, 0, sizeof *ro);
+    if (!j->running) return cd_err(err, CD_E_BACKEND, "%s: the runner was not started", e->name);
+    j->running = false;
+    cd_subproc_result r;
+    cd_subproc_wait(&j->sp, NULL, NULL, &r);
+    int ws = r.wstatus;
+    cd_pl_log_tail(j->logp, ro->tail, sizeof ro->tail);
+    runner_phase(j->logp, ro);
+    FILE *f = fopen(j->logp, "rb");
     char line[1024];
     while (f && fgets(line, sizeof line, f)) {
         const char *p = strstr(line, "Using device: ");
@@ -528,8 +685,8 @@ static cd_status run_runner(eng *e, const char *nb, const char *out_dir, run_out
         }
     }
     if (f) fclose(f);
-    if (st) return st;
-    if (to) {
+    if (r.stopped) return cd_err(err, CD_E_INTERRUPTED, "interrupted while Paddle-Lite ran (%s)", e->runner.exe);
+    if (r.timed_out) {
         ro->crashed = ro->timed_out = true;
         return CD_OK;
     }
@@ -545,6 +702,37 @@ static cd_status run_runner(eng *e, const char *nb, const char *out_dir, run_out
         ro->signal = ro->exit_code - 128;
     }
     return CD_OK;
+}
+
+/* The count of PoCL's compiles while runners run: the phone's arm64 PoCL, or the host's PoCL for
+ * the OpenCL engine (when another driver runs it, nothing appears). */
+static cd_pl_progress *runner_progress_start(eng *e) {
+    char hostk[PATH_MAX];
+    if (e->kind == CD_PL_ENGINE_OPENCL) cd_pl_host_kcache(hostk, sizeof hostk);
+    if (e->kind == CD_PL_ENGINE_PHONE)
+        return cd_pl_progress_start(e->name, e->phone.kcache, "under qemu-aarch64", e->q->quiet);
+    if (e->kind == CD_PL_ENGINE_OPENCL && hostk[0]) return cd_pl_progress_start(e->name, hostk, "on PoCL", e->q->quiet);
+    return NULL;
+}
+
+static void runner_progress_stop(eng *e, cd_pl_progress *prog) {
+    if (!prog) return;
+    int progs = 0;
+    e->kernels_built += cd_pl_progress_stop(prog, &progs);
+    e->programs_built += progs;
+}
+
+static cd_status run_runner(eng *e, const char *nb, const char *out_dir, const char *trace, run_out *ro,
+                            cd_error *err) {
+    memset(ro, 0, sizeof *ro);
+    cd_pl_progress *prog = runner_progress_start(e);
+    runner_job j;
+    double t0 = now_ms();
+    cd_status st = runner_start(e, nb, out_dir, trace, &j, err);
+    if (!st) st = runner_finish(e, &j, ro, err);
+    e->wall_ms += now_ms() - t0;
+    runner_progress_stop(e, prog);
+    return st;
 }
 
 static void read_run_txt(eng *e, const char *out_dir) {
@@ -571,53 +759,134 @@ static cd_status make_model(eng *e, int n_ops, const char *nb, cd_error *err) {
         e->have_in = false;
         e->fetch = NULL;
     }
-    return e->places[0] ? route_export_opt(e, g, n_ops, nb, err) : route_instrument(e, g, n_ops, nb, err);
+    return e->places[0] ? route_export_opt(e, g, n_ops, nb, -1, NULL, err) : route_instrument(e, g, n_ops, nb, err);
 }
 
-/* A crashed run: the largest prefix of the model that runs, by bisection over the op count.
- * *last_ok: ops [0, last_ok) completed in a run of their own; the op at last_ok is the first one
- * whose prefix dies (-1: not found, e.g. a prefix died for another reason). */
-static cd_status bisect_crash(eng *e, int *last_ok, int *tries, cd_error *err) {
+/* ---------------------------------------------------------------- finding the op a crash is at */
+
+/* The last instruction the runner's --trace says it started (-1: none). */
+static int trace_last(const char *path) {
+    FILE *f = fopen(path, "rb");
+    if (!f) return -1;
+    char line[64];
+    int last = -1;
+    while (fgets(line, sizeof line, f))
+        if (!strncmp(line, "op ", 3)) last = atoi(line + 3);
+    fclose(f);
+    return last;
+}
+
+/* Makes the prefix models of a round: the export route exports each and starts their Opts side
+ * by side (made[i] false: that one could not be made; *err says why). */
+static cd_status round_models(eng *e, const int *p, int np, char nbs[][PATH_MAX + 32], bool *made, cd_error *err) {
     const cd_graph *g = e->q->plan->g;
-    int lo = 0, hi = g->n_ops; /* prefix lo runs (trivially 0), prefix hi dies */
+    opt_job jobs[2];
+    memset(jobs, 0, sizeof jobs);
+    cd_status first = CD_OK;
+    double t0 = now_ms();
+    for (int i = 0; i < np; i++) {
+        cd_error e2 = {0};
+        snprintf(nbs[i], sizeof nbs[i], "%s/prefix%d.nb", e->dir, i);
+        cd_status st;
+        if (e->places[0])
+            st = route_export_opt(e, g, p[i], nbs[i], i, &jobs[i], &e2);
+        else
+            st = make_model(e, p[i], nbs[i], &e2);
+        made[i] = !st;
+        if (st && !first) first = cd_err(err, st, "%s", e2.msg);
+    }
+    for (int i = 0; i < np; i++) {
+        cd_error e2 = {0};
+        cd_status st = opt_finish(e, &jobs[i], &e2);
+        if (st) made[i] = false;
+        if (st && !first) first = cd_err(err, st, "%s", e2.msg);
+    }
+    if (e->places[0]) e->opt_ms += now_ms() - t0; /* wall time: the Opts ran side by side */
+    return first;
+}
+
+/* A crashed run: the largest prefix of the model that runs (search above). *last_ok: ops
+ * [0, last_ok) completed in a run of their own; the op at last_ok is the first one whose prefix
+ * dies (-1: not found, e.g. a prefix died for another reason). */
+static cd_status bisect_crash(eng *e, int hint, int *last_ok, int *tries, cd_error *err) {
+    const cd_graph *g = e->q->plan->g;
+    cd_pl_search s;
+    cd_pl_search_init(&s, g->n_ops, hint);
     *last_ok = -1;
     *tries = 0;
     e->ok_prefix = 0;
-    char nb[PATH_MAX + 32], od[PATH_MAX + 32];
-    snprintf(nb, sizeof nb, "%s/prefix.nb", e->dir);
-    snprintf(od, sizeof od, "%s/prefix", e->dir);
-    while (hi - lo > 1) {
-        int mid = lo + (hi - lo) / 2;
-        /* a prefix must end after an op that writes something (not a feed) */
+    bool dbg = getenv("CLDIFF_PL_DEBUG") != NULL;
+    const char *mode_name[] = {"trace", "thirds", "halves", "-"};
+    int p[2];
+    for (int np; (np = cd_pl_search_probes(&s, p)) > 0;) {
+        char nbs[2][PATH_MAX + 32], ods[2][PATH_MAX + 32];
+        bool made[2] = {false, false}, runs[2] = {false, false};
         cd_error e2 = {0};
-        run_out ro;
-        cd_status st = make_model(e, mid, nb, &e2);
+        cd_status st = round_models(e, p, np, nbs, made, &e2);
         if (st == CD_E_INTERRUPTED) return cd_err(err, st, "%s", e2.msg);
-        if (!st) st = run_runner(e, nb, od, &ro, &e2);
+        if (!made[0] || (np == 2 && !made[1])) {
+            if (dbg)
+                fprintf(stderr, "cldiff: %s search (%s): a prefix cannot be made: %s\n", e->name, mode_name[s.mode],
+                        e2.msg);
+            /* no Opt here: the prefixes of the next mode (a cache filled for them); Opt failing on
+             * a prefix: the halving search, which leaves the op unknown at its first such prefix */
+            if (e->no_opt ? !cd_pl_search_fallback(&s) : s.start == CD_PL_SEARCH_HALVES) return CD_OK;
+            if (!e->no_opt) cd_pl_search_restart(&s, CD_PL_SEARCH_HALVES);
+            continue;
+        }
+        runner_job jobs[2];
+        run_out ro[2];
+        memset(jobs, 0, sizeof jobs);
+        memset(ro, 0, sizeof ro);
+        cd_pl_progress *prog = runner_progress_start(e);
+        double t0 = now_ms();
+        for (int i = 0; i < np && !st; i++) {
+            snprintf(ods[i], sizeof ods[i], "%s/prefix%d", e->dir, i);
+            st = runner_start(e, nbs[i], ods[i], NULL, &jobs[i], &e2);
+            if (st)
+                for (int k = 0; k < i; k++) cd_subproc_kill(&jobs[k].sp, SIGKILL); /* reaped below */
+            else
+                (*tries)++;
+        }
+        /* every started runner is waited for, whatever the other one did */
+        for (int i = 0; i < np; i++) {
+            if (!jobs[i].running) continue;
+            cd_error e3 = {0};
+            cd_status fs = runner_finish(e, &jobs[i], &ro[i], &e3);
+            if (fs && !st) st = cd_err(&e2, fs, "%s", e3.msg);
+        }
+        e->wall_ms += now_ms() - t0;
+        runner_progress_stop(e, prog);
+        e->bisect_rounds++;
         if (st == CD_E_INTERRUPTED) return cd_err(err, st, "%s", e2.msg);
-        (*tries)++;
-        if (getenv("CLDIFF_PL_DEBUG"))
-            fprintf(stderr, "cldiff: %s bisection: ops 0-%d: %s%s\n", e->name, mid - 1,
-                    st                 ? e2.msg
-                        : ro.crashed   ? "dies"
-                        : ro.exit_code ? "fails: "
-                                       : "runs",
-                    st || !ro.exit_code ? "" : ro.tail);
-        if (st) return CD_OK; /* a prefix that cannot be made: leave it unknown */
-        if (ro.crashed)
-            hi = mid;
-        else if (ro.exit_code == 0) {
-            lo = mid;
-            /* its outputs are the largest prefix's so far: kept, so that the run after the
-             * bisection need not run it again */
-            char okd[PATH_MAX + 32];
-            snprintf(okd, sizeof okd, "%s/prefix-ok", e->dir);
-            cd_pl_rm_tree(okd);
-            e->ok_prefix = rename(od, okd) == 0 ? mid : 0;
-        } else
-            return CD_OK;
+        for (int i = 0; i < np && dbg; i++)
+            fprintf(stderr, "cldiff: %s search (%s, round %d): ops 0-%d: %s%s\n", e->name, mode_name[s.mode],
+                    e->bisect_rounds, p[i] - 1,
+                    st                    ? e2.msg
+                        : ro[i].crashed   ? "dies"
+                        : ro[i].exit_code ? "fails: "
+                                          : "runs",
+                    st || !ro[i].exit_code ? "" : ro[i].tail);
+        if (st) return CD_OK; /* a runner that cannot start: leave it unknown */
+        for (int i = 0; i < np; i++) {
+            if (!ro[i].crashed && ro[i].exit_code) return CD_OK; /* it failed otherwise: unknown */
+            runs[i] = !ro[i].crashed;
+        }
+        cd_pl_search_update(&s, p, runs, np);
+        /* the outputs of the largest prefix that ran so far: kept, so that the run after the
+         * search need not run it again */
+        for (int i = np - 1; i >= 0; i--)
+            if (runs[i] && p[i] == s.lo && p[i] != e->ok_prefix) {
+                char okd[PATH_MAX + 32];
+                snprintf(okd, sizeof okd, "%s/prefix-ok", e->dir);
+                cd_pl_rm_tree(okd);
+                e->ok_prefix = rename(ods[i], okd) == 0 ? p[i] : 0;
+                break;
+            }
     }
-    *last_ok = lo;
+    if (s.mode == CD_PL_SEARCH_NONE || s.hi - s.lo > 1) return CD_OK;
+    *last_ok = s.lo;
+    e->bisect_hint_ok = hint >= 0 && s.lo == hint;
     return CD_OK;
 }
 
@@ -799,6 +1068,7 @@ static cd_status eng_run(cd_pl_engine_kind kind, const char *name, const cd_runn
     e->kind = kind;
     e->name = name;
     e->q = q;
+    e->crash_hint = -1;
     const cd_graph *g = q->plan->g;
     double t0 = now_ms();
     cd_status st = check_fp16(e, err);
@@ -844,16 +1114,14 @@ static cd_status eng_run(cd_pl_engine_kind kind, const char *name, const cd_runn
             else
                 for (int k = 0; k < g->n_ops && c < 0; k++)
                     if (strlen(g->ops[k].name) == l && !strncmp(g->ops[k].name, p, l)) c = k;
-            /* the bisection's prefixes when prefix c runs and c + 1 dies */
-            for (int lo = 0, hi = g->n_ops; c >= 0 && c < g->n_ops && hi - lo > 1;) {
-                int mid = lo + (hi - lo) / 2;
-                want[mid] = 1;
-                if (mid <= c)
-                    lo = mid;
-                else
-                    hi = mid;
+            /* the search's prefixes when prefix c runs and c + 1 dies: those of a trace that names
+             * op c, and those of the search in thirds, which a trace that names another op falls
+             * back on when its prefixes are not in the cache */
+            if (c >= 0 && c < g->n_ops) {
+                cd_pl_search_mark(g->n_ops, CD_PL_SEARCH_HINT, c, want);
+                cd_pl_search_mark(g->n_ops, CD_PL_SEARCH_THIRDS, c, want);
+                want[c] = 1; /* the largest prefix that runs, run again */
             }
-            if (c >= 0 && c < g->n_ops) want[c] = 1; /* the largest prefix that runs, run again */
             p += l + (p[l] == ',');
         }
         for (int k = 1; want && k < g->n_ops && !st; k++) {
@@ -873,9 +1141,46 @@ static cd_status eng_run(cd_pl_engine_kind kind, const char *name, const cd_runn
     run_out ro = {0};
     char od[PATH_MAX + 32];
     snprintf(od, sizeof od, "%s/out", e->dir);
-    if (!st) st = run_runner(e, nb, od, &ro, err);
-    if (!st && ro.crashed && e->places[0] && !e->skip_2d_shared && !(f2 && !strcmp(f2, "force")) &&
-        strstr(ro.tail, "target_wrapper.cc:278")) {
+    /* the runner's trace: the instruction a run that dies was in (a crash is then found in one
+     * round of the search instead of log2(ops) runs) */
+    char trace[PATH_MAX + 48];
+    snprintf(trace, sizeof trace, "%s/trace.txt", e->dir);
+    /* the model without the 2-D fetches report M aborts on (below), optimized while the engine
+     * runs, so that a run that aborts so runs again at once; where no such tensor is fetched the
+     * program is the model's own, whose Opt output the cache holds: nothing runs. Only with cores
+     * to spare: on two, Opt slowed the engine's first run (PoCL compiling) as much as it saved
+     * (deep_v3_35_int8 cold: the OpenCL engine 18.7 and 23.0 s against 14.1 and 15.0 s without) */
+    opt_job spec;
+    memset(&spec, 0, sizeof spec);
+    bool m_route = e->places[0] && !e->skip_2d_shared && !(f2 && !strcmp(f2, "force"));
+    if (!st && m_route && sysconf(_SC_NPROCESSORS_ONLN) >= 4) {
+        cd_probe_fetch *keep_fetch = e->fetch;
+        int keep_n = e->n_fetch, keep_sk = e->n_skipped_2d;
+        bool keep_cached = e->opt_cached;
+        char keep_unf[sizeof e->unfetched], snb[PATH_MAX + 32];
+        memcpy(keep_unf, e->unfetched, sizeof keep_unf);
+        e->fetch = NULL;
+        e->skip_2d_shared = true;
+        snprintf(snb, sizeof snb, "%s/model-2d.nb", e->dir);
+        cd_error e2 = {0};
+        if (route_export_opt(e, g, g->n_ops, snb, 2, &spec, &e2)) opt_cancel(&spec);
+        free(e->fetch);
+        e->fetch = keep_fetch;
+        e->n_fetch = keep_n;
+        e->n_skipped_2d = keep_sk;
+        memcpy(e->unfetched, keep_unf, sizeof keep_unf);
+        e->skip_2d_shared = false;
+        e->opt_cached = keep_cached;
+    }
+    if (!st) st = run_runner(e, nb, od, trace, &ro, err);
+    bool m_abort = !st && ro.crashed && m_route && strstr(ro.tail, "target_wrapper.cc:278");
+    if (m_abort && spec.running) {
+        cd_error e2 = {0};
+        opt_finish(e, &spec, &e2); /* into the cache: make_model() below finds it there */
+        e->opt_ms += now_ms() - spec.t0;
+    } else
+        opt_cancel(&spec);
+    if (m_abort) {
         /* an OpenCL buffer read that fails (CL_INVALID_VALUE, CL_INVALID_MEM_OBJECT): Opt links the
          * fetch of a 2-D tensor that another op reads to that op's image (report M, a Paddle-Lite
          * bug the probes trigger). Once more without fetching such tensors: their ops are not
@@ -883,7 +1188,7 @@ static cd_status eng_run(cd_pl_engine_kind kind, const char *name, const cd_runn
         e->skip_2d_shared = true;
         run_out r2 = {0};
         cd_error e2 = {0};
-        bool ok = !make_model(e, g->n_ops, nb, &e2) && e->n_skipped_2d > 0 && !run_runner(e, nb, od, &r2, &e2) &&
+        bool ok = !make_model(e, g->n_ops, nb, &e2) && e->n_skipped_2d > 0 && !run_runner(e, nb, od, NULL, &r2, &e2) &&
             !r2.crashed && !r2.exit_code;
         if (ok) {
             char first[sizeof ro.tail];
@@ -949,7 +1254,14 @@ static cd_status eng_run(cd_pl_engine_kind kind, const char *name, const cd_runn
         if (named >= 0)
             last_ok = named;
         else {
-            cd_status bs = bisect_crash(e, &last_ok, &tries, err);
+            /* the trace's last instruction, as the original op it belongs to: the hint of the search */
+            int k = !strcmp(phase, "run") ? trace_last(trace) : -1;
+            char what[160] = "?";
+            e->crash_hint = k >= 0 && e->places[0] ? trace_op(g, nb, k, what, sizeof what) : -1;
+            if (getenv("CLDIFF_PL_DEBUG"))
+                fprintf(stderr, "cldiff: %s: the runner's trace: instruction %d, Opt's %s, op #%d\n", name, k, what,
+                        e->crash_hint);
+            cd_status bs = bisect_crash(e, e->crash_hint, &last_ok, &tries, err);
             if (bs == CD_E_INTERRUPTED) st = bs;
         }
         int fail_op = last_ok >= 0 && last_ok < g->n_ops ? last_ok : -1;
@@ -986,7 +1298,7 @@ static cd_status eng_run(cd_pl_engine_kind kind, const char *name, const cd_runn
             bool kept = e->ok_prefix == last_ok;
             if (kept) snprintf(pod, sizeof pod, "%s/prefix-ok", e->dir);
             if (!make_model(e, last_ok, pnb, &e2) &&
-                (kept || (!run_runner(e, pnb, pod, &r2, &e2) && !r2.crashed && !r2.exit_code))) {
+                (kept || (!run_runner(e, pnb, pod, NULL, &r2, &e2) && !r2.crashed && !r2.exit_code))) {
                 cd_pl_collect_req cq = {.plan = q->plan,
                                         .fetch = e->fetch,
                                         .n_fetch = e->n_fetch,
@@ -1107,6 +1419,11 @@ static cd_status eng_run(cd_pl_engine_kind kind, const char *name, const cd_runn
     cd_run_attr_num(res, "engine_prepare_ms", e->prep_ms);
     cd_run_attr_num(res, "engine_opt_ms", e->opt_ms);
     cd_run_attr_num(res, "engine_wall_ms", e->wall_ms);
+    if (e->bisect_rounds) {
+        /* the crash search: its rounds, and the op the runner's trace named (-1: none) */
+        cd_run_attr_num(res, "engine_search_rounds", e->bisect_rounds);
+        cd_run_attr_num(res, "engine_crash_trace_op", e->crash_hint);
+    }
     cd_run_attr_num(res, "fetched_tensors", e->n_fetch);
     if (e->unfetched[0]) cd_run_attr_str(res, CD_RUN_ATTR_NOT_FETCHED, "%s", e->unfetched);
     res->has_hits = true;
@@ -1124,8 +1441,9 @@ static cd_status eng_run(cd_pl_engine_kind kind, const char *name, const cd_runn
     else if (e->dir[0]) {
         char cmd[PATH_MAX + 32];
         /* the folder holds subfolders (export/, out/, prefix/, prefix-ok/): remove them first */
-        const char *subs[] = {"export", "out", "prefix", "prefix-ok"};
-        for (int i = 0; i < 4; i++) {
+        const char *subs[] = {"export", "export0", "export1", "export2",  "out",
+                              "prefix", "prefix0", "prefix1", "prefix-ok"};
+        for (int i = 0; i < 9; i++) {
             snprintf(cmd, sizeof cmd, "%s/%s", e->dir, subs[i]);
             cd_pl_rm_tree(cmd);
         }
@@ -1166,7 +1484,7 @@ static cd_status eng_placement(cd_pl_engine_kind kind, const char *name, const c
         if (!mkdtemp(e->dir)) st = cd_err(err, CD_E_IO, "cannot create a work folder %s: %s", e->dir, strerror(errno));
         char nb[PATH_MAX + 32];
         snprintf(nb, sizeof nb, "%s/model.nb", e->dir);
-        if (!st) st = route_export_opt(e, g, g->n_ops, nb, err);
+        if (!st) st = route_export_opt(e, g, g->n_ops, nb, -1, NULL, err);
         if (!st) read_placement(e, g, nb);
         char sub[PATH_MAX + 16];
         snprintf(sub, sizeof sub, "%s/export", e->dir);
