@@ -19,6 +19,8 @@
 #include "util/sha256.h"
 #include "util/subproc.h"
 
+#define MAX_FAMILIES 64
+
 enum { REC_PHASE = 1, REC_HIT = 2, REC_DONE = 3, REC_DESC = 4, REC_RESULT = 5, REC_SETTLED = 6, REC_PROBE = 7 };
 
 typedef struct {
@@ -211,6 +213,16 @@ static void child_main(int fd, const cd_plan *plan, const cd_backend_opts *opts,
         pre_vt = *b->vt;
         pre_vt.prepare = prepared_already;
         b->vt = &pre_vt;
+        /* and the programs of the plan's kernel families that the program cache holds (built
+         * from it here as the first op of each would; one that is not cached is built by the
+         * builders ahead or by its first op, as before) */
+        const char *fam[MAX_FAMILIES];
+        int nf = pre_status ? 0 : cd_cl_plan_families(plan, &o, fam, MAX_FAMILIES);
+        for (int i = 0; i < nf; i++) {
+            cd_error fe;
+            cd_err_clear(&fe);
+            if (cd_opencl_family_cached(b, fam[i], NULL, 0) > 0) (void)cd_opencl_build_family(b, fam[i], &fe);
+        }
         char go = 0;
         ssize_t n;
         while ((n = read(cmd_fd, &go, 1)) < 0 && errno == EINTR) {}
@@ -483,7 +495,13 @@ cd_status cd_run_isolated(const cd_plan *plan, const cd_backend_opts *opts, cons
 static cd_status finish_run(cd_subproc *sp, pump_ctx *pc, const cd_plan *plan, cd_isolated_run *run, cd_error *err) {
     parent_ctx *pp = pc->p;
     cd_subproc_result sr;
+    /* this process only stores what the child sends meanwhile: no parallel regions (the dump's
+     * statistics of a large tensor take a second thread, docs/opencl.md), whose idle thread
+     * would spin in libgomp (its default spin count) on a core the driver wants */
+    int nt = omp_get_max_threads();
+    omp_set_num_threads(1);
     cd_subproc_wait(sp, on_child_data, pc, &sr);
+    omp_set_num_threads(nt);
     free(pc->data.buf);
     parent_ctx p = *pp;
     bool bad_stream = pc->bad_stream;
@@ -528,8 +546,6 @@ static cd_status finish_run(cd_subproc *sp, pump_ctx *pc, const cd_plan *plan, c
  * a lock per context), and a build that crashes or fails here costs nothing but time: the
  * run child builds that family again when its op comes, and reports the crash or the failure
  * at that op as before. Nothing is built ahead with --no-cache (nowhere to keep it). */
-
-#define MAX_FAMILIES 64
 
 typedef struct {
     const cd_backend_opts *opts;

@@ -1,0 +1,122 @@
+#!/usr/bin/env python3
+"""Run B's OpenCL child started before run A (issue 29 point 3; docs/opencl.md "The run child
+started ahead"):
+  - a differential run starts the OpenCL driver in one process (the run child, which also
+    answers the availability check), not two (the old probe, then the run child): counted
+    through tests/clshim's CLSHIM_LOAD_LOG on a warm program cache;
+  - its dump holds the same tensors (every run, local records included) and the same verdict
+    as the old way (CLDIFF_NO_PRESTART=1: probe, then the child forked after run A);
+  - no platform: the same message, exit code and nothing left in --out as the old way;
+  - a program of the cache that fails to build while the child prepares (CLSHIM_FAIL_BUILD):
+    its layers fall back to the CPU with the same note as when built at their op.
+Usage: test_diff_prestart.py CLSHIM_LIB
+"""
+import os
+import sys
+
+import h5py
+import numpy as np
+
+from e2e_lib import SKIP, SRC, Checks, TINY, cldiff, need_cldiff, tmpdir, load_json
+
+sys.path.insert(0, os.path.join(SRC, "scripts"))
+import cldiff_dump  # noqa: E402
+
+
+def datasets(h5):
+    out = {}
+    with h5py.File(h5, "r") as f:
+        def visit(n, o):
+            if isinstance(o, h5py.Dataset) and (n.startswith("runs/") or n.startswith("local/")):
+                out[n] = np.asarray(o).tobytes()
+        f.visititems(visit)
+    return out
+
+
+def pids(log):
+    if not os.path.exists(log):
+        return set()
+    with open(log) as f:
+        return {ln.strip() for ln in f if ln.strip()}
+
+
+def main():
+    need_cldiff()
+    shim = sys.argv[1] if len(sys.argv) > 1 else ""
+    if not shim or not os.path.exists(shim):
+        print("SKIP: the clshim library was not built")
+        sys.exit(SKIP)
+    c = Checks("e2e_diff_prestart")
+    work = tmpdir("diff_prestart")
+    c.cleanup_later(work)
+    cache = os.path.join(work, "cache")
+    env = {"XDG_CACHE_HOME": cache, "CLDIFF_CACHE_DIR": os.path.join(cache, "cldiff")}
+
+    def diff(name, extra_env=None, *args):
+        e = dict(env)
+        log = os.path.join(work, name + ".log")
+        e["CLSHIM_LOAD_LOG"] = log
+        e.update(extra_env or {})
+        out = os.path.join(work, name)
+        r = cldiff(TINY, "--cl-lib", shim, "--out", out, *args, env=e)
+        return r, out, pids(log)
+
+    # a first run fills the program cache (its builds ahead start the driver too)
+    r0, _, _ = diff("cold")
+    if r0.rc == 4 and "OpenCL" in r0.err:
+        print("SKIP: no usable OpenCL on this machine: " + r0.err.strip()[-300:])
+        sys.exit(SKIP)
+    c.rc(r0, 0, "cold run")
+
+    # 1. one driver start per differential run, against two the old way
+    r1, o1, p1 = diff("ahead")
+    c.rc(r1, 0, "warm run, B started ahead")
+    c.ok(len(p1) == 1, "the driver starts in one process (the run child answers the check)", str(p1))
+    r2, o2, p2 = diff("old", {"CLDIFF_NO_PRESTART": "1"})
+    c.rc(r2, 0, "warm run the old way (CLDIFF_NO_PRESTART=1)")
+    c.ok(len(p2) == 2, "the old way: the probe and the run child", str(p2))
+
+    # 2. the same tensors and verdict
+    if r1.rc == 0 and r2.rc == 0:
+        d1, d2 = datasets(os.path.join(o1, "dump.h5")), datasets(os.path.join(o2, "dump.h5"))
+        diff_keys = [k for k in d1 if d2.get(k) != d1[k]] + [k for k in d2 if k not in d1]
+        c.ok(len(d1) > 20 and not diff_keys, "every dataset of the dump bit-identical (%d)" % len(d1),
+             str(diff_keys[:5]))
+        s1, s2 = load_json(os.path.join(o1, "summary.json")), load_json(os.path.join(o2, "summary.json"))
+        c.ok(s1.get("verdict_kind") == s2.get("verdict_kind") == "pass" and
+             s1.get("layers_compared") == s2.get("layers_compared"), "the same verdict",
+             "%s/%s vs %s/%s" % (s1.get("verdict_kind"), s1.get("layers_compared"), s2.get("verdict_kind"),
+                                 s2.get("layers_compared")))
+
+    # 3. no platform: what the probe said, exit 4, nothing in --out
+    r3, o3, p3 = diff("noplat", {"CLSHIM_NO_PLATFORMS": "1"})
+    r4, o4, _ = diff("noplat_old", {"CLSHIM_NO_PLATFORMS": "1", "CLDIFF_NO_PRESTART": "1"})
+    c.rc(r3, 4, "no platform: backend unavailable")
+    c.ok(r3.err == r4.err.replace(o4, o3) and r3.out == r4.out, "no platform: the old way's message, word for word",
+         "%r vs %r" % (r3.err[-300:], r4.err[-300:]))
+    c.ok(not os.path.exists(o3) and not [x for x in os.listdir(work) if x.startswith("noplat.") and x != "noplat.log"],
+         "no platform: nothing written", str(os.listdir(work)))
+    c.ok(len(p3) == 1, "no platform: one process asked the driver", str(p3))
+
+    # 4. a cached program whose build fails while the child prepares: the same fallback notes
+    r5, o5, _ = diff("fail", {"CLSHIM_FAIL_BUILD": "pool.cl"})
+    r6, o6, _ = diff("fail_old", {"CLSHIM_FAIL_BUILD": "pool.cl", "CLDIFF_NO_PRESTART": "1"})
+    c.rc(r5, 0, "failing pool.cl build, B started ahead")
+    c.rc(r6, 0, "failing pool.cl build, the old way")
+    if r5.rc == 0 and r6.rc == 0:
+        notes = []
+        for o in (o5, o6):
+            with h5py.File(os.path.join(o, "dump.h5"), "r") as f:
+                meta = cldiff_dump.by_dataset(f["runs/opencl"])
+                notes.append({k: str(meta[k]["note"]) for k in meta if "_pool" in k or "_gap" in k})
+        c.ok(notes[0] and notes[0] == notes[1] and
+             all("kernel pool (fp32) failed to build: <clshim>:1:1: error: injected build failure" in x
+                 for x in notes[0].values()), "pool layers on the CPU with the build's message, as the old way",
+             str(notes))
+        d5, d6 = datasets(os.path.join(o5, "dump.h5")), datasets(os.path.join(o6, "dump.h5"))
+        c.ok(d5 == d6, "failing build: the same tensors as the old way")
+    c.done()
+
+
+if __name__ == "__main__":
+    main()
