@@ -255,6 +255,12 @@ static cd_status diff_run_a_b(diff_run *d, cd_forcing *rec, cd_error *err) {
         diff_b_req(d, rec, &d->qb);
         d->have_qb = true;
     }
+    /* B started ahead without its availability answer (a device found before): B missing now
+     * fails the run as the check before A would have, nothing kept */
+    if ((st = cd_session_prestart_check(&d->s, err))) {
+        d->unavailable = true;
+        return st;
+    }
     test_signal_at(d, "B", "run B");
     d->stb = cd_session_run_req(&d->s, &d->qb, &d->rb, &d->eb);
     phase_end("B");
@@ -399,6 +405,7 @@ static cd_status diff_judge(diff_run *d, const cd_verdict_run *live, const char 
  * judge. */
 static int diff_runs_failed(diff_run *d, cd_status st, const cd_error *err) {
     cd_error e2 = {0};
+    if (d->unavailable) return cd_cli_fail(err); /* the dump is discarded (cd_session_free) */
     bool interrupted = st == CD_E_INTERRUPTED;
     /* the dump says what stopped it, for whoever judges it later (cd_judge) */
     if (d->s.dump && interrupted)

@@ -69,6 +69,7 @@ typedef struct diff_run {
      * child (made before the runs) */
     cd_run_req qb;
     bool have_qb;
+    bool unavailable; /* B's availability answer came after A and says no */
     cd_forcing *pre_rec;
 } diff_run;
 

@@ -551,6 +551,14 @@ cd_status cd_session_prestart(cd_session *s, const cd_run_req *q, cd_error *err)
     return st;
 }
 
+cd_status cd_session_prestart_check(cd_session *s, cd_error *err) {
+    if (!s->pre_handle || !s->pre_def->check) return CD_OK;
+    bool dropped = false;
+    cd_status st = s->pre_def->check(s->pre_handle, &dropped, err);
+    if (dropped) s->pre_handle = NULL;
+    return st;
+}
+
 cd_status cd_session_run_req(cd_session *s, const cd_run_req *q, cd_run_result *res, cd_error *err) {
     memset(res, 0, sizeof *res);
     cd_precision prec = q->prec;

@@ -78,6 +78,10 @@ cd_status cd_session_open_defer(cd_session *s, const cd_cli_opts *o, int defer, 
  * same pointer, unchanged, everything it points to made before this call except the contents
  * of a shared record) is then run by cd_session_run_req. */
 cd_status cd_session_prestart(cd_session *s, const cd_run_req *q, cd_error *err);
+/* The availability answer of the run started ahead, where the start did not wait for it (the
+ * device found on an earlier run): CD_OK, or the error the check gives (nothing of the run
+ * should then be kept: the run could not have started). */
+cd_status cd_session_prestart_check(cd_session *s, cd_error *err);
 /* Finishes the dump: complete -> root complete=1 and renamed into place. */
 cd_status cd_session_close(cd_session *s, bool complete, cd_error *err);
 void cd_session_free(cd_session *s);

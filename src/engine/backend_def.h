@@ -130,6 +130,10 @@ typedef struct cd_backend_def {
      * as it will be made; its sink may be NULL. NULL: no such start. */
     cd_status (*prestart)(const cd_runner_req *q, void **handle, cd_error *err);
     void (*drop)(void *handle);
+    /* The answer of a prestart that did not wait for it (a device found before): CD_OK, or the
+     * error available() gives (then, and when the start decided nothing, *dropped: the handle
+     * is gone). NULL: prestart always waits. */
+    cd_status (*check)(void *handle, bool *dropped, cd_error *err);
 } cd_backend_def;
 
 /* The in-process runner of op-by-op backends: open def's backend in this process and run the

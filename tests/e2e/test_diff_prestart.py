@@ -6,7 +6,8 @@ started ahead"):
     through tests/clshim's CLSHIM_LOAD_LOG on a warm program cache;
   - its dump holds the same tensors (every run, local records included) and the same verdict
     as the old way (CLDIFF_NO_PRESTART=1: probe, then the child forked after run A);
-  - no platform: the same message, exit code and nothing left in --out as the old way;
+  - no platform: the same message, exit code and nothing left in --out as the old way, also
+    when the device was found on an earlier run (the answer memo: then run A ran meanwhile);
   - a program of the cache that fails to build while the child prepares (CLSHIM_FAIL_BUILD):
     its layers fall back to the CPU with the same note as when built at their op.
 Usage: test_diff_prestart.py CLSHIM_LIB
@@ -88,15 +89,25 @@ def main():
              "%s/%s vs %s/%s" % (s1.get("verdict_kind"), s1.get("layers_compared"), s2.get("verdict_kind"),
                                  s2.get("layers_compared")))
 
-    # 3. no platform: what the probe said, exit 4, nothing in --out
-    r3, o3, p3 = diff("noplat", {"CLSHIM_NO_PLATFORMS": "1"})
+    # 3. no platform: what the probe said, exit 4, nothing in --out. The device was found
+    # before (the answer memo): A runs while the driver loads, the answer fails the run before
+    # B as the check would have (only the header line on stdout is new), and the memo goes
+    memos = lambda: [x for x in os.listdir(os.path.join(cache, "cldiff")) if x.startswith("avail-")]  # noqa: E731
+    c.ok(len(memos()) == 1, "the device choice noted as found (the answer memo)", str(memos()))
     r4, o4, _ = diff("noplat_old", {"CLSHIM_NO_PLATFORMS": "1", "CLDIFF_NO_PRESTART": "1"})
-    c.rc(r3, 4, "no platform: backend unavailable")
-    c.ok(r3.err == r4.err.replace(o4, o3) and r3.out == r4.out, "no platform: the old way's message, word for word",
-         "%r vs %r" % (r3.err[-300:], r4.err[-300:]))
-    c.ok(not os.path.exists(o3) and not [x for x in os.listdir(work) if x.startswith("noplat.") and x != "noplat.log"],
-         "no platform: nothing written", str(os.listdir(work)))
-    c.ok(len(p3) == 1, "no platform: one process asked the driver", str(p3))
+    for name, what in (("noplat_stale", "a device found before, gone now"), ("noplat", "no memo")):
+        r3, o3, p3 = diff(name, {"CLSHIM_NO_PLATFORMS": "1"})
+        c.rc(r3, 4, "no platform (%s): backend unavailable" % what)
+        c.ok(r3.err == r4.err.replace(o4, o3), "no platform (%s): the old way's message, word for word" % what,
+             "%r vs %r" % (r3.err[-300:], r4.err[-300:]))
+        c.ok(r3.out == r4.out if name == "noplat" else r3.out.startswith("cldiff ") and r3.out.count("\n") == 1,
+             "no platform (%s): stdout as the old way%s" % (what, "" if name == "noplat" else " but the header line"),
+             r3.out[-300:])
+        c.ok(not os.path.exists(o3) and not [x for x in os.listdir(work) if x.startswith(name + ".") and
+                                             not x.endswith(".log")], "no platform (%s): nothing written" % what,
+             str(os.listdir(work)))
+        c.ok(len(p3) == 1, "no platform (%s): one process asked the driver" % what, str(p3))
+        c.ok(not memos(), "no platform (%s): no answer memo left" % what, str(memos()))
 
     # 4. a cached program whose build fails while the child prepares: the same fallback notes
     r5, o5, _ = diff("fail", {"CLSHIM_FAIL_BUILD": "pool.cl"})

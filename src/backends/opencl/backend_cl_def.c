@@ -160,4 +160,5 @@ const cd_backend_def cd_backend_def_opencl = {
     .available = cl_available,
     .prestart = cl_prestart,
     .drop = cd_runner_isolated_drop,
+    .check = cd_runner_isolated_check,
 };

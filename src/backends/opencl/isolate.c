@@ -8,6 +8,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <dirent.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -793,7 +795,10 @@ static void prebuild(const cd_plan *plan, const cd_backend_opts *opts, const cha
  * (cd_forcing_new_shared): the go comes once A has filled it. */
 struct cd_cl_prestart {
     cd_subproc sp;
-    int cmd; /* write end of the go pipe */
+    int cmd;         /* write end of the go pipe */
+    bool pending;    /* the answer not read yet (the memo said the device was there) */
+    double lim;      /* how long the answer may take */
+    char memo[1100]; /* the answer memo ("" none) */
     child_args ca;
     cd_backend_opts opts;
     cd_exec_opts xo;
@@ -824,6 +829,131 @@ void cd_runner_isolated_drop(void *handle) {
     if (handle) prestart_free(handle);
 }
 
+/* The availability answer memo: a device choice found before need not be waited for; the
+ * parent runs A while the child loads the driver, and reads the answer before B. Named by what
+ * chooses the device: the options, the environment of OpenCL loaders and drivers, the ICD
+ * files (names, sizes, times, contents). A stale memo (a device gone since) costs run A's time
+ * only: the answer, read before B, then fails the run as the check would have, nothing kept. */
+static void avail_memo_path(const cd_backend_opts *o, char *out, size_t on) {
+    out[0] = 0;
+    cd_cl_cache c;
+    cd_cl_cache_open(&c, o->cache_dir, o->no_cache);
+    if (!c.enabled) return;
+    size_t cap = 65536, len = 0;
+    char *t = malloc(cap);
+    if (!t) return;
+#define ADD(...)                                                                                                       \
+    do {                                                                                                               \
+        int w_ = snprintf(t + len, cap - len, __VA_ARGS__);                                                            \
+        if (w_ > 0) len = (size_t)w_ < cap - len ? len + (size_t)w_ : cap - 1;                                         \
+    } while (0)
+    ADD("avail 1 lib %s plat %s dev %s\n", o->cl_lib ? o->cl_lib : "", o->cl_platform ? o->cl_platform : "",
+        o->cl_device ? o->cl_device : "");
+    static const char *const keys[] = {
+        "OCL", "OPENCL", "POCL", "CUDA",    "NVIDIA",          "ROCR",       "HIP", "HSA",
+        "GPU", "ZE_",    "MALI", "RUSTICL", "LD_LIBRARY_PATH", "LD_PRELOAD", NULL};
+    extern char **environ;
+    for (char **e = environ; e && *e; e++)
+        for (int k = 0; keys[k]; k++)
+            if (strstr(*e, keys[k]) && strchr(*e, '=') > strstr(*e, keys[k])) {
+                ADD("env %s\n", *e);
+                break;
+            }
+    const char *vd = getenv("OCL_ICD_VENDORS");
+    const char *dir = vd && *vd ? vd : "/etc/OpenCL/vendors";
+    DIR *d = opendir(dir);
+    struct dirent *de;
+    while (d && (de = readdir(d))) {
+        if (de->d_name[0] == '.') continue;
+        char p[1400];
+        snprintf(p, sizeof p, "%.1000s/%.300s", dir, de->d_name);
+        struct stat st;
+        if (stat(p, &st) != 0) continue;
+        ADD("icd %s %lld %lld\n", de->d_name, (long long)st.st_size, (long long)st.st_mtime);
+        FILE *f = fopen(p, "r");
+        if (f) {
+            len += fread(t + len, 1, cap - 1 - len > 4096 ? 4096 : cap - 1 - len, f);
+            fclose(f);
+        }
+    }
+    if (d) closedir(d);
+#undef ADD
+    uint8_t h[32];
+    char hex[65];
+    cd_sha256(t, len, h);
+    cd_sha256_hex(h, hex);
+    free(t);
+    snprintf(out, on, "%.900s/avail-%.16s.txt", c.dir, hex);
+}
+
+/* Reads the child's streams until its availability answer (true), its end or the limit. */
+static bool await_answer(struct cd_cl_prestart *h) {
+    bool open[2] = {h->sp.fd[0] >= 0, h->sp.fd[1] >= 0};
+    double t0 = now_s();
+    char buf[4096];
+    while (!h->p.have_probe && open[0] && !h->pc.bad_stream) {
+        double left = h->lim - (now_s() - t0);
+        if (left <= 0) break;
+        struct pollfd f[2];
+        int nf = 0, idx[2];
+        for (int k = 0; k < 2; k++)
+            if (open[k]) {
+                f[nf] = (struct pollfd){.fd = h->sp.fd[k], .events = POLLIN};
+                idx[nf++] = k;
+            }
+        int pr = poll(f, (nfds_t)nf, (int)(left * 1000) + 1);
+        if (pr < 0 && errno != EINTR) break;
+        for (int i = 0; i < nf && pr > 0; i++) {
+            if (!(f[i].revents & (POLLIN | POLLHUP | POLLERR))) continue;
+            ssize_t n = read(h->sp.fd[idx[i]], buf, sizeof buf);
+            if (n < 0 && (errno == EINTR || errno == EAGAIN)) continue;
+            if (n <= 0 || !on_child_data(&h->pc, idx[i], buf, (size_t)n)) open[idx[i]] = false;
+        }
+    }
+    return h->p.have_probe && !h->pc.bad_stream;
+}
+
+/* The answer is in: the device there (CD_OK: the driver's held stderr shown, the memo kept) or
+ * not (its error; the memo goes). */
+static cd_status take_answer(struct cd_cl_prestart *h, cd_error *err) {
+    h->pending = false;
+    if (h->p.probe.status) {
+        if (h->memo[0]) unlink(h->memo);
+        return cd_err(err, (cd_status)h->p.probe.status, "%s", h->p.probe.msg);
+    }
+    if (h->memo[0] && access(h->memo, F_OK) != 0) {
+        char tmp[1200];
+        snprintf(tmp, sizeof tmp, "%.1100s.tmp.%ld", h->memo, (long)getpid());
+        FILE *f = fopen(tmp, "w");
+        bool ok = f && fprintf(f, "the OpenCL device of this choice was found\n") > 0;
+        if (f) ok = fclose(f) == 0 && ok;
+        if (!ok || rename(tmp, h->memo) != 0) unlink(tmp);
+    }
+    if (h->pc.held_len) fwrite(h->pc.held, 1, h->pc.held_len, stderr);
+    free(h->pc.held);
+    h->pc.held = NULL;
+    h->pc.held_len = 0;
+    h->pc.hold_err = false;
+    return CD_OK;
+}
+
+cd_status cd_runner_isolated_check(void *handle, bool *dropped, cd_error *err) {
+    struct cd_cl_prestart *h = handle;
+    *dropped = false;
+    if (!h || !h->pending) return CD_OK;
+    if (!await_answer(h)) { /* decides nothing: the run starts its own child */
+        prestart_free(h);
+        *dropped = true;
+        return CD_OK;
+    }
+    cd_status st = take_answer(h, err);
+    if (st) {
+        prestart_free(h);
+        *dropped = true;
+    }
+    return st;
+}
+
 cd_status cd_runner_isolated_prestart(const cd_runner_req *q, void **handle, bool *answered, cd_error *err) {
     *handle = NULL;
     *answered = false;
@@ -844,7 +974,8 @@ cd_status cd_runner_isolated_prestart(const cd_runner_req *q, void **handle, boo
     }
     *answered = true;
     /* the probe's limit (backend_cl_def.c); the run's --timeout starts at the go */
-    double lim = q->timeout_s > 0 && q->timeout_s < 60 ? q->timeout_s : 60;
+    h->lim = q->timeout_s > 0 && q->timeout_s < 60 ? q->timeout_s : 60;
+    avail_memo_path(&h->opts, h->memo, sizeof h->memo);
     cd_subproc_opts so = {.timeout_s = 0, .stop_signal = SIGINT, .capture_err = true};
     if (cd_subproc_fork(&h->sp, &so, child_entry, &h->ca) != 0) {
         close(h->ca.cmd_fd[0]);
@@ -860,45 +991,23 @@ cd_status cd_runner_isolated_prestart(const cd_runner_req *q, void **handle, boo
     h->run.crash.exit_status = -1;
     h->p = (parent_ctx){.plan = q->plan, .run = &h->run};
     h->pc = (pump_ctx){.p = &h->p, .hold_err = true};
+    /* a device found before: its answer is read before run B (cd_runner_isolated_check) */
+    if (h->memo[0] && access(h->memo, F_OK) == 0) {
+        h->pending = true;
+        *handle = h;
+        return CD_OK;
+    }
     /* until the availability answer, as the probe: a crash or a hang decides nothing here (the
      * run, started afresh, then records it as a finding) */
-    bool open[2] = {h->sp.fd[0] >= 0, h->sp.fd[1] >= 0};
-    double t0 = now_s();
-    char buf[4096];
-    while (!h->p.have_probe && open[0] && !h->pc.bad_stream) {
-        double left = lim - (now_s() - t0);
-        if (left <= 0) break;
-        struct pollfd f[2];
-        int nf = 0, idx[2];
-        for (int k = 0; k < 2; k++)
-            if (open[k]) {
-                f[nf] = (struct pollfd){.fd = h->sp.fd[k], .events = POLLIN};
-                idx[nf++] = k;
-            }
-        int pr = poll(f, (nfds_t)nf, (int)(left * 1000) + 1);
-        if (pr < 0 && errno != EINTR) break;
-        for (int i = 0; i < nf && pr > 0; i++) {
-            if (!(f[i].revents & (POLLIN | POLLHUP | POLLERR))) continue;
-            ssize_t n = read(h->sp.fd[idx[i]], buf, sizeof buf);
-            if (n < 0 && (errno == EINTR || errno == EAGAIN)) continue;
-            if (n <= 0 || !on_child_data(&h->pc, idx[i], buf, (size_t)n)) open[idx[i]] = false;
-        }
-    }
-    if (!h->p.have_probe || h->pc.bad_stream) {
+    if (!await_answer(h)) {
         prestart_free(h);
         return CD_OK;
     }
-    if (h->p.probe.status) {
-        cd_status st = cd_err(err, (cd_status)h->p.probe.status, "%s", h->p.probe.msg);
+    cd_status st = take_answer(h, err);
+    if (st) {
         prestart_free(h);
         return st;
     }
-    /* the device is there: what the driver printed shows now, the rest as it comes */
-    if (h->pc.held_len) fwrite(h->pc.held, 1, h->pc.held_len, stderr);
-    free(h->pc.held);
-    h->pc.held = NULL;
-    h->pc.held_len = 0;
-    h->pc.hold_err = false;
     *handle = h;
     return CD_OK;
 }
@@ -921,6 +1030,11 @@ static bool prestart_fits(const struct cd_cl_prestart *h, const cd_runner_req *q
 
 /* The go: the run's sinks and time limit, then the child's stream to its end. */
 static cd_status prestart_run(struct cd_cl_prestart *h, const cd_runner_req *q, cd_isolated_run *ir, cd_error *err) {
+    if (h->pending) {
+        bool dropped;
+        cd_status st = cd_runner_isolated_check(h, &dropped, err);
+        if (dropped) return st ? st : cd_run_isolated(q->plan, q->bo, q->inputs, q->xo, q->sink, q->timeout_s, ir, err);
+    }
     *ir = h->run;
     h->p.run = ir;
     h->p.sink = q->sink;

@@ -44,4 +44,9 @@ cd_status cd_runner_isolated(const cd_runner_req *q, cd_runner_result *res, cd_e
  * cd_runner_isolated_drop. */
 cd_status cd_runner_isolated_prestart(const cd_runner_req *q, void **handle, bool *answered, cd_error *err);
 void cd_runner_isolated_drop(void *handle);
+/* A handle given before its child answered (the device choice found on an earlier run: the
+ * answer memo in the program cache folder): waits for the answer. CD_OK, or the error the
+ * availability probe gives; *dropped when the handle is gone (that error, or a child that
+ * crashed or hung before it answered, which decides nothing). */
+cd_status cd_runner_isolated_check(void *handle, bool *dropped, cd_error *err);
 #endif
