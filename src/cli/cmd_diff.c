@@ -72,7 +72,8 @@ static cd_status diff_open(diff_run *d, cd_error *err) {
     /* run B started ahead where its backend can: the OpenCL child loads its driver, answers
      * the availability check and prepares while run A runs (isolate.c) */
     const cd_backend_def *db = cd_backend_lookup(o->backends[1]);
-    bool ahead = p->kind == CD_PROTO_A_RECORDS && db && db->prestart && strcmp(o->backends[0], o->backends[1]) &&
+    bool ahead = (p->kind == CD_PROTO_A_RECORDS || p->kind == CD_PROTO_B_OWN) && db && db->prestart &&
+        strcmp(o->backends[0], o->backends[1]) &&
         !(getenv("CLDIFF_NO_PRESTART") && strcmp(getenv("CLDIFF_NO_PRESTART"), "0"));
     d->session_open = true;
     if ((st = cd_session_open_defer(&d->s, o, ahead ? 1 : -1, err))) return st;
@@ -91,7 +92,10 @@ static cd_status diff_open(diff_run *d, cd_error *err) {
                 (st = cd_forcing_new(sd && *sd ? sd : o->out_dir, d->s.g->n_tensors, &d->pre_rec, err)))
                 return st;
         }
-        diff_b_req(d, d->pre_rec, &d->qb);
+        if (p->kind == CD_PROTO_B_OWN) /* fp16: B records its own activations (B's record) */
+            d->qb = (cd_run_req){.backend = d->B, .run = d->run_b, .prec = o->prec, .record = d->pre_rec};
+        else
+            diff_b_req(d, d->pre_rec, &d->qb);
         d->have_qb = true;
         if ((st = cd_session_prestart(&d->s, &d->qb, err))) return st;
     }
@@ -179,9 +183,16 @@ static cd_status diff_run_own_inputs(diff_run *d, cd_forcing *rec, cd_error *err
     cd_status st = cd_session_run_req(&d->s, &qa, &d->ra, err);
     phase_end("A");
     if (st) return st;
-    cd_run_req qb = {.backend = d->B, .run = d->run_b, .prec = o->prec, .record = rec};
+    if (!d->have_qb) {
+        d->qb = (cd_run_req){.backend = d->B, .run = d->run_b, .prec = o->prec, .record = rec};
+        d->have_qb = true;
+    }
+    if ((st = cd_session_prestart_check(&d->s, err))) { /* as in diff_run_a_b */
+        d->unavailable = true;
+        return st;
+    }
     test_signal_at(d, "B", "run B");
-    d->stb = cd_session_run_req(&d->s, &qb, &d->rb, &d->eb);
+    d->stb = cd_session_run_req(&d->s, &d->qb, &d->rb, &d->eb);
     phase_end("B");
     d->crashed = d->stb == CD_E_CRASH;
     if (!d->stb) {

@@ -5,7 +5,8 @@ started ahead"):
     answers the availability check), not two (the old probe, then the run child): counted
     through tests/clshim's CLSHIM_LOAD_LOG on a warm program cache;
   - its dump holds the same tensors (every run, local records included) and the same verdict
-    as the old way (CLDIFF_NO_PRESTART=1: probe, then the child forked after run A);
+    as the old way (CLDIFF_NO_PRESTART=1: probe, then the child forked after run A), in fp32
+    and in fp16 (where B records its own activations);
   - no platform: the same message, exit code and nothing left in --out as the old way, also
     when the device was found on an earlier run (the answer memo: then run A ran meanwhile);
   - a program of the cache that fails to build while the child prepares (CLSHIM_FAIL_BUILD):
@@ -88,6 +89,17 @@ def main():
              s1.get("layers_compared") == s2.get("layers_compared"), "the same verdict",
              "%s/%s vs %s/%s" % (s1.get("verdict_kind"), s1.get("layers_compared"), s2.get("verdict_kind"),
                                  s2.get("layers_compared")))
+
+    # 2b. fp16 (B records its own activations): the same, one driver start
+    diff("cold16", None, "--fp16")
+    r7, o7, p7 = diff("ahead16", None, "--fp16")
+    r8, o8, p8 = diff("old16", {"CLDIFF_NO_PRESTART": "1"}, "--fp16")
+    c.rc(r7, 0, "fp16, B started ahead")
+    c.rc(r8, 0, "fp16, the old way")
+    c.ok(len(p7) == 1 and len(p8) == 2, "fp16: one driver start against two", "%s %s" % (p7, p8))
+    if r7.rc == 0 and r8.rc == 0:
+        d7, d8 = datasets(os.path.join(o7, "dump.h5")), datasets(os.path.join(o8, "dump.h5"))
+        c.ok(len(d7) > 20 and d7 == d8, "fp16: every dataset bit-identical (%d)" % len(d7))
 
     # 3. no platform: what the probe said, exit 4, nothing in --out. The device was found
     # before (the answer memo): A runs while the driver loads, the answer fails the run before

@@ -959,8 +959,7 @@ cd_status cd_runner_isolated_prestart(const cd_runner_req *q, void **handle, boo
     *answered = false;
     /* what settles B's layers (the caller's, given at the fork) must be in the record the
      * child reads: a shared one, or none */
-    if (!q->xo || (q->xo->force && !cd_forcing_is_shared(q->xo->force)) || q->xo->local_only || q->xo->record ||
-        q->xo->record_sink)
+    if (!q->xo || (q->xo->force && !cd_forcing_is_shared(q->xo->force)) || q->xo->local_only || q->xo->record_sink)
         return CD_OK;
     struct cd_cl_prestart *h = calloc(1, sizeof *h);
     if (!h) return CD_OK;
@@ -1024,7 +1023,7 @@ static bool prestart_fits(const struct cd_cl_prestart *h, const cd_runner_req *q
         same_str(a->cache_dir, b->cache_dir) && a->no_cache == b->no_cache && a->fp16_compute == b->fp16_compute &&
         a->int8_arm == b->int8_arm && a->no_quant == b->no_quant && a->int8_on_arm == b->int8_on_arm &&
         a->kv == b->kv && a->n_kv == b->n_kv && x->probe_mask == y->probe_mask && x->stop_flag == y->stop_flag &&
-        x->force == y->force && x->local_only == y->local_only && !y->record && !y->record_sink &&
+        x->force == y->force && x->local_only == y->local_only && x->record == y->record && !y->record_sink &&
         x->settle == y->settle && x->settle_user == y->settle_user && !x->on_settled == !y->on_settled;
 }
 
