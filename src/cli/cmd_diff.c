@@ -57,6 +57,8 @@ static void test_signal_at(diff_run *d, const char *ph, const char *what) {
     if (e && !strcmp(e, ph)) raise(SIGINT);
 }
 
+static void diff_b_req(diff_run *d, cd_forcing *rec, cd_run_req *qb);
+
 /* The tolerance policy and the session; names the runs. */
 static cd_status diff_open(diff_run *d, cd_error *err) {
     const cd_cli_opts *o = d->o;
@@ -64,11 +66,39 @@ static cd_status diff_open(diff_run *d, cd_error *err) {
     d->have_pol = true;
     cd_status st = cd_diff_load_policy(o, o->prec, &d->pol, err);
     if (st) return st;
-    d->session_open = true;
-    if ((st = cd_session_open(&d->s, o, err))) return st;
     /* which runs are made where: the verdict's protocol (src/verdict/judge.c) */
     cd_protocol *p = &d->proto;
     cd_verdict_protocol(o->backends[0], o->backends[1], o->prec, cd_local_enabled(o), p);
+    /* run B started ahead where its backend can: the OpenCL child loads its driver, answers
+     * the availability check and prepares while run A runs (isolate.c) */
+    const cd_backend_def *db = cd_backend_lookup(o->backends[1]);
+    bool ahead = (p->kind == CD_PROTO_A_RECORDS || p->kind == CD_PROTO_B_OWN) && db && db->prestart &&
+        strcmp(o->backends[0], o->backends[1]) &&
+        !(getenv("CLDIFF_NO_PRESTART") && strcmp(getenv("CLDIFF_NO_PRESTART"), "0"));
+    d->session_open = true;
+    if ((st = cd_session_open_defer(&d->s, o, ahead ? 1 : -1, err))) return st;
+    if (ahead) {
+        d->A = p->a;
+        d->B = p->b;
+        snprintf(d->run_a, sizeof d->run_a, "%s", p->run_a);
+        snprintf(d->run_b, sizeof d->run_b, "%s", p->run_b);
+        snprintf(d->run_local, sizeof d->run_local, "%s", p->run_local);
+        d->local = p->local;
+        if (d->local) {
+            cd_error e2 = {0};
+            const char *sd = getenv("CLDIFF_SCRATCH_DIR");
+            /* not shared (no mapping): B's child starts after A, as it always did */
+            if (cd_forcing_new_shared(sd && *sd ? sd : o->out_dir, d->s.g->n_tensors, &d->pre_rec, &e2) &&
+                (st = cd_forcing_new(sd && *sd ? sd : o->out_dir, d->s.g->n_tensors, &d->pre_rec, err)))
+                return st;
+        }
+        if (p->kind == CD_PROTO_B_OWN) /* fp16: B records its own activations (B's record) */
+            d->qb = (cd_run_req){.backend = d->B, .run = d->run_b, .prec = o->prec, .record = d->pre_rec};
+        else
+            diff_b_req(d, d->pre_rec, &d->qb);
+        d->have_qb = true;
+        if ((st = cd_session_prestart(&d->s, &d->qb, err))) return st;
+    }
     d->A = p->a;
     d->B = p->b;
     d->ref = p->ref;
@@ -153,9 +183,16 @@ static cd_status diff_run_own_inputs(diff_run *d, cd_forcing *rec, cd_error *err
     cd_status st = cd_session_run_req(&d->s, &qa, &d->ra, err);
     phase_end("A");
     if (st) return st;
-    cd_run_req qb = {.backend = d->B, .run = d->run_b, .prec = o->prec, .record = rec};
+    if (!d->have_qb) {
+        d->qb = (cd_run_req){.backend = d->B, .run = d->run_b, .prec = o->prec, .record = rec};
+        d->have_qb = true;
+    }
+    if ((st = cd_session_prestart_check(&d->s, err))) { /* as in diff_run_a_b */
+        d->unavailable = true;
+        return st;
+    }
     test_signal_at(d, "B", "run B");
-    d->stb = cd_session_run_req(&d->s, &qb, &d->rb, &d->eb);
+    d->stb = cd_session_run_req(&d->s, &d->qb, &d->rb, &d->eb);
     phase_end("B");
     d->crashed = d->stb == CD_E_CRASH;
     if (!d->stb) {
@@ -193,6 +230,29 @@ static cd_status diff_run_own_inputs(diff_run *d, cd_forcing *rec, cd_error *err
     return CD_OK;
 }
 
+/* Run B of the fp32 protocol: every probed layer again on A's record rec (run <b>_local).
+ * Layers whose free-run output is already within their local bound of A's are settled by the
+ * free run and not run again (docs/verdicts.md); the others run again on A's inputs and are
+ * checked against A's values in B's process: only layers over their bound store their
+ * tensors. */
+static void diff_b_req(diff_run *d, cd_forcing *rec, cd_run_req *qb) {
+    *qb = (cd_run_req){.backend = d->B,
+                       .run = d->run_b,
+                       .prec = d->o->prec,
+                       .force = rec,
+                       .local_run = d->local ? d->run_local : NULL,
+                       .forced_from = d->run_a};
+    if (d->proto.settle_b && rec && (d->settled = calloc((size_t)d->s.g->n_ops + 1, 1)) &&
+        (d->settled_info = calloc((size_t)d->s.g->n_ops + 1, sizeof *d->settled_info))) {
+        cd_arith f32 = {.u = CD_U32, .half_store = false};
+        d->settle = (cd_local_settle_ctx){.g = d->s.g, .plan = &d->s.plan, .ref = f32, .b = f32};
+        qb->settle = cd_local_settle;
+        qb->settle_user = &d->settle;
+        qb->settled = d->settled;
+        qb->settled_info = d->settled_info;
+    }
+}
+
 static cd_status diff_run_a_b(diff_run *d, cd_forcing *rec, cd_error *err) {
     const cd_cli_opts *o = d->o;
     if (d->engine_b) return diff_run_engine_b(d, rec, err);
@@ -202,27 +262,18 @@ static cd_status diff_run_a_b(diff_run *d, cd_forcing *rec, cd_error *err) {
     cd_status st = cd_session_run_req(&d->s, &qa, &d->ra, err);
     phase_end("A");
     if (st) return st;
-    cd_run_req qb = {.backend = d->B,
-                     .run = d->run_b,
-                     .prec = o->prec,
-                     .force = rec,
-                     .local_run = d->local ? d->run_local : NULL,
-                     .forced_from = d->run_a};
-    /* fp32: layers whose free-run output is already within their local bound of A's are
-     * settled by the free run and not run again (docs/verdicts.md); the others run again on
-     * A's inputs and are checked against A's values in B's process: only layers over their
-     * bound store their tensors */
-    if (d->proto.settle_b && rec && (d->settled = calloc((size_t)d->s.g->n_ops + 1, 1)) &&
-        (d->settled_info = calloc((size_t)d->s.g->n_ops + 1, sizeof *d->settled_info))) {
-        cd_arith f32 = {.u = CD_U32, .half_store = false};
-        d->settle = (cd_local_settle_ctx){.g = d->s.g, .plan = &d->s.plan, .ref = f32, .b = f32};
-        qb.settle = cd_local_settle;
-        qb.settle_user = &d->settle;
-        qb.settled = d->settled;
-        qb.settled_info = d->settled_info;
+    if (!d->have_qb) {
+        diff_b_req(d, rec, &d->qb);
+        d->have_qb = true;
+    }
+    /* B started ahead without its availability answer (a device found before): B missing now
+     * fails the run as the check before A would have, nothing kept */
+    if ((st = cd_session_prestart_check(&d->s, err))) {
+        d->unavailable = true;
+        return st;
     }
     test_signal_at(d, "B", "run B");
-    d->stb = cd_session_run_req(&d->s, &qb, &d->rb, &d->eb);
+    d->stb = cd_session_run_req(&d->s, &d->qb, &d->rb, &d->eb);
     phase_end("B");
     d->crashed = d->stb == CD_E_CRASH;
     diff_run_repeats(d);
@@ -289,7 +340,10 @@ static cd_status diff_runs(diff_run *d, cd_error *err) {
     const cd_cli_opts *o = d->o;
     cd_status st = CD_OK;
     cd_forcing *rec = NULL;
-    if (d->local) {
+    if (d->pre_rec) { /* made with run B's start (diff_open) */
+        rec = d->pre_rec;
+        d->pre_rec = NULL;
+    } else if (d->local) {
         /* the record lives beside the dump unless CLDIFF_SCRATCH_DIR names another disk */
         const char *sd = getenv("CLDIFF_SCRATCH_DIR");
         st = cd_forcing_new(sd && *sd ? sd : o->out_dir, d->s.g->n_tensors, &rec, err);
@@ -362,6 +416,7 @@ static cd_status diff_judge(diff_run *d, const cd_verdict_run *live, const char 
  * judge. */
 static int diff_runs_failed(diff_run *d, cd_status st, const cd_error *err) {
     cd_error e2 = {0};
+    if (d->unavailable) return cd_cli_fail(err); /* the dump is discarded (cd_session_free) */
     bool interrupted = st == CD_E_INTERRUPTED;
     /* the dump says what stopped it, for whoever judges it later (cd_judge) */
     if (d->s.dump && interrupted)
@@ -482,6 +537,7 @@ static int diff_finish(diff_run *d) {
 
 static void diff_free(diff_run *d) {
     cd_forcing_free(d->rec);
+    cd_forcing_free(d->pre_rec);
     free(d->settled);
     free(d->settled_info);
     if (d->have_an) cd_analysis_free(&d->an);

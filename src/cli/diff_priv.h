@@ -65,6 +65,12 @@ typedef struct diff_run {
     cd_forcing *rec; /* the forcing record, kept past the runs when --layers probes only some
                                  * layers: the local check's magnitudes and the repro pack read the
                                  * inputs the dump lacks from it (NULL otherwise) */
+    /* run B started ahead (cd_session_prestart): its request and A's record, shared with B's
+     * child (made before the runs) */
+    cd_run_req qb;
+    bool have_qb;
+    bool unavailable; /* B's availability answer came after A and says no */
+    cd_forcing *pre_rec;
 } diff_run;
 
 /* cmd_diff.c: the differential run (collect_only / agg passes of ctx included). */

@@ -235,10 +235,11 @@ static cd_status check_dump_size(cd_session *s, cd_error *err) {
 /* Every backend of the command can start (cd_backend_def.available: driver, SDK, qemu, wheel,
  * Opt), asked before any run: a missing backend B must not cost run A's time, nor leave a dump
  * of run A alone (exit 4 before anything ran). */
-static cd_status check_backends(cd_session *s, cd_error *err) {
+static cd_status check_backends(cd_session *s, int defer, cd_error *err) {
     const cd_cli_opts *o = s->o;
     for (int k = 0; k < o->n_backends; k++) {
         if (k == 1 && !strcmp(o->backends[1], o->backends[0])) continue;
+        if (k == defer) continue; /* asked by its prestart (cd_session_prestart) */
         const cd_backend_def *def = cd_backend_lookup(o->backends[k]);
         if (!def) continue;
         cd_backend_opts bo = cd_session_backend_opts(o, o->prec);
@@ -257,6 +258,10 @@ static cd_status check_backends(cd_session *s, cd_error *err) {
 }
 
 cd_status cd_session_open(cd_session *s, const cd_cli_opts *o, cd_error *err) {
+    return cd_session_open_defer(s, o, -1, err);
+}
+
+cd_status cd_session_open_defer(cd_session *s, const cd_cli_opts *o, int defer, cd_error *err) {
     memset(s, 0, sizeof *s);
     s->o = o;
     cd_status st = cd_model_load(o->model, &s->g, err);
@@ -336,7 +341,7 @@ cd_status cd_session_open(cd_session *s, const cd_cli_opts *o, cd_error *err) {
         s->have_plan32 = true;
     }
     if ((st = check_memory(s, err))) return st;
-    if ((st = check_backends(s, err))) return st;
+    if ((st = check_backends(s, defer, err))) return st;
     cd_input_opts io = {
         .seed = o->seed, .resize = !o->no_resize, .mean = o->mean, .std = o->std, .channel_order = o->channel_order};
     if ((st = cd_inputs_build(s->g, s->in_shapes, o->inputs, o->n_inputs, &io, &s->inputs, err))) return st;
@@ -487,10 +492,77 @@ static void mark_settled(void *user, int op, const cd_settle_info *info) {
     if (q->settled_info && info) q->settled_info[op] = *info;
 }
 
+/* The runner's request of run q (its sink and progress are the caller's). */
+static void runner_req(cd_session *s, const cd_run_req *q, const cd_plan *plan, int threads, cd_exec_opts *xo,
+                       cd_backend_opts *bo, cd_runner_req *rq) {
+    *bo = cd_session_backend_opts(s->o, q->prec);
+    if (q->no_quant || q->int8_dequant) bo->int8_arm = false;
+    bo->no_quant = q->no_quant;
+    bo->threads = threads;
+    *rq = (cd_runner_req){.backend = cd_backend_lookup(q->backend)->name,
+                          .plan = plan,
+                          .inputs = s->inputs.values,
+                          .xo = xo,
+                          .bo = bo,
+                          .model_path = s->o->model,
+                          .model_sha256 = s->sha256,
+                          .work_dir = s->o->out_dir,
+                          .timeout_s = s->o->timeout_s,
+                          .quiet = s->o->quiet,
+                          .run_name = q->local_only ? q->local_run : q->run};
+}
+
+/* The exec options of run q, less its sinks. */
+static void exec_opts(cd_session *s, const cd_run_req *q, cd_exec_opts *xo) {
+    bool local = q->force && q->local_run;
+    *xo = (cd_exec_opts){.probe_mask = s->mask,
+                         .stop_flag = &cd_stop_flag,
+                         .record = q->record,
+                         .force = local ? q->force : NULL,
+                         .local_only = q->local_only};
+    if (local && q->settle && q->settled) {
+        xo->settle = q->settle;
+        xo->settle_user = q->settle_user;
+        xo->on_settled = mark_settled;
+        xo->on_settled_user = (void *)q;
+    }
+}
+
+static const cd_plan *run_plan(cd_session *s, const cd_run_req *q) {
+    return q->plan ? q->plan : (q->prec == CD_PREC_FP32 && s->have_plan32) ? &s->plan32 : &s->plan;
+}
+
+static int run_threads(cd_session *s, const cd_run_req *q) { return q->threads > 0 ? q->threads : s->o->threads; }
+
+cd_status cd_session_prestart(cd_session *s, const cd_run_req *q, cd_error *err) {
+    const cd_backend_def *def = cd_backend_lookup(q->backend);
+    if (!def) return cd_err(err, CD_E_USAGE, "unknown backend '%s'", q->backend);
+    if (s->pre_handle || !def->prestart) return CD_OK;
+    cd_exec_opts xo;
+    cd_backend_opts bo;
+    cd_runner_req rq;
+    exec_opts(s, q, &xo);
+    runner_req(s, q, run_plan(s, q), run_threads(s, q), &xo, &bo, &rq);
+    cd_status st = def->prestart(&rq, &s->pre_handle, err);
+    if (s->pre_handle) {
+        s->pre_q = q;
+        s->pre_def = def;
+    }
+    return st;
+}
+
+cd_status cd_session_prestart_check(cd_session *s, cd_error *err) {
+    if (!s->pre_handle || !s->pre_def->check) return CD_OK;
+    bool dropped = false;
+    cd_status st = s->pre_def->check(s->pre_handle, &dropped, err);
+    if (dropped) s->pre_handle = NULL;
+    return st;
+}
+
 cd_status cd_session_run_req(cd_session *s, const cd_run_req *q, cd_run_result *res, cd_error *err) {
     memset(res, 0, sizeof *res);
     cd_precision prec = q->prec;
-    const cd_plan *plan = q->plan ? q->plan : (prec == CD_PREC_FP32 && s->have_plan32) ? &s->plan32 : &s->plan;
+    const cd_plan *plan = run_plan(s, q);
     const cd_backend_def *def = cd_backend_lookup(q->backend);
     if (!def) return cd_err(err, CD_E_USAGE, "unknown backend '%s'", q->backend);
     bool cl = def->opencl;
@@ -503,7 +575,7 @@ cd_status cd_session_run_req(cd_session *s, const cd_run_req *q, cd_run_result *
     cd_status st = CD_OK;
     /* runs that must not use the int8 kernels: the unquantized model, float references */
     const char *i8 = q->no_quant ? "float (unquantized model)" : q->int8_dequant ? "dequant" : NULL;
-    int threads = q->threads > 0 ? q->threads : s->o->threads;
+    int threads = run_threads(s, q);
     if (free_run && (st = open_run(s, q->run, q->backend, res->variant, cl, i8, threads, &sink, err))) return st;
     if (local && (st = open_run(s, q->local_run, q->backend, res->variant, cl, i8, threads, &lsink, err))) {
         if (sink) cd_dump_sink_free(sink);
@@ -513,36 +585,19 @@ cd_status cd_session_run_req(cd_session *s, const cd_run_req *q, cd_run_result *
                    .n_ops = s->g->n_ops,
                    .tty = free_run && !s->o->quiet && (s->o->progress || (isatty(2) && !getenv("CLDIFF_NO_PROGRESS")))};
     if (sink) cd_dump_sink_on_op_done(sink, on_op_done, &pr);
-    cd_exec_opts xo = {.probe_mask = s->mask,
-                       .stop_flag = &cd_stop_flag,
-                       .record = q->record,
-                       .force = local ? q->force : NULL,
-                       .local_only = q->local_only,
-                       .local_sink = lsink ? cd_dump_sink_probe(lsink) : NULL};
-    if (local && q->settle && q->settled) {
-        xo.settle = q->settle;
-        xo.settle_user = q->settle_user;
-        xo.on_settled = mark_settled;
-        xo.on_settled_user = (void *)q;
-    }
+    cd_exec_opts xo;
+    exec_opts(s, q, &xo);
+    xo.local_sink = lsink ? cd_dump_sink_probe(lsink) : NULL;
     cd_probe_sink *main_sink = sink ? cd_dump_sink_probe(sink) : NULL;
-    cd_backend_opts bo = cd_session_backend_opts(s->o, prec);
-    if (q->no_quant || q->int8_dequant) bo.int8_arm = false;
-    bo.no_quant = q->no_quant;
-    bo.threads = threads;
-    cd_runner_req rq = {.backend = def->name,
-                        .plan = plan,
-                        .inputs = s->inputs.values,
-                        .xo = &xo,
-                        .sink = main_sink,
-                        .bo = &bo,
-                        .model_path = s->o->model,
-                        .model_sha256 = s->sha256,
-                        .work_dir = s->o->out_dir,
-                        .timeout_s = s->o->timeout_s,
-                        .quiet = s->o->quiet,
-                        .progress = pr.tty,
-                        .run_name = run};
+    cd_backend_opts bo;
+    cd_runner_req rq;
+    runner_req(s, q, plan, threads, &xo, &bo, &rq);
+    rq.sink = main_sink;
+    rq.progress = pr.tty;
+    if (s->pre_handle && q == s->pre_q) { /* the run started ahead (cd_session_prestart) */
+        rq.prestart = s->pre_handle;
+        s->pre_handle = NULL;
+    }
     cd_runner_result *rr = calloc(1, sizeof *rr);
     if (!rr) st = cd_err(err, CD_E_NOMEM, "out of memory");
     double t0 = now_ms();
@@ -607,12 +662,18 @@ cd_status cd_session_run(cd_session *s, const char *backend, const char *run, cd
 }
 
 cd_status cd_session_close(cd_session *s, bool complete, cd_error *err) {
+    /* a run started ahead and never made (A failed or was interrupted): its child holds the
+     * dump's file (and HDF5's lock on it) since the fork */
+    if (s->pre_handle) s->pre_def->drop(s->pre_handle);
+    s->pre_handle = NULL;
     cd_dump *d = s->dump;
     s->dump = NULL;
     return cd_dump_close(d, complete, err);
 }
 
 void cd_session_free(cd_session *s) {
+    if (s->pre_handle) s->pre_def->drop(s->pre_handle);
+    s->pre_handle = NULL;
     if (s->dump) cd_dump_discard(s->dump);
     if (s->have_plan) cd_plan_free(&s->plan);
     if (s->have_plan32) cd_plan_free(&s->plan32);

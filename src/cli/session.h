@@ -24,6 +24,10 @@ typedef struct cd_session {
     char sha256[65];
     char model_format[320];
     char input_desc[512];
+    /* a run started ahead (cd_session_prestart): its request and the backend's handle */
+    const struct cd_run_req *pre_q;
+    const struct cd_backend_def *pre_def;
+    void *pre_handle;
 } cd_session;
 
 /* Per-run outcome. */
@@ -66,6 +70,18 @@ typedef struct cd_run_req {
     int threads;                  /* cpu: threads of this run; 0: --threads (cd_session_helper_threads) */
 } cd_run_req;
 cd_status cd_session_run_req(cd_session *s, const cd_run_req *q, cd_run_result *res, cd_error *err);
+/* cd_session_open without the availability check of backend number defer (-1: none), which
+ * cd_session_prestart then makes. */
+cd_status cd_session_open_defer(cd_session *s, const cd_cli_opts *o, int defer, cd_error *err);
+/* Starts run q ahead where its backend can (cd_backend_def.prestart: the OpenCL child loads its
+ * driver and prepares while run A runs), answering as the availability check does; q (the
+ * same pointer, unchanged, everything it points to made before this call except the contents
+ * of a shared record) is then run by cd_session_run_req. */
+cd_status cd_session_prestart(cd_session *s, const cd_run_req *q, cd_error *err);
+/* The availability answer of the run started ahead, where the start did not wait for it (the
+ * device found on an earlier run): CD_OK, or the error the check gives (nothing of the run
+ * should then be kept: the run could not have started). */
+cd_status cd_session_prestart_check(cd_session *s, cd_error *err);
 /* Finishes the dump: complete -> root complete=1 and renamed into place. */
 cd_status cd_session_close(cd_session *s, bool complete, cd_error *err);
 void cd_session_free(cd_session *s);

@@ -40,6 +40,9 @@ typedef struct cd_runner_req {
     bool quiet;
     bool progress;        /* progress lines on stderr (a terminal, or --progress) */
     const char *run_name; /* the dump run's name, for those lines; may be NULL */
+    /* what the backend's prestart gave for this run (NULL: none); run() consumes it, used when
+     * the request is the one it was started for, else dropped */
+    void *prestart;
 } cd_runner_req;
 
 typedef struct cd_runner_result {
@@ -122,6 +125,15 @@ typedef struct cd_backend_def {
      * model), then what every model needs is checked. CD_OK, or the error the run would end
      * with (CD_E_BACKEND saying what to install or pass). NULL: always available. */
     cd_status (*available)(const cd_runner_req *q, cd_error *err);
+    /* Starts the run q ahead, in place of available(): the same answer, and *handle (NULL when
+     * nothing was started) for q->prestart of that run, or for drop(). q is the run's request
+     * as it will be made; its sink may be NULL. NULL: no such start. */
+    cd_status (*prestart)(const cd_runner_req *q, void **handle, cd_error *err);
+    void (*drop)(void *handle);
+    /* The answer of a prestart that did not wait for it (a device found before): CD_OK, or the
+     * error available() gives (then, and when the start decided nothing, *dropped: the handle
+     * is gone). NULL: prestart always waits. */
+    cd_status (*check)(void *handle, bool *dropped, cd_error *err);
 } cd_backend_def;
 
 /* The in-process runner of op-by-op backends: open def's backend in this process and run the

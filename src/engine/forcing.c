@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <unistd.h>
 #include "util/fp16.h"
 
@@ -24,6 +25,10 @@ struct cd_forcing {
     entry *e;
     int64_t end; /* file bytes */
     int64_t mem_used, mem_budget;
+    /* cd_forcing_new_shared: this struct, e[] and the values live in one shared mapping of
+     * map_bytes (values from arena on), so a child forked before the values were put sees them */
+    char *arena;
+    size_t map_bytes;
 };
 
 /* Values stay in memory up to CLDIFF_SCRATCH_MEM bytes (default a quarter of physical memory,
@@ -87,14 +92,47 @@ cd_status cd_forcing_new(const char *dir, int n_tensors, cd_forcing **out, cd_er
     return CD_OK;
 }
 
+static size_t align64(size_t n) { return (n + 63) & ~(size_t)63; }
+
+cd_status cd_forcing_new_shared(const char *dir, int n_tensors, cd_forcing **out, cd_error *err) {
+    *out = NULL;
+    int64_t budget = mem_budget();
+    if (budget < 0) return cd_forcing_new(dir, n_tensors, out, err); /* its message */
+    size_t head = align64(sizeof(cd_forcing)) + align64((size_t)(n_tensors > 0 ? n_tensors : 1) * sizeof(entry));
+    size_t bytes = head + (size_t)budget;
+    /* reserved, not committed: pages are taken as values are put (MAP_NORESERVE) */
+    void *m = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    if (m == MAP_FAILED) return cd_err(err, CD_E_NOMEM, "cannot map %zu bytes for the local check's record", bytes);
+    cd_forcing *f = m; /* zero-filled */
+    f->e = (entry *)((char *)m + align64(sizeof(cd_forcing)));
+    f->n = n_tensors;
+    f->fd = -1;
+    snprintf(f->dir, sizeof f->dir, "%s", dir);
+    f->mem_budget = budget;
+    f->arena = (char *)m + head;
+    f->map_bytes = bytes;
+    /* the scratch file now, so that a child forked later holds it too */
+    cd_status st = open_file(f, err);
+    if (st) {
+        munmap(m, bytes);
+        return st;
+    }
+    *out = f;
+    return CD_OK;
+}
+
+bool cd_forcing_is_shared(const cd_forcing *f) { return f && f->arena; }
+
 cd_status cd_forcing_put(cd_forcing *f, int id, const cd_value *v, cd_error *err) {
     if (id < 0 || id >= f->n) return cd_err(err, CD_E_INTERNAL, "forcing record: tensor id %d out of range", id);
     entry *e = &f->e[id];
-    free(e->mem);
+    if (!f->arena) free(e->mem); /* in the arena a replaced value's bytes stay unused */
     e->mem = NULL;
-    if (f->mem_used + (int64_t)v->nbytes <= f->mem_budget && (e->mem = malloc(v->nbytes ? v->nbytes : 1))) {
+    size_t take = f->arena ? align64(v->nbytes ? v->nbytes : 1) : v->nbytes;
+    if (f->mem_used + (int64_t)take <= f->mem_budget &&
+        (e->mem = f->arena ? f->arena + f->mem_used : malloc(v->nbytes ? v->nbytes : 1))) {
         if (v->nbytes) memcpy(e->mem, v->data, v->nbytes);
-        f->mem_used += (int64_t)v->nbytes;
+        f->mem_used += (int64_t)take;
         e->kept = true;
         e->dtype = v->dtype;
         e->shape = v->shape;
@@ -237,6 +275,10 @@ cd_status cd_forcing_get(const cd_forcing *f, int id, cd_dtype want, bool absval
 void cd_forcing_free(cd_forcing *f) {
     if (!f) return;
     if (f->fd >= 0) close(f->fd);
+    if (f->arena) {
+        munmap(f, f->map_bytes);
+        return;
+    }
     for (int i = 0; f->e && i < f->n; i++) free(f->e[i].mem);
     free(f->e);
     free(f);

@@ -12,6 +12,12 @@ typedef struct cd_forcing cd_forcing;
 
 /* dir: where the temporary file is made (removed from the folder at once). */
 cd_status cd_forcing_new(const char *dir, int n_tensors, cd_forcing **out, cd_error *err);
+/* The same, in one shared mapping (reserved up to the memory budget, pages taken as values
+ * come) with the scratch file opened at once: a child forked now reads every value the parent
+ * puts later, once the parent tells it (a pipe) that they are there. CD_E_NOMEM when the
+ * mapping cannot be made (the caller can use cd_forcing_new). */
+cd_status cd_forcing_new_shared(const char *dir, int n_tensors, cd_forcing **out, cd_error *err);
+bool cd_forcing_is_shared(const cd_forcing *f);
 /* Keeps tensor id's value (its bytes, dtype and shape); a second put replaces the first. */
 cd_status cd_forcing_put(cd_forcing *f, int id, const cd_value *v, cd_error *err);
 bool cd_forcing_has(const cd_forcing *f, int id);

@@ -11,6 +11,8 @@
  *   CLSHIM_HANG_FINISH=1           clFinish never returns
  *   CLSHIM_HANG_MARKER=<path>      with CLSHIM_HANG_FINISH: created when clFinish starts to
  *                                  hang (the test's evidence that the run reached the hang)
+ *   CLSHIM_LOAD_LOG=<path>         each clGetPlatformIDs appends "<pid>\n" (which processes
+ *                                  started the driver)
  * The family name matches through the `#line 1 "<family>.cl"` the runtime puts in every
  * program, so CLSHIM_FAIL_BUILD=conv.cl fails exactly the conv family. */
 #define CL_TARGET_OPENCL_VERSION 120
@@ -65,6 +67,14 @@ static int env_match(const char *var, const char *src) {
 }
 
 CL_API_ENTRY cl_int CL_API_CALL clGetPlatformIDs(cl_uint n, cl_platform_id *p, cl_uint *np) {
+    const char *lg = getenv("CLSHIM_LOAD_LOG");
+    if (lg && *lg) {
+        FILE *f = fopen(lg, "a");
+        if (f) {
+            fprintf(f, "%ld\n", (long)getpid());
+            fclose(f);
+        }
+    }
     const char *e = getenv("CLSHIM_NO_PLATFORMS");
     if (e && !strcmp(e, "1")) {
         if (np) *np = 0;

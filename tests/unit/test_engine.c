@@ -4,7 +4,12 @@
 #include <criterion/criterion.h>
 #include <math.h>
 #include <string.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <sys/wait.h>
+#include <unistd.h>
 #include "engine/executor.h"
+#include "engine/forcing.h"
 #include "engine/params.h"
 #include "util/fp16.h"
 
@@ -479,4 +484,71 @@ Test(value, get_set_roundtrip) {
     cd_value_release(&h);
     cd_value bad = {.dtype = CD_F32, .shape = {2, {-1, 2}}};
     cr_assert_eq(cd_value_alloc(&bad, &err), CD_E_MODEL);
+}
+
+/* The shared forcing record (cd_forcing_new_shared): a child forked before the values were put
+ * reads them once told (a pipe), from memory and from the scratch file alike; a record made
+ * with cd_forcing_new is not shared (the child would see nothing). */
+static int shared_child_check(cd_forcing *f, int rd, const float *want, int n) {
+    char go;
+    if (read(rd, &go, 1) != 1) return 10;
+    int bad = 0;
+    for (int id = 0; id < 2; id++) {
+        cd_value v;
+        cd_error e;
+        cd_err_clear(&e);
+        if (!cd_forcing_has(f, id) || cd_forcing_get(f, id, CD_F32, false, &v, &e)) return 20 + id;
+        if (cd_value_numel(&v) != n || memcmp(v.data, want + id * n, (size_t)n * sizeof(float))) bad = 30 + id;
+        cd_value_release(&v);
+    }
+    return bad;
+}
+
+static void shared_case(const char *budget) {
+    setenv("CLDIFF_SCRATCH_MEM", budget, 1);
+    cd_forcing *f = NULL;
+    cd_error e;
+    cd_err_clear(&e);
+    cr_assert_eq(cd_forcing_new_shared("/tmp", 4, &f, &e), CD_OK, "%s", e.msg);
+    cr_assert(cd_forcing_is_shared(f));
+    enum { N = 1000 };
+    static float vals[2 * N];
+    for (int i = 0; i < 2 * N; i++) vals[i] = (float)i * 0.25f - 7.0f;
+    int p[2];
+    cr_assert_eq(pipe(p), 0);
+    fflush(NULL);
+    pid_t pid = fork();
+    cr_assert(pid >= 0);
+    if (pid == 0) {
+        close(p[1]);
+        _exit(shared_child_check(f, p[0], vals, N));
+    }
+    close(p[0]);
+    for (int id = 0; id < 2; id++) {
+        cd_value v = {
+            .dtype = CD_F32, .shape = {.rank = 1, .d = {N}}, .nbytes = N * sizeof(float), .data = vals + id * N};
+        cr_assert_eq(cd_forcing_put(f, id, &v, &e), CD_OK, "%s", e.msg);
+    }
+    cr_assert_eq(write(p[1], "g", 1), 1);
+    close(p[1]);
+    int st = 0;
+    cr_assert_eq(waitpid(pid, &st, 0), pid);
+    cr_expect(WIFEXITED(st) && WEXITSTATUS(st) == 0, "child saw status %d (budget %s)", WEXITSTATUS(st), budget);
+    cd_forcing_free(f);
+    unsetenv("CLDIFF_SCRATCH_MEM");
+}
+
+Test(forcing, shared_record_seen_by_a_child_forked_before) {
+    shared_case("1000000"); /* both values in the shared memory */
+    shared_case("5000");    /* the first in memory, the second in the scratch file */
+    shared_case("0");       /* both in the scratch file */
+}
+
+Test(forcing, plain_record_not_shared) {
+    cd_forcing *f = NULL;
+    cd_error e;
+    cd_err_clear(&e);
+    cr_assert_eq(cd_forcing_new("/tmp", 2, &f, &e), CD_OK, "%s", e.msg);
+    cr_expect(!cd_forcing_is_shared(f));
+    cd_forcing_free(f);
 }

@@ -53,7 +53,9 @@ static cd_status cl_apply_opts(cd_backend_opts *bo, cd_error *err) {
 }
 
 static cd_status cl_run(const cd_runner_req *q, cd_runner_result *res, cd_error *err) {
-    return q->bo->isolate ? cd_runner_isolated(q, res, err) : cd_runner_inproc(&cd_backend_def_opencl, q, res, err);
+    if (q->bo->isolate) return cd_runner_isolated(q, res, err);
+    cd_runner_isolated_drop(q->prestart);
+    return cd_runner_inproc(&cd_backend_def_opencl, q, res, err);
 }
 
 /* The availability probe's child: the library loaded and the device chosen as a run would;
@@ -89,6 +91,16 @@ static cd_status cl_available(const cd_runner_req *q, cd_error *err) {
         st = cd_err(err, (cd_status)(unsigned char)t.out[0], "%s", t.out + 1);
     free(t.out);
     return st;
+}
+
+static cd_status cl_prestart(const cd_runner_req *q, void **handle, cd_error *err) {
+    *handle = NULL;
+    if (!q->bo->isolate) return cl_available(q, err);
+    bool answered = false;
+    cd_status st = cd_runner_isolated_prestart(q, handle, &answered, err);
+    /* answered: the device is there, or missing (st), or the child crashed or hung before it
+     * said, which decides nothing (the run records it as a finding); else the probe */
+    return st || answered ? st : cl_available(q, err);
 }
 
 static cd_status cl_placement(const cd_runner_req *q, cd_op_place *out, char *note, size_t nn, cd_error *err) {
@@ -146,4 +158,7 @@ const cd_backend_def cd_backend_def_opencl = {
     .open = cd_opencl_backend_open,
     .placement = cl_placement,
     .available = cl_available,
+    .prestart = cl_prestart,
+    .drop = cd_runner_isolated_drop,
+    .check = cd_runner_isolated_check,
 };

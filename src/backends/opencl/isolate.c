@@ -8,16 +8,22 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <dirent.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 #include "util/error.h"
 #include "backends/opencl/backend_cl.h"
 #include "backends/opencl/isolate.h"
+#include "backends/opencl/device.h"
+#include "backends/opencl/loader.h"
 #include "util/sha256.h"
 #include "util/subproc.h"
 
-enum { REC_PHASE = 1, REC_HIT = 2, REC_DONE = 3, REC_DESC = 4, REC_RESULT = 5, REC_SETTLED = 6 };
+#define MAX_FAMILIES 64
+
+enum { REC_PHASE = 1, REC_HIT = 2, REC_DONE = 3, REC_DESC = 4, REC_RESULT = 5, REC_SETTLED = 6, REC_PROBE = 7 };
 
 typedef struct {
     uint32_t type, len;
@@ -142,8 +148,39 @@ static void child_result(child_ctx *c, cd_status st, const cd_error *err) {
     send_rec(c, REC_RESULT, &r, sizeof r, NULL, 0);
 }
 
+/* A prestarted child (cmd_fd >= 0) prepares its backend before the run's inputs for the local
+ * pass exist, then waits for the parent's go; cd_execute's prepare then only returns what the
+ * early one did. */
+static cd_status pre_status;
+static cd_error pre_err;
+static cd_status prepared_already(cd_backend *b, const cd_plan *plan, cd_error *err) {
+    (void)b;
+    (void)plan;
+    if (pre_status && err) *err = pre_err;
+    return pre_status;
+}
+
+/* The availability answer of a prestarted child, as the probe (backend_cl_def.c) gives it:
+ * the library loaded and the device chosen as the run will. */
+static void child_probe(child_ctx *c, const cd_backend_opts *o) {
+    cd_clfn cl;
+    cd_error e;
+    cd_err_clear(&e);
+    cl_platform_id pid;
+    cl_device_id did;
+    cd_cl_devinfo info;
+    cd_status st = cd_cl_load(o->cl_lib, &cl, NULL, &e);
+    if (!st) st = cd_cl_pick(&cl, o->cl_platform, o->cl_device, &pid, &did, &info, &e);
+    rec_result r;
+    memset(&r, 0, sizeof r);
+    r.status = (int32_t)st;
+    if (st) snprintf(r.msg, sizeof r.msg, "%s", e.msg);
+    send_rec(c, REC_PROBE, &r, sizeof r, NULL, 0);
+    if (st) _exit(0);
+}
+
 static void child_main(int fd, const cd_plan *plan, const cd_backend_opts *opts, const cd_value *inputs,
-                       const cd_exec_opts *xopts, bool want_hits) {
+                       const cd_exec_opts *xopts, bool want_hits, int cmd_fd) {
     child_ctx c = {.fd = fd};
     /* libgomp's thread pool does not survive fork(): parallel regions in the child would
      * wait for threads that do not exist. CPU fallback ops run single-threaded here. */
@@ -152,6 +189,11 @@ static void child_main(int fd, const cd_plan *plan, const cd_backend_opts *opts,
     o.threads = 1;
     cd_error err;
     cd_err_clear(&err);
+    if (cmd_fd >= 0) {
+        /* the driver as the run would set it up (backend_cl.c sets this before it starts) */
+        setenv("POCL_WORK_GROUP_SPECIALIZATION", "0", 0);
+        child_probe(&c, &o);
+    }
     child_phase(&c, -1, "", "", "setup");
     cd_backend *b = NULL;
     cd_status st = cd_opencl_backend_open(&o, &b, &err);
@@ -165,6 +207,32 @@ static void child_main(int fd, const cd_plan *plan, const cd_backend_opts *opts,
     send_rec(&c, REC_DESC, &d, sizeof d, NULL, 0);
     cd_opencl_set_phase_hook(b, child_phase, &c);
     child_phase(&c, -1, "", cd_cl_variant_name(cd_opencl_variant(b)), "prepare");
+    static cd_backend_vt pre_vt;
+    if (cmd_fd >= 0) {
+        /* parameters uploaded while the parent runs A; then the go (or the end: not needed) */
+        cd_err_clear(&pre_err);
+        pre_status = b->vt->prepare(b, plan, &pre_err);
+        pre_vt = *b->vt;
+        pre_vt.prepare = prepared_already;
+        b->vt = &pre_vt;
+        /* and the programs of the plan's kernel families that the program cache holds (built
+         * from it here as the first op of each would; one that is not cached is built by the
+         * builders ahead or by its first op, as before) */
+        const char *fam[MAX_FAMILIES];
+        int nf = pre_status ? 0 : cd_cl_plan_families(plan, &o, fam, MAX_FAMILIES);
+        for (int i = 0; i < nf; i++) {
+            cd_error fe;
+            cd_err_clear(&fe);
+            if (cd_opencl_family_cached(b, fam[i], NULL, 0) > 0) (void)cd_opencl_build_family(b, fam[i], &fe);
+        }
+        char go = 0;
+        ssize_t n;
+        while ((n = read(cmd_fd, &go, 1)) < 0 && errno == EINTR) {}
+        if (n != 1 || (go != 'g' && go != 's')) _exit(0);
+        close(cmd_fd);
+        /* 's': the parent was stopped before the go, as a child forked then would have seen */
+        if (go == 's' && xopts && xopts->stop_flag) *xopts->stop_flag = 1;
+    }
     cd_probe_sink sink = {.user = &c, .hit = want_hits ? child_hit : NULL, .op_done = child_done};
     /* the parent's local sink pointer means nothing here: local hits go through the pipe too,
      * tagged (one writer, so the records never interleave) */
@@ -206,8 +274,8 @@ typedef struct {
     cd_probe_sink *local_sink;
     const cd_exec_opts *xopts;
     cd_isolated_run *run;
-    bool have_result;
-    rec_result result;
+    bool have_result, have_probe;
+    rec_result result, probe;
     cd_status sink_status;
     cd_error sink_err;
 } parent_ctx;
@@ -308,6 +376,12 @@ static bool parse_records(parent_ctx *p, rbuf *b) {
             snprintf(p->run->driver, sizeof p->run->driver, "%s", d.driver);
             break;
         }
+        case REC_PROBE:
+            if (h.len != sizeof(rec_result)) return false;
+            memcpy(&p->probe, pl, sizeof p->probe);
+            p->probe.msg[sizeof p->probe.msg - 1] = 0;
+            p->have_probe = true;
+            break;
         case REC_RESULT:
             if (h.len != sizeof(rec_result)) return false;
             memcpy(&p->result, pl, sizeof p->result);
@@ -331,18 +405,25 @@ typedef struct {
     const cd_value *inputs;
     const cd_exec_opts *xopts;
     bool want_hits;
+    int cmd_fd[2]; /* prestarted: the parent's go arrives on [0]; -1 otherwise */
 } child_args;
 
 static void child_entry(int fd, void *arg) {
     const child_args *a = arg;
     signal(SIGPIPE, SIG_DFL);
-    child_main(fd, a->plan, a->opts, a->inputs, a->xopts, a->want_hits);
+    if (a->cmd_fd[1] >= 0) close(a->cmd_fd[1]);
+    child_main(fd, a->plan, a->opts, a->inputs, a->xopts, a->want_hits, a->cmd_fd[0]);
 }
 
 typedef struct {
     parent_ctx *p;
     rbuf data;
     bool bad_stream;
+    /* prestarted, before the availability answer: the child's stderr is held back (the probe's
+     * was never shown; a device that is missing shows only the message) */
+    bool hold_err;
+    char *held;
+    size_t held_len;
 } pump_ctx;
 
 /* The child's streams as they come: records into the sinks, stderr echoed and its tail kept.
@@ -351,6 +432,16 @@ typedef struct {
 static bool on_child_data(void *user, int which, const char *buf, size_t n) {
     pump_ctx *c = user;
     parent_ctx *p = c->p;
+    if (which == 1 && c->hold_err) {
+        char *nb = realloc(c->held, c->held_len + n);
+        if (nb) {
+            memcpy(nb + c->held_len, buf, n);
+            c->held = nb;
+            c->held_len += n;
+        }
+        cd_tail_append(p->run->crash.stderr_tail, sizeof p->run->crash.stderr_tail, buf, n);
+        return true;
+    }
     if (which == 1) {
         fwrite(buf, 1, n, stderr);
         cd_tail_append(p->run->crash.stderr_tail, sizeof p->run->crash.stderr_tail, buf, n);
@@ -377,13 +468,15 @@ static bool on_child_data(void *user, int which, const char *buf, size_t n) {
     return !p->sink_status;
 }
 
+static cd_status finish_run(cd_subproc *sp, pump_ctx *pc, const cd_plan *plan, cd_isolated_run *run, cd_error *err);
+
 cd_status cd_run_isolated(const cd_plan *plan, const cd_backend_opts *opts, const cd_value *inputs,
                           const cd_exec_opts *xopts, cd_probe_sink *sink, double timeout_s, cd_isolated_run *run,
                           cd_error *err) {
     memset(run, 0, sizeof *run);
     run->crash.op_index = -1;
     run->crash.exit_status = -1;
-    child_args ca = {plan, opts, inputs, xopts, sink && sink->hit};
+    child_args ca = {plan, opts, inputs, xopts, sink && sink->hit, {-1, -1}};
     /* the child stops between ops on its own copy of the stop flag; a terminal SIGINT reaches
      * it directly, a signal sent to the parent alone is passed on (SIGINT) */
     cd_subproc_opts so = {
@@ -397,10 +490,23 @@ cd_status cd_run_isolated(const cd_plan *plan, const cd_backend_opts *opts, cons
     parent_ctx p = {
         .plan = plan, .sink = sink, .local_sink = xopts ? xopts->local_sink : NULL, .xopts = xopts, .run = run};
     pump_ctx pc = {.p = &p};
+    return finish_run(&sp, &pc, plan, run, err);
+}
+
+/* Pumps the child's streams to their end, then its result, error or crash. */
+static cd_status finish_run(cd_subproc *sp, pump_ctx *pc, const cd_plan *plan, cd_isolated_run *run, cd_error *err) {
+    parent_ctx *pp = pc->p;
     cd_subproc_result sr;
-    cd_subproc_wait(&sp, on_child_data, &pc, &sr);
-    free(pc.data.buf);
-    bool bad_stream = pc.bad_stream;
+    /* this process only stores what the child sends meanwhile: no parallel regions (the dump's
+     * statistics of a large tensor take a second thread, docs/opencl.md), whose idle thread
+     * would spin in libgomp (its default spin count) on a core the driver wants */
+    int nt = omp_get_max_threads();
+    omp_set_num_threads(1);
+    cd_subproc_wait(sp, on_child_data, pc, &sr);
+    omp_set_num_threads(nt);
+    free(pc->data.buf);
+    parent_ctx p = *pp;
+    bool bad_stream = pc->bad_stream;
     run->crash.timed_out = sr.timed_out;
     int wst = sr.wstatus;
     run->crash.elapsed_s = sr.elapsed_s;
@@ -442,8 +548,6 @@ cd_status cd_run_isolated(const cd_plan *plan, const cd_backend_opts *opts, cons
  * a lock per context), and a build that crashes or fails here costs nothing but time: the
  * run child builds that family again when its op comes, and reports the crash or the failure
  * at that op as before. Nothing is built ahead with --no-cache (nowhere to keep it). */
-
-#define MAX_FAMILIES 64
 
 typedef struct {
     const cd_backend_opts *opts;
@@ -680,12 +784,289 @@ static void prebuild(const cd_plan *plan, const cd_backend_opts *opts, const cha
     prebuild_line(tty, &shown, run, done, m, cached, true, mono_now() - t0, jobs);
 }
 
+/* ------------------------------------------------------- the child started early */
+
+/* A differential run used to ask a probe child whether the device exists (the driver's load:
+ * 60-85 ms of PoCL and LLVM) and later fork the run child, which loaded it all again. The
+ * prestarted child is both: forked before run A, it answers what the probe answered (REC_PROBE),
+ * opens its backend and uploads the parameters while the parent runs A, and waits for the go.
+ * Everything it runs on is the parent's at the fork (plan, inputs, options, probe mask, the
+ * settle context), except A's record, which lives in a shared mapping
+ * (cd_forcing_new_shared): the go comes once A has filled it. */
+struct cd_cl_prestart {
+    cd_subproc sp;
+    int cmd;         /* write end of the go pipe */
+    bool pending;    /* the answer not read yet (the memo said the device was there) */
+    double lim;      /* how long the answer may take */
+    char memo[1100]; /* the answer memo ("" none) */
+    child_args ca;
+    cd_backend_opts opts;
+    cd_exec_opts xo;
+    cd_isolated_run run; /* phases and stderr seen so far */
+    parent_ctx p;
+    pump_ctx pc;
+};
+
+static double now_s(void) {
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec + (double)t.tv_nsec / 1e9;
+}
+
+static void prestart_free(struct cd_cl_prestart *h) {
+    if (h->cmd >= 0) close(h->cmd);
+    if (h->sp.pid > 0) {
+        cd_subproc_result sr;
+        cd_subproc_kill(&h->sp, SIGKILL);
+        cd_subproc_wait(&h->sp, NULL, NULL, &sr);
+    }
+    free(h->pc.data.buf);
+    free(h->pc.held);
+    free(h);
+}
+
+void cd_runner_isolated_drop(void *handle) {
+    if (handle) prestart_free(handle);
+}
+
+/* The availability answer memo: a device choice found before need not be waited for; the
+ * parent runs A while the child loads the driver, and reads the answer before B. Named by what
+ * chooses the device: the options, the environment of OpenCL loaders and drivers, the ICD
+ * files (names, sizes, times, contents). A stale memo (a device gone since) costs run A's time
+ * only: the answer, read before B, then fails the run as the check would have, nothing kept. */
+static void avail_memo_path(const cd_backend_opts *o, char *out, size_t on) {
+    out[0] = 0;
+    cd_cl_cache c;
+    cd_cl_cache_open(&c, o->cache_dir, o->no_cache);
+    if (!c.enabled) return;
+    size_t cap = 65536, len = 0;
+    char *t = malloc(cap);
+    if (!t) return;
+#define ADD(...)                                                                                                       \
+    do {                                                                                                               \
+        int w_ = snprintf(t + len, cap - len, __VA_ARGS__);                                                            \
+        if (w_ > 0) len = (size_t)w_ < cap - len ? len + (size_t)w_ : cap - 1;                                         \
+    } while (0)
+    ADD("avail 1 lib %s plat %s dev %s\n", o->cl_lib ? o->cl_lib : "", o->cl_platform ? o->cl_platform : "",
+        o->cl_device ? o->cl_device : "");
+    static const char *const keys[] = {
+        "OCL", "OPENCL", "POCL", "CUDA",    "NVIDIA",          "ROCR",       "HIP", "HSA",
+        "GPU", "ZE_",    "MALI", "RUSTICL", "LD_LIBRARY_PATH", "LD_PRELOAD", NULL};
+    extern char **environ;
+    for (char **e = environ; e && *e; e++)
+        for (int k = 0; keys[k]; k++)
+            if (strstr(*e, keys[k]) && strchr(*e, '=') > strstr(*e, keys[k])) {
+                ADD("env %s\n", *e);
+                break;
+            }
+    const char *vd = getenv("OCL_ICD_VENDORS");
+    const char *dir = vd && *vd ? vd : "/etc/OpenCL/vendors";
+    DIR *d = opendir(dir);
+    struct dirent *de;
+    while (d && (de = readdir(d))) {
+        if (de->d_name[0] == '.') continue;
+        char p[1400];
+        snprintf(p, sizeof p, "%.1000s/%.300s", dir, de->d_name);
+        struct stat st;
+        if (stat(p, &st) != 0) continue;
+        ADD("icd %s %lld %lld\n", de->d_name, (long long)st.st_size, (long long)st.st_mtime);
+        FILE *f = fopen(p, "r");
+        if (f) {
+            len += fread(t + len, 1, cap - 1 - len > 4096 ? 4096 : cap - 1 - len, f);
+            fclose(f);
+        }
+    }
+    if (d) closedir(d);
+#undef ADD
+    uint8_t h[32];
+    char hex[65];
+    cd_sha256(t, len, h);
+    cd_sha256_hex(h, hex);
+    free(t);
+    snprintf(out, on, "%.900s/avail-%.16s.txt", c.dir, hex);
+}
+
+/* Reads the child's streams until its availability answer (true), its end or the limit. */
+static bool await_answer(struct cd_cl_prestart *h) {
+    bool open[2] = {h->sp.fd[0] >= 0, h->sp.fd[1] >= 0};
+    double t0 = now_s();
+    char buf[4096];
+    while (!h->p.have_probe && open[0] && !h->pc.bad_stream) {
+        double left = h->lim - (now_s() - t0);
+        if (left <= 0) break;
+        struct pollfd f[2];
+        int nf = 0, idx[2];
+        for (int k = 0; k < 2; k++)
+            if (open[k]) {
+                f[nf] = (struct pollfd){.fd = h->sp.fd[k], .events = POLLIN};
+                idx[nf++] = k;
+            }
+        int pr = poll(f, (nfds_t)nf, (int)(left * 1000) + 1);
+        if (pr < 0 && errno != EINTR) break;
+        for (int i = 0; i < nf && pr > 0; i++) {
+            if (!(f[i].revents & (POLLIN | POLLHUP | POLLERR))) continue;
+            ssize_t n = read(h->sp.fd[idx[i]], buf, sizeof buf);
+            if (n < 0 && (errno == EINTR || errno == EAGAIN)) continue;
+            if (n <= 0 || !on_child_data(&h->pc, idx[i], buf, (size_t)n)) open[idx[i]] = false;
+        }
+    }
+    return h->p.have_probe && !h->pc.bad_stream;
+}
+
+/* The answer is in: the device there (CD_OK: the driver's held stderr shown, the memo kept) or
+ * not (its error; the memo goes). */
+static cd_status take_answer(struct cd_cl_prestart *h, cd_error *err) {
+    h->pending = false;
+    if (h->p.probe.status) {
+        if (h->memo[0]) unlink(h->memo);
+        return cd_err(err, (cd_status)h->p.probe.status, "%s", h->p.probe.msg);
+    }
+    if (h->memo[0] && access(h->memo, F_OK) != 0) {
+        char tmp[1200];
+        snprintf(tmp, sizeof tmp, "%.1100s.tmp.%ld", h->memo, (long)getpid());
+        FILE *f = fopen(tmp, "w");
+        bool ok = f && fprintf(f, "the OpenCL device of this choice was found\n") > 0;
+        if (f) ok = fclose(f) == 0 && ok;
+        if (!ok || rename(tmp, h->memo) != 0) unlink(tmp);
+    }
+    if (h->pc.held_len) fwrite(h->pc.held, 1, h->pc.held_len, stderr);
+    free(h->pc.held);
+    h->pc.held = NULL;
+    h->pc.held_len = 0;
+    h->pc.hold_err = false;
+    return CD_OK;
+}
+
+cd_status cd_runner_isolated_check(void *handle, bool *dropped, cd_error *err) {
+    struct cd_cl_prestart *h = handle;
+    *dropped = false;
+    if (!h || !h->pending) return CD_OK;
+    if (!await_answer(h)) { /* decides nothing: the run starts its own child */
+        prestart_free(h);
+        *dropped = true;
+        return CD_OK;
+    }
+    cd_status st = take_answer(h, err);
+    if (st) {
+        prestart_free(h);
+        *dropped = true;
+    }
+    return st;
+}
+
+cd_status cd_runner_isolated_prestart(const cd_runner_req *q, void **handle, bool *answered, cd_error *err) {
+    *handle = NULL;
+    *answered = false;
+    /* what settles B's layers (the caller's, given at the fork) must be in the record the
+     * child reads: a shared one, or none */
+    if (!q->xo || (q->xo->force && !cd_forcing_is_shared(q->xo->force)) || q->xo->local_only || q->xo->record_sink)
+        return CD_OK;
+    struct cd_cl_prestart *h = calloc(1, sizeof *h);
+    if (!h) return CD_OK;
+    h->cmd = -1;
+    h->opts = *q->bo;
+    h->xo = *q->xo;
+    h->ca = (child_args){q->plan, &h->opts, q->inputs, &h->xo, true, {-1, -1}};
+    if (pipe(h->ca.cmd_fd) != 0) {
+        free(h);
+        return CD_OK;
+    }
+    *answered = true;
+    /* the probe's limit (backend_cl_def.c); the run's --timeout starts at the go */
+    h->lim = q->timeout_s > 0 && q->timeout_s < 60 ? q->timeout_s : 60;
+    avail_memo_path(&h->opts, h->memo, sizeof h->memo);
+    cd_subproc_opts so = {.timeout_s = 0, .stop_signal = SIGINT, .capture_err = true};
+    if (cd_subproc_fork(&h->sp, &so, child_entry, &h->ca) != 0) {
+        close(h->ca.cmd_fd[0]);
+        close(h->ca.cmd_fd[1]);
+        free(h);
+        *answered = false;
+        return CD_OK;
+    }
+    close(h->ca.cmd_fd[0]);
+    h->cmd = h->ca.cmd_fd[1];
+    fcntl(h->cmd, F_SETFD, FD_CLOEXEC);
+    h->run.crash.op_index = -1;
+    h->run.crash.exit_status = -1;
+    h->p = (parent_ctx){.plan = q->plan, .run = &h->run};
+    h->pc = (pump_ctx){.p = &h->p, .hold_err = true};
+    /* a device found before: its answer is read before run B (cd_runner_isolated_check) */
+    if (h->memo[0] && access(h->memo, F_OK) == 0) {
+        h->pending = true;
+        *handle = h;
+        return CD_OK;
+    }
+    /* until the availability answer, as the probe: a crash or a hang decides nothing here (the
+     * run, started afresh, then records it as a finding) */
+    if (!await_answer(h)) {
+        prestart_free(h);
+        return CD_OK;
+    }
+    cd_status st = take_answer(h, err);
+    if (st) {
+        prestart_free(h);
+        return st;
+    }
+    *handle = h;
+    return CD_OK;
+}
+
+static bool same_str(const char *a, const char *b) { return a == b || (a && b && !strcmp(a, b)); }
+
+/* The run is the one the child was started for (it runs what it got at the fork). */
+static bool prestart_fits(const struct cd_cl_prestart *h, const cd_runner_req *q) {
+    const cd_backend_opts *a = &h->opts, *b = q->bo;
+    const cd_exec_opts *x = &h->xo, *y = q->xo;
+    return q->plan == h->ca.plan && q->inputs == h->ca.inputs && q->sink && q->sink->hit && y && a->prec == b->prec &&
+        a->threads == b->threads && same_str(a->cl_lib, b->cl_lib) && same_str(a->cl_platform, b->cl_platform) &&
+        same_str(a->cl_device, b->cl_device) && same_str(a->kernel_dir, b->kernel_dir) &&
+        same_str(a->cache_dir, b->cache_dir) && a->no_cache == b->no_cache && a->fp16_compute == b->fp16_compute &&
+        a->int8_arm == b->int8_arm && a->no_quant == b->no_quant && a->int8_on_arm == b->int8_on_arm &&
+        a->kv == b->kv && a->n_kv == b->n_kv && x->probe_mask == y->probe_mask && x->stop_flag == y->stop_flag &&
+        x->force == y->force && x->local_only == y->local_only && x->record == y->record && !y->record_sink &&
+        x->settle == y->settle && x->settle_user == y->settle_user && !x->on_settled == !y->on_settled;
+}
+
+/* The go: the run's sinks and time limit, then the child's stream to its end. */
+static cd_status prestart_run(struct cd_cl_prestart *h, const cd_runner_req *q, cd_isolated_run *ir, cd_error *err) {
+    if (h->pending) {
+        bool dropped;
+        cd_status st = cd_runner_isolated_check(h, &dropped, err);
+        if (dropped) return st ? st : cd_run_isolated(q->plan, q->bo, q->inputs, q->xo, q->sink, q->timeout_s, ir, err);
+    }
+    *ir = h->run;
+    h->p.run = ir;
+    h->p.sink = q->sink;
+    h->p.local_sink = q->xo->local_sink;
+    h->p.xopts = q->xo;
+    h->sp.o.timeout_s = q->timeout_s;
+    h->sp.o.stop = q->xo->stop_flag;
+    h->sp.t0 = now_s();
+    ssize_t w;
+    const char *go = q->xo->stop_flag && *q->xo->stop_flag ? "s" : "g";
+    while ((w = write(h->cmd, go, 1)) < 0 && errno == EINTR) {}
+    close(h->cmd);
+    h->cmd = -1;
+    /* a child gone already: its stream says how (a crash while preparing) */
+    cd_status st = finish_run(&h->sp, &h->pc, q->plan, ir, err);
+    h->pc.data.buf = NULL;
+    h->sp.pid = 0;
+    prestart_free(h);
+    return st;
+}
+
 cd_status cd_runner_isolated(const cd_runner_req *q, cd_runner_result *res, cd_error *err) {
     cd_isolated_run ir;
     memset(&ir, 0, sizeof ir);
     prebuild(q->plan, q->bo, q->run_name ? q->run_name : q->backend, q->progress && !q->quiet, q->timeout_s,
              q->xo ? q->xo->stop_flag : NULL);
-    cd_status st = cd_run_isolated(q->plan, q->bo, q->inputs, q->xo, q->sink, q->timeout_s, &ir, err);
+    struct cd_cl_prestart *h = q->prestart;
+    if (h && !prestart_fits(h, q)) {
+        prestart_free(h);
+        h = NULL;
+    }
+    cd_status st = h ? prestart_run(h, q, &ir, err)
+                     : cd_run_isolated(q->plan, q->bo, q->inputs, q->xo, q->sink, q->timeout_s, &ir, err);
     snprintf(res->device, sizeof res->device, "%s", ir.device);
     snprintf(res->driver, sizeof res->driver, "%s", ir.driver);
     res->crash = ir.crash;

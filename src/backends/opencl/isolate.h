@@ -34,4 +34,19 @@ cd_status cd_run_isolated(const cd_plan *plan, const cd_backend_opts *opts, cons
 /* The OpenCL backend's runner in an isolated child (cd_run_isolated), as engine/backend_def.h's
  * runner interface. */
 cd_status cd_runner_isolated(const cd_runner_req *q, cd_runner_result *res, cd_error *err);
+
+/* The run's child started before the run (cd_backend_def.prestart): q as the run will have it,
+ * its record (xo->force) shared (cd_forcing_new_shared) or absent. The child answers what the
+ * availability probe answers (returned as it: a missing device is its error) and then prepares;
+ * *handle stays NULL where no child was started (the run then forks its own); *answered: the
+ * child answered, or crashed or hung before it could (as a probe's, that decides nothing). The handle goes
+ * to the run (cd_runner_req.prestart), which uses it when the run is the same, or to
+ * cd_runner_isolated_drop. */
+cd_status cd_runner_isolated_prestart(const cd_runner_req *q, void **handle, bool *answered, cd_error *err);
+void cd_runner_isolated_drop(void *handle);
+/* A handle given before its child answered (the device choice found on an earlier run: the
+ * answer memo in the program cache folder): waits for the answer. CD_OK, or the error the
+ * availability probe gives; *dropped when the handle is gone (that error, or a child that
+ * crashed or hung before it answered, which decides nothing). */
+cd_status cd_runner_isolated_check(void *handle, bool *dropped, cd_error *err);
 #endif
