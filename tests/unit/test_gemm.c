@@ -804,9 +804,9 @@ Test(gemm, f16_levels_give_the_generic_bits) {
  * cd_conv_direct_epi_f32 and cd_gemm_f32_epi against the plain sums followed by the conv
  * epilogue written out per element (y + b rounded on its own, then the activation as
  * ops_nn_conv_tmpl.h's epilogue computes it): identical bits for every kind, with and without
- * a bias, reductions of 1-4 K slices (the last slice's store adds to the stored sum), row and
- * column tails (shifted and zero-padded partial vectors), NaN, Inf and -0 among the inputs, 1
- * and 2 threads, at every fp32 level (AVX-512, AVX2 + FMA, portable). */
+ * a bias, reductions of 1-4 K slices, row and column tails (blocks of 1-4 channels, partial
+ * vectors of columns), NaN, Inf and -0 among the inputs, 1 and 2 threads, at every fp32 level
+ * (AVX-512, AVX2 + FMA, portable); a product too large for the direct path is left plain. */
 static float epi_ref(const cd_gemm_epi *e, float y, int row) {
     volatile float v = y;
     if (e->bias) v = v + e->bias[row];

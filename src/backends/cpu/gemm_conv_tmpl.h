@@ -41,7 +41,8 @@ typedef struct {
     const cd_conv_direct_geo *g;
     int Hb, Wp;
     const int *tap; /* per k = (ic, ky, kx): its offset in the band scratch, ic * Hb * Wp + ky * dh * Wp + kx * dw */
-    const cd_gemm_epi *epi; /* applied in the last K slice's store (rows: output channels), or NULL */
+    const cd_gemm_epi *epi; /* applied to each finished row of mr channels (F(cd_band_run)), or NULL */
+    F(epi_block_fn) efn;
 } F(cd_band);
 
 /* mr output channels x nv vectors of one output row. K in the GEMM's KC slices (the sum of a
@@ -49,8 +50,7 @@ typedef struct {
  * long reduction gives the im2col + GEMM bits too. */
 static inline __attribute__((always_inline)) void F(cd_tile)(const F(cd_band) * bd, const GT *restrict x,
                                                              const GT *restrict w, int K, GT *restrict y, int ldy,
-                                                             const int mr, const int nv, int ncols, const int sw,
-                                                             int oc0, const int w8) {
+                                                             const int mr, const int nv, int ncols, const int sw) {
     const int *restrict tap = bd->tap;
     for (int k0 = 0; k0 < K; k0 += KC) {
         const int k1 = imin(K, k0 + KC);
@@ -72,7 +72,7 @@ static inline __attribute__((always_inline)) void F(cd_tile)(const F(cd_band) * 
                 for (int v = 0; v < nv; v++) acc[i][v] += av * xv[v];
             }
         }
-        F(store_tile_epi)(y, (size_t)ldy, &acc[0][0], 4, mr, nv, ncols, k0 == 0, k1 == K ? bd->epi : NULL, oc0, w8);
+        F(store_tile)(y, (size_t)ldy, &acc[0][0], 4, mr, nv, ncols, (GT)1, (GT)0, k0 == 0);
     }
 }
 
@@ -82,7 +82,7 @@ static inline __attribute__((always_inline)) void F(cd_tile)(const F(cd_band) * 
  * code kept its accumulators in memory there. */
 static inline __attribute__((always_inline, target(G_ISA_MID))) void
 F(cd_tile_avx2_mr)(const F(cd_band) * bd, const GT *restrict x, const GT *restrict w, int K, GT *restrict y, int ldy,
-                   const int mr, int ncols, int oc0) {
+                   const int mr, int ncols) {
     const int *restrict tap = bd->tap;
     for (int k0 = 0; k0 < K; k0 += KC) {
         const int k1 = imin(K, k0 + KC);
@@ -119,19 +119,19 @@ F(cd_tile_avx2_mr)(const F(cd_band) * bd, const GT *restrict x, const GT *restri
         _mm256_storeu_ps(o + 2 * NR + 8, c21);
         _mm256_storeu_ps(o + 3 * NR, c30);
         _mm256_storeu_ps(o + 3 * NR + 8, c31);
-        F(store_tile_epi)(y, (size_t)ldy, acc, 1, mr, 1, ncols, k0 == 0, k1 == K ? bd->epi : NULL, oc0, 1);
+        F(store_tile)(y, (size_t)ldy, acc, 1, mr, 1, ncols, (GT)1, (GT)0, k0 == 0);
     }
 }
 
 /* a function of its own (not inlined): the row bodies of the other ISA levels call it too */
 __attribute__((noinline, target(G_ISA_MID))) static void F(cd_tile_avx2)(const F(cd_band) * bd, const GT *restrict x,
                                                                          const GT *restrict w, int K, GT *restrict y,
-                                                                         int ldy, int mr, int ncols, int oc0) {
+                                                                         int ldy, int mr, int ncols) {
     switch (mr) {
-    case 1: F(cd_tile_avx2_mr)(bd, x, w, K, y, ldy, 1, ncols, oc0); break;
-    case 2: F(cd_tile_avx2_mr)(bd, x, w, K, y, ldy, 2, ncols, oc0); break;
-    case 3: F(cd_tile_avx2_mr)(bd, x, w, K, y, ldy, 3, ncols, oc0); break;
-    default: F(cd_tile_avx2_mr)(bd, x, w, K, y, ldy, 4, ncols, oc0); break;
+    case 1: F(cd_tile_avx2_mr)(bd, x, w, K, y, ldy, 1, ncols); break;
+    case 2: F(cd_tile_avx2_mr)(bd, x, w, K, y, ldy, 2, ncols); break;
+    case 3: F(cd_tile_avx2_mr)(bd, x, w, K, y, ldy, 3, ncols); break;
+    default: F(cd_tile_avx2_mr)(bd, x, w, K, y, ldy, 4, ncols); break;
     }
 }
 #endif
@@ -157,12 +157,12 @@ static inline __attribute__((always_inline)) void F(cd_row_body)(const F(cd_band
         GT *y = yrow + ox;
 #if defined(CD_GEMM_X86)
         if (avx2 && sw == 1) {
-            F(cd_tile_avx2)(bd, x, w, K, y, (int)HWo, mr, ncols, oc0);
+            F(cd_tile_avx2)(bd, x, w, K, y, (int)HWo, mr, ncols);
             ox += ncols;
             continue;
         }
 #endif
-#define CT(MRC, NVC, SWC) F(cd_tile)(bd, x, w, K, y, (int)HWo, MRC, NVC, ncols, SWC, oc0, nvmax != 4)
+#define CT(MRC, NVC, SWC) F(cd_tile)(bd, x, w, K, y, (int)HWo, MRC, NVC, ncols, SWC)
 #define CT_SW(MRC, NVC)                                                                                                \
     if (sw == 1)                                                                                                       \
         CT(MRC, NVC, 1);                                                                                               \
@@ -224,7 +224,11 @@ static void F(cd_band_run)(F(cd_row_fn) fn, const F(cd_band) * bd, GT *xs, const
                 memset(d, 0, (size_t)g->W * sizeof(GT));
         }
     for (int oy = oy0; oy < oy1; oy++)
-        for (int oc = 0; oc < Cout; oc += 4) fn(bd, xs, W, Y, oc, imin(4, Cout - oc), oy, (oy - oy0) * g->sh);
+        for (int oc = 0; oc < Cout; oc += 4) {
+            fn(bd, xs, W, Y, oc, imin(4, Cout - oc), oy, (oy - oy0) * g->sh);
+            if (bd->epi) /* the row of these channels is in L1: [Cout][Ho * Wo] rows oc.., columns oy * Wo.. */
+                bd->efn(Y, (size_t)g->Ho * g->Wo, oc, oc + imin(4, Cout - oc), oy * g->Wo, g->Wo, bd->epi);
+        }
 }
 
 bool CAT(cd_conv_direct, GS)(const cd_conv_direct_geo *g, int Cout, const GT *W, GT *Y, int threads) {
@@ -250,7 +254,7 @@ bool CAT(cd_conv_direct_epi, GS)(const cd_conv_direct_geo *g, int Cout, const GT
     for (int ic = 0, k = 0; ic < g->Cin; ic++)
         for (int ky = 0; ky < g->KH; ky++)
             for (int kx = 0; kx < g->KW; kx++, k++) tap[k] = (ic * Hb + ky * g->dh) * Wp + kx * g->dw;
-    const F(cd_band) bd = {g, Hb, Wp, tap, epi};
+    const F(cd_band) bd = {g, Hb, Wp, tap, epi, epi ? F(pick_epi_block)() : NULL};
     const size_t scratch = (size_t)g->Cin * bd.Hb * bd.Wp;
     const int bands = (g->Ho + CD_BAND_ROWS - 1) / CD_BAND_ROWS;
     const double macs = (double)Cout * g->Cin * g->KH * g->KW * g->Ho * g->Wo;

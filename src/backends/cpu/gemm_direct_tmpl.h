@@ -17,57 +17,64 @@
 #error "a part of gemm_tmpl.h's template body: included by gemm_tmpl.h only"
 #endif
 
-/* F(store_row) for alpha 1, beta 0 followed by the conv epilogue on row `row` of C: r = acc
- * (first K slice) or C + acc (later ones), then CD_GEMM_EPI_APPLY (gemm.h). Used only on the last K slice. w8:
- * in two halves of 8 lanes (the AVX2 and portable builds, where GCC turned the 16-lane
- * compares into scalar ones); the same operations per lane either way. */
-static inline __attribute__((always_inline)) void
-F(store_row_epi)(GT *restrict cr, const F(vec) * acc, int nr, int first, const cd_gemm_epi *ep, int row, const int w8) {
-    F(vec) r = *acc;
-    if (!first) {
-        F(vec) old = {0};
-        if (nr == NR) /* fixed-size copies: a variable length is a call to memcpy */
-            memcpy(&old, cr, sizeof old);
-        else
-            memcpy(&old, cr, (size_t)nr * sizeof(GT));
-        r = old + r;
-    }
-    const GT bv = ep->bias ? ep->bias[row] : (GT)0;
-    if (w8) {
-        typedef GT F(ev8) __attribute__((vector_size(8 * sizeof(GT))));
-        typedef int F(em8) __attribute__((vector_size(8 * sizeof(int))));
-        F(ev8) h[2];
-        memcpy(h, &r, sizeof h);
-        CD_GEMM_EPI_APPLY(F(ev8), F(em8), h[0], ep, bv);
-        CD_GEMM_EPI_APPLY(F(ev8), F(em8), h[1], ep, bv);
-        memcpy(&r, h, sizeof h);
-    } else {
-        typedef int F(em16) __attribute__((vector_size(NR * sizeof(int))));
-        CD_GEMM_EPI_APPLY(F(vec), F(em16), r, ep, bv);
-    }
-    if (nr == NR)
-        memcpy(cr, &r, sizeof r);
-    else
-        memcpy(cr, &r, (size_t)nr * sizeof(GT));
-}
-
-/* F(store_tile) (alpha 1, beta 0), through F(store_row_epi) where ep is set (rows row0 + i) */
-static inline __attribute__((always_inline)) void F(store_tile_epi)(GT *restrict c, size_t ldc, const F(vec) * acc,
-                                                                    const int as, const int mr, const int nv, int ncols,
-                                                                    int first, const cd_gemm_epi *ep, int row0,
-                                                                    const int w8) {
-#pragma GCC unroll 4
-    for (int i = 0; i < mr; i++)
-#pragma GCC unroll 4
-        for (int v = 0; v < nv; v++) {
-            const int nr = ncols - v * NR;
-            if (nr <= 0) break; /* never (ncols > (nv - 1) * NR): tells the compiler the range */
-            GT *cr = c + (size_t)i * ldc + (size_t)v * NR;
-            if (ep)
-                F(store_row_epi)(cr, &acc[i * as + v], nr < NR ? nr : NR, first, ep, row0 + i, w8);
+/* The conv epilogue (gemm.h cd_gemm_epi) on a finished block of C: rows [r0, r1) (bias row =
+ * row of C), columns [j0, j0 + ncols), right after the kernel stored it, while it is in L1:
+ * per element the epilogue's operations (CD_GEMM_EPI_APPLY), 16 columns per vector, a partial
+ * last vector copied in and out. Not inside the tiles: there it took registers from their
+ * multiply-add loops (GCC then reloaded a weight-row pointer from the stack per step: the 3x3
+ * direct convs of ppocr_v3_det 25% slower). w8: in 8-lane halves (AVX2 and portable builds,
+ * where GCC turns 16-lane compares into scalar ones). */
+static inline __attribute__((always_inline)) void F(epi_block_body)(GT *C, size_t ldc, int r0, int r1, int j0,
+                                                                    int ncols, const cd_gemm_epi *ep, const int w8) {
+    typedef GT F(ev8) __attribute__((vector_size(8 * sizeof(GT))));
+    typedef int F(em8) __attribute__((vector_size(8 * sizeof(int))));
+    typedef int F(em16) __attribute__((vector_size(NR * sizeof(int))));
+    for (int i = r0; i < r1; i++) {
+        const GT bv = ep->bias ? ep->bias[i] : (GT)0;
+        GT *cr = C + (size_t)i * ldc + j0;
+        for (int j = 0; j < ncols; j += NR) {
+            const int n = ncols - j < NR ? ncols - j : NR;
+            F(vec) r = {0};
+            if (n == NR)
+                memcpy(&r, cr + j, sizeof r);
             else
-                F(store_row)(cr, &acc[i * as + v], nr < NR ? nr : NR, (GT)1, (GT)0, first);
+                memcpy(&r, cr + j, (size_t)n * sizeof(GT));
+            if (w8) {
+                F(ev8) h[2];
+                memcpy(h, &r, sizeof h);
+                CD_GEMM_EPI_APPLY(F(ev8), F(em8), h[0], ep, bv);
+                CD_GEMM_EPI_APPLY(F(ev8), F(em8), h[1], ep, bv);
+                memcpy(&r, h, sizeof h);
+            } else {
+                CD_GEMM_EPI_APPLY(F(vec), F(em16), r, ep, bv);
+            }
+            if (n == NR)
+                memcpy(cr + j, &r, sizeof r);
+            else
+                memcpy(cr + j, &r, (size_t)n * sizeof(GT));
         }
+    }
+}
+#define EPI_BLOCK_ARGS (GT * C, size_t ldc, int r0, int r1, int j0, int ncols, const cd_gemm_epi *ep)
+typedef void(*F(epi_block_fn)) EPI_BLOCK_ARGS;
+static void F(epi_block_w8) EPI_BLOCK_ARGS { F(epi_block_body)(C, ldc, r0, r1, j0, ncols, ep, 1); }
+#ifdef CD_GEMM_X86
+__attribute__((target(G_ISA_MID))) static void F(epi_block_mid) EPI_BLOCK_ARGS {
+    F(epi_block_body)(C, ldc, r0, r1, j0, ncols, ep, 1);
+}
+__attribute__((target(G_ISA_FAST))) static void F(epi_block_fast) EPI_BLOCK_ARGS {
+    F(epi_block_body)(C, ldc, r0, r1, j0, ncols, ep, 0);
+}
+#endif
+#undef EPI_BLOCK_ARGS
+/* the epilogue block function for this machine (the level cap of CLDIFF_GEMM_F32_KERNEL included) */
+static F(epi_block_fn) F(pick_epi_block)(void) {
+#ifdef CD_GEMM_X86
+    __builtin_cpu_init();
+    if (G_ISA_FAST_CHECK) return F(epi_block_fast);
+    if (G_ISA_MID_CHECK) return F(epi_block_mid);
+#endif
+    return F(epi_block_w8);
 }
 
 #define DMR 4
@@ -75,8 +82,7 @@ static inline __attribute__((always_inline)) void F(store_tile_epi)(GT *restrict
 static inline __attribute__((always_inline)) void F(direct_tile)(int kc, const GT *restrict a, size_t ars, size_t aks,
                                                                  const GT *restrict b, size_t ldb, GT *restrict c,
                                                                  int ldc, const int mr, const int nv, int ncols,
-                                                                 int shift, GT alpha, GT beta, int first,
-                                                                 const cd_gemm_epi *ep, int row0, const int w8) {
+                                                                 int shift, GT alpha, GT beta, int first) {
     F(vec) acc[DMR][DNV];
     size_t off[DNV]; /* column offset of each vector; the last one starts `shift` columns early */
 #pragma GCC unroll 4
@@ -101,10 +107,7 @@ static inline __attribute__((always_inline)) void F(direct_tile)(int kc, const G
 #pragma GCC unroll 4
         for (int i = 0; i < mr; i++) F(lanes_down)(&acc[i][nv - 1], shift);
     }
-    if (ep)
-        F(store_tile_epi)(c, (size_t)ldc, &acc[0][0], DNV, mr, nv, ncols, first, ep, row0, w8);
-    else
-        F(store_tile)(c, (size_t)ldc, &acc[0][0], DNV, mr, nv, ncols, alpha, beta, first);
+    F(store_tile)(c, (size_t)ldc, &acc[0][0], DNV, mr, nv, ncols, alpha, beta, first);
 }
 
 /* The full 4-row x 4-vector tile of the AVX-512 build as a function of its own: inlined into
@@ -113,8 +116,7 @@ static inline __attribute__((always_inline)) void F(direct_tile)(int kc, const G
 #if defined(CD_GEMM_X86)
 __attribute__((target(G_ISA_FAST), noinline)) static void
 F(direct_tile_4x4_fast)(int kc, const GT *restrict a, size_t ars, size_t aks, const GT *restrict b, size_t ldb,
-                        GT *restrict c, int ldc, int ncols, int shift, GT alpha, GT beta, int first,
-                        const cd_gemm_epi *ep, int row0) {
+                        GT *restrict c, int ldc, int ncols, int shift, GT alpha, GT beta, int first) {
     /* sixteen named accumulators: with an array GCC still kept a row of them in memory */
     F(vec) c00 = {0}, c01 = {0}, c02 = {0}, c03 = {0}, c10 = {0}, c11 = {0}, c12 = {0}, c13 = {0};
     F(vec) c20 = {0}, c21 = {0}, c22 = {0}, c23 = {0}, c30 = {0}, c31 = {0}, c32 = {0}, c33 = {0};
@@ -157,30 +159,22 @@ F(direct_tile_4x4_fast)(int kc, const GT *restrict a, size_t ars, size_t aks, co
     }
     const int n3 = ncols - 3 * NR < NR ? ncols - 3 * NR : NR;
     const size_t l = (size_t)ldc;
-#define ST44(I, V, ACC, N)                                                                                             \
-    do {                                                                                                               \
-        if (ep)                                                                                                        \
-            F(store_row_epi)(c + (I)*l + (V)*NR, &ACC, N, first, ep, row0 + (I), 0);                                   \
-        else                                                                                                           \
-            F(store_row)(c + (I)*l + (V)*NR, &ACC, N, alpha, beta, first);                                             \
-    } while (0)
-    ST44(0, 0, c00, NR);
-    ST44(0, 1, c01, NR);
-    ST44(0, 2, c02, NR);
-    ST44(0, 3, c03, n3);
-    ST44(1, 0, c10, NR);
-    ST44(1, 1, c11, NR);
-    ST44(1, 2, c12, NR);
-    ST44(1, 3, c13, n3);
-    ST44(2, 0, c20, NR);
-    ST44(2, 1, c21, NR);
-    ST44(2, 2, c22, NR);
-    ST44(2, 3, c23, n3);
-    ST44(3, 0, c30, NR);
-    ST44(3, 1, c31, NR);
-    ST44(3, 2, c32, NR);
-    ST44(3, 3, c33, n3);
-#undef ST44
+    F(store_row)(c, &c00, NR, alpha, beta, first);
+    F(store_row)(c + NR, &c01, NR, alpha, beta, first);
+    F(store_row)(c + 2 * NR, &c02, NR, alpha, beta, first);
+    F(store_row)(c + 3 * NR, &c03, n3, alpha, beta, first);
+    F(store_row)(c + l, &c10, NR, alpha, beta, first);
+    F(store_row)(c + l + NR, &c11, NR, alpha, beta, first);
+    F(store_row)(c + l + 2 * NR, &c12, NR, alpha, beta, first);
+    F(store_row)(c + l + 3 * NR, &c13, n3, alpha, beta, first);
+    F(store_row)(c + 2 * l, &c20, NR, alpha, beta, first);
+    F(store_row)(c + 2 * l + NR, &c21, NR, alpha, beta, first);
+    F(store_row)(c + 2 * l + 2 * NR, &c22, NR, alpha, beta, first);
+    F(store_row)(c + 2 * l + 3 * NR, &c23, n3, alpha, beta, first);
+    F(store_row)(c + 3 * l, &c30, NR, alpha, beta, first);
+    F(store_row)(c + 3 * l + NR, &c31, NR, alpha, beta, first);
+    F(store_row)(c + 3 * l + 2 * NR, &c32, NR, alpha, beta, first);
+    F(store_row)(c + 3 * l + 3 * NR, &c33, n3, alpha, beta, first);
 }
 #define DT44(...) F(direct_tile_4x4_fast)(__VA_ARGS__)
 
@@ -188,18 +182,12 @@ F(direct_tile_4x4_fast)(int kc, const GT *restrict a, size_t ars, size_t aks, co
  * through F(avx2_tile) (the generic 16-lane code kept its accumulators in memory there). */
 __attribute__((target(G_ISA_MID), noinline)) static void
 F(direct_tile_mid)(int kc, const GT *restrict a, size_t ars, size_t aks, const GT *restrict b, size_t ldb,
-                   GT *restrict c, int ldc, int mr, int ncols, int shift, GT alpha, GT beta, int first,
-                   const cd_gemm_epi *ep, int row0) {
+                   GT *restrict c, int ldc, int mr, int ncols, int shift, GT alpha, GT beta, int first) {
     F(vec) acc[DMR];
     F(avx2_tile)(kc, a, ars, aks, b - shift, ldb, mr, acc);
     if (shift)
         for (int i = 0; i < mr; i++) F(lanes_down)(&acc[i], shift);
-    for (int i = 0; i < mr; i++) {
-        if (ep)
-            F(store_row_epi)(c + (size_t)i * ldc, &acc[i], ncols, first, ep, row0 + i, 1);
-        else
-            F(store_row)(c + (size_t)i * ldc, &acc[i], ncols, alpha, beta, first);
-    }
+    for (int i = 0; i < mr; i++) F(store_row)(c + (size_t)i * ldc, &acc[i], ncols, alpha, beta, first);
 }
 #endif
 
@@ -210,8 +198,7 @@ F(direct_tile_mid)(int kc, const GT *restrict a, size_t ars, size_t aks, const G
 static inline __attribute__((always_inline)) void F(direct_item)(int K, const GT *A, size_t ars, size_t aks,
                                                                  const GT *B, int ldb, GT *C, int ldc, int i0, int i1,
                                                                  int j0, int ncols, GT alpha, GT beta,
-                                                                 GT *restrict bpad, const cd_gemm_epi *epi,
-                                                                 const int nvmax, const int avx2) {
+                                                                 GT *restrict bpad, const int nvmax, const int avx2) {
     (void)avx2; /* x86: 1 in the AVX2 build, whose one-vector tiles go through F(direct_tile_mid) */
     const int nfull = ncols / NR, tail = ncols % NR;
     /* A partial last vector is read as the NR columns ending at the item's last column when
@@ -221,8 +208,6 @@ static inline __attribute__((always_inline)) void F(direct_item)(int K, const GT
     const int nvec = nfull + (shifted ? 1 : 0);
     for (int k0 = 0; k0 < K; k0 += KC) {
         const int kc = imin(KC, K - k0), first = k0 == 0;
-        const cd_gemm_epi *ep = k0 + kc == K ? epi : NULL; /* the epilogue in the last slice's store */
-        const int w8 = nvmax != DNV;                       /* F(store_row_epi): not the 32-register build */
         const GT *b = B + (size_t)k0 * ldb + j0;
         if (tail && !shifted) {
             const GT *bt = b + nfull * NR;
@@ -240,13 +225,13 @@ static inline __attribute__((always_inline)) void F(direct_item)(int K, const GT
 #define DT(MRC, NVC, BB, LDB, CC, NC, SH)                                                                              \
     do {                                                                                                               \
         if (avx2 && (NVC) == 1)                                                                                        \
-            F(direct_tile_mid)(kc, a, ars, aks, BB, LDB, CC, ldc, MRC, NC, SH, alpha, beta, first, ep, r0);            \
+            F(direct_tile_mid)(kc, a, ars, aks, BB, LDB, CC, ldc, MRC, NC, SH, alpha, beta, first);                    \
         else                                                                                                           \
-            F(direct_tile)(kc, a, ars, aks, BB, LDB, CC, ldc, MRC, NVC, NC, SH, alpha, beta, first, ep, r0, w8);       \
+            F(direct_tile)(kc, a, ars, aks, BB, LDB, CC, ldc, MRC, NVC, NC, SH, alpha, beta, first);                   \
     } while (0)
 #else
 #define DT(MRC, NVC, BB, LDB, CC, NC, SH)                                                                              \
-    F(direct_tile)(kc, a, ars, aks, BB, LDB, CC, ldc, MRC, NVC, NC, SH, alpha, beta, first, ep, r0, w8)
+    F(direct_tile)(kc, a, ars, aks, BB, LDB, CC, ldc, MRC, NVC, NC, SH, alpha, beta, first)
 #endif
 /* 4 vectors: only the AVX-512 build gets there (nvmax); its 4-row tile is the separate
  * function above */
@@ -254,7 +239,7 @@ static inline __attribute__((always_inline)) void F(direct_item)(int K, const GT
 #define DT4(MRC, BB, LDB, CC, NC, SH)                                                                                  \
     do {                                                                                                               \
         if ((MRC) == 4)                                                                                                \
-            DT44(kc, a, ars, aks, BB, LDB, CC, ldc, NC, SH, alpha, beta, first, ep, r0);                               \
+            DT44(kc, a, ars, aks, BB, LDB, CC, ldc, NC, SH, alpha, beta, first);                                       \
         else                                                                                                           \
             DT(MRC, 4, BB, LDB, CC, NC, SH);                                                                           \
     } while (0)
@@ -288,12 +273,12 @@ static inline __attribute__((always_inline)) void F(direct_item)(int K, const GT
 }
 
 typedef void (*F(direct_fn))(int, const GT *, size_t, size_t, const GT *, int, GT *, int, int, int, int, int, GT, GT,
-                             GT *restrict, const cd_gemm_epi *);
+                             GT *restrict);
 #define DIRECT_ARGS                                                                                                    \
     (int K, const GT *A, size_t ars, size_t aks, const GT *B, int ldb, GT *C, int ldc, int i0, int i1, int j0,         \
-     int ncols, GT alpha, GT beta, GT *restrict bpad, const cd_gemm_epi *epi)
+     int ncols, GT alpha, GT beta, GT *restrict bpad)
 #define DIRECT_CALL(NVMAX, AVX2)                                                                                       \
-    F(direct_item)(K, A, ars, aks, B, ldb, C, ldc, i0, i1, j0, ncols, alpha, beta, bpad, epi, NVMAX, AVX2)
+    F(direct_item)(K, A, ars, aks, B, ldb, C, ldc, i0, i1, j0, ncols, alpha, beta, bpad, NVMAX, AVX2)
 /* vectors per tile: 4 where 32 registers hold 16 lanes each (AVX-512); fewer where a
  * 16-lane vector takes 2 (AVX2) or 4 (SSE, generic) registers */
 __attribute__((unused)) static void F(direct_default) DIRECT_ARGS { DIRECT_CALL(1, 0); }
@@ -332,14 +317,17 @@ static F(direct_fn) F(pick_direct)(void) { G_PICK_VARIANT(direct); }
  * are fewer column runs than threads. */
 static void F(gemm_direct)(F(direct_fn) fn, int M, int N, int K, GT alpha, const GT *A, int lda, bool ta, const GT *B,
                            int ldb, GT beta, GT *C, int ldc, int threads, const cd_gemm_epi *epi) {
+    F(epi_block_fn) efn = epi ? F(pick_epi_block)() : NULL; /* applied to each finished item */
     const size_t ars = ta ? 1 : (size_t)lda, aks = ta ? (size_t)lda : 1;
     const int cw = DNV * NR; /* columns per item */
     const int rb = (M + DMR - 1) / DMR, cb = (N + cw - 1) / cw;
     int nt = threads < 1 ? 1 : threads;
     if (nt <= 1) {
         GT bpad[KC * NR];
-        for (int q = 0; q < cb; q++)
-            fn(K, A, ars, aks, B, ldb, C, ldc, 0, M, q * cw, imin(cw, N - q * cw), alpha, beta, bpad, epi);
+        for (int q = 0; q < cb; q++) {
+            fn(K, A, ars, aks, B, ldb, C, ldc, 0, M, q * cw, imin(cw, N - q * cw), alpha, beta, bpad);
+            if (efn) efn(C, (size_t)ldc, 0, M, q * cw, imin(cw, N - q * cw), epi);
+        }
         return;
     }
     int rsplit = cb >= 2 * nt ? 1 : imin(rb, (2 * nt + cb - 1) / cb); /* row ranges per column run */
@@ -354,7 +342,8 @@ static void F(gemm_direct)(F(direct_fn) fn, int M, int N, int K, GT alpha, const
         for (int it = 0; it < items; it++) {
             int q = it / rsplit, rs = it % rsplit;
             int i0 = rs * rper * DMR, i1 = imin(M, i0 + rper * DMR);
-            fn(K, A, ars, aks, B, ldb, C, ldc, i0, i1, q * cw, imin(cw, N - q * cw), alpha, beta, bpad, epi);
+            fn(K, A, ars, aks, B, ldb, C, ldc, i0, i1, q * cw, imin(cw, N - q * cw), alpha, beta, bpad);
+            if (efn) efn(C, (size_t)ldc, i0, i1, q * cw, imin(cw, N - q * cw), epi);
         }
     }
 }
