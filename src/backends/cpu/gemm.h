@@ -13,6 +13,7 @@
 #define CD_CPU_GEMM_H
 #include "util/error.h"
 #include <stdbool.h>
+#include <stddef.h>
 
 /* Columns per packed B panel (the micro-kernel's vector width in elements). */
 #define CD_GEMM_NR 16
@@ -94,6 +95,11 @@ typedef struct {
         default: break;                                                                                                \
         }                                                                                                              \
     } while (0)
+/* Applies ep to rows [r0, r1) x columns [j0, j0 + ncols) of C (row stride ldc; bias row = row
+ * of C) in place: the pass over a finished block. cd_gemm_epi_pick_f32() returns the one for
+ * this machine's fp32 level (CLDIFF_GEMM_F32_KERNEL included); pick once per op. */
+typedef void (*cd_gemm_epi_fn)(float *C, size_t ldc, int r0, int r1, int j0, int ncols, const cd_gemm_epi *ep);
+cd_gemm_epi_fn cd_gemm_epi_pick_f32(void);
 /* cd_conv_direct_f32 with epi (NULL: the plain sums). */
 bool cd_conv_direct_epi_f32(const cd_conv_direct_geo *g, int Cout, const float *W, float *Y, const cd_gemm_epi *epi,
                             int threads);

@@ -550,6 +550,8 @@ void CAT(cd_gemm, GS)(int M, int N, int K, GT alpha, const GT *A, int lda, bool 
 }
 
 #if G_DIRECT
+cd_gemm_epi_fn CAT(cd_gemm_epi_pick, GS)(void) { return F(pick_epi_block)(); }
+
 bool CAT(cd_gemm, CAT(GS, epi))(int M, int N, int K, const GT *A, int lda, const GT *B, int ldb, GT *C, int ldc,
                                 const cd_gemm_epi *epi, int threads) {
     /* the direct-path test of CAT(cd_gemm, GS) (ta and tb false: never the one-column path) */

@@ -118,35 +118,7 @@ typedef struct {
     int Ho, Wo, KH, KW, sh, sw, dh, dw;
     int Wp;         /* scratch row length */
     const int *kyr; /* per output row oy: tap rows [kyr[2 oy], kyr[2 oy + 1]) are not all padding */
-    /* fp32: the conv epilogue applied in the store (gemm.h CD_GEMM_EPI_APPLY), or NULL */
-    const cd_gemm_epi *epi;
 } F(dw_geo);
-
-/* The epilogue on one 16-lane vector of plane results (fp32, d->epi set; bv: the plane's
- * bias). w8: in two halves of 8 lanes (AVX2 and portable builds: GCC turns 16-lane compares
- * into scalar ones there). */
-static inline __attribute__((always_inline)) void F(dw_epi)(const cd_gemm_epi *ep, float bv, F(dwvec) * v,
-                                                            const int w8) {
-#if NN_IS_HALF
-    (void)ep;
-    (void)bv;
-    (void)v;
-    (void)w8;
-#else
-    if (w8) {
-        typedef float F(dwv8) __attribute__((vector_size(32)));
-        typedef int F(dwm8) __attribute__((vector_size(32)));
-        F(dwv8) h[2];
-        memcpy(h, v, sizeof h);
-        CD_GEMM_EPI_APPLY(F(dwv8), F(dwm8), h[0], ep, bv);
-        CD_GEMM_EPI_APPLY(F(dwv8), F(dwm8), h[1], ep, bv);
-        memcpy(v, h, sizeof h);
-    } else {
-        typedef int F(dwm16) __attribute__((vector_size(64)));
-        CD_GEMM_EPI_APPLY(F(dwvec), F(dwm16), *v, ep, bv);
-    }
-#endif
-}
 
 static inline __attribute__((always_inline)) void F(dw_load)(const NN_T *p, int sw, F(dwvec) * out) {
     F(dwvec) v;
@@ -182,8 +154,7 @@ static inline __attribute__((always_inline)) void F(dw_load)(const NN_T *p, int 
 #define DW_NVMAX 8
 static inline __attribute__((always_inline)) void F(dw_run)(const F(dw_geo) * d, const NN_T *restrict xr0,
                                                             const NN_T *restrict wk, NN_T *restrict yr, const int nv,
-                                                            const int sw, int ncols, int ky0, int ky1, float bv,
-                                                            const int w8) {
+                                                            const int sw, int ncols, int ky0, int ky1) {
     const int KW = d->KW, dw = d->dw;
     const size_t rstep = (size_t)d->dh * d->Wp;
     F(dwvec) acc[DW_NVMAX];
@@ -203,9 +174,6 @@ static inline __attribute__((always_inline)) void F(dw_run)(const F(dw_geo) * d,
             }
         }
     }
-    if (d->epi)
-#pragma GCC unroll 8
-        for (int v = 0; v < nv; v++) F(dw_epi)(d->epi, bv, &acc[v], w8);
 #pragma GCC unroll 8
     for (int v = 0; v < nv; v++) {
         int n = ncols - v * DW_VL;
@@ -287,7 +255,7 @@ __attribute__((target("avx2,f16c"), noinline)) static void F(dw_run_f16c)(const 
  * takes the even lanes of two loads per 8 columns. */
 static inline __attribute__((always_inline, target(NN_ISA_MID))) void
 F(dw_run_avx2_nv)(const F(dw_geo) * d, const NN_T *restrict xr0, const NN_T *restrict wk, NN_T *restrict yr,
-                  const int nv, const int sw, int ncols, int ky0, int ky1, float bv) {
+                  const int nv, const int sw, int ncols, int ky0, int ky1) {
     const int KW = d->KW, dw = d->dw;
     const size_t rstep = (size_t)d->dh * d->Wp;
     __m256 acc[8];
@@ -311,11 +279,6 @@ F(dw_run_avx2_nv)(const F(dw_geo) * d, const NN_T *restrict xr0, const NN_T *res
             }
         }
     }
-    if (d->epi) {
-        typedef int F(dwm8i) __attribute__((vector_size(32)));
-#pragma GCC unroll 8
-        for (int u = 0; u < 2 * nv; u++) CD_GEMM_EPI_APPLY(__m256, F(dwm8i), acc[u], d->epi, bv);
-    }
 #pragma GCC unroll 8
     for (int u = 0; u < 2 * nv; u++) {
         const int n = ncols - 8 * u;
@@ -330,13 +293,12 @@ F(dw_run_avx2_nv)(const F(dw_geo) * d, const NN_T *restrict xr0, const NN_T *res
 }
 __attribute__((target(NN_ISA_MID), noinline)) static void F(dw_run_avx2)(const F(dw_geo) * d, const NN_T *restrict xr0,
                                                                          const NN_T *restrict wk, NN_T *restrict yr,
-                                                                         int nv, int sw, int ncols, int ky0, int ky1,
-                                                                         float bv) {
+                                                                         int nv, int sw, int ncols, int ky0, int ky1) {
 #define DW_A2(NVC)                                                                                                     \
     if (sw == 1)                                                                                                       \
-        F(dw_run_avx2_nv)(d, xr0, wk, yr, NVC, 1, ncols, ky0, ky1, bv);                                                \
+        F(dw_run_avx2_nv)(d, xr0, wk, yr, NVC, 1, ncols, ky0, ky1);                                                    \
     else                                                                                                               \
-        F(dw_run_avx2_nv)(d, xr0, wk, yr, NVC, 2, ncols, ky0, ky1, bv);
+        F(dw_run_avx2_nv)(d, xr0, wk, yr, NVC, 2, ncols, ky0, ky1);
     switch (nv) {
     case 1: DW_A2(1) break;
     case 2: DW_A2(2) break;
@@ -349,14 +311,14 @@ __attribute__((target(NN_ISA_MID), noinline)) static void F(dw_run_avx2)(const F
 
 #define DW_RUN_NV(SW)                                                                                                  \
     switch (nv) {                                                                                                      \
-    case 1: F(dw_run)(d, xr0, wk, yr, 1, SW, ncols, ky0, ky1, bv, w8); break;                                          \
-    case 2: F(dw_run)(d, xr0, wk, yr, 2, SW, ncols, ky0, ky1, bv, w8); break;                                          \
-    case 3: F(dw_run)(d, xr0, wk, yr, 3, SW, ncols, ky0, ky1, bv, w8); break;                                          \
-    case 4: F(dw_run)(d, xr0, wk, yr, 4, SW, ncols, ky0, ky1, bv, w8); break;                                          \
-    case 5: F(dw_run)(d, xr0, wk, yr, 5, SW, ncols, ky0, ky1, bv, w8); break;                                          \
-    case 6: F(dw_run)(d, xr0, wk, yr, 6, SW, ncols, ky0, ky1, bv, w8); break;                                          \
-    case 7: F(dw_run)(d, xr0, wk, yr, 7, SW, ncols, ky0, ky1, bv, w8); break;                                          \
-    default: F(dw_run)(d, xr0, wk, yr, 8, SW, ncols, ky0, ky1, bv, w8); break;                                         \
+    case 1: F(dw_run)(d, xr0, wk, yr, 1, SW, ncols, ky0, ky1); break;                                                  \
+    case 2: F(dw_run)(d, xr0, wk, yr, 2, SW, ncols, ky0, ky1); break;                                                  \
+    case 3: F(dw_run)(d, xr0, wk, yr, 3, SW, ncols, ky0, ky1); break;                                                  \
+    case 4: F(dw_run)(d, xr0, wk, yr, 4, SW, ncols, ky0, ky1); break;                                                  \
+    case 5: F(dw_run)(d, xr0, wk, yr, 5, SW, ncols, ky0, ky1); break;                                                  \
+    case 6: F(dw_run)(d, xr0, wk, yr, 6, SW, ncols, ky0, ky1); break;                                                  \
+    case 7: F(dw_run)(d, xr0, wk, yr, 7, SW, ncols, ky0, ky1); break;                                                  \
+    default: F(dw_run)(d, xr0, wk, yr, 8, SW, ncols, ky0, ky1); break;                                                 \
     }
 
 /* xp: padded plane (row oy*sh + ky*dh, column ox*sw + kx*dw holds the tap). Each output row
@@ -369,7 +331,7 @@ __attribute__((target(NN_ISA_MID), noinline)) static void F(dw_run_avx2)(const F
 #define DW_ROWS 4
 static inline __attribute__((always_inline)) void F(dw_run_rows)(const F(dw_geo) * d, const NN_T *restrict xr0,
                                                                  const NN_T *restrict wk, NN_T *restrict yr0,
-                                                                 const int nv, const int sw, int ncols, float bv) {
+                                                                 const int nv, const int sw, int ncols) {
     const int KH = d->KH, KW = d->KW, dw = d->dw, Wo = d->Wo;
     const size_t rstep = (size_t)d->dh * d->Wp, ostep = (size_t)d->sh * d->Wp;
     F(dwvec) acc[DW_ROWS * 2];
@@ -391,9 +353,6 @@ static inline __attribute__((always_inline)) void F(dw_run_rows)(const F(dw_geo)
                 }
         }
     }
-    if (d->epi) /* the 32-register build only (F(dw_plane_body)): 16-lane vectors */
-#pragma GCC unroll 8
-        for (int u = 0; u < DW_ROWS * nv; u++) F(dw_epi)(d->epi, bv, &acc[u], 0);
 #pragma GCC unroll 4
     for (int r = 0; r < DW_ROWS; r++)
 #pragma GCC unroll 2
@@ -409,8 +368,8 @@ static inline __attribute__((always_inline)) void F(dw_run_rows)(const F(dw_geo)
 
 static inline __attribute__((always_inline)) void F(dw_plane_body)(const F(dw_geo) * d, const NN_T *restrict xp,
                                                                    const NN_T *restrict wk, NN_T *restrict y,
-                                                                   const int nvmax, const int f16c, float bv) {
-    const int Wo = d->Wo, sw = d->sw, Wp = d->Wp, w8 = nvmax < DW_NVMAX;
+                                                                   const int nvmax, const int f16c) {
+    const int Wo = d->Wo, sw = d->sw, Wp = d->Wp;
     for (int oy = 0; oy < d->Ho; oy++) {
         /* narrow maps on the 32-register build: DW_ROWS interior rows at once (F(dw_run_rows)) */
         if (nvmax >= 8 && Wo <= 2 * DW_VL && sw <= 2 && oy + DW_ROWS <= d->Ho && d->kyr[2 * oy] == 0 &&
@@ -420,14 +379,14 @@ static inline __attribute__((always_inline)) void F(dw_plane_body)(const F(dw_ge
             NN_T *yr0 = y + (size_t)oy * Wo;
             if (Wo <= DW_VL) {
                 if (sw == 1)
-                    F(dw_run_rows)(d, xr0, wk, yr0, 1, 1, Wo, bv);
+                    F(dw_run_rows)(d, xr0, wk, yr0, 1, 1, Wo);
                 else
-                    F(dw_run_rows)(d, xr0, wk, yr0, 1, 2, Wo, bv);
+                    F(dw_run_rows)(d, xr0, wk, yr0, 1, 2, Wo);
             } else {
                 if (sw == 1)
-                    F(dw_run_rows)(d, xr0, wk, yr0, 2, 1, Wo, bv);
+                    F(dw_run_rows)(d, xr0, wk, yr0, 2, 1, Wo);
                 else
-                    F(dw_run_rows)(d, xr0, wk, yr0, 2, 2, Wo, bv);
+                    F(dw_run_rows)(d, xr0, wk, yr0, 2, 2, Wo);
             }
             oy += DW_ROWS - 1;
             continue;
@@ -446,7 +405,7 @@ static inline __attribute__((always_inline)) void F(dw_plane_body)(const F(dw_ge
             else
 #elif defined(NN_X86)
             if (f16c && sw <= 2) /* float: the AVX2 + FMA build (f16c: "the mid level's own runs") */
-                F(dw_run_avx2)(d, xr0, wk, yr, nv, sw, ncols, ky0, ky1, bv);
+                F(dw_run_avx2)(d, xr0, wk, yr, nv, sw, ncols, ky0, ky1);
             else
 #endif
                 if (sw == 1) {
@@ -470,6 +429,9 @@ typedef struct {
     NN_T *out;
     int64_t Cin, Cout, m, H, W, HW, HWo, KHW, pt, pl, Wp, Hc;
     float qinv; /* fp32, int8 layers (cd_nn_depthwise_sums_f32): the copy quantizes (x * qinv), 0: copies */
+    /* fp32: the conv epilogue, applied to each finished plane (in L1/L2) by efn, or NULL */
+    const cd_gemm_epi *epi;
+    cd_gemm_epi_fn efn;
 } F(dw_job);
 
 /* Output planes [t0, t1) with the thread's scratch plane xp. Each plane's input channel is
@@ -497,8 +459,12 @@ F(dw_planes_body)(const F(dw_job) * j, int64_t t0, int64_t t1, NN_T *restrict xp
             }
             last_ic = ic;
         }
-        const float bv = j->d.epi && j->d.epi->bias ? j->d.epi->bias[oc] : 0.0f; /* fp32 only (epi) */
-        F(dw_plane_body)(&j->d, xp, j->w + oc * j->KHW, j->out + t * j->HWo, nvmax, f16c, bv);
+        F(dw_plane_body)(&j->d, xp, j->w + oc * j->KHW, j->out + t * j->HWo, nvmax, f16c);
+        /* plane t is row oc of image n's [Cout][HWo] (the bias row); not inside the runs, whose
+         * multiply-add loops would lose registers to it */
+#if !NN_IS_HALF
+        if (j->epi) j->efn(j->out + n * j->Cout * j->HWo, (size_t)j->HWo, (int)oc, (int)oc + 1, 0, (int)j->HWo, j->epi);
+#endif
     }
 }
 
@@ -539,8 +505,7 @@ static cd_status F(conv_direct)(cd_op_ctx *c, const conv_geo *g, const NN_T *in,
         kyr[2 * oy + 1] = (int)imin64(ky1, g->KH);
     }
     F(dw_job)
-    j = {{(int)g->Ho, (int)g->Wo, (int)g->KH, (int)g->KW, (int)g->sh, (int)g->sw, (int)g->dh, (int)g->dw, (int)Wp, kyr,
-          NN_IS_HALF ? NULL : epi},
+    j = {{(int)g->Ho, (int)g->Wo, (int)g->KH, (int)g->KW, (int)g->sh, (int)g->sw, (int)g->dh, (int)g->dw, (int)Wp, kyr},
          in,
          w,
          out,
@@ -556,7 +521,9 @@ static cd_status F(conv_direct)(cd_op_ctx *c, const conv_geo *g, const NN_T *in,
          g->pl,
          Wp,
          Hc,
-         qinv};
+         qinv,
+         NN_IS_HALF ? NULL : epi,
+         !NN_IS_HALF && epi ? cd_gemm_epi_pick_f32() : NULL};
     F(dw_planes_fn) planes = F(dw_planes_default);
 #ifdef NN_X86
     __builtin_cpu_init();
@@ -880,7 +847,7 @@ static cd_status F(conv_fwd)(cd_op_ctx *c, const conv_geo *g, const NN_T *in, co
 #endif
     if (cig == 1 && g->groups > 1) {
 #if !NN_IS_HALF
-        /* the epilogue in the plane kernel's store: the same bits as the separate pass */
+        /* the epilogue on each finished plane: the same bits as the separate pass */
         cd_gemm_epi de;
         const bool dfuse = gemm_epi_of(g, cd_in(c, "Bias", 0), 0, &de) && (de.bias || de.act != CD_GEMM_EPI_NONE);
         cd_status ds = F(conv_direct)(c, g, in, w, out, 0.0f, dfuse ? &de : NULL);
@@ -903,8 +870,8 @@ static cd_status F(conv_fwd)(cd_op_ctx *c, const conv_geo *g, const NN_T *in, co
     const conv_state *cs = c->state;
     const float *ocv_wp = cs && cs->wp && cd_conv_ocv_level() ? cs->wp : NULL;
     const size_t ocv_group = cs ? cs->wp_group : 0;
-    /* the epilogue in the store of the direct conv and of the direct GEMM (1x1 convs of one
-     * group, where the product takes the direct path): the same bits as the separate pass */
+    /* the epilogue on each finished block of the direct conv and of the direct GEMM (1x1 convs of
+     * one group, where the product takes the direct path): the same bits as the separate pass */
     const cd_value *bias_v = cd_in(c, "Bias", 0);
     cd_gemm_epi gepi;
     const bool gfuse = (direct || (pointwise && g->groups == 1)) && gemm_epi_of(g, bias_v, 0, &gepi) &&
