@@ -100,6 +100,13 @@ typedef struct {
  * this machine's fp32 level (CLDIFF_GEMM_F32_KERNEL included); pick once per op. */
 typedef void (*cd_gemm_epi_fn)(float *C, size_t ldc, int r0, int r1, int j0, int ncols, const cd_gemm_epi *ep);
 cd_gemm_epi_fn cd_gemm_epi_pick_f32(void);
+/* Whether conv2d applies its epilogue per block (cd_gemm_f32_epi, cd_conv_direct_epi_f32, the
+ * depthwise planes) on this machine: at the AVX2 + FMA and portable levels, whose separate
+ * epilogue pass GCC compiles with scalar compares (the block pass removes 7-18% of a mobile
+ * network's instructions there); not on AVX-512, where the separate pass is vector code and the
+ * block pass measured no faster (docs/benchmarks.md "Third round: convolutions"). Both give the
+ * same bits. */
+bool cd_gemm_epi_blocks_f32(void);
 /* cd_conv_direct_f32 with epi (NULL: the plain sums). */
 bool cd_conv_direct_epi_f32(const cd_conv_direct_geo *g, int Cout, const float *W, float *Y, const cd_gemm_epi *epi,
                             int threads);

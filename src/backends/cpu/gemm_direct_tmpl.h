@@ -24,34 +24,46 @@
  * multiply-add loops (GCC then reloaded a weight-row pointer from the stack per step: the 3x3
  * direct convs of ppocr_v3_det 25% slower). w8: in 8-lane halves (AVX2 and portable builds,
  * where GCC turns 16-lane compares into scalar ones). */
-static inline __attribute__((always_inline)) void F(epi_block_body)(GT *C, size_t ldc, int r0, int r1, int j0,
-                                                                    int ncols, const cd_gemm_epi *ep, const int w8) {
+static inline __attribute__((always_inline)) void F(epi_vec)(F(vec) * r, const cd_gemm_epi *ep, GT bv, const int w8) {
     typedef GT F(ev8) __attribute__((vector_size(8 * sizeof(GT))));
     typedef int F(em8) __attribute__((vector_size(8 * sizeof(int))));
     typedef int F(em16) __attribute__((vector_size(NR * sizeof(int))));
+    if (w8) {
+        F(ev8) h[2];
+        memcpy(h, r, sizeof h);
+        CD_GEMM_EPI_APPLY(F(ev8), F(em8), h[0], ep, bv);
+        CD_GEMM_EPI_APPLY(F(ev8), F(em8), h[1], ep, bv);
+        memcpy(r, h, sizeof h);
+    } else {
+        CD_GEMM_EPI_APPLY(F(vec), F(em16), *r, ep, bv);
+    }
+}
+
+/* Rows of at least NR columns: the last vector is the NR columns ending the row, loaded before
+ * the full vectors are written and stored after them (the columns it shares with the last full
+ * vector are computed twice from the same values, as the conv epilogue's plane pass does); a
+ * partial vector copied through memory stalled on store forwarding. */
+static inline __attribute__((always_inline)) void F(epi_block_body)(GT *C, size_t ldc, int r0, int r1, int j0,
+                                                                    int ncols, const cd_gemm_epi *ep, const int w8) {
     for (int i = r0; i < r1; i++) {
         const GT bv = ep->bias ? ep->bias[i] : (GT)0;
         GT *cr = C + (size_t)i * ldc + j0;
-        for (int j = 0; j < ncols; j += NR) {
-            const int n = ncols - j < NR ? ncols - j : NR;
-            F(vec) r = {0};
-            if (n == NR)
+        F(vec) r;
+        if (ncols >= NR) {
+            F(vec) last;
+            memcpy(&last, cr + ncols - NR, sizeof last);
+            F(epi_vec)(&last, ep, bv, w8);
+            for (int j = 0; j + NR < ncols; j += NR) {
                 memcpy(&r, cr + j, sizeof r);
-            else
-                memcpy(&r, cr + j, (size_t)n * sizeof(GT));
-            if (w8) {
-                F(ev8) h[2];
-                memcpy(h, &r, sizeof h);
-                CD_GEMM_EPI_APPLY(F(ev8), F(em8), h[0], ep, bv);
-                CD_GEMM_EPI_APPLY(F(ev8), F(em8), h[1], ep, bv);
-                memcpy(&r, h, sizeof h);
-            } else {
-                CD_GEMM_EPI_APPLY(F(vec), F(em16), r, ep, bv);
-            }
-            if (n == NR)
+                F(epi_vec)(&r, ep, bv, w8);
                 memcpy(cr + j, &r, sizeof r);
-            else
-                memcpy(cr + j, &r, (size_t)n * sizeof(GT));
+            }
+            memcpy(cr + ncols - NR, &last, sizeof last);
+        } else {
+            r = (F(vec)){0};
+            memcpy(&r, cr, (size_t)ncols * sizeof(GT));
+            F(epi_vec)(&r, ep, bv, w8);
+            memcpy(cr, &r, (size_t)ncols * sizeof(GT));
         }
     }
 }

@@ -551,6 +551,14 @@ void CAT(cd_gemm, GS)(int M, int N, int K, GT alpha, const GT *A, int lda, bool 
 
 #if G_DIRECT
 cd_gemm_epi_fn CAT(cd_gemm_epi_pick, GS)(void) { return F(pick_epi_block)(); }
+bool CAT(cd_gemm_epi_blocks, GS)(void) {
+#ifdef CD_GEMM_X86
+    __builtin_cpu_init();
+    return !G_ISA_FAST_CHECK;
+#else
+    return true;
+#endif
+}
 
 bool CAT(cd_gemm, CAT(GS, epi))(int M, int N, int K, const GT *A, int lda, const GT *B, int ldb, GT *C, int ldc,
                                 const cd_gemm_epi *epi, int threads) {

@@ -42,6 +42,8 @@ typedef struct {
      * NULL otherwise. Packed once per process: warm runs reuse it. */
     const float *wp;
     size_t wp_group;
+    /* fp32: cd_gemm_epi_blocks_f32() at prepare: the epilogue per block where the kernel allows */
+    bool blk_epi;
 } conv_state;
 
 static bool conv_pointwise(const conv_geo *g) {
@@ -393,6 +395,7 @@ cd_status cd_nn_conv_prepare(cd_op_ctx *c, void **state) {
     st->wt = NULL;
     st->wp = NULL;
     st->wp_group = wpg;
+    st->blk_epi = f32 && cd_gemm_epi_blocks_f32();
     if (gemv) {
         float *wt = (float *)(st + 1);
         const float *w = f->data;

@@ -849,7 +849,9 @@ static cd_status F(conv_fwd)(cd_op_ctx *c, const conv_geo *g, const NN_T *in, co
 #if !NN_IS_HALF
         /* the epilogue on each finished plane: the same bits as the separate pass */
         cd_gemm_epi de;
-        const bool dfuse = gemm_epi_of(g, cd_in(c, "Bias", 0), 0, &de) && (de.bias || de.act != CD_GEMM_EPI_NONE);
+        const conv_state *dcs = c->state;
+        const bool dfuse = dcs && dcs->blk_epi && gemm_epi_of(g, cd_in(c, "Bias", 0), 0, &de) &&
+            (de.bias || de.act != CD_GEMM_EPI_NONE);
         cd_status ds = F(conv_direct)(c, g, in, w, out, 0.0f, dfuse ? &de : NULL);
         *fused = !ds && dfuse;
         return ds;
@@ -874,8 +876,8 @@ static cd_status F(conv_fwd)(cd_op_ctx *c, const conv_geo *g, const NN_T *in, co
      * one group, where the product takes the direct path): the same bits as the separate pass */
     const cd_value *bias_v = cd_in(c, "Bias", 0);
     cd_gemm_epi gepi;
-    const bool gfuse = (direct || (pointwise && g->groups == 1)) && gemm_epi_of(g, bias_v, 0, &gepi) &&
-        (gepi.bias || gepi.act != CD_GEMM_EPI_NONE);
+    const bool gfuse = (direct || (pointwise && g->groups == 1)) && cs && cs->blk_epi &&
+        gemm_epi_of(g, bias_v, 0, &gepi) && (gepi.bias || gepi.act != CD_GEMM_EPI_NONE);
     bool pw_fused = false, pw_plain = false;
 #endif
     for (int64_t n = 0; n < g->N; n++)
