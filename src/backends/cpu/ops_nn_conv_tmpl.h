@@ -874,7 +874,7 @@ static cd_status F(conv_fwd)(cd_op_ctx *c, const conv_geo *g, const NN_T *in, co
     const size_t ocv_group = cs ? cs->wp_group : 0;
     /* the epilogue on each finished block of the direct conv and of the direct GEMM (1x1 convs of
      * one group, where the product takes the direct path): the same bits as the separate pass */
-    const cd_value *bias_v = cd_in(c, "Bias", 0);
+    const cd_value *bias_v = cs && cs->blk_epi ? cd_in(c, "Bias", 0) : NULL; /* looked up only where used */
     cd_gemm_epi gepi;
     const bool gfuse = (direct || (pointwise && g->groups == 1)) && cs && cs->blk_epi &&
         gemm_epi_of(g, bias_v, 0, &gepi) && (gepi.bias || gepi.act != CD_GEMM_EPI_NONE);
