@@ -595,35 +595,54 @@ typedef struct {
  * are false for NaN keep v, and the contraction rules of cd_act_apply (EPI_NOFMA below). */
 typedef float F(ev) __attribute__((vector_size(64)));
 typedef int F(evi) __attribute__((vector_size(64)));
-#define EV_SEL(m, a, b) ((F(ev))(((m) & (F(evi))(a)) | (~(m) & (F(evi))(b))))
+typedef float F(ev8) __attribute__((vector_size(32)));
+typedef int F(evi8) __attribute__((vector_size(32)));
+#define EV_SEL_T(VT, MT, m, a, b) ((VT)(((m) & (MT)(a)) | (~(m) & (MT)(b))))
+/* The activation of one vector of type VT (int lanes MT) at vp, in place (bias already added). */
+#define EV_ACT(VT, MT, vp)                                                                                             \
+    do {                                                                                                               \
+        const VT z = {0}, v = *(vp);                                                                                   \
+        switch (e->act.kind) {                                                                                         \
+        case CD_ACT_RELU: *(vp) = EV_SEL_T(VT, MT, v < z, z, v); break;                                                \
+        case CD_ACT_RELU6: {                                                                                           \
+            const VT th = z + e->act.a;                                                                                \
+            *(vp) = EV_SEL_T(VT, MT, v < z, z, EV_SEL_T(VT, MT, v > th, th, v));                                       \
+            break;                                                                                                     \
+        }                                                                                                              \
+        case CD_ACT_HARD_SWISH: {                                                                                      \
+            const VT th = z + e->act.a, sc = z + e->act.b, off = z + e->act.c;                                         \
+            VT tt = v + off;                                                                                           \
+            tt = EV_SEL_T(VT, MT, tt < z, z, EV_SEL_T(VT, MT, tt > th, th, tt));                                       \
+            *(vp) = v * tt / sc;                                                                                       \
+            break;                                                                                                     \
+        }                                                                                                              \
+        case CD_ACT_HARD_SIGMOID: {                                                                                    \
+            const VT sa = z + e->act.a, sb = z + e->act.b, one = z + 1.0f;                                             \
+            const VT tt = sa * v + sb;                                                                                 \
+            *(vp) = EV_SEL_T(VT, MT, tt < z, z, EV_SEL_T(VT, MT, tt > one, one, tt));                                  \
+            break;                                                                                                     \
+        }                                                                                                              \
+        case CD_ACT_LEAKY_RELU: *(vp) = EV_SEL_T(VT, MT, v < z, (z + e->act.a) * v, v); break;                         \
+        default: break; /* CD_ACT_NONE (F(epi_vec_ok) admits no other kind) */                                         \
+        }                                                                                                              \
+    } while (0)
 /* The activation of one vector, in place (bias already added). Vectors go by pointer: a
- * 64-byte vector returned by value would have an ABI that depends on the ISA level. */
-static inline __attribute__((always_inline)) void F(ev_act)(const F(epi_ctx) * e, F(ev) * vp) {
-    const F(ev) z = {0}, v = *vp;
-    switch (e->act.kind) {
-    case CD_ACT_RELU: *vp = EV_SEL(v < z, z, v); break;
-    case CD_ACT_RELU6: {
-        const F(ev) th = z + e->act.a;
-        *vp = EV_SEL(v < z, z, EV_SEL(v > th, th, v));
-        break;
-    }
-    case CD_ACT_HARD_SWISH: {
-        const F(ev) th = z + e->act.a, sc = z + e->act.b, off = z + e->act.c;
-        F(ev) tt = v + off;
-        tt = EV_SEL(tt < z, z, EV_SEL(tt > th, th, tt));
-        *vp = v * tt / sc;
-        break;
-    }
-    case CD_ACT_HARD_SIGMOID: {
-        const F(ev) sa = z + e->act.a, sb = z + e->act.b, one = z + 1.0f;
-        const F(ev) tt = sa * v + sb;
-        *vp = EV_SEL(tt < z, z, EV_SEL(tt > one, one, tt));
-        break;
-    }
-    case CD_ACT_LEAKY_RELU: *vp = EV_SEL(v < z, (z + e->act.a) * v, v); break;
-    default: break; /* CD_ACT_NONE (F(epi_vec_ok) admits no other kind) */
+ * 64-byte vector returned by value would have an ABI that depends on the ISA level. w8: as two
+ * 8-lane halves (the AVX2 and portable builds: GCC compiled the 16-lane compares there as one
+ * scalar compare per lane); the same operations per lane. */
+static inline __attribute__((always_inline)) void F(ev_act)(const F(epi_ctx) * e, F(ev) * vp, const int w8) {
+    if (w8) {
+        F(ev8) h[2];
+        memcpy(h, vp, sizeof h);
+        EV_ACT(F(ev8), F(evi8), &h[0]);
+        EV_ACT(F(ev8), F(evi8), &h[1]);
+        memcpy(vp, h, sizeof h);
+    } else {
+        EV_ACT(F(ev), F(evi), vp);
     }
 }
+#undef EV_ACT
+#define EV_SEL(m, a, b) EV_SEL_T(F(ev), F(evi), m, a, b)
 
 static inline __attribute__((always_inline)) bool F(epi_vec_ok)(const F(epi_ctx) * e) {
     switch (e->act.kind) {
@@ -641,7 +660,8 @@ static inline __attribute__((always_inline)) bool F(epi_vec_ok)(const F(epi_ctx)
  * plane, loaded before the full vectors are written and stored after them: the values it
  * shares with the last full vector are computed twice from the same inputs. Shorter planes
  * go through one partial vector. */
-static inline __attribute__((always_inline)) void F(epi_plane_vec)(const F(epi_ctx) * e, int64_t t, float *restrict y) {
+static inline __attribute__((always_inline)) void F(epi_plane_vec)(const F(epi_ctx) * e, int64_t t, float *restrict y,
+                                                                   const int w8) {
     const int64_t HWo = e->HWo;
     const bool hb = e->bias != NULL;
     const float b = hb ? e->bias[t % e->Cout] : 0.0f;
@@ -650,11 +670,11 @@ static inline __attribute__((always_inline)) void F(epi_plane_vec)(const F(epi_c
         F(ev) last;
         memcpy(&last, y + HWo - 16, sizeof last);
         if (hb) last = last + b;
-        F(ev_act)(e, &last);
+        F(ev_act)(e, &last, w8);
         for (int64_t i = 0; i + 16 < HWo; i += 16) {
             memcpy(&v, y + i, sizeof v);
             if (hb) v = v + b;
-            F(ev_act)(e, &v);
+            F(ev_act)(e, &v, w8);
             memcpy(y + i, &v, sizeof v);
         }
         memcpy(y + HWo - 16, &last, sizeof last);
@@ -663,7 +683,7 @@ static inline __attribute__((always_inline)) void F(epi_plane_vec)(const F(epi_c
         v = (F(ev)){0};
         memcpy(&v, y, n);
         if (hb) v = v + b;
-        F(ev_act)(e, &v);
+        F(ev_act)(e, &v, w8);
         memcpy(y, &v, n);
     }
 }
@@ -671,7 +691,7 @@ static inline __attribute__((always_inline)) void F(epi_plane_vec)(const F(epi_c
 /* Planes [t0, t1) of one value each (1x1 maps), contiguous in y = out + t0: 16 planes per
  * vector with their 16 biases, within one batch item; the rest one by one. */
 static inline __attribute__((always_inline)) void F(epi_flat_vec)(const F(epi_ctx) * e, int64_t t0, int64_t t1,
-                                                                  float *restrict out) {
+                                                                  float *restrict out, const int w8) {
     const int64_t C = e->Cout;
     int64_t t = t0;
     while (t < t1) {
@@ -683,22 +703,25 @@ static inline __attribute__((always_inline)) void F(epi_flat_vec)(const F(epi_ct
                 memcpy(&bv, e->bias + oc, sizeof bv);
                 v = v + bv;
             }
-            F(ev_act)(e, &v);
+            F(ev_act)(e, &v, w8);
             memcpy(out + t, &v, sizeof v);
             t += 16;
         } else {
-            F(epi_plane_vec)(e, t, out + t);
+            F(epi_plane_vec)(e, t, out + t, w8);
             t++;
         }
     }
 }
 #undef EV_SEL
+#undef EV_SEL_T
 #endif
 
-static inline __attribute__((always_inline)) void F(epi_plane_body)(const F(epi_ctx) * e, int64_t t, NN_T *restrict y) {
+static inline __attribute__((always_inline)) void F(epi_plane_body)(const F(epi_ctx) * e, int64_t t, NN_T *restrict y,
+                                                                    const int w8) {
+    (void)w8; /* fp32 vector path only */
 #if !NN_IS_HALF
     if (F(epi_vec_ok)(e)) {
-        F(epi_plane_vec)(e, t, y);
+        F(epi_plane_vec)(e, t, y, w8);
         return;
     }
 #endif
@@ -754,14 +777,14 @@ static inline __attribute__((always_inline)) void F(epi_plane_body)(const F(epi_
 /* Planes [t0, t1) of out. One call per thread: the per-plane call through a function
  * pointer cost as much as a 50-value plane's arithmetic. */
 static inline __attribute__((always_inline)) void F(epi_range_body)(const F(epi_ctx) * e, int64_t t0, int64_t t1,
-                                                                    NN_T *restrict out) {
+                                                                    NN_T *restrict out, const int w8) {
 #if !NN_IS_HALF
     if (e->HWo == 1 && F(epi_vec_ok)(e)) {
-        F(epi_flat_vec)(e, t0, t1, out);
+        F(epi_flat_vec)(e, t0, t1, out, w8);
         return;
     }
 #endif
-    for (int64_t t = t0; t < t1; t++) F(epi_plane_body)(e, t, out + t * e->HWo);
+    for (int64_t t = t0; t < t1; t++) F(epi_plane_body)(e, t, out + t * e->HWo, w8);
 }
 
 typedef void (*F(epi_range_fn))(const F(epi_ctx) *, int64_t, int64_t, NN_T *restrict);
@@ -776,18 +799,18 @@ typedef void (*F(epi_range_fn))(const F(epi_ctx) *, int64_t, int64_t, NN_T *rest
 #define EPI_NOFMA
 #endif
 #define EPI_ARGS (const F(epi_ctx) * e, int64_t t0, int64_t t1, NN_T *restrict out)
-EPI_NOFMA static void F(epi_range_default) EPI_ARGS { F(epi_range_body)(e, t0, t1, out); }
+EPI_NOFMA static void F(epi_range_default) EPI_ARGS { F(epi_range_body)(e, t0, t1, out, 1); }
 /* The half epilogue is not built for AVX512-FP16: GCC 12 turns its scalar selects into
  * masked vmovsh forms the installed assembler rejects; the F16C build (convert, add in
  * float, round to half: exact for one half + half) is as fast for this memory-bound pass. */
 #if defined(NN_X86) && !NN_IS_HALF
 EPI_NOFMA __attribute__((target(NN_ISA_FAST))) static void F(epi_range_fast) EPI_ARGS {
-    F(epi_range_body)(e, t0, t1, out);
+    F(epi_range_body)(e, t0, t1, out, 0);
 }
 #endif
 #ifdef NN_X86
 EPI_NOFMA __attribute__((target(NN_ISA_MID))) static void F(epi_range_mid) EPI_ARGS {
-    F(epi_range_body)(e, t0, t1, out);
+    F(epi_range_body)(e, t0, t1, out, 1);
 }
 #endif
 #undef EPI_ARGS
