@@ -799,3 +799,126 @@ Test(gemm, f16_levels_give_the_generic_bits) {
     }
     if (!tested) fprintf(stderr, "[gemm] no fp16 level but generic on this machine\n");
 }
+
+/* ---- the conv epilogue in the store (gemm.h cd_gemm_epi) ----
+ * cd_conv_direct_epi_f32 and cd_gemm_f32_epi against the plain sums followed by the conv
+ * epilogue written out per element (y + b rounded on its own, then the activation as
+ * ops_nn_conv_tmpl.h's epilogue computes it): identical bits for every kind, with and without
+ * a bias, reductions of 1-4 K slices, row and column tails (blocks of 1-4 channels, partial
+ * vectors of columns), NaN, Inf and -0 among the inputs, 1 and 2 threads, at every fp32 level
+ * (AVX-512, AVX2 + FMA, portable); a product too large for the direct path is left plain. */
+static float epi_ref(const cd_gemm_epi *e, float y, int row) {
+    volatile float v = y;
+    if (e->bias) v = v + e->bias[row];
+    const float x = v;
+    switch (e->act) {
+    case CD_GEMM_EPI_RELU: return x < 0.0f ? 0.0f : x;
+    case CD_GEMM_EPI_RELU6: return x < 0.0f ? 0.0f : (x > e->a ? e->a : x);
+    case CD_GEMM_EPI_LEAKY_RELU: return x < 0.0f ? e->a * x : x;
+    case CD_GEMM_EPI_HARD_SWISH: {
+        volatile float t = x + e->c;
+        const float tc = t < 0.0f ? 0.0f : (t > e->a ? e->a : t);
+        volatile float p = x * tc;
+        return p / e->b;
+    }
+    default: return x;
+    }
+}
+
+static void epi_fill(float *v, size_t n, float scale) {
+    for (size_t i = 0; i < n; i++) v[i] = frand() * scale;
+    if (n > 40) { /* special values: a NaN, infinities, a -0 */
+        v[7] = NAN;
+        v[19] = INFINITY;
+        v[31] = -INFINITY;
+        v[37] = -0.0f;
+    }
+}
+
+static const cd_gemm_epi *epi_kind(int k, const float *bias, cd_gemm_epi *e) {
+    static const float as[] = {0, 0, 0.5f, 0.1f, 6.0f}; /* relu6 low enough to clip; hard_swish 6, 6, 3 */
+    *e = (cd_gemm_epi){bias, k, as[k], 6.0f, 3.0f};
+    return e;
+}
+
+static void epi_direct_conv_case(int Cout, int Cin, int H, int W, int KH, int KW, int s, int p, int threads) {
+    const int Ho = (H + 2 * p - KH) / s + 1, Wo = (W + 2 * p - KW) / s + 1, K = Cin * KH * KW, N = Ho * Wo;
+    float *x = malloc((size_t)Cin * H * W * 4), *w = malloc((size_t)Cout * K * 4), *b = malloc((size_t)Cout * 4);
+    float *y1 = malloc((size_t)Cout * N * 4), *y2 = malloc((size_t)Cout * N * 4);
+    epi_fill(x, (size_t)Cin * H * W, 1.0f);
+    epi_fill(w, (size_t)Cout * K, 0.3f);
+    for (int i = 0; i < Cout; i++) b[i] = frand();
+    b[0] = -0.0f;
+    const cd_conv_direct_geo g = {x, Cin, H, W, KH, KW, s, s, 1, 1, p, p, Ho, Wo};
+    cr_assert(cd_conv_direct_f32(&g, Cout, w, y1, threads));
+    for (int k = CD_GEMM_EPI_NONE; k <= CD_GEMM_EPI_HARD_SWISH; k++)
+        for (int hb = 0; hb < 2; hb++) {
+            cd_gemm_epi e;
+            epi_kind(k, hb ? b : NULL, &e);
+            memset(y2, 0xff, (size_t)Cout * N * 4);
+            cr_assert(cd_conv_direct_epi_f32(&g, Cout, w, y2, &e, threads));
+            for (int oc = 0; oc < Cout; oc++)
+                for (int i = 0; i < N; i++) {
+                    const float r = epi_ref(&e, y1[(size_t)oc * N + i], oc), v = y2[(size_t)oc * N + i];
+                    cr_assert(memcmp(&r, &v, 4) == 0,
+                              "direct conv %dx%dx%dx%d k%d s%d K=%d threads=%d act=%d bias=%d (%s): y[%d][%d] fused "
+                              "%.9g, sums + epilogue %.9g",
+                              Cout, Cin, H, W, KH, s, K, threads, k, hb, cd_gemm_kernel_name_f32(), oc, i, (double)v,
+                              (double)r);
+                }
+        }
+    free(x);
+    free(w);
+    free(b);
+    free(y1);
+    free(y2);
+}
+
+static void epi_gemm_case(int M, int N, int K, int threads, bool direct) {
+    float *A = malloc((size_t)M * K * 4), *B = malloc((size_t)K * N * 4), *b = malloc((size_t)M * 4);
+    float *C1 = malloc((size_t)M * N * 4), *C2 = malloc((size_t)M * N * 4);
+    epi_fill(A, (size_t)M * K, 0.5f);
+    epi_fill(B, (size_t)K * N, 1.0f);
+    for (int i = 0; i < M; i++) b[i] = frand();
+    cd_gemm_f32(M, N, K, 1.0f, A, K, false, B, N, false, 0.0f, C1, N, threads);
+    for (int k = CD_GEMM_EPI_NONE; k <= CD_GEMM_EPI_HARD_SWISH; k++)
+        for (int hb = 0; hb < 2; hb++) {
+            cd_gemm_epi e;
+            epi_kind(k, hb ? b : NULL, &e);
+            memset(C2, 0xff, (size_t)M * N * 4);
+            const bool fused = cd_gemm_f32_epi(M, N, K, A, K, B, N, C2, N, &e, threads);
+            cr_assert(fused == direct, "M=%d N=%d K=%d: fused %d, expected %d", M, N, K, fused, direct);
+            for (int i = 0; i < M; i++)
+                for (int j = 0; j < N; j++) {
+                    const float c = C1[(size_t)i * N + j], r = fused ? epi_ref(&e, c, i) : c, v = C2[(size_t)i * N + j];
+                    cr_assert(memcmp(&r, &v, 4) == 0,
+                              "gemm M=%d N=%d K=%d threads=%d act=%d bias=%d (%s): C[%d][%d] fused %.9g, expected "
+                              "%.9g",
+                              M, N, K, threads, k, hb, cd_gemm_kernel_name_f32(), i, j, (double)v, (double)r);
+                }
+        }
+    free(A);
+    free(B);
+    free(b);
+    free(C1);
+    free(C2);
+}
+
+static void epi_all_cases(void) {
+    epi_direct_conv_case(24, 3, 34, 70, 3, 3, 2, 1, 1); /* K = 27: the first layer */
+    epi_direct_conv_case(7, 40, 9, 80, 3, 3, 1, 1, 1);  /* K = 360: 2 slices, 5 vectors a row */
+    epi_direct_conv_case(6, 100, 6, 33, 3, 3, 1, 1, 2); /* K = 900: 4 slices, 2 threads */
+    epi_direct_conv_case(5, 4, 10, 40, 3, 3, 1, 1, 2);  /* 2 threads, channel tail */
+    epi_gemm_case(24, 1024, 16, 1, true);               /* picodet's 1x1 convs on 32x32 */
+    epi_gemm_case(13, 70, 300, 1, true);                /* 2 slices, row and shifted column tails */
+    epi_gemm_case(5, 9, 600, 1, true);                  /* a row shorter than a vector: zero-padded */
+    epi_gemm_case(64, 1200, 96, 2, true);               /* 2 threads, above the one-thread threshold */
+    epi_gemm_case(40, 6400, 72, 1, false);              /* above the direct path: the plain product */
+}
+
+Test(gemm, f32_epilogue_in_store_matches_sums_then_epilogue_bits) {
+    epi_all_cases(); /* the level of this machine (test_gemm_avx2: AVX2 + FMA) */
+    setenv("CLDIFF_GEMM_F32_KERNEL", "generic", 1);
+    epi_all_cases();
+    unsetenv("CLDIFF_GEMM_F32_KERNEL");
+}

@@ -13,6 +13,7 @@
 #define CD_CPU_GEMM_H
 #include "util/error.h"
 #include <stdbool.h>
+#include <stddef.h>
 
 /* Columns per packed B panel (the micro-kernel's vector width in elements). */
 #define CD_GEMM_NR 16
@@ -55,6 +56,67 @@ typedef struct {
     int Cin, H, W, KH, KW, sh, sw, dh, dw, pt, pl, Ho, Wo;
 } cd_conv_direct_geo;
 bool cd_conv_direct_f32(const cd_conv_direct_geo *g, int Cout, const float *W, float *Y, int threads);
+
+/* A conv's epilogue applied in the store of the last K slice, while the tile is in registers:
+ * y = act(y + bias[row]) (bias may be NULL; row = output channel = row of C), per element with
+ * the conv epilogue's operations in its order (ops_nn_conv_tmpl.h: v + b, then the activation;
+ * no multiply-add pair to contract), so the bits are those of the separate pass. */
+enum { CD_GEMM_EPI_NONE, CD_GEMM_EPI_RELU, CD_GEMM_EPI_RELU6, CD_GEMM_EPI_LEAKY_RELU, CD_GEMM_EPI_HARD_SWISH };
+typedef struct {
+    const float *bias;
+    int act;       /* CD_GEMM_EPI_* */
+    float a, b, c; /* relu6: a threshold; leaky_relu: a alpha; hard_swish: a threshold, b scale, c offset */
+} cd_gemm_epi;
+/* The epilogue on one vector R of type VT (float lanes; MT: int lanes of the same count), bv
+ * the row's bias (used where ep->bias is set): R + bv, then the activation with ordered
+ * compares (false for NaN: R kept) and selects, as the conv epilogue's vector path
+ * (ops_nn_conv_tmpl.h F(ev_act)) writes it. One definition for every store that applies it
+ * (direct GEMM, direct conv, depthwise plane kernel). */
+#define CD_GEMM_EPI_SEL(MT, VT, m, a, b) ((VT)(((m) & (MT)(a)) | (~(m) & (MT)(b))))
+#define CD_GEMM_EPI_APPLY(VT, MT, R, ep, bv)                                                                           \
+    do {                                                                                                               \
+        const VT z_ = {0};                                                                                             \
+        if ((ep)->bias) R = R + (bv);                                                                                  \
+        switch ((ep)->act) {                                                                                           \
+        case CD_GEMM_EPI_RELU: R = CD_GEMM_EPI_SEL(MT, VT, R < z_, z_, R); break;                                      \
+        case CD_GEMM_EPI_RELU6: {                                                                                      \
+            const VT th_ = z_ + (ep)->a;                                                                               \
+            R = CD_GEMM_EPI_SEL(MT, VT, R < z_, z_, CD_GEMM_EPI_SEL(MT, VT, R > th_, th_, R));                         \
+            break;                                                                                                     \
+        }                                                                                                              \
+        case CD_GEMM_EPI_LEAKY_RELU: R = CD_GEMM_EPI_SEL(MT, VT, R < z_, (z_ + (ep)->a) * R, R); break;                \
+        case CD_GEMM_EPI_HARD_SWISH: {                                                                                 \
+            const VT th_ = z_ + (ep)->a, sc_ = z_ + (ep)->b, off_ = z_ + (ep)->c;                                      \
+            VT tt_ = R + off_;                                                                                         \
+            tt_ = CD_GEMM_EPI_SEL(MT, VT, tt_ < z_, z_, CD_GEMM_EPI_SEL(MT, VT, tt_ > th_, th_, tt_));                 \
+            R = R * tt_ / sc_;                                                                                         \
+            break;                                                                                                     \
+        }                                                                                                              \
+        default: break;                                                                                                \
+        }                                                                                                              \
+    } while (0)
+/* Applies ep to rows [r0, r1) x columns [j0, j0 + ncols) of C (row stride ldc; bias row = row
+ * of C) in place: the pass over a finished block. cd_gemm_epi_pick_f32() returns the one for
+ * this machine's fp32 level (CLDIFF_GEMM_F32_KERNEL included); pick once per op. */
+typedef void (*cd_gemm_epi_fn)(float *C, size_t ldc, int r0, int r1, int j0, int ncols, const cd_gemm_epi *ep);
+cd_gemm_epi_fn cd_gemm_epi_pick_f32(void);
+/* Whether conv2d applies its epilogue per block (cd_gemm_f32_epi, cd_conv_direct_epi_f32, the
+ * depthwise planes) on this machine: at the AVX2 + FMA and portable levels, whose separate
+ * epilogue pass GCC compiles with scalar compares (the block pass removes 7-18% of a mobile
+ * network's instructions there); not on AVX-512, where the separate pass is vector code and the
+ * block pass measured no faster (docs/benchmarks.md "Third round: convolutions"). Both give the
+ * same bits. */
+bool cd_gemm_epi_blocks_f32(void);
+/* cd_conv_direct_f32 with epi (NULL: the plain sums). */
+bool cd_conv_direct_epi_f32(const cd_conv_direct_geo *g, int Cout, const float *W, float *Y, const cd_gemm_epi *epi,
+                            int threads);
+/* C[M x N] = A[M x K] * B[K x N] (alpha 1, beta 0, neither transposed), as cd_gemm_f32 computes
+ * it; where the product takes the direct path (small products: the 1x1 convs of mobile
+ * networks) epi is applied in its store and the call returns true; otherwise the plain product
+ * is stored and it returns false (the caller's epilogue follows). The decision depends only on
+ * M, N, K, ldb and the machine. */
+bool cd_gemm_f32_epi(int M, int N, int K, const float *A, int lda, const float *B, int ldb, float *C, int ldc,
+                     const cd_gemm_epi *epi, int threads);
 /* Whether conv2d should take cd_conv_direct_f32 for this geometry on this machine (any K: the
  * reduction is summed in the GEMM's KC slices, so the bits are the im2col + GEMM ones either
  * way): K <= CD_CONV_DIRECT_SHORT_K always, longer reductions where output rows are wide

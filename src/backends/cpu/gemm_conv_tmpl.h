@@ -41,6 +41,8 @@ typedef struct {
     const cd_conv_direct_geo *g;
     int Hb, Wp;
     const int *tap; /* per k = (ic, ky, kx): its offset in the band scratch, ic * Hb * Wp + ky * dh * Wp + kx * dw */
+    const cd_gemm_epi *epi; /* applied to each finished row of mr channels (F(cd_band_run)), or NULL */
+    F(epi_block_fn) efn;
 } F(cd_band);
 
 /* mr output channels x nv vectors of one output row. K in the GEMM's KC slices (the sum of a
@@ -222,10 +224,19 @@ static void F(cd_band_run)(F(cd_row_fn) fn, const F(cd_band) * bd, GT *xs, const
                 memset(d, 0, (size_t)g->W * sizeof(GT));
         }
     for (int oy = oy0; oy < oy1; oy++)
-        for (int oc = 0; oc < Cout; oc += 4) fn(bd, xs, W, Y, oc, imin(4, Cout - oc), oy, (oy - oy0) * g->sh);
+        for (int oc = 0; oc < Cout; oc += 4) {
+            fn(bd, xs, W, Y, oc, imin(4, Cout - oc), oy, (oy - oy0) * g->sh);
+            if (bd->epi) /* the row of these channels is in L1: [Cout][Ho * Wo] rows oc.., columns oy * Wo.. */
+                bd->efn(Y, (size_t)g->Ho * g->Wo, oc, oc + imin(4, Cout - oc), oy * g->Wo, g->Wo, bd->epi);
+        }
 }
 
 bool CAT(cd_conv_direct, GS)(const cd_conv_direct_geo *g, int Cout, const GT *W, GT *Y, int threads) {
+    return CAT(cd_conv_direct_epi, GS)(g, Cout, W, Y, NULL, threads);
+}
+
+bool CAT(cd_conv_direct_epi, GS)(const cd_conv_direct_geo *g, int Cout, const GT *W, GT *Y, const cd_gemm_epi *epi,
+                                 int threads) {
     F(cd_row_fn) fn = F(cd_row_default);
 #ifdef CD_GEMM_X86
     __builtin_cpu_init();
@@ -243,7 +254,7 @@ bool CAT(cd_conv_direct, GS)(const cd_conv_direct_geo *g, int Cout, const GT *W,
     for (int ic = 0, k = 0; ic < g->Cin; ic++)
         for (int ky = 0; ky < g->KH; ky++)
             for (int kx = 0; kx < g->KW; kx++, k++) tap[k] = (ic * Hb + ky * g->dh) * Wp + kx * g->dw;
-    const F(cd_band) bd = {g, Hb, Wp, tap};
+    const F(cd_band) bd = {g, Hb, Wp, tap, epi, epi ? F(pick_epi_block)() : NULL};
     const size_t scratch = (size_t)g->Cin * bd.Hb * bd.Wp;
     const int bands = (g->Ho + CD_BAND_ROWS - 1) / CD_BAND_ROWS;
     const double macs = (double)Cout * g->Cin * g->KH * g->KW * g->Ho * g->Wo;

@@ -17,6 +17,78 @@
 #error "a part of gemm_tmpl.h's template body: included by gemm_tmpl.h only"
 #endif
 
+/* The conv epilogue (gemm.h cd_gemm_epi) on a finished block of C: rows [r0, r1) (bias row =
+ * row of C), columns [j0, j0 + ncols), right after the kernel stored it, while it is in L1:
+ * per element the epilogue's operations (CD_GEMM_EPI_APPLY), 16 columns per vector, a partial
+ * last vector copied in and out. Not inside the tiles: there it took registers from their
+ * multiply-add loops (GCC then reloaded a weight-row pointer from the stack per step: the 3x3
+ * direct convs of ppocr_v3_det 25% slower). w8: in 8-lane halves (AVX2 and portable builds,
+ * where GCC turns 16-lane compares into scalar ones). */
+static inline __attribute__((always_inline)) void F(epi_vec)(F(vec) * r, const cd_gemm_epi *ep, GT bv, const int w8) {
+    typedef GT F(ev8) __attribute__((vector_size(8 * sizeof(GT))));
+    typedef int F(em8) __attribute__((vector_size(8 * sizeof(int))));
+    typedef int F(em16) __attribute__((vector_size(NR * sizeof(int))));
+    if (w8) {
+        F(ev8) h[2];
+        memcpy(h, r, sizeof h);
+        CD_GEMM_EPI_APPLY(F(ev8), F(em8), h[0], ep, bv);
+        CD_GEMM_EPI_APPLY(F(ev8), F(em8), h[1], ep, bv);
+        memcpy(r, h, sizeof h);
+    } else {
+        CD_GEMM_EPI_APPLY(F(vec), F(em16), *r, ep, bv);
+    }
+}
+
+/* Rows of at least NR columns: the last vector is the NR columns ending the row, loaded before
+ * the full vectors are written and stored after them (the columns it shares with the last full
+ * vector are computed twice from the same values, as the conv epilogue's plane pass does); a
+ * partial vector copied through memory stalled on store forwarding. */
+static inline __attribute__((always_inline)) void F(epi_block_body)(GT *C, size_t ldc, int r0, int r1, int j0,
+                                                                    int ncols, const cd_gemm_epi *ep, const int w8) {
+    for (int i = r0; i < r1; i++) {
+        const GT bv = ep->bias ? ep->bias[i] : (GT)0;
+        GT *cr = C + (size_t)i * ldc + j0;
+        F(vec) r;
+        if (ncols >= NR) {
+            F(vec) last;
+            memcpy(&last, cr + ncols - NR, sizeof last);
+            F(epi_vec)(&last, ep, bv, w8);
+            for (int j = 0; j + NR < ncols; j += NR) {
+                memcpy(&r, cr + j, sizeof r);
+                F(epi_vec)(&r, ep, bv, w8);
+                memcpy(cr + j, &r, sizeof r);
+            }
+            memcpy(cr + ncols - NR, &last, sizeof last);
+        } else {
+            r = (F(vec)){0};
+            memcpy(&r, cr, (size_t)ncols * sizeof(GT));
+            F(epi_vec)(&r, ep, bv, w8);
+            memcpy(cr, &r, (size_t)ncols * sizeof(GT));
+        }
+    }
+}
+#define EPI_BLOCK_ARGS (GT * C, size_t ldc, int r0, int r1, int j0, int ncols, const cd_gemm_epi *ep)
+typedef void(*F(epi_block_fn)) EPI_BLOCK_ARGS;
+static void F(epi_block_w8) EPI_BLOCK_ARGS { F(epi_block_body)(C, ldc, r0, r1, j0, ncols, ep, 1); }
+#ifdef CD_GEMM_X86
+__attribute__((target(G_ISA_MID))) static void F(epi_block_mid) EPI_BLOCK_ARGS {
+    F(epi_block_body)(C, ldc, r0, r1, j0, ncols, ep, 1);
+}
+__attribute__((target(G_ISA_FAST))) static void F(epi_block_fast) EPI_BLOCK_ARGS {
+    F(epi_block_body)(C, ldc, r0, r1, j0, ncols, ep, 0);
+}
+#endif
+#undef EPI_BLOCK_ARGS
+/* the epilogue block function for this machine (the level cap of CLDIFF_GEMM_F32_KERNEL included) */
+static F(epi_block_fn) F(pick_epi_block)(void) {
+#ifdef CD_GEMM_X86
+    __builtin_cpu_init();
+    if (G_ISA_FAST_CHECK) return F(epi_block_fast);
+    if (G_ISA_MID_CHECK) return F(epi_block_mid);
+#endif
+    return F(epi_block_w8);
+}
+
 #define DMR 4
 #define DNV 4
 static inline __attribute__((always_inline)) void F(direct_tile)(int kc, const GT *restrict a, size_t ars, size_t aks,
@@ -256,15 +328,18 @@ static F(direct_fn) F(pick_direct)(void) { G_PICK_VARIANT(direct); }
  * a run of DNV * NR columns x a range of row blocks; the rows are split only when there
  * are fewer column runs than threads. */
 static void F(gemm_direct)(F(direct_fn) fn, int M, int N, int K, GT alpha, const GT *A, int lda, bool ta, const GT *B,
-                           int ldb, GT beta, GT *C, int ldc, int threads) {
+                           int ldb, GT beta, GT *C, int ldc, int threads, const cd_gemm_epi *epi) {
+    F(epi_block_fn) efn = epi ? F(pick_epi_block)() : NULL; /* applied to each finished item */
     const size_t ars = ta ? 1 : (size_t)lda, aks = ta ? (size_t)lda : 1;
     const int cw = DNV * NR; /* columns per item */
     const int rb = (M + DMR - 1) / DMR, cb = (N + cw - 1) / cw;
     int nt = threads < 1 ? 1 : threads;
     if (nt <= 1) {
         GT bpad[KC * NR];
-        for (int q = 0; q < cb; q++)
+        for (int q = 0; q < cb; q++) {
             fn(K, A, ars, aks, B, ldb, C, ldc, 0, M, q * cw, imin(cw, N - q * cw), alpha, beta, bpad);
+            if (efn) efn(C, (size_t)ldc, 0, M, q * cw, imin(cw, N - q * cw), epi);
+        }
         return;
     }
     int rsplit = cb >= 2 * nt ? 1 : imin(rb, (2 * nt + cb - 1) / cb); /* row ranges per column run */
@@ -280,6 +355,7 @@ static void F(gemm_direct)(F(direct_fn) fn, int M, int N, int K, GT alpha, const
             int q = it / rsplit, rs = it % rsplit;
             int i0 = rs * rper * DMR, i1 = imin(M, i0 + rper * DMR);
             fn(K, A, ars, aks, B, ldb, C, ldc, i0, i1, q * cw, imin(cw, N - q * cw), alpha, beta, bpad);
+            if (efn) efn(C, (size_t)ldc, i0, i1, q * cw, imin(cw, N - q * cw), epi);
         }
     }
 }

@@ -539,8 +539,8 @@ void CAT(cd_gemm, GS)(int M, int N, int K, GT alpha, const GT *A, int lda, bool 
         F(direct_fn) fn = F(pick_direct)();
         if (fn) {
             F(gemm_direct)
-            (fn, M, N, K, alpha, A, lda, ta, B, ldb, beta, C, ldc,
-             (double)M * N * K < SINGLE_THREAD_MACS ? 1 : threads);
+            (fn, M, N, K, alpha, A, lda, ta, B, ldb, beta, C, ldc, (double)M * N * K < SINGLE_THREAD_MACS ? 1 : threads,
+             NULL);
             return;
         }
     }
@@ -548,6 +548,35 @@ void CAT(cd_gemm, GS)(int M, int N, int K, GT alpha, const GT *A, int lda, bool 
     F(bmat) m = {B, ldb, tb};
     CAT(cd_gemm, CAT(GS, packed_b))(M, N, K, alpha, A, lda, ta, F(pack_b_matrix), &m, beta, C, ldc, threads);
 }
+
+#if G_DIRECT
+cd_gemm_epi_fn CAT(cd_gemm_epi_pick, GS)(void) { return F(pick_epi_block)(); }
+bool CAT(cd_gemm_epi_blocks, GS)(void) {
+#ifdef CD_GEMM_X86
+    __builtin_cpu_init();
+    return !G_ISA_FAST_CHECK;
+#else
+    return true;
+#endif
+}
+
+bool CAT(cd_gemm, CAT(GS, epi))(int M, int N, int K, const GT *A, int lda, const GT *B, int ldb, GT *C, int ldc,
+                                const cd_gemm_epi *epi, int threads) {
+    /* the direct-path test of CAT(cd_gemm, GS) (ta and tb false: never the one-column path) */
+    if (epi && M > 0 && N > 0 && K > 0 && (double)M * N * K <= DIRECT_MAX_MACS &&
+        (size_t)K * N * sizeof(GT) <= DIRECT_MAX_B) {
+        F(direct_fn) fn = F(pick_direct)();
+        if (fn) {
+            F(gemm_direct)
+            (fn, M, N, K, (GT)1, A, lda, false, B, ldb, (GT)0, C, ldc,
+             (double)M * N * K < SINGLE_THREAD_MACS ? 1 : threads, epi);
+            return true;
+        }
+    }
+    CAT(cd_gemm, GS)(M, N, K, (GT)1, A, lda, false, B, ldb, false, (GT)0, C, ldc, threads);
+    return false;
+}
+#endif
 
 #undef CAT_
 #undef CAT

@@ -42,6 +42,8 @@ typedef struct {
      * NULL otherwise. Packed once per process: warm runs reuse it. */
     const float *wp;
     size_t wp_group;
+    /* fp32: cd_gemm_epi_blocks_f32() at prepare: the epilogue per block where the kernel allows */
+    bool blk_epi;
 } conv_state;
 
 static bool conv_pointwise(const conv_geo *g) {
@@ -307,6 +309,25 @@ __attribute__((unused)) static int f32_level_cap(void) {
     const char *w = getenv("CLDIFF_GEMM_F32_KERNEL");
     return !w ? 2 : !strcmp(w, "avx2-fma") ? 1 : !strcmp(w, "generic") ? 0 : 2;
 }
+/* The conv epilogue as the direct GEMM / direct conv store applies it (gemm.h cd_gemm_epi):
+ * false where it cannot (a residual input, an activation other than none, relu, relu6,
+ * leaky_relu, hard_swish), and then the separate epilogue pass runs. */
+__attribute__((unused)) static bool gemm_epi_of(const conv_geo *g, const cd_value *bias, int64_t oc0,
+                                                cd_gemm_epi *out) {
+    if (g->residual) return false;
+    int k;
+    switch (g->act.kind) {
+    case CD_ACT_NONE: k = CD_GEMM_EPI_NONE; break;
+    case CD_ACT_RELU: k = CD_GEMM_EPI_RELU; break;
+    case CD_ACT_RELU6: k = CD_GEMM_EPI_RELU6; break;
+    case CD_ACT_LEAKY_RELU: k = CD_GEMM_EPI_LEAKY_RELU; break;
+    case CD_ACT_HARD_SWISH: k = CD_GEMM_EPI_HARD_SWISH; break;
+    default: return false;
+    }
+    *out = (cd_gemm_epi){bias ? (const float *)bias->data + oc0 : NULL, k, g->act.a, g->act.b, g->act.c};
+    return true;
+}
+
 #define NN_T float
 #define NN_S f32
 #define NN_IS_HALF 0
@@ -374,6 +395,7 @@ cd_status cd_nn_conv_prepare(cd_op_ctx *c, void **state) {
     st->wt = NULL;
     st->wp = NULL;
     st->wp_group = wpg;
+    st->blk_epi = f32 && cd_gemm_epi_blocks_f32();
     if (gemv) {
         float *wt = (float *)(st + 1);
         const float *w = f->data;
@@ -423,5 +445,5 @@ cd_status cd_nn_depthwise_sums_f32(cd_op_ctx *c, const cd_conv_direct_geo *dg, i
     g.dw = dg->dw;
     g.pt = dg->pt;
     g.pl = dg->pl;
-    return conv_direct_f32(c, &g, in, w, out, qinv);
+    return conv_direct_f32(c, &g, in, w, out, qinv, NULL);
 }

@@ -429,6 +429,9 @@ typedef struct {
     NN_T *out;
     int64_t Cin, Cout, m, H, W, HW, HWo, KHW, pt, pl, Wp, Hc;
     float qinv; /* fp32, int8 layers (cd_nn_depthwise_sums_f32): the copy quantizes (x * qinv), 0: copies */
+    /* fp32: the conv epilogue, applied to each finished plane (in L1/L2) by efn, or NULL */
+    const cd_gemm_epi *epi;
+    cd_gemm_epi_fn efn;
 } F(dw_job);
 
 /* Output planes [t0, t1) with the thread's scratch plane xp. Each plane's input channel is
@@ -457,6 +460,11 @@ F(dw_planes_body)(const F(dw_job) * j, int64_t t0, int64_t t1, NN_T *restrict xp
             last_ic = ic;
         }
         F(dw_plane_body)(&j->d, xp, j->w + oc * j->KHW, j->out + t * j->HWo, nvmax, f16c);
+        /* plane t is row oc of image n's [Cout][HWo] (the bias row); not inside the runs, whose
+         * multiply-add loops would lose registers to it */
+#if !NN_IS_HALF
+        if (j->epi) j->efn(j->out + n * j->Cout * j->HWo, (size_t)j->HWo, (int)oc, (int)oc + 1, 0, (int)j->HWo, j->epi);
+#endif
     }
 }
 
@@ -473,7 +481,8 @@ __attribute__((target(NN_ISA_MID))) static void F(dw_planes_mid) DW_ARGS { F(dw_
 #endif
 #undef DW_ARGS
 
-static cd_status F(conv_direct)(cd_op_ctx *c, const conv_geo *g, const NN_T *in, const NN_T *w, NN_T *out, float qinv) {
+static cd_status F(conv_direct)(cd_op_ctx *c, const conv_geo *g, const NN_T *in, const NN_T *w, NN_T *out, float qinv,
+                                const cd_gemm_epi *epi) {
     const int threads = c->threads;
     /* scratch geometry: rows cover every tap row, columns every tap column of every vector
      * (including the part of the last vector past Wo) plus the stride-2 load's extra value */
@@ -512,7 +521,9 @@ static cd_status F(conv_direct)(cd_op_ctx *c, const conv_geo *g, const NN_T *in,
          g->pl,
          Wp,
          Hc,
-         qinv};
+         qinv,
+         NN_IS_HALF ? NULL : epi,
+         !NN_IS_HALF && epi ? cd_gemm_epi_pick_f32() : NULL};
     F(dw_planes_fn) planes = F(dw_planes_default);
 #ifdef NN_X86
     __builtin_cpu_init();
@@ -584,35 +595,54 @@ typedef struct {
  * are false for NaN keep v, and the contraction rules of cd_act_apply (EPI_NOFMA below). */
 typedef float F(ev) __attribute__((vector_size(64)));
 typedef int F(evi) __attribute__((vector_size(64)));
-#define EV_SEL(m, a, b) ((F(ev))(((m) & (F(evi))(a)) | (~(m) & (F(evi))(b))))
+typedef float F(ev8) __attribute__((vector_size(32)));
+typedef int F(evi8) __attribute__((vector_size(32)));
+#define EV_SEL_T(VT, MT, m, a, b) ((VT)(((m) & (MT)(a)) | (~(m) & (MT)(b))))
+/* The activation of one vector of type VT (int lanes MT) at vp, in place (bias already added). */
+#define EV_ACT(VT, MT, vp)                                                                                             \
+    do {                                                                                                               \
+        const VT z = {0}, v = *(vp);                                                                                   \
+        switch (e->act.kind) {                                                                                         \
+        case CD_ACT_RELU: *(vp) = EV_SEL_T(VT, MT, v < z, z, v); break;                                                \
+        case CD_ACT_RELU6: {                                                                                           \
+            const VT th = z + e->act.a;                                                                                \
+            *(vp) = EV_SEL_T(VT, MT, v < z, z, EV_SEL_T(VT, MT, v > th, th, v));                                       \
+            break;                                                                                                     \
+        }                                                                                                              \
+        case CD_ACT_HARD_SWISH: {                                                                                      \
+            const VT th = z + e->act.a, sc = z + e->act.b, off = z + e->act.c;                                         \
+            VT tt = v + off;                                                                                           \
+            tt = EV_SEL_T(VT, MT, tt < z, z, EV_SEL_T(VT, MT, tt > th, th, tt));                                       \
+            *(vp) = v * tt / sc;                                                                                       \
+            break;                                                                                                     \
+        }                                                                                                              \
+        case CD_ACT_HARD_SIGMOID: {                                                                                    \
+            const VT sa = z + e->act.a, sb = z + e->act.b, one = z + 1.0f;                                             \
+            const VT tt = sa * v + sb;                                                                                 \
+            *(vp) = EV_SEL_T(VT, MT, tt < z, z, EV_SEL_T(VT, MT, tt > one, one, tt));                                  \
+            break;                                                                                                     \
+        }                                                                                                              \
+        case CD_ACT_LEAKY_RELU: *(vp) = EV_SEL_T(VT, MT, v < z, (z + e->act.a) * v, v); break;                         \
+        default: break; /* CD_ACT_NONE (F(epi_vec_ok) admits no other kind) */                                         \
+        }                                                                                                              \
+    } while (0)
 /* The activation of one vector, in place (bias already added). Vectors go by pointer: a
- * 64-byte vector returned by value would have an ABI that depends on the ISA level. */
-static inline __attribute__((always_inline)) void F(ev_act)(const F(epi_ctx) * e, F(ev) * vp) {
-    const F(ev) z = {0}, v = *vp;
-    switch (e->act.kind) {
-    case CD_ACT_RELU: *vp = EV_SEL(v < z, z, v); break;
-    case CD_ACT_RELU6: {
-        const F(ev) th = z + e->act.a;
-        *vp = EV_SEL(v < z, z, EV_SEL(v > th, th, v));
-        break;
-    }
-    case CD_ACT_HARD_SWISH: {
-        const F(ev) th = z + e->act.a, sc = z + e->act.b, off = z + e->act.c;
-        F(ev) tt = v + off;
-        tt = EV_SEL(tt < z, z, EV_SEL(tt > th, th, tt));
-        *vp = v * tt / sc;
-        break;
-    }
-    case CD_ACT_HARD_SIGMOID: {
-        const F(ev) sa = z + e->act.a, sb = z + e->act.b, one = z + 1.0f;
-        const F(ev) tt = sa * v + sb;
-        *vp = EV_SEL(tt < z, z, EV_SEL(tt > one, one, tt));
-        break;
-    }
-    case CD_ACT_LEAKY_RELU: *vp = EV_SEL(v < z, (z + e->act.a) * v, v); break;
-    default: break; /* CD_ACT_NONE (F(epi_vec_ok) admits no other kind) */
+ * 64-byte vector returned by value would have an ABI that depends on the ISA level. w8: as two
+ * 8-lane halves (the AVX2 and portable builds: GCC compiled the 16-lane compares there as one
+ * scalar compare per lane); the same operations per lane. */
+static inline __attribute__((always_inline)) void F(ev_act)(const F(epi_ctx) * e, F(ev) * vp, const int w8) {
+    if (w8) {
+        F(ev8) h[2];
+        memcpy(h, vp, sizeof h);
+        EV_ACT(F(ev8), F(evi8), &h[0]);
+        EV_ACT(F(ev8), F(evi8), &h[1]);
+        memcpy(vp, h, sizeof h);
+    } else {
+        EV_ACT(F(ev), F(evi), vp);
     }
 }
+#undef EV_ACT
+#define EV_SEL(m, a, b) EV_SEL_T(F(ev), F(evi), m, a, b)
 
 static inline __attribute__((always_inline)) bool F(epi_vec_ok)(const F(epi_ctx) * e) {
     switch (e->act.kind) {
@@ -630,7 +660,8 @@ static inline __attribute__((always_inline)) bool F(epi_vec_ok)(const F(epi_ctx)
  * plane, loaded before the full vectors are written and stored after them: the values it
  * shares with the last full vector are computed twice from the same inputs. Shorter planes
  * go through one partial vector. */
-static inline __attribute__((always_inline)) void F(epi_plane_vec)(const F(epi_ctx) * e, int64_t t, float *restrict y) {
+static inline __attribute__((always_inline)) void F(epi_plane_vec)(const F(epi_ctx) * e, int64_t t, float *restrict y,
+                                                                   const int w8) {
     const int64_t HWo = e->HWo;
     const bool hb = e->bias != NULL;
     const float b = hb ? e->bias[t % e->Cout] : 0.0f;
@@ -639,11 +670,11 @@ static inline __attribute__((always_inline)) void F(epi_plane_vec)(const F(epi_c
         F(ev) last;
         memcpy(&last, y + HWo - 16, sizeof last);
         if (hb) last = last + b;
-        F(ev_act)(e, &last);
+        F(ev_act)(e, &last, w8);
         for (int64_t i = 0; i + 16 < HWo; i += 16) {
             memcpy(&v, y + i, sizeof v);
             if (hb) v = v + b;
-            F(ev_act)(e, &v);
+            F(ev_act)(e, &v, w8);
             memcpy(y + i, &v, sizeof v);
         }
         memcpy(y + HWo - 16, &last, sizeof last);
@@ -652,7 +683,7 @@ static inline __attribute__((always_inline)) void F(epi_plane_vec)(const F(epi_c
         v = (F(ev)){0};
         memcpy(&v, y, n);
         if (hb) v = v + b;
-        F(ev_act)(e, &v);
+        F(ev_act)(e, &v, w8);
         memcpy(y, &v, n);
     }
 }
@@ -660,7 +691,7 @@ static inline __attribute__((always_inline)) void F(epi_plane_vec)(const F(epi_c
 /* Planes [t0, t1) of one value each (1x1 maps), contiguous in y = out + t0: 16 planes per
  * vector with their 16 biases, within one batch item; the rest one by one. */
 static inline __attribute__((always_inline)) void F(epi_flat_vec)(const F(epi_ctx) * e, int64_t t0, int64_t t1,
-                                                                  float *restrict out) {
+                                                                  float *restrict out, const int w8) {
     const int64_t C = e->Cout;
     int64_t t = t0;
     while (t < t1) {
@@ -672,22 +703,25 @@ static inline __attribute__((always_inline)) void F(epi_flat_vec)(const F(epi_ct
                 memcpy(&bv, e->bias + oc, sizeof bv);
                 v = v + bv;
             }
-            F(ev_act)(e, &v);
+            F(ev_act)(e, &v, w8);
             memcpy(out + t, &v, sizeof v);
             t += 16;
         } else {
-            F(epi_plane_vec)(e, t, out + t);
+            F(epi_plane_vec)(e, t, out + t, w8);
             t++;
         }
     }
 }
 #undef EV_SEL
+#undef EV_SEL_T
 #endif
 
-static inline __attribute__((always_inline)) void F(epi_plane_body)(const F(epi_ctx) * e, int64_t t, NN_T *restrict y) {
+static inline __attribute__((always_inline)) void F(epi_plane_body)(const F(epi_ctx) * e, int64_t t, NN_T *restrict y,
+                                                                    const int w8) {
+    (void)w8; /* fp32 vector path only */
 #if !NN_IS_HALF
     if (F(epi_vec_ok)(e)) {
-        F(epi_plane_vec)(e, t, y);
+        F(epi_plane_vec)(e, t, y, w8);
         return;
     }
 #endif
@@ -743,14 +777,14 @@ static inline __attribute__((always_inline)) void F(epi_plane_body)(const F(epi_
 /* Planes [t0, t1) of out. One call per thread: the per-plane call through a function
  * pointer cost as much as a 50-value plane's arithmetic. */
 static inline __attribute__((always_inline)) void F(epi_range_body)(const F(epi_ctx) * e, int64_t t0, int64_t t1,
-                                                                    NN_T *restrict out) {
+                                                                    NN_T *restrict out, const int w8) {
 #if !NN_IS_HALF
     if (e->HWo == 1 && F(epi_vec_ok)(e)) {
-        F(epi_flat_vec)(e, t0, t1, out);
+        F(epi_flat_vec)(e, t0, t1, out, w8);
         return;
     }
 #endif
-    for (int64_t t = t0; t < t1; t++) F(epi_plane_body)(e, t, out + t * e->HWo);
+    for (int64_t t = t0; t < t1; t++) F(epi_plane_body)(e, t, out + t * e->HWo, w8);
 }
 
 typedef void (*F(epi_range_fn))(const F(epi_ctx) *, int64_t, int64_t, NN_T *restrict);
@@ -765,18 +799,18 @@ typedef void (*F(epi_range_fn))(const F(epi_ctx) *, int64_t, int64_t, NN_T *rest
 #define EPI_NOFMA
 #endif
 #define EPI_ARGS (const F(epi_ctx) * e, int64_t t0, int64_t t1, NN_T *restrict out)
-EPI_NOFMA static void F(epi_range_default) EPI_ARGS { F(epi_range_body)(e, t0, t1, out); }
+EPI_NOFMA static void F(epi_range_default) EPI_ARGS { F(epi_range_body)(e, t0, t1, out, 1); }
 /* The half epilogue is not built for AVX512-FP16: GCC 12 turns its scalar selects into
  * masked vmovsh forms the installed assembler rejects; the F16C build (convert, add in
  * float, round to half: exact for one half + half) is as fast for this memory-bound pass. */
 #if defined(NN_X86) && !NN_IS_HALF
 EPI_NOFMA __attribute__((target(NN_ISA_FAST))) static void F(epi_range_fast) EPI_ARGS {
-    F(epi_range_body)(e, t0, t1, out);
+    F(epi_range_body)(e, t0, t1, out, 0);
 }
 #endif
 #ifdef NN_X86
 EPI_NOFMA __attribute__((target(NN_ISA_MID))) static void F(epi_range_mid) EPI_ARGS {
-    F(epi_range_body)(e, t0, t1, out);
+    F(epi_range_body)(e, t0, t1, out, 1);
 }
 #endif
 #undef EPI_ARGS
@@ -834,7 +868,20 @@ static cd_status F(conv_fwd)(cd_op_ctx *c, const conv_geo *g, const NN_T *in, co
         return CD_OK;
     }
 #endif
-    if (cig == 1 && g->groups > 1) { return F(conv_direct)(c, g, in, w, out, 0.0f); }
+    if (cig == 1 && g->groups > 1) {
+#if !NN_IS_HALF
+        /* the epilogue on each finished plane: the same bits as the separate pass */
+        cd_gemm_epi de;
+        const conv_state *dcs = c->state;
+        const bool dfuse = dcs && dcs->blk_epi && gemm_epi_of(g, cd_in(c, "Bias", 0), 0, &de) &&
+            (de.bias || de.act != CD_GEMM_EPI_NONE);
+        cd_status ds = F(conv_direct)(c, g, in, w, out, 0.0f, dfuse ? &de : NULL);
+        *fused = !ds && dfuse;
+        return ds;
+#else
+        return F(conv_direct)(c, g, in, w, out, 0.0f, NULL);
+#endif
+    }
     bool pointwise = conv_pointwise(g);
     /* Short reductions (a first layer over 3 channels: K = 27) run the direct kernel: building
      * im2col panels cost more than the arithmetic. Same bits as the GEMM path
@@ -848,6 +895,13 @@ static cd_status F(conv_fwd)(cd_op_ctx *c, const conv_geo *g, const NN_T *in, co
     const conv_state *cs = c->state;
     const float *ocv_wp = cs && cs->wp && cd_conv_ocv_level() ? cs->wp : NULL;
     const size_t ocv_group = cs ? cs->wp_group : 0;
+    /* the epilogue on each finished block of the direct conv and of the direct GEMM (1x1 convs of
+     * one group, where the product takes the direct path): the same bits as the separate pass */
+    const cd_value *bias_v = cs && cs->blk_epi ? cd_in(c, "Bias", 0) : NULL; /* looked up only where used */
+    cd_gemm_epi gepi;
+    const bool gfuse = (direct || (pointwise && g->groups == 1)) && cs && cs->blk_epi &&
+        gemm_epi_of(g, bias_v, 0, &gepi) && (gepi.bias || gepi.act != CD_GEMM_EPI_NONE);
+    bool pw_fused = false, pw_plain = false;
 #endif
     for (int64_t n = 0; n < g->N; n++)
         for (int64_t gr = 0; gr < g->groups; gr++) {
@@ -859,8 +913,11 @@ static cd_status F(conv_fwd)(cd_op_ctx *c, const conv_geo *g, const NN_T *in, co
                 cd_conv_direct_geo dg = {x,          (int)cig,   (int)g->H,  (int)g->W,  (int)g->KH,
                                          (int)g->KW, (int)g->sh, (int)g->sw, (int)g->dh, (int)g->dw,
                                          (int)g->pt, (int)g->pl, (int)g->Ho, (int)g->Wo};
-                if (!cd_conv_direct_f32(&dg, (int)cog, a, y, c->threads))
+                cd_gemm_epi ge;
+                const bool fz = gfuse && gemm_epi_of(g, bias_v, gr * cog, &ge);
+                if (!cd_conv_direct_epi_f32(&dg, (int)cog, a, y, fz ? &ge : NULL, c->threads))
                     return cd_op_fail(c, CD_E_NOMEM, "out of memory for the direct conv's scratch rows");
+                *fused = fz;
                 continue;
             }
 #endif
@@ -885,6 +942,15 @@ static cd_status F(conv_fwd)(cd_op_ctx *c, const conv_geo *g, const NN_T *in, co
                 continue;
             }
 #endif
+#if !NN_IS_HALF
+            if (pointwise && gfuse) { /* one group: n runs over the batch, the same decision each time */
+                if (cd_gemm_f32_epi((int)cog, (int)HWo, K, a, K, x, (int)HWo, y, (int)HWo, &gepi, c->threads))
+                    pw_fused = true;
+                else
+                    pw_plain = true;
+                continue;
+            }
+#endif
             if (pointwise) {
                 GEMM((int)cog, (int)HWo, K, (NN_T)1, a, K, false, x, (int)HWo, false, (NN_T)0, y, (int)HWo, c->threads);
             } else {
@@ -895,6 +961,11 @@ static cd_status F(conv_fwd)(cd_op_ctx *c, const conv_geo *g, const NN_T *in, co
                         c->threads);
             }
         }
+#if !NN_IS_HALF
+    if (pw_fused && pw_plain) /* cannot happen (the decision depends on the dims only) */
+        return cd_op_fail(c, CD_E_INTERNAL, "the 1x1 conv's epilogue was fused for some images only");
+    if (pw_fused) *fused = true;
+#endif
     return CD_OK;
 }
 
