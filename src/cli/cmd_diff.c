@@ -116,6 +116,9 @@ static cd_status diff_open(diff_run *d, cd_error *err) {
         printf("cldiff %s: %s (%s), %d ops, %d probed, %s, %s vs %s%s\n", CLDIFF_VERSION, o->model, d->s.model_format,
                d->s.g->n_ops, d->s.n_probed, o->prec == CD_PREC_FP16 ? "fp16" : "fp32", d->A, d->B,
                o->repeat > 1 ? ", B repeated" : "");
+    /* the header is the run's start, shown as it happens: a piped stdout was flushed by the fork of
+     * B's child after it until that child was started ahead, before the header (isolate.c) */
+    fflush(stdout);
     return CD_OK;
 }
 
