@@ -114,6 +114,9 @@ typedef double (*cd_mag_at_fn)(void *user, int64_t i);
  * certified filter, bounds.c); the result is the per-element bound's, bit for bit. */
 void cd_local_check(const cd_bound_spec *s, const float *ref, const float *val, const float *mag, const float *x,
                     int64_t n, double user_atol, double user_rtol, cd_local_result *r);
+/* Whether cd_local_check with mag and x NULL and no user tolerance passes (then needs_mag is
+ * false too): the same check, stopping at the first element over its bound. */
+bool cd_local_check_passes(const cd_bound_spec *s, const float *ref, const float *val, int64_t n);
 /* The same check, asking mag_at (when not NULL, and mag is NULL) for the magnitude of the
  * elements with the largest ratios to their cheap bound, at most max_calls of them (all those
  * over the cheap bound in any case): usually a few per mille of a conv's outputs fail the
