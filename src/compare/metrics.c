@@ -361,6 +361,42 @@ static void fast_block(const layer_args *L, int64_t lo, int64_t hi, double s2a, 
                hi - lo);
 }
 
+/* One pair (no golden tensor) over a block where both sides are finite: the four sums run in
+ * index order with pass2_block's arithmetic, element by element; the order-free parts (the
+ * fail count, the chunk's largest error, the relative-error filter) are branch-free per element
+ * and the rare updates rescan the chunk, as in fast_block; the ULPs per chunk (chunk_ulps). */
+static void fast_block1(const pass2_args *pa, int64_t lo, int64_t hi, pass2_part *out) {
+    const float *ref = pa->ref, *val = pa->val;
+    const double atol = pa->atol, rtol = pa->rtol, rel_floor = pa->rel_floor;
+    double sum_abs = 0, sum_d2 = 0, dot = 0, sv2 = 0, max_abs = -1, max_rel = 0;
+    int64_t worst = -1, fail = 0, ulp[3] = {0, 0, 0};
+    for (int64_t c = lo; c < hi; c += FUSED_CHUNK) {
+        int64_t e = c + FUSED_CHUNK < hi ? c + FUSED_CHUNK : hi;
+        const double rl = max_rel * (1.0 - 0x1p-50);
+        double cmax = -1;
+        int64_t cand = 0;
+        for (int64_t i = c; i < e; i++) {
+            double r = ref[i], v = val[i];
+            double d = fabs(r - v), ar = fabs(r);
+            sum_abs += d;
+            sum_d2 += d * d;
+            dot += r * v;
+            sv2 += v * v;
+            fail += d > atol + rtol * ar;
+            cmax = d > cmax ? d : cmax;
+            double lim = rl * (ar > rel_floor ? ar : rel_floor);
+            cand |= (d > lim) | (lim < 0x1p-1000);
+        }
+        if (cmax > max_abs) { /* strictly larger: the first of equal errors stays */
+            max_abs = cmax;
+            worst = chunk_first(ref, val, c, e, cmax);
+        }
+        if (cand) chunk_max_rel(ref, val, c, e, rel_floor, &max_rel);
+        chunk_ulps(ref, val, NULL, c, e, pa->half_ulps, ulp);
+    }
+    part_store(out, sum_abs, sum_d2, dot, sv2, max_abs, worst, max_rel, ulp[0], fail, hi - lo);
+}
+
 static bool all_finite(const float *x, int64_t lo, int64_t hi) {
     uint32_t bad = 0;
     for (int64_t i = lo; i < hi; i++) {
@@ -375,9 +411,13 @@ static bool all_finite(const float *x, int64_t lo, int64_t hi) {
  * squares of A over the block. */
 static void layer_block(const layer_args *L, int64_t lo, int64_t hi, double s2a, pass2_part *out) {
     bool golden = L->g != NULL;
-    /* the fused loop pays off for three pairs; one pair alone is faster in the general loop */
+    /* the fused loop for three pairs; one pair has its own (fast_block1) */
     if (L->fast && golden && all_finite(L->a, lo, hi) && all_finite(L->b, lo, hi) && all_finite(L->g, lo, hi)) {
         fast_block(L, lo, hi, s2a, out);
+        return;
+    }
+    if (L->fast && !golden && all_finite(L->a, lo, hi) && all_finite(L->b, lo, hi)) {
+        fast_block1(&L->args[0], lo, hi, &out[0]);
         return;
     }
     pass2_block(&L->args[0], lo, hi, &out[0]);

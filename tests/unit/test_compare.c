@@ -437,6 +437,7 @@ Test(metrics_fused, single_elements_equal_general_loop) {
         if (i % 7 == 0) a = pick_value(&x, i % 3 == 0); /* unrelated values, unrounded too */
         float ga[1] = {g}, aa[1] = {a}, ba[1] = {b};
         check_fused(aa, ba, ga, 1, i & 1, &tol, 1);
+        check_fused(aa, ba, NULL, 1, i & 1, &tol, 1); /* one pair: its own loop (fast_block1) */
     }
     /* errors exactly at the threshold atol + rtol*|ref| pass (d > threshold fails) */
     cd_tol exact = {.atol = 0.5, .rtol = 0.25, .max_fail_fraction = 0, .min_cos = 0};
