@@ -456,6 +456,25 @@ void cd_local_check(const cd_bound_spec *s, const float *ref, const float *val, 
     if (mag) r->ratio_upper = false;
 }
 
+bool cd_local_certainly_within(const cd_bound_spec *s, const float *ref, const float *val, const float *x, int64_t n) {
+    lin_bound lb = lin_bound_of(s, x != NULL, ref_absmax(s, ref, n));
+    if (!lb.on) return false;
+    const double c0 = lb.c0, cn = lb.cnan;
+    int bad = 0;
+    for (int64_t i = 0; i < n; i++) {
+        double a = ref[i], e = fabs(a - (double)val[i]);
+        bad |= !(e <= (c0 + cn * fabs(a)) * LIN_BELOW); /* NaN/Inf: not <= */
+    }
+    return !bad;
+}
+
+bool cd_bound_cheap_lin(const cd_bound_spec *s, double absmax, double *c0, double *cnan) {
+    lin_bound lb = lin_bound_of(s, false, absmax);
+    *c0 = lb.c0 * LIN_BELOW;
+    *cnan = lb.cnan * LIN_BELOW;
+    return lb.on;
+}
+
 bool cd_local_check_passes(const cd_bound_spec *s, const float *ref, const float *val, int64_t n) {
     cd_local_result r;
     check_core(s, ref, val, NULL, NULL, NULL, NULL, n, -1, -1, true, &r);
