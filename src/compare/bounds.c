@@ -249,7 +249,7 @@ static inline double lin_at(const lin_bound *lb, double r, const float *mag, int
 
 static void check_core(const cd_bound_spec *s, const float *ref, const float *val, const float *mag,
                        cd_mag_at_fn mag_at, void *mag_user, const float *x, int64_t n, double user_atol,
-                       double user_rtol, cd_local_result *r);
+                       double user_rtol, bool first_only, cd_local_result *r);
 
 enum { LAZY_BUCKETS = 64, LAZY_OFFSET = 40 }; /* bucket k holds cheap ratios in [2^(k-40), 2^(k-39)) */
 
@@ -258,7 +258,7 @@ void cd_local_check_lazy(const cd_bound_spec *s, const float *ref, const float *
                          double user_rtol, int64_t max_calls, cd_local_result *r) {
     if (!mag && mag_at && s->mag_run && max_calls <= 0) {
         /* pass/fail only: one pass, magnitudes for the elements over their cheap bound */
-        check_core(s, ref, val, NULL, mag_at, mag_user, x, n, user_atol, user_rtol, r);
+        check_core(s, ref, val, NULL, mag_at, mag_user, x, n, user_atol, user_rtol, false, r);
         return;
     }
     float *m2 = NULL;
@@ -383,7 +383,7 @@ static nf_why nonfinite_why(const cd_bound_spec *s, double a, double v, double m
  * bound, one by one, as it is met. */
 static void check_core(const cd_bound_spec *s, const float *ref, const float *val, const float *mag,
                        cd_mag_at_fn mag_at, void *mag_user, const float *x, int64_t n, double user_atol,
-                       double user_rtol, cd_local_result *r) {
+                       double user_rtol, bool first_only, cd_local_result *r) {
     memset(r, 0, sizeof *r);
     r->worst = -1;
     double absmax = ref_absmax(s, ref, n);
@@ -416,6 +416,7 @@ static void check_core(const cd_bound_spec *s, const float *ref, const float *va
                 r->bound = 0;
                 scale = LIN_BELOW;
             }
+            if (first_only) break;
             continue;
         }
         double e = fabs(a - v);
@@ -443,6 +444,7 @@ static void check_core(const cd_bound_spec *s, const float *ref, const float *va
             if (user_atol >= 0 && e <= user_atol + (user_rtol > 0 ? user_rtol : 0) * fabs(a)) continue;
             r->exceed++;
             if (s->mag_run && isnan(m)) r->needs_mag = true;
+            if (first_only) break; /* the pass/fail answer is known */
         }
     }
     r->pass = r->exceed == 0;
@@ -450,8 +452,33 @@ static void check_core(const cd_bound_spec *s, const float *ref, const float *va
 
 void cd_local_check(const cd_bound_spec *s, const float *ref, const float *val, const float *mag, const float *x,
                     int64_t n, double user_atol, double user_rtol, cd_local_result *r) {
-    check_core(s, ref, val, mag, NULL, NULL, x, n, user_atol, user_rtol, r);
+    check_core(s, ref, val, mag, NULL, NULL, x, n, user_atol, user_rtol, false, r);
     if (mag) r->ratio_upper = false;
+}
+
+bool cd_local_certainly_within(const cd_bound_spec *s, const float *ref, const float *val, const float *x, int64_t n) {
+    lin_bound lb = lin_bound_of(s, x != NULL, ref_absmax(s, ref, n));
+    if (!lb.on) return false;
+    const double c0 = lb.c0, cn = lb.cnan;
+    int bad = 0;
+    for (int64_t i = 0; i < n; i++) {
+        double a = ref[i], e = fabs(a - (double)val[i]);
+        bad |= !(e <= (c0 + cn * fabs(a)) * LIN_BELOW); /* NaN/Inf: not <= */
+    }
+    return !bad;
+}
+
+bool cd_bound_cheap_lin(const cd_bound_spec *s, double absmax, double *c0, double *cnan) {
+    lin_bound lb = lin_bound_of(s, false, absmax);
+    *c0 = lb.c0 * LIN_BELOW;
+    *cnan = lb.cnan * LIN_BELOW;
+    return lb.on;
+}
+
+bool cd_local_check_passes(const cd_bound_spec *s, const float *ref, const float *val, int64_t n) {
+    cd_local_result r;
+    check_core(s, ref, val, NULL, NULL, NULL, NULL, n, -1, -1, true, &r);
+    return r.pass;
 }
 
 bool cd_bound_uses_absmax(cd_bound_family f) { return uses_absmax(f); }

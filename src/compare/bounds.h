@@ -114,6 +114,17 @@ typedef double (*cd_mag_at_fn)(void *user, int64_t i);
  * certified filter, bounds.c); the result is the per-element bound's, bit for bit. */
 void cd_local_check(const cd_bound_spec *s, const float *ref, const float *val, const float *mag, const float *x,
                     int64_t n, double user_atol, double user_rtol, cd_local_result *r);
+/* Whether every element is certainly inside its cheap bound (cd_local_check with mag NULL and
+ * no user tolerance would pass): one branch-free pass with the check's certified filter at its
+ * loosest scale; false where it cannot tell (a NaN/Inf, an element near its bound). */
+bool cd_local_certainly_within(const cd_bound_spec *s, const float *ref, const float *val, const float *x, int64_t n);
+/* The certified filter of the cheap bound (mag NaN, no x) at its loosest scale: an element with
+ * |ref - val| <= c0 + cnan |ref| is within cd_bound_elem(s, ref, NAN, NAN, absmax) (ratio <= 1).
+ * Returns false where the filter does not apply (then decide every element exactly). */
+bool cd_bound_cheap_lin(const cd_bound_spec *s, double absmax, double *c0, double *cnan);
+/* Whether cd_local_check with mag and x NULL and no user tolerance passes (then needs_mag is
+ * false too): the same check, stopping at the first element over its bound. */
+bool cd_local_check_passes(const cd_bound_spec *s, const float *ref, const float *val, int64_t n);
 /* The same check, asking mag_at (when not NULL, and mag is NULL) for the magnitude of the
  * elements with the largest ratios to their cheap bound, at most max_calls of them (all those
  * over the cheap bound in any case): usually a few per mille of a conv's outputs fail the

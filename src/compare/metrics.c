@@ -361,6 +361,93 @@ static void fast_block(const layer_args *L, int64_t lo, int64_t hi, double s2a, 
                hi - lo);
 }
 
+/* The float32 ULP distance of finite floats through their sign and magnitude bits: the ordered
+ * index is the magnitude for a positive float and minus it for a negative one (ordered_bits32),
+ * so two floats of one sign are |ma - mb| apart and of opposite signs ma + mb, below 2^32
+ * either way: exact in uint32 lanes. */
+typedef uint32_t v4u __attribute__((vector_size(16)));
+static void chunk_ulps32(const float *a, const float *b, int64_t lo, int64_t hi, int64_t *u) {
+    int64_t i = lo;
+    v4u m = {0, 0, 0, 0};
+    for (; i + 4 <= hi; i += 4) {
+        v4u x, y;
+        memcpy(&x, a + i, sizeof x);
+        memcpy(&y, b + i, sizeof y);
+        v4u mx = x & 0x7fffffffu, my = y & 0x7fffffffu;
+        v4u opp = (v4u)(((x ^ y) >> 31) * 0xffffffffu); /* all ones where the signs differ */
+        v4u big = (v4u)(mx > my), dif = (mx - my) & big, neg = (my - mx) & ~big;
+        v4u d = ((dif | neg) & ~opp) | ((mx + my) & opp);
+        v4u gt = (v4u)(d > m);
+        m = (d & gt) | (m & ~gt);
+    }
+    for (int k = 0; k < 4; k++)
+        if ((int64_t)m[k] > u[0]) u[0] = m[k];
+    for (; i < hi; i++) {
+        int64_t oa = ordered_bits32(a[i]), ob = ordered_bits32(b[i]);
+        int64_t d = oa > ob ? oa - ob : ob - oa;
+        if (d > u[0]) u[0] = d;
+    }
+}
+
+/* One pair (no golden tensor) over a block where both sides are finite. Per chunk: the four
+ * sums in index order with pass2_block's arithmetic, element by element, in a loop of their own
+ * (four chains, nothing else in the registers); then the order-free parts (the fail count, the
+ * chunk's largest error, the relative-error filter) in two-double vectors; the rare updates
+ * rescan the chunk, as in fast_block; the ULPs per chunk. */
+static void fast_block1(const pass2_args *pa, int64_t lo, int64_t hi, pass2_part *out) {
+    const float *ref = pa->ref, *val = pa->val;
+    const double atol = pa->atol, rtol = pa->rtol, rel_floor = pa->rel_floor;
+    double sum_abs = 0, sum_d2 = 0, dot = 0, sv2 = 0, max_abs = -1, max_rel = 0;
+    int64_t worst = -1, fail = 0, ulp[3] = {0, 0, 0};
+    const v2l absmask = {INT64_MAX, INT64_MAX};
+    const v2d at2 = {atol, atol}, rt2 = {rtol, rtol}, fl2 = {rel_floor, rel_floor}, tiny = {0x1p-1000, 0x1p-1000};
+    for (int64_t c = lo; c < hi; c += FUSED_CHUNK) {
+        int64_t e = c + FUSED_CHUNK < hi ? c + FUSED_CHUNK : hi;
+        for (int64_t i = c; i < e; i++) {
+            double r = ref[i], v = val[i];
+            double d = fabs(r - v);
+            sum_abs += d;
+            sum_d2 += d * d;
+            dot += r * v;
+            sv2 += v * v;
+        }
+        const double rl = max_rel * (1.0 - 0x1p-50);
+        const v2d rl2 = {rl, rl};
+        v2d cmax2 = {-1, -1};
+        v2l cand2 = {0, 0}, fails2 = {0, 0};
+        int64_t i = c;
+        for (; i + 2 <= e; i += 2) {
+            v2d r = {ref[i], ref[i + 1]}, v = {val[i], val[i + 1]};
+            v2d d = (v2d)((v2l)(r - v) & absmask), ar = (v2d)((v2l)r & absmask);
+            fails2 -= (v2l)(d > at2 + rt2 * ar); /* a true comparison is -1 */
+            cmax2 = v2d_select((v2l)(d > cmax2), d, cmax2);
+            v2d lim = rl2 * v2d_select((v2l)(ar > fl2), ar, fl2);
+            cand2 |= (v2l)(d > lim) | (v2l)(lim < tiny);
+        }
+        double cmax = cmax2[0] > cmax2[1] ? cmax2[0] : cmax2[1];
+        int64_t cand = cand2[0] | cand2[1];
+        fail += fails2[0] + fails2[1];
+        for (; i < e; i++) {
+            double r = ref[i], v = val[i];
+            double d = fabs(r - v), ar = fabs(r);
+            fail += d > atol + rtol * ar;
+            cmax = d > cmax ? d : cmax;
+            double lim = rl * (ar > rel_floor ? ar : rel_floor);
+            cand |= (d > lim) | (lim < 0x1p-1000);
+        }
+        if (cmax > max_abs) { /* strictly larger: the first of equal errors stays */
+            max_abs = cmax;
+            worst = chunk_first(ref, val, c, e, cmax);
+        }
+        if (cand) chunk_max_rel(ref, val, c, e, rel_floor, &max_rel);
+        if (pa->half_ulps)
+            chunk_ulps(ref, val, NULL, c, e, true, ulp);
+        else
+            chunk_ulps32(ref, val, c, e, ulp);
+    }
+    part_store(out, sum_abs, sum_d2, dot, sv2, max_abs, worst, max_rel, ulp[0], fail, hi - lo);
+}
+
 static bool all_finite(const float *x, int64_t lo, int64_t hi) {
     uint32_t bad = 0;
     for (int64_t i = lo; i < hi; i++) {
@@ -375,9 +462,13 @@ static bool all_finite(const float *x, int64_t lo, int64_t hi) {
  * squares of A over the block. */
 static void layer_block(const layer_args *L, int64_t lo, int64_t hi, double s2a, pass2_part *out) {
     bool golden = L->g != NULL;
-    /* the fused loop pays off for three pairs; one pair alone is faster in the general loop */
+    /* the fused loop for three pairs; one pair has its own (fast_block1) */
     if (L->fast && golden && all_finite(L->a, lo, hi) && all_finite(L->b, lo, hi) && all_finite(L->g, lo, hi)) {
         fast_block(L, lo, hi, s2a, out);
+        return;
+    }
+    if (L->fast && !golden && all_finite(L->a, lo, hi) && all_finite(L->b, lo, hi)) {
+        fast_block1(&L->args[0], lo, hi, &out[0]);
         return;
     }
     pass2_block(&L->args[0], lo, hi, &out[0]);

@@ -204,6 +204,10 @@ cd_status cd_dump_list_tensors(const cd_dump_reader *r, const char *run, cd_dump
  * *data is malloc'ed with *numel values. A stats-only entry -> CD_E_USAGE. */
 cd_status cd_dump_read_f32(const cd_dump_reader *r, const char *run, const char *dataset, float **data, int64_t *numel,
                            cd_error *err);
+/* Hands back data (malloc'ed, n values, unchanged since) just read with cd_dump_read_f32(r, run,
+ * dataset): the reader keeps it (within a memory budget; else it is freed) and gives it, without
+ * reading the file again, to the next read of that dataset. Takes ownership of data. */
+void cd_dump_keep_f32(const cd_dump_reader *r, const char *run, const char *dataset, float *data, int64_t n);
 /* Reads any dataset by absolute path as float32, with its shape. */
 cd_status cd_dump_read_path_f32(const cd_dump_reader *r, const char *path, float **data, cd_shape *shape,
                                 cd_error *err);

@@ -590,9 +590,59 @@ typedef struct {
     float r;
     int64_t i;
 } ranked;
+/* ratio descending, equal ratios in index order (what a stable sort of the list gives) */
 static int by_ratio_desc(const void *a, const void *b) {
-    float x = ((const ranked *)a)->r, y = ((const ranked *)b)->r;
-    return (x < y) - (x > y);
+    const ranked *p = a, *q = b;
+    int c = (p->r < q->r) - (p->r > q->r);
+    return c ? c : (p->i > q->i) - (p->i < q->i);
+}
+
+/* The k-th largest (0-based) of v[0..n) (no NaN; v is reordered): Hoare partitions around a
+ * median of three. */
+static float kth_largest(float *v, int64_t n, int64_t k) {
+    int64_t lo = 0, hi = n - 1;
+    while (lo < hi) {
+        float x = v[lo], y = v[lo + (hi - lo) / 2], z = v[hi];
+        float p = x > y ? (y > z ? y : (x > z ? z : x)) : (x > z ? x : (y > z ? z : y));
+        int64_t i = lo, j = hi;
+        while (i <= j) {
+            while (v[i] > p) i++;
+            while (v[j] < p) j--;
+            if (i <= j) {
+                float t = v[i];
+                v[i++] = v[j];
+                v[j--] = t;
+            }
+        }
+        if (k <= j)
+            hi = j;
+        else if (k >= i)
+            lo = i;
+        else
+            return v[k];
+    }
+    return v[k];
+}
+
+/* The first k of the nc candidates (index order) in by_ratio_desc order, into c[0..k): the
+ * k-th largest ratio found by selection, then only those at or above it sorted (the whole list
+ * sorted was a tenth of a large differential run). Returns k. */
+static int64_t top_ranked(ranked *c, int64_t nc, int64_t k) {
+    float *v = malloc((size_t)nc * sizeof *v);
+    if (!v) {
+        qsort(c, (size_t)nc, sizeof *c, by_ratio_desc);
+        return k;
+    }
+    for (int64_t i = 0; i < nc; i++) v[i] = c[i].r;
+    float t = kth_largest(v, nc, k - 1);
+    free(v);
+    int64_t above = 0, m = 0;
+    for (int64_t i = 0; i < nc; i++) above += c[i].r > t;
+    /* every candidate above t, and those equal to t in index order up to k (c is in index order) */
+    for (int64_t i = 0, eq = 0; i < nc; i++)
+        if (c[i].r > t || (c[i].r == t && eq++ < k - above)) c[m++] = c[i];
+    qsort(c, (size_t)m, sizeof *c, by_ratio_desc);
+    return m;
 }
 
 /* A conv/fc layer run again (not settled) whose local check passed may still show, in the free
@@ -617,12 +667,15 @@ static bool free_evidence_on_b_inputs(const cd_local_req *q, const cd_layer_cmp 
     char note[256] = "";
     cd_local_result res;
     if (cd_dump_read_f32(q->r, q->run_free, l->dataset_b, &vb, &nb, &e2) || nb != n) goto done;
-    /* within the bound of A's output already (NaN/Inf rules included): nothing to find */
-    cd_local_check(spec, ref, vb, NULL, NULL, n, -1, -1, &res);
-    if (res.pass && !res.needs_mag) goto done;
+    /* within the bound of A's output already (NaN/Inf rules included): nothing to find (only
+     * pass or fail is asked: the check stops at the first element over its bound) */
+    if (cd_local_check_passes(spec, ref, vb, n)) goto done;
     float **xp = spec->fam == CD_FAM_ROUNDING ? &x : NULL;
     if (run_op_cpu(q, l, q->run_free, false, &yb, &ny, xp, note, sizeof note, &e2) || note[0] || ny != n || (xp && !x))
         goto done;
+    /* B's output within the bound of the CPU's on the same inputs: nothing found (usually;
+     * one vectorised pass decides it, the check runs where it cannot) */
+    if (cd_local_certainly_within(spec, yb, vb, x, n)) goto done;
     cd_local_check(spec, yb, vb, NULL, x, n, -1, -1, &res);
     if (!res.pass && res.needs_mag) {
         note[0] = 0;
@@ -667,9 +720,13 @@ bool cd_local_free_evidence(const cd_local_req *q, const cd_layer_cmp *l, const 
         if (isfinite(ref[i]) && fabs(ref[i]) > absmax) absmax = fabs(ref[i]);
     ranked *cand = malloc((size_t)(n ? n : 1) * sizeof *cand);
     int64_t nc = 0;
+    /* the elements certainly within their cheap bound are no candidates (the certified filter) */
+    double lc0 = 0, lcn = 0;
+    bool lin = cd_bound_cheap_lin(spec, absmax, &lc0, &lcn);
     for (int64_t i = 0; cand && i < n; i++) {
         double a = ref[i], e = fabs(a - (double)vb[i]);
         if (!isfinite(a) || !isfinite(vb[i]) || e == 0) continue; /* NaN/Inf: the free compare's business */
+        if (lin && e <= lc0 + lcn * fabs(a)) continue;
         double b = cd_bound_elem(spec, a, NAN, NAN, absmax);
         if (!(b > 0) || e > b) cand[nc++] = (ranked){(float)(b > 0 ? e / b : INFINITY), i};
     }
@@ -685,10 +742,7 @@ bool cd_local_free_evidence(const cd_local_req *q, const cd_layer_cmp *l, const 
     md.run = q->run_free;
     md.keep_sign = xa.keep_sign = true;
     if (nc) {
-        if (nc > 4096) {
-            qsort(cand, (size_t)nc, sizeof *cand, by_ratio_desc);
-            nc = 4096;
-        }
+        if (nc > 4096) nc = top_ranked(cand, nc, 4096);
         cd_local_me_setup(&ma);
         cd_local_me_setup(&md);
         cd_local_me_setup(&xa);

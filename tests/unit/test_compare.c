@@ -437,6 +437,7 @@ Test(metrics_fused, single_elements_equal_general_loop) {
         if (i % 7 == 0) a = pick_value(&x, i % 3 == 0); /* unrelated values, unrounded too */
         float ga[1] = {g}, aa[1] = {a}, ba[1] = {b};
         check_fused(aa, ba, ga, 1, i & 1, &tol, 1);
+        check_fused(aa, ba, NULL, 1, i & 1, &tol, 1); /* one pair: its own loop (fast_block1) */
     }
     /* errors exactly at the threshold atol + rtol*|ref| pass (d > threshold fails) */
     cd_tol exact = {.atol = 0.5, .rtol = 0.25, .max_fail_fraction = 0, .min_cos = 0};
@@ -478,4 +479,27 @@ Test(metrics_fused, tensors_equal_general_loop) {
     free(a);
     free(b);
     free(g);
+}
+
+/* One pair in float ULPs (fast_block1's uint32 lanes): values of both signs and around zero, so
+ * that pairs of opposite signs (ULP distance ma + mb, up to 2^32 - 2) and of one sign meet in the
+ * vector part and in the tail of a chunk. */
+Test(metrics_fused, one_pair_float_ulps_both_signs) {
+    const int64_t n = 3 * 256 + 7;
+    float a[3 * 256 + 7], b[3 * 256 + 7];
+    uint32_t x = 2024;
+    for (int round = 0; round < 50; round++) {
+        for (int64_t i = 0; i < n; i++) {
+            a[i] = pick_value(&x, false);
+            x = x * 1664525u + 1013904223u;
+            b[i] = (x >> 30) == 0 ? -a[i] : (x >> 30) == 1 ? pick_value(&x, false) : a[i] * (1 + 1e-6f);
+        }
+        a[round * 5] = 3.0e38f; /* the largest distance: opposite extremes */
+        b[round * 5] = -3.0e38f;
+        cd_tol tol = {.atol = 1e-4, .rtol = 1e-3, .max_fail_fraction = 0.5, .min_cos = 0};
+        check_fused(a, b, NULL, n, false, &tol, 1);
+        cd_metrics m;
+        cd_metrics_compute(a, b, n, NULL, false, &tol, &m);
+        cr_expect_geq(m.max_ulp, 4.0e9, "3e38 against -3e38 is ~2^32 ULPs apart, got %g", m.max_ulp);
+    }
 }

@@ -727,3 +727,50 @@ Test(store, tensors_table_written_at_close_and_checked) {
     cr_assert(strstr(e.msg, "bad shape '2,x'") && strstr(e.msg, "0004_t"), "%s", e.msg);
     cd_dump_reader_close(r);
 }
+
+/* A tensor handed back (cd_dump_keep_f32) is what the next read of its dataset gets, without the
+ * file: the same buffer, its values and shape; once only (the read after reads the file again),
+ * and not a tensor handed back under another name or with another count. */
+Test(store, kept_tensor_is_the_next_read) {
+    char path[512];
+    cd_dump *d = create_z("keep.h5", path, 0);
+    cd_error e = {0};
+    cr_assert_eq(cd_dump_begin_run(d, "cpu", NULL, &e), CD_OK, "%s", e.msg);
+    float x[24], y[5] = {1, 2, 3, 4, 5};
+    for (int i = 0; i < 24; i++) x[i] = (float)i * 0.5f - 3;
+    int64_t dx[] = {2, 3, 4}, dy[] = {5};
+    cd_value vx = mk(CD_F32, 3, dx, x), vy = mk(CD_F32, 1, dy, y);
+    cd_tensor_rec rx = rec_for(1, "x"), ry = rec_for(2, "y");
+    cr_assert_eq(cd_dump_write_tensor(d, "cpu", &rx, &vx, false, &e), CD_OK, "%s", e.msg);
+    cr_assert_eq(cd_dump_write_tensor(d, "cpu", &ry, &vy, false, &e), CD_OK, "%s", e.msg);
+    cr_assert_eq(cd_dump_end_run(d, "cpu", 1, true, &e), CD_OK, "%s", e.msg);
+    cr_assert_eq(cd_dump_close(d, true, &e), CD_OK, "%s", e.msg);
+    cd_dump_reader *r = NULL;
+    cr_assert_eq(cd_dump_open(path, &r, &e), CD_OK, "%s", e.msg);
+    float *a = NULL, *b = NULL, *c = NULL, *t = NULL;
+    int64_t n = 0;
+    cr_assert_eq(cd_dump_read_f32(r, "cpu", "0001_x", &a, &n, &e), CD_OK, "%s", e.msg);
+    cr_assert_eq(n, 24);
+    a[0] = 99; /* a marker only the kept buffer carries */
+    cd_dump_keep_f32(r, "cpu", "0001_x", a, n);
+    cd_shape s = {0};
+    cr_assert_eq(cd_dump_read_path_f32(r, "/runs/cpu/0001_x", &b, &s, &e), CD_OK, "%s", e.msg);
+    cr_assert_eq(b, a, "the kept buffer itself");
+    cr_expect_eq(b[0], 99);
+    cr_expect_eq(b[23], 8.5f);
+    cr_expect(s.rank == 3 && s.d[0] == 2 && s.d[1] == 3 && s.d[2] == 4, "shape kept: rank %d", s.rank);
+    cr_assert_eq(cd_dump_read_f32(r, "cpu", "0001_x", &c, &n, &e), CD_OK, "%s", e.msg);
+    cr_expect_eq(c[0], -3, "taken once: the file's value again");
+    /* handed back under a name it was not read as, or with a wrong count: freed, not kept */
+    cr_assert_eq(cd_dump_read_f32(r, "cpu", "0002_y", &t, &n, &e), CD_OK, "%s", e.msg);
+    t[0] = 77;
+    cd_dump_keep_f32(r, "cpu", "0001_x", t, n);
+    float *u = NULL;
+    cr_assert_eq(cd_dump_read_f32(r, "cpu", "0001_x", &u, &n, &e), CD_OK, "%s", e.msg);
+    cr_expect_eq(u[0], -3);
+    cr_expect_eq(n, 24);
+    free(b);
+    free(c);
+    free(u);
+    cd_dump_reader_close(r);
+}
