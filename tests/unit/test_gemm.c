@@ -919,6 +919,9 @@ static void epi_all_cases(void) {
 Test(gemm, f32_epilogue_in_store_matches_sums_then_epilogue_bits) {
     epi_all_cases(); /* the level of this machine (test_gemm_avx2: AVX2 + FMA) */
     setenv("CLDIFF_GEMM_F32_KERNEL", "generic", 1);
+    cd_gemm_f32_level_reload(); /* the level is read once per process */
+    cr_assert_str_eq(cd_gemm_kernel_name_f32(), "generic");
     epi_all_cases();
     unsetenv("CLDIFF_GEMM_F32_KERNEL");
+    cd_gemm_f32_level_reload();
 }
