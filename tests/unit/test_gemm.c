@@ -916,9 +916,25 @@ static void epi_all_cases(void) {
     epi_gemm_case(40, 6400, 72, 1, false);              /* above the direct path: the plain product */
 }
 
+/* CLDIFF_GEMM_F32_KERNEL is read once per process (not at every kernel call): a change of the
+ * environment shows only after cd_gemm_f32_level_reload() */
+Test(gemm, f32_level_read_once_per_process) {
+    char first[32];
+    snprintf(first, sizeof first, "%s", cd_gemm_kernel_name_f32());
+    setenv("CLDIFF_GEMM_F32_KERNEL", "generic", 1);
+    cr_assert_str_eq(cd_gemm_kernel_name_f32(), first, "the level changed without a reload");
+    cd_gemm_f32_level_reload();
+    cr_assert_str_eq(cd_gemm_kernel_name_f32(), "generic");
+    unsetenv("CLDIFF_GEMM_F32_KERNEL");
+    cd_gemm_f32_level_reload();
+}
+
 Test(gemm, f32_epilogue_in_store_matches_sums_then_epilogue_bits) {
     epi_all_cases(); /* the level of this machine (test_gemm_avx2: AVX2 + FMA) */
     setenv("CLDIFF_GEMM_F32_KERNEL", "generic", 1);
+    cd_gemm_f32_level_reload(); /* the level is read once per process */
+    cr_assert_str_eq(cd_gemm_kernel_name_f32(), "generic");
     epi_all_cases();
     unsetenv("CLDIFF_GEMM_F32_KERNEL");
+    cd_gemm_f32_level_reload();
 }

@@ -42,6 +42,14 @@ typedef struct {
     int n_free, cap_free;
     /* per op: elapsed_us of its last run (the repeat/timing report of cpu_run reads it) */
     double *op_us;
+    /* false: run_op does not read the clock (cpu_run's warm runs without cpu:timing=1, whose
+     * per-op times nobody reads); elapsed_us and op_us are then 0 */
+    bool clock_ops;
+    /* per op, resolved at prepare so that run_op compares no strings (names, op types, the int8
+     * claim were ~5% of a small model's warm run): its flags (OPK_*) and the report's kernel
+     * name ("<type>:fp32") */
+    unsigned char *op_kind;
+    char (*op_kernel)[sizeof(((cd_op_report *)0)->kernel)];
     /* per op: us its prepare hook took at the last prepare; and the pool's fill (timing report) */
     double *prep_us, pool_us;
     /* prepare ran for this plan and its state is kept: a repeated execution of the same plan
@@ -220,6 +228,12 @@ static double now_us(void) {
     return (double)ts.tv_sec * 1e6 + (double)ts.tv_nsec / 1e3;
 }
 
+enum {
+    OPK_FEED = 1, /* a feed op: its output is the model input set_input placed */
+    OPK_INT8 = 2, /* int8 mode and the int8 kernel claims the op (cd_cpu_int8_claims on the plan) */
+    OPK_HOST = 4, /* CD_OPF_HOST: the report says "host" */
+};
+
 static void free_op_state(cpu_impl *im) {
     if (im->plan)
         for (int i = 0; i < im->plan->g->n_ops; i++) {
@@ -229,6 +243,10 @@ static void free_op_state(cpu_impl *im) {
     free(im->op_state);
     free(im->i8_state);
     free(im->scratch);
+    free(im->op_kind);
+    free(im->op_kernel);
+    im->op_kind = NULL;
+    im->op_kernel = NULL;
     im->op_state = NULL;
     im->i8_state = NULL;
     im->scratch = NULL;
@@ -287,9 +305,12 @@ static cd_status cpu_prepare(cd_backend *b, const cd_plan *plan, cd_error *err) 
     im->i8_state = cd_calloc((size_t)plan->g->n_ops > 0 ? (size_t)plan->g->n_ops : 1, sizeof *im->i8_state, err);
     im->op_us = cd_calloc((size_t)plan->g->n_ops > 0 ? (size_t)plan->g->n_ops : 1, sizeof *im->op_us, err);
     im->prep_us = cd_calloc((size_t)plan->g->n_ops > 0 ? (size_t)plan->g->n_ops : 1, sizeof *im->prep_us, err);
+    im->op_kind = cd_calloc((size_t)plan->g->n_ops > 0 ? (size_t)plan->g->n_ops : 1, sizeof *im->op_kind, err);
+    im->op_kernel = cd_calloc((size_t)plan->g->n_ops > 0 ? (size_t)plan->g->n_ops : 1, sizeof *im->op_kernel, err);
     if (!im->vals || !im->expect || !im->pool_ptr || !im->pool_cap || !im->op_state || !im->i8_state || !im->op_us ||
-        !im->prep_us)
+        !im->prep_us || !im->op_kind || !im->op_kernel)
         return CD_E_NOMEM;
+    im->clock_ops = true;
     /* Attribute parsing and validation of the ops that can do it ahead, outside their timed
      * run, and their filters packed. A failure leaves no state: the run parses again and
      * reports it there. The int8 kernels' states first, one by one (they size the shared
@@ -310,7 +331,13 @@ static cd_status cpu_prepare(cd_backend *b, const cd_plan *plan, cd_error *err) 
                        .prec = plan->prec,
                        .threads = nth,
                        .err = &e};
+        const cd_op *op = &plan->g->ops[i];
+        snprintf(im->op_kernel[i], sizeof im->op_kernel[i], "%s:%s", op->type,
+                 plan->prec == CD_PREC_FP16 ? "fp16" : "fp32");
+        im->op_kind[i] = (unsigned char)((!strcmp(op->type, "feed") ? OPK_FEED : 0) |
+                                         (def && (def->flags & CD_OPF_HOST) ? OPK_HOST : 0));
         if (def && b->opts.int8_arm && cd_cpu_int8_claims(&c)) { /* the int8 kernel's own state */
+            im->op_kind[i] |= OPK_INT8;
             void *st = NULL;
             if (cd_cpu_int8_prepare(&c, &st) == CD_OK) im->i8_state[i] = st;
             size_t need = cd_cpu_int8_scratch(st);
@@ -419,12 +446,18 @@ static cd_status cpu_run_op(cd_backend *b, int i, cd_op_report *rep, cd_error *e
                    .no_quant = b->opts.no_quant,
                    .scratch = im->scratch,
                    .scratch_bytes = im->scratch_bytes};
-    memset(rep, 0, sizeof *rep);
+    const unsigned kind = im->op_kind[i];
+    /* each field set, not a memset of the whole report (its 344 bytes were a `rep stos`, a quarter
+     * of this function's own time on transformer_pre_ln); the callers zero it before anyway */
+    rep->elapsed_us = 0;
     rep->kernel_us = -1;
-    snprintf(rep->where, sizeof rep->where, "%s", def && (def->flags & CD_OPF_HOST) ? "host" : "cpu");
-    snprintf(rep->kernel, sizeof rep->kernel, "%s:%s", op->type, plan->prec == CD_PREC_FP16 ? "fp16" : "fp32");
-    double t0 = now_us();
-    if (!strcmp(op->type, "feed")) {
+    memset(rep->where, 0, sizeof rep->where);
+    memcpy(rep->where, kind & OPK_HOST ? "host" : "cpu", kind & OPK_HOST ? 5 : 4);
+    rep->note[0] = 0;
+    memcpy(rep->kernel, im->op_kernel[i], sizeof rep->kernel);
+    const bool clk = im->clock_ops;
+    double t0 = clk ? now_us() : 0;
+    if (kind & OPK_FEED) {
         /* the executor already placed the model input in the feed's output */
         for (int s = 0; s < op->n_out; s++)
             for (int k = 0; k < op->out[s].n; k++) {
@@ -433,7 +466,7 @@ static cd_status cpu_run_op(cd_backend *b, int i, cd_op_report *rep, cd_error *e
                     return cd_op_fail(&c, CD_E_INTERNAL, "model input '%s' was not set before the run",
                                       g->tensors[id].name);
             }
-        rep->elapsed_us = now_us() - t0;
+        rep->elapsed_us = clk ? now_us() - t0 : 0;
         return CD_OK;
     }
     if (!def) return cd_op_fail(&c, CD_E_UNSUPPORTED, "no CPU kernel for op type '%s'", op->type);
@@ -473,8 +506,10 @@ static cd_status cpu_run_op(cd_backend *b, int i, cd_op_report *rep, cd_error *e
             if ((st = pool_alloc(im, id, !(def->flags & CD_OPF_WRITES_ALL), err)))
                 return cd_err_prefix(err, "op #%d %s (%s): ", i, op->name, op->type);
         }
+    /* the claim as prepare resolved it on the planned dtypes and shapes, which are the run's
+     * until a dynamic op changes them (then asked again on the runtime values) */
     const void *i8 = im->reinfer ? NULL : im->i8_state[i];
-    if (i8 || (b->opts.int8_arm && cd_cpu_int8_claims(&c)))
+    if (i8 || (im->reinfer ? b->opts.int8_arm && cd_cpu_int8_claims(&c) : (kind & OPK_INT8) != 0))
         st = cd_cpu_int8_run(&c, i8, rep->kernel, sizeof rep->kernel, rep->note, sizeof rep->note);
     else if (def->run)
         st = def->run(&c);
@@ -482,7 +517,7 @@ static cd_status cpu_run_op(cd_backend *b, int i, cd_op_report *rep, cd_error *e
         st = copy_identity(&c, op);
     else
         st = cd_op_fail(&c, CD_E_INTERNAL, "op definition has no CPU kernel");
-    rep->elapsed_us = now_us() - t0;
+    rep->elapsed_us = clk ? now_us() - t0 : 0;
     if (im->op_us) im->op_us[i] = rep->elapsed_us;
     if (st) {
         if (err && !strstr(err->msg, "op #")) cd_err_prefix(err, "op #%d %s (%s): ", i, op->name, op->type);
@@ -855,6 +890,7 @@ static cd_status cpu_run(const cd_runner_req *q, cd_runner_result *res, cd_error
     const cd_exec_opts wxo = {.stop_flag = q->xo->stop_flag};
     int runs = st ? 0 : 1;
     long fw = minflt();
+    if (b && !st) ((cpu_impl *)b->impl)->clock_ops = timing != 0; /* per-op times: the table only */
     for (int r = 1; !st && r < repeat; r++) {
         double tr = now_us();
         st = cd_execute(q->plan, b, q->inputs, &wxo, NULL, err);

@@ -10,6 +10,7 @@
  * AVX-512: OCV 1..4 with P = 16, 12, 8, 6 (at most 24 accumulators of the 32 registers);
  * AVX2 + FMA: one block (two 8-lane registers) x 6 pixels (12 accumulators of 16). */
 #include "backends/cpu/conv_ocv.h"
+#include "backends/cpu/gemm.h"
 #include "backends/cpu/par.h"
 #include <limits.h>
 #include <omp.h>
@@ -28,8 +29,7 @@
 
 int cd_conv_ocv_level(void) {
 #ifdef OCV_X86
-    const char *w = getenv("CLDIFF_GEMM_F32_KERNEL");
-    const int cap = !w ? 2 : !strcmp(w, "avx2-fma") ? 1 : !strcmp(w, "generic") ? 0 : 2;
+    const int cap = cd_gemm_f32_level_cap();
     __builtin_cpu_init();
     if (cap >= 2 && __builtin_cpu_supports("avx512f")) return 2;
     if (cap >= 1 && __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) return 1;

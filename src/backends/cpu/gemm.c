@@ -26,20 +26,34 @@
 #include "backends/cpu/gemm_inst.h"
 /* the aarch64 fp32 micro-kernel: the float instantiation alone uses it */
 #include "gemm_neon.h"
+#include <stdatomic.h>
 
-/* CLDIFF_GEMM_F32_KERNEL=avx2-fma or generic (gemm.h): the highest fp32 level allowed, read at
- * every pick (2: any, 1: AVX2 + FMA, 0: the portable code) */
-__attribute__((unused)) static int f32_level_cap(void) {
-    const char *w = getenv("CLDIFF_GEMM_F32_KERNEL");
-    return !w ? 2 : !strcmp(w, "avx2-fma") ? 1 : !strcmp(w, "generic") ? 0 : 2;
+/* CLDIFF_GEMM_F32_KERNEL=avx2-fma or generic (gemm.h): the highest fp32 level allowed (2: any,
+ * 1: AVX2 + FMA, 0: the portable code). Read from the environment once (the first pick; again
+ * after cd_gemm_f32_level_reload), not at every kernel call: getenv walks the whole environment
+ * with a string compare per entry, ~1% of a small model's warm run when every op paid it. An
+ * atomic: threads that pick at once may each read the environment, all get the same value. */
+static _Atomic int f32_cap = -1;
+
+int cd_gemm_f32_level_cap(void) {
+    int v = atomic_load_explicit(&f32_cap, memory_order_relaxed);
+    if (v < 0) {
+        const char *w = getenv("CLDIFF_GEMM_F32_KERNEL");
+        v = !w ? 2 : !strcmp(w, "avx2-fma") ? 1 : !strcmp(w, "generic") ? 0 : 2;
+        atomic_store_explicit(&f32_cap, v, memory_order_relaxed);
+    }
+    return v;
 }
+
+void cd_gemm_f32_level_reload(void) { atomic_store_explicit(&f32_cap, -1, memory_order_relaxed); }
 
 #define GT float
 #define GS f32
 #define G_ISA_FAST "avx512f"
-#define G_ISA_FAST_CHECK (f32_level_cap() >= 2 && __builtin_cpu_supports("avx512f"))
+#define G_ISA_FAST_CHECK (cd_gemm_f32_level_cap() >= 2 && __builtin_cpu_supports("avx512f"))
 #define G_ISA_MID "avx2,fma"
-#define G_ISA_MID_CHECK (f32_level_cap() >= 1 && __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"))
+#define G_ISA_MID_CHECK                                                                                                \
+    (cd_gemm_f32_level_cap() >= 1 && __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"))
 #define G_NAME_FAST "avx512"
 #define G_NAME_MID "avx2-fma"
 #define G_VEC_TAIL 1

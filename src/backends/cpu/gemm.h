@@ -139,12 +139,17 @@ const char *cd_gemm_kernel_name(void);
 const char *cd_gemm_kernel_name_f32(void);
 const char *cd_gemm_kernel_name_f16(void);
 
-/* The environment variable CLDIFF_GEMM_F32_KERNEL=avx2-fma or generic, read at every fp32
- * GEMM and direct conv, caps the fp32 level there (the AVX-512 machine then runs the AVX2 or
- * the portable kernels; cd_gemm_kernel_name_f32() says which): the levels give the same bits
- * (the FMA ones those of a sequential fmaf chain), and this lets one machine test them all.
+/* The environment variable CLDIFF_GEMM_F32_KERNEL=avx2-fma or generic, read once per process
+ * (at the first fp32 pick; again after cd_gemm_f32_level_reload(), for a test that changes it),
+ * caps the fp32 level of the GEMM, the direct and depthwise convs and the epilogues (the
+ * AVX-512 machine then runs the AVX2 or the portable kernels; cd_gemm_kernel_name_f32() says
+ * which): the levels give the same bits (the FMA ones those of a sequential fmaf chain), and
+ * this lets one machine test them all. cd_gemm_f32_level_cap(): 2 any level, 1 AVX2 + FMA at
+ * most, 0 the portable code.
  * The environment variable CLDIFF_GEMM_F16_KERNEL, read at every fp16 GEMM, runs it on the
  * named micro-kernel level (one of the names above) where this build and CPU have it, and on
  * the best one otherwise; cd_gemm_kernel_name_f16() says which runs. The levels give the same
  * bits; this is for tests and measurements. */
+int cd_gemm_f32_level_cap(void);
+void cd_gemm_f32_level_reload(void);
 #endif

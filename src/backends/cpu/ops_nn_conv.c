@@ -305,10 +305,7 @@ static inline int64_t imax64(int64_t a, int64_t b) { return a > b ? a : b; }
 
 /* CLDIFF_GEMM_F32_KERNEL=avx2-fma or generic caps the float level here too (gemm.h): the
  * depthwise and epilogue kernels of each level give the same bits, and one machine tests them */
-__attribute__((unused)) static int f32_level_cap(void) {
-    const char *w = getenv("CLDIFF_GEMM_F32_KERNEL");
-    return !w ? 2 : !strcmp(w, "avx2-fma") ? 1 : !strcmp(w, "generic") ? 0 : 2;
-}
+#define f32_level_cap cd_gemm_f32_level_cap
 /* The conv epilogue as the direct GEMM / direct conv store applies it (gemm.h cd_gemm_epi):
  * false where it cannot (a residual input, an activation other than none, relu, relu6,
  * leaky_relu, hard_swish), and then the separate epilogue pass runs. */
