@@ -10,6 +10,7 @@
 #include <string.h>
 #include "backends/cpu/conv_ocv.h"
 #include "backends/cpu/gemm.h"
+#include "backends/cpu/matmul_geo.h"
 
 static uint32_t g_rng = 12345u;
 static float frand(void) { /* values in [-1, 1), exactly representable in half */
@@ -947,4 +948,38 @@ Test(gemm, f32_epilogue_in_store_matches_sums_then_epilogue_bits) {
     epi_all_cases();
     unsetenv("CLDIFF_GEMM_F32_KERNEL");
     cd_gemm_f32_level_reload();
+}
+
+/* matmul_v2 with X [B, M, K] and one 2-D Y [K, N] (ops_nn_matmul_tmpl.h): the batches run as one
+ * product of B x M rows. Each output must have the bits of its own batch's product (the
+ * per-batch GEMM calls run before): per element the same dot product over K in the same
+ * order, whichever GEMM path the stacked product's size picks (direct or packed, one or two
+ * threads, K over one KC slice). Fails if the stacked call's sums ran in another order. */
+static void mm_stack_case(int B, int M, int K, int N, int threads) {
+    cd_mm_geo g;
+    memset(&g, 0, sizeof g);
+    g.M = M, g.K = K, g.N = N, g.alpha = 1.0f, g.brank = 1, g.bdims[0] = B, g.xb[0] = B, g.yb[0] = 1, g.batches = B;
+    float *X = malloc((size_t)B * M * K * 4), *Y = malloc((size_t)K * N * 4);
+    float *C0 = malloc((size_t)B * M * N * 4), *C1 = malloc((size_t)B * M * N * 4);
+    for (size_t i = 0; i < (size_t)B * M * K; i++) X[i] = frand() * 1.37f;
+    for (int i = 0; i < K * N; i++) Y[i] = frand() * 0.71f;
+    for (int b = 0; b < B; b++)
+        cd_gemm_f32(M, N, K, 1.0f, X + (size_t)b * M * K, K, false, Y, N, false, 0.0f, C0 + (size_t)b * M * N, N, 1);
+    cd_nn_matmul_sums_f32(&g, X, Y, C1, threads);
+    for (size_t i = 0; i < (size_t)B * M * N; i++)
+        cr_assert(memcmp(&C0[i], &C1[i], 4) == 0,
+                  "B=%d M=%d K=%d N=%d threads=%d: out[%zu] per batch %.9g, stacked %.9g", B, M, K, N, threads, i,
+                  (double)C0[i], (double)C1[i]);
+    free(X);
+    free(Y);
+    free(C0);
+    free(C1);
+}
+
+Test(gemm, matmul_shared_y_batches_stacked_bits) {
+    mm_stack_case(64, 4, 8, 1, 1); /* picodet's [1,64,4,8] x [8,1] */
+    mm_stack_case(64, 4, 8, 1, 2);
+    mm_stack_case(7, 3, 300, 17, 1);    /* K over one KC slice, partial row tiles */
+    mm_stack_case(1024, 4, 300, 64, 2); /* 77k MACs a batch (direct), 79M stacked (packed) */
+    mm_stack_case(3, 5, 600, 256, 2);   /* B over the direct path's 512 KiB: packed both ways */
 }
