@@ -983,3 +983,36 @@ Test(gemm, matmul_shared_y_batches_stacked_bits) {
     mm_stack_case(1024, 4, 300, 64, 2); /* 77k MACs a batch (direct), 79M stacked (packed) */
     mm_stack_case(3, 5, 600, 256, 2);   /* B over the direct path's 512 KiB: packed both ways */
 }
+
+/* conv2d_transpose (ops_nn_conv_tmpl.h) computes its columns as X^T x W ([pixel][(oc, ky, kx)])
+ * instead of W^T x X ([(oc, ky, kx)][pixel]) and relies on each element having the same bits
+ * both ways: the same products (a * b = b * a) summed over K in the same order and KC slices,
+ * whichever path each shape picks. Shapes: keypoint's two deconvs (512 x 12 x 64, 512 x 48 x
+ * 32), K over a KC slice, one-pixel and one-row cases (the one-column path), two threads. */
+static void swap_case(int R, int P, int K, int threads) {
+    float *W = malloc((size_t)K * R * 4), *X = malloc((size_t)K * P * 4);
+    float *C0 = malloc((size_t)R * P * 4), *C1 = malloc((size_t)R * P * 4);
+    for (int i = 0; i < K * R; i++) W[i] = frand() * 1.37f;
+    for (int i = 0; i < K * P; i++) X[i] = frand() * 0.71f;
+    cd_gemm_f32(R, P, K, 1.0f, W, R, true, X, P, false, 0.0f, C0, P, threads); /* [R x P] */
+    cd_gemm_f32(P, R, K, 1.0f, X, P, true, W, R, false, 0.0f, C1, R, threads); /* [P x R] */
+    for (int r = 0; r < R; r++)
+        for (int p = 0; p < P; p++)
+            cr_assert(memcmp(&C0[(size_t)r * P + p], &C1[(size_t)p * R + r], 4) == 0,
+                      "R=%d P=%d K=%d threads=%d: [%d][%d] W^T X %.9g, (X^T W)^T %.9g", R, P, K, threads, r, p,
+                      (double)C0[(size_t)r * P + p], (double)C1[(size_t)p * R + r]);
+    free(W);
+    free(X);
+    free(C0);
+    free(C1);
+}
+
+Test(gemm, f32_transposed_roles_same_bits) {
+    swap_case(512, 12, 64, 1);
+    swap_case(512, 48, 32, 1);
+    swap_case(512, 48, 32, 2);
+    swap_case(300, 37, 300, 1);
+    swap_case(64, 1, 40, 1);
+    swap_case(1, 64, 40, 1);
+    swap_case(2048, 400, 96, 2);
+}
