@@ -1067,11 +1067,33 @@ static cd_status F(conv_transpose_fwd)(cd_op_ctx *c, const conv_geo *g, const NN
                     }
                     continue;
                 }
+                /* 2-wide taps at stride 2, no padding or dilation across: each output column gets
+                 * one kx tap (even columns kx 0, odd kx 1), so an input row's two taps can be added
+                 * in one interleaved pass, the order per element unchanged (ky outer, one kx);
+                 * ppocr_v3_det's 2x2 deconvs, a strided read-modify-write per tap before. */
+                const bool pair2 = g->KW == 2 && g->sw == 2 && g->dw == 1 && g->pl == 0 && 2 * g->W <= g->Wo;
                 /* parallel over output channels: each writes only its own plane */
 #pragma omp parallel for num_threads(threads) schedule(static)
                 for (int64_t oc = 0; oc < cog; oc++) {
                     NN_T *yp = y + oc * HWo;
-                    for (int64_t ky = 0; ky < g->KH; ky++)
+                    for (int64_t ky = 0; ky < g->KH; ky++) {
+                        if (pair2) { /* both kx taps of an input row in one pass (see pair2) */
+                            const NN_T *c0 = col + (oc * g->KH + ky) * 2 * pc, *c1 = c0 + pc;
+                            int64_t iy = p0 / g->W, ix0 = p0 % g->W;
+                            for (int64_t q = 0; q < pc; iy++, ix0 = 0) {
+                                const int64_t n = imin64(g->W - ix0, pc - q), oy = iy * g->sh - g->pt + ky * g->dh;
+                                if (oy >= 0 && oy < g->Ho) {
+                                    NN_T *yr = yp + oy * g->Wo;
+                                    const NN_T *a0 = c0 + q - ix0, *a1 = c1 + q - ix0;
+                                    for (int64_t ix = ix0; ix < ix0 + n; ix++) {
+                                        yr[2 * ix] += a0[ix];
+                                        yr[2 * ix + 1] += a1[ix];
+                                    }
+                                }
+                                q += n;
+                            }
+                            continue;
+                        }
                         for (int64_t kx = 0; kx < g->KW; kx++) {
                             const NN_T *cr = col + ((oc * g->KH + ky) * g->KW + kx) * pc;
                             /* input pixel (iy, ix) -> output (iy*sh - pt + ky*dh, ix*sw + off): the
@@ -1091,6 +1113,7 @@ static cd_status F(conv_transpose_fwd)(cd_op_ctx *c, const conv_geo *g, const NN
                                 q += n;
                             }
                         }
+                    }
                 }
             }
         }
