@@ -10,6 +10,7 @@
 #include <string.h>
 #include "backends/cpu/conv_ocv.h"
 #include "backends/cpu/gemm.h"
+#include "backends/cpu/matmul_geo.h"
 
 static uint32_t g_rng = 12345u;
 static float frand(void) { /* values in [-1, 1), exactly representable in half */
@@ -947,4 +948,71 @@ Test(gemm, f32_epilogue_in_store_matches_sums_then_epilogue_bits) {
     epi_all_cases();
     unsetenv("CLDIFF_GEMM_F32_KERNEL");
     cd_gemm_f32_level_reload();
+}
+
+/* matmul_v2 with X [B, M, K] and one 2-D Y [K, N] (ops_nn_matmul_tmpl.h): the batches run as one
+ * product of B x M rows. Each output must have the bits of its own batch's product (the
+ * per-batch GEMM calls run before): per element the same dot product over K in the same
+ * order, whichever GEMM path the stacked product's size picks (direct or packed, one or two
+ * threads, K over one KC slice). Fails if the stacked call's sums ran in another order. */
+static void mm_stack_case(int B, int M, int K, int N, int threads) {
+    cd_mm_geo g;
+    memset(&g, 0, sizeof g);
+    g.M = M, g.K = K, g.N = N, g.alpha = 1.0f, g.brank = 1, g.bdims[0] = B, g.xb[0] = B, g.yb[0] = 1, g.batches = B;
+    float *X = malloc((size_t)B * M * K * 4), *Y = malloc((size_t)K * N * 4);
+    float *C0 = malloc((size_t)B * M * N * 4), *C1 = malloc((size_t)B * M * N * 4);
+    for (size_t i = 0; i < (size_t)B * M * K; i++) X[i] = frand() * 1.37f;
+    for (int i = 0; i < K * N; i++) Y[i] = frand() * 0.71f;
+    for (int b = 0; b < B; b++)
+        cd_gemm_f32(M, N, K, 1.0f, X + (size_t)b * M * K, K, false, Y, N, false, 0.0f, C0 + (size_t)b * M * N, N, 1);
+    cd_nn_matmul_sums_f32(&g, X, Y, C1, threads);
+    for (size_t i = 0; i < (size_t)B * M * N; i++)
+        cr_assert(memcmp(&C0[i], &C1[i], 4) == 0,
+                  "B=%d M=%d K=%d N=%d threads=%d: out[%zu] per batch %.9g, stacked %.9g", B, M, K, N, threads, i,
+                  (double)C0[i], (double)C1[i]);
+    free(X);
+    free(Y);
+    free(C0);
+    free(C1);
+}
+
+Test(gemm, matmul_shared_y_batches_stacked_bits) {
+    mm_stack_case(64, 4, 8, 1, 1); /* picodet's [1,64,4,8] x [8,1] */
+    mm_stack_case(64, 4, 8, 1, 2);
+    mm_stack_case(7, 3, 300, 17, 1);    /* K over one KC slice, partial row tiles */
+    mm_stack_case(1024, 4, 300, 64, 2); /* 77k MACs a batch (direct), 79M stacked (packed) */
+    mm_stack_case(3, 5, 600, 256, 2);   /* B over the direct path's 512 KiB: packed both ways */
+}
+
+/* conv2d_transpose (ops_nn_conv_tmpl.h) computes its columns as X^T x W ([pixel][(oc, ky, kx)])
+ * instead of W^T x X ([(oc, ky, kx)][pixel]) and relies on each element having the same bits
+ * both ways: the same products (a * b = b * a) summed over K in the same order and KC slices,
+ * whichever path each shape picks. Shapes: keypoint's two deconvs (512 x 12 x 64, 512 x 48 x
+ * 32), K over a KC slice, one-pixel and one-row cases (the one-column path), two threads. */
+static void swap_case(int R, int P, int K, int threads) {
+    float *W = malloc((size_t)K * R * 4), *X = malloc((size_t)K * P * 4);
+    float *C0 = malloc((size_t)R * P * 4), *C1 = malloc((size_t)R * P * 4);
+    for (int i = 0; i < K * R; i++) W[i] = frand() * 1.37f;
+    for (int i = 0; i < K * P; i++) X[i] = frand() * 0.71f;
+    cd_gemm_f32(R, P, K, 1.0f, W, R, true, X, P, false, 0.0f, C0, P, threads); /* [R x P] */
+    cd_gemm_f32(P, R, K, 1.0f, X, P, true, W, R, false, 0.0f, C1, R, threads); /* [P x R] */
+    for (int r = 0; r < R; r++)
+        for (int p = 0; p < P; p++)
+            cr_assert(memcmp(&C0[(size_t)r * P + p], &C1[(size_t)p * R + r], 4) == 0,
+                      "R=%d P=%d K=%d threads=%d: [%d][%d] W^T X %.9g, (X^T W)^T %.9g", R, P, K, threads, r, p,
+                      (double)C0[(size_t)r * P + p], (double)C1[(size_t)p * R + r]);
+    free(W);
+    free(X);
+    free(C0);
+    free(C1);
+}
+
+Test(gemm, f32_transposed_roles_same_bits) {
+    swap_case(512, 12, 64, 1);
+    swap_case(512, 48, 32, 1);
+    swap_case(512, 48, 32, 2);
+    swap_case(300, 37, 300, 1);
+    swap_case(64, 1, 40, 1);
+    swap_case(1, 64, 40, 1);
+    swap_case(2048, 400, 96, 2);
 }

@@ -981,6 +981,53 @@ static cd_status F(conv_transpose_fwd)(cd_op_ctx *c, const conv_geo *g, const NN
         return cd_op_fail(c, CD_E_NOMEM, "out of memory for the %lld x %lld column buffer", (long long)Mrows,
                           (long long)chunk);
     for (int64_t i = 0; i < g->N * g->Cout * HWo; i++) out[i] = (NN_T)0;
+    /* One chunk (all input pixels in col): each output element's sum gathered in a register, its
+     * taps in the (ky, kx) order the scatter below adds them in (ky, then kx, ascending: each tap
+     * reaches an output element from one input pixel at most), from 0: the same additions, so
+     * the same bits, without the scatter's read-modify-write of the output per tap and its
+     * per-(tap, input row) loop setup (keypoint: 3- and 6-pixel input rows). Tables: per output
+     * row its (ky, iy) taps as offsets into col, per output column its (kx, ix) ones. col is then
+     * the transposed product, X^T x W_g ([pixel][(oc, ky, kx)]): each element the same products
+     * (a * b = b * a exactly) summed over the input channels in the same order and KC slices
+     * (gemm.h: the paths do not show in the bits), with the (oc, ky, kx) rows (hundreds) as the
+     * vector axis instead of the input pixels (keypoint: 12 and 48, under one 16-lane vector
+     * or three, one column of the register tile). Only where the rows are at least as many as
+     * the pixels: ppocr_v3_det's 2x2 deconvs (96 and 4 rows, 6400 and 25600 pixels) were slower
+     * this way (1.8 -> 2.4 ms: a row vector and a half, 2-tap sums). float only (the half one
+     * keeps the scatter). */
+    int64_t *ytab = NULL, *xtab = NULL;
+    int *yn = NULL, *xn = NULL;
+    if (!NN_IS_HALF && chunk >= HW && Mrows >= HW) {
+        ytab = malloc((size_t)(g->Ho * g->KH + g->Wo * g->KW) * sizeof(int64_t));
+        yn = malloc((size_t)(g->Ho + g->Wo) * sizeof(int));
+        if (ytab && yn) {
+            xtab = ytab + g->Ho * g->KH;
+            xn = yn + g->Ho;
+            for (int64_t oy = 0; oy < g->Ho; oy++) {
+                int k = 0;
+                for (int64_t ky = 0; ky < g->KH; ky++) {
+                    const int64_t t = oy + g->pt - ky * g->dh;
+                    if (t < 0 || t % g->sh || t / g->sh >= g->H) continue;
+                    ytab[oy * g->KH + k++] = ky * g->KW + t / g->sh * g->W * Mrows;
+                }
+                yn[oy] = k;
+            }
+            for (int64_t ox = 0; ox < g->Wo; ox++) {
+                int k = 0;
+                for (int64_t kx = 0; kx < g->KW; kx++) {
+                    const int64_t t = ox + g->pl - kx * g->dw;
+                    if (t < 0 || t % g->sw || t / g->sw >= g->W) continue;
+                    xtab[ox * g->KW + k++] = kx + t / g->sw * Mrows;
+                }
+                xn[ox] = k;
+            }
+        } else {
+            free(ytab);
+            free(yn);
+            ytab = NULL;
+            yn = NULL;
+        }
+    }
     for (int64_t n = 0; n < g->N; n++)
         for (int64_t gr = 0; gr < g->groups; gr++) {
             const NN_T *x = in + (n * g->Cin + gr * cig) * HW;
@@ -988,14 +1035,65 @@ static cd_status F(conv_transpose_fwd)(cd_op_ctx *c, const conv_geo *g, const NN
             NN_T *y = out + (n * g->Cout + gr * cog) * HWo;
             for (int64_t p0 = 0; p0 < HW; p0 += chunk) {
                 int64_t pc = imin64(chunk, HW - p0);
-                GEMM((int)Mrows, (int)pc, (int)cig, (NN_T)1, a, (int)Mrows, true, x + p0, (int)HW, false, (NN_T)0, col,
-                     (int)pc, c->threads);
+                if (ytab) { /* col transposed: [pixel][(oc, ky, kx)] */
+                    GEMM((int)HW, (int)Mrows, (int)cig, (NN_T)1, x, (int)HW, true, a, (int)Mrows, false, (NN_T)0, col,
+                         (int)Mrows, c->threads);
+                } else
+                    GEMM((int)Mrows, (int)pc, (int)cig, (NN_T)1, a, (int)Mrows, true, x + p0, (int)HW, false, (NN_T)0,
+                         col, (int)pc, c->threads);
                 const int threads = c->threads;
+                if (ytab) {
+                    const int64_t KH = g->KH, KW = g->KW, Ho = g->Ho, Wo = g->Wo, tap = KH * KW;
+                    const int nt = (double)cog * HWo * KH * KW < 65536.0 ? 1 : threads;
+#pragma omp parallel for num_threads(nt) schedule(static)
+                    for (int64_t oc = 0; oc < cog; oc++) {
+                        const NN_T *co = col + oc * tap;
+                        NN_T *yp = y + oc * HWo;
+                        for (int64_t oy = 0; oy < Ho; oy++) {
+                            const int64_t *yl = ytab + oy * KH;
+                            const int ny = yn[oy];
+                            NN_T *yr = yp + oy * Wo;
+                            for (int64_t ox = 0; ox < Wo; ox++) {
+                                const int64_t *xl = xtab + ox * KW;
+                                const int nx = xn[ox];
+                                NN_T acc = (NN_T)0;
+                                for (int i = 0; i < ny; i++) {
+                                    const NN_T *cy = co + yl[i];
+                                    for (int j = 0; j < nx; j++) acc += cy[xl[j]];
+                                }
+                                yr[ox] = acc;
+                            }
+                        }
+                    }
+                    continue;
+                }
+                /* 2-wide taps at stride 2, no padding or dilation across: each output column gets
+                 * one kx tap (even columns kx 0, odd kx 1), so an input row's two taps can be added
+                 * in one interleaved pass, the order per element unchanged (ky outer, one kx);
+                 * ppocr_v3_det's 2x2 deconvs, a strided read-modify-write per tap before. */
+                const bool pair2 = g->KW == 2 && g->sw == 2 && g->dw == 1 && g->pl == 0 && 2 * g->W <= g->Wo;
                 /* parallel over output channels: each writes only its own plane */
 #pragma omp parallel for num_threads(threads) schedule(static)
                 for (int64_t oc = 0; oc < cog; oc++) {
                     NN_T *yp = y + oc * HWo;
-                    for (int64_t ky = 0; ky < g->KH; ky++)
+                    for (int64_t ky = 0; ky < g->KH; ky++) {
+                        if (pair2) { /* both kx taps of an input row in one pass (see pair2) */
+                            const NN_T *c0 = col + (oc * g->KH + ky) * 2 * pc, *c1 = c0 + pc;
+                            int64_t iy = p0 / g->W, ix0 = p0 % g->W;
+                            for (int64_t q = 0; q < pc; iy++, ix0 = 0) {
+                                const int64_t n = imin64(g->W - ix0, pc - q), oy = iy * g->sh - g->pt + ky * g->dh;
+                                if (oy >= 0 && oy < g->Ho) {
+                                    NN_T *yr = yp + oy * g->Wo;
+                                    const NN_T *a0 = c0 + q - ix0, *a1 = c1 + q - ix0;
+                                    for (int64_t ix = ix0; ix < ix0 + n; ix++) {
+                                        yr[2 * ix] += a0[ix];
+                                        yr[2 * ix + 1] += a1[ix];
+                                    }
+                                }
+                                q += n;
+                            }
+                            continue;
+                        }
                         for (int64_t kx = 0; kx < g->KW; kx++) {
                             const NN_T *cr = col + ((oc * g->KH + ky) * g->KW + kx) * pc;
                             /* input pixel (iy, ix) -> output (iy*sh - pt + ky*dh, ix*sw + off): the
@@ -1015,10 +1113,13 @@ static cd_status F(conv_transpose_fwd)(cd_op_ctx *c, const conv_geo *g, const NN
                                 q += n;
                             }
                         }
+                    }
                 }
             }
         }
     free(col);
+    free(ytab);
+    free(yn);
     return CD_OK;
 }
 

@@ -10,6 +10,7 @@
 #include "backends/cpu/matmul_geo.h"
 #include "backends/cpu/par.h"
 #include "engine/ops.h"
+#include <limits.h>
 #include <math.h>
 #include <string.h>
 
