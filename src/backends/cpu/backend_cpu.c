@@ -253,18 +253,23 @@ static void free_op_state(cpu_impl *im) {
     im->scratch_bytes = 0;
 }
 
+/* The context op i of the plan runs (or prepares) in, on `threads` threads. */
+static cd_op_ctx plan_op_ctx(const cd_plan *plan, int i, int threads, cd_error *e) {
+    return (cd_op_ctx){.g = plan->g,
+                       .op = &plan->g->ops[i],
+                       .op_index = i,
+                       .vals = plan->meta,
+                       .prec = plan->prec,
+                       .threads = threads,
+                       .err = e};
+}
+
 /* Op i's prepare hook (cd_op_def.prepare): its state, or none when it fails (the run then
  * parses again and reports the failure there). */
 static void prepare_op(cpu_impl *im, int i, int threads) {
     const cd_plan *plan = im->plan;
     cd_error e = {0};
-    cd_op_ctx c = {.g = plan->g,
-                   .op = &plan->g->ops[i],
-                   .op_index = i,
-                   .vals = plan->meta,
-                   .prec = plan->prec,
-                   .threads = threads,
-                   .err = &e};
+    cd_op_ctx c = plan_op_ctx(plan, i, threads, &e);
     void *st = NULL;
     const double t0 = now_us();
     if (plan->defs[i]->prepare(&c, &st) == CD_OK)
@@ -324,13 +329,7 @@ static cd_status cpu_prepare(cd_backend *b, const cd_plan *plan, cd_error *err) 
     for (int i = 0; i < plan->g->n_ops; i++) {
         const cd_op_def *def = plan->defs[i];
         cd_error e = {0};
-        cd_op_ctx c = {.g = plan->g,
-                       .op = &plan->g->ops[i],
-                       .op_index = i,
-                       .vals = plan->meta,
-                       .prec = plan->prec,
-                       .threads = nth,
-                       .err = &e};
+        cd_op_ctx c = plan_op_ctx(plan, i, nth, &e);
         const cd_op *op = &plan->g->ops[i];
         snprintf(im->op_kernel[i], sizeof im->op_kernel[i], "%s:%s", op->type,
                  plan->prec == CD_PREC_FP16 ? "fp16" : "fp32");

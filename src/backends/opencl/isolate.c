@@ -556,6 +556,16 @@ typedef struct {
     const char *memo; /* planner: where to note the families' cache entries */
 } prebuild_args;
 
+/* The memo file DIR/KIND-<digest of the key text>.txt; frees key. */
+static void memo_file(const char *dir, const char *kind, char *key, size_t len, char *out, size_t on) {
+    uint8_t d[32];
+    char hex[65];
+    cd_sha256(key, len, d);
+    cd_sha256_hex(d, hex);
+    free(key);
+    snprintf(out, on, "%.900s/%s-%.16s.txt", dir, kind, hex);
+}
+
 /* The planner needs the driver (the cache keys name the device and driver versions), which
  * costs a process and the driver's start (~0.1 s) on every run. It notes the entries of the
  * plan's families in a memo named by what chose them (families, precision, device choice,
@@ -580,12 +590,7 @@ static void memo_path(const cd_backend_opts *o, const char **fam, int n, char *o
         if (w < 0 || (size_t)w >= cap - len) break;
         len += (size_t)w;
     }
-    uint8_t d[32];
-    char hex[65];
-    cd_sha256(t, len, d);
-    cd_sha256_hex(d, hex);
-    free(t);
-    snprintf(out, on, "%.900s/plan-%.16s.txt", c.dir, hex);
+    memo_file(c.dir, "plan", t, len, out, on);
 }
 
 /* true when the memo lists at least one entry and every one exists */
@@ -878,12 +883,7 @@ static void avail_memo_path(const cd_backend_opts *o, char *out, size_t on) {
     }
     if (d) closedir(d);
 #undef ADD
-    uint8_t h[32];
-    char hex[65];
-    cd_sha256(t, len, h);
-    cd_sha256_hex(h, hex);
-    free(t);
-    snprintf(out, on, "%.900s/avail-%.16s.txt", c.dir, hex);
+    memo_file(c.dir, "avail", t, len, out, on);
 }
 
 /* Reads the child's streams until its availability answer (true), its end or the limit. */
