@@ -1,0 +1,327 @@
+#!/usr/bin/env python3
+"""The tables of scripts/bench_cpu.sh (docs/benchmarks.md "CPU reference vs Paddle-Lite x86"):
+
+    bench_cpu_report.py RESULTS.tsv WORK REPEAT WARMUP ROUNDS [PIN]
+
+RESULTS.tsv: one line per model, thread count and round: model threads round cldiff_cold
+cldiff_warm pl_first pl_warm [pl_warm_min pl_warm_max] (ms; nan where a side did not run).
+WORK: bench_cpu.sh's work folder (models.tsv; m<k>/inspect.txt, m<k>/timing_t<T>.txt,
+m<k>/plops_t<T>.txt). Prints the summary (medians, ratios, their spread over the rounds), the
+cold run in parts, and the gap op by op; writes WORK/op_types.tsv and WORK/ops.tsv."""
+import math
+import os
+import re
+import statistics
+import sys
+
+NUM = r"(-?[0-9.]+(?:e-?[0-9]+)?)"
+FEED_FETCH = ("feed", "fetch")
+
+
+def med(v):
+    v = [x for x in v if not math.isnan(x)]
+    return statistics.median(v) if v else float("nan")
+
+
+def lohi(v):
+    v = [x for x in v if not math.isnan(x)]
+    return (min(v), max(v)) if v else (float("nan"), float("nan"))
+
+
+def f(x, p=2):
+    return "n/a" if x is None or math.isnan(x) else f"{x:.{p}f}"
+
+
+def ratio(a, b):
+    return a / b if b and not math.isnan(a) and not math.isnan(b) and b > 0 else float("nan")
+
+
+def spread(a, b):
+    """min a / max b .. max a / min b over the rounds, ' ~' when that holds 1.0"""
+    alo, ahi = lohi(a)
+    blo, bhi = lohi(b)
+    lo, hi = ratio(alo, bhi), ratio(ahi, blo)
+    if math.isnan(lo) or math.isnan(hi):
+        return "n/a", None
+    return f"{lo:.2f}-{hi:.2f}{' ~' if lo <= 1.0 <= hi else ''}", (lo, hi)
+
+
+def read_ops(path):
+    """`cldiff inspect`'s op list: [(index, name, type)]"""
+    ops = []
+    try:
+        lines = open(path, errors="replace").read().splitlines()
+    except OSError:
+        return None
+    on = False
+    for ln in lines:
+        if ln.startswith("ops:"):
+            on = True
+            continue
+        if on and ln and not ln[0].isspace():
+            break
+        m = re.match(r"^\s+(\d+) (\S+)\s+(\S+)(\s+\[.*\])?\s*$", ln) if on else None
+        if m:
+            ops.append((int(m.group(1)), m.group(2), m.group(3)))
+    return ops if on else None
+
+
+def read_cldiff_timing(path):
+    """cpu:timing=1's stderr: {'types': {type: (ops, warm ms)}, 'heavy': [(op#, layer, type, warm ms)], ...}"""
+    try:
+        txt = open(path, errors="replace").read()
+    except OSError:
+        return None
+    out = {"types": {}, "heavy": []}
+    m = re.search(r"warm median " + NUM + r" ms", txt)
+    out["warm"] = float(m.group(1)) if m else float("nan")
+    m = re.search(r"warm ops " + NUM + r" \+ executor " + NUM, txt)
+    out["ops"], out["exe"] = (float(m.group(1)), float(m.group(2))) if m else (float("nan"), float("nan"))
+    sect = None
+    for ln in txt.splitlines():
+        if re.match(r"^\s+op type\s+ops\s", ln):
+            sect = "t"
+            continue
+        if re.match(r"^\s+op #\s+layer\s", ln):
+            sect = "h"
+            continue
+        if sect == "t":
+            m = re.match(r"^\s+(\S+)\s+(\d+)\s+" + NUM + r"\s+" + NUM + r"\s+" + NUM + r"\s+" + NUM + r"%$", ln)
+            if m:
+                out["types"][m.group(1)] = (int(m.group(2)), float(m.group(5)))
+                continue
+        if sect == "h":
+            m = re.match(r"^\s+(\d+)\s+(\S+)\s+(\S+)\s+" + NUM + r"\s+" + NUM + r"$", ln)
+            if m:
+                out["heavy"].append((int(m.group(1)), m.group(2), m.group(3), float(m.group(5))))
+                continue
+        sect = None
+    return out if out["types"] else None
+
+
+def read_pl_ops(path):
+    """pl_probe_runner --op-times: {'instructions': n or None, 'varies': str, 'run_ms', 'op': {k: (med, min, max)}}"""
+    try:
+        lines = open(path).read().splitlines()
+    except OSError:
+        return None
+    out = {"instructions": None, "varies": "", "op": {}, "run_ms": float("nan"), "sum": 0.0}
+    for ln in lines:
+        w = ln.split()
+        if not w or w[0].startswith("#"):
+            continue
+        if w[0] == "instructions":
+            if w[1] == "varies":
+                out["varies"] = " ".join(w[2:])
+            else:
+                out["instructions"] = int(w[1])
+        elif w[0] == "run_ms":
+            out["run_ms"] = float(w[1])
+        elif w[0] == "op" and len(w) == 5:
+            out["op"][int(w[1])] = tuple(float(x) for x in w[2:5])
+    out["sum"] = sum(v[0] for v in out["op"].values())
+    return out
+
+
+def main():
+    res, work, repeat, warmup, rounds = sys.argv[1:6]
+    pin = sys.argv[6] if len(sys.argv) > 6 else ""
+    rows = {}
+    for line in open(res):
+        v = line.rstrip("\n").split("\t")
+        if len(v) < 7:
+            continue
+        x = [float(a) for a in v[3:]]
+        while len(x) < 6:
+            x.append(x[3])  # no in-process min/max: the median itself
+        rows.setdefault((v[0], int(v[1])), []).append(x)
+    col = lambda v, i: [r[i] for r in v]  # noqa: E731
+    print(f"# cldiff CPU vs Paddle-Lite x86: medians of {rounds} interleaved rounds (ms); cldiff cpu:repeat={repeat} "
+          f"(warm = median of runs 2..{repeat}), PL warm = median of --repeat {repeat} runs after --warmup {warmup}"
+          + (f"; both pinned: taskset -c {pin}" if pin else "; not pinned"))
+    print("# cldiff cold = cold_ms: backend open + prepare (filters packed) + run 1, less the dump writes of its outputs "
+          "(cold_probes_ms); PL first = run_ms of its first Run() (PrepareForRun inside; load, input copy and output "
+          "fetch outside): docs/cpu-backend.md \"Timing\"")
+    print("# spreads: min-max over the rounds of each side; ratio spread = min cldiff / max PL - max cldiff / min PL, "
+          "marked ~ where it holds 1.0 (this run cannot tell that ratio from 1.0)")
+    print("| model | threads | cldiff cold | cldiff warm | PL first | PL warm | warm ratio cldiff/PL | "
+          "cold ratio cldiff/PL first | cldiff warm min-max | PL warm min-max | warm ratio spread | "
+          "cldiff cold min-max | PL first min-max | cold ratio spread |")
+    print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+    summary = {}
+    for (m, t), v in sorted(rows.items()):
+        cc, cw, pf, pw = (med(col(v, i)) for i in range(4))
+        ws, wsp = spread(col(v, 1), col(v, 3))
+        cs, csp = spread(col(v, 0), col(v, 2))
+        mm = lambda a: "n/a" if math.isnan(lohi(a)[0]) else f"{lohi(a)[0]:.2f}-{lohi(a)[1]:.2f}"  # noqa: E731
+        print(f"| {m} | {t} | {f(cc)} | {f(cw)} | {f(pf)} | {f(pw)} | {f(ratio(cw, pw))} | {f(ratio(cc, pf))} | "
+              f"{mm(col(v, 1))} | {mm(col(v, 3))} | {ws} | {mm(col(v, 0))} | {mm(col(v, 2))} | {cs} |")
+        summary[(m, t)] = (ratio(cw, pw), wsp, ratio(cc, pf), csp, cw, pw)
+    have = [k for k, s in summary.items() if not math.isnan(s[0])]
+    if have:
+        for name, i, j in (("warm", 0, 1), ("cold", 2, 3)):
+            ok = [k for k in have if summary[k][i] <= 1.0]
+            over = [k for k in have if summary[k][i] > 1.0]
+            noisy = [k for k in over if summary[k][j] and summary[k][j][0] <= 1.0]
+            print(f"{name}: {len(ok)} of {len(have)} rows within 1.0x Paddle-Lite"
+                  f"{' (first run)' if name == 'cold' else ''}; {len(over)} over, {len(noisy)} of them with a spread "
+                  f"that holds 1.0 (~)")
+    print(f"(work folder: {work}; a n/a PL column: see m*/pl<T>.log there; m<k> is line k of {work}/models.tsv)")
+
+    names = [ln.split("\t")[0] for ln in open(os.path.join(work, "models.tsv")) if ln.strip()]
+    threads = sorted({t for (_, t) in rows})
+    # where each cold run went: the parts cpu:timing=1 printed (one process per model and thread count)
+    pats = {"cold": r"cold " + NUM + r" ms \(open", "open": r"cold = open " + NUM, "prep": r"\+ prepare " + NUM + r" \(",
+            "pool": r"prepare: pool " + NUM, "hooks": r"op hooks \(attributes, packed filters\) " + NUM,
+            "ops": r"\+ ops " + NUM, "wops": r"warm ops " + NUM, "exe": r"\+ executor " + NUM,
+            "fp": r"open \+ prepare (\d+), run 1", "fr": r"run 1 (\d+),"}
+    parts = []
+    for k, path in enumerate(names, 1):
+        for t in threads:
+            try:
+                txt = open(os.path.join(work, f"m{k}", f"timing_t{t}.txt"), errors="replace").read()
+            except OSError:
+                continue
+            got = {key: re.search(p, txt) for key, p in pats.items()}
+            if all(got.values()):
+                parts.append((os.path.basename(path), t, {key: float(g.group(1)) for key, g in got.items()}))
+    if parts:
+        print()
+        print("# cldiff's cold run in parts (ms; one process each, cpu:timing=1: m<k>/timing_t<T>.txt): prepare = the "
+              "pool's fill + the op hooks (attributes, packed filters; summed over threads) + setup; page faults of "
+              "prepare and of run 1")
+        print("| model | threads | cold | open | prepare | pool | op hooks | ops cold | ops warm | executor | page faults |")
+        print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+        for name, t, v in parts:
+            print(f"| {name} | {t} | {v['cold']:.2f} | {v['open']:.3f} | {v['prep']:.3f} | {v['pool']:.3f} | "
+                  f"{v['hooks']:.3f} | {v['ops']:.3f} | {v['wops']:.3f} | {v['exe']:.3f} | {int(v['fp'])} + {int(v['fr'])} |")
+
+    # the gap op by op
+    tsv_t = open(os.path.join(work, "op_types.tsv"), "w")
+    tsv_t.write("model\tthreads\top_type\tops\tcldiff_warm_ms\tpl_warm_ms\tratio\tgap_ms\n")
+    tsv_o = open(os.path.join(work, "ops.tsv"), "w")
+    tsv_o.write("model\tthreads\top_index\tlayer\ttype\tpl_warm_ms\tpl_min_ms\tpl_max_ms\tcldiff_warm_ms\n")
+    print()
+    print(f"# The gap op by op (one process per side, model and thread count, hooks on: cldiff cpu:timing=1, "
+          f"m<k>/timing_t<T>.txt; Paddle-Lite pl_probe_runner --op-times, m<k>/plops_t<T>.txt, --warmup {warmup} "
+          f"--repeat {repeat}). cldiff ms per op type = median over the warm runs of the type's sum; PL ms = the sum "
+          f"of its ops' medians; PL instruction k = the model's k-th op other than feed/fetch (cldiff inspect), "
+          f"used only where the counts agree. Largest gap (cldiff - PL) first; types under 1% of both sides folded.")
+    mapping, gaps = [], []
+    for k, path in enumerate(names, 1):
+        name = os.path.basename(path)
+        ops = read_ops(os.path.join(work, f"m{k}", "inspect.txt"))
+        for t in threads:
+            if (name, t) not in rows:
+                continue
+            ct = read_cldiff_timing(os.path.join(work, f"m{k}", f"timing_t{t}.txt"))
+            pl = read_pl_ops(os.path.join(work, f"m{k}", f"plops_t{t}.txt"))
+            print()
+            print(f"## {name}, {t} thread{'s' if t > 1 else ''} (warm ratio {f(summary[(name, t)][0])})")
+            if ct is None:
+                print(f"cldiff's per-op table missing (m{k}/timing_t{t}.txt): no op-by-op account")
+                continue
+            note = ""
+            mapped = None
+            if pl is None:
+                note = f"Paddle-Lite: no op times (m{k}/plops_t{t}.log: the runner did not run this model)"
+            elif ops is None:
+                note = f"Paddle-Lite op times not mapped: no op list from cldiff inspect (m{k}/inspect.txt)"
+            elif pl["varies"]:
+                note = f"Paddle-Lite op times not mapped: its timed runs ran {pl['varies']} instructions"
+            else:
+                real = [o for o in ops if o[2] not in FEED_FETCH]
+                nff = len(ops) - len(real)
+                if pl["instructions"] == len(real) and len(pl["op"]) == len(real):
+                    mapped = {real[i][0]: pl["op"][i] for i in range(len(real))}
+                    mapping.append(f"{name} t{t}: {len(real)} instructions = {len(ops)} ops less {nff} feed/fetch")
+                else:
+                    note = (f"Paddle-Lite op times NOT mapped: {pl['instructions']} instructions ran, the model has "
+                            f"{len(real)} ops other than feed/fetch ({len(ops)} with them): no per-op-type PL column")
+                    mapping.append(f"{name} t{t}: NOT mapped, {pl['instructions']} instructions vs {len(real)} ops "
+                                   f"(+{nff} feed/fetch)")
+            if note:
+                print(note)
+            plt = {}
+            if mapped is not None:
+                for idx, nm, ty in ops:
+                    if idx in mapped:
+                        c, n = plt.get(ty, (0.0, 0))
+                        plt[ty] = (c + mapped[idx][0], n + 1)
+            types = sorted(set(ct["types"]) | set(plt))
+            ctot = sum(v[1] for v in ct["types"].values())
+            ptot = sum(v[0] for v in plt.values()) if mapped is not None else float("nan")
+            tab = []
+            for ty in types:
+                cn, cms = ct["types"].get(ty, (0, 0.0))
+                pms = plt[ty][0] if ty in plt else (float("nan") if ty in FEED_FETCH or mapped is None else 0.0)
+                n = cn or (plt[ty][1] if ty in plt else 0)
+                gap = cms - pms if not math.isnan(pms) else float("nan")
+                tab.append((ty, n, cms, pms, gap))
+                tsv_t.write(f"{name}\t{t}\t{ty}\t{n}\t{cms:.4f}\t{'' if math.isnan(pms) else f'{pms:.4f}'}\t"
+                            f"{'' if math.isnan(ratio(cms, pms)) else f'{ratio(cms, pms):.3f}'}\t"
+                            f"{'' if math.isnan(gap) else f'{gap:.4f}'}\n")
+            tab.sort(key=lambda r: (-(r[4] if not math.isnan(r[4]) else -1e9), -r[2]))
+            print("| op type | ops | cldiff warm ms | PL warm ms | ratio | gap ms | cldiff share | PL share |")
+            print("|---|---:|---:|---:|---:|---:|---:|---:|")
+            fold = [0, 0, 0.0, 0.0, 0.0]
+            for ty, n, cms, pms, gap in tab:
+                small = cms < 0.01 * ctot and (math.isnan(pms) or math.isnan(ptot) or pms < 0.01 * ptot)
+                if small:
+                    fold[0] += 1
+                    fold[1] += n
+                    fold[2] += cms
+                    fold[3] += 0.0 if math.isnan(pms) else pms
+                    continue
+                print(f"| {ty} | {n} | {cms:.3f} | {f(pms, 3)} | {f(ratio(cms, pms))} | "
+                      f"{'n/a' if math.isnan(gap) else f'{gap:+.3f}'} | {100 * cms / ctot if ctot else 0:.1f}% | "
+                      f"{'n/a' if math.isnan(pms) or not ptot else f'{100 * pms / ptot:.1f}%'} |")
+            if fold[0]:
+                fg = fold[2] - fold[3] if mapped is not None else float("nan")
+                print(f"| ({fold[0]} other types) | {fold[1]} | {fold[2]:.3f} | {f(fold[3] if mapped else float('nan'), 3)} | "
+                      f"{f(ratio(fold[2], fold[3]) if mapped else float('nan'))} | "
+                      f"{'n/a' if math.isnan(fg) else f'{fg:+.3f}'} | {100 * fold[2] / ctot if ctot else 0:.1f}% | "
+                      f"{'n/a' if mapped is None or not ptot else f'{100 * fold[3] / ptot:.1f}%'} |")
+            print(f"| all ops | {sum(r[1] for r in tab)} | {ctot:.3f} | {f(ptot, 3)} | {f(ratio(ctot, ptot))} | "
+                  f"{'n/a' if math.isnan(ptot) else f'{ctot - ptot:+.3f}'} | 100% | {'n/a' if math.isnan(ptot) else '100%'} |")
+            print(f"same processes, hooks on: cldiff warm median {f(ct['warm'], 3)} ms (ops {f(ct['ops'], 3)} + "
+                  f"executor {f(ct['exe'], 3)}); Paddle-Lite run_ms {f(pl['run_ms'] if pl else float('nan'), 3)} "
+                  f"(instructions {f(pl['sum'] if pl else float('nan'), 3)}, the rest outside them)")
+            # heaviest ops: cldiff's list (its 15 heaviest) with Paddle-Lite's time of the same op
+            if ct["heavy"]:
+                print("| op # | layer | type | cldiff warm ms | PL warm ms | ratio |")
+                print("|---:|---|---|---:|---:|---:|")
+                for i, (idx, layer, ty, cms) in enumerate(ct["heavy"]):
+                    pms = mapped[idx][0] if mapped and idx in mapped else float("nan")
+                    if i < 8:
+                        print(f"| {idx} | {layer} | {ty} | {cms:.3f} | {f(pms, 3)} | {f(ratio(cms, pms))} |")
+            cl_heavy = {h[0]: h[3] for h in ct["heavy"]}
+            if mapped is not None:
+                for idx, nm, ty in ops:
+                    if idx in mapped:
+                        a, lo, hi = mapped[idx]
+                        tsv_o.write(f"{name}\t{t}\t{idx}\t{nm}\t{ty}\t{a:.5f}\t{lo:.5f}\t{hi:.5f}\t"
+                                    f"{cl_heavy[idx] if idx in cl_heavy else ''}\n")
+            r = summary[(name, t)][0]
+            if mapped is not None and not math.isnan(r) and r > 1.0:
+                top = [x for x in tab if not math.isnan(x[4]) and x[4] > 0][:3]
+                gaps.append(f"- {name} t{t}: {r:.2f}x warm ({f(summary[(name, t)][4], 3)} vs "
+                            f"{f(summary[(name, t)][5], 3)} ms); op time {ctot:.3f} vs {ptot:.3f} ms; largest gaps: "
+                            + ", ".join(f"{x[0]} {x[4]:+.3f} ms ({f(ratio(x[2], x[3]))}x)" for x in top))
+    tsv_t.close()
+    tsv_o.close()
+    print()
+    print(f"# op mapping (PL instruction k = op k other than feed/fetch): {sum('NOT' not in x for x in mapping)} of "
+          f"{len(mapping)} model x thread rows with op times mapped")
+    for x in mapping:
+        if "NOT" in x:
+            print("- " + x)
+    if gaps:
+        print("# rows over 1.0x warm, where the gap is (cldiff - PL per op type, hooked runs)")
+        for g in gaps:
+            print(g)
+    print(f"(per-op-type and per-op data: {work}/op_types.tsv, {work}/ops.tsv)")
+
+
+if __name__ == "__main__":
+    main()
