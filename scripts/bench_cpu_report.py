@@ -284,9 +284,16 @@ def main():
                       f"{'n/a' if mapped is None or not ptot else f'{100 * fold[3] / ptot:.1f}%'} |")
             print(f"| all ops | {sum(r[1] for r in tab)} | {ctot:.3f} | {f(ptot, 3)} | {f(ratio(ctot, ptot))} | "
                   f"{'n/a' if math.isnan(ptot) else f'{ctot - ptot:+.3f}'} | 100% | {'n/a' if math.isnan(ptot) else '100%'} |")
-            print(f"same processes, hooks on: cldiff warm median {f(ct['warm'], 3)} ms (ops {f(ct['ops'], 3)} + "
-                  f"executor {f(ct['exe'], 3)}); Paddle-Lite run_ms {f(pl['run_ms'] if pl else float('nan'), 3)} "
-                  f"(instructions {f(pl['sum'] if pl else float('nan'), 3)}, the rest outside them)")
+            # the hooked processes against the rounds' medians: a process the machine disturbed shows here
+            hw = [(ct["warm"], summary[(name, t)][4])] + ([(pl["run_ms"], summary[(name, t)][5])] if pl else [])
+            off = max((abs(a / b - 1) for a, b in hw if b > 0 and not math.isnan(a) and not math.isnan(b)), default=0)
+            noisy = off > 0.25
+            print(f"hooked processes: cldiff warm median {f(ct['warm'], 3)} ms (ops {f(ct['ops'], 3)} + "
+                  f"executor {f(ct['exe'], 3)}; the rounds' median {f(summary[(name, t)][4], 3)}); Paddle-Lite run_ms "
+                  f"{f(pl['run_ms'] if pl else float('nan'), 3)} (instructions {f(pl['sum'] if pl else float('nan'), 3)}, "
+                  f"the rest outside them; the rounds' median {f(summary[(name, t)][5], 3)})"
+                  + (f"; DISTURBED: a hooked process is {100 * off:.0f}% off its rounds' median, this split is not "
+                     f"reliable (rerun)" if noisy else ""))
             # heaviest ops: cldiff's list (its 15 heaviest) with Paddle-Lite's time of the same op
             if ct["heavy"]:
                 print("| op # | layer | type | cldiff warm ms | PL warm ms | ratio |")
@@ -307,7 +314,8 @@ def main():
                 top = [x for x in tab if not math.isnan(x[4]) and x[4] > 0][:3]
                 gaps.append(f"- {name} t{t}: {r:.2f}x warm ({f(summary[(name, t)][4], 3)} vs "
                             f"{f(summary[(name, t)][5], 3)} ms); op time {ctot:.3f} vs {ptot:.3f} ms; largest gaps: "
-                            + ", ".join(f"{x[0]} {x[4]:+.3f} ms ({f(ratio(x[2], x[3]))}x)" for x in top))
+                            + ", ".join(f"{x[0]} {x[4]:+.3f} ms ({f(ratio(x[2], x[3]))}x)" for x in top)
+                            + (" (DISTURBED hooked process: rerun)" if noisy else ""))
     tsv_t.close()
     tsv_o.close()
     print()
