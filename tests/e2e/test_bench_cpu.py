@@ -8,7 +8,7 @@
    other than feed/fetch (`cldiff inspect`), every time >= 0 with min <= median <= max, each run's
    instructions summing to no more than its time, and the sum of the ops' minimums no more than the
    fastest run.
-2. scripts/bench_cpu.sh on the same model, 1 round, 1 thread, pinned to one CPU: the summary has the
+2. scripts/bench_cpu.sh on the same model, 1 round, 1 thread, pinned to one CPU it may use: the summary has the
    spread columns, the op-by-op section a per-op-type table with a Paddle-Lite column (instructions
    mapped to ops), op_types.tsv its columns and a conv2d row timed on both sides.
 
@@ -128,7 +128,8 @@ os.symlink(model, link)
 with open(os.path.join(mdir, "shapes.txt"), "w") as fh:
     fh.write("bench_fp32_x86.nb %s\n" % shp[1])
 work = os.path.join(d, "work")
-pin = ["--pin", "0"] if shutil.which("taskset") else []
+cpu = min(os.sched_getaffinity(0))  # a CPU this process may run on
+pin = ["--pin", str(cpu)] if shutil.which("taskset") else []
 if not pin:
     print("note: no taskset: bench_cpu.sh runs unpinned here")
 env = dict(os.environ, CLDIFF=CLDIFF)
@@ -143,7 +144,8 @@ c.ok("| warm ratio spread |" in out and "| PL warm min-max |" in out and "| cold
 cells = row[0].split("|")[1:-1] if row else []
 c.ok(len(cells) == 14 and all(re.match(r"^\s*[0-9.]+(-[0-9.]+)?( ~)?\s*$", x) for x in cells[2:]),
      "the model's summary row: 14 cells, every time and spread a number (PL ran)", row[0] if row else out[:600])
-c.ok(not pin or "pinned: taskset -c 0" in out, "--pin 0: the header says both sides were pinned", out[:300])
+c.ok(not pin or "pinned: taskset -c %d" % cpu in out, "--pin %d: the header says both sides were pinned" % cpu,
+     out[:300])
 c.ok("| op type | ops | cldiff warm ms | PL warm ms | ratio | gap ms |" in out, "op-by-op: the per-op-type table",
      out[-1500:])
 c.ok("1 of 1 model x thread rows with op times mapped" in out, "op-by-op: the instructions mapped to the ops",
@@ -155,6 +157,11 @@ c.ok(lines[0] == ["model", "threads", "op_type", "ops", "cldiff_warm_ms", "pl_wa
 conv = [x for x in lines[1:] if len(x) == 8 and x[2] == "conv2d"]
 c.ok(conv and float(conv[0][4]) > 0 and float(conv[0][5]) > 0 and int(conv[0][3]) > 0,
      "op_types.tsv: conv2d timed on both sides", str(conv))
+if pin:
+    bp = subprocess.run(["bash", os.path.join(SRC, "scripts", "bench_cpu.sh"), "--models", mdir, "--pin", "99999",
+                         "--work", os.path.join(d, "w2")], capture_output=True, text=True, timeout=60, env=env)
+    c.ok(bp.returncode == 2 and "--pin 99999" in bp.stderr, "--pin on a CPU that does not exist: exit 2, named",
+         bp.stderr[-300:])
 pt = kv(os.path.join(work, "m1", "plops_t1.txt")) if os.path.isfile(os.path.join(work, "m1", "plops_t1.txt")) else {}
 c.ok(pt.get("runs") == [["3"]], "the op-times run used --repeat 3", str(pt.get("runs")))
 c.done()
