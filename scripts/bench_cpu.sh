@@ -27,11 +27,12 @@
 # model and thread count (processes of their own, so the hooks do not touch the times above)
 # cldiff with cpu:timing=1 (m<k>/timing_t<T>.txt) and the runner with --op-times (the wall
 # time of each Paddle-Lite instruction, median of R runs after W warm-ups:
-# m<k>/plops_t<T>.txt); instruction k is the model's k-th op other than feed/fetch (the op
-# list of `cldiff inspect`, m<k>/inspect.txt), used only where the counts agree (said in the
-# output where they do not). Per model and thread count: a table per op type (cldiff warm ms,
-# PL warm ms, ratio, the gap in ms, largest first) and the heaviest ops of both; all of it also
-# as TSV (op_types.tsv, ops.tsv in the work folder). A model Paddle-Lite x86 cannot run (an
+# m<k>/plops_t<T>.txt; and its first run after load, m<k>/plops_first_t<T>.txt); instruction k
+# is the model's k-th op other than feed/fetch (the op list of `cldiff inspect`,
+# m<k>/inspect.txt), used only where the counts agree (said in the output where they do not).
+# Per model and thread count: a table per op type (cldiff warm ms, PL warm ms, ratio, the gap in
+# ms, largest first; then cldiff's cold = the type's prepare + run 1 against PL's first run) and
+# the heaviest ops of both; all of it also as TSV (op_types.tsv, ops.tsv in the work folder). A model Paddle-Lite x86 cannot run (an
 # ARM-only .nb) gets "n/a" and the reason. --cpu-opt KEY=VALUE adds --backend-opt
 # cpu:KEY=VALUE to cldiff's timed runs (an A/B, e.g. prepare_threads=1). --pin CPUS runs
 # both sides under `taskset -c CPUS` (the same CPUs for both; default: not pinned).
@@ -52,7 +53,7 @@ PIN=""
 PY=$SRC/.venv/bin/python
 [ -x "$PY" ] || PY=python3
 
-usage() { sed -n '2,37p' "$0" | sed 's/^# \{0,1\}//'; exit "${1:-2}"; }
+usage() { sed -n '2,38p' "$0" | sed 's/^# \{0,1\}//'; exit "${1:-2}"; }
 while [ $# -gt 0 ]; do
     case "$1" in
     --cldiff) CLDIFF=$2; shift 2 ;;
@@ -206,9 +207,12 @@ while IFS=$'\t' read -r m shp; do
         pinned "$CLDIFF" run --backends cpu "$m" $shp --layers outputs --threads "$t" --quiet "${CPUOPT[@]}" \
             --backend-opt cpu:repeat="$REPEAT" --backend-opt cpu:timing=1 --out "$WORK/m$k/tt$t" \
             </dev/null >/dev/null 2>"$WORK/m$k/timing_t$t.txt" || true
-        rm -f "$WORK/m$k/plops_t$t.txt"
+        rm -f "$WORK/m$k/plops_t$t.txt" "$WORK/m$k/plops_first_t$t.txt"
         [ -n "$PLR" ] && { pinned "$PLR" "$m" "$WORK/m$k/in" "$WORK/m$k/plo" --threads "$t" --warmup "$WARMUP" \
             --repeat "$REPEAT" --op-times "$WORK/m$k/plops_t$t.txt" </dev/null >"$WORK/m$k/plops_t$t.log" 2>&1 || true; }
+        # the first run after load, op by op (each kernel's PrepareForRun runs inside its first launch)
+        [ -n "$PLR" ] && { pinned "$PLR" "$m" "$WORK/m$k/in" "$WORK/m$k/plo" --threads "$t" --warmup 0 \
+            --op-times "$WORK/m$k/plops_first_t$t.txt" </dev/null >"$WORK/m$k/plops_first_t$t.log" 2>&1 || true; }
     done
 done <"$LIST"
 

@@ -67,7 +67,8 @@ def read_ops(path):
 
 
 def read_cldiff_timing(path):
-    """cpu:timing=1's stderr: {'types': {type: (ops, warm ms)}, 'heavy': [(op#, layer, type, warm ms)], ...}"""
+    """cpu:timing=1's stderr: {'types': {type: (ops, warm ms, prepare ms + cold ms)}, 'heavy': [(op#, layer, type,
+    warm ms)], 'warm', 'ops', 'exe': warm median, its ops and executor; 'cold': run 1 with open and prepare}"""
     try:
         txt = open(path, errors="replace").read()
     except OSError:
@@ -75,6 +76,8 @@ def read_cldiff_timing(path):
     out = {"types": {}, "heavy": []}
     m = re.search(r"warm median " + NUM + r" ms", txt)
     out["warm"] = float(m.group(1)) if m else float("nan")
+    m = re.search(r"cold " + NUM + r" ms \(open", txt)
+    out["cold"] = float(m.group(1)) if m else float("nan")
     m = re.search(r"warm ops " + NUM + r" \+ executor " + NUM, txt)
     out["ops"], out["exe"] = (float(m.group(1)), float(m.group(2))) if m else (float("nan"), float("nan"))
     sect = None
@@ -88,7 +91,7 @@ def read_cldiff_timing(path):
         if sect == "t":
             m = re.match(r"^\s+(\S+)\s+(\d+)\s+" + NUM + r"\s+" + NUM + r"\s+" + NUM + r"\s+" + NUM + r"%$", ln)
             if m:
-                out["types"][m.group(1)] = (int(m.group(2)), float(m.group(5)))
+                out["types"][m.group(1)] = (int(m.group(2)), float(m.group(5)), float(m.group(3)) + float(m.group(4)))
                 continue
         if sect == "h":
             m = re.match(r"^\s+(\d+)\s+(\S+)\s+(\S+)\s+" + NUM + r"\s+" + NUM + r"$", ln)
@@ -156,7 +159,7 @@ def main():
         mm = lambda a: "n/a" if math.isnan(lohi(a)[0]) else f"{lohi(a)[0]:.2f}-{lohi(a)[1]:.2f}"  # noqa: E731
         print(f"| {m} | {t} | {f(cc)} | {f(cw)} | {f(pf)} | {f(pw)} | {f(ratio(cw, pw))} | {f(ratio(cc, pf))} | "
               f"{mm(col(v, 1))} | {mm(col(v, 3))} | {ws} | {mm(col(v, 0))} | {mm(col(v, 2))} | {cs} |")
-        summary[(m, t)] = (ratio(cw, pw), wsp, ratio(cc, pf), csp, cw, pw)
+        summary[(m, t)] = (ratio(cw, pw), wsp, ratio(cc, pf), csp, cw, pw, cc, pf)
     have = [k for k, s in summary.items() if not math.isnan(s[0])]
     if have:
         for name, i, j in (("warm", 0, 1), ("cold", 2, 3)):
@@ -198,16 +201,26 @@ def main():
 
     # the gap op by op
     tsv_t = open(os.path.join(work, "op_types.tsv"), "w")
-    tsv_t.write("model\tthreads\top_type\tops\tcldiff_warm_ms\tpl_warm_ms\tratio\tgap_ms\n")
+    tsv_t.write("model\tthreads\top_type\tops\tcldiff_warm_ms\tpl_warm_ms\tratio\tgap_ms\tcldiff_cold_ms\tpl_first_ms\t"
+                "cold_ratio\tcold_gap_ms\n")
     tsv_o = open(os.path.join(work, "ops.tsv"), "w")
-    tsv_o.write("model\tthreads\top_index\tlayer\ttype\tpl_warm_ms\tpl_min_ms\tpl_max_ms\tcldiff_warm_ms\n")
+    tsv_o.write("model\tthreads\top_index\tlayer\ttype\tpl_warm_ms\tpl_min_ms\tpl_max_ms\tcldiff_warm_ms\tpl_first_ms\n")
     print()
     print(f"# The gap op by op (one process per side, model and thread count, hooks on: cldiff cpu:timing=1, "
-          f"m<k>/timing_t<T>.txt; Paddle-Lite pl_probe_runner --op-times, m<k>/plops_t<T>.txt, --warmup {warmup} "
-          f"--repeat {repeat}). cldiff ms per op type = median over the warm runs of the type's sum; PL ms = the sum "
-          f"of its ops' medians; PL instruction k = the model's k-th op other than feed/fetch (cldiff inspect), "
-          f"used only where the counts agree. Largest gap (cldiff - PL) first; types under 1% of both sides folded.")
-    mapping, gaps = [], []
+          f"m<k>/timing_t<T>.txt; Paddle-Lite pl_probe_runner --op-times, m<k>/plops_t<T>.txt with --warmup {warmup} "
+          f"--repeat {repeat}, and its first run after load, m<k>/plops_first_t<T>.txt). Warm: cldiff ms per op type = "
+          f"median over its warm runs of the type's sum, PL ms = the sum of its ops' medians. Cold: cldiff = the "
+          f"type's prepare hooks + its run-1 time, PL = its instructions in the first Run() (each kernel's "
+          f"PrepareForRun inside). PL instruction k = the model's k-th op other than feed/fetch (cldiff inspect), "
+          f"used only where the counts agree. 'outside the ops': cldiff's executor (cold: + open, pool, setup), "
+          f"PL's Run() around its instructions. Largest warm gap (cldiff - PL) first; types under 1% of both sides "
+          f"folded.")
+    mapping, gaps, cgaps = [], [], []
+    nan = float("nan")
+
+    def gapcell(a, b, sign=True):
+        return "n/a" if math.isnan(a) or math.isnan(b) else f"{a - b:+.3f}"
+
     for k, path in enumerate(names, 1):
         name = os.path.basename(path)
         ops = read_ops(os.path.join(work, f"m{k}", "inspect.txt"))
@@ -216,120 +229,145 @@ def main():
                 continue
             ct = read_cldiff_timing(os.path.join(work, f"m{k}", f"timing_t{t}.txt"))
             pl = read_pl_ops(os.path.join(work, f"m{k}", f"plops_t{t}.txt"))
+            pf = read_pl_ops(os.path.join(work, f"m{k}", f"plops_first_t{t}.txt"))
+            sm = summary[(name, t)]
             print()
-            print(f"## {name}, {t} thread{'s' if t > 1 else ''} (warm ratio {f(summary[(name, t)][0])})")
+            print(f"## {name}, {t} thread{'s' if t > 1 else ''} (warm ratio {f(sm[0])}, cold ratio {f(sm[2])})")
             if ct is None:
                 print(f"cldiff's per-op table missing (m{k}/timing_t{t}.txt): no op-by-op account")
                 continue
-            note = ""
-            mapped = None
-            if pl is None:
-                note = f"Paddle-Lite: no op times (m{k}/plops_t{t}.log: the runner did not run this model)"
-            elif ops is None:
-                note = f"Paddle-Lite op times not mapped: no op list from cldiff inspect (m{k}/inspect.txt)"
-            elif pl["varies"]:
-                note = f"Paddle-Lite op times not mapped: its timed runs ran {pl['varies']} instructions"
-            else:
-                real = [o for o in ops if o[2] not in FEED_FETCH]
-                nff = len(ops) - len(real)
-                if pl["instructions"] == len(real) and len(pl["op"]) == len(real):
-                    mapped = {real[i][0]: pl["op"][i] for i in range(len(real))}
-                    mapping.append(f"{name} t{t}: {len(real)} instructions = {len(ops)} ops less {nff} feed/fetch")
-                else:
-                    note = (f"Paddle-Lite op times NOT mapped: {pl['instructions']} instructions ran, the model has "
-                            f"{len(real)} ops other than feed/fetch ({len(ops)} with them): no per-op-type PL column")
-                    mapping.append(f"{name} t{t}: NOT mapped, {pl['instructions']} instructions vs {len(real)} ops "
-                                   f"(+{nff} feed/fetch)")
-            if note:
-                print(note)
-            plt = {}
-            if mapped is not None:
-                for idx, nm, ty in ops:
-                    if idx in mapped:
-                        c, n = plt.get(ty, (0.0, 0))
-                        plt[ty] = (c + mapped[idx][0], n + 1)
+            real = [o for o in ops if o[2] not in FEED_FETCH] if ops is not None else []
+
+            def mapping_of(x, what):
+                """{op index: (med, min, max)} or None, with the reason printed"""
+                if x is None:
+                    print(f"Paddle-Lite: no {what} op times (m{k}/plops*_t{t}.log: the runner did not run this model)")
+                    return None
+                if ops is None:
+                    print(f"Paddle-Lite {what} op times not mapped: no op list from cldiff inspect (m{k}/inspect.txt)")
+                    return None
+                if x["varies"]:
+                    print(f"Paddle-Lite {what} op times not mapped: its timed runs ran {x['varies']} instructions")
+                    return None
+                if x["instructions"] == len(real) and len(x["op"]) == len(real):
+                    return {real[i][0]: x["op"][i] for i in range(len(real))}
+                print(f"Paddle-Lite {what} op times NOT mapped: {x['instructions']} instructions ran, the model has "
+                      f"{len(real)} ops other than feed/fetch ({len(ops)} with them): no PL column")
+                return None
+
+            mapped = mapping_of(pl, "warm")
+            fmapped = mapping_of(pf, "first-run")
+            if pl is not None and ops is not None and not pl["varies"]:
+                mapping.append((name, t, mapped is not None, pl["instructions"], len(real), len(ops) - len(real)))
+            plt, plf = {}, {}
+            for mp, acc in ((mapped, plt), (fmapped, plf)):
+                if mp is not None:
+                    for idx, nm, ty in ops:
+                        if idx in mp:
+                            c, n = acc.get(ty, (0.0, 0))
+                            acc[ty] = (c + mp[idx][0], n + 1)
             types = sorted(set(ct["types"]) | set(plt))
             ctot = sum(v[1] for v in ct["types"].values())
-            ptot = sum(v[0] for v in plt.values()) if mapped is not None else float("nan")
+            ctot_c = sum(v[2] for v in ct["types"].values())
+            ptot = sum(v[0] for v in plt.values()) if mapped is not None else nan
+            ptot_f = sum(v[0] for v in plf.values()) if fmapped is not None else nan
             tab = []
             for ty in types:
-                cn, cms = ct["types"].get(ty, (0, 0.0))
-                pms = plt[ty][0] if ty in plt else (float("nan") if ty in FEED_FETCH or mapped is None else 0.0)
+                cn, cms, ccold = ct["types"].get(ty, (0, 0.0, 0.0))
+                pms = plt[ty][0] if ty in plt else (nan if ty in FEED_FETCH or mapped is None else 0.0)
+                pfs = plf[ty][0] if ty in plf else (nan if ty in FEED_FETCH or fmapped is None else 0.0)
                 n = cn or (plt[ty][1] if ty in plt else 0)
-                gap = cms - pms if not math.isnan(pms) else float("nan")
-                tab.append((ty, n, cms, pms, gap))
+                tab.append((ty, n, cms, pms, cms - pms, ccold, pfs, ccold - pfs))
+            tab.sort(key=lambda r: (-(r[4] if not math.isnan(r[4]) else -1e9), -r[2]))
+
+            def line(label, n, cms, pms, cc, pfs, cshare, pshare):
+                print(f"| {label} | {n} | {cms:.3f} | {f(pms, 3)} | {f(ratio(cms, pms))} | {gapcell(cms, pms)} | "
+                      f"{cc:.3f} | {f(pfs, 3)} | {f(ratio(cc, pfs))} | {gapcell(cc, pfs)} | {cshare} | {pshare} |")
+
+            def pct(a, tot):
+                return "n/a" if math.isnan(a) or math.isnan(tot) or not tot else f"{100 * a / tot:.1f}%"
+
+            print("| op type | ops | cldiff warm ms | PL warm ms | ratio | gap ms | cldiff cold ms | PL first ms | "
+                  "cold ratio | cold gap ms | cldiff share | PL share |")
+            print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+            fold = [0, 0, 0.0, 0.0, 0.0, 0.0]
+            for ty, n, cms, pms, gap, ccold, pfs, cgap in tab:
                 tsv_t.write(f"{name}\t{t}\t{ty}\t{n}\t{cms:.4f}\t{'' if math.isnan(pms) else f'{pms:.4f}'}\t"
                             f"{'' if math.isnan(ratio(cms, pms)) else f'{ratio(cms, pms):.3f}'}\t"
-                            f"{'' if math.isnan(gap) else f'{gap:.4f}'}\n")
-            tab.sort(key=lambda r: (-(r[4] if not math.isnan(r[4]) else -1e9), -r[2]))
-            print("| op type | ops | cldiff warm ms | PL warm ms | ratio | gap ms | cldiff share | PL share |")
-            print("|---|---:|---:|---:|---:|---:|---:|---:|")
-            fold = [0, 0, 0.0, 0.0, 0.0]
-            for ty, n, cms, pms, gap in tab:
-                small = cms < 0.01 * ctot and (math.isnan(pms) or math.isnan(ptot) or pms < 0.01 * ptot)
+                            f"{'' if math.isnan(gap) else f'{gap:.4f}'}\t{ccold:.4f}\t"
+                            f"{'' if math.isnan(pfs) else f'{pfs:.4f}'}\t"
+                            f"{'' if math.isnan(ratio(ccold, pfs)) else f'{ratio(ccold, pfs):.3f}'}\t"
+                            f"{'' if math.isnan(cgap) else f'{cgap:.4f}'}\n")
+                small = (cms < 0.01 * ctot and (math.isnan(pms) or math.isnan(ptot) or pms < 0.01 * ptot)
+                         and ccold < 0.01 * ctot_c)
                 if small:
-                    fold[0] += 1
-                    fold[1] += n
-                    fold[2] += cms
-                    fold[3] += 0.0 if math.isnan(pms) else pms
+                    fold = [fold[0] + 1, fold[1] + n, fold[2] + cms, fold[3] + (0.0 if math.isnan(pms) else pms),
+                            fold[4] + ccold, fold[5] + (0.0 if math.isnan(pfs) else pfs)]
                     continue
-                print(f"| {ty} | {n} | {cms:.3f} | {f(pms, 3)} | {f(ratio(cms, pms))} | "
-                      f"{'n/a' if math.isnan(gap) else f'{gap:+.3f}'} | {100 * cms / ctot if ctot else 0:.1f}% | "
-                      f"{'n/a' if math.isnan(pms) or not ptot else f'{100 * pms / ptot:.1f}%'} |")
+                line(ty, n, cms, pms, ccold, pfs, pct(cms, ctot), pct(pms, ptot))
             if fold[0]:
-                fg = fold[2] - fold[3] if mapped is not None else float("nan")
-                print(f"| ({fold[0]} other types) | {fold[1]} | {fold[2]:.3f} | {f(fold[3] if mapped else float('nan'), 3)} | "
-                      f"{f(ratio(fold[2], fold[3]) if mapped else float('nan'))} | "
-                      f"{'n/a' if math.isnan(fg) else f'{fg:+.3f}'} | {100 * fold[2] / ctot if ctot else 0:.1f}% | "
-                      f"{'n/a' if mapped is None or not ptot else f'{100 * fold[3] / ptot:.1f}%'} |")
-            print(f"| all ops | {sum(r[1] for r in tab)} | {ctot:.3f} | {f(ptot, 3)} | {f(ratio(ctot, ptot))} | "
-                  f"{'n/a' if math.isnan(ptot) else f'{ctot - ptot:+.3f}'} | 100% | {'n/a' if math.isnan(ptot) else '100%'} |")
+                line(f"({fold[0]} other types)", fold[1], fold[2], fold[3] if mapped is not None else nan, fold[4],
+                     fold[5] if fmapped is not None else nan, pct(fold[2], ctot), pct(fold[3], ptot))
+            line("all ops", sum(r[1] for r in tab), ctot, ptot, ctot_c, ptot_f, "100%", "n/a" if math.isnan(ptot) else "100%")
+            # outside the ops, and the whole hooked runs
+            c_out, c_out_cold = ct["warm"] - ctot, ct["cold"] - ctot_c
+            p_out = pl["run_ms"] - pl["sum"] if pl else nan
+            p_out_f = pf["run_ms"] - pf["sum"] if pf else nan
+            line("outside the ops", "", c_out, p_out, c_out_cold, p_out_f, "", "")
+            line("whole run (hooked)", "", ct["warm"], pl["run_ms"] if pl else nan, ct["cold"],
+                 pf["run_ms"] if pf else nan, "", "")
             # the hooked processes against the rounds' medians: a process the machine disturbed shows here
-            hw = [(ct["warm"], summary[(name, t)][4])] + ([(pl["run_ms"], summary[(name, t)][5])] if pl else [])
+            hw = [(ct["warm"], sm[4])] + ([(pl["run_ms"], sm[5])] if pl else [])
             off = max((abs(a / b - 1) for a, b in hw if b > 0 and not math.isnan(a) and not math.isnan(b)), default=0)
             noisy = off > 0.25
-            print(f"hooked processes: cldiff warm median {f(ct['warm'], 3)} ms (ops {f(ct['ops'], 3)} + "
-                  f"executor {f(ct['exe'], 3)}; the rounds' median {f(summary[(name, t)][4], 3)}); Paddle-Lite run_ms "
-                  f"{f(pl['run_ms'] if pl else float('nan'), 3)} (instructions {f(pl['sum'] if pl else float('nan'), 3)}, "
-                  f"the rest outside them; the rounds' median {f(summary[(name, t)][5], 3)})"
-                  + (f"; DISTURBED: a hooked process is {100 * off:.0f}% off its rounds' median, this split is not "
-                     f"reliable (rerun)" if noisy else ""))
+            print(f"rounds' medians: cldiff warm {f(sm[4], 3)}, PL warm {f(sm[5], 3)}, cldiff cold {f(sm[6], 3)}, "
+                  f"PL first {f(sm[7], 3)} ms (the hooked runs are single processes; the cold ones single runs)"
+                  + (f"; DISTURBED: a hooked warm process is {100 * off:.0f}% off its rounds' median, this split is "
+                     f"not reliable (rerun)" if noisy else ""))
             # heaviest ops: cldiff's list (its 15 heaviest) with Paddle-Lite's time of the same op
             if ct["heavy"]:
                 print("| op # | layer | type | cldiff warm ms | PL warm ms | ratio |")
                 print("|---:|---|---|---:|---:|---:|")
-                for i, (idx, layer, ty, cms) in enumerate(ct["heavy"]):
-                    pms = mapped[idx][0] if mapped and idx in mapped else float("nan")
-                    if i < 8:
-                        print(f"| {idx} | {layer} | {ty} | {cms:.3f} | {f(pms, 3)} | {f(ratio(cms, pms))} |")
+                for idx, layer, ty, cms in ct["heavy"][:8]:
+                    pms = mapped[idx][0] if mapped and idx in mapped else nan
+                    print(f"| {idx} | {layer} | {ty} | {cms:.3f} | {f(pms, 3)} | {f(ratio(cms, pms))} |")
             cl_heavy = {h[0]: h[3] for h in ct["heavy"]}
             if mapped is not None:
                 for idx, nm, ty in ops:
                     if idx in mapped:
                         a, lo, hi = mapped[idx]
+                        fr = f"{fmapped[idx][0]:.5f}" if fmapped and idx in fmapped else ""
                         tsv_o.write(f"{name}\t{t}\t{idx}\t{nm}\t{ty}\t{a:.5f}\t{lo:.5f}\t{hi:.5f}\t"
-                                    f"{cl_heavy[idx] if idx in cl_heavy else ''}\n")
-            r = summary[(name, t)][0]
-            if mapped is not None and not math.isnan(r) and r > 1.0:
+                                    f"{cl_heavy[idx] if idx in cl_heavy else ''}\t{fr}\n")
+            if mapped is not None and not math.isnan(sm[0]) and sm[0] > 1.0:
                 top = [x for x in tab if not math.isnan(x[4]) and x[4] > 0][:3]
-                gaps.append(f"- {name} t{t}: {r:.2f}x warm ({f(summary[(name, t)][4], 3)} vs "
-                            f"{f(summary[(name, t)][5], 3)} ms); op time {ctot:.3f} vs {ptot:.3f} ms; largest gaps: "
+                gaps.append(f"- {name} t{t}: {sm[0]:.2f}x warm ({f(sm[4], 3)} vs {f(sm[5], 3)} ms); hooked: ops "
+                            f"{ctot:.3f} vs {ptot:.3f}, outside {f(c_out, 3)} vs {f(p_out, 3)} ms; largest gaps: "
                             + ", ".join(f"{x[0]} {x[4]:+.3f} ms ({f(ratio(x[2], x[3]))}x)" for x in top)
                             + (" (DISTURBED hooked process: rerun)" if noisy else ""))
+            if fmapped is not None and not math.isnan(sm[2]) and sm[2] > 1.0:
+                top = sorted((x for x in tab if not math.isnan(x[7]) and x[7] > 0), key=lambda x: -x[7])[:3]
+                cgaps.append(f"- {name} t{t}: {sm[2]:.2f}x cold ({f(sm[6], 3)} vs {f(sm[7], 3)} ms); hooked: ops "
+                             f"{ctot_c:.3f} vs {f(ptot_f, 3)}, outside {f(c_out_cold, 3)} vs {f(p_out_f, 3)} ms; "
+                             f"largest gaps: " + ", ".join(f"{x[0]} {x[7]:+.3f} ms ({f(ratio(x[5], x[6]))}x)" for x in top))
     tsv_t.close()
     tsv_o.close()
     print()
-    print(f"# op mapping (PL instruction k = op k other than feed/fetch): {sum('NOT' not in x for x in mapping)} of "
-          f"{len(mapping)} model x thread rows with op times mapped")
-    for x in mapping:
-        if "NOT" in x:
-            print("- " + x)
+    ok = [x for x in mapping if x[2]]
+    print(f"# op mapping (PL instruction k = op k other than feed/fetch): {len(ok)} of {len(mapping)} model x thread "
+          f"rows with op times mapped")
+    for name, t, good, ni, nr, nff in mapping:
+        if not good:
+            print(f"- {name} t{t}: NOT mapped, {ni} instructions vs {nr} ops (+{nff} feed/fetch)")
     if gaps:
         print("# rows over 1.0x warm, where the gap is (cldiff - PL per op type, hooked runs)")
         for g in gaps:
             print(g)
+    if cgaps:
+        print("# rows over 1.0x cold, where the gap is (cldiff prepare + run 1 - PL first run, per op type, hooked runs)")
+        for g in cgaps:
+            print(g)
     print(f"(per-op-type and per-op data: {work}/op_types.tsv, {work}/ops.tsv)")
-
 
 if __name__ == "__main__":
     main()

@@ -9,8 +9,9 @@
    instructions summing to no more than its time, and the sum of the ops' minimums no more than the
    fastest run.
 2. scripts/bench_cpu.sh on the same model, 1 round, 1 thread, pinned to one CPU it may use: the summary has the
-   spread columns, the op-by-op section a per-op-type table with a Paddle-Lite column (instructions
-   mapped to ops), op_types.tsv its columns and a conv2d row timed on both sides.
+   spread columns, the op-by-op section a per-op-type table with Paddle-Lite columns, warm and first
+   run (instructions mapped to ops), the rows outside the ops, op_types.tsv its columns and a
+   conv2d row timed on both sides, warm and cold.
 
 Model: the zoo's picodet (x86 .nb, CD_ZOO or .zoo), else the shared ppocr_v3_det x86 at 64x64.
 Skips (77) with the reason without the SDK, g++, or either model."""
@@ -152,16 +153,20 @@ c.ok("1 of 1 model x thread rows with op times mapped" in out, "op-by-op: the in
      out[-600:])
 tsv = os.path.join(work, "op_types.tsv")
 lines = [ln.rstrip("\n").split("\t") for ln in open(tsv)] if os.path.isfile(tsv) else [[]]
-c.ok(lines[0] == ["model", "threads", "op_type", "ops", "cldiff_warm_ms", "pl_warm_ms", "ratio", "gap_ms"],
-     "op_types.tsv: its columns", str(lines[0]))
-conv = [x for x in lines[1:] if len(x) == 8 and x[2] == "conv2d"]
-c.ok(conv and float(conv[0][4]) > 0 and float(conv[0][5]) > 0 and int(conv[0][3]) > 0,
-     "op_types.tsv: conv2d timed on both sides", str(conv))
+c.ok(lines[0] == ["model", "threads", "op_type", "ops", "cldiff_warm_ms", "pl_warm_ms", "ratio", "gap_ms",
+                  "cldiff_cold_ms", "pl_first_ms", "cold_ratio", "cold_gap_ms"], "op_types.tsv: its columns", str(lines[0]))
+conv = [x for x in lines[1:] if len(x) == 12 and x[2] == "conv2d"]
+c.ok(conv and all(float(conv[0][i]) > 0 for i in (4, 5, 8, 9)) and int(conv[0][3]) > 0,
+     "op_types.tsv: conv2d timed on both sides, warm and cold", str(conv))
+c.ok("| outside the ops |" in out and "| whole run (hooked) |" in out, "op-by-op: the rows outside the ops and the whole run",
+     out[-1500:])
 if pin:
     bp = subprocess.run(["bash", os.path.join(SRC, "scripts", "bench_cpu.sh"), "--models", mdir, "--pin", "99999",
                          "--work", os.path.join(d, "w2")], capture_output=True, text=True, timeout=60, env=env)
     c.ok(bp.returncode == 2 and "--pin 99999" in bp.stderr, "--pin on a CPU that does not exist: exit 2, named",
          bp.stderr[-300:])
-pt = kv(os.path.join(work, "m1", "plops_t1.txt")) if os.path.isfile(os.path.join(work, "m1", "plops_t1.txt")) else {}
-c.ok(pt.get("runs") == [["3"]], "the op-times run used --repeat 3", str(pt.get("runs")))
+pt, pf = ({} if not os.path.isfile(os.path.join(work, "m1", x)) else kv(os.path.join(work, "m1", x))
+          for x in ("plops_t1.txt", "plops_first_t1.txt"))
+c.ok(pt.get("runs") == [["3"]] and pf.get("runs") == [["1"]], "the op-times runs: --repeat 3 warm, 1 first run",
+     "%s %s" % (pt.get("runs"), pf.get("runs")))
 c.done()
