@@ -32,10 +32,11 @@
 # m<k>/inspect.txt), used only where the counts agree (said in the output where they do not).
 # Per model and thread count: a table per op type (cldiff warm ms, PL warm ms, ratio, the gap in
 # ms, largest first; then cldiff's cold = the type's prepare + run 1 against PL's first run) and
-# the heaviest ops of both; all of it also as TSV (op_types.tsv, ops.tsv in the work folder). A model Paddle-Lite x86 cannot run (an
-# ARM-only .nb) gets "n/a" and the reason. --cpu-opt KEY=VALUE adds --backend-opt
-# cpu:KEY=VALUE to cldiff's timed runs (an A/B, e.g. prepare_threads=1). --pin CPUS runs
-# both sides under `taskset -c CPUS` (the same CPUs for both; default: not pinned).
+# the heaviest ops of both; all of it also as TSV (op_types.tsv, ops.tsv in the work folder).
+# A model Paddle-Lite x86 cannot run (an ARM-only .nb) gets "n/a" and the reason. --cpu-opt
+# KEY=VALUE adds --backend-opt cpu:KEY=VALUE to cldiff's timed runs (an A/B, e.g.
+# prepare_threads=1). --pin CPUS runs both sides under `taskset -c CPUS` (the same CPUs for
+# both; default: not pinned).
 set -u
 SRC=$(cd "$(dirname "$0")/.." && pwd)
 CLDIFF=${CLDIFF:-$SRC/build/cldiff}
@@ -53,7 +54,7 @@ PIN=""
 PY=$SRC/.venv/bin/python
 [ -x "$PY" ] || PY=python3
 
-usage() { sed -n '2,38p' "$0" | sed 's/^# \{0,1\}//'; exit "${1:-2}"; }
+usage() { sed -n '2,39p' "$0" | sed 's/^# \{0,1\}//'; exit "${1:-2}"; }
 while [ $# -gt 0 ]; do
     case "$1" in
     --cldiff) CLDIFF=$2; shift 2 ;;
