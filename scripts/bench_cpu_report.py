@@ -33,7 +33,7 @@ def f(x, p=2):
 
 
 def ratio(a, b):
-    return a / b if b and not math.isnan(a) and not math.isnan(b) and b > 0 else float("nan")
+    return a / b if b and not math.isnan(a) and not math.isnan(b) and b > 0 and a >= 0 else float("nan")
 
 
 def spread(a, b):
@@ -320,10 +320,14 @@ def main():
             hw = [(ct["warm"], sm[4])] + ([(pl["run_ms"], sm[5])] if pl else [])
             off = max((abs(a / b - 1) for a, b in hw if b > 0 and not math.isnan(a) and not math.isnan(b)), default=0)
             noisy = off > 0.25
+            hc = [(ct["cold"], sm[6])] + ([(pf["run_ms"], sm[7])] if pf else [])
+            coff = max((abs(a / b - 1) for a, b in hc if b > 0 and not math.isnan(a) and not math.isnan(b)), default=0)
+            cnoisy = coff > 0.25
             print(f"rounds' medians: cldiff warm {f(sm[4], 3)}, PL warm {f(sm[5], 3)}, cldiff cold {f(sm[6], 3)}, "
                   f"PL first {f(sm[7], 3)} ms (the hooked runs are single processes; the cold ones single runs)"
                   + (f"; DISTURBED: a hooked warm process is {100 * off:.0f}% off its rounds' median, this split is "
-                     f"not reliable (rerun)" if noisy else ""))
+                     f"not reliable (rerun)" if noisy else "")
+                  + (f"; COLD DISTURBED: a hooked cold run is {100 * coff:.0f}% off its rounds' median" if cnoisy else ""))
             # heaviest ops: cldiff's list (its 15 heaviest) with Paddle-Lite's time of the same op
             if ct["heavy"]:
                 print("| op # | layer | type | cldiff warm ms | PL warm ms | ratio |")
@@ -353,7 +357,8 @@ def main():
                 top = sorted((x for x in cand if not math.isnan(x[7]) and x[7] > 0), key=lambda x: -x[7])[:3]
                 cgaps.append(f"- {name} t{t}: {sm[2]:.2f}x cold ({f(sm[6], 3)} vs {f(sm[7], 3)} ms); hooked: ops "
                              f"{ctot_c:.3f} vs {f(ptot_f, 3)}, outside {f(c_out_cold, 3)} vs {f(p_out_f, 3)} ms; "
-                             f"largest gaps: " + ", ".join(f"{x[0]} {x[7]:+.3f} ms ({f(ratio(x[5], x[6]))}x)" for x in top))
+                             f"largest gaps: " + ", ".join(f"{x[0]} {x[7]:+.3f} ms ({f(ratio(x[5], x[6]))}x)" for x in top)
+                             + (" (COLD DISTURBED hooked run: rerun)" if cnoisy else ""))
     tsv_t.close()
     tsv_o.close()
     print()
