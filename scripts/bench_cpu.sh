@@ -4,7 +4,7 @@
 #
 #   scripts/bench_cpu.sh [--cldiff PATH] [--models DIR] [--zoo DIR] [--only a.nb,b.nb]
 #                        [--rounds N] [--threads "1 2"] [--repeat N] [--warmup N] [--sdk DIR]
-#                        [--work DIR] [--cpu-opt KEY=VALUE]... [--pin CPUS]
+#                        [--work DIR] [--cpu-opt KEY=VALUE]... [--pin CPUS] [--op-passes N]
 #
 # Models: every *fp32*.nb of --models (default ../shared/models) and of --zoo (optional), with
 # the input shapes of shapes.txt in that folder. --zoo may also be a zoo root as scripts/zoo
@@ -36,7 +36,9 @@
 # A model Paddle-Lite x86 cannot run (an ARM-only .nb) gets "n/a" and the reason. --cpu-opt
 # KEY=VALUE adds --backend-opt cpu:KEY=VALUE to cldiff's timed runs (an A/B, e.g.
 # prepare_threads=1). --pin CPUS runs both sides under `taskset -c CPUS` (the same CPUs for
-# both; default: not pinned).
+# both; default: not pinned). --op-passes N (default 1): the op-by-op processes once before the
+# rounds and N-1 times after them; the report takes, per side, the pass nearest the rounds'
+# medians (a noisy machine: 2 or 3).
 set -u
 SRC=$(cd "$(dirname "$0")/.." && pwd)
 CLDIFF=${CLDIFF:-$SRC/build/cldiff}
@@ -51,10 +53,11 @@ SDK=""
 WORK=""
 CPUOPT=()
 PIN=""
+OPPASSES=1
 PY=$SRC/.venv/bin/python
 [ -x "$PY" ] || PY=python3
 
-usage() { sed -n '2,39p' "$0" | sed 's/^# \{0,1\}//'; exit "${1:-2}"; }
+usage() { sed -n '2,41p' "$0" | sed 's/^# \{0,1\}//'; exit "${1:-2}"; }
 while [ $# -gt 0 ]; do
     case "$1" in
     --cldiff) CLDIFF=$2; shift 2 ;;
@@ -69,6 +72,7 @@ while [ $# -gt 0 ]; do
     --work) WORK=$2; shift 2 ;;
     --cpu-opt) CPUOPT+=(--backend-opt "cpu:$2"); shift 2 ;;
     --pin) PIN=$2; shift 2 ;;
+    --op-passes) OPPASSES=$2; shift 2 ;;
     -h|--help) usage 0 ;;
     *) echo "bench_cpu.sh: unknown argument '$1'" >&2; usage ;;
     esac
@@ -76,8 +80,8 @@ done
 [ -x "$CLDIFF" ] || { echo "bench_cpu.sh: $CLDIFF not built (cmake --build build)" >&2; exit 2; }
 [ -d "$MODELS" ] || { echo "bench_cpu.sh: model folder $MODELS not found (--models DIR)" >&2; exit 2; }
 "$PY" -c 'import numpy, h5py' 2>/dev/null || { echo "bench_cpu.sh: $PY lacks numpy or h5py" >&2; exit 2; }
-case "$ROUNDS$REPEAT$WARMUP" in *[!0-9]*) echo "bench_cpu.sh: --rounds, --repeat and --warmup take whole numbers" >&2; exit 2 ;; esac
-[ "$ROUNDS" -ge 1 ] && [ "$REPEAT" -ge 1 ] || { echo "bench_cpu.sh: --rounds and --repeat must be >= 1" >&2; exit 2; }
+case "$ROUNDS$REPEAT$WARMUP$OPPASSES" in *[!0-9]*) echo "bench_cpu.sh: --rounds, --repeat, --warmup and --op-passes take whole numbers" >&2; exit 2 ;; esac
+[ "$ROUNDS" -ge 1 ] && [ "$REPEAT" -ge 1 ] && [ "$OPPASSES" -ge 1 ] || { echo "bench_cpu.sh: --rounds, --repeat and --op-passes must be >= 1" >&2; exit 2; }
 if [ -n "$PIN" ]; then
     command -v taskset >/dev/null || { echo "bench_cpu.sh: --pin needs taskset (apt-get install util-linux)" >&2; exit 2; }
     taskset -c "$PIN" true 2>/dev/null || { echo "bench_cpu.sh: --pin $PIN: taskset cannot run on those CPUs (give a list such as 2,3 or 0-3 of this machine's CPUs)" >&2; exit 2; }
@@ -199,23 +203,29 @@ one_pl() { # model-index model threads warmup repeat: "run_ms min max" (the medi
 }
 
 # per-op-type and heaviest-op tables of each model and thread count (cpu:timing=1), and Paddle-Lite's
-# time per instruction (--op-times), once, in processes of their own: the op-by-op account of a ratio
-k=0
-while IFS=$'\t' read -r m shp; do
-    k=$((k + 1))
-    for t in $THREADS; do
-        # shellcheck disable=SC2086
-        pinned "$CLDIFF" run --backends cpu "$m" $shp --layers outputs --threads "$t" --quiet "${CPUOPT[@]}" \
-            --backend-opt cpu:repeat="$REPEAT" --backend-opt cpu:timing=1 --out "$WORK/m$k/tt$t" \
-            </dev/null >/dev/null 2>"$WORK/m$k/timing_t$t.txt" || true
-        rm -f "$WORK/m$k/plops_t$t.txt" "$WORK/m$k/plops_first_t$t.txt"
-        [ -n "$PLR" ] && { pinned "$PLR" "$m" "$WORK/m$k/in" "$WORK/m$k/plo" --threads "$t" --warmup "$WARMUP" \
-            --repeat "$REPEAT" --op-times "$WORK/m$k/plops_t$t.txt" </dev/null >"$WORK/m$k/plops_t$t.log" 2>&1 || true; }
-        # the first run after load, op by op (each kernel's PrepareForRun runs inside its first launch)
-        [ -n "$PLR" ] && { pinned "$PLR" "$m" "$WORK/m$k/in" "$WORK/m$k/plo" --threads "$t" --warmup 0 \
-            --op-times "$WORK/m$k/plops_first_t$t.txt" </dev/null >"$WORK/m$k/plops_first_t$t.log" 2>&1 || true; }
-    done
-done <"$LIST"
+# time per instruction (--op-times), in processes of their own: the op-by-op account of a ratio. Pass 1
+# before the rounds (files m<k>/timing_t<T>.txt, plops_t<T>.txt, plops_first_t<T>.txt), passes 2..N
+# after them (the same names with .p<N> before .txt); the report takes, per side, the pass closest
+# to the rounds' medians.
+hooked_pass() { # suffix
+    local k=0 m shp t
+    while IFS=$'\t' read -r m shp; do
+        k=$((k + 1))
+        for t in $THREADS; do
+            # shellcheck disable=SC2086
+            pinned "$CLDIFF" run --backends cpu "$m" $shp --layers outputs --threads "$t" --quiet "${CPUOPT[@]}" \
+                --backend-opt cpu:repeat="$REPEAT" --backend-opt cpu:timing=1 --out "$WORK/m$k/tt$t" \
+                </dev/null >/dev/null 2>"$WORK/m$k/timing_t$t$1.txt" || true
+            rm -f "$WORK/m$k/plops_t$t$1.txt" "$WORK/m$k/plops_first_t$t$1.txt"
+            [ -n "$PLR" ] && { pinned "$PLR" "$m" "$WORK/m$k/in" "$WORK/m$k/plo" --threads "$t" --warmup "$WARMUP" \
+                --repeat "$REPEAT" --op-times "$WORK/m$k/plops_t$t$1.txt" </dev/null >"$WORK/m$k/plops_t$t$1.log" 2>&1 || true; }
+            # the first run after load, op by op (each kernel's PrepareForRun runs inside its first launch)
+            [ -n "$PLR" ] && { pinned "$PLR" "$m" "$WORK/m$k/in" "$WORK/m$k/plo" --threads "$t" --warmup 0 \
+                --op-times "$WORK/m$k/plops_first_t$t$1.txt" </dev/null >"$WORK/m$k/plops_first_t$t$1.log" 2>&1 || true; }
+        done
+    done <"$LIST"
+}
+hooked_pass ""
 
 for r in $(seq 1 "$ROUNDS"); do
     k=0
@@ -231,6 +241,7 @@ for r in $(seq 1 "$ROUNDS"); do
     done <"$LIST"
     echo "bench_cpu.sh: round $r of $ROUNDS done" >&2
 done
+for p in $(seq 2 "$OPPASSES"); do hooked_pass ".p$p"; done
 
 # the tables (scripts/bench_cpu_report.py): summary with spreads, cold parts, the gap op by op
 "$PY" "$SRC/scripts/bench_cpu_report.py" "$RES" "$WORK" "$REPEAT" "$WARMUP" "$ROUNDS" "$PIN"

@@ -8,6 +8,7 @@ cldiff_warm pl_first pl_warm [pl_warm_min pl_warm_max] (ms; nan where a side did
 WORK: bench_cpu.sh's work folder (models.tsv; m<k>/inspect.txt, m<k>/timing_t<T>.txt,
 m<k>/plops_t<T>.txt). Prints the summary (medians, ratios, their spread over the rounds), the
 cold run in parts, and the gap op by op; writes WORK/op_types.tsv and WORK/ops.tsv."""
+import glob
 import math
 import os
 import re
@@ -126,6 +127,27 @@ def read_pl_ops(path):
     return out
 
 
+def pass_files(work, k, base, t):
+    """the files of every op-by-op pass of bench_cpu.sh: BASE_tT.txt, then BASE_tT.p2.txt, ..."""
+    d = os.path.join(work, f"m{k}")
+    more = glob.glob(os.path.join(d, f"{base}_t{t}.p*.txt"))
+    more = [x for x in more if re.search(r"\.p(\d+)\.txt$", x)]
+    return [os.path.join(d, f"{base}_t{t}.txt")] + sorted(more, key=lambda x: int(re.search(r"\.p(\d+)\.txt$", x).group(1)))
+
+
+def nearest(items, key, target):
+    """(pass number, item) of the item whose key is nearest the target (relative); None when there is none"""
+    best = None
+    for i, it in enumerate(items, 1):
+        if it is None:
+            continue
+        v = key(it)
+        d = abs(v / target - 1) if target and target > 0 and not math.isnan(v) and not math.isnan(target) else math.inf
+        if best is None or d < best[0]:
+            best = (d, i, it)
+    return None if best is None else (best[1], best[2])
+
+
 def main():
     res, work, repeat, warmup, rounds = sys.argv[1:6]
     pin = sys.argv[6] if len(sys.argv) > 6 else ""
@@ -171,6 +193,7 @@ def main():
                   f"that holds 1.0 (~)")
     print(f"(work folder: {work}; a n/a PL column: see m*/pl<T>.log there; m<k> is line k of {work}/models.tsv)")
 
+    nan = float("nan")
     names = [ln.split("\t")[0] for ln in open(os.path.join(work, "models.tsv")) if ln.strip()]
     threads = sorted({t for (_, t) in rows})
     # where each cold run went: the parts cpu:timing=1 printed (one process per model and thread count)
@@ -181,16 +204,23 @@ def main():
     parts = []
     for k, path in enumerate(names, 1):
         for t in threads:
-            try:
-                txt = open(os.path.join(work, f"m{k}", f"timing_t{t}.txt"), errors="replace").read()
-            except OSError:
-                continue
-            got = {key: re.search(p, txt) for key, p in pats.items()}
-            if all(got.values()):
-                parts.append((os.path.basename(path), t, {key: float(g.group(1)) for key, g in got.items()}))
+            cands = []
+            for fn in pass_files(work, k, "timing", t):
+                try:
+                    txt = open(fn, errors="replace").read()
+                except OSError:
+                    continue
+                got = {key: re.search(p, txt) for key, p in pats.items()}
+                if all(got.values()):
+                    cands.append({key: float(g.group(1)) for key, g in got.items()})
+            # with --op-passes N: the pass whose cold is nearest the rounds' median
+            best = nearest(cands, lambda v: v["cold"], summary.get((os.path.basename(path), t), [nan] * 8)[6])
+            if best:
+                parts.append((os.path.basename(path), t, best[1]))
     if parts:
         print()
-        print("# cldiff's cold run in parts (ms; one process each, cpu:timing=1: m<k>/timing_t<T>.txt): prepare = the "
+        print("# cldiff's cold run in parts (ms; one process each, cpu:timing=1: m<k>/timing_t<T>.txt, with --op-passes "
+              "the pass nearest the rounds' cold median): prepare = the "
               "pool's fill + the op hooks (attributes, packed filters; summed over threads) + setup; page faults of "
               "prepare and of run 1")
         print("| model | threads | cold | open | prepare | pool | op hooks | ops cold | ops warm | executor | page faults |")
@@ -216,7 +246,6 @@ def main():
           f"PL's Run() around its instructions. Largest warm gap (cldiff - PL) first; types under 1% of both sides "
           f"folded.")
     mapping, gaps, cgaps = [], [], []
-    nan = float("nan")
 
     def gapcell(a, b, sign=True):
         return "n/a" if math.isnan(a) or math.isnan(b) else f"{a - b:+.3f}"
@@ -227,12 +256,25 @@ def main():
         for t in threads:
             if (name, t) not in rows:
                 continue
-            ct = read_cldiff_timing(os.path.join(work, f"m{k}", f"timing_t{t}.txt"))
-            pl = read_pl_ops(os.path.join(work, f"m{k}", f"plops_t{t}.txt"))
-            pf = read_pl_ops(os.path.join(work, f"m{k}", f"plops_first_t{t}.txt"))
             sm = summary[(name, t)]
+            # with --op-passes N: per side the pass nearest the rounds' medians
+            cts = [read_cldiff_timing(x) for x in pass_files(work, k, "timing", t)]
+            ctw = nearest(cts, lambda x: x["warm"], sm[4])
+            ctc = nearest(cts, lambda x: x["cold"], sm[6])
+            plp = nearest([read_pl_ops(x) for x in pass_files(work, k, "plops", t)], lambda x: x["run_ms"], sm[5])
+            pfp = nearest([read_pl_ops(x) for x in pass_files(work, k, "plops_first", t)], lambda x: x["run_ms"], sm[7])
+            pl, pf = (plp[1] if plp else None), (pfp[1] if pfp else None)
+            ct = None
+            if ctw:
+                w, c = ctw[1], ctc[1]
+                ct = dict(w, cold=c["cold"], types={ty: (v[0], v[1], c["types"].get(ty, (0, 0.0, 0.0))[2])
+                                                     for ty, v in w["types"].items()})
             print()
             print(f"## {name}, {t} thread{'s' if t > 1 else ''} (warm ratio {f(sm[0])}, cold ratio {f(sm[2])})")
+            if len(cts) > 1:
+                print(f"op-by-op passes: {len(cts)}; nearest the rounds' medians: cldiff warm pass "
+                      f"{ctw[0] if ctw else '-'}, cold pass {ctc[0] if ctc else '-'}; PL warm pass "
+                      f"{plp[0] if plp else '-'}, first-run pass {pfp[0] if pfp else '-'}")
             if ct is None:
                 print(f"cldiff's per-op table missing (m{k}/timing_t{t}.txt): no op-by-op account")
                 continue

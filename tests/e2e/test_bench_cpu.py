@@ -8,7 +8,8 @@
    other than feed/fetch (`cldiff inspect`), every time >= 0 with min <= median <= max, each run's
    instructions summing to no more than its time, and the sum of the ops' minimums no more than the
    fastest run.
-2. scripts/bench_cpu.sh on the same model, 1 round, 1 thread, pinned to one CPU it may use: the summary has the
+2. scripts/bench_cpu.sh on the same model, 1 round, 1 thread, 2 op-by-op passes, pinned to one CPU
+   it may use: the summary has the
    spread columns, the op-by-op section a per-op-type table with Paddle-Lite columns, warm and first
    run (instructions mapped to ops), the rows outside the ops, op_types.tsv its columns and a
    conv2d row timed on both sides, warm and cold.
@@ -135,7 +136,7 @@ if not pin:
     print("note: no taskset: bench_cpu.sh runs unpinned here")
 env = dict(os.environ, CLDIFF=CLDIFF)
 b = subprocess.run(["bash", os.path.join(SRC, "scripts", "bench_cpu.sh"), "--models", mdir, "--rounds", "1",
-                    "--threads", "1", "--repeat", "3", "--sdk", sdk, "--work", work] + pin,
+                    "--threads", "1", "--repeat", "3", "--op-passes", "2", "--sdk", sdk, "--work", work] + pin,
                    capture_output=True, text=True, timeout=600, env=env)
 c.ok(b.returncode == 0, "bench_cpu.sh: exit 0", (b.stderr + b.stdout)[-800:])
 out = b.stdout
@@ -149,6 +150,10 @@ c.ok(not pin or "pinned: taskset -c %d" % cpu in out, "--pin %d: the header says
      out[:300])
 c.ok("| op type | ops | cldiff warm ms | PL warm ms | ratio | gap ms |" in out, "op-by-op: the per-op-type table",
      out[-1500:])
+c.ok(re.search(r"^op-by-op passes: 2; nearest the rounds' medians: cldiff warm pass [12], cold pass [12]; PL warm pass "
+               r"[12], first-run pass [12]$", out, re.M) and all(os.path.isfile(os.path.join(work, "m1", x)) for x in
+                                                                 ("timing_t1.p2.txt", "plops_t1.p2.txt", "plops_first_t1.p2.txt")),
+     "--op-passes 2: a second pass after the rounds, each side's nearest pass named", out[-2500:])
 c.ok("1 of 1 model x thread rows with op times mapped" in out, "op-by-op: the instructions mapped to the ops",
      out[-600:])
 tsv = os.path.join(work, "op_types.tsv")
