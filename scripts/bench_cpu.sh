@@ -4,7 +4,7 @@
 #
 #   scripts/bench_cpu.sh [--cldiff PATH] [--models DIR] [--zoo DIR] [--only a.nb,b.nb]
 #                        [--rounds N] [--threads "1 2"] [--repeat N] [--warmup N] [--sdk DIR]
-#                        [--work DIR] [--cpu-opt KEY=VALUE]...
+#                        [--work DIR] [--cpu-opt KEY=VALUE]... [--pin CPUS] [--op-passes N]
 #
 # Models: every *fp32*.nb of --models (default ../shared/models) and of --zoo (optional), with
 # the input shapes of shapes.txt in that folder. --zoo may also be a zoo root as scripts/zoo
@@ -20,12 +20,25 @@
 #   PL       probes/paddle-lite/pl_probe_runner built against the Paddle-Lite x86 SDK
 #            (.paddle-lite/sdk-x86_64-ubuntu24 on Ubuntu, sdk-x86_64-debian12 otherwise):
 #            first = run_ms with --warmup 0 (first run after load), warm = run_ms after
-#            --warmup W (default 3)
-# and prints per model and thread count the medians and the ratios cldiff/PL (warm/warm,
-# cold/first); cldiff's per-op-type and heaviest-op tables (cpu:timing=1) of each model and
-# thread count are kept in the work folder (m<k>/timing_t<T>.txt). A model Paddle-Lite x86
-# cannot run (an ARM-only .nb) gets "n/a" and the reason. --cpu-opt KEY=VALUE adds
-# --backend-opt cpu:KEY=VALUE to cldiff's timed runs (an A/B, e.g. prepare_threads=1).
+#            --warmup W (default 3) --repeat R: the median of R timed runs in one process
+# and prints per model and thread count the medians, the ratios cldiff/PL (warm/warm,
+# cold/first) and their spread over the rounds (min-max of each side; a ratio whose spread
+# holds 1.0 is marked ~: this run cannot tell it from 1.0). Then the gap op by op: once per
+# model and thread count (processes of their own, so the hooks do not touch the times above)
+# cldiff with cpu:timing=1 (m<k>/timing_t<T>.txt) and the runner with --op-times (the wall
+# time of each Paddle-Lite instruction, median of R runs after W warm-ups:
+# m<k>/plops_t<T>.txt; and its first run after load, m<k>/plops_first_t<T>.txt); instruction k
+# is the model's k-th op other than feed/fetch (the op list of `cldiff inspect`,
+# m<k>/inspect.txt), used only where the counts agree (said in the output where they do not).
+# Per model and thread count: a table per op type (cldiff warm ms, PL warm ms, ratio, the gap in
+# ms, largest first; then cldiff's cold = the type's prepare + run 1 against PL's first run) and
+# the heaviest ops of both; all of it also as TSV (op_types.tsv, ops.tsv in the work folder).
+# A model Paddle-Lite x86 cannot run (an ARM-only .nb) gets "n/a" and the reason. --cpu-opt
+# KEY=VALUE adds --backend-opt cpu:KEY=VALUE to cldiff's timed runs (an A/B, e.g.
+# prepare_threads=1). --pin CPUS runs both sides under `taskset -c CPUS` (the same CPUs for
+# both; default: not pinned). --op-passes N (default 1): the op-by-op processes once before the
+# rounds and N-1 times after them; the report takes, per side, the pass nearest the rounds'
+# medians (a noisy machine: 2 or 3).
 set -u
 SRC=$(cd "$(dirname "$0")/.." && pwd)
 CLDIFF=${CLDIFF:-$SRC/build/cldiff}
@@ -39,10 +52,12 @@ WARMUP=3
 SDK=""
 WORK=""
 CPUOPT=()
+PIN=""
+OPPASSES=1
 PY=$SRC/.venv/bin/python
 [ -x "$PY" ] || PY=python3
 
-usage() { sed -n '2,28p' "$0" | sed 's/^# \{0,1\}//'; exit "${1:-2}"; }
+usage() { sed -n '2,41p' "$0" | sed 's/^# \{0,1\}//'; exit "${1:-2}"; }
 while [ $# -gt 0 ]; do
     case "$1" in
     --cldiff) CLDIFF=$2; shift 2 ;;
@@ -56,6 +71,8 @@ while [ $# -gt 0 ]; do
     --sdk) SDK=$2; shift 2 ;;
     --work) WORK=$2; shift 2 ;;
     --cpu-opt) CPUOPT+=(--backend-opt "cpu:$2"); shift 2 ;;
+    --pin) PIN=$2; shift 2 ;;
+    --op-passes) OPPASSES=$2; shift 2 ;;
     -h|--help) usage 0 ;;
     *) echo "bench_cpu.sh: unknown argument '$1'" >&2; usage ;;
     esac
@@ -63,6 +80,14 @@ done
 [ -x "$CLDIFF" ] || { echo "bench_cpu.sh: $CLDIFF not built (cmake --build build)" >&2; exit 2; }
 [ -d "$MODELS" ] || { echo "bench_cpu.sh: model folder $MODELS not found (--models DIR)" >&2; exit 2; }
 "$PY" -c 'import numpy, h5py' 2>/dev/null || { echo "bench_cpu.sh: $PY lacks numpy or h5py" >&2; exit 2; }
+case "$ROUNDS$REPEAT$WARMUP$OPPASSES" in *[!0-9]*) echo "bench_cpu.sh: --rounds, --repeat, --warmup and --op-passes take whole numbers" >&2; exit 2 ;; esac
+[ "$ROUNDS" -ge 1 ] && [ "$REPEAT" -ge 1 ] && [ "$OPPASSES" -ge 1 ] || { echo "bench_cpu.sh: --rounds, --repeat and --op-passes must be >= 1" >&2; exit 2; }
+if [ -n "$PIN" ]; then
+    command -v taskset >/dev/null || { echo "bench_cpu.sh: --pin needs taskset (apt-get install util-linux)" >&2; exit 2; }
+    taskset -c "$PIN" true 2>/dev/null || { echo "bench_cpu.sh: --pin $PIN: taskset cannot run on those CPUs (give a list such as 2,3 or 0-3 of this machine's CPUs)" >&2; exit 2; }
+fi
+# both sides' timed commands: under taskset -c CPUS with --pin
+pinned() { if [ -n "$PIN" ]; then taskset -c "$PIN" "$@"; else "$@"; fi; }
 if [ -z "$SDK" ]; then
     if grep -qi '^ID=ubuntu' /etc/os-release 2>/dev/null; then SDK=$SRC/.paddle-lite/sdk-x86_64-ubuntu24
     else SDK=$SRC/.paddle-lite/sdk-x86_64-debian12; fi
@@ -76,7 +101,7 @@ RES=$WORK/results.tsv
 PLR=""
 if [ -f "$SDK/include/paddle_api.h" ] && [ -f "$SDK/lib/libpaddle_light_api_shared.so" ]; then
     if g++ -O2 -std=c++11 "$SRC/probes/paddle-lite/pl_probe_runner.cc" -I"$SDK/include" -L"$SDK/lib" \
-        -lpaddle_light_api_shared -Wl,-rpath,"$SDK/lib" -o "$WORK/pl_probe_runner" 2>"$WORK/plr_build.log"; then
+        -lpaddle_light_api_shared -Wl,-rpath,"$SDK/lib" -ldl -o "$WORK/pl_probe_runner" 2>"$WORK/plr_build.log"; then
         PLR=$WORK/pl_probe_runner
     else
         echo "bench_cpu.sh: building the Paddle-Lite runner failed: $WORK/plr_build.log (cldiff columns only)" >&2
@@ -134,6 +159,9 @@ while IFS=$'\t' read -r m shp; do
     mkdir -p "$d/in" "$d/pl"
     # shellcheck disable=SC2086
     "$CLDIFF" run --backends cpu "$m" $shp --layers outputs --threads 1 --quiet --out "$d/ref" </dev/null >"$d/ref.log" 2>&1
+    # the op list (instruction k of Paddle-Lite = op k other than feed/fetch)
+    # shellcheck disable=SC2086
+    "$CLDIFF" inspect "$m" $shp </dev/null >"$d/inspect.txt" 2>&1
     "$PY" - "$d/ref/dump.h5" "$d/in" "$CLDIFF" "$m" "$shp" <<'EOF' >>"$d/ref.log" 2>&1
 import subprocess, sys, h5py, numpy as np
 dump, out, cldiff, model, shp = sys.argv[1:6]
@@ -154,7 +182,7 @@ done <"$LIST"
 one_cldiff() { # model-index threads
     local d=$WORK/m$1 m=$2 shp=$3 t=$4
     # shellcheck disable=SC2086
-    if "$CLDIFF" run --backends cpu "$m" $shp --layers outputs --threads "$t" --quiet "${CPUOPT[@]}" \
+    if pinned "$CLDIFF" run --backends cpu "$m" $shp --layers outputs --threads "$t" --quiet "${CPUOPT[@]}" \
         --backend-opt cpu:repeat="$REPEAT" --out "$d/c$t" </dev/null >"$d/c$t.log" 2>&1; then
         "$PY" -c 'import sys,h5py; a=h5py.File(sys.argv[1],"r")["runs/cpu"].attrs; print(a["cold_ms"], a.get("warm_ms", a["cold_ms"]))' \
             "$d/c$t/dump.h5" 2>/dev/null || echo "nan nan"
@@ -162,28 +190,42 @@ one_cldiff() { # model-index threads
         echo "nan nan"
     fi
 }
-one_pl() { # model-index model threads warmup
-    local d=$WORK/m$1 m=$2 t=$3 w=$4
-    [ -n "$PLR" ] || { echo nan; return; }
-    if "$PLR" "$m" "$d/in" "$d/pl" --threads "$t" --warmup "$w" </dev/null >"$d/pl$t.log" 2>&1; then
-        awk '$1 == "run_ms" {print $2}' "$d/pl/run.txt"
+one_pl() { # model-index model threads warmup repeat: "run_ms min max" (the median of the timed runs)
+    local d=$WORK/m$1 m=$2 t=$3 w=$4 n=$5
+    [ -n "$PLR" ] || { echo "nan nan nan"; return; }
+    rm -f "$d/pl/run.txt"
+    if pinned "$PLR" "$m" "$d/in" "$d/pl" --threads "$t" --warmup "$w" --repeat "$n" </dev/null >"$d/pl$t.log" 2>&1; then
+        awk '$1 == "run_ms" {v = $2} $1 == "run_ms_min" {lo = $2} $1 == "run_ms_max" {hi = $2}
+             END {if (v == "") print "nan nan nan"; else print v, (lo == "" ? v : lo), (hi == "" ? v : hi)}' "$d/pl/run.txt"
     else
-        echo nan
+        echo "nan nan nan"
     fi
 }
 
-# per-op-type and heaviest-op tables of each model and thread count (cpu:timing=1), once: the
-# op-by-op account of a ratio
-k=0
-while IFS=$'\t' read -r m shp; do
-    k=$((k + 1))
-    for t in $THREADS; do
-        # shellcheck disable=SC2086
-        "$CLDIFF" run --backends cpu "$m" $shp --layers outputs --threads "$t" --quiet "${CPUOPT[@]}" \
-            --backend-opt cpu:repeat="$REPEAT" --backend-opt cpu:timing=1 --out "$WORK/m$k/tt$t" \
-            </dev/null >/dev/null 2>"$WORK/m$k/timing_t$t.txt" || true
-    done
-done <"$LIST"
+# per-op-type and heaviest-op tables of each model and thread count (cpu:timing=1), and Paddle-Lite's
+# time per instruction (--op-times), in processes of their own: the op-by-op account of a ratio. Pass 1
+# before the rounds (files m<k>/timing_t<T>.txt, plops_t<T>.txt, plops_first_t<T>.txt), passes 2..N
+# after them (the same names with .p<N> before .txt); the report takes, per side, the pass closest
+# to the rounds' medians.
+hooked_pass() { # suffix
+    local k=0 m shp t
+    while IFS=$'\t' read -r m shp; do
+        k=$((k + 1))
+        for t in $THREADS; do
+            # shellcheck disable=SC2086
+            pinned "$CLDIFF" run --backends cpu "$m" $shp --layers outputs --threads "$t" --quiet "${CPUOPT[@]}" \
+                --backend-opt cpu:repeat="$REPEAT" --backend-opt cpu:timing=1 --out "$WORK/m$k/tt$t" \
+                </dev/null >/dev/null 2>"$WORK/m$k/timing_t$t$1.txt" || true
+            rm -f "$WORK/m$k/plops_t$t$1.txt" "$WORK/m$k/plops_first_t$t$1.txt"
+            [ -n "$PLR" ] && { pinned "$PLR" "$m" "$WORK/m$k/in" "$WORK/m$k/plo" --threads "$t" --warmup "$WARMUP" \
+                --repeat "$REPEAT" --op-times "$WORK/m$k/plops_t$t$1.txt" </dev/null >"$WORK/m$k/plops_t$t$1.log" 2>&1 || true; }
+            # the first run after load, op by op (each kernel's PrepareForRun runs inside its first launch)
+            [ -n "$PLR" ] && { pinned "$PLR" "$m" "$WORK/m$k/in" "$WORK/m$k/plo" --threads "$t" --warmup 0 \
+                --op-times "$WORK/m$k/plops_first_t$t$1.txt" </dev/null >"$WORK/m$k/plops_first_t$t$1.log" 2>&1 || true; }
+        done
+    done <"$LIST"
+}
+hooked_pass ""
 
 for r in $(seq 1 "$ROUNDS"); do
     k=0
@@ -191,61 +233,15 @@ for r in $(seq 1 "$ROUNDS"); do
         k=$((k + 1))
         for t in $THREADS; do
             read -r cc cw < <(one_cldiff "$k" "$m" "$shp" "$t")
-            pf=$(one_pl "$k" "$m" "$t" 0)
-            pw=$(one_pl "$k" "$m" "$t" "$WARMUP")
-            printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$(basename "$m")" "$t" "$r" "$cc" "$cw" "$pf" "$pw" >>"$RES"
+            read -r pf _ _ < <(one_pl "$k" "$m" "$t" 0 1)
+            read -r pw pwlo pwhi < <(one_pl "$k" "$m" "$t" "$WARMUP" "$REPEAT")
+            printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$(basename "$m")" "$t" "$r" "$cc" "$cw" "$pf" "$pw" \
+                "$pwlo" "$pwhi" >>"$RES"
         done
     done <"$LIST"
     echo "bench_cpu.sh: round $r of $ROUNDS done" >&2
 done
+for p in $(seq 2 "$OPPASSES"); do hooked_pass ".p$p"; done
 
-"$PY" - "$RES" "$WORK" "$REPEAT" "$WARMUP" "$ROUNDS" <<'EOF'
-import math, sys, statistics
-res, work, repeat, warmup, rounds = sys.argv[1:6]
-rows = {}
-for line in open(res):
-    m, t, r, cc, cw, pf, pw = line.rstrip("\n").split("\t")
-    rows.setdefault((m, int(t)), []).append([float(x) for x in (cc, cw, pf, pw)])
-def med(v):
-    v = [x for x in v if not math.isnan(x)]
-    return statistics.median(v) if v else float("nan")
-def f(x, p=1):
-    return "n/a" if math.isnan(x) else f"{x:.{p}f}"
-print(f"# cldiff CPU vs Paddle-Lite x86: medians of {rounds} interleaved rounds (ms); cldiff cpu:repeat={repeat}, "
-      f"PL warm after --warmup {warmup}")
-print("# cldiff cold = cold_ms: backend open + prepare (filters packed) + run 1, less the dump writes of its outputs "
-      "(cold_probes_ms); PL first = run_ms of its first Run() (PrepareForRun inside; load, input copy and output "
-      "fetch outside): docs/cpu-backend.md \"Timing\"")
-print("| model | threads | cldiff cold | cldiff warm | PL first | PL warm | warm ratio cldiff/PL | cold ratio cldiff/PL first |")
-print("|---|---:|---:|---:|---:|---:|---:|---:|")
-for (m, t), v in sorted(rows.items()):
-    cc, cw, pf, pw = (med([x[i] for x in v]) for i in range(4))
-    print(f"| {m} | {t} | {f(cc, 2)} | {f(cw, 2)} | {f(pf, 2)} | {f(pw, 2)} | {f(cw / pw, 2)} | {f(cc / pf, 2)} |")
-print(f"(work folder: {work}; a n/a PL column: see m*/pl<T>.log there; cldiff's per-op-type and heaviest-op "
-      f"tables: m<k>/timing_t<T>.txt, m<k> being line k of {work}/models.tsv)")
-# where each cold run went: the parts cpu:timing=1 printed (one process per model and thread count)
-import glob, os, re
-names = [os.path.basename(l.split("\t")[0]) for l in open(os.path.join(work, "models.tsv")) if l.strip()]
-num = r"(-?[0-9.]+)"
-pats = {"cold": r"cold " + num + r" ms \(open", "open": r"cold = open " + num, "prep": r"\+ prepare " + num + r" \(",
-        "pool": r"prepare: pool " + num, "hooks": r"op hooks \(attributes, packed filters\) " + num,
-        "ops": r"\+ ops " + num, "wops": r"warm ops " + num, "exe": r"\+ executor " + num,
-        "fp": r"open \+ prepare (\d+), run 1", "fr": r"run 1 (\d+),"}
-parts = []
-for k, name in enumerate(names, 1):
-    for tf in sorted(glob.glob(os.path.join(work, f"m{k}", "timing_t*.txt"))):
-        txt = open(tf).read()
-        got = {key: re.search(p, txt) for key, p in pats.items()}
-        if all(got.values()):
-            parts.append((name, tf.rsplit("_t", 1)[1][:-4], {key: float(g.group(1)) for key, g in got.items()}))
-if parts:
-    print()
-    print("# cldiff's cold run in parts (ms; one process each, cpu:timing=1: m<k>/timing_t<T>.txt): prepare = the "
-          "pool's fill + the op hooks (attributes, packed filters; summed over threads) + setup; page faults of "
-          "prepare and of run 1")
-    print("| model | threads | cold | open | prepare | pool | op hooks | ops cold | ops warm | executor | page faults |")
-    print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
-    for name, t, v in parts:
-        print(f"| {name} | {t} | {v['cold']:.2f} | {v['open']:.3f} | {v['prep']:.3f} | {v['pool']:.3f} | "
-              f"{v['hooks']:.3f} | {v['ops']:.3f} | {v['wops']:.3f} | {v['exe']:.3f} | {int(v['fp'])} + {int(v['fr'])} |")
-EOF
+# the tables (scripts/bench_cpu_report.py): summary with spreads, cold parts, the gap op by op
+"$PY" "$SRC/scripts/bench_cpu_report.py" "$RES" "$WORK" "$REPEAT" "$WARMUP" "$ROUNDS" "$PIN"

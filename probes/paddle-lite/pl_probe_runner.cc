@@ -3,7 +3,8 @@
 // GetInput/GetOutput) and saves every output as a .npy file, for `cldiff import`.
 //
 //   pl_probe_runner probed.nb IN_DIR OUT_DIR [--threads N] [--power-mode high|low|full|no_bind]
-//                   [--opencl-precision auto|fp16|fp32] [--warmup N] [--trace FILE]
+//                   [--opencl-precision auto|fp16|fp32] [--warmup N] [--repeat N] [--trace FILE]
+//                   [--op-times FILE]
 //
 // IN_DIR/input_<k>.npy is model input k (feed col order; float32, int32, int64, uint8 or
 // int8, little-endian, C order); OUT_DIR/out_<i>.npy is GetOutput(i) for every output
@@ -17,6 +18,21 @@
 // dies"). It needs the library to call its instruction runner through its dynamic symbol table
 // (the x86 SDKs do; the armv8 tiny publish hides it): the runner defines that one symbol, counts,
 // and calls the library's own. Where the library does not call it the file stays empty.
+//
+// --warmup W --repeat N: W untimed Run() calls, then N timed ones (default 1); run.txt's run_ms is
+// the median of the N (the one run's time when N is 1, as before), and with N > 1 run.txt also
+// has runs, run_ms_min and run_ms_max. --trace covers the first timed run.
+//
+// --op-times FILE: the wall time of every top-level instruction of each timed Run(), through the
+// same hook (feed and fetch are not instructions that run; a sub-block's instructions count in
+// their while/conditional_block op's time). FILE gets "runs N", "instructions K" (the number of
+// top-level instructions every timed run ran; "instructions varies MIN MAX" and no op lines when
+// the runs differ; 0 when the library does not call the hook), "run_ms"/"run_ms_min"/"run_ms_max"
+// of these runs (the hook's clock reads inside them), one "run R TOTAL_MS OPS_MS" per timed run
+// (its time and the sum of its instructions' times) and one "op K MEDIAN_MS MIN_MS MAX_MS" per
+// instruction K over the N runs. Timing every op costs two clock reads per op: time the run
+// without --op-times in a process of its own (scripts/bench_cpu.sh does).
+#include <algorithm>
 #include <chrono>
 #include <cstdint>
 #include <cstdio>
@@ -52,6 +68,23 @@ struct Npy {
 int g_trace_fd = -1;
 long g_trace_next = 0;
 int g_trace_depth = 0;
+// --op-times: on during the timed runs; this run's time of each top-level instruction, ms (the
+// capacity is reserved before the runs, so the hook does not allocate while timing)
+bool g_time_ops = false;
+std::vector<double> g_op_ms;
+
+double ms_between(std::chrono::steady_clock::time_point a, std::chrono::steady_clock::time_point b) {
+  return std::chrono::duration<double, std::milli>(b - a).count();
+}
+
+// median of a copy (the mean of the middle two for an even count); min and max
+void stats(std::vector<double> v, double* med, double* lo, double* hi) {
+  std::sort(v.begin(), v.end());
+  size_t n = v.size();
+  *med = n ? (n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2])) : 0.0;
+  *lo = n ? v.front() : 0.0;
+  *hi = n ? v.back() : 0.0;
+}
 
 int fail(int code, const std::string& msg) {
   std::fprintf(stderr, "pl_probe_runner: %s\n", msg.c_str());
@@ -134,6 +167,47 @@ void fill_input(Tensor* t, const Npy& n) {
   std::memcpy(t->mutable_data<T>(), n.data.data(), n.data.size());
 }
 
+// --op-times FILE (the format: the header above); returns an empty message on success
+std::string write_op_times(const std::string& path, const std::vector<double>& runs_ms,
+                           const std::vector<std::vector<double>>& op_runs, const std::vector<long>& inst_counts) {
+  std::ofstream f(path);
+  if (!f) return "cannot write the op-times file " + path;
+  long lo = *std::min_element(inst_counts.begin(), inst_counts.end());
+  long hi = *std::max_element(inst_counts.begin(), inst_counts.end());
+  double med, mn, mx;
+  stats(runs_ms, &med, &mn, &mx);
+  f << "# pl_probe_runner --op-times: ms of each top-level instruction of the timed runs (feed and fetch do not "
+       "run as instructions)\nruns "
+    << runs_ms.size() << "\n";
+  if (lo != hi)
+    f << "instructions varies " << lo << " " << hi << "\n";
+  else
+    f << "instructions " << lo << "\n";
+  f << "run_ms " << med << "\nrun_ms_min " << mn << "\nrun_ms_max " << mx << "\n";
+  for (size_t r = 0; r < runs_ms.size(); r++) {
+    double sum = 0;
+    for (double x : op_runs[r]) sum += x;
+    f << "run " << r << " " << runs_ms[r] << " " << sum << "\n";
+  }
+  if (lo == hi) {
+    for (long k = 0; k < lo; k++) {
+      std::vector<double> v;
+      for (const std::vector<double>& o : op_runs) v.push_back(o[static_cast<size_t>(k)]);
+      stats(v, &med, &mn, &mx);
+      f << "op " << k << " " << med << " " << mn << " " << mx << "\n";
+    }
+  }
+  if (lo == 0)
+    std::fprintf(stderr,
+                 "pl_probe_runner: no instruction reached the runner's hook (this library does not call "
+                 "Instruction::Run through its dynamic symbol table): %s has no op times\n",
+                 path.c_str());
+  else if (lo != hi)
+    std::fprintf(stderr, "pl_probe_runner: the timed runs ran %ld to %ld instructions: %s has no op lines\n", lo, hi,
+                 path.c_str());
+  return f ? "" : "cannot write the op-times file " + path;
+}
+
 }  // namespace
 
 // The library's instruction runner (one call per op of the program, in order), by its exported
@@ -147,7 +221,8 @@ extern "C" void pl_runner_instruction_run(void* inst) {
     std::fprintf(stderr, "pl_probe_runner: the library's Instruction::Run was not found (dlsym: %s)\n", dlerror());
     std::abort();
   }
-  if (g_trace_depth == 0) {
+  bool top = g_trace_depth == 0;
+  if (top) {
     if (g_trace_fd >= 0) {
       char line[32];
       int n = std::snprintf(line, sizeof line, "op %ld\n", g_trace_next);
@@ -159,7 +234,14 @@ extern "C" void pl_runner_instruction_run(void* inst) {
     g_trace_next++;
   }
   g_trace_depth++;
-  next(inst);
+  if (top && g_time_ops) {
+    auto a = std::chrono::steady_clock::now();
+    next(inst);
+    auto b = std::chrono::steady_clock::now();
+    g_op_ms.push_back(ms_between(a, b));
+  } else {
+    next(inst);
+  }
   g_trace_depth--;
 }
 
@@ -167,12 +249,13 @@ int main(int argc, char** argv) {
   if (argc < 4) {
     std::fprintf(stderr,
                  "usage: %s probed.nb IN_DIR OUT_DIR [--threads N] [--power-mode high|low|full|no_bind]\n"
-                 "          [--opencl-precision auto|fp16|fp32] [--warmup N] [--trace FILE]\n",
+                 "          [--opencl-precision auto|fp16|fp32] [--warmup N] [--repeat N] [--trace FILE]\n"
+                 "          [--op-times FILE]\n",
                  argv[0]);
     return 2;
   }
-  std::string model = argv[1], in_dir = argv[2], out_dir = argv[3], cl_prec, trace;
-  int threads = 1, warmup = 0;
+  std::string model = argv[1], in_dir = argv[2], out_dir = argv[3], cl_prec, trace, op_times;
+  int threads = 1, warmup = 0, repeat = 1;
   std::string power = "no_bind";
   for (int i = 4; i < argc; i++) {
     std::string a = argv[i];
@@ -183,6 +266,14 @@ int main(int argc, char** argv) {
     else if (a == "--opencl-precision") cl_prec = v;
     else if (a == "--warmup") warmup = std::atoi(v.c_str());
     else if (a == "--trace") trace = v;
+    else if (a == "--op-times") op_times = v;
+    else if (a == "--repeat") {
+      char* end = nullptr;
+      long n = std::strtol(v.c_str(), &end, 10);
+      if (end == v.c_str() || *end || n < 1 || n > 1000000)
+        return fail(2, "--repeat " + v + ": give a whole number of timed runs from 1 to 1000000");
+      repeat = static_cast<int>(n);
+    }
     else return fail(2, "unknown option " + a);
   }
   MobileConfig config;
@@ -232,20 +323,39 @@ int main(int argc, char** argv) {
     g_trace_fd = open(trace.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_APPEND, 0644);
     if (g_trace_fd < 0) return fail(2, "cannot write the trace file " + trace);
   }
-  g_trace_next = 0;
-  auto t2 = std::chrono::steady_clock::now();
-  pred->Run();
-  if (g_trace_fd >= 0) close(g_trace_fd);
-  g_trace_fd = -1;
-  auto t3 = std::chrono::steady_clock::now();
+  std::vector<double> runs_ms;                // each timed run
+  std::vector<std::vector<double>> op_runs;  // --op-times: each timed run's instruction times
+  std::vector<long> inst_counts;              // top-level instructions of each timed run
+  g_time_ops = !op_times.empty();
+  if (g_time_ops) g_op_ms.reserve(1 << 16);
+  for (int r = 0; r < repeat; r++) {
+    g_trace_next = 0;
+    g_op_ms.clear();
+    auto t2 = std::chrono::steady_clock::now();
+    pred->Run();
+    auto t3 = std::chrono::steady_clock::now();
+    if (g_trace_fd >= 0) close(g_trace_fd);  // the first timed run only
+    g_trace_fd = -1;
+    runs_ms.push_back(ms_between(t2, t3));
+    inst_counts.push_back(g_trace_next);
+    if (g_time_ops) op_runs.push_back(g_op_ms);
+  }
+  g_time_ops = false;
+  double run_med, run_min, run_max;
+  stats(runs_ms, &run_med, &run_min, &run_max);
+  if (!op_times.empty()) {
+    std::string e = write_op_times(op_times, runs_ms, op_runs, inst_counts);
+    if (!e.empty()) return fail(2, e);
+  }
   std::fprintf(stderr, "pl_probe_runner: phase fetch\n");
   std::fflush(stderr);
   std::vector<std::string> out_names = pred->GetOutputNames();
   std::ofstream info(out_dir + "/run.txt");
   info << "model " << model << "\nversion " << pred->GetVersion() << "\nthreads " << threads << "\npower_mode " << power
        << "\nopencl_precision " << (cl_prec.empty() ? "-" : cl_prec) << "\nload_ms "
-       << std::chrono::duration<double, std::milli>(t1 - t0).count() << "\nrun_ms "
-       << std::chrono::duration<double, std::milli>(t3 - t2).count() << "\noutputs " << out_names.size() << "\n";
+       << ms_between(t0, t1) << "\nrun_ms " << run_med << "\n";
+  if (repeat > 1) info << "runs " << repeat << "\nrun_ms_min " << run_min << "\nrun_ms_max " << run_max << "\n";
+  info << "outputs " << out_names.size() << "\n";
   for (size_t i = 0; i < out_names.size(); i++) {
     std::unique_ptr<const Tensor> t = pred->GetOutput(static_cast<int>(i));
     std::vector<int64_t> shape = t->shape();
@@ -282,7 +392,7 @@ int main(int argc, char** argv) {
     }
     info << "out_" << i << " " << out_names[i] << " " << descr << "\n";
   }
-  std::fprintf(stderr, "pl_probe_runner: %zu outputs saved in %s (run %.2f ms)\n", out_names.size(), out_dir.c_str(),
-               std::chrono::duration<double, std::milli>(t3 - t2).count());
+  std::fprintf(stderr, "pl_probe_runner: %zu outputs saved in %s (run %.2f ms%s)\n", out_names.size(), out_dir.c_str(),
+               run_med, repeat > 1 ? ", the median of the timed runs" : "");
   return 0;
 }
