@@ -473,12 +473,34 @@ __attribute__((target("avx2,fma"))) static void dw_rows256(const dw_geo *d, cons
     }
 }
 
-/* The block's nc input planes (x: the first) into the padded scratch, 16 columns of a row at a
- * time through ocv_tr16. */
+/* The block's nc input planes (x: the first) into the padded scratch through ocv_tr16: 16
+ * values of the flattened plane at a time where whole rows go in (cols == W: a 4-wide map
+ * takes four rows per transpose, where one per row left 12 of its 16 columns empty), else 16
+ * columns of a row at a time. Only the window [pt, pt + rows) x [pl, pl + cols) is written. */
 __attribute__((target("avx512f"))) static void dw_in512(const dw_geo *d, const float *x, int nc, int rows, int cols,
                                                         float *xt) {
     const cd_conv_direct_geo *g = d->g;
     const size_t HW = (size_t)g->H * g->W;
+    if (cols == g->W) {
+        const int nall = rows * g->W;
+        int iy = 0, ix = 0; /* the pixel of f0 */
+        for (int f0 = 0; f0 < nall; f0 += 16) {
+            const int n = nall - f0 < 16 ? nall - f0 : 16;
+            const __mmask16 m = (__mmask16)((1u << n) - 1u);
+            __m512 r[16], c[16];
+            for (int l = 0; l < 16; l++)
+                r[l] = l < nc ? _mm512_maskz_loadu_ps(m, x + l * HW + f0) : _mm512_setzero_ps();
+            ocv_tr16(r, c);
+            for (int p = 0; p < n; p++) {
+                _mm512_storeu_ps(xt + ((size_t)(iy + g->pt) * d->Wp + g->pl + ix) * CD_OCV_BLOCK, c[p]);
+                if (++ix == g->W) {
+                    ix = 0;
+                    iy++;
+                }
+            }
+        }
+        return;
+    }
     for (int iy = 0; iy < rows; iy++)
         for (int ix0 = 0; ix0 < cols; ix0 += 16) {
             const int n = cols - ix0 < 16 ? cols - ix0 : 16;
@@ -498,11 +520,13 @@ static void dw_block(const dw_geo *d, int level, const float *x, float *y, int C
                      float *buf, const cd_conv_ocv_epi *epi) {
     const cd_conv_direct_geo *g = d->g;
     const int c0 = cb * CD_OCV_BLOCK, nc = C - c0 < CD_OCV_BLOCK ? C - c0 : CD_OCV_BLOCK, KHW = g->KH * g->KW;
-    memset(xt, 0, (size_t)d->Hp * d->Wp * CD_OCV_BLOCK * sizeof(float));
+    /* the padding frame of xt is zero from its allocation and never written: only the window
+     * [pt, pt + rows) x [pl, pl + cols) is, the same one for every block */
     const int rows = g->H < d->Hp - g->pt ? g->H : d->Hp - g->pt, cols = g->W < d->Wp - g->pl ? g->W : d->Wp - g->pl;
-    if (level == 2)
+    if (level == 2) {
         dw_in512(d, x + (size_t)c0 * g->H * g->W, nc, rows, cols, xt);
-    else
+        pack512(d->w + (size_t)c0 * KHW, nc, KHW, wt);
+    } else {
         for (int l = 0; l < nc; l++) {
             const float *xs = x + (size_t)(c0 + l) * g->H * g->W;
             for (int iy = 0; iy < rows; iy++) {
@@ -511,10 +535,23 @@ static void dw_block(const dw_geo *d, int level, const float *x, float *y, int C
                 for (int ix = 0; ix < cols; ix++) dr[(size_t)ix * CD_OCV_BLOCK] = sr[ix];
             }
         }
-    for (int k = 0; k < KHW; k++)
-        for (int l = 0; l < CD_OCV_BLOCK; l++)
-            wt[k * CD_OCV_BLOCK + l] = l < nc ? d->w[(size_t)(c0 + l) * KHW + k] : 0.0f;
+        for (int k = 0; k < KHW; k++)
+            for (int l = 0; l < CD_OCV_BLOCK; l++)
+                wt[k * CD_OCV_BLOCK + l] = l < nc ? d->w[(size_t)(c0 + l) * KHW + k] : 0.0f;
+    }
     const ocv_job j = {NULL, NULL, NULL, NULL, y, KHW, C, g->Ho * g->Wo, epi};
+    if (level == 2 && g->Wo <= DW_PMAX) {
+        /* whole rows, up to 16 pixels (contiguous in the output plane) per store: one transpose
+         * and one masked store per channel for four rows of a 4-wide map */
+        const int rpt = OCV_PMAX / g->Wo;
+        for (int oy = 0; oy < g->Ho; oy += rpt) {
+            const int nr = g->Ho - oy < rpt ? g->Ho - oy : rpt;
+            for (int r = 0; r < nr; r++)
+                dw_rows512(d, xt, wt, buf + (size_t)r * g->Wo * CD_OCV_BLOCK, oy + r, 0, g->Wo);
+            ocv_store512(&j, buf, 1, nr * g->Wo, cb, oy * g->Wo, nr * g->Wo, 1, 1);
+        }
+        return;
+    }
     const int pmax = level == 2 ? DW_PMAX : DW_PMAX / 2;
     for (int oy = 0; oy < g->Ho; oy++)
         for (int ox = 0; ox < g->Wo; ox += pmax) {
@@ -549,9 +586,9 @@ bool cd_conv_ocv_dw_f32(const cd_conv_direct_geo *g, int N, const float *W, floa
     const dw_geo d = {g, kyr, W, Hp, Wp};
     const int nb = (C + CD_OCV_BLOCK - 1) / CD_OCV_BLOCK;
     const size_t xts = (size_t)Hp * Wp * CD_OCV_BLOCK, wts = (size_t)g->KH * g->KW * CD_OCV_BLOCK;
-    const size_t per = xts + wts + DW_PMAX * CD_OCV_BLOCK + 16; /* floats per thread, +16: alignment */
+    const size_t per = xts + wts + OCV_PMAX * CD_OCV_BLOCK + 16; /* floats per thread, +16: alignment */
     const int nt = threads > 1 && (long)N * nb > 1 ? threads : 1;
-    float *scr = malloc((size_t)nt * per * sizeof(float));
+    float *scr = calloc((size_t)nt * per, sizeof(float)); /* zero: the padding frames (dw_block) */
     if (!scr) {
         free(kyr);
         return false;
