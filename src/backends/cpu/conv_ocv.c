@@ -540,15 +540,22 @@ static void dw_block(const dw_geo *d, int level, const float *x, float *y, int C
                 wt[k * CD_OCV_BLOCK + l] = l < nc ? d->w[(size_t)(c0 + l) * KHW + k] : 0.0f;
     }
     const ocv_job j = {NULL, NULL, NULL, NULL, y, KHW, C, g->Ho * g->Wo, epi};
-    if (level == 2 && g->Wo <= DW_PMAX) {
-        /* whole rows, up to 16 pixels (contiguous in the output plane) per store: one transpose
-         * and one masked store per channel for four rows of a 4-wide map */
-        const int rpt = OCV_PMAX / g->Wo;
+    if (level == 2) {
+        /* up to 16 pixels (contiguous in the output plane) per transpose and masked store per
+         * channel: whole rows of a map up to 16 wide (four rows of a 4-wide map), else 16-pixel
+         * pieces of a row; computed in runs of up to 8 pixels of a row */
+        const int rpt = g->Wo <= OCV_PMAX ? OCV_PMAX / g->Wo : 1, pw = g->Wo <= OCV_PMAX ? g->Wo : OCV_PMAX;
         for (int oy = 0; oy < g->Ho; oy += rpt) {
             const int nr = g->Ho - oy < rpt ? g->Ho - oy : rpt;
-            for (int r = 0; r < nr; r++)
-                dw_rows512(d, xt, wt, buf + (size_t)r * g->Wo * CD_OCV_BLOCK, oy + r, 0, g->Wo);
-            ocv_store512(&j, buf, 1, nr * g->Wo, cb, oy * g->Wo, nr * g->Wo, 1, 1);
+            for (int ox0 = 0; ox0 < g->Wo; ox0 += pw) {
+                const int nw = g->Wo - ox0 < pw ? g->Wo - ox0 : pw;
+                for (int r = 0; r < nr; r++)
+                    for (int ox = 0; ox < nw; ox += DW_PMAX) {
+                        const int np = nw - ox < DW_PMAX ? nw - ox : DW_PMAX;
+                        dw_rows512(d, xt, wt, buf + ((size_t)r * nw + ox) * CD_OCV_BLOCK, oy + r, ox0 + ox, np);
+                    }
+                ocv_store512(&j, buf, 1, nr * nw, cb, oy * g->Wo + ox0, nr * nw, 1, 1);
+            }
         }
         return;
     }

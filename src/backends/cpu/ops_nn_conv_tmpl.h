@@ -112,6 +112,9 @@ static void F(pack_im2col)(const void *ctxv, int k0, int kc, int n0, int nc, voi
 #ifndef DW_SMALL_WO
 #define DW_SMALL_WO 8
 #endif
+#ifndef DW_SMALL_WO512
+#define DW_SMALL_WO512 24
+#endif
 typedef NN_T F(dwvec) __attribute__((vector_size(DW_VL * sizeof(NN_T))));
 
 typedef struct {
@@ -906,7 +909,8 @@ static cd_status F(conv_fwd)(cd_op_ctx *c, const conv_geo *g, const NN_T *in, co
 #if !NN_IS_HALF
     /* depthwise on maps whose rows are shorter than DW_SMALL_WO: the vector over channels
      * (conv_ocv.h), bias and activation in its store; the same bits as F(conv_direct) */
-    if (cig == 1 && g->groups > 1 && g->Cout == g->groups && g->Wo <= DW_SMALL_WO && cd_conv_ocv_level()) {
+    const int dw_ocv = cig == 1 && g->groups > 1 && g->Cout == g->groups ? cd_conv_ocv_level() : 0;
+    if (dw_ocv && g->Wo <= (dw_ocv == 2 ? DW_SMALL_WO512 : DW_SMALL_WO)) {
         const cd_value *bv = cd_in(c, "Bias", 0);
         const bool fuse = !g->residual && cd_conv_ocv_epi_ok(&g->act);
         const cd_conv_ocv_epi epi = {bv ? (const float *)bv->data : NULL, g->act};
