@@ -540,38 +540,30 @@ static void dw_block(const dw_geo *d, int level, const float *x, float *y, int C
                 wt[k * CD_OCV_BLOCK + l] = l < nc ? d->w[(size_t)(c0 + l) * KHW + k] : 0.0f;
     }
     const ocv_job j = {NULL, NULL, NULL, NULL, y, KHW, C, g->Ho * g->Wo, epi};
-    if (level == 2) {
-        /* up to 16 pixels (contiguous in the output plane) per transpose and masked store per
-         * channel: whole rows of a map up to 16 wide (four rows of a 4-wide map), else 16-pixel
-         * pieces of a row; computed in runs of up to 8 pixels of a row */
-        const int rpt = g->Wo <= OCV_PMAX ? OCV_PMAX / g->Wo : 1, pw = g->Wo <= OCV_PMAX ? g->Wo : OCV_PMAX;
-        for (int oy = 0; oy < g->Ho; oy += rpt) {
-            const int nr = g->Ho - oy < rpt ? g->Ho - oy : rpt;
-            for (int ox0 = 0; ox0 < g->Wo; ox0 += pw) {
-                const int nw = g->Wo - ox0 < pw ? g->Wo - ox0 : pw;
-                for (int r = 0; r < nr; r++)
-                    for (int ox = 0; ox < nw; ox += DW_PMAX) {
-                        const int np = nw - ox < DW_PMAX ? nw - ox : DW_PMAX;
-                        dw_rows512(d, xt, wt, buf + ((size_t)r * nw + ox) * CD_OCV_BLOCK, oy + r, ox0 + ox, np);
-                    }
-                ocv_store512(&j, buf, 1, nr * nw, cb, oy * g->Wo + ox0, nr * nw, 1, 1);
-            }
-        }
-        return;
-    }
+    /* up to 16 pixels (contiguous in the output plane) per store (AVX-512: one transpose and
+     * one masked store per channel): whole rows of a map up to 16 wide (four rows of a 4-wide
+     * map), else 16-pixel pieces of a row; computed in runs of up to 8 (AVX2: 4) pixels of a row */
     const int pmax = level == 2 ? DW_PMAX : DW_PMAX / 2;
-    for (int oy = 0; oy < g->Ho; oy++)
-        for (int ox = 0; ox < g->Wo; ox += pmax) {
-            const int np = g->Wo - ox < pmax ? g->Wo - ox : pmax;
+    const int rpt = g->Wo <= OCV_PMAX ? OCV_PMAX / g->Wo : 1, pw = g->Wo <= OCV_PMAX ? g->Wo : OCV_PMAX;
+    for (int oy = 0; oy < g->Ho; oy += rpt) {
+        const int nr = g->Ho - oy < rpt ? g->Ho - oy : rpt;
+        for (int ox0 = 0; ox0 < g->Wo; ox0 += pw) {
+            const int nw = g->Wo - ox0 < pw ? g->Wo - ox0 : pw;
+            for (int r = 0; r < nr; r++)
+                for (int ox = 0; ox < nw; ox += pmax) {
+                    const int np = nw - ox < pmax ? nw - ox : pmax;
+                    float *bp = buf + ((size_t)r * nw + ox) * CD_OCV_BLOCK;
+                    if (level == 2)
+                        dw_rows512(d, xt, wt, bp, oy + r, ox0 + ox, np);
+                    else
+                        dw_rows256(d, xt, wt, bp, oy + r, ox0 + ox, np);
+                }
             if (level == 2)
-                dw_rows512(d, xt, wt, buf, oy, ox, np);
+                ocv_store512(&j, buf, 1, nr * nw, cb, oy * g->Wo + ox0, nr * nw, 1, 1);
             else
-                dw_rows256(d, xt, wt, buf, oy, ox, np);
-            if (level == 2)
-                ocv_store512(&j, buf, 1, np, cb, oy * g->Wo + ox, np, 1, 1);
-            else
-                ocv_store(&j, buf, 1, np, cb, oy * g->Wo + ox, np, 1, 1);
+                ocv_store(&j, buf, 1, nr * nw, cb, oy * g->Wo + ox0, nr * nw, 1, 1);
         }
+    }
 }
 #endif
 
