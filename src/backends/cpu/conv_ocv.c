@@ -567,6 +567,105 @@ static void dw_block(const dw_geo *d, int level, const float *x, float *y, int C
 }
 #endif
 
+/* ---- the transposed conv's gather pass (conv_ocv.h cd_convt_gather_f32) ----
+ * The block's 16 channels' tap rows of each input pixel (16 x tap values, tap apart) are
+ * transposed once into [pixel][tap][16], so every output's taps are whole-vector loads; each
+ * output row's sums (16 pixels at a time) are transposed back and stored one channel row at
+ * a time. The scalar pass read every tap of every channel at its own index. */
+#ifdef OCV_X86
+__attribute__((target("avx512f"))) static void convt512(const float *col, float *y, int oc0, int cog, int H, int W,
+                                                        int Ho, int Wo, int KH, int KW, int sh, int sw, int dh, int dw,
+                                                        int pt, int pl, float *ct, int *tab) {
+    const int tap = KH * KW, HW = H * W, nc = cog - oc0 < CD_OCV_BLOCK ? cog - oc0 : CD_OCV_BLOCK;
+    const size_t Mrows = (size_t)cog * tap;
+    const __mmask16 mt = (__mmask16)((1u << tap) - 1u);
+    for (int p = 0; p < HW; p++) {
+        __m512 r[16], c[16];
+        for (int l = 0; l < 16; l++)
+            r[l] = l < nc ? _mm512_maskz_loadu_ps(mt, col + (size_t)p * Mrows + (size_t)(oc0 + l) * tap)
+                          : _mm512_setzero_ps();
+        ocv_tr16(r, c);
+        for (int t = 0; t < tap; t++) _mm512_storeu_ps(ct + ((size_t)p * tap + t) * CD_OCV_BLOCK, c[t]);
+    }
+    /* per output row its taps' (ky, iy) as offsets ky * KW + iy * W * tap, per output column its
+     * (kx, ix) as kx + ix * tap, ascending ky and kx (the scalar pass's tables) */
+    int *ytab = tab, *yn = ytab + Ho * KH, *xtab = yn + Ho, *xn = xtab + Wo * KW;
+    for (int oy = 0; oy < Ho; oy++) {
+        int k = 0;
+        for (int ky = 0; ky < KH; ky++) {
+            const int t = oy + pt - ky * dh;
+            if (t < 0 || t % sh || t / sh >= H) continue;
+            ytab[oy * KH + k++] = ky * KW + t / sh * W * tap;
+        }
+        yn[oy] = k;
+    }
+    for (int ox = 0; ox < Wo; ox++) {
+        int k = 0;
+        for (int kx = 0; kx < KW; kx++) {
+            const int t = ox + pl - kx * dw;
+            if (t < 0 || t % sw || t / sw >= W) continue;
+            xtab[ox * KW + k++] = kx + t / sw * tap;
+        }
+        xn[ox] = k;
+    }
+    const size_t HWo = (size_t)Ho * Wo;
+    for (int oy = 0; oy < Ho; oy++) {
+        const int *yl = ytab + oy * KH, ny = yn[oy];
+        for (int ox0 = 0; ox0 < Wo; ox0 += 16) {
+            const int nq = Wo - ox0 < 16 ? Wo - ox0 : 16;
+            const __mmask16 mq = (__mmask16)((1u << nq) - 1u);
+            __m512 r[16], c[16];
+            for (int q = 0; q < 16; q++) {
+                __m512 acc = _mm512_setzero_ps();
+                if (q < nq) {
+                    const int *xl = xtab + (ox0 + q) * KW, nx = xn[ox0 + q];
+                    for (int i = 0; i < ny; i++)
+                        for (int jx = 0; jx < nx; jx++)
+                            acc = _mm512_add_ps(acc, _mm512_loadu_ps(ct + (size_t)(yl[i] + xl[jx]) * CD_OCV_BLOCK));
+                }
+                r[q] = acc;
+            }
+            ocv_tr16(r, c);
+            for (int l = 0; l < nc; l++)
+                _mm512_mask_storeu_ps(y + (size_t)(oc0 + l) * HWo + (size_t)oy * Wo + ox0, mq, c[l]);
+        }
+    }
+}
+#endif
+
+bool cd_convt_gather_f32(const float *col, float *y, int oc0, int cog, int H, int W, int Ho, int Wo, int KH, int KW,
+                         int sh, int sw, int dh, int dw, int pt, int pl) {
+#ifdef OCV_X86
+    const int tap = KH * KW;
+    if (cd_conv_ocv_level() < 2 || tap > 16 || (size_t)H * W * tap > (size_t)INT_MAX / CD_OCV_BLOCK) return false;
+    float *ct = malloc((size_t)H * W * tap * CD_OCV_BLOCK * sizeof(float));
+    int *tab = malloc((size_t)(Ho * (KH + 1) + Wo * (KW + 1)) * sizeof(int));
+    const bool ok = ct && tab;
+    if (ok) convt512(col, y, oc0, cog, H, W, Ho, Wo, KH, KW, sh, sw, dh, dw, pt, pl, ct, tab);
+    free(ct);
+    free(tab);
+    return ok;
+#else
+    (void)col;
+    (void)y;
+    (void)oc0;
+    (void)cog;
+    (void)H;
+    (void)W;
+    (void)Ho;
+    (void)Wo;
+    (void)KH;
+    (void)KW;
+    (void)sh;
+    (void)sw;
+    (void)dh;
+    (void)dw;
+    (void)pt;
+    (void)pl;
+    return false;
+#endif
+}
+
 bool cd_conv_ocv_dw_f32(const cd_conv_direct_geo *g, int N, const float *W, float *Y, const cd_conv_ocv_epi *epi,
                         int threads) {
     const int level = cd_conv_ocv_level();

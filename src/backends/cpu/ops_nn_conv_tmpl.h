@@ -1053,6 +1053,11 @@ static cd_status F(conv_transpose_fwd)(cd_op_ctx *c, const conv_geo *g, const NN
      * keeps the scatter). */
     int64_t *ytab = NULL, *xtab = NULL;
     int *yn = NULL, *xn = NULL;
+#if !NN_IS_HALF
+    /* the gather pass on AVX-512 (cd_convt_gather_f32: up to 16 taps, 32-bit offsets) */
+    const bool ctv = cd_conv_ocv_level() == 2 && g->KH * g->KW <= 16 && g->Ho * g->Wo <= INT32_MAX / 16 &&
+        g->H * g->W * g->Cout * g->KH * g->KW <= INT32_MAX;
+#endif
     if (!NN_IS_HALF && chunk >= HW && Mrows >= HW) {
         ytab = malloc((size_t)(g->Ho * g->KH + g->Wo * g->KW) * sizeof(int64_t));
         yn = malloc((size_t)(g->Ho + g->Wo) * sizeof(int));
@@ -1101,6 +1106,22 @@ static cd_status F(conv_transpose_fwd)(cd_op_ctx *c, const conv_geo *g, const NN
                 if (ytab) {
                     const int64_t KH = g->KH, KW = g->KW, Ho = g->Ho, Wo = g->Wo, tap = KH * KW;
                     const int nt = (double)cog * HWo * KH * KW < 65536.0 ? 1 : threads;
+#if !NN_IS_HALF
+                    /* AVX-512: 16 channels per vector (conv_ocv.h cd_convt_gather_f32), the same sums */
+                    if (ctv) {
+                        const int64_t nb = (cog + CD_OCV_BLOCK - 1) / CD_OCV_BLOCK;
+                        bool cok = true;
+#pragma omp parallel for num_threads(nb > 1 ? nt : 1) schedule(static)
+                        for (int64_t b = 0; b < nb; b++)
+                            if (!cd_convt_gather_f32(col, y, (int)(b * CD_OCV_BLOCK), (int)cog, (int)g->H, (int)g->W,
+                                                     (int)Ho, (int)Wo, (int)KH, (int)KW, (int)g->sh, (int)g->sw,
+                                                     (int)g->dh, (int)g->dw, (int)g->pt, (int)g->pl)) {
+#pragma omp atomic write
+                                cok = false;
+                            }
+                        if (cok) continue;
+                    }
+#endif
 #pragma omp parallel for num_threads(nt) schedule(static)
                     for (int64_t oc = 0; oc < cog; oc++) {
                         const NN_T *co = col + oc * tap;
