@@ -8,8 +8,12 @@
  * kernel on AVX-512, whole rows of the flattened plane per transpose, 16-pixel pieces of wider
  * rows, an input wider than the taps read), and the plane kernel's runs of interior rows
  * (8 x 1, 4 x 2, 3 x 3, 2 x 4 vectors, their remainders down to single rows, strides 1 and 2,
- * dilation 2), one and two threads (above the one-thread threshold too). ctest runs it again
- * with CLDIFF_GEMM_F32_KERNEL=avx2-fma (tests/dw.cmake): the AVX2 + FMA kernels' bits. */
+ * dilation 2), one and two threads (above the one-thread threshold too). And conv2d_transpose
+ * whose (oc, ky, kx) rows outnumber the input pixels (keypoint's 4x4 stride-2 upsampling): the
+ * product X^T x W by cd_gemm_f32 as the op calls it, then each output the sum from +0 of its
+ * taps, ky outer, kx inner; the AVX-512 pass (cd_convt_gather_f32, 16 channels per vector) and
+ * the scalar one must both give these bits. ctest runs it again with
+ * CLDIFF_GEMM_F32_KERNEL=avx2-fma (tests/dw.cmake): the AVX2 + FMA kernels' bits. */
 #include <criterion/criterion.h>
 #include <stdlib.h>
 #include <string.h>
@@ -204,4 +208,71 @@ Test(dw, plane_row_runs_match_fmaf_chain_bits) {
     dw_both((geo){3, 30, 50, 3, 1, 2, 2, 2, 2, 2});            /* dilation 2 */
     dw_both((geo){7, 12, 130, 3, 1, 1, 1, 1, 1, 1});           /* 130 wide: rows of single runs */
     dw_case(&(geo){64, 64, 64, 3, 1, 1, 1, 1, 1, 1}, 2, true); /* above the one-thread threshold */
+}
+
+/* ---- conv2d_transpose (groups 1), Filter [Cin][Cout][K][K] ---- */
+static void convt_case(int Cin, int Cout, int H, int W, int K, int s, int p, int threads) {
+    const int Ho = (H - 1) * s - 2 * p + K, Wo = (W - 1) * s - 2 * p + K, HW = H * W, tap = K * K, Mrows = Cout * tap;
+    float *x = malloc(sizeof(float) * (size_t)Cin * HW), *w = malloc(sizeof(float) * (size_t)Cin * Mrows);
+    float *col = malloc(sizeof(float) * (size_t)HW * Mrows), *ref = malloc(sizeof(float) * (size_t)Cout * Ho * Wo);
+    for (int i = 0; i < Cin * HW; i++) x[i] = frand() * 3.0f;
+    for (int i = 0; i < Cin * Mrows; i++) w[i] = frand();
+    /* col = X^T x W ([pixel][(oc, ky, kx)]), as the op computes it */
+    cd_gemm_f32(HW, Mrows, Cin, 1.0f, x, HW, true, w, Mrows, false, 0.0f, col, Mrows, threads);
+    for (int oc = 0; oc < Cout; oc++)
+        for (int oy = 0; oy < Ho; oy++)
+            for (int ox = 0; ox < Wo; ox++) {
+                float acc = 0.0f;
+                for (int ky = 0; ky < K; ky++) {
+                    const int ty = oy + p - ky;
+                    if (ty < 0 || ty % s || ty / s >= H) continue;
+                    for (int kx = 0; kx < K; kx++) {
+                        const int tx = ox + p - kx;
+                        if (tx < 0 || tx % s || tx / s >= W) continue;
+                        acc += col[(size_t)(ty / s * W + tx / s) * Mrows + oc * tap + ky * K + kx];
+                    }
+                }
+                ref[((size_t)oc * Ho + oy) * Wo + ox] = acc;
+            }
+    T *t = t_new(threads);
+    t->op.type = (char *)"conv2d_transpose";
+    t->op.name = (char *)"conv2d_transpose_0";
+    t_val(t, 0, 4, (int64_t[]){1, Cin, H, W}, x);
+    t_val(t, 1, 4, (int64_t[]){Cin, Cout, K, K}, w);
+    t_in(t, "Input", 0);
+    t_in(t, "Filter", 1);
+    t->op.out[0] = (cd_slot){.name = (char *)"Output", .ids = t->ids_out[0], .n = 1};
+    t->ids_out[0][0] = 3;
+    t->op.n_out = 1;
+    a_ints(t, "strides", 2, (int64_t[]){s, s});
+    a_ints(t, "paddings", 2, (int64_t[]){p, p});
+    a_ints(t, "dilations", 2, (int64_t[]){1, 1});
+    const cd_op_def *def = cd_op_find("conv2d_transpose");
+    cr_assert(def);
+    cr_assert_eq(def->infer(&t->c), CD_OK, "%s", t->err.msg);
+    cd_value *o = &t->vals[3];
+    cr_assert(o->shape.rank == 4 && o->shape.d[1] == Cout && o->shape.d[2] == Ho && o->shape.d[3] == Wo);
+    cr_assert_eq(cd_value_alloc(o, NULL), CD_OK);
+    memset(o->data, 0xff, (size_t)Cout * Ho * Wo * 4);
+    cr_assert_eq(def->run(&t->c), CD_OK, "%s", t->err.msg);
+    const float *y = o->data;
+    for (size_t i = 0; i < (size_t)Cout * Ho * Wo; i++)
+        cr_assert(memcmp(&y[i], &ref[i], 4) == 0,
+                  "conv2d_transpose Cin%d Cout%d %dx%d k%d s%d p%d threads=%d (%s): y[%zu] = %.9g, the sums %.9g", Cin,
+                  Cout, H, W, K, s, p, threads, cd_gemm_kernel_name_f32(), i, (double)y[i], (double)ref[i]);
+    t_free(t);
+    free(x);
+    free(w);
+    free(col);
+    free(ref);
+}
+
+Test(dw, conv_transpose_gather_matches_sums_bits) {
+    for (int th = 1; th <= 2; th++) {
+        convt_case(64, 32, 4, 3, 4, 2, 1, th);  /* keypoint: 4 x 3 -> 8 x 6 */
+        convt_case(32, 32, 8, 6, 4, 2, 1, th);  /* 8 x 6 -> 16 x 12 */
+        convt_case(24, 20, 5, 12, 3, 2, 1, th); /* 20 channels (16 + 4), rows of 23: 16 + 7 */
+        convt_case(8, 40, 3, 3, 4, 2, 0, th);   /* no padding, three blocks */
+        convt_case(16, 17, 6, 6, 3, 1, 1, th);  /* stride 1 */
+    }
 }
