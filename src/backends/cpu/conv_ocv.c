@@ -568,27 +568,17 @@ static void dw_block(const dw_geo *d, int level, const float *x, float *y, int C
 #endif
 
 /* ---- the transposed conv's gather pass (conv_ocv.h cd_convt_gather_f32) ----
- * The block's 16 channels' tap rows of each input pixel (16 x tap values, tap apart) are
- * transposed once into [pixel][tap][16], so every output's taps are whole-vector loads; each
- * output row's sums (16 pixels at a time) are transposed back and stored one channel row at
- * a time. The scalar pass read every tap of every channel at its own index. */
+ * The block's 16 (AVX2: 8) channels' tap rows of each input pixel (tap values each) are
+ * transposed once into [pixel][tap][16 or 8], so every output's taps are whole-vector loads;
+ * each output row's sums (16 or 8 pixels at a time) are transposed back and stored one channel
+ * row at a time. The scalar pass read every tap of every channel at its own index. */
 #ifdef OCV_X86
-__attribute__((target("avx512f"))) static void convt512(const float *col, float *y, int oc0, int cog, int H, int W,
-                                                        int Ho, int Wo, int KH, int KW, int sh, int sw, int dh, int dw,
-                                                        int pt, int pl, float *ct, int *tab) {
-    const int tap = KH * KW, HW = H * W, nc = cog - oc0 < CD_OCV_BLOCK ? cog - oc0 : CD_OCV_BLOCK;
-    const size_t Mrows = (size_t)cog * tap;
-    const __mmask16 mt = (__mmask16)((1u << tap) - 1u);
-    for (int p = 0; p < HW; p++) {
-        __m512 r[16], c[16];
-        for (int l = 0; l < 16; l++)
-            r[l] = l < nc ? _mm512_maskz_loadu_ps(mt, col + (size_t)p * Mrows + (size_t)(oc0 + l) * tap)
-                          : _mm512_setzero_ps();
-        ocv_tr16(r, c);
-        for (int t = 0; t < tap; t++) _mm512_storeu_ps(ct + ((size_t)p * tap + t) * CD_OCV_BLOCK, c[t]);
-    }
-    /* per output row its taps' (ky, iy) as offsets ky * KW + iy * W * tap, per output column its
-     * (kx, ix) as kx + ix * tap, ascending ky and kx (the scalar pass's tables) */
+/* per output row its taps' (ky, iy) as offsets ky * KW + iy * W * tap, per output column its
+ * (kx, ix) as kx + ix * tap, ascending ky and kx (the scalar pass's tables); tab: Ho * (KH + 1)
+ * + Wo * (KW + 1) ints */
+static void convt_tabs(int H, int W, int Ho, int Wo, int KH, int KW, int sh, int sw, int dh, int dw, int pt, int pl,
+                       int *tab) {
+    const int tap = KH * KW;
     int *ytab = tab, *yn = ytab + Ho * KH, *xtab = yn + Ho, *xn = xtab + Wo * KW;
     for (int oy = 0; oy < Ho; oy++) {
         int k = 0;
@@ -608,6 +598,22 @@ __attribute__((target("avx512f"))) static void convt512(const float *col, float 
         }
         xn[ox] = k;
     }
+}
+
+__attribute__((target("avx512f"))) static void convt512(const float *col, float *y, int oc0, int cog, int HW, int Ho,
+                                                        int Wo, int KH, int KW, float *ct, const int *tab) {
+    const int tap = KH * KW, nc = cog - oc0 < CD_OCV_BLOCK ? cog - oc0 : CD_OCV_BLOCK;
+    const size_t Mrows = (size_t)cog * tap;
+    const __mmask16 mt = (__mmask16)((1u << tap) - 1u);
+    for (int p = 0; p < HW; p++) {
+        __m512 r[16], c[16];
+        for (int l = 0; l < 16; l++)
+            r[l] = l < nc ? _mm512_maskz_loadu_ps(mt, col + (size_t)p * Mrows + (size_t)(oc0 + l) * tap)
+                          : _mm512_setzero_ps();
+        ocv_tr16(r, c);
+        for (int t = 0; t < tap; t++) _mm512_storeu_ps(ct + ((size_t)p * tap + t) * CD_OCV_BLOCK, c[t]);
+    }
+    const int *ytab = tab, *yn = ytab + Ho * KH, *xtab = yn + Ho, *xn = xtab + Wo * KW;
     const size_t HWo = (size_t)Ho * Wo;
     for (int oy = 0; oy < Ho; oy++) {
         const int *yl = ytab + oy * KH, ny = yn[oy];
@@ -631,17 +637,85 @@ __attribute__((target("avx512f"))) static void convt512(const float *col, float 
         }
     }
 }
+
+/* 8 x 8 floats: c[j] lane i = r[i] lane j */
+static inline __attribute__((always_inline, target("avx2"))) void convt_tr8(const __m256 r[8], __m256 c[8]) {
+    __m256 a[8], b[8];
+    for (int i = 0; i < 4; i++) {
+        a[2 * i] = _mm256_unpacklo_ps(r[2 * i], r[2 * i + 1]);
+        a[2 * i + 1] = _mm256_unpackhi_ps(r[2 * i], r[2 * i + 1]);
+    }
+    for (int i = 0; i < 2; i++) {
+        b[4 * i] = _mm256_shuffle_ps(a[4 * i], a[4 * i + 2], 0x44);
+        b[4 * i + 1] = _mm256_shuffle_ps(a[4 * i], a[4 * i + 2], 0xee);
+        b[4 * i + 2] = _mm256_shuffle_ps(a[4 * i + 1], a[4 * i + 3], 0x44);
+        b[4 * i + 3] = _mm256_shuffle_ps(a[4 * i + 1], a[4 * i + 3], 0xee);
+    }
+    for (int q = 0; q < 4; q++) {
+        c[q] = _mm256_permute2f128_ps(b[q], b[4 + q], 0x20);
+        c[4 + q] = _mm256_permute2f128_ps(b[q], b[4 + q], 0x31);
+    }
+}
+
+/* AVX2: the same with 8 channels per vector, [pixel][tap][8] */
+__attribute__((target("avx2"))) static void convt256(const float *col, float *y, int oc0, int cog, int HW, int Ho,
+                                                     int Wo, int KH, int KW, float *ct, const int *tab) {
+    const int tap = KH * KW, nc = cog - oc0 < 8 ? cog - oc0 : 8;
+    const size_t Mrows = (size_t)cog * tap;
+    const __m256i lane = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
+    for (int p = 0; p < HW; p++)
+        for (int t0 = 0; t0 < tap; t0 += 8) {
+            const int nt = tap - t0 < 8 ? tap - t0 : 8;
+            const __m256i mt = _mm256_cmpgt_epi32(_mm256_set1_epi32(nt), lane);
+            __m256 r[8], c[8];
+            for (int l = 0; l < 8; l++)
+                r[l] = l < nc ? _mm256_maskload_ps(col + (size_t)p * Mrows + (size_t)(oc0 + l) * tap + t0, mt)
+                              : _mm256_setzero_ps();
+            convt_tr8(r, c);
+            for (int t = 0; t < nt; t++) _mm256_storeu_ps(ct + ((size_t)p * tap + t0 + t) * 8, c[t]);
+        }
+    const int *ytab = tab, *yn = ytab + Ho * KH, *xtab = yn + Ho, *xn = xtab + Wo * KW;
+    const size_t HWo = (size_t)Ho * Wo;
+    for (int oy = 0; oy < Ho; oy++) {
+        const int *yl = ytab + oy * KH, ny = yn[oy];
+        for (int ox0 = 0; ox0 < Wo; ox0 += 8) {
+            const int nq = Wo - ox0 < 8 ? Wo - ox0 : 8;
+            const __m256i mq = _mm256_cmpgt_epi32(_mm256_set1_epi32(nq), lane);
+            __m256 r[8], c[8];
+            for (int q = 0; q < 8; q++) {
+                __m256 acc = _mm256_setzero_ps();
+                if (q < nq) {
+                    const int *xl = xtab + (ox0 + q) * KW, nx = xn[ox0 + q];
+                    for (int i = 0; i < ny; i++)
+                        for (int jx = 0; jx < nx; jx++)
+                            acc = _mm256_add_ps(acc, _mm256_loadu_ps(ct + (size_t)(yl[i] + xl[jx]) * 8));
+                }
+                r[q] = acc;
+            }
+            convt_tr8(r, c);
+            for (int l = 0; l < nc; l++)
+                _mm256_maskstore_ps(y + (size_t)(oc0 + l) * HWo + (size_t)oy * Wo + ox0, mq, c[l]);
+        }
+    }
+}
 #endif
 
 bool cd_convt_gather_f32(const float *col, float *y, int oc0, int cog, int H, int W, int Ho, int Wo, int KH, int KW,
                          int sh, int sw, int dh, int dw, int pt, int pl) {
 #ifdef OCV_X86
-    const int tap = KH * KW;
-    if (cd_conv_ocv_level() < 2 || tap > 16 || (size_t)H * W * tap > (size_t)INT_MAX / CD_OCV_BLOCK) return false;
+    const int tap = KH * KW, level = cd_conv_ocv_level();
+    if (!level || tap > 16 || (size_t)H * W * tap > (size_t)INT_MAX / CD_OCV_BLOCK) return false;
     float *ct = malloc((size_t)H * W * tap * CD_OCV_BLOCK * sizeof(float));
     int *tab = malloc((size_t)(Ho * (KH + 1) + Wo * (KW + 1)) * sizeof(int));
     const bool ok = ct && tab;
-    if (ok) convt512(col, y, oc0, cog, H, W, Ho, Wo, KH, KW, sh, sw, dh, dw, pt, pl, ct, tab);
+    if (ok) {
+        convt_tabs(H, W, Ho, Wo, KH, KW, sh, sw, dh, dw, pt, pl, tab);
+        if (level == 2)
+            convt512(col, y, oc0, cog, H * W, Ho, Wo, KH, KW, ct, tab);
+        else
+            for (int o = oc0; o < cog && o < oc0 + CD_OCV_BLOCK; o += 8)
+                convt256(col, y, o, cog, H * W, Ho, Wo, KH, KW, ct, tab);
+    }
     free(ct);
     free(tab);
     return ok;

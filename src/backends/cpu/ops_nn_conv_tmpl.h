@@ -1054,8 +1054,8 @@ static cd_status F(conv_transpose_fwd)(cd_op_ctx *c, const conv_geo *g, const NN
     int64_t *ytab = NULL, *xtab = NULL;
     int *yn = NULL, *xn = NULL;
 #if !NN_IS_HALF
-    /* the gather pass on AVX-512 (cd_convt_gather_f32: up to 16 taps, 32-bit offsets) */
-    const bool ctv = cd_conv_ocv_level() == 2 && g->KH * g->KW <= 16 && g->Ho * g->Wo <= INT32_MAX / 16 &&
+    /* the gather pass on AVX-512 or AVX2 (cd_convt_gather_f32: up to 16 taps, 32-bit offsets) */
+    const bool ctv = cd_conv_ocv_level() && g->KH * g->KW <= 16 && g->Ho * g->Wo <= INT32_MAX / 16 &&
         g->H * g->W * g->Cout * g->KH * g->KW <= INT32_MAX;
 #endif
     if (!NN_IS_HALF && chunk >= HW && Mrows >= HW) {
@@ -1107,7 +1107,7 @@ static cd_status F(conv_transpose_fwd)(cd_op_ctx *c, const conv_geo *g, const NN
                     const int64_t KH = g->KH, KW = g->KW, Ho = g->Ho, Wo = g->Wo, tap = KH * KW;
                     const int nt = (double)cog * HWo * KH * KW < 65536.0 ? 1 : threads;
 #if !NN_IS_HALF
-                    /* AVX-512: 16 channels per vector (conv_ocv.h cd_convt_gather_f32), the same sums */
+                    /* 16 (AVX2: 8) channels per vector (conv_ocv.h cd_convt_gather_f32), the same sums */
                     if (ctv) {
                         const int64_t nb = (cog + CD_OCV_BLOCK - 1) / CD_OCV_BLOCK;
                         bool cok = true;
