@@ -520,8 +520,8 @@ static void dw_block(const dw_geo *d, int level, const float *x, float *y, int C
                      float *buf, const cd_conv_ocv_epi *epi) {
     const cd_conv_direct_geo *g = d->g;
     const int c0 = cb * CD_OCV_BLOCK, nc = C - c0 < CD_OCV_BLOCK ? C - c0 : CD_OCV_BLOCK, KHW = g->KH * g->KW;
-    /* the padding frame of xt is zero from its allocation and never written: only the window
-     * [pt, pt + rows) x [pl, pl + cols) is, the same one for every block */
+    /* the padding frame of xt is zeroed once per call (cd_conv_ocv_dw_f32) and never written:
+     * only the window [pt, pt + rows) x [pl, pl + cols) is, the same one for every block */
     const int rows = g->H < d->Hp - g->pt ? g->H : d->Hp - g->pt, cols = g->W < d->Wp - g->pl ? g->W : d->Wp - g->pl;
     if (level == 2) {
         dw_in512(d, x + (size_t)c0 * g->H * g->W, nc, rows, cols, xt);
@@ -760,10 +760,32 @@ bool cd_conv_ocv_dw_f32(const cd_conv_direct_geo *g, int N, const float *W, floa
     const size_t xts = (size_t)Hp * Wp * CD_OCV_BLOCK, wts = (size_t)g->KH * g->KW * CD_OCV_BLOCK;
     const size_t per = xts + wts + OCV_PMAX * CD_OCV_BLOCK + 16; /* floats per thread, +16: alignment */
     const int nt = threads > 1 && (long)N * nb > 1 ? threads : 1;
-    float *scr = calloc((size_t)nt * per, sizeof(float)); /* zero: the padding frames (dw_block) */
+    float *scr = malloc((size_t)nt * per * sizeof(float));
     if (!scr) {
         free(kyr);
         return false;
+    }
+    /* each thread's padding frame zeroed once (dw_block writes only the window inside it); the
+     * AVX2 copy writes only a block's own channels' lanes, so there the whole plane (the
+     * lanes past a partial block's channels stay 0, never garbage) */
+    const int top = g->pt < Hp ? g->pt : Hp, left = g->pl < Wp ? g->pl : Wp;
+    int rows = g->H < Hp - top ? g->H : Hp - top, cols = g->W < Wp - left ? g->W : Wp - left;
+    rows = rows > 0 ? rows : 0;
+    cols = cols > 0 ? cols : 0;
+    for (int t = 0; t < nt; t++) {
+        float *xt = scr + (size_t)t * per;
+        if (level != 2) {
+            memset(xt, 0, xts * sizeof(float));
+            continue;
+        }
+        const size_t rowf = (size_t)Wp * CD_OCV_BLOCK;
+        memset(xt, 0, (size_t)top * rowf * sizeof(float));
+        memset(xt + (size_t)(top + rows) * rowf, 0, (size_t)(Hp - top - rows) * rowf * sizeof(float));
+        for (int r = top; r < top + rows; r++) {
+            memset(xt + (size_t)r * rowf, 0, (size_t)left * CD_OCV_BLOCK * sizeof(float));
+            memset(xt + (size_t)r * rowf + (size_t)(left + cols) * CD_OCV_BLOCK, 0,
+                   (size_t)(Wp - left - cols) * CD_OCV_BLOCK * sizeof(float));
+        }
     }
     const long items = (long)N * nb;
     const size_t in_img = (size_t)C * g->H * g->W, out_img = (size_t)C * g->Ho * g->Wo;
