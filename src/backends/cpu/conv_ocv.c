@@ -146,6 +146,25 @@ static inline __attribute__((always_inline, target("avx512f"))) void ocv_tr16(co
     }
 }
 
+/* 8 x 8 floats: c[j] lane i = r[i] lane j */
+static inline __attribute__((always_inline, target("avx2"))) void ocv_tr8(const __m256 r[8], __m256 c[8]) {
+    __m256 a[8], b[8];
+    for (int i = 0; i < 4; i++) {
+        a[2 * i] = _mm256_unpacklo_ps(r[2 * i], r[2 * i + 1]);
+        a[2 * i + 1] = _mm256_unpackhi_ps(r[2 * i], r[2 * i + 1]);
+    }
+    for (int i = 0; i < 2; i++) {
+        b[4 * i] = _mm256_shuffle_ps(a[4 * i], a[4 * i + 2], 0x44);
+        b[4 * i + 1] = _mm256_shuffle_ps(a[4 * i], a[4 * i + 2], 0xee);
+        b[4 * i + 2] = _mm256_shuffle_ps(a[4 * i + 1], a[4 * i + 3], 0x44);
+        b[4 * i + 3] = _mm256_shuffle_ps(a[4 * i + 1], a[4 * i + 3], 0xee);
+    }
+    for (int q = 0; q < 4; q++) {
+        c[q] = _mm256_permute2f128_ps(b[q], b[4 + q], 0x20);
+        c[4 + q] = _mm256_permute2f128_ps(b[q], b[4 + q], 0x31);
+    }
+}
+
 /* cd_conv_ocv_pack on AVX-512: 16 x 16 blocks (16 channels x 16 taps) loaded as rows and
  * transposed in registers; the strided scalar copy took 2-5 ns per weight at prepare. */
 __attribute__((target("avx512f"))) static void pack512(const float *W, int Cout, int K, float *dst) {
@@ -514,6 +533,41 @@ __attribute__((target("avx512f"))) static void dw_in512(const dw_geo *d, const f
         }
 }
 
+/* dw_in512 on AVX2: 8 values of the flattened plane (whole rows going in, else 8 columns of a
+ * row) of 8 channels per transpose, twice per block; lanes past the block's channels get 0 */
+__attribute__((target("avx2"))) static void dw_in256(const dw_geo *d, const float *x, int nc, int rows, int cols,
+                                                     float *xt) {
+    const cd_conv_direct_geo *g = d->g;
+    const size_t HW = (size_t)g->H * g->W;
+    const __m256i lane = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
+    const bool flat = cols == g->W;
+    const int nall = flat ? rows * g->W : cols;
+    for (int iy0 = 0; iy0 < (flat ? 1 : rows); iy0++) {
+        int iy = iy0, ix = 0; /* the pixel of f0 */
+        for (int f0 = 0; f0 < nall; f0 += 8) {
+            const int n = nall - f0 < 8 ? nall - f0 : 8;
+            const __m256i m = _mm256_cmpgt_epi32(_mm256_set1_epi32(n), lane);
+            __m256 c[2][8];
+            for (int h = 0; h < 2; h++) {
+                __m256 r[8];
+                for (int l = 0; l < 8; l++)
+                    r[l] = h * 8 + l < nc ? _mm256_maskload_ps(x + (h * 8 + l) * HW + (size_t)iy0 * g->W + f0, m)
+                                          : _mm256_setzero_ps();
+                ocv_tr8(r, c[h]);
+            }
+            for (int p = 0; p < n; p++) {
+                float *dst = xt + ((size_t)(iy + g->pt) * d->Wp + g->pl + ix) * CD_OCV_BLOCK;
+                _mm256_storeu_ps(dst, c[0][p]);
+                _mm256_storeu_ps(dst + 8, c[1][p]);
+                if (++ix == g->W) {
+                    ix = 0;
+                    iy++;
+                }
+            }
+        }
+    }
+}
+
 /* Channel block cb of image x (C planes of H x W) into y (C planes of Ho x Wo); xt, wt, buf:
  * this thread's scratch. */
 static void dw_block(const dw_geo *d, int level, const float *x, float *y, int C, int cb, float *xt, float *wt,
@@ -527,14 +581,7 @@ static void dw_block(const dw_geo *d, int level, const float *x, float *y, int C
         dw_in512(d, x + (size_t)c0 * g->H * g->W, nc, rows, cols, xt);
         pack512(d->w + (size_t)c0 * KHW, nc, KHW, wt);
     } else {
-        for (int l = 0; l < nc; l++) {
-            const float *xs = x + (size_t)(c0 + l) * g->H * g->W;
-            for (int iy = 0; iy < rows; iy++) {
-                float *dr = xt + ((size_t)(iy + g->pt) * d->Wp + g->pl) * CD_OCV_BLOCK + l;
-                const float *sr = xs + (size_t)iy * g->W;
-                for (int ix = 0; ix < cols; ix++) dr[(size_t)ix * CD_OCV_BLOCK] = sr[ix];
-            }
-        }
+        dw_in256(d, x + (size_t)c0 * g->H * g->W, nc, rows, cols, xt);
         for (int k = 0; k < KHW; k++)
             for (int l = 0; l < CD_OCV_BLOCK; l++)
                 wt[k * CD_OCV_BLOCK + l] = l < nc ? d->w[(size_t)(c0 + l) * KHW + k] : 0.0f;
@@ -638,25 +685,6 @@ __attribute__((target("avx512f"))) static void convt512(const float *col, float 
     }
 }
 
-/* 8 x 8 floats: c[j] lane i = r[i] lane j */
-static inline __attribute__((always_inline, target("avx2"))) void convt_tr8(const __m256 r[8], __m256 c[8]) {
-    __m256 a[8], b[8];
-    for (int i = 0; i < 4; i++) {
-        a[2 * i] = _mm256_unpacklo_ps(r[2 * i], r[2 * i + 1]);
-        a[2 * i + 1] = _mm256_unpackhi_ps(r[2 * i], r[2 * i + 1]);
-    }
-    for (int i = 0; i < 2; i++) {
-        b[4 * i] = _mm256_shuffle_ps(a[4 * i], a[4 * i + 2], 0x44);
-        b[4 * i + 1] = _mm256_shuffle_ps(a[4 * i], a[4 * i + 2], 0xee);
-        b[4 * i + 2] = _mm256_shuffle_ps(a[4 * i + 1], a[4 * i + 3], 0x44);
-        b[4 * i + 3] = _mm256_shuffle_ps(a[4 * i + 1], a[4 * i + 3], 0xee);
-    }
-    for (int q = 0; q < 4; q++) {
-        c[q] = _mm256_permute2f128_ps(b[q], b[4 + q], 0x20);
-        c[4 + q] = _mm256_permute2f128_ps(b[q], b[4 + q], 0x31);
-    }
-}
-
 /* AVX2: the same with 8 channels per vector, [pixel][tap][8] */
 __attribute__((target("avx2"))) static void convt256(const float *col, float *y, int oc0, int cog, int HW, int Ho,
                                                      int Wo, int KH, int KW, float *ct, const int *tab) {
@@ -671,7 +699,7 @@ __attribute__((target("avx2"))) static void convt256(const float *col, float *y,
             for (int l = 0; l < 8; l++)
                 r[l] = l < nc ? _mm256_maskload_ps(col + (size_t)p * Mrows + (size_t)(oc0 + l) * tap + t0, mt)
                               : _mm256_setzero_ps();
-            convt_tr8(r, c);
+            ocv_tr8(r, c);
             for (int t = 0; t < nt; t++) _mm256_storeu_ps(ct + ((size_t)p * tap + t0 + t) * 8, c[t]);
         }
     const int *ytab = tab, *yn = ytab + Ho * KH, *xtab = yn + Ho, *xn = xtab + Wo * KW;
@@ -692,7 +720,7 @@ __attribute__((target("avx2"))) static void convt256(const float *col, float *y,
                 }
                 r[q] = acc;
             }
-            convt_tr8(r, c);
+            ocv_tr8(r, c);
             for (int l = 0; l < nc; l++)
                 _mm256_maskstore_ps(y + (size_t)(oc0 + l) * HWo + (size_t)oy * Wo + ox0, mq, c[l]);
         }
@@ -765,19 +793,14 @@ bool cd_conv_ocv_dw_f32(const cd_conv_direct_geo *g, int N, const float *W, floa
         free(kyr);
         return false;
     }
-    /* each thread's padding frame zeroed once (dw_block writes only the window inside it); the
-     * AVX2 copy writes only a block's own channels' lanes, so there the whole plane (the
-     * lanes past a partial block's channels stay 0, never garbage) */
+    /* each thread's padding frame zeroed once: dw_block writes only the window inside it (all
+     * 16 lanes, 0 past a partial block's channels) */
     const int top = g->pt < Hp ? g->pt : Hp, left = g->pl < Wp ? g->pl : Wp;
     int rows = g->H < Hp - top ? g->H : Hp - top, cols = g->W < Wp - left ? g->W : Wp - left;
     rows = rows > 0 ? rows : 0;
     cols = cols > 0 ? cols : 0;
     for (int t = 0; t < nt; t++) {
         float *xt = scr + (size_t)t * per;
-        if (level != 2) {
-            memset(xt, 0, xts * sizeof(float));
-            continue;
-        }
         const size_t rowf = (size_t)Wp * CD_OCV_BLOCK;
         memset(xt, 0, (size_t)top * rowf * sizeof(float));
         memset(xt + (size_t)(top + rows) * rowf, 0, (size_t)(Hp - top - rows) * rowf * sizeof(float));
