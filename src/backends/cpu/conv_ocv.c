@@ -568,6 +568,56 @@ __attribute__((target("avx2"))) static void dw_in256(const dw_geo *d, const floa
     }
 }
 
+/* ocv_store on AVX2 for the depthwise (one block, first and last slice: y = the sums): 8 x 8
+ * transposes of buf[p][16] into channel rows of 8 pixels, then per lane ocv_store's operations
+ * (+ bias, the activation with ordered compares: false for NaN, as ocv_store512), one masked
+ * store per channel and 8 pixels */
+__attribute__((target("avx2"))) static void dw_store256(const ocv_job *j, const float *buf, int P, int b0, int p0) {
+    const cd_conv_ocv_epi *e = j->epi;
+    const int kind = e ? (int)e->act.kind : CD_ACT_NONE;
+    const __m256 z = _mm256_setzero_ps(), va = _mm256_set1_ps(e ? e->act.a : 0.0f),
+                 vb = _mm256_set1_ps(e ? e->act.b : 0.0f), vc = _mm256_set1_ps(e ? e->act.c : 0.0f);
+    const __m256i lane = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
+    for (int q0 = 0; q0 < P; q0 += 8) {
+        const int nq = P - q0 < 8 ? P - q0 : 8;
+        const __m256i m = _mm256_cmpgt_epi32(_mm256_set1_epi32(nq), lane);
+        for (int h = 0; h < 2; h++) {
+            __m256 r[8], c[8];
+            for (int q = 0; q < 8; q++)
+                r[q] = q < nq ? _mm256_load_ps(buf + (size_t)(q0 + q) * CD_OCV_BLOCK + h * 8) : z;
+            ocv_tr8(r, c);
+            for (int l = 0; l < 8; l++) {
+                const int oc = b0 * CD_OCV_BLOCK + h * 8 + l;
+                if (oc >= j->Cout) break;
+                __m256 x = c[l];
+                if (e) {
+                    if (e->bias) x = _mm256_add_ps(x, _mm256_set1_ps(e->bias[oc]));
+                    switch (kind) {
+                    case CD_ACT_RELU: x = _mm256_blendv_ps(x, z, _mm256_cmp_ps(x, z, _CMP_LT_OQ)); break;
+                    case CD_ACT_RELU6: {
+                        const __m256 t = _mm256_blendv_ps(x, va, _mm256_cmp_ps(x, va, _CMP_GT_OQ));
+                        x = _mm256_blendv_ps(t, z, _mm256_cmp_ps(x, z, _CMP_LT_OQ));
+                        break;
+                    }
+                    case CD_ACT_LEAKY_RELU:
+                        x = _mm256_blendv_ps(x, _mm256_mul_ps(va, x), _mm256_cmp_ps(x, z, _CMP_LT_OQ));
+                        break;
+                    case CD_ACT_HARD_SWISH: {
+                        __m256 t = _mm256_add_ps(x, vc);
+                        t = _mm256_blendv_ps(t, va, _mm256_cmp_ps(t, va, _CMP_GT_OQ));
+                        t = _mm256_blendv_ps(t, z, _mm256_cmp_ps(t, z, _CMP_LT_OQ));
+                        x = _mm256_div_ps(_mm256_mul_ps(x, t), vb);
+                        break;
+                    }
+                    default: break;
+                    }
+                }
+                _mm256_maskstore_ps(j->y + (size_t)oc * j->HWo + p0 + q0, m, x);
+            }
+        }
+    }
+}
+
 /* Channel block cb of image x (C planes of H x W) into y (C planes of Ho x Wo); xt, wt, buf:
  * this thread's scratch. */
 static void dw_block(const dw_geo *d, int level, const float *x, float *y, int C, int cb, float *xt, float *wt,
@@ -608,7 +658,7 @@ static void dw_block(const dw_geo *d, int level, const float *x, float *y, int C
             if (level == 2)
                 ocv_store512(&j, buf, 1, nr * nw, cb, oy * g->Wo + ox0, nr * nw, 1, 1);
             else
-                ocv_store(&j, buf, 1, nr * nw, cb, oy * g->Wo + ox0, nr * nw, 1, 1);
+                dw_store256(&j, buf, nr * nw, cb, oy * g->Wo + ox0);
         }
     }
 }
