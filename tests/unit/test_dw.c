@@ -181,7 +181,7 @@ static void dw_both(geo g) {
     dw_case(&g, 2, true);
 }
 
-/* maps up to 24 wide: the channel-vector kernel on AVX-512 (up to 8 wide on AVX2 + FMA) */
+/* maps up to 24 wide: the channel-vector kernel (AVX-512 or AVX2 + FMA) */
 Test(dw, narrow_maps_match_fmaf_chain_bits) {
     dw_both((geo){48, 16, 12, 3, 1, 1, 1, 1, 1, 1});            /* keypoint: 16 x 12, one row per store */
     dw_both((geo){72, 32, 24, 3, 2, 1, 1, 1, 1, 1});            /* stride 2 to 16 x 12 */

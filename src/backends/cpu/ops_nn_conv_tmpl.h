@@ -110,10 +110,7 @@ static void F(pack_im2col)(const void *ctxv, int k0, int kc, int n0, int nc, voi
 #define DW_VL 16
 /* fp32 depthwise convs with output rows up to this long take cd_conv_ocv_dw_f32 (F(conv_fwd)) */
 #ifndef DW_SMALL_WO
-#define DW_SMALL_WO 8
-#endif
-#ifndef DW_SMALL_WO512
-#define DW_SMALL_WO512 24
+#define DW_SMALL_WO 24
 #endif
 typedef NN_T F(dwvec) __attribute__((vector_size(DW_VL * sizeof(NN_T))));
 
@@ -907,10 +904,9 @@ static cd_status F(conv_fwd)(cd_op_ctx *c, const conv_geo *g, const NN_T *in, co
     const int64_t cig = g->Cin / g->groups, cog = g->Cout / g->groups, HWo = g->Ho * g->Wo;
     const int K = (int)(cig * g->KH * g->KW);
 #if !NN_IS_HALF
-    /* depthwise on maps whose rows are shorter than DW_SMALL_WO: the vector over channels
+    /* depthwise on maps whose rows are up to DW_SMALL_WO long: the vector over channels
      * (conv_ocv.h), bias and activation in its store; the same bits as F(conv_direct) */
-    const int dw_ocv = cig == 1 && g->groups > 1 && g->Cout == g->groups ? cd_conv_ocv_level() : 0;
-    if (dw_ocv && g->Wo <= (dw_ocv == 2 ? DW_SMALL_WO512 : DW_SMALL_WO)) {
+    if (cig == 1 && g->groups > 1 && g->Cout == g->groups && g->Wo <= DW_SMALL_WO && cd_conv_ocv_level()) {
         const cd_value *bv = cd_in(c, "Bias", 0);
         const bool fuse = !g->residual && cd_conv_ocv_epi_ok(&g->act);
         const cd_conv_ocv_epi epi = {bv ? (const float *)bv->data : NULL, g->act};
