@@ -146,6 +146,25 @@ static inline __attribute__((always_inline, target("avx512f"))) void ocv_tr16(co
     }
 }
 
+/* 8 x 8 floats: c[j] lane i = r[i] lane j */
+static inline __attribute__((always_inline, target("avx2"))) void ocv_tr8(const __m256 r[8], __m256 c[8]) {
+    __m256 a[8], b[8];
+    for (int i = 0; i < 4; i++) {
+        a[2 * i] = _mm256_unpacklo_ps(r[2 * i], r[2 * i + 1]);
+        a[2 * i + 1] = _mm256_unpackhi_ps(r[2 * i], r[2 * i + 1]);
+    }
+    for (int i = 0; i < 2; i++) {
+        b[4 * i] = _mm256_shuffle_ps(a[4 * i], a[4 * i + 2], 0x44);
+        b[4 * i + 1] = _mm256_shuffle_ps(a[4 * i], a[4 * i + 2], 0xee);
+        b[4 * i + 2] = _mm256_shuffle_ps(a[4 * i + 1], a[4 * i + 3], 0x44);
+        b[4 * i + 3] = _mm256_shuffle_ps(a[4 * i + 1], a[4 * i + 3], 0xee);
+    }
+    for (int q = 0; q < 4; q++) {
+        c[q] = _mm256_permute2f128_ps(b[q], b[4 + q], 0x20);
+        c[4 + q] = _mm256_permute2f128_ps(b[q], b[4 + q], 0x31);
+    }
+}
+
 /* cd_conv_ocv_pack on AVX-512: 16 x 16 blocks (16 channels x 16 taps) loaded as rows and
  * transposed in registers; the strided scalar copy took 2-5 ns per weight at prepare. */
 __attribute__((target("avx512f"))) static void pack512(const float *W, int Cout, int K, float *dst) {
@@ -473,12 +492,34 @@ __attribute__((target("avx2,fma"))) static void dw_rows256(const dw_geo *d, cons
     }
 }
 
-/* The block's nc input planes (x: the first) into the padded scratch, 16 columns of a row at a
- * time through ocv_tr16. */
+/* The block's nc input planes (x: the first) into the padded scratch through ocv_tr16: 16
+ * values of the flattened plane at a time where whole rows go in (cols == W: a 4-wide map
+ * takes four rows per transpose, where one per row left 12 of its 16 columns empty), else 16
+ * columns of a row at a time. Only the window [pt, pt + rows) x [pl, pl + cols) is written. */
 __attribute__((target("avx512f"))) static void dw_in512(const dw_geo *d, const float *x, int nc, int rows, int cols,
                                                         float *xt) {
     const cd_conv_direct_geo *g = d->g;
     const size_t HW = (size_t)g->H * g->W;
+    if (cols == g->W) {
+        const int nall = rows * g->W;
+        int iy = 0, ix = 0; /* the pixel of f0 */
+        for (int f0 = 0; f0 < nall; f0 += 16) {
+            const int n = nall - f0 < 16 ? nall - f0 : 16;
+            const __mmask16 m = (__mmask16)((1u << n) - 1u);
+            __m512 r[16], c[16];
+            for (int l = 0; l < 16; l++)
+                r[l] = l < nc ? _mm512_maskz_loadu_ps(m, x + l * HW + f0) : _mm512_setzero_ps();
+            ocv_tr16(r, c);
+            for (int p = 0; p < n; p++) {
+                _mm512_storeu_ps(xt + ((size_t)(iy + g->pt) * d->Wp + g->pl + ix) * CD_OCV_BLOCK, c[p]);
+                if (++ix == g->W) {
+                    ix = 0;
+                    iy++;
+                }
+            }
+        }
+        return;
+    }
     for (int iy = 0; iy < rows; iy++)
         for (int ix0 = 0; ix0 < cols; ix0 += 16) {
             const int n = cols - ix0 < 16 ? cols - ix0 : 16;
@@ -492,44 +533,290 @@ __attribute__((target("avx512f"))) static void dw_in512(const dw_geo *d, const f
         }
 }
 
+/* dw_in512 on AVX2: 8 values of the flattened plane (whole rows going in, else 8 columns of a
+ * row) of 8 channels per transpose, twice per block; lanes past the block's channels get 0 */
+__attribute__((target("avx2"))) static void dw_in256(const dw_geo *d, const float *x, int nc, int rows, int cols,
+                                                     float *xt) {
+    const cd_conv_direct_geo *g = d->g;
+    const size_t HW = (size_t)g->H * g->W;
+    const __m256i lane = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
+    const bool flat = cols == g->W;
+    const int nall = flat ? rows * g->W : cols;
+    for (int iy0 = 0; iy0 < (flat ? 1 : rows); iy0++) {
+        int iy = iy0, ix = 0; /* the pixel of f0 */
+        for (int f0 = 0; f0 < nall; f0 += 8) {
+            const int n = nall - f0 < 8 ? nall - f0 : 8;
+            const __m256i m = _mm256_cmpgt_epi32(_mm256_set1_epi32(n), lane);
+            __m256 c[2][8];
+            for (int h = 0; h < 2; h++) {
+                __m256 r[8];
+                for (int l = 0; l < 8; l++)
+                    r[l] = h * 8 + l < nc ? _mm256_maskload_ps(x + (h * 8 + l) * HW + (size_t)iy0 * g->W + f0, m)
+                                          : _mm256_setzero_ps();
+                ocv_tr8(r, c[h]);
+            }
+            for (int p = 0; p < n; p++) {
+                float *dst = xt + ((size_t)(iy + g->pt) * d->Wp + g->pl + ix) * CD_OCV_BLOCK;
+                _mm256_storeu_ps(dst, c[0][p]);
+                _mm256_storeu_ps(dst + 8, c[1][p]);
+                if (++ix == g->W) {
+                    ix = 0;
+                    iy++;
+                }
+            }
+        }
+    }
+}
+
+/* ocv_store on AVX2 for the depthwise (one block, first and last slice: y = the sums): 8 x 8
+ * transposes of buf[p][16] into channel rows of 8 pixels, then per lane ocv_store's operations
+ * (+ bias, the activation with ordered compares: false for NaN, as ocv_store512), one masked
+ * store per channel and 8 pixels */
+__attribute__((target("avx2"))) static void dw_store256(const ocv_job *j, const float *buf, int P, int b0, int p0) {
+    const cd_conv_ocv_epi *e = j->epi;
+    const int kind = e ? (int)e->act.kind : CD_ACT_NONE;
+    const __m256 z = _mm256_setzero_ps(), va = _mm256_set1_ps(e ? e->act.a : 0.0f),
+                 vb = _mm256_set1_ps(e ? e->act.b : 0.0f), vc = _mm256_set1_ps(e ? e->act.c : 0.0f);
+    const __m256i lane = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
+    for (int q0 = 0; q0 < P; q0 += 8) {
+        const int nq = P - q0 < 8 ? P - q0 : 8;
+        const __m256i m = _mm256_cmpgt_epi32(_mm256_set1_epi32(nq), lane);
+        for (int h = 0; h < 2; h++) {
+            __m256 r[8], c[8];
+            for (int q = 0; q < 8; q++)
+                r[q] = q < nq ? _mm256_load_ps(buf + (size_t)(q0 + q) * CD_OCV_BLOCK + h * 8) : z;
+            ocv_tr8(r, c);
+            for (int l = 0; l < 8; l++) {
+                const int oc = b0 * CD_OCV_BLOCK + h * 8 + l;
+                if (oc >= j->Cout) break;
+                __m256 x = c[l];
+                if (e) {
+                    if (e->bias) x = _mm256_add_ps(x, _mm256_set1_ps(e->bias[oc]));
+                    switch (kind) {
+                    case CD_ACT_RELU: x = _mm256_blendv_ps(x, z, _mm256_cmp_ps(x, z, _CMP_LT_OQ)); break;
+                    case CD_ACT_RELU6: {
+                        const __m256 t = _mm256_blendv_ps(x, va, _mm256_cmp_ps(x, va, _CMP_GT_OQ));
+                        x = _mm256_blendv_ps(t, z, _mm256_cmp_ps(x, z, _CMP_LT_OQ));
+                        break;
+                    }
+                    case CD_ACT_LEAKY_RELU:
+                        x = _mm256_blendv_ps(x, _mm256_mul_ps(va, x), _mm256_cmp_ps(x, z, _CMP_LT_OQ));
+                        break;
+                    case CD_ACT_HARD_SWISH: {
+                        __m256 t = _mm256_add_ps(x, vc);
+                        t = _mm256_blendv_ps(t, va, _mm256_cmp_ps(t, va, _CMP_GT_OQ));
+                        t = _mm256_blendv_ps(t, z, _mm256_cmp_ps(t, z, _CMP_LT_OQ));
+                        x = _mm256_div_ps(_mm256_mul_ps(x, t), vb);
+                        break;
+                    }
+                    default: break;
+                    }
+                }
+                _mm256_maskstore_ps(j->y + (size_t)oc * j->HWo + p0 + q0, m, x);
+            }
+        }
+    }
+}
+
 /* Channel block cb of image x (C planes of H x W) into y (C planes of Ho x Wo); xt, wt, buf:
  * this thread's scratch. */
 static void dw_block(const dw_geo *d, int level, const float *x, float *y, int C, int cb, float *xt, float *wt,
                      float *buf, const cd_conv_ocv_epi *epi) {
     const cd_conv_direct_geo *g = d->g;
     const int c0 = cb * CD_OCV_BLOCK, nc = C - c0 < CD_OCV_BLOCK ? C - c0 : CD_OCV_BLOCK, KHW = g->KH * g->KW;
-    memset(xt, 0, (size_t)d->Hp * d->Wp * CD_OCV_BLOCK * sizeof(float));
+    /* the padding frame of xt is zeroed once per call (cd_conv_ocv_dw_f32) and never written:
+     * only the window [pt, pt + rows) x [pl, pl + cols) is, the same one for every block */
     const int rows = g->H < d->Hp - g->pt ? g->H : d->Hp - g->pt, cols = g->W < d->Wp - g->pl ? g->W : d->Wp - g->pl;
-    if (level == 2)
+    if (level == 2) {
         dw_in512(d, x + (size_t)c0 * g->H * g->W, nc, rows, cols, xt);
-    else
-        for (int l = 0; l < nc; l++) {
-            const float *xs = x + (size_t)(c0 + l) * g->H * g->W;
-            for (int iy = 0; iy < rows; iy++) {
-                float *dr = xt + ((size_t)(iy + g->pt) * d->Wp + g->pl) * CD_OCV_BLOCK + l;
-                const float *sr = xs + (size_t)iy * g->W;
-                for (int ix = 0; ix < cols; ix++) dr[(size_t)ix * CD_OCV_BLOCK] = sr[ix];
-            }
-        }
-    for (int k = 0; k < KHW; k++)
-        for (int l = 0; l < CD_OCV_BLOCK; l++)
-            wt[k * CD_OCV_BLOCK + l] = l < nc ? d->w[(size_t)(c0 + l) * KHW + k] : 0.0f;
+        pack512(d->w + (size_t)c0 * KHW, nc, KHW, wt);
+    } else {
+        dw_in256(d, x + (size_t)c0 * g->H * g->W, nc, rows, cols, xt);
+        for (int k = 0; k < KHW; k++)
+            for (int l = 0; l < CD_OCV_BLOCK; l++)
+                wt[k * CD_OCV_BLOCK + l] = l < nc ? d->w[(size_t)(c0 + l) * KHW + k] : 0.0f;
+    }
     const ocv_job j = {NULL, NULL, NULL, NULL, y, KHW, C, g->Ho * g->Wo, epi};
+    /* up to 16 pixels (contiguous in the output plane) per store (AVX-512: one transpose and
+     * one masked store per channel): whole rows of a map up to 16 wide (four rows of a 4-wide
+     * map), else 16-pixel pieces of a row; computed in runs of up to 8 (AVX2: 4) pixels of a row */
     const int pmax = level == 2 ? DW_PMAX : DW_PMAX / 2;
-    for (int oy = 0; oy < g->Ho; oy++)
-        for (int ox = 0; ox < g->Wo; ox += pmax) {
-            const int np = g->Wo - ox < pmax ? g->Wo - ox : pmax;
+    const int rpt = g->Wo <= OCV_PMAX ? OCV_PMAX / g->Wo : 1, pw = g->Wo <= OCV_PMAX ? g->Wo : OCV_PMAX;
+    for (int oy = 0; oy < g->Ho; oy += rpt) {
+        const int nr = g->Ho - oy < rpt ? g->Ho - oy : rpt;
+        for (int ox0 = 0; ox0 < g->Wo; ox0 += pw) {
+            const int nw = g->Wo - ox0 < pw ? g->Wo - ox0 : pw;
+            for (int r = 0; r < nr; r++)
+                for (int ox = 0; ox < nw; ox += pmax) {
+                    const int np = nw - ox < pmax ? nw - ox : pmax;
+                    float *bp = buf + ((size_t)r * nw + ox) * CD_OCV_BLOCK;
+                    if (level == 2)
+                        dw_rows512(d, xt, wt, bp, oy + r, ox0 + ox, np);
+                    else
+                        dw_rows256(d, xt, wt, bp, oy + r, ox0 + ox, np);
+                }
             if (level == 2)
-                dw_rows512(d, xt, wt, buf, oy, ox, np);
+                ocv_store512(&j, buf, 1, nr * nw, cb, oy * g->Wo + ox0, nr * nw, 1, 1);
             else
-                dw_rows256(d, xt, wt, buf, oy, ox, np);
-            if (level == 2)
-                ocv_store512(&j, buf, 1, np, cb, oy * g->Wo + ox, np, 1, 1);
-            else
-                ocv_store(&j, buf, 1, np, cb, oy * g->Wo + ox, np, 1, 1);
+                dw_store256(&j, buf, nr * nw, cb, oy * g->Wo + ox0);
         }
+    }
 }
 #endif
+
+/* ---- the transposed conv's gather pass (conv_ocv.h cd_convt_gather_f32) ----
+ * The block's 16 (AVX2: 8) channels' tap rows of each input pixel (tap values each) are
+ * transposed once into [pixel][tap][16 or 8], so every output's taps are whole-vector loads;
+ * each output row's sums (16 or 8 pixels at a time) are transposed back and stored one channel
+ * row at a time. The scalar pass read every tap of every channel at its own index. */
+#ifdef OCV_X86
+/* per output row its taps' (ky, iy) as offsets ky * KW + iy * W * tap, per output column its
+ * (kx, ix) as kx + ix * tap, ascending ky and kx (the scalar pass's tables); tab: Ho * (KH + 1)
+ * + Wo * (KW + 1) ints */
+static void convt_tabs(int H, int W, int Ho, int Wo, int KH, int KW, int sh, int sw, int dh, int dw, int pt, int pl,
+                       int *tab) {
+    const int tap = KH * KW;
+    int *ytab = tab, *yn = ytab + Ho * KH, *xtab = yn + Ho, *xn = xtab + Wo * KW;
+    for (int oy = 0; oy < Ho; oy++) {
+        int k = 0;
+        for (int ky = 0; ky < KH; ky++) {
+            const int t = oy + pt - ky * dh;
+            if (t < 0 || t % sh || t / sh >= H) continue;
+            ytab[oy * KH + k++] = ky * KW + t / sh * W * tap;
+        }
+        yn[oy] = k;
+    }
+    for (int ox = 0; ox < Wo; ox++) {
+        int k = 0;
+        for (int kx = 0; kx < KW; kx++) {
+            const int t = ox + pl - kx * dw;
+            if (t < 0 || t % sw || t / sw >= W) continue;
+            xtab[ox * KW + k++] = kx + t / sw * tap;
+        }
+        xn[ox] = k;
+    }
+}
+
+__attribute__((target("avx512f"))) static void convt512(const float *col, float *y, int oc0, int cog, int HW, int Ho,
+                                                        int Wo, int KH, int KW, float *ct, const int *tab) {
+    const int tap = KH * KW, nc = cog - oc0 < CD_OCV_BLOCK ? cog - oc0 : CD_OCV_BLOCK;
+    const size_t Mrows = (size_t)cog * tap;
+    const __mmask16 mt = (__mmask16)((1u << tap) - 1u);
+    for (int p = 0; p < HW; p++) {
+        __m512 r[16], c[16];
+        for (int l = 0; l < 16; l++)
+            r[l] = l < nc ? _mm512_maskz_loadu_ps(mt, col + (size_t)p * Mrows + (size_t)(oc0 + l) * tap)
+                          : _mm512_setzero_ps();
+        ocv_tr16(r, c);
+        for (int t = 0; t < tap; t++) _mm512_storeu_ps(ct + ((size_t)p * tap + t) * CD_OCV_BLOCK, c[t]);
+    }
+    const int *ytab = tab, *yn = ytab + Ho * KH, *xtab = yn + Ho, *xn = xtab + Wo * KW;
+    const size_t HWo = (size_t)Ho * Wo;
+    for (int oy = 0; oy < Ho; oy++) {
+        const int *yl = ytab + oy * KH, ny = yn[oy];
+        for (int ox0 = 0; ox0 < Wo; ox0 += 16) {
+            const int nq = Wo - ox0 < 16 ? Wo - ox0 : 16;
+            const __mmask16 mq = (__mmask16)((1u << nq) - 1u);
+            __m512 r[16], c[16];
+            for (int q = 0; q < 16; q++) {
+                __m512 acc = _mm512_setzero_ps();
+                if (q < nq) {
+                    const int *xl = xtab + (ox0 + q) * KW, nx = xn[ox0 + q];
+                    for (int i = 0; i < ny; i++)
+                        for (int jx = 0; jx < nx; jx++)
+                            acc = _mm512_add_ps(acc, _mm512_loadu_ps(ct + (size_t)(yl[i] + xl[jx]) * CD_OCV_BLOCK));
+                }
+                r[q] = acc;
+            }
+            ocv_tr16(r, c);
+            for (int l = 0; l < nc; l++)
+                _mm512_mask_storeu_ps(y + (size_t)(oc0 + l) * HWo + (size_t)oy * Wo + ox0, mq, c[l]);
+        }
+    }
+}
+
+/* AVX2: the same with 8 channels per vector, [pixel][tap][8] */
+__attribute__((target("avx2"))) static void convt256(const float *col, float *y, int oc0, int cog, int HW, int Ho,
+                                                     int Wo, int KH, int KW, float *ct, const int *tab) {
+    const int tap = KH * KW, nc = cog - oc0 < 8 ? cog - oc0 : 8;
+    const size_t Mrows = (size_t)cog * tap;
+    const __m256i lane = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
+    for (int p = 0; p < HW; p++)
+        for (int t0 = 0; t0 < tap; t0 += 8) {
+            const int nt = tap - t0 < 8 ? tap - t0 : 8;
+            const __m256i mt = _mm256_cmpgt_epi32(_mm256_set1_epi32(nt), lane);
+            __m256 r[8], c[8];
+            for (int l = 0; l < 8; l++)
+                r[l] = l < nc ? _mm256_maskload_ps(col + (size_t)p * Mrows + (size_t)(oc0 + l) * tap + t0, mt)
+                              : _mm256_setzero_ps();
+            ocv_tr8(r, c);
+            for (int t = 0; t < nt; t++) _mm256_storeu_ps(ct + ((size_t)p * tap + t0 + t) * 8, c[t]);
+        }
+    const int *ytab = tab, *yn = ytab + Ho * KH, *xtab = yn + Ho, *xn = xtab + Wo * KW;
+    const size_t HWo = (size_t)Ho * Wo;
+    for (int oy = 0; oy < Ho; oy++) {
+        const int *yl = ytab + oy * KH, ny = yn[oy];
+        for (int ox0 = 0; ox0 < Wo; ox0 += 8) {
+            const int nq = Wo - ox0 < 8 ? Wo - ox0 : 8;
+            const __m256i mq = _mm256_cmpgt_epi32(_mm256_set1_epi32(nq), lane);
+            __m256 r[8], c[8];
+            for (int q = 0; q < 8; q++) {
+                __m256 acc = _mm256_setzero_ps();
+                if (q < nq) {
+                    const int *xl = xtab + (ox0 + q) * KW, nx = xn[ox0 + q];
+                    for (int i = 0; i < ny; i++)
+                        for (int jx = 0; jx < nx; jx++)
+                            acc = _mm256_add_ps(acc, _mm256_loadu_ps(ct + (size_t)(yl[i] + xl[jx]) * 8));
+                }
+                r[q] = acc;
+            }
+            ocv_tr8(r, c);
+            for (int l = 0; l < nc; l++)
+                _mm256_maskstore_ps(y + (size_t)(oc0 + l) * HWo + (size_t)oy * Wo + ox0, mq, c[l]);
+        }
+    }
+}
+#endif
+
+bool cd_convt_gather_f32(const float *col, float *y, int oc0, int cog, int H, int W, int Ho, int Wo, int KH, int KW,
+                         int sh, int sw, int dh, int dw, int pt, int pl) {
+#ifdef OCV_X86
+    const int tap = KH * KW, level = cd_conv_ocv_level();
+    if (!level || tap > 16 || (size_t)H * W * tap > (size_t)INT_MAX / CD_OCV_BLOCK) return false;
+    float *ct = malloc((size_t)H * W * tap * CD_OCV_BLOCK * sizeof(float));
+    int *tab = malloc((size_t)(Ho * (KH + 1) + Wo * (KW + 1)) * sizeof(int));
+    const bool ok = ct && tab;
+    if (ok) {
+        convt_tabs(H, W, Ho, Wo, KH, KW, sh, sw, dh, dw, pt, pl, tab);
+        if (level == 2)
+            convt512(col, y, oc0, cog, H * W, Ho, Wo, KH, KW, ct, tab);
+        else
+            for (int o = oc0; o < cog && o < oc0 + CD_OCV_BLOCK; o += 8)
+                convt256(col, y, o, cog, H * W, Ho, Wo, KH, KW, ct, tab);
+    }
+    free(ct);
+    free(tab);
+    return ok;
+#else
+    (void)col;
+    (void)y;
+    (void)oc0;
+    (void)cog;
+    (void)H;
+    (void)W;
+    (void)Ho;
+    (void)Wo;
+    (void)KH;
+    (void)KW;
+    (void)sh;
+    (void)sw;
+    (void)dh;
+    (void)dw;
+    (void)pt;
+    (void)pl;
+    return false;
+#endif
+}
 
 bool cd_conv_ocv_dw_f32(const cd_conv_direct_geo *g, int N, const float *W, float *Y, const cd_conv_ocv_epi *epi,
                         int threads) {
@@ -549,12 +836,29 @@ bool cd_conv_ocv_dw_f32(const cd_conv_direct_geo *g, int N, const float *W, floa
     const dw_geo d = {g, kyr, W, Hp, Wp};
     const int nb = (C + CD_OCV_BLOCK - 1) / CD_OCV_BLOCK;
     const size_t xts = (size_t)Hp * Wp * CD_OCV_BLOCK, wts = (size_t)g->KH * g->KW * CD_OCV_BLOCK;
-    const size_t per = xts + wts + DW_PMAX * CD_OCV_BLOCK + 16; /* floats per thread, +16: alignment */
+    const size_t per = xts + wts + OCV_PMAX * CD_OCV_BLOCK + 16; /* floats per thread, +16: alignment */
     const int nt = threads > 1 && (long)N * nb > 1 ? threads : 1;
     float *scr = malloc((size_t)nt * per * sizeof(float));
     if (!scr) {
         free(kyr);
         return false;
+    }
+    /* each thread's padding frame zeroed once: dw_block writes only the window inside it (all
+     * 16 lanes, 0 past a partial block's channels) */
+    const int top = g->pt < Hp ? g->pt : Hp, left = g->pl < Wp ? g->pl : Wp;
+    int rows = g->H < Hp - top ? g->H : Hp - top, cols = g->W < Wp - left ? g->W : Wp - left;
+    rows = rows > 0 ? rows : 0;
+    cols = cols > 0 ? cols : 0;
+    for (int t = 0; t < nt; t++) {
+        float *xt = scr + (size_t)t * per;
+        const size_t rowf = (size_t)Wp * CD_OCV_BLOCK;
+        memset(xt, 0, (size_t)top * rowf * sizeof(float));
+        memset(xt + (size_t)(top + rows) * rowf, 0, (size_t)(Hp - top - rows) * rowf * sizeof(float));
+        for (int r = top; r < top + rows; r++) {
+            memset(xt + (size_t)r * rowf, 0, (size_t)left * CD_OCV_BLOCK * sizeof(float));
+            memset(xt + (size_t)r * rowf + (size_t)(left + cols) * CD_OCV_BLOCK, 0,
+                   (size_t)(Wp - left - cols) * CD_OCV_BLOCK * sizeof(float));
+        }
     }
     const long items = (long)N * nb;
     const size_t in_img = (size_t)C * g->H * g->W, out_img = (size_t)C * g->Ho * g->Wo;

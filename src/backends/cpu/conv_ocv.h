@@ -49,4 +49,12 @@ bool cd_conv_ocv_f32(const cd_conv_direct_geo *g, int Cout, const float *wpack, 
  * Returns false (nothing written) when out of memory or cd_conv_ocv_level() is 0. */
 bool cd_conv_ocv_dw_f32(const cd_conv_direct_geo *g, int N, const float *W, float *Y, const cd_conv_ocv_epi *epi,
                         int threads);
+/* The transposed conv's gather pass (ops_nn_conv_tmpl.h F(conv_transpose_fwd)) on AVX-512
+ * (16 channels per vector) or AVX2 (8) for output channels [oc0, oc0 + 16) (fewer at the end):
+ * col = [HW pixels][cog x tap] (the product's (oc, ky, kx) rows on the second axis), y =
+ * [cog][Ho][Wo] of this group; each output is the sum from +0 of its taps, ky outer, kx inner
+ * (ascending), as the scalar pass adds them. Returns false (nothing written) where it does not
+ * run: neither level (or CLDIFF_GEMM_F32_KERNEL=generic), more than 16 taps, or no memory. */
+bool cd_convt_gather_f32(const float *col, float *y, int oc0, int cog, int H, int W, int Ho, int Wo, int KH, int KW,
+                         int sh, int sw, int dh, int dw, int pt, int pl);
 #endif

@@ -110,7 +110,7 @@ static void F(pack_im2col)(const void *ctxv, int k0, int kc, int n0, int nc, voi
 #define DW_VL 16
 /* fp32 depthwise convs with output rows up to this long take cd_conv_ocv_dw_f32 (F(conv_fwd)) */
 #ifndef DW_SMALL_WO
-#define DW_SMALL_WO 8
+#define DW_SMALL_WO 24
 #endif
 typedef NN_T F(dwvec) __attribute__((vector_size(DW_VL * sizeof(NN_T))));
 
@@ -324,28 +324,29 @@ __attribute__((target(NN_ISA_MID), noinline)) static void F(dw_run_avx2)(const F
 /* xp: padded plane (row oy*sh + ky*dh, column ox*sw + kx*dw holds the tap). Each output row
  * is cut into runs of at most nvmax vectors (8 with 32 vector registers, fewer where a
  * 16-lane vector takes several registers). */
-/* DW_ROWS output rows of at most nv (1 or 2) vectors each in one run, every one of their tap
- * rows inside the input (ky over all of [0, KH)): on narrow maps (Wo <= 32) one row holds
- * only 1-2 accumulators, too few to hide the FMA latency; four rows give 4-8. Per column the
- * same acc = acc + w * x over the taps, ky outer, kx inner, as F(dw_run). */
-#define DW_ROWS 4
+/* R output rows of nv vectors each in one run, every one of their tap rows inside the input
+ * (ky over all of [0, KH)): on narrow maps one row holds only 1-3 accumulators, too few to
+ * hide the FMA latency (two FMA ports of 4 cycles want 8 in flight); R rows of nv vectors give
+ * R * nv (8 or 9: DW_ROWS_OF). Per column the same acc = acc + w * x over the taps, ky outer,
+ * kx inner, as F(dw_run). */
+#define DW_RMAX 8
 static inline __attribute__((always_inline)) void F(dw_run_rows)(const F(dw_geo) * d, const NN_T *restrict xr0,
                                                                  const NN_T *restrict wk, NN_T *restrict yr0,
-                                                                 const int nv, const int sw, int ncols) {
+                                                                 const int R, const int nv, const int sw, int ncols) {
     const int KH = d->KH, KW = d->KW, dw = d->dw, Wo = d->Wo;
     const size_t rstep = (size_t)d->dh * d->Wp, ostep = (size_t)d->sh * d->Wp;
-    F(dwvec) acc[DW_ROWS * 2];
-#pragma GCC unroll 8
-    for (int u = 0; u < DW_ROWS * nv; u++) acc[u] = (F(dwvec)){0};
+    F(dwvec) acc[DW_RMAX + 1];
+#pragma GCC unroll 9
+    for (int u = 0; u < R * nv; u++) acc[u] = (F(dwvec)){0};
     for (int ky = 0; ky < KH; ky++) {
         const NN_T *xr = xr0 + (size_t)ky * rstep;
         for (int kx = 0; kx < KW; kx++) {
             const NN_T wt = wk[ky * KW + kx];
             const F(dwvec) wv = {wt, wt, wt, wt, wt, wt, wt, wt, wt, wt, wt, wt, wt, wt, wt, wt};
             const NN_T *xk = xr + kx * dw;
+#pragma GCC unroll 8
+            for (int r = 0; r < R; r++)
 #pragma GCC unroll 4
-            for (int r = 0; r < DW_ROWS; r++)
-#pragma GCC unroll 2
                 for (int v = 0; v < nv; v++) {
                     F(dwvec) xv;
                     F(dw_load)(xk + r * ostep + v * DW_VL * sw, sw, &xv);
@@ -353,9 +354,9 @@ static inline __attribute__((always_inline)) void F(dw_run_rows)(const F(dw_geo)
                 }
         }
     }
+#pragma GCC unroll 8
+    for (int r = 0; r < R; r++)
 #pragma GCC unroll 4
-    for (int r = 0; r < DW_ROWS; r++)
-#pragma GCC unroll 2
         for (int v = 0; v < nv; v++) {
             NN_T *yr = yr0 + (size_t)r * Wo + v * DW_VL;
             const int n = ncols - v * DW_VL;
@@ -366,30 +367,62 @@ static inline __attribute__((always_inline)) void F(dw_run_rows)(const F(dw_geo)
         }
 }
 
+/* The rows a run of F(dw_run_rows) takes for nv vectors per row: 8 x 1, 4 x 2, 3 x 3, 2 x 4 */
+#define DW_ROWS_OF(nv) ((nv) == 1 ? 8 : (nv) == 2 ? 4 : (nv) == 3 ? 3 : 2)
+
+/* F(dw_run_rows) with R and nv constant: R at most the rows left (n), halved (nv 1, 2, 4) or
+ * down to 2 (nv 3) until it fits; returns the rows done (0: fewer than 2 interior rows left) */
+static inline __attribute__((always_inline)) int F(dw_rows_any)(const F(dw_geo) * d, const NN_T *restrict xr0,
+                                                                const NN_T *restrict wk, NN_T *restrict yr0, int nv,
+                                                                const int sw, int n) {
+    const int Wo = d->Wo;
+#define DW_RR(RC, NVC)                                                                                                 \
+    do {                                                                                                               \
+        F(dw_run_rows)(d, xr0, wk, yr0, RC, NVC, sw, Wo);                                                              \
+        return RC;                                                                                                     \
+    } while (0)
+    switch (nv) {
+    case 1:
+        if (n >= 8) DW_RR(8, 1);
+        if (n >= 4) DW_RR(4, 1);
+        if (n >= 2) DW_RR(2, 1);
+        break;
+    case 2:
+        if (n >= 4) DW_RR(4, 2);
+        if (n >= 2) DW_RR(2, 2);
+        break;
+    case 3:
+        if (n >= 3) DW_RR(3, 3);
+        if (n >= 2) DW_RR(2, 3);
+        break;
+    default:
+        if (n >= 2) DW_RR(2, 4);
+        break;
+    }
+#undef DW_RR
+    return 0;
+}
+
 static inline __attribute__((always_inline)) void F(dw_plane_body)(const F(dw_geo) * d, const NN_T *restrict xp,
                                                                    const NN_T *restrict wk, NN_T *restrict y,
                                                                    const int nvmax, const int f16c) {
     const int Wo = d->Wo, sw = d->sw, Wp = d->Wp;
     for (int oy = 0; oy < d->Ho; oy++) {
-        /* narrow maps on the 32-register build: DW_ROWS interior rows at once (F(dw_run_rows)) */
-        if (nvmax >= 8 && Wo <= 2 * DW_VL && sw <= 2 && oy + DW_ROWS <= d->Ho && d->kyr[2 * oy] == 0 &&
-            d->kyr[2 * (oy + DW_ROWS - 1) + 1] == d->KH && d->kyr[2 * (oy + DW_ROWS - 1)] == 0 &&
-            d->kyr[2 * oy + 1] == d->KH) {
+        /* maps up to 64 wide on the 32-register build: runs of interior rows (F(dw_rows_any)) */
+        if (nvmax >= 8 && Wo <= 4 * DW_VL && sw <= 2 && d->kyr[2 * oy] == 0 && d->kyr[2 * oy + 1] == d->KH) {
+            int n = 1; /* interior rows from oy on, up to the run's most */
+            const int nvr = (Wo + DW_VL - 1) / DW_VL;
+            while (n < DW_ROWS_OF(nvr) && oy + n < d->Ho && d->kyr[2 * (oy + n)] == 0 &&
+                   d->kyr[2 * (oy + n) + 1] == d->KH)
+                n++;
             const NN_T *xr0 = xp + (size_t)oy * d->sh * Wp;
             NN_T *yr0 = y + (size_t)oy * Wo;
-            if (Wo <= DW_VL) {
-                if (sw == 1)
-                    F(dw_run_rows)(d, xr0, wk, yr0, 1, 1, Wo);
-                else
-                    F(dw_run_rows)(d, xr0, wk, yr0, 1, 2, Wo);
-            } else {
-                if (sw == 1)
-                    F(dw_run_rows)(d, xr0, wk, yr0, 2, 1, Wo);
-                else
-                    F(dw_run_rows)(d, xr0, wk, yr0, 2, 2, Wo);
+            const int done =
+                sw == 1 ? F(dw_rows_any)(d, xr0, wk, yr0, nvr, 1, n) : F(dw_rows_any)(d, xr0, wk, yr0, nvr, 2, n);
+            if (done) {
+                oy += done - 1;
+                continue;
             }
-            oy += DW_ROWS - 1;
-            continue;
         }
         NN_T *yrow = y + (size_t)oy * Wo;
         const int ky0 = d->kyr[2 * oy], ky1 = d->kyr[2 * oy + 1];
@@ -434,6 +467,25 @@ typedef struct {
     cd_gemm_epi_fn efn;
 } F(dw_job);
 
+/* n values from s to d in DW_VL-value blocks, the last one overlapping the one before (values
+ * rewritten with themselves): the copy is inline vector moves, where a memcpy call per row of a
+ * 16-48 wide map cost more than the row's multiply-adds. Writes nothing outside [d, d + n). */
+static inline __attribute__((always_inline)) void F(dw_copy_row)(NN_T *restrict d, const NN_T *restrict s, int64_t n) {
+    if (n >= DW_VL) {
+        int64_t i = 0;
+        for (; i + DW_VL <= n; i += DW_VL) memcpy(d + i, s + i, DW_VL * sizeof(NN_T));
+        if (i < n) memcpy(d + n - DW_VL, s + n - DW_VL, DW_VL * sizeof(NN_T));
+    } else {
+        int64_t i = 0;
+        if (n >= DW_VL / 2) {
+            memcpy(d, s, DW_VL / 2 * sizeof(NN_T));
+            memcpy(d + n - DW_VL / 2, s + n - DW_VL / 2, DW_VL / 2 * sizeof(NN_T));
+            return;
+        }
+        for (; i < n; i++) d[i] = s[i];
+    }
+}
+
 /* Output planes [t0, t1) with the thread's scratch plane xp. Each plane's input channel is
  * copied into the scratch (zeros stay in the padding; only the input window is rewritten)
  * unless the previous plane used the same one (channel multiplier > 1). One call per
@@ -455,7 +507,7 @@ F(dw_planes_body)(const F(dw_job) * j, int64_t t0, int64_t t1, NN_T *restrict xp
                     continue;
                 }
 #endif
-                memcpy(xp + (iy + j->pt) * j->Wp + j->pl, x + iy * j->W, (size_t)cols * sizeof(NN_T));
+                F(dw_copy_row)(xp + (iy + j->pt) * j->Wp + j->pl, x + iy * j->W, cols);
             }
             last_ic = ic;
         }
@@ -852,7 +904,7 @@ static cd_status F(conv_fwd)(cd_op_ctx *c, const conv_geo *g, const NN_T *in, co
     const int64_t cig = g->Cin / g->groups, cog = g->Cout / g->groups, HWo = g->Ho * g->Wo;
     const int K = (int)(cig * g->KH * g->KW);
 #if !NN_IS_HALF
-    /* depthwise on maps whose rows are shorter than DW_SMALL_WO: the vector over channels
+    /* depthwise on maps whose rows are up to DW_SMALL_WO long: the vector over channels
      * (conv_ocv.h), bias and activation in its store; the same bits as F(conv_direct) */
     if (cig == 1 && g->groups > 1 && g->Cout == g->groups && g->Wo <= DW_SMALL_WO && cd_conv_ocv_level()) {
         const cd_value *bv = cd_in(c, "Bias", 0);
@@ -997,6 +1049,11 @@ static cd_status F(conv_transpose_fwd)(cd_op_ctx *c, const conv_geo *g, const NN
      * keeps the scatter). */
     int64_t *ytab = NULL, *xtab = NULL;
     int *yn = NULL, *xn = NULL;
+#if !NN_IS_HALF
+    /* the gather pass on AVX-512 or AVX2 (cd_convt_gather_f32: up to 16 taps, 32-bit offsets) */
+    const bool ctv = cd_conv_ocv_level() && g->KH * g->KW <= 16 && g->Ho * g->Wo <= INT32_MAX / 16 &&
+        g->H * g->W * g->Cout * g->KH * g->KW <= INT32_MAX;
+#endif
     if (!NN_IS_HALF && chunk >= HW && Mrows >= HW) {
         ytab = malloc((size_t)(g->Ho * g->KH + g->Wo * g->KW) * sizeof(int64_t));
         yn = malloc((size_t)(g->Ho + g->Wo) * sizeof(int));
@@ -1045,6 +1102,22 @@ static cd_status F(conv_transpose_fwd)(cd_op_ctx *c, const conv_geo *g, const NN
                 if (ytab) {
                     const int64_t KH = g->KH, KW = g->KW, Ho = g->Ho, Wo = g->Wo, tap = KH * KW;
                     const int nt = (double)cog * HWo * KH * KW < 65536.0 ? 1 : threads;
+#if !NN_IS_HALF
+                    /* 16 (AVX2: 8) channels per vector (conv_ocv.h cd_convt_gather_f32), the same sums */
+                    if (ctv) {
+                        const int64_t nb = (cog + CD_OCV_BLOCK - 1) / CD_OCV_BLOCK;
+                        bool cok = true;
+#pragma omp parallel for num_threads(nb > 1 ? nt : 1) schedule(static)
+                        for (int64_t b = 0; b < nb; b++)
+                            if (!cd_convt_gather_f32(col, y, (int)(b * CD_OCV_BLOCK), (int)cog, (int)g->H, (int)g->W,
+                                                     (int)Ho, (int)Wo, (int)KH, (int)KW, (int)g->sh, (int)g->sw,
+                                                     (int)g->dh, (int)g->dw, (int)g->pt, (int)g->pl)) {
+#pragma omp atomic write
+                                cok = false;
+                            }
+                        if (cok) continue;
+                    }
+#endif
 #pragma omp parallel for num_threads(nt) schedule(static)
                     for (int64_t oc = 0; oc < cog; oc++) {
                         const NN_T *co = col + oc * tap;
