@@ -535,7 +535,7 @@ void CAT(cd_gemm, GS)(int M, int N, int K, GT alpha, const GT *A, int lda, bool 
             return;
         }
     }
-    if (K > 0 && !tb && (double)M * N * K <= DIRECT_MAX_MACS && (size_t)K * N * sizeof(GT) <= DIRECT_MAX_B) {
+    if (K > 0 && !tb && DIRECT_FITS(M, N, K)) {
         F(direct_fn) fn = F(pick_direct)();
         if (fn) {
             F(gemm_direct)
@@ -563,8 +563,7 @@ bool CAT(cd_gemm_epi_blocks, GS)(void) {
 bool CAT(cd_gemm, CAT(GS, epi))(int M, int N, int K, const GT *A, int lda, const GT *B, int ldb, GT *C, int ldc,
                                 const cd_gemm_epi *epi, int threads) {
     /* the direct-path test of CAT(cd_gemm, GS) (ta and tb false: never the one-column path) */
-    if (epi && M > 0 && N > 0 && K > 0 && (double)M * N * K <= DIRECT_MAX_MACS &&
-        (size_t)K * N * sizeof(GT) <= DIRECT_MAX_B) {
+    if (epi && M > 0 && N > 0 && K > 0 && DIRECT_FITS(M, N, K)) {
         F(direct_fn) fn = F(pick_direct)();
         if (fn) {
             F(gemm_direct)
