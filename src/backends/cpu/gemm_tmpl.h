@@ -330,9 +330,10 @@ static inline __attribute__((always_inline)) void F(store_tile)(GT *restrict c, 
                                                                 GT alpha, GT beta, int first) {
 #pragma GCC unroll 4
     for (int i = 0; i < mr; i++)
-#pragma GCC unroll 4
+#pragma GCC unroll 5
         for (int v = 0; v < nv; v++) {
             int nr = ncols - v * NR;
+            if (nr <= 0) __builtin_unreachable(); /* a tile's vectors all hold columns */
             F(store_row)(c + (size_t)i * ldc + (size_t)v * NR, &acc[i * as + v], nr < NR ? nr : NR, alpha, beta, first);
         }
 }
