@@ -148,8 +148,9 @@ __attribute__((noinline, target(G_ISA_MID))) static void F(cd_tile_avx2)(const F
  * accumulators of the 32 registers, 5 input loads and 4 broadcasts per tap where 3 + 2 tiles
  * made 5 and 8), longer rows split evenly. ppocr_v3_det's two 96 -> 24 3x3 convs over 80x80
  * (one 5-vector tile per row): 1% faster on an FMA-bound Zen 4 core (53 GMAC/s, 8 interleaved
- * pairs); the fewer loads per FMA are for cores with two 512-bit FMA units. Stride-2 rows
- * measured the same either way and keep the old split. avx2: stride-1 rows through F(cd_tile_avx2). */
+ * pairs); the fewer loads per FMA are for cores with two 512-bit FMA units. Stride-2 rows read
+ * a split scratch (bd->Wh) and are stride-1 rows here; other strides keep the 3 + 2 split.
+ * avx2: stride-1 rows through F(cd_tile_avx2). */
 static inline __attribute__((always_inline)) void F(cd_row_body)(const F(cd_band) * bd, const GT *xband, const GT *W,
                                                                  GT *Y, int oc0, int mr, int oy, int rb,
                                                                  const int nvmax, const int avx2) {
