@@ -387,6 +387,37 @@ Test(gemm, f32_direct_path_short_k_large_b_matches_packed_bits) {
     }
 }
 
+/* CLDIFF_GEMM_ONE_THREAD_MACS lowers the one-thread threshold of the GEMM and the direct convs
+ * (gemm.h; an A/B knob for the 2-thread rows): read once per process (Criterion runs each test in
+ * a process of its own), a bad value keeps the constant, and a product under the constant then
+ * splits over 2 threads with the 1-thread bits. */
+Test(gemm, one_thread_threshold_from_environment) {
+    setenv("CLDIFF_GEMM_ONE_THREAD_MACS", "131072", 1);
+    cr_assert_eq(cd_gemm_one_thread_macs(), 131072L);
+    setenv("CLDIFF_GEMM_ONE_THREAD_MACS", "7", 1);
+    cr_assert_eq(cd_gemm_one_thread_macs(), 131072L, "read again after the first call");
+    const int M = 24, N = 2304, K = 8; /* ocr_cls's 1x1 conv over 24x96: 442 K MACs */
+    cr_assert((double)M * N * K < CD_GEMM_ONE_THREAD_MACS && (double)M * N * K >= 131072.0);
+    float *A = malloc((size_t)M * K * 4), *B = malloc((size_t)K * N * 4);
+    float *C1 = malloc((size_t)M * N * 4), *C2 = malloc((size_t)M * N * 4);
+    for (int i = 0; i < M * K; i++) A[i] = frand();
+    for (int i = 0; i < K * N; i++) B[i] = frand();
+    cd_gemm_f32(M, N, K, 1.0f, A, K, false, B, N, false, 0.0f, C1, N, 1);
+    cd_gemm_f32(M, N, K, 1.0f, A, K, false, B, N, false, 0.0f, C2, N, 2);
+    cr_assert(memcmp(C1, C2, (size_t)M * N * 4) == 0, "1 and 2 threads differ under the lowered threshold");
+    free(A);
+    free(B);
+    free(C1);
+    free(C2);
+    unsetenv("CLDIFF_GEMM_ONE_THREAD_MACS");
+}
+
+Test(gemm, one_thread_threshold_bad_value_keeps_the_constant) {
+    setenv("CLDIFF_GEMM_ONE_THREAD_MACS", "12x", 1);
+    cr_assert_eq(cd_gemm_one_thread_macs(), (long)CD_GEMM_ONE_THREAD_MACS);
+    unsetenv("CLDIFF_GEMM_ONE_THREAD_MACS");
+}
+
 Test(gemm, f32_direct_path_threads_bit_identical) {
     /* above the one-thread threshold: the direct path splits columns and, with few column
      * runs, rows over the threads (B at most 512 KiB, so these stay on the direct path) */

@@ -15,8 +15,9 @@
 #define NR CD_GEMM_NR
 #define KC 256
 #define NCHUNK 256 /* B columns per work item (multiple of NR) */
-/* Below CD_GEMM_ONE_THREAD_MACS (gemm.h) a product runs on one thread. */
-#define SINGLE_THREAD_MACS CD_GEMM_ONE_THREAD_MACS
+/* Below CD_GEMM_ONE_THREAD_MACS (gemm.h; CLDIFF_GEMM_ONE_THREAD_MACS overrides it) a product
+ * runs on one thread. */
+#define SINGLE_THREAD_MACS ((double)cd_gemm_one_thread_macs())
 /* The direct (unpacked) path takes products up to DIRECT_MAX_MACS whose B (K x N) fits in L2,
  * and, whatever N, those with K <= DIRECT_SHORT_K: a direct item reads a K x 64 block of B
  * (the DNV * NR columns of one item, 32 KiB at K = 128), which every row block of the item
