@@ -375,6 +375,49 @@ Test(gemm, f32_direct_path_matches_packed_bits) {
         }
 }
 
+Test(gemm, f32_direct_path_short_k_large_b_matches_packed_bits) {
+    /* K <= 512 takes the direct path whatever the size of B (gemm_inst.h DIRECT_FITS): B of
+     * 0.5-1 MiB (ppocr_v3_det's 1x1 convs over 160x160 and 80x80 maps, the K = 336 one on
+     * 20x20), a partial last column vector, several K slices, 1 and 2 threads */
+    const int cs[][3] = {{32, 25600, 8}, {16, 6400, 40}, {56, 400, 336}, {9, 1100, 300}, {5, 2049, 512}};
+    for (int c = 0; c < 5; c++) {
+        cr_assert((size_t)cs[c][1] * cs[c][2] * 4 > (size_t)512 << 10, "case %d: B fits the old limit", c);
+        direct_vs_packed(cs[c][0], cs[c][1], cs[c][2], false, 1.0f, 0.0f, 1);
+        direct_vs_packed(cs[c][0], cs[c][1], cs[c][2], false, 1.0f, 0.0f, 2);
+    }
+}
+
+/* CLDIFF_GEMM_ONE_THREAD_MACS lowers the one-thread threshold of the GEMM and the direct convs
+ * (gemm.h; an A/B knob for the 2-thread rows): read once per process (Criterion runs each test in
+ * a process of its own), a bad value keeps the constant, and a product under the constant then
+ * splits over 2 threads with the 1-thread bits. */
+Test(gemm, one_thread_threshold_from_environment) {
+    setenv("CLDIFF_GEMM_ONE_THREAD_MACS", "131072", 1);
+    cr_assert_eq(cd_gemm_one_thread_macs(), 131072L);
+    setenv("CLDIFF_GEMM_ONE_THREAD_MACS", "7", 1);
+    cr_assert_eq(cd_gemm_one_thread_macs(), 131072L, "read again after the first call");
+    const int M = 24, N = 2304, K = 8; /* ocr_cls's 1x1 conv over 24x96: 442 K MACs */
+    cr_assert((double)M * N * K < CD_GEMM_ONE_THREAD_MACS && (double)M * N * K >= 131072.0);
+    float *A = malloc((size_t)M * K * 4), *B = malloc((size_t)K * N * 4);
+    float *C1 = malloc((size_t)M * N * 4), *C2 = malloc((size_t)M * N * 4);
+    for (int i = 0; i < M * K; i++) A[i] = frand();
+    for (int i = 0; i < K * N; i++) B[i] = frand();
+    cd_gemm_f32(M, N, K, 1.0f, A, K, false, B, N, false, 0.0f, C1, N, 1);
+    cd_gemm_f32(M, N, K, 1.0f, A, K, false, B, N, false, 0.0f, C2, N, 2);
+    cr_assert(memcmp(C1, C2, (size_t)M * N * 4) == 0, "1 and 2 threads differ under the lowered threshold");
+    free(A);
+    free(B);
+    free(C1);
+    free(C2);
+    unsetenv("CLDIFF_GEMM_ONE_THREAD_MACS");
+}
+
+Test(gemm, one_thread_threshold_bad_value_keeps_the_constant) {
+    setenv("CLDIFF_GEMM_ONE_THREAD_MACS", "12x", 1);
+    cr_assert_eq(cd_gemm_one_thread_macs(), (long)CD_GEMM_ONE_THREAD_MACS);
+    unsetenv("CLDIFF_GEMM_ONE_THREAD_MACS");
+}
+
 Test(gemm, f32_direct_path_threads_bit_identical) {
     /* above the one-thread threshold: the direct path splits columns and, with few column
      * runs, rows over the threads (B at most 512 KiB, so these stay on the direct path) */
@@ -453,6 +496,16 @@ Test(gemm, f32_conv_direct_matches_im2col_gemm_bits) {
     conv_direct_case(6, 33, 12, 50, 3, 3, 1, 1, 2, 2, 2, 2, 2, 2, 1);  /* dilation 2, K = 297 */
     conv_direct_case(5, 64, 6, 33, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 1);   /* K = 576, Wo = 33 */
     conv_direct_case(3, 29, 7, 21, 5, 5, 1, 3, 1, 1, 2, 2, 2, 2, 1);   /* stride 3 columns, K = 725 */
+    /* stride 2 reads rows split into even and odd padded columns: both parities of the left
+     * padding, odd widths (the 32-column steps of the split and its tail), odd dilation (taps
+     * in both halves), rows of 1..6 vectors, 1 and 2 threads */
+    conv_direct_case(5, 3, 21, 75, 3, 3, 2, 2, 1, 1, 1, 1, 0, 2, 1);  /* pl 0, W odd */
+    conv_direct_case(4, 2, 19, 101, 3, 3, 2, 2, 3, 3, 3, 3, 3, 3, 1); /* dilation 3, pl 3 */
+    conv_direct_case(6, 3, 13, 63, 4, 4, 2, 2, 1, 1, 2, 1, 2, 1, 1);  /* KW 4, pl 2 */
+    conv_direct_case(16, 3, 64, 48, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1, 1); /* keypoint's first conv */
+    conv_direct_case(16, 3, 64, 64, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1, 1); /* picodet's */
+    conv_direct_case(3, 5, 30, 385, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1, 2); /* 193 columns: 13 vectors, 2 threads */
+    conv_direct_case(5, 3, 9, 1, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1, 1);    /* one input column */
 }
 
 /* ---- cd_conv_ocv_f32 (conv_ocv.h: the vector over output channels, filter packed once) ----

@@ -375,7 +375,7 @@ bool cd_conv_ocv_f32(const cd_conv_direct_geo *g, int Cout, const float *wpack, 
     }
     const long items = (long)gn * maxt;
     const double macs = (double)Cout * K * HWo;
-    const int nt = threads > 1 && macs >= CD_GEMM_ONE_THREAD_MACS ? threads : 1;
+    const int nt = threads > 1 && macs >= (double)cd_gemm_one_thread_macs() ? threads : 1;
     CD_PAR_FOR(nt > 1, nt, long, it, items, {
         const int q = (int)(it / maxt), t = (int)(it % maxt);
         const int b0 = grouped ? gb[q] : q, ocv = grouped ? gb[q + 1] - gb[q] : 1;

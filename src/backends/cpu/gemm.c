@@ -47,6 +47,21 @@ int cd_gemm_f32_level_cap(void) {
 
 void cd_gemm_f32_level_reload(void) { atomic_store_explicit(&f32_cap, -1, memory_order_relaxed); }
 
+/* CLDIFF_GEMM_ONE_THREAD_MACS (gemm.h), read once; 0 = not read yet */
+static _Atomic long one_thread_macs = 0;
+
+long cd_gemm_one_thread_macs(void) {
+    long v = atomic_load_explicit(&one_thread_macs, memory_order_relaxed);
+    if (v <= 0) {
+        const char *e = getenv("CLDIFF_GEMM_ONE_THREAD_MACS");
+        char *end = NULL;
+        const long n = e ? strtol(e, &end, 10) : 0;
+        v = e && end != e && !*end && n > 0 ? n : (long)CD_GEMM_ONE_THREAD_MACS;
+        atomic_store_explicit(&one_thread_macs, v, memory_order_relaxed);
+    }
+    return v;
+}
+
 #define GT float
 #define GS f32
 #define G_ISA_FAST "avx512f"

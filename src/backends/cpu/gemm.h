@@ -27,6 +27,11 @@
 #ifndef CD_GEMM_ONE_THREAD_MACS
 #define CD_GEMM_ONE_THREAD_MACS (1 << 21)
 #endif
+/* The threshold the GEMM, the direct and channel-vector convs use: CD_GEMM_ONE_THREAD_MACS, or
+ * the environment variable CLDIFF_GEMM_ONE_THREAD_MACS (a positive integer, read once per
+ * process) for an A/B of the thread split on another host (docs/benchmarks.md "Fourth round:
+ * dense convolutions"). The depthwise, int8 and matmul thresholds keep the constant. */
+long cd_gemm_one_thread_macs(void);
 
 /* Packs rows [k0, k0+kc) and columns [n0, n0+nc) of the logical B into dst as
  * ceil(nc / CD_GEMM_NR) consecutive panels; panel p holds, for each k in [0, kc), the

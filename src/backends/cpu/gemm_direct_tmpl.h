@@ -124,9 +124,13 @@ static inline __attribute__((always_inline)) void F(direct_tile)(int kc, const G
 
 /* The full 4-row x 4-vector tile of the AVX-512 build as a function of its own: inlined into
  * the large direct-path function, GCC kept a quarter of its 16 accumulators in memory (a
- * store-to-load round trip per multiply-add); alone, all 16 stay in registers. */
+ * store-to-load round trip per multiply-add); alone, all 16 stay in registers. Aligned to 64
+ * bytes: its k loop (163 bytes) then starts at the same offset in a cache line whatever code is
+ * linked before it; where the link put it 16 bytes later the loop spanned 4 lines instead of 3
+ * and ocr_cls's 1x1 convs over 24x96 and 12x48 were 0.015 -> 0.018 and 0.015 -> 0.017 ms (Zen 4,
+ * every process; docs/benchmarks.md "Fourth round: dense convolutions"). */
 #if defined(CD_GEMM_X86)
-__attribute__((target(G_ISA_FAST), noinline)) static void
+__attribute__((target(G_ISA_FAST), noinline, aligned(64))) static void
 F(direct_tile_4x4_fast)(int kc, const GT *restrict a, size_t ars, size_t aks, const GT *restrict b, size_t ldb,
                         GT *restrict c, int ldc, int ncols, int shift, GT alpha, GT beta, int first) {
     /* sixteen named accumulators: with an array GCC still kept a row of them in memory */

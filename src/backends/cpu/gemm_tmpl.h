@@ -330,9 +330,10 @@ static inline __attribute__((always_inline)) void F(store_tile)(GT *restrict c, 
                                                                 GT alpha, GT beta, int first) {
 #pragma GCC unroll 4
     for (int i = 0; i < mr; i++)
-#pragma GCC unroll 4
+#pragma GCC unroll 5
         for (int v = 0; v < nv; v++) {
             int nr = ncols - v * NR;
+            if (nr <= 0) __builtin_unreachable(); /* a tile's vectors all hold columns */
             F(store_row)(c + (size_t)i * ldc + (size_t)v * NR, &acc[i * as + v], nr < NR ? nr : NR, alpha, beta, first);
         }
 }
@@ -535,7 +536,7 @@ void CAT(cd_gemm, GS)(int M, int N, int K, GT alpha, const GT *A, int lda, bool 
             return;
         }
     }
-    if (K > 0 && !tb && (double)M * N * K <= DIRECT_MAX_MACS && (size_t)K * N * sizeof(GT) <= DIRECT_MAX_B) {
+    if (K > 0 && !tb && DIRECT_FITS(M, N, K)) {
         F(direct_fn) fn = F(pick_direct)();
         if (fn) {
             F(gemm_direct)
@@ -563,8 +564,7 @@ bool CAT(cd_gemm_epi_blocks, GS)(void) {
 bool CAT(cd_gemm, CAT(GS, epi))(int M, int N, int K, const GT *A, int lda, const GT *B, int ldb, GT *C, int ldc,
                                 const cd_gemm_epi *epi, int threads) {
     /* the direct-path test of CAT(cd_gemm, GS) (ta and tb false: never the one-column path) */
-    if (epi && M > 0 && N > 0 && K > 0 && (double)M * N * K <= DIRECT_MAX_MACS &&
-        (size_t)K * N * sizeof(GT) <= DIRECT_MAX_B) {
+    if (epi && M > 0 && N > 0 && K > 0 && DIRECT_FITS(M, N, K)) {
         F(direct_fn) fn = F(pick_direct)();
         if (fn) {
             F(gemm_direct)
