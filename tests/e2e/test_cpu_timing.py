@@ -37,11 +37,11 @@ if r.rc == 0 and base.rc == 0:
          r.err[-400:])
     c.ok("cold = open" in r.err and "page faults: open + prepare" in r.err and "dump writes" in r.err,
          "stderr has the cold run's parts and page faults", r.err[:600])
-# 2 threads: the prepare hooks run on both threads (cpu:prepare_threads=1: one by one); the
+# 2 threads: the prepare hooks run one by one (cpu:prepare_threads=2: on both threads); the
 # captured layers are those of a plain 2-thread run bit for bit either way
 p2 = cldiff("run", "--backends", "cpu", TINY, "--layers", "all", "--threads", "2", "--out", os.path.join(d, "p2"))
 c.rc(p2, 0, "plain run, 2 threads")
-for opt in ("cpu:repeat=2", "cpu:prepare_threads=1"):
+for opt in ("cpu:repeat=2", "cpu:prepare_threads=2", "cpu:prepare_threads=1"):
     q = cldiff("run", "--backends", "cpu", TINY, "--layers", "all", "--threads", "2", "--out", os.path.join(d, "q2"),
                "--backend-opt", opt)
     c.rc(q, 0, "2 threads, " + opt)

@@ -5,9 +5,11 @@
 #include "engine/backend_def.h"
 #include "engine/executor.h"
 #include <omp.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/resource.h>
 #include <time.h>
 
@@ -40,6 +42,19 @@ typedef struct {
         size_t cap;
     } * free_blocks;
     int n_free, cap_free;
+    /* The pool's planned part (pool_plan): one block, `arena`, in which every activation of the
+     * plan has its own offset (ar_off[id], ar_size[id] bytes; ar_size 0: not placed), tensors
+     * whose lifetimes overlap at disjoint offsets: the peak of live activations instead of the
+     * free list's best-fit blocks, never split (1.1-1.7x that peak on the zoo models: every byte
+     * more is a page fault of the cold run). A tensor takes its place only when no live tensor
+     * holds an overlapping range (ar_live: the ids holding arena ranges now), so a run in
+     * another order (a local pass, re-inferred shapes) stays correct: it then takes a block of
+     * the free list. */
+    char *arena, *arena_raw;
+    size_t arena_bytes;
+    size_t *ar_off, *ar_size;
+    int *ar_live, n_live;
+    int outside; /* allocations of the last run that did not take their planned place */
     /* per op: elapsed_us of its last run (the repeat/timing report of cpu_run reads it) */
     double *op_us;
     /* false: run_op does not read the clock (cpu_run's warm runs without cpu:timing=1, whose
@@ -126,7 +141,16 @@ static void *pool_take(cpu_impl *im, size_t nb, size_t *cap) {
 /* Tensor id's value back to the pool (or freed, when its data did not come from it). */
 static void pool_release(cpu_impl *im, int id) {
     cd_value *v = &im->vals[id];
-    if (im->pool_ptr && v->owned && v->data && v->data == im->pool_ptr[id]) {
+    if (im->pool_ptr && v->owned && v->data && v->data == im->pool_ptr[id] && im->pool_cap[id] == SIZE_MAX) {
+        for (int k = 0; k < im->n_live; k++) /* its planned range is free again */
+            if (im->ar_live[k] == id) {
+                im->ar_live[k] = im->ar_live[--im->n_live];
+                break;
+            }
+        v->data = NULL;
+        v->nbytes = 0;
+        v->owned = false;
+    } else if (im->pool_ptr && v->owned && v->data && v->data == im->pool_ptr[id]) {
         pool_put(im, v->data, im->pool_cap[id]);
         v->data = NULL;
         v->nbytes = 0;
@@ -145,7 +169,24 @@ static cd_status pool_alloc(cpu_impl *im, int id, bool zero, cd_error *err) {
     size_t es = cd_dtype_size(v->dtype);
     if (n < 0 || es == 0 || (uint64_t)n > (uint64_t)SIZE_MAX / es) return cd_value_alloc(v, err);
     size_t nb = (size_t)n * es, cap = 0;
-    void *p = pool_take(im, nb, &cap);
+    void *p = NULL;
+    if (im->arena && nb > 0 && nb <= im->ar_size[id]) { /* its planned place, when free */
+        const size_t lo = im->ar_off[id], hi = lo + im->ar_size[id];
+        bool busy = false;
+        for (int k = 0; k < im->n_live && !busy; k++) {
+            const int o = im->ar_live[k];
+            busy = im->ar_off[o] < hi && lo < im->ar_off[o] + im->ar_size[o];
+        }
+        if (!busy) {
+            p = im->arena + lo;
+            cap = SIZE_MAX; /* marks an arena range for pool_release */
+            im->ar_live[im->n_live++] = id;
+        }
+    }
+    if (!p) {
+        if (im->arena && nb > 0) im->outside++; /* (empty tensors: XShape) */
+        p = pool_take(im, nb, &cap);
+    }
     if (!p) return cd_err(err, CD_E_NOMEM, "out of memory for a %zu-byte tensor", nb);
     /* zeroed like calloc: a kernel that writes only part of its output (nms padding)
      * leaves zeros, never bytes of an earlier tensor */
@@ -165,6 +206,15 @@ static cd_status pool_alloc(cpu_impl *im, int id, bool zero, cd_error *err) {
 static void pool_free_all(cpu_impl *im) {
     for (int k = 0; k < im->n_free; k++) free(im->free_blocks[k].p);
     im->n_free = 0;
+    free(im->arena_raw);
+    free(im->ar_off);
+    free(im->ar_size);
+    free(im->ar_live);
+    im->arena = im->arena_raw = NULL;
+    im->arena_bytes = 0;
+    im->ar_off = im->ar_size = NULL;
+    im->ar_live = NULL;
+    im->n_live = 0;
 }
 
 /* Fill the pool the way the run will use it: each op's outputs taken at their planned
@@ -207,6 +257,116 @@ static void pool_rehearse(cpu_impl *im) {
         if (held[t]) pool_put(im, held[t], cap[t]);
     free(held);
     free(cap);
+}
+
+/* The pages of [p, p + n) brought in before any op is timed, all in one system call where the
+ * kernel has MADV_POPULATE_WRITE (5.14): no trap per page (a 256 KiB block: 75 against 90-130
+ * us touched page by page on this VM; docs/benchmarks.md "Fourth round: cold runs"); else, and
+ * for the partial pages at both ends, one write per page. A fresh page is zeroed by the kernel
+ * anyway; the contents are never read before a kernel or pool_alloc writes them. */
+static void pages_in(char *p, size_t n) {
+    if (!n) return;
+#if defined(MADV_POPULATE_WRITE)
+    const uintptr_t pg = 4096, lo = ((uintptr_t)p + pg - 1) & ~(pg - 1), hi = ((uintptr_t)p + n) & ~(pg - 1);
+    if (hi > lo && madvise((void *)lo, hi - lo, MADV_POPULATE_WRITE) == 0) {
+        ((volatile char *)p)[0] = 0;
+        ((volatile char *)p)[n - 1] = 0;
+        return;
+    }
+#endif
+    for (size_t o = 0; o < n; o += 4096) ((volatile char *)p)[o] = 0;
+    ((volatile char *)p)[n - 1] = 0;
+}
+
+/* One activation for pool_plan: tensor id, live from op b to op d (both inclusive), sz bytes */
+typedef struct {
+    int id, b, d;
+    size_t sz;
+} ar_item;
+
+static int ar_by_size(const void *x, const void *y) {
+    const ar_item *a = x, *b = y;
+    if (a->sz != b->sz) return a->sz > b->sz ? -1 : 1;
+    return a->b != b->b ? (a->b < b->b ? -1 : 1) : (a->id < b->id ? -1 : a->id > b->id);
+}
+
+typedef struct {
+    size_t lo, hi; /* a placed tensor's byte range [lo, hi) */
+} ar_range;
+
+static int ar_by_off(const void *x, const void *y) {
+    const ar_range *a = x, *b = y;
+    return a->lo < b->lo ? -1 : a->lo > b->lo;
+}
+
+/* The pool's planned part (cpu_impl.arena): each activation's lifetime in cd_execute's order
+ * (taken when its op runs, the model inputs before op 0; released after its last reader, one
+ * nobody reads right after its op, the model outputs never), then offsets greedily, the largest
+ * tensor first, each at the lowest offset clear of the tensors placed so far whose lifetimes
+ * meet its own; one block of the resulting size, every page written once (its pages exist
+ * before any op is timed). false when it could not (then pool_rehearse fills the free list). */
+static bool pool_plan(cpu_impl *im) {
+    const cd_plan *plan = im->plan;
+    const cd_graph *g = plan->g;
+    const int nt = g->n_tensors;
+    ar_item *it = malloc((size_t)(nt > 0 ? nt : 1) * sizeof *it);
+    int *born = malloc((size_t)(nt > 0 ? nt : 1) * sizeof *born);
+    ar_range *near = malloc((size_t)(nt > 0 ? nt : 1) * sizeof *near);
+    im->ar_off = calloc((size_t)(nt > 0 ? nt : 1), sizeof *im->ar_off);
+    im->ar_size = calloc((size_t)(nt > 0 ? nt : 1), sizeof *im->ar_size);
+    im->ar_live = malloc((size_t)(nt > 0 ? nt : 1) * sizeof *im->ar_live);
+    bool ok = it && born && near && im->ar_off && im->ar_size && im->ar_live;
+    int n = 0;
+    for (int t = 0; ok && t < nt; t++) born[t] = -1;
+    for (int i = 0; ok && i < g->n_ops; i++) {
+        const cd_op *op = &g->ops[i];
+        const bool feed = !strcmp(op->type, "feed");
+        for (int s = 0; s < op->n_out; s++)
+            for (int k = 0; k < op->out[s].n; k++) {
+                int id = op->out[s].ids[k];
+                if (id < 0 || born[id] >= 0 || g->tensors[id].persistable) continue;
+                int64_t ne = cd_value_numel(&plan->meta[id]);
+                size_t es = cd_dtype_size(plan->meta[id].dtype);
+                if (ne <= 0 || es == 0 || (uint64_t)ne > ((uint64_t)SIZE_MAX >> 2) / es) continue;
+                born[id] = feed ? 0 : i;
+                const int lu = plan->last_use[id];
+                it[n++] = (ar_item){
+                    .id = id, .b = born[id], .d = lu >= i ? lu : i, .sz = ((size_t)ne * es + 63) & ~(size_t)63};
+            }
+    }
+    size_t total = 0;
+    if (ok) qsort(it, (size_t)n, sizeof *it, ar_by_size);
+    for (int k = 0; ok && k < n; k++) {
+        int m = 0;
+        for (int j = 0; j < k; j++)
+            if (it[j].b <= it[k].d && it[k].b <= it[j].d)
+                near[m++] = (ar_range){im->ar_off[it[j].id], im->ar_off[it[j].id] + it[j].sz};
+        qsort(near, (size_t)m, sizeof *near, ar_by_off);
+        size_t off = 0;
+        for (int j = 0; j < m; j++) {
+            if (off + it[k].sz <= near[j].lo) break;
+            if (near[j].hi > off) off = near[j].hi;
+        }
+        im->ar_off[it[k].id] = off;
+        im->ar_size[it[k].id] = it[k].sz;
+        if (off + it[k].sz > total) total = off + it[k].sz;
+    }
+    free(it);
+    free(born);
+    free(near);
+    if (ok && total > 0 && (im->arena_raw = malloc(total + 64))) {
+        im->arena = (char *)(((uintptr_t)im->arena_raw + 63) & ~(uintptr_t)63);
+        im->arena_bytes = total;
+        pages_in(im->arena, total);
+        im->n_live = 0;
+        return true;
+    }
+    free(im->ar_off);
+    free(im->ar_size);
+    free(im->ar_live);
+    im->ar_off = im->ar_size = NULL;
+    im->ar_live = NULL;
+    return false;
 }
 
 static long minflt(void) {
@@ -281,6 +441,7 @@ static void prepare_op(cpu_impl *im, int i, int threads) {
 
 static cd_status cpu_prepare(cd_backend *b, const cd_plan *plan, cd_error *err) {
     cpu_impl *im = b->impl;
+    im->outside = 0;
     if (im->prepared && im->plan == plan && !im->reinfer) {
         /* the same plan again (a warm repeat): activations back to the pool, state kept */
         for (int t = 0; t < plan->g->n_tensors; t++)
@@ -319,12 +480,16 @@ static cd_status cpu_prepare(cd_backend *b, const cd_plan *plan, cd_error *err) 
     /* Attribute parsing and validation of the ops that can do it ahead, outside their timed
      * run, and their filters packed. A failure leaves no state: the run parses again and
      * reports it there. The int8 kernels' states first, one by one (they size the shared
-     * scratch); then the prepare hooks, on all threads when there are several (each writes
-     * only its own op's state: a hook must not touch anything shared), while the master
-     * also fills the pool. */
+     * scratch); then the prepare hooks, one by one after the pool's fill, or with
+     * cpu:prepare_threads=N on N threads while the master fills the pool (each hook writes
+     * only its own op's state: a hook must not touch anything shared). */
     const int nth = b->opts.threads > 0 ? b->opts.threads : 1;
     const char *pt = cd_backend_opt(&b->opts, "cpu", "prepare_threads"); /* checked in cpu_apply_opts */
-    const int pth = pt && atoi(pt) > 0 && atoi(pt) < nth ? atoi(pt) : nth;
+    /* Default 1 (one by one): an interleaved A/B at 2 threads (docs/benchmarks.md "Fourth round:
+     * cold runs") was faster one by one on every model measured; a second thread's packs also
+     * come from its own glibc arena, in fresh pages, where the master's heap holds the loader's
+     * freed buffer (mobilenet_v3_large: 644 page faults in prepare against 177). */
+    const int pth = pt && atoi(pt) > 0 ? (atoi(pt) < nth ? atoi(pt) : nth) : 1;
     int *todo = malloc((size_t)(plan->g->n_ops > 0 ? plan->g->n_ops : 1) * sizeof *todo), n_todo = 0;
     for (int i = 0; i < plan->g->n_ops; i++) {
         const cd_op_def *def = plan->defs[i];
@@ -363,7 +528,7 @@ static cd_status cpu_prepare(cd_backend *b, const cd_plan *plan, cd_error *err) 
 #pragma omp master
             {
                 const double t0 = now_us();
-                pool_rehearse(im);
+                if (!pool_plan(im)) pool_rehearse(im);
                 im->pool_us = now_us() - t0;
             }
 #pragma omp for schedule(dynamic, 1) nowait
@@ -371,7 +536,7 @@ static cd_status cpu_prepare(cd_backend *b, const cd_plan *plan, cd_error *err) 
         }
     } else {
         const double t0 = now_us();
-        pool_rehearse(im);
+        if (!pool_plan(im)) pool_rehearse(im);
         im->pool_us = now_us() - t0;
         for (int k = 0; k < n_todo; k++) prepare_op(im, todo[k], nth);
     }
@@ -682,6 +847,8 @@ static double median(double *v, int n) {
 typedef struct {
     double open_ms, prepare_ms, probe_ms;
     double pool_ms;                      /* the pool's fill, part of prepare */
+    double pool_kb, peak_kb;             /* the planned pool (0: none, the free list) and the plan's live peak */
+    int outside;                         /* run 1's activations that did not take their planned place */
     const double *prep_us;               /* per op: its prepare hook (n_ops; on several threads at once) */
     long flt_prepare, flt_run, flt_warm; /* minor page faults: prepare, run 1, runs 2..N */
     double cpu_ms;                       /* process CPU time of the cold run (all threads) */
@@ -724,7 +891,10 @@ static void timing_report(const cd_plan *plan, int threads, int runs, double ope
     if (warm > 0) fprintf(stderr, "; warm ops %.3f + executor %.3f ms (medians)", ops_warm, wm - ops_warm);
     double prep_sum = 0;
     for (int i = 0; cp->prep_us && i < n; i++) prep_sum += cp->prep_us[i] / 1e3;
-    fprintf(stderr, "\n  prepare: pool %.3f ms, op hooks (attributes, packed filters) %.3f ms%s", cp->pool_ms, prep_sum,
+    fprintf(stderr,
+            "\n  prepare: pool %.3f ms (%.0f KB planned for a live peak of %.0f KB; run 1: %d outside it), op hooks "
+            "(attributes, packed filters) %.3f ms%s",
+            cp->pool_ms, cp->pool_kb, cp->peak_kb, cp->outside, prep_sum,
             threads > 1 ? " summed over the threads" : "");
     fprintf(stderr,
             "\n  cold CPU time %.3f ms (all threads, less the dump writes); page faults: open + prepare %ld, run 1 "
@@ -871,6 +1041,8 @@ static cd_status cpu_run(const cd_runner_req *q, cd_runner_result *res, cd_error
         if (!st) {
             cpu_impl *im = b->impl;
             cp.pool_ms = im->pool_us / 1e3;
+            cp.pool_kb = (double)im->arena_bytes / 1024;
+            cp.peak_kb = (double)q->plan->act_bytes_peak / 1024;
             if ((prep = malloc((size_t)n * sizeof *prep)))
                 memcpy(prep, im->prep_us, (size_t)q->plan->g->n_ops * sizeof *prep);
             cp.prep_us = prep;
@@ -881,6 +1053,7 @@ static cd_status cpu_run(const cd_runner_req *q, cd_runner_result *res, cd_error
         if (!st) st = cd_execute(q->plan, b, q->inputs, q->xo, q->sink ? &csink : NULL, err);
         run_ms[0] = (now_us() - t0) / 1e3;
         cp.flt_run = minflt() - f1;
+        if (b) cp.outside = ((cpu_impl *)b->impl)->outside;
         cp.cpu_ms = (cpu_us() - c0) / 1e3 - cp.probe_ms;
         cp.probe_ms = pc.us / 1e3;
         if (!st) memcpy(op_us, ((cpu_impl *)b->impl)->op_us, (size_t)q->plan->g->n_ops * sizeof *op_us);
@@ -957,8 +1130,8 @@ const cd_backend_def cd_backend_def_cpu = {
                                          "warm; the dump's run gets cold_ms and warm_ms (median)"},
                                         {"timing", "0|1", "print run times and a per-op-type table on stderr"},
                                         {"prepare_threads", "N",
-                                         "threads that pack the filters at prepare (default: --threads; 1: one "
-                                         "by one, as before)"},
+                                         "threads that pack the filters at prepare (default 1: one by one; "
+                                         "at most --threads)"},
                                         {NULL, NULL, NULL}},
     .apply_opts = cpu_apply_opts,
     .run = cpu_run,
