@@ -259,23 +259,39 @@ static void pool_rehearse(cpu_impl *im) {
     free(cap);
 }
 
-/* The pages of [p, p + n) brought in before any op is timed, all in one system call where the
- * kernel has MADV_POPULATE_WRITE (5.14): no trap per page (a 256 KiB block: 75 against 90-130
- * us touched page by page on this VM; docs/benchmarks.md "Fourth round: cold runs"); else, and
- * for the partial pages at both ends, one write per page. A fresh page is zeroed by the kernel
- * anyway; the contents are never read before a kernel or pool_alloc writes them. */
+/* The pages of [p, p + n) brought in before any op is timed. Where the block reuses heap pages
+ * that are there already (the model loader's freed buffer: mallopt above) nothing is to be done;
+ * the runs of pages not there (mincore) are brought in by one system call each where the
+ * kernel has MADV_POPULATE_WRITE (5.14), without a trap per page (a 256 KiB block: 75 against
+ * 90-130 us touched page by page on this VM, docs/benchmarks.md "Fourth round: cold runs"),
+ * else by one write per page (as before, and always for the partial pages at both ends). A
+ * fresh page is zeroed by the kernel anyway; the contents are never read before a kernel or
+ * pool_alloc writes them. */
 static void pages_in(char *p, size_t n) {
     if (!n) return;
-#if defined(MADV_POPULATE_WRITE)
-    const uintptr_t pg = 4096, lo = ((uintptr_t)p + pg - 1) & ~(pg - 1), hi = ((uintptr_t)p + n) & ~(pg - 1);
-    if (hi > lo && madvise((void *)lo, hi - lo, MADV_POPULATE_WRITE) == 0) {
-        ((volatile char *)p)[0] = 0;
-        ((volatile char *)p)[n - 1] = 0;
-        return;
-    }
-#endif
-    for (size_t o = 0; o < n; o += 4096) ((volatile char *)p)[o] = 0;
+    ((volatile char *)p)[0] = 0;
     ((volatile char *)p)[n - 1] = 0;
+    const uintptr_t pg = 4096, lo = ((uintptr_t)p + pg - 1) & ~(pg - 1), hi = ((uintptr_t)p + n) & ~(pg - 1);
+    if (hi <= lo) return;
+    const size_t np = (hi - lo) / pg;
+    unsigned char *in = malloc(np); /* per page: bit 0 set where it is there (mincore) */
+    if (in && mincore((void *)lo, hi - lo, in) != 0) memset(in, 0, np);
+    for (size_t k = 0; k < np;) {
+        if (in && (in[k] & 1)) {
+            k++;
+            continue;
+        }
+        size_t e = k + 1;
+        while (e < np && !(in && (in[e] & 1))) e++;
+        char *a = (char *)lo + k * pg;
+        bool done = false;
+#if defined(MADV_POPULATE_WRITE)
+        done = e - k > 1 && madvise(a, (e - k) * pg, MADV_POPULATE_WRITE) == 0;
+#endif
+        for (size_t o = 0; !done && o < (e - k) * pg; o += pg) ((volatile char *)a)[o] = 0;
+        k = e;
+    }
+    free(in);
 }
 
 /* One activation for pool_plan: tensor id, live from op b to op d (both inclusive), sz bytes */
@@ -284,20 +300,17 @@ typedef struct {
     size_t sz;
 } ar_item;
 
-static int ar_by_size(const void *x, const void *y) {
-    const ar_item *a = x, *b = y;
-    if (a->sz != b->sz) return a->sz > b->sz ? -1 : 1;
-    return a->b != b->b ? (a->b < b->b ? -1 : 1) : (a->id < b->id ? -1 : a->id > b->id);
+/* a goes before b: larger first, then the earlier born, then the lower id */
+static bool ar_before(const ar_item *a, const ar_item *b) {
+    if (a->sz != b->sz) return a->sz > b->sz;
+    return a->b != b->b ? a->b < b->b : a->id < b->id;
 }
 
+/* A placed tensor for pool_plan: its byte range [lo, hi) and lifetime, ops b..d */
 typedef struct {
-    size_t lo, hi; /* a placed tensor's byte range [lo, hi) */
+    size_t lo, hi;
+    int b, d;
 } ar_range;
-
-static int ar_by_off(const void *x, const void *y) {
-    const ar_range *a = x, *b = y;
-    return a->lo < b->lo ? -1 : a->lo > b->lo;
-}
 
 /* The pool's planned part (cpu_impl.arena): each activation's lifetime in cd_execute's order
  * (taken when its op runs, the model inputs before op 0; released after its last reader, one
@@ -335,18 +348,26 @@ static bool pool_plan(cpu_impl *im) {
             }
     }
     size_t total = 0;
-    if (ok) qsort(it, (size_t)n, sizeof *it, ar_by_size);
+    for (int k = 1; ok && k < n; k++) { /* insertion sort: no allocation (glibc's qsort takes one) */
+        const ar_item x = it[k];
+        int j = k;
+        for (; j > 0 && ar_before(&x, &it[j - 1]); j--) it[j] = it[j - 1];
+        it[j] = x;
+    }
+    /* placed: the tensors placed so far in order of offset (an insertion each) */
+    ar_range *placed = near;
     for (int k = 0; ok && k < n; k++) {
-        int m = 0;
-        for (int j = 0; j < k; j++)
-            if (it[j].b <= it[k].d && it[k].b <= it[j].d)
-                near[m++] = (ar_range){im->ar_off[it[j].id], im->ar_off[it[j].id] + it[j].sz};
-        qsort(near, (size_t)m, sizeof *near, ar_by_off);
         size_t off = 0;
-        for (int j = 0; j < m; j++) {
-            if (off + it[k].sz <= near[j].lo) break;
-            if (near[j].hi > off) off = near[j].hi;
+        int at = 0;
+        for (int j = 0; j < k; j++) {
+            const ar_range *r = &placed[j];
+            if (r->b > it[k].d || it[k].b > r->d) continue; /* never live at the same time */
+            if (off + it[k].sz <= r->lo) break;
+            if (r->hi > off) off = r->hi;
         }
+        while (at < k && placed[at].lo <= off) at++;
+        memmove(placed + at + 1, placed + at, (size_t)(k - at) * sizeof *placed);
+        placed[at] = (ar_range){.lo = off, .hi = off + it[k].sz, .b = it[k].b, .d = it[k].d};
         im->ar_off[it[k].id] = off;
         im->ar_size[it[k].id] = it[k].sz;
         if (off + it[k].sz > total) total = off + it[k].sz;
