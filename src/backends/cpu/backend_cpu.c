@@ -80,6 +80,18 @@ typedef struct {
  * pages, already faulted in, take the filters and activations of run 1. Set before main(), so
  * the loader's blocks are heap blocks too. Blocks over 32 MiB (glibc's ceiling for the
  * threshold) are still mmaps. docs/cpu-backend.md "Timing". */
+/* Under AddressSanitizer the planned pool's ranges are poisoned while no tensor holds them, so a
+ * kernel that writes past its output (into a neighbour's range) is still caught, as it was
+ * past a block of its own before the pool was planned. */
+#if defined(__SANITIZE_ADDRESS__)
+#include <sanitizer/asan_interface.h>
+#define ARENA_HIDE(p, n) ASAN_POISON_MEMORY_REGION((p), (n))
+#define ARENA_SHOW(p, n) ASAN_UNPOISON_MEMORY_REGION((p), (n))
+#else
+#define ARENA_HIDE(p, n) ((void)(p), (void)(n))
+#define ARENA_SHOW(p, n) ((void)(p), (void)(n))
+#endif
+
 #if defined(__GLIBC__)
 #include <malloc.h>
 __attribute__((constructor)) static void cpu_malloc_keep(void) {
@@ -147,6 +159,7 @@ static void pool_release(cpu_impl *im, int id) {
                 im->ar_live[k] = im->ar_live[--im->n_live];
                 break;
             }
+        ARENA_HIDE(v->data, im->ar_size[id]);
         v->data = NULL;
         v->nbytes = 0;
         v->owned = false;
@@ -179,6 +192,7 @@ static cd_status pool_alloc(cpu_impl *im, int id, bool zero, cd_error *err) {
         }
         if (!busy) {
             p = im->arena + lo;
+            ARENA_SHOW(p, nb);
             cap = SIZE_MAX; /* marks an arena range for pool_release */
             im->ar_live[im->n_live++] = id;
         }
@@ -206,6 +220,7 @@ static cd_status pool_alloc(cpu_impl *im, int id, bool zero, cd_error *err) {
 static void pool_free_all(cpu_impl *im) {
     for (int k = 0; k < im->n_free; k++) free(im->free_blocks[k].p);
     im->n_free = 0;
+    if (im->arena) ARENA_SHOW(im->arena, im->arena_bytes);
     free(im->arena_raw);
     free(im->ar_off);
     free(im->ar_size);
@@ -379,6 +394,7 @@ static bool pool_plan(cpu_impl *im) {
         im->arena = (char *)(((uintptr_t)im->arena_raw + 63) & ~(uintptr_t)63);
         im->arena_bytes = total;
         pages_in(im->arena, total);
+        ARENA_HIDE(im->arena, total);
         im->n_live = 0;
         return true;
     }
