@@ -25,7 +25,7 @@
 # cold/first); cldiff's per-op-type and heaviest-op tables (cpu:timing=1) of each model and
 # thread count are kept in the work folder (m<k>/timing_t<T>.txt). A model Paddle-Lite x86
 # cannot run (an ARM-only .nb) gets "n/a" and the reason. --cpu-opt KEY=VALUE adds
-# --backend-opt cpu:KEY=VALUE to cldiff's timed runs (an A/B, e.g. prepare_threads=1).
+# --backend-opt cpu:KEY=VALUE to cldiff's timed runs (an A/B, e.g. prepare_threads=2).
 set -u
 SRC=$(cd "$(dirname "$0")/.." && pwd)
 CLDIFF=${CLDIFF:-$SRC/build/cldiff}
