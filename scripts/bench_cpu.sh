@@ -35,7 +35,7 @@
 # the heaviest ops of both; all of it also as TSV (op_types.tsv, ops.tsv in the work folder).
 # A model Paddle-Lite x86 cannot run (an ARM-only .nb) gets "n/a" and the reason. --cpu-opt
 # KEY=VALUE adds --backend-opt cpu:KEY=VALUE to cldiff's timed runs (an A/B, e.g.
-# prepare_threads=1). --pin CPUS runs both sides under `taskset -c CPUS` (the same CPUs for
+# prepare_threads=2). --pin CPUS runs both sides under `taskset -c CPUS` (the same CPUs for
 # both; default: not pinned). --op-passes N (default 1): the op-by-op processes once before the
 # rounds and N-1 times after them; the report takes, per side, the pass nearest the rounds'
 # medians (a noisy machine: 2 or 3).

@@ -3,6 +3,7 @@ gets cold_ms, warm_ms and warm_runs, the captured tensors are those of a plain r
 (the warm runs reuse the prepared backend and must not disturb run 1's capture), the timing
 table names the model's op types, and bad values are usage errors (exit 2)."""
 import os
+import re
 import sys
 
 import h5py
@@ -37,11 +38,18 @@ if r.rc == 0 and base.rc == 0:
          r.err[-400:])
     c.ok("cold = open" in r.err and "page faults: open + prepare" in r.err and "dump writes" in r.err,
          "stderr has the cold run's parts and page faults", r.err[:600])
-# 2 threads: the prepare hooks run on both threads (cpu:prepare_threads=1: one by one); the
+    # the activation pool is planned at prepare: one block of the plan's live peak (offsets from
+    # the lifetimes; the free list's best-fit blocks held 1.1-1.7x it), and every activation of
+    # run 1 takes its planned place
+    m = re.search(r"pool [\d.]+ ms \((\d+) KB planned for a live peak of (\d+) KB; run 1: (\d+) outside it\)", r.err)
+    c.ok(m is not None and 0 < int(m.group(1)) <= int(m.group(2)) * 1.25 + 4 and int(m.group(3)) == 0,
+         "the planned pool holds the live peak (within 1.25x) and run 1 stays inside it",
+         m.group(0) if m else r.err[:600])
+# 2 threads: the prepare hooks run one by one (cpu:prepare_threads=2: on both threads); the
 # captured layers are those of a plain 2-thread run bit for bit either way
 p2 = cldiff("run", "--backends", "cpu", TINY, "--layers", "all", "--threads", "2", "--out", os.path.join(d, "p2"))
 c.rc(p2, 0, "plain run, 2 threads")
-for opt in ("cpu:repeat=2", "cpu:prepare_threads=1"):
+for opt in ("cpu:repeat=2", "cpu:prepare_threads=2", "cpu:prepare_threads=1"):
     q = cldiff("run", "--backends", "cpu", TINY, "--layers", "all", "--threads", "2", "--out", os.path.join(d, "q2"),
                "--backend-opt", opt)
     c.rc(q, 0, "2 threads, " + opt)

@@ -468,6 +468,68 @@ Test(pool, avg_whole_plane_matches_sequential_sum_bits) {
     avg_whole_case(1027, 16, 16, 2, true); /* 2^18 values and more: two threads, uneven halves */
 }
 
+/* ---- softmax over the last axis: the rows of 8 that go eight at a time through vectors
+ * (ops_nn_softmax.c sm_rows8_f32: picodet's distribution heads) and the other row lengths must
+ * give the scalar definition's bits: m = the scan `x[a] > m or x[a] is NaN`, e = expf(x - m),
+ * the float sum from +0 in axis order, e / sum. Rows with a zero maximum of either sign, ties,
+ * -inf, +inf (inf - inf: NaN), a NaN (its block of eight takes the scan), row counts around the
+ * block of 8, one and two threads (the 2-thread split needs more than 16384 values). ---- */
+static void softmax_case(int64_t rows, int64_t n, int threads, unsigned seed) {
+    const int64_t total = rows * n;
+    float *x = malloc((size_t)total * sizeof(float));
+    for (int64_t i = 0; i < total; i++) {
+        const double r = rnd(&seed);
+        x[i] = (float)(r * r * r * 3.0);
+    }
+    for (int64_t a = 0; a < n && rows > 1; a++) x[n + a] = a % 2 ? 0.0f : -0.0f;          /* row 1: zeros */
+    for (int64_t a = 0; a < n && rows > 2; a++) x[2 * n + a] = a < 2 ? -1.0f : -0.0f - a; /* row 2: max -0 */
+    if (rows > 3) x[3 * n] = x[3 * n + n - 1] = 9.5f;                                     /* row 3: a tie */
+    if (rows > 4) x[4 * n + 1] = -INFINITY;
+    if (rows > 5) x[5 * n + n / 2] = INFINITY;
+    if (rows > 13) x[13 * n + 2] = NAN; /* block 1 (rows 8..15) has a NaN */
+    T *t = t_new("softmax");
+    t->c.threads = threads;
+    cd_value *v = &t->vals[0];
+    v->dtype = CD_F32;
+    v->shape.rank = 3;
+    const int64_t dims[3] = {rows % 2 ? 1 : 2, rows % 2 ? rows : rows / 2, n};
+    cr_assert_eq(dims[0] * dims[1], rows);
+    for (int i = 0; i < 3; i++) v->shape.d[i] = dims[i];
+    cr_assert_eq(cd_value_alloc(v, NULL), CD_OK);
+    memcpy(v->data, x, (size_t)total * sizeof(float));
+    t_in(t, "X", 0);
+    t_out(t, "Out", 1);
+    a_int(t, "axis", -1);
+    cr_assert_eq(t_run(t), CD_OK, "%s", t->err.msg);
+    const float *y = t->vals[1].data;
+    float *e = malloc((size_t)n * sizeof(float));
+    for (int64_t r = 0; r < rows; r++) {
+        const float *xr = x + r * n;
+        float m = xr[0], sum = 0.0f;
+        for (int64_t a = 1; a < n; a++)
+            if (xr[a] > m || xr[a] != xr[a]) m = xr[a];
+        for (int64_t a = 0; a < n; a++) sum += (e[a] = expf(xr[a] - m));
+        for (int64_t a = 0; a < n; a++) {
+            const float want = e[a] / sum, got = y[r * n + a];
+            cr_assert(memcmp(&want, &got, 4) == 0 || (want != want && got != got),
+                      "softmax %lld rows of %lld, threads %d: row %lld value %lld %a vs %a", (long long)rows,
+                      (long long)n, threads, (long long)r, (long long)a, (double)got, (double)want);
+        }
+    }
+    free(e);
+    t_free(t);
+    free(x);
+}
+
+Test(softmax, rows_match_scalar_definition_bits) {
+    static const int64_t rows[] = {2, 7, 8, 9, 16, 24, 25, 64};
+    static const int64_t ns[] = {8, 7, 9, 3};
+    for (size_t a = 0; a < sizeof rows / sizeof rows[0]; a++)
+        for (size_t b = 0; b < sizeof ns / sizeof ns[0]; b++) softmax_case(rows[a], ns[b], 1, (unsigned)(a * 31 + b));
+    softmax_case(4096, 8, 2, 5); /* 32768 values: two threads */
+    softmax_case(2050, 8, 2, 6); /* halves that are not whole blocks of 8 */
+}
+
 /* ---- activations: the inlined fast paths must equal cd_act_apply bit for bit ---- */
 
 Test(act, fast_paths_match_cd_act_apply) {

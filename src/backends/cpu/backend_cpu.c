@@ -5,9 +5,11 @@
 #include "engine/backend_def.h"
 #include "engine/executor.h"
 #include <omp.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/resource.h>
 #include <time.h>
 
@@ -40,6 +42,19 @@ typedef struct {
         size_t cap;
     } * free_blocks;
     int n_free, cap_free;
+    /* The pool's planned part (pool_plan): one block, `arena`, in which every activation of the
+     * plan has its own offset (ar_off[id], ar_size[id] bytes; ar_size 0: not placed), tensors
+     * whose lifetimes overlap at disjoint offsets: the peak of live activations instead of the
+     * free list's best-fit blocks, never split (1.1-1.7x that peak on the zoo models: every byte
+     * more is a page fault of the cold run). A tensor takes its place only when no live tensor
+     * holds an overlapping range (ar_live: the ids holding arena ranges now), so a run in
+     * another order (a local pass, re-inferred shapes) stays correct: it then takes a block of
+     * the free list. */
+    char *arena, *arena_raw;
+    size_t arena_bytes;
+    size_t *ar_off, *ar_size;
+    int *ar_live, n_live;
+    int outside; /* allocations of the last run that did not take their planned place */
     /* per op: elapsed_us of its last run (the repeat/timing report of cpu_run reads it) */
     double *op_us;
     /* false: run_op does not read the clock (cpu_run's warm runs without cpu:timing=1, whose
@@ -65,6 +80,18 @@ typedef struct {
  * pages, already faulted in, take the filters and activations of run 1. Set before main(), so
  * the loader's blocks are heap blocks too. Blocks over 32 MiB (glibc's ceiling for the
  * threshold) are still mmaps. docs/cpu-backend.md "Timing". */
+/* Under AddressSanitizer the planned pool's ranges are poisoned while no tensor holds them, so a
+ * kernel that writes past its output (into a neighbour's range) is still caught, as it was
+ * past a block of its own before the pool was planned. */
+#if defined(__SANITIZE_ADDRESS__)
+#include <sanitizer/asan_interface.h>
+#define ARENA_HIDE(p, n) ASAN_POISON_MEMORY_REGION((p), (n))
+#define ARENA_SHOW(p, n) ASAN_UNPOISON_MEMORY_REGION((p), (n))
+#else
+#define ARENA_HIDE(p, n) ((void)(p), (void)(n))
+#define ARENA_SHOW(p, n) ((void)(p), (void)(n))
+#endif
+
 #if defined(__GLIBC__)
 #include <malloc.h>
 __attribute__((constructor)) static void cpu_malloc_keep(void) {
@@ -126,7 +153,17 @@ static void *pool_take(cpu_impl *im, size_t nb, size_t *cap) {
 /* Tensor id's value back to the pool (or freed, when its data did not come from it). */
 static void pool_release(cpu_impl *im, int id) {
     cd_value *v = &im->vals[id];
-    if (im->pool_ptr && v->owned && v->data && v->data == im->pool_ptr[id]) {
+    if (im->pool_ptr && v->owned && v->data && v->data == im->pool_ptr[id] && im->pool_cap[id] == SIZE_MAX) {
+        for (int k = 0; k < im->n_live; k++) /* its planned range is free again */
+            if (im->ar_live[k] == id) {
+                im->ar_live[k] = im->ar_live[--im->n_live];
+                break;
+            }
+        ARENA_HIDE(v->data, im->ar_size[id]);
+        v->data = NULL;
+        v->nbytes = 0;
+        v->owned = false;
+    } else if (im->pool_ptr && v->owned && v->data && v->data == im->pool_ptr[id]) {
         pool_put(im, v->data, im->pool_cap[id]);
         v->data = NULL;
         v->nbytes = 0;
@@ -145,7 +182,25 @@ static cd_status pool_alloc(cpu_impl *im, int id, bool zero, cd_error *err) {
     size_t es = cd_dtype_size(v->dtype);
     if (n < 0 || es == 0 || (uint64_t)n > (uint64_t)SIZE_MAX / es) return cd_value_alloc(v, err);
     size_t nb = (size_t)n * es, cap = 0;
-    void *p = pool_take(im, nb, &cap);
+    void *p = NULL;
+    if (im->arena && nb > 0 && nb <= im->ar_size[id]) { /* its planned place, when free */
+        const size_t lo = im->ar_off[id], hi = lo + im->ar_size[id];
+        bool busy = false;
+        for (int k = 0; k < im->n_live && !busy; k++) {
+            const int o = im->ar_live[k];
+            busy = im->ar_off[o] < hi && lo < im->ar_off[o] + im->ar_size[o];
+        }
+        if (!busy) {
+            p = im->arena + lo;
+            ARENA_SHOW(p, nb);
+            cap = SIZE_MAX; /* marks an arena range for pool_release */
+            im->ar_live[im->n_live++] = id;
+        }
+    }
+    if (!p) {
+        if (im->arena && nb > 0) im->outside++; /* (empty tensors: XShape) */
+        p = pool_take(im, nb, &cap);
+    }
     if (!p) return cd_err(err, CD_E_NOMEM, "out of memory for a %zu-byte tensor", nb);
     /* zeroed like calloc: a kernel that writes only part of its output (nms padding)
      * leaves zeros, never bytes of an earlier tensor */
@@ -165,6 +220,16 @@ static cd_status pool_alloc(cpu_impl *im, int id, bool zero, cd_error *err) {
 static void pool_free_all(cpu_impl *im) {
     for (int k = 0; k < im->n_free; k++) free(im->free_blocks[k].p);
     im->n_free = 0;
+    if (im->arena) ARENA_SHOW(im->arena, im->arena_bytes);
+    free(im->arena_raw);
+    free(im->ar_off);
+    free(im->ar_size);
+    free(im->ar_live);
+    im->arena = im->arena_raw = NULL;
+    im->arena_bytes = 0;
+    im->ar_off = im->ar_size = NULL;
+    im->ar_live = NULL;
+    im->n_live = 0;
 }
 
 /* Fill the pool the way the run will use it: each op's outputs taken at their planned
@@ -207,6 +272,138 @@ static void pool_rehearse(cpu_impl *im) {
         if (held[t]) pool_put(im, held[t], cap[t]);
     free(held);
     free(cap);
+}
+
+/* The pages of [p, p + n) brought in before any op is timed. Where the block reuses heap pages
+ * that are there already (the model loader's freed buffer: mallopt above) nothing is to be done;
+ * the runs of pages not there (mincore) are brought in by one system call each where the
+ * kernel has MADV_POPULATE_WRITE (5.14), without a trap per page (a 256 KiB block: 75 against
+ * 90-130 us touched page by page on this VM, docs/benchmarks.md "Fourth round: cold runs"),
+ * else by one write per page (as before, and always for the partial pages at both ends). A
+ * fresh page is zeroed by the kernel anyway; the contents are never read before a kernel or
+ * pool_alloc writes them. */
+static void pages_in(char *p, size_t n) {
+    if (!n) return;
+    ((volatile char *)p)[0] = 0;
+    ((volatile char *)p)[n - 1] = 0;
+    const uintptr_t pg = 4096, lo = ((uintptr_t)p + pg - 1) & ~(pg - 1), hi = ((uintptr_t)p + n) & ~(pg - 1);
+    if (hi <= lo) return;
+    const size_t np = (hi - lo) / pg;
+    unsigned char *in = malloc(np); /* per page: bit 0 set where it is there (mincore) */
+    if (in && mincore((void *)lo, hi - lo, in) != 0) memset(in, 0, np);
+    for (size_t k = 0; k < np;) {
+        if (in && (in[k] & 1)) {
+            k++;
+            continue;
+        }
+        size_t e = k + 1;
+        while (e < np && !(in && (in[e] & 1))) e++;
+        char *a = (char *)lo + k * pg;
+        bool done = false;
+#if defined(MADV_POPULATE_WRITE)
+        done = e - k > 1 && madvise(a, (e - k) * pg, MADV_POPULATE_WRITE) == 0;
+#endif
+        for (size_t o = 0; !done && o < (e - k) * pg; o += pg) ((volatile char *)a)[o] = 0;
+        k = e;
+    }
+    free(in);
+}
+
+/* One activation for pool_plan: tensor id, live from op b to op d (both inclusive), sz bytes */
+typedef struct {
+    int id, b, d;
+    size_t sz;
+} ar_item;
+
+/* a goes before b: larger first, then the earlier born, then the lower id */
+static bool ar_before(const ar_item *a, const ar_item *b) {
+    if (a->sz != b->sz) return a->sz > b->sz;
+    return a->b != b->b ? a->b < b->b : a->id < b->id;
+}
+
+/* A placed tensor for pool_plan: its byte range [lo, hi) and lifetime, ops b..d */
+typedef struct {
+    size_t lo, hi;
+    int b, d;
+} ar_range;
+
+/* The pool's planned part (cpu_impl.arena): each activation's lifetime in cd_execute's order
+ * (taken when its op runs, the model inputs before op 0; released after its last reader, one
+ * nobody reads right after its op, the model outputs never), then offsets greedily, the largest
+ * tensor first, each at the lowest offset clear of the tensors placed so far whose lifetimes
+ * meet its own; one block of the resulting size, every page written once (its pages exist
+ * before any op is timed). false when it could not (then pool_rehearse fills the free list). */
+static bool pool_plan(cpu_impl *im) {
+    const cd_plan *plan = im->plan;
+    const cd_graph *g = plan->g;
+    const int nt = g->n_tensors;
+    ar_item *it = malloc((size_t)(nt > 0 ? nt : 1) * sizeof *it);
+    int *born = malloc((size_t)(nt > 0 ? nt : 1) * sizeof *born);
+    ar_range *near = malloc((size_t)(nt > 0 ? nt : 1) * sizeof *near);
+    im->ar_off = calloc((size_t)(nt > 0 ? nt : 1), sizeof *im->ar_off);
+    im->ar_size = calloc((size_t)(nt > 0 ? nt : 1), sizeof *im->ar_size);
+    im->ar_live = malloc((size_t)(nt > 0 ? nt : 1) * sizeof *im->ar_live);
+    bool ok = it && born && near && im->ar_off && im->ar_size && im->ar_live;
+    int n = 0;
+    for (int t = 0; ok && t < nt; t++) born[t] = -1;
+    for (int i = 0; ok && i < g->n_ops; i++) {
+        const cd_op *op = &g->ops[i];
+        const bool feed = !strcmp(op->type, "feed");
+        for (int s = 0; s < op->n_out; s++)
+            for (int k = 0; k < op->out[s].n; k++) {
+                int id = op->out[s].ids[k];
+                if (id < 0 || born[id] >= 0 || g->tensors[id].persistable) continue;
+                int64_t ne = cd_value_numel(&plan->meta[id]);
+                size_t es = cd_dtype_size(plan->meta[id].dtype);
+                if (ne <= 0 || es == 0 || (uint64_t)ne > ((uint64_t)SIZE_MAX >> 2) / es) continue;
+                born[id] = feed ? 0 : i;
+                const int lu = plan->last_use[id];
+                it[n++] = (ar_item){
+                    .id = id, .b = born[id], .d = lu >= i ? lu : i, .sz = ((size_t)ne * es + 63) & ~(size_t)63};
+            }
+    }
+    size_t total = 0;
+    for (int k = 1; ok && k < n; k++) { /* insertion sort: no allocation (glibc's qsort takes one) */
+        const ar_item x = it[k];
+        int j = k;
+        for (; j > 0 && ar_before(&x, &it[j - 1]); j--) it[j] = it[j - 1];
+        it[j] = x;
+    }
+    /* placed: the tensors placed so far in order of offset (an insertion each) */
+    ar_range *placed = near;
+    for (int k = 0; ok && k < n; k++) {
+        size_t off = 0;
+        int at = 0;
+        for (int j = 0; j < k; j++) {
+            const ar_range *r = &placed[j];
+            if (r->b > it[k].d || it[k].b > r->d) continue; /* never live at the same time */
+            if (off + it[k].sz <= r->lo) break;
+            if (r->hi > off) off = r->hi;
+        }
+        while (at < k && placed[at].lo <= off) at++;
+        memmove(placed + at + 1, placed + at, (size_t)(k - at) * sizeof *placed);
+        placed[at] = (ar_range){.lo = off, .hi = off + it[k].sz, .b = it[k].b, .d = it[k].d};
+        im->ar_off[it[k].id] = off;
+        im->ar_size[it[k].id] = it[k].sz;
+        if (off + it[k].sz > total) total = off + it[k].sz;
+    }
+    free(it);
+    free(born);
+    free(near);
+    if (ok && total > 0 && (im->arena_raw = malloc(total + 64))) {
+        im->arena = (char *)(((uintptr_t)im->arena_raw + 63) & ~(uintptr_t)63);
+        im->arena_bytes = total;
+        pages_in(im->arena, total);
+        ARENA_HIDE(im->arena, total);
+        im->n_live = 0;
+        return true;
+    }
+    free(im->ar_off);
+    free(im->ar_size);
+    free(im->ar_live);
+    im->ar_off = im->ar_size = NULL;
+    im->ar_live = NULL;
+    return false;
 }
 
 static long minflt(void) {
@@ -281,6 +478,7 @@ static void prepare_op(cpu_impl *im, int i, int threads) {
 
 static cd_status cpu_prepare(cd_backend *b, const cd_plan *plan, cd_error *err) {
     cpu_impl *im = b->impl;
+    im->outside = 0;
     if (im->prepared && im->plan == plan && !im->reinfer) {
         /* the same plan again (a warm repeat): activations back to the pool, state kept */
         for (int t = 0; t < plan->g->n_tensors; t++)
@@ -319,12 +517,16 @@ static cd_status cpu_prepare(cd_backend *b, const cd_plan *plan, cd_error *err) 
     /* Attribute parsing and validation of the ops that can do it ahead, outside their timed
      * run, and their filters packed. A failure leaves no state: the run parses again and
      * reports it there. The int8 kernels' states first, one by one (they size the shared
-     * scratch); then the prepare hooks, on all threads when there are several (each writes
-     * only its own op's state: a hook must not touch anything shared), while the master
-     * also fills the pool. */
+     * scratch); then the prepare hooks, one by one after the pool's fill, or with
+     * cpu:prepare_threads=N on N threads while the master fills the pool (each hook writes
+     * only its own op's state: a hook must not touch anything shared). */
     const int nth = b->opts.threads > 0 ? b->opts.threads : 1;
     const char *pt = cd_backend_opt(&b->opts, "cpu", "prepare_threads"); /* checked in cpu_apply_opts */
-    const int pth = pt && atoi(pt) > 0 && atoi(pt) < nth ? atoi(pt) : nth;
+    /* Default 1 (one by one): an interleaved A/B at 2 threads (docs/benchmarks.md "Fourth round:
+     * cold runs") was faster one by one on every model measured; a second thread's packs also
+     * come from its own glibc arena, in fresh pages, where the master's heap holds the loader's
+     * freed buffer (mobilenet_v3_large: 644 page faults in prepare against 177). */
+    const int pth = pt && atoi(pt) > 0 ? (atoi(pt) < nth ? atoi(pt) : nth) : 1;
     int *todo = malloc((size_t)(plan->g->n_ops > 0 ? plan->g->n_ops : 1) * sizeof *todo), n_todo = 0;
     for (int i = 0; i < plan->g->n_ops; i++) {
         const cd_op_def *def = plan->defs[i];
@@ -363,7 +565,7 @@ static cd_status cpu_prepare(cd_backend *b, const cd_plan *plan, cd_error *err) 
 #pragma omp master
             {
                 const double t0 = now_us();
-                pool_rehearse(im);
+                if (!pool_plan(im)) pool_rehearse(im);
                 im->pool_us = now_us() - t0;
             }
 #pragma omp for schedule(dynamic, 1) nowait
@@ -371,7 +573,7 @@ static cd_status cpu_prepare(cd_backend *b, const cd_plan *plan, cd_error *err) 
         }
     } else {
         const double t0 = now_us();
-        pool_rehearse(im);
+        if (!pool_plan(im)) pool_rehearse(im);
         im->pool_us = now_us() - t0;
         for (int k = 0; k < n_todo; k++) prepare_op(im, todo[k], nth);
     }
@@ -682,6 +884,8 @@ static double median(double *v, int n) {
 typedef struct {
     double open_ms, prepare_ms, probe_ms;
     double pool_ms;                      /* the pool's fill, part of prepare */
+    double pool_kb, peak_kb;             /* the planned pool (0: none, the free list) and the plan's live peak */
+    int outside;                         /* run 1's activations that did not take their planned place */
     const double *prep_us;               /* per op: its prepare hook (n_ops; on several threads at once) */
     long flt_prepare, flt_run, flt_warm; /* minor page faults: prepare, run 1, runs 2..N */
     double cpu_ms;                       /* process CPU time of the cold run (all threads) */
@@ -724,7 +928,10 @@ static void timing_report(const cd_plan *plan, int threads, int runs, double ope
     if (warm > 0) fprintf(stderr, "; warm ops %.3f + executor %.3f ms (medians)", ops_warm, wm - ops_warm);
     double prep_sum = 0;
     for (int i = 0; cp->prep_us && i < n; i++) prep_sum += cp->prep_us[i] / 1e3;
-    fprintf(stderr, "\n  prepare: pool %.3f ms, op hooks (attributes, packed filters) %.3f ms%s", cp->pool_ms, prep_sum,
+    fprintf(stderr,
+            "\n  prepare: pool %.3f ms (%.0f KB planned for a live peak of %.0f KB; run 1: %d outside it), op hooks "
+            "(attributes, packed filters) %.3f ms%s",
+            cp->pool_ms, cp->pool_kb, cp->peak_kb, cp->outside, prep_sum,
             threads > 1 ? " summed over the threads" : "");
     fprintf(stderr,
             "\n  cold CPU time %.3f ms (all threads, less the dump writes); page faults: open + prepare %ld, run 1 "
@@ -871,6 +1078,8 @@ static cd_status cpu_run(const cd_runner_req *q, cd_runner_result *res, cd_error
         if (!st) {
             cpu_impl *im = b->impl;
             cp.pool_ms = im->pool_us / 1e3;
+            cp.pool_kb = (double)im->arena_bytes / 1024;
+            cp.peak_kb = (double)q->plan->act_bytes_peak / 1024;
             if ((prep = malloc((size_t)n * sizeof *prep)))
                 memcpy(prep, im->prep_us, (size_t)q->plan->g->n_ops * sizeof *prep);
             cp.prep_us = prep;
@@ -881,6 +1090,7 @@ static cd_status cpu_run(const cd_runner_req *q, cd_runner_result *res, cd_error
         if (!st) st = cd_execute(q->plan, b, q->inputs, q->xo, q->sink ? &csink : NULL, err);
         run_ms[0] = (now_us() - t0) / 1e3;
         cp.flt_run = minflt() - f1;
+        if (b) cp.outside = ((cpu_impl *)b->impl)->outside;
         cp.cpu_ms = (cpu_us() - c0) / 1e3 - cp.probe_ms;
         cp.probe_ms = pc.us / 1e3;
         if (!st) memcpy(op_us, ((cpu_impl *)b->impl)->op_us, (size_t)q->plan->g->n_ops * sizeof *op_us);
@@ -957,8 +1167,8 @@ const cd_backend_def cd_backend_def_cpu = {
                                          "warm; the dump's run gets cold_ms and warm_ms (median)"},
                                         {"timing", "0|1", "print run times and a per-op-type table on stderr"},
                                         {"prepare_threads", "N",
-                                         "threads that pack the filters at prepare (default: --threads; 1: one "
-                                         "by one, as before)"},
+                                         "threads that pack the filters at prepare (default 1: one by one; "
+                                         "at most --threads)"},
                                         {NULL, NULL, NULL}},
     .apply_opts = cpu_apply_opts,
     .run = cpu_run,

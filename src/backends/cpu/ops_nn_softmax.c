@@ -60,9 +60,61 @@ cd_status cd_nn_softmax_infer(cd_op_ctx *c) {
     return CD_OK;
 }
 
+#if defined(__AVX__)
+#include <immintrin.h>
+/* Eight softmax rows of eight values (x and y 64 floats each; picodet's distribution heads: rows
+ * of 8 over the last axis, 6400 of them at 1x3x320x320), sm_rows' arithmetic with the row
+ * scans in vectors: the maximum (a max reduction; no NaN in the block, so it is the value of
+ * the scan's result, and a zero maximum is taken from the row's first zero as row_max does),
+ * x - max, each exponential the same expf call, the eight sums in axis order (scalar chains,
+ * interleaved as sm_rows runs them) and the divisions. false, nothing written, when a value is
+ * NaN: sm_rows' scan then takes the block. */
+static bool sm_rows8_f32(const float *x, float *y) {
+    __m256 r[8], nan = _mm256_setzero_ps();
+    for (int j = 0; j < 8; j++) {
+        r[j] = _mm256_loadu_ps(x + 8 * j);
+        nan = _mm256_or_ps(nan, _mm256_cmp_ps(r[j], r[j], _CMP_UNORD_Q));
+    }
+    if (_mm256_movemask_ps(nan)) return false;
+    for (int j = 0; j < 8; j++) {
+        __m256 m = _mm256_max_ps(r[j], _mm256_permute2f128_ps(r[j], r[j], 1));
+        m = _mm256_max_ps(m, _mm256_shuffle_ps(m, m, _MM_SHUFFLE(1, 0, 3, 2)));
+        m = _mm256_max_ps(m, _mm256_shuffle_ps(m, m, _MM_SHUFFLE(2, 3, 0, 1)));
+        float mx = _mm256_cvtss_f32(m);
+        if (mx == 0.0f) {
+            float v[8];
+            _mm256_storeu_ps(v, r[j]);
+            for (int a = 0; a < 8; a++)
+                if (v[a] == 0.0f) {
+                    mx = v[a];
+                    break;
+                }
+        }
+        _mm256_storeu_ps(y + 8 * j, _mm256_sub_ps(r[j], _mm256_set1_ps(mx)));
+    }
+    for (int i = 0; i < 64; i++) y[i] = expf(y[i]);
+    float s0 = 0.0f, s1 = 0.0f, s2 = 0.0f, s3 = 0.0f, s4 = 0.0f, s5 = 0.0f, s6 = 0.0f, s7 = 0.0f;
+    for (int a = 0; a < 8; a++) {
+        s0 += y[a];
+        s1 += y[8 + a];
+        s2 += y[16 + a];
+        s3 += y[24 + a];
+        s4 += y[32 + a];
+        s5 += y[40 + a];
+        s6 += y[48 + a];
+        s7 += y[56 + a];
+    }
+    const float s[8] = {s0, s1, s2, s3, s4, s5, s6, s7};
+    for (int j = 0; j < 8; j++)
+        _mm256_storeu_ps(y + 8 * j, _mm256_div_ps(_mm256_loadu_ps(y + 8 * j), _mm256_set1_ps(s[j])));
+    return true;
+}
+#define NN_ROWS8 sm_rows8_f32
+#endif
 #define NN_T float
 #define NN_S f32
 #include "ops_nn_softmax_tmpl.h"
+#undef NN_ROWS8
 #define NN_T _Float16
 #define NN_S f16
 #include "ops_nn_softmax_tmpl.h"

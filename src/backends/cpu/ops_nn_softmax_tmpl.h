@@ -106,6 +106,9 @@ static void F(sm_rows)(const sm_geo *g, const NN_T *in, NN_T *out, int64_t r0, i
     }
     for (int64_t rb = r0; rb < r1; rb += 8) {
         const int nr = r1 - rb < 8 ? (int)(r1 - rb) : 8;
+#if defined(NN_ROWS8)
+        if (nr == 8 && n == 8 && NN_ROWS8(in + rb * 8, out + rb * 8)) continue; /* the same arithmetic, vectors */
+#endif
         float sum[8];
         for (int j = 0; j < nr; j++) {
             const NN_T *x = in + (rb + j) * n;
