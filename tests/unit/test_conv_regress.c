@@ -20,83 +20,10 @@
 #include "engine/ops.h"
 #include "util/fp16.h"
 
-/* ---- a tiny hand-made conv2d op (as tests/unit/test_ops_basic.c builds them) ---- */
+/* ---- a tiny hand-made conv2d op: tests/unit/conv_fixture.h ---- */
+#include "conv_fixture.h"
 
-#define NV 8
-typedef struct {
-    cd_op op;
-    cd_slot in[4], out[1];
-    int ids_in[4][1], ids_out[1][1];
-    cd_attr attrs[8];
-    int64_t ints[8][4];
-    double floats[8][4];
-    cd_value vals[NV];
-    cd_graph g;
-    cd_tensor tensors[NV];
-    cd_error err;
-    cd_op_ctx c;
-} T;
-
-static T *t_new(bool half, int threads) {
-    T *t = calloc(1, sizeof *t);
-    t->op.type = (char *)"conv2d";
-    t->op.name = (char *)"conv2d_70";
-    t->op.in = t->in;
-    t->op.out = t->out;
-    t->op.attrs = t->attrs;
-    t->g.tensors = t->tensors;
-    t->g.n_tensors = NV;
-    for (int i = 0; i < NV; i++) {
-        t->vals[i].shape.rank = -1;
-        t->tensors[i].dtype = half ? CD_F16 : CD_F32;
-    }
-    t->c = (cd_op_ctx){.g = &t->g,
-                       .op = &t->op,
-                       .op_index = 179,
-                       .vals = t->vals,
-                       .prec = half ? CD_PREC_FP16 : CD_PREC_FP32,
-                       .threads = threads,
-                       .err = &t->err};
-    return t;
-}
-
-static void t_free(T *t) {
-    for (int i = 0; i < NV; i++) cd_value_release(&t->vals[i]);
-    free(t);
-}
-
-static void t_in(T *t, const char *slot, int id) {
-    cd_slot *s = &t->in[t->op.n_in];
-    s->name = (char *)slot;
-    s->ids = t->ids_in[t->op.n_in++];
-    s->ids[0] = id;
-    s->n = 1;
-}
-
-static cd_attr *t_attr(T *t, const char *name, cd_attr_type ty) {
-    cd_attr *a = &t->attrs[t->op.n_attr];
-    a->name = (char *)name;
-    a->type = ty;
-    a->ints = t->ints[t->op.n_attr];
-    a->floats = t->floats[t->op.n_attr];
-    t->op.n_attr++;
-    return a;
-}
-static void a_ints(T *t, const char *n, int k, const int64_t *v) {
-    cd_attr *a = t_attr(t, n, CD_ATTR_INTS);
-    a->n = k;
-    memcpy(a->ints, v, (size_t)k * sizeof *v);
-}
-
-/* value id: shape and float data (converted to the value's dtype) */
-static void t_val(T *t, int id, cd_dtype dt, int rank, const int64_t *dims, const float *data) {
-    cd_value *v = &t->vals[id];
-    v->dtype = dt;
-    v->shape.rank = rank;
-    for (int i = 0; i < rank; i++) v->shape.d[i] = dims[i];
-    cr_assert_eq(cd_value_alloc(v, NULL), CD_OK);
-    for (int64_t i = 0; i < cd_value_numel(v); i++) cd_value_set(v, i, data[i]);
-}
+static T *t_new(bool half, int threads) { return t_new_op("conv2d", "conv2d_70", 179, half, threads); }
 
 static unsigned seed = 1;
 static float frand(void) { /* [-1, 1) in steps of 2^-10: exact in half */

@@ -21,80 +21,9 @@
 #include "backends/cpu/gemm.h"
 #include "engine/ops.h"
 
-#define NV 8
-typedef struct {
-    cd_op op;
-    cd_slot in[4], out[1];
-    int ids_in[4][1], ids_out[1][1];
-    cd_attr attrs[8];
-    int64_t ints[8][4];
-    double floats[8][4];
-    cd_value vals[NV];
-    cd_graph g;
-    cd_tensor tensors[NV];
-    cd_error err;
-    cd_op_ctx c;
-} T;
+#include "conv_fixture.h"
 
-static T *t_new(int threads) {
-    T *t = calloc(1, sizeof *t);
-    t->op.type = (char *)"depthwise_conv2d";
-    t->op.name = (char *)"depthwise_conv2d_0";
-    t->op.in = t->in;
-    t->op.out = t->out;
-    t->op.attrs = t->attrs;
-    t->g.tensors = t->tensors;
-    t->g.n_tensors = NV;
-    for (int i = 0; i < NV; i++) {
-        t->vals[i].shape.rank = -1;
-        t->tensors[i].dtype = CD_F32;
-    }
-    t->c = (cd_op_ctx){.g = &t->g,
-                       .op = &t->op,
-                       .op_index = 3,
-                       .vals = t->vals,
-                       .prec = CD_PREC_FP32,
-                       .threads = threads,
-                       .err = &t->err};
-    return t;
-}
-
-static void t_free(T *t) {
-    for (int i = 0; i < NV; i++) cd_value_release(&t->vals[i]);
-    free(t);
-}
-
-static void t_in(T *t, const char *slot, int id) {
-    cd_slot *s = &t->in[t->op.n_in];
-    s->name = (char *)slot;
-    s->ids = t->ids_in[t->op.n_in++];
-    s->ids[0] = id;
-    s->n = 1;
-}
-
-static cd_attr *t_attr(T *t, const char *name, cd_attr_type ty) {
-    cd_attr *a = &t->attrs[t->op.n_attr];
-    a->name = (char *)name;
-    a->type = ty;
-    a->ints = t->ints[t->op.n_attr];
-    a->floats = t->floats[t->op.n_attr];
-    t->op.n_attr++;
-    return a;
-}
-static void a_ints(T *t, const char *n, int k, const int64_t *v) {
-    cd_attr *a = t_attr(t, n, CD_ATTR_INTS);
-    a->n = k;
-    memcpy(a->ints, v, (size_t)k * sizeof *v);
-}
-
-static void t_val(T *t, int id, int rank, const int64_t *dims, const float *data) {
-    cd_value *v = &t->vals[id];
-    v->dtype = CD_F32;
-    v->shape.rank = rank;
-    for (int i = 0; i < rank; i++) v->shape.d[i] = dims[i];
-    cr_assert_eq(cd_value_alloc(v, NULL), CD_OK);
-    memcpy(v->data, data, (size_t)cd_value_numel(v) * sizeof(float));
-}
+static T *t_new(int threads) { return t_new_op("depthwise_conv2d", "depthwise_conv2d_0", 3, false, threads); }
 
 static unsigned seed = 7;
 static float frand(void) { /* (-1, 1), 23-bit mantissas: no two sums alike by luck */
@@ -137,12 +66,12 @@ static void dw_case(const geo *g, int threads, bool relu6) {
             }
 
     T *t = t_new(threads);
-    t_val(t, 0, 4, (int64_t[]){1, C, H, W}, x);
-    t_val(t, 1, 4, (int64_t[]){C, 1, K, K}, w);
+    t_val(t, 0, CD_F32, 4, (int64_t[]){1, C, H, W}, x);
+    t_val(t, 1, CD_F32, 4, (int64_t[]){C, 1, K, K}, w);
     t_in(t, "Input", 0);
     t_in(t, "Filter", 1);
     if (relu6) {
-        t_val(t, 2, 1, (int64_t[]){C}, b);
+        t_val(t, 2, CD_F32, 1, (int64_t[]){C}, b);
         t_in(t, "Bias", 2);
         t_attr(t, "with_act", CD_ATTR_BOOL)->i = 1;
         t_attr(t, "act_type", CD_ATTR_STRING)->s = (char *)"relu6";
@@ -237,8 +166,8 @@ static void convt_case(int Cin, int Cout, int H, int W, int K, int s, int p, int
     T *t = t_new(threads);
     t->op.type = (char *)"conv2d_transpose";
     t->op.name = (char *)"conv2d_transpose_0";
-    t_val(t, 0, 4, (int64_t[]){1, Cin, H, W}, x);
-    t_val(t, 1, 4, (int64_t[]){Cin, Cout, K, K}, w);
+    t_val(t, 0, CD_F32, 4, (int64_t[]){1, Cin, H, W}, x);
+    t_val(t, 1, CD_F32, 4, (int64_t[]){Cin, Cout, K, K}, w);
     t_in(t, "Input", 0);
     t_in(t, "Filter", 1);
     t->op.out[0] = (cd_slot){.name = (char *)"Output", .ids = t->ids_out[0], .n = 1};
