@@ -75,6 +75,13 @@ static inline void a_ints(T *t, const char *n, int k, const int64_t *v) {
     memcpy(a->ints, v, (size_t)k * sizeof *v);
 }
 
+/* the op's one output, slot "Output", value id */
+static inline void t_out(T *t, int id) {
+    t->op.out[0] = (cd_slot){.name = (char *)"Output", .ids = t->ids_out[0], .n = 1};
+    t->ids_out[0][0] = id;
+    t->op.n_out = 1;
+}
+
 /* value id: shape and float data (converted to the value's dtype) */
 static inline void t_val(T *t, int id, cd_dtype dt, int rank, const int64_t *dims, const float *data) {
     cd_value *v = &t->vals[id];
@@ -83,6 +90,14 @@ static inline void t_val(T *t, int id, cd_dtype dt, int rank, const int64_t *dim
     for (int i = 0; i < rank; i++) v->shape.d[i] = dims[i];
     cr_assert_eq(cd_value_alloc(v, NULL), CD_OK);
     for (int64_t i = 0; i < cd_value_numel(v); i++) cd_value_set(v, i, data[i]);
+}
+
+/* a bias (value id, n values) fused with relu6, as Paddle-Lite's conv fusion writes it */
+static inline void t_bias_relu6(T *t, int id, cd_dtype dt, int64_t n, const float *bias) {
+    t_val(t, id, dt, 1, (int64_t[]){n}, bias);
+    t_in(t, "Bias", id);
+    t_attr(t, "with_act", CD_ATTR_BOOL)->i = 1;
+    t_attr(t, "act_type", CD_ATTR_STRING)->s = (char *)"relu6";
 }
 
 #endif

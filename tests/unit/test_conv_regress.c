@@ -47,15 +47,8 @@ static float *run_conv(const geo *g, const float *x, const float *w, const float
     t_val(t, 1, dt, 4, (int64_t[]){g->Cout, g->Cin, g->KH, g->KW}, w);
     t_in(t, "Input", 0);
     t_in(t, "Filter", 1);
-    if (bias) {
-        t_val(t, 2, dt, 1, (int64_t[]){g->Cout}, bias);
-        t_in(t, "Bias", 2);
-        t_attr(t, "with_act", CD_ATTR_BOOL)->i = 1;
-        t_attr(t, "act_type", CD_ATTR_STRING)->s = (char *)"relu6";
-    }
-    t->op.out[0] = (cd_slot){.name = (char *)"Output", .ids = t->ids_out[0], .n = 1};
-    t->ids_out[0][0] = 3;
-    t->op.n_out = 1;
+    if (bias) t_bias_relu6(t, 2, dt, g->Cout, bias);
+    t_out(t, 3);
     a_ints(t, "strides", 2, (int64_t[]){g->sh, g->sw});
     a_ints(t, "paddings", 4, (int64_t[]){g->pt, g->pb, g->pl, g->pr});
     a_ints(t, "dilations", 2, (int64_t[]){g->dh, g->dw});

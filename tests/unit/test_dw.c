@@ -70,15 +70,8 @@ static void dw_case(const geo *g, int threads, bool relu6) {
     t_val(t, 1, CD_F32, 4, (int64_t[]){C, 1, K, K}, w);
     t_in(t, "Input", 0);
     t_in(t, "Filter", 1);
-    if (relu6) {
-        t_val(t, 2, CD_F32, 1, (int64_t[]){C}, b);
-        t_in(t, "Bias", 2);
-        t_attr(t, "with_act", CD_ATTR_BOOL)->i = 1;
-        t_attr(t, "act_type", CD_ATTR_STRING)->s = (char *)"relu6";
-    }
-    t->op.out[0] = (cd_slot){.name = (char *)"Output", .ids = t->ids_out[0], .n = 1};
-    t->ids_out[0][0] = 3;
-    t->op.n_out = 1;
+    if (relu6) t_bias_relu6(t, 2, CD_F32, C, b);
+    t_out(t, 3);
     t_attr(t, "groups", CD_ATTR_INT)->i = C;
     a_ints(t, "strides", 2, (int64_t[]){g->s, g->s});
     a_ints(t, "paddings", 4, (int64_t[]){g->pt, g->pb, g->pl, g->pr});
@@ -170,9 +163,7 @@ static void convt_case(int Cin, int Cout, int H, int W, int K, int s, int p, int
     t_val(t, 1, CD_F32, 4, (int64_t[]){Cin, Cout, K, K}, w);
     t_in(t, "Input", 0);
     t_in(t, "Filter", 1);
-    t->op.out[0] = (cd_slot){.name = (char *)"Output", .ids = t->ids_out[0], .n = 1};
-    t->ids_out[0][0] = 3;
-    t->op.n_out = 1;
+    t_out(t, 3);
     a_ints(t, "strides", 2, (int64_t[]){s, s});
     a_ints(t, "paddings", 2, (int64_t[]){p, p});
     a_ints(t, "dilations", 2, (int64_t[]){1, 1});
