@@ -31,7 +31,10 @@ class CdpError(RuntimeError):
 class Browser:
     """One headless browser process; `page()` opens a tab and attaches to it."""
 
-    def __init__(self, exe, log_path, timeout=30.0):
+    # timeout: how long one reply may take, a guard against a hung browser, not a wait (each
+    # read returns as soon as the message is there). 30 s was too short on the 2-core CI machine
+    # while the sanitizer build compiled beside the tests: Target.createTarget took longer once.
+    def __init__(self, exe, log_path, timeout=120.0):
         self.timeout = timeout
         self.profile = tempfile.mkdtemp(prefix="cldiff_html_profile_")
         to_browser_r, self._w = os.pipe()
