@@ -12,14 +12,42 @@
 #   Both sets unpack the Paddle-Lite SDKs ../shared/paddle-lite/sdk-*.tar.xz (CD_PL_SDK_ARCHIVES
 #   names another folder) into .paddle-lite/, where cldiff looks for them by default; an SDK
 #   already there is left as it is.
+#   Exit 0 when everything is present, 2 for an unknown set, 3 when the disk is too full to
+#   start (below).
 set -euo pipefail
 here="$(cd "$(dirname "$0")/.." && pwd)"
 what=${1:-tests}
 case "$what" in
     demo|tests) ;;
-    -h|--help) sed -n '2,14p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,16p' "$0"; exit 0 ;;
     *) echo "setup.sh: unknown set '$what' (demo or tests)" >&2; exit 2 ;;
 esac
+# Free disk first: a full test run needs about 8 GiB beside the repository (the venvs and Paddle
+# 2.2 GB, SDKs, zoo and the phone sysroot 0.8 GB, the three builds 1 GB, ccache) and up to 2 GiB
+# of test temporaries under $TMPDIR (3 GiB once the venvs and the zoo are there); the demo about
+# 1 GiB. Running out halfway shows up as a truncated archive or a failed link far from the
+# cause, so it is checked here (exit 3). CLDIFF_MIN_FREE_GB sets the need (0 skips the check).
+need_gb=${CLDIFF_MIN_FREE_GB:-}
+if [ -z "$need_gb" ]; then
+  if [ "$what" = demo ]; then need_gb=1
+  elif [ -x "$here/.venv-paddle/bin/python" ] && [ -f "$here/.zoo/manifest.jsonl" ]; then need_gb=3
+  else need_gb=8; fi
+fi
+check_free() { # dir GiB what-for
+  local avail_kb
+  avail_kb=$(df -Pk "$1" 2>/dev/null | awk 'NR==2 {print $4}')
+  [ -n "$avail_kb" ] || return 0
+  if [ "$avail_kb" -lt $(($2 * 1024 * 1024)) ]; then
+    echo "setup: only $((avail_kb / 1024)) MiB free on the file system of $1; $3 needs about $2 GiB." >&2
+    echo "setup: free some space there (old build folders, leftovers of earlier runs in /tmp) and run again;" \
+         "CLDIFF_MIN_FREE_GB=N sets the need (0 skips this check)." >&2
+    exit 3
+  fi
+}
+if [ "$need_gb" != 0 ]; then
+  check_free "$here" "$need_gb" "the $what set (venvs, SDKs, builds)"
+  [ "$what" = tests ] && check_free "${TMPDIR:-/tmp}" 2 "the tests' temporaries"
+fi
 # The build (CMakeLists.txt: HDF5, libpng, OpenMP from GCC, CL/cl.h) and an OpenCL device to
 # run on: the ICD loader that cldiff opens at run time, and PoCL (a CPU OpenCL driver).
 demo_pkgs=(build-essential cmake pkg-config libhdf5-dev libpng-dev

@@ -7,6 +7,7 @@
 #   2. --out on a tmpfs remounted read-only (existing folder; folder to be created)
 #   3. --out under /proc (cannot create a folder there even as root): always available
 #   4. --out naming an existing regular file
+#   5. scripts/setup.sh on a disk with too little free space (exit 3)
 # Cases 1-2 need mount(2) (root with CAP_SYS_ADMIN). Without it they are reported as
 # skipped on stdout; when nothing but the fallback could run the script exits 77.
 set -u
@@ -112,6 +113,14 @@ expect_err bad_scratch_mem "CLDIFF_SCRATCH_MEM='lots' is not a number of bytes"
 run file_out run --backends cpu "$MODEL" --out "$WORK/plainfile"
 expect_rc file_out 6
 expect_err file_out "not a folder|not a directory"
+# 5. the test set's setup on a disk too full to start: exit 3 before installing anything,
+#    naming the folder, the free space and what to do (a CI machine once ran out halfway
+#    through unpacking a sysroot, and the run failed far from the cause)
+CLDIFF_MIN_FREE_GB=1000000 timeout 60 bash "$SRC/scripts/setup.sh" tests >"$WORK/setup_full.out" 2>"$WORK/setup_full.err"
+echo $? >"$WORK/setup_full.rc"
+expect_rc setup_full 3
+expect_err setup_full "only [0-9]+ MiB free on the file system of .*needs about 1000000 GiB"
+expect_err setup_full "free some space there"
 
 echo "$((n - fails))/$n checks passed, $fails failed, $skipped case group(s) skipped"
 [ $fails -eq 0 ] || exit 1
