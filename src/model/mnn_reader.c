@@ -314,6 +314,15 @@ cd_status cd_mnn_load_mem(const uint8_t *buf, size_t len, cd_graph **out, cd_err
     if (cd_fb_vec(&c.fb, &net, NET_SUBGRAPHS, "subgraphs", 4, &sub_d, &n_sub, err)) return err->code;
     if (tnum < 0 || (uint32_t)tnum > MNN_MAX_TENSORS)
         return cd_err(err, CD_E_MODEL, "MNN Net: tensorNumber %d is out of range (file offset %zu)", tnum, net.pos);
+    /* A tensor without a name is only there to be an op's input or output, which takes a 4-byte
+     * index in the file: a tensorNumber beyond the names by more than the file has words for
+     * describes tensors nothing can reach (a 3 KB file claiming millions of tensors, found by
+     * fuzz_mnn, made the loader declare them all: seconds of work for nothing). */
+    if ((uint32_t)tnum > n_names && (uint64_t)((uint32_t)tnum - n_names) > len / 4)
+        return cd_err(err, CD_E_MODEL,
+                      "MNN Net: tensorNumber %d is more than this %zu-byte file can describe (%u tensor names; file "
+                      "offset %zu): the file is damaged or not an MNN model",
+                      tnum, len, n_names, net.pos);
     c.n_tensors = n_names > (uint32_t)tnum ? n_names : (uint32_t)tnum;
     if (c.n_tensors > MNN_MAX_TENSORS)
         return cd_err(err, CD_E_MODEL, "MNN Net: %u tensors, over the limit %u", c.n_tensors, MNN_MAX_TENSORS);

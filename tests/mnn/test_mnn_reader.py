@@ -155,6 +155,12 @@ with tempfile.TemporaryDirectory() as d:
     b[root:root + 4] = (-0x10000).to_bytes(4, "little", signed=True)
     bad("vtable_offset", bytes(b), r"vtable \(at \d+\) lies outside the buffer")
 
+    # a 3 KB file claiming 3 million unnamed tensors (found by fuzz_mnn: the loader declared
+    # them all, seconds of work, before the damage further on was found)
+    huge = open(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "fuzz", "regressions", "mnn",
+                             "tensor_number_huge.mnn"), "rb").read()
+    bad("tensor_number_huge", huge, r"tensorNumber 3080192 is more than this 3176-byte file can describe")
+
     rng = random.Random(28)
     codes = {}
     for i in range(150):
