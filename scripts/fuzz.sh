@@ -6,7 +6,7 @@
 #                                        (CI; ctest entry fuzz_ci), fails on any crash
 #   scripts/fuzz.sh --long SECONDS       each fuzzer SECONDS: the real fuzzing, on demand (e.g.
 #                                        --long 3600 overnight; corpora grow and persist)
-#   scripts/fuzz.sh --only nb,npy ...    a subset (readers: nb dump policy npy png)
+#   scripts/fuzz.sh --only nb,npy ...    a subset (readers: nb dump policy npy png mnn)
 #   scripts/fuzz.sh --build DIR          build folder (default build-fuzz next to the sources)
 #   scripts/fuzz.sh --regress            only replay seeds + tests/fuzz/regressions/ (no fuzzing)
 #
