@@ -48,7 +48,7 @@ static float *run_conv(const geo *g, const float *x, const float *w, const float
     t_in(t, "Input", 0);
     t_in(t, "Filter", 1);
     if (bias) t_bias_relu6(t, 2, dt, g->Cout, bias);
-    t_out(t, 3);
+    t_out(t, "Output", 3);
     a_ints(t, "strides", 2, (int64_t[]){g->sh, g->sw});
     a_ints(t, "paddings", 4, (int64_t[]){g->pt, g->pb, g->pl, g->pr});
     a_ints(t, "dilations", 2, (int64_t[]){g->dh, g->dw});

@@ -71,7 +71,7 @@ static void dw_case(const geo *g, int threads, bool relu6) {
     t_in(t, "Input", 0);
     t_in(t, "Filter", 1);
     if (relu6) t_bias_relu6(t, 2, CD_F32, C, b);
-    t_out(t, 3);
+    t_out(t, "Output", 3);
     t_attr(t, "groups", CD_ATTR_INT)->i = C;
     a_ints(t, "strides", 2, (int64_t[]){g->s, g->s});
     a_ints(t, "paddings", 4, (int64_t[]){g->pt, g->pb, g->pl, g->pr});
@@ -163,7 +163,7 @@ static void convt_case(int Cin, int Cout, int H, int W, int K, int s, int p, int
     t_val(t, 1, CD_F32, 4, (int64_t[]){Cin, Cout, K, K}, w);
     t_in(t, "Input", 0);
     t_in(t, "Filter", 1);
-    t_out(t, 3);
+    t_out(t, "Output", 3);
     a_ints(t, "strides", 2, (int64_t[]){s, s});
     a_ints(t, "paddings", 2, (int64_t[]){p, p});
     a_ints(t, "dilations", 2, (int64_t[]){1, 1});

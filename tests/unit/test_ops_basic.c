@@ -8,83 +8,10 @@
 #include "engine/ops.h"
 #include "util/fp16.h"
 
-/* ---- a tiny hand-made op + value table ---- */
+/* ---- a tiny hand-made op + value table: tests/unit/op_fixture.h ---- */
+#include "op_fixture.h"
 
-#define NV 16
-typedef struct {
-    cd_op op;
-    cd_slot in[8], out[4];
-    int ids_in[8][8], ids_out[4][8];
-    cd_attr attrs[16];
-    int64_t ints[16][8];
-    double floats[16][4];
-    cd_value vals[NV];
-    cd_graph g;
-    cd_tensor tensors[NV];
-    cd_error err;
-    cd_op_ctx c;
-} T;
-
-static T *t_new(const char *type) {
-    T *t = calloc(1, sizeof *t);
-    t->op.type = (char *)type;
-    t->op.name = (char *)"test_0";
-    t->op.in = t->in;
-    t->op.out = t->out;
-    t->op.attrs = t->attrs;
-    t->g.tensors = t->tensors;
-    t->g.n_tensors = NV;
-    for (int i = 0; i < NV; i++) {
-        t->vals[i].shape.rank = -1;
-        t->tensors[i].dtype = CD_F32;
-    }
-    t->c = (cd_op_ctx){
-        .g = &t->g, .op = &t->op, .op_index = 7, .vals = t->vals, .prec = CD_PREC_FP32, .threads = 2, .err = &t->err};
-    return t;
-}
-
-static void t_free(T *t) {
-    for (int i = 0; i < NV; i++) cd_value_release(&t->vals[i]);
-    free(t);
-}
-
-static cd_slot *slot_for(cd_slot *arr, int *n, int (*ids)[8], const char *name) {
-    for (int i = 0; i < *n; i++)
-        if (!strcmp(arr[i].name, name)) return &arr[i];
-    cd_slot *s = &arr[*n];
-    s->name = (char *)name;
-    s->ids = ids[*n];
-    s->n = 0;
-    (*n)++;
-    return s;
-}
-static void t_in(T *t, const char *slot, int id) {
-    cd_slot *s = slot_for(t->in, &t->op.n_in, t->ids_in, slot);
-    s->ids[s->n++] = id;
-}
-static void t_out(T *t, const char *slot, int id) {
-    cd_slot *s = slot_for(t->out, &t->op.n_out, t->ids_out, slot);
-    s->ids[s->n++] = id;
-}
-
-static cd_attr *t_attr(T *t, const char *name, cd_attr_type ty) {
-    cd_attr *a = &t->attrs[t->op.n_attr];
-    a->name = (char *)name;
-    a->type = ty;
-    a->ints = t->ints[t->op.n_attr];
-    a->floats = t->floats[t->op.n_attr];
-    t->op.n_attr++;
-    return a;
-}
-static void a_int(T *t, const char *n, int64_t v) { t_attr(t, n, CD_ATTR_INT)->i = v; }
-static void a_bool(T *t, const char *n, bool v) { t_attr(t, n, CD_ATTR_BOOL)->i = v; }
-static void a_float(T *t, const char *n, double v) { t_attr(t, n, CD_ATTR_FLOAT)->f = (float)v; }
-static void a_str(T *t, const char *n, const char *v) { t_attr(t, n, CD_ATTR_STRING)->s = (char *)v; }
-static void a_ints(T *t, const char *n, int k, const int64_t *v) {
-    cd_attr *a = t_attr(t, n, CD_ATTR_INTS);
-    a->n = k;
-    memcpy(a->ints, v, (size_t)k * sizeof *v);
-}
+static T *t_new(const char *type) { return t_new_op(type, "test_0", 7, false, 2); }
 
 /* value id with shape + data (float data given as doubles, converted to dtype) */
 static void t_val(T *t, int id, cd_dtype dt, int rank, const int64_t *dims, const double *data) {
@@ -96,21 +23,6 @@ static void t_val(T *t, int id, cd_dtype dt, int rank, const int64_t *dims, cons
         cr_assert_eq(cd_value_alloc(v, NULL), CD_OK);
         for (int64_t i = 0; i < cd_value_numel(v); i++) cd_value_set(v, i, data[i]);
     }
-}
-
-static cd_status t_infer(T *t) {
-    const cd_op_def *d = cd_op_find(t->op.type);
-    cr_assert(d, "op %s is not registered", t->op.type);
-    return d->infer(&t->c);
-}
-
-/* infer, allocate outputs, run */
-static cd_status t_run(T *t) {
-    cd_status s = t_infer(t);
-    if (s) return s;
-    for (int k = 0; k < t->op.n_out; k++)
-        for (int j = 0; j < t->out[k].n; j++) cr_assert_eq(cd_value_alloc(&t->vals[t->out[k].ids[j]], NULL), CD_OK);
-    return cd_op_find(t->op.type)->run(&t->c);
 }
 
 static double rnd(unsigned *s) {
